@@ -1,0 +1,34 @@
+/**
+ * A length of time: milliseconds as a number, or a number with a unit.
+ * @example 1500, '250ms', '5s', '1.5m', '2h', '3d'
+ */
+export type Duration = number | string;
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION_PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
+
+/** What a valid duration looks like, for error messages. */
+export const DURATION_HINT = "milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d'";
+
+/**
+ * Converts a duration to whole milliseconds, rounding up so that a delay is never shorter than asked.
+ * Returns undefined for anything that is not a finite, non-negative duration.
+ */
+export function parseDuration(value: unknown): number | undefined {
+  if (typeof value === 'number') {
+    return Number.isFinite(value) && value >= 0 ? Math.ceil(value) : undefined;
+  }
+  if (typeof value !== 'string') return undefined;
+  const match = DURATION_PATTERN.exec(value.trim());
+  if (!match) return undefined;
+  const ms = Number(match[1]) * UNIT_MS[match[2] ?? 'ms'];
+  return Number.isFinite(ms) ? Math.ceil(ms) : undefined;
+}
+
+/** The shortest exact spelling of a number of milliseconds, for logs and names: 1000 -> '1s', 90000 -> '90s'. */
+export function formatDuration(ms: number): string {
+  for (const [unit, size] of [['d', UNIT_MS.d], ['h', UNIT_MS.h], ['m', UNIT_MS.m], ['s', UNIT_MS.s]] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

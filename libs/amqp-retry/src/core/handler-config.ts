@@ -1,0 +1,115 @@
+import { RetryConfigError } from '../errors/retry-config.error.js';
+import { MAX_TIER_DELAY_MS, readDelay, readDelays, readInteger, readName, readNumber } from './config.readers.js';
+import { retryabilityOf } from './delivery.decision.js';
+import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module-config.js';
+import type { RetryHandlerOptions } from './retry-options.js';
+
+/** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
+export interface HandlerConfig {
+  queue: string;
+  exchange?: string;
+  exchangeType: 'topic' | 'direct' | 'fanout' | 'headers';
+  routingKeys: string[];
+  /** Tier delays in ms, tier 1 first; the last repeats. */
+  delaysMs: number[];
+  maxAttempts: number;
+  errorQueue: string;
+  prefetch: number;
+  isRetryable: (error: unknown) => boolean;
+}
+
+/** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.<n>" ...). */
+const NAME_RESERVE = 24;
+const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
+const MAX_TIERS = 100;
+
+function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, defaultTiers: number, at: (k: string) => string): number[] {
+  const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
+  const multiplier = backoff.multiplier === undefined ? 2 : readNumber(backoff.multiplier, at('backoff.multiplier'), 1, 1_000, '2');
+  const max = backoff.max === undefined ? MAX_TIER_DELAY_MS : readDelay(backoff.max, at('backoff.max'), "'1h'");
+  const tiers = backoff.tiers === undefined ? defaultTiers : readInteger(backoff.tiers, at('backoff.tiers'), 1, MAX_TIERS, '5');
+  if (max < initial) {
+    throw new RetryConfigError(at('backoff.max'), `(${max} ms) is shorter than backoff.initial (${initial} ms)`, 'Make max at least initial, or leave it out.');
+  }
+  return Array.from({ length: tiers }, (_, k) => Math.min(max, Math.ceil(initial * multiplier ** k)));
+}
+
+/**
+ * Resolves one `@RetryWithBackoff` declaration against the module configuration. `where` names the method
+ * ("OrdersHandler.onOrderCreated") so that an error points at the code to change.
+ */
+export function resolveHandlerConfig(options: RetryHandlerOptions, module: ModuleConfig, where: string): HandlerConfig {
+  const at = (key: string) => `@RetryWithBackoff option "${key}" of ${where}`;
+  const queue = readName(options.queue, at('queue'), NAME_RESERVE, "'orders.created'");
+  const exchange = options.exchange === undefined ? undefined : readName(options.exchange, at('exchange'), 0, "'orders'");
+  const exchangeType = options.exchangeType ?? 'topic';
+  if (!EXCHANGE_TYPES.includes(exchangeType)) {
+    throw new RetryConfigError(at('exchangeType'), `is "${String(exchangeType)}"`, `Use one of ${EXCHANGE_TYPES.join(', ')}.`);
+  }
+  const keys = options.routingKey === undefined ? ['#'] : ([] as unknown[]).concat(options.routingKey);
+  if (keys.length === 0 || keys.some((k) => typeof k !== 'string' || Buffer.byteLength(k) > 255)) {
+    throw new RetryConfigError(at('routingKey'), `is ${JSON.stringify(options.routingKey)}`, "Give a binding key or a list of them, e.g. 'order.created' or ['order.*'].");
+  }
+  if (options.delays !== undefined && options.backoff !== undefined) {
+    throw new RetryConfigError(at('delays'), 'is given together with "backoff"', 'Give one of them: delays lists the tiers, backoff computes them.');
+  }
+  const explicitAttempts =
+    options.maxAttempts !== undefined ? readInteger(options.maxAttempts, at('maxAttempts'), 1, MAX_ATTEMPTS_LIMIT, '5') : module.maxAttempts;
+  const delaysMs =
+    options.delays !== undefined
+      ? readDelays(options.delays, at('delays'), "['1s', '10s', '1m']")
+      : options.backoff !== undefined
+        ? tiersFromBackoff(options.backoff, Math.min(MAX_TIERS, Math.max(1, (explicitAttempts ?? 4) - 1)), at)
+        : module.delaysMs;
+  if (delaysMs.length > MAX_TIERS) {
+    throw new RetryConfigError(at('delays'), `has ${delaysMs.length} tiers`, `Use at most ${MAX_TIERS}; the last tier repeats, so more attempts need no more tiers.`);
+  }
+  const errorQueue = options.errorQueue === undefined ? `${queue}.error` : readName(options.errorQueue, at('errorQueue'), 0, `'${queue}.error'`);
+  if (errorQueue === queue) {
+    throw new RetryConfigError(at('errorQueue'), `is the handler's own queue "${queue}"`, `Park elsewhere, e.g. '${queue}.error'.`);
+  }
+  const nonRetryable = options.nonRetryable;
+  if (nonRetryable !== undefined && typeof nonRetryable !== 'function' && !(Array.isArray(nonRetryable) && nonRetryable.every((c) => typeof c === 'function'))) {
+    throw new RetryConfigError(at('nonRetryable'), 'is neither a list of error classes nor a predicate', 'Use e.g. [ValidationError] or (error) => error instanceof ValidationError.');
+  }
+  return {
+    queue,
+    exchange,
+    exchangeType,
+    routingKeys: keys as string[],
+    delaysMs,
+    maxAttempts: explicitAttempts ?? delaysMs.length + 1,
+    errorQueue,
+    prefetch: options.prefetch === undefined ? module.prefetch : readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20'),
+    isRetryable: retryabilityOf(nonRetryable),
+  };
+}
+
+/**
+ * Checks the handlers together: one handler per queue, and no queue used as another's error queue (its parked
+ * messages would be consumed and retried again).
+ */
+export function assertDistinctQueues(handlers: ReadonlyArray<{ config: HandlerConfig; where: string }>): void {
+  const owners = new Map<string, string>();
+  for (const { config, where } of handlers) {
+    const owner = owners.get(config.queue);
+    if (owner !== undefined) {
+      throw new RetryConfigError(
+        `@RetryWithBackoff option "queue" of ${where}`,
+        `is "${config.queue}", which ${owner} consumes already`,
+        'Give each handler its own queue; to run two handlers on one message, bind two queues to the exchange.',
+      );
+    }
+    owners.set(config.queue, where);
+  }
+  for (const { config, where } of handlers) {
+    const owner = owners.get(config.errorQueue);
+    if (owner !== undefined) {
+      throw new RetryConfigError(
+        `@RetryWithBackoff option "errorQueue" of ${where}`,
+        `is "${config.errorQueue}", the queue that ${owner} consumes`,
+        `Park in a queue of its own, e.g. '${config.queue}.error'.`,
+      );
+    }
+  }
+}

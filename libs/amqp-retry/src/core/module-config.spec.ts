@@ -1,0 +1,94 @@
+import { RetryConfigError } from '../errors/retry-config.error.js';
+import { maskUrl, resolveModuleConfig } from './module-config.js';
+
+describe('resolveModuleConfig', () => {
+  it('has sensible defaults', () => {
+    expect(resolveModuleConfig()).toEqual({
+      url: 'amqp://guest:guest@localhost:5672',
+      delaysMs: [1_000, 10_000, 60_000],
+      maxAttempts: undefined,
+      prefetch: 20,
+    });
+  });
+
+  it('reads the environment', () => {
+    const env = { AMQP_URL: 'amqp://u:p@rabbit:5672/v', RETRY_DELAYS: '250ms, 5s,2m', RETRY_MAX_ATTEMPTS: '7', RETRY_PREFETCH: '50' };
+    expect(resolveModuleConfig({}, env)).toEqual({ url: 'amqp://u:p@rabbit:5672/v', delaysMs: [250, 5_000, 120_000], maxAttempts: 7, prefetch: 50 });
+  });
+
+  it('prefers options to the environment, and ignores blank variables', () => {
+    const config = resolveModuleConfig({ delays: [100], prefetch: 5 }, { RETRY_DELAYS: '1s', RETRY_PREFETCH: '9', RETRY_MAX_ATTEMPTS: ' ' });
+    expect(config).toMatchObject({ delaysMs: [100], prefetch: 5, maxAttempts: undefined });
+  });
+
+  it('does not mutate the options', () => {
+    const options = Object.freeze({ delays: Object.freeze(['1s']) as string[] });
+    expect(() => resolveModuleConfig(options)).not.toThrow();
+  });
+
+  const failures: Array<[string, Parameters<typeof resolveModuleConfig>[0], Record<string, string>, string]> = [
+    [
+      'a bad duration in the environment',
+      {},
+      { RETRY_DELAYS: '1s,5x' },
+      `Invalid retry configuration: environment variable RETRY_DELAYS has "5x", which is not a duration. Use milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d', e.g. '1s,10s,1m'.`,
+    ],
+    [
+      'zero attempts in the environment',
+      {},
+      { RETRY_MAX_ATTEMPTS: '0' },
+      'Invalid retry configuration: environment variable RETRY_MAX_ATTEMPTS is "0". Use a whole number from 1 to 1000000, e.g. 5.',
+    ],
+    [
+      'a fractional prefetch option',
+      { prefetch: 2.5 },
+      {},
+      'Invalid retry configuration: RetryModule option "prefetch" is 2.5. Use a whole number from 1 to 65535, e.g. 20.',
+    ],
+    [
+      'an empty delay list',
+      { delays: [] },
+      {},
+      `Invalid retry configuration: RetryModule option "delays" is []. Give at least one delay, e.g. '1s,10s,1m'.`,
+    ],
+    [
+      'a negative delay',
+      { delays: ['1s', -5] },
+      {},
+      `Invalid retry configuration: RetryModule option "delays" has -5, which is not a duration. Use milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d', e.g. '1s,10s,1m'.`,
+    ],
+    [
+      'a delay beyond the largest TTL',
+      { delays: ['60d'] },
+      {},
+      `Invalid retry configuration: RetryModule option "delays" has "60d", longer than RabbitMQ's largest TTL (about 49 days). Use at most 49d.`,
+    ],
+    [
+      'a URL that is not AMQP, password masked',
+      {},
+      { AMQP_URL: 'http://user:s3cret@host' },
+      'Invalid retry configuration: environment variable AMQP_URL is "http://user:***@host". Use an AMQP URL such as amqp://user:password@host:5672/vhost.',
+    ],
+  ];
+
+  it.each(failures)('rejects %s with a message naming the key and the fix', (_, options, env, message) => {
+    expect(() => resolveModuleConfig(options, env)).toThrow(new RetryConfigError('x', 'y', 'z').constructor as typeof RetryConfigError);
+    expect(() => resolveModuleConfig(options, env)).toThrow(message);
+  });
+
+  it('masks the password when the URL is AMQP-shaped but invalid', () => {
+    expect(() => resolveModuleConfig({ url: 'amqp:///nohost' })).toThrow('Invalid retry configuration: RetryModule option "url" is "amqp:///nohost".');
+    expect(() => resolveModuleConfig({ url: 'amqps://admin:hunter2@' })).toThrow(/amqps:\/\/admin:\*\*\*@"/);
+  });
+});
+
+describe('maskUrl', () => {
+  it.each([
+    ['amqp://guest:guest@localhost:5672', 'amqp://guest:***@localhost:5672'],
+    ['amqps://u:p%40ss@h/vh?heartbeat=10', 'amqps://u:***@h/vh?heartbeat=10'],
+    ['amqp://localhost', 'amqp://localhost'],
+    ['amqp://user@host', 'amqp://user@host'],
+  ])('masks %s', (url, masked) => {
+    expect(maskUrl(url)).toBe(masked);
+  });
+});

@@ -1,0 +1,65 @@
+import { RetryConfigError } from '../errors/retry-config.error.js';
+import { readDelays, readInteger } from './config.readers.js';
+import type { RetryModuleOptions } from './retry-options.js';
+
+/** The module's configuration after defaults, environment and validation. */
+export interface ModuleConfig {
+  url: string;
+  delaysMs: number[];
+  /** Only when set explicitly: otherwise each handler derives it from its own tiers. */
+  maxAttempts?: number;
+  prefetch: number;
+}
+
+export const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
+export const DEFAULT_DELAYS = ['1s', '10s', '1m'] as const;
+export const DEFAULT_PREFETCH = 20;
+export const MAX_ATTEMPTS_LIMIT = 1_000_000;
+
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** Where a value came from, named the way the user wrote it, for error messages. */
+function pick<K extends keyof RetryModuleOptions>(options: RetryModuleOptions, env: Environment, key: K, envName: string) {
+  if (options[key] !== undefined) return { value: options[key] as unknown, key: `RetryModule option "${key}"` };
+  const raw = env[envName];
+  if (raw !== undefined && raw.trim() !== '') return { value: raw as unknown, key: `environment variable ${envName}` };
+  return undefined;
+}
+
+function isAmqpUrl(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return (parsed.protocol === 'amqp:' || parsed.protocol === 'amqps:') && parsed.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** Masks the password of an AMQP URL, for logs and errors. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+}
+
+/**
+ * Resolves the module configuration: each option from `options` if given, else from `env`, else the default;
+ * throws RetryConfigError naming the option or variable at fault. Never mutates `options`.
+ */
+export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}): ModuleConfig {
+  const url = pick(options, env, 'url', 'AMQP_URL');
+  const delays = pick(options, env, 'delays', 'RETRY_DELAYS');
+  const maxAttempts = pick(options, env, 'maxAttempts', 'RETRY_MAX_ATTEMPTS');
+  const prefetch = pick(options, env, 'prefetch', 'RETRY_PREFETCH');
+
+  const urlValue = url ? url.value : DEFAULT_URL;
+  if (typeof urlValue !== 'string' || !isAmqpUrl(urlValue)) {
+    const shown = typeof urlValue === 'string' ? `"${maskUrl(urlValue)}"` : String(urlValue);
+    throw new RetryConfigError(url?.key ?? 'url', `is ${shown}`, 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.');
+  }
+  const delayList = delays && typeof delays.value === 'string' ? delays.value.split(',').map((d) => d.trim()) : delays?.value;
+  return {
+    url: urlValue,
+    delaysMs: delays ? readDelays(delayList, delays.key, "'1s,10s,1m'") : readDelays([...DEFAULT_DELAYS], 'delays', "'1s,10s,1m'"),
+    maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
+    prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
+  };
+}

@@ -1,0 +1,41 @@
+import type { Duration } from './duration.js';
+
+/** Options of `RetryModule.forRoot()`. Each is taken from here if given, else from the environment, else the default. */
+export interface RetryModuleOptions {
+  /** Broker URL. Env `AMQP_URL`; default `amqp://guest:guest@localhost:5672`. */
+  url?: string;
+  /** One retry tier per entry, in order; the last repeats. Env `RETRY_DELAYS` ("1s,10s,1m"); default `['1s', '10s', '1m']`. */
+  delays?: Duration[];
+  /** Handler calls in all, the first included. Env `RETRY_MAX_ATTEMPTS`; default: the number of tiers + 1. */
+  maxAttempts?: number;
+  /** Unacknowledged deliveries per consumer. Env `RETRY_PREFETCH`; default 20. */
+  prefetch?: number;
+}
+
+/** A constructor of an error class, for `nonRetryable`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- constructor arguments are the error's own business
+export type ErrorClass = new (...args: any[]) => Error;
+
+/** Options of `@RetryWithBackoff()`. */
+export interface RetryHandlerOptions {
+  /** The business queue the handler consumes (required). */
+  queue: string;
+  /** Exchange to bind the queue to; declared (durable) if given. Without it, publish to the queue by name. */
+  exchange?: string;
+  /** Type of `exchange`; default 'topic'. */
+  exchangeType?: 'topic' | 'direct' | 'fanout' | 'headers';
+  /** Binding key(s) from `exchange`; default '#'. */
+  routingKey?: string | string[];
+  /** One TTL tier per entry; overrides the module default. Give this or `backoff`, not both. */
+  delays?: Duration[];
+  /** Exponential tiers: initial * multiplier^k, capped at max. Give this or `delays`, not both. */
+  backoff?: { initial: Duration; multiplier?: number; max?: Duration; tiers?: number };
+  /** Handler calls in all, the first included. Default: the module's, else the number of tiers + 1. */
+  maxAttempts?: number;
+  /** Where exhausted, non-retryable and malformed messages are parked; default `${queue}.error`. */
+  errorQueue?: string;
+  /** Errors that park at once: classes (matched with instanceof) or a predicate. NonRetryableError always parks. */
+  nonRetryable?: ErrorClass[] | ((error: unknown) => boolean);
+  /** Unacknowledged deliveries for this handler's consumer; default the module's. */
+  prefetch?: number;
+}

@@ -1,0 +1,29 @@
+/** What the library declares on the broker, in the order it must be declared. Everything is durable. */
+export interface ExchangeDeclaration {
+  name: string;
+  type: 'direct' | 'topic' | 'fanout' | 'headers';
+  arguments?: Record<string, unknown>;
+}
+
+export interface QueueDeclaration {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export interface BindingDeclaration {
+  source: string;
+  destination: string;
+  destinationType: 'queue' | 'exchange';
+  pattern: string;
+}
+
+/**
+ * Exchanges first, then queues (whose dead-letter exchanges then exist), then bindings. `unbindings` remove
+ * bindings that an earlier configuration may have left and that would now route a message twice.
+ */
+export interface TopologyPlan {
+  exchanges: ExchangeDeclaration[];
+  queues: QueueDeclaration[];
+  bindings: BindingDeclaration[];
+  unbindings: BindingDeclaration[];
+}

@@ -1,0 +1,14 @@
+/**
+ * Thrown at start-up when module, environment or decorator configuration is invalid.
+ * `key` names what is wrong exactly as the user wrote it: an option path or an environment variable.
+ */
+export class RetryConfigError extends Error {
+  constructor(
+    readonly key: string,
+    problem: string,
+    fix: string,
+  ) {
+    super(`Invalid retry configuration: ${key} ${problem}. ${fix}`);
+    this.name = 'RetryConfigError';
+  }
+}
