@@ -1,0 +1,14 @@
+export { RetryModule } from './nest/retry.module.js';
+export { RetryWithBackoff } from './nest/retry-with-backoff.decorator.js';
+export { RetryPublisher, type PublishOptions } from './nest/retry.publisher.js';
+export { RETRY_MODULE_OPTIONS } from './nest/retry-module.definition.js';
+export type { RetryModuleOptions, RetryHandlerOptions, ErrorClass } from './core/retry-options.js';
+export type { RetryContext } from './core/retry-context.js';
+export type { XDeath } from './core/x-death.parser.js';
+export type { Duration } from './core/duration.js';
+export type { ParkReason } from './core/delivery.decision.js';
+export { NonRetryableError } from './errors/non-retryable.error.js';
+export { RetryConfigError } from './errors/retry-config.error.js';
+export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
+export { PublishError } from './errors/publish.error.js';
+export { PUBLISH_ID_HEADER } from './amqp/confirm.publisher.js';

@@ -1,0 +1,53 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { AmqpConnection } from '../amqp/amqp-connection.js';
+import { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import type { ModuleConfig } from '../core/module-config.js';
+import { RETRY_MODULE_CONFIG } from './retry.constants.js';
+
+interface Opened {
+  connection: AmqpConnection;
+  publisher: ConfirmPublisher;
+}
+
+/**
+ * Owns the application's AMQP connection and its confirm channel. The connection opens on first use, whoever comes
+ * first (the consumers at bootstrap, or a provider publishing from its own lifecycle hook), and closes last.
+ */
+@Injectable()
+export class RetryConnectionHost implements OnApplicationShutdown {
+  private readonly logger = new Logger('RetryModule');
+  private opened?: Promise<Opened>;
+
+  constructor(@Inject(RETRY_MODULE_CONFIG) private readonly config: ModuleConfig) {}
+
+  connection(): Promise<AmqpConnection> {
+    return this.open().then((o) => o.connection);
+  }
+
+  publisher(): Promise<ConfirmPublisher> {
+    return this.open().then((o) => o.publisher);
+  }
+
+  async close(): Promise<void> {
+    const opened = this.opened;
+    this.opened = undefined;
+    if (!opened) return;
+    const { connection, publisher } = await opened.catch(() => ({ connection: undefined, publisher: undefined }));
+    await publisher?.close();
+    await connection?.close();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+
+  private open(): Promise<Opened> {
+    this.opened ??= (async () => {
+      const connection = await AmqpConnection.open(this.config.url, `nestjs-amqp-retry pid ${process.pid}`, this.logger);
+      const publisher = new ConfirmPublisher(await connection.createConfirmChannel('publishing and parking'));
+      return { connection, publisher };
+    })();
+    this.opened.catch(() => (this.opened = undefined)); // a failed connect can be tried again
+    return this.opened;
+  }
+}

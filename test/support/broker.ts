@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import amqp, { type Channel, type ChannelModel, type GetMessage, type Options } from 'amqplib';
+
+export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+/** A name no other test uses: `prefix.<8 hex>`. */
+export const uniqueName = (prefix: string) => `${prefix}.${randomUUID().slice(0, 8)}`;
+
+/** Polls `probe` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** A plain amqplib client for tests: publishes as a user would and inspects queues from outside the library. */
+export class TestBroker {
+  private constructor(
+    private readonly model: ChannelModel,
+    readonly channel: Channel,
+  ) {}
+
+  static async connect(): Promise<TestBroker> {
+    const model = await amqp.connect(AMQP_URL);
+    const channel = await model.createConfirmChannel();
+    return new TestBroker(model, channel);
+  }
+
+  async publish(exchange: string, routingKey: string, body: unknown | Buffer, options: Options.Publish = {}): Promise<void> {
+    const content = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
+    this.channel.publish(exchange, routingKey, content, { persistent: true, contentType: 'application/json', ...options });
+    await (this.channel as amqp.ConfirmChannel).waitForConfirms();
+  }
+
+  /** Messages ready in the queue, or undefined when it does not exist. */
+  async count(queue: string): Promise<number | undefined> {
+    const probe = await this.model.createChannel();
+    probe.on('error', () => undefined);
+    try {
+      return (await probe.checkQueue(queue)).messageCount;
+    } catch {
+      return undefined;
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+  }
+
+  async exists(queue: string): Promise<boolean> {
+    return (await this.count(queue)) !== undefined;
+  }
+
+  /** Takes every ready message out of a queue (acked). */
+  async drain(queue: string): Promise<GetMessage[]> {
+    const messages: GetMessage[] = [];
+    for (let message = await this.channel.get(queue, { noAck: true }); message; message = await this.channel.get(queue, { noAck: true })) {
+      messages.push(message);
+    }
+    return messages;
+  }
+
+  /** Waits for exactly `n` messages in `queue` and takes them. */
+  async take(queue: string, n: number, timeoutMs = 10_000): Promise<GetMessage[]> {
+    await waitFor(async () => ((await this.count(queue)) ?? 0) >= n, `${n} message(s) in ${queue}`, timeoutMs);
+    return this.drain(queue);
+  }
+
+  async declareQueue(queue: string, bindTo?: { exchange: string; key: string }): Promise<void> {
+    await this.channel.assertQueue(queue, { durable: true });
+    if (bindTo) await this.channel.bindQueue(queue, bindTo.exchange, bindTo.key);
+  }
+
+  /** Deletes what a handler on `queue` declares (and any extra queues and exchanges). */
+  async deleteRetryTopology(queue: string, extra: { queues?: string[]; exchanges?: string[]; tiers?: number } = {}): Promise<void> {
+    const tiers = Array.from({ length: extra.tiers ?? 5 }, (_, i) => `${queue}.retry.${i + 1}`);
+    for (const name of [queue, `${queue}.error`, ...tiers, ...(extra.queues ?? [])]) await this.channel.deleteQueue(name);
+    for (const name of [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`, ...(extra.exchanges ?? [])]) await this.channel.deleteExchange(name);
+  }
+
+  async close(): Promise<void> {
+    await this.model.close().catch(() => undefined);
+  }
+}
