@@ -1,6 +1,7 @@
 import { Injectable, type INestApplicationContext, type Provider, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RetryModule, RetryWithBackoff, type RetryContext, type RetryHandlerOptions, type RetryModuleOptions } from 'nestjs-amqp-retry';
+import type { MessageProperties } from 'amqplib';
 import { AMQP_URL } from './broker.js';
 
 /** One handler call as the test saw it. */
@@ -9,6 +10,7 @@ export interface Call {
   attempt: number;
   isLastAttempt: boolean;
   at: number;
+  properties: MessageProperties;
 }
 
 export type Behaviour = (payload: unknown, context: RetryContext) => unknown;
@@ -21,7 +23,7 @@ export function handlerFor(options: RetryHandlerOptions, behaviour: Behaviour) {
 
     @RetryWithBackoff(options)
     async handle(payload: unknown, context: RetryContext): Promise<void> {
-      this.calls.push({ payload, attempt: context.attempt, isLastAttempt: context.isLastAttempt, at: Date.now() });
+      this.calls.push({ payload, attempt: context.attempt, isLastAttempt: context.isLastAttempt, at: Date.now(), properties: context.message.properties });
       await behaviour(payload, context);
     }
   }

@@ -39,8 +39,10 @@ export class AmqpConnection {
     return expectClose ? channel.on('error', () => undefined) : this.watch(channel, purpose);
   }
 
-  async createConfirmChannel(purpose: string): Promise<ConfirmChannel> {
-    return this.watch(await this.model.createConfirmChannel(), purpose);
+  /** Confirm channels report their failures through the publishes they fail, hence no logging here. */
+  async createConfirmChannel(): Promise<ConfirmChannel> {
+    const channel = await this.model.createConfirmChannel();
+    return channel.on('error', () => undefined);
   }
 
   async close(): Promise<void> {

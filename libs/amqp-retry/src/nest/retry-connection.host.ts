@@ -6,11 +6,13 @@ import { RETRY_MODULE_CONFIG } from './retry.constants.js';
 
 interface Opened {
   connection: AmqpConnection;
+  /** For RetryPublisher: a user's publish to a missing exchange closes its channel, never the parking one. */
   publisher: ConfirmPublisher;
+  parker: ConfirmPublisher;
 }
 
 /**
- * Owns the application's AMQP connection and its confirm channel. The connection opens on first use, whoever comes
+ * Owns the application's AMQP connection and its confirm channels (one to publish, one to park). The connection opens on first use, whoever comes
  * first (the consumers at bootstrap, or a provider publishing from its own lifecycle hook), and closes last.
  */
 @Injectable()
@@ -28,13 +30,18 @@ export class RetryConnectionHost implements OnApplicationShutdown {
     return this.open().then((o) => o.publisher);
   }
 
+  parker(): Promise<ConfirmPublisher> {
+    return this.open().then((o) => o.parker);
+  }
+
   async close(): Promise<void> {
     const opened = this.opened;
     this.opened = undefined;
     if (!opened) return;
-    const { connection, publisher } = await opened.catch(() => ({ connection: undefined, publisher: undefined }));
-    await publisher?.close();
-    await connection?.close();
+    const o = await opened.catch(() => undefined);
+    if (!o) return;
+    await Promise.all([o.publisher.close(), o.parker.close()]);
+    await o.connection.close();
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -44,8 +51,8 @@ export class RetryConnectionHost implements OnApplicationShutdown {
   private open(): Promise<Opened> {
     this.opened ??= (async () => {
       const connection = await AmqpConnection.open(this.config.url, `nestjs-amqp-retry pid ${process.pid}`, this.logger);
-      const publisher = new ConfirmPublisher(await connection.createConfirmChannel('publishing and parking'));
-      return { connection, publisher };
+      const confirmChannel = () => connection.createConfirmChannel();
+      return { connection, publisher: new ConfirmPublisher(confirmChannel), parker: new ConfirmPublisher(confirmChannel) };
     })();
     this.opened.catch(() => (this.opened = undefined)); // a failed connect can be tried again
     return this.opened;

@@ -30,7 +30,7 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
     if (this.handlers.length === 0) return;
     try {
       const connection = await this.host.connection();
-      const parker = await this.host.publisher();
+      const parker = await this.host.parker();
       for (const { config } of this.handlers) {
         await declareTopology(connection, planRetryTopology(config));
         const retired = await retireStaleTiers(connection, config.queue, config.delaysMs.length);
