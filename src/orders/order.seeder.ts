@@ -1,0 +1,27 @@
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { RetryPublisher } from 'nestjs-amqp-retry';
+import { ORDER_CREATED, ORDERS_EXCHANGE, type OrderCreated } from './order.js';
+import { OrderProgress } from './order.progress.js';
+
+/** Plays the shop: publishes a few orders when the service starts, one of them invalid (parked at once). */
+@Injectable()
+export class OrderSeeder implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Shop');
+
+  constructor(
+    private readonly publisher: RetryPublisher,
+    private readonly progress: OrderProgress,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const count = Number(process.env.EXAMPLE_ORDERS ?? 6);
+    const orders: OrderCreated[] = Array.from({ length: count }, (_, i) => ({
+      id: i + 1,
+      customer: `customer-${i + 1}`,
+      amountCents: i === count - 1 ? -100 : 1_000 * (i + 1),
+    }));
+    this.progress.expect(count - 1); // the invalid one is parked by the library without reaching the last attempt
+    for (const order of orders) await this.publisher.publish(ORDERS_EXCHANGE, ORDER_CREATED, order);
+    this.logger.log(`published ${count} orders to exchange "${ORDERS_EXCHANGE}"`);
+  }
+}

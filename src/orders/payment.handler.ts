@@ -1,0 +1,32 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
+import { ORDER_CREATED, ORDERS_EXCHANGE, type OrderCreated } from './order.js';
+import { OrderProgress } from './order.progress.js';
+import { PaymentGateway } from './payment.gateway.js';
+
+const DELAYS = ['1s', '2s', '4s'];
+
+/** Charges each new order. Throwing retries it after 1 s, 2 s, 4 s, 4 s; the fifth failure parks it. */
+@Injectable()
+export class PaymentHandler {
+  private readonly logger = new Logger(PaymentHandler.name);
+
+  constructor(
+    private readonly gateway: PaymentGateway,
+    private readonly progress: OrderProgress,
+  ) {}
+
+  @RetryWithBackoff({ queue: 'example.orders.payment', exchange: ORDERS_EXCHANGE, routingKey: ORDER_CREATED, delays: DELAYS, maxAttempts: 5 })
+  async onOrderCreated(order: OrderCreated, ctx: RetryContext): Promise<void> {
+    const waited = ctx.attempt === 1 ? 'first try' : `after waiting ${DELAYS[Math.min(ctx.attempt - 1, DELAYS.length) - 1]}`;
+    this.logger.log(`order ${order.id}: attempt ${ctx.attempt}/${ctx.maxAttempts} (${waited})`);
+    try {
+      await this.gateway.charge(order);
+    } catch (error) {
+      if (ctx.isLastAttempt) this.progress.settled(order.id, 'parked');
+      throw error;
+    }
+    this.logger.log(`order ${order.id}: paid`);
+    this.progress.settled(order.id, 'paid');
+  }
+}
