@@ -10,6 +10,7 @@ export interface Call {
   attempt: number;
   isLastAttempt: boolean;
   at: number;
+  redelivered: boolean;
   properties: MessageProperties;
 }
 
@@ -23,7 +24,7 @@ export function handlerFor(options: RetryHandlerOptions, behaviour: Behaviour) {
 
     @RetryWithBackoff(options)
     async handle(payload: unknown, context: RetryContext): Promise<void> {
-      this.calls.push({ payload, attempt: context.attempt, isLastAttempt: context.isLastAttempt, at: Date.now(), properties: context.message.properties });
+      this.calls.push({ payload, attempt: context.attempt, isLastAttempt: context.isLastAttempt, at: Date.now(), redelivered: context.message.fields.redelivered, properties: context.message.properties });
       await behaviour(payload, context);
     }
   }

@@ -12,3 +12,4 @@ export { RetryConfigError } from './errors/retry-config.error.js';
 export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
 export { PublishError } from './errors/publish.error.js';
 export { PUBLISH_ID_HEADER } from './amqp/confirm.publisher.js';
+export { NotConnectedError } from './errors/not-connected.error.js';

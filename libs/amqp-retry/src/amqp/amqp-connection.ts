@@ -1,58 +1,169 @@
-import { Logger } from '@nestjs/common';
+import type { Logger } from '@nestjs/common';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { maskUrl } from '../core/module-config.js';
+import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
+import { NotConnectedError } from '../errors/not-connected.error.js';
+
+export interface AmqpConnectionOptions {
+  url: string;
+  /** Shown in the broker's management UI and `rabbitmqctl list_connections`. */
+  name: string;
+  reconnect: ReconnectPolicy;
+}
+
+type Listener = () => Promise<void>;
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
- * One AMQP connection and the channels made on it. Every channel gets an 'error' listener: without one, a channel
- * closed by the broker (a 406, a 404) would tear down the whole connection.
+ * The application's AMQP connection, kept alive: when the broker or the network drops it, it reconnects with capped
+ * exponential backoff and jitter, then runs the `onReconnect` listeners (re-declare, resume consuming). The outage
+ * and the recovery are logged once each. Every channel gets an 'error' listener: without one, a channel closed by
+ * the broker (a 406, a 404) would tear down the whole connection.
  */
 export class AmqpConnection {
+  private model?: ChannelModel;
   private closing = false;
+  private readonly reconnectListeners: Listener[] = [];
+  private readonly waiters = new Set<() => void>();
+  private cancelWait?: () => void;
 
   private constructor(
-    private readonly model: ChannelModel,
+    private readonly options: AmqpConnectionOptions,
     private readonly logger: Logger,
-  ) {
-    model.on('error', (error: Error) => this.logger.error(`AMQP connection error: ${error.message}`));
-    model.on('close', () => {
-      if (!this.closing) this.logger.error('AMQP connection closed by the broker or the network');
-    });
+  ) {}
+
+  /** Connects once; a first connection that fails rejects at once (start-up should fail loudly, not wait). */
+  static async open(options: AmqpConnectionOptions, logger: Logger): Promise<AmqpConnection> {
+    const connection = new AmqpConnection(options, logger);
+    try {
+      connection.attach(await connection.connect());
+    } catch (error) {
+      throw new Error(`Could not connect to RabbitMQ at ${maskUrl(options.url)}: ${describe(error)}`, { cause: error });
+    }
+    return connection;
   }
 
-  /**
-   * Connects with Nagle's algorithm off: acks, nacks and confirms are small frames, and with Nagle on each waits
-   * for the next packet (DESIGN.md section 6: a 200 ms retry came back 60 ms late instead of 12 ms).
-   */
-  static async open(url: string, connectionName: string, logger: Logger): Promise<AmqpConnection> {
-    try {
-      const model = await amqp.connect(url, { noDelay: true, clientProperties: { connection_name: connectionName } });
-      return new AmqpConnection(model, logger);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new Error(`Could not connect to RabbitMQ at ${maskUrl(url)}: ${reason}`, { cause: error });
-    }
+  get isConnected(): boolean {
+    return this.model !== undefined;
+  }
+
+  /** Runs after every reconnection, in registration order; a listener's failure is logged, not thrown. */
+  onReconnect(listener: Listener): void {
+    this.reconnectListeners.push(listener);
+  }
+
+  /** Resolves when connected; rejects with NotConnectedError after `timeoutMs`, or when the connection is closed. */
+  whenConnected(timeoutMs: number): Promise<void> {
+    if (this.model) return Promise.resolve();
+    if (this.closing) return Promise.reject(new NotConnectedError('the connection is closed'));
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        if (this.model) resolve();
+        else reject(new NotConnectedError('the connection is closed'));
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(done);
+        reject(new NotConnectedError(`no connection to RabbitMQ within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.add(done);
+    });
   }
 
   /** `expectClose`: the caller provokes a broker close (a passive declare that may 404), so it is not logged. */
   async createChannel(purpose: string, expectClose = false): Promise<Channel> {
-    const channel = await this.model.createChannel();
-    return expectClose ? channel.on('error', () => undefined) : this.watch(channel, purpose);
+    const channel = await this.current().createChannel();
+    return channel.on('error', (error: Error) => {
+      if (!expectClose) this.logger.error(`AMQP channel for ${purpose} closed by the broker: ${error.message}`);
+    });
   }
 
   /** Confirm channels report their failures through the publishes they fail, hence no logging here. */
   async createConfirmChannel(): Promise<ConfirmChannel> {
-    const channel = await this.model.createConfirmChannel();
+    const channel = await this.current().createConfirmChannel();
     return channel.on('error', () => undefined);
   }
 
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
-    await this.model.close().catch(() => undefined); // already closed: nothing left to release
+    this.cancelWait?.();
+    this.wakeWaiters();
+    const model = this.model;
+    this.model = undefined;
+    await model?.close().catch(() => undefined); // already closed: nothing left to release
   }
 
-  private watch<C extends Channel>(channel: C, purpose: string): C {
-    channel.on('error', (error: Error) => this.logger.error(`AMQP channel for ${purpose} closed: ${error.message}`));
-    return channel;
+  private current(): ChannelModel {
+    if (!this.model) throw new NotConnectedError(this.closing ? 'the connection is closed' : 'the connection to RabbitMQ is down; reconnecting');
+    return this.model;
+  }
+
+  /**
+   * Nagle's algorithm off: acks, nacks and confirms are small frames, and with Nagle on each waits for the next
+   * packet (DESIGN.md section 6: a 200 ms retry came back 60 ms late instead of 12 ms).
+   */
+  private connect(): Promise<ChannelModel> {
+    return amqp.connect(this.options.url, { noDelay: true, clientProperties: { connection_name: this.options.name } });
+  }
+
+  private attach(model: ChannelModel): void {
+    let lastError: string | undefined;
+    model.on('error', (error: Error) => (lastError = error.message)); // the 'close' that follows reports it
+    model.on('blocked', (reason: string) => this.logger.warn(`RabbitMQ blocks publishing on this connection: ${reason}`));
+    model.on('unblocked', () => this.logger.log('RabbitMQ unblocked publishing on this connection'));
+    model.on('close', (error?: Error) => {
+      if (this.model !== model) return;
+      this.model = undefined;
+      if (this.closing) return;
+      const reason = error?.message ?? lastError ?? 'the socket closed';
+      this.logger.error(`Lost the connection to RabbitMQ at ${maskUrl(this.options.url)} (${reason}); reconnecting`);
+      void this.reconnect();
+    });
+    this.model = model;
+    this.wakeWaiters();
+  }
+
+  private async reconnect(): Promise<void> {
+    const started = Date.now();
+    for (let attempt = 1; !this.closing; attempt++) {
+      await this.sleep(reconnectDelay(attempt, this.options.reconnect));
+      if (this.closing) return;
+      let model: ChannelModel;
+      try {
+        model = await this.connect();
+      } catch (error) {
+        this.logger.debug(`Reconnection attempt ${attempt} failed: ${describe(error)}`);
+        continue;
+      }
+      if (this.closing) {
+        await model.close().catch(() => undefined);
+        return;
+      }
+      this.attach(model);
+      this.logger.log(`Reconnected to RabbitMQ after ${Date.now() - started} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`);
+      for (const listener of this.reconnectListeners) {
+        await listener().catch((error: unknown) => this.logger.error(`Recovery after reconnecting failed: ${describe(error)}`));
+      }
+      return;
+    }
+  }
+
+  /** A wait that close() cuts short, so that shutting down never waits for a reconnection delay. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(finish, ms);
+      function finish() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.cancelWait = finish;
+    });
+  }
+
+  private wakeWaiters(): void {
+    for (const wake of [...this.waiters]) wake();
   }
 }

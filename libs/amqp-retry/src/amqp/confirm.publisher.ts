@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import { PublishError } from '../errors/publish.error.js';
+import type { AmqpConnection } from './amqp-connection.js';
 
 /**
  * Marks each mandatory publish, so that a message the broker returns as unroutable can be matched to its publish.
@@ -15,26 +16,40 @@ interface OpenChannel {
   closedBecause?: string;
 }
 
+/** How publishes behave while the connection is down. */
+export interface PublishLimits {
+  /** How long a publish waits for the connection before it rejects. */
+  timeoutMs: number;
+  /** How many publishes may wait at once; more reject at once. Never an unbounded queue in memory. */
+  bufferSize: number;
+}
+
 /**
  * Publishes on a confirm channel; each publish settles when the broker has taken responsibility for the message.
- * The broker closes a channel on some publish errors (a missing exchange is a 404): the next publish then opens a
- * new one, so one bad publish never stops the ones after it.
+ * The broker closes a channel on some publish errors (a missing exchange is a 404), and a lost connection closes
+ * them all: the next publish then opens a new one, waiting for the connection within the limits.
  */
 export class ConfirmPublisher {
   private current?: Promise<OpenChannel>;
+  private waiting = 0;
 
-  constructor(private readonly openChannel: () => Promise<ConfirmChannel>) {}
+  constructor(
+    private readonly connection: AmqpConnection,
+    private readonly limits: PublishLimits,
+  ) {}
 
   /**
    * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, the channel closed
    * first, or (with `mandatory`, the default) no queue took it.
    */
   async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}): Promise<void> {
-    const open = await this.channel();
+    const fail = (reason: string) => new PublishError(exchange, routingKey, reason);
+    const open = await this.ready().catch((error: unknown) => {
+      throw fail(errorText(error));
+    });
     const mandatory = options.mandatory ?? true;
     const id = randomUUID();
     const headers = mandatory ? { ...options.headers, [PUBLISH_ID_HEADER]: id } : options.headers;
-    const fail = (reason: string) => new PublishError(exchange, routingKey, reason);
     return new Promise<void>((resolve, reject) => {
       const settle = (error: unknown) => {
         if (error) return reject(fail(`the broker did not confirm it (${open.closedBecause ?? errorText(error)})`));
@@ -56,9 +71,25 @@ export class ConfirmPublisher {
     await open?.channel.close().catch(() => undefined); // already closed with the connection
   }
 
+  /** The channel, once the connection is up: each publish that has to wait for it takes a place in the buffer. */
+  private async ready(): Promise<OpenChannel> {
+    if (!this.connection.isConnected) {
+      if (this.waiting >= this.limits.bufferSize) {
+        throw new Error(`the connection is down and ${this.waiting} publishes already wait for it (publishBufferSize)`);
+      }
+      this.waiting++;
+      try {
+        await this.connection.whenConnected(this.limits.timeoutMs);
+      } finally {
+        this.waiting--;
+      }
+    }
+    return this.channel();
+  }
+
   private channel(): Promise<OpenChannel> {
     if (this.current) return this.current;
-    const opening = this.openChannel().then((channel) => {
+    const opening = this.connection.createConfirmChannel().then((channel) => {
       const open: OpenChannel = { channel, returned: new Set() };
       channel.on('return', (message: Message) => {
         const id = message.properties.headers?.[PUBLISH_ID_HEADER];

@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { decideAfterFailure, decideBeforeHandling, type ParkReason } from '../core/delivery.decision.js';
 import { formatDuration } from '../core/duration.js';
+import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { parkedPublishOptions } from '../core/parked-message.js';
 import type { RetryContext } from '../core/retry-context.js';
@@ -17,39 +18,88 @@ const PARK_FAILURE_PAUSE_MS = 1_000;
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
+export interface ConsumerDependencies {
+  connection: AmqpConnection;
+  parker: ConfirmPublisher;
+  logger: Logger;
+  /** Spacing of the attempts to reopen a channel that the broker closed while the connection stayed up. */
+  reopen: ReconnectPolicy;
+}
+
 /**
  * Consumes one handler queue: runs the handler on each delivery and settles it. Success acks; a retryable
  * failure nacks without requeue, so the broker moves the message through the tiers; anything else is parked
  * (published to the error queue and confirmed) and only then acked.
+ *
+ * Its channel can die under it: with the connection (the connection's recovery calls `start()` again) or alone,
+ * closed by the broker (the consumer reopens it with backoff). Deliveries of a dead channel are never settled on
+ * another one: the broker requeued them, and they come back redelivered.
  */
 export class RetryConsumer {
   private channel?: Channel;
   private consumerTag?: string;
+  private stopped = false;
+  private reopenAttempt = 0;
+  private reopenTimer?: NodeJS.Timeout;
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly logger: Logger;
 
   constructor(
     private readonly config: HandlerConfig,
     private readonly invoke: HandlerInvoker,
-    private readonly parker: ConfirmPublisher,
-    private readonly logger: Logger,
-  ) {}
-
-  async start(connection: AmqpConnection): Promise<void> {
-    const channel = await connection.createChannel(`queue ${this.config.queue}`);
-    await channel.prefetch(this.config.prefetch);
-    this.channel = channel;
-    const { consumerTag } = await channel.consume(this.config.queue, (message) => this.track(channel, message), { noAck: false });
-    this.consumerTag = consumerTag;
+    private readonly deps: ConsumerDependencies,
+  ) {
+    this.logger = deps.logger;
   }
 
-  /** Stops taking deliveries, lets the handlers in flight finish and settle, then closes the channel. */
-  async stop(): Promise<void> {
+  /** Opens a channel and consumes; does nothing while a channel is open or after stop(). */
+  async start(): Promise<void> {
+    if (this.stopped || this.channel) return;
+    const channel = await this.deps.connection.createChannel(`queue "${this.config.queue}"`);
+    this.channel = channel;
+    // The broker closing this channel alone sends a reason first ('error'); a dying connection closes it silently.
+    let closedByBroker = false;
+    channel.on('error', () => (closedByBroker = true));
+    channel.on('close', () => this.onChannelClosed(channel, closedByBroker));
+    await channel.prefetch(this.config.prefetch);
+    const { consumerTag } = await channel.consume(this.config.queue, (message) => this.track(channel, message), { noAck: false });
+    this.consumerTag = consumerTag;
+    this.reopenAttempt = 0;
+  }
+
+  /**
+   * Stops taking deliveries, lets the handlers in flight finish and settle for up to `timeoutMs`, then closes the
+   * channel. Handlers still running then are abandoned: the broker requeues their messages when the channel closes.
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.reopenTimer);
     const channel = this.channel;
-    if (!channel) return;
+    if (channel && this.consumerTag) await channel.cancel(this.consumerTag).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      Promise.allSettled([...this.inFlight]).then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      this.logger.warn(`"${this.config.queue}": ${this.inFlight.size} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`);
+    }
     this.channel = undefined;
-    if (this.consumerTag) await channel.cancel(this.consumerTag).catch(() => undefined);
-    await Promise.allSettled([...this.inFlight]);
-    await channel.close().catch(() => undefined);
+    await channel?.close().catch(() => undefined);
+  }
+
+  private onChannelClosed(channel: Channel, closedByBroker: boolean): void {
+    if (this.channel !== channel) return;
+    this.channel = undefined;
+    this.consumerTag = undefined;
+    if (this.stopped || !closedByBroker) return; // with the connection: its recovery restarts us
+    const delay = reconnectDelay(++this.reopenAttempt, this.deps.reopen);
+    this.logger.error(`The channel consuming "${this.config.queue}" was closed by the broker; reopening in ${delay} ms`);
+    this.reopenTimer = setTimeout(() => {
+      // a failure here closes the new channel, which schedules the next attempt; a lost connection restarts us
+      this.start().catch((error: unknown) => this.logger.error(`Could not resume consuming "${this.config.queue}": ${describe(error)}`));
+    }, delay);
   }
 
   private track(channel: Channel, message: ConsumeMessage | null): void {
@@ -98,7 +148,7 @@ export class RetryConsumer {
       now: new Date(),
     });
     try {
-      await this.parker.publish('', errorQueue, message.content, options);
+      await this.deps.parker.publish('', errorQueue, message.content, options);
     } catch (publishError) {
       this.logger.error(`Could not park a message from "${queue}" in "${errorQueue}" (${describe(publishError)}); it goes back to the queue`);
       await new Promise((resolve) => setTimeout(resolve, PARK_FAILURE_PAUSE_MS));

@@ -8,17 +8,44 @@ describe('resolveModuleConfig', () => {
       delaysMs: [1_000, 10_000, 60_000],
       maxAttempts: undefined,
       prefetch: 20,
+      connectionName: undefined,
+      reconnect: { initialDelayMs: 100, maxDelayMs: 30_000 },
+      publishTimeoutMs: 10_000,
+      publishBufferSize: 1_000,
+      shutdownTimeoutMs: 30_000,
     });
   });
 
   it('reads the environment', () => {
-    const env = { AMQP_URL: 'amqp://u:p@rabbit:5672/v', RETRY_DELAYS: '250ms, 5s,2m', RETRY_MAX_ATTEMPTS: '7', RETRY_PREFETCH: '50' };
-    expect(resolveModuleConfig({}, env)).toEqual({ url: 'amqp://u:p@rabbit:5672/v', delaysMs: [250, 5_000, 120_000], maxAttempts: 7, prefetch: 50 });
+    const env = {
+      AMQP_URL: 'amqp://u:p@rabbit:5672/v',
+      RETRY_DELAYS: '250ms, 5s,2m',
+      RETRY_MAX_ATTEMPTS: '7',
+      RETRY_PREFETCH: '50',
+      RETRY_PUBLISH_TIMEOUT: '2s',
+      RETRY_SHUTDOWN_TIMEOUT: '1m',
+    };
+    expect(resolveModuleConfig({}, env)).toMatchObject({
+      url: 'amqp://u:p@rabbit:5672/v',
+      delaysMs: [250, 5_000, 120_000],
+      maxAttempts: 7,
+      prefetch: 50,
+      publishTimeoutMs: 2_000,
+      shutdownTimeoutMs: 60_000,
+    });
   });
 
   it('prefers options to the environment, and ignores blank variables', () => {
     const config = resolveModuleConfig({ delays: [100], prefetch: 5 }, { RETRY_DELAYS: '1s', RETRY_PREFETCH: '9', RETRY_MAX_ATTEMPTS: ' ' });
     expect(config).toMatchObject({ delaysMs: [100], prefetch: 5, maxAttempts: undefined });
+  });
+
+  it('reads the reconnection policy and the publish buffer', () => {
+    expect(resolveModuleConfig({ reconnect: { initialDelay: '50ms', maxDelay: '5s' }, publishBufferSize: 10 })).toMatchObject({
+      reconnect: { initialDelayMs: 50, maxDelayMs: 5_000 },
+      publishBufferSize: 10,
+    });
+    expect(resolveModuleConfig({ reconnect: { initialDelay: '1m' } }).reconnect).toEqual({ initialDelayMs: 60_000, maxDelayMs: 60_000 });
   });
 
   it('does not mutate the options', () => {
@@ -62,6 +89,18 @@ describe('resolveModuleConfig', () => {
       { delays: ['60d'] },
       {},
       `Invalid retry configuration: RetryModule option "delays" has "60d", longer than RabbitMQ's largest TTL (about 49 days). Use at most 49d.`,
+    ],
+    [
+      'a reconnect maxDelay below initialDelay',
+      { reconnect: { initialDelay: '5s', maxDelay: '1s' } },
+      {},
+      'Invalid retry configuration: RetryModule option "reconnect" has initialDelay 5000 ms and maxDelay 1000 ms. Use an initialDelay above 0 and a maxDelay at least as long.',
+    ],
+    [
+      'a bad shutdown timeout in the environment',
+      {},
+      { RETRY_SHUTDOWN_TIMEOUT: 'forever' },
+      `Invalid retry configuration: environment variable RETRY_SHUTDOWN_TIMEOUT has "forever", which is not a duration. Use milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d', e.g. '30s'.`,
     ],
     [
       'a URL that is not AMQP, password masked',

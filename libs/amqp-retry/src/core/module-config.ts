@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { readDelays, readInteger } from './config.readers.js';
+import { readDelay, readDelays, readInteger } from './config.readers.js';
+import type { ReconnectPolicy } from './reconnect.policy.js';
 import type { RetryModuleOptions } from './retry-options.js';
 
 /** The module's configuration after defaults, environment and validation. */
@@ -9,12 +10,21 @@ export interface ModuleConfig {
   /** Only when set explicitly: otherwise each handler derives it from its own tiers. */
   maxAttempts?: number;
   prefetch: number;
+  connectionName?: string;
+  reconnect: ReconnectPolicy;
+  publishTimeoutMs: number;
+  publishBufferSize: number;
+  shutdownTimeoutMs: number;
 }
 
 export const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
 export const DEFAULT_DELAYS = ['1s', '10s', '1m'] as const;
 export const DEFAULT_PREFETCH = 20;
 export const MAX_ATTEMPTS_LIMIT = 1_000_000;
+export const DEFAULT_RECONNECT = { initialDelayMs: 100, maxDelayMs: 30_000 } as const;
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
+export const DEFAULT_PUBLISH_BUFFER_SIZE = 1_000;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -49,6 +59,16 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const delays = pick(options, env, 'delays', 'RETRY_DELAYS');
   const maxAttempts = pick(options, env, 'maxAttempts', 'RETRY_MAX_ATTEMPTS');
   const prefetch = pick(options, env, 'prefetch', 'RETRY_PREFETCH');
+  const publishTimeout = pick(options, env, 'publishTimeout', 'RETRY_PUBLISH_TIMEOUT');
+  const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
+  const reconnect = options.reconnect ?? {};
+  const initialDelayMs =
+    reconnect.initialDelay === undefined ? DEFAULT_RECONNECT.initialDelayMs : readDelay(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'");
+  const maxDelayMs =
+    reconnect.maxDelay === undefined ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs) : readDelay(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'");
+  if (maxDelayMs < initialDelayMs || initialDelayMs === 0) {
+    throw new RetryConfigError('RetryModule option "reconnect"', `has initialDelay ${initialDelayMs} ms and maxDelay ${maxDelayMs} ms`, 'Use an initialDelay above 0 and a maxDelay at least as long.');
+  }
 
   const urlValue = url ? url.value : DEFAULT_URL;
   if (typeof urlValue !== 'string' || !isAmqpUrl(urlValue)) {
@@ -61,5 +81,13 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     delaysMs: delays ? readDelays(delayList, delays.key, "'1s,10s,1m'") : readDelays([...DEFAULT_DELAYS], 'delays', "'1s,10s,1m'"),
     maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
     prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
+    connectionName: options.connectionName,
+    reconnect: { initialDelayMs, maxDelayMs },
+    publishTimeoutMs: publishTimeout ? readDelay(publishTimeout.value, publishTimeout.key, "'10s'") : DEFAULT_PUBLISH_TIMEOUT_MS,
+    publishBufferSize:
+      options.publishBufferSize === undefined
+        ? DEFAULT_PUBLISH_BUFFER_SIZE
+        : readInteger(options.publishBufferSize, 'RetryModule option "publishBufferSize"', 0, 1_000_000, '1000'),
+    shutdownTimeoutMs: shutdownTimeout ? readDelay(shutdownTimeout.value, shutdownTimeout.key, "'30s'") : DEFAULT_SHUTDOWN_TIMEOUT_MS,
   };
 }

@@ -10,6 +10,16 @@ export interface RetryModuleOptions {
   maxAttempts?: number;
   /** Unacknowledged deliveries per consumer. Env `RETRY_PREFETCH`; default 20. */
   prefetch?: number;
+  /** The connection's name in the management UI and `rabbitmqctl list_connections`; default `nestjs-amqp-retry (pid <pid>)`. */
+  connectionName?: string;
+  /** Spacing of reconnection attempts after a connection loss: capped exponential backoff with 20% jitter. */
+  reconnect?: { initialDelay?: Duration; maxDelay?: Duration };
+  /** How long a publish waits for a lost connection to come back before it rejects. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'. */
+  publishTimeout?: Duration;
+  /** How many publishes may wait for the connection at once; more reject at once. Default 1000. */
+  publishBufferSize?: number;
+  /** How long `app.close()` lets handlers in flight finish. Env `RETRY_SHUTDOWN_TIMEOUT`; default '30s'. */
+  shutdownTimeout?: Duration;
 }
 
 /** A constructor of an error class, for `nonRetryable`. */

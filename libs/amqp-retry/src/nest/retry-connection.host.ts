@@ -50,9 +50,11 @@ export class RetryConnectionHost implements OnApplicationShutdown {
 
   private open(): Promise<Opened> {
     this.opened ??= (async () => {
-      const connection = await AmqpConnection.open(this.config.url, `nestjs-amqp-retry pid ${process.pid}`, this.logger);
-      const confirmChannel = () => connection.createConfirmChannel();
-      return { connection, publisher: new ConfirmPublisher(confirmChannel), parker: new ConfirmPublisher(confirmChannel) };
+      const { url, reconnect, publishTimeoutMs, publishBufferSize, connectionName } = this.config;
+      const name = connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`;
+      const connection = await AmqpConnection.open({ url, reconnect, name }, this.logger);
+      const limits = { timeoutMs: publishTimeoutMs, bufferSize: publishBufferSize };
+      return { connection, publisher: new ConfirmPublisher(connection, limits), parker: new ConfirmPublisher(connection, limits) };
     })();
     this.opened.catch(() => (this.opened = undefined)); // a failed connect can be tried again
     return this.opened;

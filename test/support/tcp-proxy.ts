@@ -1,0 +1,53 @@
+import net from 'node:net';
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of the broker, to cut the network under a client: `cut()` drops every
+ * connection and refuses new ones, `restore()` accepts again on the same port.
+ */
+export class TcpProxy {
+  private server?: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+
+  constructor(
+    private readonly targetHost = '127.0.0.1',
+    private readonly targetPort = 5672,
+  ) {}
+
+  get url(): string {
+    return `amqp://guest:guest@127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, this.targetHost);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
+    this.port = (server.address() as net.AddressInfo).port;
+    this.server = server;
+    return this;
+  }
+
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  }
+
+  async restore(): Promise<void> {
+    if (!this.server) await this.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.cut();
+  }
+}
