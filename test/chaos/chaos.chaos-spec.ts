@@ -1,0 +1,144 @@
+import { type ChildProcess, execFile, fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import amqp from 'amqplib';
+import { closeConnections, ctl } from '../support/broker-control.js';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+
+const N = Number(process.env.CHAOS_N ?? 2000); // npm run test:chaos uses 5000
+const MUST_FAIL_EVERY = 50; // 2% of the ids fail on every attempt and must end parked
+
+/** Starts the consuming process and resolves once its consumers run. */
+function startConsumer(env: Record<string, string>): Promise<ChildProcess> {
+  const output = process.env.CHAOS_VERBOSE ? 'inherit' : 'ignore';
+  const child = fork(new URL('./consumer.mjs', import.meta.url).pathname, [], { env: { ...process.env, ...env }, stdio: ['ignore', output, output, 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`consumer exited with ${code} before it was ready`)));
+  });
+}
+
+async function sigkill(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** Counts the messages in a queue through a connection that is replaced when the chaos kills it. */
+class ResilientCounter {
+  private broker?: Promise<TestBroker>;
+
+  async count(queue: string): Promise<number> {
+    try {
+      this.broker ??= TestBroker.connect();
+      const count = await (await this.broker).count(queue);
+      if (count === undefined) throw new Error(`no queue ${queue}`);
+      return count;
+    } catch {
+      const dead = this.broker;
+      this.broker = undefined;
+      await (await dead?.catch(() => undefined))?.close();
+      return 0;
+    }
+  }
+
+  async close(): Promise<void> {
+    await (await this.broker?.catch(() => undefined))?.close();
+  }
+}
+
+describe(`chaos: ${N} messages through connection kills, a broker restart and SIGKILLs`, () => {
+  const queue = uniqueName('chaos.work');
+  const results = `${queue}.results`;
+  const connection = `chaos-${randomUUID()}`;
+  const env = { CHAOS_URL: AMQP_URL, CHAOS_QUEUE: queue, CHAOS_RESULTS: results, CHAOS_CONNECTION: connection };
+  let child: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    await promisify(execFile)('npx', ['tsc', '-p', 'libs/amqp-retry/tsconfig.lib.json'], { timeout: 120_000 });
+  }, 150_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) await sigkill(child);
+    const broker = await TestBroker.connect();
+    await broker.deleteRetryTopology(queue, { queues: [results], tiers: 2 });
+    await broker.close();
+  });
+
+  it('accounts for every id: handled or parked, none lost', async () => {
+    const started = Date.now();
+    const setup = await TestBroker.connect();
+    await setup.declareQueue(results);
+    child = await startConsumer(env); // declares the topology
+    const ids = Array.from({ length: N }, (_, id) => id);
+    for (const id of ids) setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), { persistent: true });
+    await (setup.channel as amqp.ConfirmChannel).waitForConfirms();
+    await setup.close();
+
+    const faults: string[] = [];
+    const counter = new ResilientCounter();
+    const progress = async () => (await counter.count(results)) / N;
+    const at = async (fraction: number, what: string, inject: () => Promise<void>) => {
+      await waitFor(async () => (await progress()) >= fraction, `progress ${fraction}`, 120_000);
+      await inject();
+      faults.push(what);
+    };
+    await at(0.1, 'connection kill', async () => void (await closeConnections(connection)));
+    await at(0.2, 'SIGKILL', async () => {
+      await sigkill(child!);
+      child = await startConsumer(env);
+    });
+    await at(0.35, 'connection kill', async () => void (await closeConnections(connection)));
+    await at(0.5, 'broker restart', async () => {
+      await ctl('stop_app');
+      await ctl('start_app');
+    });
+    await at(0.65, 'SIGKILL', async () => {
+      await sigkill(child!);
+      child = await startConsumer(env);
+    });
+    await at(0.8, 'connection kill', async () => void (await closeConnections(connection)));
+    await counter.close();
+
+    const mustFail = ids.filter((id) => id % MUST_FAIL_EVERY === 0);
+    const shouldSucceed = N - mustFail.length;
+    const broker = await TestBroker.connect();
+    const handled = new Map<number, number>();
+    const parked = new Map<number, string>();
+    try {
+      await waitFor(
+        async () => {
+          for (const m of await broker.drain(results)) {
+            const { id } = JSON.parse(m.content.toString()) as { id: number };
+            handled.set(id, (handled.get(id) ?? 0) + 1);
+          }
+          for (const m of await broker.drain(`${queue}.error`)) {
+            parked.set((JSON.parse(m.content.toString()) as { id: number }).id, String(m.properties.headers?.['x-parked-reason']));
+          }
+          return new Set([...handled.keys(), ...parked.keys()]).size === N && (await broker.count(queue)) === 0;
+        },
+        'every id handled or parked',
+        180_000,
+      ).catch(() => undefined); // the accounting below says what is missing
+    } finally {
+      await broker.close();
+    }
+
+    const lost = ids.filter((id) => !handled.has(id) && !parked.has(id));
+    const wronglyParked = ids.filter((id) => id % MUST_FAIL_EVERY !== 0 && parked.has(id));
+    const duplicates = [...handled.values()].filter((count) => count > 1).length;
+    const table = [
+      '| published | handled | parked | lost | handled more than once | should succeed but parked | faults | time |',
+      '|---|---|---|---|---|---|---|---|',
+      `| ${N} | ${handled.size} | ${parked.size} | ${lost.length} | ${duplicates} | ${wronglyParked.length} | ${faults.join(', ')} | ${((Date.now() - started) / 1000).toFixed(1)} s |`,
+    ].join('\n');
+    process.stdout.write(`\nChaos result (N=${N}):\n${table}\n\n`);
+
+    expect(faults).toEqual(['connection kill', 'SIGKILL', 'connection kill', 'broker restart', 'SIGKILL', 'connection kill']);
+    expect(lost).toEqual([]);
+    expect(wronglyParked).toEqual([]);
+    expect(handled.size).toBe(shouldSucceed);
+    expect([...parked.values()].every((reason) => reason === 'exhausted')).toBe(true);
+    expect(parked.size).toBe(mustFail.length);
+  }, 600_000);
+});

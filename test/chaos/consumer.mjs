@@ -1,0 +1,42 @@
+// The consuming process of the chaos test: a Nest application with one @RetryWithBackoff handler, run as a child
+// process so that the test can SIGKILL it. Plain ESM JavaScript on the built library (no TypeScript at run time),
+// so decorators are applied by hand. Configuration comes from the environment the test sets.
+import 'reflect-metadata';
+import { Inject, Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';
+
+const { CHAOS_URL, CHAOS_QUEUE, CHAOS_RESULTS, CHAOS_CONNECTION, CHAOS_FAILURE_RATE = '0.3' } = process.env;
+const MAX_ATTEMPTS = 5;
+const failureRate = Number(CHAOS_FAILURE_RATE);
+
+class ChaosHandler {
+  constructor(publisher) {
+    this.publisher = publisher;
+  }
+
+  /** Fails transiently on ~30% of attempts (never the last), always for ids marked mustFail. */
+  async handle(message, ctx) {
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    if (message.mustFail) throw new Error(`id ${message.id} always fails`);
+    if (!ctx.isLastAttempt && Math.random() < failureRate) throw new Error(`id ${message.id} failed transiently`);
+    // The record is confirmed before the handler returns, so before the ack: a kill in between makes a duplicate,
+    // never a loss.
+    await this.publisher.publish('', CHAOS_RESULTS, { id: message.id, attempt: ctx.attempt, pid: process.pid });
+  }
+}
+Inject(RetryPublisher)(ChaosHandler, undefined, 0);
+Injectable()(ChaosHandler);
+const handle = Object.getOwnPropertyDescriptor(ChaosHandler.prototype, 'handle');
+RetryWithBackoff({ queue: CHAOS_QUEUE, delays: ['50ms', '100ms'], maxAttempts: MAX_ATTEMPTS, prefetch: 20 })(ChaosHandler.prototype, 'handle', handle);
+
+class ChaosModule {}
+Module({
+  imports: [RetryModule.forRoot({ url: CHAOS_URL, connectionName: CHAOS_CONNECTION, reconnect: { initialDelay: '100ms', maxDelay: '2s' }, publishTimeout: '60s' })],
+  providers: [ChaosHandler],
+})(ChaosModule);
+
+const app = await NestFactory.createApplicationContext(ChaosModule, { logger: ['error', 'warn', 'log'] });
+app.enableShutdownHooks();
+await app.init();
+process.send?.('ready');
