@@ -64,6 +64,23 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     expect(logger.count(/^error /)).toBe(1); // the outage, nothing else
   });
 
+  it('declares a deleted queue again and resumes consuming, without touching the connection', async () => {
+    const exchange = uniqueName('e2e.reliable.x');
+    const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, (_, ctx) => {
+      if (ctx.attempt === 1) throw new Error('once');
+    });
+    app = await startApp([Handler], { url: AMQP_URL, reconnect: { initialDelay: '50ms' } });
+    const logger = new RecordingLogger();
+    app.useLogger(logger);
+    await broker.channel.deleteQueue(queue);
+    await waitFor(async () => logger.count(/cancelled the consumer/) === 1 && (await broker.exists(queue)), 'the queue declared again');
+    await broker.publish(exchange, 'k', { n: 1 });
+    await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the message and its retry');
+    expect(handlerOf(app, Handler).calls.map((c) => c.attempt)).toEqual([1, 2]);
+    expect(logger.count(/Lost the connection/)).toBe(0);
+    await broker.channel.deleteExchange(exchange);
+  });
+
   it('redelivers the messages whose handlers were running when the network dropped: none lost', async () => {
     const proxy = await new TcpProxy().start();
     try {

@@ -22,8 +22,10 @@ export interface ConsumerDependencies {
   connection: AmqpConnection;
   parker: ConfirmPublisher;
   logger: Logger;
-  /** Spacing of the attempts to reopen a channel that the broker closed while the connection stayed up. */
+  /** Spacing of the attempts to resume after the broker closed the channel or cancelled the consumer. */
   reopen: ReconnectPolicy;
+  /** Declares this handler's topology again (the queue may have been deleted). */
+  redeclare: () => Promise<void>;
 }
 
 /**
@@ -32,8 +34,9 @@ export interface ConsumerDependencies {
  * (published to the error queue and confirmed) and only then acked.
  *
  * Its channel can die under it: with the connection (the connection's recovery calls `start()` again) or alone,
- * closed by the broker (the consumer reopens it with backoff). Deliveries of a dead channel are never settled on
- * another one: the broker requeued them, and they come back redelivered.
+ * closed by the broker, or its consumer be cancelled (the queue was deleted): then it declares its topology again
+ * and resumes, with backoff. Deliveries of a dead channel are never settled on another one: the broker requeued
+ * them, and they come back redelivered.
  */
 export class RetryConsumer {
   private channel?: Channel;
@@ -58,9 +61,9 @@ export class RetryConsumer {
     const channel = await this.deps.connection.createChannel(`queue "${this.config.queue}"`);
     this.channel = channel;
     // The broker closing this channel alone sends a reason first ('error'); a dying connection closes it silently.
-    let closedByBroker = false;
-    channel.on('error', () => (closedByBroker = true));
-    channel.on('close', () => this.onChannelClosed(channel, closedByBroker));
+    let brokerReason: string | undefined;
+    channel.on('error', (error: Error) => (brokerReason = error.message));
+    channel.on('close', () => this.onChannelClosed(channel, brokerReason));
     await channel.prefetch(this.config.prefetch);
     const { consumerTag } = await channel.consume(this.config.queue, (message) => this.track(channel, message), { noAck: false });
     this.consumerTag = consumerTag;
@@ -74,6 +77,7 @@ export class RetryConsumer {
   async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.reopenTimer);
+    this.reopenTimer = undefined;
     const channel = this.channel;
     if (channel && this.consumerTag) await channel.cancel(this.consumerTag).catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
@@ -89,24 +93,40 @@ export class RetryConsumer {
     await channel?.close().catch(() => undefined);
   }
 
-  private onChannelClosed(channel: Channel, closedByBroker: boolean): void {
+  private onChannelClosed(channel: Channel, brokerReason: string | undefined): void {
     if (this.channel !== channel) return;
     this.channel = undefined;
     this.consumerTag = undefined;
-    if (this.stopped || !closedByBroker) return; // with the connection: its recovery restarts us
+    if (brokerReason === undefined) return; // it died with the connection, whose recovery restarts us
+    this.scheduleResume(`The broker closed the channel consuming "${this.config.queue}" (${brokerReason})`);
+  }
+
+  /** The consumer was cancelled by the broker: the old channel settles what it delivered, a new one takes over. */
+  private onCancelled(channel: Channel): void {
+    if (this.channel !== channel) return;
+    this.channel = undefined;
+    this.consumerTag = undefined;
+    void Promise.allSettled([...this.inFlight]).then(() => channel.close().catch(() => undefined));
+    this.scheduleResume(`The broker cancelled the consumer of "${this.config.queue}" (was the queue deleted?)`);
+  }
+
+  private scheduleResume(why: string): void {
+    if (this.stopped || this.reopenTimer) return;
     const delay = reconnectDelay(++this.reopenAttempt, this.deps.reopen);
-    this.logger.error(`The channel consuming "${this.config.queue}" was closed by the broker; reopening in ${delay} ms`);
+    this.logger.error(`${why}; declaring it again and resuming in ${delay} ms`);
     this.reopenTimer = setTimeout(() => {
-      // a failure here closes the new channel, which schedules the next attempt; a lost connection restarts us
-      this.start().catch((error: unknown) => this.logger.error(`Could not resume consuming "${this.config.queue}": ${describe(error)}`));
+      this.reopenTimer = undefined;
+      this.deps
+        .redeclare()
+        .then(() => this.start())
+        .catch((error: unknown) => {
+          if (this.deps.connection.isConnected) this.scheduleResume(`Could not resume consuming "${this.config.queue}": ${describe(error)}`);
+        });
     }, delay);
   }
 
   private track(channel: Channel, message: ConsumeMessage | null): void {
-    if (message === null) {
-      this.logger.warn(`The broker cancelled the consumer of "${this.config.queue}" (was the queue deleted?)`);
-      return;
-    }
+    if (message === null) return this.onCancelled(channel);
     const work = this.handle(channel, message)
       .catch((error: unknown) => this.logger.error(`Unexpected failure handling a message from "${this.config.queue}": ${describe(error)}`))
       .finally(() => this.inFlight.delete(work));

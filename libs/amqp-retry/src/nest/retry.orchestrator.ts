@@ -38,7 +38,8 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
       const parker = await this.host.parker();
       await this.declareAll(connection);
       for (const { config, invoke } of this.handlers) {
-        const consumer = new RetryConsumer(config, invoke, { connection, parker, logger: this.logger, reopen: this.config.reconnect });
+        const redeclare = () => declareTopology(connection, planRetryTopology(config));
+        const consumer = new RetryConsumer(config, invoke, { connection, parker, logger: this.logger, reopen: this.config.reconnect, redeclare });
         this.consumers.push(consumer);
         await consumer.start();
         this.logger.log(
