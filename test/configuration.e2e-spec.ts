@@ -65,7 +65,9 @@ describe('configuration', () => {
     const Handler = handlerFor({ queue }, () => undefined);
     const creation = createApp([Handler], 'env');
     await expect(creation).rejects.toThrow(RetryConfigError);
-    await expect(createApp([Handler], 'env')).rejects.toThrow(/environment variable RETRY_DELAYS has "soon", which is not a duration\. Use milliseconds/);
+    await expect(createApp([Handler], 'env')).rejects.toThrow(
+      /environment variable RETRY_DELAYS has "soon", which is not a duration\. Use milliseconds/,
+    );
     expect(await broker.exists(queue)).toBe(false);
   });
 
@@ -83,7 +85,9 @@ describe('configuration', () => {
     const First = handlerFor({ queue }, () => undefined);
     const Second = handlerFor({ queue }, () => undefined);
     const app = await createApp([First, Second]);
-    await expect(app.init()).rejects.toThrow(/option "queue" of TestHandler\.handle is "e2e\.config\.\w+", which TestHandler\.handle consumes already/);
+    await expect(app.init()).rejects.toThrow(
+      /option "queue" of TestHandler\.handle is "e2e\.config\.\w+", which TestHandler\.handle consumes already/,
+    );
     await app.close();
     expect(await broker.exists(queue)).toBe(false);
   });
@@ -102,7 +106,9 @@ describe('configuration', () => {
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(failure).toBeInstanceOf(TopologyMismatchError);
     expect((failure as Error).message).toMatch(
-      new RegExp(`^The queue "${queue}\\.retry\\.1" already exists on the broker with different arguments \\(inequivalent arg 'x-message-ttl'.*rabbitmqctl delete_queue ${queue}\\.retry\\.1`),
+      new RegExp(
+        `^The queue "${queue}\\.retry\\.1" already exists on the broker with different arguments \\(inequivalent arg 'x-message-ttl'.*rabbitmqctl delete_queue ${queue}\\.retry\\.1`,
+      ),
     );
   });
 

@@ -1,9 +1,19 @@
-import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor, Catch, type ExceptionFilter, type ArgumentsHost } from '@nestjs/common';
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Injectable,
+  type NestInterceptor,
+  Catch,
+  type ExceptionFilter,
+  type ArgumentsHost,
+} from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
-import { PublishError, RetryPublisher, type RetryContext } from 'nestjs-amqp-retry';
+import { Test } from '@nestjs/testing';
+import { Module, Scope, type LoggerService } from '@nestjs/common';
+import { PublishError, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { tap } from 'rxjs';
 import { handlerFor, handlerOf, startApp } from './support/app.js';
-import { TestBroker, uniqueName, waitFor } from './support/broker.js';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
 
 describe('application lifecycle and Nest integration', () => {
   let broker: TestBroker;
@@ -77,7 +87,11 @@ describe('application lifecycle and Nest integration', () => {
     const Handler = handlerFor({ queue }, () => {
       throw new Error('boom');
     });
-    const app = await startApp([Handler, { provide: APP_INTERCEPTOR, useClass: RecordingInterceptor }, { provide: APP_FILTER, useClass: SwallowingFilter }]);
+    const app = await startApp([
+      Handler,
+      { provide: APP_INTERCEPTOR, useClass: RecordingInterceptor },
+      { provide: APP_FILTER, useClass: SwallowingFilter },
+    ]);
     try {
       await broker.publish('', queue, { id: 3 });
       await waitFor(() => seen.length === 3, 'interceptor and filter');
@@ -105,6 +119,52 @@ describe('application lifecycle and Nest integration', () => {
       await Promise.all([appA.close(), appB.close()]);
       await broker.deleteRetryTopology(other);
     }
+  });
+
+  it('takes its options from forRootAsync with an injected factory', async () => {
+    const SETTINGS = Symbol('settings');
+    @Module({ providers: [{ provide: SETTINGS, useValue: { url: AMQP_URL, delays: ['100ms'] } }], exports: [SETTINGS] })
+    class SettingsModule {}
+    const Handler = handlerFor({ queue, maxAttempts: 2 }, (_, ctx) => {
+      if (ctx.attempt === 1) throw new Error('once');
+    });
+    const app = await Test.createTestingModule({
+      imports: [
+        RetryModule.forRootAsync({
+          imports: [SettingsModule],
+          inject: [SETTINGS],
+          useFactory: (settings: { url: string; delays: string[] }) => settings,
+        }),
+      ],
+      providers: [Handler],
+    }).compile();
+    app.useLogger(false);
+    await app.init();
+    try {
+      await broker.publish('', queue, { id: 9 });
+      await waitFor(() => handlerOf(app, Handler).calls.length === 2, 'the retry');
+      const [first, second] = handlerOf(app, Handler).calls;
+      expect(second.at - first.at).toBeGreaterThanOrEqual(95);
+      expect(second.at - first.at).toBeLessThan(1_000); // the module default (1s) would be later
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('warns about a request-scoped handler instead of ignoring it silently', async () => {
+    const warnings: string[] = [];
+    const logger: LoggerService = { log: () => undefined, error: () => undefined, warn: (m: unknown) => warnings.push(String(m)) };
+    @Injectable({ scope: Scope.REQUEST })
+    class PerRequest {
+      @RetryWithBackoff({ queue })
+      handle(): void {}
+    }
+    const app = await Test.createTestingModule({ imports: [RetryModule.forRoot({ url: AMQP_URL })], providers: [PerRequest] }).compile();
+    app.useLogger(logger);
+    await app.init();
+    await app.close();
+    expect(warnings).toEqual(['PerRequest.handle is request-scoped or depends on a request-scoped provider; @RetryWithBackoff ignores it']);
+    expect(await broker.exists(queue)).toBe(false);
   });
 
   it('RetryPublisher resolves on confirm with JSON, persistent, a message id, and rejects an unroutable publish', async () => {

@@ -57,7 +57,9 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     await app.get(RetryPublisher).publish('', queue, { n: 3 });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 3, 'a message published after the outage');
 
-    expect(logger.count(/^error Lost the connection to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:5672 \(.*CONNECTION_FORCED.*\); reconnecting$/)).toBe(1);
+    expect(
+      logger.count(/^error Lost the connection to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:5672 \(.*CONNECTION_FORCED.*\); reconnecting$/),
+    ).toBe(1);
     expect(logger.count(/^log Reconnected to RabbitMQ after \d+ ms \(\d+ attempts?\)$/)).toBe(1);
     expect(logger.count(/^log Resumed consuming 1 queue\(s\)$/)).toBe(1);
     expect(logger.lines.join('\n')).not.toContain('guest:guest');
@@ -116,7 +118,14 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       });
       const publisher = app.get(RetryPublisher);
       await proxy.cut();
-      await waitFor(async () => (await publisher.publish('', queue, {}).then(() => false, (e: Error) => e.message)) || undefined, 'a failing publish');
+      await waitFor(
+        async () =>
+          (await publisher.publish('', queue, {}).then(
+            () => false,
+            (e: Error) => e.message,
+          )) || undefined,
+        'a failing publish',
+      );
 
       const startedAt = Date.now();
       await expect(publisher.publish('', queue, { late: true })).rejects.toThrow(/no connection to RabbitMQ within 400 ms/);

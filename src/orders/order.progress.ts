@@ -17,7 +17,9 @@ export class OrderProgress {
     this.outcome.set(id, how);
     if (this.outcome.size < this.expected) return;
     const parked = [...this.outcome].filter(([, h]) => h === 'parked').map(([orderId]) => orderId);
-    this.logger.log(`all ${this.expected} orders settled: ${this.expected - parked.length} paid, parked: [${parked.join(', ')}] (see queue example.orders.payment.error)`);
+    this.logger.log(
+      `all ${this.expected} orders settled: ${this.expected - parked.length} paid, parked: [${parked.join(', ')}] (see queue example.orders.payment.error)`,
+    );
     this.resolveDone();
   }
 }

@@ -11,7 +11,10 @@ const MUST_FAIL_EVERY = 50; // 2% of the ids fail on every attempt and must end 
 /** Starts the consuming process and resolves once its consumers run. */
 function startConsumer(env: Record<string, string>): Promise<ChildProcess> {
   const output = process.env.CHAOS_VERBOSE ? 'inherit' : 'ignore';
-  const child = fork(new URL('./consumer.mjs', import.meta.url).pathname, [], { env: { ...process.env, ...env }, stdio: ['ignore', output, output, 'ipc'] });
+  const child = fork(new URL('./consumer.mjs', import.meta.url).pathname, [], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', output, output, 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve(child));
     child.once('exit', (code) => reject(new Error(`consumer exited with ${code} before it was ready`)));
@@ -71,7 +74,8 @@ describe(`chaos: ${N} messages through connection kills, a broker restart and SI
     await setup.declareQueue(results);
     child = await startConsumer(env); // declares the topology
     const ids = Array.from({ length: N }, (_, id) => id);
-    for (const id of ids) setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), { persistent: true });
+    for (const id of ids)
+      setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), { persistent: true });
     await (setup.channel as amqp.ConfirmChannel).waitForConfirms();
     await setup.close();
 

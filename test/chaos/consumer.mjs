@@ -28,11 +28,22 @@ class ChaosHandler {
 Inject(RetryPublisher)(ChaosHandler, undefined, 0);
 Injectable()(ChaosHandler);
 const handle = Object.getOwnPropertyDescriptor(ChaosHandler.prototype, 'handle');
-RetryWithBackoff({ queue: CHAOS_QUEUE, delays: ['50ms', '100ms'], maxAttempts: MAX_ATTEMPTS, prefetch: 20 })(ChaosHandler.prototype, 'handle', handle);
+RetryWithBackoff({ queue: CHAOS_QUEUE, delays: ['50ms', '100ms'], maxAttempts: MAX_ATTEMPTS, prefetch: 20 })(
+  ChaosHandler.prototype,
+  'handle',
+  handle,
+);
 
 class ChaosModule {}
 Module({
-  imports: [RetryModule.forRoot({ url: CHAOS_URL, connectionName: CHAOS_CONNECTION, reconnect: { initialDelay: '100ms', maxDelay: '2s' }, publishTimeout: '60s' })],
+  imports: [
+    RetryModule.forRoot({
+      url: CHAOS_URL,
+      connectionName: CHAOS_CONNECTION,
+      reconnect: { initialDelay: '100ms', maxDelay: '2s' },
+      publishTimeout: '60s',
+    }),
+  ],
   providers: [ChaosHandler],
 })(ChaosModule);
 

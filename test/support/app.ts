@@ -24,7 +24,14 @@ export function handlerFor(options: RetryHandlerOptions, behaviour: Behaviour) {
 
     @RetryWithBackoff(options)
     async handle(payload: unknown, context: RetryContext): Promise<void> {
-      this.calls.push({ payload, attempt: context.attempt, isLastAttempt: context.isLastAttempt, at: Date.now(), redelivered: context.message.fields.redelivered, properties: context.message.properties });
+      this.calls.push({
+        payload,
+        attempt: context.attempt,
+        isLastAttempt: context.isLastAttempt,
+        at: Date.now(),
+        redelivered: context.message.fields.redelivered,
+        properties: context.message.properties,
+      });
       await behaviour(payload, context);
     }
   }
@@ -35,14 +42,20 @@ export function handlerFor(options: RetryHandlerOptions, behaviour: Behaviour) {
  * Creates an application context with RetryModule and the given providers and runs `init()`: when this resolves,
  * the topology is declared and the consumers run. `moduleOptions: 'env'` passes no options (environment only).
  */
-export async function startApp(providers: Provider[], moduleOptions: RetryModuleOptions | 'env' = { url: AMQP_URL }): Promise<INestApplicationContext> {
+export async function startApp(
+  providers: Provider[],
+  moduleOptions: RetryModuleOptions | 'env' = { url: AMQP_URL },
+): Promise<INestApplicationContext> {
   const app = await createApp(providers, moduleOptions);
   await app.init();
   return app;
 }
 
 /** Like startApp, without `init()`. */
-export async function createApp(providers: Provider[], moduleOptions: RetryModuleOptions | 'env' = { url: AMQP_URL }): Promise<INestApplicationContext> {
+export async function createApp(
+  providers: Provider[],
+  moduleOptions: RetryModuleOptions | 'env' = { url: AMQP_URL },
+): Promise<INestApplicationContext> {
   const app = await Test.createTestingModule({
     imports: [moduleOptions === 'env' ? RetryModule.forRoot() : RetryModule.forRoot(moduleOptions)],
     providers,

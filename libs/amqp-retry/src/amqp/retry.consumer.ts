@@ -87,7 +87,9 @@ export class RetryConsumer {
     ]);
     clearTimeout(timer);
     if (timedOut) {
-      this.logger.warn(`"${this.config.queue}": ${this.inFlight.size} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`);
+      this.logger.warn(
+        `"${this.config.queue}": ${this.inFlight.size} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
+      );
     }
     this.channel = undefined;
     await channel?.close().catch(() => undefined);

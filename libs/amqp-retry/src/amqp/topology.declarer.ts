@@ -23,7 +23,9 @@ const bind = (channel: Channel, b: BindingDeclaration) =>
   b.destinationType === 'queue' ? channel.bindQueue(b.destination, b.source, b.pattern) : channel.bindExchange(b.destination, b.source, b.pattern);
 
 const unbind = (channel: Channel, b: BindingDeclaration) =>
-  b.destinationType === 'queue' ? channel.unbindQueue(b.destination, b.source, b.pattern) : channel.unbindExchange(b.destination, b.source, b.pattern);
+  b.destinationType === 'queue'
+    ? channel.unbindQueue(b.destination, b.source, b.pattern)
+    : channel.unbindExchange(b.destination, b.source, b.pattern);
 
 /**
  * Declares a plan in its order on a channel of its own. A 406 closes the channel, so it surfaces as a

@@ -57,10 +57,18 @@ export function readName(value: unknown, key: string, reserve: number, example: 
     throw new RetryConfigError(key, `is ${show(value)}`, `Give a non-empty name, e.g. ${example}.`);
   }
   if (value.startsWith('amq.')) {
-    throw new RetryConfigError(key, `is ${show(value)}: names starting with "amq." are reserved by RabbitMQ`, `Choose another name, e.g. ${example}.`);
+    throw new RetryConfigError(
+      key,
+      `is ${show(value)}: names starting with "amq." are reserved by RabbitMQ`,
+      `Choose another name, e.g. ${example}.`,
+    );
   }
   if (Buffer.byteLength(value) > 255 - reserve) {
-    throw new RetryConfigError(key, `is ${Buffer.byteLength(value)} bytes long`, `Use at most ${255 - reserve} bytes: AMQP names are limited to 255 and the library appends suffixes.`);
+    throw new RetryConfigError(
+      key,
+      `is ${Buffer.byteLength(value)} bytes long`,
+      `Use at most ${255 - reserve} bytes: AMQP names are limited to 255 and the library appends suffixes.`,
+    );
   }
   return value;
 }

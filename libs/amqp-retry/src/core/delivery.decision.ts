@@ -5,9 +5,7 @@ import type { ErrorClass } from './retry-options.js';
 export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed';
 
 /** What happens to a delivery before the handler runs. */
-export type BeforeHandling =
-  | { action: 'handle'; payload: unknown }
-  | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number };
+export type BeforeHandling = { action: 'handle'; payload: unknown } | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number };
 
 /** What happens to a delivery whose handler failed. */
 export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };

@@ -53,19 +53,59 @@ describe('resolveHandlerConfig', () => {
 
   const failures: Array<[string, RetryHandlerOptions, string]> = [
     ['an empty queue', { queue: '' }, `${prefix('queue')} is "". Give a non-empty name, e.g. 'orders.created'.`],
-    ['a reserved queue name', { queue: 'amq.gen-1' }, `${prefix('queue')} is "amq.gen-1": names starting with "amq." are reserved by RabbitMQ. Choose another name, e.g. 'orders.created'.`],
-    ['a queue name too long for the derived names', { queue: 'q'.repeat(240) }, `${prefix('queue')} is 240 bytes long. Use at most 231 bytes: AMQP names are limited to 255 and the library appends suffixes.`],
+    [
+      'a reserved queue name',
+      { queue: 'amq.gen-1' },
+      `${prefix('queue')} is "amq.gen-1": names starting with "amq." are reserved by RabbitMQ. Choose another name, e.g. 'orders.created'.`,
+    ],
+    [
+      'a queue name too long for the derived names',
+      { queue: 'q'.repeat(240) },
+      `${prefix('queue')} is 240 bytes long. Use at most 231 bytes: AMQP names are limited to 255 and the library appends suffixes.`,
+    ],
     ['zero attempts', { queue: 'q', maxAttempts: 0 }, `${prefix('maxAttempts')} is 0. Use a whole number from 1 to 1000000, e.g. 5.`],
-    ['a bad delay', { queue: 'q', delays: ['1s', '2 weeks'] }, `${prefix('delays')} has "2 weeks", which is not a duration. Use milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d', e.g. ['1s', '10s', '1m'].`],
-    ['delays and backoff together', { queue: 'q', delays: ['1s'], backoff: { initial: '1s' } }, `${prefix('delays')} is given together with "backoff". Give one of them: delays lists the tiers, backoff computes them.`],
-    ['a shrinking multiplier', { queue: 'q', backoff: { initial: '1s', multiplier: 0.5 } }, `${prefix('backoff.multiplier')} is 0.5. Use a number from 1 to 1000, e.g. 2.`],
-    ['max below initial', { queue: 'q', backoff: { initial: '10s', max: '1s' } }, `${prefix('backoff.max')} (1000 ms) is shorter than backoff.initial (10000 ms). Make max at least initial, or leave it out.`],
-    ['an unknown exchange type', { queue: 'q', exchange: 'x', exchangeType: 'x-delayed' as 'topic' }, `${prefix('exchangeType')} is "x-delayed". Use one of topic, direct, fanout, headers.`],
-    ['no routing keys', { queue: 'q', exchange: 'x', routingKey: [] }, `${prefix('routingKey')} is []. Give a binding key or a list of them, e.g. 'order.created' or ['order.*'].`],
+    [
+      'a bad delay',
+      { queue: 'q', delays: ['1s', '2 weeks'] },
+      `${prefix('delays')} has "2 weeks", which is not a duration. Use milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d', e.g. ['1s', '10s', '1m'].`,
+    ],
+    [
+      'delays and backoff together',
+      { queue: 'q', delays: ['1s'], backoff: { initial: '1s' } },
+      `${prefix('delays')} is given together with "backoff". Give one of them: delays lists the tiers, backoff computes them.`,
+    ],
+    [
+      'a shrinking multiplier',
+      { queue: 'q', backoff: { initial: '1s', multiplier: 0.5 } },
+      `${prefix('backoff.multiplier')} is 0.5. Use a number from 1 to 1000, e.g. 2.`,
+    ],
+    [
+      'max below initial',
+      { queue: 'q', backoff: { initial: '10s', max: '1s' } },
+      `${prefix('backoff.max')} (1000 ms) is shorter than backoff.initial (10000 ms). Make max at least initial, or leave it out.`,
+    ],
+    [
+      'an unknown exchange type',
+      { queue: 'q', exchange: 'x', exchangeType: 'x-delayed' as 'topic' },
+      `${prefix('exchangeType')} is "x-delayed". Use one of topic, direct, fanout, headers.`,
+    ],
+    [
+      'no routing keys',
+      { queue: 'q', exchange: 'x', routingKey: [] },
+      `${prefix('routingKey')} is []. Give a binding key or a list of them, e.g. 'order.created' or ['order.*'].`,
+    ],
     ['an empty exchange', { queue: 'q', exchange: '' }, `${prefix('exchange')} is "". Give a non-empty name, e.g. 'orders'.`],
-    ['parking in its own queue', { queue: 'q', errorQueue: 'q' }, `${prefix('errorQueue')} is the handler's own queue "q". Park elsewhere, e.g. 'q.error'.`],
+    [
+      'parking in its own queue',
+      { queue: 'q', errorQueue: 'q' },
+      `${prefix('errorQueue')} is the handler's own queue "q". Park elsewhere, e.g. 'q.error'.`,
+    ],
     ['a prefetch of 0', { queue: 'q', prefetch: 0 }, `${prefix('prefetch')} is 0. Use a whole number from 1 to 65535, e.g. 20.`],
-    ['a nonRetryable that is neither', { queue: 'q', nonRetryable: ['Error'] as never }, `${prefix('nonRetryable')} is neither a list of error classes nor a predicate. Use e.g. [ValidationError] or (error) => error instanceof ValidationError.`],
+    [
+      'a nonRetryable that is neither',
+      { queue: 'q', nonRetryable: ['Error'] as never },
+      `${prefix('nonRetryable')} is neither a list of error classes nor a predicate. Use e.g. [ValidationError] or (error) => error instanceof ValidationError.`,
+    ],
   ];
 
   it.each(failures)('rejects %s', (_, options, message) => {

@@ -29,7 +29,11 @@ function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, 
   const max = backoff.max === undefined ? MAX_TIER_DELAY_MS : readDelay(backoff.max, at('backoff.max'), "'1h'");
   const tiers = backoff.tiers === undefined ? defaultTiers : readInteger(backoff.tiers, at('backoff.tiers'), 1, MAX_TIERS, '5');
   if (max < initial) {
-    throw new RetryConfigError(at('backoff.max'), `(${max} ms) is shorter than backoff.initial (${initial} ms)`, 'Make max at least initial, or leave it out.');
+    throw new RetryConfigError(
+      at('backoff.max'),
+      `(${max} ms) is shorter than backoff.initial (${initial} ms)`,
+      'Make max at least initial, or leave it out.',
+    );
   }
   return Array.from({ length: tiers }, (_, k) => Math.min(max, Math.ceil(initial * multiplier ** k)));
 }
@@ -48,7 +52,11 @@ export function resolveHandlerConfig(options: RetryHandlerOptions, module: Modul
   }
   const keys = options.routingKey === undefined ? ['#'] : ([] as unknown[]).concat(options.routingKey);
   if (keys.length === 0 || keys.some((k) => typeof k !== 'string' || Buffer.byteLength(k) > 255)) {
-    throw new RetryConfigError(at('routingKey'), `is ${JSON.stringify(options.routingKey)}`, "Give a binding key or a list of them, e.g. 'order.created' or ['order.*'].");
+    throw new RetryConfigError(
+      at('routingKey'),
+      `is ${JSON.stringify(options.routingKey)}`,
+      "Give a binding key or a list of them, e.g. 'order.created' or ['order.*'].",
+    );
   }
   if (options.delays !== undefined && options.backoff !== undefined) {
     throw new RetryConfigError(at('delays'), 'is given together with "backoff"', 'Give one of them: delays lists the tiers, backoff computes them.');
@@ -62,15 +70,27 @@ export function resolveHandlerConfig(options: RetryHandlerOptions, module: Modul
         ? tiersFromBackoff(options.backoff, Math.min(MAX_TIERS, Math.max(1, (explicitAttempts ?? 4) - 1)), at)
         : module.delaysMs;
   if (delaysMs.length > MAX_TIERS) {
-    throw new RetryConfigError(at('delays'), `has ${delaysMs.length} tiers`, `Use at most ${MAX_TIERS}; the last tier repeats, so more attempts need no more tiers.`);
+    throw new RetryConfigError(
+      at('delays'),
+      `has ${delaysMs.length} tiers`,
+      `Use at most ${MAX_TIERS}; the last tier repeats, so more attempts need no more tiers.`,
+    );
   }
   const errorQueue = options.errorQueue === undefined ? `${queue}.error` : readName(options.errorQueue, at('errorQueue'), 0, `'${queue}.error'`);
   if (errorQueue === queue) {
     throw new RetryConfigError(at('errorQueue'), `is the handler's own queue "${queue}"`, `Park elsewhere, e.g. '${queue}.error'.`);
   }
   const nonRetryable = options.nonRetryable;
-  if (nonRetryable !== undefined && typeof nonRetryable !== 'function' && !(Array.isArray(nonRetryable) && nonRetryable.every((c) => typeof c === 'function'))) {
-    throw new RetryConfigError(at('nonRetryable'), 'is neither a list of error classes nor a predicate', 'Use e.g. [ValidationError] or (error) => error instanceof ValidationError.');
+  if (
+    nonRetryable !== undefined &&
+    typeof nonRetryable !== 'function' &&
+    !(Array.isArray(nonRetryable) && nonRetryable.every((c) => typeof c === 'function'))
+  ) {
+    throw new RetryConfigError(
+      at('nonRetryable'),
+      'is neither a list of error classes nor a predicate',
+      'Use e.g. [ValidationError] or (error) => error instanceof ValidationError.',
+    );
   }
   return {
     queue,

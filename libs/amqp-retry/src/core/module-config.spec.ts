@@ -116,7 +116,9 @@ describe('resolveModuleConfig', () => {
   });
 
   it('masks the password when the URL is AMQP-shaped but invalid', () => {
-    expect(() => resolveModuleConfig({ url: 'amqp:///nohost' })).toThrow('Invalid retry configuration: RetryModule option "url" is "amqp:///nohost".');
+    expect(() => resolveModuleConfig({ url: 'amqp:///nohost' })).toThrow(
+      'Invalid retry configuration: RetryModule option "url" is "amqp:///nohost".',
+    );
     expect(() => resolveModuleConfig({ url: 'amqps://admin:hunter2@' })).toThrow(/amqps:\/\/admin:\*\*\*@"/);
   });
 });

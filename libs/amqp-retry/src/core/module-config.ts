@@ -63,11 +63,19 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
   const reconnect = options.reconnect ?? {};
   const initialDelayMs =
-    reconnect.initialDelay === undefined ? DEFAULT_RECONNECT.initialDelayMs : readDelay(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'");
+    reconnect.initialDelay === undefined
+      ? DEFAULT_RECONNECT.initialDelayMs
+      : readDelay(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'");
   const maxDelayMs =
-    reconnect.maxDelay === undefined ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs) : readDelay(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'");
+    reconnect.maxDelay === undefined
+      ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs)
+      : readDelay(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'");
   if (maxDelayMs < initialDelayMs || initialDelayMs === 0) {
-    throw new RetryConfigError('RetryModule option "reconnect"', `has initialDelay ${initialDelayMs} ms and maxDelay ${maxDelayMs} ms`, 'Use an initialDelay above 0 and a maxDelay at least as long.');
+    throw new RetryConfigError(
+      'RetryModule option "reconnect"',
+      `has initialDelay ${initialDelayMs} ms and maxDelay ${maxDelayMs} ms`,
+      'Use an initialDelay above 0 and a maxDelay at least as long.',
+    );
   }
 
   const urlValue = url ? url.value : DEFAULT_URL;

@@ -11,7 +11,12 @@ function route(plan: TopologyPlan, exchange: string, key: string, extra: Binding
   const declared = plan.exchanges.find((e) => e.name === exchange);
   if (!declared) throw new Error(`undeclared exchange ${exchange}`);
   const topic = (pattern: string) =>
-    new RegExp(`^${pattern.split('.').map((w) => (w === '#' ? '.*' : w === '*' ? '[^.]+' : w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('\\.')}$`);
+    new RegExp(
+      `^${pattern
+        .split('.')
+        .map((w) => (w === '#' ? '.*' : w === '*' ? '[^.]+' : w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('\\.')}$`,
+    );
   const matches = (b: BindingDeclaration) =>
     declared.type === 'fanout' || (declared.type === 'topic' ? topic(b.pattern).test(key) : b.pattern === key);
   const targets = [...plan.bindings, ...extra].filter((b) => b.source === exchange && matches(b)).map((b) => b.destination);

@@ -30,9 +30,7 @@ function readEntry(entry: unknown): XDeath | undefined {
   const { queue, reason } = entry;
   const count = readCount(entry.count);
   if (typeof queue !== 'string' || typeof reason !== 'string' || count === undefined) return undefined;
-  const routingKeys = Array.isArray(entry['routing-keys'])
-    ? entry['routing-keys'].filter((key): key is string => typeof key === 'string')
-    : [];
+  const routingKeys = Array.isArray(entry['routing-keys']) ? entry['routing-keys'].filter((key): key is string => typeof key === 'string') : [];
   return {
     queue,
     reason,

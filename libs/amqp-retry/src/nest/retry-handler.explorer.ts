@@ -35,27 +35,25 @@ export class RetryHandlerExplorer {
     const seen = new Set<object>();
     const handlers: DiscoveredHandler[] = [];
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
+      if (!wrapper.isDependencyTreeStatic()) {
+        // No single instance exists to consume with; say so rather than ignore the decorator silently.
+        const prototype: unknown = (wrapper.metatype as { prototype?: unknown } | null)?.prototype;
+        for (const { methodName } of this.decoratedMethods(prototype)) {
+          this.logger.warn(`${wrapper.name}.${methodName} is request-scoped or depends on a request-scoped provider; @RetryWithBackoff ignores it`);
+        }
+        continue;
+      }
       const instance: unknown = wrapper.instance;
       if (typeof instance !== 'object' || instance === null || seen.has(instance)) continue;
-      const prototype: unknown = Object.getPrototypeOf(instance);
-      if (prototype === null || typeof prototype !== 'object') continue;
       seen.add(instance);
-      for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-        const method: unknown = (instance as Record<string, unknown>)[methodName];
-        if (typeof method !== 'function') continue;
-        const options = this.reflector.get<RetryHandlerOptions | undefined>(RETRY_HANDLER_METADATA, method);
-        if (!options) continue;
+      for (const { methodName, method, options } of this.decoratedMethods(Object.getPrototypeOf(instance))) {
         const where = `${instance.constructor.name}.${methodName}`;
-        if (!wrapper.isDependencyTreeStatic()) {
-          this.logger.warn(`${where} is request-scoped or depends on a request-scoped provider; @RetryWithBackoff ignores it`);
-          continue;
-        }
         handlers.push({
           config: resolveHandlerConfig(options, this.moduleConfig, where),
           where,
           invoke: this.contextCreator.create(
             instance,
-            method as (...args: unknown[]) => unknown,
+            method,
             methodName,
             undefined,
             undefined,
@@ -69,5 +67,15 @@ export class RetryHandlerExplorer {
     }
     assertDistinctQueues(handlers);
     return handlers;
+  }
+
+  private *decoratedMethods(prototype: unknown) {
+    if (typeof prototype !== 'object' || prototype === null) return;
+    for (const methodName of this.scanner.getAllMethodNames(prototype)) {
+      const method: unknown = (prototype as Record<string, unknown>)[methodName];
+      if (typeof method !== 'function') continue;
+      const options = this.reflector.get<RetryHandlerOptions | undefined>(RETRY_HANDLER_METADATA, method);
+      if (options) yield { methodName, method: method as (...args: unknown[]) => unknown, options };
+    }
   }
 }
