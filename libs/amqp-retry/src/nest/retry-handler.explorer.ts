@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, ExternalContextCreator, MetadataScanner, Reflector } from '@nestjs/core';
-import type { HandlerInvoker } from '../amqp/retry.consumer.js';
+import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
 import { assertDistinctQueues, resolveHandlerConfig, type HandlerConfig } from '../core/handler-config.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryHandlerOptions } from '../core/retry-options.js';

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
-import { RetryConsumer } from '../amqp/retry.consumer.js';
+import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { RetryDeliveryHandler } from '../amqp/retry-delivery.handler.js';
 import { declareTopology, retireStaleTiers } from '../amqp/topology.declarer.js';
 import { formatDuration } from '../core/duration.js';
 import type { ModuleConfig } from '../core/module-config.js';
@@ -19,7 +20,7 @@ import { RETRY_MODULE_CONFIG } from './retry.constants.js';
 export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('RetryModule');
   private handlers: DiscoveredHandler[] = [];
-  private readonly consumers: RetryConsumer[] = [];
+  private readonly consumers: QueueConsumer[] = [];
 
   constructor(
     private readonly explorer: RetryHandlerExplorer,
@@ -38,8 +39,18 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
       const parker = await this.host.parker();
       await this.declareAll(connection);
       for (const { config, invoke } of this.handlers) {
-        const redeclare = () => declareTopology(connection, planRetryTopology(config));
-        const consumer = new RetryConsumer(config, invoke, { connection, parker, logger: this.logger, reopen: this.config.reconnect, redeclare });
+        const delivery = new RetryDeliveryHandler(config, invoke, parker, this.logger);
+        const consumer = new QueueConsumer(
+          {
+            queue: config.queue,
+            prefetch: config.prefetch,
+            connection,
+            logger: this.logger,
+            resume: this.config.reconnect,
+            redeclare: () => declareTopology(connection, planRetryTopology(config)),
+          },
+          delivery.handle,
+        );
         this.consumers.push(consumer);
         await consumer.start();
         this.logger.log(
