@@ -75,7 +75,8 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     const logger = new RecordingLogger();
     app.useLogger(logger);
     await broker.channel.deleteQueue(queue);
-    await waitFor(async () => logger.count(/cancelled the consumer/) === 1 && (await broker.exists(queue)), 'the queue declared again');
+    // consuming again means declared again, bindings included: the consumer starts after the topology
+    await waitFor(async () => logger.count(/cancelled the consumer/) === 1 && (await broker.consumers(queue)) === 1, 'a consumer on the queue again');
     await broker.publish(exchange, 'k', { n: 1 });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the message and its retry');
     expect(handlerOf(app, Handler).calls.map((c) => c.attempt)).toEqual([1, 2]);

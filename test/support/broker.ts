@@ -38,10 +38,20 @@ export class TestBroker {
 
   /** Messages ready in the queue, or undefined when it does not exist. */
   async count(queue: string): Promise<number | undefined> {
+    return (await this.check(queue))?.messageCount;
+  }
+
+  /** Consumers of the queue, or undefined when it does not exist. */
+  async consumers(queue: string): Promise<number | undefined> {
+    return (await this.check(queue))?.consumerCount;
+  }
+
+  /** A passive declare on a channel of its own, since a 404 closes the channel. */
+  private async check(queue: string) {
     const probe = await this.model.createChannel();
     probe.on('error', () => undefined);
     try {
-      return (await probe.checkQueue(queue)).messageCount;
+      return await probe.checkQueue(queue);
     } catch {
       return undefined;
     } finally {
