@@ -1,0 +1,30 @@
+// What a measured process needs from a contender. A declaration file, so that the ESM contenders here and the
+// CommonJS ones in peers/ (Nest 11) share it as a type without compiling it twice.
+
+/** The body the bench publishes; each contender's `encode` wraps it the way its own publishers would. */
+export interface BenchBody {
+  id: number;
+}
+
+export interface ConsumerOptions {
+  url: string;
+  queue: string;
+  prefetch: number;
+  /** Delay of the single retry tier, for contenders that retry. */
+  retryDelayMs: number;
+  /**
+   * The work, called once per delivery with the decoded body and the 1-based attempt; throwing fails the attempt
+   * (a contender without retries never sees it throw).
+   */
+  handle(body: BenchBody, attempt: number): void;
+}
+
+export interface RunningConsumer {
+  /** Stops consuming and closes the connection; deliveries not yet acked go back to the queue. */
+  stop(): Promise<void>;
+}
+
+export interface Contender {
+  /** Declares what the contender declares in a real application (its queue at least), then consumes. */
+  start(options: ConsumerOptions): Promise<RunningConsumer>;
+}

@@ -1,0 +1,27 @@
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { RetryModule, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
+import type { BenchBody, Contender } from './contender.js';
+
+/**
+ * This library as an application uses it: the built package, one @RetryWithBackoff handler in a Nest application
+ * context, one retry tier (so a failed first attempt is retried once, and the second attempt is the last).
+ */
+export const contender: Contender = {
+  async start({ url, queue, prefetch, retryDelayMs, handle }) {
+    // Decorators read their options when the class is defined, hence classes per start.
+    @Injectable()
+    class BenchHandler {
+      @RetryWithBackoff({ queue, delays: [retryDelayMs] })
+      async onMessage(body: BenchBody, context: RetryContext): Promise<void> {
+        handle(body, context.attempt);
+      }
+    }
+
+    @Module({ imports: [RetryModule.forRoot({ url, prefetch })], providers: [BenchHandler] })
+    class BenchModule {}
+
+    const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
+    return { stop: () => app.close() };
+  },
+};

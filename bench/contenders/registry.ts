@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Names } from '../runner/bench-broker.js';
+import type { BenchBody } from './contender.js';
+
+export type ContenderId = 'ours' | 'raw' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
+
+/** What the runner knows of a contender without loading it (the measured process loads it). */
+export interface ContenderInfo {
+  id: ContenderId;
+  label: string;
+  /** The compiled module exporting `contender`, loaded by the measured process. */
+  module: string;
+  /** The body as this contender's publishers would send it. */
+  encode(body: BenchBody): Buffer;
+  /** Every queue and exchange the contender may declare for `queue`, deleted after each run. */
+  namesFor(queue: string): Names;
+  /** "package version", for the report. */
+  package(): string;
+}
+
+const distDir = import.meta.dirname; // bench/dist/contenders
+const benchDir = join(distDir, '..', '..');
+const rootDir = join(benchDir, '..');
+const peersDir = join(benchDir, 'peers');
+
+const json = (body: BenchBody) => Buffer.from(JSON.stringify(body));
+const justTheQueue = (queue: string): Names => ({ queues: [queue], exchanges: [] });
+const packageOf = (name: string, dir: string) => `${name} ${(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version}`;
+const rootPackage = (name: string) => () => packageOf(name, join(rootDir, 'node_modules', name));
+const peerPackage = (name: string) => () => packageOf(name, join(peersDir, 'node_modules', name));
+
+/** The library's names for a handler on `queue` with one tier (README "How it works"; DESIGN.md section 1). */
+function ourTopology(queue: string): Names {
+  return {
+    queues: [queue, `${queue}.retry.1`, `${queue}.error`],
+    exchanges: [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`],
+  };
+}
+
+export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
+  ours: {
+    id: 'ours',
+    label: 'nestjs-amqp-retry',
+    module: join(distDir, 'ours.contender.js'),
+    encode: json,
+    namesFor: ourTopology,
+    package: () => packageOf('nestjs-amqp-retry', join(rootDir, 'libs', 'amqp-retry')),
+  },
+  raw: {
+    id: 'raw',
+    label: 'raw amqplib',
+    module: join(distDir, 'raw-amqplib.contender.js'),
+    encode: json,
+    namesFor: justTheQueue,
+    package: rootPackage('amqplib'),
+  },
+  golevelup: {
+    id: 'golevelup',
+    label: '@golevelup/nestjs-rabbitmq',
+    module: join(peersDir, 'dist', 'golevelup.contender.js'),
+    encode: json,
+    namesFor: justTheQueue,
+    package: peerPackage('@golevelup/nestjs-rabbitmq'),
+  },
+  'nest-rmq': {
+    id: 'nest-rmq',
+    label: 'Nest RMQ transport',
+    module: join(peersDir, 'dist', 'nest-rmq.contender.js'),
+    // What Nest's ClientProxy.emit sends: the pattern that peers/src/nest-rmq.contender.ts listens to, and the data.
+    encode: (body) => Buffer.from(JSON.stringify({ pattern: 'bench.message', data: body })),
+    namesFor: justTheQueue,
+    package: peerPackage('@nestjs/microservices'),
+  },
+  'raw-dlx': {
+    id: 'raw-dlx',
+    label: 'raw amqplib DLX+TTL',
+    module: join(distDir, 'raw-dlx-retry.contender.js'),
+    encode: json,
+    namesFor: (queue) => ({ queues: [queue, `${queue}.retry`], exchanges: [] }),
+    package: rootPackage('amqplib'),
+  },
+};

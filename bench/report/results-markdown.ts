@@ -1,0 +1,126 @@
+import type { DelaysResult, HappyPathResult, MemoryResult, RetryPathResult, ScenarioResults } from '../scenarios/results.js';
+import { settings } from '../settings.js';
+import { HELD_BACK_AFTER_MS } from '../worker/protocol.js';
+import { fixed, int, spreadText } from './format.js';
+import { TARGETS } from './targets.js';
+
+export interface Environment {
+  date: string;
+  broker: string;
+  node: string;
+  cores: number;
+  cpu: string;
+}
+
+
+const x = (n: number) => `${fixed(n, 2)}x`;
+const ms = (n: number) => fixed(n, 1);
+const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
+
+function targets(r: ScenarioResults): string[] {
+  const rows = ['| target | measured | |', '|---|---|---|'];
+  const happy = r['happy-path'];
+  if (happy) {
+    const ours = happy.rows.find((row) => row.id === 'ours');
+    if (ours) {
+      const measured = `${spreadText(ours.throughputVsRaw, x)}; CPU per message ${spreadText(ours.cpuVsRaw, x)} raw's`;
+      rows.push(`| happy path at least ${TARGETS.rawRatio}x raw amqplib | ${measured} | ${verdict(ours.throughputVsRaw.median >= TARGETS.rawRatio)} |`);
+    }
+    for (const other of happy.rows.filter((row) => row.id === 'golevelup' || row.id === 'nest-rmq')) {
+      rows.push(`| happy path ahead of ${other.label} | ours / theirs ${spreadText(other.oursVsThis, x)} | ${verdict(other.oursVsThis.median > 1)} |`);
+    }
+  }
+  const ours = r['retry-path']?.rows.find((row) => row.id === 'ours');
+  if (ours) rows.push(`| retry lateness p99 under ${TARGETS.latenessP99Ms} ms | ${spreadText(ours.lateness.p99, ms)} ms | ${verdict(ours.lateness.p99.median < TARGETS.latenessP99Ms)} |`);
+  const delays = r.delays;
+  if (delays?.available) {
+    rows.push(`| delayed messages never early | ${spreadText(delays.early)} early | ${verdict(delays.early.max === 0)} |`);
+    rows.push(`| delay lateness p99 under ${TARGETS.latenessP99Ms} ms | ${spreadText(delays.lateness.p99, ms)} ms | ${verdict(delays.lateness.p99.median < TARGETS.latenessP99Ms)} |`);
+  }
+  const memory = r.memory?.rows.filter((row) => row.id === 'ours');
+  if (memory && memory.length > 1) {
+    const [smallest, largest] = [memory[0], memory[memory.length - 1]];
+    const growth = largest.rssPeakMb.median / smallest.rssPeakMb.median;
+    rows.push(
+      `| memory flat in backlog size (peak RSS within ${Math.round((TARGETS.memoryGrowth - 1) * 100)}%) | ${int(largest.backlog)} vs ${int(smallest.backlog)}: ${x(growth)} | ${verdict(growth <= TARGETS.memoryGrowth)} |`,
+    );
+  }
+  return rows;
+}
+
+function happyPath(h: HappyPathResult): string[] {
+  return [
+    `## 1. Happy path: a pre-filled queue of ${int(h.messages)} messages, one handler call and one ack each`,
+    '',
+    'Throughput runs from the first delivery to the last handled message; CPU is the consuming process\'s user + system time over the same window, per message (the steadier figure on a machine whose cores the broker shares).',
+    '',
+    '| contender | msg/s | vs raw amqplib | CPU µs/msg | CPU vs raw | peak RSS MB |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...h.rows.map(
+      (row) =>
+        `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsRaw, x)} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`,
+    ),
+  ];
+}
+
+function retryPath(r: RetryPathResult): string[] {
+  return [
+    `## 2. Retry path: ${int(r.messages)} messages that each fail once, retried through one ${r.tierDelayMs} ms tier`,
+    '',
+    `Throughput and CPU: a pre-filled backlog, messages completed (second attempt acked) per second. Lateness: the same number published at a steady ${int(r.pacedPerSecond)} msg/s, so that no retry waits behind a backlog; lateness = (attempt 2 - attempt 1) - ${r.tierDelayMs} ms, percentiles per round.`,
+    '',
+    '| contender | msg/s (backlog) | CPU µs/msg | lateness p50 ms | p95 ms | p99 ms | max ms |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...r.rows.map(
+      (row) =>
+        `| ${row.label} | ${spreadText(row.throughput)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.lateness.p50, ms)} | ${spreadText(row.lateness.p95, ms)} | ${spreadText(row.lateness.p99, ms)} | ${spreadText(row.lateness.max, ms)} |`,
+    ),
+  ];
+}
+
+function delays(d: DelaysResult): string[] {
+  if (!d.available) return ['## 3. Delays', '', `Not yet available: RetryPublisher.publish rejects a delay ("${d.reason}").`];
+  return [
+    `## 3. Delays: ${int(d.messages)} messages delayed 100 ms to ${int(d.maxDelayMs)} ms`,
+    '',
+    `| lateness p50 ms | p95 ms | p99 ms | max ms | early | 100 ms behind ${int(d.blockers)} one-hour, late by ms |`,
+    '|---:|---:|---:|---:|---:|---:|',
+    `| ${spreadText(d.lateness.p50, ms)} | ${spreadText(d.lateness.p95, ms)} | ${spreadText(d.lateness.p99, ms)} | ${spreadText(d.lateness.max, ms)} | ${spreadText(d.early)} | ${d.behindLongMs ? spreadText(d.behindLongMs, ms) : `held back (not delivered ${HELD_BACK_AFTER_MS / 1000} s after it was due)`} |`,
+  ];
+}
+
+function memory(m: MemoryResult): string[] {
+  return [
+    '## 4. Memory: RSS of the consuming process through a backlog',
+    '',
+    'RSS at the first delivery (the application started) and the highest RSS sampled every 20 ms until the backlog was consumed.',
+    '',
+    '| contender | backlog | RSS at start MB | peak RSS MB |',
+    '|---|---:|---:|---:|',
+    ...m.rows.map((row) => `| ${row.label} | ${int(row.backlog)} | ${spreadText(row.rssStartMb, (n) => fixed(n, 0))} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`),
+  ];
+}
+
+/** The whole report, as printed at the end and written to RESULTS.md. */
+export function renderMarkdown(env: Environment, results: ScenarioResults, failures: string[], durationMs: number, chartFile: string): string {
+  const sections = [
+    ['# Benchmark results'],
+    [
+      `${env.date} · ${env.broker} · Node ${env.node} · ${env.cores} cores (${env.cpu}), shared with the broker · ${settings.quick ? 'BENCH_QUICK smoke run, ' : ''}${settings.rounds} round(s), ${Math.round(durationMs / 1000)} s`,
+      '',
+      'Every contender consumes with prefetch 100, Nagle off (noDelay), from fresh durable queues of persistent messages with small JSON bodies; each run is a new Node process. Contenders are interleaved within each round (A B C D, A B C D, ...); a figure is the median over rounds with the range in parentheses, and ratios are taken within a round before that. `npm run bench` regenerates this file (bench/README.md).',
+      '',
+      `![benchmark chart](${chartFile})`,
+    ],
+    failures.length ? ['## Failed scenarios', '', ...failures.map((f) => `- ${f}`)] : [],
+    ['## Targets', '', ...targets(results)],
+    results['happy-path'] ? happyPath(results['happy-path']) : [],
+    results['retry-path'] ? retryPath(results['retry-path']) : [],
+    results.delays ? delays(results.delays) : [],
+    results.memory ? memory(results.memory) : [],
+  ];
+  return `${sections
+    .filter((s) => s.length)
+    .map((s) => s.join('\n'))
+    .join('\n\n')}\n`;
+}

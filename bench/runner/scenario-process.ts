@@ -1,0 +1,44 @@
+import type { ScenarioName } from '../settings.js';
+import { settings } from '../settings.js';
+import { BenchSession } from './bench-session.js';
+import { consumeBacklog } from './runs.js';
+
+/**
+ * The body of a scenario file: runs `scenario` in this process with its own broker session and hands the result to
+ * the runner over IPC (or prints it, when the file is run by hand). On SIGINT/SIGTERM it kills its measured
+ * processes and deletes what they declared before exiting.
+ */
+export function runScenario<R>(name: ScenarioName, scenario: (session: BenchSession) => Promise<R>): void {
+  void (async () => {
+    const session = await BenchSession.open();
+    const abort = (signal: NodeJS.Signals) => void session.abort().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    process.once('SIGINT', abort).once('SIGTERM', abort);
+    try {
+      const result = await scenario(session);
+      if (process.send) await new Promise((resolve) => process.send?.(result, undefined, {}, resolve));
+      else console.log(JSON.stringify(result, null, 2));
+    } catch (error) {
+      console.error(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      process.exitCode = 1;
+    } finally {
+      await session.close();
+    }
+    process.disconnect?.();
+  })().catch((error: unknown) => {
+    console.error(`${name} could not start: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  });
+}
+
+/**
+ * One unreported raw run before a scenario's rounds, so that the first contender measured does not also pay for a
+ * broker and page cache that the bench has just woken up.
+ */
+export async function warmUp(session: BenchSession): Promise<void> {
+  await consumeBacklog(session, 'warm-up', 'raw', settings.warmUpMessages);
+}
+
+/** One progress line per measured run, so a long bench shows where it is. */
+export function progress(name: ScenarioName, round: number, what: string): void {
+  console.log(`${name.padEnd(10)}  round ${round}/${settings.rounds}  ${what}`);
+}

@@ -1,0 +1,79 @@
+// What each scenario process hands to the report: medians and ranges over rounds, ratios taken within a round.
+import type { ContenderId } from '../contenders/registry.js';
+import type { Spread } from '../runner/stats.js';
+
+export interface ContenderRef {
+  id: ContenderId;
+  label: string;
+  /** Package and version, e.g. "@golevelup/nestjs-rabbitmq 9.0.2". */
+  package: string;
+}
+
+export interface HappyPathResult {
+  messages: number;
+  rounds: number;
+  rows: Array<
+    ContenderRef & {
+      /** Messages per second from the first delivery to the last ack. */
+      throughput: Spread;
+      cpuUsPerMessage: Spread;
+      /** Per round: this contender's throughput / raw amqplib's in the same round. */
+      throughputVsRaw: Spread;
+      cpuVsRaw: Spread;
+      /** Per round: our throughput / this contender's in the same round (above 1: we are ahead). */
+      oursVsThis: Spread;
+      rssPeakMb: Spread;
+    }
+  >;
+}
+
+export interface LatenessSpread {
+  p50: Spread;
+  p95: Spread;
+  p99: Spread;
+  max: Spread;
+}
+
+export interface RetryPathResult {
+  messages: number;
+  rounds: number;
+  tierDelayMs: number;
+  pacedPerSecond: number;
+  rows: Array<
+    ContenderRef & {
+      /** Pre-filled backlog: messages completed (attempt 2 acked) per second, first delivery to last. */
+      throughput: Spread;
+      /** CPU per message of the backlog run: two deliveries, one nack, one ack. */
+      cpuUsPerMessage: Spread;
+      /** Paced run: (attempt 2 - attempt 1) - tier delay, per-round percentiles. */
+      lateness: LatenessSpread;
+    }
+  >;
+}
+
+export type DelaysResult =
+  | { available: false; reason: string }
+  | {
+      available: true;
+      rounds: number;
+      messages: number;
+      maxDelayMs: number;
+      blockers: number;
+      lateness: LatenessSpread;
+      /** Messages that arrived before their delay was up, per round. */
+      early: Spread;
+      /** A 100 ms message published after `blockers` one-hour ones: its lateness; null when it was held back in any round. */
+      behindLongMs: Spread | null;
+    };
+
+export interface MemoryResult {
+  rounds: number;
+  rows: Array<ContenderRef & { backlog: number; rssStartMb: Spread; rssPeakMb: Spread }>;
+}
+
+export interface ScenarioResults {
+  'happy-path'?: HappyPathResult;
+  'retry-path'?: RetryPathResult;
+  delays?: DelaysResult;
+  memory?: MemoryResult;
+}
