@@ -22,8 +22,8 @@ export interface BindingDeclaration {
  * bindings that an earlier configuration may have left and that would now route a message twice.
  */
 export interface TopologyPlan {
-  exchanges: ExchangeDeclaration[];
-  queues: QueueDeclaration[];
-  bindings: BindingDeclaration[];
-  unbindings: BindingDeclaration[];
+  readonly exchanges: readonly ExchangeDeclaration[];
+  readonly queues: readonly QueueDeclaration[];
+  readonly bindings: readonly BindingDeclaration[];
+  readonly unbindings: readonly BindingDeclaration[];
 }

@@ -1,0 +1,300 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  assertValidDelay,
+  DELAY_DUE_AT_HEADER,
+  DELAY_LADDER,
+  DELAY_MS_HEADER,
+  DELAY_TARGET_EXCHANGE_HEADER,
+  DELAY_TARGET_ROUTING_KEY_HEADER,
+  delayLevels,
+  type DelayTopology,
+  MAX_DELAY_MS,
+  planDelayedPublish,
+  planDelayTopology,
+  readDelayTarget,
+  withoutDelayDeaths,
+} from './delay.plan.js';
+
+const { unitMs } = DELAY_LADDER;
+const target = { exchange: 'orders', routingKey: 'order.created.eu' };
+const NOW = Date.parse('2030-01-01T00:00:00.000Z');
+
+/** Deterministic pseudo-random numbers (mulberry32), so a failing case can be replayed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Delays of every magnitude: uniform over the range, log-uniform (many short ones), and fractional. */
+function randomDelays(count: number, seed: number): number[] {
+  const next = random(seed);
+  return Array.from({ length: count }, (_, i) => {
+    if (i % 3 === 0) return Math.floor(next() * (MAX_DELAY_MS + 1));
+    if (i % 3 === 1) return Math.floor(Math.exp(next() * Math.log(MAX_DELAY_MS)));
+    return next() * 10_000;
+  });
+}
+
+const EDGES = [0, 0.001, 1, unitMs - 0.5, unitMs, unitMs + 0.5, 7, 8, 63, 64, 1500, 86_400_000, MAX_DELAY_MS - 1, MAX_DELAY_MS];
+
+/** AMQP topic matching: words split on '.', '*' matches one word, '#' zero or more. */
+function topicMatches(pattern: string, key: string): boolean {
+  const match = (p: readonly string[], k: readonly string[]): boolean => {
+    if (p.length === 0) return k.length === 0;
+    const [head, ...rest] = p;
+    if (head === '#') return match(rest, k) || (k.length > 0 && match(p, k.slice(1)));
+    return k.length > 0 && (head === '*' || head === k[0]) && match(rest, k.slice(1));
+  };
+  return match(pattern.split('.'), key.split('.'));
+}
+
+/** The queues a message published to `exchange` with `key` lands in, following exchange-to-exchange bindings. */
+function route(topology: DelayTopology, exchange: string, key: string): string[] {
+  const type = topology.exchanges.find((e) => e.name === exchange)?.type;
+  if (type === undefined) throw new Error(`undeclared exchange ${exchange}`);
+  return topology.bindings
+    .filter((b) => b.source === exchange && (type === 'fanout' || topicMatches(b.pattern, key)))
+    .flatMap((b) => (b.destinationType === 'queue' ? [b.destination] : route(topology, b.destination, key)));
+}
+
+/** Walks a published message through the ladder as the broker would; returns the TTLs of the queues it waited in. */
+function walk(topology: DelayTopology, exchange: string, key: string): number[] {
+  const ttls: number[] = [];
+  for (let next = exchange; ;) {
+    const queues = route(topology, next, key);
+    expect(queues).toHaveLength(1);
+    const queue = topology.queues.find((q) => q.name === queues[0]);
+    if (queue === undefined) throw new Error(`undeclared queue ${queues[0]}`);
+    if (queue.name === topology.readyQueue) return ttls;
+    const ttl = queue.arguments['x-message-ttl'];
+    const deadLetterExchange = queue.arguments['x-dead-letter-exchange'];
+    if (typeof ttl !== 'number' || typeof deadLetterExchange !== 'string') throw new Error(`${queue.name} is no level`);
+    ttls.push(ttl);
+    if (ttls.length > DELAY_LADDER.positions) throw new Error(`walk does not end: ${ttls.join(', ')}`);
+    next = deadLetterExchange;
+  }
+}
+
+describe('delayLevels', () => {
+  it('waits at least the delay and less than one unit more, for edges and 30,000 random delays', () => {
+    // Violations are collected, not asserted one by one: a failure then lists every bad delay at once.
+    const violations = [...EDGES, ...randomDelays(30_000, 1)].flatMap((delay) => {
+      const levels = delayLevels(delay);
+      const total = levels.reduce((sum, level) => sum + level.ttlMs, 0);
+      const positions = levels.map((level) => level.position);
+      const ok = total >= delay && total - delay < unitMs && positions.every((position, i) => i === 0 || position < (positions[i - 1] ?? 0));
+      return ok ? [] : [{ delay, levels }];
+    });
+    expect(violations).toEqual([]);
+  });
+
+  it('needs no level for 0, one level below a unit, and every position at the maximum', () => {
+    expect(delayLevels(0)).toEqual([]);
+    expect(delayLevels(0.001)).toEqual([{ position: 0, digit: 1, ttlMs: unitMs }]);
+    expect(delayLevels(unitMs)).toEqual([{ position: 0, digit: 1, ttlMs: unitMs }]);
+    expect(delayLevels(1500)).toEqual([
+      { position: 3, digit: 2, ttlMs: 1024 },
+      { position: 2, digit: 7, ttlMs: 448 },
+      { position: 1, digit: 3, ttlMs: 24 },
+      { position: 0, digit: 4, ttlMs: 4 },
+    ]);
+    const max = delayLevels(MAX_DELAY_MS);
+    expect(max).toHaveLength(DELAY_LADDER.positions);
+    expect(max[0]).toEqual({ position: 10, digit: 3, ttlMs: 3 * 2 ** 30 });
+  });
+});
+
+describe('delay validation', () => {
+  const range = `a delay must be a finite number of milliseconds from 0 to ${MAX_DELAY_MS} (about 49.7 days).`;
+
+  it.each([
+    [-1, '-1 ms'],
+    [-0.001, '-0.001 ms'],
+    [Number.NaN, 'NaN ms'],
+    [Number.POSITIVE_INFINITY, 'Infinity ms'],
+    [Number.NEGATIVE_INFINITY, '-Infinity ms'],
+    [MAX_DELAY_MS + 0.5, `${MAX_DELAY_MS + 0.5} ms`],
+    [MAX_DELAY_MS + 1, `${MAX_DELAY_MS + 1} ms`],
+  ])('rejects %p, naming it and the valid range', (delay, shown) => {
+    const error = new RangeError(`Invalid delay ${shown}: ${range}`);
+    expect(() => assertValidDelay(delay)).toThrow(error);
+    expect(() => delayLevels(delay)).toThrow(error);
+    expect(() => planDelayedPublish(delay, target, NOW)).toThrow(error);
+  });
+
+  it('rejects a value that is no number, naming its type', () => {
+    expect(() => assertValidDelay('100')).toThrow(new RangeError(`Invalid delay (a string): ${range}`));
+  });
+
+  it('accepts 0 and the maximum', () => {
+    expect(() => assertValidDelay(0)).not.toThrow();
+    expect(() => assertValidDelay(MAX_DELAY_MS)).not.toThrow();
+  });
+});
+
+describe('planDelayTopology', () => {
+  const topology = planDelayTopology();
+
+  it('keeps the layout its names were made for (bump DELAY_LADDER.version when changing it)', () => {
+    expect(DELAY_LADDER).toEqual({ prefix: 'amqp-retry.delay', version: 1, unitMs: 1, base: 8, positions: 11 });
+    expect(MAX_DELAY_MS).toBe(2 ** 32 - 1);
+  });
+
+  it('declares a fixed set: 11 topic exchanges and 73 level queues, plus the ready exchange, ready and error queues', () => {
+    expect(topology.exchanges.filter((e) => e.type === 'topic')).toHaveLength(11);
+    expect(topology.exchanges.filter((e) => e.type === 'fanout')).toEqual([{ name: 'amqp-retry.delay.ready', type: 'fanout' }]);
+    expect(topology.queues).toHaveLength(10 * 7 + 3 + 2);
+    expect(topology.readyQueue).toBe('amqp-retry.delay.ready');
+    expect(topology.errorQueue).toBe('amqp-retry.delay.error');
+    expect(new Set(topology.exchanges.map((e) => e.name)).size).toBe(topology.exchanges.length);
+    expect(new Set(topology.queues.map((q) => q.name)).size).toBe(topology.queues.length);
+    expect(planDelayTopology('other.prefix').queues).toHaveLength(topology.queues.length);
+  });
+
+  it('names every level queue after its TTL, under the prefix and layout version', () => {
+    const names = planDelayTopology('billing.delay').queues.map((q) => q.name);
+    expect(names).toContain('billing.delay.ready');
+    expect(names).toContain('billing.delay.v1.p00.1ms');
+    expect(names).toContain('billing.delay.v1.p03.3072ms');
+    expect(names).toContain(`billing.delay.v1.p10.${3 * 2 ** 30}ms`);
+    expect(names.every((name) => name.startsWith('billing.delay.'))).toBe(true);
+  });
+
+  it('gives every level a distinct TTL within the broker limit and dead-letters it, key kept, to a declared exchange', () => {
+    const exchanges = new Set(topology.exchanges.map((e) => e.name));
+    const levels = topology.queues.filter((q) => q.name !== topology.readyQueue && q.name !== topology.errorQueue);
+    const ttls = levels.map((q) => q.arguments['x-message-ttl']);
+    expect(new Set(ttls).size).toBe(levels.length);
+    for (const queue of levels) {
+      const ttl = queue.arguments['x-message-ttl'];
+      expect(typeof ttl === 'number' && ttl >= 1 && ttl <= MAX_DELAY_MS && queue.name.endsWith(`.${ttl}ms`)).toBe(true);
+      expect(exchanges.has(String(queue.arguments['x-dead-letter-exchange']))).toBe(true);
+      expect(queue.arguments).not.toHaveProperty('x-dead-letter-routing-key');
+    }
+  });
+
+  it('binds only declared exchanges and queues', () => {
+    const exchanges = new Set(topology.exchanges.map((e) => e.name));
+    const queues = new Set(topology.queues.map((q) => q.name));
+    for (const binding of topology.bindings) {
+      expect(exchanges.has(binding.source)).toBe(true);
+      expect((binding.destinationType === 'queue' ? queues : exchanges).has(binding.destination)).toBe(true);
+    }
+  });
+
+  it('routes every digit at every position to exactly one destination', () => {
+    for (const [index, exchange] of topology.exchanges.filter((e) => e.type === 'topic').entries()) {
+      const maxDigit = index === DELAY_LADDER.positions - 1 ? 3 : 7;
+      for (let digit = 0; digit <= maxDigit; digit++) {
+        const words = new Array<number>(DELAY_LADDER.positions).fill(5);
+        words[DELAY_LADDER.positions - 1 - index] = digit;
+        const matched = topology.bindings.filter((b) => b.source === exchange.name && topicMatches(b.pattern, words.join('.')));
+        expect(matched).toHaveLength(1);
+      }
+    }
+  });
+});
+
+describe('planDelayedPublish', () => {
+  const topology = planDelayTopology();
+
+  it('publishes a delay of 0 directly, outside the ladder', () => {
+    expect(planDelayedPublish(0, target, NOW)).toEqual({ kind: 'direct' });
+    expect(planDelayedPublish(-0, target, NOW)).toEqual({ kind: 'direct' });
+  });
+
+  it('enters the ladder at the highest nonzero digit, with the digits as key and the target in headers', () => {
+    expect(planDelayedPublish(1500, target, NOW)).toEqual({
+      kind: 'ladder',
+      exchange: 'amqp-retry.delay.v1.p03',
+      routingKey: '0.0.0.0.0.0.0.2.7.3.4',
+      headers: {
+        [DELAY_TARGET_EXCHANGE_HEADER]: 'orders',
+        [DELAY_TARGET_ROUTING_KEY_HEADER]: 'order.created.eu',
+        [DELAY_MS_HEADER]: 1500,
+        [DELAY_DUE_AT_HEADER]: '2030-01-01T00:00:01.500Z',
+      },
+    });
+  });
+
+  it('walks exactly the levels of the delay and reaches the ready queue, for edges and 3,000 random delays', () => {
+    for (const delay of [...EDGES.filter((d) => d > 0), ...randomDelays(3_000, 2)]) {
+      const plan = planDelayedPublish(delay, target, NOW);
+      if (plan.kind !== 'ladder') throw new Error(`delay ${delay} skipped the ladder`);
+      expect(walk(topology, plan.exchange, plan.routingKey)).toEqual(delayLevels(delay).map((l) => l.ttlMs));
+    }
+  });
+
+  it('uses the given prefix for the entry exchange', () => {
+    const plan = planDelayedPublish(5, target, NOW, 'billing.delay');
+    expect(plan).toMatchObject({ kind: 'ladder', exchange: 'billing.delay.v1.p00' });
+  });
+});
+
+describe('the spec topic matcher', () => {
+  it.each([
+    ['a.#', 'a', true],
+    ['*.b.#', 'a.b.c.d', true],
+    ['*.1.#', '1.0.1', false],
+    ['*', 'a.b', false],
+    ['#', 'a.b', true],
+  ])('%s matches %s: %p', (pattern, key, expected) => {
+    expect(topicMatches(pattern, key)).toBe(expected);
+  });
+});
+
+describe('readDelayTarget', () => {
+  it('reads the target the plan wrote, including the default exchange', () => {
+    const plan = planDelayedPublish(10, { exchange: '', routingKey: 'some-queue' }, NOW);
+    if (plan.kind !== 'ladder') throw new Error('expected the ladder');
+    expect(readDelayTarget({ other: 1, ...plan.headers })).toEqual({ exchange: '', routingKey: 'some-queue' });
+  });
+
+  it.each([
+    ['no headers', undefined],
+    ['no routing key', { [DELAY_TARGET_EXCHANGE_HEADER]: 'orders' }],
+    ['a non-string exchange', { [DELAY_TARGET_EXCHANGE_HEADER]: 7, [DELAY_TARGET_ROUTING_KEY_HEADER]: 'k' }],
+  ])('gives undefined for %s', (_, headers) => {
+    expect(readDelayTarget(headers)).toBeUndefined();
+  });
+});
+
+describe('withoutDelayDeaths', () => {
+  const rejected = { queue: 'orders.q', reason: 'rejected', count: 2 };
+  const level = (ttl: number) => ({ queue: `amqp-retry.delay.v1.p00.${ttl}ms`, reason: 'expired', count: 1 });
+
+  it('drops the ladder entries and keeps the others', () => {
+    const headers = {
+      'x-death': [level(1), rejected, null, 'junk', level(2)],
+      'x-first-death-queue': 'orders.q',
+      'x-first-death-reason': 'rejected',
+      'x-first-death-exchange': 'orders',
+      [DELAY_MS_HEADER]: 3,
+    };
+    expect(withoutDelayDeaths(headers)).toEqual({ ...headers, 'x-death': [rejected, null, 'junk'] });
+    expect(headers['x-death']).toHaveLength(5);
+  });
+
+  it('removes x-death and the first and last death headers when they only describe the ladder', () => {
+    const headers = {
+      'x-death': [level(4), level(2)],
+      'x-first-death-queue': level(4).queue,
+      'x-first-death-reason': 'expired',
+      'x-first-death-exchange': 'amqp-retry.delay.v1.p02',
+      'x-last-death-queue': level(2).queue,
+      'x-last-death-reason': 'expired',
+      'x-last-death-exchange': 'amqp-retry.delay.v1.p01',
+      app: 'kept',
+    };
+    expect(withoutDelayDeaths(headers)).toEqual({ app: 'kept' });
+  });
+
+  it('leaves headers without x-death alone', () => {
+    expect(withoutDelayDeaths({ app: 'kept' })).toEqual({ app: 'kept' });
+  });
+});
