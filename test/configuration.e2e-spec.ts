@@ -1,5 +1,5 @@
 import { RetryConfigError, TopologyMismatchError } from 'nestjs-amqp-retry';
-import { createApp, handlerFor, handlerOf, startApp } from './support/app.js';
+import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
 
 describe('configuration', () => {
@@ -19,6 +19,7 @@ describe('configuration', () => {
   afterEach(async () => {
     process.env = { ...savedEnv };
     await broker.deleteRetryTopology(queue);
+    await broker.deleteDelayLadder('amqp-retry.delay', true); // env-only apps run the default ladder
   });
 
   it('runs from the environment alone: AMQP_URL, RETRY_DELAYS, RETRY_MAX_ATTEMPTS', async () => {
@@ -133,7 +134,7 @@ describe('configuration', () => {
   });
 
   it('fails init with the masked URL when the broker is unreachable', async () => {
-    const app = await createApp([handlerFor({ queue }, () => undefined)], { url: 'amqp://guest:s3cret@127.0.0.1:1' });
+    const app = await createApp([handlerFor({ queue }, () => undefined)], { ...TEST_OPTIONS, url: 'amqp://guest:s3cret@127.0.0.1:1' });
     const failure = await app.init().catch((error: unknown) => error as Error);
     await app.close();
     expect(failure).toBeInstanceOf(Error);

@@ -12,8 +12,8 @@ import { Test } from '@nestjs/testing';
 import { Module, Scope, type LoggerService } from '@nestjs/common';
 import { PublishError, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { tap } from 'rxjs';
-import { handlerFor, handlerOf, startApp } from './support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
+import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
+import { TestBroker, uniqueName, waitFor } from './support/broker.js';
 
 describe('application lifecycle and Nest integration', () => {
   let broker: TestBroker;
@@ -123,7 +123,7 @@ describe('application lifecycle and Nest integration', () => {
 
   it('takes its options from forRootAsync with an injected factory', async () => {
     const SETTINGS = Symbol('settings');
-    @Module({ providers: [{ provide: SETTINGS, useValue: { url: AMQP_URL, delays: ['100ms'] } }], exports: [SETTINGS] })
+    @Module({ providers: [{ provide: SETTINGS, useValue: { ...TEST_OPTIONS, delays: ['100ms'] } }], exports: [SETTINGS] })
     class SettingsModule {}
     const Handler = handlerFor({ queue, maxAttempts: 2 }, (_, ctx) => {
       if (ctx.attempt === 1) throw new Error('once');
@@ -159,7 +159,7 @@ describe('application lifecycle and Nest integration', () => {
       @RetryWithBackoff({ queue })
       handle(): void {}
     }
-    const app = await Test.createTestingModule({ imports: [RetryModule.forRoot({ url: AMQP_URL })], providers: [PerRequest] }).compile();
+    const app = await Test.createTestingModule({ imports: [RetryModule.forRoot(TEST_OPTIONS)], providers: [PerRequest] }).compile();
     app.useLogger(logger);
     await app.init();
     await app.close();

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { type INestApplicationContext, type LoggerService } from '@nestjs/common';
 import { RetryPublisher } from 'nestjs-amqp-retry';
-import { handlerFor, handlerOf, startApp } from './support/app.js';
+import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
 import { closeConnections } from './support/broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
+import { TestBroker, uniqueName, waitFor } from './support/broker.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 /** Keeps what the library logs, to count outage and recovery lines. */
@@ -45,7 +45,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
   it('reconnects after the broker closes its connection, resumes consuming, and logs outage and recovery once each', async () => {
     const connectionName = `e2e-${randomUUID()}`;
     const Handler = handlerFor({ queue }, () => undefined);
-    app = await startApp([Handler], { url: AMQP_URL, connectionName, reconnect: { initialDelay: '50ms' } });
+    app = await startApp([Handler], { ...TEST_OPTIONS, connectionName, reconnect: { initialDelay: '50ms' } });
     const logger = new RecordingLogger();
     app.useLogger(logger);
     await broker.publish('', queue, { n: 1 });
@@ -71,7 +71,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, (_, ctx) => {
       if (ctx.attempt === 1) throw new Error('once');
     });
-    app = await startApp([Handler], { url: AMQP_URL, reconnect: { initialDelay: '50ms' } });
+    app = await startApp([Handler], { ...TEST_OPTIONS, reconnect: { initialDelay: '50ms' } });
     const logger = new RecordingLogger();
     app.useLogger(logger);
     await broker.channel.deleteQueue(queue);
@@ -88,7 +88,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     const proxy = await new TcpProxy().start();
     try {
       const Handler = handlerFor({ queue }, () => new Promise((resolve) => setTimeout(resolve, 300)));
-      app = await startApp([Handler], { url: proxy.url, reconnect: { initialDelay: '50ms' } });
+      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' } });
       for (let n = 0; n < 10; n++) await broker.publish('', queue, { n });
       await waitFor(() => handlerOf(app!, Handler).calls.length >= 5, 'handlers in flight');
       await proxy.cut(); // their acks can no longer reach the broker, which requeues the messages
@@ -112,6 +112,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     try {
       const Handler = handlerFor({ queue }, () => undefined);
       app = await startApp([Handler], {
+        ...TEST_OPTIONS,
         url: proxy.url,
         reconnect: { initialDelay: '100ms', maxDelay: '200ms' },
         publishTimeout: '400ms',
@@ -150,7 +151,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     let release: () => void = () => undefined;
     const stuck = new Promise<void>((resolve) => (release = resolve));
     const Handler = handlerFor({ queue }, () => stuck);
-    app = await startApp([Handler], { url: AMQP_URL, shutdownTimeout: '200ms' });
+    app = await startApp([Handler], { ...TEST_OPTIONS, shutdownTimeout: '200ms' });
     await broker.publish('', queue, { n: 1 });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the handler to start');
     const started = Date.now();

@@ -39,6 +39,12 @@ export function handlerFor(options: RetryHandlerOptions, behaviour: Behaviour) {
 }
 
 /**
+ * Delayed delivery is off unless a test asks for it: the delay tests use ladders of their own (uuid prefixes) and
+ * delete them, and the other tests should leave no ladder behind.
+ */
+export const TEST_OPTIONS: RetryModuleOptions = { url: AMQP_URL, delayedDelivery: false };
+
+/**
  * Creates an application context with RetryModule and the given providers and runs `init()`: when this resolves,
  * the topology is declared and the consumers run. `moduleOptions: 'env'` passes no options (environment only).
  */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type GetMessage, type Options } from 'amqplib';
+import { planDelayTopology } from '../../libs/amqp-retry/src/core/delay.plan.js';
 
 export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
@@ -88,6 +89,24 @@ export class TestBroker {
     const tiers = Array.from({ length: extra.tiers ?? 5 }, (_, i) => `${queue}.retry.${i + 1}`);
     for (const name of [queue, `${queue}.error`, ...tiers, ...(extra.queues ?? [])]) await this.channel.deleteQueue(name);
     for (const name of [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`, ...(extra.exchanges ?? [])]) await this.channel.deleteExchange(name);
+  }
+
+  /**
+   * Deletes a delay ladder. `onlyIfEmpty` spares queues that hold messages (the shared default ladder may carry
+   * someone else's): those stay, with their exchanges.
+   */
+  async deleteDelayLadder(prefix: string, onlyIfEmpty = false): Promise<void> {
+    const ladder = planDelayTopology(prefix);
+    const channel = await this.model.createChannel();
+    channel.on('error', () => undefined);
+    try {
+      for (const { name } of ladder.queues) await channel.deleteQueue(name, { ifEmpty: onlyIfEmpty });
+      for (const { name } of ladder.exchanges) await channel.deleteExchange(name, { ifUnused: onlyIfEmpty });
+    } catch {
+      // a 406 (not empty, in use) closed the channel: what remains stays
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
   }
 
   async close(): Promise<void> {

@@ -14,6 +14,7 @@ interface OpenChannel {
   returned: Set<string>;
   /** Why the broker closed the channel (e.g. "NOT_FOUND - no exchange 'x'"), once it has. */
   closedBecause?: string;
+  closedWithCode?: number;
 }
 
 /** How publishes behave while the connection is down. */
@@ -43,7 +44,7 @@ export class ConfirmPublisher {
    * first, or (with `mandatory`, the default) no queue took it.
    */
   async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}): Promise<void> {
-    const fail = (reason: string) => new PublishError(exchange, routingKey, reason);
+    const fail = (reason: string, code?: number) => new PublishError(exchange, routingKey, reason, code);
     const open = await this.ready().catch((error: unknown) => {
       throw fail(errorText(error));
     });
@@ -52,7 +53,7 @@ export class ConfirmPublisher {
     const headers = mandatory ? { ...options.headers, [PUBLISH_ID_HEADER]: id } : options.headers;
     return new Promise<void>((resolve, reject) => {
       const settle = (error: unknown) => {
-        if (error) return reject(fail(`the broker did not confirm it (${open.closedBecause ?? errorText(error)})`));
+        if (error) return reject(fail(`the broker did not confirm it (${open.closedBecause ?? errorText(error)})`, open.closedWithCode));
         if (open.returned.delete(id)) return reject(fail('no queue is bound to receive it (returned as unroutable)'));
         resolve();
       };
@@ -95,7 +96,10 @@ export class ConfirmPublisher {
         const id = message.properties.headers?.[PUBLISH_ID_HEADER];
         if (typeof id === 'string') open.returned.add(id);
       });
-      channel.on('error', (error: Error) => (open.closedBecause = error.message.replace(/^.*?with message "(.*)"$/, '$1')));
+      channel.on('error', (error: Error & { code?: unknown }) => {
+        open.closedBecause = error.message.replace(/^.*?with message "(.*)"$/, '$1');
+        if (typeof error.code === 'number') open.closedWithCode = error.code;
+      });
       channel.on('close', () => {
         if (this.current === opening) this.current = undefined;
       });

@@ -11,6 +11,7 @@ import {
   MAX_DELAY_MS,
   planDelayedPublish,
   planDelayTopology,
+  readDelay,
   readDelayTarget,
   withoutDelayDeaths,
 } from './delay.plan.js';
@@ -296,5 +297,33 @@ describe('withoutDelayDeaths', () => {
 
   it('leaves headers without x-death alone', () => {
     expect(withoutDelayDeaths({ app: 'kept' })).toEqual({ app: 'kept' });
+  });
+});
+
+describe('readDelay', () => {
+  it.each([
+    [0, 0],
+    [1500, 1500],
+    [0.3, 1],
+    ['90s', 90_000],
+    ['30m', 1_800_000],
+    ['3d', 259_200_000],
+    ['30d', 2_592_000_000],
+  ])('reads %p as %p ms', (delay, ms) => {
+    expect(readDelay(delay)).toBe(ms);
+  });
+
+  it.each([
+    [-1, 'Invalid delay -1: use milliseconds (1500)'],
+    [Number.NaN, 'Invalid delay NaN: use milliseconds (1500)'],
+    [Number.POSITIVE_INFINITY, 'Invalid delay Infinity: use milliseconds (1500)'],
+    [
+      'soon',
+      `Invalid delay "soon": use milliseconds (1500) or a duration such as '250ms', '90s', '30m', '3d', from 0 to 4294967295 ms (about 49.7 days).`,
+    ],
+    ['60d', 'Invalid delay 5184000000 ms: a delay must be a finite number of milliseconds from 0 to 4294967295 (about 49.7 days).'],
+  ])('rejects %p with a RangeError naming it and the range', (delay, message) => {
+    expect(() => readDelay(delay)).toThrow(RangeError);
+    expect(() => readDelay(delay)).toThrow(message);
   });
 });

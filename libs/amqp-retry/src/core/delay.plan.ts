@@ -21,6 +21,7 @@
  *   adding about as much rounding.
  */
 
+import { type Duration, parseDuration } from './duration.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from './topology.types.js';
 
 /** Layout of the delay ladder. */
@@ -80,6 +81,8 @@ export interface DelayLevel {
 
 /** Everything to declare, durable, in order: exchanges, then queues, then bindings. */
 export interface DelayTopology extends TopologyPlan {
+  /** The prefix of every name in the ladder. */
+  readonly prefix: string;
   /** The queue the forwarder consumes. */
   readonly readyQueue: string;
   /** Where the forwarder parks a due message it cannot deliver (no target headers, target exchange gone). */
@@ -125,6 +128,24 @@ export function assertValidDelay(delayMs: unknown): asserts delayMs is number {
     `Invalid delay ${shown}: a delay must be a finite number of milliseconds from 0 to ${MAX_DELAY_MS} ` +
       `(about ${(MAX_DELAY_MS / 86_400_000).toFixed(1)} days).`,
   );
+}
+
+/**
+ * Reads a publish's `delay` option: a Duration from 0 to MAX_DELAY_MS, rounded up to whole milliseconds. Throws a
+ * RangeError naming the value and the valid range otherwise.
+ * @example readDelay('90s') // 90000
+ */
+export function readDelay(delay: Duration): number {
+  const ms = parseDuration(delay);
+  if (ms === undefined) {
+    const shown = typeof delay === 'string' ? `"${delay}"` : String(delay);
+    throw new RangeError(
+      `Invalid delay ${shown}: use milliseconds (1500) or a duration such as '250ms', '90s', '30m', '3d', from 0 to ${MAX_DELAY_MS} ms ` +
+        `(about ${(MAX_DELAY_MS / 86_400_000).toFixed(1)} days).`,
+    );
+  }
+  assertValidDelay(ms);
+  return ms;
 }
 
 /**
@@ -174,7 +195,7 @@ export function planDelayTopology(prefix: string = DELAY_LADDER.prefix): DelayTo
     const pattern = digitPattern(position, 0);
     bindings.push({ source: exchange, destination: next, destinationType: 'exchange', pattern });
   }
-  return { exchanges, queues, bindings, unbindings: [], readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
+  return { prefix, exchanges, queues, bindings, unbindings: [], readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
 }
 
 /**

@@ -1,8 +1,12 @@
 import { NonRetryableError } from '../errors/non-retryable.error.js';
 import type { ErrorClass } from './retry-options.js';
 
-/** Why a message was parked, as written to `x-parked-reason`. */
-export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed';
+/**
+ * Why a message was parked, as written to `x-parked-reason`: attempts ran out, the error was non-retryable, the
+ * body (or, for a delayed message, its target headers) could not be read, or a delayed message's target exchange
+ * no longer exists.
+ */
+export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable';
 
 /** What happens to a delivery before the handler runs. */
 export type BeforeHandling = { action: 'handle'; payload: unknown } | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number };

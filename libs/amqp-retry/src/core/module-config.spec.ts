@@ -9,6 +9,7 @@ describe('resolveModuleConfig', () => {
       maxAttempts: undefined,
       prefetch: 20,
       connectionName: undefined,
+      delayPrefix: 'amqp-retry.delay',
       reconnect: { initialDelayMs: 100, maxDelayMs: 30_000 },
       publishTimeoutMs: 10_000,
       publishBufferSize: 1_000,
@@ -46,6 +47,14 @@ describe('resolveModuleConfig', () => {
       publishBufferSize: 10,
     });
     expect(resolveModuleConfig({ reconnect: { initialDelay: '1m' } }).reconnect).toEqual({ initialDelayMs: 60_000, maxDelayMs: 60_000 });
+  });
+
+  it('turns delayed delivery off, or gives it a prefix of its own', () => {
+    expect(resolveModuleConfig({ delayedDelivery: false }).delayPrefix).toBeUndefined();
+    expect(resolveModuleConfig({ delayedDelivery: { prefix: 'billing.delay' } }).delayPrefix).toBe('billing.delay');
+    expect(() => resolveModuleConfig({ delayedDelivery: { prefix: '' } })).toThrow(
+      `Invalid retry configuration: RetryModule option "delayedDelivery.prefix" is "". Give a non-empty name, e.g. 'billing.delay'.`,
+    );
   });
 
   it('does not mutate the options', () => {

@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { readDelay, readDelays, readInteger } from './config.readers.js';
+import { readDelay, readDelays, readInteger, readName } from './config.readers.js';
+import { DELAY_LADDER } from './delay.plan.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
 import type { RetryModuleOptions } from './retry-options.js';
 
@@ -11,6 +12,8 @@ export interface ModuleConfig {
   maxAttempts?: number;
   prefetch: number;
   connectionName?: string;
+  /** The delay ladder's prefix, or undefined when delayed delivery is off. */
+  delayPrefix?: string;
   reconnect: ReconnectPolicy;
   publishTimeoutMs: number;
   publishBufferSize: number;
@@ -43,6 +46,13 @@ function isAmqpUrl(url: string): boolean {
   } catch {
     return false;
   }
+}
+
+function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string | undefined {
+  if (option === undefined || option === true) return DELAY_LADDER.prefix;
+  if (option === false) return undefined;
+  // The ladder appends ".v1.p10.3221225472ms" and the like to the prefix.
+  return readName(option?.prefix, 'RetryModule option "delayedDelivery.prefix"', 32, "'billing.delay'");
 }
 
 /** Masks the password of an AMQP URL, for logs and errors. */
@@ -90,6 +100,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
     prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
     connectionName: options.connectionName,
+    delayPrefix: readDelayPrefix(options.delayedDelivery),
     reconnect: { initialDelayMs, maxDelayMs },
     publishTimeoutMs: publishTimeout ? readDelay(publishTimeout.value, publishTimeout.key, "'10s'") : DEFAULT_PUBLISH_TIMEOUT_MS,
     publishBufferSize:

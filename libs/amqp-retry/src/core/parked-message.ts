@@ -1,5 +1,6 @@
 import type { MessageProperties, Options } from 'amqplib';
 import type { ParkReason } from './delivery.decision.js';
+import { republishProperties } from './message-properties.js';
 import { firstRejection, type XDeath } from './x-death.parser.js';
 
 /** Headers share one AMQP frame (frame_max, 128 KiB by default) with the rest of the properties. */
@@ -53,17 +54,5 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
   };
   if (properties.expiration !== undefined) headers['x-original-expiration'] = String(properties.expiration);
   if (properties.userId !== undefined) headers['x-original-user-id'] = properties.userId;
-  return {
-    contentType: properties.contentType,
-    contentEncoding: properties.contentEncoding,
-    headers,
-    persistent: true,
-    priority: properties.priority,
-    correlationId: properties.correlationId,
-    replyTo: properties.replyTo,
-    messageId: properties.messageId,
-    timestamp: properties.timestamp,
-    type: properties.type,
-    appId: properties.appId,
-  };
+  return republishProperties(properties, headers);
 }

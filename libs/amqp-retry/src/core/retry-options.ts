@@ -18,6 +18,12 @@ export interface RetryModuleOptions {
   publishTimeout?: Duration;
   /** How many publishes may wait for the connection at once; more reject at once. Default 1000. */
   publishBufferSize?: number;
+  /**
+   * Delayed delivery (`RetryPublisher.publish(..., { delay })`): the ladder of TTL queues is declared and its
+   * forwarder consumes in every application that has it on. Default true, with the prefix 'amqp-retry.delay'
+   * shared by every application on the vhost; `false` turns it off, `{ prefix }` uses a ladder of its own.
+   */
+  delayedDelivery?: boolean | { prefix: string };
   /** How long `app.close()` lets handlers in flight finish. Env `RETRY_SHUTDOWN_TIMEOUT`; default '30s'. */
   shutdownTimeout?: Duration;
 }

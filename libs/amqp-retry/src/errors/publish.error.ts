@@ -4,6 +4,8 @@ export class PublishError extends Error {
     readonly exchange: string,
     readonly routingKey: string,
     reason: string,
+    /** The AMQP reply code when the broker closed the channel over it, e.g. 404 for a missing exchange. */
+    readonly brokerCode?: number,
   ) {
     super(`Publish to exchange "${exchange}" with routing key "${routingKey}" failed: ${reason}`);
     this.name = 'PublishError';

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
-import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
+import { QueueConsumer, type DeliveryHandler } from '../amqp/queue.consumer.js';
 import { RetryDeliveryHandler } from '../amqp/retry-delivery.handler.js';
 import { declareTopology, retireStaleTiers } from '../amqp/topology.declarer.js';
 import { formatDuration } from '../core/duration.js';
@@ -9,6 +10,9 @@ import { planRetryTopology } from '../core/retry-topology.plan.js';
 import { RetryConnectionHost } from './retry-connection.host.js';
 import { RetryHandlerExplorer, type DiscoveredHandler } from './retry-handler.explorer.js';
 import { RETRY_MODULE_CONFIG } from './retry.constants.js';
+
+/** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
+const FORWARDER_PREFETCH = 100;
 
 /**
  * The lifecycle: handlers are found and validated at module init (a bad configuration fails before anything is
@@ -33,32 +37,27 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    if (this.handlers.length === 0) return;
+    if (this.handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
       const connection = await this.host.connection();
-      const parker = await this.host.parker();
       await this.declareAll(connection);
+      const parker = await this.host.parker();
       for (const { config, invoke } of this.handlers) {
         const delivery = new RetryDeliveryHandler(config, invoke, parker, this.logger);
-        const consumer = new QueueConsumer(
-          {
-            queue: config.queue,
-            prefetch: config.prefetch,
-            connection,
-            logger: this.logger,
-            resume: this.config.reconnect,
-            redeclare: () => declareTopology(connection, planRetryTopology(config)),
-          },
-          delivery.handle,
-        );
-        this.consumers.push(consumer);
-        await consumer.start();
+        const redeclare = () => declareTopology(connection, planRetryTopology(config));
+        await this.startConsumer(connection, config.queue, config.prefetch, redeclare, delivery.handle);
         this.logger.log(
           `Consuming "${config.queue}": ${config.maxAttempts} attempts, retries after ${config.delaysMs.map(formatDuration).join(', ')}, parking in "${config.errorQueue}"`,
         );
       }
+      const ladder = await this.host.delayLadder();
+      if (ladder) {
+        const forward = new DelayForwardHandler(ladder, await this.host.forwarder(), parker, this.logger);
+        await this.startConsumer(connection, ladder.readyQueue, FORWARDER_PREFETCH, () => declareTopology(connection, ladder), forward.handle);
+      }
       connection.onReconnect(async () => {
         await this.declareAll(connection);
+        await this.host.delayLadder();
         await Promise.all(this.consumers.map((c) => c.start()));
         this.logger.log(`Resumed consuming ${this.consumers.length} queue(s)`);
       });
@@ -67,6 +66,21 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
       await this.host.close();
       throw error;
     }
+  }
+
+  private async startConsumer(
+    connection: AmqpConnection,
+    queue: string,
+    prefetch: number,
+    redeclare: () => Promise<unknown>,
+    handle: DeliveryHandler,
+  ) {
+    const consumer = new QueueConsumer(
+      { queue, prefetch, connection, logger: this.logger, resume: this.config.reconnect, redeclare: async () => void (await redeclare()) },
+      handle,
+    );
+    this.consumers.push(consumer);
+    await consumer.start();
   }
 
   async onModuleDestroy(): Promise<void> {

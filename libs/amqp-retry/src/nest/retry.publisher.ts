@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { planDelayedPublish, readDelay } from '../core/delay.plan.js';
 import type { Duration } from '../core/duration.js';
-import { parseDuration } from '../core/duration.js';
 import { RetryConnectionHost } from './retry-connection.host.js';
 
 /** Options of RetryPublisher.publish. */
 export interface PublishOptions {
-  /** Deliver after this long instead of now (0 or absent: now). */
+  /**
+   * Deliver after this long instead of now: milliseconds or a duration ('90s', '30m', '3d'), from 0 to about 49.7
+   * days. 0 or absent publishes at once. Never early; see the README for the lateness measured.
+   */
   delay?: Duration;
   headers?: Record<string, unknown>;
   /** Default: a random UUID. */
@@ -15,25 +18,33 @@ export interface PublishOptions {
   persistent?: boolean;
 }
 
-/** Publishes JSON messages on a confirm channel of the module's connection. */
+/** Publishes JSON messages on a confirm channel of the module's connection, now or after a delay. */
 @Injectable()
 export class RetryPublisher {
   constructor(private readonly host: RetryConnectionHost) {}
 
   /**
    * Publishes `payload` as JSON and resolves once the broker has confirmed it. Rejects with PublishError when the
-   * broker refused it or no queue was bound to receive it.
+   * broker refused it or no queue was bound to receive it, and with a RangeError (nothing published) for an invalid
+   * delay. A delayed message is confirmed when it enters the delay ladder; when it is due, it is published to
+   * `exchange` with `routingKey` as if published then (headers x-delay-* added).
    * @example await publisher.publish('orders', 'order.created', { id: 42 });
+   * @example await publisher.publish('orders', 'order.cancel-if-unpaid', { id: 42 }, { delay: '30m' });
    */
   async publish(exchange: string, routingKey: string, payload: unknown, options: PublishOptions = {}): Promise<void> {
-    const delayMs = options.delay === undefined ? 0 : parseDuration(options.delay);
-    if (delayMs !== 0) throw new Error('RetryPublisher.publish: delayed delivery is not available yet; publish without delay');
-    const publisher = await this.host.publisher();
-    await publisher.publish(exchange, routingKey, Buffer.from(JSON.stringify(payload)), {
+    const delayMs = options.delay === undefined ? 0 : readDelay(options.delay);
+    const content = Buffer.from(JSON.stringify(payload));
+    const properties = {
       contentType: 'application/json',
       persistent: options.persistent ?? true,
       messageId: options.messageId ?? randomUUID(),
       headers: options.headers,
-    });
+    };
+    const prefix = delayMs > 0 ? this.host.delayPrefix() : undefined; // throws before publishing if delays are off
+    const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+    const publisher = await this.host.publisher();
+    if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
+    await this.host.delayLadder();
+    await publisher.publish(plan.exchange, plan.routingKey, content, { ...properties, headers: { ...options.headers, ...plan.headers } });
   }
 }
