@@ -32,7 +32,8 @@ export const settings = {
     /** Lateness is measured at this steady publish rate, well below what the consumer can take: see RESULTS.md. */
     pacedPerSecond: quick ? 500 : 1_000,
   },
-  delays: { messages: quick ? 500 : 10_000, maxDelayMs: quick ? 2_000 : 10_000, blockers: 1_000 },
+  // The load: 1,000 delayed messages a second.
+  delays: { messages: quick ? 500 : 10_000, maxDelayMs: quick ? 2_000 : 10_000, blockers: 1_000, ratePerSecond: 1_000 },
   memory: { backlogs: quick ? [1_000, 5_000] : [10_000, 100_000] },
   /** A measured process gets a minute to start and stop, plus 1 ms per message (a contender under 1,000 msg/s fails). */
   deadlineMs: (messages: number) => 60_000 + messages,

@@ -17,13 +17,13 @@ import type { DelaysResult } from './results.js';
 const deadlineMs = (maxDelayMs: number, messages: number) => 60_000 + messages + 2 * (maxDelayMs + HELD_BACK_AFTER_MS);
 
 runScenario('delays', async (session): Promise<DelaysResult> => {
-  const { messages, maxDelayMs, blockers } = settings.delays;
+  const { messages, maxDelayMs, blockers, ratePerSecond } = settings.delays;
   const rounds: Array<Extract<DelaysJobResult, { available: true }>> = [];
   for (let round = 1; round <= settings.rounds; round++) {
     const queue = BenchSession.uniqueName('delays', 'ours');
     const result = await session.withNames({ queues: [queue], exchanges: [] }, async () => {
       await session.broker.declareQueue(queue);
-      return session.measure<DelaysJobResult, 'delays'>('delays', 'ours', { queue, messages, maxDelayMs, blockers, deadlineMs: deadlineMs(maxDelayMs, messages) });
+      return session.measure<DelaysJobResult, 'delays'>('delays', 'ours', { queue, messages, maxDelayMs, blockers, ratePerSecond, deadlineMs: deadlineMs(maxDelayMs, messages) });
     });
     if (!result.available) {
       console.log(`delays: not yet available (${result.reason})`);

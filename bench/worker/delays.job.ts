@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import amqp from 'amqplib';
-import { RetryModule, RetryPublisher } from 'nestjs-amqp-retry';
+import { planDelayTopology, RetryModule, RetryPublisher } from 'nestjs-amqp-retry';
 import { performance } from 'node:perf_hooks';
 import { HELD_BACK_AFTER_MS, type DelaysJobResult, type Job, type WorkerMessage } from './protocol.js';
 
@@ -50,6 +50,25 @@ async function recordArrivals(url: string, queue: string) {
   };
 }
 
+/**
+ * Publishes at a steady `ratePerSecond`, each publish started on its own schedule and not waiting for the previous
+ * confirm; returns when each was due (its start + its delay).
+ */
+async function publishPaced(publisher: RetryPublisher, queue: string, delays: Array<{ id: number; delayMs: number }>, ratePerSecond: number) {
+  const dueAt = new Map<number, number>();
+  const started = performance.now();
+  const confirms: Array<Promise<void>> = [];
+  for (let i = 0; i < delays.length; i++) {
+    const wait = started + (i * 1_000) / ratePerSecond - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    const { id, delayMs } = delays[i];
+    dueAt.set(id, performance.now() + delayMs);
+    confirms.push(publisher.publish('', queue, { id }, { delay: delayMs }));
+  }
+  await Promise.all(confirms);
+  return dueAt;
+}
+
 /** Publishes every message, at most PUBLISH_CONCURRENCY unconfirmed; returns when each was due (call time + delay). */
 async function publishAll(publisher: RetryPublisher, queue: string, delays: Array<{ id: number; delayMs: number }>): Promise<Map<number, number>> {
   const dueAt = new Map<number, number>();
@@ -69,13 +88,35 @@ async function publishAll(publisher: RetryPublisher, queue: string, delays: Arra
  * The delays scenario, measured inside one process that publishes with the library's RetryPublisher and records
  * arrivals on the target queue (declared and deleted by the runner). First a probe: while RetryPublisher.publish
  * rejects a delay, the result says so and nothing else runs.
- *   1. `messages` messages with mixed delays (100 ms .. maxDelayMs): lateness of each; negative means early.
+ *   1. `messages` messages with mixed delays (100 ms .. maxDelayMs), published at `ratePerSecond`: lateness of
+ *      each; negative means early.
  *   2. `blockers` messages delayed by an hour, then one by 100 ms: its lateness shows head-of-line blocking.
- *      The blockers stay in the library's delay queues until the hour is up; their target queue is deleted by
- *      then, so they are dropped.
+ * The run uses a delay ladder of its own (prefix `<queue>.ladder`), deleted afterwards with the hour-long blockers.
  */
 export async function measureDelays(job: DelaysJob, send: (message: WorkerMessage) => Promise<void>): Promise<DelaysJobResult> {
-  @Module({ imports: [RetryModule.forRoot({ url: job.url })] })
+  const prefix = `${job.queue}.ladder`;
+  try {
+    return await measureOnLadder(job, prefix, send);
+  } finally {
+    await deleteLadder(job.url, prefix);
+  }
+}
+
+/** Deletes every queue and exchange of the run's ladder, whatever they hold. */
+async function deleteLadder(url: string, prefix: string): Promise<void> {
+  const model = await amqp.connect(url);
+  try {
+    const channel = await model.createChannel();
+    const ladder = planDelayTopology(prefix);
+    for (const { name } of ladder.queues) await channel.deleteQueue(name);
+    for (const { name } of ladder.exchanges) await channel.deleteExchange(name);
+  } finally {
+    await model.close();
+  }
+}
+
+async function measureOnLadder(job: DelaysJob, prefix: string, send: (message: WorkerMessage) => Promise<void>): Promise<DelaysJobResult> {
+  @Module({ imports: [RetryModule.forRoot({ url: job.url, delayedDelivery: { prefix } })] })
   class DelaysModule {}
 
   const app = await NestFactory.createApplicationContext(DelaysModule, { logger: false });
@@ -91,7 +132,7 @@ export async function measureDelays(job: DelaysJob, send: (message: WorkerMessag
     const anomalies: string[] = [];
 
     const delays = mixedDelays(job.messages, job.maxDelayMs).map((delayMs, id) => ({ id, delayMs }));
-    const dueAt = await publishAll(publisher, job.queue, delays);
+    const dueAt = await publishPaced(publisher, job.queue, delays, job.ratePerSecond);
     await arrivals.until(() => delays.every(({ id }) => arrivals.arrivedAt.has(id)), job.maxDelayMs + HELD_BACK_AFTER_MS);
     const latenessMs = delays.flatMap(({ id }) => {
       const arrived = arrivals.arrivedAt.get(id);

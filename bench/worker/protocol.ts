@@ -21,7 +21,7 @@ export type Job =
   /** Consume `messages` messages that each fail their first attempt and succeed on the retry. */
   | (JobBase & { kind: 'retry'; messages: number })
   /** Publish delayed messages with the library's RetryPublisher and measure when they arrive (see delays.job.ts). */
-  | (JobBase & { kind: 'delays'; messages: number; maxDelayMs: number; blockers: number });
+  | (JobBase & { kind: 'delays'; messages: number; maxDelayMs: number; blockers: number; ratePerSecond: number });
 
 /** A window from the first delivery to the last handled message. */
 export interface WindowResult {
