@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
+import { AckBatcher } from './ack.batcher.js';
 import type { AmqpConnection } from './amqp-connection.js';
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -37,6 +38,7 @@ export interface QueueConsumerOptions {
  */
 export class QueueConsumer {
   private channel?: Channel;
+  private batcher?: AckBatcher;
   private consumerTag?: string;
   private stopped = false;
   private resumeAttempt = 0;
@@ -53,13 +55,15 @@ export class QueueConsumer {
     if (this.stopped || this.channel) return;
     const { connection, queue, prefetch } = this.options;
     const channel = await connection.createChannel(`queue "${queue}"`);
+    const batcher = new AckBatcher(channel, (error) => this.dropped(error));
     this.channel = channel;
+    this.batcher = batcher;
     // The broker closing this channel alone sends a reason first ('error'); a dying connection closes it silently.
     let brokerReason: string | undefined;
     channel.on('error', (error: Error) => (brokerReason = error.message));
     channel.on('close', () => this.onChannelClosed(channel, brokerReason));
     await channel.prefetch(prefetch);
-    const { consumerTag } = await channel.consume(queue, (message) => this.track(channel, message), { noAck: false });
+    const { consumerTag } = await channel.consume(queue, (message) => this.track(channel, batcher, message), { noAck: false });
     this.consumerTag = consumerTag;
     this.resumeAttempt = 0;
   }
@@ -85,36 +89,25 @@ export class QueueConsumer {
         `"${this.options.queue}": ${this.inFlight.size} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
       );
     }
+    this.batcher?.flush();
     this.channel = undefined;
     await channel?.close().catch(() => undefined);
   }
 
-  private track(channel: Channel, message: ConsumeMessage | null): void {
-    if (message === null) return this.onCancelled(channel);
-    const work = this.handle(message, this.settlerFor(channel, message))
+  private track(channel: Channel, batcher: AckBatcher, message: ConsumeMessage | null): void {
+    if (message === null) return this.onCancelled(channel, batcher);
+    batcher.delivered(message);
+    const settle: Settle = { ack: () => batcher.ack(message), nack: (requeue) => batcher.nack(message, requeue) };
+    const work = this.handle(message, settle)
       .catch((error: unknown) => this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${describe(error)}`))
       .finally(() => this.inFlight.delete(work));
     this.inFlight.add(work);
   }
 
-  /**
-   * When the delivering channel is gone the broker has already requeued the message, so the settlement is dropped:
-   * the message comes back, redelivered (at least once).
-   */
-  private settlerFor(channel: Channel, message: ConsumeMessage): Settle {
-    const attempt = (action: () => void) => {
-      try {
-        action();
-      } catch (error) {
-        this.options.logger.warn(
-          `Dropped a settlement for "${this.options.queue}" on a closed channel (${describe(error)}); the broker redelivers the message`,
-        );
-      }
-    };
-    return {
-      ack: () => attempt(() => channel.ack(message)),
-      nack: (requeue) => attempt(() => channel.nack(message, false, requeue)),
-    };
+  private dropped(error: unknown): void {
+    this.options.logger.warn(
+      `Dropped a settlement for "${this.options.queue}" on a closed channel (${describe(error)}); the broker redelivers the message`,
+    );
   }
 
   private onChannelClosed(channel: Channel, brokerReason: string | undefined): void {
@@ -126,11 +119,14 @@ export class QueueConsumer {
   }
 
   /** The consumer was cancelled by the broker: the old channel settles what it delivered, a new one takes over. */
-  private onCancelled(channel: Channel): void {
+  private onCancelled(channel: Channel, batcher: AckBatcher): void {
     if (this.channel !== channel) return;
     this.channel = undefined;
     this.consumerTag = undefined;
-    void Promise.allSettled([...this.inFlight]).then(() => channel.close().catch(() => undefined));
+    void Promise.allSettled([...this.inFlight]).then(() => {
+      batcher.flush();
+      return channel.close().catch(() => undefined);
+    });
     this.scheduleResume(`The broker cancelled the consumer of "${this.options.queue}" (was the queue deleted?)`);
   }
 

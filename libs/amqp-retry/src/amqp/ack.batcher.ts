@@ -1,0 +1,65 @@
+import type { Channel, ConsumeMessage } from 'amqplib';
+import { planAckFlush } from '../core/ack.batch.js';
+
+/**
+ * Settles the deliveries of one channel, coalescing acks: the acks of one event-loop turn go out together, a run of
+ * them as one `multiple` ack (see planAckFlush). One socket write per ack is most of a consumer's CPU cost
+ * (bench/README.md); this makes it one per turn. Nacks go out at once.
+ *
+ * A settlement on a channel that is gone throws in amqplib; it is reported to `onDropped` and dropped: the broker
+ * has requeued the message and redelivers it (acks are valid only on the channel that delivered).
+ */
+export class AckBatcher {
+  private outstanding: number[] = [];
+  private readonly ready = new Set<number>();
+  private readonly messages = new Map<number, ConsumeMessage>();
+  private flushScheduled = false;
+
+  constructor(
+    private readonly channel: Channel,
+    private readonly onDropped: (error: unknown) => void,
+  ) {}
+
+  delivered(message: ConsumeMessage): void {
+    const tag = message.fields.deliveryTag;
+    this.outstanding.push(tag);
+    this.messages.set(tag, message);
+  }
+
+  ack(message: ConsumeMessage): void {
+    this.ready.add(message.fields.deliveryTag);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  nack(message: ConsumeMessage, requeue: boolean): void {
+    const tag = message.fields.deliveryTag;
+    this.outstanding = this.outstanding.filter((t) => t !== tag);
+    this.messages.delete(tag);
+    this.attempt(() => this.channel.nack(message, false, requeue));
+  }
+
+  /** Sends the acks now (before the channel closes). */
+  flush(): void {
+    this.flushScheduled = false;
+    if (this.ready.size === 0) return;
+    const { multipleUpTo, singles, remaining } = planAckFlush(this.outstanding, this.ready);
+    const settled = this.outstanding.filter((tag) => this.ready.has(tag));
+    this.outstanding = remaining;
+    if (multipleUpTo !== undefined) this.attempt(() => this.channel.ack(this.messages.get(multipleUpTo) as ConsumeMessage, true));
+    for (const tag of singles) this.attempt(() => this.channel.ack(this.messages.get(tag) as ConsumeMessage));
+    for (const tag of settled) {
+      this.ready.delete(tag);
+      this.messages.delete(tag);
+    }
+  }
+
+  private attempt(settle: () => void): void {
+    try {
+      settle();
+    } catch (error) {
+      this.onDropped(error);
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/** The acks to send for the deliveries handled since the last flush. */
+export interface AckFlush {
+  /** Ack every outstanding delivery up to this tag with one frame (`multiple`). */
+  multipleUpTo?: number;
+  /** Tags to ack one by one: handled, but behind a delivery that is still in flight. */
+  singles: number[];
+  /** Deliveries still outstanding afterwards, in delivery order. */
+  remaining: number[];
+}
+
+/**
+ * Plans the acks of one flush. `outstanding` holds the unsettled delivery tags of a channel in delivery order (the
+ * broker numbers them upwards), `ready` those of them whose handlers succeeded. The longest run of ready tags at the
+ * front is acked with one `multiple` ack, which is safe because it covers exactly that run; ready tags behind a
+ * delivery still in flight are acked singly, so that a slow handler never holds back other acks (and the prefetch
+ * window with them).
+ */
+export function planAckFlush(outstanding: readonly number[], ready: ReadonlySet<number>): AckFlush {
+  let run = 0;
+  while (run < outstanding.length && ready.has(outstanding[run])) run++;
+  const rest = outstanding.slice(run);
+  return {
+    multipleUpTo: run > 1 ? outstanding[run - 1] : undefined,
+    singles: [...(run === 1 ? [outstanding[0]] : []), ...rest.filter((tag) => ready.has(tag))],
+    remaining: rest.filter((tag) => !ready.has(tag)),
+  };
+}
