@@ -24,7 +24,7 @@ export interface QueueConsumerOptions {
   /** Spacing of the attempts to resume after the broker closed the channel or cancelled the consumer. */
   resume: ReconnectPolicy;
   /** Declares the queue's topology again before resuming (it may have been deleted). */
-  redeclare: () => Promise<void>;
+  redeclare: () => Promise<unknown>;
 }
 
 /**

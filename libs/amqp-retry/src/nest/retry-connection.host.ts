@@ -17,8 +17,8 @@ interface Opened {
 
 /**
  * Owns the application's AMQP connection, its confirm channels (to publish, to park, to forward delayed messages)
- * and the delay ladder's declaration. The connection opens on first use, whoever comes
- * first (the consumers at bootstrap, or a provider publishing from its own lifecycle hook), and closes last.
+ * and the delay ladder's declaration. The connection opens on first use, whoever comes first (the consumers at
+ * bootstrap, or a provider publishing from its own lifecycle hook), and closes last.
  */
 @Injectable()
 export class RetryConnectionHost implements OnApplicationShutdown {
@@ -44,11 +44,6 @@ export class RetryConnectionHost implements OnApplicationShutdown {
     return this.open().then((o) => o.forwarder);
   }
 
-  /**
-   * The delay ladder, declared once per connection (again after a reconnection, the broker may have lost it);
-   * undefined when delayed delivery is off. The first delayed publish may come before the bootstrap that starts the
-   * forwarder, so whoever comes first declares it.
-   */
   /** The delay ladder's prefix; throws when delayed delivery is off. */
   delayPrefix(): string {
     if (this.config.delayPrefix === undefined) {
@@ -57,21 +52,31 @@ export class RetryConnectionHost implements OnApplicationShutdown {
     return this.config.delayPrefix;
   }
 
+  /**
+   * The delay ladder, declared once per connection (again after a reconnection, the broker may have lost it);
+   * undefined when delayed delivery is off. The first delayed publish may come before the bootstrap that starts the
+   * forwarder, so whoever comes first declares it.
+   */
   async delayLadder(): Promise<DelayTopology | undefined> {
     const prefix = this.config.delayPrefix;
     if (prefix === undefined) return undefined;
-    this.ladder ??= this.connection().then(async (connection) => {
+    if (this.ladder) return this.ladder;
+    const declaring = this.connection().then(async (connection) => {
       const ladder = planDelayTopology(prefix);
       await declareTopology(connection, ladder);
       return ladder;
     });
-    this.ladder.catch(() => (this.ladder = undefined));
-    return this.ladder;
+    this.ladder = declaring;
+    declaring.catch(() => {
+      if (this.ladder === declaring) this.ladder = undefined; // a failed declaration can be tried again
+    });
+    return declaring;
   }
 
   async close(): Promise<void> {
     const opened = this.opened;
     this.opened = undefined;
+    this.ladder = undefined;
     if (!opened) return;
     const o = await opened.catch(() => undefined);
     if (!o) return;

@@ -54,6 +54,7 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
       if (ladder) {
         const forward = new DelayForwardHandler(ladder, await this.host.forwarder(), parker, this.logger);
         await this.startConsumer(connection, ladder.readyQueue, FORWARDER_PREFETCH, () => declareTopology(connection, ladder), forward.handle);
+        this.logger.log(`Forwarding due delayed messages from "${ladder.readyQueue}"`);
       }
       connection.onReconnect(async () => {
         await this.declareAll(connection);
@@ -75,10 +76,7 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
     redeclare: () => Promise<unknown>,
     handle: DeliveryHandler,
   ) {
-    const consumer = new QueueConsumer(
-      { queue, prefetch, connection, logger: this.logger, resume: this.config.reconnect, redeclare: async () => void (await redeclare()) },
-      handle,
-    );
+    const consumer = new QueueConsumer({ queue, prefetch, connection, logger: this.logger, resume: this.config.reconnect, redeclare }, handle);
     this.consumers.push(consumer);
     await consumer.start();
   }
