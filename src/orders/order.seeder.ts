@@ -1,9 +1,15 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { RetryPublisher } from 'nestjs-amqp-retry';
-import { ORDER_CREATED, ORDERS_EXCHANGE, type OrderCreated } from './order.js';
+import { ORDER_CREATED, ORDERS_EXCHANGE, PAYMENT_DEADLINE, type OrderCreated, type PaymentDeadline } from './order.js';
 import { OrderProgress } from './order.progress.js';
 
-/** Plays the shop: publishes a few orders when the service starts, one of them invalid (parked at once). */
+/** How long a customer has to pay; short, so that the example shows it. */
+const PAYMENT_WINDOW = '8s';
+
+/**
+ * Plays the shop: publishes a few orders when the service starts, one of them invalid (parked at once), and for
+ * each a payment deadline delivered PAYMENT_WINDOW later.
+ */
 @Injectable()
 export class OrderSeeder implements OnApplicationBootstrap {
   private readonly logger = new Logger('Shop');
@@ -20,8 +26,12 @@ export class OrderSeeder implements OnApplicationBootstrap {
       customer: `customer-${i + 1}`,
       amountCents: i === count - 1 ? -100 : 1_000 * (i + 1),
     }));
-    this.progress.expect(count - 1); // the invalid one is parked by the library without reaching the last attempt
-    for (const order of orders) await this.publisher.publish(ORDERS_EXCHANGE, ORDER_CREATED, order);
-    this.logger.log(`published ${count} orders to exchange "${ORDERS_EXCHANGE}"`);
+    this.progress.expect(count, count);
+    for (const order of orders) {
+      await this.publisher.publish(ORDERS_EXCHANGE, ORDER_CREATED, order);
+      const deadline: PaymentDeadline = { orderId: order.id };
+      await this.publisher.publish(ORDERS_EXCHANGE, PAYMENT_DEADLINE, deadline, { delay: PAYMENT_WINDOW });
+    }
+    this.logger.log(`published ${count} orders to exchange "${ORDERS_EXCHANGE}", each with a payment deadline in ${PAYMENT_WINDOW}`);
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
+import { NonRetryableError, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { ORDER_CREATED, ORDERS_EXCHANGE, type OrderCreated } from './order.js';
 import { OrderProgress } from './order.progress.js';
 import { PaymentGateway } from './payment.gateway.js';
@@ -23,7 +23,7 @@ export class PaymentHandler {
     try {
       await this.gateway.charge(order);
     } catch (error) {
-      if (ctx.isLastAttempt) this.progress.settled(order.id, 'parked');
+      if (ctx.isLastAttempt || error instanceof NonRetryableError) this.progress.settled(order.id, 'parked'); // the library parks it
       throw error;
     }
     this.logger.log(`order ${order.id}: paid`);
