@@ -1,4 +1,5 @@
 import type { Channel } from 'amqplib';
+import { MAX_TIERS } from '../core/handler-config.js';
 import { staleTierUnbindings, retryNames } from '../core/retry-topology.plan.js';
 import type { BindingDeclaration, TopologyPlan } from '../core/topology.types.js';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
@@ -54,7 +55,7 @@ export async function declareTopology(connection: AmqpConnection, plan: Topology
  */
 export async function retireStaleTiers(connection: AmqpConnection, queue: string, tiers: number): Promise<number> {
   let retired = 0;
-  for (let tier = tiers + 1; ; tier++) {
+  for (let tier = tiers + 1; tier <= MAX_TIERS; tier++) {
     const probe = await connection.createChannel('stale tier probe', true);
     try {
       await probe.checkQueue(retryNames(queue).tierQueue(tier));
@@ -65,4 +66,5 @@ export async function retireStaleTiers(connection: AmqpConnection, queue: string
     await probe.close();
     retired++;
   }
+  return retired;
 }

@@ -21,7 +21,8 @@ export interface HandlerConfig {
 /** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.<n>" ...). */
 const NAME_RESERVE = 24;
 const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
-const MAX_TIERS = 100;
+/** More tiers than this are refused: the last tier repeats, so more attempts need no more tiers. */
+export const MAX_TIERS = 100;
 
 function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, defaultTiers: number, at: (k: string) => string): number[] {
   const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
