@@ -1,30 +1,15 @@
-import { type ChildProcess, execFile, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import amqp from 'amqplib';
 import { closeConnections, ctl } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { buildLibrary, startConsumer, stopWith } from './consumer-process.js';
 
 const N = Number(process.env.CHAOS_N ?? 2000); // npm run test:chaos uses 5000
 const MUST_FAIL_EVERY = 50; // 2% of the ids fail on every attempt and must end parked
 
-/** Starts the consuming process and resolves once its consumers run. */
-function startConsumer(env: Record<string, string>): Promise<ChildProcess> {
-  const output = process.env.CHAOS_VERBOSE ? 'inherit' : 'ignore';
-  const child = fork(new URL('./consumer.mjs', import.meta.url).pathname, [], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', output, output, 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', () => resolve(child));
-    child.once('exit', (code) => reject(new Error(`consumer exited with ${code} before it was ready`)));
-  });
-}
-
 async function sigkill(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
+  await stopWith(child, 'SIGKILL');
 }
 
 /** Counts the messages in a queue through a connection that is replaced when the chaos kills it. */
@@ -57,9 +42,7 @@ describe(`chaos: ${N} messages through connection kills, a broker restart and SI
   const env = { CHAOS_URL: AMQP_URL, CHAOS_QUEUE: queue, CHAOS_RESULTS: results, CHAOS_CONNECTION: connection };
   let child: ChildProcess | undefined;
 
-  beforeAll(async () => {
-    await promisify(execFile)('npx', ['tsc', '-p', 'libs/amqp-retry/tsconfig.lib.json'], { timeout: 120_000 });
-  }, 150_000);
+  beforeAll(buildLibrary, 150_000);
 
   afterAll(async () => {
     if (child && child.exitCode === null) await sigkill(child);

@@ -6,7 +6,7 @@ import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';
 
-const { CHAOS_URL, CHAOS_QUEUE, CHAOS_RESULTS, CHAOS_CONNECTION, CHAOS_FAILURE_RATE = '0.3' } = process.env;
+const { CHAOS_URL, CHAOS_QUEUE, CHAOS_RESULTS, CHAOS_STARTED, CHAOS_CONNECTION, CHAOS_FAILURE_RATE = '0.3', CHAOS_WORK_MS = '2' } = process.env;
 const MAX_ATTEMPTS = 5;
 const failureRate = Number(CHAOS_FAILURE_RATE);
 
@@ -17,7 +17,8 @@ class ChaosHandler {
 
   /** Fails transiently on ~30% of attempts (never the last), always for ids marked mustFail. */
   async handle(message, ctx) {
-    await new Promise((resolve) => setTimeout(resolve, 2));
+    if (CHAOS_STARTED) await this.publisher.publish('', CHAOS_STARTED, { id: message.id });
+    await new Promise((resolve) => setTimeout(resolve, Number(CHAOS_WORK_MS)));
     if (message.mustFail) throw new Error(`id ${message.id} always fails`);
     if (!ctx.isLastAttempt && Math.random() < failureRate) throw new Error(`id ${message.id} failed transiently`);
     // The record is confirmed before the handler returns, so before the ack: a kill in between makes a duplicate,
