@@ -48,6 +48,25 @@ function isAmqpUrl(url: string): boolean {
   }
 }
 
+function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>): ReconnectPolicy {
+  const initialDelayMs =
+    reconnect.initialDelay === undefined
+      ? DEFAULT_RECONNECT.initialDelayMs
+      : readDelay(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'");
+  const maxDelayMs =
+    reconnect.maxDelay === undefined
+      ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs)
+      : readDelay(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'");
+  if (maxDelayMs < initialDelayMs || initialDelayMs === 0) {
+    throw new RetryConfigError(
+      'RetryModule option "reconnect"',
+      `has initialDelay ${initialDelayMs} ms and maxDelay ${maxDelayMs} ms`,
+      'Use an initialDelay above 0 and a maxDelay at least as long.',
+    );
+  }
+  return { initialDelayMs, maxDelayMs };
+}
+
 function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string | undefined {
   if (option === undefined || option === true) return DELAY_LADDER.prefix;
   if (option === false) return undefined;
@@ -71,22 +90,6 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const prefetch = pick(options, env, 'prefetch', 'RETRY_PREFETCH');
   const publishTimeout = pick(options, env, 'publishTimeout', 'RETRY_PUBLISH_TIMEOUT');
   const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
-  const reconnect = options.reconnect ?? {};
-  const initialDelayMs =
-    reconnect.initialDelay === undefined
-      ? DEFAULT_RECONNECT.initialDelayMs
-      : readDelay(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'");
-  const maxDelayMs =
-    reconnect.maxDelay === undefined
-      ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs)
-      : readDelay(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'");
-  if (maxDelayMs < initialDelayMs || initialDelayMs === 0) {
-    throw new RetryConfigError(
-      'RetryModule option "reconnect"',
-      `has initialDelay ${initialDelayMs} ms and maxDelay ${maxDelayMs} ms`,
-      'Use an initialDelay above 0 and a maxDelay at least as long.',
-    );
-  }
 
   const urlValue = url ? url.value : DEFAULT_URL;
   if (typeof urlValue !== 'string' || !isAmqpUrl(urlValue)) {
@@ -101,7 +104,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
     connectionName: options.connectionName,
     delayPrefix: readDelayPrefix(options.delayedDelivery),
-    reconnect: { initialDelayMs, maxDelayMs },
+    reconnect: readReconnect(options.reconnect ?? {}),
     publishTimeoutMs: publishTimeout ? readDelay(publishTimeout.value, publishTimeout.key, "'10s'") : DEFAULT_PUBLISH_TIMEOUT_MS,
     publishBufferSize:
       options.publishBufferSize === undefined
