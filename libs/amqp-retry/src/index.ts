@@ -11,6 +11,5 @@ export { NonRetryableError } from './errors/non-retryable.error.js';
 export { RetryConfigError } from './errors/retry-config.error.js';
 export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
 export { PublishError } from './errors/publish.error.js';
-export { PUBLISH_ID_HEADER } from './amqp/confirm.publisher.js';
 export { NotConnectedError } from './errors/not-connected.error.js';
 export { planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delay.plan.js';

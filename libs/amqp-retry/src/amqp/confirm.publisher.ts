@@ -1,17 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import { PublishError } from '../errors/publish.error.js';
 import type { AmqpConnection } from './amqp-connection.js';
-
-/**
- * Marks each mandatory publish, so that a message the broker returns as unroutable can be matched to its publish.
- * The broker sends basic.return before the basic.ack of the same message, so the mark is seen first.
- */
-export const PUBLISH_ID_HEADER = 'x-amqp-retry-publish-id';
+import { findReturnedPublish, type PendingPublish } from './returned-publish.js';
 
 interface OpenChannel {
   channel: ConfirmChannel;
-  returned: Set<string>;
+  /** Mandatory publishes awaiting their confirm, in publish order (a Set iterates in insertion order). */
+  pending: Set<PendingPublish>;
   /** Why the broker closed the channel (e.g. "NOT_FOUND - no exchange 'x'"), once it has. */
   closedBecause?: string;
   closedWithCode?: number;
@@ -49,17 +44,19 @@ export class ConfirmPublisher {
       throw fail(errorText(error));
     });
     const mandatory = options.mandatory ?? true;
-    const id = randomUUID();
-    const headers = mandatory ? { ...options.headers, [PUBLISH_ID_HEADER]: id } : options.headers;
+    const pending: PendingPublish = { exchange, routingKey, messageId: options.messageId, content, returned: false };
+    if (mandatory) open.pending.add(pending);
     return new Promise<void>((resolve, reject) => {
       const settle = (error: unknown) => {
+        open.pending.delete(pending);
         if (error) return reject(fail(`the broker did not confirm it (${open.closedBecause ?? errorText(error)})`, open.closedWithCode));
-        if (open.returned.delete(id)) return reject(fail('no queue is bound to receive it (returned as unroutable)'));
+        if (pending.returned) return reject(fail('no queue is bound to receive it (returned as unroutable)'));
         resolve();
       };
       try {
-        open.channel.publish(exchange, routingKey, content, { ...options, mandatory, headers }, settle);
+        open.channel.publish(exchange, routingKey, content, { ...options, mandatory }, settle);
       } catch (error) {
+        open.pending.delete(pending);
         reject(fail(errorText(error)));
       }
     });
@@ -91,10 +88,10 @@ export class ConfirmPublisher {
   private channel(): Promise<OpenChannel> {
     if (this.current) return this.current;
     const opening = this.connection.createConfirmChannel().then((channel) => {
-      const open: OpenChannel = { channel, returned: new Set() };
+      const open: OpenChannel = { channel, pending: new Set() };
       channel.on('return', (message: Message) => {
-        const id = message.properties.headers?.[PUBLISH_ID_HEADER];
-        if (typeof id === 'string') open.returned.add(id);
+        const publish = findReturnedPublish(open.pending, message);
+        if (publish) publish.returned = true;
       });
       channel.on('error', (error: Error & { code?: unknown }) => {
         open.closedBecause = error.message.replace(/^.*?with message "(.*)"$/, '$1');
