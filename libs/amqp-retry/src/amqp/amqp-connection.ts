@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { errorMessage } from '../core/error-message.js';
 import { maskUrl } from '../core/module-config.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
@@ -12,8 +13,6 @@ export interface AmqpConnectionOptions {
 }
 
 type Listener = () => Promise<void>;
-
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * The application's AMQP connection, kept alive: when the broker or the network drops it, it reconnects with capped
@@ -39,7 +38,7 @@ export class AmqpConnection {
     try {
       connection.attach(await connection.connect());
     } catch (error) {
-      throw new Error(`Could not connect to RabbitMQ at ${maskUrl(options.url)}: ${describe(error)}`, { cause: error });
+      throw new Error(`Could not connect to RabbitMQ at ${maskUrl(options.url)}: ${errorMessage(error)}`, { cause: error });
     }
     return connection;
   }
@@ -135,7 +134,7 @@ export class AmqpConnection {
       try {
         model = await this.connect();
       } catch (error) {
-        this.logger.debug(`Reconnection attempt ${attempt} failed: ${describe(error)}`);
+        this.logger.debug(`Reconnection attempt ${attempt} failed: ${errorMessage(error)}`);
         continue;
       }
       if (this.closing) {
@@ -145,7 +144,7 @@ export class AmqpConnection {
       this.attach(model);
       this.logger.log(`Reconnected to RabbitMQ after ${Date.now() - started} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`);
       for (const listener of this.reconnectListeners) {
-        await listener().catch((error: unknown) => this.logger.error(`Recovery after reconnecting failed: ${describe(error)}`));
+        await listener().catch((error: unknown) => this.logger.error(`Recovery after reconnecting failed: ${errorMessage(error)}`));
       }
       return;
     }

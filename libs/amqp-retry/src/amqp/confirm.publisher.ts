@@ -1,4 +1,5 @@
 import type { ConfirmChannel, Message, Options } from 'amqplib';
+import { errorMessage } from '../core/error-message.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { AmqpConnection } from './amqp-connection.js';
 import { findReturnedPublish, type PendingPublish } from './returned-publish.js';
@@ -41,7 +42,7 @@ export class ConfirmPublisher {
   async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}): Promise<void> {
     const fail = (reason: string, code?: number) => new PublishError(exchange, routingKey, reason, code);
     const open = await this.ready().catch((error: unknown) => {
-      throw fail(errorText(error));
+      throw fail(errorMessage(error));
     });
     const mandatory = options.mandatory ?? true;
     const pending: PendingPublish = { exchange, routingKey, messageId: options.messageId, content, returned: false };
@@ -49,7 +50,7 @@ export class ConfirmPublisher {
     return new Promise<void>((resolve, reject) => {
       const settle = (error: unknown) => {
         open.pending.delete(pending);
-        if (error) return reject(fail(`the broker did not confirm it (${open.closedBecause ?? errorText(error)})`, open.closedWithCode));
+        if (error) return reject(fail(`the broker did not confirm it (${open.closedBecause ?? errorMessage(error)})`, open.closedWithCode));
         if (pending.returned) return reject(fail('no queue is bound to receive it (returned as unroutable)'));
         resolve();
       };
@@ -57,7 +58,7 @@ export class ConfirmPublisher {
         open.channel.publish(exchange, routingKey, content, { ...options, mandatory }, settle);
       } catch (error) {
         open.pending.delete(pending);
-        reject(fail(errorText(error)));
+        reject(fail(errorMessage(error)));
       }
     });
   }
@@ -108,8 +109,4 @@ export class ConfirmPublisher {
     });
     return opening;
   }
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -3,15 +3,13 @@ import type { ConsumeMessage } from 'amqplib';
 import { readDelayTarget, withoutDelayDeaths, type DelayTarget, type DelayTopology } from '../core/delay.plan.js';
 import type { ParkReason } from '../core/delivery.decision.js';
 import { republishProperties } from '../core/message-properties.js';
-import { parkedPublishOptions } from '../core/parked-message.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import type { Settle } from './queue.consumer.js';
-import { PARK_FAILURE_PAUSE_MS } from './retry-delivery.handler.js';
+import { errorMessage } from '../core/error-message.js';
+import { PARK_FAILURE_PAUSE_MS, type MessageParker } from './message.parker.js';
 
 const NOT_FOUND = 404;
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
-const pause = () => new Promise((resolve) => setTimeout(resolve, PARK_FAILURE_PAUSE_MS));
 
 /**
  * The last step of a delayed delivery: a due message from the ladder's ready queue is published to the exchange and
@@ -25,7 +23,7 @@ export class DelayForwardHandler {
   constructor(
     private readonly ladder: DelayTopology,
     private readonly publisher: ConfirmPublisher,
-    private readonly parker: ConfirmPublisher,
+    private readonly parker: MessageParker,
     private readonly logger: Logger,
   ) {}
 
@@ -38,33 +36,23 @@ export class DelayForwardHandler {
       await this.publisher.publish(target.exchange, target.routingKey, message.content, { ...copy, mandatory: false });
     } catch (error) {
       if (error instanceof PublishError && error.brokerCode === NOT_FOUND) return this.park(message, settle, 'undeliverable', error, target);
-      this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${describe(error)}); it goes back to the queue`);
-      await pause();
+      this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); it goes back to the queue`);
+      await new Promise((resolve) => setTimeout(resolve, PARK_FAILURE_PAUSE_MS));
       return settle.nack(true);
     }
     settle.ack();
   };
 
-  private async park(message: ConsumeMessage, settle: Settle, reason: ParkReason, error: unknown, target?: DelayTarget): Promise<void> {
-    const options = parkedPublishOptions({
+  private park(message: ConsumeMessage, settle: Settle, reason: ParkReason, error: unknown, target?: DelayTarget): Promise<void> {
+    const { readyQueue, errorQueue } = this.ladder;
+    return this.parker.park(message, settle, errorQueue, {
       reason,
       error,
       handlerCalls: 0,
-      queue: this.ladder.readyQueue,
+      queue: readyQueue,
       deaths: [],
-      deliveredExchange: target?.exchange ?? message.fields.exchange,
-      deliveredRoutingKey: target?.routingKey ?? message.fields.routingKey,
-      properties: message.properties,
-      now: new Date(),
+      deliveredExchange: target?.exchange,
+      deliveredRoutingKey: target?.routingKey,
     });
-    try {
-      await this.parker.publish('', this.ladder.errorQueue, message.content, options);
-    } catch (parkError) {
-      this.logger.error(`Could not park an undeliverable delayed message (${describe(parkError)}); it goes back to the queue`);
-      await pause();
-      return settle.nack(true);
-    }
-    settle.ack();
-    this.logger.warn(`Parked a delayed message in "${this.ladder.errorQueue}" (${reason}): ${describe(error)}`);
   }
 }

@@ -1,10 +1,9 @@
 import type { Logger } from '@nestjs/common';
 import type { Channel, ConsumeMessage } from 'amqplib';
+import { errorMessage } from '../core/error-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import { AckBatcher } from './ack.batcher.js';
 import type { AmqpConnection } from './amqp-connection.js';
-
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Settles one delivery on the channel that delivered it. */
 export interface Settle {
@@ -99,14 +98,16 @@ export class QueueConsumer {
     batcher.delivered(message);
     const settle: Settle = { ack: () => batcher.ack(message), nack: (requeue) => batcher.nack(message, requeue) };
     const work = this.handle(message, settle)
-      .catch((error: unknown) => this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${describe(error)}`))
+      .catch((error: unknown) =>
+        this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`),
+      )
       .finally(() => this.inFlight.delete(work));
     this.inFlight.add(work);
   }
 
   private dropped(error: unknown): void {
     this.options.logger.warn(
-      `Dropped a settlement for "${this.options.queue}" on a closed channel (${describe(error)}); the broker redelivers the message`,
+      `Dropped a settlement for "${this.options.queue}" on a closed channel (${errorMessage(error)}); the broker redelivers the message`,
     );
   }
 
@@ -140,7 +141,7 @@ export class QueueConsumer {
         .redeclare()
         .then(() => this.start())
         .catch((error: unknown) => {
-          if (this.options.connection.isConnected) this.scheduleResume(`Could not resume consuming "${this.options.queue}": ${describe(error)}`);
+          if (this.options.connection.isConnected) this.scheduleResume(`Could not resume consuming "${this.options.queue}": ${errorMessage(error)}`);
         });
     }, delay);
   }

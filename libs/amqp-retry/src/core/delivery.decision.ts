@@ -1,4 +1,5 @@
 import { NonRetryableError } from '../errors/non-retryable.error.js';
+import { errorMessage } from './error-message.js';
 import type { ErrorClass } from './retry-options.js';
 
 /**
@@ -27,8 +28,7 @@ export function decideBeforeHandling(content: Buffer, attempt: number, maxAttemp
   try {
     return { action: 'handle', payload: JSON.parse(content.toString('utf8')) };
   } catch (error) {
-    const cause = error instanceof Error ? error.message : String(error);
-    return { action: 'park', reason: 'malformed', error: new Error(`body is not valid JSON: ${cause}`), handlerCalls: 0 };
+    return { action: 'park', reason: 'malformed', error: new Error(`body is not valid JSON: ${errorMessage(error)}`), handlerCalls: 0 };
   }
 }
 

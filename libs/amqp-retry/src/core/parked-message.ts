@@ -1,5 +1,6 @@
 import type { MessageProperties, Options } from 'amqplib';
 import type { ParkReason } from './delivery.decision.js';
+import { errorMessage } from './error-message.js';
 import { republishProperties } from './message-properties.js';
 import { firstRejection, type XDeath } from './x-death.parser.js';
 
@@ -40,7 +41,7 @@ export interface ParkInput {
 export function parkedPublishOptions(input: ParkInput): Options.Publish {
   const { properties, error } = input;
   const first = firstRejection(input.deaths, input.queue);
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   const stack = error instanceof Error && error.stack ? error.stack : message;
   const headers: Record<string, unknown> = {
     ...properties.headers,

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
+import { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer, type DeliveryHandler } from '../amqp/queue.consumer.js';
 import { RetryDeliveryHandler } from '../amqp/retry-delivery.handler.js';
 import { declareTopology, retireStaleTiers } from '../amqp/topology.declarer.js';
@@ -41,7 +42,7 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
     try {
       const connection = await this.host.connection();
       await this.declareAll(connection);
-      const parker = await this.host.parker();
+      const parker = new MessageParker(await this.host.parker(), this.logger);
       for (const { config, invoke } of this.handlers) {
         const delivery = new RetryDeliveryHandler(config, invoke, parker, this.logger);
         const redeclare = () => declareTopology(connection, planRetryTopology(config));
