@@ -26,6 +26,14 @@ function signal() {
   return { promise, resolve };
 }
 
+/** Tells the runner the consumer runs, waits for the last handled message, lets its ack out, then stops. */
+async function runUntil(consumer: { stop(): Promise<void> }, allHandled: Promise<void>): Promise<void> {
+  await send({ type: 'ready' });
+  await allHandled;
+  await sleep(ACK_FLUSH_MS);
+  await consumer.stop();
+}
+
 const windowOf = (job: Job) => new MeasuredWindow(job.profileFile ? new WindowProfiler(job.profileFile) : undefined);
 
 const optionsOf = (job: Job, handle: ConsumerOptions['handle']): ConsumerOptions => ({
@@ -56,10 +64,7 @@ async function consume(job: Job & { messages: number }, contender: Contender): P
       }
     }),
   );
-  await send({ type: 'ready' });
-  await allHandled.promise;
-  await sleep(ACK_FLUSH_MS);
-  await consumer.stop();
+  await runUntil(consumer, allHandled.promise);
   return window.resultFor(handled);
 }
 
@@ -93,10 +98,7 @@ async function retry(job: Job & { messages: number }, contender: Contender): Pro
       }
     }),
   );
-  await send({ type: 'ready' });
-  await allHandled.promise;
-  await sleep(ACK_FLUSH_MS);
-  await consumer.stop();
+  await runUntil(consumer, allHandled.promise);
   return { ...window.resultFor(latenessMs.length), latenessMs, anomalies };
 }
 
