@@ -35,97 +35,100 @@ class ResilientCounter {
   }
 }
 
-describe(`chaos: ${N} messages through connection kills, a broker restart and SIGKILLs`, () => {
-  const queue = uniqueName('chaos.work');
-  const results = `${queue}.results`;
-  const connection = `chaos-${randomUUID()}`;
-  const env = { CHAOS_URL: AMQP_URL, CHAOS_QUEUE: queue, CHAOS_RESULTS: results, CHAOS_CONNECTION: connection };
-  let child: ChildProcess | undefined;
+describe.each(['classic', 'quorum'] as const)(
+  `chaos on %s queues: ${N} messages through connection kills, a broker restart and SIGKILLs`,
+  (queueType) => {
+    const queue = uniqueName(`chaos.${queueType}`);
+    const results = `${queue}.results`;
+    const connection = `chaos-${randomUUID()}`;
+    const env = { CHAOS_URL: AMQP_URL, CHAOS_QUEUE: queue, CHAOS_RESULTS: results, CHAOS_CONNECTION: connection, CHAOS_QUEUE_TYPE: queueType };
+    let child: ChildProcess | undefined;
 
-  beforeAll(buildLibrary, 150_000);
+    beforeAll(buildLibrary, 150_000);
 
-  afterAll(async () => {
-    if (child && child.exitCode === null) await sigkill(child);
-    const broker = await TestBroker.connect();
-    await broker.deleteRetryTopology(queue, { queues: [results], tiers: 2 });
-    await broker.close();
-  });
-
-  it('accounts for every id: handled or parked, none lost', async () => {
-    const started = Date.now();
-    const setup = await TestBroker.connect();
-    await setup.declareQueue(results);
-    child = await startConsumer(env); // declares the topology
-    const ids = Array.from({ length: N }, (_, id) => id);
-    for (const id of ids)
-      setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), { persistent: true });
-    await (setup.channel as amqp.ConfirmChannel).waitForConfirms();
-    await setup.close();
-
-    const faults: string[] = [];
-    const counter = new ResilientCounter();
-    const progress = async () => (await counter.count(results)) / N;
-    const at = async (fraction: number, what: string, inject: () => Promise<void>) => {
-      await waitFor(async () => (await progress()) >= fraction, `progress ${fraction}`, 120_000);
-      await inject();
-      faults.push(what);
-    };
-    await at(0.1, 'connection kill', async () => void (await closeConnections(connection)));
-    await at(0.2, 'SIGKILL', async () => {
-      await sigkill(child!);
-      child = await startConsumer(env);
-    });
-    await at(0.35, 'connection kill', async () => void (await closeConnections(connection)));
-    await at(0.5, 'broker restart', async () => {
-      await ctl('stop_app');
-      await ctl('start_app');
-    });
-    await at(0.65, 'SIGKILL', async () => {
-      await sigkill(child!);
-      child = await startConsumer(env);
-    });
-    await at(0.8, 'connection kill', async () => void (await closeConnections(connection)));
-    await counter.close();
-
-    const mustFail = ids.filter((id) => id % MUST_FAIL_EVERY === 0);
-    const shouldSucceed = N - mustFail.length;
-    const broker = await TestBroker.connect();
-    const handled = new Map<number, number>();
-    const parked = new Map<number, string>();
-    try {
-      await waitFor(
-        async () => {
-          for (const m of await broker.drain(results)) {
-            const { id } = JSON.parse(m.content.toString()) as { id: number };
-            handled.set(id, (handled.get(id) ?? 0) + 1);
-          }
-          for (const m of await broker.drain(`${queue}.error`)) {
-            parked.set((JSON.parse(m.content.toString()) as { id: number }).id, String(m.properties.headers?.['x-parked-reason']));
-          }
-          return new Set([...handled.keys(), ...parked.keys()]).size === N && (await broker.count(queue)) === 0;
-        },
-        'every id handled or parked',
-        180_000,
-      ).catch(() => undefined); // the accounting below says what is missing
-    } finally {
+    afterAll(async () => {
+      if (child && child.exitCode === null) await sigkill(child);
+      const broker = await TestBroker.connect();
+      await broker.deleteRetryTopology(queue, { queues: [results], tiers: 2 });
       await broker.close();
-    }
+    });
 
-    const lost = ids.filter((id) => !handled.has(id) && !parked.has(id));
-    const wronglyParked = ids.filter((id) => id % MUST_FAIL_EVERY !== 0 && parked.has(id));
-    const duplicates = [...handled.values()].filter((count) => count > 1).length;
-    const table = [
-      '| published | handled | parked | lost | handled more than once | should succeed but parked | faults | time |',
-      '|---|---|---|---|---|---|---|---|',
-      `| ${N} | ${handled.size} | ${parked.size} | ${lost.length} | ${duplicates} | ${wronglyParked.length} | ${faults.join(', ')} | ${((Date.now() - started) / 1000).toFixed(1)} s |`,
-    ].join('\n');
-    process.stdout.write(`\nChaos result (N=${N}):\n${table}\n\n`);
+    it('accounts for every id: handled or parked, none lost', async () => {
+      const started = Date.now();
+      const setup = await TestBroker.connect();
+      await setup.declareQueue(results);
+      child = await startConsumer(env); // declares the topology
+      const ids = Array.from({ length: N }, (_, id) => id);
+      for (const id of ids)
+        setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), { persistent: true });
+      await (setup.channel as amqp.ConfirmChannel).waitForConfirms();
+      await setup.close();
 
-    expect(faults).toEqual(['connection kill', 'SIGKILL', 'connection kill', 'broker restart', 'SIGKILL', 'connection kill']);
-    expect(lost).toEqual([]);
-    expect(wronglyParked).toEqual([]);
-    expect(handled.size).toBe(shouldSucceed);
-    expect([...parked.values()].every((reason) => reason === 'exhausted')).toBe(true);
-    expect(parked.size).toBe(mustFail.length);
-  }, 600_000);
-});
+      const faults: string[] = [];
+      const counter = new ResilientCounter();
+      const progress = async () => (await counter.count(results)) / N;
+      const at = async (fraction: number, what: string, inject: () => Promise<void>) => {
+        await waitFor(async () => (await progress()) >= fraction, `progress ${fraction}`, 120_000);
+        await inject();
+        faults.push(what);
+      };
+      await at(0.1, 'connection kill', async () => void (await closeConnections(connection)));
+      await at(0.2, 'SIGKILL', async () => {
+        await sigkill(child!);
+        child = await startConsumer(env);
+      });
+      await at(0.35, 'connection kill', async () => void (await closeConnections(connection)));
+      await at(0.5, 'broker restart', async () => {
+        await ctl('stop_app');
+        await ctl('start_app');
+      });
+      await at(0.65, 'SIGKILL', async () => {
+        await sigkill(child!);
+        child = await startConsumer(env);
+      });
+      await at(0.8, 'connection kill', async () => void (await closeConnections(connection)));
+      await counter.close();
+
+      const mustFail = ids.filter((id) => id % MUST_FAIL_EVERY === 0);
+      const shouldSucceed = N - mustFail.length;
+      const broker = await TestBroker.connect();
+      const handled = new Map<number, number>();
+      const parked = new Map<number, string>();
+      try {
+        await waitFor(
+          async () => {
+            for (const m of await broker.drain(results)) {
+              const { id } = JSON.parse(m.content.toString()) as { id: number };
+              handled.set(id, (handled.get(id) ?? 0) + 1);
+            }
+            for (const m of await broker.drain(`${queue}.error`)) {
+              parked.set((JSON.parse(m.content.toString()) as { id: number }).id, String(m.properties.headers?.['x-parked-reason']));
+            }
+            return new Set([...handled.keys(), ...parked.keys()]).size === N && (await broker.count(queue)) === 0;
+          },
+          'every id handled or parked',
+          180_000,
+        ).catch(() => undefined); // the accounting below says what is missing
+      } finally {
+        await broker.close();
+      }
+
+      const lost = ids.filter((id) => !handled.has(id) && !parked.has(id));
+      const wronglyParked = ids.filter((id) => id % MUST_FAIL_EVERY !== 0 && parked.has(id));
+      const duplicates = [...handled.values()].filter((count) => count > 1).length;
+      const table = [
+        '| published | handled | parked | lost | handled more than once | should succeed but parked | faults | time |',
+        '|---|---|---|---|---|---|---|---|',
+        `| ${N} | ${handled.size} | ${parked.size} | ${lost.length} | ${duplicates} | ${wronglyParked.length} | ${faults.join(', ')} | ${((Date.now() - started) / 1000).toFixed(1)} s |`,
+      ].join('\n');
+      process.stdout.write(`\nChaos result (${queueType} queues, N=${N}):\n${table}\n\n`);
+
+      expect(faults).toEqual(['connection kill', 'SIGKILL', 'connection kill', 'broker restart', 'SIGKILL', 'connection kill']);
+      expect(lost).toEqual([]);
+      expect(wronglyParked).toEqual([]);
+      expect(handled.size).toBe(shouldSucceed);
+      expect([...parked.values()].every((reason) => reason === 'exhausted')).toBe(true);
+      expect(parked.size).toBe(mustFail.length);
+    }, 600_000);
+  },
+);

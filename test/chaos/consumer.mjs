@@ -6,7 +6,16 @@ import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';
 
-const { CHAOS_URL, CHAOS_QUEUE, CHAOS_RESULTS, CHAOS_STARTED, CHAOS_CONNECTION, CHAOS_FAILURE_RATE = '0.3', CHAOS_WORK_MS = '2' } = process.env;
+const {
+  CHAOS_URL,
+  CHAOS_QUEUE,
+  CHAOS_RESULTS,
+  CHAOS_STARTED,
+  CHAOS_CONNECTION,
+  CHAOS_FAILURE_RATE = '0.3',
+  CHAOS_WORK_MS = '2',
+  CHAOS_QUEUE_TYPE = 'classic',
+} = process.env;
 const MAX_ATTEMPTS = 5;
 const failureRate = Number(CHAOS_FAILURE_RATE);
 
@@ -29,7 +38,7 @@ class ChaosHandler {
 Inject(RetryPublisher)(ChaosHandler, undefined, 0);
 Injectable()(ChaosHandler);
 const handle = Object.getOwnPropertyDescriptor(ChaosHandler.prototype, 'handle');
-RetryWithBackoff({ queue: CHAOS_QUEUE, delays: ['50ms', '100ms'], maxAttempts: MAX_ATTEMPTS, prefetch: 20 })(
+RetryWithBackoff({ queue: CHAOS_QUEUE, delays: ['50ms', '100ms'], maxAttempts: MAX_ATTEMPTS, prefetch: 20, queueType: CHAOS_QUEUE_TYPE })(
   ChaosHandler.prototype,
   'handle',
   handle,

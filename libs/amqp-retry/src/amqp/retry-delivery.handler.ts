@@ -4,7 +4,7 @@ import { decideAfterFailure, decideBeforeHandling } from '../core/delivery.decis
 import { formatDuration } from '../core/duration.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import type { RetryContext } from '../core/retry-context.js';
-import { parseXDeath, rejectedCount } from '../core/x-death.parser.js';
+import { parseXDeath, rejectedCount, unsettledDeliveries } from '../core/x-death.parser.js';
 import { errorMessage } from '../core/error-message.js';
 import type { MessageParker } from './message.parker.js';
 import type { Settle } from './queue.consumer.js';
@@ -29,7 +29,7 @@ export class RetryDeliveryHandler {
     const { queue, maxAttempts, delaysMs, errorQueue } = this.config;
     const deaths = parseXDeath(message.properties.headers?.['x-death']);
     const attempt = 1 + rejectedCount(deaths, queue);
-    const before = decideBeforeHandling(message.content, attempt, maxAttempts);
+    const before = decideBeforeHandling(message.content, attempt, maxAttempts, unsettledDeliveries(message.properties.headers));
     if (before.action === 'park') {
       return this.parker.park(message, settle, errorQueue, {
         queue,

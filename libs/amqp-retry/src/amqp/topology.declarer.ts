@@ -15,7 +15,8 @@ async function step<T>(kind: 'queue' | 'exchange', name: string, run: () => Prom
   try {
     return await run();
   } catch (error) {
-    if (isAmqpError(error, PRECONDITION_FAILED)) throw new TopologyMismatchError(kind, name, error.message.replace(/^.*?PRECONDITION_FAILED - /, ''));
+    if (isAmqpError(error, PRECONDITION_FAILED))
+      throw new TopologyMismatchError(kind, name, error.message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, ''));
     throw error;
   }
 }

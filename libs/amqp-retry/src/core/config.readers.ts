@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { DURATION_HINT, type Duration, parseDuration } from './duration.js';
+import type { QueueType } from './retry-options.js';
 
 /** The longest TTL RabbitMQ accepts for a queue (x-message-ttl is an unsigned 32-bit count of ms). */
 export const MAX_TIER_DELAY_MS = 2 ** 32 - 1;
@@ -71,4 +72,10 @@ export function readName(value: unknown, key: string, reserve: number, example: 
     );
   }
   return value;
+}
+
+/** Reads a queue type: 'classic' or 'quorum'. */
+export function readQueueType(value: unknown, key: string): QueueType {
+  if (value === 'classic' || value === 'quorum') return value;
+  throw new RetryConfigError(key, `is ${show(value)}`, "Use 'classic' or 'quorum'.");
 }

@@ -1,5 +1,5 @@
 import { NonRetryableError } from '../errors/non-retryable.error.js';
-import { decideAfterFailure, decideBeforeHandling, retryabilityOf } from './delivery.decision.js';
+import { decideAfterFailure, decideBeforeHandling, QUORUM_DELIVERY_LIMIT, REDELIVERY_LIMIT, retryabilityOf } from './delivery.decision.js';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
@@ -16,6 +16,17 @@ describe('decideBeforeHandling', () => {
 
   it('parks as exhausted a message that already had every attempt', () => {
     expect(decideBeforeHandling(json(1), 5, 3)).toMatchObject({ action: 'park', reason: 'exhausted', handlerCalls: 4 });
+  });
+
+  it('parks a message delivered REDELIVERY_LIMIT times without being settled, without calling the handler', () => {
+    expect(decideBeforeHandling(json(1), 2, 5, REDELIVERY_LIMIT - 1)).toEqual({ action: 'handle', payload: 1 });
+    const decision = decideBeforeHandling(json(1), 2, 5, REDELIVERY_LIMIT);
+    expect(decision).toMatchObject({ action: 'park', reason: 'redelivery-limit', handlerCalls: 1 + REDELIVERY_LIMIT });
+    expect(decision.action === 'park' && decision.error.message).toBe('delivered 10 times without being settled: the handler may crash its process');
+  });
+
+  it('acts before the broker does: its delivery limit is higher', () => {
+    expect(QUORUM_DELIVERY_LIMIT).toBeGreaterThan(REDELIVERY_LIMIT);
   });
 
   it('still handles the last attempt', () => {

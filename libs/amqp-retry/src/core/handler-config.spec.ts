@@ -20,6 +20,7 @@ describe('resolveHandlerConfig', () => {
       maxAttempts: 4,
       errorQueue: 'orders.error',
       prefetch: 20,
+      queueType: 'classic',
     });
     expect(config.isRetryable(new Error('x'))).toBe(true);
     expect(config.isRetryable(new NonRetryableError('x'))).toBe(false);
@@ -41,6 +42,12 @@ describe('resolveHandlerConfig', () => {
     const config = resolve({ queue: 'q', backoff: { initial: '1s' }, maxAttempts: 6 });
     expect(config.delaysMs).toEqual([1_000, 2_000, 4_000, 8_000, 16_000]);
     expect(config.maxAttempts).toBe(6);
+  });
+
+  it('takes the queue type from the handler, else the module', () => {
+    expect(resolve({ queue: 'q', queueType: 'quorum' }).queueType).toBe('quorum');
+    expect(resolve({ queue: 'q' }, resolveModuleConfig({ queueType: 'quorum' })).queueType).toBe('quorum');
+    expect(() => resolve({ queue: 'q', queueType: 'lazy' as 'quorum' })).toThrow(`${prefix('queueType')} is "lazy". Use 'classic' or 'quorum'.`);
   });
 
   it('accepts several routing keys and a custom error queue', () => {

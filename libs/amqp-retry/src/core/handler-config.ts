@@ -1,8 +1,8 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { MAX_TIER_DELAY_MS, readDelay, readDelays, readInteger, readName, readNumber } from './config.readers.js';
+import { MAX_TIER_DELAY_MS, readDelay, readDelays, readInteger, readName, readNumber, readQueueType } from './config.readers.js';
 import { retryabilityOf } from './delivery.decision.js';
 import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module-config.js';
-import type { RetryHandlerOptions } from './retry-options.js';
+import type { QueueType, RetryHandlerOptions } from './retry-options.js';
 
 /** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
 export interface HandlerConfig {
@@ -15,6 +15,7 @@ export interface HandlerConfig {
   maxAttempts: number;
   errorQueue: string;
   prefetch: number;
+  queueType: QueueType;
   isRetryable: (error: unknown) => boolean;
 }
 
@@ -102,6 +103,7 @@ export function resolveHandlerConfig(options: RetryHandlerOptions, module: Modul
     maxAttempts: explicitAttempts ?? delaysMs.length + 1,
     errorQueue,
     prefetch: options.prefetch === undefined ? module.prefetch : readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20'),
+    queueType: options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType')),
     isRetryable: retryabilityOf(nonRetryable),
   };
 }

@@ -8,6 +8,7 @@ describe('resolveModuleConfig', () => {
       delaysMs: [1_000, 10_000, 60_000],
       maxAttempts: undefined,
       prefetch: 20,
+      queueType: 'classic',
       connectionName: undefined,
       delayPrefix: 'amqp-retry.delay',
       reconnect: { initialDelayMs: 100, maxDelayMs: 30_000 },
@@ -25,6 +26,7 @@ describe('resolveModuleConfig', () => {
       RETRY_PREFETCH: '50',
       RETRY_PUBLISH_TIMEOUT: '2s',
       RETRY_SHUTDOWN_TIMEOUT: '1m',
+      RETRY_QUEUE_TYPE: 'quorum',
     };
     expect(resolveModuleConfig({}, env)).toMatchObject({
       url: 'amqp://u:p@rabbit:5672/v',
@@ -33,6 +35,7 @@ describe('resolveModuleConfig', () => {
       prefetch: 50,
       publishTimeoutMs: 2_000,
       shutdownTimeoutMs: 60_000,
+      queueType: 'quorum',
     });
   });
 
@@ -110,6 +113,12 @@ describe('resolveModuleConfig', () => {
       {},
       { RETRY_SHUTDOWN_TIMEOUT: 'forever' },
       `Invalid retry configuration: environment variable RETRY_SHUTDOWN_TIMEOUT has "forever", which is not a duration. Use milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d', e.g. '30s'.`,
+    ],
+    [
+      'an unknown queue type in the environment',
+      {},
+      { RETRY_QUEUE_TYPE: 'stream' },
+      `Invalid retry configuration: environment variable RETRY_QUEUE_TYPE is "stream". Use 'classic' or 'quorum'.`,
     ],
     [
       'a URL that is not AMQP, password masked',

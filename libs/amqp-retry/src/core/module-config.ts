@@ -1,8 +1,8 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { readDelay, readDelays, readInteger, readName } from './config.readers.js';
+import { readDelay, readDelays, readInteger, readName, readQueueType } from './config.readers.js';
 import { DELAY_LADDER } from './delay.plan.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
-import type { RetryModuleOptions } from './retry-options.js';
+import type { QueueType, RetryModuleOptions } from './retry-options.js';
 
 /** The module's configuration after defaults, environment and validation. */
 export interface ModuleConfig {
@@ -11,6 +11,7 @@ export interface ModuleConfig {
   /** Only when set explicitly: otherwise each handler derives it from its own tiers. */
   maxAttempts?: number;
   prefetch: number;
+  queueType: QueueType;
   connectionName?: string;
   /** The delay ladder's prefix, or undefined when delayed delivery is off. */
   delayPrefix?: string;
@@ -88,6 +89,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const delays = pick(options, env, 'delays', 'RETRY_DELAYS');
   const maxAttempts = pick(options, env, 'maxAttempts', 'RETRY_MAX_ATTEMPTS');
   const prefetch = pick(options, env, 'prefetch', 'RETRY_PREFETCH');
+  const queueType = pick(options, env, 'queueType', 'RETRY_QUEUE_TYPE');
   const publishTimeout = pick(options, env, 'publishTimeout', 'RETRY_PUBLISH_TIMEOUT');
   const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
 
@@ -102,6 +104,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     delaysMs: delays ? readDelays(delayList, delays.key, "'1s,10s,1m'") : readDelays([...DEFAULT_DELAYS], 'delays', "'1s,10s,1m'"),
     maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
     prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
+    queueType: queueType ? readQueueType(queueType.value, queueType.key) : 'classic',
     connectionName: options.connectionName,
     delayPrefix: readDelayPrefix(options.delayedDelivery),
     reconnect: readReconnect(options.reconnect ?? {}),

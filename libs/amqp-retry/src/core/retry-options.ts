@@ -10,6 +10,12 @@ export interface RetryModuleOptions {
   maxAttempts?: number;
   /** Unacknowledged deliveries per consumer. Env `RETRY_PREFETCH`; default 20. */
   prefetch?: number;
+  /**
+   * The type of the queues the library declares for handlers. 'quorum' dead-letters at least once between the
+   * queue and its tiers, and parks a message that keeps coming back unsettled (a handler that crashes the process).
+   * Env `RETRY_QUEUE_TYPE`; default 'classic'.
+   */
+  queueType?: QueueType;
   /** The connection's name in the management UI and `rabbitmqctl list_connections`; default `nestjs-amqp-retry (pid <pid>)`. */
   connectionName?: string;
   /** Spacing of reconnection attempts after a connection loss: capped exponential backoff with 20% jitter. */
@@ -27,6 +33,9 @@ export interface RetryModuleOptions {
   /** How long `app.close()` lets handlers in flight finish. Env `RETRY_SHUTDOWN_TIMEOUT`; default '30s'. */
   shutdownTimeout?: Duration;
 }
+
+/** Classic queues, or replicated quorum queues (RabbitMQ 3.10+). */
+export type QueueType = 'classic' | 'quorum';
 
 /** A constructor of an error class, for `nonRetryable`. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- constructor arguments are the error's own business
@@ -54,4 +63,6 @@ export interface RetryHandlerOptions {
   nonRetryable?: ErrorClass[] | ((error: unknown) => boolean);
   /** Unacknowledged deliveries for this handler's consumer; default the module's. */
   prefetch?: number;
+  /** The type of this handler's queues; default the module's. */
+  queueType?: QueueType;
 }

@@ -96,6 +96,25 @@ describe('planRetryTopology', () => {
   });
 });
 
+describe('planRetryTopology with quorum queues', () => {
+  const plan = planRetryTopology(
+    resolveHandlerConfig({ queue: 'orders', delays: ['1s', '2s'], queueType: 'quorum' }, resolveModuleConfig(), 'Test.handle'),
+  );
+  const args = (name: string) => plan.queues.find((q) => q.name === name)?.arguments;
+
+  it('dead-letters at least once from the queue and from every tier, and sets a delivery limit above the library one', () => {
+    const atLeastOnce = { 'x-queue-type': 'quorum', 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' };
+    expect(args('orders')).toEqual({ 'x-dead-letter-exchange': 'orders.dlx', ...atLeastOnce, 'x-delivery-limit': 20 });
+    expect(args('orders.retry.1')).toMatchObject(atLeastOnce);
+    expect(args('orders.retry.2')).toMatchObject(atLeastOnce);
+    expect(args('orders.error')).toEqual({ 'x-queue-type': 'quorum' });
+  });
+
+  it('routes failures exactly as with classic queues', () => {
+    expect(walk(plan, 3, 'order.created')).toEqual(['orders.retry.1', 'orders.retry.2', 'orders.retry.2']);
+  });
+});
+
 describe('staleTierUnbindings', () => {
   it('cuts every route into a tier that is no longer configured', () => {
     expect(staleTierUnbindings('orders', 4).map((b) => `${b.source}:${b.pattern}->${b.destination}`)).toEqual([

@@ -1,3 +1,4 @@
+import { QUORUM_DELIVERY_LIMIT } from './delivery.decision.js';
 import type { HandlerConfig } from './handler-config.js';
 import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
 
@@ -33,6 +34,10 @@ export function planRetryTopology(handler: HandlerConfig): TopologyPlan {
     pattern: names.afterTierKey(key),
   });
 
+  // Quorum queues dead-letter at least once (the message leaves only when the target took it), which needs
+  // reject-publish overflow; without it the broker may drop a dead letter that the target could not take.
+  const quorum = handler.queueType === 'quorum';
+  const safeDeadLettering = quorum ? { 'x-queue-type': 'quorum', 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' } : {};
   const exchanges: TopologyPlan['exchanges'] = [
     ...(handler.exchange ? [{ name: handler.exchange, type: handler.exchangeType }] : []),
     { name: names.firstFailureExchange, type: 'fanout' },
@@ -40,16 +45,24 @@ export function planRetryTopology(handler: HandlerConfig): TopologyPlan {
     { name: names.returnExchange, type: 'fanout' },
   ];
   const queues: TopologyPlan['queues'] = [
-    { name: queue, arguments: { 'x-dead-letter-exchange': names.deadLetterExchange } },
+    {
+      name: queue,
+      arguments: {
+        'x-dead-letter-exchange': names.deadLetterExchange,
+        ...safeDeadLettering,
+        ...(quorum ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
+      },
+    },
     ...delaysMs.map((delay, i) => ({
       name: names.tierQueue(i + 1),
       arguments: {
         'x-message-ttl': delay,
         'x-dead-letter-exchange': names.returnExchange,
         'x-dead-letter-routing-key': names.afterTierKey(i + 1),
+        ...safeDeadLettering,
       },
     })),
-    { name: handler.errorQueue, arguments: {} },
+    { name: handler.errorQueue, arguments: quorum ? { 'x-queue-type': 'quorum' } : {} },
   ];
   const bindings: BindingDeclaration[] = [
     ...(handler.exchange

@@ -1,4 +1,4 @@
-import { firstRejection, parseXDeath, rejectedCount } from './x-death.parser.js';
+import { firstRejection, parseXDeath, rejectedCount, unsettledDeliveries } from './x-death.parser.js';
 
 const entry = (over: Record<string, unknown> = {}) => ({
   queue: 'orders',
@@ -87,5 +87,18 @@ describe('firstRejection', () => {
   it('finds the entry of the queue, not the first in the array', () => {
     const deaths = parseXDeath([entry({ queue: 'orders.retry.1', reason: 'expired', exchange: 'orders.dlx' }), entry()]);
     expect(firstRejection(deaths, 'orders')?.exchange).toBe('shop');
+  });
+});
+
+describe('unsettledDeliveries', () => {
+  it.each([
+    [undefined, 0],
+    [{}, 0],
+    [{ 'x-delivery-count': 3 }, 3],
+    [{ 'x-delivery-count': '4' }, 4],
+    [{ 'x-delivery-count': -1 }, 0],
+    [{ 'x-delivery-count': 'many' }, 0],
+  ])('reads %p as %p', (headers, count) => {
+    expect(unsettledDeliveries(headers as Record<string, unknown> | undefined)).toBe(count);
   });
 });

@@ -63,3 +63,8 @@ export function rejectedCount(deaths: readonly XDeath[], queue: string): number 
 export function firstRejection(deaths: readonly XDeath[], queue: string): XDeath | undefined {
   return deaths.find((d) => d.queue === queue && d.reason === 'rejected');
 }
+
+/** A quorum queue's `x-delivery-count`: earlier deliveries of this message that were not settled; 0 if absent. */
+export function unsettledDeliveries(headers: Record<string, unknown> | undefined): number {
+  return readCount(headers?.['x-delivery-count']) ?? 0;
+}
