@@ -1,5 +1,6 @@
 import { RetryConfigError, TopologyMismatchError } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
+import { tierQueues } from '../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
 
 describe('configuration', () => {
@@ -94,11 +95,10 @@ describe('configuration', () => {
   });
 
   it('fails init with a clear error, not a hang, when a queue exists with other arguments (406)', async () => {
-    const first = await startApp([handlerFor({ queue, delays: [200] }, () => undefined)]);
-    await first.close();
+    await broker.declareQueue(queue); // created earlier by someone else, without a dead-letter exchange
 
     const started = Date.now();
-    const app = await createApp([handlerFor({ queue, delays: [300] }, () => undefined)]);
+    const app = await createApp([handlerFor({ queue }, () => undefined)]);
     const failure = await app.init().then(
       () => undefined,
       (error: unknown) => error,
@@ -108,12 +108,46 @@ describe('configuration', () => {
     expect(failure).toBeInstanceOf(TopologyMismatchError);
     expect((failure as Error).message).toMatch(
       new RegExp(
-        `^The queue "${queue}\\.retry\\.1" already exists on the broker with different arguments \\(inequivalent arg 'x-message-ttl'.*rabbitmqctl delete_queue ${queue}\\.retry\\.1`,
+        `^The queue "${queue}" already exists on the broker with different arguments \\(inequivalent arg 'x-dead-letter-exchange'.*rabbitmqctl delete_queue ${queue}\\) so it is declared anew\\.$`,
       ),
     );
   });
 
+  it('takes new delays without a restart of anything: new tiers, old messages finish the old schedule, old tiers go', async () => {
+    const [oldTier] = tierQueues({ queue, delaysMs: [1_500] });
+    const [newTier] = tierQueues({ queue, delaysMs: [100] });
+    const before = await startApp([handlerFor({ queue, delays: [1_500] }, () => Promise.reject(new Error('down')))]);
+    const failedAt = Date.now();
+    await broker.publish('', queue, { id: 'old' });
+    await waitFor(async () => (await broker.count(oldTier)) === 1, 'the message in the 1.5 s tier');
+    await before.close();
+
+    const Handler = handlerFor({ queue, delays: [100], maxAttempts: 3 }, (payload, ctx) => {
+      if ((payload as { id: string }).id === 'new' && ctx.attempt === 1) throw new Error('once');
+    });
+    const after = await startApp([Handler]); // a changed delay is a new queue, not a 406
+    try {
+      await broker.publish('', queue, { id: 'new' });
+      const calls = handlerOf(after, Handler).calls;
+      await waitFor(() => calls.length === 3, 'both messages', 5_000);
+      const byId = (id: string) => calls.filter((c) => (c.payload as { id: string }).id === id);
+      expect(byId('new').map((c) => c.attempt)).toEqual([1, 2]);
+      expect(byId('new')[1].at - byId('new')[0].at).toBeLessThan(1_000); // the new 100 ms tier
+      expect(byId('old').map((c) => c.attempt)).toEqual([2]);
+      expect(byId('old')[0].at - failedAt).toBeGreaterThanOrEqual(1_500); // the old schedule, kept
+      expect(await broker.exists(oldTier)).toBe(true); // it was not empty when this app started
+    } finally {
+      await after.close();
+    }
+
+    const again = await startApp([handlerFor({ queue, delays: [100] }, () => undefined)]);
+    await again.close();
+    expect(await broker.exists(oldTier)).toBe(false); // empty now: deleted
+    expect(await broker.exists(newTier)).toBe(true);
+  });
+
   it('lets a configuration with fewer tiers retire the extra ones, so no message is retried twice', async () => {
+    const wideTiers = tierQueues({ queue, delaysMs: [100, 100, 100] });
     const wide = await startApp([handlerFor({ queue, delays: [100, 100, 100] }, () => undefined)]);
     await wide.close();
 
@@ -122,12 +156,12 @@ describe('configuration', () => {
     });
     const app = await startApp([Handler]);
     try {
+      for (const tier of wideTiers) expect(await broker.exists(tier)).toBe(false); // empty: deleted at start
       await broker.publish('', queue, { id: 1 });
       await broker.take(`${queue}.error`, 1);
       expect(handlerOf(app, Handler).calls.map((c) => c.attempt)).toEqual([1, 2, 3, 4]);
       await new Promise((resolve) => setTimeout(resolve, 300)); // a duplicate would come back within a tier delay
       expect(handlerOf(app, Handler).calls).toHaveLength(4);
-      expect(await broker.count(`${queue}.retry.2`)).toBe(0);
     } finally {
       await app.close();
     }

@@ -13,6 +13,7 @@ import { Module, Scope, type LoggerService } from '@nestjs/common';
 import { PublishError, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { tap } from 'rxjs';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
+import { tierQueues } from '../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
 
 describe('application lifecycle and Nest integration', () => {
@@ -38,7 +39,7 @@ describe('application lifecycle and Nest integration', () => {
     });
     const first = await startApp([Failing]);
     await broker.publish('', queue, { id: 1 });
-    await waitFor(async () => (await broker.count(`${queue}.retry.1`)) === 1, 'the message in tier 1');
+    await waitFor(async () => (await broker.count(tierQueues({ queue, delaysMs: [1_500] })[0])) === 1, 'the message in tier 1');
     await first.close();
 
     const Healthy = handlerFor({ queue, delays: ['1500ms'] }, () => undefined);
@@ -97,7 +98,7 @@ describe('application lifecycle and Nest integration', () => {
       await waitFor(() => seen.length === 3, 'interceptor and filter');
       expect(seen).toEqual(['rpc:{"id":3}:attempt 1', 'error:boom', 'filter:boom:rpc']);
       await waitFor(async () => (await broker.count(queue)) === 0, 'the ack');
-      expect(await broker.count(`${queue}.retry.1`)).toBe(0);
+      expect(await broker.count(tierQueues({ queue, delaysMs: [1_000, 10_000, 60_000] })[0])).toBe(0); // no retry either (module default tiers)
       expect(handlerOf(app, Handler).calls).toHaveLength(1);
     } finally {
       await app.close();

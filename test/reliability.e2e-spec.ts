@@ -31,14 +31,16 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     process.off('unhandledRejection', onUnhandled);
     await broker.close();
   });
+  const extraExchanges: string[] = [];
   beforeEach(() => {
     queue = uniqueName('e2e.reliable');
     unhandled.length = 0;
+    extraExchanges.length = 0;
   });
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    await broker.deleteRetryTopology(queue);
+    await broker.deleteRetryTopology(queue, { exchanges: extraExchanges });
     expect(unhandled).toEqual([]);
   });
 
@@ -71,6 +73,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, (_, ctx) => {
       if (ctx.attempt === 1) throw new Error('once');
     });
+    extraExchanges.push(exchange);
     app = await startApp([Handler], { ...TEST_OPTIONS, reconnect: { initialDelay: '50ms' } });
     const logger = new RecordingLogger();
     app.useLogger(logger);
@@ -81,7 +84,6 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the message and its retry');
     expect(handlerOf(app, Handler).calls.map((c) => c.attempt)).toEqual([1, 2]);
     expect(logger.count(/Lost the connection/)).toBe(0);
-    await broker.channel.deleteExchange(exchange);
   });
 
   it('redelivers the messages whose handlers were running when the network dropped: none lost', async () => {

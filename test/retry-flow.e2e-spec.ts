@@ -1,6 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp } from './support/app.js';
+import { tierQueues } from '../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
 
 describe('retry flow on a real broker', () => {
@@ -38,7 +39,7 @@ describe('retry flow on a real broker', () => {
     app = undefined;
     expect(handler.calls.map((c) => [c.payload, c.attempt])).toEqual([[{ id: 1 }, 1]]);
     expect(await broker.count(queue)).toBe(0); // acked: not back in the queue after the consumer stopped
-    expect(await broker.count(`${queue}.retry.1`)).toBe(0);
+    expect(await broker.count(tierQueues({ queue, delaysMs: [200] })[0])).toBe(0);
     expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 

@@ -49,7 +49,7 @@ describe.each(['classic', 'quorum'] as const)(
     afterAll(async () => {
       if (child && child.exitCode === null) await sigkill(child);
       const broker = await TestBroker.connect();
-      await broker.deleteRetryTopology(queue, { queues: [results], tiers: 2 });
+      await broker.deleteRetryTopology(queue, { queues: [results] });
       await broker.close();
     });
 

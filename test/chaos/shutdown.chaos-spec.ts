@@ -20,7 +20,7 @@ describe('SIGTERM with enableShutdownHooks: a graceful stop of the consuming pro
   });
   afterAll(async () => {
     if (child && child.exitCode === null && child.signalCode === null) await stopWith(child, 'SIGKILL');
-    await broker.deleteRetryTopology(queue, { queues: [results, started], tiers: 2 });
+    await broker.deleteRetryTopology(queue, { queues: [results, started] });
     await broker.close();
   });
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type GetMessage, type Options } from 'amqplib';
 import { planDelayTopology } from '../../libs/amqp-retry/src/core/delay.plan.js';
+import { readPlanRecord } from '../../libs/amqp-retry/src/core/retry-plan.record.js';
 
 export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
@@ -84,10 +85,20 @@ export class TestBroker {
     if (bindTo) await this.channel.bindQueue(queue, bindTo.exchange, bindTo.key);
   }
 
-  /** Deletes what a handler on `queue` declares (and any extra queues and exchanges). */
-  async deleteRetryTopology(queue: string, extra: { queues?: string[]; exchanges?: string[]; tiers?: number } = {}): Promise<void> {
-    const tiers = Array.from({ length: extra.tiers ?? 5 }, (_, i) => `${queue}.retry.${i + 1}`);
-    for (const name of [queue, `${queue}.error`, ...tiers, ...(extra.queues ?? [])]) await this.channel.deleteQueue(name);
+  /**
+   * Deletes what handlers on `queue` declared (and any extra queues and exchanges): the tier queues of every
+   * configuration are named in the plan record.
+   */
+  async deleteRetryTopology(queue: string, extra: { queues?: string[]; exchanges?: string[] } = {}): Promise<void> {
+    const tiers = new Set<string>();
+    const planQueue = `${queue}.retry.plan`;
+    if (await this.exists(planQueue)) {
+      for (const { content } of await this.drain(planQueue)) {
+        const record = readPlanRecord(content);
+        for (const name of [...(record?.tiers ?? []), ...(record?.retiring ?? [])]) tiers.add(name);
+      }
+    }
+    for (const name of [queue, `${queue}.error`, planQueue, ...tiers, ...(extra.queues ?? [])]) await this.channel.deleteQueue(name);
     for (const name of [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`, ...(extra.exchanges ?? [])]) await this.channel.deleteExchange(name);
   }
 

@@ -195,7 +195,7 @@ export function planDelayTopology(prefix: string = DELAY_LADDER.prefix): DelayTo
     const pattern = digitPattern(position, 0);
     bindings.push({ source: exchange, destination: next, destinationType: 'exchange', pattern });
   }
-  return { prefix, exchanges, queues, bindings, unbindings: [], readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
+  return { prefix, exchanges, queues, bindings, readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
 }
 
 /**

@@ -68,7 +68,7 @@ describe('resolveHandlerConfig', () => {
     [
       'a queue name too long for the derived names',
       { queue: 'q'.repeat(240) },
-      `${prefix('queue')} is 240 bytes long. Use at most 231 bytes: AMQP names are limited to 255 and the library appends suffixes.`,
+      `${prefix('queue')} is 240 bytes long. Use at most 223 bytes: AMQP names are limited to 255 and the library appends suffixes.`,
     ],
     ['zero attempts', { queue: 'q', maxAttempts: 0 }, `${prefix('maxAttempts')} is 0. Use a whole number from 1 to 1000000, e.g. 5.`],
     [

@@ -19,8 +19,8 @@ export interface HandlerConfig {
   isRetryable: (error: unknown) => boolean;
 }
 
-/** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.<n>" ...). */
-const NAME_RESERVE = 24;
+/** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.100.4294967295ms.abcdef"). */
+const NAME_RESERVE = 32;
 const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
 /** More tiers than this are refused: the last tier repeats, so more attempts need no more tiers. */
 export const MAX_TIERS = 100;

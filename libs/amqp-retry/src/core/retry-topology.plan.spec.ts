@@ -1,6 +1,6 @@
 import { resolveHandlerConfig } from './handler-config.js';
 import { resolveModuleConfig } from './module-config.js';
-import { planRetryTopology, staleTierUnbindings } from './retry-topology.plan.js';
+import { planRetryTopology, tierQueues } from './retry-topology.plan.js';
 import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
 
 const handler = (delays = ['1s', '10s', '1m'], exchange: { exchange?: string } = { exchange: 'shop' }) =>
@@ -40,11 +40,40 @@ function walk(plan: TopologyPlan, failures: number, originalKey: string): string
   return visited;
 }
 
+/** The tier names of a configuration, keyed by their readable part: tier('1.1s') is 'orders.retry.1.1s.<id>'. */
+const tierNamed = (delays: string[]) => {
+  const names = tierQueues(handler(delays));
+  return (readable: string) => names.find((n) => n.startsWith(`orders.retry.${readable}.`)) as string;
+};
+const T = tierNamed(['1s', '10s', '1m']);
+
+describe('tierQueues', () => {
+  it('names a tier by position, delay and a digest of the delays from it on', () => {
+    expect(T('1.1s')).toMatch(/^orders\.retry\.1\.1s\.[0-9a-f]{6}$/);
+    expect(T('3.1m')).toMatch(/^orders\.retry\.3\.1m\.[0-9a-f]{6}$/);
+  });
+
+  it('renames every tier that a change reaches, and only those', () => {
+    const after = tierNamed(['1s', '20s', '1m']);
+    expect(after('1.1s')).not.toBe(T('1.1s')); // its next tier changed
+    expect(after('2.20s')).not.toBe(T('2.10s'));
+    expect(after('3.1m')).toBe(T('3.1m')); // same delay, same tiers after it: the same queue
+  });
+
+  it('makes a former last tier a different queue when tiers are added after it', () => {
+    expect(tierNamed(['1s'])('1.1s')).not.toBe(T('1.1s'));
+  });
+
+  it('gives two equal delays two queues', () => {
+    expect(new Set(tierQueues({ queue: 'q', delaysMs: [500, 500, 500] })).size).toBe(3);
+  });
+});
+
 describe('planRetryTopology', () => {
   it('declares exchanges before the queues that dead-letter to them, and binds last', () => {
     const plan = planRetryTopology(handler());
     expect(plan.exchanges.map((e) => e.name)).toEqual(['shop', 'orders.dlx.first', 'orders.dlx', 'orders.return']);
-    expect(plan.queues.map((q) => q.name)).toEqual(['orders', 'orders.retry.1', 'orders.retry.2', 'orders.retry.3', 'orders.error']);
+    expect(plan.queues.map((q) => q.name)).toEqual(['orders', T('1.1s'), T('2.10s'), T('3.1m'), 'orders.error', 'orders.retry.plan']);
     const exchangeNames = new Set(plan.exchanges.map((e) => e.name));
     for (const q of plan.queues) {
       const dlx = q.arguments['x-dead-letter-exchange'];
@@ -57,42 +86,44 @@ describe('planRetryTopology', () => {
     }
   });
 
-  it('gives each tier its TTL and its return key', () => {
-    expect(planRetryTopology(handler()).queues[2]).toEqual({
-      name: 'orders.retry.2',
-      arguments: { 'x-message-ttl': 10_000, 'x-dead-letter-exchange': 'orders.return', 'x-dead-letter-routing-key': 'orders.after.2' },
+  it('gives each tier its TTL and, as return key, the name of the next tier (the last its own)', () => {
+    const [, , second, third] = planRetryTopology(handler()).queues;
+    expect(second).toEqual({
+      name: T('2.10s'),
+      arguments: { 'x-message-ttl': 10_000, 'x-dead-letter-exchange': 'orders.return', 'x-dead-letter-routing-key': T('3.1m') },
     });
+    expect(third.arguments['x-dead-letter-routing-key']).toBe(T('3.1m'));
   });
 
   it('walks a failing message through tiers 1, 2, 3 and then repeats the last', () => {
-    expect(walk(planRetryTopology(handler()), 6, 'order.created')).toEqual([
-      'orders.retry.1',
-      'orders.retry.2',
-      'orders.retry.3',
-      'orders.retry.3',
-      'orders.retry.3',
-      'orders.retry.3',
-    ]);
+    expect(walk(planRetryTopology(handler()), 6, 'order.created')).toEqual([T('1.1s'), T('2.10s'), T('3.1m'), T('3.1m'), T('3.1m'), T('3.1m')]);
   });
 
   it('works with a single tier and without an exchange (publish to the queue by name)', () => {
     const plan = planRetryTopology(handler(['200ms'], {}));
     expect(plan.exchanges.map((e) => e.name)).not.toContain('shop');
-    expect(walk(plan, 3, 'orders')).toEqual(['orders.retry.1', 'orders.retry.1', 'orders.retry.1']);
+    const only = tierNamed(['200ms'])('1.200ms');
+    expect(walk(plan, 3, 'orders')).toEqual([only, only, only]);
   });
 
   it('returns a retry to its own queue only, never to a sibling bound on the same exchange and key', () => {
     const plan = planRetryTopology(handler());
     const sibling: BindingDeclaration = { source: 'shop', destination: 'billing', destinationType: 'queue', pattern: 'order.*' };
     expect(route(plan, 'shop', 'order.created', [sibling]).sort()).toEqual(['billing', 'orders']);
-    expect(route(plan, 'orders.return', 'orders.after.1', [sibling])).toEqual(['orders']);
+    expect(route(plan, 'orders.return', T('2.10s'), [sibling])).toEqual(['orders']);
   });
 
-  it('unbinds the self-loops that earlier, shorter configurations left on the tiers before the last', () => {
-    expect(planRetryTopology(handler()).unbindings.map((b) => `${b.pattern}->${b.destination}`)).toEqual([
-      'orders.after.1->orders.retry.1',
-      'orders.after.2->orders.retry.2',
-    ]);
+  it('keeps a message on the schedule it started with when the delays change under it', () => {
+    // Bindings of both configurations are on the broker: a message keyed for an old tier stays on old tiers.
+    const [old, next] = [tierNamed(['1s', '10s']), tierNamed(['2s', '20s'])];
+    const before = planRetryTopology(handler(['1s', '10s']));
+    const after = planRetryTopology(handler(['2s', '20s']));
+    const both: TopologyPlan = { ...after, queues: [...after.queues, ...before.queues], bindings: [...after.bindings, ...before.bindings] };
+    expect(route(both, 'orders.dlx', old('2.10s'))).toEqual([old('2.10s')]);
+    expect(route(both, 'orders.dlx', next('2.20s'))).toEqual([next('2.20s')]);
+    // The old first tier's binding to the fanout is what a later start removes (see retry-plan.record).
+    expect(route(both, 'orders.dlx', 'order.created').sort()).toEqual([old('1.1s'), next('1.2s')].sort());
+    expect(route(after, 'orders.dlx', 'order.created')).toEqual([next('1.2s')]);
   });
 });
 
@@ -105,21 +136,14 @@ describe('planRetryTopology with quorum queues', () => {
   it('dead-letters at least once from the queue and from every tier, and sets a delivery limit above the library one', () => {
     const atLeastOnce = { 'x-queue-type': 'quorum', 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' };
     expect(args('orders')).toEqual({ 'x-dead-letter-exchange': 'orders.dlx', ...atLeastOnce, 'x-delivery-limit': 20 });
-    expect(args('orders.retry.1')).toMatchObject(atLeastOnce);
-    expect(args('orders.retry.2')).toMatchObject(atLeastOnce);
+    const [first, second] = tierQueues(handler(['1s', '2s']));
+    expect(args(first)).toMatchObject(atLeastOnce);
+    expect(args(second)).toMatchObject(atLeastOnce);
     expect(args('orders.error')).toEqual({ 'x-queue-type': 'quorum' });
   });
 
   it('routes failures exactly as with classic queues', () => {
-    expect(walk(plan, 3, 'order.created')).toEqual(['orders.retry.1', 'orders.retry.2', 'orders.retry.2']);
-  });
-});
-
-describe('staleTierUnbindings', () => {
-  it('cuts every route into a tier that is no longer configured', () => {
-    expect(staleTierUnbindings('orders', 4).map((b) => `${b.source}:${b.pattern}->${b.destination}`)).toEqual([
-      'orders.dlx:orders.after.3->orders.retry.4',
-      'orders.dlx:orders.after.4->orders.retry.4',
-    ]);
+    const [first, second] = tierQueues(handler(['1s', '2s']));
+    expect(walk(plan, 3, 'order.created')).toEqual([first, second, second]);
   });
 });

@@ -1,43 +1,53 @@
+import { createHash } from 'node:crypto';
 import { QUORUM_DELIVERY_LIMIT } from './delivery.decision.js';
+import { formatDuration } from './duration.js';
 import type { HandlerConfig } from './handler-config.js';
-import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
+import type { TopologyPlan } from './topology.types.js';
 
 /** The names derived from a business queue Q. */
 export const retryNames = (queue: string) => ({
   deadLetterExchange: `${queue}.dlx`,
   firstFailureExchange: `${queue}.dlx.first`,
   returnExchange: `${queue}.return`,
-  tierQueue: (tier: number) => `${queue}.retry.${tier}`,
-  afterTierKey: (tier: number) => `${queue}.after.${tier}`,
+  /** Holds one message: the tier queues the last start applied (see RetryPlanRecord). */
+  planQueue: `${queue}.retry.plan`,
 });
 
+/** A short, stable digest of the delays from a tier to the last, so that its name carries all that defines it. */
+const scheduleId = (delaysMs: readonly number[]) => createHash('sha256').update(delaysMs.join(',')).digest('hex').slice(0, 6);
+
 /**
- * The retry topology of one handler (see DESIGN.md section 1):
+ * The tier queues of a handler, tier 1 first: `Q.retry.<position>.<delay>.<schedule>`. A tier's arguments are its
+ * delay and the name of the next tier, which depends on every later delay; the name carries all of them (the last
+ * part digests the delays from this tier on), so any change of configuration makes new queues, never a 406.
+ * @example tierQueues({ queue: 'orders', delaysMs: [1000, 10000] }) // ['orders.retry.1.1s.<id>', 'orders.retry.2.10s.<id>']
+ */
+export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): string[] =>
+  handler.delaysMs.map((delay, i) => `${handler.queue}.retry.${i + 1}.${formatDuration(delay)}.${scheduleId(handler.delaysMs.slice(i))}`);
+
+/**
+ * The retry topology of one handler (see DESIGN.md section 1), with T_k the k-th of tierQueues():
  *
  *   E --key--> Q --nack--> Q.dlx (direct; alternate exchange Q.dlx.first)
- *     Q.dlx.first (fanout) --> Q.retry.1              first failure: the publisher's key is unknown to Q.dlx
- *     Q.dlx --Q.after.k--> Q.retry.(k+1), Q.after.N --> Q.retry.N (the last tier repeats)
- *   Q.retry.k (TTL delay_k) --expires, key Q.after.k--> Q.return (fanout) --> Q only
+ *     Q.dlx.first (fanout) --> T_1               first failure: the publisher's key matches no binding of Q.dlx
+ *     Q.dlx --T_k--> T_k                          every tier is bound by its own name
+ *   T_k (TTL delay_k) --expires, key T_(k+1) (the last tier: its own name)--> Q.return (fanout) --> Q only
  *
- * Tier queues are named by position, not by delay: a tier named by its delay would stay bound to the fanout
- * Q.dlx.first after the delay changed, and every first failure would then wait in two tiers and come back twice.
- * A changed delay therefore surfaces as a TopologyMismatchError on Q.retry.k, whose message says how to proceed.
+ * So a failing message carries the name of its next tier as its routing key, and Q.dlx routes by names alone: a
+ * binding can never point a message at the wrong tier, whatever configurations came before. Changing delays
+ * creates new tiers; messages waiting in the old ones finish the old schedule (their keys name old tiers, which
+ * keep their bindings). The one binding that can go stale is Q.dlx.first's to the old first tier, which the plan
+ * record lets a later start remove (planTierRetirement).
  */
 export function planRetryTopology(handler: HandlerConfig): TopologyPlan {
-  const { queue, delaysMs } = handler;
+  const { queue } = handler;
   const names = retryNames(queue);
-  const tiers = delaysMs.length;
-  const tierBinding = (key: number, tier: number): BindingDeclaration => ({
-    source: names.deadLetterExchange,
-    destination: names.tierQueue(tier),
-    destinationType: 'queue',
-    pattern: names.afterTierKey(key),
-  });
-
+  const tiers = tierQueues(handler);
   // Quorum queues dead-letter at least once (the message leaves only when the target took it), which needs
   // reject-publish overflow; without it the broker may drop a dead letter that the target could not take.
   const quorum = handler.queueType === 'quorum';
   const safeDeadLettering = quorum ? { 'x-queue-type': 'quorum', 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' } : {};
+
   const exchanges: TopologyPlan['exchanges'] = [
     ...(handler.exchange ? [{ name: handler.exchange, type: handler.exchangeType }] : []),
     { name: names.firstFailureExchange, type: 'fanout' },
@@ -53,41 +63,25 @@ export function planRetryTopology(handler: HandlerConfig): TopologyPlan {
         ...(quorum ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
       },
     },
-    ...delaysMs.map((delay, i) => ({
-      name: names.tierQueue(i + 1),
+    ...tiers.map((name, i) => ({
+      name,
       arguments: {
-        'x-message-ttl': delay,
+        'x-message-ttl': handler.delaysMs[i],
         'x-dead-letter-exchange': names.returnExchange,
-        'x-dead-letter-routing-key': names.afterTierKey(i + 1),
+        'x-dead-letter-routing-key': tiers[Math.min(i + 1, tiers.length - 1)], // the last tier repeats
         ...safeDeadLettering,
       },
     })),
     { name: handler.errorQueue, arguments: quorum ? { 'x-queue-type': 'quorum' } : {} },
+    { name: names.planQueue, arguments: quorum ? { 'x-queue-type': 'quorum' } : {} },
   ];
-  const bindings: BindingDeclaration[] = [
+  const bindings: TopologyPlan['bindings'] = [
     ...(handler.exchange
       ? handler.routingKeys.map((pattern) => ({ source: handler.exchange as string, destination: queue, destinationType: 'queue' as const, pattern }))
       : []),
     { source: names.returnExchange, destination: queue, destinationType: 'queue', pattern: '' },
-    { source: names.firstFailureExchange, destination: names.tierQueue(1), destinationType: 'queue', pattern: '' },
-    ...delaysMs.map((_, i) => (i + 1 < tiers ? tierBinding(i + 1, i + 2) : tierBinding(tiers, tiers))),
+    { source: names.firstFailureExchange, destination: tiers[0], destinationType: 'queue', pattern: '' },
+    ...tiers.map((name) => ({ source: names.deadLetterExchange, destination: name, destinationType: 'queue' as const, pattern: name })),
   ];
-  // A tier that was the last one under an earlier configuration kept its self-loop; with more tiers now it would
-  // send the message to both itself and the next tier.
-  const unbindings = delaysMs.slice(0, -1).map((_, i) => tierBinding(i + 1, i + 1));
-  return { exchanges, queues, bindings, unbindings };
-}
-
-/**
- * The bindings that route into tier `tier` of `queue` when it is no longer part of the configuration (there are
- * fewer tiers now). Removing them leaves the old tier to drain: its messages still return to Q when they expire.
- */
-export function staleTierUnbindings(queue: string, tier: number): BindingDeclaration[] {
-  const names = retryNames(queue);
-  return [tier - 1, tier].map((key) => ({
-    source: names.deadLetterExchange,
-    destination: names.tierQueue(tier),
-    destinationType: 'queue' as const,
-    pattern: names.afterTierKey(key),
-  }));
+  return { exchanges, queues, bindings };
 }

@@ -17,13 +17,9 @@ export interface BindingDeclaration {
   pattern: string;
 }
 
-/**
- * Exchanges first, then queues (whose dead-letter exchanges then exist), then bindings. `unbindings` remove
- * bindings that an earlier configuration may have left and that would now route a message twice.
- */
+/** Exchanges first, then queues (whose dead-letter exchanges then exist), then bindings. */
 export interface TopologyPlan {
   readonly exchanges: readonly ExchangeDeclaration[];
   readonly queues: readonly QueueDeclaration[];
   readonly bindings: readonly BindingDeclaration[];
-  readonly unbindings: readonly BindingDeclaration[];
 }

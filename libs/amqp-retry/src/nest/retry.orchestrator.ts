@@ -4,10 +4,11 @@ import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
 import { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer, type DeliveryHandler } from '../amqp/queue.consumer.js';
 import { RetryDeliveryHandler } from '../amqp/retry-delivery.handler.js';
-import { declareTopology, retireStaleTiers } from '../amqp/topology.declarer.js';
+import { retireOldTiers } from '../amqp/tier-retirement.js';
+import { declareTopology } from '../amqp/topology.declarer.js';
 import { formatDuration } from '../core/duration.js';
 import type { ModuleConfig } from '../core/module-config.js';
-import { planRetryTopology } from '../core/retry-topology.plan.js';
+import { planRetryTopology, tierQueues } from '../core/retry-topology.plan.js';
 import { RetryConnectionHost } from './retry-connection.host.js';
 import { RetryHandlerExplorer, type DiscoveredHandler } from './retry-handler.explorer.js';
 import { RETRY_MODULE_CONFIG } from './retry.constants.js';
@@ -87,10 +88,14 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
   }
 
   private async declareAll(connection: AmqpConnection): Promise<void> {
+    const publisher = await this.host.parker();
     for (const { config } of this.handlers) {
       await declareTopology(connection, planRetryTopology(config));
-      const retired = await retireStaleTiers(connection, config.queue, config.delaysMs.length);
-      if (retired > 0) this.logger.warn(`"${config.queue}" had ${retired} tier(s) beyond the configured ones; they drain and receive no more`);
+      const { deleted, draining } = await retireOldTiers(connection, publisher, config.queue, tierQueues(config));
+      if (deleted.length > 0) this.logger.log(`"${config.queue}": deleted the empty tiers of an earlier configuration: ${deleted.join(', ')}`);
+      if (draining.length > 0) {
+        this.logger.warn(`"${config.queue}": tiers of an earlier configuration still hold messages and drain to the queue: ${draining.join(', ')}`);
+      }
     }
   }
 
