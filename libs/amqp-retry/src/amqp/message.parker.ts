@@ -42,7 +42,7 @@ export class MessageParker {
     }
     settle.ack();
     this.logger.warn(
-      `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempts): ${errorMessage(details.error)}`,
+      `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`,
     );
   }
 }
