@@ -109,6 +109,34 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     }
   });
 
+  it('keeps trying to recover after a reconnection until the topology can be declared again', async () => {
+    const proxy = await new TcpProxy().start();
+    try {
+      const Handler = handlerFor({ queue }, () => undefined);
+      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
+      const logger = new RecordingLogger();
+      app.useLogger(logger);
+      await proxy.cut();
+      await broker.channel.deleteQueue(queue);
+      await broker.declareQueue(queue); // in the way: without the dead-letter exchange the library declares
+      await proxy.restore();
+      await waitFor(
+        () =>
+          logger.count(/^error Recovery after reconnecting failed \(.*inequivalent arg 'x-dead-letter-exchange'.*\); trying again in \d+ ms$/) >= 2,
+        'failed recoveries',
+      );
+      await broker.channel.deleteQueue(queue); // out of the way
+
+      await waitFor(async () => (await broker.consumers(queue)) === 1, 'the consumer back');
+      await broker.publish('', queue, { n: 1 });
+      await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the message after recovery');
+    } finally {
+      await app?.close();
+      app = undefined;
+      await proxy.stop();
+    }
+  });
+
   it('holds publishes while the connection is down, resolves them when it is back, and bounds the wait', async () => {
     const proxy = await new TcpProxy().start();
     try {

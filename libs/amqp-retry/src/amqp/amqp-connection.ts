@@ -143,10 +143,25 @@ export class AmqpConnection {
       }
       this.attach(model);
       this.logger.log(`Reconnected to RabbitMQ after ${Date.now() - started} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`);
-      for (const listener of this.reconnectListeners) {
-        await listener().catch((error: unknown) => this.logger.error(`Recovery after reconnecting failed: ${errorMessage(error)}`));
-      }
+      await this.recover(model);
       return;
+    }
+  }
+
+  /**
+   * Runs the reconnect listeners until they all succeed (they are idempotent: declare, resume), with the same
+   * backoff, as long as this connection lives; a broker that has just restarted may refuse a declaration for a moment.
+   */
+  private async recover(model: ChannelModel): Promise<void> {
+    for (let attempt = 1; this.model === model && !this.closing; attempt++) {
+      try {
+        for (const listener of this.reconnectListeners) await listener();
+        return;
+      } catch (error) {
+        const delay = reconnectDelay(attempt, this.options.reconnect);
+        this.logger.error(`Recovery after reconnecting failed (${errorMessage(error)}); trying again in ${delay} ms`);
+        await this.sleep(delay);
+      }
     }
   }
 
