@@ -181,6 +181,9 @@ describe('application lifecycle and Nest integration', () => {
       await expect(publisher.publish('', uniqueName('nowhere'), { id: 5 })).rejects.toThrow(PublishError);
       await expect(publisher.publish('', uniqueName('nowhere'), { id: 5 })).rejects.toThrow(/returned as unroutable/);
       await expect(publisher.publish(uniqueName('no-exchange'), 'k', { id: 6 })).rejects.toThrow(/did not confirm it .*NOT_FOUND/);
+      await expect(publisher.publish('', queue, undefined)).rejects.toThrow(
+        'RetryPublisher.publish: a payload of type undefined has no JSON form; publish an object, array, string, number, boolean or null',
+      );
       await publisher.publish('', queue, { id: 7 }); // the module's channel survived the failures
       await waitFor(() => handlerOf(app, Handler).calls.length === 2, 'the second call');
     } finally {

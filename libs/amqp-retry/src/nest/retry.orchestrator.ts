@@ -42,6 +42,13 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
     if (this.handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
       const connection = await this.host.connection();
+      // Registered first, so that a connection lost while this method still runs recovers what was started.
+      connection.onReconnect(async () => {
+        await this.declareAll(connection);
+        await this.host.delayLadder();
+        await Promise.all(this.consumers.map((c) => c.start()));
+        this.logger.log(`Resumed consuming ${this.consumers.length} queue(s)`);
+      });
       await this.declareAll(connection);
       const parker = new MessageParker(await this.host.parker(), this.logger);
       for (const { config, invoke } of this.handlers) {
@@ -58,12 +65,6 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
         await this.startConsumer(connection, ladder.readyQueue, FORWARDER_PREFETCH, () => declareTopology(connection, ladder), forward.handle);
         this.logger.log(`Forwarding due delayed messages from "${ladder.readyQueue}"`);
       }
-      connection.onReconnect(async () => {
-        await this.declareAll(connection);
-        await this.host.delayLadder();
-        await Promise.all(this.consumers.map((c) => c.start()));
-        this.logger.log(`Resumed consuming ${this.consumers.length} queue(s)`);
-      });
     } catch (error) {
       await this.stop();
       await this.host.close();

@@ -33,7 +33,12 @@ export class RetryPublisher {
    */
   async publish(exchange: string, routingKey: string, payload: unknown, options: PublishOptions = {}): Promise<void> {
     const delayMs = options.delay === undefined ? 0 : readDelay(options.delay);
-    const content = Buffer.from(JSON.stringify(payload));
+    const json: string | undefined = JSON.stringify(payload);
+    if (json === undefined)
+      throw new TypeError(
+        `RetryPublisher.publish: a payload of type ${typeof payload} has no JSON form; publish an object, array, string, number, boolean or null`,
+      );
+    const content = Buffer.from(json);
     const properties = {
       contentType: 'application/json',
       persistent: options.persistent ?? true,
