@@ -7,7 +7,7 @@ import { PublishError } from '../errors/publish.error.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import type { Settle } from './queue.consumer.js';
 import { errorMessage } from '../core/error-message.js';
-import { PARK_FAILURE_PAUSE_MS, type MessageParker } from './message.parker.js';
+import { requeueAfterPause, type MessageParker } from './message.parker.js';
 
 const NOT_FOUND = 404;
 
@@ -37,8 +37,7 @@ export class DelayForwardHandler {
     } catch (error) {
       if (error instanceof PublishError && error.brokerCode === NOT_FOUND) return this.park(message, settle, 'undeliverable', error, target);
       this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); it goes back to the queue`);
-      await new Promise((resolve) => setTimeout(resolve, PARK_FAILURE_PAUSE_MS));
-      return settle.nack(true);
+      return requeueAfterPause(settle);
     }
     settle.ack();
   };

@@ -5,8 +5,14 @@ import { parkedPublishOptions, type ParkInput } from '../core/parked-message.js'
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import type { Settle } from './queue.consumer.js';
 
-/** How long a message whose parking failed stays unacknowledged before it is requeued, so that it cannot spin. */
-export const PARK_FAILURE_PAUSE_MS = 1_000;
+/** How long a message that could not be parked or forwarded stays unacknowledged before it is requeued. */
+export const REQUEUE_PAUSE_MS = 1_000;
+
+/** Puts a message back in its queue after a pause, so that a failure that persists cannot make it spin. */
+export async function requeueAfterPause(settle: Settle): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, REQUEUE_PAUSE_MS));
+  settle.nack(true);
+}
 
 /** What the parked copy says beyond the delivery itself. */
 export type ParkDetails = Omit<ParkInput, 'properties' | 'now' | 'deliveredExchange' | 'deliveredRoutingKey'> &
@@ -37,8 +43,7 @@ export class MessageParker {
       this.logger.error(
         `Could not park a message from "${details.queue}" in "${errorQueue}" (${errorMessage(publishError)}); it goes back to the queue`,
       );
-      await new Promise((resolve) => setTimeout(resolve, PARK_FAILURE_PAUSE_MS));
-      return settle.nack(true);
+      return requeueAfterPause(settle);
     }
     settle.ack();
     this.logger.warn(

@@ -23,7 +23,7 @@ export interface HandlerConfig {
 const NAME_RESERVE = 32;
 const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
 /** More tiers than this are refused: the last tier repeats, so more attempts need no more tiers. */
-export const MAX_TIERS = 100;
+const MAX_TIERS = 100;
 
 function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, defaultTiers: number, at: (k: string) => string): number[] {
   const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
