@@ -80,15 +80,18 @@ function utf8Fault(bytes: Uint8Array): string | undefined {
 /** Strict UTF-8: a fatal decoder (no silent U+FFFD), which also drops a leading byte-order mark. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-function decodeJson(message: ConsumeMessage): DecodedBody {
-  const contentType: unknown = message.properties.contentType; // amqplib types it as any
-  const contentProblem = jsonContentTypeProblem(typeof contentType === 'string' ? contentType : undefined);
+/**
+ * Decodes a body as the 'json' deserializer does: the content type must be absent or JSON with no charset other than
+ * UTF-8, the bytes strict UTF-8 (a leading byte-order mark is dropped), the text JSON. Never throws.
+ */
+export function decodeJsonBody(content: Buffer, contentType: string | undefined): DecodedBody {
+  const contentProblem = jsonContentTypeProblem(contentType);
   if (contentProblem !== undefined) return { ok: false, problem: contentProblem };
   let text: string;
   try {
-    text = UTF8.decode(message.content);
+    text = UTF8.decode(content);
   } catch {
-    const fault = utf8Fault(message.content);
+    const fault = utf8Fault(content);
     return { ok: false, problem: `body is not valid UTF-8${fault === undefined ? '' : ` (${fault})`}` };
   }
   if (text.trim() === '') return { ok: false, problem: `body is not valid JSON: it is ${text === '' ? 'empty' : 'only whitespace'}` };
@@ -105,7 +108,10 @@ function decodeJson(message: ConsumeMessage): DecodedBody {
  * throws, so a bad body is parked, never retried: it would fail the same way on every attempt.
  */
 export function decodeBody(message: ConsumeMessage, deserializer: Deserializer = 'json'): DecodedBody {
-  if (deserializer === 'json') return decodeJson(message);
+  if (deserializer === 'json') {
+    const contentType: unknown = message.properties.contentType; // amqplib types it as any
+    return decodeJsonBody(message.content, typeof contentType === 'string' ? contentType : undefined);
+  }
   if (deserializer === 'raw') return { ok: true, payload: message.content };
   if (typeof deserializer !== 'function') {
     // Only reachable from JavaScript or a cast; said here too so that a typo parks with a clear reason.

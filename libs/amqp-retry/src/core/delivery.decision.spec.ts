@@ -1,36 +1,160 @@
+import type { ConsumeMessage, MessageProperties } from 'amqplib';
 import { NonRetryableError } from '../errors/non-retryable.error.js';
-import { decideAfterFailure, decideBeforeHandling, QUORUM_DELIVERY_LIMIT, REDELIVERY_LIMIT, retryabilityOf } from './delivery.decision.js';
+import {
+  type BeforeHandlingInput,
+  decideAfterFailure,
+  decideBeforeHandling,
+  QUORUM_DELIVERY_LIMIT,
+  REDELIVERY_LIMIT,
+  retryabilityOf,
+} from './delivery.decision.js';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
+const rejected = (count: number, queue = 'orders') => ({ queue, reason: 'rejected', count, exchange: 'shop', 'routing-keys': ['order.created'] });
+
+const message = (content: Buffer | string, headers?: Record<string, unknown>, contentType?: string): ConsumeMessage => ({
+  content: typeof content === 'string' ? Buffer.from(content) : content,
+  fields: { deliveryTag: 1, redelivered: false, exchange: 'shop', routingKey: 'order.created', consumerTag: 'c' },
+  properties: { headers, contentType } as MessageProperties,
+});
+
+/** A delivery of `orders` (maxAttempts 3, classic) that already failed `failures` times. */
+const input = (
+  over: Partial<BeforeHandlingInput> & { failures?: number; headers?: Record<string, unknown>; body?: Buffer | string } = {},
+): BeforeHandlingInput => {
+  const { failures = 0, headers, body = json({ id: 7 }), ...rest } = over;
+  const history = failures > 0 ? { 'x-death': [rejected(failures), { ...rejected(failures, 'orders.retry.1'), reason: 'expired' }] } : {};
+  return { message: message(body, { ...history, ...headers }), queue: 'orders', maxAttempts: 3, queueType: 'classic', ...rest };
+};
+
 describe('decideBeforeHandling', () => {
-  it('hands the parsed body to the handler', () => {
-    expect(decideBeforeHandling(json({ id: 7 }), 1, 3)).toEqual({ action: 'handle', payload: { id: 7 } });
+  it('hands the parsed body to the handler on the first attempt', () => {
+    expect(decideBeforeHandling(input())).toEqual({ action: 'handle', payload: { id: 7 }, attempt: 1, deaths: [] });
+    expect(decideBeforeHandling(input({ message: message(json(1), undefined) }))).toEqual({ action: 'handle', payload: 1, attempt: 1, deaths: [] });
+  });
+
+  it("counts the attempt from the queue's rejected entry and passes the deaths on", () => {
+    const decision = decideBeforeHandling(input({ failures: 2 }));
+    expect(decision).toMatchObject({ action: 'handle', attempt: 3 });
+    expect(decision.deaths.map((d) => [d.queue, d.reason, d.count])).toEqual([
+      ['orders', 'rejected', 2],
+      ['orders.retry.1', 'expired', 2],
+    ]);
+  });
+
+  it('still handles the last attempt', () => {
+    expect(decideBeforeHandling(input({ failures: 2 }))).toMatchObject({ action: 'handle', attempt: 3 });
   });
 
   it.each([['{"id": 7'], [''], ['undefined'], ['\u00ff\u00fe']])('parks %p as malformed without a handler call', (body) => {
-    const decision = decideBeforeHandling(Buffer.from(body), 1, 3);
-    expect(decision).toMatchObject({ action: 'park', reason: 'malformed', handlerCalls: 0 });
+    const decision = decideBeforeHandling(input({ body }));
+    expect(decision).toMatchObject({ action: 'park', reason: 'malformed', handlerCalls: 0, deaths: [] });
     expect(decision.action === 'park' && decision.error.message).toMatch(/^body is not valid JSON: /);
   });
 
-  it('parks as exhausted a message that already had every attempt', () => {
-    expect(decideBeforeHandling(json(1), 5, 3)).toMatchObject({ action: 'park', reason: 'exhausted', handlerCalls: 4 });
+  it('parks a body that is not UTF-8, naming the byte', () => {
+    const decision = decideBeforeHandling(input({ body: Buffer.from([0x7b, 0xff, 0x7d]) }));
+    expect(decision.action === 'park' && [decision.reason, decision.error.message]).toEqual([
+      'malformed',
+      'body is not valid UTF-8 (byte 0xff at offset 1)',
+    ]);
   });
 
-  it('parks a message delivered REDELIVERY_LIMIT times without being settled, without calling the handler', () => {
-    expect(decideBeforeHandling(json(1), 2, 5, REDELIVERY_LIMIT - 1)).toEqual({ action: 'handle', payload: 1 });
-    const decision = decideBeforeHandling(json(1), 2, 5, REDELIVERY_LIMIT);
-    expect(decision).toMatchObject({ action: 'park', reason: 'redelivery-limit', handlerCalls: 1 + REDELIVERY_LIMIT });
-    expect(decision.action === 'park' && decision.error.message).toBe('delivered 10 times without being settled: the handler may crash its process');
+  it('parks a body whose content type is not JSON, unless the handler has another deserializer', () => {
+    const m = message('a=1', {}, 'text/plain');
+    const parked = decideBeforeHandling(input({ message: m }));
+    expect(parked.action === 'park' && parked.error.message).toBe(
+      `content type "text/plain" is not JSON; give the handler a deserializer ('raw' or a function) to accept it`,
+    );
+    expect(decideBeforeHandling(input({ message: m, deserializer: 'raw' }))).toMatchObject({ action: 'handle', payload: m.content });
+    expect(decideBeforeHandling(input({ message: m, deserializer: (content) => content.toString().split('=') }))).toMatchObject({
+      action: 'handle',
+      payload: ['a', '1'],
+    });
+  });
+
+  it('parks when the deserializer throws, counting the handler calls made before', () => {
+    const deserializer = () => {
+      throw new Error('bad protobuf');
+    };
+    const decision = decideBeforeHandling(input({ failures: 1, deserializer }));
+    expect(decision).toMatchObject({ action: 'park', reason: 'malformed', handlerCalls: 1 });
+    expect(decision.action === 'park' && decision.error.message).toBe('the deserializer threw: bad protobuf');
+    expect(decision.deaths).toHaveLength(2);
+  });
+
+  it('parks as exhausted a message that already had every attempt, before reading the body', () => {
+    const decision = decideBeforeHandling(input({ failures: 4, body: 'not json' }));
+    expect(decision).toMatchObject({ action: 'park', reason: 'exhausted', handlerCalls: 4 });
+    expect(decision.action === 'park' && decision.error.message).toBe('already had 4 attempts, and maxAttempts is 3');
+  });
+
+  describe('with a malformed x-death', () => {
+    it.each<[string, unknown, string]>([
+      ['a string element', [rejected(1), 'text'], 'x-death[1] is a string, not a table'],
+      ['a negative count', [rejected(-3)], 'x-death[0].count is -3, not a whole number from 1'],
+      ['a string count', [rejected(1), { ...rejected(1), count: '2' }], 'x-death[1].count is "2", not a whole number from 1'],
+      ['a lone table', rejected(1), 'x-death is a table, not an array of tables'],
+      ['null', null, 'x-death is null, not an array of tables'],
+    ])('parks %s as malformed, naming the problem, without a handler call', (_, header, problem) => {
+      const decision = decideBeforeHandling(input({ headers: { 'x-death': header } }));
+      expect(decision).toMatchObject({ action: 'park', reason: 'malformed', handlerCalls: 0, deaths: [] });
+      expect(decision.action === 'park' && decision.error.message).toBe(
+        `the x-death header is malformed: ${problem}. Only the broker writes it, so the attempt number is unknown; the message is parked so that it is never dead-lettered again (find what publishes it with that header)`,
+      );
+    });
+
+    it('parks before anything else: the redelivery limit, exhaustion, a bad body', () => {
+      const everything = input({
+        queueType: 'quorum',
+        headers: { 'x-death': [rejected(9), 42], 'x-delivery-count': REDELIVERY_LIMIT },
+        body: 'not json',
+      });
+      const decision = decideBeforeHandling(everything);
+      expect(decision.action === 'park' && decision.error.message).toMatch(/^the x-death header is malformed: x-death\[1\] is a number/);
+    });
+  });
+
+  describe('on a quorum queue', () => {
+    it('parks a message delivered REDELIVERY_LIMIT times without being settled, without calling the handler', () => {
+      const at = (count: number) => input({ queueType: 'quorum', maxAttempts: 5, failures: 1, headers: { 'x-delivery-count': count } });
+      expect(decideBeforeHandling(at(REDELIVERY_LIMIT - 1))).toMatchObject({ action: 'handle', attempt: 2 });
+      const decision = decideBeforeHandling(at(REDELIVERY_LIMIT));
+      expect(decision).toMatchObject({ action: 'park', reason: 'redelivery-limit', handlerCalls: 1 + REDELIVERY_LIMIT });
+      expect(decision.deaths).toHaveLength(2);
+      expect(decision.action === 'park' && decision.error.message).toBe(
+        'delivered 10 times without being settled: the handler may crash its process',
+      );
+    });
+
+    it('checks the redelivery limit before exhaustion and the body', () => {
+      const decision = decideBeforeHandling(
+        input({ queueType: 'quorum', failures: 7, body: 'not json', headers: { 'x-delivery-count': REDELIVERY_LIMIT } }),
+      );
+      expect(decision).toMatchObject({ action: 'park', reason: 'redelivery-limit' });
+    });
+
+    it('ignores a forged x-delivery-count that is not a whole number', () => {
+      expect(decideBeforeHandling(input({ queueType: 'quorum', headers: { 'x-delivery-count': '99' } }))).toMatchObject({ action: 'handle' });
+    });
+  });
+
+  it('ignores x-delivery-count on a classic queue, where any publisher can set it', () => {
+    expect(decideBeforeHandling(input({ queueType: 'classic', headers: { 'x-delivery-count': 1_000 } }))).toMatchObject({ action: 'handle' });
   });
 
   it('acts before the broker does: its delivery limit is higher', () => {
     expect(QUORUM_DELIVERY_LIMIT).toBeGreaterThan(REDELIVERY_LIMIT);
   });
 
-  it('still handles the last attempt', () => {
-    expect(decideBeforeHandling(json(1), 3, 3)).toEqual({ action: 'handle', payload: 1 });
+  describe('in the deprecated positional form', () => {
+    it('decides as before, with strict JSON decoding', () => {
+      expect(decideBeforeHandling(json({ id: 7 }), 1, 3)).toEqual({ action: 'handle', payload: { id: 7 } });
+      expect(decideBeforeHandling(json(1), 5, 3)).toMatchObject({ action: 'park', reason: 'exhausted', handlerCalls: 4 });
+      expect(decideBeforeHandling(json(1), 2, 5, REDELIVERY_LIMIT)).toMatchObject({ action: 'park', reason: 'redelivery-limit', handlerCalls: 11 });
+      expect(decideBeforeHandling(Buffer.from([0xff]), 1, 3)).toMatchObject({ action: 'park', reason: 'malformed', handlerCalls: 0 });
+    });
   });
 });
 

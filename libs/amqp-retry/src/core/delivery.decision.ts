@@ -1,11 +1,13 @@
+import type { ConsumeMessage } from 'amqplib';
 import { NonRetryableError } from '../errors/non-retryable.error.js';
-import { errorMessage } from './error-message.js';
-import type { ErrorClass } from './retry-options.js';
+import { decodeBody, decodeJsonBody, type Deserializer } from './body.decoder.js';
+import type { ErrorClass, QueueType } from './retry-options.js';
+import { readDeathHistory, rejectedCount, unsettledDeliveries, type XDeath } from './x-death.parser.js';
 
 /**
  * Why a message was parked, as written to `x-parked-reason`: attempts ran out, the error was non-retryable, the
- * body (or, for a delayed message, its target headers) could not be read, or a delayed message's target exchange
- * no longer exists.
+ * body or the `x-death` header (or, for a delayed message, its target headers) could not be read, a delayed
+ * message's target exchange no longer exists, or a quorum queue delivered it REDELIVERY_LIMIT times unsettled.
  */
 export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit';
 
@@ -19,32 +21,108 @@ export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undelive
 export const REDELIVERY_LIMIT = 10;
 export const QUORUM_DELIVERY_LIMIT = 2 * REDELIVERY_LIMIT;
 
-/** What happens to a delivery before the handler runs. */
-export type BeforeHandling = { action: 'handle'; payload: unknown } | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number };
-
-/** What happens to a delivery whose handler failed. */
-export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };
+/** What decideBeforeHandling needs to know of a delivery and its handler. */
+export interface BeforeHandlingInput {
+  /** The delivery as amqplib gave it; its body, content type and headers are read. */
+  message: ConsumeMessage;
+  /** The handler's business queue, whose `rejected` entry in `x-death` counts the attempts. */
+  queue: string;
+  maxAttempts: number;
+  /** Decides whether `x-delivery-count` is trusted (quorum) or ignored (classic: publishers can set it). */
+  queueType: QueueType;
+  /** How the body becomes the payload; default 'json'. */
+  deserializer?: Deserializer;
+}
 
 /**
- * Decides whether a delivery reaches the handler. A body that is not JSON is parked as malformed (the handler is
- * never called); a message that has already had every attempt (maxAttempts lowered since it failed) is parked as
- * exhausted rather than called once more; one delivered REDELIVERY_LIMIT times without being settled is parked too.
+ * What happens to a delivery before the handler runs: the handler gets the payload on this attempt (1-based), or
+ * the message is parked. `deaths` is the broker's death history, empty when the header was malformed.
  */
-export function decideBeforeHandling(content: Buffer, attempt: number, maxAttempts: number, unsettledDeliveries = 0): BeforeHandling {
-  if (unsettledDeliveries >= REDELIVERY_LIMIT) {
-    const error = new Error(`delivered ${unsettledDeliveries} times without being settled: the handler may crash its process`);
-    return { action: 'park', reason: 'redelivery-limit', error, handlerCalls: attempt - 1 + unsettledDeliveries };
+export type BeforeHandling =
+  | { action: 'handle'; payload: unknown; attempt: number; deaths: XDeath[] }
+  | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number; deaths: XDeath[] };
+
+/** The result of the deprecated positional form of decideBeforeHandling. */
+export type LegacyBeforeHandling =
+  { action: 'handle'; payload: unknown } | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number };
+
+/** The delivery's headers, if amqplib gave a table (it types them as any). */
+function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined {
+  const headers: unknown = message.properties.headers;
+  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : undefined;
+}
+
+function decide(input: BeforeHandlingInput): BeforeHandling {
+  const { message, queue, maxAttempts } = input;
+  const headers = headersOf(message);
+  // First, before anything that could nack: the broker must never dead-letter a forged history again (RabbitMQ 3.10
+  // crashes the queue process on a non-table entry), and without a history the attempt number is unknown.
+  const history = readDeathHistory(headers?.['x-death']);
+  if (!history.ok) {
+    const error = new Error(
+      `the x-death header is malformed: ${history.problem}. Only the broker writes it, so the attempt number is unknown; the message is parked so that it is never dead-lettered again (find what publishes it with that header)`,
+    );
+    return { action: 'park', reason: 'malformed', error, handlerCalls: 0, deaths: [] };
+  }
+  const { deaths } = history;
+  const attempt = 1 + rejectedCount(deaths, queue);
+  const unsettled = unsettledDeliveries(headers, input.queueType);
+  const early = earlyPark(attempt, maxAttempts, unsettled);
+  if (early !== undefined) return { ...early, deaths };
+  const body = decodeBody(message, input.deserializer);
+  if (!body.ok) return { action: 'park', reason: 'malformed', error: new Error(body.problem), handlerCalls: attempt - 1, deaths };
+  return { action: 'handle', payload: body.payload, attempt, deaths };
+}
+
+/** The parks that come before the body is read: too many unsettled deliveries (quorum only), then no attempts left. */
+function earlyPark(
+  attempt: number,
+  maxAttempts: number,
+  unsettled: number,
+): { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number } | undefined {
+  if (unsettled >= REDELIVERY_LIMIT) {
+    const error = new Error(`delivered ${unsettled} times without being settled: the handler may crash its process`);
+    return { action: 'park', reason: 'redelivery-limit', error, handlerCalls: attempt - 1 + unsettled };
   }
   if (attempt > maxAttempts) {
     const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${maxAttempts}`);
     return { action: 'park', reason: 'exhausted', error, handlerCalls: attempt - 1 };
   }
-  try {
-    return { action: 'handle', payload: JSON.parse(content.toString('utf8')) };
-  } catch (error) {
-    return { action: 'park', reason: 'malformed', error: new Error(`body is not valid JSON: ${errorMessage(error)}`), handlerCalls: 0 };
-  }
+  return undefined;
 }
+
+/**
+ * Decides whether a delivery reaches the handler, in this order:
+ * 1. an `x-death` header the broker did not write parks the message as malformed (see readDeathHistory);
+ * 2. on a quorum queue, a message delivered REDELIVERY_LIMIT times without being settled parks as 'redelivery-limit';
+ * 3. a message that already had every attempt (maxAttempts lowered since it failed) parks as exhausted;
+ * 4. a body the deserializer cannot read parks as malformed (see decodeBody).
+ * Otherwise the handler runs with the payload. The attempt number is 1 + the count of the queue's `rejected` entry.
+ * Never throws.
+ */
+export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling;
+/**
+ * @deprecated Give a BeforeHandlingInput: this form cannot check the death history, the content type or the queue
+ * type, and always decodes JSON. Kept until the consumer is moved over.
+ */
+export function decideBeforeHandling(content: Buffer, attempt: number, maxAttempts: number, unsettledDeliveries?: number): LegacyBeforeHandling;
+export function decideBeforeHandling(
+  input: BeforeHandlingInput | Buffer,
+  attempt = 1,
+  maxAttempts = 1,
+  unsettled = 0,
+): BeforeHandling | LegacyBeforeHandling {
+  if (!Buffer.isBuffer(input)) return decide(input);
+  const early = earlyPark(attempt, maxAttempts, unsettled);
+  if (early !== undefined) return early;
+  const body = decodeJsonBody(input, undefined);
+  return body.ok
+    ? { action: 'handle', payload: body.payload }
+    : { action: 'park', reason: 'malformed', error: new Error(body.problem), handlerCalls: 0 };
+}
+
+/** What happens to a delivery whose handler failed. */
+export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };
 
 /**
  * Decides between another attempt and parking. `tier` is 1-based: the failure of attempt n waits in tier n, and
