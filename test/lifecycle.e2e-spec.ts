@@ -180,7 +180,7 @@ describe('application lifecycle and Nest integration', () => {
       expect(properties.messageId).toMatch(/^[0-9a-f-]{36}$/);
       await expect(publisher.publish('', uniqueName('nowhere'), { id: 5 })).rejects.toThrow(PublishError);
       await expect(publisher.publish('', uniqueName('nowhere'), { id: 5 })).rejects.toThrow(/returned as unroutable/);
-      await expect(publisher.publish(uniqueName('no-exchange'), 'k', { id: 6 })).rejects.toThrow(/did not confirm it .*NOT_FOUND/);
+      await expect(publisher.publish(uniqueName('no-exchange'), 'k', { id: 6 })).rejects.toThrow(/closed the channel over it .*NOT_FOUND/);
       await expect(publisher.publish('', queue, undefined)).rejects.toThrow(
         'RetryPublisher.publish: a payload of type undefined has no JSON form; publish an object, array, string, number, boolean or null',
       );

@@ -1,5 +1,6 @@
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
+import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose } from '../core/publish-outcome.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { AmqpConnection } from './amqp-connection.js';
 import { findReturnedPublish, type PendingPublish } from './returned-publish.js';
@@ -8,27 +9,47 @@ interface OpenChannel {
   channel: ConfirmChannel;
   /** Mandatory publishes awaiting their confirm, in publish order (a Set iterates in insertion order). */
   pending: Set<PendingPublish>;
-  /** Why the broker closed the channel (e.g. "NOT_FOUND - no exchange 'x'"), once it has. */
+  /** Why and with which code the broker closed the channel, once it has (the 'error' event comes before 'close'). */
   closedBecause?: string;
   closedWithCode?: number;
+  /** Set while the socket's write buffer is full: publishes wait for 'drain' instead of piling up in memory. */
+  drained?: Promise<void>;
 }
 
-/** How publishes behave while the connection is down. */
+/** How publishes behave while the connection is down, blocked or slow. */
 export interface PublishLimits {
-  /** How long a publish waits for the connection before it rejects. */
+  /** How long a publish may take in all: waiting for the connection, for the socket, and re-sends. */
   timeoutMs: number;
-  /** How many publishes may wait at once; more reject at once. Never an unbounded queue in memory. */
+  /** How many publishes may wait for the connection at once; more reject at once. Never an unbounded queue in memory. */
   bufferSize: number;
+  /** How long one send waits for the broker's confirm; a broker that blocks publishers (memory or disk alarm) never sends it. */
+  confirmTimeoutMs: number;
 }
+
+/** What became of one send on one channel. */
+type SendOutcome =
+  | { kind: 'confirmed' }
+  | { kind: 'failed'; failure: PublishFailure }
+  | { kind: 'closed'; reason?: string; code?: number }
+  | { kind: 'timeout' };
+
+/** A publish is sent at most this many times when channels keep closing under it for reasons that do not name it. */
+const MAX_SENDS = 3;
 
 /**
  * Publishes on a confirm channel; each publish settles when the broker has taken responsibility for the message.
- * The broker closes a channel on some publish errors (a missing exchange is a 404), and a lost connection closes
- * them all: the next publish then opens a new one, waiting for the connection within the limits.
+ *
+ * One publish's failure never fails its neighbours. The broker closes the whole channel over one bad publish (a
+ * missing exchange is a 404, a forbidden one a 403), and amqplib then fails every unconfirmed publish on it, although
+ * the broker had routed many of them. So a close is judged per publish: the one it names fails with the broker's
+ * code; the others are sent again on a fresh channel (their outcome is unknown: at least once, never lost).
+ * A lost connection likewise re-sends once it is back. Every publish is bounded in time: `timeoutMs` in all, and
+ * `confirmTimeoutMs` per send, so a broker that blocks publishers gives a clear error instead of a hang.
  */
 export class ConfirmPublisher {
   private current?: Promise<OpenChannel>;
   private waiting = 0;
+  private closed = false;
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -36,54 +57,115 @@ export class ConfirmPublisher {
   ) {}
 
   /**
-   * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, the channel closed
-   * first, or (with `mandatory`, the default) no queue took it.
+   * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, closed the channel
+   * over it, (with `mandatory`, the default) no queue took it, or no confirm came in time.
    */
   async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}): Promise<void> {
     const fail = (reason: string, code?: number) => new PublishError(exchange, routingKey, reason, code);
-    const open = await this.ready().catch((error: unknown) => {
-      throw fail(errorMessage(error));
-    });
+    const deadline = Date.now() + this.limits.timeoutMs;
     const mandatory = options.mandatory ?? true;
-    const pending: PendingPublish = { exchange, routingKey, messageId: options.messageId, content, returned: false };
-    if (mandatory) open.pending.add(pending);
-    return new Promise<void>((resolve, reject) => {
-      const settle = (error: unknown) => {
-        open.pending.delete(pending);
-        if (error) return reject(fail(`the broker did not confirm it (${open.closedBecause ?? errorMessage(error)})`, open.closedWithCode));
-        if (pending.returned) return reject(fail('no queue is bound to receive it (returned as unroutable)'));
-        resolve();
-      };
-      try {
-        open.channel.publish(exchange, routingKey, content, { ...options, mandatory }, settle);
-      } catch (error) {
-        open.pending.delete(pending);
-        reject(fail(errorMessage(error)));
+    let lastClose = '';
+    for (let send = 1; ; send++) {
+      if (this.closed) throw fail('the publisher is closed (the application is shutting down)');
+      const open = await this.ready(deadline).catch((error: unknown) => {
+        throw fail(lastClose ? `${lastClose}; then ${errorMessage(error)}` : errorMessage(error));
+      });
+      const outcome = await this.sendOnce(open, exchange, routingKey, content, { ...options, mandatory });
+      switch (outcome.kind) {
+        case 'confirmed':
+          return;
+        case 'failed':
+          throw fail(outcome.failure.reason, outcome.failure.code);
+        case 'timeout':
+          throw fail(
+            `the broker did not confirm it within ${this.limits.confirmTimeoutMs} ms (is it blocking publishers over a memory or disk alarm?); it may or may not have been delivered`,
+          );
+        case 'closed': {
+          const verdict = publishOutcomeAfterClose(classifyChannelClose(outcome.reason, outcome.code), exchange);
+          if (verdict.action === 'fail') throw fail(verdict.reason, verdict.code);
+          lastClose = `the channel closed before the broker confirmed it (${outcome.reason ?? 'connection lost'})`;
+          if (send >= MAX_SENDS || Date.now() >= deadline) throw fail(`${lastClose}, ${send} time${send === 1 ? '' : 's'}`, outcome.code);
+        }
       }
-    });
+    }
   }
 
+  /** Rejects every later publish; closes the channel. Publishes awaiting a confirm settle with the channel. */
   async close(): Promise<void> {
+    this.closed = true;
     const current = this.current;
     this.current = undefined;
     const open = await current?.catch(() => undefined);
     await open?.channel.close().catch(() => undefined); // already closed with the connection
   }
 
-  /** The channel, once the connection is up: each publish that has to wait for it takes a place in the buffer. */
-  private async ready(): Promise<OpenChannel> {
+  private async sendOnce(open: OpenChannel, exchange: string, routingKey: string, content: Buffer, options: Options.Publish): Promise<SendOutcome> {
+    const pending: PendingPublish = { exchange, routingKey, messageId: options.messageId, content, returned: false };
+    if (options.mandatory) open.pending.add(pending);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await new Promise<SendOutcome>((resolve) => {
+        timer = setTimeout(() => resolve({ kind: 'timeout' }), this.limits.confirmTimeoutMs);
+        const settle = (error: unknown) => {
+          if (!error) {
+            if (pending.returned) resolve({ kind: 'failed', failure: { reason: 'no queue is bound to receive it (returned as unroutable)' } });
+            else resolve({ kind: 'confirmed' });
+          } else if (errorMessage(error) === 'message nacked') {
+            resolve({ kind: 'failed', failure: { reason: 'the broker nacked it (a queue at its length limit, or an internal error)' } });
+          } else {
+            resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
+          }
+        };
+        try {
+          if (!open.channel.publish(exchange, routingKey, content, options, settle)) this.awaitDrain(open);
+        } catch (error) {
+          // amqplib refuses before writing anything: a header table it cannot encode, a closed channel.
+          if (open.closedBecause !== undefined || /closed/i.test(errorMessage(error))) resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
+          else resolve({ kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
+        }
+      });
+    } finally {
+      clearTimeout(timer);
+      open.pending.delete(pending);
+    }
+  }
+
+  /** The write buffer is full: later publishes wait for it to drain (or for the channel to close). */
+  private awaitDrain(open: OpenChannel): void {
+    open.drained ??= new Promise<void>((resolve) => {
+      const done = () => {
+        open.channel.off('drain', done);
+        open.channel.off('close', done);
+        open.drained = undefined;
+        resolve();
+      };
+      open.channel.on('drain', done);
+      open.channel.on('close', done);
+    });
+  }
+
+  /** A channel ready to write to: the connection up, the socket drained; within the publish's deadline. */
+  private async ready(deadline: number): Promise<OpenChannel> {
     if (!this.connection.isConnected) {
       if (this.waiting >= this.limits.bufferSize) {
         throw new Error(`the connection is down and ${this.waiting} publishes already wait for it (publishBufferSize)`);
       }
       this.waiting++;
       try {
-        await this.connection.whenConnected(this.limits.timeoutMs);
+        await this.connection.whenConnected(Math.max(0, deadline - Date.now()));
       } finally {
         this.waiting--;
       }
     }
-    return this.channel();
+    const open = await this.channel();
+    while (open.drained) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`the connection's write buffer stayed full for ${this.limits.timeoutMs} ms (publishTimeout)`);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([open.drained, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+      clearTimeout(timer);
+    }
+    return open;
   }
 
   private channel(): Promise<OpenChannel> {
