@@ -1,7 +1,8 @@
-import type { Logger } from '@nestjs/common';
 import type { Channel, ConsumeMessage } from 'amqplib';
+import { DeliveryGate } from '../core/delivery.gate.js';
 import { errorMessage } from '../core/error-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
+import type { RetryLogger } from '../core/retry-logger.js';
 import { AckBatcher } from './ack.batcher.js';
 import type { AmqpConnection } from './amqp-connection.js';
 
@@ -12,18 +13,36 @@ export interface Settle {
   nack(requeue: boolean): void;
 }
 
-/** Handles one delivery and settles it through `settle`; a rejection is logged (the message stays unacked). */
-export type DeliveryHandler = (message: ConsumeMessage, settle: Settle) => Promise<void>;
+/**
+ * Handles one delivery and settles it through `settle`; a rejection is logged (the message stays unacked). `signal`
+ * aborts when the delivery can no longer be settled (its channel is gone) or the shutdown timeout has passed.
+ */
+export type DeliveryHandler = (message: ConsumeMessage, settle: Settle, signal: AbortSignal) => Promise<void>;
 
 export interface QueueConsumerOptions {
   queue: string;
   prefetch: number;
   connection: AmqpConnection;
-  logger: Logger;
+  logger: RetryLogger;
   /** Spacing of the attempts to resume after the broker closed the channel or cancelled the consumer. */
   resume: ReconnectPolicy;
   /** Declares the queue's topology again before resuming (it may have been deleted). */
   redeclare: () => Promise<unknown>;
+  /**
+   * A delivery that may have crashed its process before (a quorum queue's redelivery): handled alone, with nothing
+   * else unsettled where possible, so that a crash counts against it only. Absent: no delivery is suspect.
+   */
+  isSuspect?: (message: ConsumeMessage) => boolean;
+}
+
+/** One channel's life: what it delivered and settles, and a signal that aborts when it is gone. */
+interface Subscription {
+  channel: Channel;
+  batcher: AckBatcher;
+  abort: AbortController;
+  consumerTag?: string;
+  /** Prefetch 1 while suspects are about (quorum): a crash then finds only the suspect unsettled. */
+  careful: boolean;
 }
 
 /**
@@ -33,50 +52,83 @@ export interface QueueConsumerOptions {
  * The channel can die under it: with the connection (the connection's recovery calls `start()` again) or alone,
  * closed by the broker, or its consumer be cancelled (the queue was deleted): then it declares the topology again
  * and resumes, with backoff. Deliveries of a dead channel are never settled on another one (acks are valid only
- * on the channel that delivered): the broker requeued them, and they come back redelivered.
+ * on the channel that delivered): the broker requeued them, and they come back redelivered. Their handlers are told
+ * through their AbortSignal, and still count toward `prefetch` until they return.
+ *
+ * Suspects (see `isSuspect`): a quorum queue counts every delivery that was not settled, so when a poison message
+ * crashes the process, everything unsettled beside it is counted too. A suspect therefore runs alone, and the
+ * consumer drops to prefetch 1 until a delivery that is not suspect shows the redeliveries are through (the queue
+ * hands back returned messages first): a poison message then crashes with nothing beside it, and only it nears the
+ * redelivery limit.
  */
 export class QueueConsumer {
-  private channel?: Channel;
-  private batcher?: AckBatcher;
-  private consumerTag?: string;
+  private subscription?: Subscription;
+  private starting?: Promise<void>;
+  private switching: Promise<void> = Promise.resolve();
   private stopped = false;
   private resumeAttempt = 0;
   private resumeTimer?: NodeJS.Timeout;
+  private readonly gate: DeliveryGate;
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly options: QueueConsumerOptions,
     private readonly handle: DeliveryHandler,
-  ) {}
+  ) {
+    this.gate = new DeliveryGate(options.prefetch);
+  }
 
-  /** Opens a channel and consumes; does nothing while a channel is open or after stop(). */
-  async start(): Promise<void> {
-    if (this.stopped || this.channel) return;
-    const { connection, queue, prefetch } = this.options;
+  /** True while a channel consumes the queue. */
+  get isConsuming(): boolean {
+    return this.subscription?.consumerTag !== undefined;
+  }
+
+  /** Opens a channel and consumes; does nothing while one is open or opening, or after stop(). */
+  start(): Promise<void> {
+    if (this.stopped || this.subscription) return Promise.resolve();
+    this.starting ??= this.open().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async open(): Promise<void> {
+    const { connection, queue } = this.options;
     const channel = await connection.createChannel(`queue "${queue}"`);
-    const batcher = new AckBatcher(channel, (error) => this.dropped(error));
-    this.channel = channel;
-    this.batcher = batcher;
+    const subscription: Subscription = {
+      channel,
+      batcher: new AckBatcher(channel, (error) => this.dropped(error)),
+      abort: new AbortController(),
+      careful: this.options.isSuspect !== undefined,
+    };
     // The broker closing this channel alone sends a reason first ('error'); a dying connection closes it silently.
     let brokerReason: string | undefined;
     channel.on('error', (error: Error) => (brokerReason = error.message));
-    channel.on('close', () => this.onChannelClosed(channel, brokerReason));
-    await channel.prefetch(prefetch);
-    const { consumerTag } = await channel.consume(queue, (message) => this.track(channel, batcher, message), { noAck: false });
-    this.consumerTag = consumerTag;
+    channel.on('close', () => this.onChannelClosed(subscription, brokerReason));
+    if (this.stopped) return void (await channel.close().catch(() => undefined));
+    this.subscription = subscription;
+    await this.subscribe(subscription);
+    if (this.stopped) return this.closeChannel(subscription); // stop() ran meanwhile: leave no orphan consumer
     this.resumeAttempt = 0;
+  }
+
+  private async subscribe(subscription: Subscription): Promise<void> {
+    const { channel, careful } = subscription;
+    await channel.prefetch(careful ? 1 : this.options.prefetch);
+    const { consumerTag } = await channel.consume(this.options.queue, (message) => this.track(subscription, message, careful), { noAck: false });
+    subscription.consumerTag = consumerTag;
   }
 
   /**
    * Stops taking deliveries, lets the deliveries in flight finish and settle for up to `timeoutMs`, then closes the
-   * channel. Handlers still running then are abandoned: the broker requeues their messages when the channel closes.
+   * channel. Handlers still running then are told through their signal and abandoned: the broker requeues their
+   * messages when the channel closes.
    */
   async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.resumeTimer);
     this.resumeTimer = undefined;
-    const channel = this.channel;
-    if (channel && this.consumerTag) await channel.cancel(this.consumerTag).catch(() => undefined);
+    await this.starting?.catch(() => undefined);
+    const subscription = this.subscription;
+    if (subscription?.consumerTag) await subscription.channel.cancel(subscription.consumerTag).catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       Promise.allSettled([...this.inFlight]).then(() => false),
@@ -87,22 +139,59 @@ export class QueueConsumer {
       this.options.logger.warn(
         `"${this.options.queue}": ${this.inFlight.size} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
       );
+      subscription?.abort.abort(new Error(`the shutdown timeout (${timeoutMs} ms) has passed`));
     }
-    this.batcher?.flush();
-    this.channel = undefined;
-    await channel?.close().catch(() => undefined);
+    if (subscription) await this.closeChannel(subscription);
   }
 
-  private track(channel: Channel, batcher: AckBatcher, message: ConsumeMessage | null): void {
-    if (message === null) return this.onCancelled(channel, batcher);
+  private async closeChannel(subscription: Subscription): Promise<void> {
+    subscription.batcher.flush();
+    if (this.subscription === subscription) this.subscription = undefined;
+    await subscription.channel.close().catch(() => undefined);
+  }
+
+  /** `carefully`: delivered by a consumer at prefetch 1, whose deliveries tell whether the suspects are through. */
+  private track(subscription: Subscription, message: ConsumeMessage | null, carefully: boolean): void {
+    if (message === null) return this.onCancelled(subscription);
+    const { batcher } = subscription;
     batcher.delivered(message);
+    const suspect = this.options.isSuspect?.(message) ?? false;
+    if (!this.stopped && (suspect ? !subscription.careful : subscription.careful && carefully)) this.changePace(subscription, suspect);
     const settle: Settle = { ack: () => batcher.ack(message), nack: (requeue) => batcher.nack(message, requeue) };
-    const work = this.handle(message, settle)
+    const { signal } = subscription.abort;
+    const work = this.gate
+      .enter(suspect)
+      .then(async (pass) => {
+        const detach = () => pass.detach();
+        signal.addEventListener('abort', detach, { once: true });
+        try {
+          if (signal.aborted) return; // the channel died while it waited: the broker redelivers it
+          await this.handle(message, settle, signal);
+        } finally {
+          signal.removeEventListener('abort', detach);
+          pass.leave();
+        }
+      })
       .catch((error: unknown) =>
         this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`),
       )
       .finally(() => this.inFlight.delete(work));
     this.inFlight.add(work);
+  }
+
+  /** Re-subscribes at prefetch 1 (a suspect came) or at full prefetch (the suspects are through). */
+  private changePace(subscription: Subscription, careful: boolean): void {
+    subscription.careful = careful;
+    this.switching = this.switching.then(async () => {
+      if (this.subscription !== subscription || this.stopped || subscription.careful !== careful) return;
+      try {
+        if (subscription.consumerTag) await subscription.channel.cancel(subscription.consumerTag);
+        subscription.consumerTag = undefined;
+        if (this.subscription === subscription && !this.stopped) await this.subscribe(subscription);
+      } catch {
+        // the channel died meanwhile: its close handler takes over
+      }
+    });
   }
 
   private dropped(error: unknown): void {
@@ -111,23 +200,20 @@ export class QueueConsumer {
     );
   }
 
-  private onChannelClosed(channel: Channel, brokerReason: string | undefined): void {
-    if (this.channel !== channel) return;
-    this.channel = undefined;
-    this.consumerTag = undefined;
+  private onChannelClosed(subscription: Subscription, brokerReason: string | undefined): void {
+    subscription.abort.abort(new Error(`the channel consuming "${this.options.queue}" closed${brokerReason ? ` (${brokerReason})` : ''}`));
+    if (this.subscription !== subscription) return;
+    this.subscription = undefined;
     if (brokerReason === undefined) return; // it died with the connection, whose recovery restarts us
     this.scheduleResume(`The broker closed the channel consuming "${this.options.queue}" (${brokerReason})`);
   }
 
   /** The consumer was cancelled by the broker: the old channel settles what it delivered, a new one takes over. */
-  private onCancelled(channel: Channel, batcher: AckBatcher): void {
-    if (this.channel !== channel) return;
-    this.channel = undefined;
-    this.consumerTag = undefined;
-    void Promise.allSettled([...this.inFlight]).then(() => {
-      batcher.flush();
-      return channel.close().catch(() => undefined);
-    });
+  private onCancelled(subscription: Subscription): void {
+    if (this.subscription !== subscription) return;
+    this.subscription = undefined;
+    subscription.consumerTag = undefined;
+    void Promise.allSettled([...this.inFlight]).then(() => this.closeChannel(subscription));
     this.scheduleResume(`The broker cancelled the consumer of "${this.options.queue}" (was the queue deleted?)`);
   }
 

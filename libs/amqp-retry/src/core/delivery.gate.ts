@@ -1,0 +1,78 @@
+/** A handler's place in the gate. */
+export interface GatePass {
+  /** The handler returned: its place is free. */
+  leave(): void;
+  /**
+   * The handler's delivery can no longer be settled (its channel died): it still holds its place until it returns,
+   * but no longer keeps an exclusive handler waiting, since nothing it does can count against the next delivery.
+   */
+  detach(): void;
+}
+
+/**
+ * Admits handlers to run: up to `limit` at once, and an exclusive one only while no other attached handler runs and
+ * none starts beside it. Waiting handlers are admitted in arrival order, so an exclusive one is never starved by a
+ * stream of shared ones behind it.
+ *
+ * The consumer keeps one gate for its whole life, across channels: handlers of a channel that died still run (their
+ * messages are redelivered, their acks dropped) and still count toward `limit`, so a flapping connection cannot
+ * pile up more than `limit` handlers.
+ */
+export class DeliveryGate {
+  private running = 0;
+  private attached = 0;
+  private exclusiveRunning = false;
+  private readonly waiting: Array<{ exclusive: boolean; admit: (pass: GatePass) => void }> = [];
+
+  constructor(private readonly limit: number) {}
+
+  /** How many handlers run now. */
+  get size(): number {
+    return this.running;
+  }
+
+  /** Resolves when the handler may run. */
+  enter(exclusive: boolean): Promise<GatePass> {
+    return new Promise((resolve) => {
+      this.waiting.push({ exclusive, admit: resolve });
+      this.admit();
+    });
+  }
+
+  private pass(exclusive: boolean): GatePass {
+    let attached = true;
+    let running = true;
+    const detach = () => {
+      if (!attached) return;
+      attached = false;
+      this.attached--;
+      if (exclusive) this.exclusiveRunning = false;
+    };
+    return {
+      detach: () => {
+        detach();
+        this.admit();
+      },
+      leave: () => {
+        if (!running) return;
+        running = false;
+        detach();
+        this.running--;
+        this.admit();
+      },
+    };
+  }
+
+  private admit(): void {
+    for (;;) {
+      const next = this.waiting[0];
+      if (!next || this.exclusiveRunning || this.running >= this.limit) return;
+      if (next.exclusive && this.attached > 0) return;
+      this.waiting.shift();
+      this.running++;
+      this.attached++;
+      if (next.exclusive) this.exclusiveRunning = true;
+      next.admit(this.pass(next.exclusive));
+    }
+  }
+}
