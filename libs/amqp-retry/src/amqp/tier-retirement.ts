@@ -1,58 +1,120 @@
 import type { Channel } from 'amqplib';
-import { readPlanRecord, planTierRetirement, type RetryPlanRecord } from '../core/retry-plan.record.js';
-import { retryNames } from '../core/retry-topology.plan.js';
+import type { HandlerConfig } from '../core/handler-config.js';
+import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } from '../core/retry-plan.record.js';
+import { retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import type { AmqpConnection } from './amqp-connection.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 
-/** What a start did with the tiers of earlier configurations. */
+/** What a start did with the tiers of other schedules. */
 export interface Retirement {
-  /** Deleted: they were empty. */
+  /** Deleted: nobody ran their schedule and they were empty. */
   deleted: string[];
-  /** Unbound from the first-failure exchange but still holding messages; deleted by a later start once empty. */
+  /** Nobody runs their schedule, but they still hold messages; deleted by a later start once empty. */
   draining: string[];
+  /** Another running version uses them: left as they are. */
+  kept: string[];
 }
 
 /** Runs one operation that may make the broker close the channel (a 404, a 406) on a channel of its own. */
-async function attempt(connection: AmqpConnection, operation: (channel: Channel) => Promise<unknown>): Promise<boolean> {
+async function attempt<T>(connection: AmqpConnection, operation: (channel: Channel) => Promise<T>): Promise<T | undefined> {
   const channel = await connection.createChannel('tier retirement', true);
   try {
-    await operation(channel);
-    return true;
+    return await operation(channel);
   } catch {
-    return false;
+    return undefined;
   } finally {
     await channel.close().catch(() => undefined); // closed by the broker already
   }
 }
 
-/**
- * Retires the tiers that earlier configurations of this handler left, using the plan queue as the record: read
- * every record there, cut the old first tier off the first-failure exchange, delete the old tiers that are empty,
- * write the new record, and only then ack the old ones. Every step is idempotent and the records are acked last, so
- * a start that fails half-way leaves a record that the next start completes.
- */
-export async function retireOldTiers(connection: AmqpConnection, publisher: ConfirmPublisher, queue: string, tiers: string[]): Promise<Retirement> {
-  const names = retryNames(queue);
+/** Every record in the plan queue, left there (the channel closes without acking them). */
+async function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[]> {
   const reader = await connection.createChannel('retry plan record');
   try {
     const records: RetryPlanRecord[] = [];
-    for (let message = await reader.get(names.planQueue); message; message = await reader.get(names.planQueue)) {
+    for (let message = await reader.get(planQueue); message; message = await reader.get(planQueue)) {
       const record = readPlanRecord(message.content);
       if (record) records.push(record);
     }
-    const previous = records.length ? { tiers: records.flatMap((r) => r.tiers), retiring: records.flatMap((r) => r.retiring) } : undefined;
-    const retirement: Retirement = { deleted: [], draining: [] };
-    for (const tier of planTierRetirement(previous, tiers)) {
-      const exists = await attempt(connection, (channel) => channel.unbindQueue(tier, names.firstFailureExchange, ''));
-      if (!exists) continue; // gone already
-      const deleted = await attempt(connection, (channel) => channel.deleteQueue(tier, { ifEmpty: true }));
-      retirement[deleted ? 'deleted' : 'draining'].push(tier);
-    }
-    const record: RetryPlanRecord = { tiers, retiring: retirement.draining };
-    await publisher.publish('', names.planQueue, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
-    reader.ackAll();
-    return retirement;
+    return records;
   } finally {
     await reader.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Takes first failures for this start's tiers and retires the tiers of schedules nobody runs any more, using the plan
+ * queue as the record. In order: read every record; cut every other first tier off the first-failure exchange, and
+ * only then bind our own (never two at once: a first failure would land in both); cut the retired tiers off the
+ * dead-letter exchange, so nothing new enters them, and delete those that are empty; write the new record; and only
+ * then consume the old ones. Every step is idempotent, so a start that fails half-way leaves a record the next
+ * completes. A schedule whose presence queue has a consumer is run by another version (a rolling deploy): its
+ * tiers are kept, and its messages keep their schedule.
+ *
+ * Quorum queues cannot be deleted "if empty" (the broker answers 540 and closes the connection): they are deleted
+ * after a check shows them empty, which is safe because nothing can enter them once unbound.
+ */
+export async function takeOverFirstFailures(
+  connection: AmqpConnection,
+  publisher: ConfirmPublisher,
+  handler: HandlerConfig,
+): Promise<Retirement> {
+  const names = retryNames(handler.queue);
+  const own = tierQueues(handler);
+  const records = await readRecords(connection, names.planQueue);
+  const candidates = [...new Set(records.flatMap((r) => [r.tiers, ...r.others]).map(scheduleIdOf))];
+  const live = new Set<string>();
+  for (const id of candidates) {
+    if (id === scheduleIdOf(own)) continue;
+    const presence = await attempt(connection, (channel) => channel.checkQueue(names.presenceQueue(id)));
+    if (presence && presence.consumerCount > 0) live.add(id);
+  }
+  const plan = planRetirement(records, own, live);
+  for (const tier of plan.unbindFirst) await attempt(connection, (channel) => channel.unbindQueue(tier, names.firstFailureExchange, ''));
+  await attempt(connection, (channel) => channel.bindQueue(own[0], names.firstFailureExchange, ''));
+
+  const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat() };
+  for (const tier of plan.retire) {
+    const unbound = await attempt(connection, (channel) => channel.unbindQueue(tier, names.deadLetterExchange, tier));
+    if (unbound === undefined) continue; // gone already
+    const deleted = await attempt(connection, async (channel) => {
+      if (handler.queueType !== 'quorum') return channel.deleteQueue(tier, { ifEmpty: true });
+      const { messageCount } = await channel.checkQueue(tier);
+      if (messageCount > 0) throw new Error('not empty');
+      return channel.deleteQueue(tier);
+    });
+    retirement[deleted ? 'deleted' : 'draining'].push(tier);
+  }
+  const record: RetryPlanRecord = { tiers: own, others: plan.keep, retiring: retirement.draining };
+  await publisher.publish('', names.planQueue, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
+  await consumeRecords(connection, names.planQueue, records.length);
+  return retirement;
+}
+
+/** Takes the `count` records read before the new one was written (they are at the head of the queue). */
+async function consumeRecords(connection: AmqpConnection, planQueue: string, count: number): Promise<void> {
+  const channel = await connection.createChannel('retry plan record');
+  try {
+    for (let i = 0; i < count; i++) if (!(await channel.get(planQueue, { noAck: true }))) return;
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
+}
+
+/**
+ * After a reconnection: binds our first tier to the first-failure exchange again only if the newest record is ours,
+ * so that a reconnection never takes first failures back from a newer version.
+ */
+export async function rebindFirstFailuresIfOwner(connection: AmqpConnection, handler: HandlerConfig): Promise<void> {
+  const names = retryNames(handler.queue);
+  const own = tierQueues(handler);
+  const records = await readRecords(connection, names.planQueue);
+  const newest = records.at(-1);
+  if (newest && scheduleIdOf(newest.tiers) !== scheduleIdOf(own)) return;
+  const channel = await connection.createChannel('retry topology declaration');
+  try {
+    await channel.bindQueue(own[0], names.firstFailureExchange, '');
+  } finally {
+    await channel.close().catch(() => undefined);
   }
 }

@@ -1,34 +1,77 @@
 /**
- * What a start leaves in the handler's plan queue (`Q.retry.plan`): the tier queues it applied, and the tiers of
- * earlier configurations that are not deleted yet because they still held messages.
+ * What a start leaves in the handler's plan queue (`Q.retry.plan`): the tier queues of the newest start (its first
+ * tier takes first failures), the schedules of other versions of the handler that were still running then (a rolling
+ * deploy), and tiers of schedules no longer running that were not deleted yet because they still held messages.
  */
 export interface RetryPlanRecord {
   tiers: string[];
+  /** Each a schedule's tier list, tier 1 first. */
+  others: string[][];
   retiring: string[];
 }
 
 const isStringArray = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === 'string');
 
-/** Reads a plan record defensively; anything unreadable counts as no record. */
+/** Reads a plan record defensively (also the older `{tiers, retiring}` form); anything unreadable counts as no record. */
 export function readPlanRecord(content: Buffer | undefined): RetryPlanRecord | undefined {
   if (!content) return undefined;
   try {
     const parsed: unknown = JSON.parse(content.toString('utf8'));
     if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const { tiers, retiring } = parsed as Record<string, unknown>;
-    return isStringArray(tiers) ? { tiers, retiring: isStringArray(retiring) ? retiring : [] } : undefined;
+    const { tiers, retiring, others } = parsed as Record<string, unknown>;
+    if (!isStringArray(tiers)) return undefined;
+    return {
+      tiers,
+      others: Array.isArray(others) ? others.filter((o): o is string[] => isStringArray(o) && o.length > 0) : [],
+      retiring: isStringArray(retiring) ? retiring : [],
+    };
   } catch {
     return undefined;
   }
 }
 
 /**
- * The tiers that earlier configurations left and this one does not use: each loses its binding from Q.dlx.first
- * (only the first tier of the previous configuration has one; unbinding the others is a no-op) and is deleted once
- * empty. Until then it stays in the record, so a start that crashes half-way or a later one finishes the job.
+ * A schedule's id: the digest that ends its first tier's name, which covers every delay of the schedule
+ * (`Q.retry.1.<delay>.<id>`, see tierQueues).
  */
-export function planTierRetirement(previous: RetryPlanRecord | undefined, current: readonly string[]): string[] {
-  if (!previous) return [];
-  const keep = new Set(current);
-  return [...new Set([...previous.tiers, ...previous.retiring])].filter((name) => !keep.has(name));
+export const scheduleIdOf = (tiers: readonly string[]): string => (tiers[0] ?? '').slice((tiers[0] ?? '').lastIndexOf('.') + 1);
+
+/** The schedules the records name besides `own`, each once, to check whether a version still runs them. */
+export function otherSchedules(records: readonly RetryPlanRecord[], own: readonly string[]): string[][] {
+  const ownId = scheduleIdOf(own);
+  const byId = new Map<string, string[]>();
+  for (const schedule of records.flatMap((r) => [r.tiers, ...r.others])) {
+    const id = scheduleIdOf(schedule);
+    if (schedule.length > 0 && id !== ownId && !byId.has(id)) byId.set(id, schedule);
+  }
+  return [...byId.values()];
+}
+
+/** What a start does with the tiers of other schedules. */
+export interface RetirementPlan {
+  /** First tiers to cut off the first-failure exchange before binding our own: the newest start takes first failures. */
+  unbindFirst: string[];
+  /** Schedules another running version still uses: left alone, their messages keep their schedule. */
+  keep: string[][];
+  /** Tiers of schedules nobody runs: cut off the dead-letter exchange, then deleted once empty. */
+  retire: string[];
+}
+
+/**
+ * Plans a start's retirement of other schedules' tiers. Only tiers of schedules that no running instance uses (`live`
+ * says which do, by schedule id) are retired, so two versions side by side never delete each other's tiers; first
+ * failures go to the newest start's first tier, and only to it (never two first tiers bound at once).
+ */
+export function planRetirement(
+  records: readonly RetryPlanRecord[],
+  own: readonly string[],
+  live: ReadonlySet<string>,
+): RetirementPlan {
+  const mine = new Set(own);
+  const others = otherSchedules(records, own);
+  const keep = others.filter((schedule) => live.has(scheduleIdOf(schedule)));
+  const kept = new Set(keep.flat());
+  const dead = others.filter((schedule) => !live.has(scheduleIdOf(schedule))).flat();
+  const retire = [...new Set([...dead, ...records.flatMap((r) => r.retiring)])].filter((name) => !mine.has(name) && !kept.has(name));
+  return { unbindFirst: others.map((schedule) => schedule[0]).filter((name) => !mine.has(name)), keep, retire };
 }

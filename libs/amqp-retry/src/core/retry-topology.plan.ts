@@ -11,6 +11,8 @@ export const retryNames = (queue: string) => ({
   returnExchange: `${queue}.return`,
   /** Holds one message: the tier queues the last start applied (see RetryPlanRecord). */
   planQueue: `${queue}.retry.plan`,
+  /** Consumed by every running instance whose tiers form the schedule `id`, so that no other start deletes them. */
+  presenceQueue: (scheduleId: string) => `${queue}.retry.live.${scheduleId}`,
 });
 
 /** A short, stable digest of the delays from a tier to the last, so that its name carries all that defines it. */
@@ -26,7 +28,7 @@ export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): 
   handler.delaysMs.map((delay, i) => `${handler.queue}.retry.${i + 1}.${formatDuration(delay)}.${scheduleId(handler.delaysMs.slice(i))}`);
 
 /**
- * The retry topology of one handler (see DESIGN.md section 1), with T_k the k-th of tierQueues():
+ * The retry topology of one handler (see docs/design.md section 1), with T_k the k-th of tierQueues():
  *
  *   E --key--> Q --nack--> Q.dlx (direct; alternate exchange Q.dlx.first)
  *     Q.dlx.first (fanout) --> T_1               first failure: the publisher's key matches no binding of Q.dlx
@@ -37,9 +39,10 @@ export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): 
  * binding can never point a message at the wrong tier, whatever configurations came before. Changing delays
  * creates new tiers; messages waiting in the old ones finish the old schedule (their keys name old tiers, which
  * keep their bindings). The one binding that can go stale is Q.dlx.first's to the old first tier, which the plan
- * record lets a later start remove (planTierRetirement).
+ * record lets a later start remove (planRetirement). `firstFailures: false` leaves that binding out, for a start that
+ * must cut the old one first (two first tiers bound at once would each get a copy of a first failure).
  */
-export function planRetryTopology(handler: HandlerConfig): TopologyPlan {
+export function planRetryTopology(handler: HandlerConfig, { firstFailures = true }: { firstFailures?: boolean } = {}): TopologyPlan {
   const { queue } = handler;
   const names = retryNames(queue);
   const tiers = tierQueues(handler);
@@ -80,7 +83,7 @@ export function planRetryTopology(handler: HandlerConfig): TopologyPlan {
       ? handler.routingKeys.map((pattern) => ({ source: handler.exchange as string, destination: queue, destinationType: 'queue' as const, pattern }))
       : []),
     { source: names.returnExchange, destination: queue, destinationType: 'queue', pattern: '' },
-    { source: names.firstFailureExchange, destination: tiers[0], destinationType: 'queue', pattern: '' },
+    ...(firstFailures ? [{ source: names.firstFailureExchange, destination: tiers[0], destinationType: 'queue' as const, pattern: '' }] : []),
     ...tiers.map((name) => ({ source: names.deadLetterExchange, destination: name, destinationType: 'queue' as const, pattern: name })),
   ];
   return { exchanges, queues, bindings };
