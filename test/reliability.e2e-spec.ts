@@ -44,7 +44,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     expect(unhandled).toEqual([]);
   });
 
-  it('reconnects after the broker closes its connection, resumes consuming, and logs outage and recovery once each', async () => {
+  it('reconnects after the broker closes its connections, resumes consuming, and logs outage and recovery once per connection', async () => {
     const connectionName = `e2e-${randomUUID()}`;
     const Handler = handlerFor({ queue }, () => undefined);
     app = await startApp([Handler], { ...TEST_OPTIONS, connectionName, reconnect: { initialDelay: '50ms' } });
@@ -53,7 +53,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     await broker.publish('', queue, { n: 1 });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the first message');
 
-    expect(await closeConnections(connectionName)).toBe(1);
+    expect(await closeConnections(connectionName)).toBe(2); // the consuming and the publishing connection
     await broker.publish('', queue, { n: 2 });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the message after the outage');
     await app.get(RetryPublisher).publish('', queue, { n: 3 });
@@ -61,11 +61,11 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
 
     expect(
       logger.count(/^error Lost the connection to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:5672 \(.*CONNECTION_FORCED.*\); reconnecting$/),
-    ).toBe(1);
-    expect(logger.count(/^log Reconnected to RabbitMQ after \d+ ms \(\d+ attempts?\)$/)).toBe(1);
+    ).toBe(2);
+    expect(logger.count(/^log Reconnected to RabbitMQ after \d+ ms \(\d+ attempts?\)$/)).toBe(2);
     expect(logger.count(/^log Resumed consuming 1 queue\(s\)$/)).toBe(1);
     expect(logger.lines.join('\n')).not.toContain('guest:guest');
-    expect(logger.count(/^error /)).toBe(1); // the outage, nothing else
+    expect(logger.count(/^error /)).toBe(2); // the outages, nothing else
   });
 
   it('declares a deleted queue again and resumes consuming, without touching the connection', async () => {
@@ -99,8 +99,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       const calls = handlerOf(app, Handler).calls;
       const distinct = () => new Set(calls.map((c) => (c.payload as { n: number }).n)).size;
       await waitFor(() => distinct() === 10, 'every message handled', 15_000);
+      // The interrupted ones come back; wait for them rather than for an empty queue, which the broker may show
+      // for a moment before it notices the connection is gone.
+      await waitFor(() => calls.filter((c) => c.redelivered).length >= 5, 'the interrupted messages redelivered', 15_000);
       await waitFor(async () => (await broker.count(queue)) === 0, 'an empty queue');
-      expect(calls.filter((c) => c.redelivered).length).toBeGreaterThanOrEqual(5); // the interrupted ones came back
       expect(calls.filter((c) => !c.redelivered)).toHaveLength(10);
     } finally {
       await app?.close();

@@ -1,4 +1,4 @@
-import type { Logger } from '@nestjs/common';
+import type { RetryLogger } from '../core/retry-logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
 import { maskUrl } from '../core/module-config.js';
@@ -10,6 +10,8 @@ export interface AmqpConnectionOptions {
   /** Shown in the broker's management UI and `rabbitmqctl list_connections`. */
   name: string;
   reconnect: ReconnectPolicy;
+  /** How long one attempt to connect may take, TCP and AMQP handshake together: a black-holed broker fails it. */
+  connectTimeoutMs: number;
 }
 
 type Listener = () => Promise<void>;
@@ -29,11 +31,11 @@ export class AmqpConnection {
 
   private constructor(
     private readonly options: AmqpConnectionOptions,
-    private readonly logger: Logger,
+    private readonly logger: RetryLogger,
   ) {}
 
   /** Connects once; a first connection that fails rejects at once (start-up should fail loudly, not wait). */
-  static async open(options: AmqpConnectionOptions, logger: Logger): Promise<AmqpConnection> {
+  static async open(options: AmqpConnectionOptions, logger: RetryLogger): Promise<AmqpConnection> {
     const connection = new AmqpConnection(options, logger);
     try {
       connection.attach(await connection.connect());
@@ -45,6 +47,11 @@ export class AmqpConnection {
 
   get isConnected(): boolean {
     return this.model !== undefined;
+  }
+
+  /** What the broker said of itself when this connection opened (product, version), for version checks. */
+  get serverProperties(): Record<string, unknown> | undefined {
+    return this.model?.connection.serverProperties as Record<string, unknown> | undefined;
   }
 
   /** Runs after every reconnection, in registration order; a listener's failure is logged, not thrown. */
@@ -102,10 +109,24 @@ export class AmqpConnection {
 
   /**
    * Nagle's algorithm off: acks, nacks and confirms are small frames, and with Nagle on each waits for the next
-   * packet (DESIGN.md section 6: a 200 ms retry came back 60 ms late instead of 12 ms).
+   * packet (docs/design.md section 6: a 200 ms retry came back 60 ms late instead of 12 ms).
    */
-  private connect(): Promise<ChannelModel> {
-    return amqp.connect(this.options.url, { noDelay: true, clientProperties: { connection_name: this.options.name } });
+  private async connect(): Promise<ChannelModel> {
+    const { url, name, connectTimeoutMs } = this.options;
+    // amqplib's own `timeout` is an idle timeout of the socket; the race bounds the whole handshake too.
+    const connecting = amqp.connect(url, { noDelay: true, timeout: connectTimeoutMs, clientProperties: { connection_name: name } });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`)), connectTimeoutMs);
+    });
+    try {
+      return await Promise.race([connecting, timeout]);
+    } catch (error) {
+      void connecting.then((late) => late.close().catch(() => undefined), () => undefined); // a late success is closed
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private attach(model: ChannelModel): void {

@@ -1,57 +1,68 @@
-import type { Logger } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { readDelayTarget, withoutDelayDeaths, type DelayTarget, type DelayTopology } from '../core/delay.plan.js';
 import type { ParkReason } from '../core/delivery.decision.js';
-import { republishProperties } from '../core/message-properties.js';
-import { PublishError } from '../errors/publish.error.js';
-import type { ConfirmPublisher } from './confirm.publisher.js';
-import type { Settle } from './queue.consumer.js';
 import { errorMessage } from '../core/error-message.js';
-import { requeueAfterPause, type MessageParker } from './message.parker.js';
-
-const NOT_FOUND = 404;
+import { republishProperties } from '../core/message-properties.js';
+import { reconnectDelay } from '../core/reconnect.policy.js';
+import type { RetryLogger } from '../core/retry-logger.js';
+import type { ConfirmPublisher } from './confirm.publisher.js';
+import { isMissingTarget, PARK_RETRY, pause, type MessageParker, type ParkTarget } from './message.parker.js';
+import type { Settle } from './queue.consumer.js';
 
 /**
  * The last step of a delayed delivery: a due message from the ladder's ready queue is published to the exchange and
  * routing key its headers name, as if published now (every exchange type routes it as it would have then), and
  * acked once the broker confirmed the copy. The ladder's dead-letter history is dropped from the copy.
  *
- * A message without target headers, or whose target exchange no longer exists, is parked in the ladder's error
- * queue; any other failure puts it back after a pause (at least once, never lost).
+ * The copy is mandatory, as an immediate publish is: a message without target headers, whose target exchange no
+ * longer exists, or that no queue takes, is parked in the ladder's error queue (`undeliverable`), never dropped. Any
+ * other failure is tried again with backoff while the message stays unsettled (at least once, never lost).
  */
 export class DelayForwardHandler {
   constructor(
     private readonly ladder: DelayTopology,
     private readonly publisher: ConfirmPublisher,
     private readonly parker: MessageParker,
-    private readonly logger: Logger,
+    private readonly park: ParkTarget,
+    private readonly logger: RetryLogger,
   ) {}
 
-  readonly handle = async (message: ConsumeMessage, settle: Settle): Promise<void> => {
+  readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
     const headers = message.properties.headers ?? {};
     const target = readDelayTarget(headers);
-    if (!target) return this.park(message, settle, 'malformed', new Error('a delayed message without x-delay-target-exchange/-routing-key headers'));
-    try {
-      const copy = republishProperties(message.properties, withoutDelayDeaths(headers, this.ladder.prefix));
-      await this.publisher.publish(target.exchange, target.routingKey, message.content, { ...copy, mandatory: false });
-    } catch (error) {
-      if (error instanceof PublishError && error.brokerCode === NOT_FOUND) return this.park(message, settle, 'undeliverable', error, target);
-      this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); it goes back to the queue`);
-      return requeueAfterPause(settle);
+    if (!target) {
+      const error = new Error('a delayed message without x-delay-target-exchange/-routing-key headers');
+      return this.parkIt(message, settle, 'malformed', error, signal);
     }
-    settle.ack();
+    const copy = { ...republishProperties(message.properties, withoutDelayDeaths(headers, this.ladder.prefix)), mandatory: true };
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        await this.publisher.publish(target.exchange, target.routingKey, message.content, copy);
+        return settle.ack();
+      } catch (error) {
+        if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);
+        const delay = reconnectDelay(attempt, PARK_RETRY);
+        this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); trying again in ${delay} ms`);
+        await pause(delay, signal);
+      }
+    }
   };
 
-  private park(message: ConsumeMessage, settle: Settle, reason: ParkReason, error: unknown, target?: DelayTarget): Promise<void> {
-    const { readyQueue, errorQueue } = this.ladder;
-    return this.parker.park(message, settle, errorQueue, {
-      reason,
-      error,
-      handlerCalls: 0,
-      queue: readyQueue,
-      deaths: [],
-      deliveredExchange: target?.exchange,
-      deliveredRoutingKey: target?.routingKey,
-    });
+  private parkIt(message: ConsumeMessage, settle: Settle, reason: ParkReason, error: unknown, signal: AbortSignal, target?: DelayTarget) {
+    return this.parker.park(
+      message,
+      settle,
+      this.park,
+      {
+        reason,
+        error,
+        handlerCalls: 0,
+        queue: this.ladder.readyQueue,
+        deaths: [],
+        deliveredExchange: target?.exchange,
+        deliveredRoutingKey: target?.routingKey,
+      },
+      signal,
+    );
   }
 }

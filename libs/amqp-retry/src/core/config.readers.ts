@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { DURATION_HINT, type Duration, parseDuration } from './duration.js';
+import type { Deserializer } from './body.decoder.js';
 import type { QueueType } from './retry-options.js';
 
 /** The longest TTL RabbitMQ accepts for a queue (x-message-ttl is an unsigned 32-bit count of ms). */
@@ -78,4 +79,10 @@ export function readName(value: unknown, key: string, reserve: number, example: 
 export function readQueueType(value: unknown, key: string): QueueType {
   if (value === 'classic' || value === 'quorum') return value;
   throw new RetryConfigError(key, `is ${show(value)}`, "Use 'classic' or 'quorum'.");
+}
+
+/** Reads a deserializer: 'json', 'raw' or a function of the body and the delivery. */
+export function readDeserializer(value: unknown, key: string): Deserializer {
+  if (value === 'json' || value === 'raw' || typeof value === 'function') return value as Deserializer;
+  throw new RetryConfigError(key, `is ${show(value)}`, "Use 'json', 'raw', or a function (content: Buffer, message) => payload.");
 }

@@ -1,5 +1,5 @@
 /**
- * Delayed delivery without broker plugins: a fixed ladder of TTL queues (DESIGN.md §3).
+ * Delayed delivery without broker plugins: a fixed ladder of TTL queues (docs/design.md section 3).
  *
  * A delay, in whole milliseconds, is written in base 8. Each digit position p has one queue per digit
  * value d, holding every message for d * 8^p ms; a message waits in the queue of each nonzero digit,

@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { MAX_TIER_DELAY_MS, readDelay, readDelays, readInteger, readName, readNumber, readQueueType } from './config.readers.js';
+import type { Deserializer } from './body.decoder.js';
+import { MAX_TIER_DELAY_MS, readDelay, readDelays, readDeserializer, readInteger, readName, readNumber, readQueueType } from './config.readers.js';
 import { retryabilityOf } from './delivery.decision.js';
 import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module-config.js';
 import type { QueueType, RetryHandlerOptions } from './retry-options.js';
@@ -16,6 +17,7 @@ export interface HandlerConfig {
   errorQueue: string;
   prefetch: number;
   queueType: QueueType;
+  deserializer: Deserializer;
   isRetryable: (error: unknown) => boolean;
 }
 
@@ -104,6 +106,7 @@ export function resolveHandlerConfig(options: RetryHandlerOptions, module: Modul
     errorQueue,
     prefetch: options.prefetch === undefined ? module.prefetch : readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20'),
     queueType: options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType')),
+    deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
     isRetryable: retryabilityOf(nonRetryable),
   };
 }

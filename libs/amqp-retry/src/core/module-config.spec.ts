@@ -14,8 +14,28 @@ describe('resolveModuleConfig', () => {
       reconnect: { initialDelayMs: 100, maxDelayMs: 30_000 },
       publishTimeoutMs: 10_000,
       publishBufferSize: 1_000,
+      confirmTimeoutMs: 10_000,
+      connectTimeoutMs: 10_000,
       shutdownTimeoutMs: 30_000,
+      deserializer: 'json',
     });
+  });
+
+  it('reads the time limits from the environment and refuses 0', () => {
+    const config = resolveModuleConfig({}, { RETRY_CONFIRM_TIMEOUT: '2s', RETRY_CONNECT_TIMEOUT: '750ms' });
+    expect(config).toMatchObject({ confirmTimeoutMs: 2_000, connectTimeoutMs: 750 });
+    expect(() => resolveModuleConfig({ confirmTimeout: 0 })).toThrow(
+      'Invalid retry configuration: RetryModule option "confirmTimeout" is 0. Use a time limit above 0, e.g. \'10s\'.',
+    );
+  });
+
+  it('takes a deserializer and refuses anything else, naming the fix', () => {
+    const parse = (content: Buffer) => content.toString('latin1');
+    expect(resolveModuleConfig({ deserializer: 'raw' }).deserializer).toBe('raw');
+    expect(resolveModuleConfig({ deserializer: parse }).deserializer).toBe(parse);
+    expect(() => resolveModuleConfig({ deserializer: 'xml' as never })).toThrow(
+      `Invalid retry configuration: RetryModule option "deserializer" is "xml". Use 'json', 'raw', or a function (content: Buffer, message) => payload.`,
+    );
   });
 
   it('reads the environment', () => {

@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { readDelay, readDelays, readInteger, readName, readQueueType } from './config.readers.js';
+import type { Deserializer } from './body.decoder.js';
+import { readDelay, readDelays, readDeserializer, readInteger, readName, readQueueType } from './config.readers.js';
 import { DELAY_LADDER } from './delay.plan.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
 import type { QueueType, RetryModuleOptions } from './retry-options.js';
@@ -18,7 +19,10 @@ export interface ModuleConfig {
   reconnect: ReconnectPolicy;
   publishTimeoutMs: number;
   publishBufferSize: number;
+  confirmTimeoutMs: number;
+  connectTimeoutMs: number;
   shutdownTimeoutMs: number;
+  deserializer: Deserializer;
 }
 
 export const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
@@ -29,6 +33,8 @@ export const DEFAULT_RECONNECT = { initialDelayMs: 100, maxDelayMs: 30_000 } as 
 export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
 export const DEFAULT_PUBLISH_BUFFER_SIZE = 1_000;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+export const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -75,6 +81,13 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
   return readName(option?.prefix, 'RetryModule option "delayedDelivery.prefix"', 32, "'billing.delay'");
 }
 
+/** A duration above 0: a time limit of 0 would fail everything at once. */
+function readPositiveDelay(value: unknown, key: string, example: string): number {
+  const ms = readDelay(value, key, example);
+  if (ms === 0) throw new RetryConfigError(key, 'is 0', `Use a time limit above 0, e.g. ${example}.`);
+  return ms;
+}
+
 /** Masks the password of an AMQP URL, for logs and errors. */
 export function maskUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
@@ -92,6 +105,8 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const queueType = pick(options, env, 'queueType', 'RETRY_QUEUE_TYPE');
   const publishTimeout = pick(options, env, 'publishTimeout', 'RETRY_PUBLISH_TIMEOUT');
   const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
+  const confirmTimeout = pick(options, env, 'confirmTimeout', 'RETRY_CONFIRM_TIMEOUT');
+  const connectTimeout = pick(options, env, 'connectTimeout', 'RETRY_CONNECT_TIMEOUT');
 
   const urlValue = url ? url.value : DEFAULT_URL;
   if (typeof urlValue !== 'string' || !isAmqpUrl(urlValue)) {
@@ -113,6 +128,9 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
       options.publishBufferSize === undefined
         ? DEFAULT_PUBLISH_BUFFER_SIZE
         : readInteger(options.publishBufferSize, 'RetryModule option "publishBufferSize"', 0, 1_000_000, '1000'),
+    confirmTimeoutMs: confirmTimeout ? readPositiveDelay(confirmTimeout.value, confirmTimeout.key, "'10s'") : DEFAULT_CONFIRM_TIMEOUT_MS,
+    connectTimeoutMs: connectTimeout ? readPositiveDelay(connectTimeout.value, connectTimeout.key, "'10s'") : DEFAULT_CONNECT_TIMEOUT_MS,
     shutdownTimeoutMs: shutdownTimeout ? readDelay(shutdownTimeout.value, shutdownTimeout.key, "'30s'") : DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
   };
 }

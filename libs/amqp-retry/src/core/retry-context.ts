@@ -14,4 +14,10 @@ export interface RetryContext {
   message: ConsumeMessage;
   /** The broker's `x-death` entries, parsed. */
   deaths: XDeath[];
+  /**
+   * Aborts when the delivery can no longer be settled (its channel or connection was lost: the broker redelivers the
+   * message) or when `app.close()`'s shutdown timeout has passed. Pass it to fetch, database drivers and the like so
+   * that a long handler stops early.
+   */
+  signal: AbortSignal;
 }

@@ -1,3 +1,4 @@
+import type { Deserializer } from './body.decoder.js';
 import type { Duration } from './duration.js';
 
 /** Options of `RetryModule.forRoot()`. Each is taken from here if given, else from the environment, else the default. */
@@ -32,6 +33,20 @@ export interface RetryModuleOptions {
   delayedDelivery?: boolean | { prefix: string };
   /** How long `app.close()` lets handlers in flight finish. Env `RETRY_SHUTDOWN_TIMEOUT`; default '30s'. */
   shutdownTimeout?: Duration;
+  /**
+   * How long a publish (yours, a parked copy, a forwarded delayed message) waits for the broker's confirm before it
+   * fails; a broker that blocks publishers over a memory or disk alarm never confirms. Env `RETRY_CONFIRM_TIMEOUT`;
+   * default '10s'.
+   */
+  confirmTimeout?: Duration;
+  /** How long one attempt to connect may take (TCP and AMQP handshake). Env `RETRY_CONNECT_TIMEOUT`; default '10s'. */
+  connectTimeout?: Duration;
+  /**
+   * How a body becomes the handler's payload, for handlers without their own: 'json' (default: strict UTF-8, and a
+   * content type that is absent or JSON; anything else is parked as malformed), 'raw' (the Buffer as it came), or a
+   * function `(content, message) => payload` (a throw parks the message as malformed).
+   */
+  deserializer?: Deserializer;
 }
 
 /** Classic queues, or replicated quorum queues (RabbitMQ 3.10+). */
@@ -65,4 +80,6 @@ export interface RetryHandlerOptions {
   prefetch?: number;
   /** The type of this handler's queues; default the module's. */
   queueType?: QueueType;
+  /** How the body becomes the payload: 'json', 'raw' or a function; default the module's ('json'). */
+  deserializer?: Deserializer;
 }

@@ -1,18 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, ExternalContextCreator, MetadataScanner, Reflector } from '@nestjs/core';
-import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
-import { assertDistinctQueues, resolveHandlerConfig, type HandlerConfig } from '../core/handler-config.js';
+import { assertDistinctQueues, resolveHandlerConfig } from '../core/handler-config.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryHandlerOptions } from '../core/retry-options.js';
+import type { EngineHandler } from '../engine/handler-runtime.js';
 import { RETRY_HANDLER_METADATA, RETRY_MODULE_CONFIG } from './retry.constants.js';
-
-/** A @RetryWithBackoff method found in the application, with its validated configuration. */
-export interface DiscoveredHandler {
-  config: HandlerConfig;
-  /** "Class.method", for messages. */
-  where: string;
-  invoke: HandlerInvoker;
-}
 
 /**
  * Finds the @RetryWithBackoff methods of every provider and controller of this application (not of the process:
@@ -31,9 +23,9 @@ export class RetryHandlerExplorer {
     @Inject(RETRY_MODULE_CONFIG) private readonly moduleConfig: ModuleConfig,
   ) {}
 
-  explore(): DiscoveredHandler[] {
+  explore(): EngineHandler[] {
     const seen = new Set<object>();
-    const handlers: DiscoveredHandler[] = [];
+    const handlers: EngineHandler[] = [];
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       if (!wrapper.isDependencyTreeStatic()) {
         // No single instance exists to consume with; say so rather than ignore the decorator silently.
@@ -46,12 +38,13 @@ export class RetryHandlerExplorer {
       const instance: unknown = wrapper.instance;
       if (typeof instance !== 'object' || instance === null || seen.has(instance)) continue;
       seen.add(instance);
+      const contextCreator = this.creatorFor(wrapper.host?.token);
       for (const { methodName, method, options } of this.decoratedMethods(Object.getPrototypeOf(instance))) {
         const where = `${instance.constructor.name}.${methodName}`;
         handlers.push({
           config: resolveHandlerConfig(options, this.moduleConfig, where),
           where,
-          invoke: this.contextCreator.create(
+          invoke: contextCreator.create(
             instance,
             method,
             methodName,
@@ -67,6 +60,20 @@ export class RetryHandlerExplorer {
     }
     assertDistinctQueues(handlers);
     return handlers;
+  }
+
+  /**
+   * Nest's ExternalContextCreator finds a host's module among providers only (`hasProvider`), so class-referenced
+   * interceptors and filters on a controller's method would be looked up in no module and silently dropped. The
+   * explorer knows the module of each instance: a creator that delegates to Nest's and answers that module's key
+   * makes controllers behave as providers do. It changes nothing of Nest's own object.
+   */
+  private creatorFor(moduleKey: string | undefined): ExternalContextCreator {
+    if (moduleKey === undefined) return this.contextCreator;
+    const creator = Object.create(this.contextCreator) as ExternalContextCreator;
+    const findKey = this.contextCreator.getContextModuleKey.bind(this.contextCreator);
+    creator.getContextModuleKey = (moduleCtor) => findKey(moduleCtor) || moduleKey;
+    return creator;
   }
 
   private *decoratedMethods(prototype: unknown) {

@@ -1,8 +1,8 @@
-import { type DynamicModule, Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
-import { resolveModuleConfig } from '../core/module-config.js';
+import { type DynamicModule, Logger, Module } from '@nestjs/common';
+import { DiscoveryModule, ModulesContainer } from '@nestjs/core';
+import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
 import type { RetryModuleOptions } from '../core/retry-options.js';
-import { RetryConnectionHost } from './retry-connection.host.js';
+import { RetryEngine } from '../engine/retry.engine.js';
 import { RetryHandlerExplorer } from './retry-handler.explorer.js';
 import { ConfigurableRetryModule, RETRY_MODULE_ASYNC_OPTIONS_TYPE, RETRY_MODULE_OPTIONS } from './retry-module.definition.js';
 import { RETRY_MODULE_CONFIG } from './retry.constants.js';
@@ -11,7 +11,7 @@ import { RetryPublisher } from './retry.publisher.js';
 
 /**
  * Broker-side retries for @RetryWithBackoff handlers. Global by default; each option comes from `forRoot()`, else
- * the environment (AMQP_URL, RETRY_DELAYS, RETRY_MAX_ATTEMPTS, RETRY_PREFETCH), else the default.
+ * the environment (AMQP_URL, RETRY_DELAYS, RETRY_MAX_ATTEMPTS, RETRY_PREFETCH, ...), else the default.
  *
  * @example
  * ```ts
@@ -28,14 +28,31 @@ import { RetryPublisher } from './retry.publisher.js';
       useFactory: (options: RetryModuleOptions) => resolveModuleConfig(options, process.env),
       inject: [RETRY_MODULE_OPTIONS],
     },
-    RetryConnectionHost,
+    {
+      provide: RetryEngine,
+      useFactory: (config: ModuleConfig) => new RetryEngine(config, new Logger('RetryModule')),
+      inject: [RETRY_MODULE_CONFIG],
+    },
     RetryHandlerExplorer,
     RetryOrchestrator,
     RetryPublisher,
   ],
-  exports: [RetryPublisher],
+  exports: [RetryPublisher, RetryEngine],
 })
 export class RetryModule extends ConfigurableRetryModule {
+  /**
+   * Nest runs lifecycle hooks module by module, by distance from the root: a global module's `onModuleDestroy` runs
+   * after every other module's, so consumers would still take deliveries while the application's own modules close
+   * their pools. Distance 0 puts this module last for init and bootstrap and first for destroy: consumers start once
+   * everything else is ready and stop before anything else closes. Distances are read when `init()` starts, after
+   * module classes are instantiated, so this is the place to set it. The connections close in
+   * `onApplicationShutdown`, after every module's destroy hooks, so those can still publish.
+   */
+  constructor(modules: ModulesContainer) {
+    super();
+    for (const module of modules.values()) if (module.metatype === RetryModule) module.distance = 0;
+  }
+
   static override forRoot(options: RetryModuleOptions & { isGlobal?: boolean } = {}): DynamicModule {
     return super.forRoot(options);
   }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { planDelayedPublish, readDelay } from '../core/delay.plan.js';
+import { readDelay } from '../core/delay.plan.js';
 import type { Duration } from '../core/duration.js';
-import { RetryConnectionHost } from './retry-connection.host.js';
+import { RetryEngine } from '../engine/retry.engine.js';
 
 /** Options of RetryPublisher.publish. */
 export interface PublishOptions {
@@ -14,20 +14,21 @@ export interface PublishOptions {
   headers?: Record<string, unknown>;
   /** Default: a random UUID. */
   messageId?: string;
-  /** Default: true. */
+  /** Default: true. A delayed message waits persistent in the ladder whatever this says, and is delivered with it. */
   persistent?: boolean;
 }
 
-/** Publishes JSON messages on a confirm channel of the module's connection, now or after a delay. */
+/** Publishes JSON messages on a confirm channel of the module's publishing connection, now or after a delay. */
 @Injectable()
 export class RetryPublisher {
-  constructor(private readonly host: RetryConnectionHost) {}
+  constructor(private readonly engine: RetryEngine) {}
 
   /**
    * Publishes `payload` as JSON and resolves once the broker has confirmed it. Rejects with PublishError when the
-   * broker refused it or no queue was bound to receive it, and with a RangeError (nothing published) for an invalid
-   * delay. A delayed message is confirmed when it enters the delay ladder; when it is due, it is published to
-   * `exchange` with `routingKey` as if published then (headers x-delay-* added).
+   * broker refused it, no queue was bound to receive it, or no confirm came within `confirmTimeout`; with a RangeError
+   * (nothing published) for an invalid delay; with NotConnectedError after the application has shut down. A delayed
+   * message is confirmed when it enters the delay ladder; when it is due, it is published to `exchange` with
+   * `routingKey` as if published then (headers x-delay-* added), and parked if no queue takes it.
    * @example await publisher.publish('orders', 'order.created', { id: 42 });
    * @example await publisher.publish('orders', 'order.cancel-if-unpaid', { id: 42 }, { delay: '30m' });
    */
@@ -38,18 +39,12 @@ export class RetryPublisher {
       throw new TypeError(
         `RetryPublisher.publish: a payload of type ${typeof payload} has no JSON form; publish an object, array, string, number, boolean or null`,
       );
-    const content = Buffer.from(json);
     const properties = {
       contentType: 'application/json',
       persistent: options.persistent ?? true,
       messageId: options.messageId ?? randomUUID(),
       headers: options.headers,
     };
-    const prefix = delayMs > 0 ? this.host.delayPrefix() : undefined; // throws before publishing if delays are off
-    const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
-    const publisher = await this.host.publisher();
-    if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
-    await this.host.delayLadder();
-    await publisher.publish(plan.exchange, plan.routingKey, content, { ...properties, headers: { ...options.headers, ...plan.headers } });
+    await this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
   }
 }

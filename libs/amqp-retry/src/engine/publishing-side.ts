@@ -1,0 +1,101 @@
+import { AmqpConnection } from '../amqp/amqp-connection.js';
+import { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import { declareTopology } from '../amqp/topology.declarer.js';
+import { brokerVersionWarning } from '../core/broker-version.js';
+import { planDelayTopology, type DelayTopology } from '../core/delay.plan.js';
+import type { ModuleConfig } from '../core/module-config.js';
+import type { RetryLogger } from '../core/retry-logger.js';
+import { NotConnectedError } from '../errors/not-connected.error.js';
+
+/** The publishing connection's confirm channels, one per purpose. */
+export interface Publishers {
+  connection: AmqpConnection;
+  /** For the application's own publishes: a publish to a missing exchange never disturbs parking. */
+  publisher: ConfirmPublisher;
+  /** For parked copies and plan records. */
+  parker: ConfirmPublisher;
+  /** For the delay forwarder, whose targets may have been deleted since the message was delayed. */
+  forwarder: ConfirmPublisher;
+}
+
+/** Opens an AMQP connection with the module's settings, and warns once about a broker version known to lose messages. */
+export async function openConnection(config: ModuleConfig, role: 'consume' | 'publish', logger: RetryLogger): Promise<AmqpConnection> {
+  const { url, reconnect, connectTimeoutMs, connectionName } = config;
+  const name = `${connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`} ${role}`;
+  const connection = await AmqpConnection.open({ url, reconnect, name, connectTimeoutMs }, logger);
+  const warning = brokerVersionWarning(connection.serverProperties);
+  if (warning) logger.warn(warning);
+  return connection;
+}
+
+/**
+ * The publishing half of the engine: a connection of its own, so that a broker that blocks publishers (a memory or
+ * disk alarm blocks every connection that publishes, acks included) never stops the consumers. It opens on first use
+ * and, once closed, refuses to open again: a publish after shutdown fails instead of leaving a connection behind.
+ */
+export class PublishingSide {
+  private opened?: Promise<Publishers>;
+  private ladder?: Promise<DelayTopology>;
+  private closed = false;
+
+  constructor(
+    private readonly config: ModuleConfig,
+    private readonly logger: RetryLogger,
+  ) {}
+
+  open(): Promise<Publishers> {
+    if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
+    this.opened ??= (async () => {
+      const { publishTimeoutMs, publishBufferSize, confirmTimeoutMs } = this.config;
+      const connection = await openConnection(this.config, 'publish', this.logger);
+      connection.onReconnect(async () => this.forgetLadder()); // the broker may have lost it
+      const limits = { timeoutMs: publishTimeoutMs, bufferSize: publishBufferSize, confirmTimeoutMs };
+      const publisher = () => new ConfirmPublisher(connection, limits);
+      const opened: Publishers = { connection, publisher: publisher(), parker: publisher(), forwarder: publisher() };
+      if (this.closed) await PublishingSide.shut(opened); // closed while connecting
+      return opened;
+    })();
+    const opening = this.opened;
+    opening.catch(() => {
+      if (this.opened === opening) this.opened = undefined; // a failed connect can be tried again
+    });
+    return opening;
+  }
+
+  /**
+   * The delay ladder, declared once per connection (again after a reconnection, or when a publish found part of it
+   * deleted); undefined when delayed delivery is off.
+   */
+  delayLadder(): Promise<DelayTopology | undefined> {
+    const prefix = this.config.delayPrefix;
+    if (prefix === undefined) return Promise.resolve(undefined);
+    if (this.ladder) return this.ladder;
+    const declaring = this.open().then(async ({ connection }) => {
+      const ladder = planDelayTopology(prefix);
+      await declareTopology(connection, ladder);
+      return ladder;
+    });
+    this.ladder = declaring;
+    declaring.catch(() => this.forgetLadder(declaring));
+    return declaring;
+  }
+
+  /** Declares the ladder again on next use (all of it: declarations are idempotent). */
+  forgetLadder(which?: Promise<DelayTopology>): void {
+    if (which === undefined || this.ladder === which) this.ladder = undefined;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const opened = this.opened;
+    this.opened = undefined;
+    this.ladder = undefined;
+    const o = await opened?.catch(() => undefined);
+    if (o) await PublishingSide.shut(o);
+  }
+
+  private static async shut(o: Publishers): Promise<void> {
+    await Promise.all([o.publisher.close(), o.parker.close(), o.forwarder.close()]);
+    await o.connection.close();
+  }
+}

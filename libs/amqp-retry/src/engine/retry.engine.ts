@@ -1,0 +1,154 @@
+import type { Options } from 'amqplib';
+import type { AmqpConnection } from '../amqp/amqp-connection.js';
+import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
+import { MessageParker, isMissingTarget } from '../amqp/message.parker.js';
+import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { planDelayedPublish } from '../core/delay.plan.js';
+import { errorMessage } from '../core/error-message.js';
+import { assertDistinctQueues } from '../core/handler-config.js';
+import type { ModuleConfig } from '../core/module-config.js';
+import type { RetryLogger } from '../core/retry-logger.js';
+import { NotConnectedError } from '../errors/not-connected.error.js';
+import { HandlerRuntime, type EngineHandler } from './handler-runtime.js';
+import { openConnection, PublishingSide } from './publishing-side.js';
+
+/** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
+const FORWARDER_PREFETCH = 100;
+
+/**
+ * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it.
+ *
+ * It keeps two connections. The consuming one declares the topology and runs the consumers; it never publishes, so a
+ * broker that blocks publishers (memory or disk alarm) cannot stop it from taking and acking deliveries. The
+ * publishing one (PublishingSide) carries the application's publishes, parked copies and forwarded delayed messages.
+ * After a reconnection of the consuming side, every handler's topology is declared again and every consumer resumes;
+ * a handler whose recovery fails (its queue now gives a 406) is retried with backoff without holding the others back.
+ */
+export class RetryEngine {
+  private readonly publishing: PublishingSide;
+  private consuming?: Promise<AmqpConnection>;
+  private runtimes: HandlerRuntime[] = [];
+  private forwarder?: QueueConsumer;
+  private closed = false;
+
+  constructor(
+    private readonly config: ModuleConfig,
+    private readonly logger: RetryLogger,
+  ) {
+    this.publishing = new PublishingSide(config, logger);
+  }
+
+  /**
+   * Publishes `content` and resolves once the broker has confirmed it (with `mandatory`: once a queue took it). With
+   * `delayMs` > 0 it goes through the delay ladder and is confirmed when it enters it; the copies waiting there are
+   * always persistent, whatever `properties.persistent` says.
+   */
+  async publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
+    if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
+    const prefix = delayMs > 0 ? this.delayPrefix() : undefined; // throws before publishing if delays are off
+    const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+    const { publisher } = await this.publishing.open();
+    if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
+    const delayed = { ...properties, persistent: true, mandatory: true, headers: { ...properties.headers, ...plan.headers } };
+    await this.publishing.delayLadder();
+    try {
+      await publisher.publish(plan.exchange, plan.routingKey, content, delayed);
+    } catch (error) {
+      if (!isMissingTarget(error)) throw error;
+      // Part of the ladder was deleted: declare it again, and try once more.
+      this.logger.error(`Part of the delay ladder "${prefix}" is missing; declaring it again`);
+      this.publishing.forgetLadder();
+      await this.publishing.delayLadder();
+      await publisher.publish(plan.exchange, plan.routingKey, content, delayed);
+    }
+  }
+
+  /** The delay ladder's prefix; throws when delayed delivery is off. */
+  delayPrefix(): string {
+    if (this.config.delayPrefix === undefined) {
+      throw new Error('Delayed delivery is off (RetryModule option delayedDelivery: false); publish without a delay, or turn it on');
+    }
+    return this.config.delayPrefix;
+  }
+
+  /** True while the consuming connection is up and every consumer consumes (or there is nothing to consume). */
+  get isConsuming(): boolean {
+    return this.runtimes.every((r) => r.isConsuming) && (this.forwarder?.isConsuming ?? true);
+  }
+
+  /** Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
+  async start(handlers: readonly EngineHandler[]): Promise<void> {
+    assertDistinctQueues(handlers);
+    if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
+    try {
+      const connection = await this.consumingConnection();
+      const { parker: parkPublisher } = await this.publishing.open();
+      const parker = new MessageParker(parkPublisher, this.logger);
+      const deps = { connection, parker, recordPublisher: parkPublisher, logger: this.logger, resume: this.config.reconnect };
+      for (const handler of handlers) {
+        const runtime = new HandlerRuntime(handler, deps);
+        this.runtimes.push(runtime);
+        await runtime.start();
+      }
+      const ladder = await this.publishing.delayLadder();
+      if (ladder) {
+        const { forwarder } = await this.publishing.open();
+        const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
+        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger);
+        this.forwarder = new QueueConsumer(
+          { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume: this.config.reconnect, redeclare },
+          forward.handle,
+        );
+        await this.forwarder.start();
+        this.logger.log(`Forwarding due delayed messages from "${ladder.readyQueue}"`);
+      }
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+  }
+
+  /** Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. Publishing still works. */
+  async stopConsuming(): Promise<void> {
+    const runtimes = this.runtimes.splice(0);
+    const forwarder = this.forwarder;
+    this.forwarder = undefined;
+    const timeout = this.config.shutdownTimeoutMs;
+    await Promise.all([...runtimes.map((r) => r.stop(timeout)), forwarder?.stop(timeout)]);
+  }
+
+  /** Stops consuming, then closes both connections; publishing fails from now on. */
+  async close(): Promise<void> {
+    await this.stopConsuming();
+    this.closed = true;
+    const consuming = this.consuming;
+    this.consuming = undefined;
+    await Promise.all([this.publishing.close(), consuming?.then((c) => c.close()).catch(() => undefined)]);
+  }
+
+  private consumingConnection(): Promise<AmqpConnection> {
+    this.consuming ??= openConnection(this.config, 'consume', this.logger).then((connection) => {
+      connection.onReconnect(() => this.recover());
+      return connection;
+    });
+    return this.consuming;
+  }
+
+  /**
+   * After a reconnection: every handler resumes on its own, so one whose queue now refuses its declaration (a 406)
+   * keeps retrying (its consumer's resume backoff) while the others consume.
+   */
+  private async recover(): Promise<void> {
+    this.publishing.forgetLadder();
+    const results = await Promise.allSettled([
+      ...this.runtimes.map((runtime) => runtime.resume()),
+      this.forwarder ? this.publishing.delayLadder().then(() => this.forwarder?.start()) : undefined,
+    ]);
+    const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
+    this.logger.log(`Resumed consuming ${this.runtimes.length + (this.forwarder ? 1 : 0) - failed.length} queue(s)`);
+    if (failed.length > 0) {
+      const names = failed.map(({ i }) => this.runtimes[i]?.queue ?? 'the delay forwarder').join(', ');
+      throw new Error(`could not resume ${names}: ${failed.map(({ reason }) => errorMessage(reason)).join('; ')}`);
+    }
+  }
+}

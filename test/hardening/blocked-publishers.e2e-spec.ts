@@ -1,0 +1,89 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { NonRetryableError, PublishError, RetryPublisher } from 'nestjs-amqp-retry';
+import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
+import { ctl } from '../support/broker-control.js';
+import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+
+/** Raises a memory alarm on the broker (it blocks every connection that publishes) until the returned function runs. */
+async function memoryAlarm(): Promise<() => Promise<void>> {
+  const previous = (await ctl('eval', 'vm_memory_monitor:get_vm_memory_high_watermark().')).trim();
+  const restore = async () => {
+    const absolute = previous.match(/^\{absolute,\s*(\d+)\}$/);
+    await (absolute ? ctl('set_vm_memory_high_watermark', 'absolute', absolute[1]) : ctl('set_vm_memory_high_watermark', previous));
+    await waitFor(async () => (await ctl('eval', 'rabbit_alarm:get_alarms().')).trim() === '[]', 'the alarm to clear', 20_000);
+  };
+  await ctl('set_vm_memory_high_watermark', '0.0001');
+  try {
+    await waitFor(async () => (await ctl('eval', 'rabbit_alarm:get_alarms().')).includes('memory'), 'the memory alarm', 20_000);
+  } catch (error) {
+    await restore();
+    throw error;
+  }
+  return restore;
+}
+
+/** Ready and unacknowledged messages of a queue, as the broker counts them. */
+async function messagesIn(queue: string): Promise<number | undefined> {
+  const line = (await ctl('list_queues', 'name', 'messages', '-q', '--no-table-headers')).split('\n').find((l) => l.startsWith(`${queue}\t`));
+  return line === undefined ? undefined : Number(line.split('\t')[1]);
+}
+
+/**
+ * Finding 9: under a memory or disk alarm the broker blocks every connection that publishes, acks included. The
+ * consumers must keep draining (their connection never publishes), and publishes must fail in bounded time.
+ */
+describe('a broker that blocks publishers', () => {
+  let broker: TestBroker;
+  let queue: string;
+  let app: INestApplicationContext | undefined;
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+  });
+  afterAll(async () => {
+    await broker.close();
+  });
+  beforeEach(() => {
+    queue = uniqueName('e2e.blocked');
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await broker.deleteRetryTopology(queue);
+  });
+
+  it('keeps consuming and acking while publishers are blocked; parks wait, bounded, and complete after', async () => {
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const Handler = handlerFor({ queue, prefetch: 50 }, async (payload) => {
+      await released;
+      if ((payload as { n: number }).n % 10 === 0) throw new NonRetryableError('parked on purpose');
+    });
+    app = await startApp([Handler], { ...TEST_OPTIONS, confirmTimeout: '500ms', publishTimeout: '1s' });
+    for (let n = 0; n < 40; n++) await broker.publish('', queue, { n });
+    await waitFor(() => handlerOf(app!, Handler).calls.length === 40, 'every handler started');
+
+    const restore = await memoryAlarm();
+    let publishFailure: unknown;
+    try {
+      const startedAt = Date.now();
+      publishFailure = await app.get(RetryPublisher).publish('', queue, { n: 'during the alarm' }).catch((error: unknown) => error);
+      expect(Date.now() - startedAt).toBeLessThan(3_000); // bounded by publishTimeout / confirmTimeout, never a hang
+      release();
+      // 36 handlers succeed: their acks go out on the consuming connection, which the alarm does not block.
+      await waitFor(async () => (await messagesIn(queue)) === 4, 'the successes acked during the alarm (4 parks left unacked)', 10_000);
+      expect(await broker.count(`${queue}.error`)).toBe(0); // the 4 parks wait for the alarm to end
+    } finally {
+      release();
+      await restore();
+    }
+    expect(publishFailure).toBeInstanceOf(PublishError);
+    expect((publishFailure as Error).message).toMatch(/did not confirm it within 500 ms|write buffer|no connection/);
+    // A park whose confirm timed out during the alarm may still have been written: at least once, so dedupe by id.
+    const parked = await broker.take(`${queue}.error`, 4, 30_000);
+    expect([...new Set(parked.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n))].sort((a, b) => a - b)).toEqual([0, 10, 20, 30]);
+    const numbered = () => handlerOf(app!, Handler).calls.filter((c) => typeof (c.payload as { n: unknown }).n === 'number');
+    expect(numbered()).toHaveLength(40); // no handler ran twice
+    await waitFor(async () => (await broker.consumers(queue)) === 1 && (await broker.count(queue)) === 0, 'a drained queue');
+  });
+});
