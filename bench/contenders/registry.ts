@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Names } from '../runner/bench-broker.js';
 import type { BenchBody } from './contender.js';
+import { ourTopology } from './our-topology.js';
 
 export type ContenderId = 'ours' | 'raw' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
 
@@ -29,14 +30,6 @@ const justTheQueue = (queue: string): Names => ({ queues: [queue], exchanges: []
 const packageOf = (name: string, dir: string) => `${name} ${(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version}`;
 const rootPackage = (name: string) => () => packageOf(name, join(rootDir, 'node_modules', name));
 const peerPackage = (name: string) => () => packageOf(name, join(peersDir, 'node_modules', name));
-
-/** The library's names for a handler on `queue` with one tier (README "How it works"; DESIGN.md section 1). */
-function ourTopology(queue: string): Names {
-  return {
-    queues: [queue, `${queue}.retry.1`, `${queue}.error`],
-    exchanges: [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`],
-  };
-}
 
 export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
   ours: {
