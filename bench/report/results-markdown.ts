@@ -108,7 +108,7 @@ export function renderMarkdown(env: Environment, results: ScenarioResults, failu
     [
       `${env.date} · ${env.broker} · Node ${env.node} · ${env.cores} cores (${env.cpu}), shared with the broker · ${settings.quick ? 'BENCH_QUICK smoke run, ' : ''}${settings.rounds} round(s), ${Math.round(durationMs / 1000)} s`,
       '',
-      'Every contender consumes with prefetch 100, Nagle off (noDelay), from fresh durable queues of persistent messages with small JSON bodies; each run is a new Node process. Contenders are interleaved within each round (A B C D, A B C D, ...); a figure is the median over rounds with the range in parentheses, and ratios are taken within a round before that. `npm run bench` regenerates this file (bench/README.md).',
+      'Every contender consumes with prefetch 100, Nagle off (noDelay), from fresh durable queues of persistent messages with small JSON bodies; each run is a new Node process. Contenders are interleaved, their order rotated from round to round (A B C D, B C D A, ...); a figure is the median over rounds with the range in parentheses, and ratios are taken within a round before that. `npm run bench` regenerates this file (bench/README.md).',
       '',
       `![benchmark chart](${chartFile})`,
     ],
