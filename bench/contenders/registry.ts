@@ -4,7 +4,7 @@ import type { Names } from '../runner/bench-broker.js';
 import type { BenchBody } from './contender.js';
 import { ourTopology } from './our-topology.js';
 
-export type ContenderId = 'ours' | 'raw' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
+export type ContenderId = 'ours' | 'raw' | 'raw-coalesced' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
 
 /** What the runner knows of a contender without loading it (the measured process loads it). */
 export interface ContenderInfo {
@@ -44,6 +44,14 @@ export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
     id: 'raw',
     label: 'raw amqplib',
     module: join(distDir, 'raw-amqplib.contender.js'),
+    encode: json,
+    namesFor: justTheQueue,
+    package: rootPackage('amqplib'),
+  },
+  'raw-coalesced': {
+    id: 'raw-coalesced',
+    label: 'raw amqplib, acks coalesced',
+    module: join(distDir, 'raw-coalesced.contender.js'),
     encode: json,
     namesFor: justTheQueue,
     package: rootPackage('amqplib'),

@@ -23,8 +23,9 @@ function targets(r: ScenarioResults): string[] {
   if (happy) {
     const ours = happy.rows.find((row) => row.id === 'ours');
     if (ours) {
-      const measured = `${spreadText(ours.throughputVsRaw, x)}; CPU per message ${spreadText(ours.cpuVsRaw, x)} raw's`;
-      rows.push(`| happy path at least ${TARGETS.rawRatio}x raw amqplib | ${measured} | ${verdict(ours.throughputVsRaw.median >= TARGETS.rawRatio)} |`);
+      // Against raw amqplib acking the way the library does, so the ratio is about the library's code, not its acks.
+      const measured = `${spreadText(ours.throughputVsCoalesced, x)}; CPU per message ${spreadText(ours.cpuVsCoalesced, x)} that baseline's; vs raw acking each message ${spreadText(ours.throughputVsRaw, x)}`;
+      rows.push(`| happy path at least ${TARGETS.rawRatio}x raw amqplib (acks coalesced as ours) | ${measured} | ${verdict(ours.throughputVsCoalesced.median >= TARGETS.rawRatio)} |`);
     }
     for (const other of happy.rows.filter((row) => row.id === 'golevelup' || row.id === 'nest-rmq')) {
       rows.push(`| happy path ahead of ${other.label} | ours / theirs ${spreadText(other.oursVsThis, x)} | ${verdict(other.oursVsThis.median > 1)} |`);
@@ -54,11 +55,13 @@ function happyPath(h: HappyPathResult): string[] {
     '',
     'Throughput runs from the first delivery to the last handled message; CPU is the consuming process\'s user + system time over the same window, per message (the steadier figure on a machine whose cores the broker shares).',
     '',
-    '| contender | msg/s | vs raw amqplib | CPU µs/msg | CPU vs raw | peak RSS MB |',
-    '|---|---:|---:|---:|---:|---:|',
+    'Two raw amqplib baselines: one acks as this library does (one `multiple` ack per event-loop turn for the messages handled in it), the comparison that the ratios lead with; the other sends an ack per message, as most consumers do.',
+    '',
+    '| contender | msg/s | vs raw, acks coalesced | vs raw, ack per message | CPU µs/msg | CPU vs raw, coalesced | CPU vs raw, per message | peak RSS MB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...h.rows.map(
       (row) =>
-        `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsRaw, x)} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`,
+        `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsCoalesced, x)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsCoalesced, x)} | ${spreadText(row.cpuVsRaw, x)} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`,
     ),
   ];
 }
