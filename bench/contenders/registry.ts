@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Names } from '../runner/bench-broker.js';
 import type { BenchBody } from './contender.js';
+import { ourTopology } from './our-topology.js';
 
-export type ContenderId = 'ours' | 'raw' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
+export type ContenderId = 'ours' | 'raw' | 'raw-coalesced' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
 
 /** What the runner knows of a contender without loading it (the measured process loads it). */
 export interface ContenderInfo {
@@ -30,14 +31,6 @@ const packageOf = (name: string, dir: string) => `${name} ${(JSON.parse(readFile
 const rootPackage = (name: string) => () => packageOf(name, join(rootDir, 'node_modules', name));
 const peerPackage = (name: string) => () => packageOf(name, join(peersDir, 'node_modules', name));
 
-/** The library's names for a handler on `queue` with one tier (README "How it works"; DESIGN.md section 1). */
-function ourTopology(queue: string): Names {
-  return {
-    queues: [queue, `${queue}.retry.1`, `${queue}.error`],
-    exchanges: [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`],
-  };
-}
-
 export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
   ours: {
     id: 'ours',
@@ -51,6 +44,14 @@ export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
     id: 'raw',
     label: 'raw amqplib',
     module: join(distDir, 'raw-amqplib.contender.js'),
+    encode: json,
+    namesFor: justTheQueue,
+    package: rootPackage('amqplib'),
+  },
+  'raw-coalesced': {
+    id: 'raw-coalesced',
+    label: 'raw amqplib, acks coalesced',
+    module: join(distDir, 'raw-coalesced.contender.js'),
     encode: json,
     namesFor: justTheQueue,
     package: rootPackage('amqplib'),

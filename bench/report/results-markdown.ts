@@ -23,8 +23,9 @@ function targets(r: ScenarioResults): string[] {
   if (happy) {
     const ours = happy.rows.find((row) => row.id === 'ours');
     if (ours) {
-      const measured = `${spreadText(ours.throughputVsRaw, x)}; CPU per message ${spreadText(ours.cpuVsRaw, x)} raw's`;
-      rows.push(`| happy path at least ${TARGETS.rawRatio}x raw amqplib | ${measured} | ${verdict(ours.throughputVsRaw.median >= TARGETS.rawRatio)} |`);
+      // Against raw amqplib acking the way the library does, so the ratio is about the library's code, not its acks.
+      const measured = `${spreadText(ours.throughputVsCoalesced, x)}; CPU per message ${spreadText(ours.cpuVsCoalesced, x)} that baseline's; vs raw acking each message ${spreadText(ours.throughputVsRaw, x)}`;
+      rows.push(`| happy path at least ${TARGETS.rawRatio}x raw amqplib (acks coalesced as ours) | ${measured} | ${verdict(ours.throughputVsCoalesced.median >= TARGETS.rawRatio)} |`);
     }
     for (const other of happy.rows.filter((row) => row.id === 'golevelup' || row.id === 'nest-rmq')) {
       rows.push(`| happy path ahead of ${other.label} | ours / theirs ${spreadText(other.oursVsThis, x)} | ${verdict(other.oursVsThis.median > 1)} |`);
@@ -54,11 +55,13 @@ function happyPath(h: HappyPathResult): string[] {
     '',
     'Throughput runs from the first delivery to the last handled message; CPU is the consuming process\'s user + system time over the same window, per message (the steadier figure on a machine whose cores the broker shares).',
     '',
-    '| contender | msg/s | vs raw amqplib | CPU µs/msg | CPU vs raw | peak RSS MB |',
-    '|---|---:|---:|---:|---:|---:|',
+    'Two raw amqplib baselines: one acks as this library does (one `multiple` ack per event-loop turn for the messages handled in it), the comparison that the ratios lead with; the other sends an ack per message, as most consumers do.',
+    '',
+    '| contender | msg/s | vs raw, acks coalesced | vs raw, ack per message | CPU µs/msg | CPU vs raw, coalesced | CPU vs raw, per message | peak RSS MB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...h.rows.map(
       (row) =>
-        `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsRaw, x)} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`,
+        `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsCoalesced, x)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsCoalesced, x)} | ${spreadText(row.cpuVsRaw, x)} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`,
     ),
   ];
 }
@@ -108,7 +111,7 @@ export function renderMarkdown(env: Environment, results: ScenarioResults, failu
     [
       `${env.date} · ${env.broker} · Node ${env.node} · ${env.cores} cores (${env.cpu}), shared with the broker · ${settings.quick ? 'BENCH_QUICK smoke run, ' : ''}${settings.rounds} round(s), ${Math.round(durationMs / 1000)} s`,
       '',
-      'Every contender consumes with prefetch 100, Nagle off (noDelay), from fresh durable queues of persistent messages with small JSON bodies; each run is a new Node process. Contenders are interleaved within each round (A B C D, A B C D, ...); a figure is the median over rounds with the range in parentheses, and ratios are taken within a round before that. `npm run bench` regenerates this file (bench/README.md).',
+      'Every contender consumes with prefetch 100, Nagle off (noDelay), from fresh durable queues of persistent messages with small JSON bodies; each run is a new Node process. Contenders are interleaved, their order rotated from round to round (A B C D, B C D A, ...); a figure is the median over rounds with the range in parentheses, and ratios are taken within a round before that. `npm run bench` regenerates this file (bench/README.md).',
       '',
       `![benchmark chart](${chartFile})`,
     ],

@@ -1,5 +1,6 @@
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { BenchBody } from '../contenders/contender.js';
+import { readPlanRecord } from '../contenders/our-topology.js';
 
 /** Unconfirmed publishes at most while filling: bounds the client's buffers, keeps the broker streaming. */
 const FILL_BATCH = 1_000;
@@ -9,8 +10,14 @@ const PACE_TICK_MS = 5;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface Names {
+  /** Queues that must be empty after a run. */
   queues: string[];
   exchanges: string[];
+  /**
+   * The library's plan queue: one record listing the tier queues a start applied (`readTiers`). Never empty, so not
+   * among `queues`; deleted with them, and so is every tier it lists.
+   */
+  planQueue?: string;
 }
 
 /**
@@ -72,9 +79,32 @@ export class BenchBroker {
     }
   }
 
-  /** Deletes queues and exchanges; missing ones are fine (a run may fail before declaring them). */
+  /**
+   * The tier queues (current and retiring) that the record in `planQueue` lists, or [] when there is no queue or no
+   * record. The record is read without taking it: closing the probe channel returns it unacked.
+   */
+  async planTiers(planQueue: string): Promise<string[]> {
+    const probe = await this.model.createChannel();
+    probe.on('error', () => undefined);
+    try {
+      const message = await probe.get(planQueue, { noAck: false });
+      const record = message ? readPlanRecord(message.content) : undefined;
+      return record ? [...record.tiers, ...record.retiring] : [];
+    } catch {
+      return []; // 404: the run failed before the library declared it
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Deletes queues and exchanges, and the tiers a plan record lists besides; missing ones are fine (a run may fail
+   * before declaring them).
+   */
   async delete(names: Names): Promise<void> {
-    for (const queue of names.queues) await this.channel.deleteQueue(queue);
+    const listed = names.planQueue ? await this.planTiers(names.planQueue) : [];
+    const queues = new Set([...names.queues, ...listed, ...(names.planQueue ? [names.planQueue] : [])]);
+    for (const queue of queues) await this.channel.deleteQueue(queue);
     for (const exchange of names.exchanges) await this.channel.deleteExchange(exchange);
   }
 

@@ -49,7 +49,7 @@ export class BenchSession {
       // A failed deletion is reported but does not hide the outcome of the run itself.
       await this.broker.delete(names).then(
         () => this.registered.delete(names),
-        (error: unknown) => console.error(`Could not delete ${[...names.queues, ...names.exchanges].join(', ')}: ${error instanceof Error ? error.message : String(error)}`),
+        (error: unknown) => console.error(`Could not delete ${[...names.queues, ...(names.planQueue ? [names.planQueue] : []), ...names.exchanges].join(', ')}: ${error instanceof Error ? error.message : String(error)}`),
       );
     }
   }
@@ -89,9 +89,17 @@ export class BenchSession {
     }
   }
 
-  /** Fails unless every queue in `queues` exists and is empty: nothing was left unacked, parked or retrying. */
-  async expectDrained(queues: string[]): Promise<void> {
-    for (const queue of queues) {
+  /**
+   * Fails unless every queue of `names` exists and is empty: nothing was left unacked, parked or retrying. A plan
+   * record must list only tiers among them: one that names others means the bench's idea of the library's names is
+   * out of date, and would otherwise check queues that are not there (or miss ones that are).
+   */
+  async expectDrained(names: Names): Promise<void> {
+    if (names.planQueue) {
+      const unexpected = (await this.broker.planTiers(names.planQueue)).filter((tier) => !names.queues.includes(tier));
+      if (unexpected.length) throw new Error(`${names.planQueue} lists tier queue(s) ${unexpected.join(', ')}, which the bench did not expect (${names.queues.join(', ')})`);
+    }
+    for (const queue of names.queues) {
       const depth = await this.broker.depth(queue);
       if (depth === undefined) throw new Error(`${queue} does not exist after the run`);
       if (depth !== 0) throw new Error(`${queue} holds ${depth} messages after the run; expected 0`);

@@ -17,7 +17,7 @@ export function consumeBacklog(session: BenchSession, scenario: string, id: Cont
   return session.withFreshQueue(scenario, contender, async (queue) => {
     await prefill(session, id, queue, messages);
     const result = await session.measure<WindowResult, 'consume'>('consume', id, { queue, messages });
-    await session.expectDrained(contender.namesFor(queue).queues);
+    await session.expectDrained(contender.namesFor(queue));
     return result;
   });
 }
@@ -37,7 +37,7 @@ export function retryEach(session: BenchSession, scenario: string, id: Contender
     if (result.anomalies.length > 0) {
       throw new Error(`${contender.label}: ${result.anomalies.length} deliveries broke "fail once, then succeed": ${result.anomalies.slice(0, 5).join('; ')}`);
     }
-    await session.expectDrained(contender.namesFor(queue).queues);
+    await session.expectDrained(contender.namesFor(queue));
     return result;
   });
 }

@@ -42,3 +42,14 @@ export async function warmUp(session: BenchSession): Promise<void> {
 export function progress(name: ScenarioName, round: number, what: string): void {
   console.log(`${name.padEnd(10)}  round ${round}/${settings.rounds}  ${what}`);
 }
+
+/**
+ * The contenders of round `round` (1-based): `order` rotated by one place a round (A B C, B C A, C A B, ...), so that
+ * no contender always takes the same place: first, on a broker just woken by the warm-up, or right after the
+ * previous round's last run, whose leftovers (queues being deleted, files being compacted) would fall on it every
+ * round.
+ */
+export function roundOrder<T>(order: readonly T[], round: number): T[] {
+  const shift = (round - 1) % order.length;
+  return [...order.slice(shift), ...order.slice(0, shift)];
+}

@@ -4,7 +4,7 @@
 // Run alone: node bench/dist/scenarios/memory.scenario.js
 import { CONTENDERS, type ContenderId } from '../contenders/registry.js';
 import { fixed, int, mb } from '../report/format.js';
-import { progress, runScenario, warmUp } from '../runner/scenario-process.js';
+import { progress, roundOrder, runScenario, warmUp } from '../runner/scenario-process.js';
 import { consumeBacklog } from '../runner/runs.js';
 import { spread } from '../runner/stats.js';
 import { settings } from '../settings.js';
@@ -19,7 +19,7 @@ runScenario('memory', async (session): Promise<MemoryResult> => {
   const measured: Array<{ id: ContenderId; backlog: number; result: WindowResult }> = [];
   for (let round = 1; round <= settings.rounds; round++) {
     for (const backlog of backlogs) {
-      for (const id of ORDER) {
+      for (const id of roundOrder(ORDER, round)) {
         const r = await consumeBacklog(session, 'memory', id, backlog);
         measured.push({ id, backlog, result: r });
         progress('memory', round, `${CONTENDERS[id].label.padEnd(28)} backlog ${int(backlog).padStart(7)}  RSS ${fixed(mb(r.rssStartBytes))} MB at start, ${fixed(mb(r.rssPeakBytes))} MB peak`);

@@ -7,7 +7,7 @@
 // Run alone: node bench/dist/scenarios/retry-path.scenario.js
 import { CONTENDERS, type ContenderId } from '../contenders/registry.js';
 import { fixed, int } from '../report/format.js';
-import { progress, runScenario, warmUp } from '../runner/scenario-process.js';
+import { progress, roundOrder, runScenario, warmUp } from '../runner/scenario-process.js';
 import { retryEach } from '../runner/runs.js';
 import { cpuPerMessageOf, latenessSpread, percentile, spread, throughputOf } from '../runner/stats.js';
 import { settings } from '../settings.js';
@@ -25,11 +25,11 @@ runScenario('retry-path', async (session): Promise<RetryPathResult> => {
   for (let round = 1; round <= settings.rounds; round++) {
     const backlog = {} as Runs;
     const paced = {} as Runs;
-    for (const id of ORDER) {
+    for (const id of roundOrder(ORDER, round)) {
       const r = (backlog[id] = await retryEach(session, 'retry', id, messages, 'backlog'));
       progress('retry-path', round, `${CONTENDERS[id].label.padEnd(28)} backlog ${int(throughputOf(r)).padStart(6)} msg/s  ${fixed(cpuPerMessageOf(r)).padStart(5)} µs CPU/msg`);
     }
-    for (const id of ORDER) {
+    for (const id of roundOrder(ORDER, round)) {
       const r = (paced[id] = await retryEach(session, 'retry', id, messages, 'paced'));
       const p = (q: number) => fixed(percentile(r.latenessMs, q));
       progress('retry-path', round, `${CONTENDERS[id].label.padEnd(28)} paced   lateness p50 ${p(50)} p95 ${p(95)} p99 ${p(99)} max ${p(100)} ms`);
