@@ -1,0 +1,94 @@
+/**
+ * Upper bounds of the bytes amqplib needs to encode a value into an AMQP field table (amqplib's lib/codec.js). A
+ * publish whose headers do not fit amqplib's 64 KiB encoding buffer or the negotiated frame_max cannot be sent at
+ * all, so the parked copy's headers are measured with this before publishing (see PARKED_HEADERS_BUDGET).
+ */
+
+/** A shortstr table key holds at most 255 bytes; amqplib cannot encode a longer one. */
+const MAX_KEY_BYTES = 255;
+
+/** Tag byte plus the widest number encoding (double or long). */
+const NUMBER_BYTES = 8;
+
+/** The types amqplib encodes in at most 8 bytes when named in a `{ '!': type, value }` wrapper. */
+const NUMERIC_TYPES: ReadonlySet<unknown> = new Set([
+  'double', 'float64', 'float', 'byte', 'int8', 'unsignedbyte', 'uint8', 'short', 'int16', 'unsignedshort', 'uint16',
+  'int', 'int32', 'unsignedint', 'uint32', 'long', 'int64', 'timestamp', 'decimal',
+]); // prettier-ignore
+
+/** amqplib's `{ '!': type, value }` wrapper, which it encodes as `value` with the given type. */
+function isTypedValue(value: object): value is { '!': unknown; value: unknown } {
+  return Object.hasOwn(value, '!');
+}
+
+/** Bytes of one field value after its type tag; Infinity for what amqplib cannot encode (it would throw). */
+function valueSize(value: unknown, path: Set<object>): number {
+  switch (typeof value) {
+    case 'string':
+      return 4 + Buffer.byteLength(value);
+    case 'number':
+      return NUMBER_BYTES;
+    case 'boolean':
+      return 1;
+    case 'undefined': // skipped in a table (tableSize), refused by amqplib in an array
+    case 'bigint':
+    case 'symbol':
+    case 'function':
+      return Number.POSITIVE_INFINITY;
+  }
+  if (value === null) return 0;
+  const object = value as object;
+  // amqplib recurses without a guard, so a cycle overflows its stack: such a value cannot be published.
+  if (path.has(object)) return Number.POSITIVE_INFINITY;
+  if (Buffer.isBuffer(object)) return 4 + object.length;
+  if (object instanceof Date) return NUMBER_BYTES; // generous: amqplib encodes a Date as an empty table (4 bytes)
+  if (isTypedValue(object)) {
+    // Encoded as its value with the named type: at most 8 bytes for a number of any width (and for a decimal's 5),
+    // a string, boolean or table as itself; amqplib throws on a type it does not know.
+    const type = object['!'];
+    if (NUMERIC_TYPES.has(type)) return NUMBER_BYTES;
+    if (type === 'string' || type === 'boolean' || type === 'object' || type === 'number')
+      return Math.max(NUMBER_BYTES, valueSize(object.value, path));
+    return Number.POSITIVE_INFINITY;
+  }
+  path.add(object);
+  try {
+    if (Array.isArray(object)) return object.reduce<number>((sum, element) => sum + 1 + valueSize(element, path), 4);
+    return tableSize(object as Record<string, unknown>, path);
+  } finally {
+    path.delete(object);
+  }
+}
+
+function tableSize(table: Record<string, unknown>, path: Set<object>): number {
+  let size = 4;
+  // for...in as amqplib does: it encodes inherited enumerable keys too, and skips undefined values.
+  for (const key in table) {
+    const value = table[key];
+    if (value === undefined) continue;
+    const keyBytes = Buffer.byteLength(key);
+    size += keyBytes > MAX_KEY_BYTES ? Number.POSITIVE_INFINITY : 1 + keyBytes + 1 + valueSize(value, path);
+  }
+  return size;
+}
+
+/**
+ * An upper bound of the bytes amqplib encodes `headers` into (a field table: a 4-byte length, then per entry a
+ * shortstr key, a type byte and the value). Strings and byte arrays count their length plus 4, numbers 8, booleans
+ * 1, null nothing, arrays and nested tables 4 plus their entries. Infinity for a table amqplib cannot encode at
+ * all: a key over 255 bytes, a bigint, symbol or function, an undefined array element, a cycle, or a value whose
+ * reading throws. Never throws.
+ */
+export function encodedTableSize(headers: Record<string, unknown>): number {
+  try {
+    return tableSize(headers, new Set([headers]));
+  } catch {
+    return Number.POSITIVE_INFINITY; // a throwing getter or Proxy, or nesting deep enough to overflow the stack
+  }
+}
+
+/** The bytes one header adds to a table: its key, type byte and value; Infinity if amqplib cannot encode it. */
+export function encodedHeaderSize(key: string, value: unknown): number {
+  if (value === undefined) return 0;
+  return encodedTableSize({ [key]: value }) - 4;
+}
