@@ -1,16 +1,8 @@
 import type { ConsumeMessage, Options } from 'amqplib';
-import type { RetryHandlerOptions, RetryModuleOptions } from 'nestjs-amqp-retry';
+import type { RetryHandlerOptions as HandlerOptions, RetryModuleOptions as ModuleOptions } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { HARDENING_OPTIONS, headersOf, settleWindow, useSuite } from './harness.js';
-
-/**
- * The `deserializer` option (handler and module) does not exist in the types yet: these local types add it so that
- * tsc passes today. Remove them (use RetryHandlerOptions / RetryModuleOptions directly) once the option lands.
- */
-type Deserializer = 'json' | 'raw' | ((content: Buffer, message: ConsumeMessage) => unknown);
-type HandlerOptions = RetryHandlerOptions & { deserializer?: Deserializer };
-type ModuleOptions = RetryModuleOptions & { deserializer?: Deserializer };
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 

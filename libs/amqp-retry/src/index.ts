@@ -7,6 +7,7 @@ export type { RetryContext } from './core/retry-context.js';
 export type { XDeath } from './core/x-death.parser.js';
 export type { Duration } from './core/duration.js';
 export type { ParkReason } from './core/delivery.decision.js';
+export type { Deserializer } from './core/body.decoder.js';
 export { NonRetryableError } from './errors/non-retryable.error.js';
 export { RetryConfigError } from './errors/retry-config.error.js';
 export { TopologyMismatchError } from './errors/topology-mismatch.error.js';

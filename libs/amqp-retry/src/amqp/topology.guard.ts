@@ -1,3 +1,4 @@
+import type { Channel } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import type { AmqpConnection } from './amqp-connection.js';
@@ -14,12 +15,12 @@ export interface GuardedTopology {
  * asks the guard, which checks every exchange and queue of the retry path (passively, on a channel of its own, as a
  * 404 closes the channel), declares the whole topology again if an operator deleted any of it, and logs that.
  *
- * Checks are shared: every nack decided while one runs waits for the next one to start after it, so a burst of
- * failures costs one round of checks, and a deletion is seen by every nack decided after it.
+ * Checks are shared: a nack decided while one runs waits for that one, so a burst of failures costs one round of
+ * checks (a few milliseconds: the channel stays open between rounds).
  */
 export class TopologyGuard {
   private running?: Promise<void>;
-  private next?: Promise<void>;
+  private channel?: Promise<Channel>;
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -29,22 +30,10 @@ export class TopologyGuard {
     private readonly owner: string,
   ) {}
 
-  /** Resolves once a check that started after this call found everything (or declared it again); rejects if it could not. */
+  /** Resolves once a check found everything (or declared it again); rejects if it could not. */
   ensure(): Promise<void> {
-    if (!this.running) return this.start();
-    this.next ??= this.running.catch(() => undefined).then(() => {
-      this.next = undefined;
-      return this.start();
-    });
-    return this.next;
-  }
-
-  private start(): Promise<void> {
-    const run = this.check().finally(() => {
-      if (this.running === run) this.running = undefined;
-    });
-    this.running = run;
-    return run;
+    this.running ??= this.check().finally(() => (this.running = undefined));
+    return this.running;
   }
 
   private async check(): Promise<void> {
@@ -57,18 +46,30 @@ export class TopologyGuard {
 
   /** The first missing exchange or queue, described; undefined when all exist. */
   private async findMissing(): Promise<string | undefined> {
-    const channel = await this.connection.createChannel('retry topology check', true);
-    try {
-      for (const name of this.topology.exchanges) {
-        if (!(await exists(() => channel.checkExchange(name)))) return `the exchange "${name}"`;
-      }
-      for (const name of this.topology.queues) {
-        if (!(await exists(() => channel.checkQueue(name)))) return `the queue "${name}"`;
-      }
-      return undefined;
-    } finally {
-      await channel.close().catch(() => undefined); // a 404 closed it already
+    const channel = await this.openChannel();
+    for (const name of this.topology.exchanges) {
+      if (!(await exists(() => channel.checkExchange(name)))) return `the exchange "${name}"`;
     }
+    for (const name of this.topology.queues) {
+      if (!(await exists(() => channel.checkQueue(name)))) return `the queue "${name}"`;
+    }
+    return undefined;
+  }
+
+  /** The checking channel, opened again after a 404 (or a lost connection) closed it. */
+  private openChannel(): Promise<Channel> {
+    if (this.channel) return this.channel;
+    const opening = this.connection.createChannel('retry topology check', true).then((channel) => {
+      channel.on('close', () => {
+        if (this.channel === opening) this.channel = undefined;
+      });
+      return channel;
+    });
+    this.channel = opening;
+    opening.catch(() => {
+      if (this.channel === opening) this.channel = undefined;
+    });
+    return opening;
   }
 }
 

@@ -148,14 +148,6 @@ describe('decideBeforeHandling', () => {
     expect(QUORUM_DELIVERY_LIMIT).toBeGreaterThan(REDELIVERY_LIMIT);
   });
 
-  describe('in the deprecated positional form', () => {
-    it('decides as before, with strict JSON decoding', () => {
-      expect(decideBeforeHandling(json({ id: 7 }), 1, 3)).toEqual({ action: 'handle', payload: { id: 7 } });
-      expect(decideBeforeHandling(json(1), 5, 3)).toMatchObject({ action: 'park', reason: 'exhausted', handlerCalls: 4 });
-      expect(decideBeforeHandling(json(1), 2, 5, REDELIVERY_LIMIT)).toMatchObject({ action: 'park', reason: 'redelivery-limit', handlerCalls: 11 });
-      expect(decideBeforeHandling(Buffer.from([0xff]), 1, 3)).toMatchObject({ action: 'park', reason: 'malformed', handlerCalls: 0 });
-    });
-  });
 });
 
 describe('decideAfterFailure', () => {

@@ -1,6 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import { NonRetryableError } from '../errors/non-retryable.error.js';
-import { decodeBody, decodeJsonBody, type Deserializer } from './body.decoder.js';
+import { decodeBody, type Deserializer } from './body.decoder.js';
 import type { ErrorClass, QueueType } from './retry-options.js';
 import { readDeathHistory, rejectedCount, unsettledDeliveries, type XDeath } from './x-death.parser.js';
 
@@ -41,10 +41,6 @@ export interface BeforeHandlingInput {
 export type BeforeHandling =
   | { action: 'handle'; payload: unknown; attempt: number; deaths: XDeath[] }
   | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number; deaths: XDeath[] };
-
-/** The result of the deprecated positional form of decideBeforeHandling. */
-export type LegacyBeforeHandling =
-  { action: 'handle'; payload: unknown } | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number };
 
 /** The delivery's headers, if amqplib gave a table (it types them as any). */
 function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined {
@@ -100,25 +96,8 @@ function earlyPark(
  * Otherwise the handler runs with the payload. The attempt number is 1 + the count of the queue's `rejected` entry.
  * Never throws.
  */
-export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling;
-/**
- * @deprecated Give a BeforeHandlingInput: this form cannot check the death history, the content type or the queue
- * type, and always decodes JSON. Kept until the consumer is moved over.
- */
-export function decideBeforeHandling(content: Buffer, attempt: number, maxAttempts: number, unsettledDeliveries?: number): LegacyBeforeHandling;
-export function decideBeforeHandling(
-  input: BeforeHandlingInput | Buffer,
-  attempt = 1,
-  maxAttempts = 1,
-  unsettled = 0,
-): BeforeHandling | LegacyBeforeHandling {
-  if (!Buffer.isBuffer(input)) return decide(input);
-  const early = earlyPark(attempt, maxAttempts, unsettled);
-  if (early !== undefined) return early;
-  const body = decodeJsonBody(input, undefined);
-  return body.ok
-    ? { action: 'handle', payload: body.payload }
-    : { action: 'park', reason: 'malformed', error: new Error(body.problem), handlerCalls: 0 };
+export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
+  return decide(input);
 }
 
 /** What happens to a delivery whose handler failed. */

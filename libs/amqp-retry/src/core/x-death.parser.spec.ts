@@ -223,8 +223,4 @@ describe('unsettledDeliveries', () => {
     expect(unsettledDeliveries({ 'x-delivery-count': 50 }, 'classic')).toBe(0);
     expect(unsettledDeliveries(undefined, 'classic')).toBe(0);
   });
-
-  it('reads as on a quorum queue when no queue type is given (deprecated form)', () => {
-    expect(unsettledDeliveries({ 'x-delivery-count': 3 })).toBe(3);
-  });
 });

@@ -200,10 +200,7 @@ export function firstRejection(deaths: readonly XDeath[], queue: string): XDeath
  * queue's broker sets that header, so on a classic queue it is whatever a publisher put there and counts for nothing
  * (0); on a quorum queue it is the count if it is a whole number from 0, else 0.
  */
-export function unsettledDeliveries(headers: Record<string, unknown> | undefined, queueType: QueueType): number;
-/** @deprecated Give the queue type: without it the header is trusted as on a quorum queue, which a publisher can forge on a classic one. */
-export function unsettledDeliveries(headers: Record<string, unknown> | undefined): number;
-export function unsettledDeliveries(headers: Record<string, unknown> | undefined, queueType: QueueType = 'quorum'): number {
+export function unsettledDeliveries(headers: Record<string, unknown> | undefined, queueType: QueueType): number {
   if (queueType !== 'quorum') return 0;
   const count = readStrictInteger(headers?.['x-delivery-count']);
   return count !== undefined && count >= 0 ? count : 0;
