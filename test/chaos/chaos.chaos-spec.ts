@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
-import { closeConnections, ctl } from '../support/broker-control.js';
+import { closeConnections, ctl, raiseMemoryAlarm } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { buildLibrary, startConsumer, stopWith } from './consumer-process.js';
 
@@ -36,7 +36,7 @@ class ResilientCounter {
 }
 
 describe.each(['classic', 'quorum'] as const)(
-  `chaos on %s queues: ${N} messages through connection kills, a broker restart and SIGKILLs`,
+  `chaos on %s queues: ${N} messages through connection kills, a broker restart, SIGKILLs, a deleted exchange and blocked publishers`,
   (queueType) => {
     const queue = uniqueName(`chaos.${queueType}`);
     const results = `${queue}.results`;
@@ -87,6 +87,20 @@ describe.each(['classic', 'quorum'] as const)(
         child = await startConsumer(env);
       });
       await at(0.8, 'connection kill', async () => void (await closeConnections(connection)));
+      await at(0.85, 'dead-letter exchange deleted', async () => {
+        // An operator's mistake: every nack from now on would be dropped by the broker unless the library notices.
+        const operator = await TestBroker.connect();
+        await operator.channel.deleteExchange(`${queue}.dlx`);
+        await operator.close();
+      });
+      await at(0.9, 'publishers blocked for 2 s', async () => {
+        const restore = await raiseMemoryAlarm();
+        try {
+          await new Promise((resolve) => setTimeout(resolve, 2_000));
+        } finally {
+          await restore();
+        }
+      });
       await counter.close();
 
       const mustFail = ids.filter((id) => id % MUST_FAIL_EVERY === 0);
@@ -123,7 +137,16 @@ describe.each(['classic', 'quorum'] as const)(
       ].join('\n');
       process.stdout.write(`\nChaos result (${queueType} queues, N=${N}):\n${table}\n\n`);
 
-      expect(faults).toEqual(['connection kill', 'SIGKILL', 'connection kill', 'broker restart', 'SIGKILL', 'connection kill']);
+      expect(faults).toEqual([
+        'connection kill',
+        'SIGKILL',
+        'connection kill',
+        'broker restart',
+        'SIGKILL',
+        'connection kill',
+        'dead-letter exchange deleted',
+        'publishers blocked for 2 s',
+      ]);
       expect(lost).toEqual([]);
       expect(wronglyParked).toEqual([]);
       expect(handled.size).toBe(shouldSucceed);

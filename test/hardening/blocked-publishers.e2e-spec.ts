@@ -1,26 +1,8 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, PublishError, RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { ctl } from '../support/broker-control.js';
+import { ctl, raiseMemoryAlarm } from '../support/broker-control.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-
-/** Raises a memory alarm on the broker (it blocks every connection that publishes) until the returned function runs. */
-async function memoryAlarm(): Promise<() => Promise<void>> {
-  const previous = (await ctl('eval', 'vm_memory_monitor:get_vm_memory_high_watermark().')).trim();
-  const restore = async () => {
-    const absolute = previous.match(/^\{absolute,\s*(\d+)\}$/);
-    await (absolute ? ctl('set_vm_memory_high_watermark', 'absolute', absolute[1]) : ctl('set_vm_memory_high_watermark', previous));
-    await waitFor(async () => (await ctl('eval', 'rabbit_alarm:get_alarms().')).trim() === '[]', 'the alarm to clear', 20_000);
-  };
-  await ctl('set_vm_memory_high_watermark', '0.0001');
-  try {
-    await waitFor(async () => (await ctl('eval', 'rabbit_alarm:get_alarms().')).includes('memory'), 'the memory alarm', 20_000);
-  } catch (error) {
-    await restore();
-    throw error;
-  }
-  return restore;
-}
 
 /** Ready and unacknowledged messages of a queue, as the broker counts them. */
 async function messagesIn(queue: string): Promise<number | undefined> {
@@ -63,7 +45,7 @@ describe('a broker that blocks publishers', () => {
     for (let n = 0; n < 40; n++) await broker.publish('', queue, { n });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 40, 'every handler started');
 
-    const restore = await memoryAlarm();
+    const restore = await raiseMemoryAlarm();
     let publishFailure: unknown;
     try {
       const startedAt = Date.now();

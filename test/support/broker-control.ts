@@ -30,3 +30,37 @@ export async function closeConnections(prefix: string): Promise<number> {
   for (const pid of pids) await ctl('close_connection', pid, 'closed by a test');
   return pids.length;
 }
+
+/** A predicate over the broker's active alarms (`rabbit_alarm:get_alarms()`). */
+async function alarms(): Promise<string> {
+  return (await ctl('eval', 'rabbit_alarm:get_alarms().')).trim();
+}
+
+async function until(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Raises a memory alarm (the broker then blocks every connection that publishes, acks included) and returns the
+ * function that restores the previous watermark and waits for the alarm to clear. Call it in a `finally`.
+ */
+export async function raiseMemoryAlarm(): Promise<() => Promise<void>> {
+  const previous = (await ctl('eval', 'vm_memory_monitor:get_vm_memory_high_watermark().')).trim();
+  const restore = async () => {
+    const absolute = previous.match(/^\{absolute,\s*(\d+)\}$/);
+    await (absolute ? ctl('set_vm_memory_high_watermark', 'absolute', absolute[1]) : ctl('set_vm_memory_high_watermark', previous));
+    await until(async () => (await alarms()) === '[]', 'the memory alarm to clear');
+  };
+  await ctl('set_vm_memory_high_watermark', '0.0001');
+  try {
+    await until(async () => (await alarms()).includes('memory'), 'the memory alarm');
+  } catch (error) {
+    await restore();
+    throw error;
+  }
+  return restore;
+}
