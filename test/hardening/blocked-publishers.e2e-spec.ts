@@ -18,6 +18,7 @@ describe('a broker that blocks publishers', () => {
   let broker: TestBroker;
   let queue: string;
   let app: INestApplicationContext | undefined;
+  let restore: (() => Promise<void>) | undefined; // also run from afterEach, should the test time out mid-alarm
 
   beforeAll(async () => {
     broker = await TestBroker.connect();
@@ -29,6 +30,8 @@ describe('a broker that blocks publishers', () => {
     queue = uniqueName('e2e.blocked');
   });
   afterEach(async () => {
+    await restore?.();
+    restore = undefined;
     await app?.close();
     app = undefined;
     await broker.deleteRetryTopology(queue);
@@ -45,11 +48,12 @@ describe('a broker that blocks publishers', () => {
     for (let n = 0; n < 40; n++) await broker.publish('', queue, { n });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 40, 'every handler started');
 
-    const restore = await raiseMemoryAlarm();
+    restore = await raiseMemoryAlarm();
     let publishFailure: unknown;
     try {
       const startedAt = Date.now();
-      publishFailure = await app.get(RetryPublisher).publish('', queue, { n: 'during the alarm' }).catch((error: unknown) => error);
+      const hang = new Promise((resolve) => setTimeout(() => resolve(new Error('still waiting after 5 s')), 5_000));
+      publishFailure = await Promise.race([app.get(RetryPublisher).publish('', queue, { n: 'during the alarm' }).catch((error: unknown) => error), hang]);
       expect(Date.now() - startedAt).toBeLessThan(3_000); // bounded by publishTimeout / confirmTimeout, never a hang
       release();
       // 36 handlers succeed: their acks go out on the consuming connection, which the alarm does not block.
@@ -58,6 +62,7 @@ describe('a broker that blocks publishers', () => {
     } finally {
       release();
       await restore();
+      restore = undefined;
     }
     expect(publishFailure).toBeInstanceOf(PublishError);
     expect((publishFailure as Error).message).toMatch(/did not confirm it within 500 ms|write buffer|no connection/);
