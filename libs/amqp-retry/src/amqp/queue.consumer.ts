@@ -1,5 +1,5 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { DeliveryGate } from '../core/delivery.gate.js';
+import { DeliveryGate, type GatePass } from '../core/delivery.gate.js';
 import { errorMessage } from '../core/error-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
@@ -40,6 +40,8 @@ interface Subscription {
   channel: Channel;
   batcher: AckBatcher;
   abort: AbortController;
+  /** The gate passes of its handlers running now: detached when the channel dies. */
+  passes: Set<GatePass>;
   consumerTag?: string;
   /** Prefetch 1 while suspects are about (quorum): a crash then finds only the suspect unsettled. */
   careful: boolean;
@@ -97,6 +99,7 @@ export class QueueConsumer {
       channel,
       batcher: new AckBatcher(channel, (error) => this.dropped(error)),
       abort: new AbortController(),
+      passes: new Set(),
       careful: this.options.isSuspect !== undefined,
     };
     // The broker closing this channel alone sends a reason first ('error'); a dying connection closes it silently.
@@ -139,7 +142,7 @@ export class QueueConsumer {
       this.options.logger.warn(
         `"${this.options.queue}": ${this.inFlight.size} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
       );
-      subscription?.abort.abort(new Error(`the shutdown timeout (${timeoutMs} ms) has passed`));
+      if (subscription) abort(subscription, `the shutdown timeout (${timeoutMs} ms) has passed`);
     }
     if (subscription) await this.closeChannel(subscription);
   }
@@ -158,17 +161,16 @@ export class QueueConsumer {
     const suspect = this.options.isSuspect?.(message) ?? false;
     if (!this.stopped && (suspect ? !subscription.careful : subscription.careful && carefully)) this.changePace(subscription, suspect);
     const settle: Settle = { ack: () => batcher.ack(message), nack: (requeue) => batcher.nack(message, requeue) };
-    const { signal } = subscription.abort;
+    const { abort: controller, passes } = subscription;
     const work = this.gate
       .enter(suspect)
       .then(async (pass) => {
-        const detach = () => pass.detach();
-        signal.addEventListener('abort', detach, { once: true });
+        if (controller.signal.aborted) return pass.leave(); // the channel died while it waited: the broker redelivers it
+        passes.add(pass);
         try {
-          if (signal.aborted) return; // the channel died while it waited: the broker redelivers it
-          await this.handle(message, settle, signal);
+          await this.handle(message, settle, controller.signal);
         } finally {
-          signal.removeEventListener('abort', detach);
+          passes.delete(pass);
           pass.leave();
         }
       })
@@ -201,7 +203,7 @@ export class QueueConsumer {
   }
 
   private onChannelClosed(subscription: Subscription, brokerReason: string | undefined): void {
-    subscription.abort.abort(new Error(`the channel consuming "${this.options.queue}" closed${brokerReason ? ` (${brokerReason})` : ''}`));
+    abort(subscription, `the channel consuming "${this.options.queue}" closed${brokerReason ? ` (${brokerReason})` : ''}`);
     if (this.subscription !== subscription) return;
     this.subscription = undefined;
     if (brokerReason === undefined) return; // it died with the connection, whose recovery restarts us
@@ -231,4 +233,11 @@ export class QueueConsumer {
         });
     }, delay);
   }
+}
+
+/** Tells the handlers of a subscription that their deliveries are lost or abandoned, and frees their exclusivity. */
+function abort(subscription: Subscription, reason: string): void {
+  if (subscription.abort.signal.aborted) return;
+  subscription.abort.abort(new Error(reason));
+  for (const pass of subscription.passes) pass.detach();
 }

@@ -28,7 +28,7 @@ const quoted = (text: string): string => JSON.stringify(text.length > 100 ? `${t
  * case-insensitive (RFC 9110); a charset other than UTF-8 is refused, since the body is read as UTF-8.
  */
 export function jsonContentTypeProblem(contentType: string | undefined): string | undefined {
-  if (contentType === undefined || contentType.trim() === '') return undefined;
+  if (contentType === undefined || contentType === 'application/json' || contentType.trim() === '') return undefined; // the usual cases, at once
   const [mediaType, ...parameters] = contentType.split(';').map((part) => part.trim());
   if (!JSON_MEDIA_TYPE.test(mediaType.toLowerCase())) return `content type ${quoted(contentType)} is not JSON; ${DESERIALIZER_HINT}`;
   for (const parameter of parameters) {
