@@ -1,10 +1,10 @@
 // Every knob of the bench in one place. BENCH_QUICK=1 is a smoke run: small N, one round, results kept out of
 // bench/RESULTS.md. BENCH_ONLY=happy-path,memory runs a subset; BENCH_ROUNDS=n changes the number of rounds;
-// BENCH_CPU_PROF=ours writes a CPU profile of the measured window of each consume and retry run of that contender
+// BENCH_CPU_PROF=ours writes a CPU profile of the measured window of each consume, retry and publish run of that contender
 // to bench/dist/profiles/.
 import type { ContenderId } from './contenders/registry.js';
 
-export const SCENARIOS = ['happy-path', 'retry-path', 'delays', 'memory'] as const;
+export const SCENARIOS = ['happy-path', 'retry-path', 'delays', 'memory', 'publish'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 const quick = process.env.BENCH_QUICK === '1';
@@ -35,6 +35,13 @@ export const settings = {
   // The issue's load: 1,000 delayed messages a second.
   delays: { messages: quick ? 500 : 10_000, maxDelayMs: quick ? 2_000 : 10_000, blockers: 1_000, ratePerSecond: 1_000 },
   memory: { backlogs: quick ? [1_000, 5_000] : [10_000, 100_000] },
+  publish: {
+    /** Throughput: this many publishes, at most `concurrency` awaiting their confirm at once. */
+    messages: quick ? 2_000 : 50_000,
+    concurrency: 1_000,
+    /** Memory under a flood: this many publishes called at once, none awaited. */
+    floodMessages: quick ? 10_000 : 100_000,
+  },
   /** A measured process gets a minute to start and stop, plus 1 ms per message (a contender under 1,000 msg/s fails). */
   deadlineMs: (messages: number) => 60_000 + messages,
   /** A scenario process is killed after this long. */

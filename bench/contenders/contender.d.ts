@@ -28,3 +28,19 @@ export interface Contender {
   /** Declares what the contender declares in a real application (its queue at least), then consumes. */
   start(options: ConsumerOptions): Promise<RunningConsumer>;
 }
+
+export interface PublisherOptions {
+  url: string;
+}
+
+export interface RunningPublisher {
+  /** Publishes `body` as JSON, persistent, and settles on the broker's confirm (rejects on a nack or a failure). */
+  publish(exchange: string, routingKey: string, body: BenchBody): Promise<void>;
+  /** Closes the connection; called once every publish has settled. */
+  stop(): Promise<void>;
+}
+
+/** A contender of the publish scenario: ready to publish once `start` resolves (connection and channel open). */
+export interface PublisherContender {
+  start(options: PublisherOptions): Promise<RunningPublisher>;
+}

@@ -12,6 +12,8 @@ export interface ContenderInfo {
   label: string;
   /** The compiled module exporting `contender`, loaded by the measured process. */
   module: string;
+  /** The compiled module exporting `publisher`, for the publish scenario; only the contenders it measures have one. */
+  publisherModule?: string;
   /** The body as this contender's publishers would send it. */
   encode(body: BenchBody): Buffer;
   /** Every queue and exchange the contender may declare for `queue`, deleted after each run. */
@@ -36,6 +38,7 @@ export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
     id: 'ours',
     label: 'nestjs-amqp-retry',
     module: join(distDir, 'ours.contender.js'),
+    publisherModule: join(distDir, 'ours.publisher.js'),
     encode: json,
     namesFor: ourTopology,
     package: () => packageOf('nestjs-amqp-retry', join(rootDir, 'libs', 'amqp-retry')),
@@ -44,6 +47,7 @@ export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
     id: 'raw',
     label: 'raw amqplib',
     module: join(distDir, 'raw-amqplib.contender.js'),
+    publisherModule: join(distDir, 'raw-amqplib.publisher.js'),
     encode: json,
     namesFor: justTheQueue,
     package: rootPackage('amqplib'),

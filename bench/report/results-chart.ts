@@ -129,6 +129,19 @@ function panelsOf(r: ScenarioResults): Panel[] {
       bars: memory.rows.map((row) => ({ label: `${row.label}, ${int(row.backlog)}`, value: row.rssPeakMb, color: COLORS[row.id], text: `${fixed(row.rssPeakMb.median, 0)} MB` })),
     });
   }
+  const publish = r.publish;
+  if (publish) {
+    panels.push(
+      {
+        title: `Publish throughput, confirmed msg/s, at most ${int(publish.concurrency)} unconfirmed (higher is better)`,
+        bars: publish.rows.map((row) => ({ label: row.label, value: row.throughput, color: COLORS[row.id], text: `${int(row.throughput.median)} msg/s  (${fixed(row.throughputVsRaw.median, 2)}x raw)` })),
+      },
+      {
+        title: `Publish flood: RSS growth of the publishing process over ${int(publish.floodMessages)} publishes called at once, MB (lower is better)`,
+        bars: publish.rows.map((row) => ({ label: row.label, value: row.floodRssGrowthMb, color: COLORS[row.id], text: `${fixed(row.floodRssGrowthMb.median, 0)} MB` })),
+      },
+    );
+  }
   return panels;
 }
 

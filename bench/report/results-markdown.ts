@@ -1,4 +1,4 @@
-import type { DelaysResult, HappyPathResult, MemoryResult, RetryPathResult, ScenarioResults } from '../scenarios/results.js';
+import type { DelaysResult, HappyPathResult, MemoryResult, PublishResult, RetryPathResult, ScenarioResults } from '../scenarios/results.js';
 import { settings } from '../settings.js';
 import { HELD_BACK_AFTER_MS } from '../worker/protocol.js';
 import { fixed, int, spreadText } from './format.js';
@@ -104,6 +104,32 @@ function memory(m: MemoryResult): string[] {
   ];
 }
 
+function publish(p: PublishResult): string[] {
+  const mbText = (n: number) => fixed(n, 0);
+  const flooded = p.rows.filter((row) => row.floodFirstError);
+  return [
+    `## 5. Publishing: ${int(p.messages)} confirmed publishes, then a flood of ${int(p.floodMessages)}`,
+    '',
+    `Throughput: \`RetryPublisher.publish\` (a Nest application context with \`RetryModule.forRoot({ url, delayedDelivery: false })\`) against raw amqplib's confirm channel with a callback per message, both persistent JSON to a durable queue behind a direct exchange, at most ${int(p.concurrency)} publishes awaiting their confirm (a new one starts when one settles). The window runs from the first publish call to the last confirm, after one unmeasured publish (the library opens its publishing connection on first use); CPU is the publishing process's user + system time over it, per message; ratios are ours / raw within a round.`,
+    '',
+    '| contender | msg/s | vs raw | CPU µs/msg | CPU vs raw |',
+    '|---|---:|---:|---:|---:|',
+    ...p.rows.map(
+      (row) => `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsRaw, x)} |`,
+    ),
+    '',
+    `Flood: ${int(p.floodMessages)} publishes called at once, none awaited until all were called (a careless caller). RSS of the publishing process just before the first call, the highest RSS sampled every 20 ms until every publish settled, and the time until then.`,
+    '',
+    '| contender | RSS before MB | peak RSS MB | peak - before MB | all settled after s | failed |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...p.rows.map(
+      (row) =>
+        `| ${row.label} | ${spreadText(row.floodRssBeforeMb, mbText)} | ${spreadText(row.floodRssPeakMb, mbText)} | ${spreadText(row.floodRssGrowthMb, mbText)} | ${spreadText(row.floodSeconds, (n) => fixed(n, 2))} | ${spreadText(row.floodFailed)} |`,
+    ),
+    ...(flooded.length ? ['', ...flooded.map((row) => `${row.label}, first failure of the flood: ${row.floodFirstError}`)] : []),
+  ];
+}
+
 /** The whole report, as printed at the end and written to RESULTS.md. */
 export function renderMarkdown(env: Environment, results: ScenarioResults, failures: string[], durationMs: number, chartFile: string): string {
   const sections = [
@@ -121,6 +147,7 @@ export function renderMarkdown(env: Environment, results: ScenarioResults, failu
     results['retry-path'] ? retryPath(results['retry-path']) : [],
     results.delays ? delays(results.delays) : [],
     results.memory ? memory(results.memory) : [],
+    results.publish ? publish(results.publish) : [],
   ];
   return `${sections
     .filter((s) => s.length)

@@ -46,6 +46,13 @@ export class BenchBroker {
     await this.channel.assertQueue(queue, { durable: true });
   }
 
+  /** A durable direct exchange and a durable queue bound to it with `routingKey`: where the publish scenario publishes. */
+  async declareBoundQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
+    await this.channel.assertExchange(exchange, 'direct', { durable: true });
+    await this.channel.assertQueue(queue, { durable: true });
+    await this.channel.bindQueue(queue, exchange, routingKey);
+  }
+
   /** Publishes bodies {id: 0} .. {id: count-1} to `queue` through the default exchange and waits for every confirm. */
   async fill(queue: string, count: number, encode: (body: BenchBody) => Buffer): Promise<void> {
     for (let id = 0; id < count; ) {

@@ -10,6 +10,12 @@ import { startMeasuredRun, type MeasuredRun } from './measured-run.js';
 /** Where BENCH_CPU_PROF puts its profiles (gitignored with the rest of bench/dist). */
 const PROFILE_DIR = join(import.meta.dirname, '..', 'profiles');
 
+function publisherModuleOf(id: ContenderId): string {
+  const module = CONTENDERS[id].publisherModule;
+  if (!module) throw new Error(`${CONTENDERS[id].label} has no publisher for the publish scenario`);
+  return module;
+}
+
 /** What a scenario gives for a job; the rest comes from the settings (the deadline too, unless given). */
 type JobFields<K extends Job['kind']> = Omit<Extract<Job, { kind: K }>, 'kind' | 'url' | 'prefetch' | 'retryDelayMs' | 'deadlineMs' | 'contenderModule'> & {
   deadlineMs?: number;
@@ -61,14 +67,14 @@ export class BenchSession {
   async measure<R, K extends Job['kind']>(kind: K, contenderId: ContenderId, fields: JobFields<K>, whenReady?: () => Promise<void>): Promise<R> {
     const job = {
       kind,
-      contenderModule: CONTENDERS[contenderId].module,
+      contenderModule: kind === 'publish' ? publisherModuleOf(contenderId) : CONTENDERS[contenderId].module,
       url: settings.url,
       prefetch: settings.prefetch,
       retryDelayMs: settings.retryPath.tierDelayMs,
       deadlineMs: settings.deadlineMs('messages' in fields ? Number(fields.messages) : 0),
       ...fields,
     } as Job;
-    if (settings.cpuProfileOf === contenderId && (kind === 'consume' || kind === 'retry')) {
+    if (settings.cpuProfileOf === contenderId && (kind === 'consume' || kind === 'retry' || kind === 'publish')) {
       mkdirSync(PROFILE_DIR, { recursive: true });
       job.profileFile = join(PROFILE_DIR, `${job.queue}.cpuprofile`);
       console.log(`CPU profile of the measured window: ${job.profileFile}`);

@@ -1,9 +1,11 @@
 // The measured runs that scenarios are made of. Each takes a fresh queue, measures one contender in its own
-// process, checks that every message was settled as expected, and deletes what it declared.
+// process, checks that every message was settled (or, for publishing, arrived) as expected, and deletes what it declared.
 import { CONTENDERS, type ContenderId } from '../contenders/registry.js';
 import { settings } from '../settings.js';
-import type { RetryWindowResult, WindowResult } from '../worker/protocol.js';
-import type { BenchSession } from './bench-session.js';
+import type { PublishWindowResult, RetryWindowResult, WindowResult } from '../worker/protocol.js';
+import { BenchSession } from './bench-session.js';
+
+const PUBLISH_ROUTING_KEY = 'bench';
 
 /** Has the contender declare its queue (its own way, then stop), and fills it before the measured consumer starts. */
 async function prefill(session: BenchSession, id: ContenderId, queue: string, messages: number): Promise<void> {
@@ -38,6 +40,27 @@ export function retryEach(session: BenchSession, scenario: string, id: Contender
       throw new Error(`${contender.label}: ${result.anomalies.length} deliveries broke "fail once, then succeed": ${result.anomalies.slice(0, 5).join('; ')}`);
     }
     await session.expectDrained(contender.namesFor(queue));
+    return result;
+  });
+}
+
+/**
+ * Measures the contender publishing `messages` to a fresh durable queue behind a direct exchange, with at most
+ * `concurrency` unconfirmed publishes, or all at once (null). Every confirmed message must be in the queue after
+ * the run, and the probe publish made before the window besides (publish.job.ts); the queue and exchange are deleted.
+ */
+export function publishTo(session: BenchSession, id: ContenderId, messages: number, concurrency: number | null): Promise<PublishWindowResult> {
+  const queue = BenchSession.uniqueName('publish', id);
+  const names = { queues: [queue], exchanges: [queue] }; // the exchange takes the queue's unique name
+  return session.withNames(names, async () => {
+    await session.broker.declareBoundQueue(queue, queue, PUBLISH_ROUTING_KEY);
+    const result = await session.measure<PublishWindowResult, 'publish'>('publish', id, { queue, exchange: queue, routingKey: PUBLISH_ROUTING_KEY, messages, concurrency });
+    const confirmed = messages - result.failed + 1;
+    const depth = await session.broker.depth(queue);
+    // A publish that timed out may still have arrived, so with failures the queue may hold more than the confirmed.
+    if (depth === undefined || depth < confirmed || (result.failed === 0 && depth !== confirmed)) {
+      throw new Error(`${CONTENDERS[id].label}: ${queue} holds ${depth ?? 'no queue,'} messages after ${confirmed} confirmed publishes`);
+    }
     return result;
   });
 }

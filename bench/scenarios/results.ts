@@ -77,9 +77,38 @@ export interface MemoryResult {
   rows: Array<ContenderRef & { backlog: number; rssStartMb: Spread; rssPeakMb: Spread }>;
 }
 
+export interface PublishResult {
+  rounds: number;
+  /** Throughput runs: this many publishes, at most `concurrency` awaiting a confirm at once. */
+  messages: number;
+  concurrency: number;
+  /** Flood runs: this many publishes called at once. */
+  floodMessages: number;
+  rows: Array<
+    ContenderRef & {
+      /** Publishes confirmed per second, first publish call to last confirm. */
+      throughput: Spread;
+      cpuUsPerMessage: Spread;
+      /** Per round: this contender's figure / raw amqplib's in the same round. */
+      throughputVsRaw: Spread;
+      cpuVsRaw: Spread;
+      /** Flood: first publish call to last publish settled. */
+      floodSeconds: Spread;
+      /** Flood: RSS just before the first publish call, the peak sampled until all settled, and the difference. */
+      floodRssBeforeMb: Spread;
+      floodRssPeakMb: Spread;
+      floodRssGrowthMb: Spread;
+      /** Flood: publishes that rejected, and the first reason seen in any round. */
+      floodFailed: Spread;
+      floodFirstError?: string;
+    }
+  >;
+}
+
 export interface ScenarioResults {
   'happy-path'?: HappyPathResult;
   'retry-path'?: RetryPathResult;
   delays?: DelaysResult;
   memory?: MemoryResult;
+  publish?: PublishResult;
 }

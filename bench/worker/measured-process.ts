@@ -103,6 +103,8 @@ async function retry(job: Job & { messages: number }, contender: Contender): Pro
 }
 
 async function run(job: Job): Promise<unknown> {
+  // A publisher module exports `publisher`, not `contender`: the publish job loads it itself.
+  if (job.kind === 'publish') return (await import('./publish.job.js')).measurePublishing(job, windowOf(job));
   const { contender } = (await import(pathToFileURL(job.contenderModule).href)) as { contender: Contender };
   switch (job.kind) {
     case 'declare':

@@ -21,7 +21,12 @@ export type Job =
   /** Consume `messages` messages that each fail their first attempt and succeed on the retry. */
   | (JobBase & { kind: 'retry'; messages: number })
   /** Publish delayed messages with the library's RetryPublisher and measure when they arrive (see delays.job.ts). */
-  | (JobBase & { kind: 'delays'; messages: number; maxDelayMs: number; blockers: number; ratePerSecond: number });
+  | (JobBase & { kind: 'delays'; messages: number; maxDelayMs: number; blockers: number; ratePerSecond: number })
+  /**
+   * Publish `messages` messages to `exchange` with `routingKey`, at most `concurrency` unconfirmed at once, or, with
+   * `concurrency` null, all at once without waiting (see publish.job.ts).
+   */
+  | (JobBase & { kind: 'publish'; exchange: string; routingKey: string; messages: number; concurrency: number | null });
 
 /** A window from the first delivery to the last handled message. */
 export interface WindowResult {
@@ -41,6 +46,14 @@ export interface RetryWindowResult extends WindowResult {
   latenessMs: number[];
   /** Deliveries that do not fit "attempt 1 fails, attempt 2 succeeds" exactly once per message. */
   anomalies: string[];
+}
+
+/** A publish window: from the first publish call to the last publish settled (confirmed or rejected). */
+export interface PublishWindowResult extends WindowResult {
+  /** Publishes that rejected (`messages` counts every publish called, failed ones included). */
+  failed: number;
+  /** The first rejection's message, when there was one. */
+  firstError?: string;
 }
 
 /** A delayed message not delivered this long after it was due is recorded as held back (or, in bulk, missing). */
