@@ -4,6 +4,7 @@ import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose } f
 import { PublishError } from '../errors/publish.error.js';
 import type { AmqpConnection } from './amqp-connection.js';
 import { findReturnedPublish, type PendingPublish } from './returned-publish.js';
+import { WriteQueue } from './write.queue.js';
 
 interface OpenChannel {
   channel: ConfirmChannel;
@@ -12,13 +13,13 @@ interface OpenChannel {
   /** Why and with which code the broker closed the channel, once it has (the 'error' event comes before 'close'). */
   closedBecause?: string;
   closedWithCode?: number;
-  /** Set while the socket's write buffer is full: publishes wait for 'drain' instead of piling up in memory. */
-  drained?: Promise<void>;
+  /** Publishes wait here while the socket's write buffer is full, instead of piling up in memory. */
+  writes: WriteQueue;
 }
 
 /** How publishes behave while the connection is down, blocked or slow. */
 export interface PublishLimits {
-  /** How long a publish may take in all: waiting for the connection, for the socket, and re-sends. */
+  /** How long a publish may wait for the connection (re-sends included), or for a full write buffer to drain. */
   timeoutMs: number;
   /** How many publishes may wait for the connection at once; more reject at once. Never an unbounded queue in memory. */
   bufferSize: number;
@@ -70,6 +71,10 @@ export class ConfirmPublisher {
       const open = await this.ready(deadline).catch((error: unknown) => {
         throw fail(lastClose ? `${lastClose}; then ${errorMessage(error)}` : errorMessage(error));
       });
+      // The turn and the write happen with no await in between (sendOnce writes synchronously), so a burst of
+      // publishes cannot all pass a check before the first write fills the buffer.
+      const turn = open.writes.turn();
+      if (turn) await turn.catch((error: unknown) => Promise.reject(fail(errorMessage(error))));
       const outcome = await this.sendOnce(open, exchange, routingKey, content, { ...options, mandatory });
       switch (outcome.kind) {
         case 'confirmed':
@@ -116,13 +121,15 @@ export class ConfirmPublisher {
             resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
           }
         };
+        let written = true;
         try {
-          if (!open.channel.publish(exchange, routingKey, content, options, settle)) this.awaitDrain(open);
+          written = open.channel.publish(exchange, routingKey, content, options, settle);
         } catch (error) {
           // amqplib refuses before writing anything: a header table it cannot encode, a closed channel.
           if (open.closedBecause !== undefined || /closed/i.test(errorMessage(error))) resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
           else resolve({ kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
         }
+        open.writes.written(written);
       });
     } finally {
       clearTimeout(timer);
@@ -130,21 +137,7 @@ export class ConfirmPublisher {
     }
   }
 
-  /** The write buffer is full: later publishes wait for it to drain (or for the channel to close). */
-  private awaitDrain(open: OpenChannel): void {
-    open.drained ??= new Promise<void>((resolve) => {
-      const done = () => {
-        open.channel.off('drain', done);
-        open.channel.off('close', done);
-        open.drained = undefined;
-        resolve();
-      };
-      open.channel.on('drain', done);
-      open.channel.on('close', done);
-    });
-  }
-
-  /** A channel ready to write to: the connection up, the socket drained; within the publish's deadline. */
+  /** The channel, once the connection is up (within the publish's deadline). */
   private async ready(deadline: number): Promise<OpenChannel> {
     if (!this.connection.isConnected) {
       if (this.waiting >= this.limits.bufferSize) {
@@ -157,21 +150,14 @@ export class ConfirmPublisher {
         this.waiting--;
       }
     }
-    const open = await this.channel();
-    while (open.drained) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`the connection's write buffer stayed full for ${this.limits.timeoutMs} ms (publishTimeout)`);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([open.drained, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
-      clearTimeout(timer);
-    }
-    return open;
+    return this.channel();
   }
 
   private channel(): Promise<OpenChannel> {
     if (this.current) return this.current;
     const opening = this.connection.createConfirmChannel().then((channel) => {
-      const open: OpenChannel = { channel, pending: new Set() };
+      const open: OpenChannel = { channel, pending: new Set(), writes: new WriteQueue(this.limits.timeoutMs) };
+      channel.on('drain', () => open.writes.drained());
       channel.on('return', (message: Message) => {
         const publish = findReturnedPublish(open.pending, message);
         if (publish) publish.returned = true;
@@ -181,6 +167,7 @@ export class ConfirmPublisher {
         if (typeof error.code === 'number') open.closedWithCode = error.code;
       });
       channel.on('close', () => {
+        open.writes.closed();
         if (this.current === opening) this.current = undefined;
       });
       return open;
