@@ -71,7 +71,9 @@ export class QueueConsumer {
   private resumeAttempt = 0;
   private resumeTimer?: NodeJS.Timeout;
   private readonly gate: DeliveryGate;
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Handlers running or waiting for the gate, across channels; `idle` wakes those waiting for them to finish. */
+  private inFlight = 0;
+  private readonly idle: Array<() => void> = [];
 
   constructor(
     private readonly options: QueueConsumerOptions,
@@ -134,13 +136,13 @@ export class QueueConsumer {
     if (subscription?.consumerTag) await subscription.channel.cancel(subscription.consumerTag).catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
-      Promise.allSettled([...this.inFlight]).then(() => false),
+      this.whenIdle().then(() => false),
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs))),
     ]);
     clearTimeout(timer);
     if (timedOut) {
       this.options.logger.warn(
-        `"${this.options.queue}": ${this.inFlight.size} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
+        `"${this.options.queue}": ${this.inFlight} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
       );
       if (subscription) abort(subscription, `the shutdown timeout (${timeoutMs} ms) has passed`);
     }
@@ -161,24 +163,33 @@ export class QueueConsumer {
     const suspect = this.options.isSuspect?.(message) ?? false;
     if (!this.stopped && (suspect ? !subscription.careful : subscription.careful && carefully)) this.changePace(subscription, suspect);
     const settle: Settle = { ack: () => batcher.ack(message), nack: (requeue) => batcher.nack(message, requeue) };
+    void this.run(subscription, message, settle, suspect);
+  }
+
+  /** Runs one delivery's handler once the gate lets it; never rejects. */
+  private async run(subscription: Subscription, message: ConsumeMessage, settle: Settle, suspect: boolean): Promise<void> {
+    this.inFlight++;
     const { abort: controller, passes } = subscription;
-    const work = this.gate
-      .enter(suspect)
-      .then(async (pass) => {
-        if (controller.signal.aborted) return pass.leave(); // the channel died while it waited: the broker redelivers it
-        passes.add(pass);
-        try {
-          await this.handle(message, settle, controller.signal);
-        } finally {
-          passes.delete(pass);
-          pass.leave();
-        }
-      })
-      .catch((error: unknown) =>
-        this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`),
-      )
-      .finally(() => this.inFlight.delete(work));
-    this.inFlight.add(work);
+    try {
+      const pass = this.gate.tryEnter(suspect) ?? (await this.gate.enter(suspect));
+      if (controller.signal.aborted) return pass.leave(); // the channel died while it waited: the broker redelivers it
+      passes.add(pass);
+      try {
+        await this.handle(message, settle, controller.signal);
+      } finally {
+        passes.delete(pass);
+        pass.leave();
+      }
+    } catch (error) {
+      this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`);
+    } finally {
+      if (--this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
+    }
+  }
+
+  /** Resolves once no handler runs or waits. */
+  private whenIdle(): Promise<void> {
+    return this.inFlight === 0 ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
   }
 
   /** Re-subscribes at prefetch 1 (a suspect came) or at full prefetch (the suspects are through). */
@@ -215,7 +226,7 @@ export class QueueConsumer {
     if (this.subscription !== subscription) return;
     this.subscription = undefined;
     subscription.consumerTag = undefined;
-    void Promise.allSettled([...this.inFlight]).then(() => this.closeChannel(subscription));
+    void this.whenIdle().then(() => this.closeChannel(subscription));
     this.scheduleResume(`The broker cancelled the consumer of "${this.options.queue}" (was the queue deleted?)`);
   }
 

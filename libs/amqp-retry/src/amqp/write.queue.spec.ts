@@ -21,11 +21,14 @@ describe('WriteQueue', () => {
     queue.drained();
     await tick();
     expect(order).toEqual([1, 2, 3]); // one batch
-    expect(queue.turn()).toBeDefined(); // newcomers wait until the batch has written
+    const newcomer = queue.turn(); // newcomers wait until the batch has written
+    expect(newcomer).toBeDefined();
     queue.written(true);
     queue.written(false); // the second write filled the buffer again
     queue.written(true);
     await Promise.all(writers);
+    queue.closed();
+    await newcomer;
   });
 
   it('lets the waiting through in batches of 64, the next batch once the previous one has written', async () => {

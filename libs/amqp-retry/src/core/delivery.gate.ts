@@ -31,6 +31,12 @@ export class DeliveryGate {
     return this.running;
   }
 
+  /** A pass at once if the handler may run now (nobody waits before it), else undefined: then `enter()`. */
+  tryEnter(exclusive: boolean): GatePass | undefined {
+    if (this.waiting.length > 0 || !this.admissible(exclusive)) return undefined;
+    return this.admitOne(exclusive);
+  }
+
   /** Resolves when the handler may run. */
   enter(exclusive: boolean): Promise<GatePass> {
     return new Promise((resolve) => {
@@ -63,16 +69,21 @@ export class DeliveryGate {
     };
   }
 
+  private admissible(exclusive: boolean): boolean {
+    return !this.exclusiveRunning && this.running < this.limit && !(exclusive && this.attached > 0);
+  }
+
+  private admitOne(exclusive: boolean): GatePass {
+    this.running++;
+    this.attached++;
+    if (exclusive) this.exclusiveRunning = true;
+    return this.pass(exclusive);
+  }
+
   private admit(): void {
-    for (;;) {
-      const next = this.waiting[0];
-      if (!next || this.exclusiveRunning || this.running >= this.limit) return;
-      if (next.exclusive && this.attached > 0) return;
+    for (let next = this.waiting[0]; next && this.admissible(next.exclusive); next = this.waiting[0]) {
       this.waiting.shift();
-      this.running++;
-      this.attached++;
-      if (next.exclusive) this.exclusiveRunning = true;
-      next.admit(this.pass(next.exclusive));
+      next.admit(this.admitOne(next.exclusive));
     }
   }
 }
