@@ -12,7 +12,14 @@ import {
   truncateUtf8,
   type ParkInput,
 } from './parked-message.js';
-import { parseXDeath } from './x-death.parser.js';
+import { readDeathHistory, type XDeath } from './x-death.parser.js';
+
+/** The entries of a death history the broker would write (the test's own data is always well formed). */
+const deathsOf = (header: unknown): XDeath[] => {
+  const history = readDeathHistory(header);
+  if (!history.ok) throw new Error(history.problem);
+  return history.deaths;
+};
 
 // amqplib's own encoder checks that a parked copy's headers really fit its 64 KiB buffer (test only).
 const require = createRequire(import.meta.url);
@@ -86,7 +93,7 @@ const input = (over: Partial<ParkInput> = {}): ParkInput => ({
   error: new Error('payment declined'),
   handlerCalls: 4,
   queue: 'orders',
-  deaths: parseXDeath([
+  deaths: deathsOf([
     { queue: 'orders.retry.1', reason: 'expired', count: 3, exchange: 'orders.dlx', 'routing-keys': ['x'] },
     { queue: 'orders', reason: 'rejected', count: 3, exchange: 'shop', 'routing-keys': ['order.created'] },
   ]),

@@ -10,39 +10,6 @@ export interface XDeath {
   time?: Date;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A non-negative integer from a number, a numeric string, a bigint or amqplib's `{ value }` wrapper. */
-function readCount(value: unknown): number | undefined {
-  const raw = isRecord(value) && 'value' in value ? value.value : value;
-  const n = typeof raw === 'bigint' ? Number(raw) : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw;
-  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
-}
-
-/** amqplib decodes AMQP timestamps (seconds) as `{ '!': 'timestamp', value }`; plain numbers are accepted too. */
-function readTime(value: unknown): Date | undefined {
-  const seconds = isRecord(value) ? value.value : value;
-  return typeof seconds === 'number' && Number.isFinite(seconds) ? new Date(seconds * 1000) : undefined;
-}
-
-function readEntry(entry: unknown): XDeath | undefined {
-  if (!isRecord(entry)) return undefined;
-  const { queue, reason } = entry;
-  const count = readCount(entry.count);
-  if (typeof queue !== 'string' || typeof reason !== 'string' || count === undefined) return undefined;
-  const routingKeys = Array.isArray(entry['routing-keys']) ? entry['routing-keys'].filter((key): key is string => typeof key === 'string') : [];
-  return {
-    queue,
-    reason,
-    count,
-    exchange: typeof entry.exchange === 'string' ? entry.exchange : undefined,
-    routingKeys,
-    time: readTime(entry.time),
-  };
-}
-
 /** More entries than this make a header malformed: the broker writes one per queue and reason, far fewer in practice. */
 export const MAX_DEATH_ENTRIES = 1000;
 
@@ -169,16 +136,6 @@ export function readDeathHistory(header: unknown): DeathHistory {
     // Only a value built in-process (a Proxy, a throwing getter) gets here: amqplib decodes plain data.
     return { ok: false, problem: 'x-death could not be read: reading it threw' };
   }
-}
-
-/**
- * Reads the `x-death` header leniently: whatever a publisher or an old broker put there, this never throws, and it
- * keeps only entries with a queue, a reason and a valid count. For display only: a delivery decision must use
- * readDeathHistory, which refuses a header the broker did not write instead of quietly dropping parts of it.
- */
-export function parseXDeath(header: unknown): XDeath[] {
-  if (!Array.isArray(header)) return [];
-  return header.map(readEntry).filter((death): death is XDeath => death !== undefined);
 }
 
 /**
