@@ -34,8 +34,28 @@ type SendOutcome =
   | { kind: 'closed'; reason?: string; code?: number }
   | { kind: 'timeout' };
 
-/** A publish is sent at most this many times when channels keep closing under it for reasons that do not name it. */
+/**
+ * A publish is sent at most this many times when channels close under it for no reason that names an exchange (a
+ * lost connection, an unattributable channel error). Closes that name another publish's exchange do not count: a
+ * stream of bad publishes beside it must not fail a good one.
+ */
 const MAX_SENDS = 3;
+
+/** How long close() waits for the broker to close a channel: a broker that blocks publishers never answers. */
+const CLOSE_WAIT_MS = 1_000;
+
+/** Resolves after `ms` (or never rejects). */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * For publishes that must not be sent twice when the broker is slow (parked copies, forwarded delayed messages): a
+ * confirm that takes longer than confirmTimeout is waited for, reported through `onSlowConfirm`, until it comes or
+ * `signal` aborts. A re-send after a timeout would add a copy when the broker finally reads the first one.
+ */
+export interface PublishPatience {
+  signal: AbortSignal;
+  onSlowConfirm: (waitedMs: number) => void;
+}
 
 /**
  * Publishes on a confirm channel; each publish settles when the broker has taken responsibility for the message.
@@ -61,12 +81,12 @@ export class ConfirmPublisher {
    * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, closed the channel
    * over it, (with `mandatory`, the default) no queue took it, or no confirm came in time.
    */
-  async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}): Promise<void> {
+  async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, patience?: PublishPatience): Promise<void> {
     const fail = (reason: string, code?: number) => new PublishError(exchange, routingKey, reason, code);
     const deadline = Date.now() + this.limits.timeoutMs;
     const mandatory = options.mandatory ?? true;
     let lastClose = '';
-    for (let send = 1; ; send++) {
+    for (let send = 1; ; ) {
       if (this.closed) throw fail('the publisher is closed (the application is shutting down)');
       const open = await this.ready(deadline).catch((error: unknown) => {
         throw fail(lastClose ? `${lastClose}; then ${errorMessage(error)}` : errorMessage(error));
@@ -75,7 +95,7 @@ export class ConfirmPublisher {
       // publishes cannot all pass a check before the first write fills the buffer.
       const turn = open.writes.turn();
       if (turn) await turn.catch((error: unknown) => Promise.reject(fail(errorMessage(error))));
-      const outcome = await this.sendOnce(open, exchange, routingKey, content, { ...options, mandatory });
+      const outcome = await this.sendOnce(open, exchange, routingKey, content, { ...options, mandatory }, patience);
       switch (outcome.kind) {
         case 'confirmed':
           return;
@@ -86,10 +106,12 @@ export class ConfirmPublisher {
             `the broker did not confirm it within ${this.limits.confirmTimeoutMs} ms (is it blocking publishers over a memory or disk alarm?); it may or may not have been delivered`,
           );
         case 'closed': {
-          const verdict = publishOutcomeAfterClose(classifyChannelClose(outcome.reason, outcome.code), exchange);
+          const close = classifyChannelClose(outcome.reason, outcome.code);
+          const verdict = publishOutcomeAfterClose(close, exchange);
           if (verdict.action === 'fail') throw fail(verdict.reason, verdict.code);
           lastClose = `the channel closed before the broker confirmed it (${outcome.reason ?? 'connection lost'})`;
-          if (send >= MAX_SENDS || Date.now() >= deadline) throw fail(`${lastClose}, ${send} time${send === 1 ? '' : 's'}`, outcome.code);
+          if (close.exchange === undefined && ++send > MAX_SENDS) throw fail(`${lastClose}, ${MAX_SENDS} times`, outcome.code);
+          if (Date.now() >= deadline) throw fail(lastClose, outcome.code);
         }
       }
     }
@@ -101,16 +123,36 @@ export class ConfirmPublisher {
     const current = this.current;
     this.current = undefined;
     const open = await current?.catch(() => undefined);
-    await open?.channel.close().catch(() => undefined); // already closed with the connection
+    // Already closed with the connection; or never answered by a broker that blocks publishers: the connection's
+    // close then ends it.
+    if (open) await Promise.race([open.channel.close().catch(() => undefined), sleep(CLOSE_WAIT_MS)]);
   }
 
-  private async sendOnce(open: OpenChannel, exchange: string, routingKey: string, content: Buffer, options: Options.Publish): Promise<SendOutcome> {
+  private async sendOnce(
+    open: OpenChannel,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: Options.Publish,
+    patience: PublishPatience | undefined,
+  ): Promise<SendOutcome> {
     const pending: PendingPublish = { exchange, routingKey, messageId: options.messageId, content, returned: false };
     if (options.mandatory) open.pending.add(pending);
     let timer: NodeJS.Timeout | undefined;
+    const sentAt = Date.now();
+    const onAbort = () => resolveOutcome?.({ kind: 'timeout' });
+    let resolveOutcome: ((outcome: SendOutcome) => void) | undefined;
+    patience?.signal.addEventListener('abort', onAbort, { once: true });
     try {
       return await new Promise<SendOutcome>((resolve) => {
-        timer = setTimeout(() => resolve({ kind: 'timeout' }), this.limits.confirmTimeoutMs);
+        resolveOutcome = resolve;
+        const slow = () => {
+          if (!patience) return resolve({ kind: 'timeout' });
+          patience.onSlowConfirm(Date.now() - sentAt);
+          timer = setTimeout(slow, this.limits.confirmTimeoutMs);
+        };
+        timer = setTimeout(slow, this.limits.confirmTimeoutMs);
+        if (patience?.signal.aborted) resolve({ kind: 'timeout' });
         const settle = (error: unknown) => {
           if (!error) {
             if (pending.returned) resolve({ kind: 'failed', failure: { reason: 'no queue is bound to receive it (returned as unroutable)' } });
@@ -133,6 +175,7 @@ export class ConfirmPublisher {
       });
     } finally {
       clearTimeout(timer);
+      patience?.signal.removeEventListener('abort', onAbort);
       open.pending.delete(pending);
     }
   }
@@ -150,7 +193,19 @@ export class ConfirmPublisher {
         this.waiting--;
       }
     }
-    return this.channel();
+    const left = deadline - Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // A broker that blocks publishers does not answer channel.open either.
+      return await Promise.race([
+        this.channel(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`)), Math.max(0, left));
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private channel(): Promise<OpenChannel> {

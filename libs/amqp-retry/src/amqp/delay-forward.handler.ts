@@ -37,7 +37,10 @@ export class DelayForwardHandler {
     const copy = { ...republishProperties(message.properties, withoutDelayDeaths(headers, this.ladder.prefix)), mandatory: true };
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
-        await this.publisher.publish(target.exchange, target.routingKey, message.content, copy);
+        await this.publisher.publish(target.exchange, target.routingKey, message.content, copy, {
+          signal,
+          onSlowConfirm: (waitedMs) => this.logger.warn(`A due delayed message for "${target.exchange}" waits ${waitedMs} ms for the broker's confirm`),
+        });
         return settle.ack();
       } catch (error) {
         if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);
@@ -59,8 +62,7 @@ export class DelayForwardHandler {
         handlerCalls: 0,
         queue: this.ladder.readyQueue,
         deaths: [],
-        deliveredExchange: target?.exchange,
-        deliveredRoutingKey: target?.routingKey,
+        ...(target && { deliveredExchange: target.exchange, deliveredRoutingKey: target.routingKey }),
       },
       signal,
     );

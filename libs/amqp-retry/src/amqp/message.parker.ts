@@ -53,16 +53,15 @@ export class MessageParker {
 
   async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
     const { errorQueue } = target;
-    const options = parkedPublishOptions({
-      deliveredExchange: message.fields.exchange,
-      deliveredRoutingKey: message.fields.routingKey,
-      ...details,
-      properties: message.properties,
-      now: new Date(),
-    });
+    const options = this.copyOptions(message, details);
+    const patience = {
+      signal,
+      onSlowConfirm: (waitedMs: number) =>
+        this.logger.warn(`A parked copy for "${errorQueue}" waits ${waitedMs} ms for the broker's confirm (is it blocking publishers?); the delivery stays unacked`),
+    };
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
-        await this.publisher.publish('', errorQueue, message.content, options);
+        await this.publisher.publish('', errorQueue, message.content, options, patience);
       } catch (publishError) {
         const delay = reconnectDelay(attempt, PARK_RETRY);
         const missing = isMissingTarget(publishError);
@@ -79,6 +78,25 @@ export class MessageParker {
         `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`,
       );
       return;
+    }
+  }
+
+  /** The parked copy's properties; should building them fail on a value no test foresaw, a copy that says so. */
+  private copyOptions(message: ConsumeMessage, details: ParkDetails) {
+    try {
+      return parkedPublishOptions({
+        deliveredExchange: message.fields.exchange,
+        deliveredRoutingKey: message.fields.routingKey,
+        ...details,
+        properties: message.properties,
+        now: new Date(),
+      });
+    } catch (error) {
+      this.logger.error(`Could not build the parking headers (${errorMessage(error)}); parking with the reason only`);
+      return {
+        persistent: true,
+        headers: { 'x-parked-reason': details.reason, 'x-exception-message': errorMessage(details.error), 'x-parked-at': new Date().toISOString() },
+      };
     }
   }
 }

@@ -42,6 +42,9 @@ interface Subscription {
   abort: AbortController;
   /** The gate passes of its handlers running now: detached when the channel dies. */
   passes: Set<GatePass>;
+  /** Its deliveries not settled yet (running or waiting for the gate); `idle` wakes those waiting for none. */
+  unsettled: number;
+  idle: Array<() => void>;
   consumerTag?: string;
   /** Prefetch 1 while suspects are about (quorum): a crash then finds only the suspect unsettled. */
   careful: boolean;
@@ -82,6 +85,10 @@ export class QueueConsumer {
     this.gate = new DeliveryGate(options.prefetch);
   }
 
+  get queue(): string {
+    return this.options.queue;
+  }
+
   /** True while a channel consumes the queue. */
   get isConsuming(): boolean {
     return this.subscription?.consumerTag !== undefined;
@@ -102,6 +109,8 @@ export class QueueConsumer {
       batcher: new AckBatcher(channel, (error) => this.dropped(error)),
       abort: new AbortController(),
       passes: new Set(),
+      unsettled: 0,
+      idle: [],
       careful: this.options.isSuspect !== undefined,
     };
     // The broker closing this channel alone sends a reason first ('error'); a dying connection closes it silently.
@@ -120,6 +129,7 @@ export class QueueConsumer {
     await channel.prefetch(careful ? 1 : this.options.prefetch);
     const { consumerTag } = await channel.consume(this.options.queue, (message) => this.track(subscription, message, careful), { noAck: false });
     subscription.consumerTag = consumerTag;
+    if (this.stopped) await channel.cancel(consumerTag).catch(() => undefined); // stop() came while we subscribed
   }
 
   /**
@@ -132,6 +142,7 @@ export class QueueConsumer {
     clearTimeout(this.resumeTimer);
     this.resumeTimer = undefined;
     await this.starting?.catch(() => undefined);
+    await this.switching; // a change of pace in progress must not subscribe again behind our back
     const subscription = this.subscription;
     if (subscription?.consumerTag) await subscription.channel.cancel(subscription.consumerTag).catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
@@ -169,6 +180,7 @@ export class QueueConsumer {
   /** Runs one delivery's handler once the gate lets it; never rejects. */
   private async run(subscription: Subscription, message: ConsumeMessage, settle: Settle, suspect: boolean): Promise<void> {
     this.inFlight++;
+    subscription.unsettled++;
     const { abort: controller, passes } = subscription;
     try {
       const pass = this.gate.tryEnter(suspect) ?? (await this.gate.enter(suspect));
@@ -183,6 +195,7 @@ export class QueueConsumer {
     } catch (error) {
       this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`);
     } finally {
+      if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();
       if (--this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
     }
   }
@@ -226,7 +239,8 @@ export class QueueConsumer {
     if (this.subscription !== subscription) return;
     this.subscription = undefined;
     subscription.consumerTag = undefined;
-    void this.whenIdle().then(() => this.closeChannel(subscription));
+    const idle = subscription.unsettled === 0 ? Promise.resolve() : new Promise<void>((resolve) => subscription.idle.push(resolve));
+    void idle.then(() => this.closeChannel(subscription));
     this.scheduleResume(`The broker cancelled the consumer of "${this.options.queue}" (was the queue deleted?)`);
   }
 

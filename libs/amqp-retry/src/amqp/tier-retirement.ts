@@ -27,12 +27,13 @@ async function attempt<T>(connection: AmqpConnection, operation: (channel: Chann
   }
 }
 
-/** Every record in the plan queue, left there (the channel closes without acking them). */
-async function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[]> {
+/** Every record in the plan queue, left there (the channel closes without acking them), and how many messages it held. */
+async function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[] & { messages: number }> {
   const reader = await connection.createChannel('retry plan record');
   try {
-    const records: RetryPlanRecord[] = [];
+    const records = Object.assign([] as RetryPlanRecord[], { messages: 0 });
     for (let message = await reader.get(planQueue); message; message = await reader.get(planQueue)) {
+      records.messages++;
       const record = readPlanRecord(message.content);
       if (record) records.push(record);
     }
@@ -70,8 +71,9 @@ export async function takeOverFirstFailures(
     if (presence && presence.consumerCount > 0) live.add(id);
   }
   const plan = planRetirement(records, own, live);
-  for (const tier of plan.unbindFirst) await attempt(connection, (channel) => channel.unbindQueue(tier, names.firstFailureExchange, ''));
-  await attempt(connection, (channel) => channel.bindQueue(own[0], names.firstFailureExchange, ''));
+  // Cut the others, then bind ours: never two bound at once (a first failure would be copied into both). A failure
+  // in the moment between would be dropped on classic queues, so all of it runs on one channel, back to back.
+  await bindOnlyOurs(connection, names.firstFailureExchange, plan.unbindFirst, own[0]);
 
   const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat() };
   for (const tier of plan.retire) {
@@ -87,8 +89,28 @@ export async function takeOverFirstFailures(
   }
   const record: RetryPlanRecord = { tiers: own, others: plan.keep, retiring: retirement.draining };
   await publisher.publish('', names.planQueue, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
-  await consumeRecords(connection, names.planQueue, records.length);
+  await consumeRecords(connection, names.planQueue, records.messages);
   return retirement;
+}
+
+/** Unbinds `others` from the first-failure exchange (gone already is fine), then binds `ours`: that must succeed. */
+async function bindOnlyOurs(connection: AmqpConnection, exchange: string, others: readonly string[], ours: string): Promise<void> {
+  const channel = await connection.createChannel('retry topology declaration');
+  try {
+    // Unbinding a binding that does not exist is a no-op; a queue deleted since answers 404 and closes the channel,
+    // so each unbind that fails is tried alone.
+    for (const tier of others) {
+      try {
+        await channel.unbindQueue(tier, exchange, '');
+      } catch {
+        await channel.close().catch(() => undefined);
+        return bindOnlyOurs(connection, exchange, others.slice(others.indexOf(tier) + 1), ours);
+      }
+    }
+    await channel.bindQueue(ours, exchange, '');
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
 }
 
 /** Takes the `count` records read before the new one was written (they are at the head of the queue). */

@@ -21,6 +21,7 @@ export class WriteQueue {
   /** Undefined: write now. Otherwise resolves when it is the caller's turn; then write with no await in between. */
   turn(): Promise<void> | undefined {
     if (!this.full && this.passing === 0 && this.waiting.length === 0) return undefined;
+    if (this.full) this.armStallTimer(); // also after an earlier stall: every wait is bounded
     return new Promise((go, fail) => this.waiting.push({ go, fail }));
   }
 
@@ -29,6 +30,10 @@ export class WriteQueue {
     if (this.passing > 0) this.passing--;
     if (ok) return this.releaseNext();
     this.full = true;
+    this.armStallTimer();
+  }
+
+  private armStallTimer(): void {
     this.stallTimer ??= setTimeout(() => this.stalled(), this.stallMs);
   }
 

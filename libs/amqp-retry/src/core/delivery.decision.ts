@@ -48,7 +48,16 @@ function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined
   return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : undefined;
 }
 
-function decide(input: BeforeHandlingInput): BeforeHandling {
+/**
+ * Decides whether a delivery reaches the handler, in this order:
+ * 1. an `x-death` header the broker did not write parks the message as malformed (see readDeathHistory);
+ * 2. on a quorum queue, a message delivered REDELIVERY_LIMIT times without being settled parks as 'redelivery-limit';
+ * 3. a message that already had every attempt (maxAttempts lowered since it failed) parks as exhausted;
+ * 4. a body the deserializer cannot read parks as malformed (see decodeBody).
+ * Otherwise the handler runs with the payload. The attempt number is 1 + the count of the queue's `rejected` entry.
+ * Never throws.
+ */
+export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
   const { message, queue, maxAttempts } = input;
   const headers = headersOf(message);
   // First, before anything that could nack: the broker must never dead-letter a forged history again (RabbitMQ 3.10
@@ -87,18 +96,6 @@ function earlyPark(
   return undefined;
 }
 
-/**
- * Decides whether a delivery reaches the handler, in this order:
- * 1. an `x-death` header the broker did not write parks the message as malformed (see readDeathHistory);
- * 2. on a quorum queue, a message delivered REDELIVERY_LIMIT times without being settled parks as 'redelivery-limit';
- * 3. a message that already had every attempt (maxAttempts lowered since it failed) parks as exhausted;
- * 4. a body the deserializer cannot read parks as malformed (see decodeBody).
- * Otherwise the handler runs with the payload. The attempt number is 1 + the count of the queue's `rejected` entry.
- * Never throws.
- */
-export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
-  return decide(input);
-}
 
 /** What happens to a delivery whose handler failed. */
 export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };

@@ -73,13 +73,17 @@ export class HandlerRuntime {
     return this.consumer.isConsuming && this.presence.isConsuming;
   }
 
-  /** First start: declares, marks the schedule as in use, takes first failures, retires what nobody runs, consumes. */
-  async start(): Promise<void> {
+  /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
+  async prepare(): Promise<void> {
     const { config } = this.handler;
     await declareTopology(this.deps.connection, planRetryTopology(config, { firstFailures: false }));
     await this.declarePresence();
     await this.presence.start();
     this.report(await takeOverFirstFailures(this.deps.connection, this.deps.recordPublisher, config));
+  }
+
+  async consume(): Promise<void> {
+    const { config } = this.handler;
     await this.consumer.start();
     this.deps.logger.log(
       `Consuming "${config.queue}": ${config.maxAttempts} attempts, retries after ${config.delaysMs.map(formatDuration).join(', ')}, parking in "${config.errorQueue}"`,

@@ -78,6 +78,15 @@ export class RetryEngine {
 
   /** Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
   async start(handlers: readonly EngineHandler[]): Promise<void> {
+    await this.prepare(handlers);
+    await this.consume();
+  }
+
+  /**
+   * Declares every handler's topology (its exchange, queue and tiers) and the delay ladder, without consuming yet:
+   * the application may publish from then on (the Nest module does this in its init, before any module's bootstrap).
+   */
+  async prepare(handlers: readonly EngineHandler[]): Promise<void> {
     assertDistinctQueues(handlers);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
@@ -88,7 +97,7 @@ export class RetryEngine {
       for (const handler of handlers) {
         const runtime = new HandlerRuntime(handler, deps);
         this.runtimes.push(runtime);
-        await runtime.start();
+        await runtime.prepare();
       }
       const ladder = await this.publishing.delayLadder();
       if (ladder) {
@@ -99,8 +108,20 @@ export class RetryEngine {
           { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume: this.config.reconnect, redeclare },
           forward.handle,
         );
+      }
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+  }
+
+  /** Starts the consumers of what `prepare()` declared. */
+  async consume(): Promise<void> {
+    try {
+      for (const runtime of this.runtimes) await runtime.consume();
+      if (this.forwarder) {
         await this.forwarder.start();
-        this.logger.log(`Forwarding due delayed messages from "${ladder.readyQueue}"`);
+        this.logger.log(`Forwarding due delayed messages from "${this.forwarder.queue}"`);
       }
     } catch (error) {
       await this.close();
