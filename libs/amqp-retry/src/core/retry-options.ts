@@ -21,7 +21,10 @@ export interface RetryModuleOptions {
   connectionName?: string;
   /** Spacing of reconnection attempts after a connection loss: capped exponential backoff with 20% jitter. */
   reconnect?: { initialDelay?: Duration; maxDelay?: Duration };
-  /** How long a publish waits for a lost connection to come back before it rejects. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'. */
+  /**
+   * How long a publish may wait for a lost connection to come back (re-sends included), for a channel, or for a full
+   * socket buffer to drain, before it rejects. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'.
+   */
   publishTimeout?: Duration;
   /** How many publishes may wait for the connection at once; more reject at once. Default 1000. */
   publishBufferSize?: number;
