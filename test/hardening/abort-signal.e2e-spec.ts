@@ -33,7 +33,7 @@ describe('the handler context signal', () => {
     try {
       const aborted: number[] = [];
       const Handler = waitsForAbort(aborted);
-      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' } });
+      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' }, shutdownTimeout: '300ms' });
       await broker.publish('', queue, { id: 1 });
       await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the handler running');
       const cutAt = Date.now();

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { DeliveryGate, type GatePass } from '../core/delivery.gate.js';
 import { errorMessage } from '../core/error-message.js';
@@ -104,10 +105,14 @@ export class QueueConsumer {
   private async open(): Promise<void> {
     const { connection, queue } = this.options;
     const channel = await connection.createChannel(`queue "${queue}"`);
+    const abort = new AbortController();
+    // One signal is shared by every delivery of the channel, and handlers (and the parker) listen to it: up to
+    // `prefetch` listeners is normal, not the leak Node warns about past 10.
+    setMaxListeners(0, abort.signal);
     const subscription: Subscription = {
       channel,
       batcher: new AckBatcher(channel, (error) => this.dropped(error)),
-      abort: new AbortController(),
+      abort,
       passes: new Set(),
       unsettled: 0,
       idle: [],
