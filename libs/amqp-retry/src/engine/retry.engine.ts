@@ -157,7 +157,8 @@ export class RetryEngine {
 
   /**
    * After a reconnection: every handler resumes on its own, so one whose queue now refuses its declaration (a 406)
-   * keeps retrying (its consumer's resume backoff) while the others consume.
+   * does not hold the others back; the failure is thrown, and the connection's recovery tries again with backoff
+   * (the handlers already consuming are left as they are).
    */
   private async recover(): Promise<void> {
     this.publishing.forgetLadder();
