@@ -1,51 +1,37 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { waitFor } from '../support/broker.js';
+import { useSuite } from './harness.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 /** RetryContext.signal: aborts when the delivery's channel is lost, or when the shutdown timeout passes. */
 describe('the handler context signal', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let app: INestApplicationContext | undefined;
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.signal');
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue);
-  });
+  const suite = useSuite('e2e.signal');
 
   /** A handler that waits for its signal, records when it aborted, and returns. */
   const waitsForAbort = (aborted: number[]) =>
-    handlerFor({ queue, delays: ['50ms'] }, (_, ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => (aborted.push(Date.now()), resolve()))));
+    handlerFor(
+      { queue: suite.queue, delays: ['50ms'] },
+      (_, ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => (aborted.push(Date.now()), resolve()))),
+    );
 
   it('aborts when the connection is lost; the message comes back and runs again', async () => {
     const proxy = await new TcpProxy().start();
     try {
       const aborted: number[] = [];
       const Handler = waitsForAbort(aborted);
-      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' }, shutdownTimeout: '300ms' });
-      await broker.publish('', queue, { id: 1 });
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the handler running');
+      suite.app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' }, shutdownTimeout: '300ms' });
+      await suite.broker.publish('', suite.queue, { id: 1 });
+      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'the handler running');
       const cutAt = Date.now();
       await proxy.cut();
       await waitFor(() => aborted.length === 1, 'the signal to abort', 2_000);
       expect(aborted[0] - cutAt).toBeLessThan(2_000);
       await proxy.restore();
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the redelivery');
-      expect(handlerOf(app, Handler).calls[1].redelivered).toBe(true);
+      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 2, 'the redelivery');
+      expect(handlerOf(suite.app, Handler).calls[1].redelivered).toBe(true);
     } finally {
-      await app?.close();
-      app = undefined;
+      await suite.app?.close();
+      suite.app = undefined;
       await proxy.stop();
     }
   });
@@ -53,15 +39,15 @@ describe('the handler context signal', () => {
   it('aborts when app.close() has waited shutdownTimeout', async () => {
     const aborted: number[] = [];
     const Handler = waitsForAbort(aborted);
-    app = await startApp([Handler], { ...TEST_OPTIONS, shutdownTimeout: '300ms' });
-    await broker.publish('', queue, { id: 1 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the handler running');
+    suite.app = await startApp([Handler], { ...TEST_OPTIONS, shutdownTimeout: '300ms' });
+    await suite.broker.publish('', suite.queue, { id: 1 });
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'the handler running');
     const closingAt = Date.now();
-    await app.close();
-    app = undefined;
+    await suite.app.close();
+    suite.app = undefined;
     expect(aborted).toHaveLength(1);
     expect(aborted[0] - closingAt).toBeGreaterThanOrEqual(290);
     expect(aborted[0] - closingAt).toBeLessThan(1_000);
-    await waitFor(async () => (await broker.count(queue)) === 1, 'the message back in the queue');
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 1, 'the message back in the queue');
   });
 });

@@ -53,7 +53,13 @@ describe('a broker that blocks publishers', () => {
     try {
       const startedAt = Date.now();
       const hang = new Promise((resolve) => setTimeout(() => resolve(new Error('still waiting after 5 s')), 5_000));
-      publishFailure = await Promise.race([app.get(RetryPublisher).publish('', queue, { n: 'during the alarm' }).catch((error: unknown) => error), hang]);
+      publishFailure = await Promise.race([
+        app
+          .get(RetryPublisher)
+          .publish('', queue, { n: 'during the alarm' })
+          .catch((error: unknown) => error),
+        hang,
+      ]);
       expect(Date.now() - startedAt).toBeLessThan(3_000); // bounded by publishTimeout / confirmTimeout, never a hang
       release();
       // 36 handlers succeed: their acks go out on the consuming connection, which the alarm does not block.

@@ -37,7 +37,9 @@ describe('a failed publish fails alone', () => {
     app = await startApp([], TEST_OPTIONS);
     const publisher = app.get(RetryPublisher);
     const results = await Promise.allSettled(
-      Array.from({ length: 301 }, (_, n) => (n === 150 ? publisher.publish(uniqueName('missing'), 'k', { n }) : publisher.publish(exchange, 'k', { n }))),
+      Array.from({ length: 301 }, (_, n) =>
+        n === 150 ? publisher.publish(uniqueName('missing'), 'k', { n }) : publisher.publish(exchange, 'k', { n }),
+      ),
     );
     const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
     expect(rejected.map((r) => r.n)).toEqual([150]);
@@ -55,7 +57,9 @@ describe('a failed publish fails alone', () => {
     try {
       const publisher = app.get(RetryPublisher);
       await Promise.all(
-        Array.from({ length: 200 }, (_, n) => (n === 100 ? publisher.publish(doomed, 'k', { n }, { delay: 300 }) : publisher.publish(exchange, 'k', { n }, { delay: 300 }))),
+        Array.from({ length: 200 }, (_, n) =>
+          n === 100 ? publisher.publish(doomed, 'k', { n }, { delay: 300 }) : publisher.publish(exchange, 'k', { n }, { delay: 300 }),
+        ),
       );
       await broker.channel.deleteExchange(doomed);
       const delivered = await broker.take(queue, 199);

@@ -122,7 +122,10 @@ export class AmqpConnection {
     try {
       return await Promise.race([connecting, timeout]);
     } catch (error) {
-      void connecting.then((late) => late.close().catch(() => undefined), () => undefined); // a late success is closed
+      void connecting.then(
+        (late) => late.close().catch(() => undefined),
+        () => undefined,
+      ); // a late success is closed
       throw error;
     } finally {
       clearTimeout(timer);

@@ -29,10 +29,7 @@ export interface PublishLimits {
 
 /** What became of one send on one channel. */
 type SendOutcome =
-  | { kind: 'confirmed' }
-  | { kind: 'failed'; failure: PublishFailure }
-  | { kind: 'closed'; reason?: string; code?: number }
-  | { kind: 'timeout' };
+  { kind: 'confirmed' } | { kind: 'failed'; failure: PublishFailure } | { kind: 'closed'; reason?: string; code?: number } | { kind: 'timeout' };
 
 /**
  * A publish is sent at most this many times when channels close under it for no reason that names an exchange (a
@@ -86,7 +83,7 @@ export class ConfirmPublisher {
     const deadline = Date.now() + this.limits.timeoutMs;
     const mandatory = options.mandatory ?? true;
     let lastClose = '';
-    for (let send = 1; ; ) {
+    for (let send = 1; ;) {
       if (this.closed) throw fail('the publisher is closed (the application is shutting down)');
       const open = await this.ready(deadline).catch((error: unknown) => {
         throw fail(lastClose ? `${lastClose}; then ${errorMessage(error)}` : errorMessage(error));
@@ -168,7 +165,8 @@ export class ConfirmPublisher {
           written = open.channel.publish(exchange, routingKey, content, options, settle);
         } catch (error) {
           // amqplib refuses before writing anything: a header table it cannot encode, a closed channel.
-          if (open.closedBecause !== undefined || /closed/i.test(errorMessage(error))) resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
+          if (open.closedBecause !== undefined || /closed/i.test(errorMessage(error)))
+            resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
           else resolve({ kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
         }
         open.writes.written(written);
@@ -200,7 +198,10 @@ export class ConfirmPublisher {
       return await Promise.race([
         this.channel(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`)), Math.max(0, left));
+          timer = setTimeout(
+            () => reject(new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`)),
+            Math.max(0, left),
+          );
         }),
       ]);
     } finally {

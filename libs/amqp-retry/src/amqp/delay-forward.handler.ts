@@ -39,7 +39,8 @@ export class DelayForwardHandler {
       try {
         await this.publisher.publish(target.exchange, target.routingKey, message.content, copy, {
           signal,
-          onSlowConfirm: (waitedMs) => this.logger.warn(`A due delayed message for "${target.exchange}" waits ${waitedMs} ms for the broker's confirm`),
+          onSlowConfirm: (waitedMs) =>
+            this.logger.warn(`A due delayed message for "${target.exchange}" waits ${waitedMs} ms for the broker's confirm`),
         });
         return settle.ack();
       } catch (error) {

@@ -57,7 +57,9 @@ export class MessageParker {
     const patience = {
       signal,
       onSlowConfirm: (waitedMs: number) =>
-        this.logger.warn(`A parked copy for "${errorQueue}" waits ${waitedMs} ms for the broker's confirm (is it blocking publishers?); the delivery stays unacked`),
+        this.logger.warn(
+          `A parked copy for "${errorQueue}" waits ${waitedMs} ms for the broker's confirm (is it blocking publishers?); the delivery stays unacked`,
+        ),
     };
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
@@ -69,7 +71,8 @@ export class MessageParker {
           `Could not park a message from "${details.queue}" in "${errorQueue}" (${errorMessage(publishError)}); ` +
             `${missing ? 'declaring the error queue again and ' : ''}trying again in ${delay} ms`,
         );
-        if (missing) await target.redeclare().catch((error: unknown) => this.logger.error(`Could not declare "${errorQueue}": ${errorMessage(error)}`));
+        if (missing)
+          await target.redeclare().catch((error: unknown) => this.logger.error(`Could not declare "${errorQueue}": ${errorMessage(error)}`));
         await pause(delay, signal);
         continue;
       }

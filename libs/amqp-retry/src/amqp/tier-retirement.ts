@@ -55,11 +55,7 @@ async function readRecords(connection: AmqpConnection, planQueue: string): Promi
  * Quorum queues cannot be deleted "if empty" (the broker answers 540 and closes the connection): they are deleted
  * after a check shows them empty, which is safe because nothing can enter them once unbound.
  */
-export async function takeOverFirstFailures(
-  connection: AmqpConnection,
-  publisher: ConfirmPublisher,
-  handler: HandlerConfig,
-): Promise<Retirement> {
+export async function takeOverFirstFailures(connection: AmqpConnection, publisher: ConfirmPublisher, handler: HandlerConfig): Promise<Retirement> {
   const names = retryNames(handler.queue);
   const own = tierQueues(handler);
   const records = await readRecords(connection, names.planQueue);

@@ -147,7 +147,6 @@ describe('decideBeforeHandling', () => {
   it('acts before the broker does: its delivery limit is higher', () => {
     expect(QUORUM_DELIVERY_LIMIT).toBeGreaterThan(REDELIVERY_LIMIT);
   });
-
 });
 
 describe('decideAfterFailure', () => {

@@ -96,7 +96,6 @@ function earlyPark(
   return undefined;
 }
 
-
 /** What happens to a delivery whose handler failed. */
 export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };
 

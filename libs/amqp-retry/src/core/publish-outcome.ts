@@ -27,7 +27,10 @@ export function classifyChannelClose(reason: string | undefined, code: number | 
  * was caused by it (or would be by its re-send): it fails with the broker's code. Any other close says nothing about
  * this publish, which the broker may or may not have routed: it is sent again (at least once, never lost).
  */
-export function publishOutcomeAfterClose(close: ChannelClose, exchange: string): { action: 'fail'; reason: string; code?: number } | { action: 'resend' } {
+export function publishOutcomeAfterClose(
+  close: ChannelClose,
+  exchange: string,
+): { action: 'fail'; reason: string; code?: number } | { action: 'resend' } {
   if (close.exchange !== undefined && close.exchange === exchange) {
     return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
   }

@@ -12,7 +12,9 @@ describe('readPlanRecord', () => {
   });
 
   it('reads the older form without other schedules', () => {
-    expect(readPlanRecord(Buffer.from('{"tiers":["q.retry.1.1s"],"retiring":["q.retry.1.2s"]}'))).toEqual(record(['q.retry.1.1s'], [], ['q.retry.1.2s']));
+    expect(readPlanRecord(Buffer.from('{"tiers":["q.retry.1.1s"],"retiring":["q.retry.1.2s"]}'))).toEqual(
+      record(['q.retry.1.1s'], [], ['q.retry.1.2s']),
+    );
   });
 
   it.each([[undefined], ['not json'], ['null'], ['[]'], ['{"tiers":"q"}'], ['{"tiers":[1]}']])('ignores %p', (content) => {
@@ -43,7 +45,7 @@ describe('planRetirement', () => {
     expect(planRetirement([record(A)], A, new Set())).toEqual({ unbindFirst: [], keep: [], retire: [] });
   });
 
-  it("retires a schedule nobody runs any more, and takes first failures from it", () => {
+  it('retires a schedule nobody runs any more, and takes first failures from it', () => {
     expect(planRetirement([record(A, [], ['q.retry.1.500ms.dddddd'])], B, new Set())).toEqual({
       unbindFirst: [A[0]],
       keep: [],

@@ -62,11 +62,7 @@ export interface RetirementPlan {
  * says which do, by schedule id) are retired, so two versions side by side never delete each other's tiers; first
  * failures go to the newest start's first tier, and only to it (never two first tiers bound at once).
  */
-export function planRetirement(
-  records: readonly RetryPlanRecord[],
-  own: readonly string[],
-  live: ReadonlySet<string>,
-): RetirementPlan {
+export function planRetirement(records: readonly RetryPlanRecord[], own: readonly string[], live: ReadonlySet<string>): RetirementPlan {
   const mine = new Set(own);
   const others = otherSchedules(records, own);
   const keep = others.filter((schedule) => live.has(scheduleIdOf(schedule)));

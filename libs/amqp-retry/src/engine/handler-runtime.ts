@@ -55,8 +55,14 @@ export class HandlerRuntime {
       `"${config.queue}"`,
     );
     const delivery = new RetryDeliveryHandler(config, handler.invoke, deps.parker, { errorQueue: config.errorQueue, redeclare }, guard, logger);
-    const isSuspect = config.queueType === 'quorum' ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0 : undefined;
-    this.consumer = new QueueConsumer({ queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect }, delivery.handle);
+    const isSuspect =
+      config.queueType === 'quorum'
+        ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0
+        : undefined;
+    this.consumer = new QueueConsumer(
+      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect },
+      delivery.handle,
+    );
     const presenceQueue = names.presenceQueue(scheduleIdOf(tierQueues(config)));
     this.presence = new QueueConsumer(
       { queue: presenceQueue, prefetch: 1, connection, logger, resume, redeclare: () => this.declarePresence() },
@@ -124,7 +130,8 @@ export class HandlerRuntime {
     const { queue } = this.handler.config;
     const { logger } = this.deps;
     if (deleted.length > 0) logger.log(`"${queue}": deleted the empty tiers of an earlier configuration: ${deleted.join(', ')}`);
-    if (draining.length > 0) logger.warn(`"${queue}": tiers of an earlier configuration still hold messages and drain to the queue: ${draining.join(', ')}`);
+    if (draining.length > 0)
+      logger.warn(`"${queue}": tiers of an earlier configuration still hold messages and drain to the queue: ${draining.join(', ')}`);
     if (kept.length > 0) logger.log(`"${queue}": another running version uses these tiers; they stay: ${kept.join(', ')}`);
   }
 }
