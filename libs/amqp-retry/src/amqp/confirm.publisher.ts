@@ -66,6 +66,8 @@ export interface PublishPatience {
  */
 export class ConfirmPublisher {
   private current?: Promise<OpenChannel>;
+  /** The channel once open, until it closes: the usual publish takes it without waiting on a promise. */
+  private open?: OpenChannel;
   private waiting = 0;
   private closed = false;
 
@@ -85,9 +87,11 @@ export class ConfirmPublisher {
     let lastClose = '';
     for (let send = 1; ;) {
       if (this.closed) throw fail('the publisher is closed (the application is shutting down)');
-      const open = await this.ready(deadline).catch((error: unknown) => {
-        throw fail(lastClose ? `${lastClose}; then ${errorMessage(error)}` : errorMessage(error));
-      });
+      const open =
+        this.open ??
+        (await this.ready(deadline).catch((error: unknown) => {
+          throw fail(lastClose ? `${lastClose}; then ${errorMessage(error)}` : errorMessage(error));
+        }));
       // The turn and the write happen with no await in between (sendOnce writes synchronously), so a burst of
       // publishes cannot all pass a check before the first write fills the buffer.
       const turn = open.writes.turn();
@@ -119,6 +123,7 @@ export class ConfirmPublisher {
     this.closed = true;
     const current = this.current;
     this.current = undefined;
+    this.open = undefined;
     const open = await current?.catch(() => undefined);
     // Already closed with the connection; or never answered by a broker that blocks publishers: the connection's
     // close then ends it.
@@ -224,8 +229,10 @@ export class ConfirmPublisher {
       });
       channel.on('close', () => {
         open.writes.closed();
+        if (this.open === open) this.open = undefined;
         if (this.current === opening) this.current = undefined;
       });
+      this.open = open;
       return open;
     });
     this.current = opening;
