@@ -59,8 +59,11 @@ export class AmqpConnection {
     this.reconnectListeners.push(listener);
   }
 
-  /** Resolves when connected; rejects with NotConnectedError after `timeoutMs`, or when the connection is closed. */
-  whenConnected(timeoutMs: number): Promise<void> {
+  /**
+   * Resolves when connected; rejects with NotConnectedError after `timeoutMs`, or when the connection is closed.
+   * `limitMs` is the limit the caller was given, named in the error (the time left of it may be a little less).
+   */
+  whenConnected(timeoutMs: number, limitMs = timeoutMs): Promise<void> {
     if (this.model) return Promise.resolve();
     if (this.closing) return Promise.reject(new NotConnectedError('the connection is closed'));
     return new Promise<void>((resolve, reject) => {
@@ -72,7 +75,7 @@ export class AmqpConnection {
       };
       const timer = setTimeout(() => {
         this.waiters.delete(done);
-        reject(new NotConnectedError(`no connection to RabbitMQ within ${timeoutMs} ms`));
+        reject(new NotConnectedError(`no connection to RabbitMQ within ${limitMs} ms`));
       }, timeoutMs);
       this.waiters.add(done);
     });

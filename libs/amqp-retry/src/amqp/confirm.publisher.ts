@@ -191,7 +191,7 @@ export class ConfirmPublisher {
       }
       this.waiting++;
       try {
-        await this.connection.whenConnected(Math.max(0, deadline - Date.now()));
+        await this.connection.whenConnected(Math.max(0, deadline - Date.now()), this.limits.timeoutMs);
       } finally {
         this.waiting--;
       }
