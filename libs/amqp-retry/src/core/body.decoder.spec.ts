@@ -1,5 +1,6 @@
 import type { ConsumeMessage, MessageProperties } from 'amqplib';
 import { decodeBody, type Deserializer, jsonContentTypeProblem } from './body.decoder.js';
+import { seededRandom } from '../testing/seeded-random.js';
 
 const message = (content: Buffer | string, properties: Partial<MessageProperties> = {}): ConsumeMessage => ({
   content: typeof content === 'string' ? Buffer.from(content) : content,
@@ -11,17 +12,6 @@ const problem = (m: ConsumeMessage, deserializer?: Deserializer) => {
   const decoded = decodeBody(m, deserializer);
   return decoded.ok ? undefined : decoded.problem;
 };
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failing case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("decodeBody with 'json'", () => {
   it('is the default and parses the body', () => {
@@ -97,7 +87,7 @@ describe("decodeBody with 'json'", () => {
   });
 
   it('finds a fault exactly when the strict decoder does, over 20,000 random byte strings', () => {
-    const next = random(7);
+    const next = seededRandom(7);
     const strict = new TextDecoder('utf-8', { fatal: true });
     const disagreements: number[][] = [];
     let invalid = 0;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { seededRandom } from '../testing/seeded-random.js';
 import {
   assertValidDelay,
   DELAY_DUE_AT_HEADER,
@@ -20,20 +21,9 @@ const { unitMs } = DELAY_LADDER;
 const target = { exchange: 'orders', routingKey: 'order.created.eu' };
 const NOW = Date.parse('2030-01-01T00:00:00.000Z');
 
-/** Deterministic pseudo-random numbers (mulberry32), so a failing case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Delays of every magnitude: uniform over the range, log-uniform (many short ones), and fractional. */
 function randomDelays(count: number, seed: number): number[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   return Array.from({ length: count }, (_, i) => {
     if (i % 3 === 0) return Math.floor(next() * (MAX_DELAY_MS + 1));
     if (i % 3 === 1) return Math.floor(Math.exp(next() * Math.log(MAX_DELAY_MS)));

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { encodedHeaderSize, encodedTableSize } from './field-table.size.js';
+import { seededRandom } from '../testing/seeded-random.js';
 
 // amqplib's own encoder is the oracle (test only; the estimator itself imports nothing of amqplib). Its codec is
 // not an exported subpath, so it is loaded by file.
@@ -9,17 +10,6 @@ const codec = require(join(dirname(require.resolve('amqplib')), 'lib', 'codec.js
   encodeTable: (buffer: Buffer, value: Record<string, unknown>, offset: number) => number;
 };
 const actualSize = (headers: Record<string, unknown>) => codec.encodeTable(Buffer.alloc(4 * 1024 * 1024), headers, 0);
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failing case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Random encodable header values of every kind amqplib handles, nested a few levels. */
 function randomValue(next: () => number, depth: number): unknown {
@@ -60,7 +50,7 @@ function randomTable(next: () => number, depth: number): Record<string, unknown>
 
 describe('encodedTableSize', () => {
   it('is never below what amqplib encodes, nor far above it, over 5,000 random tables', () => {
-    const next = random(11);
+    const next = seededRandom(11);
     const violations: unknown[] = [];
     for (let trial = 0; trial < 5_000; trial++) {
       const headers = randomTable(next, 0);

@@ -13,6 +13,7 @@ import {
   type ParkInput,
 } from './parked-message.js';
 import { readDeathHistory, type XDeath } from './x-death.parser.js';
+import { seededRandom } from '../testing/seeded-random.js';
 
 /** The entries of a death history the broker would write (the test's own data is always well formed). */
 const deathsOf = (header: unknown): XDeath[] => {
@@ -27,17 +28,6 @@ const codec = require(join(dirname(require.resolve('amqplib')), 'lib', 'codec.js
   encodeTable: (buffer: Buffer, value: Record<string, unknown>, offset: number) => number;
 };
 const encodesInto64KiB = (headers: Record<string, unknown>) => codec.encodeTable(Buffer.alloc(64 * 1024), headers, 0);
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failing case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const X_DEATH = [
   {
@@ -278,7 +268,7 @@ describe('parkedPublishOptions', () => {
   });
 
   it('stays within the budget for 2,000 random mixes of headers, messages and stacks', () => {
-    const next = random(3);
+    const next = seededRandom(3);
     const failures: unknown[] = [];
     let withDrops = 0;
     for (let trial = 0; trial < 2_000; trial++) {
