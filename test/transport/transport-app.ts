@@ -48,6 +48,16 @@ export class OrdersController {
     act(this.calls, 'order.shipped', order, ctx);
   }
 
+  readonly started: number[] = [];
+  readonly finished: number[] = [];
+
+  @EventPattern<string>('order.slow')
+  async slow(@Payload() order: { id: number; ms: number }): Promise<void> {
+    this.started.push(order.id);
+    await new Promise((resolve) => setTimeout(resolve, order.ms));
+    this.finished.push(order.id);
+  }
+
   @MessagePattern('order.get')
   get(@Payload() query: { id: number }): { id: number; status: string } {
     if (query.id < 0) throw new RpcException(`no order ${query.id}`);
