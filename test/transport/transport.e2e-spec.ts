@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { ClientRMQ, EventPattern, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import type { GetMessage } from 'amqplib';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
-import { RetryClient } from 'nestjs-amqp-retry/transport';
+import { RetryClient, retryQueueOptions } from 'nestjs-amqp-retry/transport';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { OrdersController, startRetryMicroservice, type TransportCall } from './transport-app.js';
 
@@ -39,8 +39,8 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     clients.push(client);
     return client;
   };
-  const nestClient = () => {
-    const client = new ClientRMQ({ urls: [AMQP_URL], queue, noAssert: true });
+  const nestClient = (options: { queueOptions?: object } = {}) => {
+    const client = new ClientRMQ({ urls: [AMQP_URL], queue, ...(options.queueOptions ? { queueOptions: options.queueOptions } : { noAssert: true }) });
     clients.push(client);
     return client;
   };
@@ -145,6 +145,22 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     expect(JSON.parse(parked.content.toString())).toEqual({ pattern: 'order.refunded', data: { id: 5 } });
     await waitFor(() => callsOf('order.paid').length === 1, 'the next event handled');
     expect(callsOf('order.paid')[0].data).toEqual({ id: 6 });
+  });
+
+  it("takes events from Nest's ClientRMQ declaring the queue with retryQueueOptions (classic and quorum)", async () => {
+    for (const queueType of ['classic', 'quorum'] as const) {
+      if (queueType === 'quorum') {
+        await app?.close();
+        await broker.deleteRetryTopology(queue);
+        queue = uniqueName('e2e.transport.quorum');
+      }
+      app = await startRetryMicroservice({ queue, queueType });
+      const client = nestClient({ queueOptions: retryQueueOptions(queue, { queueType }) });
+      await client.connect();
+      await lastValueFrom(client.emit('order.paid', { id: 20 }), { defaultValue: undefined });
+      await waitFor(() => callsOf('order.paid').length === 1, `the event on a ${queueType} queue`);
+      await client.close();
+    }
   });
 
   it("answers requests from Nest's ClientRMQ and from RetryClient, errors included, over direct reply-to", async () => {

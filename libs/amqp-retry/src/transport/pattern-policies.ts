@@ -25,7 +25,7 @@ export function queueConfig(options: RetryServerOptions, module: ModuleConfig, b
     deserializer,
   };
   if (options.delays !== undefined && backoff === undefined) handlerOptions.delays = options.delays;
-  return resolveHandlerConfig(handlerOptions, module, 'the RetryServer');
+  return resolveHandlerConfig(handlerOptions, module, 'the RetryServer', (key) => `RetryServer option "${key}"`);
 }
 
 /**
@@ -61,7 +61,12 @@ export function patternPolicy(
   const own = retry as EventRetryOptions;
   const base: RetryHandlerOptions = { queue: queue.queue, nonRetryable: server.nonRetryable };
   const inherited = own.delays === undefined && own.backoff === undefined ? { delays: queue.delaysMs } : {};
-  const config = resolveHandlerConfig({ ...base, ...inherited, ...own, queueType: queue.queueType }, module, where);
+  const config = resolveHandlerConfig(
+    { ...base, ...inherited, ...own, queueType: queue.queueType },
+    module,
+    where,
+    (key) => `The retry option "${key}" of ${where}`,
+  );
   const sameSchedule = tierQueues(config)[0] === tierQueues(queue)[0];
   const policy: RetryPolicy = {
     maxAttempts: own.maxAttempts === undefined && own.delays === undefined && own.backoff === undefined ? queue.maxAttempts : config.maxAttempts,
