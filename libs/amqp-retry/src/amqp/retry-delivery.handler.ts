@@ -7,6 +7,7 @@ import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import type { RetryContext } from '../core/retry-context.js';
 import type { RetryLogger } from '../core/retry-logger.js';
+import type { XDeath } from '../core/x-death.parser.js';
 import { type MessageParker, type ParkTarget, pause, PARK_RETRY } from './message.parker.js';
 import type { Settle } from './queue.consumer.js';
 import type { TopologyGuard } from './topology.guard.js';
@@ -38,8 +39,8 @@ export type DeliveryRoute =
   | { kind: 'once'; run: (context: RetryContext) => Promise<void> }
   | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
 
-/** Chooses the route of a delivery from its decoded body; never throws. */
-export type DeliveryRouter = (payload: unknown, message: ConsumeMessage) => DeliveryRoute;
+/** Chooses the route of a delivery from its decoded body (and its death history, which tells its first key); never throws. */
+export type DeliveryRouter = (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => DeliveryRoute;
 
 /**
  * What a handler queue does with each delivery. Success acks; a retryable failure nacks without requeue, so the
@@ -71,7 +72,7 @@ export class RetryDeliveryHandler {
     let policy: RetryPolicy = this.config;
     let invoke = this.invoke;
     if (this.router) {
-      const route = this.router(payload, message);
+      const route = this.router(payload, message, deaths);
       if (route.kind === 'park') {
         await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
         return this.parker.park(message, settle, this.park, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);

@@ -1,4 +1,5 @@
-import { FIRST_FAILURE_HEADER, firstFailureHeaders, movedFirstFailures, movedFrom } from './first-failure.js';
+import { FIRST_FAILURE_HEADER, firstFailureHeaders, firstRoute, movedFirstFailures, movedFrom } from './first-failure.js';
+import type { XDeath } from './x-death.parser.js';
 
 const from = { exchange: 'shop', routingKey: 'order.created' };
 
@@ -23,5 +24,17 @@ describe('first failures moved into a schedule of their own', () => {
     const original = { [FIRST_FAILURE_HEADER]: 'other', b: 2 };
     expect(firstFailureHeaders(original, 'orders', from)[FIRST_FAILURE_HEADER]).toBe('orders');
     expect(original[FIRST_FAILURE_HEADER]).toBe('other');
+  });
+});
+
+describe('the key a delivery was first published with', () => {
+  const delivered = { exchange: 'orders.return', routingKey: 'orders.retry.2.1s.abcdef' };
+  const rejected: XDeath = { queue: 'orders', reason: 'rejected', count: 2, exchange: 'shop', routingKeys: ['order.paid'] };
+
+  it('is the delivery\'s own on a first attempt, the first rejection\'s after a nack, the moved headers\' after a move', () => {
+    expect(firstRoute(undefined, [], 'orders', { exchange: 'shop', routingKey: 'order.paid' })).toEqual({ exchange: 'shop', routingKey: 'order.paid' });
+    expect(firstRoute({}, [rejected], 'orders', delivered)).toEqual({ exchange: 'shop', routingKey: 'order.paid' });
+    expect(firstRoute({}, [rejected], 'payments', delivered)).toEqual(delivered);
+    expect(firstRoute(firstFailureHeaders({}, 'orders', from), [rejected], 'orders', delivered)).toEqual(from);
   });
 });

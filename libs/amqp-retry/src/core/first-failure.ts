@@ -1,3 +1,5 @@
+import { firstRejection, type XDeath } from './x-death.parser.js';
+
 /**
  * Several retry schedules on one queue (the transport: each pattern may have its own delays). The queue's own
  * schedule takes first failures the pure-broker way: a nack, which the dead-letter exchange's alternate exchange
@@ -36,4 +38,22 @@ export function movedFrom(headers: Record<string, unknown> | undefined, queue: s
   const exchange = headers?.[FIRST_EXCHANGE_HEADER];
   const routingKey = headers?.[FIRST_ROUTING_KEY_HEADER];
   return typeof exchange === 'string' && typeof routingKey === 'string' ? { exchange, routingKey } : undefined;
+}
+
+/**
+ * The exchange and routing key a delivery on `queue` was first published with. A retry comes back to the queue keyed
+ * by the name of the tier it waited in, so only its first failure tells the publisher's key: the moved copy's
+ * headers, else the queue's `rejected` entry in `x-death` (the broker keeps that entry's first keys), else the
+ * delivery itself (a first attempt).
+ */
+export function firstRoute(
+  headers: Record<string, unknown> | undefined,
+  deaths: readonly XDeath[],
+  queue: string,
+  delivered: { exchange: string; routingKey: string },
+): { exchange: string; routingKey: string } {
+  const moved = movedFrom(headers, queue);
+  if (moved) return moved;
+  const first = firstRejection(deaths, queue);
+  return { exchange: first?.exchange ?? delivered.exchange, routingKey: first?.routingKeys[0] ?? delivered.routingKey };
 }

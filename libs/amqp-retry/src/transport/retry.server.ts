@@ -8,6 +8,8 @@ import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
 import type { RetryContext } from '../core/retry-context.js';
+import { firstRoute } from '../core/first-failure.js';
+import type { XDeath } from '../core/x-death.parser.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { patternPolicy, queueConfig } from './pattern-policies.js';
 import { RequestReplies } from './request-replies.js';
@@ -108,7 +110,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       config: queue,
       where: `RetryServer "${queue.queue}"`,
       invoke: () => Promise.reject(new Error('the transport routes every delivery')),
-      route: (payload: unknown, message: ConsumeMessage) => this.route(payload, message),
+      route: (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => this.route(payload, message, deaths),
       schedules,
     };
     this.engine = engine;
@@ -118,11 +120,13 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   }
 
   /** Never throws: a pattern that cannot be read parks the message as malformed. */
-  private route(payload: unknown, message: ConsumeMessage): DeliveryRoute {
+  private route(payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]): DeliveryRoute {
     let packet: InboundPacket;
     let entry: PatternEntry | undefined;
     try {
-      const { routingKey } = message.fields;
+      // A body without the envelope is named by its publisher's key, which a retry's delivery no longer carries.
+      const headers = message.properties.headers as Record<string, unknown> | undefined;
+      const { routingKey } = firstRoute(headers, deaths, this.queue?.queue ?? '', message.fields);
       const { replyTo, correlationId } = message.properties;
       packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, (p) =>
         this.getPatternAsString(p),
