@@ -11,7 +11,7 @@ import type { RetryContext } from '../core/retry-context.js';
 import { firstRoute } from '../core/first-failure.js';
 import type { XDeath } from '../core/x-death.parser.js';
 import { RetryEngine } from '../engine/retry.engine.js';
-import { patternPolicy, queueConfig } from './pattern-policies.js';
+import { patternPolicy, policyExtras, queueConfig } from './pattern-policies.js';
 import { RequestReplies } from './request-replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
@@ -21,6 +21,13 @@ import { readPacket, type InboundPacket } from './rpc-packet.js';
 interface PatternEntry {
   handler: MessageHandler;
   policy: RetryPolicy;
+}
+
+/** The extras of a pattern's handlers, the first and those Nest chained after it (`next`). */
+function chainOf(handler: MessageHandler): unknown[] {
+  const extras: unknown[] = [];
+  for (let h: Partial<MessageHandler> | undefined = handler; h; h = h.next as Partial<MessageHandler> | undefined) extras.push(h.extras);
+  return extras;
 }
 
 /** The transport's status, as Nest's RMQ transport names it. */
@@ -97,7 +104,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const table = new Map<string, PatternEntry>();
     for (const [pattern, handler] of handlers) {
       const { policy, schedule } = handler.isEventHandler
-        ? patternPolicy(pattern, handler.extras, queue, this.options, this.moduleConfig)
+        ? patternPolicy(pattern, policyExtras(pattern, chainOf(handler)), queue, this.options, this.moduleConfig)
         : { policy: queue, schedule: undefined };
       if (schedule) schedules.push(schedule);
       table.set(pattern, { handler, policy });
