@@ -1,7 +1,9 @@
-import { Controller, Module, type INestMicroservice } from '@nestjs/common';
+import { Controller, Module, type INestMicroservice, type LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
+import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
+import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
+import { RetryClient, RetryRmqContext, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
+import { closeConnections } from '../support/broker-control.js';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { OrdersController, startRetryMicroservice } from './transport-app.js';
@@ -76,5 +78,135 @@ describe('the transport, reviewed', () => {
     const [parked] = await broker.take(`${queue}.error`, 1, 15_000);
     expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 5 });
     expect(app.get(FirstOfTwoController).attempts).toEqual([1, 2, 3, 4, 5]);
+  });
+});
+
+@Controller()
+class RequestsController {
+  readonly events: number[] = [];
+  readonly rpcFailures: number[] = [];
+
+  @MessagePattern('three')
+  three(): Observable<number> {
+    return from([1, 2, 3]);
+  }
+
+  @MessagePattern('slow')
+  async slow(@Payload() ms: number): Promise<string> {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return 'late';
+  }
+
+  @EventPattern<string>('ping')
+  ping(@Payload() id: number): void {
+    this.events.push(id);
+  }
+
+  @EventPattern<string>('rpc.fails')
+  rpcFails(@Payload() id: number, @Ctx() ctx: RetryRmqContext): void {
+    if (ctx.getRetryContext().attempt === 1) {
+      this.rpcFailures.push(id);
+      throw new RpcException('expected, retried');
+    }
+    this.events.push(id);
+  }
+}
+
+@Module({ controllers: [RequestsController] })
+class RequestsModule {}
+
+/** A Nest logger that keeps what it is given. */
+class RecordingLogger implements LoggerService {
+  readonly errors: string[] = [];
+  log(): void {}
+  warn(): void {}
+  debug(): void {}
+  verbose(): void {}
+  error(...args: unknown[]): void {
+    this.errors.push(args.map((a) => (a instanceof Error ? a.message : String(a))).join(' | '));
+  }
+}
+
+describe('the transport, reviewed: requests and the client', () => {
+  let broker: TestBroker;
+  let queue: string;
+  let app: INestMicroservice | undefined;
+  const clients: Array<{ close(): unknown }> = [];
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+  });
+  afterAll(async () => {
+    await broker.close();
+  });
+  beforeEach(() => {
+    queue = uniqueName('e2e.transport.review.rpc');
+  });
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+    await app?.close();
+    app = undefined;
+    await broker.deleteRetryTopology(queue);
+  });
+
+  const start = async (options: Partial<RetryServerOptions> = {}, logger: LoggerService | false = false) => {
+    const server = new RetryServer({ url: AMQP_URL, queue, delays: [100], maxAttempts: 2, delayedDelivery: false, ...options });
+    app = await NestFactory.createMicroservice(RequestsModule, { strategy: server, logger });
+    await app.listen();
+    return app.get(RequestsController);
+  };
+  const retryClient = (options: Partial<ConstructorParameters<typeof RetryClient>[0]> = {}) => {
+    const client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: false, ...options });
+    clients.push(client);
+    return client;
+  };
+
+  it('answers a stream of values in order, then ends it, to RetryClient and to ClientRMQ', async () => {
+    await start();
+    expect(await lastValueFrom(retryClient().send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]);
+    const nest = new ClientRMQ({ urls: [AMQP_URL], queue, noAssert: true });
+    clients.push(nest);
+    expect(await lastValueFrom(nest.send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]);
+  });
+
+  it('fails the requests in flight at once when the client closes', async () => {
+    await start();
+    const client = retryClient();
+    const pending = lastValueFrom(client.send('slow', 3_000));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the request is on its way
+    const failed = expect(pending).rejects.toThrow(/closed/);
+    const closedAt = Date.now();
+    await client.close();
+    await failed;
+    expect(Date.now() - closedAt).toBeLessThan(1_000);
+  });
+
+  it('fails a request in flight when its connection is lost, and sends the next after the reconnection', async () => {
+    await start();
+    const connectionName = uniqueName('e2e-review-client');
+    const client = retryClient({ connectionName });
+    expect(await lastValueFrom(client.send('three', {}))).toBe(3); // connected, reply channel open
+    const pending = lastValueFrom(client.send('slow', 8_000)); // longer than rabbitmqctl takes to close the connection
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const failed = expect(pending).rejects.toThrow(/RetryClient.send/);
+    expect(await closeConnections(connectionName)).toBeGreaterThan(0);
+    const lostAt = Date.now();
+    await failed;
+    expect(Date.now() - lostAt).toBeLessThan(1_000);
+    const again = await waitFor(
+      async () => lastValueFrom(client.send('three', {}).pipe(toArray())).catch(() => undefined),
+      'a request after the reconnection',
+      15_000,
+    );
+    expect(again).toEqual([1, 2, 3]);
+  });
+
+  it('does not have Nest log an RpcException of an event handler as unhandled: the transport retries it', async () => {
+    const logger = new RecordingLogger();
+    const controller = await start({}, logger);
+    await broker.publish('', queue, { pattern: 'rpc.fails', data: 9 });
+    await waitFor(() => controller.events.includes(9), 'the second attempt');
+    expect(controller.rpcFailures).toEqual([9]);
+    expect(logger.errors.filter((line) => line.includes('expected, retried'))).toEqual([]);
   });
 });

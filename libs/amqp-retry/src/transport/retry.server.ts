@@ -41,6 +41,8 @@ export type RetryServerStatus = 'connected' | 'disconnected';
  * @example NestFactory.createMicroservice(AppModule, { strategy: new RetryServer({ queue: 'orders', delays: ['1s', '10s'] }) })
  */
 export class RetryServer extends Server implements CustomTransportStrategy {
+  /** Event handlers' errors reach the transport (it awaits their streams and retries or parks): Nest need not log them. */
+  override readonly propagatesEventHandlerErrors = true;
   private readonly moduleConfig: ModuleConfig;
   private readonly events = new EventEmitter();
   private readonly routeLogger = new Logger('RetryServer');
