@@ -70,6 +70,40 @@ describe('the transport, reviewed', () => {
     expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 
+  it('retries patterns with schedules of their own on a quorum queue, then parks with their attempts', async () => {
+    app = await startRetryMicroservice({ queue, queueType: 'quorum' }, { passErrorsThrough: true });
+    await broker.publish('', queue, { pattern: 'order.created', data: { id: 1, failures: 1 } });
+    await broker.publish('', queue, { pattern: 'order.shipped', data: { id: 2, failures: 99 } });
+    const [parked] = await broker.take(`${queue}.error`, 1, 15_000);
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 4 });
+    expect(calls('order.created').map((c) => c.attempt)).toEqual([1, 2]);
+    expect(calls('order.shipped').map((c) => c.attempt)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('binds no pattern longer than a routing key may be, and a client cannot publish one, without breaking the next emit', async () => {
+    const exchange = uniqueName('e2e.transport.review.x');
+    exchanges.push(exchange);
+    app = await startRetryMicroservice({ queue, exchange }, { passErrorsThrough: true });
+    const client = new RetryClient({ url: AMQP_URL, exchange, delayedDelivery: false });
+    try {
+      await expect(lastValueFrom(client.emit('p'.repeat(300), { id: 1 }), { defaultValue: undefined })).rejects.toThrow();
+      await lastValueFrom(client.emit('order.paid', { id: 2 }), { defaultValue: undefined });
+      await lastValueFrom(client.emit({ cmd: 'sum' }, [1, 2]), { defaultValue: undefined });
+    } finally {
+      await client.close();
+    }
+    await waitFor(() => calls('order.paid').length === 1, 'the emit after the refused one');
+  });
+
+  it('ignores a first-failure header on a message that never waited in a tier: it costs no attempt', async () => {
+    app = await startRetryMicroservice({ queue, maxAttempts: 1 });
+    const forged = { 'x-retry-first-failure': queue, 'x-retry-first-exchange': '', 'x-retry-first-routing-key': 'order.created' };
+    await broker.publish('', queue, { pattern: 'order.paid', data: { id: 1 } }, { headers: forged });
+    await waitFor(() => calls('order.paid').length === 1, 'the handler to run once', 5_000);
+    await waitFor(async () => (await broker.count(queue)) === 0, 'the message acked');
+    expect(await broker.count(`${queue}.error`)).toBe(0);
+  });
+
   it('takes the retry policy of a pattern from whichever of its chained handlers gives it', async () => {
     const server = new RetryServer({ url: AMQP_URL, queue, delays: [300], maxAttempts: 2, delayedDelivery: false });
     app = await NestFactory.createMicroservice(TwoHandlersModule, { strategy: server, logger: ['error'] });

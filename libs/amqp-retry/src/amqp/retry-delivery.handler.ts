@@ -83,7 +83,7 @@ export class RetryDeliveryHandler {
         return settle.ack();
       }
       ({ payload, policy, invoke } = route);
-      attempt += movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue);
+      attempt += movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
       if (attempt > policy.maxAttempts) {
         const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${policy.maxAttempts}`);
         return this.parker.park(message, settle, this.park, { queue, deaths, reason: 'exhausted', error, handlerCalls: attempt - 1 }, signal);
