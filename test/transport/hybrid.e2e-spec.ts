@@ -4,6 +4,7 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
+import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { ctl } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 
@@ -56,7 +57,7 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
   afterAll(async () => {
     await app?.close();
     await broker.deleteRetryTopology(decoratorQueue);
-    await broker.deleteRetryTopology(transportQueue);
+    await broker.deleteRetryTopology(transportQueue, { queues: tierQueues({ queue: transportQueue, delaysMs: [150] }) }); // the pattern's own schedule
     await broker.close();
   });
 

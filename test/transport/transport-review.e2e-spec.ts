@@ -3,13 +3,10 @@ import { NestFactory } from '@nestjs/core';
 import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
 import { RetryClient, RetryRmqContext, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
-import { closeConnections } from '../support/broker-control.js';
+import { closeConnections, ctl } from '../support/broker-control.js';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { OrdersController, startRetryMicroservice } from './transport-app.js';
-
-/** The tier queues of the patterns of OrdersController that have schedules of their own (the plan record names only the queue's). */
-const patternTiers = (queue: string) => [...tierQueues({ queue, delaysMs: [200] }), ...tierQueues({ queue, delaysMs: [100, 400] })];
+import { OrdersController, patternTiers, startRetryMicroservice } from './transport-app.js';
 
 @Controller()
 class FirstOfTwoController {
@@ -161,6 +158,12 @@ class RecordingLogger implements LoggerService {
   }
 }
 
+/** The broker's connections whose name starts with `prefix`. */
+async function connectionsNamed(prefix: string): Promise<string[]> {
+  const lines = (await ctl('list_connections', 'client_properties', '-q', '--no-table-headers')).split('\n');
+  return lines.flatMap((line) => line.match(/\{"connection_name","([^"]*)"\}/)?.[1] ?? []).filter((name) => name.startsWith(prefix));
+}
+
 describe('the transport, reviewed: requests and the client', () => {
   let broker: TestBroker;
   let queue: string;
@@ -233,6 +236,16 @@ describe('the transport, reviewed: requests and the client', () => {
       15_000,
     );
     expect(again).toEqual([1, 2, 3]);
+  });
+
+  it('leaves no connection open when it is closed while connecting', async () => {
+    const connectionName = uniqueName('e2e-review-closing');
+    const client = new RetryClient({ url: AMQP_URL, queue, connectionName }); // delayed delivery on: it also consumes
+    const connecting = client.connect().catch(() => undefined);
+    await client.close();
+    await connecting;
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // a connection opened late would be up by now
+    expect(await connectionsNamed(connectionName)).toEqual([]);
   });
 
   it('does not have Nest log an RpcException of an event handler as unhandled: the transport retries it', async () => {
