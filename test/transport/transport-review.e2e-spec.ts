@@ -101,6 +101,14 @@ describe('the transport, reviewed', () => {
     expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 
+  it('parks an event for a @MessagePattern handler that fails, rather than dropping it', async () => {
+    app = await startRetryMicroservice({ queue }, { passErrorsThrough: true });
+    await broker.publish('', queue, { pattern: 'order.get', data: { id: -1 } }); // an event: no id, no replyTo
+    const [parked] = await broker.take(`${queue}.error`, 1, 10_000);
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 1 });
+    expect(JSON.parse(parked.content.toString())).toEqual({ pattern: 'order.get', data: { id: -1 } });
+  });
+
   it('takes the retry policy of a pattern from whichever of its chained handlers gives it', async () => {
     const server = new RetryServer({ url: AMQP_URL, queue, delays: [300], maxAttempts: 2, delayedDelivery: false });
     app = await NestFactory.createMicroservice(TwoHandlersModule, { strategy: server, logger: ['error'] });

@@ -157,11 +157,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       return { kind: 'once', run: (retry) => replies.answer(request, this.produce(handler, request.data, message, request.pattern, retry)) };
     }
     const { pattern, data } = packet;
-    if (!handler.isEventHandler) {
-      // An event for a @MessagePattern: run once, as Nest does, with nobody to answer.
-      return { kind: 'once', run: (retry) => this.runEvent(handler, data, message, pattern, retry) };
-    }
-    return { kind: 'handle', payload: data, policy, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+    // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
+    const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
+    return { kind: 'handle', payload: data, policy: once, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */
