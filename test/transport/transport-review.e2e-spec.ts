@@ -1,8 +1,23 @@
-import { Controller, Module, type INestMicroservice, type LoggerService } from '@nestjs/common';
+import {
+  BadRequestException,
+  Controller,
+  Injectable,
+  Module,
+  UseGuards,
+  UseInterceptors,
+  UsePipes,
+  type CallHandler,
+  type CanActivate,
+  type ExecutionContext,
+  type INestMicroservice,
+  type LoggerService,
+  type NestInterceptor,
+  type PipeTransform,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
-import { RetryClient, RetryRmqContext, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
+import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
 import { closeConnections, ctl } from '../support/broker-control.js';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
@@ -30,6 +45,74 @@ class SecondOfTwoController {
 @Module({ controllers: [FirstOfTwoController, SecondOfTwoController] })
 class TwoHandlersModule {}
 
+@Controller()
+class NextVersionController {
+  readonly attempts: Array<{ id: number; attempt: number }> = [];
+
+  @EventPattern<string>('order.created', { retry: { delays: [500], maxAttempts: 2 } })
+  created(@Payload() order: { id: number }, @Ctx() ctx: RetryRmqContext): void {
+    this.attempts.push({ id: order.id, attempt: ctx.getRetryContext().attempt });
+    throw new Error('the next version fails too');
+  }
+}
+
+/** order.created with another policy than OrdersController's (3 attempts, 200 ms): a rolling deploy's other half. */
+@Module({ controllers: [NextVersionController] })
+class NextVersionModule {}
+
+@Injectable()
+class DenyGuard implements CanActivate {
+  canActivate(): boolean {
+    return false;
+  }
+}
+
+class RejectingPipe implements PipeTransform {
+  transform(): never {
+    throw new BadRequestException('id must be a number');
+  }
+}
+
+/** What an interceptor sees as the RPC context: the transport's, with the attempt. */
+@Injectable()
+class AttemptInterceptor implements NestInterceptor {
+  static seen: Array<{ isRetryContext: boolean; attempt?: number }> = [];
+  intercept(context: ExecutionContext, next: CallHandler) {
+    const ctx: unknown = context.switchToRpc().getContext();
+    AttemptInterceptor.seen.push({
+      isRetryContext: ctx instanceof RetryRmqContext,
+      attempt: ctx instanceof RetryRmqContext ? ctx.getRetryContext().attempt : undefined,
+    });
+    return next.handle();
+  }
+}
+
+@Controller()
+class PipelineController {
+  called = 0;
+
+  @UseGuards(DenyGuard)
+  @EventPattern<string>('guarded')
+  guarded(): void {
+    this.called++;
+  }
+
+  @UsePipes(RejectingPipe)
+  @EventPattern<string>('validated')
+  validated(@Payload() _data: unknown): void {
+    this.called++;
+  }
+
+  @UseInterceptors(AttemptInterceptor)
+  @EventPattern<string>('intercepted')
+  intercepted(@Payload() _data: unknown, @Ctx() ctx: RetryRmqContext): void {
+    if (ctx.getRetryContext().attempt === 1) throw new Error('first attempt fails');
+  }
+}
+
+@Module({ controllers: [PipelineController], providers: [DenyGuard, AttemptInterceptor] })
+class PipelineModule {}
+
 describe('the transport, reviewed', () => {
   let broker: TestBroker;
   let queue: string;
@@ -48,7 +131,7 @@ describe('the transport, reviewed', () => {
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    const extraTiers = [...patternTiers(queue), ...tierQueues({ queue, delaysMs: [100] })];
+    const extraTiers = [...patternTiers(queue), ...tierQueues({ queue, delaysMs: [100] }), ...tierQueues({ queue, delaysMs: [500] })];
     await broker.deleteRetryTopology(queue, { queues: extraTiers, exchanges: exchanges.splice(0) });
   });
 
@@ -107,6 +190,65 @@ describe('the transport, reviewed', () => {
     const [parked] = await broker.take(`${queue}.error`, 1, 10_000);
     expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 1 });
     expect(JSON.parse(parked.content.toString())).toEqual({ pattern: 'order.get', data: { id: -1 } });
+  });
+
+  it('parks each message once when two versions with different policies for a pattern share the queue', async () => {
+    app = await startRetryMicroservice({ queue }, { passErrorsThrough: true });
+    const next = new RetryServer({ url: AMQP_URL, queue, delays: [300], maxAttempts: 2, delayedDelivery: false });
+    const other = await NestFactory.createMicroservice(NextVersionModule, { strategy: next, logger: ['error'] });
+    other.useGlobalFilters(new RetryRpcExceptionFilter());
+    await other.listen();
+    try {
+      const ids = [1, 2, 3, 4, 5, 6];
+      for (const id of ids) await broker.publish('', queue, { pattern: 'order.created', data: { id, failures: 99 } });
+      const parked = await broker.take(`${queue}.error`, ids.length, 20_000);
+      const parkedIds = parked.map((m) => (JSON.parse(m.content.toString()) as { data: { id: number } }).data.id).sort();
+      expect(parkedIds).toEqual(ids);
+      const attempts = [...calls('order.created'), ...other.get(NextVersionController).attempts.map((a) => ({ data: { id: a.id }, ...a }))];
+      expect(calls('order.created').length).toBeGreaterThan(0); // both versions took part
+      expect(other.get(NextVersionController).attempts.length).toBeGreaterThan(0);
+      for (const id of ids) {
+        const mine = attempts
+          .filter((a) => (a.data as { id: number }).id === id)
+          .map((a) => a.attempt)
+          .sort();
+        expect(mine[0]).toBe(1);
+        expect(mine).toEqual(mine.map((_, i) => i + 1)); // 1, 2, ... without a gap or a repeat
+        expect(mine.length).toBeLessThanOrEqual(3);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // a duplicate would be parked by now
+      expect(await broker.count(`${queue}.error`)).toBe(0);
+    } finally {
+      await other.close();
+    }
+    for (const tier of [...patternTiers(queue), ...tierQueues({ queue, delaysMs: [500] })]) expect(await broker.count(tier)).toBe(0);
+  });
+
+  it("runs Nest's pipeline: a denying guard and a rejecting pipe park after the attempts, interceptors see the retry context", async () => {
+    AttemptInterceptor.seen = [];
+    const server = new RetryServer({ url: AMQP_URL, queue, delays: [100], maxAttempts: 2, delayedDelivery: false });
+    app = await NestFactory.createMicroservice(PipelineModule, { strategy: server, logger: false });
+    app.useGlobalFilters(new RetryRpcExceptionFilter());
+    await app.listen();
+    await broker.publish('', queue, { pattern: 'guarded', data: 1 });
+    await broker.publish('', queue, { pattern: 'validated', data: 'x' });
+    await broker.publish('', queue, { pattern: 'intercepted', data: 2 });
+    const parked = await broker.take(`${queue}.error`, 2, 10_000);
+    const byPattern = Object.fromEntries(
+      parked.map((m) => [(JSON.parse(m.content.toString()) as { pattern: string }).pattern, m.properties.headers as Record<string, unknown>]),
+    );
+    expect(byPattern.guarded).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 2, 'x-exception-message': 'Forbidden resource' });
+    expect(byPattern.validated).toMatchObject({
+      'x-parked-reason': 'exhausted',
+      'x-retry-attempts': 2,
+      'x-exception-message': 'id must be a number',
+    });
+    expect(app.get(PipelineController).called).toBe(0);
+    await waitFor(() => AttemptInterceptor.seen.length === 2, 'the retried handler twice');
+    expect(AttemptInterceptor.seen).toEqual([
+      { isRetryContext: true, attempt: 1 },
+      { isRetryContext: true, attempt: 2 },
+    ]);
   });
 
   it('takes the retry policy of a pattern from whichever of its chained handlers gives it', async () => {
