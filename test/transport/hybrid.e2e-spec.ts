@@ -5,7 +5,7 @@ import { lastValueFrom } from 'rxjs';
 import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
-import { ctl } from '../support/broker-control.js';
+import { connectionsNamed } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 
 const decoratorQueue = uniqueName('e2e.hybrid.decorator');
@@ -40,12 +40,6 @@ class PatternController {
   controllers: [PatternController],
 })
 class HybridModule {}
-
-/** The broker's connections named `connectionName ...`. */
-async function connectionsNamed(prefix: string): Promise<string[]> {
-  const lines = (await ctl('list_connections', 'client_properties', '-q', '--no-table-headers')).split('\n');
-  return lines.flatMap((line) => line.match(/\{"connection_name","([^"]*)"\}/)?.[1] ?? []).filter((name) => name.startsWith(prefix));
-}
 
 describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern handlers', () => {
   let app: INestApplication | undefined;

@@ -15,10 +15,11 @@ import {
   type PipeTransform,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { RetryEngine, RetryModule, RetryWithBackoff } from 'nestjs-amqp-retry';
 import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
 import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
-import { closeConnections, ctl } from '../support/broker-control.js';
+import { closeConnections, connectionsNamed } from '../support/broker-control.js';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { OrdersController, patternTiers, startRetryMicroservice } from './transport-app.js';
@@ -308,11 +309,40 @@ class RecordingLogger implements LoggerService {
   }
 }
 
-/** The broker's connections whose name starts with `prefix`. */
-async function connectionsNamed(prefix: string): Promise<string[]> {
-  const lines = (await ctl('list_connections', 'client_properties', '-q', '--no-table-headers')).split('\n');
-  return lines.flatMap((line) => line.match(/\{"connection_name","([^"]*)"\}/)?.[1] ?? []).filter((name) => name.startsWith(prefix));
+const sharedQueue = uniqueName('e2e.transport.review.shared');
+
+@Injectable()
+class SharedQueueHandler {
+  @RetryWithBackoff({ queue: sharedQueue, delays: [100], maxAttempts: 2 })
+  handle(): void {}
 }
+
+@Module({ imports: [RetryModule.forRoot({ url: AMQP_URL, delayedDelivery: false })], providers: [SharedQueueHandler] })
+class SharedQueueModule {}
+
+describe("the transport, reviewed: a hybrid application whose transport queue is a decorator handler's", () => {
+  afterAll(async () => {
+    const broker = await TestBroker.connect();
+    await broker.deleteRetryTopology(sharedQueue);
+    await broker.close();
+  });
+
+  for (const order of ['microservices first', 'init first'] as const) {
+    it(`refuses to start, naming the queue (${order})`, async () => {
+      const hybrid = await NestFactory.create(SharedQueueModule, { logger: false });
+      try {
+        hybrid.connectMicroservice({ strategy: new RetryServer({ queue: sharedQueue, engine: hybrid.get(RetryEngine) }) });
+        const starting =
+          order === 'microservices first'
+            ? hybrid.startAllMicroservices().then(() => hybrid.init())
+            : hybrid.init().then(() => hybrid.startAllMicroservices());
+        await expect(starting).rejects.toThrow(/SharedQueueHandler\.handle is "e2e\.transport\.review\.shared\.\w+", which RetryServer/);
+      } finally {
+        await hybrid.close().catch(() => undefined);
+      }
+    });
+  }
+});
 
 describe('the transport, reviewed: requests and the client', () => {
   let broker: TestBroker;
