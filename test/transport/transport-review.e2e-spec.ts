@@ -114,6 +114,20 @@ class PipelineController {
 @Module({ controllers: [PipelineController], providers: [DenyGuard, AttemptInterceptor] })
 class PipelineModule {}
 
+@Controller()
+class LongDelayController {
+  readonly at: number[] = [];
+
+  @EventPattern<string>('order.audited', { retry: { delays: [1500], maxAttempts: 2 } })
+  audited(@Ctx() ctx: RetryRmqContext): void {
+    this.at.push(Date.now());
+    if (ctx.getRetryContext().attempt === 1) throw new Error('first attempt fails');
+  }
+}
+
+@Module({ controllers: [LongDelayController] })
+class LongDelayModule {}
+
 describe('the transport, reviewed', () => {
   let broker: TestBroker;
   let queue: string;
@@ -132,7 +146,12 @@ describe('the transport, reviewed', () => {
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    const extraTiers = [...patternTiers(queue), ...tierQueues({ queue, delaysMs: [100] }), ...tierQueues({ queue, delaysMs: [500] })];
+    const extraTiers = [
+      ...patternTiers(queue),
+      ...tierQueues({ queue, delaysMs: [100] }),
+      ...tierQueues({ queue, delaysMs: [500] }),
+      ...tierQueues({ queue, delaysMs: [1500] }),
+    ];
     await broker.deleteRetryTopology(queue, { queues: extraTiers, exchanges: exchanges.splice(0) });
   });
 
@@ -250,6 +269,18 @@ describe('the transport, reviewed', () => {
       { isRetryContext: true, attempt: 1 },
       { isRetryContext: true, attempt: 2 },
     ]);
+  });
+
+  it("waits a pattern's own first delay even for a message published with a shorter per-message TTL", async () => {
+    const server = new RetryServer({ url: AMQP_URL, queue, delays: [300], maxAttempts: 2, delayedDelivery: false });
+    app = await NestFactory.createMicroservice(LongDelayModule, { strategy: server, logger: false });
+    await app.listen();
+    // The consumer takes it at once, well within its TTL; the broker drops a TTL when it dead-letters, so must a move.
+    await broker.publish('', queue, { pattern: 'order.audited', data: { id: 1 } }, { expiration: '400' });
+    const controller = app.get(LongDelayController);
+    await waitFor(() => controller.at.length === 2, 'the second attempt', 10_000);
+    expect(controller.at[1] - controller.at[0]).toBeGreaterThanOrEqual(1_400);
+    expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 
   it('takes the retry policy of a pattern from whichever of its chained handlers gives it', async () => {
