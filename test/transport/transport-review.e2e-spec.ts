@@ -17,7 +17,7 @@ import {
 import { NestFactory } from '@nestjs/core';
 import { RetryEngine, RetryModule, RetryWithBackoff } from 'nestjs-amqp-retry';
 import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
-import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
+import { from, lastValueFrom, timeout, toArray, type Observable } from 'rxjs';
 import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
 import { closeConnections, connectionsNamed } from '../support/broker-control.js';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
@@ -304,6 +304,11 @@ class RequestsController {
     return from([1, 2, 3]);
   }
 
+  @MessagePattern('bigint')
+  bigint(): { n: bigint } {
+    return { n: 1n };
+  }
+
   @MessagePattern('slow')
   async slow(@Payload() ms: number): Promise<string> {
     await new Promise((resolve) => setTimeout(resolve, ms));
@@ -415,6 +420,14 @@ describe('the transport, reviewed: requests and the client', () => {
     const nest = new ClientRMQ({ urls: [AMQP_URL], queue, noAssert: true });
     clients.push(nest);
     expect(await lastValueFrom(nest.send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]);
+  });
+
+  it('answers with an error when the response cannot be written as JSON, rather than leaving the caller waiting', async () => {
+    await start();
+    const client = retryClient();
+    const answered = lastValueFrom(client.send('bigint', {}).pipe(timeout(5_000)));
+    await expect(answered).rejects.toMatchObject({ message: expect.stringMatching(/JSON|serialize|BigInt/i) });
+    expect(await lastValueFrom(client.send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]); // the server goes on
   });
 
   it('fails the requests in flight at once when the client closes', async () => {
