@@ -16,7 +16,7 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RetryEngine, RetryModule, RetryWithBackoff } from 'nestjs-amqp-retry';
-import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
+import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RmqRecordBuilder, RpcException } from '@nestjs/microservices';
 import { from, lastValueFrom, timeout, toArray, type Observable } from 'rxjs';
 import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
 import { closeConnections, connectionsNamed } from '../support/broker-control.js';
@@ -315,9 +315,18 @@ class RequestsController {
     return 'late';
   }
 
+  readonly headers: Array<Record<string, unknown> | undefined> = [];
+
   @EventPattern<string>('ping')
-  ping(@Payload() id: number): void {
+  ping(@Payload() id: number, @Ctx() ctx: RetryRmqContext): void {
     this.events.push(id);
+    this.headers.push(ctx.getMessage().properties.headers as Record<string, unknown> | undefined);
+  }
+
+  @MessagePattern('echo')
+  echo(@Payload() data: unknown, @Ctx() ctx: RetryRmqContext): { data: unknown; tenant: unknown; priority: unknown } {
+    const { headers, priority } = ctx.getMessage().properties;
+    return { data, tenant: (headers as Record<string, unknown> | undefined)?.['x-tenant'], priority };
   }
 
   @EventPattern<string>('rpc.fails')
@@ -428,6 +437,16 @@ describe('the transport, reviewed: requests and the client', () => {
     const answered = lastValueFrom(client.send('bigint', {}).pipe(timeout(5_000)));
     await expect(answered).rejects.toMatchObject({ message: expect.stringMatching(/JSON|serialize|BigInt/i) });
     expect(await lastValueFrom(client.send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]); // the server goes on
+  });
+
+  it("sends Nest's RmqRecord as ClientRMQ does: its data is the payload, its options the message's properties", async () => {
+    const controller = await start();
+    const client = retryClient();
+    const record = (data: unknown) => new RmqRecordBuilder(data).setOptions({ headers: { 'x-tenant': 'acme' }, priority: 3 }).build();
+    await lastValueFrom(client.emit('ping', record(11)), { defaultValue: undefined });
+    await waitFor(() => controller.events.includes(11), 'the event');
+    expect(controller.headers[0]).toMatchObject({ 'x-tenant': 'acme' });
+    expect(await lastValueFrom(client.send('echo', record({ id: 12 })))).toEqual({ data: { id: 12 }, tenant: 'acme', priority: 3 });
   });
 
   it('fails the requests in flight at once when the client closes', async () => {
