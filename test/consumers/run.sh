@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# npm run test:consumers: packs the library as users get it (npm pack), checks the tarball (check-package.mjs), and
+# installs it into each fixture application here with a plain `npm install <tarball>`. Each fixture then builds with
+# its own tsc settings and runs its own test against the broker (test/consumers/README.md lists them).
+# A fixture is copied outside the repository first, so that Node and TypeScript can find nothing in the workspace's
+# node_modules: every package it loads is its own. Its dependencies come from its committed lock file (npm ci, skipped
+# when the copy already holds that lock file's install). CONSUMER_FIXTURES="nest11-cjs" runs a subset.
+# Every fixture runs even after one fails; the exit code is the first failure's.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/test/consumers"
+WORK="${CONSUMERS_WORK_DIR:-${TMPDIR:-/tmp}/nestjs-amqp-retry-consumers}"
+read -r -a fixtures <<<"${CONSUMER_FIXTURES:-nest11-cjs nest12-esm nest10-cjs}"
+npm_quiet=(--no-audit --no-fund --loglevel=error)
+
+bash "$ROOT/scripts/ensure-broker.sh" </dev/null
+mkdir -p "$WORK"
+rm -f "$WORK"/nestjs-amqp-retry-*.tgz
+# prepack builds both module systems afresh
+tarball_name="$(cd "$ROOT" && npm pack -w libs/amqp-retry --pack-destination "$WORK" "${npm_quiet[@]}" | tail -n 1)"
+tarball="$WORK/$tarball_name"
+echo "test:consumers: packed $tarball ($(du -k "$tarball" | cut -f1) kB)"
+
+rc=0
+passed=0
+failed=0
+if node "$HERE/check-package.mjs" "$tarball"; then passed=$((passed + 1)); else rc=$? failed=$((failed + 1)); fi
+step() { # step <fixture> <what> <command...>: runs one step in the fixture's copy, timed
+  local fixture="$1" what="$2" start=$SECONDS
+  shift 2
+  if (cd "$WORK/$fixture" && "$@") </dev/null; then
+    echo "test:consumers: $fixture: $what ok ($((SECONDS - start))s)"
+  else
+    local step_rc=$?
+    echo "test:consumers: $fixture: $what FAILED with exit code $step_rc ($((SECONDS - start))s)"
+    return "$step_rc"
+  fi
+}
+
+run_fixture() {
+  local fixture="$1" dir="$WORK/$1"
+  local lock_hash
+  lock_hash="$(sha256sum "$HERE/$fixture/package-lock.json" | cut -d' ' -f1)"
+  mkdir -p "$dir"
+  # the fixture's own files, afresh; node_modules stays while the lock file is the same
+  find "$dir" -mindepth 1 -maxdepth 1 ! -name node_modules ! -name .installed-lock -exec rm -rf {} +
+  cp -R "$HERE/$fixture/." "$dir/"
+  mkdir -p "$dir/src/shared"
+  cp "$HERE/shared/scenario.ts" "$dir/src/shared/"
+  if [[ "$(cat "$dir/.installed-lock" 2>/dev/null)" != "$lock_hash" ]]; then
+    step "$fixture" "npm ci" npm ci "${npm_quiet[@]}" || return
+    echo "$lock_hash" >"$dir/.installed-lock"
+  fi
+  # what a user types: no --legacy-peer-deps, no --force; npm checks the peer ranges against the app's Nest
+  step "$fixture" "npm install $tarball_name" npm install --no-save "${npm_quiet[@]}" "$tarball" || return
+  step "$fixture" "build (tsc)" npm run build --silent || return
+  if grep -q '"typecheck:node16"' "$dir/package.json"; then
+    step "$fixture" 'typecheck with "module": "node16"' npm run typecheck:node16 --silent || return
+  fi
+  if grep -q '"start"' "$dir/package.json"; then
+    step "$fixture" "start (the compiled app under plain node)" npm start --silent || return
+  fi
+  step "$fixture" "test" npm test --silent || return
+}
+
+for fixture in "${fixtures[@]}"; do
+  start=$SECONDS
+  fixture_rc=0
+  run_fixture "$fixture" || fixture_rc=$?
+  if ((fixture_rc == 0)); then
+    passed=$((passed + 1))
+    echo "test:consumers: $fixture passed in $((SECONDS - start))s"
+  else
+    failed=$((failed + 1))
+    echo "test:consumers: $fixture FAILED in $((SECONDS - start))s"
+    ((rc != 0)) || rc=$fixture_rc
+  fi
+done
+echo "consumers: $passed passed, $failed failed"
+exit "$rc"
