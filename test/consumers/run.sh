@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run test:consumers: packs the library as users get it (npm pack), checks the tarball (check-package.mjs), and
+# npm run consumers: packs the library as users get it (npm pack), checks the tarball (check-package.mjs), and
 # installs it into each fixture application here with a plain `npm install <tarball>`. Each fixture then builds with
 # its own tsc settings and runs its own test against the broker (test/consumers/README.md lists them).
 # A fixture is copied outside the repository first, so that Node and TypeScript can find nothing in the workspace's
@@ -19,20 +19,19 @@ rm -f "$WORK"/nestjs-amqp-retry-*.tgz
 # prepack builds both module systems afresh
 tarball_name="$(cd "$ROOT" && npm pack -w libs/amqp-retry --pack-destination "$WORK" "${npm_quiet[@]}" | tail -n 1)"
 tarball="$WORK/$tarball_name"
-echo "test:consumers: packed $tarball ($(du -k "$tarball" | cut -f1) kB)"
+echo "consumers: packed $tarball ($(du -k "$tarball" | cut -f1) kB)"
 
-rc=0
-passed=0
-failed=0
-if node "$HERE/check-package.mjs" "$tarball"; then passed=$((passed + 1)); else rc=$? failed=$((failed + 1)); fi
+# shellcheck source=../../scripts/lib/tally.sh
+source "$ROOT/scripts/lib/tally.sh"
+tally_run consumers "the tarball's contents" node "$HERE/check-package.mjs" "$tarball"
 step() { # step <fixture> <what> <command...>: runs one step in the fixture's copy, timed
   local fixture="$1" what="$2" start=$SECONDS
   shift 2
   if (cd "$WORK/$fixture" && "$@") </dev/null; then
-    echo "test:consumers: $fixture: $what ok ($((SECONDS - start))s)"
+    echo "consumers: $fixture: $what ok ($((SECONDS - start))s)"
   else
     local step_rc=$?
-    echo "test:consumers: $fixture: $what FAILED with exit code $step_rc ($((SECONDS - start))s)"
+    echo "consumers: $fixture: $what FAILED with exit code $step_rc ($((SECONDS - start))s)"
     return "$step_rc"
   fi
 }
@@ -63,18 +62,5 @@ run_fixture() {
   step "$fixture" "test" npm test --silent || return
 }
 
-for fixture in "${fixtures[@]}"; do
-  start=$SECONDS
-  fixture_rc=0
-  run_fixture "$fixture" || fixture_rc=$?
-  if ((fixture_rc == 0)); then
-    passed=$((passed + 1))
-    echo "test:consumers: $fixture passed in $((SECONDS - start))s"
-  else
-    failed=$((failed + 1))
-    echo "test:consumers: $fixture FAILED in $((SECONDS - start))s"
-    ((rc != 0)) || rc=$fixture_rc
-  fi
-done
-echo "consumers: $passed passed, $failed failed"
-exit "$rc"
+for fixture in "${fixtures[@]}"; do tally_run consumers "$fixture" run_fixture "$fixture"; done
+tally_finish consumers
