@@ -39,6 +39,10 @@ step() { # step <fixture> <what> <command...>: runs one step in the fixture's co
 run_fixture() {
   local fixture="$1" dir="$WORK/$1"
   local lock_hash
+  if [[ ! -f "$HERE/$fixture/package-lock.json" ]]; then
+    echo "consumers: no fixture test/consumers/$fixture with a package-lock.json"
+    return 1
+  fi
   lock_hash="$(sha256sum "$HERE/$fixture/package-lock.json" | cut -d' ' -f1)"
   mkdir -p "$dir"
   # the fixture's own files, afresh; node_modules stays while the lock file is the same
@@ -50,6 +54,8 @@ run_fixture() {
     step "$fixture" "npm ci" npm ci "${npm_quiet[@]}" || return
     echo "$lock_hash" >"$dir/.installed-lock"
   fi
+  # a kept install may hold an earlier tarball of the same version: npm would keep it
+  rm -rf "$dir/node_modules/nestjs-amqp-retry"
   # what a user types: no --legacy-peer-deps, no --force; npm checks the peer ranges against the app's Nest
   step "$fixture" "npm install $tarball_name" npm install --no-save "${npm_quiet[@]}" "$tarball" || return
   step "$fixture" "build (tsc)" npm run build --silent || return
