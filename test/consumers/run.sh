@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/test/consumers"
 WORK="${CONSUMERS_WORK_DIR:-${TMPDIR:-/tmp}/nestjs-amqp-retry-consumers}"
-read -r -a fixtures <<<"${CONSUMER_FIXTURES:-nest11-cjs nest12-esm nest10-cjs}"
+read -r -a fixtures <<<"${CONSUMER_FIXTURES:-nest11-cjs nest12-esm nest12-cjs nest10-cjs}"
 npm_quiet=(--no-audit --no-fund --loglevel=error)
 
 bash "$ROOT/scripts/ensure-broker.sh" </dev/null
