@@ -14,3 +14,22 @@ export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
 export { PublishError } from './errors/publish.error.js';
 export { NotConnectedError } from './errors/not-connected.error.js';
 export { planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delay.plan.js';
+export type {
+  RetryObserver,
+  DeliveryScope,
+  DeliveryEvent,
+  DeliveryHandledEvent,
+  DeliveryFailedEvent,
+  MessageParkedEvent,
+  PublishKind,
+  PublishingEvent,
+  PublishedEvent,
+  PublishRejectedEvent,
+  ConnectionEvent,
+  ConsumerEvent,
+  ConsumerDownEvent,
+} from './observability/retry-observer.js';
+export type { MetricsOptions, MetricsRegistry } from './observability/metrics.options.js';
+export { createPrometheusObserver } from './observability/metrics.factory.js';
+export type { EngineHealth } from './engine/retry.engine.js';
+export type { QueueStatus } from './engine/handler-runtime.js';

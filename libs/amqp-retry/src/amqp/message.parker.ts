@@ -1,15 +1,19 @@
-import type { ConsumeMessage } from 'amqplib';
+import type { ConsumeMessage, Options } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
 import { parkedPublishOptions, type ParkInput } from '../core/parked-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { PublishError } from '../errors/publish.error.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import type { Settle } from './queue.consumer.js';
 
 /** What the parked copy says beyond the delivery itself. */
 export type ParkDetails = Omit<ParkInput, 'properties' | 'now' | 'deliveredExchange' | 'deliveredRoutingKey'> &
-  Partial<Pick<ParkInput, 'deliveredExchange' | 'deliveredRoutingKey'>>;
+  Partial<Pick<ParkInput, 'deliveredExchange' | 'deliveredRoutingKey'>> & {
+    /** The microservices pattern the message was dispatched to, for observers; absent for decorator handlers. */
+    pattern?: string;
+  };
 
 /** Where a delivery is parked, and how to declare that queue again should an operator have deleted it. */
 export interface ParkTarget {
@@ -49,11 +53,23 @@ export class MessageParker {
   constructor(
     private readonly publisher: ConfirmPublisher,
     private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
   ) {}
 
   async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
     const { errorQueue } = target;
     const options = this.copyOptions(message, details);
+    const observers = this.observers?.active ? this.observers : undefined;
+    if (observers) {
+      options.headers ??= {};
+      observers.emit('publishing', {
+        kind: 'park',
+        exchange: '',
+        routingKey: errorQueue,
+        headers: options.headers,
+        messageId: message.properties.messageId,
+      });
+    }
     const patience = {
       signal,
       onSlowConfirm: (waitedMs: number) =>
@@ -67,6 +83,7 @@ export class MessageParker {
       } catch (publishError) {
         const delay = reconnectDelay(attempt, PARK_RETRY);
         const missing = isMissingTarget(publishError);
+        observers?.emit('publishRejected', { kind: 'park', exchange: '', routingKey: errorQueue, error: publishError });
         this.logger.error(
           `Could not park a message from "${details.queue}" in "${errorQueue}" (${errorMessage(publishError)}); ` +
             `${missing ? 'declaring the error queue again and ' : ''}trying again in ${delay} ms`,
@@ -77,6 +94,8 @@ export class MessageParker {
         continue;
       }
       settle.ack();
+      const { queue, pattern, reason, error, handlerCalls } = details;
+      observers?.emit('parked', { queue, pattern, errorQueue, reason, error, handlerCalls, message });
       this.logger.warn(
         `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`,
       );
@@ -85,7 +104,7 @@ export class MessageParker {
   }
 
   /** The parked copy's properties; should building them fail on a value no test foresaw, a copy that says so. */
-  private copyOptions(message: ConsumeMessage, details: ParkDetails) {
+  private copyOptions(message: ConsumeMessage, details: ParkDetails): Options.Publish {
     try {
       return parkedPublishOptions({
         deliveredExchange: message.fields.exchange,

@@ -9,6 +9,8 @@ import { type MessageParker, type ParkTarget, pause, PARK_RETRY } from './messag
 import type { Settle } from './queue.consumer.js';
 import type { TopologyGuard } from './topology.guard.js';
 import { reconnectDelay } from '../core/reconnect.policy.js';
+import { DeliveryObservation } from '../observability/delivery.observation.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 /** Calls the user's handler (through Nest's context: interceptors, filters). */
 export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
@@ -27,6 +29,7 @@ export class RetryDeliveryHandler {
     private readonly park: ParkTarget,
     private readonly guard: TopologyGuard,
     private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
   ) {}
 
   readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
@@ -39,10 +42,12 @@ export class RetryDeliveryHandler {
 
     const { attempt, deaths } = before;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: attempt >= maxAttempts, queue, message, deaths, signal };
+    const observed = this.observers?.active ? new DeliveryObservation(this.observers, { queue, attempt, maxAttempts, message }) : undefined;
     try {
-      await this.invoke(before.payload, context);
+      await (observed ? observed.run(() => this.invoke(before.payload, context)) : this.invoke(before.payload, context));
     } catch (error) {
       const after = decideAfterFailure(attempt, maxAttempts, this.config.isRetryable(error), delaysMs.length);
+      observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
       if (after.action === 'park')
         return this.parker.park(message, settle, this.park, { queue, deaths, reason: after.reason, error, handlerCalls: attempt }, signal);
       if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
@@ -51,6 +56,7 @@ export class RetryDeliveryHandler {
       );
       return settle.nack(false);
     }
+    observed?.handled();
     settle.ack();
   };
 

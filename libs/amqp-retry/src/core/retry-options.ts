@@ -1,5 +1,7 @@
 import type { Deserializer } from './body.decoder.js';
 import type { Duration } from './duration.js';
+import type { MetricsOptions } from '../observability/metrics.options.js';
+import type { RetryObserver } from '../observability/retry-observer.js';
 
 /** Options of `RetryModule.forRoot()`. Each is taken from here if given, else from the environment, else the default. */
 export interface RetryModuleOptions {
@@ -50,6 +52,16 @@ export interface RetryModuleOptions {
    * function `(content, message) => payload` (a throw parks the message as malformed).
    */
   deserializer?: Deserializer;
+  /**
+   * Told of every handled, retried and parked delivery, publish, and connection or consumer change (see
+   * RetryObserver): for alerts and audit. An observer that throws is logged once and never disturbs a message.
+   */
+  observers?: RetryObserver[];
+  /**
+   * Prometheus metrics with prom-client (an optional peer dependency, loaded only when this is on): `true` registers
+   * them in prom-client's default registry, `{ registry }` in yours. Default off. See the README's Observability.
+   */
+  metrics?: boolean | MetricsOptions;
 }
 
 /** Classic queues, or replicated quorum queues (RabbitMQ 3.10+). */

@@ -13,6 +13,7 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 /** A handler to run: its validated configuration, how to call it, and where it is declared (for messages). */
 export interface EngineHandler {
@@ -28,6 +29,13 @@ export interface HandlerRuntimeDeps {
   recordPublisher: ConfirmPublisher;
   logger: RetryLogger;
   resume: ReconnectPolicy;
+  observers?: ObserverHub;
+}
+
+/** Whether one queue is consumed, for health checks. */
+export interface QueueStatus {
+  queue: string;
+  consuming: boolean;
 }
 
 /**
@@ -54,13 +62,14 @@ export class HandlerRuntime {
       logger,
       `"${config.queue}"`,
     );
-    const delivery = new RetryDeliveryHandler(config, handler.invoke, deps.parker, { errorQueue: config.errorQueue, redeclare }, guard, logger);
+    const park = { errorQueue: config.errorQueue, redeclare };
+    const delivery = new RetryDeliveryHandler(config, handler.invoke, deps.parker, park, guard, logger, deps.observers);
     const isSuspect =
       config.queueType === 'quorum'
         ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0
         : undefined;
     this.consumer = new QueueConsumer(
-      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect },
+      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },
       delivery.handle,
     );
     const presenceQueue = names.presenceQueue(scheduleIdOf(tierQueues(config)));
@@ -77,6 +86,10 @@ export class HandlerRuntime {
   /** True while both consumers run. */
   get isConsuming(): boolean {
     return this.consumer.isConsuming && this.presence.isConsuming;
+  }
+
+  get status(): QueueStatus {
+    return { queue: this.queue, consuming: this.isConsuming };
   }
 
   /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
