@@ -17,6 +17,7 @@ export { planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/dela
 export type {
   RetryObserver,
   DeliveryScope,
+  PublishScope,
   DeliveryEvent,
   DeliveryHandledEvent,
   DeliveryFailedEvent,
@@ -31,5 +32,7 @@ export type {
 } from './observability/retry-observer.js';
 export type { MetricsOptions, MetricsRegistry } from './observability/metrics.options.js';
 export { createPrometheusObserver } from './observability/metrics.factory.js';
+export type { TracingOptions } from './observability/tracing.options.js';
+export { createTracingObserver } from './observability/tracing.factory.js';
 export type { EngineHealth } from './engine/retry.engine.js';
 export type { QueueStatus } from './engine/handler-runtime.js';

@@ -5,6 +5,7 @@ import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.j
 import type { RetryLogger } from '../core/retry-logger.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { ObserverHub } from '../observability/observer-hub.js';
+import type { PublishScope } from '../observability/retry-observer.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import type { Settle } from './queue.consumer.js';
 
@@ -60,15 +61,11 @@ export class MessageParker {
     const { errorQueue } = target;
     const options = this.copyOptions(message, details);
     const observers = this.observers?.active ? this.observers : undefined;
+    let scope: PublishScope | undefined;
     if (observers) {
       options.headers ??= {};
-      observers.emit('publishing', {
-        kind: 'park',
-        exchange: '',
-        routingKey: errorQueue,
-        headers: options.headers,
-        messageId: message.properties.messageId,
-      });
+      const { messageId } = message.properties;
+      scope = observers.publishing({ kind: 'park', exchange: '', routingKey: errorQueue, headers: options.headers, messageId });
     }
     const patience = {
       signal,
@@ -83,6 +80,8 @@ export class MessageParker {
       } catch (publishError) {
         const delay = reconnectDelay(attempt, PARK_RETRY);
         const missing = isMissingTarget(publishError);
+        scope?.end?.(publishError);
+        scope = undefined; // ended with the first failure; the tries after it are not spans of their own
         observers?.emit('publishRejected', { kind: 'park', exchange: '', routingKey: errorQueue, error: publishError });
         this.logger.error(
           `Could not park a message from "${details.queue}" in "${errorQueue}" (${errorMessage(publishError)}); ` +
@@ -94,6 +93,7 @@ export class MessageParker {
         continue;
       }
       settle.ack();
+      scope?.end?.();
       const { queue, pattern, reason, error, handlerCalls } = details;
       observers?.emit('parked', { queue, pattern, errorQueue, reason, error, handlerCalls, message });
       this.logger.warn(

@@ -42,7 +42,7 @@ export class RetryDeliveryHandler {
 
     const { attempt, deaths } = before;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: attempt >= maxAttempts, queue, message, deaths, signal };
-    const observed = this.observers?.active ? new DeliveryObservation(this.observers, { queue, attempt, maxAttempts, message }) : undefined;
+    const observed = this.observers?.active ? new DeliveryObservation(this.observers, { queue, attempt, maxAttempts, message, deaths }) : undefined;
     try {
       await (observed ? observed.run(() => this.invoke(before.payload, context)) : this.invoke(before.payload, context));
     } catch (error) {

@@ -2,6 +2,7 @@ import type { Deserializer } from './body.decoder.js';
 import type { Duration } from './duration.js';
 import type { MetricsOptions } from '../observability/metrics.options.js';
 import type { RetryObserver } from '../observability/retry-observer.js';
+import type { TracingOptions } from '../observability/tracing.options.js';
 
 /** Options of `RetryModule.forRoot()`. Each is taken from here if given, else from the environment, else the default. */
 export interface RetryModuleOptions {
@@ -62,6 +63,12 @@ export interface RetryModuleOptions {
    * them in prom-client's default registry, `{ registry }` in yours. Default off. See the README's Observability.
    */
   metrics?: boolean | MetricsOptions;
+  /**
+   * OpenTelemetry tracing with @opentelemetry/api (an optional peer dependency, loaded only when this is on): trace
+   * context in the headers of every publish, a consumer span per attempt. Your application registers the SDK.
+   * Default off.
+   */
+  tracing?: boolean | TracingOptions;
 }
 
 /** Classic queues, or replicated quorum queues (RabbitMQ 3.10+). */

@@ -62,13 +62,15 @@ export class RetryEngine {
     if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
     const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
     const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
-    this.observers.emit('publishing', { kind, exchange, routingKey, headers, messageId: properties.messageId });
+    const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
     try {
       await this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
     } catch (error) {
+      scope?.end?.(error);
       this.observers.emit('publishRejected', { kind, exchange, routingKey, error });
       throw error;
     }
+    scope?.end?.();
     if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
   }
 

@@ -5,7 +5,7 @@ const logger = () => {
   const errors: string[] = [];
   return { errors, log: () => undefined, warn: () => undefined, debug: () => undefined, error: (m: string) => errors.push(m) };
 };
-const delivery = { queue: 'q', attempt: 1, maxAttempts: 3 } as DeliveryEvent;
+const delivery = { queue: 'q', attempt: 1, maxAttempts: 3, deaths: [] } as unknown as DeliveryEvent;
 
 describe('ObserverHub', () => {
   it('is inactive without observers, so callers build no event', () => {

@@ -1,8 +1,8 @@
 import { errorMessage } from '../core/error-message.js';
 import type { RetryLogger } from '../core/retry-logger.js';
-import type { DeliveryEvent, DeliveryScope, RetryObserver } from './retry-observer.js';
+import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from './retry-observer.js';
 
-type Notification = Exclude<keyof RetryObserver, 'deliveryStarted'>;
+type Notification = Exclude<keyof RetryObserver, 'deliveryStarted' | 'publishing'>;
 type EventOf<K extends Notification> = Parameters<NonNullable<RetryObserver[K]>>[0];
 
 /**
@@ -40,14 +40,24 @@ export class ObserverHub {
 
   /** Asks each observer for its scope around a handler call; undefined when none gives one. */
   deliveryStarted(event: DeliveryEvent): DeliveryScope | undefined {
+    return this.scoped('deliveryStarted', event);
+  }
+
+  /** Tells each observer of a publish about to be made; the scope returned is ended with its outcome. */
+  publishing(event: PublishingEvent): PublishScope | undefined {
+    return this.scoped('publishing', event);
+  }
+
+  private scoped(name: 'deliveryStarted' | 'publishing', event: unknown): DeliveryScope | undefined {
     let scopes: DeliveryScope[] | undefined;
     for (const observer of this.observers) {
-      if (observer.deliveryStarted === undefined) continue;
+      const method = observer[name] as ((event: unknown) => DeliveryScope | void) | undefined;
+      if (method === undefined) continue;
       try {
-        const scope = observer.deliveryStarted(event);
-        if (scope) (scopes ??= []).push(this.guard(observer, scope));
+        const scope = method.call(observer, event);
+        if (scope) (scopes ??= []).push(this.guard(observer, name, scope));
       } catch (error) {
-        this.fault(observer, 'deliveryStarted', error);
+        this.fault(observer, name, error);
       }
     }
     if (scopes === undefined) return undefined;
@@ -60,7 +70,7 @@ export class ObserverHub {
   }
 
   /** A scope whose `run` still runs the handler and whose `end` never throws, whatever the observer does. */
-  private guard(observer: RetryObserver, scope: DeliveryScope): DeliveryScope {
+  private guard(observer: RetryObserver, name: string, scope: DeliveryScope): DeliveryScope {
     return {
       run: <T>(fn: () => T): T => {
         if (!scope.run) return fn();
@@ -69,7 +79,7 @@ export class ObserverHub {
           return scope.run(() => ((ran = true), fn()));
         } catch (error) {
           if (ran) throw error; // the handler's own throw
-          this.fault(observer, 'deliveryStarted', error);
+          this.fault(observer, name, error);
           return fn();
         }
       },
@@ -77,7 +87,7 @@ export class ObserverHub {
         try {
           scope.end?.(error);
         } catch (fault) {
-          this.fault(observer, 'deliveryStarted', fault);
+          this.fault(observer, name, fault);
         }
       },
     };

@@ -2,11 +2,14 @@ import { RetryConfigError } from '../errors/retry-config.error.js';
 import { createPrometheusObserver } from './metrics.factory.js';
 import type { MetricsOptions } from './metrics.options.js';
 import type { RetryObserver } from './retry-observer.js';
+import { createTracingObserver } from './tracing.factory.js';
+import type { TracingOptions } from './tracing.options.js';
 
 /** The observability part of the module options. */
 export interface ObservabilityOptions {
   observers?: RetryObserver[];
   metrics?: boolean | MetricsOptions;
+  tracing?: boolean | TracingOptions;
 }
 
 /**
@@ -14,7 +17,7 @@ export interface ObservabilityOptions {
  * dependencies are loaded only then (a missing one fails the start, naming the package to install).
  */
 export async function resolveObservers(options: ObservabilityOptions): Promise<RetryObserver[]> {
-  const { observers = [], metrics } = options;
+  const { observers = [], metrics, tracing } = options;
   if (!Array.isArray(observers) || observers.some((o) => typeof o !== 'object' || o === null)) {
     throw new RetryConfigError(
       'RetryModule option "observers"',
@@ -32,6 +35,13 @@ export async function resolveObservers(options: ObservabilityOptions): Promise<R
       );
     }
     resolved.push(await loading('prom-client', 'metrics', () => createPrometheusObserver(metrics === true ? {} : metrics)));
+  }
+  if (tracing !== undefined && tracing !== false) {
+    if (tracing !== true && (typeof tracing !== 'object' || tracing === null)) {
+      throw new RetryConfigError('RetryModule option "tracing"', `is ${String(tracing)}`, "Use true, false, or { tracerName: 'orders' }.");
+    }
+    // Tracing comes first, so that its span is current while the other observers (and the handler) run.
+    resolved.unshift(await loading('@opentelemetry/api', 'tracing', () => createTracingObserver(tracing === true ? {} : tracing)));
   }
   return resolved;
 }

@@ -1,5 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import type { ParkReason } from '../core/delivery.decision.js';
+import type { XDeath } from '../core/x-death.parser.js';
 
 /**
  * What the engine tells observers: metrics and tracing are built on it, and an application may add its own (alerts,
@@ -21,8 +22,11 @@ export interface RetryObserver {
   failed?(event: DeliveryFailedEvent): void;
   /** A message was parked in an error queue (the copy confirmed, the original acked). */
   parked?(event: MessageParkedEvent): void;
-  /** A message is about to be published: `headers` may be added to (a tracer adds `traceparent`). */
-  publishing?(event: PublishingEvent): void;
+  /**
+   * A message is about to be published: `headers` may be added to (a tracer adds `traceparent`). What it returns is
+   * ended once the broker confirmed the message, or refused it (with the error).
+   */
+  publishing?(event: PublishingEvent): PublishScope | void;
   /** A delayed message entered the delay ladder (confirmed). */
   delayedPublished?(event: PublishedEvent): void;
   /** A due delayed message was forwarded to its target (confirmed). */
@@ -45,6 +49,11 @@ export interface DeliveryScope {
   end?(error?: unknown): void;
 }
 
+/** Ends with a publish: `end` once the broker confirmed it, or with the error. */
+export interface PublishScope {
+  end?(error?: unknown): void;
+}
+
 /** One delivery of a handler queue. */
 export interface DeliveryEvent {
   /** The queue the message was consumed from. */
@@ -55,6 +64,8 @@ export interface DeliveryEvent {
   attempt: number;
   maxAttempts: number;
   message: ConsumeMessage;
+  /** The broker's `x-death` entries: a retried message's first one names the exchange and routing key it came by. */
+  deaths: XDeath[];
 }
 
 export interface DeliveryHandledEvent extends DeliveryEvent {
