@@ -64,7 +64,8 @@ export class RetryEngine {
     const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
     const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
     try {
-      await this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
+      const send = () => this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
+      await (scope?.run ? scope.run(send) : send());
     } catch (error) {
       scope?.end?.(error);
       this.observers.emit('publishRejected', { kind, exchange, routingKey, error });

@@ -49,8 +49,12 @@ export interface DeliveryScope {
   end?(error?: unknown): void;
 }
 
-/** Ends with a publish: `end` once the broker confirmed it, or with the error. */
+/**
+ * Wraps one publish: `run` around the application's publish (a tracer makes its producer span current, so that
+ * an instrumentation of amqplib nests under it), `end` once the broker confirmed it, or with the error.
+ */
 export interface PublishScope {
+  run?<T>(fn: () => T): T;
   end?(error?: unknown): void;
 }
 

@@ -58,8 +58,10 @@ export class TracingObserver implements RetryObserver {
         ...(e.kind === 'delayed' && { 'amqp_retry.delayed': true }),
       },
     });
-    propagation.inject(trace.setSpan(context.active(), span), e.headers, headerSetter);
+    const active = trace.setSpan(context.active(), span);
+    propagation.inject(active, e.headers, headerSetter);
     return {
+      run: (fn) => context.with(active, fn),
       end: (error?: unknown) => {
         if (error !== undefined) fail(span, error, SpanStatusCode.ERROR);
         span.end();
