@@ -1,5 +1,7 @@
 import type { ConsumeMessage, Options } from 'amqplib';
-import { errorMessage } from '../core/error-message.js';
+import { errorMessage, errorStack } from '../core/error-message.js';
+import type { ParkReason } from '../core/delivery.decision.js';
+import type { FailureLogs } from '../core/retry-options.js';
 import { parkedPublishOptions, type ParkInput } from '../core/parked-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
@@ -21,6 +23,9 @@ export interface ParkTarget {
   errorQueue: string;
   redeclare: () => Promise<unknown>;
 }
+
+/** Parks whose error the handler threw: their stack is worth a log. */
+const HANDLER_FAILURES: ReadonlySet<ParkReason> = new Set(['exhausted', 'non-retryable']);
 
 /** Spacing of the attempts to park a message whose park failed: soon at first, then at most every 30 s. */
 export const PARK_RETRY: ReconnectPolicy = { initialDelayMs: 200, maxDelayMs: 30_000 };
@@ -55,6 +60,8 @@ export class MessageParker {
     private readonly publisher: ConfirmPublisher,
     private readonly logger: RetryLogger,
     private readonly observers?: ObserverHub,
+    /** 'line': a park is an error with the handler's stack (Nest's ExceptionsHandler printed none); 'nest': a warning. */
+    private readonly failureLogs: FailureLogs = 'nest',
   ) {}
 
   async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
@@ -96,9 +103,9 @@ export class MessageParker {
       scope?.end?.();
       const { queue, pattern, reason, error, handlerCalls } = details;
       observers?.emit('parked', { queue, pattern, errorQueue, reason, error, handlerCalls, message });
-      this.logger.warn(
-        `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`,
-      );
+      const line = `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`;
+      if (this.failureLogs === 'nest') this.logger.warn(line);
+      else this.logger.error(HANDLER_FAILURES.has(details.reason) ? `${line}\n${errorStack(details.error)}` : line);
       return;
     }
   }

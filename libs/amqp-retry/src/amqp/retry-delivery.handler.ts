@@ -51,9 +51,9 @@ export class RetryDeliveryHandler {
       if (after.action === 'park')
         return this.parker.park(message, settle, this.park, { queue, deaths, reason: after.reason, error, handlerCalls: attempt }, signal);
       if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
-      this.logger.debug(
-        `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`,
-      );
+      const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
+      if (this.config.failureLogs === 'line') this.logger.warn(line);
+      else this.logger.debug(line);
       return settle.nack(false);
     }
     observed?.handled();

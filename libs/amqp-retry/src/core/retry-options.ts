@@ -69,7 +69,17 @@ export interface RetryModuleOptions {
    * Default off.
    */
   tracing?: boolean | TracingOptions;
+  /**
+   * How handler failures are logged. `retries: 'line'` (default): one line per decision, a warning for each retry
+   * and an error with the stack when a message is parked; Nest's ExceptionsHandler, which would print every
+   * failure's stack first, stays quiet (your exception filters still see every error). `'nest'`: Nest's
+   * ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
+   */
+  logging?: { retries?: FailureLogs };
 }
+
+/** See RetryModuleOptions.logging. */
+export type FailureLogs = 'line' | 'nest';
 
 /** Classic queues, or replicated quorum queues (RabbitMQ 3.10+). */
 export type QueueType = 'classic' | 'quorum';

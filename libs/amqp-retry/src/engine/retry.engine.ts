@@ -136,7 +136,7 @@ export class RetryEngine {
       const connection = await this.consumingConnection();
       const { parker: parkPublisher } = await this.publishing.open();
       const { observers } = this;
-      const parker = new MessageParker(parkPublisher, this.logger, observers);
+      const parker = new MessageParker(parkPublisher, this.logger, observers, this.config.failureLogs);
       const deps = { connection, parker, recordPublisher: parkPublisher, logger: this.logger, resume: this.config.reconnect, observers };
       for (const handler of handlers) {
         const runtime = new HandlerRuntime(handler, deps);
