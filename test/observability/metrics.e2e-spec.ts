@@ -61,9 +61,11 @@ describe('Prometheus metrics over HTTP', () => {
       const scrape = await waitFor(
         async () => {
           const { text } = await get(metrics);
+          // A forwarded message can be handled before the forwarder's confirm (and its count) comes back.
           const done =
             sample(text, 'amqp_retry_deliveries_handled_total', { queue }) === 13 &&
-            sample(text, 'amqp_retry_messages_parked_total', { queue, reason: 'non-retryable' }) === 2;
+            sample(text, 'amqp_retry_messages_parked_total', { queue, reason: 'non-retryable' }) === 2 &&
+            sample(text, 'amqp_retry_delayed_forwarded_total') === 2;
           return done && text;
         },
         'the flow to be counted',
