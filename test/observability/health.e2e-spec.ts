@@ -3,6 +3,7 @@ import { handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { get, startHttpApp } from '../support/http-app.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { onFreshQueue } from '../support/fresh-queue.js';
 
 interface HealthBody {
   status: string;
@@ -66,14 +67,12 @@ describe('RetryHealthIndicator over HTTP', () => {
     }
   });
 
-  it('is down, naming the queue, while its consumer is cancelled and not yet back', async () => {
-    const queue = uniqueName('obs.health.deleted');
-    let app: INestApplication | undefined;
-    try {
+  it('is down, naming the queue, while its consumer is cancelled and not yet back', () =>
+    onFreshQueue(broker, 'obs.health.deleted', async (queue, own) => {
       const Handler = handlerFor({ queue }, () => undefined);
       // A slow resume keeps the consumer down long enough to be seen.
       const started = await startHttpApp({ ...TEST_OPTIONS, reconnect: { initialDelay: '1500ms', maxDelay: '3s' } }, { providers: [Handler] });
-      app = started.app;
+      own(started.app);
       const health = `${started.base}/health`;
       expect((await get(health)).status).toBe(200);
 
@@ -88,9 +87,5 @@ describe('RetryHealthIndicator over HTTP', () => {
 
       await waitFor(async () => (await get(health)).status === 200, 'the consumer to resume', 20_000);
       expect(await broker.consumers(queue)).toBe(1);
-    } finally {
-      await app?.close();
-      await broker.deleteRetryTopology(queue);
-    }
-  });
+    }));
 });

@@ -3,6 +3,7 @@ import { NonRetryableError, RetryPublisher } from 'nestjs-amqp-retry';
 import { Registry } from 'prom-client';
 import { handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { onFreshQueue } from '../support/fresh-queue.js';
 import { get, startHttpApp } from '../support/http-app.js';
 
 const REGISTRY = Symbol('test registry');
@@ -95,17 +96,11 @@ describe('Prometheus metrics over HTTP', () => {
     }
   });
 
-  it('registers nothing in the default registry when metrics are off', async () => {
-    const queue = uniqueName('obs.nometrics');
-    let app: INestApplication | undefined;
-    try {
+  it('registers nothing in the default registry when metrics are off', () =>
+    onFreshQueue(broker, 'obs.nometrics', async (queue, own) => {
       const Handler = handlerFor({ queue }, () => undefined);
-      ({ app } = await startHttpApp(TEST_OPTIONS, { providers: [Handler] }));
+      own((await startHttpApp(TEST_OPTIONS, { providers: [Handler] })).app);
       const { register } = await import('prom-client');
       expect(register.getMetricsAsArray().filter((m) => String(m.name).startsWith('amqp_retry_'))).toEqual([]);
-    } finally {
-      await app?.close();
-      await broker.deleteRetryTopology(queue);
-    }
-  });
+    }));
 });

@@ -3,6 +3,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { onFreshQueue } from '../support/fresh-queue.js';
 import { installTracing, parentOf } from '../support/tracing.js';
 
 describe('OpenTelemetry tracing', () => {
@@ -111,21 +112,15 @@ describe('OpenTelemetry tracing', () => {
     }
   });
 
-  it('adds nothing to the headers when tracing is off', async () => {
-    const queue = uniqueName('obs.trace.off');
-    let app: INestApplicationContext | undefined;
-    try {
+  it('adds nothing to the headers when tracing is off', () =>
+    onFreshQueue(broker, 'obs.trace.off', async (queue, own) => {
       const Handler = handlerFor({ queue }, () => undefined);
-      app = await startApp([Handler], TEST_OPTIONS);
+      const app = own(await startApp([Handler], TEST_OPTIONS));
       const root = trace.getTracer('test').startSpan('request');
-      await context.with(trace.setSpan(context.active(), root), () => app!.get(RetryPublisher).publish('', queue, {}));
+      await context.with(trace.setSpan(context.active(), root), () => app.get(RetryPublisher).publish('', queue, {}));
       root.end();
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the delivery');
+      await waitFor(() => handlerOf(app, Handler).calls.length === 1, 'the delivery');
       expect(handlerOf(app, Handler).calls[0].properties.headers?.traceparent).toBeUndefined();
       expect(tracing.spans().map((s) => s.name)).toEqual(['request']);
-    } finally {
-      await app?.close();
-      await broker.deleteRetryTopology(queue);
-    }
-  });
+    }));
 });
