@@ -2,7 +2,7 @@ export { RetryModule } from './nest/retry.module.js';
 export { RetryWithBackoff } from './nest/retry-with-backoff.decorator.js';
 export { RetryPublisher, type PublishOptions } from './nest/retry.publisher.js';
 export { RETRY_MODULE_OPTIONS } from './nest/retry-module.definition.js';
-export type { RetryModuleOptions, RetryHandlerOptions, ErrorClass, QueueType } from './core/retry-options.js';
+export type { RetryModuleOptions, RetryHandlerOptions, ErrorClass, QueueType, FailureLogs } from './core/retry-options.js';
 export type { RetryContext } from './core/retry-context.js';
 export type { XDeath } from './core/x-death.parser.js';
 export type { Duration } from './core/duration.js';
