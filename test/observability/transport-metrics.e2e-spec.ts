@@ -2,6 +2,7 @@ import type { INestMicroservice } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { Registry } from 'prom-client';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
+import { ctl } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { startRetryMicroservice } from '../transport/transport-app.js';
 
@@ -41,6 +42,9 @@ describe('metrics of the microservices transport', () => {
       await client.close();
       await app?.close();
       await broker.deleteRetryTopology(queue);
+      // The patterns' own tiers are not in the queue's plan record: find them by name.
+      const left = (await ctl('list_queues', 'name', '-q', '--no-table-headers')).split('\n').filter((name) => name.startsWith(`${queue}.`));
+      for (const name of left) await broker.channel.deleteQueue(name);
       await broker.close();
     }
   });
