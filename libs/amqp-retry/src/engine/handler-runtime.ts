@@ -13,6 +13,7 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
 
@@ -37,6 +38,13 @@ export interface HandlerRuntimeDeps {
   recordPublisher: ConfirmPublisher;
   logger: RetryLogger;
   resume: ReconnectPolicy;
+  observers?: ObserverHub;
+}
+
+/** Whether one queue is consumed, for health checks. */
+export interface QueueStatus {
+  queue: string;
+  consuming: boolean;
 }
 
 /**
@@ -72,13 +80,14 @@ export class HandlerRuntime {
       guard,
       logger,
       handler.route,
+      deps.observers,
     );
     const isSuspect =
       config.queueType === 'quorum'
         ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0
         : undefined;
     this.consumer = new QueueConsumer(
-      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect },
+      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },
       delivery.handle,
     );
     this.presences = this.schedules.map((schedule) => ({
@@ -107,6 +116,10 @@ export class HandlerRuntime {
   /** True while both consumers run. */
   get isConsuming(): boolean {
     return this.consumer.isConsuming && this.presences.every((p) => p.consumer.isConsuming);
+  }
+
+  get status(): QueueStatus {
+    return { queue: this.queue, consuming: this.isConsuming };
   }
 
   /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
