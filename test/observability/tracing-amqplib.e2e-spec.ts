@@ -42,6 +42,8 @@ describe('tracing beside @opentelemetry/instrumentation-amqplib', () => {
         'false',
         '--sourceMap',
         'false',
+        '--inlineSources',
+        'false',
       ],
       {
         cwd: root,
