@@ -9,10 +9,11 @@ import { OrderSeeder } from './orders/order.seeder.js';
 import { PaymentDeadlineHandler } from './orders/payment-deadline.handler.js';
 import { PaymentGateway } from './orders/payment.gateway.js';
 import { PaymentHandler } from './orders/payment.handler.js';
+import { ShippingModule } from './shipping/shipping.module.js';
 
 @Module({
   // AMQP_URL, RETRY_* from the environment; Prometheus metrics in prom-client's default registry.
-  imports: [RetryModule.forRoot({ metrics: true }), TerminusModule],
+  imports: [RetryModule.forRoot({ metrics: true }), TerminusModule, ShippingModule],
   controllers: [HealthController, MetricsController],
   providers: [PaymentGateway, PaymentHandler, PaymentDeadlineHandler, OrderProgress, OrderSeeder, RetryHealthIndicator],
 })
