@@ -14,3 +14,18 @@ export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
 export { PublishError } from './errors/publish.error.js';
 export { NotConnectedError } from './errors/not-connected.error.js';
 export { planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delay.plan.js';
+export { ParkedMessages } from './ops/parked-messages.js';
+export type {
+  ParkedFilter,
+  ParkedMessageView,
+  HandlerQueueState,
+  ParkedSummary,
+  PageRequest,
+  ParkedPage,
+  ParkedSelection,
+  OperationOptions,
+  ReplayResult,
+  PurgeResult,
+  EditReplayOptions,
+  ParkedMessagesOptions,
+} from './ops/parked-messages.types.js';
