@@ -119,6 +119,11 @@ describe('parkedPublishOptions', () => {
     expect(options.headers?.['x-exception-stack']).toMatch(/^Error: payment declined\n\s+at /);
   });
 
+  it('names the queue it failed in and the id it was given, for a replay', () => {
+    expect(parkedPublishOptions(input({ id: 'p-1' })).headers).toMatchObject({ 'x-original-queue': 'orders', 'x-parked-id': 'p-1' });
+    expect(parkedPublishOptions(input()).headers).not.toHaveProperty('x-parked-id');
+  });
+
   it('takes exchange and key from the delivery when the message never failed before', () => {
     const options = parkedPublishOptions(input({ deaths: [], deliveredExchange: 'shop', deliveredRoutingKey: 'order.paid', reason: 'malformed' }));
     expect(options.headers).toMatchObject({ 'x-original-exchange': 'shop', 'x-original-routing-key': 'order.paid', 'x-parked-reason': 'malformed' });

@@ -1,0 +1,61 @@
+import type { Channel, GetMessage } from 'amqplib';
+import type { HandlerConfig } from '../core/handler-config.js';
+import { HANDLER_REGISTRY_QUEUE, latestRecords, readHandlerRecord, supersededRecords, type HandlerRecord } from '../core/handler-registry.record.js';
+import { tierQueues } from '../core/retry-topology.plan.js';
+import type { ConfirmPublisher } from './confirm.publisher.js';
+
+/** Opens a channel the caller may lose to a broker error (a 404, a 406). */
+export type ChannelOpener = () => Promise<Channel>;
+
+/** Declares the registry queue: durable, classic, no arguments. */
+const declareRegistry = (channel: Channel) => channel.assertQueue(HANDLER_REGISTRY_QUEUE, { durable: true });
+
+/**
+ * Records a handler queue in the registry: reads the records (unacked), publishes this start's record (confirmed),
+ * then removes the older records of the same queue, so the registry keeps one per handler queue. Records of other
+ * queues go back when the channel closes. Should two starts of the same queue race, both records stay until the next
+ * start; readers keep the newest of each queue.
+ */
+export async function recordHandler(open: ChannelOpener, publisher: ConfirmPublisher, config: HandlerConfig, now = new Date()): Promise<void> {
+  const channel = await open();
+  try {
+    await declareRegistry(channel);
+    const seen: GetMessage[] = [];
+    for (let message = await channel.get(HANDLER_REGISTRY_QUEUE); message; message = await channel.get(HANDLER_REGISTRY_QUEUE)) seen.push(message);
+    const record: HandlerRecord = {
+      queue: config.queue,
+      errorQueue: config.errorQueue,
+      tiers: tierQueues(config),
+      queueType: config.queueType === 'quorum' ? 'quorum' : 'classic',
+      recordedAt: now.toISOString(),
+    };
+    await publisher.publish('', HANDLER_REGISTRY_QUEUE, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
+    const older = supersededRecords(
+      seen.map((message) => readHandlerRecord(message.content)),
+      config.queue,
+    );
+    for (const index of older) channel.ack(seen[index]);
+  } finally {
+    await channel.close().catch(() => undefined); // unacked records go back, in their order
+  }
+}
+
+/** The newest record of every recorded handler queue, left in the registry. None when the registry does not exist. */
+export async function readHandlerRegistry(open: ChannelOpener): Promise<HandlerRecord[]> {
+  const channel = await open();
+  try {
+    await channel.checkQueue(HANDLER_REGISTRY_QUEUE);
+  } catch {
+    return []; // 404: no handler has recorded itself here (the channel is closed by the broker)
+  }
+  try {
+    const records: HandlerRecord[] = [];
+    for (let message = await channel.get(HANDLER_REGISTRY_QUEUE); message; message = await channel.get(HANDLER_REGISTRY_QUEUE)) {
+      const record = readHandlerRecord(message.content);
+      if (record) records.push(record);
+    }
+    return latestRecords(records);
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
+}
