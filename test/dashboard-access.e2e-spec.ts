@@ -1,0 +1,157 @@
+import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, UnauthorizedException } from '@nestjs/common';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NonRetryableError } from 'nestjs-amqp-retry';
+import { handlerFor } from './support/app.js';
+import { launchBrowser } from './support/browser.js';
+import { TestBroker, uniqueName, waitFor } from './support/broker.js';
+import { startHttpApp } from './support/http-app.js';
+
+/** Admits requests that carry the operators' bearer token, and answers 401 to the others. */
+@Injectable()
+class BearerGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+    if (request.headers.authorization !== 'Bearer ops-secret') throw new UnauthorizedException('operators only');
+    return true;
+  }
+}
+
+const TOKEN_HEADER = 'x-retry-dashboard-token';
+const tokenOf = (html: string) => /name="retry-dashboard-token" content="([^"]+)"/.exec(html)?.[1] ?? '';
+
+describe('parked-messages page: closed unless opened, and refuses cross-site calls', () => {
+  let broker: TestBroker;
+  let app: INestApplication | undefined;
+  let queue: string;
+  let exchange: string;
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+  });
+  afterAll(async () => {
+    await broker.close();
+  });
+  beforeEach(() => {
+    queue = uniqueName('e2e.dash');
+    exchange = uniqueName('e2e.dash.x');
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await broker.deleteRetryTopology(queue, { exchanges: [exchange] });
+  });
+
+  /** A handler that parks everything at once, and one parked message in its parking queue. */
+  async function startWithOneParked(dashboard: Parameters<typeof startHttpApp>[1]) {
+    const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, () => {
+      throw new NonRetryableError('card expired');
+    });
+    const started = await startHttpApp([Handler], dashboard);
+    app = started.app;
+    await broker.publish(exchange, 'k', { id: 1 });
+    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1, 'one parked message');
+    return started;
+  }
+
+  it('refuses the page, its script and its API with 403 when given no guard and not opened', async () => {
+    const { url } = await startWithOneParked({ path: '/ops/retry' });
+    for (const path of ['/ops/retry', '/ops/retry/assets/app.js', '/ops/retry/api/queues', '/ops/retry/api/messages']) {
+      const response = await fetch(url + path);
+      expect([path, response.status]).toEqual([path, 403]);
+      expect(await response.text()).toContain('RetryDashboardModule was given no guard');
+      expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    }
+    const post = await fetch(`${url}/ops/retry/api/purge`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [TOKEN_HEADER]: 'x' },
+      body: JSON.stringify({ errorQueue: `${queue}.error`, filter: {} }),
+    });
+    expect(post.status).toBe(403);
+    expect(await broker.count(`${queue}.error`)).toBe(1);
+  });
+
+  it("runs the user's guard before every route: 401 without the bearer token, the page with it", async () => {
+    const { url } = await startWithOneParked({ path: '/retry', guard: BearerGuard });
+    for (const path of ['/retry', '/retry/assets/app.js', '/retry/api/queues']) {
+      expect([path, (await fetch(url + path)).status]).toEqual([path, 401]);
+    }
+    const page = await fetch(`${url}/retry`, { headers: { authorization: 'Bearer ops-secret' } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<title>Parked messages</title>');
+    expect(html).not.toContain('This page is open');
+    expect(
+      Object.fromEntries(
+        ['content-type', 'x-content-type-options', 'x-frame-options', 'referrer-policy', 'cache-control'].map((h) => [h, page.headers.get(h)]),
+      ),
+    ).toEqual({
+      'content-type': 'text/html; charset=utf-8',
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+      'cache-control': 'no-store',
+    });
+    expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self';.*frame-ancestors 'none'/);
+    const script = await fetch(`${url}/retry/assets/app.js`, { headers: { authorization: 'Bearer ops-secret' } });
+    expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
+    // A guard instance works as well as a class.
+    await app!.close();
+    app = (await startHttpApp([], { path: '/retry', guard: { canActivate: () => false } })).app;
+    expect((await fetch(`${await app.getUrl()}/retry`.replace('[::1]', '127.0.0.1'))).status).toBe(403);
+  });
+
+  it('says plainly when the page is open, and still refuses state changes without the page token or from another origin', async () => {
+    const { url } = await startWithOneParked({ path: '/retry', allowUnauthenticated: true });
+    const html = await (await fetch(`${url}/retry`)).text();
+    expect(html).toContain('This page is open.');
+    const token = tokenOf(html);
+    expect(token).not.toBe('');
+    const body = JSON.stringify({ errorQueue: `${queue}.error`, filter: {} });
+    const json = { 'content-type': 'application/json' };
+    const attempts: Array<[string, RequestInit]> = [
+      ['no token', { headers: json }],
+      ['a forged token', { headers: { ...json, [TOKEN_HEADER]: `${Date.now().toString(36)}.AAAA.BBBB` } }],
+      ['a form body', { headers: { 'content-type': 'application/x-www-form-urlencoded', [TOKEN_HEADER]: token } }],
+      ['another origin', { headers: { ...json, [TOKEN_HEADER]: token, origin: 'http://evil.example' } }],
+      ['a cross-site fetch', { headers: { ...json, [TOKEN_HEADER]: token, 'sec-fetch-site': 'cross-site' } }],
+    ];
+    for (const [what, init] of attempts) {
+      const response = await fetch(`${url}/retry/api/purge`, { method: 'POST', body, ...init });
+      expect([what, response.status]).toEqual([what, 403]);
+    }
+    expect((await fetch(`${url}/retry/api/purge?errorQueue=${queue}.error`)).status).toBe(404); // no GET that changes state
+    const crossSiteRead = await fetch(`${url}/retry/api/queues`, { headers: { 'sec-fetch-site': 'cross-site' } });
+    expect(crossSiteRead.status).toBe(403);
+    expect(await broker.count(`${queue}.error`)).toBe(1);
+  });
+
+  it('a page on another origin cannot purge through the browser: form posts and fetches are refused', async () => {
+    const started = await startWithOneParked({ path: '/retry', allowUnauthenticated: true });
+    const target = `${started.url}/retry/api/purge`;
+    const payload = JSON.stringify({ errorQueue: `${queue}.error`, filter: {} });
+    // The attacker's page: a no-cors fetch, then a text/plain form whose body is JSON (the classic trick).
+    const attacker: Server = createServer((_, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end(`<!doctype html><form id=f method=POST action="${target}" enctype="text/plain"><input name='${payload.slice(0, -2)}' value='"}'></form>
+<script>fetch(${JSON.stringify(target)}, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: ${JSON.stringify(payload)} })
+  .finally(() => document.getElementById('f').submit());</script>`);
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, 'localhost', resolve));
+    const { context, close } = await launchBrowser();
+    const purges = () => started.served.filter((s) => s.path === '/retry/api/purge');
+    try {
+      const page = await context.newPage();
+      await page.goto(`http://localhost:${(attacker.address() as AddressInfo).port}/`);
+      await waitFor(() => purges().length >= 2, 'the two cross-site posts to reach the API');
+    } finally {
+      await close();
+      attacker.close();
+    }
+    expect(purges()).toEqual([
+      { method: 'POST', path: '/retry/api/purge', status: 403 },
+      { method: 'POST', path: '/retry/api/purge', status: 403 },
+    ]);
+    expect(await broker.count(`${queue}.error`)).toBe(1);
+  });
+});
