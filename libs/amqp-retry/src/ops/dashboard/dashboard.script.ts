@@ -9,7 +9,7 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
   var TOKEN = meta('retry-dashboard-token');
   var BASE = meta('retry-dashboard-base');
   var PAGE_SIZE = 50;
-  var state = { queues: [], filter: {}, offset: 0, total: 0, items: [], selected: new Set(), detail: null };
+  var state = { seq: 0, queues: [], filter: {}, chosen: false, offset: 0, total: 0, items: [], selected: new Set(), detail: null };
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, attrs, children) {
@@ -176,32 +176,53 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
     return out;
   }
 
+  /**
+   * Queues first (depth checks only, cheap), then the groups and the list, which read whole parking queues: at the
+   * first load they are read for the queue with the most parked messages only, not for every queue at once.
+   */
   function load() {
     status('Loading…');
-    var filter = filterForApi();
-    return Promise.all([
-      api('queues'),
-      api('summary' + query(filter)),
-      api('messages' + query(Object.assign({}, filter, { offset: state.offset, limit: PAGE_SIZE }))),
-    ]).then(function (results) {
-      state.queues = results[0];
-      state.total = results[2].total;
-      state.items = results[2].items;
+    var seq = ++state.seq; // a newer load wins: an older answer arriving late must not overwrite it
+    return api('queues').then(function (queues) {
+      if (seq !== state.seq) return;
+      state.queues = queues;
+      if (!state.chosen) {
+        state.chosen = true;
+        var worst = queues.filter(function (q) { return q.parked > 0; }).sort(function (a, b) { return b.parked - a.parked; })[0];
+        if (worst) state.filter = Object.assign({}, state.filter, { queue: worst.queue });
+        syncForm();
+      }
       renderQueues();
-      renderGroups(results[1]);
-      renderList();
-      status('Updated ' + new Date().toLocaleTimeString() + '.');
-    }).catch(function (error) { status('Could not load: ' + error.message, 'error'); });
+      var filter = filterForApi();
+      // The groups leave out the reason and error chosen, so that choosing one does not hide the others.
+      var groupFilter = Object.assign({}, filter, { reason: undefined, error: undefined });
+      return Promise.all([
+        api('summary' + query(groupFilter)),
+        api('messages' + query(Object.assign({}, filter, { offset: state.offset, limit: PAGE_SIZE }))),
+      ]).then(function (results) {
+        if (seq !== state.seq) return;
+        state.total = results[1].total;
+        state.items = results[1].items;
+        renderGroups(results[0]);
+        renderList();
+        status('Updated ' + new Date().toLocaleTimeString() + '.');
+      });
+    }).catch(function (error) { if (seq === state.seq) status('Could not load: ' + error.message, 'error'); });
+  }
+
+  function syncForm() {
+    var form = $('filter'), filter = state.filter;
+    form.elements.errorQueue.value = filter.queue || '';
+    ['reason', 'error', 'text'].forEach(function (k) { form.elements[k].value = filter[k] || ''; });
+    ['since', 'until'].forEach(function (k) { form.elements[k].value = filter[k] ? toLocalInput(filter[k]) : ''; });
   }
 
   function applyFilter(filter) {
     state.filter = filter;
     state.offset = 0;
     state.selected.clear();
-    var form = $('filter');
-    form.elements.errorQueue.value = filter.queue || '';
-    ['reason', 'error', 'text'].forEach(function (k) { form.elements[k].value = filter[k] || ''; });
-    ['since', 'until'].forEach(function (k) { form.elements[k].value = filter[k] ? toLocalInput(filter[k]) : ''; });
+    state.chosen = true;
+    syncForm();
     return load();
   }
   function chooseQueue(queue) { return applyFilter(Object.assign({}, state.filter, { queue: queue })); }

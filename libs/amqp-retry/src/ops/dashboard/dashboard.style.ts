@@ -30,10 +30,11 @@ td.parked.hot { color: var(--danger); font-weight: 700; }
 .tiers li, .count { font-variant-numeric: tabular-nums; }
 .tiers li { background: var(--bg); border: 1px solid var(--line); border-radius: 999px; padding: 0 .5rem; font-size: .85rem; }
 .tier-name { color: var(--muted); }
-.groups { display: grid; grid-template-columns: 1fr 2fr; gap: 1rem; }
+.groups { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 2fr); gap: 1rem; }
+.groups > div { min-width: 0; }
 .group-list { list-style: none; margin: 0; padding: 0; }
 .group-list li { margin: 0 0 .35rem; }
-.group { display: flex; width: 100%; justify-content: space-between; gap: .75rem; text-align: left; }
+.group { display: flex; width: 100%; min-width: 0; justify-content: space-between; gap: .75rem; text-align: left; }
 .group-label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .group .count { font-weight: 700; }
 .empty { color: var(--muted); }
@@ -67,7 +68,7 @@ textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 @media (max-width: 720px) {
   main { padding: 0 .5rem 1.5rem; }
   section { padding: .75rem; }
-  .groups { grid-template-columns: 1fr; }
+  .groups { grid-template-columns: minmax(0, 1fr); }
   form#filter { grid-template-columns: 1fr 1fr; }
   table, thead, tbody, tr, th, td { display: block; }
   thead { display: none; }
