@@ -55,11 +55,11 @@ describe('parked-messages page in headless Chromium', () => {
     await broker.channel.deleteExchange(exchange);
   });
 
-  /** A handler on `<prefix>.<id>` bound to key `routingKey`: two attempts, then parked (at once when `fatal`). */
-  function handlerOn(prefix: string, routingKey: string) {
+  /** A handler on `<prefix>.<id>` bound to key `routingKey`: two attempts (after `delay` ms), then parked (at once when `fatal`). */
+  function handlerOn(prefix: string, routingKey: string, delay = 100) {
     const queue = uniqueName(prefix);
     queues.push(queue);
-    const Handler = handlerFor({ queue, exchange, routingKey, delays: [100], maxAttempts: 2 }, (payload) => {
+    const Handler = handlerFor({ queue, exchange, routingKey, delays: [delay], maxAttempts: 2 }, (payload) => {
       const { id, error, fatal } = payload as Payload;
       if (error && !fixed.has(id)) throw fatal ? new NonRetryableError(error) : new Error(error);
     });
@@ -103,20 +103,26 @@ describe('parked-messages page in headless Chromium', () => {
   it('lists every handler queue with its depths, groups parked messages by reason and error, and replays one then the rest', async () => {
     const payments = handlerOn('e2e.payments', 'order.paid');
     const shipping = handlerOn('e2e.shipping', 'order.shipped');
-    const url = await start([payments, shipping]);
+    const invoices = handlerOn('e2e.invoices', 'invoice.due', 60_000); // a failure waits a minute in its tier
+    const url = await start([payments, shipping, invoices]);
     for (const id of [1, 2]) await broker.publish(exchange, 'order.paid', { id, error: 'payment gateway timeout' });
     await broker.publish(exchange, 'order.paid', { id: 3, error: 'card expired', fatal: true });
     await broker.publish(exchange, 'order.shipped', { id: 4, error: 'no carrier for postcode', fatal: true });
+    await broker.publish(exchange, 'invoice.due', { id: 5, error: 'mail server busy' });
+    await broker.publish(exchange, 'invoice.due', Buffer.from('{"id": 6, "total": 12.5'), { messageId: 'inv-6' }); // cut short
     await parkedIn(payments.queue, 3);
     await parkedIn(shipping.queue, 1);
+    await parkedIn(invoices.queue, 1);
 
     const page = await openPage(url, payments.queue);
     const row = (queue: string) => texts(page, `tr[data-queue="${queue}"] > *`);
     expect(await row(payments.queue)).toEqual([payments.queue, '0', expect.stringMatching(/^retry\.1\.100ms\.\w+ 0$/), '3']);
     expect(await row(shipping.queue)).toEqual([shipping.queue, '0', expect.stringMatching(/^retry\.1\.100ms\.\w+ 0$/), '1']);
+    expect(await row(invoices.queue)).toEqual([invoices.queue, '0', expect.stringMatching(/^retry\.1\.1m\.\w+ 1$/), '1']);
     expect(await texts(page, '#by-reason button')).toEqual(['exhausted2', 'non-retryable1']);
     expect(await texts(page, '#by-error button')).toEqual(['payment gateway timeout2', 'card expired1']);
     expect(await page.locator('#messages li.message').count()).toBe(3);
+    if (process.env.DASHBOARD_SCREENSHOT) await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT, fullPage: true });
 
     // A group narrows the list; replay its one message from the page once the cause is fixed.
     await page.locator('#by-error button', { hasText: 'card expired' }).click();

@@ -91,7 +91,8 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
       var tiers = el('ul', { className: 'tiers' }, q.tiers.map(function (t) {
         return el('li', { title: t.queue }, [el('span', { className: 'tier-name', text: shortTier(q.queue, t.queue) }), ' ', el('span', { className: 'count', text: depth(t.messages) })]);
       }));
-      body.appendChild(el('tr', { 'data-queue': q.queue }, [
+      var chosen = q.queue === state.filter.queue;
+      body.appendChild(el('tr', { 'data-queue': q.queue, className: chosen ? 'chosen' : undefined, 'aria-current': chosen ? 'true' : undefined }, [
         el('th', { scope: 'row', 'data-label': 'Handler queue' }, [el('button', { type: 'button', className: 'link', text: q.queue, onclick: function () { chooseQueue(q.queue); } })]),
         el('td', { className: 'num', 'data-label': 'Ready', text: depth(q.messages) }),
         el('td', { 'data-label': 'Tiers' }, [tiers]),

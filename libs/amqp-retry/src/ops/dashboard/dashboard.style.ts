@@ -25,6 +25,8 @@ button.link { background: none; border: none; padding: 0; min-height: 0; color: 
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .45rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.chosen { background: #eef3fd; }
+tr.chosen th { box-shadow: inset 3px 0 0 var(--accent); }
 td.parked.hot { color: var(--danger); font-weight: 700; }
 .tiers { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .35rem; }
 .tiers li, .count { font-variant-numeric: tabular-nums; }
