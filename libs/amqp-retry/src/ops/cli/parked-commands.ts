@@ -2,7 +2,7 @@ import { CliUsageError } from '../../errors/cli-usage.error.js';
 import type { ParkedMessages } from '../parked-messages.js';
 import type { OperationOptions, ParkedFilter } from '../parked-messages.types.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli-format.js';
-import { EXIT, narrows, printable, readCount, readFilter, type FilterFlags } from './cli-input.js';
+import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags } from './cli-input.js';
 
 /** What the commands read and write: the process in the CLI, buffers in tests. */
 export interface CliIo {
@@ -51,7 +51,7 @@ type Progress = NonNullable<OperationOptions['onProgress']> & { stop(): void };
 
 /** A progress bar for a person at a terminal (io decides), never beside --json output. */
 function withProgress(io: CliIo, flags: CommonFlags, label: string): Progress {
-  return (!flags.json && io.progress(label)) || Object.assign(() => undefined, { stop: () => undefined });
+  return (wantsProgress(io.stderrIsTTY, flags.json === true) && io.progress(label)) || Object.assign(() => undefined, { stop: () => undefined });
 }
 
 export async function queuesCommand(parked: ParkedMessages, flags: CommonFlags, io: CliIo): Promise<number> {
