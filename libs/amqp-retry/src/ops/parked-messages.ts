@@ -68,6 +68,11 @@ export class ParkedMessages {
     return states.filter((state) => state.messages >= 0 || state.parked >= 0);
   }
 
+  /** The parking queue of a handler queue: as recorded by its handler (or given in the options), else `<queue>.error`. */
+  async errorQueueOf(queue: string): Promise<string> {
+    return (await this.known()).find((q) => q.queue === queue)?.errorQueue ?? `${queue}.error`;
+  }
+
   /** How many parked messages match, by reason and by exception message. */
   async summary(filter: ParkedFilter = {}): Promise<ParkedSummary> {
     const views: ParkedMessageView[] = [];
