@@ -21,9 +21,16 @@ fi
 if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
   err "installing chromium with apt-get..."
   export DEBIAN_FRONTEND=noninteractive
-  # An old or missing package list finds nothing: update once, then install without prompts.
-  apt-get update -qq </dev/null >&2
-  apt-get install -y -qq --no-install-recommends chromium </dev/null >&2
+  # An old or missing package list finds nothing: update once, then install without prompts. dpkg's output goes to a
+  # log, shown only on failure; another apt run holding the lock is waited for rather than failed on.
+  apt_log="$(mktemp -t ensure-browser-apt.XXXXXX)"
+  if ! { apt-get -o DPkg::Lock::Timeout=300 update -qq && \
+         apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium; } </dev/null >"$apt_log" 2>&1; then
+    cat "$apt_log" >&2
+    err "apt-get could not install chromium (log above)"
+    exit 1
+  fi
+  rm -f "$apt_log"
   if [[ -x "$CHROMIUM" ]]; then
     log "installed chromium (${CHROMIUM})"
     exit 0
