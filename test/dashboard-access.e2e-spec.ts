@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, UnauthorizedException } from '@nestjs/common';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NonRetryableError } from 'nestjs-amqp-retry';
+import { NonRetryableError, RetryDashboardModule } from 'nestjs-amqp-retry';
 import { handlerFor } from './support/app.js';
 import { launchBrowser } from './support/browser.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
@@ -97,8 +97,18 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
     // A guard instance works as well as a class.
     await app!.close();
-    app = (await startHttpApp([], { path: '/retry', guard: { canActivate: () => false } })).app;
-    expect((await fetch(`${await app.getUrl()}/retry`.replace('[::1]', '127.0.0.1'))).status).toBe(403);
+    const refusing = await startHttpApp([], { path: '/retry', guard: { canActivate: () => false } });
+    app = refusing.app;
+    expect((await fetch(`${refusing.url}/retry`)).status).toBe(403);
+  });
+
+  it('takes its options from a factory with forRootAsync', async () => {
+    const module = RetryDashboardModule.forRootAsync({ path: '/async/retry', useFactory: async () => ({ guard: BearerGuard }) });
+    const { app: started, url } = await startHttpApp([], module);
+    app = started;
+    expect((await fetch(`${url}/async/retry`)).status).toBe(401);
+    expect((await fetch(`${url}/async/retry`, { headers: { authorization: 'Bearer ops-secret' } })).status).toBe(200);
+    expect(() => RetryDashboardModule.forRootAsync({ path: '/retry/:id', useFactory: () => ({}) })).toThrow(/dashboard\.path/);
   });
 
   it('says plainly when the page is open, and still refuses state changes without the page token or from another origin', async () => {

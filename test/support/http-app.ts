@@ -1,4 +1,4 @@
-import type { INestApplication, Provider } from '@nestjs/common';
+import type { DynamicModule, INestApplication, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RetryDashboardModule, RetryModule, type RetryDashboardOptions } from 'nestjs-amqp-retry';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -13,14 +13,15 @@ export interface Served {
 
 /**
  * A Nest HTTP application (Express) with RetryModule, the given handlers and the parked-messages page, listening on
- * a random port of 127.0.0.1. `url` is its base address, without a trailing slash.
+ * a random port of 127.0.0.1. `dashboard` is the options of forRoot, or a module built otherwise (forRootAsync).
+ * `url` is its base address, without a trailing slash.
  */
 export async function startHttpApp(
   providers: Provider[],
-  dashboard: RetryDashboardOptions,
+  dashboard: RetryDashboardOptions | DynamicModule,
 ): Promise<{ app: INestApplication; url: string; served: Served[] }> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RetryModule.forRoot(TEST_OPTIONS), RetryDashboardModule.forRoot(dashboard)],
+    imports: [RetryModule.forRoot(TEST_OPTIONS), isModule(dashboard) ? dashboard : RetryDashboardModule.forRoot(dashboard)],
     providers,
   }).compile();
   const app = moduleRef.createNestApplication({ logger: process.env.TEST_LOGS ? ['log', 'warn', 'error', 'debug'] : false });
@@ -33,3 +34,5 @@ export async function startHttpApp(
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace(/\/$/, '');
   return { app, url, served };
 }
+
+const isModule = (value: RetryDashboardOptions | DynamicModule): value is DynamicModule => 'module' in value;
