@@ -112,42 +112,50 @@ export function createDashboardController(path: string): Type<unknown> {
     @Kind('write')
     @HttpCode(200)
     replay(@Body() body: unknown): Promise<ReplayResult> {
-      return this.call('replay', async () => {
-        const selection = readSelection(body);
-        await this.knownParkingQueue(selection.errorQueue);
-        const result = await this.parked.replay(selection);
-        this.logger.log(`Replayed ${result.replayed} of ${result.matched} from ${selection.errorQueue} (${result.failed.length} left parked)`);
-        return result;
-      });
+      return this.change(
+        'replay',
+        () => readSelection(body),
+        (selection) => this.parked.replay(selection),
+        (selection, r) => `Replayed ${r.replayed} of ${r.matched} from ${selection.errorQueue} (${r.failed.length} left parked)`,
+      );
     }
 
     @Post('api/edit-and-replay')
     @Kind('write')
     @HttpCode(200)
     editAndReplay(@Body() body: unknown): Promise<ReplayResult> {
-      return this.call('edit and replay', async () => {
-        const edit = readEdit(body);
-        await this.knownParkingQueue(edit.errorQueue);
-        const result = await this.parked.editAndReplay(
-          edit.errorQueue,
-          edit.id,
-          edit.body,
-          edit.contentType ? { contentType: edit.contentType } : {},
-        );
-        this.logger.log(`Replayed ${edit.id} from ${edit.errorQueue} with an edited body (${result.replayed} replayed)`);
-        return result;
-      });
+      return this.change(
+        'edit and replay',
+        () => readEdit(body),
+        (edit) => this.parked.editAndReplay(edit.errorQueue, edit.id, edit.body, edit.contentType ? { contentType: edit.contentType } : {}),
+        (edit, r) => `Replayed ${edit.id} from ${edit.errorQueue} with an edited body (${r.replayed} replayed)`,
+      );
     }
 
     @Post('api/purge')
     @Kind('write')
     @HttpCode(200)
     purge(@Body() body: unknown): Promise<PurgeResult> {
-      return this.call('purge', async () => {
-        const selection = readSelection(body);
-        await this.knownParkingQueue(selection.errorQueue);
-        const result = await this.parked.purge(selection);
-        this.logger.log(`Purged ${result.purged} of ${result.matched} from ${selection.errorQueue}`);
+      return this.change(
+        'purge',
+        () => readSelection(body),
+        (selection) => this.parked.purge(selection),
+        (selection, r) => `Purged ${r.purged} of ${r.matched} from ${selection.errorQueue}`,
+      );
+    }
+
+    /** A state change: read the request, check its parking queue, act, and log what was done (operators ask later). */
+    private change<I extends { errorQueue: string }, R>(
+      what: string,
+      read: () => I,
+      act: (input: I) => Promise<R>,
+      report: (input: I, result: R) => string,
+    ): Promise<R> {
+      return this.call(what, async () => {
+        const input = read();
+        await this.knownParkingQueue(input.errorQueue);
+        const result = await act(input);
+        this.logger.log(report(input, result));
         return result;
       });
     }
