@@ -1,5 +1,5 @@
 import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, UnauthorizedException } from '@nestjs/common';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NonRetryableError, RetryDashboardModule } from 'nestjs-amqp-retry';
 import { handlerFor } from './support/app.js';
@@ -134,6 +134,24 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     const crossSiteRead = await fetch(`${url}/retry/api/queues`, { headers: { 'sec-fetch-site': 'cross-site' } });
     expect(crossSiteRead.status).toBe(403);
     expect(await broker.count(`${queue}.error`)).toBe(1);
+  });
+
+  it('an open page answers loopback host names only: a DNS-rebound name gets 403, a listed host the page', async () => {
+    const { url } = await startWithOneParked({ path: '/retry', allowUnauthenticated: true, allowedHosts: ['orders.internal'] });
+    const port = Number(new URL(url).port);
+    const statusFor = (host: string, path = '/retry') =>
+      new Promise<number>((resolve, reject) => {
+        request({ host: '127.0.0.1', port, path, headers: { host } }, (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        })
+          .on('error', reject)
+          .end();
+      });
+    expect(await statusFor(`evil.example:${port}`)).toBe(403);
+    expect(await statusFor(`evil.example:${port}`, '/retry/api/messages')).toBe(403);
+    expect(await statusFor(`localhost:${port}`)).toBe(200);
+    expect(await statusFor(`orders.internal:${port}`)).toBe(200);
   });
 
   it('a page on another origin cannot purge through the browser: form posts and fetches are refused', async () => {

@@ -1,4 +1,4 @@
-import { checkApiRead, checkStateChange, headerValue, TOKEN_HEADER } from './cross-site.check.js';
+import { checkApiRead, checkOpenPageHost, checkStateChange, headerValue, TOKEN_HEADER } from './cross-site.check.js';
 
 const post = (headers: Record<string, string | string[]>) => ({
   host: 'ops.example.com:3000',
@@ -70,5 +70,27 @@ describe('checkApiRead', () => {
   it('refuses reads another site asked for', () => {
     expect(checkApiRead({ 'sec-fetch-site': 'cross-site' }).ok).toBe(false);
     expect(checkApiRead({ 'sec-fetch-site': 'same-site' }).ok).toBe(false);
+  });
+});
+
+describe('checkOpenPageHost', () => {
+  it('answers loopback names with any port', () => {
+    for (const host of ['localhost:3000', 'LOCALHOST', 'app.localhost:8080', '127.0.0.1:3000', '127.1.2.3', '[::1]:3000']) {
+      expect([host, checkOpenPageHost({ host })]).toEqual([host, { ok: true }]);
+    }
+  });
+
+  it('refuses any other name: a rebound DNS name, a LAN address, a missing or odd Host', () => {
+    for (const host of ['evil.example:3000', 'localhost.evil.example', '192.168.1.10:3000', '127.0.0.1.nip.io', '']) {
+      expect([host, checkOpenPageHost({ host }).ok]).toEqual([host, false]);
+    }
+    expect(checkOpenPageHost({})).toEqual({ ok: false, reason: 'the Host header is missing' });
+    expect(checkOpenPageHost({ host: 'a b' }).ok).toBe(false);
+  });
+
+  it('answers hosts the user listed, by name or name:port', () => {
+    expect(checkOpenPageHost({ host: 'orders:3000' }, ['orders'])).toEqual({ ok: true });
+    expect(checkOpenPageHost({ host: 'orders:3000' }, ['orders:3000'])).toEqual({ ok: true });
+    expect(checkOpenPageHost({ host: 'orders:3001' }, ['orders:3000']).ok).toBe(false);
   });
 });

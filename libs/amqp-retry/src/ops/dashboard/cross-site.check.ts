@@ -67,3 +67,32 @@ function originHost(origin: string): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * An open page (allowUnauthenticated) answers only requests addressed to this machine by a loopback name, or to a
+ * host the user listed. Without this, DNS rebinding turns it into a public page: a site the operator visits points
+ * its own name at 127.0.0.1, and its script, now "same-origin", reads the page's token and purges. Webpack's and
+ * Vite's dev servers check the Host header for the same reason.
+ */
+export function checkOpenPageHost(headers: RequestHeaders, allowedHosts: readonly string[] = []): CrossSiteVerdict {
+  const host = headerValue(headers, 'host');
+  if (!host) return refuse('the Host header is missing');
+  const name = hostName(host);
+  if (name === undefined) return refuse(`Host ${JSON.stringify(host)} is malformed`);
+  if (isLoopbackName(name) || allowedHosts.some((allowed) => allowed.toLowerCase() === name || allowed.toLowerCase() === host.toLowerCase()))
+    return ok;
+  return refuse(
+    `Host ${JSON.stringify(host)} is not a loopback name; an open page answers only local requests (list the host in allowedHosts, or give a guard)`,
+  );
+}
+
+/** The name of a `host[:port]` (IPv6 in brackets), lower-case, or undefined. */
+function hostName(host: string): string | undefined {
+  const match = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::\d{1,5})?$/i.exec(host.trim());
+  return match?.[1].toLowerCase();
+}
+
+function isLoopbackName(name: string): boolean {
+  if (name === 'localhost' || name.endsWith('.localhost') || name === '[::1]') return true;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}

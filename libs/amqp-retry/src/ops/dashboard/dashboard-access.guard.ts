@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, ForbiddenException, Inject, Injectable, Logger, type Type } from '@nestjs/common';
 import { ModuleRef, Reflector } from '@nestjs/core';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { checkApiRead, checkStateChange, headerValue, TOKEN_HEADER } from './cross-site.check.js';
+import { checkApiRead, checkOpenPageHost, checkStateChange, headerValue, TOKEN_HEADER } from './cross-site.check.js';
 import type { DashboardConfig } from './dashboard-options.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
 import { PageTokens } from './page-token.js';
@@ -9,7 +9,8 @@ import { SECURITY_HEADERS } from './security-headers.js';
 
 /**
  * Runs before every route of the dashboard, in this order: security headers on the response (so refusals carry
- * them too); closed unless a guard or allowUnauthenticated was given; cross-site checks on the API and the page token
+ * them too); closed unless a guard or allowUnauthenticated was given; an open page answers loopback hosts only (DNS
+ * rebinding); cross-site checks on the API and the page token
  * on state-changing calls; then the user's guard. The checks that need no identity come first so that a forged
  * cross-site call is refused before the user's guard sees it.
  */
@@ -36,6 +37,7 @@ export class DashboardAccessGuard implements CanActivate {
         'The parked-messages page is closed: RetryDashboardModule was given no guard. Pass guard (who may use it), or allowUnauthenticated: true for local use only.',
       );
     }
+    if (this.config.open) this.refuseUnless(checkOpenPageHost(request.headers, this.config.allowedHosts));
     if (kind === 'read') this.refuseUnless(checkApiRead(request.headers));
     if (kind === 'write') {
       this.refuseUnless(checkStateChange(request.method ?? 'GET', request.headers, this.config.trustedOrigins));

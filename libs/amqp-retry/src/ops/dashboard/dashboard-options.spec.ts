@@ -18,6 +18,7 @@ describe('resolveDashboardConfig', () => {
       tokenSecret: undefined,
       tokenTtlMs: DEFAULT_TOKEN_TTL_MS,
       trustedOrigins: [],
+      allowedHosts: [],
     });
   });
 
@@ -47,6 +48,16 @@ describe('resolveDashboardConfig', () => {
     expect(() => resolveDashboardConfig({ tokenTtlMs: 10 })).toThrow(/dashboard\.tokenTtlMs/);
     expect(resolveDashboardConfig({ trustedOrigins: ['https://ops.example.com/'] }).trustedOrigins).toEqual(['https://ops.example.com']);
     expect(() => resolveDashboardConfig({ trustedOrigins: ['https://ops.example.com/path'] })).toThrow(/dashboard\.trustedOrigins\[0\]/);
+  });
+
+  it('reads allowed hosts, refusing URLs and paths', () => {
+    expect(resolveDashboardConfig({ allowedHosts: ['Orders', 'orders:3000', '[::1]:80'] }).allowedHosts).toEqual([
+      'orders',
+      'orders:3000',
+      '[::1]:80',
+    ]);
+    expect(() => resolveDashboardConfig({ allowedHosts: ['http://orders'] })).toThrow(/dashboard\.allowedHosts\[0\]/);
+    expect(() => resolveDashboardConfig({ allowedHosts: ['orders/x'] })).toThrow(/dashboard\.allowedHosts\[0\]/);
   });
 
   it('does not change the caller object', () => {

@@ -32,6 +32,12 @@ export interface RetryDashboardOptions {
    * proxy that rewrites the Host header. Default none.
    */
   trustedOrigins?: string[];
+  /**
+   * With allowUnauthenticated: host names (or `name:port`) besides loopback ones (`localhost`, `127.0.0.1`, `[::1]`)
+   * that the open page answers, e.g. a docker compose service name. Any other Host header gets 403, so that DNS
+   * rebinding cannot turn a local page into a public one. Default none.
+   */
+  allowedHosts?: string[];
 }
 
 /** The options once checked, with defaults. */
@@ -42,6 +48,7 @@ export interface DashboardConfig {
   tokenSecret?: Buffer;
   tokenTtlMs: number;
   trustedOrigins: string[];
+  allowedHosts: string[];
 }
 
 export const DEFAULT_DASHBOARD_PATH = '/retry';
@@ -83,7 +90,13 @@ export function resolveDashboardConfig(options: RetryDashboardOptions): Dashboar
       );
     return parsed as string;
   });
-  return { path, guard, open: guard === undefined && options.allowUnauthenticated === true, tokenSecret, tokenTtlMs, trustedOrigins };
+  const allowedHosts = (options.allowedHosts ?? []).map((host, i) => {
+    if (typeof host !== 'string' || !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/i.test(host)) {
+      fail(`allowedHosts[${i}]`, `is ${JSON.stringify(host)}`, 'Pass a host name or name:port, such as orders or orders:3000.');
+    }
+    return host.toLowerCase();
+  });
+  return { path, guard, open: guard === undefined && options.allowUnauthenticated === true, tokenSecret, tokenTtlMs, trustedOrigins, allowedHosts };
 }
 
 /** `/retry`, `retry/`, `//ops//retry` -> `/retry`, `/ops/retry`; anything but plain path segments is refused. */
