@@ -219,6 +219,29 @@ describe('parked-messages page in headless Chromium', () => {
     await page.close();
   });
 
+  it('pages through 55 parked messages, 50 at a time, and steps back when its page empties', async () => {
+    const payments = handlerOn('e2e.pages', 'order.paid');
+    const url = await start([payments]);
+    for (let id = 1; id <= 55; id++) await broker.publish(exchange, 'order.paid', { id, error: 'bad address', fatal: true });
+    await parkedIn(payments.queue, 55);
+
+    const page = await openPage(url, payments.queue);
+    expect(await page.locator('#list-summary').textContent()).toBe('Showing 1–50 of 55 matching.');
+    expect(await page.locator('#messages li.message').count()).toBe(50);
+    await page.locator('#next').click();
+    await page.locator('#list-summary', { hasText: 'Showing 51–55 of 55 matching.' }).waitFor();
+    expect(await texts(page, '#messages pre.preview')).toEqual(
+      [51, 52, 53, 54, 55].map((id) => JSON.stringify({ id, error: 'bad address', fatal: true })),
+    );
+    expect(await page.locator('#page-info').textContent()).toBe('Page 2 of 2');
+
+    for (const box of await page.locator('#messages li.message input[type=checkbox]').all()) await box.check();
+    await confirm(page, page.locator('#purge-selected'), 'Purge 5 selected messages?', 'Purged 5 of 5 matching.');
+    expect(await page.locator('#list-summary').textContent()).toBe('Showing 1–50 of 50 matching.');
+    await parkedIn(payments.queue, 50);
+    await page.close();
+  });
+
   it('fits a phone screen: no sideways scrolling, queues as cards', async () => {
     const payments = handlerOn('e2e.phone', 'order.paid');
     const url = await start([payments]);

@@ -202,6 +202,11 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
         api('messages' + query(Object.assign({}, filter, { offset: state.offset, limit: PAGE_SIZE }))),
       ]).then(function (results) {
         if (seq !== state.seq) return;
+        if (results[1].items.length === 0 && state.offset > 0 && results[1].total > 0) {
+          // The page emptied (its messages replayed or purged): show the last page that still has some.
+          state.offset = Math.floor((results[1].total - 1) / PAGE_SIZE) * PAGE_SIZE;
+          return load();
+        }
         state.total = results[1].total;
         state.items = results[1].items;
         renderGroups(results[0]);
