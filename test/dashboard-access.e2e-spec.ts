@@ -111,7 +111,7 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     expect(() => RetryDashboardModule.forRootAsync({ path: '/retry/:id', useFactory: () => ({}) })).toThrow(/dashboard\.path/);
   });
 
-  it('says plainly when the page is open, and still refuses state changes without the page token or from another origin', async () => {
+  it('says plainly when the page is open, and still refuses state changes without the page token, from another origin, or on a queue that is not a parking queue', async () => {
     const { url } = await startWithOneParked({ path: '/retry', allowUnauthenticated: true });
     const html = await (await fetch(`${url}/retry`)).text();
     expect(html).toContain('This page is open.');
@@ -134,6 +134,33 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     const crossSiteRead = await fetch(`${url}/retry/api/queues`, { headers: { 'sec-fetch-site': 'cross-site' } });
     expect(crossSiteRead.status).toBe(403);
     expect(await broker.count(`${queue}.error`)).toBe(1);
+
+    // With the token, only parking queues of known handler queues may be named: not the business queue itself.
+    await app!.close();
+    await broker.channel.sendToQueue(queue, Buffer.from('{"id":2}')); // a live message, its handler stopped
+    const reopened = await startHttpApp([], { path: '/retry', allowUnauthenticated: true }); // no handler: the live message stays
+    app = reopened.app;
+    const url2 = reopened.url;
+    const fresh = tokenOf(await (await fetch(`${url2}/retry`)).text());
+    const purgeBusiness = await fetch(`${url2}/retry/api/purge`, {
+      method: 'POST',
+      headers: { ...json, [TOKEN_HEADER]: fresh },
+      body: JSON.stringify({ errorQueue: queue, filter: {} }),
+    });
+    expect([purgeBusiness.status, ((await purgeBusiness.json()) as { message: string }).message]).toEqual([
+      400,
+      `errorQueue "${queue}" is not the parking queue of a known handler queue`,
+    ]);
+    expect((await fetch(`${url2}/retry/api/export?errorQueue=${queue}`)).status).toBe(400);
+    expect((await fetch(`${url2}/retry/api/messages/${queue}/x`)).status).toBe(400);
+    const purgeParked = await fetch(`${url2}/retry/api/purge`, {
+      method: 'POST',
+      headers: { ...json, [TOKEN_HEADER]: fresh },
+      body: JSON.stringify({ errorQueue: `${queue}.error`, filter: {} }),
+    });
+    expect([purgeParked.status, await purgeParked.json()]).toEqual([200, { matched: 1, purged: 1, dryRun: false }]);
+    await waitFor(async () => (await broker.count(`${queue}.error`)) === 0, 'the parked message purged');
+    expect(await broker.count(queue)).toBe(1);
   });
 
   it('an open page answers loopback host names only: a DNS-rebound name gets 403, a listed host the page', async () => {

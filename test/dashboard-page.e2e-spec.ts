@@ -1,5 +1,6 @@
 import { type CanActivate, type ExecutionContext, Injectable, type INestApplication } from '@nestjs/common';
 import { NonRetryableError } from 'nestjs-amqp-retry';
+import { readFile } from 'node:fs/promises';
 import type { BrowserContext, Page } from 'playwright-core';
 import { handlerFor, handlerOf } from './support/app.js';
 import { launchBrowser } from './support/browser.js';
@@ -123,6 +124,21 @@ describe('parked-messages page in headless Chromium', () => {
     expect(await texts(page, '#by-error button')).toEqual(['payment gateway timeout2', 'card expired1']);
     expect(await page.locator('#messages li.message').count()).toBe(3);
     if (process.env.DASHBOARD_SCREENSHOT) await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT, fullPage: true });
+
+    // Export what is listed: JSON lines, one view per parked message, all left parked.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#export-filtered').click()]);
+    expect(download.suggestedFilename()).toBe(`${payments.queue}.error.jsonl`);
+    const exported = (await readFile(await download.path(), 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { reason: string; body: string });
+    expect(exported.map((v) => [v.reason, JSON.parse(v.body).id]).sort()).toEqual([
+      ['exhausted', 1],
+      ['exhausted', 2],
+      ['non-retryable', 3],
+    ]);
+    await page.locator('#status', { hasText: `Exported 3 messages from ${payments.queue}.error (left parked).` }).waitFor();
+    await parkedIn(payments.queue, 3);
 
     // A group narrows the list; replay its one message from the page once the cause is fixed.
     await page.locator('#by-error button', { hasText: 'card expired' }).click();

@@ -1,4 +1,13 @@
-import { DashboardRequestError, MAX_IDS, readEdit, readFilter, readPage, readSelection } from './dashboard-request.js';
+import {
+  DashboardRequestError,
+  exportFileName,
+  MAX_IDS,
+  readEdit,
+  readExportQuery,
+  readFilter,
+  readPage,
+  readSelection,
+} from './dashboard-request.js';
 
 describe('readFilter', () => {
   it('reads every field of a query and leaves out the empty ones', () => {
@@ -68,5 +77,17 @@ describe('readEdit', () => {
 
   it('refuses a body that is not a string', () => {
     expect(() => readEdit({ errorQueue: 'q.error', id: 'i', body: { a: 1 } })).toThrow(/body\.body must be a string/);
+  });
+});
+
+describe('readExportQuery', () => {
+  it('needs the parking queue and reads the filter beside it', () => {
+    expect(readExportQuery({ errorQueue: 'q.error', reason: 'malformed' })).toEqual({ errorQueue: 'q.error', filter: { reason: 'malformed' } });
+    expect(() => readExportQuery({ reason: 'malformed' })).toThrow(/errorQueue is required/);
+  });
+
+  it('names the file after the queue, with nothing a header or a file system would misread', () => {
+    expect(exportFileName('orders.error')).toBe('orders.error.jsonl');
+    expect(exportFileName('a"b\r\n/../c')).toBe('a_b___.._c.jsonl');
   });
 });

@@ -119,3 +119,12 @@ export function readEdit(body: unknown): { errorQueue: string; id: string; body:
   const contentType = optionalText(input, 'contentType', 'contentType', 255);
   return { errorQueue: requiredText(input, 'errorQueue'), id: requiredText(input, 'id'), body: edited, ...(contentType ? { contentType } : {}) };
 }
+
+/** `?errorQueue=&queue=&reason=&error=&text=&since=&until=` of an export: one parking queue, a filter. */
+export function readExportQuery(query: unknown): { errorQueue: string; filter: ParkedFilter } {
+  const { errorQueue, ...filter } = asObject(query ?? {}, 'query');
+  return { errorQueue: requiredText({ errorQueue }, 'errorQueue'), filter: readFilter(filter, 'query') };
+}
+
+/** A file name for an export of `errorQueue`: its name with anything but letters, digits, `.`, `_`, `-` replaced. */
+export const exportFileName = (errorQueue: string): string => `${errorQueue.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 200)}.jsonl`;

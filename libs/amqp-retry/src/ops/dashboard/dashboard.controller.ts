@@ -15,15 +15,17 @@ import {
   Query,
   Req,
   SetMetadata,
+  StreamableFile,
   type Type,
   UseGuards,
 } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { ParkedMessages } from '../parked-messages.js';
 import type { HandlerQueueState, ParkedMessageView, ParkedPage, ParkedSummary, PurgeResult, ReplayResult } from '../parked-messages.types.js';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
 import type { DashboardConfig } from './dashboard-options.js';
-import { DashboardRequestError, readEdit, readFilter, readPage, readSelection } from './dashboard-request.js';
+import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard-request.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
 import { renderPage } from './dashboard.page.js';
 import { DASHBOARD_SCRIPT } from './dashboard.script.js';
@@ -105,6 +107,35 @@ export function createDashboardController(path: string): Type<unknown> {
         const view = await this.parked.show(errorQueue, id);
         if (!view) throw new NotFoundException(`No message ${id} is parked in ${errorQueue} (replayed or purged meanwhile?).`);
         return view;
+      });
+    }
+
+    /**
+     * The matching messages of one parking queue as JSON lines, left parked. The first line is read before the answer
+     * starts, so that a missing queue or a broker failure is an error status rather than a cut-off download.
+     */
+    @Get('api/export')
+    @Kind('read')
+    export(@Query() query: unknown): Promise<StreamableFile> {
+      return this.call('export', async () => {
+        const { errorQueue, filter } = readExportQuery(query);
+        await this.knownParkingQueue(errorQueue);
+        const lines = this.parked.export({ errorQueue, filter })[Symbol.asyncIterator]();
+        const first = await lines.next();
+        const logger = this.logger;
+        async function* body(): AsyncGenerator<string> {
+          let line = first;
+          try {
+            for (; !line.done; line = await lines.next()) yield `${line.value}\n`;
+          } catch (error) {
+            logger.error(`Export of ${errorQueue} cut short: ${redactCredentials(error instanceof Error ? error.message : String(error))}`);
+            throw error;
+          }
+        }
+        return new StreamableFile(Readable.from(body()), {
+          type: 'application/x-ndjson; charset=utf-8',
+          disposition: `attachment; filename="${exportFileName(errorQueue)}"`,
+        });
       });
     }
 

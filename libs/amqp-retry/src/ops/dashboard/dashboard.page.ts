@@ -73,6 +73,7 @@ ${banner}
       <button type="button" id="replay-filtered">Replay all matching</button>
       <button type="button" id="purge-selected" class="danger" disabled>Purge selected</button>
       <button type="button" id="purge-filtered" class="danger">Purge all matching</button>
+      <button type="button" id="export-filtered">Export matching (JSON lines)</button>
     </div>
     <p id="list-summary"></p>
     <ul id="messages" class="messages"></ul>

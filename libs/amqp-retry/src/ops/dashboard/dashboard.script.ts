@@ -166,9 +166,11 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
     $('purge-selected').disabled = state.selected.size === 0;
     $('replay-filtered').disabled = !one || state.total === 0;
     $('purge-filtered').disabled = !one || state.total === 0;
+    $('export-filtered').disabled = !one || state.total === 0;
     var hint = one ? '' : 'Choose one queue to act on all matching messages.';
     $('replay-filtered').title = hint;
     $('purge-filtered').title = hint;
+    $('export-filtered').title = hint;
   }
 
   function filterForApi() {
@@ -288,6 +290,27 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
     return act(path, { errorQueue: q.errorQueue, filter: filter }, verb, verb === 'Replayed' ? 'Replay all ' + what + ' to ' + q.queue + '?' : 'Purge all ' + what + '? They are deleted for good.');
   }
 
+  /** Downloads through fetch, so that whatever the guard reads (a header, a cookie) goes with it as with every call. */
+  function exportFiltered() {
+    var q = selectedQueue();
+    if (!q) return;
+    status('Exporting…');
+    var path = 'export' + query(Object.assign({ errorQueue: q.errorQueue }, filterForApi()));
+    return fetch(BASE + '/api/' + path, { credentials: 'same-origin' }).then(function (response) {
+      if (!response.ok) return response.text().then(function (text) { throw new Error(response.status + ' ' + text); });
+      return response.text().then(function (text) {
+        var count = text.split('\n').filter(function (line) { return line !== ''; }).length;
+        var blob = new Blob([text], { type: 'application/x-ndjson' });
+        var link = el('a', { href: URL.createObjectURL(blob), download: q.errorQueue.replace(/[^A-Za-z0-9._-]/g, '_') + '.jsonl' });
+        document.body.appendChild(link);
+        link.click();
+        link.remove();
+        setTimeout(function () { URL.revokeObjectURL(link.href); }, 10000);
+        status('Exported ' + count + ' message' + (count === 1 ? '' : 's') + ' from ' + q.errorQueue + ' (left parked).', 'ok');
+      });
+    }).catch(function (error) { status('Export failed: ' + error.message, 'error'); });
+  }
+
   function fact(list, name, value) {
     if (value === undefined || value === null || value === '') return;
     list.appendChild(el('dt', { text: name }));
@@ -337,6 +360,7 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
     $('purge-selected').addEventListener('click', function () { bySelection('Purged', 'purge'); });
     $('replay-filtered').addEventListener('click', function () { byFilter('Replayed', 'replay'); });
     $('purge-filtered').addEventListener('click', function () { byFilter('Purged', 'purge'); });
+    $('export-filtered').addEventListener('click', exportFiltered);
     $('detail-close').addEventListener('click', closeDetail);
     $('detail-replay').addEventListener('click', function () { var d = state.detail; closeDetail(); if (d) replayOne(d); });
     $('detail-purge').addEventListener('click', function () {
