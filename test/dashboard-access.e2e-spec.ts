@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, UnauthorizedException } from '@nestjs/common';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NonRetryableError, RetryDashboardModule } from 'nestjs-amqp-retry';
+import { NonRetryableError, ParkedMessages, RetryDashboardModule } from 'nestjs-amqp-retry';
 import { handlerFor } from './support/app.js';
 import { launchBrowser } from './support/browser.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
@@ -179,6 +179,27 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     expect(await statusFor(`evil.example:${port}`, '/retry/api/messages')).toBe(403);
     expect(await statusFor(`localhost:${port}`)).toBe(200);
     expect(await statusFor(`orders.internal:${port}`)).toBe(200);
+  });
+
+  it('shows a broker failure as 502 with the URL password masked, never the password itself', async () => {
+    // Port 1 refuses connections: ParkedMessages fails with its URL in the message.
+    const unreachable = new ParkedMessages({ url: 'amqp://ops:s3cret-pw@127.0.0.1:1/' });
+    const started = await startHttpApp([], { path: '/retry', allowUnauthenticated: true }, unreachable);
+    app = started.app;
+    const html = await (await fetch(`${started.url}/retry`)).text();
+    const answers = [
+      await fetch(`${started.url}/retry/api/queues`),
+      await fetch(`${started.url}/retry/api/messages`),
+      await fetch(`${started.url}/retry/api/purge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [TOKEN_HEADER]: tokenOf(html) },
+        body: JSON.stringify({ errorQueue: 'x.error', filter: {} }),
+      }),
+    ];
+    const texts = await Promise.all(answers.map((r) => r.text()));
+    expect(answers.map((r) => r.status)).toEqual([502, 502, 502]);
+    for (const text of [html, ...texts]) expect(text).not.toContain('s3cret-pw');
+    expect(texts[0]).toContain('amqp://ops:***@127.0.0.1:1');
   });
 
   it('a page on another origin cannot purge through the browser: form posts and fetches are refused', async () => {

@@ -1,6 +1,6 @@
 import type { DynamicModule, INestApplication, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { RetryDashboardModule, RetryModule, type RetryDashboardOptions } from 'nestjs-amqp-retry';
+import { ParkedMessages, RetryDashboardModule, RetryModule, type RetryDashboardOptions } from 'nestjs-amqp-retry';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TEST_OPTIONS } from './app.js';
 
@@ -14,16 +14,19 @@ export interface Served {
 /**
  * A Nest HTTP application (Express) with RetryModule, the given handlers and the parked-messages page, listening on
  * a random port of 127.0.0.1. `dashboard` is the options of forRoot, or a module built otherwise (forRootAsync).
- * `url` is its base address, without a trailing slash.
+ * `url` is its base address, without a trailing slash. `parked` replaces the ParkedMessages that RetryModule provides.
  */
 export async function startHttpApp(
   providers: Provider[],
   dashboard: RetryDashboardOptions | DynamicModule,
+  parked?: ParkedMessages,
 ): Promise<{ app: INestApplication; url: string; served: Served[] }> {
-  const moduleRef = await Test.createTestingModule({
+  const builder = Test.createTestingModule({
     imports: [RetryModule.forRoot(TEST_OPTIONS), isModule(dashboard) ? dashboard : RetryDashboardModule.forRoot(dashboard)],
     providers,
-  }).compile();
+  });
+  if (parked) builder.overrideProvider(ParkedMessages).useValue(parked);
+  const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication({ logger: process.env.TEST_LOGS ? ['log', 'warn', 'error', 'debug'] : false });
   const served: Served[] = [];
   app.use((request: IncomingMessage, response: ServerResponse, next: () => void) => {
