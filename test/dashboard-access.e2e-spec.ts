@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, UnauthorizedException } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, Module, UnauthorizedException } from '@nestjs/common';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NonRetryableError, ParkedMessages, RetryDashboardModule } from 'nestjs-amqp-retry';
@@ -14,6 +14,24 @@ class BearerGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
     if (request.headers.authorization !== 'Bearer ops-secret') throw new UnauthorizedException('operators only');
     return true;
+  }
+}
+
+/** A service the guard injects, from a module of the user's. */
+@Injectable()
+class OperatorKeys {
+  readonly admitted = 'Bearer ops-secret';
+}
+
+@Module({ providers: [OperatorKeys], exports: [OperatorKeys] })
+class OperatorKeysModule {}
+
+@Injectable()
+class KeyGuard implements CanActivate {
+  constructor(private readonly keys: OperatorKeys) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers.authorization === this.keys.admitted;
   }
 }
 
@@ -100,6 +118,14 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     const refusing = await startHttpApp([], { path: '/retry', guard: { canActivate: () => false } });
     app = refusing.app;
     expect((await fetch(`${refusing.url}/retry`)).status).toBe(403);
+  });
+
+  it('resolves a guard class with the services it injects from imports, and fails the start when they are missing', async () => {
+    const started = await startHttpApp([], { path: '/retry', guard: KeyGuard, imports: [OperatorKeysModule] });
+    app = started.app;
+    expect((await fetch(`${started.url}/retry/api/queues`)).status).toBe(403);
+    expect((await fetch(`${started.url}/retry/api/queues`, { headers: { authorization: 'Bearer ops-secret' } })).status).toBe(200);
+    await expect(startHttpApp([], { path: '/retry', guard: KeyGuard })).rejects.toThrow(/KeyGuard/);
   });
 
   it('takes its options from a factory with forRootAsync', async () => {

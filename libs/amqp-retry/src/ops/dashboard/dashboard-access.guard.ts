@@ -56,7 +56,11 @@ export class DashboardAccessGuard implements CanActivate {
     }
   }
 
-  /** A guard instance as given, or the class resolved once from this module's injector (or created with it). */
+  /**
+   * A guard instance as given, or the class: a provider of this module with forRoot, created once in this module's
+   * injector with forRootAsync (whose options come too late to list it). A failed creation is not kept: the next
+   * request tries again, and the error says what to do.
+   */
   private resolveUserGuard(guard: Type<CanActivate> | CanActivate): Promise<CanActivate> {
     if (typeof guard !== 'function') return Promise.resolve(guard);
     this.userGuard ??= (async () => {
@@ -65,7 +69,13 @@ export class DashboardAccessGuard implements CanActivate {
       } catch {
         return this.moduleRef.create(guard);
       }
-    })();
+    })().catch((error: unknown) => {
+      this.userGuard = undefined;
+      this.logger.error(
+        `Could not create the guard ${guard.name}: ${error instanceof Error ? error.message : String(error)}. List the modules it injects from in imports.`,
+      );
+      throw error;
+    });
     return this.userGuard;
   }
 }

@@ -41,7 +41,9 @@ export class RetryDashboardModule implements OnModuleInit {
 
   static forRoot(options: RetryDashboardOptions = {}): DynamicModule {
     const config = resolveDashboardConfig(options); // bad options fail here, when the application module is built
-    return RetryDashboardModule.build(config.path, options.imports, { provide: DASHBOARD_CONFIG, useValue: config });
+    // A guard class becomes a provider of this module: a dependency it cannot get fails the start, not the first request.
+    const guard = typeof config.guard === 'function' ? [config.guard] : [];
+    return RetryDashboardModule.build(config.path, options.imports, { provide: DASHBOARD_CONFIG, useValue: config }, guard);
   }
 
   static forRootAsync(options: RetryDashboardAsyncOptions): DynamicModule {
@@ -53,7 +55,7 @@ export class RetryDashboardModule implements OnModuleInit {
     });
   }
 
-  private static build(path: string, imports: ModuleMetadata['imports'], config: Provider): DynamicModule {
+  private static build(path: string, imports: ModuleMetadata['imports'], config: Provider, extra: Provider[] = []): DynamicModule {
     return {
       module: RetryDashboardModule,
       imports: imports ?? [],
@@ -66,6 +68,7 @@ export class RetryDashboardModule implements OnModuleInit {
           inject: [DASHBOARD_CONFIG],
         },
         DashboardAccessGuard,
+        ...extra,
       ],
     };
   }
