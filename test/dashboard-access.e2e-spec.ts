@@ -1,6 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, Module, UnauthorizedException } from '@nestjs/common';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { of } from 'rxjs';
 import { NonRetryableError, ParkedMessages, RetryDashboardModule } from 'nestjs-amqp-retry';
 import { handlerFor } from './support/app.js';
 import { launchBrowser } from './support/browser.js';
@@ -118,6 +119,10 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     const refusing = await startHttpApp([], { path: '/retry', guard: { canActivate: () => false } });
     app = refusing.app;
     expect((await fetch(`${refusing.url}/retry`)).status).toBe(403);
+    await app.close();
+    const observing = await startHttpApp([], { path: '/retry', guard: { canActivate: () => of(true) } }); // an Observable answer
+    app = observing.app;
+    expect((await fetch(`${observing.url}/retry`)).status).toBe(200);
   });
 
   it('resolves a guard class with the services it injects from imports, and fails the start when they are missing', async () => {

@@ -1,6 +1,7 @@
 import { type CanActivate, type ExecutionContext, ForbiddenException, Inject, Injectable, Logger, type Type } from '@nestjs/common';
 import { ModuleRef, Reflector } from '@nestjs/core';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isObservable, lastValueFrom } from 'rxjs';
 import { checkApiRead, checkOpenPageHost, checkStateChange, headerValue, TOKEN_HEADER } from './cross-site.check.js';
 import type { DashboardConfig } from './dashboard-options.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
@@ -46,7 +47,8 @@ export class DashboardAccessGuard implements CanActivate {
     }
     if (!this.config.guard) return true;
     const guard = await this.resolveUserGuard(this.config.guard);
-    return (await guard.canActivate(context)) as boolean;
+    const verdict = guard.canActivate(context); // boolean, Promise or Observable, as Nest's own guards may answer
+    return isObservable(verdict) ? lastValueFrom(verdict, { defaultValue: false }) : verdict;
   }
 
   private refuseUnless(verdict: { ok: true } | { ok: false; reason: string }): void {
