@@ -156,11 +156,27 @@ describe('parked-messages page in headless Chromium', () => {
     expect(handler.calls.at(-1)).toMatchObject({ payload: { id: 3, error: 'card expired', fatal: true }, attempt: 1 }); // fresh attempts
     await parkedIn(payments.queue, 2); // ready again once the page's reload has browsed them
 
-    // Then every message of the exhausted group, with the filter the page shows.
+    // The exhausted group: its detail shows the death history; replay one selected, then all that still match.
     await page.locator('#by-reason button', { hasText: 'exhausted' }).click();
     await page.locator('#list-summary', { hasText: 'of 2 matching' }).waitFor();
+    const first = page.locator('#messages li.message').first();
+    const firstId = JSON.parse((await first.locator('pre.preview').textContent()) ?? '{}').id as number;
+    await first.locator('button.open').click();
+    await page.locator('#detail[open]').waitFor();
+    const deaths = JSON.parse((await page.locator('#detail-deaths').textContent()) ?? '[]') as Array<{
+      queue: string;
+      reason: string;
+      count: number;
+    }>;
+    expect(deaths.find((d) => d.queue === payments.queue)).toMatchObject({ reason: 'rejected', count: 1 }); // 2 attempts: 1 rejection before
+    await page.locator('#detail-close').click();
     fixed.add(1).add(2);
-    await confirm(page, page.locator('#replay-filtered'), `Replay all 2 messages parked in ${payments.queue}.error`, 'Replayed 2 of 2 matching.');
+    await first.locator('input[type=checkbox]').check();
+    await confirm(page, page.locator('#replay-selected'), 'Replay 1 selected message with fresh attempts?', 'Replayed 1 of 1 matching.');
+    await parkedIn(payments.queue, 1);
+    expect(handler.calls.some((c) => (c.payload as Payload).id === firstId && c.attempt === 1 && c.at > Date.now() - 20_000)).toBe(true);
+    await page.locator('#list-summary', { hasText: 'of 1 matching' }).waitFor();
+    await confirm(page, page.locator('#replay-filtered'), `Replay all 1 message parked in ${payments.queue}.error`, 'Replayed 1 of 1 matching.');
     await parkedIn(payments.queue, 0);
     await waitFor(() => handler.calls.filter((c) => c.attempt === 1).length === 6, 'the two replays to be handled');
     expect(await row(payments.queue)).toEqual([payments.queue, '0', expect.any(String), '0']);
