@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, Module, UnauthorizedException } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, type INestApplication, Module } from '@nestjs/common';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { of } from 'rxjs';
@@ -6,17 +6,7 @@ import { NonRetryableError, ParkedMessages, RetryDashboardModule } from 'nestjs-
 import { handlerFor } from './support/app.js';
 import { launchBrowser } from './support/browser.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
-import { startHttpApp } from './support/http-app.js';
-
-/** Admits requests that carry the operators' bearer token, and answers 401 to the others. */
-@Injectable()
-class BearerGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
-    if (request.headers.authorization !== 'Bearer ops-secret') throw new UnauthorizedException('operators only');
-    return true;
-  }
-}
+import { BearerGuard, startHttpApp } from './support/http-app.js';
 
 /** A service the guard injects, from a module of the user's. */
 @Injectable()

@@ -1,19 +1,11 @@
-import { type CanActivate, type ExecutionContext, Injectable, type INestApplication } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import { NonRetryableError } from 'nestjs-amqp-retry';
 import { readFile } from 'node:fs/promises';
 import type { BrowserContext, Page } from 'playwright-core';
 import { handlerFor, handlerOf } from './support/app.js';
 import { launchBrowser } from './support/browser.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
-import { startHttpApp } from './support/http-app.js';
-
-/** Admits the operators' bearer token (the browser context sends it with every request). */
-@Injectable()
-class BearerGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
-    return context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers.authorization === 'Bearer ops-secret';
-  }
-}
+import { BearerGuard, OPERATOR_AUTHORIZATION, startHttpApp } from './support/http-app.js';
 
 /** A payload fails with its `error` until its id is in `fixed`; `fatal` failures are not retried. */
 interface Payload {
@@ -37,7 +29,7 @@ describe('parked-messages page in headless Chromium', () => {
   beforeAll(async () => {
     broker = await TestBroker.connect();
     browser = await launchBrowser();
-    await browser.context.setExtraHTTPHeaders({ authorization: 'Bearer ops-secret' });
+    await browser.context.setExtraHTTPHeaders({ authorization: OPERATOR_AUTHORIZATION });
     await browser.context.addInitScript(XSS_PROBE);
   });
   afterAll(async () => {

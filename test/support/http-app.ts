@@ -1,8 +1,29 @@
-import type { DynamicModule, INestApplication, Provider } from '@nestjs/common';
+import {
+  type CanActivate,
+  type DynamicModule,
+  type ExecutionContext,
+  Injectable,
+  type INestApplication,
+  type Provider,
+  UnauthorizedException,
+} from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { ParkedMessages, RetryDashboardModule, RetryModule, type RetryDashboardOptions } from 'nestjs-amqp-retry';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TEST_OPTIONS } from './app.js';
+
+/** The Authorization header BearerGuard admits. */
+export const OPERATOR_AUTHORIZATION = 'Bearer ops-secret';
+
+/** A user's guard for the page: admits requests with the operators' bearer token, answers 401 to the others. */
+@Injectable()
+export class BearerGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+    if (request.headers.authorization !== OPERATOR_AUTHORIZATION) throw new UnauthorizedException('operators only');
+    return true;
+  }
+}
 
 /** A request the application answered, as the server saw it (the browser may hide a refused cross-site answer). */
 export interface Served {
