@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, ParkedMessages, type ParkedMessageView } from 'nestjs-amqp-retry';
+import { HANDLER_REGISTRY_QUEUE } from '../libs/amqp-retry/src/core/handler-registry.record.js';
 import { tierQueues } from '../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { handlerFor, handlerOf, startApp } from './support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
@@ -78,6 +79,24 @@ describe('ParkedMessages on a real broker', () => {
       errorQueue,
       parked: 1,
     });
+  });
+
+  it('starts and handles messages when the registry cannot be written, and then finds no record', async () => {
+    // The registry held by another connection as an exclusive queue: declaring it fails with 405 RESOURCE_LOCKED.
+    const amqp = (await import('amqplib')).default;
+    const holder = await amqp.connect(AMQP_URL);
+    try {
+      const channel = await holder.createChannel();
+      await channel.deleteQueue(HANDLER_REGISTRY_QUEUE); // only test records live there on the test broker
+      await channel.assertQueue(HANDLER_REGISTRY_QUEUE, { exclusive: true, durable: false });
+      failing = false;
+      const handler = await start();
+      await broker.publish(exchange, 'order.created', { n: 1 });
+      await waitFor(() => handler.calls.length === 1, 'the handler call');
+      expect((await parked.queues()).map((q) => q.queue)).not.toContain(queue);
+    } finally {
+      await holder.close(); // the exclusive registry goes with it; the next start declares the durable one again
+    }
   });
 
   it('counts by reason and error, filters, pages and shows, leaving every message as it was', async () => {
