@@ -265,6 +265,13 @@ describe('ParkedMessages on a real broker', () => {
     expect(lines.every((line) => !line.includes('\n'))).toBe(true);
     expect(await broker.count(errorQueue)).toBe(3);
 
+    // A reader that stops after the first line: the walk stops and gives every message back.
+    for await (const line of parked.export({ errorQueue })) {
+      expect(JSON.parse(line)).toMatchObject({ body: '{"n":1,"error":"card declined"}' });
+      break;
+    }
+    await waitFor(async () => (await broker.count(errorQueue)) === 3, 'the messages given back');
+
     expect(await parked.purge({ errorQueue, filter: { error: 'timeout' } }, { dryRun: true })).toEqual({ matched: 1, purged: 0, dryRun: true });
     expect(await parked.purge({ errorQueue, filter: { error: 'timeout' } })).toEqual({ matched: 1, purged: 1, dryRun: false });
     expect(await broker.count(errorQueue)).toBe(2);

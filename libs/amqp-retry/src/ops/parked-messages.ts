@@ -23,6 +23,8 @@ import type {
 
 const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
 const DEFAULT_PAGE = 50;
+/** Lines an export walks ahead of its reader. */
+const EXPORT_BUFFER = 256;
 
 /** A handler queue and where it parks, from the registry or the options. */
 type KnownQueue = Pick<HandlerRecord, 'queue' | 'errorQueue' | 'tiers'>;
@@ -193,35 +195,47 @@ export class ParkedMessages {
     return result;
   }
 
-  /** The selected messages as JSON lines (one ParkedMessageView each, no newline), left parked. */
+  /**
+   * The selected messages as JSON lines (one ParkedMessageView each, no newline), left parked. The walk waits for the
+   * reader (at most EXPORT_BUFFER lines ahead), and stops, giving every message back, when the reader stops early.
+   */
   async *export(selection: ParkedSelection, options: OperationOptions = {}): AsyncIterable<string> {
     const lines: string[] = [];
-    let wake: (() => void) | undefined;
+    let stopped = false;
     let finished = false;
     let failure: unknown;
-    // The walk runs under the queue's lock; lines are handed over as they come.
+    let wakeReader: (() => void) | undefined;
+    let wakeWalk: (() => void) | undefined;
     const walking = this.walk(
       selection.errorQueue,
       async (messages) => {
         for await (const browsed of messages) {
+          if (stopped) return;
           if (browsed.duplicate || !selected(browsed.view, selection)) continue;
           lines.push(toJsonLine(browsed.view));
-          wake?.();
+          wakeReader?.();
+          while (lines.length >= EXPORT_BUFFER && !stopped) await new Promise<void>((resolve) => (wakeWalk = resolve));
         }
       },
       options.onProgress,
     ).then(
-      () => (finished = true),
-      (error: unknown) => ((failure = error), (finished = true)),
+      () => void (finished = true),
+      (error: unknown) => void ((failure = error), (finished = true)),
     );
-    const woken = () => new Promise<void>((resolve) => (wake = resolve));
-    for (;;) {
-      if (lines.length > 0) {
-        yield lines.shift() as string;
-        continue;
+    try {
+      for (;;) {
+        if (lines.length > 0) {
+          yield lines.shift() as string;
+          wakeWalk?.();
+          continue;
+        }
+        if (finished) break;
+        await Promise.race([new Promise<void>((resolve) => (wakeReader = resolve)), walking]);
       }
-      if (finished) break;
-      await Promise.race([woken(), walking]);
+    } finally {
+      stopped = true;
+      wakeWalk?.();
+      await walking;
     }
     if (failure !== undefined) throw failure;
   }
