@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, ParkedMessages, type ParkedMessageView } from 'nestjs-amqp-retry';
+import { HANDLER_REGISTRY_QUEUE } from '../libs/amqp-retry/src/core/handler-registry.record.js';
 import { tierQueues } from '../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { handlerFor, handlerOf, startApp } from './support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
@@ -78,6 +79,24 @@ describe('ParkedMessages on a real broker', () => {
       errorQueue,
       parked: 1,
     });
+  });
+
+  it('starts and handles messages when the registry cannot be written, and then finds no record', async () => {
+    // The registry held by another connection as an exclusive queue: declaring it fails with 405 RESOURCE_LOCKED.
+    const amqp = (await import('amqplib')).default;
+    const holder = await amqp.connect(AMQP_URL);
+    try {
+      const channel = await holder.createChannel();
+      await channel.deleteQueue(HANDLER_REGISTRY_QUEUE); // only test records live there on the test broker
+      await channel.assertQueue(HANDLER_REGISTRY_QUEUE, { exclusive: true, durable: false });
+      failing = false;
+      const handler = await start();
+      await broker.publish(exchange, 'order.created', { n: 1 });
+      await waitFor(() => handler.calls.length === 1, 'the handler call');
+      expect((await parked.queues()).map((q) => q.queue)).not.toContain(queue);
+    } finally {
+      await holder.close(); // the exclusive registry goes with it; the next start declares the durable one again
+    }
   });
 
   it('counts by reason and error, filters, pages and shows, leaving every message as it was', async () => {
@@ -209,6 +228,16 @@ describe('ParkedMessages on a real broker', () => {
     expect(result.replayed).toBe(1);
     expect(result.failed).toEqual([{ id: 'ghost-1', error: expect.stringContaining(`"${ghost}" does not exist`) }]);
     expect(await parked.show(errorQueue, 'ghost-1')).toMatchObject({ queue: ghost, reason: 'exhausted' });
+
+    // A copy parked by an older version: no id, no queue header. Its id is a digest; its queue, the recorded handler's.
+    await broker.publish('', errorQueue, { n: 10 }, { headers: { 'x-parked-reason': 'exhausted', 'x-exception-message': 'old' } });
+    const [old] = (await parked.list({ queue, error: 'old' })).items;
+    expect(old).toMatchObject({ id: expect.stringMatching(/^h-[0-9a-f]{24}$/), queue, body: '{"n":10}' });
+    expect((await parked.list({ queue, error: 'old' })).items[0].id).toBe(old.id); // stable across browses
+    const before = handler.calls.length;
+    expect(await parked.replay({ errorQueue, ids: [old.id] })).toEqual({ matched: 1, replayed: 1, failed: [], dryRun: false });
+    await waitFor(() => handler.calls.length === before + 1, 'the old copy replayed');
+    expect(handler.calls.at(-1)?.payload).toEqual({ n: 10 });
     expect(await broker.count(errorQueue)).toBe(1);
   });
 
@@ -246,6 +275,13 @@ describe('ParkedMessages on a real broker', () => {
     expect(lines.every((line) => !line.includes('\n'))).toBe(true);
     expect(await broker.count(errorQueue)).toBe(3);
 
+    // A reader that stops after the first line: the walk stops and gives every message back.
+    for await (const line of parked.export({ errorQueue })) {
+      expect(JSON.parse(line)).toMatchObject({ body: '{"n":1,"error":"card declined"}' });
+      break;
+    }
+    await waitFor(async () => (await broker.count(errorQueue)) === 3, 'the messages given back');
+
     expect(await parked.purge({ errorQueue, filter: { error: 'timeout' } }, { dryRun: true })).toEqual({ matched: 1, purged: 0, dryRun: true });
     expect(await parked.purge({ errorQueue, filter: { error: 'timeout' } })).toEqual({ matched: 1, purged: 1, dryRun: false });
     expect(await broker.count(errorQueue)).toBe(2);
@@ -267,7 +303,9 @@ describe('ParkedMessages on a real broker', () => {
       2,
     );
     const first = await parked.list({ queue });
-    for (let i = 0; i < 25; i++) await parked.summary({ queue });
+    // Back to back: each walk must find every message the one before gave back (a quorum queue takes them back
+    // asynchronously).
+    for (let i = 0; i < 25; i++) expect((await parked.summary({ queue })).total).toBe(2);
     const last = await parked.list({ queue });
     expect(last.items.map((v) => [v.id, v.body])).toEqual(first.items.map((v) => [v.id, v.body]));
     expect(await broker.count(errorQueue)).toBe(2);

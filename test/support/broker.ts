@@ -136,6 +136,7 @@ export class TestBroker {
     } finally {
       await channel.close().catch(() => undefined);
     }
+    if (!(await this.exists(ladder.readyQueue))) await this.forgetHandler(ladder.readyQueue);
   }
 
   async close(): Promise<void> {

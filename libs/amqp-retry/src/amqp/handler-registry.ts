@@ -1,6 +1,8 @@
 import type { Channel, GetMessage } from 'amqplib';
+import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { HANDLER_REGISTRY_QUEUE, latestRecords, readHandlerRecord, supersededRecords, type HandlerRecord } from '../core/handler-registry.record.js';
+import type { RetryLogger } from '../core/retry-logger.js';
 import { tierQueues } from '../core/retry-topology.plan.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 
@@ -16,27 +18,54 @@ const declareRegistry = (channel: Channel) => channel.assertQueue(HANDLER_REGIST
  * queues go back when the channel closes. Should two starts of the same queue race, both records stay until the next
  * start; readers keep the newest of each queue.
  */
-export async function recordHandler(open: ChannelOpener, publisher: ConfirmPublisher, config: HandlerConfig, now = new Date()): Promise<void> {
+export async function recordHandler(
+  open: ChannelOpener,
+  publisher: ConfirmPublisher,
+  entry: Omit<HandlerRecord, 'recordedAt'>,
+  now = new Date(),
+): Promise<void> {
   const channel = await open();
   try {
     await declareRegistry(channel);
     const seen: GetMessage[] = [];
     for (let message = await channel.get(HANDLER_REGISTRY_QUEUE); message; message = await channel.get(HANDLER_REGISTRY_QUEUE)) seen.push(message);
-    const record: HandlerRecord = {
-      queue: config.queue,
-      errorQueue: config.errorQueue,
-      tiers: tierQueues(config),
-      queueType: config.queueType === 'quorum' ? 'quorum' : 'classic',
-      recordedAt: now.toISOString(),
-    };
+    const record: HandlerRecord = { ...entry, recordedAt: now.toISOString() };
     await publisher.publish('', HANDLER_REGISTRY_QUEUE, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
     const older = supersededRecords(
       seen.map((message) => readHandlerRecord(message.content)),
-      config.queue,
+      entry.queue,
     );
     for (const index of older) channel.ack(seen[index]);
   } finally {
     await channel.close().catch(() => undefined); // unacked records go back, in their order
+  }
+}
+
+/** The record of a handler queue. */
+export const handlerEntry = (config: HandlerConfig): Omit<HandlerRecord, 'recordedAt'> => ({
+  queue: config.queue,
+  errorQueue: config.errorQueue,
+  tiers: tierQueues(config),
+  queueType: config.queueType === 'quorum' ? 'quorum' : 'classic',
+});
+
+/**
+ * Records a queue that parks (a handler's, or the delay ladder's ready queue), logging rather than throwing: a
+ * failure (a user allowed to configure only its own queues, a registry declared otherwise) must not stop a start,
+ * since the record only helps tools find a queue that `--queue` can name as well.
+ */
+export async function recordOrWarn(
+  open: ChannelOpener,
+  publisher: ConfirmPublisher,
+  entry: Omit<HandlerRecord, 'recordedAt'>,
+  logger: RetryLogger,
+): Promise<void> {
+  try {
+    await recordHandler(open, publisher, entry);
+  } catch (error) {
+    logger.warn(
+      `"${entry.queue}": could not record the queue in the registry "${HANDLER_REGISTRY_QUEUE}" (${errorMessage(error)}); tools must name it`,
+    );
   }
 }
 

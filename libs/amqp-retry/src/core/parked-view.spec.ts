@@ -1,24 +1,9 @@
 import type { MessageProperties } from 'amqplib';
+import { sampleProperties } from '../testing/message-properties.js';
 import { matchesFilter, parkedIdOf, replayPublishOptions, summarize, toJsonLine, toParkedView, type ParkedDelivery } from './parked-view.js';
 
 const properties = (headers: Record<string, unknown> = {}, over: Partial<MessageProperties> = {}): MessageProperties =>
-  ({
-    contentType: 'application/json',
-    contentEncoding: undefined,
-    headers,
-    deliveryMode: 2,
-    priority: undefined,
-    correlationId: 'c-1',
-    replyTo: undefined,
-    expiration: undefined,
-    messageId: 'm-1',
-    timestamp: 1_700_000_000,
-    type: 'order.created',
-    userId: undefined,
-    appId: 'shop',
-    clusterId: undefined,
-    ...over,
-  }) as MessageProperties;
+  sampleProperties({ ...over, headers });
 
 const parked = (over: Record<string, unknown> = {}, body = '{"order":1}'): ParkedDelivery => ({
   content: Buffer.from(body),

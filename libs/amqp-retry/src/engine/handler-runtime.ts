@@ -1,6 +1,6 @@
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
-import { recordHandler } from '../amqp/handler-registry.js';
+import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.js';
 import type { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { RetryDeliveryHandler, type HandlerInvoker } from '../amqp/retry-delivery.handler.js';
@@ -8,7 +8,6 @@ import { rebindFirstFailuresIfOwner, takeOverFirstFailures, type Retirement } fr
 import { TopologyGuard } from '../amqp/topology.guard.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
 import { formatDuration } from '../core/duration.js';
-import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import type { ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
@@ -88,21 +87,13 @@ export class HandlerRuntime {
     await this.declarePresence();
     await this.presence.start();
     this.report(await takeOverFirstFailures(this.deps.connection, this.deps.recordPublisher, config));
-    await this.record();
-  }
-
-  /**
-   * Records the handler queue in the broker's handler registry, for the CLI. A failure (a user allowed to configure
-   * only its own queues, a registry declared otherwise) is logged and the start goes on: the record only helps tools
-   * find the queue, which `--queue` names as well, and must never keep a handler from running.
-   */
-  private async record(): Promise<void> {
-    const { config } = this.handler;
-    try {
-      await recordHandler(() => this.deps.connection.createChannel('handler registry', true), this.deps.recordPublisher, config);
-    } catch (error) {
-      this.deps.logger.warn(`"${config.queue}": could not record the handler queue in the registry (${errorMessage(error)}); tools must name it`);
-    }
+    // For the CLI: a failure is logged and the start goes on (see recordOrWarn).
+    await recordOrWarn(
+      () => this.deps.connection.createChannel('handler registry', true),
+      this.deps.recordPublisher,
+      handlerEntry(config),
+      this.deps.logger,
+    );
   }
 
   async consume(): Promise<void> {

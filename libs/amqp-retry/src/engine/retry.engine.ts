@@ -11,6 +11,7 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { HandlerRuntime, type EngineHandler } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
+import { recordOrWarn } from '../amqp/handler-registry.js';
 
 /** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
 const FORWARDER_PREFETCH = 100;
@@ -103,6 +104,9 @@ export class RetryEngine {
       if (ladder) {
         const { forwarder } = await this.publishing.open();
         const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
+        // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
+        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: 'classic' as const };
+        await recordOrWarn(() => connection.createChannel('handler registry', true), parkPublisher, entry, this.logger);
         const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger);
         this.forwarder = new QueueConsumer(
           { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume: this.config.reconnect, redeclare },

@@ -1,4 +1,4 @@
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type GetMessage } from 'amqplib';
 import { readHandlerRegistry } from '../amqp/handler-registry.js';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerRecord } from '../core/handler-registry.record.js';
@@ -23,6 +23,10 @@ import type {
 
 const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
 const DEFAULT_PAGE = 50;
+/** Lines an export walks ahead of its reader. */
+const EXPORT_BUFFER = 256;
+/** Longest wait for a parking queue to take back a walk's messages (someone else may be consuming it). */
+const GIVE_BACK_MS = 3000;
 
 /** A handler queue and where it parks, from the registry or the options. */
 type KnownQueue = Pick<HandlerRecord, 'queue' | 'errorQueue' | 'tiers'>;
@@ -114,12 +118,12 @@ export class ParkedMessages {
     const replayed = new Set<string>();
     await this.walk(
       selection.errorQueue,
-      async (messages, channel) => {
-        const window = new ConfirmWindow(channel);
+      async (messages, walk) => {
+        const window = new ConfirmWindow(walk.channel);
         for await (const browsed of messages) {
           const { view } = browsed;
           if (browsed.duplicate) {
-            if (replayed.has(view.id) && !result.dryRun) settle(channel, browsed); // its twin went back already
+            if (replayed.has(view.id) && !result.dryRun) settle(walk, browsed); // its twin went back already
             continue;
           }
           if (!selected(view, selection)) continue;
@@ -135,7 +139,7 @@ export class ParkedMessages {
             if (error) result.failed.push({ id: view.id, error: `the broker refused the copy: ${errorMessage(error)}` });
             else if (outcome === 'returned') result.failed.push({ id: view.id, error: missingTarget(view.queue) });
             else {
-              channel.ack(browsed.message);
+              walk.ack(browsed.message);
               replayed.add(view.id);
               result.replayed++;
             }
@@ -152,12 +156,12 @@ export class ParkedMessages {
   async editAndReplay(errorQueue: string, id: string, body: string | Buffer, options: EditReplayOptions = {}): Promise<ReplayResult> {
     const content = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
-    await this.walk(errorQueue, async (messages, channel) => {
+    await this.walk(errorQueue, async (messages, walk) => {
       for await (const browsed of messages) {
         if (browsed.duplicate || browsed.view.id !== id) continue;
         result.matched++;
         if (result.dryRun) return;
-        const problem = await this.replayOne(channel, browsed, content, options.contentType);
+        const problem = await this.replayOne(walk, browsed, content, options.contentType);
         if (problem) result.failed.push({ id, error: problem });
         else result.replayed++;
         return;
@@ -172,56 +176,68 @@ export class ParkedMessages {
     const purged = new Set<string>();
     await this.walk(
       selection.errorQueue,
-      async (messages, channel) => {
+      async (messages, walk) => {
         for await (const browsed of messages) {
           if (browsed.duplicate) {
-            if (purged.has(browsed.view.id) && !result.dryRun) settle(channel, browsed);
+            if (purged.has(browsed.view.id) && !result.dryRun) settle(walk, browsed);
             continue;
           }
           if (!selected(browsed.view, selection)) continue;
           result.matched++;
           if (result.dryRun) continue;
-          settle(channel, browsed);
+          settle(walk, browsed);
           purged.add(browsed.view.id);
           result.purged++;
         }
         // Acks are not confirmed by the broker: a round trip after them makes sure it has read them before we report.
-        if (!result.dryRun) await channel.checkQueue(selection.errorQueue);
+        if (!result.dryRun) await walk.channel.checkQueue(selection.errorQueue);
       },
       options.onProgress,
     );
     return result;
   }
 
-  /** The selected messages as JSON lines (one ParkedMessageView each, no newline), left parked. */
+  /**
+   * The selected messages as JSON lines (one ParkedMessageView each, no newline), left parked. The walk waits for the
+   * reader (at most EXPORT_BUFFER lines ahead), and stops, giving every message back, when the reader stops early.
+   */
   async *export(selection: ParkedSelection, options: OperationOptions = {}): AsyncIterable<string> {
     const lines: string[] = [];
-    let wake: (() => void) | undefined;
+    let stopped = false;
     let finished = false;
     let failure: unknown;
-    // The walk runs under the queue's lock; lines are handed over as they come.
+    let wakeReader: (() => void) | undefined;
+    let wakeWalk: (() => void) | undefined;
     const walking = this.walk(
       selection.errorQueue,
       async (messages) => {
         for await (const browsed of messages) {
+          if (stopped) return;
           if (browsed.duplicate || !selected(browsed.view, selection)) continue;
           lines.push(toJsonLine(browsed.view));
-          wake?.();
+          wakeReader?.();
+          while (lines.length >= EXPORT_BUFFER && !stopped) await new Promise<void>((resolve) => (wakeWalk = resolve));
         }
       },
       options.onProgress,
     ).then(
-      () => (finished = true),
-      (error: unknown) => ((failure = error), (finished = true)),
+      () => void (finished = true),
+      (error: unknown) => void ((failure = error), (finished = true)),
     );
-    const woken = () => new Promise<void>((resolve) => (wake = resolve));
-    for (;;) {
-      if (lines.length > 0) {
-        yield lines.shift() as string;
-        continue;
+    try {
+      for (;;) {
+        if (lines.length > 0) {
+          yield lines.shift() as string;
+          wakeWalk?.();
+          continue;
+        }
+        if (finished) break;
+        await Promise.race([new Promise<void>((resolve) => (wakeReader = resolve)), walking]);
       }
-      if (finished) break;
-      await Promise.race([woken(), walking]);
+    } finally {
+      stopped = true;
+      wakeWalk?.();
+      await walking;
     }
     if (failure !== undefined) throw failure;
   }
@@ -283,13 +299,14 @@ export class ParkedMessages {
     }
   }
 
-  /** The recorded handler queues and those the options name; an option overrides a record of the same queue. */
+  /** The recorded handler queues and those the options name; an option's errorQueue overrides the recorded one. */
   private async known(): Promise<KnownQueue[]> {
     const byQueue = new Map<string, KnownQueue>();
     for (const record of await readHandlerRegistry(() => this.channel())) byQueue.set(record.queue, record);
     for (const entry of this.options.queues ?? []) {
       const { queue, errorQueue } = typeof entry === 'string' ? { queue: entry, errorQueue: undefined } : entry;
-      byQueue.set(queue, { queue, errorQueue: errorQueue ?? `${queue}.error`, tiers: byQueue.get(queue)?.tiers ?? [] });
+      const recorded = byQueue.get(queue);
+      byQueue.set(queue, { queue, errorQueue: errorQueue ?? recorded?.errorQueue ?? `${queue}.error`, tiers: recorded?.tiers ?? [] });
     }
     return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
   }
@@ -318,20 +335,26 @@ export class ParkedMessages {
    */
   private async walk<T>(
     errorQueue: string,
-    work: (messages: AsyncGenerator<BrowsedMessage>, channel: ConfirmChannel) => Promise<T>,
+    work: (messages: AsyncGenerator<BrowsedMessage>, walk: Walk) => Promise<T>,
     onProgress?: (done: number, total: number) => void,
   ): Promise<T> {
     const before = this.locks.get(errorQueue) ?? Promise.resolve();
     const run = before.then(async () => {
       const fallback = await this.fallbackQueue(errorQueue);
       const channel = await this.confirmChannel();
+      let acked = 0;
+      let held = 0;
       try {
-        await channel.checkQueue(errorQueue).catch((error: unknown) => {
-          throw new Error(`The parking queue "${errorQueue}" does not exist (${errorMessage(error)})`);
-        });
-        return await work(browseParked(channel, errorQueue, fallback, onProgress), channel);
+        held = (
+          await channel.checkQueue(errorQueue).catch((error: unknown) => {
+            throw new Error(`The parking queue "${errorQueue}" does not exist (${errorMessage(error)})`);
+          })
+        ).messageCount;
+        const walk: Walk = { channel, ack: (message) => (channel.ack(message), acked++) };
+        return await work(browseParked(channel, errorQueue, fallback, onProgress), walk);
       } finally {
         await channel.close().catch(() => undefined);
+        await this.untilGivenBack(errorQueue, held - acked);
       }
     });
     const settled = run.catch(() => undefined);
@@ -342,6 +365,18 @@ export class ParkedMessages {
     return run;
   }
 
+  /**
+   * Waits (up to GIVE_BACK_MS) until the parking queue holds `expected` ready messages again. A quorum queue takes
+   * back a closed channel's messages asynchronously: a walk started at once would miss those not back yet.
+   */
+  private async untilGivenBack(errorQueue: string, expected: number): Promise<void> {
+    const deadline = Date.now() + GIVE_BACK_MS;
+    while (expected > 0 && Date.now() < deadline) {
+      if ((await this.depth(errorQueue)) >= expected) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   /** The handler queue that parks in `errorQueue` when only one does: the target of copies parked without `x-original-queue`. */
   private async fallbackQueue(errorQueue: string): Promise<string> {
     const owners = (await this.known()).filter((q) => q.errorQueue === errorQueue);
@@ -349,12 +384,12 @@ export class ParkedMessages {
   }
 
   /** Publishes a fresh copy to the queue the message failed in, confirmed, then acks the parked one. Returns a problem, or undefined. */
-  private async replayOne(channel: ConfirmChannel, browsed: BrowsedMessage, content: Buffer, contentType?: string): Promise<string | undefined> {
+  private async replayOne(walk: Walk, browsed: BrowsedMessage, content: Buffer, contentType?: string): Promise<string | undefined> {
     const { view, message } = browsed;
     if (!view.queue) return UNKNOWN_TARGET;
-    const outcome = await publishToQueue(channel, view.queue, content, replayPublishOptions(message.properties, new Date(), contentType));
+    const outcome = await publishToQueue(walk.channel, view.queue, content, replayPublishOptions(message.properties, new Date(), contentType));
     if (outcome === 'returned') return missingTarget(view.queue);
-    settle(channel, browsed);
+    settle(walk, browsed);
     return undefined;
   }
 }
@@ -367,8 +402,14 @@ function selected(view: ParkedMessageView, selection: ParkedSelection): boolean 
   return matchesFilter(view, selection.filter ?? {});
 }
 
-function settle(channel: ConfirmChannel, browsed: BrowsedMessage): void {
-  channel.ack(browsed.message);
+/** A walk's channel, and the ack to use on it (counted, to know how many messages should come back). */
+interface Walk {
+  channel: ConfirmChannel;
+  ack(message: GetMessage): void;
+}
+
+function settle(walk: Walk, browsed: BrowsedMessage): void {
+  walk.ack(browsed.message);
   browsed.settled = true;
 }
 

@@ -121,8 +121,8 @@ export interface ParkedMessagesOptions {
   /** amqp(s):// URL. Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
   url?: string;
   /**
-   * Handler queues to look at, instead of (or besides) those recorded on the broker by running handlers. Each is a
-   * name (its parking queue is `<queue>.error`) or `{ queue, errorQueue }`.
+   * Handler queues to look at besides those recorded on the broker by running handlers. Each is a name (its parking
+   * queue is the recorded one, else `<queue>.error`) or `{ queue, errorQueue }`.
    */
   queues?: (string | { queue: string; errorQueue?: string })[];
 }

@@ -1,4 +1,4 @@
-import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
+import type { ConfirmChannel, GetMessage, Message, Options } from 'amqplib';
 import { BROWSE_COUNT_HEADERS, parkedIdOf, toParkedView } from '../core/parked-view.js';
 import type { ParkedMessageView } from './parked-messages.types.js';
 
@@ -27,8 +27,11 @@ export interface BrowsedMessage {
 export function publishToQueue(channel: ConfirmChannel, queue: string, content: Buffer, options: Options.Publish): Promise<'routed' | 'returned'> {
   return new Promise((resolve, reject) => {
     let returned = false;
-    // One publish at a time on this channel: a return before the confirm is this publish's.
-    const onReturn = () => (returned = true);
+    // The broker returns a message before it confirms it; a replay's window may have copies of its own in flight on
+    // this channel, so a return is this publish's only if its queue and body are.
+    const onReturn = (message: Message) => {
+      if (message.fields.routingKey === queue && message.content.equals(content)) returned = true;
+    };
     channel.on('return', onReturn);
     channel.publish('', queue, content, { ...options, mandatory: true }, (error: unknown) => {
       channel.off('return', onReturn);

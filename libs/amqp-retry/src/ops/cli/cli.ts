@@ -35,7 +35,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   let code: number = EXIT.ok;
   let parked: ParkedMessages | undefined;
   const connect = async (flags: { url?: string; queue?: string; errorQueue?: string }) => {
-    const queues = flags.queue !== undefined && flags.errorQueue !== undefined ? [{ queue: flags.queue, errorQueue: flags.errorQueue }] : [];
+    // A named queue is known even when no handler recorded it (the target of copies parked without x-original-queue).
+    const queues = flags.queue !== undefined ? [{ queue: flags.queue, errorQueue: flags.errorQueue }] : [];
     parked = await ParkedMessages.connect({ url: flags.url ?? process.env.AMQP_URL, queues });
     return parked;
   };
