@@ -223,6 +223,31 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     expect(texts[0]).toContain('amqp://ops:***@127.0.0.1:1');
   });
 
+  it('a cancelled export lets go of its parking queue: the next list answers, and nothing was taken away', async () => {
+    const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, () => {
+      throw new NonRetryableError('card expired');
+    });
+    const started = await startHttpApp([Handler], { path: '/retry', allowUnauthenticated: true });
+    app = started.app;
+    const padding = 'x'.repeat(1024); // 1,500 lines of over 1 KiB: more than the socket buffers take unread
+    await broker.channel.assertExchange(exchange, 'topic', { durable: true });
+    for (let id = 1; id <= 1500; id++)
+      broker.channel.publish(exchange, 'k', Buffer.from(JSON.stringify({ id, padding })), { contentType: 'application/json' });
+    await (broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1500, '1,500 parked messages', 60_000);
+
+    const cancel = new AbortController();
+    const download = await fetch(`${started.url}/retry/api/export?errorQueue=${queue}.error`, { signal: cancel.signal });
+    expect([download.status, download.headers.get('content-disposition')]).toEqual([200, `attachment; filename="${queue}.error.jsonl"`]);
+    cancel.abort(); // the operator cancels the download after its first bytes
+
+    const startedAt = Date.now();
+    const list = await fetch(`${started.url}/retry/api/messages?queue=${queue}&limit=1`, { signal: AbortSignal.timeout(30_000) });
+    expect([list.status, ((await list.json()) as { total: number }).total]).toEqual([200, 1500]);
+    expect(Date.now() - startedAt).toBeLessThan(20_000);
+    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1500, 'every parked message back in its queue');
+  }, 120_000);
+
   it('a page on another origin cannot purge through the browser: form posts and fetches are refused', async () => {
     const started = await startWithOneParked({ path: '/retry', allowUnauthenticated: true });
     const target = `${started.url}/retry/api/purge`;

@@ -20,12 +20,12 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
 import { ParkedMessages } from '../parked-messages.js';
 import type { HandlerQueueState, ParkedMessageView, ParkedPage, ParkedSummary, PurgeResult, ReplayResult } from '../parked-messages.types.js';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
 import type { DashboardConfig } from './dashboard-options.js';
 import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard-request.js';
+import { jsonLinesStream } from './export-stream.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
 import { renderPage } from './dashboard.page.js';
 import { DASHBOARD_SCRIPT } from './dashboard.script.js';
@@ -122,17 +122,10 @@ export function createDashboardController(path: string): Type<unknown> {
         await this.knownParkingQueue(errorQueue);
         const lines = this.parked.export({ errorQueue, filter })[Symbol.asyncIterator]();
         const first = await lines.next();
-        const logger = this.logger;
-        async function* body(): AsyncGenerator<string> {
-          let line = first;
-          try {
-            for (; !line.done; line = await lines.next()) yield `${line.value}\n`;
-          } catch (error) {
-            logger.error(`Export of ${errorQueue} cut short: ${redactCredentials(error instanceof Error ? error.message : String(error))}`);
-            throw error;
-          }
-        }
-        return new StreamableFile(Readable.from(body()), {
+        const body = jsonLinesStream(first, lines, (error) =>
+          this.logger.error(`Export of ${errorQueue} cut short: ${redactCredentials(error instanceof Error ? error.message : String(error))}`),
+        );
+        return new StreamableFile(body, {
           type: 'application/x-ndjson; charset=utf-8',
           disposition: `attachment; filename="${exportFileName(errorQueue)}"`,
         });
