@@ -266,6 +266,26 @@ describe('parked-messages page in headless Chromium', () => {
     await page.close();
   });
 
+  it('works under the application global prefix: assets and API calls follow the path the page was served at', async () => {
+    const payments = handlerOn('e2e.prefix', 'order.paid');
+    const started = await startHttpApp([payments.Handler], { guard: BearerGuard }, undefined, 'internal');
+    app = started.app;
+    await broker.publish(exchange, 'order.paid', { id: 1, error: 'card expired', fatal: true });
+    await parkedIn(payments.queue, 1);
+    const page = await browser.context.newPage();
+    await page.goto(`${started.url}/internal/retry/`);
+    await page.locator('#status', { hasText: 'Updated' }).waitFor();
+    await page.locator(`tr[data-queue="${payments.queue}"] button.link`).click();
+    await page.locator('#status', { hasText: 'Updated' }).waitFor();
+    expect(await texts(page, '#messages .error')).toEqual(['card expired']);
+    const ours = started.served.filter((s) => s.path !== '/favicon.ico'); // the browser's own guess
+    expect(ours.filter((s) => s.status !== 200)).toEqual([]);
+    expect(new Set(ours.map((s) => s.path.split('?')[0].split('/').slice(0, 4).join('/')))).toEqual(
+      new Set(['/internal/retry/', '/internal/retry/assets', '/internal/retry/api']),
+    );
+    await page.close();
+  });
+
   it('fits a phone screen: no sideways scrolling, queues as cards', async () => {
     const payments = handlerOn('e2e.phone', 'order.paid');
     const url = await start([payments]);

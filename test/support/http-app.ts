@@ -35,12 +35,14 @@ export interface Served {
 /**
  * A Nest HTTP application (Express) with RetryModule, the given handlers and the parked-messages page, listening on
  * a random port of 127.0.0.1. `dashboard` is the options of forRoot, or a module built otherwise (forRootAsync).
- * `url` is its base address, without a trailing slash. `parked` replaces the ParkedMessages that RetryModule provides.
+ * `url` is its base address, without a trailing slash. `parked` replaces the ParkedMessages that RetryModule provides;
+ * `globalPrefix` is set with app.setGlobalPrefix.
  */
 export async function startHttpApp(
   providers: Provider[],
   dashboard: RetryDashboardOptions | DynamicModule,
   parked?: ParkedMessages,
+  globalPrefix?: string,
 ): Promise<{ app: INestApplication; url: string; served: Served[] }> {
   const builder = Test.createTestingModule({
     imports: [RetryModule.forRoot(TEST_OPTIONS), isModule(dashboard) ? dashboard : RetryDashboardModule.forRoot(dashboard)],
@@ -49,6 +51,7 @@ export async function startHttpApp(
   if (parked) builder.overrideProvider(ParkedMessages).useValue(parked);
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication({ logger: process.env.TEST_LOGS ? ['log', 'warn', 'error', 'debug'] : false });
+  if (globalPrefix) app.setGlobalPrefix(globalPrefix);
   const served: Served[] = [];
   app.use((request: IncomingMessage, response: ServerResponse, next: () => void) => {
     response.on('finish', () => served.push({ method: request.method ?? '', path: request.url ?? '', status: response.statusCode }));
