@@ -81,6 +81,26 @@ describe('ParkedMessages on a real broker', () => {
     });
   });
 
+  it('a start removes the record of a queue deleted since, and keeps those of queues that exist', async () => {
+    const gone = uniqueName('e2e.parked.gone');
+    const kept = uniqueName('e2e.parked.kept');
+    extraQueues.push(kept);
+    await broker.channel.assertQueue(kept, { durable: true });
+    // Only test records live in the registry on the test broker; a start checks the 10 oldest, so begin empty.
+    await broker.channel.assertQueue(HANDLER_REGISTRY_QUEUE, { durable: true });
+    await broker.drain(HANDLER_REGISTRY_QUEUE);
+    for (const name of [gone, kept])
+      await broker.publish('', HANDLER_REGISTRY_QUEUE, { queue: name, errorQueue: `${name}.error`, tiers: [], queueType: 'classic', recordedAt: '' });
+    try {
+      await start();
+      const names = (await broker.drain(HANDLER_REGISTRY_QUEUE)).map((m) => (JSON.parse(m.content.toString()) as { queue: string }).queue);
+      expect(names).toEqual(expect.arrayContaining([queue, kept])); // and the default delay ladder's
+      expect(names).not.toContain(gone);
+    } finally {
+      await broker.forgetHandler(kept);
+    }
+  });
+
   it('starts and handles messages when the registry cannot be written, and then finds no record', async () => {
     // The registry held by another connection as an exclusive queue: declaring it fails with 405 RESOURCE_LOCKED.
     const amqp = (await import('amqplib')).default;

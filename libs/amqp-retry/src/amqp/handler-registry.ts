@@ -1,7 +1,14 @@
 import type { Channel, GetMessage } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
-import { HANDLER_REGISTRY_QUEUE, latestRecords, readHandlerRecord, supersededRecords, type HandlerRecord } from '../core/handler-registry.record.js';
+import {
+  HANDLER_REGISTRY_QUEUE,
+  latestRecords,
+  pruneCandidates,
+  readHandlerRecord,
+  supersededRecords,
+  type HandlerRecord,
+} from '../core/handler-registry.record.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { tierQueues } from '../core/retry-topology.plan.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
@@ -14,8 +21,9 @@ const declareRegistry = (channel: Channel) => channel.assertQueue(HANDLER_REGIST
 
 /**
  * Records a handler queue in the registry: reads the records (unacked), publishes this start's record (confirmed),
- * then removes the older records of the same queue, so the registry keeps one per handler queue. Records of other
- * queues go back when the channel closes. Should two starts of the same queue race, both records stay until the next
+ * then removes the older records of the same queue, so the registry keeps one per handler queue, and the records
+ * (up to PRUNE_CHECKS_PER_START, oldest first) of queues whose handler and parking queues were both deleted. Records
+ * of other queues go back when the channel closes. Should two starts of the same queue race, both records stay until the next
  * start; readers keep the newest of each queue.
  */
 export async function recordHandler(
@@ -31,13 +39,27 @@ export async function recordHandler(
     for (let message = await channel.get(HANDLER_REGISTRY_QUEUE); message; message = await channel.get(HANDLER_REGISTRY_QUEUE)) seen.push(message);
     const record: HandlerRecord = { ...entry, recordedAt: now.toISOString() };
     await publisher.publish('', HANDLER_REGISTRY_QUEUE, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
-    const older = supersededRecords(
-      seen.map((message) => readHandlerRecord(message.content)),
-      entry.queue,
-    );
-    for (const index of older) channel.ack(seen[index]);
+    const records = seen.map((message) => readHandlerRecord(message.content));
+    for (const index of supersededRecords(records, entry.queue)) channel.ack(seen[index]);
+    for (const index of pruneCandidates(records, entry.queue)) {
+      const { queue, errorQueue } = records[index] as HandlerRecord;
+      if (!(await exists(open, queue)) && !(await exists(open, errorQueue))) channel.ack(seen[index]);
+    }
   } finally {
     await channel.close().catch(() => undefined); // unacked records go back, in their order
+  }
+}
+
+/** Whether a queue exists: a passive declare on a channel of its own (a 404 closes it). */
+async function exists(open: ChannelOpener, queue: string): Promise<boolean> {
+  const channel = await open();
+  try {
+    await channel.checkQueue(queue);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await channel.close().catch(() => undefined);
   }
 }
 

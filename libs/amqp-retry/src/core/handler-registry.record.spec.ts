@@ -1,4 +1,4 @@
-import { latestRecords, readHandlerRecord, supersededRecords, type HandlerRecord } from './handler-registry.record.js';
+import { latestRecords, pruneCandidates, readHandlerRecord, supersededRecords, type HandlerRecord } from './handler-registry.record.js';
 
 const record = (queue: string, over: Partial<HandlerRecord> = {}): HandlerRecord => ({
   queue,
@@ -41,5 +41,10 @@ describe('handler registry records', () => {
   it('removes the older records of the queue just recorded and unreadable ones, never another queue’s', () => {
     expect(supersededRecords([record('a'), undefined, record('b'), record('a')], 'a')).toEqual([0, 1, 3]);
     expect(supersededRecords([record('b')], 'a')).toEqual([]);
+  });
+
+  it('checks the oldest records of other queues for deletion, a bounded number', () => {
+    expect(pruneCandidates([record('a'), undefined, record('b'), record('c'), record('d')], 'a', 2)).toEqual([2, 3]);
+    expect(pruneCandidates([record('a')], 'a')).toEqual([]);
   });
 });

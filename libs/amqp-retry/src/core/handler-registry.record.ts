@@ -50,3 +50,15 @@ export function latestRecords(records: readonly HandlerRecord[]): HandlerRecord[
 export function supersededRecords(contents: readonly (HandlerRecord | undefined)[], queue: string): number[] {
   return contents.flatMap((record, index) => (record === undefined || record.queue === queue ? [index] : []));
 }
+
+/** Records of other queues a start checks for deletion, oldest first: a bounded cost per start. */
+export const PRUNE_CHECKS_PER_START = 10;
+
+/**
+ * Which records (by position) a start checks: those of other queues, the oldest `max`. A record whose handler queue
+ * and parking queue are both gone is removed (a queue deleted for good leaves no record behind for ever; one deleted
+ * for a moment is recorded again by its next start).
+ */
+export function pruneCandidates(contents: readonly (HandlerRecord | undefined)[], queue: string, max = PRUNE_CHECKS_PER_START): number[] {
+  return contents.flatMap((record, index) => (record !== undefined && record.queue !== queue ? [index] : [])).slice(0, max);
+}
