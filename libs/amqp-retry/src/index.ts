@@ -37,3 +37,20 @@ export type { TracingOptions } from './observability/tracing.options.js';
 export { createTracingObserver } from './observability/tracing.factory.js';
 export type { EngineHealth } from './engine/retry.engine.js';
 export type { QueueStatus } from './engine/handler-runtime.js';
+export { ParkedMessages } from './ops/parked-messages.js';
+export type {
+  ParkedFilter,
+  ParkedMessageView,
+  HandlerQueueState,
+  ParkedSummary,
+  PageRequest,
+  ParkedPage,
+  ParkedSelection,
+  OperationOptions,
+  ReplayResult,
+  PurgeResult,
+  EditReplayOptions,
+  ParkedMessagesOptions,
+} from './ops/parked-messages.types.js';
+export { RetryDashboardModule, type RetryDashboardAsyncOptions } from './ops/dashboard/retry-dashboard.module.js';
+export type { RetryDashboardOptions } from './ops/dashboard/dashboard-options.js';

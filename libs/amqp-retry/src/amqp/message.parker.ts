@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage, Options } from 'amqplib';
 import { errorMessage, errorStack } from '../core/error-message.js';
 import type { ParkReason } from '../core/delivery.decision.js';
@@ -148,6 +149,7 @@ export class MessageParker {
 
   /** The parked copy's properties; should building them fail on a value no test foresaw, a copy that says so. */
   private copyOptions(message: ConsumeMessage, details: ParkDetails): Options.Publish {
+    const id = randomUUID(); // one per park, so that every try of this park publishes the same copy
     try {
       return parkedPublishOptions({
         deliveredExchange: message.fields.exchange,
@@ -155,12 +157,19 @@ export class MessageParker {
         ...details,
         properties: message.properties,
         now: new Date(),
+        id,
       });
     } catch (error) {
       this.logger.error(`Could not build the parking headers (${errorMessage(error)}); parking with the reason only`);
       return {
         persistent: true,
-        headers: { 'x-parked-reason': details.reason, 'x-exception-message': errorMessage(details.error), 'x-parked-at': new Date().toISOString() },
+        headers: {
+          'x-parked-reason': details.reason,
+          'x-exception-message': errorMessage(details.error),
+          'x-parked-at': new Date().toISOString(),
+          'x-original-queue': details.queue,
+          'x-parked-id': id,
+        },
       };
     }
   }

@@ -1,5 +1,6 @@
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.js';
 import type { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { RetryDeliveryHandler, type DeliveryRouter, type HandlerInvoker } from '../amqp/retry-delivery.handler.js';
@@ -132,6 +133,13 @@ export class HandlerRuntime {
       await consumer.start();
     }
     this.report(await takeOverFirstFailures(this.deps.connection, this.deps.recordPublisher, config));
+    // For the CLI: a failure is logged and the start goes on (see recordOrWarn).
+    await recordOrWarn(
+      () => this.deps.connection.createChannel('handler registry', true),
+      this.deps.recordPublisher,
+      handlerEntry(config),
+      this.deps.logger,
+    );
   }
 
   async consume(): Promise<void> {

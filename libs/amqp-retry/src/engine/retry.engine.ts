@@ -13,6 +13,7 @@ import { ObserverHub } from '../observability/observer-hub.js';
 import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
 import { HandlerRuntime, type EngineHandler, type QueueStatus } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
+import { recordOrWarn } from '../amqp/handler-registry.js';
 
 /** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
 const FORWARDER_PREFETCH = 100;
@@ -200,6 +201,9 @@ export class RetryEngine {
       if (ladder) {
         const { forwarder } = await this.publishing.open();
         const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
+        // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
+        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: 'classic' as const };
+        await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
         const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger, observers);
         const { reconnect: resume } = this.config;
         this.forwarder = new QueueConsumer(
