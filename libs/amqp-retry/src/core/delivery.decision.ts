@@ -111,8 +111,8 @@ export function decideAfterFailure(attempt: number, maxAttempts: number, retryab
 }
 
 /**
- * Builds the retryability test of a handler. NonRetryableError always parks; a predicate that throws counts as
- * "retryable", so a bug in it costs attempts, never a message.
+ * Builds the retryability test of a handler. NonRetryableError always parks; a predicate that throws, or a thrown
+ * value that cannot even be asked its class, counts as "retryable", so a bug costs attempts, never a message.
  */
 export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) => boolean)): (error: unknown) => boolean {
   const matches =
@@ -122,9 +122,9 @@ export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) =
         ? nonRetryable
         : (error: unknown) => nonRetryable.some((errorClass) => error instanceof errorClass);
   return (error) => {
-    if (error instanceof NonRetryableError) return false;
     try {
-      return !matches(error);
+      // Inside the try: `instanceof` on a thrown Proxy can throw (its getPrototypeOf trap).
+      return !(error instanceof NonRetryableError) && !matches(error);
     } catch {
       return true;
     }

@@ -3,7 +3,7 @@ import type { Deserializer } from './body.decoder.js';
 import { MAX_TIER_DELAY_MS, readDelay, readDelays, readDeserializer, readInteger, readName, readNumber, readQueueType } from './config.readers.js';
 import { retryabilityOf } from './delivery.decision.js';
 import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module-config.js';
-import type { QueueType, RetryHandlerOptions } from './retry-options.js';
+import type { FailureLogs, QueueType, RetryHandlerOptions } from './retry-options.js';
 
 /** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
 export interface HandlerConfig {
@@ -19,6 +19,8 @@ export interface HandlerConfig {
   queueType: QueueType;
   deserializer: Deserializer;
   isRetryable: (error: unknown) => boolean;
+  /** The module's logging.retries: a warning per retry ('line') or a debug line ('nest'). */
+  failureLogs: FailureLogs;
 }
 
 /** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.100.4294967295ms.abcdef"). */
@@ -112,6 +114,7 @@ export function resolveHandlerConfig(
     queueType: options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType')),
     deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
     isRetryable: retryabilityOf(nonRetryable),
+    failureLogs: module.failureLogs,
   };
 }
 

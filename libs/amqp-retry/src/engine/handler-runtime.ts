@@ -1,5 +1,6 @@
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.js';
 import type { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { RetryDeliveryHandler, type DeliveryRouter, type HandlerInvoker } from '../amqp/retry-delivery.handler.js';
@@ -13,6 +14,7 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
 
@@ -37,6 +39,13 @@ export interface HandlerRuntimeDeps {
   recordPublisher: ConfirmPublisher;
   logger: RetryLogger;
   resume: ReconnectPolicy;
+  observers?: ObserverHub;
+}
+
+/** Whether one queue is consumed, for health checks. */
+export interface QueueStatus {
+  queue: string;
+  consuming: boolean;
 }
 
 /**
@@ -72,13 +81,14 @@ export class HandlerRuntime {
       guard,
       logger,
       handler.route,
+      deps.observers,
     );
     const isSuspect =
       config.queueType === 'quorum'
         ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0
         : undefined;
     this.consumer = new QueueConsumer(
-      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect },
+      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },
       delivery.handle,
     );
     this.presences = this.schedules.map((schedule) => ({
@@ -109,6 +119,10 @@ export class HandlerRuntime {
     return this.consumer.isConsuming && this.presences.every((p) => p.consumer.isConsuming);
   }
 
+  get status(): QueueStatus {
+    return { queue: this.queue, consuming: this.isConsuming };
+  }
+
   /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
   async prepare(): Promise<void> {
     const { config } = this.handler;
@@ -119,6 +133,13 @@ export class HandlerRuntime {
       await consumer.start();
     }
     this.report(await takeOverFirstFailures(this.deps.connection, this.deps.recordPublisher, config));
+    // For the CLI: a failure is logged and the start goes on (see recordOrWarn).
+    await recordOrWarn(
+      () => this.deps.connection.createChannel('handler registry', true),
+      this.deps.recordPublisher,
+      handlerEntry(config),
+      this.deps.logger,
+    );
   }
 
   async consume(): Promise<void> {

@@ -9,11 +9,20 @@ import { assertDistinctQueues } from '../core/handler-config.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
-import { HandlerRuntime, type EngineHandler } from './handler-runtime.js';
+import { ObserverHub } from '../observability/observer-hub.js';
+import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
+import { HandlerRuntime, type EngineHandler, type QueueStatus } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
+import { recordOrWarn } from '../amqp/handler-registry.js';
 
 /** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
 const FORWARDER_PREFETCH = 100;
+
+/** What a health check needs: each connection up or not (undefined before it first opened), each queue consumed or not. */
+export interface EngineHealth {
+  connections: { consume?: boolean; publish?: boolean };
+  queues: QueueStatus[];
+}
 
 /**
  * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it.
@@ -31,14 +40,18 @@ export class RetryEngine {
   /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
   private attached: HandlerRuntime[] = [];
   private forwarder?: QueueConsumer;
+  private consumeConnection?: AmqpConnection;
   private closed = false;
+  private readonly observers: ObserverHub;
   private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
 
   constructor(
     private readonly config: ModuleConfig,
     private readonly logger: RetryLogger,
+    observers: readonly RetryObserver[] = [],
   ) {
-    this.publishing = new PublishingSide(config, logger);
+    this.observers = new ObserverHub(observers, logger);
+    this.publishing = new PublishingSide(config, logger, this.observers);
   }
 
   /**
@@ -50,6 +63,30 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
     const prefix = delayMs > 0 ? this.delayPrefix() : undefined; // throws before publishing if delays are off
     const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+    if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
+    const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
+    const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
+    const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
+    try {
+      const send = () => this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
+      await (scope?.run ? scope.run(send) : send());
+    } catch (error) {
+      scope?.end?.(error);
+      this.observers.emit('publishRejected', { kind, exchange, routingKey, error });
+      throw error;
+    }
+    scope?.end?.();
+    if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
+  }
+
+  private async send(
+    plan: ReturnType<typeof planDelayedPublish>,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: Options.Publish,
+    prefix: string | undefined,
+  ): Promise<void> {
     const { publisher } = await this.publishing.open();
     if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
     const delayed = { ...properties, persistent: true, mandatory: true, headers: { ...properties.headers, ...plan.headers } };
@@ -112,6 +149,7 @@ export class RetryEngine {
           recordPublisher: parker.publisher,
           logger: this.logger,
           resume: this.config.reconnect,
+          observers: this.observers,
         });
         added.push(runtime);
         this.attached.push(runtime);
@@ -131,6 +169,13 @@ export class RetryEngine {
     await Promise.all(leaving.map((r) => r.stop(this.config.shutdownTimeoutMs)));
   }
 
+  /** Each connection and each consumer, for a health check. */
+  health(): EngineHealth {
+    const queues = this.allRuntimes.map((r) => r.status);
+    if (this.forwarder) queues.push({ queue: this.forwarder.queue, consuming: this.forwarder.isConsuming });
+    return { connections: { consume: this.consumeConnection?.isConnected, publish: this.publishing.isConnected }, queues };
+  }
+
   /** Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
   async start(handlers: readonly EngineHandler[]): Promise<void> {
     await this.prepare(handlers);
@@ -147,7 +192,8 @@ export class RetryEngine {
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
       const { connection, parker } = await this.consumingDeps();
-      const deps = { connection, parker, recordPublisher: parker.publisher, logger: this.logger, resume: this.config.reconnect };
+      const { observers } = this;
+      const deps = { connection, parker, recordPublisher: parker.publisher, logger: this.logger, resume: this.config.reconnect, observers };
       for (const handler of handlers) {
         const runtime = new HandlerRuntime(handler, deps);
         this.runtimes.push(runtime);
@@ -157,9 +203,13 @@ export class RetryEngine {
       if (ladder) {
         const { forwarder } = await this.publishing.open();
         const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
-        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger);
+        // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
+        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: 'classic' as const };
+        await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
+        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger, observers);
+        const { reconnect: resume } = this.config;
         this.forwarder = new QueueConsumer(
-          { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume: this.config.reconnect, redeclare },
+          { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume, redeclare, observers },
           forward.handle,
         );
       }
@@ -207,7 +257,7 @@ export class RetryEngine {
     this.deps ??= (async () => {
       const connection = await this.consumingConnection();
       const { parker } = await this.publishing.open();
-      return { connection, parker: new MessageParker(parker, this.logger) };
+      return { connection, parker: new MessageParker(parker, this.logger, this.observers, this.config.failureLogs) };
     })();
     const deps = this.deps;
     deps.catch(() => {
@@ -217,7 +267,8 @@ export class RetryEngine {
   }
 
   private consumingConnection(): Promise<AmqpConnection> {
-    this.consuming ??= openConnection(this.config, 'consume', this.logger).then((connection) => {
+    this.consuming ??= openConnection(this.config, 'consume', this.logger, this.observers).then((connection) => {
+      this.consumeConnection = connection;
       connection.onReconnect(() => this.recover());
       return connection;
     });

@@ -11,6 +11,7 @@ import type { RetryContext } from '../core/retry-context.js';
 import { firstRoute } from '../core/first-failure.js';
 import type { XDeath } from '../core/x-death.parser.js';
 import { RetryEngine } from '../engine/retry.engine.js';
+import { resolveObservers } from '../observability/observers.resolve.js';
 import { patternPolicy, policyExtras, queueConfig } from './pattern-policies.js';
 import { RequestReplies } from './request-replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
@@ -113,7 +114,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     }
     this.table = table;
     this.queue = queue;
-    const engine = this.options.engine ?? new RetryEngine(this.moduleConfig, this.routeLogger);
+    const engine = this.options.engine ?? new RetryEngine(this.moduleConfig, this.routeLogger, await resolveObservers(this.options));
     this.answers = new RequestReplies(engine, this.routeLogger);
     const handler = {
       config: queue,
@@ -159,7 +160,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const { pattern, data } = packet;
     // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
     const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
-    return { kind: 'handle', payload: data, policy: once, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+    return { kind: 'handle', payload: data, policy: once, pattern, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */
