@@ -1,5 +1,9 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { RetryModule } from 'nestjs-amqp-retry';
+import { RetryHealthIndicator } from 'nestjs-amqp-retry/health';
+import { HealthController } from './ops/health.controller.js';
+import { MetricsController } from './ops/metrics.controller.js';
 import { OrderProgress } from './orders/order.progress.js';
 import { OrderSeeder } from './orders/order.seeder.js';
 import { PaymentDeadlineHandler } from './orders/payment-deadline.handler.js';
@@ -7,7 +11,9 @@ import { PaymentGateway } from './orders/payment.gateway.js';
 import { PaymentHandler } from './orders/payment.handler.js';
 
 @Module({
-  imports: [RetryModule.forRoot()], // AMQP_URL, RETRY_* from the environment
-  providers: [PaymentGateway, PaymentHandler, PaymentDeadlineHandler, OrderProgress, OrderSeeder],
+  // AMQP_URL, RETRY_* from the environment; Prometheus metrics in prom-client's default registry.
+  imports: [RetryModule.forRoot({ metrics: true }), TerminusModule],
+  controllers: [HealthController, MetricsController],
+  providers: [PaymentGateway, PaymentHandler, PaymentDeadlineHandler, OrderProgress, OrderSeeder, RetryHealthIndicator],
 })
 export class AppModule {}

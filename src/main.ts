@@ -5,10 +5,11 @@ import { AppModule } from './app.module.js';
 import { OrderProgress } from './orders/order.progress.js';
 
 async function main(): Promise<void> {
-  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['log', 'warn', 'error', 'debug'] });
+  const app = await NestFactory.create(AppModule, { logger: ['log', 'warn', 'error', 'debug'] });
   app.enableShutdownHooks(); // SIGTERM/SIGINT: stop consuming, finish handlers in flight, close
-  await app.init();
-  Logger.log('orders example running; Ctrl-C to stop', 'Example');
+  const port = Number(process.env.PORT ?? 3000);
+  await app.listen(port);
+  Logger.log(`orders example running: GET http://localhost:${port}/health and /metrics; Ctrl-C to stop`, 'Example');
   if (process.env.EXAMPLE_EXIT_WHEN_DONE === '1') {
     await app.get(OrderProgress).done;
     await app.close();

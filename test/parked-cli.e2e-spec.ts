@@ -6,7 +6,7 @@ import { REPLAY_WINDOW } from '../libs/amqp-retry/src/ops/confirm.window.js';
 import { handlerFor, handlerOf, startApp } from './support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from './support/broker.js';
 
-const CLI = 'libs/amqp-retry/dist/ops/cli/main.js';
+const CLI = 'libs/amqp-retry/dist/esm/ops/cli/main.js';
 
 interface Run {
   code: number | null;

@@ -4,6 +4,7 @@ import { errorMessage } from '../core/error-message.js';
 import { maskUrl } from '../core/module-config.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 export interface AmqpConnectionOptions {
   url: string;
@@ -12,6 +13,9 @@ export interface AmqpConnectionOptions {
   reconnect: ReconnectPolicy;
   /** How long one attempt to connect may take, TCP and AMQP handshake together: a black-holed broker fails it. */
   connectTimeoutMs: number;
+  /** Told of losses and recoveries, as the connection of this role. */
+  observers?: ObserverHub;
+  role?: 'consume' | 'publish';
 }
 
 type Listener = () => Promise<void>;
@@ -39,6 +43,7 @@ export class AmqpConnection {
     const connection = new AmqpConnection(options, logger);
     try {
       connection.attach(await connection.connect());
+      connection.notify('connectionUp', {});
     } catch (error) {
       throw new Error(`Could not connect to RabbitMQ at ${maskUrl(options.url)}: ${errorMessage(error)}`, { cause: error });
     }
@@ -146,6 +151,7 @@ export class AmqpConnection {
       if (this.closing) return;
       const reason = error?.message ?? lastError ?? 'the socket closed';
       this.logger.error(`Lost the connection to RabbitMQ at ${maskUrl(this.options.url)} (${reason}); reconnecting`);
+      this.notify('connectionLost', { reason });
       void this.reconnect();
     });
     this.model = model;
@@ -169,7 +175,9 @@ export class AmqpConnection {
         return;
       }
       this.attach(model);
-      this.logger.log(`Reconnected to RabbitMQ after ${Date.now() - started} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`);
+      const downMs = Date.now() - started;
+      this.logger.log(`Reconnected to RabbitMQ after ${downMs} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`);
+      this.notify('connectionUp', { downMs });
       await this.recover(model);
       return;
     }
@@ -202,6 +210,11 @@ export class AmqpConnection {
       }
       this.cancelWait = finish;
     });
+  }
+
+  private notify(name: 'connectionLost' | 'connectionUp', event: { reason?: string; downMs?: number }): void {
+    const { observers, role } = this.options;
+    if (observers?.active && role) observers.emit(name, { role, ...event });
   }
 
   private wakeWaiters(): void {

@@ -18,6 +18,7 @@ describe('resolveModuleConfig', () => {
       connectTimeoutMs: 10_000,
       shutdownTimeoutMs: 30_000,
       deserializer: 'json',
+      failureLogs: 'line',
     });
   });
 
