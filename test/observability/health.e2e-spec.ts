@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { get, startHttpApp } from '../support/http-app.js';
+import { get, startHttpApp } from '../support/health-app.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { onFreshQueue } from '../support/fresh-queue.js';
 

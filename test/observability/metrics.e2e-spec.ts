@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { onFreshQueue } from '../support/fresh-queue.js';
-import { get, startHttpApp } from '../support/http-app.js';
+import { get, startHttpApp } from '../support/health-app.js';
 
 const REGISTRY = Symbol('test registry');
 

@@ -52,3 +52,5 @@ export type {
   EditReplayOptions,
   ParkedMessagesOptions,
 } from './ops/parked-messages.types.js';
+export { RetryDashboardModule, type RetryDashboardAsyncOptions } from './ops/dashboard/retry-dashboard.module.js';
+export type { RetryDashboardOptions } from './ops/dashboard/dashboard-options.js';
