@@ -20,9 +20,9 @@ export interface Publishers {
 
 /** Opens an AMQP connection with the module's settings; the publishing one warns about a broker version known to lose messages. */
 export async function openConnection(config: ModuleConfig, role: 'consume' | 'publish', logger: RetryLogger): Promise<AmqpConnection> {
-  const { url, reconnect, connectTimeoutMs, connectionName } = config;
+  const { urls, reconnect, connectTimeoutMs, connectionName } = config;
   const name = `${connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`} ${role}`;
-  const connection = await AmqpConnection.open({ url, reconnect, name, connectTimeoutMs }, logger);
+  const connection = await AmqpConnection.open({ urls, reconnect, name, connectTimeoutMs }, logger);
   const warning = role === 'publish' ? brokerVersionWarning(connection.serverProperties) : undefined; // every engine opens this one
   if (warning) logger.warn(warning);
   return connection;
