@@ -84,9 +84,7 @@ listeners.tcp.1 = 127.0.0.1:$(amqp_port "$n")
 cluster_partition_handling = autoheal
 loopback_users.guest = true
 EOF
-  cat >"$d/advanced.config" <<'EOF'
-[{rabbit, [{dead_letter_worker_publisher_confirm_timeout, 5000}]}].
-EOF
+  cp "$(dirname "${BASH_SOURCE[0]}")/cluster/advanced.config" "$d/advanced.config" # shared with docker-compose.yml
   echo '[].' >"$d/enabled_plugins"
   chown -R rabbitmq:rabbitmq "$d"
 }
@@ -163,7 +161,7 @@ cmd_status() {
     fi
   done
   n="$(any_running)" || return 0
-  ctl "$n" eval 'io:format("running: ~p~n", [lists:sort(rabbit_nodes:all_running())]), ok.' | grep running || true
+  ctl "$n" eval 'io:format("running: ~p~n", [lists:sort(rabbit_nodes:all_running())]), ok.' 2>/dev/null | grep running || true
 }
 
 cmd_leader() {
