@@ -1,18 +1,9 @@
-import { type INestApplicationContext, type LoggerService } from '@nestjs/common';
+import { type INestApplicationContext } from '@nestjs/common';
 import { RetryPublisher } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
 import { TcpProxy } from './support/tcp-proxy.js';
-
-/** Keeps what the library logs. */
-class RecordingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log = (message: unknown) => this.lines.push(`log ${String(message)}`);
-  error = (message: unknown) => this.lines.push(`error ${String(message)}`);
-  warn = (message: unknown) => this.lines.push(`warn ${String(message)}`);
-  debug = (message: unknown) => this.lines.push(`debug ${String(message)}`);
-  count = (pattern: RegExp) => this.lines.filter((line) => pattern.test(line)).length;
-}
+import { RecordingLogger } from './support/recording-logger.js';
 
 /**
  * Several broker URLs, without a cluster: three TCP proxies in front of the one test broker stand for three nodes,

@@ -1,9 +1,10 @@
-import { type INestApplicationContext, type LoggerService } from '@nestjs/common';
+import { type INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { NonRetryableError, planDelayTopology, RetryPublisher, type RetryContext } from 'nestjs-amqp-retry';
 import { handlerFor, startApp } from '../support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { CLUSTER_URLS, killNode, leaderOf, type Node, NODES, nodeUrl, runningNodes, startNode } from './cluster-control.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 
 const N = Number(process.env.CLUSTER_N ?? 5000);
 const THROUGHPUT_N = Number(process.env.CLUSTER_THROUGHPUT_N ?? Math.min(N, 2000));
@@ -17,17 +18,6 @@ type Kind = 'ok' | 'flaky' | 'exhausted' | 'non-retryable';
 const kindOf = (id: number): Kind => (id % 50 === 0 ? 'exhausted' : id % 97 === 5 ? 'non-retryable' : id % 10 === 1 ? 'flaky' : 'ok');
 const isDelayed = (id: number) => id % 20 === 3;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Keeps what the library logs, with the time of each line. */
-class TimedLogger implements LoggerService {
-  readonly lines: { at: number; line: string }[] = [];
-  private add = (level: string) => (message: unknown) => this.lines.push({ at: Date.now(), line: `${level} ${String(message)}` });
-  log = this.add('log');
-  error = this.add('error');
-  warn = this.add('warn');
-  debug = this.add('debug');
-  matching = (pattern: RegExp) => this.lines.filter(({ line }) => pattern.test(line));
-}
 
 /**
  * Publishes every id through the library at `perSecond`, `inFlight` at a time; a publish that fails is counted and
@@ -158,7 +148,7 @@ describe(`on a 3-node RabbitMQ cluster (scripts/cluster.sh)`, () => {
       connectionName: `cluster-${randomUUID()}`,
     });
     apps.push(app);
-    const logger = new TimedLogger();
+    const logger = new RecordingLogger();
     app.useLogger(logger);
     const publisher = app.get(RetryPublisher);
 
@@ -263,7 +253,7 @@ describe(`on a 3-node RabbitMQ cluster (scripts/cluster.sh)`, () => {
     ].join('\n');
     if (process.env.CLUSTER_LOG) {
       const { writeFileSync } = await import('node:fs');
-      const lines = logger.lines.map(({ at, line }) => `${((at - killAt) / 1000).toFixed(3)} ${line}`);
+      const lines = logger.entries.map(({ at, line }) => `${((at - killAt) / 1000).toFixed(3)} ${line}`);
       const calls = handledAt.filter((at) => at > killAt - 2_000 && at < killAt + 30_000).map((at) => `${((at - killAt) / 1000).toFixed(3)} handled`);
       writeFileSync(process.env.CLUSTER_LOG, [...lines, ...calls, `lost ${lost.join(',')}`].sort().join('\n'));
     }
