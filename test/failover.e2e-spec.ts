@@ -41,22 +41,25 @@ describe('failover between several broker URLs', () => {
     app = await startApp([Handler], { ...TEST_OPTIONS, url: undefined, urls: nodes.map((node) => node.url), reconnect: { initialDelay: '50ms' } });
     const logger = new RecordingLogger();
     app.useLogger(logger);
+    // Generous limits: on a loaded machine a recovery (declare, resume) can take seconds; the log tells why on failure.
+    const until = (probe: () => boolean, what: string) =>
+      waitFor(probe, what, 30_000).catch((error: Error) => Promise.reject(new Error(`${error.message}; logged:\n${logger.lines.join('\n')}`)));
     expect(nodes.map((node) => node.clients)).toEqual([0, 2, 0]); // the consuming and the publishing connection
     await app.get(RetryPublisher).publish('', queue, { n: 1 });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the first message');
 
     await nodes[1].cut(); // node 2 lost: both connections go to node 3, the next one
-    await waitFor(() => nodes[2].clients === 2, 'both connections on node 3');
+    await until(() => nodes[2].clients === 2, 'both connections on node 3');
     await app.get(RetryPublisher).publish('', queue, { n: 2 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'a message after the first failover');
+    await until(() => handlerOf(app!, Handler).calls.length === 2, 'a message after the first failover');
     const node3 = new RegExp(`^log Reconnected to RabbitMQ at ${escaped(nodes[2])} \\(node 3 of 3\\) after \\d+ ms \\(1 attempt\\)$`);
     expect(logger.count(node3)).toBe(2);
 
     await nodes[0].restore();
     await nodes[2].cut(); // node 3 lost: the next is node 1 (round-robin), which answers again
-    await waitFor(() => nodes[0].clients === 2, 'both connections on node 1');
+    await until(() => nodes[0].clients === 2, 'both connections on node 1');
     await app.get(RetryPublisher).publish('', queue, { n: 3 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 3, 'a message after the second failover');
+    await until(() => handlerOf(app!, Handler).calls.length === 3, 'a message after the second failover');
     const node1 = new RegExp(`^log Reconnected to RabbitMQ at ${escaped(nodes[0])} \\(node 1 of 3\\) after \\d+ ms \\(1 attempt\\)$`);
     expect(logger.count(node1)).toBe(2);
     expect(logger.count(/^error Lost the connection to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:\d+ \(node [23] of 3\)/)).toBe(4);
