@@ -7,10 +7,10 @@ import { pathToFileURL } from 'node:url';
 import type { Names } from '../runner/bench-broker.js';
 import { settings } from '../settings.js';
 
-type TopologyPlanModule = typeof import('../../libs/amqp-retry/dist/core/retry-topology.plan.js');
-type PlanRecordModule = typeof import('../../libs/amqp-retry/dist/core/retry-plan.record.js');
+type TopologyPlanModule = typeof import('../../libs/amqp-retry/dist/esm/core/retry-topology.plan.js');
+type PlanRecordModule = typeof import('../../libs/amqp-retry/dist/esm/core/retry-plan.record.js');
 
-const libraryCore = join(import.meta.dirname, '..', '..', '..', 'libs', 'amqp-retry', 'dist', 'core'); // from bench/dist/contenders
+const libraryCore = join(import.meta.dirname, '..', '..', '..', 'libs', 'amqp-retry', 'dist', 'esm', 'core'); // from bench/dist/contenders
 const load = <M>(file: string) => import(pathToFileURL(join(libraryCore, file)).href) as Promise<M>;
 const { retryNames, tierQueues } = await load<TopologyPlanModule>('retry-topology.plan.js');
 const { readPlanRecord } = await load<PlanRecordModule>('retry-plan.record.js');

@@ -4,6 +4,7 @@ import { errorMessage } from '../core/error-message.js';
 import { describeNode, nodeForAttempt } from '../core/broker-urls.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 export interface AmqpConnectionOptions {
   /** One broker, or the nodes of a cluster: see `connect` and `reconnect` for the order in which they are tried. */
@@ -13,6 +14,9 @@ export interface AmqpConnectionOptions {
   reconnect: ReconnectPolicy;
   /** How long one attempt to connect may take, TCP and AMQP handshake together: a black-holed broker fails it. */
   connectTimeoutMs: number;
+  /** Told of losses and recoveries, as the connection of this role. */
+  observers?: ObserverHub;
+  role?: 'consume' | 'publish';
 }
 
 type Listener = () => Promise<void>;
@@ -49,6 +53,7 @@ export class AmqpConnection {
     for (let index = 0; index < options.urls.length; index++) {
       try {
         connection.attach(await connection.connect(index));
+        connection.notify('connectionUp', {});
         if (options.urls.length > 1) logger.log(`Connected to RabbitMQ at ${describeNode(options.urls, index)}: ${options.name}`);
         return connection;
       } catch (error) {
@@ -168,6 +173,7 @@ export class AmqpConnection {
       if (this.closing) return;
       const reason = error?.message ?? lastError ?? 'the socket closed';
       this.logger.error(`Lost the connection to RabbitMQ at ${describeNode(this.options.urls, this.nodeIndex)} (${reason}); reconnecting`);
+      this.notify('connectionLost', { reason });
       void this.reconnect();
     });
     this.model = model;
@@ -198,8 +204,11 @@ export class AmqpConnection {
         return;
       }
       this.attach(model);
-      const where = describeNode(this.options.urls, index);
-      this.logger.log(`Reconnected to RabbitMQ at ${where} after ${Date.now() - started} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`);
+      const downMs = Date.now() - started;
+      this.logger.log(
+        `Reconnected to RabbitMQ at ${describeNode(this.options.urls, index)} after ${downMs} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`,
+      );
+      this.notify('connectionUp', { downMs });
       await this.recover(model);
       return;
     }
@@ -232,6 +241,11 @@ export class AmqpConnection {
       }
       this.cancelWait = finish;
     });
+  }
+
+  private notify(name: 'connectionLost' | 'connectionUp', event: { reason?: string; downMs?: number }): void {
+    const { observers, role } = this.options;
+    if (observers?.active && role) observers.emit(name, { role, ...event });
   }
 
   private wakeWaiters(): void {

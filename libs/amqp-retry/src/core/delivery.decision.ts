@@ -7,9 +7,10 @@ import { readDeathHistory, rejectedCount, unsettledDeliveries, type XDeath } fro
 /**
  * Why a message was parked, as written to `x-parked-reason`: attempts ran out, the error was non-retryable, the
  * body or the `x-death` header (or, for a delayed message, its target headers) could not be read, a delayed
- * message's target exchange no longer exists, or a quorum queue delivered it REDELIVERY_LIMIT times unsettled.
+ * message's target exchange no longer exists, a quorum queue delivered it REDELIVERY_LIMIT times unsettled, or (the
+ * transport) no handler takes its pattern.
  */
-export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit';
+export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit' | 'no-handler';
 
 /**
  * A quorum queue counts the deliveries of a message that were never settled (`x-delivery-count`): a handler that
@@ -110,8 +111,8 @@ export function decideAfterFailure(attempt: number, maxAttempts: number, retryab
 }
 
 /**
- * Builds the retryability test of a handler. NonRetryableError always parks; a predicate that throws counts as
- * "retryable", so a bug in it costs attempts, never a message.
+ * Builds the retryability test of a handler. NonRetryableError always parks; a predicate that throws, or a thrown
+ * value that cannot even be asked its class, counts as "retryable", so a bug costs attempts, never a message.
  */
 export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) => boolean)): (error: unknown) => boolean {
   const matches =
@@ -121,9 +122,9 @@ export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) =
         ? nonRetryable
         : (error: unknown) => nonRetryable.some((errorClass) => error instanceof errorClass);
   return (error) => {
-    if (error instanceof NonRetryableError) return false;
     try {
-      return !matches(error);
+      // Inside the try: `instanceof` on a thrown Proxy can throw (its getPrototypeOf trap).
+      return !(error instanceof NonRetryableError) && !matches(error);
     } catch {
       return true;
     }

@@ -3,7 +3,7 @@ import type { Deserializer } from './body.decoder.js';
 import { MAX_TIER_DELAY_MS, readDelay, readDelays, readDeserializer, readInteger, readName, readNumber, readQueueType } from './config.readers.js';
 import { retryabilityOf } from './delivery.decision.js';
 import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module-config.js';
-import type { QueueType, RetryHandlerOptions } from './retry-options.js';
+import type { FailureLogs, QueueType, RetryHandlerOptions } from './retry-options.js';
 
 /** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
 export interface HandlerConfig {
@@ -19,6 +19,8 @@ export interface HandlerConfig {
   queueType: QueueType;
   deserializer: Deserializer;
   isRetryable: (error: unknown) => boolean;
+  /** The module's logging.retries: a warning per retry ('line') or a debug line ('nest'). */
+  failureLogs: FailureLogs;
 }
 
 /** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.100.4294967295ms.abcdef"). */
@@ -46,8 +48,12 @@ function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, 
  * Resolves one `@RetryWithBackoff` declaration against the module configuration. `where` names the method
  * ("OrdersHandler.onOrderCreated") so that an error points at the code to change.
  */
-export function resolveHandlerConfig(options: RetryHandlerOptions, module: ModuleConfig, where: string): HandlerConfig {
-  const at = (key: string) => `@RetryWithBackoff option "${key}" of ${where}`;
+export function resolveHandlerConfig(
+  options: RetryHandlerOptions,
+  module: ModuleConfig,
+  where: string,
+  at: (key: string) => string = (key) => `@RetryWithBackoff option "${key}" of ${where}`,
+): HandlerConfig {
   const queue = readName(options.queue, at('queue'), NAME_RESERVE, "'orders.created'");
   const exchange = options.exchange === undefined ? undefined : readName(options.exchange, at('exchange'), 0, "'orders'");
   const exchangeType = options.exchangeType ?? 'topic';
@@ -108,6 +114,7 @@ export function resolveHandlerConfig(options: RetryHandlerOptions, module: Modul
     queueType: options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType')),
     deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
     isRetryable: retryabilityOf(nonRetryable),
+    failureLogs: module.failureLogs,
   };
 }
 

@@ -19,6 +19,7 @@ describe('resolveModuleConfig', () => {
       connectTimeoutMs: 10_000,
       shutdownTimeoutMs: 30_000,
       deserializer: 'json',
+      failureLogs: 'line',
     });
   });
 

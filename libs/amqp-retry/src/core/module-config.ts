@@ -4,7 +4,7 @@ import { readUrl, readUrlList } from './broker-urls.js';
 import { readDelay, readDelays, readDeserializer, readInteger, readName, readQueueType } from './config.readers.js';
 import { DELAY_LADDER } from './delay.plan.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
-import type { QueueType, RetryModuleOptions } from './retry-options.js';
+import type { FailureLogs, QueueType, RetryModuleOptions } from './retry-options.js';
 
 /** The module's configuration after defaults, environment and validation. */
 export interface ModuleConfig {
@@ -27,6 +27,8 @@ export interface ModuleConfig {
   connectTimeoutMs: number;
   shutdownTimeoutMs: number;
   deserializer: Deserializer;
+  /** How handler failures are logged (RetryModuleOptions.logging.retries). */
+  failureLogs: FailureLogs;
 }
 
 export const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
@@ -74,6 +76,17 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
   if (option === false) return undefined;
   // The ladder appends ".v1.p10.3221225472ms" and the like to the prefix.
   return readName(option?.prefix, 'RetryModule option "delayedDelivery.prefix"', 32, "'billing.delay'");
+}
+
+function readFailureLogs(logging: RetryModuleOptions['logging']): FailureLogs {
+  const retries: unknown = logging?.retries;
+  if (retries === undefined) return 'line';
+  if (retries === 'line' || retries === 'nest') return retries;
+  throw new RetryConfigError(
+    'RetryModule option "logging.retries"',
+    `is ${JSON.stringify(retries)}`,
+    "Use 'line' (one line per decision) or 'nest'.",
+  );
 }
 
 /** A duration above 0: a time limit of 0 would fail everything at once. */
@@ -136,5 +149,6 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     connectTimeoutMs: connectTimeout ? readPositiveDelay(connectTimeout.value, connectTimeout.key, "'10s'") : DEFAULT_CONNECT_TIMEOUT_MS,
     shutdownTimeoutMs: shutdownTimeout ? readDelay(shutdownTimeout.value, shutdownTimeout.key, "'30s'") : DEFAULT_SHUTDOWN_TIMEOUT_MS,
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
+    failureLogs: readFailureLogs(options.logging),
   };
 }

@@ -3,6 +3,7 @@ import type { ParkReason } from './delivery.decision.js';
 import { errorMessage, errorStack } from './error-message.js';
 import { encodedHeaderSize, encodedTableSize } from './field-table.size.js';
 import { republishProperties } from './message-properties.js';
+import { FIRST_FAILURE_HEADERS, movedFrom } from './first-failure.js';
 import { firstRejection, readDeathHistory, type XDeath } from './x-death.parser.js';
 
 export { encodedTableSize } from './field-table.size.js';
@@ -43,6 +44,8 @@ export const BROKER_DEATH_HEADERS: readonly string[] = [
   'x-last-death-reason',
   'x-last-death-exchange',
   'x-delivery-count',
+  // Not the broker's, but an attempt counter all the same (see core/first-failure.ts): a replay must start afresh.
+  ...FIRST_FAILURE_HEADERS,
 ];
 
 /** Parking headers written anew at every park: an earlier park's must not survive into this one's copy. */
@@ -104,6 +107,8 @@ export interface ParkInput {
   deliveredRoutingKey: string;
   properties: MessageProperties;
   now: Date;
+  /** The parked copy's id (`x-parked-id`), unique per park: what operators name it by. */
+  id?: string;
 }
 
 /**
@@ -115,6 +120,7 @@ export interface ParkInput {
  *   would not fit PARKED_HEADERS_BUDGET, the stack first; the stack is left out when no room is left;
  * - `x-original-exchange`, `x-original-routing-key`: where the message was first published;
  * - `x-retry-attempts`: handler calls made; `x-parked-at`: ISO time;
+ * - `x-original-queue`: the queue it failed in, where a replay sends it; `x-parked-id`: the copy's id, when given;
  * - `x-retry-death-history`: the `x-death` the message had, as it was (an array of tables), or as capped text when it
  *   was malformed or longer than 8 KiB; absent when the message had none;
  * - `x-original-expiration`, `x-original-user-id`: see below;
@@ -129,13 +135,16 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
   const { properties, error } = input;
   const delivered = headersOf(properties);
   const first = firstRejection(input.deaths, input.queue);
+  const moved = movedFrom(delivered, input.queue);
   const own: Record<string, unknown> = {
     'x-parked-reason': input.reason,
-    'x-original-exchange': truncateUtf8(first?.exchange ?? input.deliveredExchange, MAX_NAME_BYTES),
-    'x-original-routing-key': truncateUtf8(first?.routingKeys[0] ?? input.deliveredRoutingKey, MAX_NAME_BYTES),
+    'x-original-exchange': truncateUtf8(moved?.exchange ?? first?.exchange ?? input.deliveredExchange, MAX_NAME_BYTES),
+    'x-original-routing-key': truncateUtf8(moved?.routingKey ?? first?.routingKeys[0] ?? input.deliveredRoutingKey, MAX_NAME_BYTES),
     'x-retry-attempts': input.handlerCalls,
     'x-parked-at': input.now.toISOString(),
+    'x-original-queue': truncateUtf8(input.queue, MAX_NAME_BYTES),
   };
+  if (input.id !== undefined) own['x-parked-id'] = truncateUtf8(input.id, MAX_NAME_BYTES);
   if (properties.expiration !== undefined) own['x-original-expiration'] = truncateUtf8(String(properties.expiration), MAX_NAME_BYTES);
   if (properties.userId !== undefined) own['x-original-user-id'] = truncateUtf8(String(properties.userId), MAX_NAME_BYTES);
   if (delivered['x-death'] !== undefined) own['x-retry-death-history'] = deathHistoryValue(delivered['x-death']);

@@ -1,5 +1,8 @@
 import type { Deserializer } from './body.decoder.js';
 import type { Duration } from './duration.js';
+import type { MetricsOptions } from '../observability/metrics.options.js';
+import type { RetryObserver } from '../observability/retry-observer.js';
+import type { TracingOptions } from '../observability/tracing.options.js';
 
 /** Options of `RetryModule.forRoot()`. Each is taken from here if given, else from the environment, else the default. */
 export interface RetryModuleOptions {
@@ -57,7 +60,33 @@ export interface RetryModuleOptions {
    * function `(content, message) => payload` (a throw parks the message as malformed).
    */
   deserializer?: Deserializer;
+  /**
+   * Told of every handled, retried and parked delivery, publish, and connection or consumer change (see
+   * RetryObserver): for alerts and audit. An observer that throws is logged once and never disturbs a message.
+   */
+  observers?: RetryObserver[];
+  /**
+   * Prometheus metrics with prom-client (an optional peer dependency, loaded only when this is on): `true` registers
+   * them in prom-client's default registry, `{ registry }` in yours. Default off. See the README's Observability.
+   */
+  metrics?: boolean | MetricsOptions;
+  /**
+   * OpenTelemetry tracing with @opentelemetry/api (an optional peer dependency, loaded only when this is on): trace
+   * context in the headers of every publish, a consumer span per attempt. Your application registers the SDK.
+   * Default off.
+   */
+  tracing?: boolean | TracingOptions;
+  /**
+   * How handler failures are logged. `retries: 'line'` (default): one line per decision, a warning for each retry
+   * and an error with the stack when a message is parked; Nest's ExceptionsHandler, which would print every
+   * failure's stack first, stays quiet (your exception filters still see every error). `'nest'`: Nest's
+   * ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
+   */
+  logging?: { retries?: FailureLogs };
 }
+
+/** See RetryModuleOptions.logging. */
+export type FailureLogs = 'line' | 'nest';
 
 /** Classic queues, or replicated quorum queues (RabbitMQ 3.10+). */
 export type QueueType = 'classic' | 'quorum';

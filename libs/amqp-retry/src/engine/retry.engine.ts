@@ -1,4 +1,4 @@
-import type { Options } from 'amqplib';
+import type { Channel, Options } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
 import { MessageParker, isMissingTarget } from '../amqp/message.parker.js';
@@ -9,11 +9,20 @@ import { assertDistinctQueues } from '../core/handler-config.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
-import { HandlerRuntime, type EngineHandler } from './handler-runtime.js';
+import { ObserverHub } from '../observability/observer-hub.js';
+import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
+import { HandlerRuntime, type EngineHandler, type QueueStatus } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
+import { recordOrWarn } from '../amqp/handler-registry.js';
 
 /** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
 const FORWARDER_PREFETCH = 100;
+
+/** What a health check needs: each connection up or not (undefined before it first opened), each queue consumed or not. */
+export interface EngineHealth {
+  connections: { consume?: boolean; publish?: boolean };
+  queues: QueueStatus[];
+}
 
 /**
  * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it.
@@ -28,14 +37,21 @@ export class RetryEngine {
   private readonly publishing: PublishingSide;
   private consuming?: Promise<AmqpConnection>;
   private runtimes: HandlerRuntime[] = [];
+  /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
+  private attached: HandlerRuntime[] = [];
   private forwarder?: QueueConsumer;
+  private consumeConnection?: AmqpConnection;
   private closed = false;
+  private readonly observers: ObserverHub;
+  private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
 
   constructor(
     private readonly config: ModuleConfig,
     private readonly logger: RetryLogger,
+    observers: readonly RetryObserver[] = [],
   ) {
-    this.publishing = new PublishingSide(config, logger);
+    this.observers = new ObserverHub(observers, logger);
+    this.publishing = new PublishingSide(config, logger, this.observers);
   }
 
   /**
@@ -47,6 +63,30 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
     const prefix = delayMs > 0 ? this.delayPrefix() : undefined; // throws before publishing if delays are off
     const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+    if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
+    const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
+    const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
+    const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
+    try {
+      const send = () => this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
+      await (scope?.run ? scope.run(send) : send());
+    } catch (error) {
+      scope?.end?.(error);
+      this.observers.emit('publishRejected', { kind, exchange, routingKey, error });
+      throw error;
+    }
+    scope?.end?.();
+    if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
+  }
+
+  private async send(
+    plan: ReturnType<typeof planDelayedPublish>,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: Options.Publish,
+    prefix: string | undefined,
+  ): Promise<void> {
     const { publisher } = await this.publishing.open();
     if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
     const delayed = { ...properties, persistent: true, mandatory: true, headers: { ...properties.headers, ...plan.headers } };
@@ -73,7 +113,66 @@ export class RetryEngine {
 
   /** True while the consuming connection is up and every consumer consumes (or there is nothing to consume). */
   get isConsuming(): boolean {
-    return this.runtimes.every((r) => r.isConsuming) && (this.forwarder?.isConsuming ?? true);
+    return this.allRuntimes.every((r) => r.isConsuming) && (this.forwarder?.isConsuming ?? true);
+  }
+
+  private get allRuntimes(): HandlerRuntime[] {
+    return [...this.runtimes, ...this.attached];
+  }
+
+  /** Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
+  async connectPublisher(): Promise<void> {
+    await this.publishing.open();
+  }
+
+  /** A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to). */
+  async publishingChannel(purpose: string): Promise<Channel> {
+    const { connection } = await this.publishing.open();
+    return connection.createChannel(purpose);
+  }
+
+  /**
+   * Declares and starts consuming more handlers on this engine, whether or not it has started: the transport's
+   * queue in a hybrid application shares the module's connections. Their queues must differ from every other's.
+   */
+  async attach(handlers: readonly EngineHandler[]): Promise<void> {
+    if (this.closed) throw new NotConnectedError('the application has shut down');
+    assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
+    const { connection, parker } = await this.consumingDeps();
+    const added: HandlerRuntime[] = [];
+    try {
+      for (const handler of handlers) {
+        const runtime = new HandlerRuntime(handler, {
+          connection,
+          parker,
+          recordPublisher: parker.publisher,
+          logger: this.logger,
+          resume: this.config.reconnect,
+          observers: this.observers,
+        });
+        added.push(runtime);
+        this.attached.push(runtime);
+        await runtime.prepare();
+        await runtime.consume();
+      }
+    } catch (error) {
+      await this.detach(added.map((r) => r.queue));
+      throw error;
+    }
+  }
+
+  /** Stops consuming the attached handlers of these queues (in-flight handlers finish, up to the shutdown timeout). */
+  async detach(queues: readonly string[]): Promise<void> {
+    const leaving = this.attached.filter((r) => queues.includes(r.queue));
+    this.attached = this.attached.filter((r) => !leaving.includes(r));
+    await Promise.all(leaving.map((r) => r.stop(this.config.shutdownTimeoutMs)));
+  }
+
+  /** Each connection and each consumer, for a health check. */
+  health(): EngineHealth {
+    const queues = this.allRuntimes.map((r) => r.status);
+    if (this.forwarder) queues.push({ queue: this.forwarder.queue, consuming: this.forwarder.isConsuming });
+    return { connections: { consume: this.consumeConnection?.isConnected, publish: this.publishing.isConnected }, queues };
   }
 
   /** Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
@@ -90,10 +189,9 @@ export class RetryEngine {
     assertDistinctQueues(handlers);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
-      const connection = await this.consumingConnection();
-      const { parker: parkPublisher } = await this.publishing.open();
-      const parker = new MessageParker(parkPublisher, this.logger);
-      const deps = { connection, parker, recordPublisher: parkPublisher, logger: this.logger, resume: this.config.reconnect };
+      const { connection, parker } = await this.consumingDeps();
+      const { observers } = this;
+      const deps = { connection, parker, recordPublisher: parker.publisher, logger: this.logger, resume: this.config.reconnect, observers };
       for (const handler of handlers) {
         const runtime = new HandlerRuntime(handler, deps);
         this.runtimes.push(runtime);
@@ -103,9 +201,13 @@ export class RetryEngine {
       if (ladder) {
         const { forwarder } = await this.publishing.open();
         const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
-        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger);
+        // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
+        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: 'classic' as const };
+        await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
+        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger, observers);
+        const { reconnect: resume } = this.config;
         this.forwarder = new QueueConsumer(
-          { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume: this.config.reconnect, redeclare },
+          { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume, redeclare, observers },
           forward.handle,
         );
       }
@@ -131,7 +233,7 @@ export class RetryEngine {
 
   /** Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. Publishing still works. */
   async stopConsuming(): Promise<void> {
-    const runtimes = this.runtimes.splice(0);
+    const runtimes = [...this.runtimes.splice(0), ...this.attached.splice(0)];
     const forwarder = this.forwarder;
     this.forwarder = undefined;
     const timeout = this.config.shutdownTimeoutMs;
@@ -144,11 +246,27 @@ export class RetryEngine {
     this.closed = true;
     const consuming = this.consuming;
     this.consuming = undefined;
+    this.deps = undefined;
     await Promise.all([this.publishing.close(), consuming?.then((c) => c.close()).catch(() => undefined)]);
   }
 
+  /** The consuming connection and the parker, which publishes on the publishing connection; one parker per engine. */
+  private consumingDeps(): Promise<{ connection: AmqpConnection; parker: MessageParker }> {
+    this.deps ??= (async () => {
+      const connection = await this.consumingConnection();
+      const { parker } = await this.publishing.open();
+      return { connection, parker: new MessageParker(parker, this.logger, this.observers, this.config.failureLogs) };
+    })();
+    const deps = this.deps;
+    deps.catch(() => {
+      if (this.deps === deps) this.deps = undefined;
+    });
+    return deps;
+  }
+
   private consumingConnection(): Promise<AmqpConnection> {
-    this.consuming ??= openConnection(this.config, 'consume', this.logger).then((connection) => {
+    this.consuming ??= openConnection(this.config, 'consume', this.logger, this.observers).then((connection) => {
+      this.consumeConnection = connection;
       connection.onReconnect(() => this.recover());
       return connection;
     });
@@ -162,14 +280,15 @@ export class RetryEngine {
    */
   private async recover(): Promise<void> {
     this.publishing.forgetLadder();
+    const runtimes = this.allRuntimes;
     const results = await Promise.allSettled([
-      ...this.runtimes.map((runtime) => runtime.resume()),
+      ...runtimes.map((runtime) => runtime.resume()),
       this.forwarder ? this.publishing.delayLadder().then(() => this.forwarder?.start()) : undefined,
     ]);
     const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
-    this.logger.log(`Resumed consuming ${this.runtimes.length + (this.forwarder ? 1 : 0) - failed.length} queue(s)`);
+    this.logger.log(`Resumed consuming ${runtimes.length + (this.forwarder ? 1 : 0) - failed.length} queue(s)`);
     if (failed.length > 0) {
-      const names = failed.map(({ i }) => this.runtimes[i]?.queue ?? 'the delay forwarder').join(', ');
+      const names = failed.map(({ i }) => runtimes[i]?.queue ?? 'the delay forwarder').join(', ');
       throw new Error(`could not resume ${names}: ${failed.map(({ reason }) => errorMessage(reason)).join('; ')}`);
     }
   }

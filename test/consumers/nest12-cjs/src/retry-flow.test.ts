@@ -1,0 +1,13 @@
+import 'reflect-metadata';
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { expectedOutcome, runScenario } from './shared/scenario';
+
+test('a CommonJS app on Nest 12 loads the CommonJS build, once', async () => {
+  assert.deepEqual(await runScenario(), expectedOutcome);
+  const builds = Object.keys(require.cache).filter((file) => /nestjs-amqp-retry[\\/]dist[\\/]\w+[\\/]index\.js$/.test(file));
+  assert.deepEqual(
+    builds.map((file) => file.replace(/.*nestjs-amqp-retry[\\/]/, '')),
+    ['dist/cjs/index.js'],
+  );
+});
