@@ -6,8 +6,15 @@ import type { TracingOptions } from '../observability/tracing.options.js';
 
 /** Options of `RetryModule.forRoot()`. Each is taken from here if given, else from the environment, else the default. */
 export interface RetryModuleOptions {
-  /** Broker URL. Env `AMQP_URL`; default `amqp://guest:guest@localhost:5672`. */
+  /** Broker URL. Env `AMQP_URL`; default `amqp://guest:guest@localhost:5672`. For a cluster, give `urls` instead. */
   url?: string;
+  /**
+   * The nodes of a cluster, instead of `url`. At start-up the first that answers is used; when the connection is lost,
+   * reconnection tries the next node after the lost one, then the others round-robin (the lost node last), with the
+   * usual `reconnect` backoff and `connectTimeout` per attempt. The publishing and consuming connections fail over
+   * independently. Env `AMQP_URL` as a comma-separated list.
+   */
+  urls?: string[];
   /** One retry tier per entry, in order; the last repeats. Env `RETRY_DELAYS` ("1s,10s,1m"); default `['1s', '10s', '1m']`. */
   delays?: Duration[];
   /** Handler calls in all, the first included. Env `RETRY_MAX_ATTEMPTS`; default: the number of tiers + 1. */

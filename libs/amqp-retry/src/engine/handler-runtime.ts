@@ -150,11 +150,21 @@ export class HandlerRuntime {
     );
   }
 
-  /** After a reconnection: declares again (first failures only if no newer version took them) and consumes. */
+  /**
+   * After a reconnection: declares again (first failures only if no newer version took them) and consumes. The
+   * business consumer does not wait for the presence marker: that is a classic queue, which on a cluster lives on one
+   * node, and while that node is down it cannot be declared anywhere (404 "home node ... is down"); the failure is
+   * thrown after the consumer started, so that the connection's recovery declares the marker again later.
+   */
   async resume(): Promise<void> {
     await this.declare();
-    for (const { schedule } of this.presences) await this.declarePresence(schedule);
-    await Promise.all([...this.presences.map((p) => p.consumer.start()), this.consumer.start()]);
+    const presences = (async () => {
+      for (const { schedule } of this.presences) await this.declarePresence(schedule);
+      await Promise.all(this.presences.map((p) => p.consumer.start()));
+    })();
+    const [presence, consumer] = await Promise.allSettled([presences, this.consumer.start()]);
+    if (consumer.status === 'rejected') throw consumer.reason;
+    if (presence.status === 'rejected') throw presence.reason;
   }
 
   async stop(timeoutMs: number): Promise<void> {
