@@ -42,9 +42,15 @@ export class RetryDeliveryHandler {
     try {
       await this.invoke(before.payload, context);
     } catch (error) {
-      const after = decideAfterFailure(attempt, maxAttempts, this.config.isRetryable(error), delaysMs.length);
+      const after = decideAfterFailure(attempt, maxAttempts, this.config.isRetryable(error), delaysMs.length, error);
       if (after.action === 'park')
-        return this.parker.park(message, settle, this.park, { queue, deaths, reason: after.reason, error, handlerCalls: attempt }, signal);
+        return this.parker.park(
+          message,
+          settle,
+          this.park,
+          { queue, deaths, reason: after.reason, error, handlerCalls: after.reason === 'malformed' ? attempt - 1 : attempt },
+          signal,
+        );
       if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
       this.logger.debug(
         `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`,

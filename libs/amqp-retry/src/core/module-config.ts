@@ -2,6 +2,7 @@ import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { Deserializer } from './body.decoder.js';
 import { readDelay, readDelays, readDeserializer, readInteger, readName, readQueueType } from './config.readers.js';
 import { DELAY_LADDER } from './delay.plan.js';
+import { readIdempotency, type IdempotencyConfig } from './idempotency.config.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
 import type { QueueType, RetryModuleOptions } from './retry-options.js';
 
@@ -23,6 +24,8 @@ export interface ModuleConfig {
   connectTimeoutMs: number;
   shutdownTimeoutMs: number;
   deserializer: Deserializer;
+  /** The default of handlers without their own `idempotency`. */
+  idempotency?: IdempotencyConfig;
 }
 
 export const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
@@ -132,5 +135,6 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     connectTimeoutMs: connectTimeout ? readPositiveDelay(connectTimeout.value, connectTimeout.key, "'10s'") : DEFAULT_CONNECT_TIMEOUT_MS,
     shutdownTimeoutMs: shutdownTimeout ? readDelay(shutdownTimeout.value, shutdownTimeout.key, "'30s'") : DEFAULT_SHUTDOWN_TIMEOUT_MS,
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
+    idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, (key) => `RetryModule option "${key}"`),
   };
 }

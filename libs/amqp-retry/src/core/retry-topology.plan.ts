@@ -64,6 +64,7 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
         'x-dead-letter-exchange': names.deadLetterExchange,
         ...safeDeadLettering,
         ...(quorum ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
+        ...(handler.singleActiveConsumer ? { 'x-single-active-consumer': true } : {}),
       },
     },
     ...tiers.map((name, i) => ({

@@ -13,6 +13,7 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
+import { withDeliveryGuarantees } from './delivery-guarantees.js';
 
 /** A handler to run: its validated configuration, how to call it, and where it is declared (for messages). */
 export interface EngineHandler {
@@ -54,7 +55,8 @@ export class HandlerRuntime {
       logger,
       `"${config.queue}"`,
     );
-    const delivery = new RetryDeliveryHandler(config, handler.invoke, deps.parker, { errorQueue: config.errorQueue, redeclare }, guard, logger);
+    const invoke = withDeliveryGuarantees(config, handler.invoke, logger);
+    const delivery = new RetryDeliveryHandler(config, invoke, deps.parker, { errorQueue: config.errorQueue, redeclare }, guard, logger);
     const isSuspect =
       config.queueType === 'quorum'
         ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0

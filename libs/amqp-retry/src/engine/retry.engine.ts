@@ -6,9 +6,11 @@ import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { planDelayedPublish } from '../core/delay.plan.js';
 import { errorMessage } from '../core/error-message.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
+import type { IdempotencyStore } from '../core/idempotency-store.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
+import { idempotencyStoresOf } from './delivery-guarantees.js';
 import { HandlerRuntime, type EngineHandler } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
 
@@ -30,6 +32,8 @@ export class RetryEngine {
   private runtimes: HandlerRuntime[] = [];
   private forwarder?: QueueConsumer;
   private closed = false;
+  /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
+  private stores: IdempotencyStore[] = [];
 
   constructor(
     private readonly config: ModuleConfig,
@@ -88,6 +92,7 @@ export class RetryEngine {
    */
   async prepare(handlers: readonly EngineHandler[]): Promise<void> {
     assertDistinctQueues(handlers);
+    this.stores = idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.config.idempotency }]);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
       const connection = await this.consumingConnection();
@@ -144,7 +149,14 @@ export class RetryEngine {
     this.closed = true;
     const consuming = this.consuming;
     this.consuming = undefined;
-    await Promise.all([this.publishing.close(), consuming?.then((c) => c.close()).catch(() => undefined)]);
+    const stores = this.stores.splice(0);
+    await Promise.all([
+      this.publishing.close(),
+      consuming?.then((c) => c.close()).catch(() => undefined),
+      ...stores.map((store) =>
+        store.close?.().catch((error: unknown) => this.logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`)),
+      ),
+    ]);
   }
 
   private consumingConnection(): Promise<AmqpConnection> {
