@@ -4,7 +4,7 @@
 import 'reflect-metadata';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';
+import { RedisIdempotencyStore, RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';
 
 const {
   CHAOS_URL,
@@ -15,6 +15,8 @@ const {
   CHAOS_FAILURE_RATE = '0.3',
   CHAOS_WORK_MS = '2',
   CHAOS_QUEUE_TYPE = 'classic',
+  CHAOS_REDIS_URL,
+  CHAOS_REDIS_PREFIX,
 } = process.env;
 const MAX_ATTEMPTS = 5;
 const failureRate = Number(CHAOS_FAILURE_RATE);
@@ -52,6 +54,11 @@ Module({
       connectionName: CHAOS_CONNECTION,
       reconnect: { initialDelay: '100ms', maxDelay: '2s' },
       publishTimeout: '60s',
+      // With CHAOS_REDIS_URL, each message is handled once: claims of 3 s so that a SIGKILLed consumer's claims free
+      // soon (its redelivered copies wait for them).
+      ...(CHAOS_REDIS_URL
+        ? { idempotency: { store: new RedisIdempotencyStore({ url: CHAOS_REDIS_URL, keyPrefix: CHAOS_REDIS_PREFIX }), claimTtl: '3s' } }
+        : {}),
     }),
   ],
   providers: [ChaosHandler],
