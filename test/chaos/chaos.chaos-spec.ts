@@ -4,6 +4,7 @@ import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { closeConnections, ctl, raiseMemoryAlarm } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { buildLibrary, startConsumer, stopWith } from './consumer-process.js';
 
 const N = Number(process.env.CHAOS_N ?? 2000); // npm run test:chaos uses 5000
@@ -15,7 +16,7 @@ const MUST_FAIL_EVERY = 50; // 2% of the ids fail on every attempt and must end 
 const SHARED_FAULTS = process.env.CHAOS_SHARED_FAULTS !== 'off';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-/** The runs: each queue type, and classic queues with the Redis idempotency store (duplicates must then be 0). */
+/** The runs: each queue type, and classic queues with the Redis idempotency store (no duplicate but a SIGKILL's). */
 const RUNS = [
   { queueType: 'classic', store: 'none' },
   { queueType: 'quorum', store: 'none' },
@@ -86,6 +87,7 @@ describe.each(RUNS)(
       const setup = await TestBroker.connect();
       await setup.declareQueue(results);
       child = await startConsumer(env); // declares the topology
+      const killed = new Set<number>(); // the pids SIGKILLed
       const ids = Array.from({ length: N }, (_, id) => id);
       for (const id of ids)
         setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), {
@@ -105,6 +107,7 @@ describe.each(RUNS)(
       };
       await at(0.1, 'connection kill', async () => void (await closeConnections(connection)));
       await at(0.2, 'SIGKILL', async () => {
+        killed.add(child!.pid!);
         await sigkill(child!);
         child = await startConsumer(env);
       });
@@ -115,6 +118,7 @@ describe.each(RUNS)(
           await ctl('start_app');
         });
       await at(0.65, 'SIGKILL', async () => {
+        killed.add(child!.pid!);
         await sigkill(child!);
         child = await startConsumer(env);
       });
@@ -141,14 +145,20 @@ describe.each(RUNS)(
       const mustFail = ids.filter((id) => id % MUST_FAIL_EVERY === 0);
       const shouldSucceed = N - mustFail.length;
       const broker = await TestBroker.connect();
-      const handled = new Map<number, number>();
+      // Each handler call sends one result with a nonce of its own: a result the publisher sent again (at least once,
+      // after a connection kill) repeats the nonce; a second call of the handler has a new one.
+      const handled = new Map<number, Set<string>>();
+      const pids = new Map<number, number[]>();
+      let resultCount = 0;
       const parked = new Map<number, string>();
       try {
         await waitFor(
           async () => {
             for (const m of await broker.drain(results)) {
-              const { id } = JSON.parse(m.content.toString()) as { id: number };
-              handled.set(id, (handled.get(id) ?? 0) + 1);
+              const { id, call, pid } = JSON.parse(m.content.toString()) as { id: number; call: string; pid: number };
+              if (!handled.get(id)?.has(call)) pids.set(id, [...(pids.get(id) ?? []), pid]);
+              handled.set(id, (handled.get(id) ?? new Set()).add(call));
+              resultCount++;
             }
             for (const m of await broker.drain(`${queue}.error`)) {
               parked.set((JSON.parse(m.content.toString()) as { id: number }).id, String(m.properties.headers?.['x-parked-reason']));
@@ -164,11 +174,33 @@ describe.each(RUNS)(
 
       const lost = ids.filter((id) => !handled.has(id) && !parked.has(id));
       const wronglyParked = ids.filter((id) => id % MUST_FAIL_EVERY !== 0 && parked.has(id));
-      const duplicates = [...handled.values()].filter((count) => count > 1).length;
+      if (store === 'redis' && lost.length > 0) {
+        // Where the lost ids stand in the store, for whoever reads a failure.
+        const redis = new Redis(REDIS_URL);
+        const states = await Promise.all(
+          lost.slice(0, 10).map(async (id) => {
+            const key = `${redisPrefix}${encodeURIComponent(queue)}:chaos-${id}`;
+            return `${id}: ${await redis.get(key)} (pttl ${await redis.pttl(key)})`;
+          }),
+        );
+        redis.disconnect();
+        const probe = await TestBroker.connect();
+        const where = [];
+        for (const name of [queue, ...tierQueues({ queue, delaysMs: [50, 100] })])
+          where.push(`${name}: ${await probe.count(name)} ready, ${await probe.consumers(name)} consumer(s)`);
+        await probe.close();
+        process.stdout.write(`Lost ids in the store: ${states.join('; ')}\nQueues: ${where.join('; ')}\n`);
+      }
+      const duplicates = [...handled.values()].filter((calls) => calls.size > 1).length;
+      // A process SIGKILLed after its handler's work but before the record (one store round trip) makes a duplicate
+      // that no store can prevent; any other duplicate is a defect of the store's protocol.
+      const twice = [...pids.entries()].filter(([, calls]) => calls.length > 1);
+      const unexplained = twice.filter(([, calls]) => !calls.some((pid) => killed.has(pid))).map(([id]) => id);
+      const resent = resultCount - [...handled.values()].reduce((sum, calls) => sum + calls.size, 0);
       const table = [
-        '| published | handled | parked | lost | handled more than once | should succeed but parked | faults | time |',
-        '|---|---|---|---|---|---|---|---|',
-        `| ${N} | ${handled.size} | ${parked.size} | ${lost.length} | ${duplicates} | ${wronglyParked.length} | ${faults.join(', ')} | ${((Date.now() - started) / 1000).toFixed(1)} s |`,
+        '| published | handled | parked | lost | handled more than once | of them, not by a SIGKILL | results re-sent by the publisher | should succeed but parked | faults | time |',
+        '|---|---|---|---|---|---|---|---|---|---|',
+        `| ${N} | ${handled.size} | ${parked.size} | ${lost.length} | ${duplicates} | ${unexplained.length} | ${resent} | ${wronglyParked.length} | ${faults.join(', ')} | ${((Date.now() - started) / 1000).toFixed(1)} s |`,
       ].join('\n');
       process.stdout.write(`\nChaos result (${queueType} queues, idempotency store: ${store}, N=${N}):\n${table}\n\n`);
 
@@ -183,8 +215,9 @@ describe.each(RUNS)(
         ...(SHARED_FAULTS ? ['publishers blocked for 2 s'] : []),
       ]);
       expect(lost).toEqual([]);
-      // With the store, a copy of a handled message is acked without a call: no id is handled twice.
-      if (store === 'redis') expect(duplicates).toBe(0);
+      // With the store, a copy of a handled message is acked without a call: no id is handled twice, but for a
+      // process killed between its handler's work and the record (README "Crash windows").
+      if (store === 'redis') expect(unexplained).toEqual([]);
       expect(wronglyParked).toEqual([]);
       expect(handled.size).toBe(shouldSucceed);
       expect([...parked.values()].every((reason) => reason === 'exhausted')).toBe(true);

@@ -2,6 +2,7 @@
 // process so that the test can SIGKILL it. Plain ESM JavaScript on the built library (no TypeScript at run time),
 // so decorators are applied by hand. Configuration comes from the environment the test sets.
 import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RedisIdempotencyStore, RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';
@@ -33,8 +34,8 @@ class ChaosHandler {
     if (message.mustFail) throw new Error(`id ${message.id} always fails`);
     if (!ctx.isLastAttempt && Math.random() < failureRate) throw new Error(`id ${message.id} failed transiently`);
     // The record is confirmed before the handler returns, so before the ack: a kill in between makes a duplicate,
-    // never a loss.
-    await this.publisher.publish('', CHAOS_RESULTS, { id: message.id, attempt: ctx.attempt, pid: process.pid });
+    // never a loss. `call` tells a second call of the handler from the publisher sending the same result again.
+    await this.publisher.publish('', CHAOS_RESULTS, { id: message.id, attempt: ctx.attempt, pid: process.pid, call: randomUUID() });
   }
 }
 Inject(RetryPublisher)(ChaosHandler, undefined, 0);
