@@ -1,36 +1,25 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { TopologyMismatchError } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
-import { TestBroker, uniqueName, waitFor } from './support/broker.js';
+import { uniqueName, waitFor } from './support/broker.js';
+import { useSuite } from './hardening/harness.js';
 
 type Step = { key: string; seq: number };
 
 describe('ordering by key on a real broker', () => {
-  let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
-  let queue: string;
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.order');
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue);
-  });
+  const suite = useSuite('e2e.order');
 
   /** Key "k" gets seq 1..5, seq 3 failing on its first attempt; key "other" one message after them. */
   async function run(whileRetrying: 'continue' | 'hold') {
     const running = new Map<string, number>();
     let overlap = 0;
     const Handler = handlerFor(
-      { queue, prefetch: 10, delays: ['300ms'], maxAttempts: 3, ordering: { key: (p) => (p as Step).key, whileRetrying, holdGrace: '5s' } },
+      {
+        queue: suite.queue,
+        prefetch: 10,
+        delays: ['300ms'],
+        maxAttempts: 3,
+        ordering: { key: (p) => (p as Step).key, whileRetrying, holdGrace: '5s' },
+      },
       async (payload, ctx) => {
         const { key, seq } = payload as Step;
         running.set(key, (running.get(key) ?? 0) + 1);
@@ -40,12 +29,12 @@ describe('ordering by key on a real broker', () => {
         if (seq === 3 && ctx.attempt === 1) throw new Error('seq 3 fails once');
       },
     );
-    app = await startApp([Handler], TEST_OPTIONS);
-    for (const seq of [1, 2, 3, 4, 5]) await broker.publish('', queue, { key: 'k', seq }, { messageId: `k-${seq}` });
-    await broker.publish('', queue, { key: 'other', seq: 1 }, { messageId: 'other-1' });
-    const handler = handlerOf(app, Handler);
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    for (const seq of [1, 2, 3, 4, 5]) await suite.broker.publish('', suite.queue, { key: 'k', seq }, { messageId: `k-${seq}` });
+    await suite.broker.publish('', suite.queue, { key: 'other', seq: 1 }, { messageId: 'other-1' });
+    const handler = handlerOf(suite.app, Handler);
     await waitFor(() => handler.calls.length === 7, 'seven calls', 10_000);
-    await waitFor(async () => (await broker.count(queue)) === 0, 'every message acked');
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'every message acked');
     const steps = handler.calls.map((c) => ({ ...(c.payload as Step), attempt: c.attempt, at: c.at }));
     return { steps, overlap, k: steps.filter((s) => s.key === 'k').map((s) => `${s.seq}.${s.attempt}`) };
   }
@@ -69,28 +58,28 @@ describe('ordering by key on a real broker', () => {
 
   it("'hold': a message parked while held lets the key move on", async () => {
     const Handler = handlerFor(
-      { queue, prefetch: 10, delays: ['200ms'], maxAttempts: 2, ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
+      { queue: suite.queue, prefetch: 10, delays: ['200ms'], maxAttempts: 2, ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
       (payload) => {
         if ((payload as Step).seq === 1) throw new Error('seq 1 always fails');
       },
     );
-    app = await startApp([Handler], TEST_OPTIONS);
-    for (const seq of [1, 2]) await broker.publish('', queue, { key: 'k', seq }, { messageId: `k-${seq}`, headers: { 'x-key': 'k' } });
-    const handler = handlerOf(app, Handler);
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    for (const seq of [1, 2]) await suite.broker.publish('', suite.queue, { key: 'k', seq }, { messageId: `k-${seq}`, headers: { 'x-key': 'k' } });
+    const handler = handlerOf(suite.app, Handler);
     await waitFor(() => handler.calls.length === 3, 'three calls', 10_000);
     expect(handler.calls.map((c) => `${(c.payload as Step).seq}.${c.attempt}`)).toEqual(['1.1', '1.2', '2.1']);
-    expect((await broker.take(`${queue}.error`, 1))[0].properties.headers?.['x-parked-reason']).toBe('exhausted');
+    expect((await suite.broker.take(`${suite.queue}.error`, 1))[0].properties.headers?.['x-parked-reason']).toBe('exhausted');
   });
 
   it('singleActiveConsumer declares x-single-active-consumer; turning it on for an existing queue fails the start with a 406 named', async () => {
-    const Handler = handlerFor({ queue, delays: [100], singleActiveConsumer: true }, () => undefined);
-    app = await startApp([Handler], TEST_OPTIONS);
-    await app.close();
-    app = undefined;
+    const Handler = handlerFor({ queue: suite.queue, delays: [100], singleActiveConsumer: true }, () => undefined);
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    await suite.app.close();
+    suite.app = undefined;
     // The queue has the argument: declaring it with the same arguments passes, without them fails.
-    await broker.channel.assertQueue(queue, {
+    await suite.broker.channel.assertQueue(suite.queue, {
       durable: true,
-      arguments: { 'x-dead-letter-exchange': `${queue}.dlx`, 'x-single-active-consumer': true },
+      arguments: { 'x-dead-letter-exchange': `${suite.queue}.dlx`, 'x-single-active-consumer': true },
     });
 
     const other = uniqueName('e2e.order');
@@ -105,7 +94,7 @@ describe('ordering by key on a real broker', () => {
       expect(String(error)).toContain('x-single-active-consumer');
     } finally {
       await late.close().catch(() => undefined);
-      await broker.deleteRetryTopology(other);
+      await suite.broker.deleteRetryTopology(other);
     }
   });
 });
