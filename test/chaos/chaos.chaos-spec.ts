@@ -76,15 +76,16 @@ describe.each(RUNS)(
 
     afterAll(async () => {
       if (child && child.exitCode === null) await sigkill(child);
-      const broker = await TestBroker.connect();
-      await broker.deleteRetryTopology(queue, { queues: [results] });
-      await broker.close();
+      // The store's keys first: a broker that is down at this point must not leave them behind.
       if (store === 'redis') {
         const redis = new Redis(REDIS_URL);
         const keys = await redis.keys(`${redisPrefix}*`);
         if (keys.length > 0) await redis.del(...keys);
         redis.disconnect();
       }
+      const broker = await TestBroker.connect();
+      await broker.deleteRetryTopology(queue, { queues: [results] });
+      await broker.close();
     });
 
     it('accounts for every id: handled or parked, none lost', async () => {
