@@ -3,6 +3,7 @@ import type { Deserializer } from './body.decoder.js';
 import { readUrl, readUrlList } from './broker-urls.js';
 import { readDelay, readDelays, readDeserializer, readInteger, readName, readQueueType } from './config.readers.js';
 import { DELAY_LADDER } from './delay.plan.js';
+import { readIdempotency, type IdempotencyConfig } from './idempotency.config.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
 import type { FailureLogs, QueueType, RetryModuleOptions } from './retry-options.js';
 
@@ -29,6 +30,8 @@ export interface ModuleConfig {
   deserializer: Deserializer;
   /** How handler failures are logged (RetryModuleOptions.logging.retries). */
   failureLogs: FailureLogs;
+  /** The default of handlers without their own `idempotency`. */
+  idempotency?: IdempotencyConfig;
 }
 
 export const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
@@ -150,5 +153,6 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     shutdownTimeoutMs: shutdownTimeout ? readDelay(shutdownTimeout.value, shutdownTimeout.key, "'30s'") : DEFAULT_SHUTDOWN_TIMEOUT_MS,
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
     failureLogs: readFailureLogs(options.logging),
+    idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, (key) => `RetryModule option "${key}"`),
   };
 }

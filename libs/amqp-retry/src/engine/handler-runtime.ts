@@ -14,6 +14,7 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
+import { guaranteedRoutes, withDeliveryGuarantees } from './delivery-guarantees.js';
 import type { ObserverHub } from '../observability/observer-hub.js';
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
@@ -73,14 +74,15 @@ export class HandlerRuntime {
       logger,
       `"${config.queue}"`,
     );
+    const invoke = withDeliveryGuarantees(config, handler.invoke, logger);
     const delivery = new RetryDeliveryHandler(
       config,
-      handler.invoke,
+      invoke,
       deps.parker,
       { errorQueue: config.errorQueue, redeclare },
       guard,
       logger,
-      handler.route,
+      handler.route && guaranteedRoutes(config, handler.route, logger),
       deps.observers,
     );
     const isSuspect =
