@@ -22,6 +22,12 @@ export async function ctl(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** The names of the broker's connections that start with `prefix`. */
+export async function connectionsNamed(prefix: string): Promise<string[]> {
+  const lines = (await ctl('list_connections', 'client_properties', '-q', '--no-table-headers')).split('\n');
+  return lines.flatMap((line) => line.match(/\{"connection_name","([^"]*)"\}/)?.[1] ?? []).filter((name) => name.startsWith(prefix));
+}
+
 /** Closes the broker side of every connection whose connection_name starts with `prefix`; returns how many. */
 export async function closeConnections(prefix: string): Promise<number> {
   // The table format prints pids as close_connection wants them (<rabbit@host.1.2.3>), JSON does not.

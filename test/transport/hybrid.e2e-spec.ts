@@ -4,7 +4,8 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
-import { ctl } from '../support/broker-control.js';
+import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
+import { connectionsNamed } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 
 const decoratorQueue = uniqueName('e2e.hybrid.decorator');
@@ -40,12 +41,6 @@ class PatternController {
 })
 class HybridModule {}
 
-/** The broker's connections named `connectionName ...`. */
-async function connectionsNamed(prefix: string): Promise<string[]> {
-  const lines = (await ctl('list_connections', 'client_properties', '-q', '--no-table-headers')).split('\n');
-  return lines.flatMap((line) => line.match(/\{"connection_name","([^"]*)"\}/)?.[1] ?? []).filter((name) => name.startsWith(prefix));
-}
-
 describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern handlers', () => {
   let app: INestApplication | undefined;
   let broker: TestBroker;
@@ -56,7 +51,7 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
   afterAll(async () => {
     await app?.close();
     await broker.deleteRetryTopology(decoratorQueue);
-    await broker.deleteRetryTopology(transportQueue);
+    await broker.deleteRetryTopology(transportQueue, { queues: tierQueues({ queue: transportQueue, delaysMs: [150] }) }); // the pattern's own schedule
     await broker.close();
   });
 

@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { NonRetryableError } from 'nestjs-amqp-retry';
 import { RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
+import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { AMQP_URL } from '../support/broker.js';
 
 /** What a test sends: fail the first `failures` attempts, or fail in a way that must park at once. */
@@ -27,6 +28,12 @@ function act(calls: TransportCall[], pattern: string, order: Order, ctx: RetryRm
   if (order.nonRetryable === 'plain') throw new NonRetryableError(`order ${order.id} is invalid`);
   if (retry.attempt <= (order.failures ?? 0)) throw new Error(`${pattern} failure ${retry.attempt} of order ${order.id}`);
 }
+
+/**
+ * The tier queues of OrdersController's patterns that have schedules of their own: the queue's plan record names only
+ * the queue's schedule, so deleteRetryTopology must be told of these.
+ */
+export const patternTiers = (queue: string): string[] => [...tierQueues({ queue, delaysMs: [200] }), ...tierQueues({ queue, delaysMs: [100, 400] })];
 
 /** Event handlers with their own policies and one with the server's, and request handlers. */
 @Controller()

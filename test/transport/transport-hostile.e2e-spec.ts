@@ -4,7 +4,7 @@ import { lastValueFrom } from 'rxjs';
 import { RetryClient, RetryServer } from 'nestjs-amqp-retry/transport';
 import { NestFactory } from '@nestjs/core';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { OrdersController, OrdersModule, startRetryMicroservice } from './transport-app.js';
+import { OrdersController, OrdersModule, patternTiers, startRetryMicroservice } from './transport-app.js';
 
 const headersOf = (m: GetMessage) => m.properties.headers as Record<string, unknown>;
 
@@ -25,7 +25,7 @@ describe('the transport under hostile input and at its edges', () => {
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    await broker.deleteRetryTopology(queue);
+    await broker.deleteRetryTopology(queue, { queues: patternTiers(queue) });
   });
 
   const calls = () => app!.get(OrdersController).calls;

@@ -5,7 +5,7 @@ import type { GetMessage } from 'amqplib';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { RetryClient, retryQueueOptions } from 'nestjs-amqp-retry/transport';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { OrdersController, startRetryMicroservice, type TransportCall } from './transport-app.js';
+import { OrdersController, patternTiers, startRetryMicroservice, type TransportCall } from './transport-app.js';
 
 const headersOf = (m: GetMessage) => m.properties.headers as Record<string, unknown>;
 const gaps = (calls: TransportCall[]) => calls.slice(1).map((c, i) => c.at - calls[i].at);
@@ -31,7 +31,7 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     await app?.close();
     app = undefined;
     for (const step of cleanup.splice(0)) await step();
-    await broker.deleteRetryTopology(queue);
+    await broker.deleteRetryTopology(queue, { queues: patternTiers(queue) });
   });
 
   const retryClient = (options: ConstructorParameters<typeof RetryClient>[0] = { queue }) => {
@@ -155,7 +155,7 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     for (const queueType of ['classic', 'quorum'] as const) {
       if (queueType === 'quorum') {
         await app?.close();
-        await broker.deleteRetryTopology(queue);
+        await broker.deleteRetryTopology(queue, { queues: patternTiers(queue) });
         queue = uniqueName('e2e.transport.quorum');
       }
       app = await startRetryMicroservice({ queue, queueType });

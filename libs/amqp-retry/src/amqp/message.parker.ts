@@ -3,6 +3,7 @@ import type { ConsumeMessage, Options } from 'amqplib';
 import { errorMessage, errorStack } from '../core/error-message.js';
 import type { ParkReason } from '../core/delivery.decision.js';
 import type { FailureLogs } from '../core/retry-options.js';
+import { republishProperties } from '../core/message-properties.js';
 import { parkedPublishOptions, type ParkInput } from '../core/parked-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
@@ -93,9 +94,9 @@ export class MessageParker {
   }
 
   /**
-   * Moves a delivery into a retry tier by publishing a copy (same body and properties, `headers` instead of its own)
-   * and acking the original once the copy is confirmed: the first failure of a schedule that a nack cannot reach
-   * (see core/first-failure.ts). Tried again like a park while the delivery stays unsettled.
+   * Moves a delivery into a retry tier by publishing a copy (same body and properties but `expiration` and `userId`,
+   * `headers` instead of its own) and acking the original once the copy is confirmed: the first failure of a schedule
+   * that a nack cannot reach (see core/first-failure.ts). Tried again like a park while the delivery stays unsettled.
    */
   async move(
     message: ConsumeMessage,
@@ -104,7 +105,9 @@ export class MessageParker {
     redeclare: () => Promise<unknown>,
     signal: AbortSignal,
   ): Promise<boolean> {
-    const options = { ...message.properties, headers: to.headers, persistent: true };
+    // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
+    // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
+    const options = republishProperties(message.properties, to.headers);
     const what = { name: `a failed message from "${to.queue}"`, target: `the retry tier "${to.routingKey}"` };
     return this.publishThenAck(message, settle, { ...to, options }, what, redeclare, signal);
   }

@@ -7,6 +7,7 @@ import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import type { RetryContext } from '../core/retry-context.js';
 import type { RetryLogger } from '../core/retry-logger.js';
+import type { XDeath } from '../core/x-death.parser.js';
 import { type MessageParker, type ParkTarget, pause, PARK_RETRY } from './message.parker.js';
 import type { Settle } from './queue.consumer.js';
 import type { TopologyGuard } from './topology.guard.js';
@@ -40,8 +41,8 @@ export type DeliveryRoute =
   | { kind: 'once'; run: (context: RetryContext) => Promise<void> }
   | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
 
-/** Chooses the route of a delivery from its decoded body; never throws. */
-export type DeliveryRouter = (payload: unknown, message: ConsumeMessage) => DeliveryRoute;
+/** Chooses the route of a delivery from its decoded body (and its death history, which tells its first key); never throws. */
+export type DeliveryRouter = (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => DeliveryRoute;
 
 /**
  * What a handler queue does with each delivery. Success acks; a retryable failure nacks without requeue, so the
@@ -75,7 +76,7 @@ export class RetryDeliveryHandler {
     let invoke = this.invoke;
     let pattern: string | undefined;
     if (this.router) {
-      const route = this.router(payload, message);
+      const route = this.router(payload, message, deaths);
       if (route.kind === 'park') {
         await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
         return this.parker.park(message, settle, this.park, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);
@@ -86,7 +87,7 @@ export class RetryDeliveryHandler {
         return settle.ack();
       }
       ({ payload, policy, invoke, pattern } = route);
-      attempt += movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue);
+      attempt += movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
       if (attempt > policy.maxAttempts) {
         const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${policy.maxAttempts}`);
         return this.parker.park(message, settle, this.park, { queue, deaths, reason: 'exhausted', error, handlerCalls: attempt - 1 }, signal);

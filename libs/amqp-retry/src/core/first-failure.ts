@@ -1,3 +1,5 @@
+import { firstRejection, type XDeath } from './x-death.parser.js';
+
 /**
  * Several retry schedules on one queue (the transport: each pattern may have its own delays). The queue's own
  * schedule takes first failures the pure-broker way: a nack, which the dead-letter exchange's alternate exchange
@@ -7,7 +9,9 @@
  * queue, so its `x-death` counts one attempt fewer: this header, naming the queue, stands for the missing one.
  * From the second failure on, the tier's own dead-letter routing key names the next tier and a nack suffices.
  *
- * A publisher could forge the header: it then costs the message one attempt, never more.
+ * The header counts only on a delivery that has waited in one of the queue's tiers (an `expired` entry of
+ * `Q.retry.*` in its x-death), as every moved copy has: a publisher that sets it on a fresh message, or a replay that
+ * copies it, costs the message no attempt (with maxAttempts 1 it would have cost the only one, unhandled).
  */
 export const FIRST_FAILURE_HEADER = 'x-retry-first-failure';
 /** Where the moved message was first published, which its `x-death` no longer tells (its first rejection names the tier). */
@@ -17,8 +21,10 @@ const FIRST_ROUTING_KEY_HEADER = 'x-retry-first-routing-key';
 export const FIRST_FAILURE_HEADERS: readonly string[] = [FIRST_FAILURE_HEADER, FIRST_EXCHANGE_HEADER, FIRST_ROUTING_KEY_HEADER];
 
 /** 1 when the delivery's first failure on `queue` was moved into a tier by publishing, else 0. */
-export function movedFirstFailures(headers: Record<string, unknown> | undefined, queue: string): number {
-  return headers?.[FIRST_FAILURE_HEADER] === queue ? 1 : 0;
+export function movedFirstFailures(headers: Record<string, unknown> | undefined, queue: string, deaths: readonly XDeath[]): number {
+  if (headers?.[FIRST_FAILURE_HEADER] !== queue) return 0;
+  const tierPrefix = `${queue}.retry.`;
+  return deaths.some((d) => d.reason === 'expired' && d.queue.startsWith(tierPrefix)) ? 1 : 0;
 }
 
 /** The headers of the copy published into a schedule's first tier, for a delivery published to `exchange` with `routingKey`. */
@@ -31,9 +37,31 @@ export function firstFailureHeaders(
 }
 
 /** The exchange and routing key a moved delivery was first published with; undefined unless it was moved from `queue`. */
-export function movedFrom(headers: Record<string, unknown> | undefined, queue: string): { exchange: string; routingKey: string } | undefined {
-  if (movedFirstFailures(headers, queue) === 0) return undefined;
+export function movedFrom(
+  headers: Record<string, unknown> | undefined,
+  queue: string,
+  deaths: readonly XDeath[],
+): { exchange: string; routingKey: string } | undefined {
+  if (movedFirstFailures(headers, queue, deaths) === 0) return undefined;
   const exchange = headers?.[FIRST_EXCHANGE_HEADER];
   const routingKey = headers?.[FIRST_ROUTING_KEY_HEADER];
   return typeof exchange === 'string' && typeof routingKey === 'string' ? { exchange, routingKey } : undefined;
+}
+
+/**
+ * The exchange and routing key a delivery on `queue` was first published with. A retry comes back to the queue keyed
+ * by the name of the tier it waited in, so only its first failure tells the publisher's key: the moved copy's
+ * headers, else the queue's `rejected` entry in `x-death` (the broker keeps that entry's first keys), else the
+ * delivery itself (a first attempt).
+ */
+export function firstRoute(
+  headers: Record<string, unknown> | undefined,
+  deaths: readonly XDeath[],
+  queue: string,
+  delivered: { exchange: string; routingKey: string },
+): { exchange: string; routingKey: string } {
+  const moved = movedFrom(headers, queue, deaths);
+  if (moved) return moved;
+  const first = firstRejection(deaths, queue);
+  return { exchange: first?.exchange ?? delivered.exchange, routingKey: first?.routingKeys[0] ?? delivered.routingKey };
 }

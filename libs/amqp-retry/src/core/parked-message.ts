@@ -3,8 +3,8 @@ import type { ParkReason } from './delivery.decision.js';
 import { errorMessage, errorStack } from './error-message.js';
 import { encodedHeaderSize, encodedTableSize } from './field-table.size.js';
 import { republishProperties } from './message-properties.js';
-import { FIRST_FAILURE_HEADERS, movedFrom } from './first-failure.js';
-import { firstRejection, readDeathHistory, type XDeath } from './x-death.parser.js';
+import { FIRST_FAILURE_HEADERS, firstRoute } from './first-failure.js';
+import { readDeathHistory, type XDeath } from './x-death.parser.js';
 
 export { encodedTableSize } from './field-table.size.js';
 
@@ -134,12 +134,11 @@ export interface ParkInput {
 export function parkedPublishOptions(input: ParkInput): Options.Publish {
   const { properties, error } = input;
   const delivered = headersOf(properties);
-  const first = firstRejection(input.deaths, input.queue);
-  const moved = movedFrom(delivered, input.queue);
+  const original = firstRoute(delivered, input.deaths, input.queue, { exchange: input.deliveredExchange, routingKey: input.deliveredRoutingKey });
   const own: Record<string, unknown> = {
     'x-parked-reason': input.reason,
-    'x-original-exchange': truncateUtf8(moved?.exchange ?? first?.exchange ?? input.deliveredExchange, MAX_NAME_BYTES),
-    'x-original-routing-key': truncateUtf8(moved?.routingKey ?? first?.routingKeys[0] ?? input.deliveredRoutingKey, MAX_NAME_BYTES),
+    'x-original-exchange': truncateUtf8(original.exchange, MAX_NAME_BYTES),
+    'x-original-routing-key': truncateUtf8(original.routingKey, MAX_NAME_BYTES),
     'x-retry-attempts': input.handlerCalls,
     'x-parked-at': input.now.toISOString(),
     'x-original-queue': truncateUtf8(input.queue, MAX_NAME_BYTES),

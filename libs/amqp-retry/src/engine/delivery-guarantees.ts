@@ -30,8 +30,8 @@ export function guaranteedRoutes(config: HandlerConfig, route: DeliveryRouter, l
   if (!config.idempotency && !config.ordering) return route;
   const routed = new WeakMap<object, HandlerInvoker>();
   const guarded = withDeliveryGuarantees(config, (payload, context) => (routed.get(context.message) ?? missingRoute)(payload, context), logger);
-  return (payload, message) => {
-    const chosen = route(payload, message);
+  return (payload, message, deaths) => {
+    const chosen = route(payload, message, deaths);
     if (chosen.kind !== 'handle') return chosen;
     routed.set(message, chosen.invoke);
     return { ...chosen, invoke: guarded };

@@ -141,7 +141,8 @@ export class RetryEngine {
    */
   async attach(handlers: readonly EngineHandler[]): Promise<void> {
     if (this.closed) throw new NotConnectedError('the application has shut down');
-    assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
+    // The attached first, so that a clash names the decorated handler's option and the transport as the owner.
+    assertDistinctQueues([...handlers, ...this.allRuntimes.map((r) => r.handler)]);
     const { connection, parker } = await this.consumingDeps();
     for (const store of idempotencyStoresOf(handlers.map((h) => h.config))) if (!this.stores.includes(store)) this.stores.push(store);
     const added: HandlerRuntime[] = [];
@@ -191,7 +192,8 @@ export class RetryEngine {
    * the application may publish from then on (the Nest module does this in its init, before any module's bootstrap).
    */
   async prepare(handlers: readonly EngineHandler[]): Promise<void> {
-    assertDistinctQueues(handlers);
+    // Against the attached ones too: a hybrid app may start its microservices (attach) before its init (prepare).
+    assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
     this.stores = idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.config.idempotency }]);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {

@@ -1,7 +1,7 @@
 import { resolveModuleConfig } from '../core/module-config.js';
 import { tierQueues } from '../core/retry-topology.plan.js';
 import { NonRetryableError } from '../errors/non-retryable.error.js';
-import { patternPolicy, queueConfig } from './pattern-policies.js';
+import { patternPolicy, policyExtras, queueConfig } from './pattern-policies.js';
 
 const module = resolveModuleConfig({ delays: ['1s', '10s'] }, {});
 const server = { queue: 'orders', delays: [500] };
@@ -55,5 +55,21 @@ describe('the policies of a RetryServer queue and its patterns', () => {
     expect(() => patternPolicy('order.x', { retry: 'fast' }, queue, server, module)).toThrow(/@EventPattern\("order.x"\)/);
     expect(() => patternPolicy('order.x', { retry: { delays: ['soon'] } }, queue, server, module)).toThrow(/"delays" of @EventPattern\("order.x"\)/);
     expect(() => patternPolicy('order.x', { retry: { maxAttempts: 0 } }, queue, server, module)).toThrow(/maxAttempts/);
+  });
+});
+
+describe('the policy of a pattern with several handlers', () => {
+  const retry = { retry: { maxAttempts: 5 } };
+
+  it('takes the retry extras of whichever handler gives them, else the first', () => {
+    expect(policyExtras('p', [{}, retry, undefined])).toBe(retry);
+    expect(policyExtras('p', [retry])).toBe(retry);
+    const first = { other: 1 };
+    expect(policyExtras('p', [first, {}])).toBe(first);
+    expect(policyExtras('p', [])).toBeUndefined();
+  });
+
+  it('refuses two handlers that each give one, naming the pattern', () => {
+    expect(() => policyExtras('order.paid', [retry, {}, { retry: { maxAttempts: 2 } }])).toThrow(/"order.paid".*2 handlers/);
   });
 });

@@ -29,6 +29,23 @@ export function queueConfig(options: RetryServerOptions, module: ModuleConfig, b
 }
 
 /**
+ * The extras that carry a pattern's `retry` policy, among those of its handlers: Nest chains every `@EventPattern` of
+ * one pattern after the first (all run on each attempt, so they share one policy), and the first need not be the one
+ * that gives it. Two that give one fail at start, naming the pattern: which should win is not ours to guess.
+ */
+export function policyExtras(pattern: string, chain: readonly unknown[]): unknown {
+  const giving = chain.filter((extras) => (extras as { retry?: unknown } | undefined)?.retry !== undefined);
+  if (giving.length > 1) {
+    throw new RetryConfigError(
+      `@EventPattern(${JSON.stringify(pattern)})`,
+      `has ${giving.length} handlers that each give a "retry" policy`,
+      'Give it on one of them: they all run on every attempt of a message, so they share one policy.',
+    );
+  }
+  return giving[0] ?? chain[0];
+}
+
+/**
  * A pattern's policy: its `retry` extras over the server's. Its schedule is the queue's when the delays are the same
  * (first failures by nack), else one of its own (first failures published to its first tier). Invalid extras fail at
  * start, naming the pattern.

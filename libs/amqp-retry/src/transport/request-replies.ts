@@ -1,4 +1,4 @@
-import type { Observable } from 'rxjs';
+import type { Observable, Subscription } from 'rxjs';
 import { errorMessage } from '../core/error-message.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
@@ -38,31 +38,50 @@ export class RequestReplies {
     try {
       stream = await produce();
     } catch (error) {
-      return this.send(request, { err: wireError(error), isDisposed: true });
+      return this.send(request, this.encode(request, { err: wireError(error), isDisposed: true }).bytes);
     }
     const sent: Array<Promise<void>> = [];
     await new Promise<void>((resolve) => {
-      stream.subscribe({
-        next: (response) => void sent.push(this.send(request, { response })),
-        error: (error: unknown) => {
-          sent.push(this.send(request, { err: wireError(error), isDisposed: true }));
-          resolve();
+      let ended = false;
+      let subscription: Subscription | undefined;
+      const end = (content: Buffer) => {
+        if (ended) return;
+        ended = true;
+        sent.push(this.send(request, content));
+        subscription?.unsubscribe();
+        resolve();
+      };
+      subscription = stream.subscribe({
+        next: (response) => {
+          if (ended) return;
+          const content = this.encode(request, { response });
+          // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
+          if (content.failed) end(content.bytes);
+          else sent.push(this.send(request, content.bytes));
         },
-        complete: () => {
-          sent.push(this.send(request, { isDisposed: true }));
-          resolve();
-        },
+        error: (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
+        complete: () => end(this.encode(request, { isDisposed: true }).bytes),
       });
+      if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
     });
     await Promise.all(sent);
   }
 
   noHandler(request: Request): Promise<void> {
-    return this.send(request, { err: NO_MESSAGE_HANDLER, isDisposed: true });
+    return this.send(request, this.encode(request, { err: NO_MESSAGE_HANDLER, isDisposed: true }).bytes);
   }
 
-  private async send(request: Request, reply: ReplyPacket): Promise<void> {
-    const content = Buffer.from(JSON.stringify({ ...reply, id: request.id }));
+  /** The reply as JSON; a reply JSON cannot write (a BigInt, a cycle) becomes an error reply that says so. */
+  private encode(request: Request, reply: ReplyPacket): { bytes: Buffer; failed: boolean } {
+    try {
+      return { bytes: Buffer.from(JSON.stringify({ ...reply, id: request.id })), failed: false };
+    } catch (error) {
+      const err = { status: 'error', message: `the reply to "${request.pattern}" cannot be written as JSON: ${errorMessage(error)}` };
+      return { bytes: Buffer.from(JSON.stringify({ err, isDisposed: true, id: request.id })), failed: true };
+    }
+  }
+
+  private async send(request: Request, content: Buffer): Promise<void> {
     try {
       await this.engine.publish('', request.replyTo, content, {
         correlationId: request.correlationId,

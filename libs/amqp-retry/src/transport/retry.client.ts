@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
-import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microservices';
-import type { ConsumeMessage } from 'amqplib';
+import { ClientProxy, RmqRecord, type ReadPacket, type WritePacket } from '@nestjs/microservices';
+import type { ConsumeMessage, Options } from 'amqplib';
 import { connectable, defer, mergeMap, Subject, throwError, type Observable } from 'rxjs';
 import { DirectReplyChannel } from '../amqp/direct-reply.channel.js';
 import { readDelay } from '../core/delay.plan.js';
@@ -12,6 +12,17 @@ import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
+
+/**
+ * Nest's RmqRecord (`new RmqRecordBuilder(data).setOptions({ headers, priority }).build()`), read as ClientRMQ reads
+ * it: its data is the payload, its options the message's properties.
+ */
+function fromRecord(packet: ReadPacket): { packet: ReadPacket; options?: Options.Publish } {
+  const { data } = packet;
+  if (!(data instanceof RmqRecord)) return { packet };
+  const record = data as RmqRecord<unknown>;
+  return { packet: { ...packet, data: record.data }, options: record.options as Options.Publish | undefined };
+}
 
 /** The transport client's status, as Nest's RMQ client names it. */
 export type RetryClientStatus = 'connected' | 'disconnected';
@@ -96,13 +107,14 @@ export class RetryClient extends ClientProxy {
     return this.dispatch(packet, {}) as Promise<T>;
   }
 
-  protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
+  protected publish(request: ReadPacket, callback: (packet: WritePacket) => void): () => void {
     const id = randomUUID();
     this.routingMap.set(id, callback);
     const cleanup = () => void this.routingMap.delete(id);
+    const { packet, options } = fromRecord(request);
     const { exchange, routingKey } = this.target(packet.pattern);
     const content = Buffer.from(JSON.stringify({ ...this.serializer.serialize(packet), id }));
-    const properties = { correlationId: id, persistent: this.options.persistent ?? true, contentType: 'application/json' };
+    const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
     this.requestChannel()
       .send(exchange, routingKey, content, properties)
       .catch((error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true }));
@@ -126,17 +138,19 @@ export class RetryClient extends ClientProxy {
     this._status$?.next('connected');
   }
 
-  private async dispatch(packet: ReadPacket, options: RetryEmitOptions): Promise<unknown> {
+  private async dispatch(event: ReadPacket, options: RetryEmitOptions): Promise<unknown> {
     const engine = this.engine;
     if (!engine) throw new Error('RetryClient is closed');
     const delayMs = options.delay === undefined ? 0 : readDelay(options.delay);
+    const { packet, options: record } = fromRecord(event);
     const { exchange, routingKey } = this.target(packet.pattern);
     const content = Buffer.from(JSON.stringify(this.serializer.serialize(packet)));
     const properties = {
       persistent: this.options.persistent ?? true,
+      ...record,
       contentType: 'application/json',
-      messageId: options.messageId ?? randomUUID(),
-      headers: options.headers,
+      messageId: options.messageId ?? record?.messageId ?? randomUUID(),
+      headers: record?.headers || options.headers ? { ...record?.headers, ...options.headers } : undefined,
     };
     await engine.publish(exchange, routingKey, content, properties, delayMs);
     return undefined;

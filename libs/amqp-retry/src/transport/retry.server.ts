@@ -8,9 +8,11 @@ import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
 import type { RetryContext } from '../core/retry-context.js';
+import { firstRoute } from '../core/first-failure.js';
+import type { XDeath } from '../core/x-death.parser.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
-import { patternPolicy, queueConfig } from './pattern-policies.js';
+import { patternPolicy, policyExtras, queueConfig } from './pattern-policies.js';
 import { RequestReplies } from './request-replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
@@ -20,6 +22,13 @@ import { readPacket, type InboundPacket } from './rpc-packet.js';
 interface PatternEntry {
   handler: MessageHandler;
   policy: RetryPolicy;
+}
+
+/** The extras of a pattern's handlers, the first and those Nest chained after it (`next`). */
+function chainOf(handler: MessageHandler): unknown[] {
+  const extras: unknown[] = [];
+  for (let h: Partial<MessageHandler> | undefined = handler; h; h = h.next as Partial<MessageHandler> | undefined) extras.push(h.extras);
+  return extras;
 }
 
 /** The transport's status, as Nest's RMQ transport names it. */
@@ -33,6 +42,8 @@ export type RetryServerStatus = 'connected' | 'disconnected';
  * @example NestFactory.createMicroservice(AppModule, { strategy: new RetryServer({ queue: 'orders', delays: ['1s', '10s'] }) })
  */
 export class RetryServer extends Server implements CustomTransportStrategy {
+  /** Event handlers' errors reach the transport (it awaits their streams and retries or parks): Nest need not log them. */
+  override readonly propagatesEventHandlerErrors = true;
   private readonly moduleConfig: ModuleConfig;
   private readonly events = new EventEmitter();
   private readonly routeLogger = new Logger('RetryServer');
@@ -96,7 +107,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const table = new Map<string, PatternEntry>();
     for (const [pattern, handler] of handlers) {
       const { policy, schedule } = handler.isEventHandler
-        ? patternPolicy(pattern, handler.extras, queue, this.options, this.moduleConfig)
+        ? patternPolicy(pattern, policyExtras(pattern, chainOf(handler)), queue, this.options, this.moduleConfig)
         : { policy: queue, schedule: undefined };
       if (schedule) schedules.push(schedule);
       table.set(pattern, { handler, policy });
@@ -109,7 +120,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       config: queue,
       where: `RetryServer "${queue.queue}"`,
       invoke: () => Promise.reject(new Error('the transport routes every delivery')),
-      route: (payload: unknown, message: ConsumeMessage) => this.route(payload, message),
+      route: (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => this.route(payload, message, deaths),
       schedules,
     };
     this.engine = engine;
@@ -119,11 +130,13 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   }
 
   /** Never throws: a pattern that cannot be read parks the message as malformed. */
-  private route(payload: unknown, message: ConsumeMessage): DeliveryRoute {
+  private route(payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]): DeliveryRoute {
     let packet: InboundPacket;
     let entry: PatternEntry | undefined;
     try {
-      const { routingKey } = message.fields;
+      // A body without the envelope is named by its publisher's key, which a retry's delivery no longer carries.
+      const headers = message.properties.headers as Record<string, unknown> | undefined;
+      const { routingKey } = firstRoute(headers, deaths, this.queue?.queue ?? '', message.fields);
       const { replyTo, correlationId } = message.properties;
       packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, (p) =>
         this.getPatternAsString(p),
@@ -145,11 +158,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       return { kind: 'once', run: (retry) => replies.answer(request, this.produce(handler, request.data, message, request.pattern, retry)) };
     }
     const { pattern, data } = packet;
-    if (!handler.isEventHandler) {
-      // An event for a @MessagePattern: run once, as Nest does, with nobody to answer.
-      return { kind: 'once', run: (retry) => this.runEvent(handler, data, message, pattern, retry) };
-    }
-    return { kind: 'handle', payload: data, policy, pattern, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+    // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
+    const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
+    return { kind: 'handle', payload: data, policy: once, pattern, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */

@@ -1,0 +1,68 @@
+import { from, Observable, Subject, throwError } from 'rxjs';
+import type { RetryEngine } from '../engine/retry.engine.js';
+import { RequestReplies } from './request-replies.js';
+
+const request = { kind: 'request' as const, pattern: 'p', data: {}, id: 'r-1', replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' };
+const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+
+function replies() {
+  const sent: Array<Record<string, unknown>> = [];
+  const engine = {
+    publish: (_exchange: string, _key: string, content: Buffer) => {
+      sent.push(JSON.parse(content.toString()) as Record<string, unknown>);
+      return Promise.resolve();
+    },
+  } as unknown as RetryEngine;
+  return { sent, answers: new RequestReplies(engine, silent) };
+}
+
+describe('the replies to a request', () => {
+  it('sends each value, then the end, in order', async () => {
+    const { sent, answers } = replies();
+    await answers.answer(request, async () => from([1, 2]));
+    expect(sent).toEqual([
+      { response: 1, id: 'r-1' },
+      { response: 2, id: 'r-1' },
+      { isDisposed: true, id: 'r-1' },
+    ]);
+  });
+
+  it('ends with an error at a value JSON cannot write, and sends nothing after it', async () => {
+    const { sent, answers } = replies();
+    let unsubscribed = false;
+    const values = new Subject<unknown>();
+    const done = answers.answer(request, async () => {
+      return new Observable((subscriber) => {
+        const inner = values.subscribe(subscriber);
+        return () => ((unsubscribed = true), inner.unsubscribe());
+      });
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    values.next(1);
+    values.next({ n: 1n });
+    values.next(3);
+    values.complete();
+    await done;
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toEqual({ response: 1, id: 'r-1' });
+    expect(sent[1]).toMatchObject({ isDisposed: true, id: 'r-1', err: { status: 'error' } });
+    expect(String((sent[1].err as { message: string }).message)).toMatch(/"p" cannot be written as JSON/);
+    expect(unsubscribed).toBe(true);
+  });
+
+  it('stops a synchronous stream at a value JSON cannot write', async () => {
+    const { sent, answers } = replies();
+    await answers.answer(request, async () => from([{ n: 1n }, 2]));
+    expect(sent).toEqual([expect.objectContaining({ isDisposed: true, err: expect.objectContaining({ status: 'error' }) })]);
+  });
+
+  it('sends an error for a failed handler or stream, and one the caller can read for an Error', async () => {
+    const { sent, answers } = replies();
+    await answers.answer(request, () => Promise.reject(new TypeError('bad')));
+    await answers.answer(request, async () => throwError(() => ({ status: 'error', message: 'Internal server error' })));
+    expect(sent).toEqual([
+      { err: { status: 'error', message: 'bad', name: 'TypeError' }, isDisposed: true, id: 'r-1' },
+      { err: { status: 'error', message: 'Internal server error' }, isDisposed: true, id: 'r-1' },
+    ]);
+  });
+});
