@@ -73,8 +73,8 @@ describe('the amqp-retry CLI, run as a child process', () => {
 
   async function park(bodies: (object | Buffer)[]) {
     for (const body of bodies) await broker.publish(exchange, 'order.created', body);
-    await waitFor(async () => (await broker.count(errorQueue)) === bodies.length, `${bodies.length} parked`);
-    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies');
+    await waitFor(async () => (await broker.count(errorQueue)) === bodies.length, `${bodies.length} parked`, 30_000);
+    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies', 30_000);
     await broker.drain(sibling);
   }
 

@@ -62,8 +62,8 @@ describe('ParkedMessages on a real broker', () => {
   /** Publishes and waits until `parkedCount` messages in all are parked; empties the sibling queue. */
   async function park(bodies: (Payload | Buffer)[], parkedCount: number) {
     for (const body of bodies) await broker.publish(exchange, 'order.created', body, { headers: { tenant: 'acme' }, messageId: 'same-id' });
-    await waitFor(async () => (await broker.count(errorQueue)) === parkedCount, `${parkedCount} parked`);
-    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies');
+    await waitFor(async () => (await broker.count(errorQueue)) === parkedCount, `${parkedCount} parked`, 30_000);
+    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies', 30_000);
     await broker.drain(sibling);
   }
 

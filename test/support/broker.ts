@@ -27,8 +27,9 @@ export class TestBroker {
     readonly channel: Channel,
   ) {}
 
-  static async connect(): Promise<TestBroker> {
-    const model = await amqp.connect(AMQP_URL);
+  /** `url`: another broker than the test broker, e.g. one node of the cluster in test/cluster/. */
+  static async connect(url = AMQP_URL): Promise<TestBroker> {
+    const model = await amqp.connect(url);
     const channel = await model.createConfirmChannel();
     return new TestBroker(model, channel);
   }

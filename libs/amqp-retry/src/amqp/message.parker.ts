@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage, Options } from 'amqplib';
 import { errorMessage, errorStack } from '../core/error-message.js';
-import { republishProperties } from '../core/message-properties.js';
 import type { ParkReason } from '../core/delivery.decision.js';
 import type { FailureLogs } from '../core/retry-options.js';
+import { republishProperties } from '../core/message-properties.js';
 import { parkedPublishOptions, type ParkInput } from '../core/parked-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';

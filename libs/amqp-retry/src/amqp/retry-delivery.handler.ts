@@ -102,10 +102,12 @@ export class RetryDeliveryHandler {
     try {
       await (observed ? observed.run(() => invoke(payload, context)) : invoke(payload, context));
     } catch (error) {
-      const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length);
+      const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
       observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
-      if (after.action === 'park')
-        return this.parker.park(message, settle, this.park, { queue, pattern, deaths, reason: after.reason, error, handlerCalls: attempt }, signal);
+      if (after.action === 'park') {
+        const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
+        return this.parker.park(message, settle, this.park, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
+      }
       if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
       const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
       if (this.config.failureLogs === 'line') this.logger.warn(line);

@@ -14,6 +14,7 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
+import { guaranteedRoutes, withDeliveryGuarantees } from './delivery-guarantees.js';
 import type { ObserverHub } from '../observability/observer-hub.js';
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
@@ -73,14 +74,15 @@ export class HandlerRuntime {
       logger,
       `"${config.queue}"`,
     );
+    const invoke = withDeliveryGuarantees(config, handler.invoke, logger);
     const delivery = new RetryDeliveryHandler(
       config,
-      handler.invoke,
+      invoke,
       deps.parker,
       { errorQueue: config.errorQueue, redeclare },
       guard,
       logger,
-      handler.route,
+      handler.route && guaranteedRoutes(config, handler.route, logger),
       deps.observers,
     );
     const isSuspect =
@@ -150,11 +152,21 @@ export class HandlerRuntime {
     );
   }
 
-  /** After a reconnection: declares again (first failures only if no newer version took them) and consumes. */
+  /**
+   * After a reconnection: declares again (first failures only if no newer version took them) and consumes. The
+   * business consumer does not wait for the presence marker: that is a classic queue, which on a cluster lives on one
+   * node, and while that node is down it cannot be declared anywhere (404 "home node ... is down"); the failure is
+   * thrown after the consumer started, so that the connection's recovery declares the marker again later.
+   */
   async resume(): Promise<void> {
     await this.declare();
-    for (const { schedule } of this.presences) await this.declarePresence(schedule);
-    await Promise.all([...this.presences.map((p) => p.consumer.start()), this.consumer.start()]);
+    const presences = (async () => {
+      for (const { schedule } of this.presences) await this.declarePresence(schedule);
+      await Promise.all(this.presences.map((p) => p.consumer.start()));
+    })();
+    const [presence, consumer] = await Promise.allSettled([presences, this.consumer.start()]);
+    if (consumer.status === 'rejected') throw consumer.reason;
+    if (presence.status === 'rejected') throw presence.reason;
   }
 
   async stop(timeoutMs: number): Promise<void> {

@@ -26,9 +26,9 @@ export async function openConnection(
   logger: RetryLogger,
   observers?: ObserverHub,
 ): Promise<AmqpConnection> {
-  const { url, reconnect, connectTimeoutMs, connectionName } = config;
+  const { urls, reconnect, connectTimeoutMs, connectionName } = config;
   const name = `${connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`} ${role}`;
-  const connection = await AmqpConnection.open({ url, reconnect, name, connectTimeoutMs, observers, role }, logger);
+  const connection = await AmqpConnection.open({ urls, reconnect, name, connectTimeoutMs, observers, role }, logger);
   const warning = role === 'publish' ? brokerVersionWarning(connection.serverProperties) : undefined; // every engine opens this one
   if (warning) logger.warn(warning);
   return connection;

@@ -6,11 +6,13 @@ import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { planDelayedPublish } from '../core/delay.plan.js';
 import { errorMessage } from '../core/error-message.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
+import type { IdempotencyStore } from '../core/idempotency-store.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { ObserverHub } from '../observability/observer-hub.js';
 import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
+import { idempotencyStoresOf } from './delivery-guarantees.js';
 import { HandlerRuntime, type EngineHandler, type QueueStatus } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
 import { recordOrWarn } from '../amqp/handler-registry.js';
@@ -44,6 +46,8 @@ export class RetryEngine {
   private closed = false;
   private readonly observers: ObserverHub;
   private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
+  /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
+  private stores: IdempotencyStore[] = [];
 
   constructor(
     private readonly config: ModuleConfig,
@@ -140,6 +144,7 @@ export class RetryEngine {
     // The attached first, so that a clash names the decorated handler's option and the transport as the owner.
     assertDistinctQueues([...handlers, ...this.allRuntimes.map((r) => r.handler)]);
     const { connection, parker } = await this.consumingDeps();
+    for (const store of idempotencyStoresOf(handlers.map((h) => h.config))) if (!this.stores.includes(store)) this.stores.push(store);
     const added: HandlerRuntime[] = [];
     try {
       for (const handler of handlers) {
@@ -189,6 +194,7 @@ export class RetryEngine {
   async prepare(handlers: readonly EngineHandler[]): Promise<void> {
     // Against the attached ones too: a hybrid app may start its microservices (attach) before its init (prepare).
     assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
+    this.stores = idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.config.idempotency }]);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
       const { connection, parker } = await this.consumingDeps();
@@ -249,7 +255,14 @@ export class RetryEngine {
     const consuming = this.consuming;
     this.consuming = undefined;
     this.deps = undefined;
-    await Promise.all([this.publishing.close(), consuming?.then((c) => c.close()).catch(() => undefined)]);
+    const stores = this.stores.splice(0);
+    await Promise.all([
+      this.publishing.close(),
+      consuming?.then((c) => c.close()).catch(() => undefined),
+      ...stores.map((store) =>
+        store.close?.().catch((error: unknown) => this.logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`)),
+      ),
+    ]);
   }
 
   /** The consuming connection and the parker, which publishes on the publishing connection; one parker per engine. */

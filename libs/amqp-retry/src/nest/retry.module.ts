@@ -40,7 +40,7 @@ import { RetryPublisher } from './retry.publisher.js';
     {
       provide: ParkedMessages,
       // Connects on first use, with a connection of its own: an application that never inspects pays nothing.
-      useFactory: (config: ModuleConfig) => new ParkedMessages({ url: config.url }),
+      useFactory: (config: ModuleConfig) => new ParkedMessages({ url: config.urls.join(',') }),
       inject: [RETRY_MODULE_CONFIG],
     },
     RetryHandlerExplorer,

@@ -253,27 +253,41 @@ export class ParkedMessages {
     await this.close();
   }
 
-  private url(): string {
-    return this.options.url ?? process.env.AMQP_URL ?? DEFAULT_URL;
+  /** One URL, or the nodes of a cluster as a comma-separated list (as AMQP_URL takes them). */
+  private urls(): string[] {
+    const list = (this.options.url ?? process.env.AMQP_URL ?? DEFAULT_URL).split(',').map((url) => url.trim());
+    return list.filter((url) => url !== '');
+  }
+
+  /** The first node that answers, in the order given. */
+  private async connectAny(): Promise<ChannelModel> {
+    const failures: string[] = [];
+    for (const url of this.urls()) {
+      try {
+        // noDelay: a publish, an ack and a get written back to back would otherwise wait on Nagle's algorithm (40 ms each)
+        return await amqp.connect(url, { noDelay: true, clientProperties: { connection_name: 'amqp-retry parked messages' } });
+      } catch (error) {
+        failures.push(`${maskUrl(url)}: ${errorMessage(error)}`);
+      }
+    }
+    throw new Error(`Could not connect to RabbitMQ at ${failures.join('; ')}`);
   }
 
   private connection(): Promise<ChannelModel> {
     if (!this.model) {
-      const url = this.url();
-      const opening = // noDelay: a publish, an ack and a get written back to back would otherwise wait on Nagle's algorithm (40 ms each)
-        amqp.connect(url, { noDelay: true, clientProperties: { connection_name: 'amqp-retry parked messages' } }).then(
-          (model) => {
-            model.on('error', () => undefined); // reported through the calls that fail
-            model.on('close', () => {
-              if (this.model === opening) this.model = undefined; // the next call connects again
-            });
-            return model;
-          },
-          (error: unknown) => {
-            this.model = undefined;
-            throw new Error(`Could not connect to RabbitMQ at ${maskUrl(url)}: ${errorMessage(error)}`);
-          },
-        );
+      const opening = this.connectAny().then(
+        (model) => {
+          model.on('error', () => undefined); // reported through the calls that fail
+          model.on('close', () => {
+            if (this.model === opening) this.model = undefined; // the next call connects again
+          });
+          return model;
+        },
+        (error: unknown) => {
+          this.model = undefined;
+          throw error;
+        },
+      );
       this.model = opening;
     }
     return this.model;

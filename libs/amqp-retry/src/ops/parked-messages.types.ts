@@ -118,7 +118,7 @@ export interface EditReplayOptions {
 
 /** How ParkedMessages finds the parking queues. */
 export interface ParkedMessagesOptions {
-  /** amqp(s):// URL. Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
+  /** amqp(s):// URL, or the nodes of a cluster comma-separated (the first that answers). Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
   url?: string;
   /**
    * Handler queues to look at besides those recorded on the broker by running handlers. Each is a name (its parking
