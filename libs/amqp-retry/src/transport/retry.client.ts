@@ -40,6 +40,8 @@ export class RetryClient extends ClientProxy {
   private engine?: RetryEngine;
   private connecting?: Promise<void>;
   private requests?: DirectReplyChannel;
+  /** How often close() ran: an open() that began before the last one gives up. */
+  private closes = 0;
 
   constructor(private readonly options: RetryClientOptions = {}) {
     super();
@@ -69,6 +71,7 @@ export class RetryClient extends ClientProxy {
 
   /** Fails the requests still waiting, then closes the connections. */
   async close(): Promise<void> {
+    this.closes++;
     this.failPending('the client was closed');
     const { engine, requests } = this;
     this.engine = undefined;
@@ -122,7 +125,10 @@ export class RetryClient extends ClientProxy {
   }
 
   private async open(): Promise<void> {
-    const engine = new RetryEngine(this.config, this.logger, await resolveObservers(this.options));
+    const closes = this.closes;
+    const observers = await resolveObservers(this.options);
+    if (closes !== this.closes) return; // closed while the observers loaded: open nothing that close() cannot see
+    const engine = new RetryEngine(this.config, this.logger, observers);
     this.engine = engine;
     try {
       await engine.connectPublisher();
