@@ -1,3 +1,4 @@
+import { Observable } from 'rxjs';
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
@@ -63,6 +64,12 @@ export class OrdersController {
     this.started.push(order.id);
     await new Promise((resolve) => setTimeout(resolve, order.ms));
     this.finished.push(order.id);
+  }
+
+  /** A request handler that never answers. */
+  @MessagePattern('order.never')
+  never(): Observable<never> {
+    return new Observable<never>(() => undefined);
   }
 
   @MessagePattern('order.get')

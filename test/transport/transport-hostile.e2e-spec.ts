@@ -1,6 +1,6 @@
 import type { INestMicroservice } from '@nestjs/common';
 import type { GetMessage } from 'amqplib';
-import { lastValueFrom } from 'rxjs';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { RetryClient, RetryServer } from 'nestjs-amqp-retry/transport';
 import { NestFactory } from '@nestjs/core';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
@@ -60,6 +60,22 @@ describe('the transport under hostile input and at its edges', () => {
     await waitFor(() => calls().length === 1, 'the next event');
     await waitFor(async () => (await broker.count(queue)) === 0, 'the queue empty');
     expect(await broker.count(`${queue}.error`)).toBe(0);
+  });
+
+  it('answers a request that never ends with a timeout error after requestTimeout, freeing its prefetch slot', async () => {
+    app = await startRetryMicroservice({ queue, prefetch: 1, requestTimeout: '500ms' });
+    const client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: false });
+    try {
+      const started = Date.now();
+      const never = firstValueFrom(client.send('order.never', {}));
+      await lastValueFrom(client.emit('order.paid', { id: 21 }), { defaultValue: undefined });
+      await expect(never).rejects.toMatchObject({ message: expect.stringContaining('within 500 ms') });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+      await waitFor(() => calls().length === 1, 'the event behind the request');
+      expect(await broker.count(queue)).toBe(0);
+    } finally {
+      await client.close();
+    }
   });
 
   it('reports status and drains on close: a handler in flight finishes and its message is acked, not redelivered', async () => {

@@ -5,7 +5,7 @@ import { RequestReplies } from './request-replies.js';
 const request = { kind: 'request' as const, pattern: 'p', data: {}, id: 'r-1', replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' };
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
-function replies() {
+function replies(timeoutMs = 5_000) {
   const sent: Array<Record<string, unknown>> = [];
   const engine = {
     publish: (_exchange: string, _key: string, content: Buffer) => {
@@ -13,10 +13,31 @@ function replies() {
       return Promise.resolve();
     },
   } as unknown as RetryEngine;
-  return { sent, answers: new RequestReplies(engine, silent) };
+  return { sent, answers: new RequestReplies(engine, silent, timeoutMs) };
 }
 
 describe('the replies to a request', () => {
+  it('answers a handler that never ends with a timeout error after requestTimeout, and stops listening to it', async () => {
+    const { sent, answers } = replies(50);
+    let unsubscribed = false;
+    const started = Date.now();
+    await answers.answer(request, async () => new Observable<unknown>((subscriber) => (subscriber.next(1), () => (unsubscribed = true))));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect(sent).toEqual([
+      { response: 1, id: 'r-1' },
+      { err: { status: 'error', message: 'no answer to "p" within 50 ms (RetryServer option requestTimeout)' }, isDisposed: true, id: 'r-1' },
+    ]);
+    expect(unsubscribed).toBe(true);
+  });
+
+  it('answers a handler whose promise never settles with the timeout error too', async () => {
+    const { sent, answers } = replies(30);
+    await answers.answer(request, () => new Promise<never>(() => undefined));
+    expect(sent).toEqual([
+      { err: { status: 'error', message: 'no answer to "p" within 30 ms (RetryServer option requestTimeout)' }, isDisposed: true, id: 'r-1' },
+    ]);
+  });
+
   it('sends each value, then the end, in order', async () => {
     const { sent, answers } = replies();
     await answers.answer(request, async () => from([1, 2]));

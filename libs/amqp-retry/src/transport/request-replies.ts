@@ -31,15 +31,15 @@ export class RequestReplies {
   constructor(
     private readonly engine: RetryEngine,
     private readonly logger: RetryLogger,
+    /** How long a request may take before its caller gets a timeout error and the request is acked. */
+    private readonly timeoutMs: number,
   ) {}
 
+  /**
+   * Runs the handler's stream to its end, or to `timeoutMs`: a handler that never answers (a stream that never
+   * completes, a promise that never settles) would otherwise hold its delivery, and a prefetch slot, for good.
+   */
   async answer(request: Request, produce: () => Promise<Observable<unknown>>): Promise<void> {
-    let stream: Observable<unknown>;
-    try {
-      stream = await produce();
-    } catch (error) {
-      return this.send(request, this.encode(request, { err: wireError(error), isDisposed: true }).bytes);
-    }
     const sent: Array<Promise<void>> = [];
     await new Promise<void>((resolve) => {
       let ended = false;
@@ -47,24 +47,46 @@ export class RequestReplies {
       const end = (content: Buffer) => {
         if (ended) return;
         ended = true;
+        clearTimeout(timer);
         sent.push(this.send(request, content));
         subscription?.unsubscribe();
         resolve();
       };
-      subscription = stream.subscribe({
-        next: (response) => {
-          if (ended) return;
-          const content = this.encode(request, { response });
-          // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
-          if (content.failed) end(content.bytes);
-          else sent.push(this.send(request, content.bytes));
+      const timer = setTimeout(() => {
+        const message = `no answer to "${request.pattern}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
+        this.logger.warn(`${message}; the caller gets an error and the request is acked`);
+        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes);
+      }, this.timeoutMs);
+      produce().then(
+        (stream) => {
+          if (!ended) subscription = this.follow(stream, request, sent, end);
         },
-        error: (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
-        complete: () => end(this.encode(request, { isDisposed: true }).bytes),
-      });
-      if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
+        (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
+      );
     });
     await Promise.all(sent);
+  }
+
+  /** Subscribes to the handler's stream: each value replied, the end or error through `end`. */
+  private follow(stream: Observable<unknown>, request: Request, sent: Array<Promise<void>>, end: (content: Buffer) => void): Subscription {
+    let ended = false;
+    const finish = (content: Buffer) => {
+      ended = true;
+      end(content);
+    };
+    const subscription = stream.subscribe({
+      next: (response) => {
+        if (ended) return;
+        const content = this.encode(request, { response });
+        // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
+        if (content.failed) finish(content.bytes);
+        else sent.push(this.send(request, content.bytes));
+      },
+      error: (error: unknown) => finish(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
+      complete: () => finish(this.encode(request, { isDisposed: true }).bytes),
+    });
+    if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
+    return subscription;
   }
 
   noHandler(request: Request): Promise<void> {

@@ -16,6 +16,12 @@ export interface RetryServerOptions
    * the queue receives what this service handles and no more.
    */
   routingKey?: string | string[];
+  /**
+   * How long a `@MessagePattern` handler may take (its stream to complete) before the caller gets an error and the
+   * request is acked: a handler that never answers would otherwise hold its delivery and a prefetch slot for good.
+   * Default '30s'.
+   */
+  requestTimeout?: Duration;
   /** A RetryModule's engine (`app.get(RetryEngine)`): one connection pair for the module's handlers and the transport's. */
   engine?: RetryEngine;
 }

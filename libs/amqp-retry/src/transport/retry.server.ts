@@ -4,6 +4,7 @@ import { Server, type CustomTransportStrategy, type MessageHandler } from '@nest
 import type { ConsumeMessage } from 'amqplib';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import type { DeliveryRoute, RetryPolicy } from '../amqp/retry-delivery.handler.js';
+import { readDelay } from '../core/config.readers.js';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
@@ -31,6 +32,9 @@ function chainOf(handler: MessageHandler): unknown[] {
   return extras;
 }
 
+/** How long a @MessagePattern handler may take by default before its caller gets a timeout error. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
 /** The transport's status, as Nest's RMQ transport names it. */
 export type RetryServerStatus = 'connected' | 'disconnected';
 
@@ -51,6 +55,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private table = new Map<string, PatternEntry>();
   private queue?: HandlerConfig;
   private answers?: RequestReplies;
+  private readonly requestTimeoutMs: number;
   private warnedManualAck = false;
   private readonly channelRef: RetryChannelRef = {
     ack: () => this.warnManualAck(),
@@ -63,6 +68,10 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     // Invalid configuration fails here, where the application is created, naming the option.
     this.moduleConfig = resolveModuleConfig(options, process.env);
     queueConfig(options, this.moduleConfig, []);
+    this.requestTimeoutMs =
+      options.requestTimeout === undefined
+        ? DEFAULT_REQUEST_TIMEOUT_MS
+        : readDelay(options.requestTimeout, 'RetryServer option "requestTimeout"', "'30s'");
     this.events.on('error', () => undefined); // an 'error' nobody listens to must not throw
   }
 
@@ -115,7 +124,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     this.table = table;
     this.queue = queue;
     const engine = this.options.engine ?? new RetryEngine(this.moduleConfig, this.routeLogger, await resolveObservers(this.options));
-    this.answers = new RequestReplies(engine, this.routeLogger);
+    this.answers = new RequestReplies(engine, this.routeLogger, this.requestTimeoutMs);
     const handler = {
       config: queue,
       where: `RetryServer "${queue.queue}"`,
