@@ -4,7 +4,7 @@ import type { Names } from '../runner/bench-broker.js';
 import type { BenchBody } from './contender.js';
 import { ourTopology } from './our-topology.js';
 
-export type ContenderId = 'ours' | 'raw' | 'raw-coalesced' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
+export type ContenderId = 'ours' | 'ours-transport' | 'raw' | 'raw-coalesced' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
 
 /** What the runner knows of a contender without loading it (the measured process loads it). */
 export interface ContenderInfo {
@@ -29,7 +29,8 @@ const peersDir = join(benchDir, 'peers');
 
 const json = (body: BenchBody) => Buffer.from(JSON.stringify(body));
 const justTheQueue = (queue: string): Names => ({ queues: [queue], exchanges: [] });
-const packageOf = (name: string, dir: string) => `${name} ${(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version}`;
+const packageOf = (name: string, dir: string) =>
+  `${name} ${(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version}`;
 const rootPackage = (name: string) => () => packageOf(name, join(rootDir, 'node_modules', name));
 const peerPackage = (name: string) => () => packageOf(name, join(peersDir, 'node_modules', name));
 
@@ -40,6 +41,14 @@ export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
     module: join(distDir, 'ours.contender.js'),
     publisherModule: join(distDir, 'ours.publisher.js'),
     encode: json,
+    namesFor: ourTopology,
+    package: () => packageOf('nestjs-amqp-retry', join(rootDir, 'libs', 'amqp-retry')),
+  },
+  'ours-transport': {
+    id: 'ours-transport',
+    label: 'nestjs-amqp-retry transport',
+    module: join(distDir, 'ours-transport.contender.js'),
+    encode: (body) => Buffer.from(JSON.stringify({ pattern: 'bench.message', data: body })),
     namesFor: ourTopology,
     package: () => packageOf('nestjs-amqp-retry', join(rootDir, 'libs', 'amqp-retry')),
   },

@@ -32,6 +32,7 @@ const PANEL_GAP = 18;
 
 const COLORS: Record<ContenderId, string> = {
   ours: '#2563eb',
+  'ours-transport': '#60a5fa',
   raw: '#6b7280',
   'raw-coalesced': '#374151',
   golevelup: '#d97706',
@@ -70,9 +71,12 @@ function renderPanel(panel: Panel, top: number): { svg: string; height: number }
     if (bar.value.max > bar.value.min) {
       // The range over rounds.
       parts.push(`<line x1="${px(xOf(bar.value.min))}" x2="${px(xOf(bar.value.max))}" y1="${px(mid)}" y2="${px(mid)}" class="range"/>`);
-      for (const v of [bar.value.min, bar.value.max]) parts.push(`<line x1="${px(xOf(v))}" x2="${px(xOf(v))}" y1="${y + 3}" y2="${y + BAR_HEIGHT - 3}" class="range"/>`);
+      for (const v of [bar.value.min, bar.value.max])
+        parts.push(`<line x1="${px(xOf(v))}" x2="${px(xOf(v))}" y1="${y + 3}" y2="${y + BAR_HEIGHT - 3}" class="range"/>`);
     }
-    parts.push(`<text x="${px(Math.max(xOf(bar.value.max), xOf(bar.value.median)) + 6)}" y="${px(mid + 4)}" class="value">${escape(bar.text)}</text>`);
+    parts.push(
+      `<text x="${px(Math.max(xOf(bar.value.max), xOf(bar.value.median)) + 6)}" y="${px(mid + 4)}" class="value">${escape(bar.text)}</text>`,
+    );
   });
   return { svg: parts.join('\n'), height: TITLE_HEIGHT + plotHeight + (panel.markers?.length ? MARKER_LABEL_HEIGHT : 0) };
 }
@@ -97,7 +101,12 @@ function panelsOf(r: ScenarioResults): Panel[] {
     });
     panels.push({
       title: 'Happy path: CPU time of the consuming process per message, µs (lower is better)',
-      bars: happy.rows.map((row) => ({ label: row.label, value: row.cpuUsPerMessage, color: COLORS[row.id], text: `${fixed(row.cpuUsPerMessage.median)} µs` })),
+      bars: happy.rows.map((row) => ({
+        label: row.label,
+        value: row.cpuUsPerMessage,
+        color: COLORS[row.id],
+        text: `${fixed(row.cpuUsPerMessage.median)} µs`,
+      })),
     });
   }
   const retry = r['retry-path'];
@@ -105,7 +114,12 @@ function panelsOf(r: ScenarioResults): Panel[] {
     panels.push({
       title: `Retry lateness beyond the ${retry.tierDelayMs} ms tier, ms, at ${int(retry.pacedPerSecond)} msg/s (lower is better)`,
       bars: retry.rows.flatMap((row) =>
-        (['p50', 'p95', 'p99', 'max'] as const).map((p) => ({ label: `${row.label} ${p}`, value: row.lateness[p], color: COLORS[row.id], text: `${fixed(row.lateness[p].median)} ms` })),
+        (['p50', 'p95', 'p99', 'max'] as const).map((p) => ({
+          label: `${row.label} ${p}`,
+          value: row.lateness[p],
+          color: COLORS[row.id],
+          text: `${fixed(row.lateness[p].median)} ms`,
+        })),
       ),
       markers: [{ value: TARGETS.latenessP99Ms, label: `target p99 ${TARGETS.latenessP99Ms} ms` }],
     });
@@ -116,7 +130,12 @@ function panelsOf(r: ScenarioResults): Panel[] {
       delays.available
         ? {
             title: `Delayed delivery lateness, ms (${int(delays.messages)} messages, 100 ms to ${int(delays.maxDelayMs)} ms)`,
-            bars: (['p50', 'p95', 'p99', 'max'] as const).map((p) => ({ label: p, value: delays.lateness[p], color: COLORS.ours, text: `${fixed(delays.lateness[p].median)} ms` })),
+            bars: (['p50', 'p95', 'p99', 'max'] as const).map((p) => ({
+              label: p,
+              value: delays.lateness[p],
+              color: COLORS.ours,
+              text: `${fixed(delays.lateness[p].median)} ms`,
+            })),
             markers: [{ value: TARGETS.latenessP99Ms, label: `target p99 ${TARGETS.latenessP99Ms} ms` }],
           }
         : { title: 'Delayed delivery', bars: [], empty: 'not yet available' },
@@ -126,7 +145,12 @@ function panelsOf(r: ScenarioResults): Panel[] {
   if (memory) {
     panels.push({
       title: 'Peak RSS of the consuming process by backlog, MB (flat is the goal)',
-      bars: memory.rows.map((row) => ({ label: `${row.label}, ${int(row.backlog)}`, value: row.rssPeakMb, color: COLORS[row.id], text: `${fixed(row.rssPeakMb.median, 0)} MB` })),
+      bars: memory.rows.map((row) => ({
+        label: `${row.label}, ${int(row.backlog)}`,
+        value: row.rssPeakMb,
+        color: COLORS[row.id],
+        text: `${fixed(row.rssPeakMb.median, 0)} MB`,
+      })),
     });
   }
   const publish = r.publish;
@@ -134,11 +158,21 @@ function panelsOf(r: ScenarioResults): Panel[] {
     panels.push(
       {
         title: `Publish throughput, confirmed msg/s, at most ${int(publish.concurrency)} unconfirmed (higher is better)`,
-        bars: publish.rows.map((row) => ({ label: row.label, value: row.throughput, color: COLORS[row.id], text: `${int(row.throughput.median)} msg/s  (${fixed(row.throughputVsRaw.median, 2)}x raw)` })),
+        bars: publish.rows.map((row) => ({
+          label: row.label,
+          value: row.throughput,
+          color: COLORS[row.id],
+          text: `${int(row.throughput.median)} msg/s  (${fixed(row.throughputVsRaw.median, 2)}x raw)`,
+        })),
       },
       {
         title: `Publish flood: RSS growth of the publishing process over ${int(publish.floodMessages)} publishes called at once, MB (lower is better)`,
-        bars: publish.rows.map((row) => ({ label: row.label, value: row.floodRssGrowthMb, color: COLORS[row.id], text: `${fixed(row.floodRssGrowthMb.median, 0)} MB` })),
+        bars: publish.rows.map((row) => ({
+          label: row.label,
+          value: row.floodRssGrowthMb,
+          color: COLORS[row.id],
+          text: `${fixed(row.floodRssGrowthMb.median, 0)} MB`,
+        })),
       },
     );
   }

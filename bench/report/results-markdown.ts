@@ -12,7 +12,6 @@ export interface Environment {
   cpu: string;
 }
 
-
 const x = (n: number) => `${fixed(n, 2)}x`;
 const ms = (n: number) => fixed(n, 1);
 const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
@@ -25,18 +24,27 @@ function targets(r: ScenarioResults): string[] {
     if (ours) {
       // Against raw amqplib acking the way the library does, so the ratio is about the library's code, not its acks.
       const measured = `${spreadText(ours.throughputVsCoalesced, x)}; CPU per message ${spreadText(ours.cpuVsCoalesced, x)} that baseline's; vs raw acking each message ${spreadText(ours.throughputVsRaw, x)}`;
-      rows.push(`| happy path at least ${TARGETS.rawRatio}x raw amqplib (acks coalesced as ours) | ${measured} | ${verdict(ours.throughputVsCoalesced.median >= TARGETS.rawRatio)} |`);
+      rows.push(
+        `| happy path at least ${TARGETS.rawRatio}x raw amqplib (acks coalesced as ours) | ${measured} | ${verdict(ours.throughputVsCoalesced.median >= TARGETS.rawRatio)} |`,
+      );
     }
     for (const other of happy.rows.filter((row) => row.id === 'golevelup' || row.id === 'nest-rmq')) {
-      rows.push(`| happy path ahead of ${other.label} | ours / theirs ${spreadText(other.oursVsThis, x)} | ${verdict(other.oursVsThis.median > 1)} |`);
+      rows.push(
+        `| happy path ahead of ${other.label} | ours / theirs ${spreadText(other.oursVsThis, x)} | ${verdict(other.oursVsThis.median > 1)} |`,
+      );
     }
   }
   const ours = r['retry-path']?.rows.find((row) => row.id === 'ours');
-  if (ours) rows.push(`| retry lateness p99 under ${TARGETS.latenessP99Ms} ms | ${spreadText(ours.lateness.p99, ms)} ms | ${verdict(ours.lateness.p99.median < TARGETS.latenessP99Ms)} |`);
+  if (ours)
+    rows.push(
+      `| retry lateness p99 under ${TARGETS.latenessP99Ms} ms | ${spreadText(ours.lateness.p99, ms)} ms | ${verdict(ours.lateness.p99.median < TARGETS.latenessP99Ms)} |`,
+    );
   const delays = r.delays;
   if (delays?.available) {
     rows.push(`| delayed messages never early | ${spreadText(delays.early)} early | ${verdict(delays.early.max === 0)} |`);
-    rows.push(`| delay lateness p99 under ${TARGETS.latenessP99Ms} ms | ${spreadText(delays.lateness.p99, ms)} ms | ${verdict(delays.lateness.p99.median < TARGETS.latenessP99Ms)} |`);
+    rows.push(
+      `| delay lateness p99 under ${TARGETS.latenessP99Ms} ms | ${spreadText(delays.lateness.p99, ms)} ms | ${verdict(delays.lateness.p99.median < TARGETS.latenessP99Ms)} |`,
+    );
   }
   const memory = r.memory?.rows.filter((row) => row.id === 'ours');
   if (memory && memory.length > 1) {
@@ -53,7 +61,7 @@ function happyPath(h: HappyPathResult): string[] {
   return [
     `## 1. Happy path: a pre-filled queue of ${int(h.messages)} messages, one handler call and one ack each`,
     '',
-    'Throughput runs from the first delivery to the last handled message; CPU is the consuming process\'s user + system time over the same window, per message (the steadier figure on a machine whose cores the broker shares).',
+    "Throughput runs from the first delivery to the last handled message; CPU is the consuming process's user + system time over the same window, per message (the steadier figure on a machine whose cores the broker shares).",
     '',
     'Two raw amqplib baselines: one acks as this library does (one `multiple` ack per event-loop turn for the messages handled in it), the comparison that the ratios lead with; the other sends an ack per message, as most consumers do.',
     '',
@@ -63,6 +71,12 @@ function happyPath(h: HappyPathResult): string[] {
       (row) =>
         `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsCoalesced, x)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsCoalesced, x)} | ${spreadText(row.cpuVsRaw, x)} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`,
     ),
+    ...(h.transportVsNest
+      ? [
+          '',
+          `The transport (RetryServer, an @EventPattern handler with one retry tier) against Nest's RMQ transport (ServerRMQ, manual acks), same envelope, prefetch and work: throughput ${spreadText(h.transportVsNest.throughput, x)}, CPU per message ${spreadText(h.transportVsNest.cpu, x)}.`,
+        ]
+      : []),
   ];
 }
 
@@ -100,7 +114,10 @@ function memory(m: MemoryResult): string[] {
     '',
     '| contender | backlog | RSS at start MB | peak RSS MB |',
     '|---|---:|---:|---:|',
-    ...m.rows.map((row) => `| ${row.label} | ${int(row.backlog)} | ${spreadText(row.rssStartMb, (n) => fixed(n, 0))} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`),
+    ...m.rows.map(
+      (row) =>
+        `| ${row.label} | ${int(row.backlog)} | ${spreadText(row.rssStartMb, (n) => fixed(n, 0))} | ${spreadText(row.rssPeakMb, (n) => fixed(n, 0))} |`,
+    ),
   ];
 }
 
@@ -115,7 +132,8 @@ function publish(p: PublishResult): string[] {
     '| contender | msg/s | vs raw | CPU µs/msg | CPU vs raw |',
     '|---|---:|---:|---:|---:|',
     ...p.rows.map(
-      (row) => `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsRaw, x)} |`,
+      (row) =>
+        `| ${row.label} (${row.package}) | ${spreadText(row.throughput)} | ${spreadText(row.throughputVsRaw, x)} | ${spreadText(row.cpuUsPerMessage, fixed)} | ${spreadText(row.cpuVsRaw, x)} |`,
     ),
     '',
     `Flood: ${int(p.floodMessages)} publishes called at once, none awaited until all were called (a careless caller). RSS of the publishing process just before the first call, the highest RSS sampled every 20 ms until every publish settled, and the time until then.`,

@@ -55,7 +55,7 @@ export class BenchBroker {
 
   /** Publishes bodies {id: 0} .. {id: count-1} to `queue` through the default exchange and waits for every confirm. */
   async fill(queue: string, count: number, encode: (body: BenchBody) => Buffer): Promise<void> {
-    for (let id = 0; id < count; ) {
+    for (let id = 0; id < count;) {
       for (const end = Math.min(count, id + FILL_BATCH); id < end; id++) this.send(queue, encode({ id }));
       await this.channel.waitForConfirms();
     }
@@ -64,7 +64,7 @@ export class BenchBroker {
   /** Publishes `count` bodies at `perSecond`, spread over ticks, then waits for every confirm. */
   async publishPaced(queue: string, count: number, perSecond: number, encode: (body: BenchBody) => Buffer): Promise<void> {
     const startedAt = performance.now();
-    for (let id = 0; id < count; ) {
+    for (let id = 0; id < count;) {
       const due = Math.min(count, Math.floor(((performance.now() - startedAt) / 1000) * perSecond) + 1);
       for (; id < due; id++) this.send(queue, encode({ id }));
       await sleep(PACE_TICK_MS);

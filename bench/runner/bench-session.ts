@@ -17,7 +17,10 @@ function publisherModuleOf(id: ContenderId): string {
 }
 
 /** What a scenario gives for a job; the rest comes from the settings (the deadline too, unless given). */
-type JobFields<K extends Job['kind']> = Omit<Extract<Job, { kind: K }>, 'kind' | 'url' | 'prefetch' | 'retryDelayMs' | 'deadlineMs' | 'contenderModule'> & {
+type JobFields<K extends Job['kind']> = Omit<
+  Extract<Job, { kind: K }>,
+  'kind' | 'url' | 'prefetch' | 'retryDelayMs' | 'deadlineMs' | 'contenderModule'
+> & {
   deadlineMs?: number;
 };
 
@@ -55,7 +58,10 @@ export class BenchSession {
       // A failed deletion is reported but does not hide the outcome of the run itself.
       await this.broker.delete(names).then(
         () => this.registered.delete(names),
-        (error: unknown) => console.error(`Could not delete ${[...names.queues, ...(names.planQueue ? [names.planQueue] : []), ...names.exchanges].join(', ')}: ${error instanceof Error ? error.message : String(error)}`),
+        (error: unknown) =>
+          console.error(
+            `Could not delete ${[...names.queues, ...(names.planQueue ? [names.planQueue] : []), ...names.exchanges].join(', ')}: ${error instanceof Error ? error.message : String(error)}`,
+          ),
       );
     }
   }
@@ -103,7 +109,10 @@ export class BenchSession {
   async expectDrained(names: Names): Promise<void> {
     if (names.planQueue) {
       const unexpected = (await this.broker.planTiers(names.planQueue)).filter((tier) => !names.queues.includes(tier));
-      if (unexpected.length) throw new Error(`${names.planQueue} lists tier queue(s) ${unexpected.join(', ')}, which the bench did not expect (${names.queues.join(', ')})`);
+      if (unexpected.length)
+        throw new Error(
+          `${names.planQueue} lists tier queue(s) ${unexpected.join(', ')}, which the bench did not expect (${names.queues.join(', ')})`,
+        );
     }
     for (const queue of names.queues) {
       const depth = await this.broker.depth(queue);

@@ -25,7 +25,13 @@ export function consumeBacklog(session: BenchSession, scenario: string, id: Cont
 }
 
 /** Messages that each fail once and succeed on the retry: pre-filled (`backlog`) or published at a steady rate (`paced`). */
-export function retryEach(session: BenchSession, scenario: string, id: ContenderId, messages: number, mode: 'backlog' | 'paced'): Promise<RetryWindowResult> {
+export function retryEach(
+  session: BenchSession,
+  scenario: string,
+  id: ContenderId,
+  messages: number,
+  mode: 'backlog' | 'paced',
+): Promise<RetryWindowResult> {
   const contender = CONTENDERS[id];
   return session.withFreshQueue(scenario, contender, async (queue) => {
     const measure = (whenReady?: () => Promise<void>) => session.measure<RetryWindowResult, 'retry'>('retry', id, { queue, messages }, whenReady);
@@ -37,7 +43,9 @@ export function retryEach(session: BenchSession, scenario: string, id: Contender
       result = await measure(() => session.broker.publishPaced(queue, messages, settings.retryPath.pacedPerSecond, contender.encode));
     }
     if (result.anomalies.length > 0) {
-      throw new Error(`${contender.label}: ${result.anomalies.length} deliveries broke "fail once, then succeed": ${result.anomalies.slice(0, 5).join('; ')}`);
+      throw new Error(
+        `${contender.label}: ${result.anomalies.length} deliveries broke "fail once, then succeed": ${result.anomalies.slice(0, 5).join('; ')}`,
+      );
     }
     await session.expectDrained(contender.namesFor(queue));
     return result;
@@ -54,7 +62,13 @@ export function publishTo(session: BenchSession, id: ContenderId, messages: numb
   const names = { queues: [queue], exchanges: [queue] }; // the exchange takes the queue's unique name
   return session.withNames(names, async () => {
     await session.broker.declareBoundQueue(queue, queue, PUBLISH_ROUTING_KEY);
-    const result = await session.measure<PublishWindowResult, 'publish'>('publish', id, { queue, exchange: queue, routingKey: PUBLISH_ROUTING_KEY, messages, concurrency });
+    const result = await session.measure<PublishWindowResult, 'publish'>('publish', id, {
+      queue,
+      exchange: queue,
+      routingKey: PUBLISH_ROUTING_KEY,
+      messages,
+      concurrency,
+    });
     const confirmed = messages - result.failed + 1;
     const depth = await session.broker.depth(queue);
     // A publish that timed out may still have arrived, so with failures the queue may hold more than the confirmed.

@@ -23,7 +23,14 @@ runScenario('delays', async (session): Promise<DelaysResult> => {
     const queue = BenchSession.uniqueName('delays', 'ours');
     const result = await session.withNames({ queues: [queue], exchanges: [] }, async () => {
       await session.broker.declareQueue(queue);
-      return session.measure<DelaysJobResult, 'delays'>('delays', 'ours', { queue, messages, maxDelayMs, blockers, ratePerSecond, deadlineMs: deadlineMs(maxDelayMs, messages) });
+      return session.measure<DelaysJobResult, 'delays'>('delays', 'ours', {
+        queue,
+        messages,
+        maxDelayMs,
+        blockers,
+        ratePerSecond,
+        deadlineMs: deadlineMs(maxDelayMs, messages),
+      });
     });
     if (!result.available) {
       console.log(`delays: not yet available (${result.reason})`);
@@ -32,7 +39,11 @@ runScenario('delays', async (session): Promise<DelaysResult> => {
     if (result.anomalies.length > 0) throw new Error(`delayed delivery broke: ${result.anomalies.join('; ')}`);
     const early = result.latenessMs.filter((l) => l < 0).length;
     const behind = result.behindLongLatenessMs === null ? 'held back' : `${result.behindLongLatenessMs.toFixed(1)} ms late`;
-    progress('delays', round, `p50 ${percentile(result.latenessMs, 50).toFixed(1)} p99 ${percentile(result.latenessMs, 99).toFixed(1)} ms, ${int(early)} early; 100 ms behind ${int(blockers)} one-hour: ${behind}`);
+    progress(
+      'delays',
+      round,
+      `p50 ${percentile(result.latenessMs, 50).toFixed(1)} p99 ${percentile(result.latenessMs, 99).toFixed(1)} ms, ${int(early)} early; 100 ms behind ${int(blockers)} one-hour: ${behind}`,
+    );
     rounds.push(result);
   }
   return {

@@ -12,7 +12,7 @@ import type { WindowResult } from '../worker/protocol.js';
 import type { HappyPathResult } from './results.js';
 
 /** Measured in this order in round 1, rotated by one a round after; ratios compare contenders of the same round. */
-const ORDER: ContenderId[] = ['ours', 'raw-coalesced', 'raw', 'golevelup', 'nest-rmq'];
+const ORDER: ContenderId[] = ['ours', 'raw-coalesced', 'raw', 'golevelup', 'nest-rmq', 'ours-transport'];
 
 runScenario('happy-path', async (session): Promise<HappyPathResult> => {
   const { messages } = settings.happyPath;
@@ -22,7 +22,11 @@ runScenario('happy-path', async (session): Promise<HappyPathResult> => {
     const results = {} as Record<ContenderId, WindowResult>;
     for (const id of roundOrder(ORDER, round)) {
       const r = (results[id] = await consumeBacklog(session, 'happy', id, messages));
-      progress('happy-path', round, `${CONTENDERS[id].label.padEnd(28)} ${int(throughputOf(r)).padStart(7)} msg/s  ${fixed(cpuPerMessageOf(r)).padStart(5)} µs CPU/msg`);
+      progress(
+        'happy-path',
+        round,
+        `${CONTENDERS[id].label.padEnd(28)} ${int(throughputOf(r)).padStart(7)} msg/s  ${fixed(cpuPerMessageOf(r)).padStart(5)} µs CPU/msg`,
+      );
     }
     rounds.push(results);
   }
@@ -42,5 +46,10 @@ runScenario('happy-path', async (session): Promise<HappyPathResult> => {
       oursVsThis: spread(rounds.map((r) => throughputOf(r.ours) / throughputOf(r[id]))),
       rssPeakMb: spread(rounds.map((r) => mb(r[id].rssPeakBytes))),
     })),
+    // The transport against Nest's own: the same envelope, pattern, prefetch and work, in the same round.
+    transportVsNest: {
+      throughput: spread(rounds.map((r) => throughputOf(r['ours-transport']) / throughputOf(r['nest-rmq']))),
+      cpu: spread(rounds.map((r) => cpuPerMessageOf(r['ours-transport']) / cpuPerMessageOf(r['nest-rmq']))),
+    },
   };
 });

@@ -22,7 +22,11 @@ runScenario('memory', async (session): Promise<MemoryResult> => {
       for (const id of roundOrder(ORDER, round)) {
         const r = await consumeBacklog(session, 'memory', id, backlog);
         measured.push({ id, backlog, result: r });
-        progress('memory', round, `${CONTENDERS[id].label.padEnd(28)} backlog ${int(backlog).padStart(7)}  RSS ${fixed(mb(r.rssStartBytes))} MB at start, ${fixed(mb(r.rssPeakBytes))} MB peak`);
+        progress(
+          'memory',
+          round,
+          `${CONTENDERS[id].label.padEnd(28)} backlog ${int(backlog).padStart(7)}  RSS ${fixed(mb(r.rssStartBytes))} MB at start, ${fixed(mb(r.rssPeakBytes))} MB peak`,
+        );
       }
     }
   }

@@ -32,12 +32,20 @@ runScenario('publish', async (session): Promise<PublishResult> => {
       const r = (windowed[id] = await publishTo(session, id, messages, concurrency));
       // A throughput figure over rejected publishes would flatter the contender: a failure here fails the scenario.
       if (r.failed) throw new Error(`${CONTENDERS[id].label}: ${r.failed} of ${messages} windowed publishes failed (${r.firstError ?? ''})`);
-      progress('publish', round, `${CONTENDERS[id].label.padEnd(28)} ${int(throughputOf(r)).padStart(7)} msg/s  ${fixed(cpuPerMessageOf(r)).padStart(5)} µs CPU/msg`);
+      progress(
+        'publish',
+        round,
+        `${CONTENDERS[id].label.padEnd(28)} ${int(throughputOf(r)).padStart(7)} msg/s  ${fixed(cpuPerMessageOf(r)).padStart(5)} µs CPU/msg`,
+      );
     }
     for (const id of roundOrder(ORDER, round)) {
       const r = (flood[id] = await publishTo(session, id, floodMessages, null));
       const rss = `RSS ${fixed(mb(r.rssStartBytes))} MB before, ${fixed(mb(r.rssPeakBytes))} MB peak`;
-      progress('publish', round, `${CONTENDERS[id].label.padEnd(28)} flood of ${int(floodMessages)}: ${rss}, ${fixed(r.elapsedMs / 1000, 2)} s${failures(r)}`);
+      progress(
+        'publish',
+        round,
+        `${CONTENDERS[id].label.padEnd(28)} flood of ${int(floodMessages)}: ${rss}, ${fixed(r.elapsedMs / 1000, 2)} s${failures(r)}`,
+      );
     }
     rounds.push({ windowed, flood });
   }

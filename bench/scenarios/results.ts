@@ -12,6 +12,8 @@ export interface ContenderRef {
 export interface HappyPathResult {
   messages: number;
   rounds: number;
+  /** Per round: RetryServer / Nest's ServerRMQ (manual acks), throughput and CPU per message. */
+  transportVsNest?: { throughput: Spread; cpu: Spread };
   rows: Array<
     ContenderRef & {
       /** Messages per second from the first delivery to the last ack. */

@@ -27,7 +27,11 @@ runScenario('retry-path', async (session): Promise<RetryPathResult> => {
     const paced = {} as Runs;
     for (const id of roundOrder(ORDER, round)) {
       const r = (backlog[id] = await retryEach(session, 'retry', id, messages, 'backlog'));
-      progress('retry-path', round, `${CONTENDERS[id].label.padEnd(28)} backlog ${int(throughputOf(r)).padStart(6)} msg/s  ${fixed(cpuPerMessageOf(r)).padStart(5)} µs CPU/msg`);
+      progress(
+        'retry-path',
+        round,
+        `${CONTENDERS[id].label.padEnd(28)} backlog ${int(throughputOf(r)).padStart(6)} msg/s  ${fixed(cpuPerMessageOf(r)).padStart(5)} µs CPU/msg`,
+      );
     }
     for (const id of roundOrder(ORDER, round)) {
       const r = (paced[id] = await retryEach(session, 'retry', id, messages, 'paced'));

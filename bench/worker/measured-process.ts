@@ -16,7 +16,8 @@ const ACK_FLUSH_MS = 50;
  */
 const SETTLE_AFTER_START_MS = 250;
 
-const send = (message: WorkerMessage) => new Promise<void>((resolve) => (process.send ? process.send(message, undefined, {}, () => resolve()) : resolve()));
+const send = (message: WorkerMessage) =>
+  new Promise<void>((resolve) => (process.send ? process.send(message, undefined, {}, () => resolve()) : resolve()));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A promise with its resolve function, for "the last message was handled". */
@@ -87,7 +88,9 @@ async function retry(job: Job & { messages: number }, contender: Contender): Pro
       }
       const first = firstAttemptAt.get(id);
       if (attempt !== 2 || first === undefined || retried.has(id)) {
-        anomalies.push(`message ${id}: attempt ${attempt}${first === undefined ? ' without a first attempt' : ''}${retried.has(id) ? ' after its retry succeeded' : ''}`);
+        anomalies.push(
+          `message ${id}: attempt ${attempt}${first === undefined ? ' without a first attempt' : ''}${retried.has(id) ? ' after its retry succeeded' : ''}`,
+        );
         return;
       }
       retried.add(id);

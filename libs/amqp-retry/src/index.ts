@@ -14,3 +14,4 @@ export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
 export { PublishError } from './errors/publish.error.js';
 export { NotConnectedError } from './errors/not-connected.error.js';
 export { planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delay.plan.js';
+export { RetryEngine } from './engine/retry.engine.js';

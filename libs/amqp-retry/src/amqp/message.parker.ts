@@ -1,4 +1,4 @@
-import type { ConsumeMessage } from 'amqplib';
+import type { ConsumeMessage, Options } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
 import { parkedPublishOptions, type ParkInput } from '../core/parked-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
@@ -47,41 +47,73 @@ export const isMissingTarget = (error: unknown): boolean =>
  */
 export class MessageParker {
   constructor(
-    private readonly publisher: ConfirmPublisher,
+    /** Also writes the plan records: one confirm channel for the library's own publishes. */
+    readonly publisher: ConfirmPublisher,
     private readonly logger: RetryLogger,
   ) {}
 
   async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
     const { errorQueue } = target;
-    const options = this.copyOptions(message, details);
+    const copy = { exchange: '', routingKey: errorQueue, options: this.copyOptions(message, details) };
+    const what = { name: `a parked copy from "${details.queue}"`, target: `the error queue "${errorQueue}"` };
+    if (await this.publishThenAck(message, settle, copy, what, target.redeclare, signal)) {
+      this.logger.warn(
+        `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`,
+      );
+    }
+  }
+
+  /**
+   * Moves a delivery into a retry tier by publishing a copy (same body and properties, `headers` instead of its own)
+   * and acking the original once the copy is confirmed: the first failure of a schedule that a nack cannot reach
+   * (see core/first-failure.ts). Tried again like a park while the delivery stays unsettled.
+   */
+  async move(
+    message: ConsumeMessage,
+    settle: Settle,
+    to: { exchange: string; routingKey: string; headers: Record<string, unknown>; queue: string },
+    redeclare: () => Promise<unknown>,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    const options = { ...message.properties, headers: to.headers, persistent: true };
+    const what = { name: `a failed message from "${to.queue}"`, target: `the retry tier "${to.routingKey}"` };
+    return this.publishThenAck(message, settle, { ...to, options }, what, redeclare, signal);
+  }
+
+  /** Publishes the copy until it is confirmed, then acks the original; false if the delivery's channel died first. */
+  private async publishThenAck(
+    message: ConsumeMessage,
+    settle: Settle,
+    copy: { exchange: string; routingKey: string; options: Options.Publish },
+    what: { name: string; target: string },
+    redeclare: () => Promise<unknown>,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     const patience = {
       signal,
       onSlowConfirm: (waitedMs: number) =>
         this.logger.warn(
-          `A parked copy for "${errorQueue}" waits ${waitedMs} ms for the broker's confirm (is it blocking publishers?); the delivery stays unacked`,
+          `${what.name} for ${what.target} waits ${waitedMs} ms for the broker's confirm (is it blocking publishers?); the delivery stays unacked`,
         ),
     };
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
-        await this.publisher.publish('', errorQueue, message.content, options, patience);
+        await this.publisher.publish(copy.exchange, copy.routingKey, message.content, copy.options, patience);
       } catch (publishError) {
         const delay = reconnectDelay(attempt, PARK_RETRY);
         const missing = isMissingTarget(publishError);
         this.logger.error(
-          `Could not park a message from "${details.queue}" in "${errorQueue}" (${errorMessage(publishError)}); ` +
-            `${missing ? 'declaring the error queue again and ' : ''}trying again in ${delay} ms`,
+          `Could not publish ${what.name} to ${what.target} (${errorMessage(publishError)}); ` +
+            `${missing ? 'declaring it again and ' : ''}trying again in ${delay} ms`,
         );
-        if (missing)
-          await target.redeclare().catch((error: unknown) => this.logger.error(`Could not declare "${errorQueue}": ${errorMessage(error)}`));
+        if (missing) await redeclare().catch((error: unknown) => this.logger.error(`Could not declare ${what.target}: ${errorMessage(error)}`));
         await pause(delay, signal);
         continue;
       }
       settle.ack();
-      this.logger.warn(
-        `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`,
-      );
-      return;
+      return true;
     }
+    return false;
   }
 
   /** The parked copy's properties; should building them fail on a value no test foresaw, a copy that says so. */

@@ -1,5 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
-import { decideAfterFailure, decideBeforeHandling } from '../core/delivery.decision.js';
+import { decideAfterFailure, decideBeforeHandling, type ParkReason } from '../core/delivery.decision.js';
+import { firstFailureHeaders, movedFirstFailures } from '../core/first-failure.js';
+import { retryNames } from '../core/retry-topology.plan.js';
 import { formatDuration } from '../core/duration.js';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
@@ -13,11 +15,37 @@ import { reconnectDelay } from '../core/reconnect.policy.js';
 /** Calls the user's handler (through Nest's context: interceptors, filters). */
 export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
 
+/** How many attempts a message gets, and where its retries wait. */
+export interface RetryPolicy {
+  maxAttempts: number;
+  /** Tier delays, tier 1 first; the last repeats. */
+  delaysMs: number[];
+  isRetryable: (error: unknown) => boolean;
+  /**
+   * The first tier of this policy's own schedule, when it is not the queue's: a first failure is published there
+   * (see core/first-failure.ts). Absent: the queue's schedule, reached by a nack.
+   */
+  firstTier?: string;
+}
+
+/**
+ * What a queue whose messages differ in handler and policy (the transport's patterns) does with one readable
+ * delivery: handle it with a policy; run it once and ack it whatever happens (a request: the caller waits, so no
+ * tier retries); or park it before any handler runs (`notify` first tells whoever waits).
+ */
+export type DeliveryRoute =
+  | { kind: 'handle'; payload: unknown; policy: RetryPolicy; invoke: HandlerInvoker }
+  | { kind: 'once'; run: (context: RetryContext) => Promise<void> }
+  | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
+
+/** Chooses the route of a delivery from its decoded body; never throws. */
+export type DeliveryRouter = (payload: unknown, message: ConsumeMessage) => DeliveryRoute;
+
 /**
  * What a handler queue does with each delivery. Success acks; a retryable failure nacks without requeue, so the
  * broker moves the message through the tiers (once the guard has made sure they exist); anything else is parked
  * (published to the error queue and confirmed) and only then acked. A delivery that cannot be read (body, death
- * history) is parked before the handler or any nack sees it.
+ * history) is parked before the handler or any nack sees it. With a router, the policy is the route's.
  */
 export class RetryDeliveryHandler {
   constructor(
@@ -27,32 +55,65 @@ export class RetryDeliveryHandler {
     private readonly park: ParkTarget,
     private readonly guard: TopologyGuard,
     private readonly logger: RetryLogger,
+    private readonly router?: DeliveryRouter,
   ) {}
 
   readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
-    const { queue, maxAttempts, delaysMs, queueType, deserializer } = this.config;
-    const before = decideBeforeHandling({ message, queue, maxAttempts, queueType, deserializer });
+    const { queue, queueType, deserializer } = this.config;
+    // With a router, the attempts allowed are known only once the body names the route.
+    const before = decideBeforeHandling({ message, queue, maxAttempts: this.router ? Infinity : this.config.maxAttempts, queueType, deserializer });
     if (before.action === 'park') {
       const { reason, error, handlerCalls, deaths } = before;
       return this.parker.park(message, settle, this.park, { queue, deaths, reason, error, handlerCalls }, signal);
     }
+    const { deaths } = before;
+    let { attempt, payload } = before;
+    let policy: RetryPolicy = this.config;
+    let invoke = this.invoke;
+    if (this.router) {
+      const route = this.router(payload, message);
+      if (route.kind === 'park') {
+        await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+        return this.parker.park(message, settle, this.park, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);
+      }
+      if (route.kind === 'once') {
+        const context = { attempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
+        await route.run(context).catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+        return settle.ack();
+      }
+      ({ payload, policy, invoke } = route);
+      attempt += movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue);
+      if (attempt > policy.maxAttempts) {
+        const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${policy.maxAttempts}`);
+        return this.parker.park(message, settle, this.park, { queue, deaths, reason: 'exhausted', error, handlerCalls: attempt - 1 }, signal);
+      }
+    }
 
-    const { attempt, deaths } = before;
+    const { maxAttempts, delaysMs } = policy;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: attempt >= maxAttempts, queue, message, deaths, signal };
     try {
-      await this.invoke(before.payload, context);
+      await invoke(payload, context);
     } catch (error) {
-      const after = decideAfterFailure(attempt, maxAttempts, this.config.isRetryable(error), delaysMs.length);
+      const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length);
       if (after.action === 'park')
         return this.parker.park(message, settle, this.park, { queue, deaths, reason: after.reason, error, handlerCalls: attempt }, signal);
       if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
       this.logger.debug(
         `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`,
       );
+      if (policy.firstTier !== undefined && attempt === 1) return this.moveToFirstTier(message, settle, policy.firstTier, signal);
       return settle.nack(false);
     }
     settle.ack();
   };
+
+  /** A first failure of a schedule that is not the queue's: published into its first tier through the dead-letter exchange. */
+  private async moveToFirstTier(message: ConsumeMessage, settle: Settle, tier: string, signal: AbortSignal): Promise<void> {
+    const { queue } = this.config;
+    const headers = firstFailureHeaders(message.properties.headers as Record<string, unknown> | undefined, queue, message.fields);
+    const to = { exchange: retryNames(queue).deadLetterExchange, routingKey: tier, headers, queue };
+    await this.parker.move(message, settle, to, this.park.redeclare, signal);
+  }
 
   /** Waits until the retry topology is known to exist, trying again with backoff; false if the delivery's channel died first. */
   private async guarded(signal: AbortSignal): Promise<boolean> {

@@ -7,9 +7,10 @@ import { readDeathHistory, rejectedCount, unsettledDeliveries, type XDeath } fro
 /**
  * Why a message was parked, as written to `x-parked-reason`: attempts ran out, the error was non-retryable, the
  * body or the `x-death` header (or, for a delayed message, its target headers) could not be read, a delayed
- * message's target exchange no longer exists, or a quorum queue delivered it REDELIVERY_LIMIT times unsettled.
+ * message's target exchange no longer exists, a quorum queue delivered it REDELIVERY_LIMIT times unsettled, or (the
+ * transport) no handler takes its pattern.
  */
-export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit';
+export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit' | 'no-handler';
 
 /**
  * A quorum queue counts the deliveries of a message that were never settled (`x-delivery-count`): a handler that

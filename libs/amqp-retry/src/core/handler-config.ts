@@ -46,8 +46,12 @@ function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, 
  * Resolves one `@RetryWithBackoff` declaration against the module configuration. `where` names the method
  * ("OrdersHandler.onOrderCreated") so that an error points at the code to change.
  */
-export function resolveHandlerConfig(options: RetryHandlerOptions, module: ModuleConfig, where: string): HandlerConfig {
-  const at = (key: string) => `@RetryWithBackoff option "${key}" of ${where}`;
+export function resolveHandlerConfig(
+  options: RetryHandlerOptions,
+  module: ModuleConfig,
+  where: string,
+  at: (key: string) => string = (key) => `@RetryWithBackoff option "${key}" of ${where}`,
+): HandlerConfig {
   const queue = readName(options.queue, at('queue'), NAME_RESERVE, "'orders.created'");
   const exchange = options.exchange === undefined ? undefined : readName(options.exchange, at('exchange'), 0, "'orders'");
   const exchangeType = options.exchangeType ?? 'topic';

@@ -3,6 +3,7 @@ import type { ParkReason } from './delivery.decision.js';
 import { errorMessage, errorStack } from './error-message.js';
 import { encodedHeaderSize, encodedTableSize } from './field-table.size.js';
 import { republishProperties } from './message-properties.js';
+import { FIRST_FAILURE_HEADERS, movedFrom } from './first-failure.js';
 import { firstRejection, readDeathHistory, type XDeath } from './x-death.parser.js';
 
 export { encodedTableSize } from './field-table.size.js';
@@ -43,6 +44,8 @@ export const BROKER_DEATH_HEADERS: readonly string[] = [
   'x-last-death-reason',
   'x-last-death-exchange',
   'x-delivery-count',
+  // Not the broker's, but an attempt counter all the same (see core/first-failure.ts): a replay must start afresh.
+  ...FIRST_FAILURE_HEADERS,
 ];
 
 /** Parking headers written anew at every park: an earlier park's must not survive into this one's copy. */
@@ -129,10 +132,11 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
   const { properties, error } = input;
   const delivered = headersOf(properties);
   const first = firstRejection(input.deaths, input.queue);
+  const moved = movedFrom(delivered, input.queue);
   const own: Record<string, unknown> = {
     'x-parked-reason': input.reason,
-    'x-original-exchange': truncateUtf8(first?.exchange ?? input.deliveredExchange, MAX_NAME_BYTES),
-    'x-original-routing-key': truncateUtf8(first?.routingKeys[0] ?? input.deliveredRoutingKey, MAX_NAME_BYTES),
+    'x-original-exchange': truncateUtf8(moved?.exchange ?? first?.exchange ?? input.deliveredExchange, MAX_NAME_BYTES),
+    'x-original-routing-key': truncateUtf8(moved?.routingKey ?? first?.routingKeys[0] ?? input.deliveredRoutingKey, MAX_NAME_BYTES),
     'x-retry-attempts': input.handlerCalls,
     'x-parked-at': input.now.toISOString(),
   };

@@ -28,6 +28,19 @@ export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): 
   handler.delaysMs.map((delay, i) => `${handler.queue}.retry.${i + 1}.${formatDuration(delay)}.${scheduleId(handler.delaysMs.slice(i))}`);
 
 /**
+ * The arguments the library declares a handler's own queue with. Another client that declares the queue (Nest's
+ * ClientRMQ does unless `noAssert`) must give the same ones, or the broker refuses it with a 406.
+ */
+export function businessQueueArguments(queue: string, queueType: HandlerConfig['queueType']): Record<string, unknown> {
+  const quorum = queueType === 'quorum';
+  return {
+    'x-dead-letter-exchange': retryNames(queue).deadLetterExchange,
+    ...(quorum ? { 'x-queue-type': 'quorum', 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' } : {}),
+    ...(quorum ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
+  };
+}
+
+/**
  * The retry topology of one handler (see docs/design.md section 1), with T_k the k-th of tierQueues():
  *
  *   E --key--> Q --nack--> Q.dlx (direct; alternate exchange Q.dlx.first)
@@ -58,14 +71,7 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
     { name: names.returnExchange, type: 'fanout' },
   ];
   const queues: TopologyPlan['queues'] = [
-    {
-      name: queue,
-      arguments: {
-        'x-dead-letter-exchange': names.deadLetterExchange,
-        ...safeDeadLettering,
-        ...(quorum ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
-      },
-    },
+    { name: queue, arguments: businessQueueArguments(queue, handler.queueType) },
     ...tiers.map((name, i) => ({
       name,
       arguments: {

@@ -2,7 +2,7 @@ import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import type { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { RetryDeliveryHandler, type HandlerInvoker } from '../amqp/retry-delivery.handler.js';
+import { RetryDeliveryHandler, type DeliveryRouter, type HandlerInvoker } from '../amqp/retry-delivery.handler.js';
 import { rebindFirstFailuresIfOwner, takeOverFirstFailures, type Retirement } from '../amqp/tier-retirement.js';
 import { TopologyGuard } from '../amqp/topology.guard.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
@@ -14,12 +14,21 @@ import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
 
+const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
+
 /** A handler to run: its validated configuration, how to call it, and where it is declared (for messages). */
 export interface EngineHandler {
   config: HandlerConfig;
   invoke: HandlerInvoker;
   /** "Class.method", or a pattern: named in logs. */
   where: string;
+  /** Chooses handler and policy per delivery (the transport's patterns); absent: `invoke` with `config`'s policy. */
+  route?: DeliveryRouter;
+  /**
+   * Schedules besides `config`'s whose tiers this queue's messages use (patterns with delays of their own): declared
+   * and kept alive with the queue, but first failures reach them by publishing (see core/first-failure.ts).
+   */
+  schedules?: HandlerConfig[];
 }
 
 export interface HandlerRuntimeDeps {
@@ -37,10 +46,11 @@ export interface HandlerRuntimeDeps {
  */
 export class HandlerRuntime {
   private readonly consumer: QueueConsumer;
-  private readonly presence: QueueConsumer;
+  /** One per schedule: the queue's own first. */
+  private readonly presences: Array<{ schedule: HandlerConfig; consumer: QueueConsumer }>;
 
   constructor(
-    private readonly handler: EngineHandler,
+    readonly handler: EngineHandler,
     private readonly deps: HandlerRuntimeDeps,
   ) {
     const { config } = handler;
@@ -49,12 +59,20 @@ export class HandlerRuntime {
     const redeclare = () => this.declare();
     const guard = new TopologyGuard(
       connection,
-      { exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.returnExchange], queues: tierQueues(config) },
+      { exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.returnExchange], queues: this.schedules.flatMap(tierQueues) },
       redeclare,
       logger,
       `"${config.queue}"`,
     );
-    const delivery = new RetryDeliveryHandler(config, handler.invoke, deps.parker, { errorQueue: config.errorQueue, redeclare }, guard, logger);
+    const delivery = new RetryDeliveryHandler(
+      config,
+      handler.invoke,
+      deps.parker,
+      { errorQueue: config.errorQueue, redeclare },
+      guard,
+      logger,
+      handler.route,
+    );
     const isSuspect =
       config.queueType === 'quorum'
         ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0
@@ -63,11 +81,23 @@ export class HandlerRuntime {
       { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect },
       delivery.handle,
     );
-    const presenceQueue = names.presenceQueue(scheduleIdOf(tierQueues(config)));
-    this.presence = new QueueConsumer(
-      { queue: presenceQueue, prefetch: 1, connection, logger, resume, redeclare: () => this.declarePresence() },
-      async (_message, settle) => settle.ack(), // nobody publishes there; should anyone, it is dropped
-    );
+    this.presences = this.schedules.map((schedule) => ({
+      schedule,
+      consumer: new QueueConsumer(
+        { queue: presenceQueueOf(schedule), prefetch: 1, connection, logger, resume, redeclare: () => this.declarePresence(schedule) },
+        async (_message, settle) => settle.ack(), // nobody publishes there; should anyone, it is dropped
+      ),
+    }));
+  }
+
+  /** The queue's own schedule, then the other schedules its messages use, each once. */
+  private get schedules(): HandlerConfig[] {
+    const byFirstTier = new Map<string, HandlerConfig>();
+    for (const schedule of [this.handler.config, ...(this.handler.schedules ?? [])]) {
+      const first = tierQueues(schedule)[0] ?? '';
+      if (!byFirstTier.has(first)) byFirstTier.set(first, schedule);
+    }
+    return [...byFirstTier.values()];
   }
 
   get queue(): string {
@@ -76,15 +106,18 @@ export class HandlerRuntime {
 
   /** True while both consumers run. */
   get isConsuming(): boolean {
-    return this.consumer.isConsuming && this.presence.isConsuming;
+    return this.consumer.isConsuming && this.presences.every((p) => p.consumer.isConsuming);
   }
 
   /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
   async prepare(): Promise<void> {
     const { config } = this.handler;
-    await declareTopology(this.deps.connection, planRetryTopology(config, { firstFailures: false }));
-    await this.declarePresence();
-    await this.presence.start();
+    // The other schedules first: once their presence queues are consumed, the take-over below sees them in use.
+    for (const { schedule, consumer } of [...this.presences].reverse()) {
+      await declareTopology(this.deps.connection, planRetryTopology(schedule, { firstFailures: false }));
+      await this.declarePresence(schedule);
+      await consumer.start();
+    }
     this.report(await takeOverFirstFailures(this.deps.connection, this.deps.recordPublisher, config));
   }
 
@@ -99,28 +132,25 @@ export class HandlerRuntime {
   /** After a reconnection: declares again (first failures only if no newer version took them) and consumes. */
   async resume(): Promise<void> {
     await this.declare();
-    await this.declarePresence();
-    await Promise.all([this.presence.start(), this.consumer.start()]);
+    for (const { schedule } of this.presences) await this.declarePresence(schedule);
+    await Promise.all([...this.presences.map((p) => p.consumer.start()), this.consumer.start()]);
   }
 
   async stop(timeoutMs: number): Promise<void> {
     await this.consumer.stop(timeoutMs);
-    await this.presence.stop(0);
+    await Promise.all(this.presences.map((p) => p.consumer.stop(0)));
   }
 
   private async declare(): Promise<void> {
-    await declareTopology(this.deps.connection, planRetryTopology(this.handler.config, { firstFailures: false }));
+    for (const { schedule } of this.presences) await declareTopology(this.deps.connection, planRetryTopology(schedule, { firstFailures: false }));
     await rebindFirstFailuresIfOwner(this.deps.connection, this.handler.config);
   }
 
   /** Auto-deleted with its last consumer: it exists exactly while some instance runs this schedule. */
-  private async declarePresence(): Promise<void> {
+  private async declarePresence(schedule: HandlerConfig): Promise<void> {
     const channel = await this.deps.connection.createChannel('retry topology declaration');
     try {
-      await channel.assertQueue(retryNames(this.handler.config.queue).presenceQueue(scheduleIdOf(tierQueues(this.handler.config))), {
-        durable: true,
-        autoDelete: true,
-      });
+      await channel.assertQueue(presenceQueueOf(schedule), { durable: true, autoDelete: true });
     } finally {
       await channel.close().catch(() => undefined);
     }

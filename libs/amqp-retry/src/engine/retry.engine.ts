@@ -1,4 +1,4 @@
-import type { Options } from 'amqplib';
+import type { Channel, Options } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
 import { MessageParker, isMissingTarget } from '../amqp/message.parker.js';
@@ -28,8 +28,11 @@ export class RetryEngine {
   private readonly publishing: PublishingSide;
   private consuming?: Promise<AmqpConnection>;
   private runtimes: HandlerRuntime[] = [];
+  /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
+  private attached: HandlerRuntime[] = [];
   private forwarder?: QueueConsumer;
   private closed = false;
+  private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
 
   constructor(
     private readonly config: ModuleConfig,
@@ -73,7 +76,58 @@ export class RetryEngine {
 
   /** True while the consuming connection is up and every consumer consumes (or there is nothing to consume). */
   get isConsuming(): boolean {
-    return this.runtimes.every((r) => r.isConsuming) && (this.forwarder?.isConsuming ?? true);
+    return this.allRuntimes.every((r) => r.isConsuming) && (this.forwarder?.isConsuming ?? true);
+  }
+
+  private get allRuntimes(): HandlerRuntime[] {
+    return [...this.runtimes, ...this.attached];
+  }
+
+  /** Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
+  async connectPublisher(): Promise<void> {
+    await this.publishing.open();
+  }
+
+  /** A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to). */
+  async publishingChannel(purpose: string): Promise<Channel> {
+    const { connection } = await this.publishing.open();
+    return connection.createChannel(purpose);
+  }
+
+  /**
+   * Declares and starts consuming more handlers on this engine, whether or not it has started: the transport's
+   * queue in a hybrid application shares the module's connections. Their queues must differ from every other's.
+   */
+  async attach(handlers: readonly EngineHandler[]): Promise<void> {
+    if (this.closed) throw new NotConnectedError('the application has shut down');
+    assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
+    const { connection, parker } = await this.consumingDeps();
+    const added: HandlerRuntime[] = [];
+    try {
+      for (const handler of handlers) {
+        const runtime = new HandlerRuntime(handler, {
+          connection,
+          parker,
+          recordPublisher: parker.publisher,
+          logger: this.logger,
+          resume: this.config.reconnect,
+        });
+        added.push(runtime);
+        this.attached.push(runtime);
+        await runtime.prepare();
+        await runtime.consume();
+      }
+    } catch (error) {
+      await this.detach(added.map((r) => r.queue));
+      throw error;
+    }
+  }
+
+  /** Stops consuming the attached handlers of these queues (in-flight handlers finish, up to the shutdown timeout). */
+  async detach(queues: readonly string[]): Promise<void> {
+    const leaving = this.attached.filter((r) => queues.includes(r.queue));
+    this.attached = this.attached.filter((r) => !leaving.includes(r));
+    await Promise.all(leaving.map((r) => r.stop(this.config.shutdownTimeoutMs)));
   }
 
   /** Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
@@ -90,10 +144,8 @@ export class RetryEngine {
     assertDistinctQueues(handlers);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
-      const connection = await this.consumingConnection();
-      const { parker: parkPublisher } = await this.publishing.open();
-      const parker = new MessageParker(parkPublisher, this.logger);
-      const deps = { connection, parker, recordPublisher: parkPublisher, logger: this.logger, resume: this.config.reconnect };
+      const { connection, parker } = await this.consumingDeps();
+      const deps = { connection, parker, recordPublisher: parker.publisher, logger: this.logger, resume: this.config.reconnect };
       for (const handler of handlers) {
         const runtime = new HandlerRuntime(handler, deps);
         this.runtimes.push(runtime);
@@ -131,7 +183,7 @@ export class RetryEngine {
 
   /** Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. Publishing still works. */
   async stopConsuming(): Promise<void> {
-    const runtimes = this.runtimes.splice(0);
+    const runtimes = [...this.runtimes.splice(0), ...this.attached.splice(0)];
     const forwarder = this.forwarder;
     this.forwarder = undefined;
     const timeout = this.config.shutdownTimeoutMs;
@@ -144,7 +196,22 @@ export class RetryEngine {
     this.closed = true;
     const consuming = this.consuming;
     this.consuming = undefined;
+    this.deps = undefined;
     await Promise.all([this.publishing.close(), consuming?.then((c) => c.close()).catch(() => undefined)]);
+  }
+
+  /** The consuming connection and the parker, which publishes on the publishing connection; one parker per engine. */
+  private consumingDeps(): Promise<{ connection: AmqpConnection; parker: MessageParker }> {
+    this.deps ??= (async () => {
+      const connection = await this.consumingConnection();
+      const { parker } = await this.publishing.open();
+      return { connection, parker: new MessageParker(parker, this.logger) };
+    })();
+    const deps = this.deps;
+    deps.catch(() => {
+      if (this.deps === deps) this.deps = undefined;
+    });
+    return deps;
   }
 
   private consumingConnection(): Promise<AmqpConnection> {
@@ -162,14 +229,15 @@ export class RetryEngine {
    */
   private async recover(): Promise<void> {
     this.publishing.forgetLadder();
+    const runtimes = this.allRuntimes;
     const results = await Promise.allSettled([
-      ...this.runtimes.map((runtime) => runtime.resume()),
+      ...runtimes.map((runtime) => runtime.resume()),
       this.forwarder ? this.publishing.delayLadder().then(() => this.forwarder?.start()) : undefined,
     ]);
     const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
-    this.logger.log(`Resumed consuming ${this.runtimes.length + (this.forwarder ? 1 : 0) - failed.length} queue(s)`);
+    this.logger.log(`Resumed consuming ${runtimes.length + (this.forwarder ? 1 : 0) - failed.length} queue(s)`);
     if (failed.length > 0) {
-      const names = failed.map(({ i }) => this.runtimes[i]?.queue ?? 'the delay forwarder').join(', ');
+      const names = failed.map(({ i }) => runtimes[i]?.queue ?? 'the delay forwarder').join(', ');
       throw new Error(`could not resume ${names}: ${failed.map(({ reason }) => errorMessage(reason)).join('; ')}`);
     }
   }

@@ -1,0 +1,69 @@
+import type { Channel, ConsumeMessage, Options } from 'amqplib';
+import { errorMessage } from '../core/error-message.js';
+
+/** RabbitMQ's direct reply-to: a pseudo-queue consumed without acks on the channel that publishes the requests. */
+export const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
+
+/** What the requests of a DirectReplyChannel learn from it. */
+export interface ReplyListener {
+  /** A reply arrived (its `correlationId` names the request). */
+  reply(message: ConsumeMessage): void;
+  /** A request came back unrouted: no queue took it. */
+  returned(correlationId: string): void;
+  /** The channel is gone (connection lost, or closed): no reply will come for the requests sent on it. */
+  lost(reason: string): void;
+}
+
+/**
+ * One channel for request-response: requests are published on it with `replyTo: amq.rabbitmq.reply-to` (and
+ * `mandatory`, so that a request no queue takes comes back at once instead of waiting for the caller's timeout),
+ * and replies arrive on it. Opened at the first request, and again at the next one after it was lost.
+ */
+export class DirectReplyChannel {
+  private channel?: Promise<Channel>;
+
+  constructor(
+    private readonly open: () => Promise<Channel>,
+    private readonly listener: ReplyListener,
+  ) {}
+
+  async send(exchange: string, routingKey: string, content: Buffer, options: Options.Publish): Promise<void> {
+    const channel = await this.ready();
+    channel.publish(exchange, routingKey, content, { ...options, mandatory: true, replyTo: DIRECT_REPLY_QUEUE });
+  }
+
+  async close(): Promise<void> {
+    const channel = this.channel;
+    this.channel = undefined;
+    await channel?.then((c) => c.close()).catch(() => undefined);
+  }
+
+  private ready(): Promise<Channel> {
+    this.channel ??= this.start();
+    const opening = this.channel;
+    opening.catch(() => {
+      if (this.channel === opening) this.channel = undefined;
+    });
+    return opening;
+  }
+
+  private async start(): Promise<Channel> {
+    const channel = await this.open();
+    const opening = this.channel;
+    channel.on('close', () => {
+      if (this.channel === opening) this.channel = undefined;
+      this.listener.lost('the channel for requests and replies closed (connection lost or client closed)');
+    });
+    channel.on('return', (message: ConsumeMessage) => {
+      const id: unknown = message.properties.correlationId;
+      if (typeof id === 'string') this.listener.returned(id);
+    });
+    try {
+      await channel.consume(DIRECT_REPLY_QUEUE, (message) => message && this.listener.reply(message), { noAck: true });
+    } catch (error) {
+      await channel.close().catch(() => undefined);
+      throw new Error(`could not consume ${DIRECT_REPLY_QUEUE}: ${errorMessage(error)}`);
+    }
+    return channel;
+  }
+}

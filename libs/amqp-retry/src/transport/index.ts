@@ -1,0 +1,8 @@
+// The microservices transport: its own entry point (`nestjs-amqp-retry/transport`), so that applications without
+// @nestjs/microservices never load it.
+export { RetryServer, type RetryServerStatus } from './retry.server.js';
+export { RetryClient, type RetryClientStatus } from './retry.client.js';
+export { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
+export { RetryRpcExceptionFilter } from './retry-rpc-exception.filter.js';
+export type { RetryServerOptions, RetryClientOptions, RetryEmitOptions, EventRetryOptions } from './retry-transport.options.js';
+export { retryQueueOptions } from './retry-queue-options.js';

@@ -1,0 +1,42 @@
+import { RmqContext } from '@nestjs/microservices';
+import type { ConsumeMessage } from 'amqplib';
+import type { RetryContext } from '../core/retry-context.js';
+
+/**
+ * What `getChannelRef()` gives: the transport acks, retries and parks every message itself, so a handler written for
+ * Nest's RMQ transport with manual acks (`channel.ack(message)`) must not settle it a second time (the broker would
+ * close the channel with 406 PRECONDITION_FAILED, and every delivery on it would come back). These calls do nothing
+ * but say so once.
+ */
+export interface RetryChannelRef {
+  ack(message?: unknown): void;
+  nack(message?: unknown): void;
+  reject(message?: unknown): void;
+}
+
+/**
+ * The `@Ctx()` of a transport handler: Nest's RmqContext (`getMessage()`, `getPattern()`, `getChannelRef()`) and the
+ * attempt's RetryContext (`getRetryContext()`: attempt, maxAttempts, isLastAttempt, death history, abort signal).
+ */
+export class RetryRmqContext extends RmqContext {
+  constructor(
+    message: ConsumeMessage,
+    pattern: string,
+    private readonly retry: RetryContext,
+    channelRef: RetryChannelRef,
+  ) {
+    super([message, channelRef, pattern]);
+  }
+
+  override getMessage(): ConsumeMessage {
+    return super.getMessage() as ConsumeMessage;
+  }
+
+  override getChannelRef(): RetryChannelRef {
+    return super.getChannelRef() as RetryChannelRef;
+  }
+
+  getRetryContext(): RetryContext {
+    return this.retry;
+  }
+}

@@ -1,0 +1,51 @@
+import type { Duration } from '../core/duration.js';
+import type { ErrorClass, RetryHandlerOptions, RetryModuleOptions } from '../core/retry-options.js';
+import type { RetryEngine } from '../engine/retry.engine.js';
+
+/**
+ * Options of `new RetryServer()`: where to listen (a queue, optionally bound to an exchange), the queue's default
+ * retry policy, and the connection options of `RetryModule.forRoot()`, or `engine` to share a RetryModule's
+ * connections in a hybrid application (`app.get(RetryEngine)`).
+ */
+export interface RetryServerOptions
+  extends RetryModuleOptions, Pick<RetryHandlerOptions, 'exchange' | 'exchangeType' | 'errorQueue' | 'nonRetryable' | 'backoff'> {
+  /** The queue to consume (required). Nest's ClientRMQ sends to it by name. */
+  queue: string;
+  /**
+   * Binding keys from `exchange`; default: the patterns of the handlers (strings as they are, objects as JSON), so
+   * the queue receives what this service handles and no more.
+   */
+  routingKey?: string | string[];
+  /** A RetryModule's engine (`app.get(RetryEngine)`): one connection pair for the module's handlers and the transport's. */
+  engine?: RetryEngine;
+}
+
+/**
+ * A pattern's own retry policy: `@EventPattern('order.created', { retry: { delays: ['200ms', '1s'], maxAttempts: 3 } })`.
+ * The queue, exchange and prefetch are the server's.
+ */
+export interface EventRetryOptions {
+  delays?: Duration[];
+  backoff?: RetryHandlerOptions['backoff'];
+  maxAttempts?: number;
+  nonRetryable?: ErrorClass[] | ((error: unknown) => boolean);
+}
+
+/** Options of `RetryClient` (ClientsModule `customClass`): where to send, and the connection options of RetryModule. */
+export interface RetryClientOptions extends RetryModuleOptions {
+  /** Publish events and requests to this exchange with the pattern as routing key. */
+  exchange?: string;
+  /** Without `exchange`: send to this queue by name, as Nest's ClientRMQ does. */
+  queue?: string;
+  /** Default true: messages survive a broker restart. */
+  persistent?: boolean;
+}
+
+/** The third argument of `RetryClient.emit`. */
+export interface RetryEmitOptions {
+  /** Deliver after this long (through the delay ladder): ms or a duration ('30m'). */
+  delay?: Duration;
+  headers?: Record<string, unknown>;
+  /** Default: a random UUID. */
+  messageId?: string;
+}

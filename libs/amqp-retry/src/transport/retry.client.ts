@@ -1,0 +1,185 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { Logger } from '@nestjs/common';
+import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microservices';
+import type { ConsumeMessage } from 'amqplib';
+import { connectable, defer, mergeMap, Subject, throwError, type Observable } from 'rxjs';
+import { DirectReplyChannel } from '../amqp/direct-reply.channel.js';
+import { readDelay } from '../core/delay.plan.js';
+import { errorMessage } from '../core/error-message.js';
+import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
+import { RetryEngine } from '../engine/retry.engine.js';
+import { RetryConfigError } from '../errors/retry-config.error.js';
+import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
+
+/** The transport client's status, as Nest's RMQ client names it. */
+export type RetryClientStatus = 'connected' | 'disconnected';
+
+/**
+ * A `ClientProxy` on the retry engine's publishing connection. `emit` resolves when the broker has confirmed the event
+ * (and a queue took it), and can delay it (`{ delay: '30m' }`, through the delay ladder); `send` is request-response
+ * over direct reply-to. The messages are Nest's RMQ envelope, so RetryServer and Nest's ServerRMQ both read them.
+ * @example ClientsModule.register([{ name: 'ORDERS', customClass: RetryClient, options: { queue: 'orders' } }])
+ */
+export class RetryClient extends ClientProxy {
+  private readonly logger = new Logger('RetryClient');
+  private readonly config: ModuleConfig;
+  private readonly events = new EventEmitter();
+  private engine?: RetryEngine;
+  private connecting?: Promise<void>;
+  private requests?: DirectReplyChannel;
+
+  constructor(private readonly options: RetryClientOptions = {}) {
+    super();
+    this.config = resolveModuleConfig(options, process.env);
+    if ((options.exchange === undefined) === (options.queue === undefined)) {
+      throw new RetryConfigError(
+        'RetryClient option "exchange" or "queue"',
+        options.exchange === undefined ? 'is missing' : 'are both given',
+        "Give one: queue: 'orders' sends to that queue by name (as Nest's ClientRMQ does), exchange: 'orders' publishes with the pattern as routing key.",
+      );
+    }
+    this.initializeSerializer({});
+    this.initializeDeserializer({});
+    this.events.on('error', () => undefined);
+  }
+
+  /** Opens the publishing connection (and, with delayed delivery on, starts forwarding due delayed messages). */
+  connect(): Promise<void> {
+    this.connecting ??= this.open();
+    const connecting = this.connecting;
+    connecting.catch((error: unknown) => {
+      if (this.connecting === connecting) this.connecting = undefined; // a failed connect can be tried again
+      this.events.emit('error', error);
+    });
+    return connecting;
+  }
+
+  /** Fails the requests still waiting, then closes the connections. */
+  async close(): Promise<void> {
+    this.failPending('the client was closed');
+    const { engine, requests } = this;
+    this.engine = undefined;
+    this.connecting = undefined;
+    this.requests = undefined;
+    await requests?.close();
+    await engine?.close();
+    this._status$?.next('disconnected');
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- ClientProxy declares it so
+  override on<EventKey extends never = never, EventCallback extends Function = Function>(event: EventKey, callback: EventCallback): void {
+    this.events.on(event, callback as unknown as (...args: unknown[]) => void);
+  }
+
+  unwrap<T>(): T {
+    if (!this.engine) throw new Error('RetryClient is not connected: call connect() first, or emit/send');
+    return this.engine as T;
+  }
+
+  /**
+   * Publishes an event; the returned observable completes once the broker confirmed it (errors: PublishError,
+   * NotConnectedError, RangeError for a bad delay). Hot, like Nest's: it is sent even if nobody subscribes.
+   */
+  override emit<TResult = unknown, TInput = unknown>(pattern: unknown, data: TInput, options: RetryEmitOptions = {}): Observable<TResult> {
+    if (pattern === undefined || pattern === null || data === undefined || data === null) {
+      return throwError(() => new Error('RetryClient.emit: give a pattern and data (neither may be null or undefined)'));
+    }
+    const source = defer(async () => this.connect()).pipe(mergeMap(() => this.dispatch({ pattern, data }, options) as Promise<TResult>));
+    const hot = connectable(source, { connector: () => new Subject<TResult>(), resetOnDisconnect: false });
+    hot.connect();
+    return hot;
+  }
+
+  protected dispatchEvent<T = unknown>(packet: ReadPacket): Promise<T> {
+    return this.dispatch(packet, {}) as Promise<T>;
+  }
+
+  protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
+    const id = randomUUID();
+    this.routingMap.set(id, callback);
+    const cleanup = () => void this.routingMap.delete(id);
+    const { exchange, routingKey } = this.target(packet.pattern);
+    const content = Buffer.from(JSON.stringify({ ...this.serializer.serialize(packet), id }));
+    const properties = { correlationId: id, persistent: this.options.persistent ?? true, contentType: 'application/json' };
+    this.requestChannel()
+      .send(exchange, routingKey, content, properties)
+      .catch((error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true }));
+    return cleanup;
+  }
+
+  private async open(): Promise<void> {
+    const engine = new RetryEngine(this.config, this.logger);
+    this.engine = engine;
+    try {
+      await engine.connectPublisher();
+      if (this.config.delayPrefix !== undefined) {
+        await engine.prepare([]);
+        await engine.consume();
+      }
+    } catch (error) {
+      this.engine = undefined;
+      await engine.close();
+      throw error;
+    }
+    this._status$?.next('connected');
+  }
+
+  private async dispatch(packet: ReadPacket, options: RetryEmitOptions): Promise<unknown> {
+    const engine = this.engine;
+    if (!engine) throw new Error('RetryClient is closed');
+    const delayMs = options.delay === undefined ? 0 : readDelay(options.delay);
+    const { exchange, routingKey } = this.target(packet.pattern);
+    const content = Buffer.from(JSON.stringify(this.serializer.serialize(packet)));
+    const properties = {
+      persistent: this.options.persistent ?? true,
+      contentType: 'application/json',
+      messageId: options.messageId ?? randomUUID(),
+      headers: options.headers,
+    };
+    await engine.publish(exchange, routingKey, content, properties, delayMs);
+    return undefined;
+  }
+
+  /** To the exchange with the pattern as routing key, or to the queue by name. */
+  private target(pattern: unknown): { exchange: string; routingKey: string } {
+    const { exchange, queue } = this.options;
+    if (exchange !== undefined) return { exchange, routingKey: this.normalizePattern(pattern as string) };
+    return { exchange: '', routingKey: queue ?? '' };
+  }
+
+  private requestChannel(): DirectReplyChannel {
+    const engine = this.engine;
+    if (!engine) throw new Error('RetryClient is closed');
+    this.requests ??= new DirectReplyChannel(() => engine.publishingChannel('RetryClient requests'), {
+      reply: (message) => this.onReply(message),
+      returned: (id) =>
+        this.settle(id, { err: new Error('RetryClient.send: no queue took the request (is the server listening?)'), isDisposed: true }),
+      lost: (reason) => this.failPending(reason),
+    });
+    return this.requests;
+  }
+
+  private onReply(message: ConsumeMessage): void {
+    const id: unknown = message.properties.correlationId;
+    if (typeof id !== 'string') return;
+    let reply: WritePacket;
+    try {
+      reply = JSON.parse(message.content.toString('utf8')) as WritePacket;
+    } catch (error) {
+      return this.settle(id, { err: new Error(`RetryClient.send: an unreadable reply: ${errorMessage(error)}`), isDisposed: true });
+    }
+    this.settle(id, reply);
+  }
+
+  private settle(id: string, reply: WritePacket): void {
+    const callback = this.routingMap.get(id) as ((packet: WritePacket) => void) | undefined;
+    if (!callback) return;
+    if (reply.isDisposed || reply.err !== undefined) this.routingMap.delete(id);
+    callback(reply);
+  }
+
+  private failPending(reason: string): void {
+    for (const id of [...this.routingMap.keys()]) this.settle(id, { err: new Error(`RetryClient.send: ${reason}`), isDisposed: true });
+  }
+}

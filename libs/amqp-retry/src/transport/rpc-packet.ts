@@ -1,0 +1,44 @@
+/**
+ * What a delivery on the transport's queue asks for, read from its decoded body. Nest's RMQ clients wrap the payload
+ * in an envelope, `{ pattern, data }` for an event and `{ pattern, data, id }` for a request (the reply goes to the
+ * `replyTo` queue, with `correlationId`). A body without that envelope (another client published it) is an event
+ * whose pattern is its routing key, and its whole body is the payload.
+ */
+export type InboundPacket =
+  | { kind: 'event'; pattern: string; data: unknown }
+  | { kind: 'request'; pattern: string; data: unknown; id: string; replyTo: string; correlationId: string };
+
+const ENVELOPE_KEYS = new Set(['pattern', 'data', 'id']);
+
+/**
+ * True for Nest's envelope: an object with a `pattern` and no keys but `pattern`, `data` and `id` (`data` is absent
+ * when it was undefined). A business payload that happens to look like one is read as one: give it another key.
+ */
+function isEnvelope(body: unknown): body is { pattern: unknown; data?: unknown; id?: unknown } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || Buffer.isBuffer(body)) return false;
+  const keys = Object.keys(body);
+  return keys.includes('pattern') && keys.every((k) => ENVELOPE_KEYS.has(k));
+}
+
+/** Nest's string form of a pattern: a string as it is, anything else as JSON (see Server.getPatternAsString). */
+export type PatternText = (pattern: unknown) => string;
+
+/**
+ * Reads a delivery's packet. A request needs an envelope `id` and a `replyTo` property; with only one of them it is
+ * an event (nobody could receive a reply). The correlation id is the `correlationId` property, else the envelope id.
+ */
+export function readPacket(
+  body: unknown,
+  delivery: { routingKey: string; replyTo?: unknown; correlationId?: unknown },
+  patternText: PatternText,
+): InboundPacket {
+  if (!isEnvelope(body)) return { kind: 'event', pattern: delivery.routingKey, data: body };
+  const pattern = patternText(body.pattern);
+  const { id } = body;
+  const replyTo = typeof delivery.replyTo === 'string' && delivery.replyTo.length > 0 ? delivery.replyTo : undefined;
+  if (typeof id === 'string' && id.length > 0 && replyTo !== undefined) {
+    const correlationId = typeof delivery.correlationId === 'string' && delivery.correlationId.length > 0 ? delivery.correlationId : id;
+    return { kind: 'request', pattern, data: body.data, id, replyTo, correlationId };
+  }
+  return { kind: 'event', pattern, data: body.data };
+}

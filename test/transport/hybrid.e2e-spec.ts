@@ -1,0 +1,92 @@
+import { Controller, Injectable, Module, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { lastValueFrom } from 'rxjs';
+import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
+import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
+import { ctl } from '../support/broker-control.js';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+
+const decoratorQueue = uniqueName('e2e.hybrid.decorator');
+const transportQueue = uniqueName('e2e.hybrid.transport');
+const connectionName = uniqueName('e2e-hybrid');
+
+@Injectable()
+class DecoratedHandler {
+  readonly attempts: number[] = [];
+
+  @RetryWithBackoff({ queue: decoratorQueue, delays: [150], maxAttempts: 2 })
+  handle(_payload: unknown, context: RetryContext): void {
+    this.attempts.push(context.attempt);
+    if (context.attempt === 1) throw new Error('first attempt fails');
+  }
+}
+
+@Controller()
+class PatternController {
+  readonly attempts: number[] = [];
+
+  @EventPattern<string>('invoice.issued', { retry: { delays: [150], maxAttempts: 2 } })
+  issued(@Payload() _invoice: unknown, @Ctx() ctx: RetryRmqContext): void {
+    this.attempts.push(ctx.getRetryContext().attempt);
+    if (ctx.getRetryContext().attempt === 1) throw new Error('first attempt fails');
+  }
+}
+
+@Module({
+  imports: [RetryModule.forRoot({ url: AMQP_URL, delayedDelivery: false, connectionName })],
+  providers: [DecoratedHandler],
+  controllers: [PatternController],
+})
+class HybridModule {}
+
+/** The broker's connections named `connectionName ...`. */
+async function connectionsNamed(prefix: string): Promise<string[]> {
+  const lines = (await ctl('list_connections', 'client_properties', '-q', '--no-table-headers')).split('\n');
+  return lines.flatMap((line) => line.match(/\{"connection_name","([^"]*)"\}/)?.[1] ?? []).filter((name) => name.startsWith(prefix));
+}
+
+describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern handlers', () => {
+  let app: INestApplication | undefined;
+  let broker: TestBroker;
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await broker.deleteRetryTopology(decoratorQueue);
+    await broker.deleteRetryTopology(transportQueue);
+    await broker.close();
+  });
+
+  it("shares the module's connections, and retries both kinds of handler", async () => {
+    app = await NestFactory.create(HybridModule, { logger: ['error'] });
+    const engine = app.get(RetryEngine);
+    const server = new RetryServer({ queue: transportQueue, engine });
+    app.connectMicroservice({ strategy: server }, { inheritAppConfig: true });
+    await app.startAllMicroservices();
+    await app.init();
+    expect(server.unwrap<RetryEngine>()).toBe(engine);
+
+    await app.get(RetryPublisher).publish('', decoratorQueue, { id: 1 });
+    const client = new RetryClient({ url: AMQP_URL, queue: transportQueue, delayedDelivery: false });
+    try {
+      await lastValueFrom(client.emit('invoice.issued', { id: 2 }), { defaultValue: undefined });
+    } finally {
+      await client.close();
+    }
+    const decorated = app.get(DecoratedHandler);
+    const patterns = app.get(PatternController);
+    await waitFor(() => decorated.attempts.length === 2 && patterns.attempts.length === 2, 'both handlers retried once');
+    expect(decorated.attempts).toEqual([1, 2]);
+    expect(patterns.attempts).toEqual([1, 2]);
+    // One pair of connections for both: the module's consuming and publishing ones.
+    expect((await connectionsNamed(connectionName)).sort()).toEqual([`${connectionName} consume`, `${connectionName} publish`]);
+
+    await app.close();
+    app = undefined;
+    expect(await broker.consumers(transportQueue)).toBe(0);
+    expect(await broker.count(`${transportQueue}.error`)).toBe(0);
+  });
+});
