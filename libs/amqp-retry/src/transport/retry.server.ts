@@ -25,6 +25,19 @@ interface PatternEntry {
 export type RetryServerStatus = 'connected' | 'disconnected';
 
 /**
+ * A pattern as the handler table's key, as Nest 11+'s `Server.getPatternAsString` reads it (Nest 10's Server lacks
+ * that method): a pattern that JSON.stringify cannot serialize (nested too deep) matches no handler.
+ */
+function patternAsString(pattern: unknown): string {
+  if (typeof pattern === 'string') return pattern;
+  try {
+    return JSON.stringify(pattern);
+  } catch {
+    return '<unserializable pattern>';
+  }
+}
+
+/**
  * A `@nestjs/microservices` transport on the retry engine. `@EventPattern` handlers get broker-side retries with the
  * pattern's policy and parking; `@MessagePattern` handlers answer requests (no retries: the caller waits). Messages
  * are Nest's RMQ envelope, so Nest's ClientRMQ and RetryClient both talk to it; a body without the envelope is an
@@ -124,9 +137,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     try {
       const { routingKey } = message.fields;
       const { replyTo, correlationId } = message.properties;
-      packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, (p) =>
-        this.getPatternAsString(p),
-      );
+      packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, patternAsString);
       entry = this.table.get(this.getRouteFromPattern(packet.pattern));
     } catch (error) {
       return { kind: 'park', reason: 'malformed', error: new Error(`the message's pattern cannot be read: ${errorMessage(error)}`) };
