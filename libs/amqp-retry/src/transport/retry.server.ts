@@ -14,7 +14,7 @@ import { RequestReplies } from './request-replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
 import { unwrapRpcError } from './rpc-error.js';
-import { readPacket, type InboundPacket } from './rpc-packet.js';
+import { patternAsString, readPacket, type InboundPacket } from './rpc-packet.js';
 
 interface PatternEntry {
   handler: MessageHandler;
@@ -23,19 +23,6 @@ interface PatternEntry {
 
 /** The transport's status, as Nest's RMQ transport names it. */
 export type RetryServerStatus = 'connected' | 'disconnected';
-
-/**
- * A pattern as the handler table's key, as Nest 11+'s `Server.getPatternAsString` reads it (Nest 10's Server lacks
- * that method): a pattern that JSON.stringify cannot serialize (nested too deep) matches no handler.
- */
-function patternAsString(pattern: unknown): string {
-  if (typeof pattern === 'string') return pattern;
-  try {
-    return JSON.stringify(pattern);
-  } catch {
-    return '<unserializable pattern>';
-  }
-}
 
 /**
  * A `@nestjs/microservices` transport on the retry engine. `@EventPattern` handlers get broker-side retries with the
