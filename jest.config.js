@@ -5,6 +5,7 @@ const shared = {
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
   moduleNameMapper: {
     '^nestjs-amqp-retry$': '<rootDir>/libs/amqp-retry/src/index.ts',
+    '^nestjs-amqp-retry/health$': '<rootDir>/libs/amqp-retry/src/health/index.ts',
     '^nestjs-amqp-retry/transport$': '<rootDir>/libs/amqp-retry/src/transport/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

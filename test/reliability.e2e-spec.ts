@@ -1,20 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { type INestApplicationContext, type LoggerService } from '@nestjs/common';
+import { type INestApplicationContext } from '@nestjs/common';
 import { RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from './support/app.js';
 import { closeConnections } from './support/broker-control.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
 import { TcpProxy } from './support/tcp-proxy.js';
-
-/** Keeps what the library logs, to count outage and recovery lines. */
-class RecordingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log = (message: unknown) => this.lines.push(`log ${String(message)}`);
-  error = (message: unknown) => this.lines.push(`error ${String(message)}`);
-  warn = (message: unknown) => this.lines.push(`warn ${String(message)}`);
-  debug = (message: unknown) => this.lines.push(`debug ${String(message)}`);
-  count = (pattern: RegExp) => this.lines.filter((line) => pattern.test(line)).length;
-}
+import { RecordingLogger } from './support/recording-logger.js';
 
 describe('reliability: reconnects, publishing while down, shutdown', () => {
   let broker: TestBroker;
@@ -62,7 +53,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     expect(
       logger.count(/^error Lost the connection to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:5672 \(.*CONNECTION_FORCED.*\); reconnecting$/),
     ).toBe(2);
-    expect(logger.count(/^log Reconnected to RabbitMQ after \d+ ms \(\d+ attempts?\)$/)).toBe(2);
+    expect(logger.count(/^log Reconnected to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:5672 after \d+ ms \(\d+ attempts?\)$/)).toBe(2);
     expect(logger.count(/^log Resumed consuming 1 queue\(s\)$/)).toBe(1);
     expect(logger.lines.join('\n')).not.toContain('guest:guest');
     expect(logger.count(/^error /)).toBe(2); // the outages, nothing else

@@ -1,8 +1,11 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { ClientProxy } from '@nestjs/microservices';
+import { lastValueFrom } from 'rxjs';
 import { NonRetryableError, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
 import { ORDER_CREATED, ORDERS_EXCHANGE, type OrderCreated } from './order.js';
 import { OrderProgress } from './order.progress.js';
 import { PaymentGateway } from './payment.gateway.js';
+import { SHIPMENT_REQUESTED, SHIPPING_CLIENT, type ShipmentRequested } from '../shipping/shipment.js';
 
 const DELAYS = ['1s', '2s', '4s'];
 
@@ -14,6 +17,7 @@ export class PaymentHandler {
   constructor(
     private readonly gateway: PaymentGateway,
     private readonly progress: OrderProgress,
+    @Inject(SHIPPING_CLIENT) private readonly shipping: ClientProxy,
   ) {}
 
   @RetryWithBackoff({ queue: 'example.orders.payment', exchange: ORDERS_EXCHANGE, routingKey: ORDER_CREATED, delays: DELAYS, maxAttempts: 5 })
@@ -27,6 +31,10 @@ export class PaymentHandler {
       throw error;
     }
     this.logger.log(`order ${order.id}: paid`);
+    // Confirmed by the broker before this resolves; the shipping microservice retries it on its own schedule. Should
+    // the emit fail, the payment is retried: a real gateway call must then be idempotent (an order id as its key).
+    const shipment: ShipmentRequested = { orderId: order.id };
+    await lastValueFrom(this.shipping.emit(SHIPMENT_REQUESTED, shipment), { defaultValue: undefined });
     this.progress.settled(order.id, 'paid');
   }
 }

@@ -1,12 +1,32 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
+import { Redis } from 'ioredis';
 import { closeConnections, ctl, raiseMemoryAlarm } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { buildLibrary, startConsumer, stopWith } from './consumer-process.js';
 
 const N = Number(process.env.CHAOS_N ?? 2000); // npm run test:chaos uses 5000
 const MUST_FAIL_EVERY = 50; // 2% of the ids fail on every attempt and must end parked
+/**
+ * CHAOS_SHARED_FAULTS=off leaves out the two faults that hit the whole broker (the restart and the memory alarm),
+ * for a run on a broker that others use at the same time. The full run (the default) has them.
+ */
+const SHARED_FAULTS = process.env.CHAOS_SHARED_FAULTS !== 'off';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * The runs: each queue type, and quorum queues with the Redis idempotency store (no duplicate but a SIGKILL's).
+ * The store's run uses quorum queues because classic queues dead-letter without confirms: the nacks sent in the
+ * instant the dead-letter exchange is deleted are dropped by the broker (README "Limits"), which a store cannot
+ * help; with a quorum queue's at-least-once dead-lettering, lost must be 0 and any loss is the store's fault.
+ */
+const RUNS = [
+  { queueType: 'classic', store: 'none' },
+  { queueType: 'quorum', store: 'none' },
+  { queueType: 'quorum', store: 'redis' },
+] as const;
 
 async function sigkill(child: ChildProcess): Promise<void> {
   await stopWith(child, 'SIGKILL');
@@ -35,19 +55,34 @@ class ResilientCounter {
   }
 }
 
-describe.each(['classic', 'quorum'] as const)(
-  `chaos on %s queues: ${N} messages through connection kills, a broker restart, SIGKILLs, a deleted exchange and blocked publishers`,
-  (queueType) => {
-    const queue = uniqueName(`chaos.${queueType}`);
+describe.each(RUNS)(
+  `chaos on $queueType queues, idempotency store: $store: ${N} messages through connection kills, ${SHARED_FAULTS ? 'a broker restart, ' : ''}SIGKILLs, a deleted exchange${SHARED_FAULTS ? ' and blocked publishers' : ''}`,
+  ({ queueType, store }) => {
+    const queue = uniqueName(`chaos.${queueType}${store === 'none' ? '' : `.${store}`}`);
     const results = `${queue}.results`;
     const connection = `chaos-${randomUUID()}`;
-    const env = { CHAOS_URL: AMQP_URL, CHAOS_QUEUE: queue, CHAOS_RESULTS: results, CHAOS_CONNECTION: connection, CHAOS_QUEUE_TYPE: queueType };
+    const redisPrefix = `${queue}:`;
+    const env = {
+      CHAOS_URL: AMQP_URL,
+      CHAOS_QUEUE: queue,
+      CHAOS_RESULTS: results,
+      CHAOS_CONNECTION: connection,
+      CHAOS_QUEUE_TYPE: queueType,
+      ...(store === 'redis' ? { CHAOS_REDIS_URL: REDIS_URL, CHAOS_REDIS_PREFIX: redisPrefix } : {}),
+    };
     let child: ChildProcess | undefined;
 
     beforeAll(buildLibrary, 150_000);
 
     afterAll(async () => {
       if (child && child.exitCode === null) await sigkill(child);
+      // The store's keys first: a broker that is down at this point must not leave them behind.
+      if (store === 'redis') {
+        const redis = new Redis(REDIS_URL);
+        const keys = await redis.keys(`${redisPrefix}*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      }
       const broker = await TestBroker.connect();
       await broker.deleteRetryTopology(queue, { queues: [results] });
       await broker.close();
@@ -58,9 +93,13 @@ describe.each(['classic', 'quorum'] as const)(
       const setup = await TestBroker.connect();
       await setup.declareQueue(results);
       child = await startConsumer(env); // declares the topology
+      const killed = new Set<number>(); // the pids SIGKILLed
       const ids = Array.from({ length: N }, (_, id) => id);
       for (const id of ids)
-        setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), { persistent: true });
+        setup.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ id, mustFail: id % MUST_FAIL_EVERY === 0 })), {
+          persistent: true,
+          messageId: `chaos-${id}`,
+        });
       await (setup.channel as amqp.ConfirmChannel).waitForConfirms();
       await setup.close();
 
@@ -74,15 +113,18 @@ describe.each(['classic', 'quorum'] as const)(
       };
       await at(0.1, 'connection kill', async () => void (await closeConnections(connection)));
       await at(0.2, 'SIGKILL', async () => {
+        killed.add(child!.pid!);
         await sigkill(child!);
         child = await startConsumer(env);
       });
       await at(0.35, 'connection kill', async () => void (await closeConnections(connection)));
-      await at(0.5, 'broker restart', async () => {
-        await ctl('stop_app');
-        await ctl('start_app');
-      });
+      if (SHARED_FAULTS)
+        await at(0.5, 'broker restart', async () => {
+          await ctl('stop_app');
+          await ctl('start_app');
+        });
       await at(0.65, 'SIGKILL', async () => {
+        killed.add(child!.pid!);
         await sigkill(child!);
         child = await startConsumer(env);
       });
@@ -95,27 +137,34 @@ describe.each(['classic', 'quorum'] as const)(
         await operator.close();
       });
       await at(0.8, 'connection kill', async () => void (await closeConnections(connection)));
-      await at(0.9, 'publishers blocked for 2 s', async () => {
-        const restore = await raiseMemoryAlarm();
-        try {
-          await new Promise((resolve) => setTimeout(resolve, 2_000));
-        } finally {
-          await restore();
-        }
-      });
+      if (SHARED_FAULTS)
+        await at(0.9, 'publishers blocked for 2 s', async () => {
+          const restore = await raiseMemoryAlarm();
+          try {
+            await new Promise((resolve) => setTimeout(resolve, 2_000));
+          } finally {
+            await restore();
+          }
+        });
       await counter.close();
 
       const mustFail = ids.filter((id) => id % MUST_FAIL_EVERY === 0);
       const shouldSucceed = N - mustFail.length;
       const broker = await TestBroker.connect();
-      const handled = new Map<number, number>();
+      // Each handler call sends one result with a nonce of its own: a result the publisher sent again (at least once,
+      // after a connection kill) repeats the nonce; a second call of the handler has a new one.
+      const handled = new Map<number, Set<string>>();
+      const pids = new Map<number, number[]>();
+      let resultCount = 0;
       const parked = new Map<number, string>();
       try {
         await waitFor(
           async () => {
             for (const m of await broker.drain(results)) {
-              const { id } = JSON.parse(m.content.toString()) as { id: number };
-              handled.set(id, (handled.get(id) ?? 0) + 1);
+              const { id, call, pid } = JSON.parse(m.content.toString()) as { id: number; call: string; pid: number };
+              if (!handled.get(id)?.has(call)) pids.set(id, [...(pids.get(id) ?? []), pid]);
+              handled.set(id, (handled.get(id) ?? new Set()).add(call));
+              resultCount++;
             }
             for (const m of await broker.drain(`${queue}.error`)) {
               parked.set((JSON.parse(m.content.toString()) as { id: number }).id, String(m.properties.headers?.['x-parked-reason']));
@@ -131,25 +180,52 @@ describe.each(['classic', 'quorum'] as const)(
 
       const lost = ids.filter((id) => !handled.has(id) && !parked.has(id));
       const wronglyParked = ids.filter((id) => id % MUST_FAIL_EVERY !== 0 && parked.has(id));
-      const duplicates = [...handled.values()].filter((count) => count > 1).length;
+      if (store === 'redis' && lost.length > 0) {
+        // Where the lost ids stand in the store, for whoever reads a failure.
+        const redis = new Redis(REDIS_URL);
+        const states = await Promise.all(
+          lost.slice(0, 10).map(async (id) => {
+            const key = `${redisPrefix}${encodeURIComponent(queue)}:chaos-${id}`;
+            return `${id}: ${await redis.get(key)} (pttl ${await redis.pttl(key)})`;
+          }),
+        );
+        redis.disconnect();
+        const probe = await TestBroker.connect();
+        const where = [];
+        for (const name of [queue, ...tierQueues({ queue, delaysMs: [50, 100] })])
+          where.push(`${name}: ${await probe.count(name)} ready, ${await probe.consumers(name)} consumer(s)`);
+        await probe.close();
+        process.stdout.write(`Lost ids in the store: ${states.join('; ')}\nQueues: ${where.join('; ')}\n`);
+      }
+      const duplicates = [...handled.values()].filter((calls) => calls.size > 1).length;
+      // A process SIGKILLed after its handler's work but before the record (one store round trip) makes a duplicate
+      // that no store can prevent; any other duplicate is a defect of the store's protocol.
+      const twice = [...pids.entries()].filter(([, calls]) => calls.length > 1);
+      // (Explained: the first call ran in a process that was SIGKILLed, the next in another one. Two calls in one
+      // process, as after a connection kill, are not.)
+      const unexplained = twice.filter(([, [first, ...rest]]) => !(killed.has(first) && rest.every((pid) => pid !== first))).map(([id]) => id);
+      const resent = resultCount - [...handled.values()].reduce((sum, calls) => sum + calls.size, 0);
       const table = [
-        '| published | handled | parked | lost | handled more than once | should succeed but parked | faults | time |',
-        '|---|---|---|---|---|---|---|---|',
-        `| ${N} | ${handled.size} | ${parked.size} | ${lost.length} | ${duplicates} | ${wronglyParked.length} | ${faults.join(', ')} | ${((Date.now() - started) / 1000).toFixed(1)} s |`,
+        '| published | handled | parked | lost | handled more than once | of them, not by a SIGKILL | results re-sent by the publisher | should succeed but parked | faults | time |',
+        '|---|---|---|---|---|---|---|---|---|---|',
+        `| ${N} | ${handled.size} | ${parked.size} | ${lost.length} | ${duplicates} | ${unexplained.length} | ${resent} | ${wronglyParked.length} | ${faults.join(', ')} | ${((Date.now() - started) / 1000).toFixed(1)} s |`,
       ].join('\n');
-      process.stdout.write(`\nChaos result (${queueType} queues, N=${N}):\n${table}\n\n`);
+      process.stdout.write(`\nChaos result (${queueType} queues, idempotency store: ${store}, N=${N}):\n${table}\n\n`);
 
       expect(faults).toEqual([
         'connection kill',
         'SIGKILL',
         'connection kill',
-        'broker restart',
+        ...(SHARED_FAULTS ? ['broker restart'] : []),
         'SIGKILL',
         'dead-letter exchange deleted',
         'connection kill',
-        'publishers blocked for 2 s',
+        ...(SHARED_FAULTS ? ['publishers blocked for 2 s'] : []),
       ]);
       expect(lost).toEqual([]);
+      // With the store, a copy of a handled message is acked without a call: no id is handled twice, but for a
+      // process killed between its handler's work and the record (README "Crash windows").
+      if (store === 'redis') expect(unexplained).toEqual([]);
       expect(wronglyParked).toEqual([]);
       expect(handled.size).toBe(shouldSucceed);
       expect([...parked.values()].every((reason) => reason === 'exhausted')).toBe(true);

@@ -90,7 +90,7 @@ describe('lifecycle races', () => {
   it('leaves one consumer when start() is called twice at once, and none when stop() comes during start()', async () => {
     await suite.broker.declareQueue(suite.queue);
     const connection = await AmqpConnection.open(
-      { url: AMQP_URL, name: `e2e-${randomUUID()}`, reconnect: { initialDelayMs: 50, maxDelayMs: 100 }, connectTimeoutMs: 5_000 },
+      { urls: [AMQP_URL], name: `e2e-${randomUUID()}`, reconnect: { initialDelayMs: 50, maxDelayMs: 100 }, connectTimeoutMs: 5_000 },
       quiet,
     );
     try {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type GetMessage, type Options } from 'amqplib';
 import { planDelayTopology } from '../../libs/amqp-retry/src/core/delay.plan.js';
+import { HANDLER_REGISTRY_QUEUE, readHandlerRecord } from '../../libs/amqp-retry/src/core/handler-registry.record.js';
 import { readPlanRecord } from '../../libs/amqp-retry/src/core/retry-plan.record.js';
 
 export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -26,8 +27,9 @@ export class TestBroker {
     readonly channel: Channel,
   ) {}
 
-  static async connect(): Promise<TestBroker> {
-    const model = await amqp.connect(AMQP_URL);
+  /** `url`: another broker than the test broker, e.g. one node of the cluster in test/cluster/. */
+  static async connect(url = AMQP_URL): Promise<TestBroker> {
+    const model = await amqp.connect(url);
     const channel = await model.createConfirmChannel();
     return new TestBroker(model, channel);
   }
@@ -100,6 +102,23 @@ export class TestBroker {
     }
     for (const name of [queue, `${queue}.error`, planQueue, ...tiers, ...(extra.queues ?? [])]) await this.channel.deleteQueue(name);
     for (const name of [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`, ...(extra.exchanges ?? [])]) await this.channel.deleteExchange(name);
+    await this.forgetHandler(queue);
+  }
+
+  /** Removes the records of `queue` from the handler registry that every start writes to; other records go back. */
+  async forgetHandler(queue: string): Promise<void> {
+    const channel = await this.model.createChannel();
+    channel.on('error', () => undefined);
+    try {
+      await channel.checkQueue(HANDLER_REGISTRY_QUEUE);
+      for (let m = await channel.get(HANDLER_REGISTRY_QUEUE); m; m = await channel.get(HANDLER_REGISTRY_QUEUE)) {
+        if (readHandlerRecord(m.content)?.queue === queue) channel.ack(m);
+      }
+    } catch {
+      // no registry (a 404 closed the channel)
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
   }
 
   /**
@@ -118,6 +137,7 @@ export class TestBroker {
     } finally {
       await channel.close().catch(() => undefined);
     }
+    if (!(await this.exists(ladder.readyQueue))) await this.forgetHandler(ladder.readyQueue);
   }
 
   async close(): Promise<void> {

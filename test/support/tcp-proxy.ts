@@ -14,6 +14,11 @@ export class TcpProxy {
     private readonly targetPort = 5672,
   ) {}
 
+  /** Client connections open through the proxy now. */
+  get clients(): number {
+    return this.sockets.size / 2;
+  }
+
   get url(): string {
     return `amqp://guest:guest@127.0.0.1:${this.port}`;
   }

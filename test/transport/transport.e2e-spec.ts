@@ -40,7 +40,11 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     return client;
   };
   const nestClient = (options: { queueOptions?: object } = {}) => {
-    const client = new ClientRMQ({ urls: [AMQP_URL], queue, ...(options.queueOptions ? { queueOptions: options.queueOptions } : { noAssert: true }) });
+    const client = new ClientRMQ({
+      urls: [AMQP_URL],
+      queue,
+      ...(options.queueOptions ? { queueOptions: options.queueOptions } : { noAssert: true }),
+    });
     clients.push(client);
     return client;
   };

@@ -1,25 +1,31 @@
 import type { RetryLogger } from '../core/retry-logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
-import { maskUrl } from '../core/module-config.js';
+import { describeNode, nodeForAttempt } from '../core/broker-urls.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 export interface AmqpConnectionOptions {
-  url: string;
+  /** One broker, or the nodes of a cluster: see `connect` and `reconnect` for the order in which they are tried. */
+  urls: readonly string[];
   /** Shown in the broker's management UI and `rabbitmqctl list_connections`. */
   name: string;
   reconnect: ReconnectPolicy;
   /** How long one attempt to connect may take, TCP and AMQP handshake together: a black-holed broker fails it. */
   connectTimeoutMs: number;
+  /** Told of losses and recoveries, as the connection of this role. */
+  observers?: ObserverHub;
+  role?: 'consume' | 'publish';
 }
 
 type Listener = () => Promise<void>;
 
 /**
  * The application's AMQP connection, kept alive: when the broker or the network drops it, it reconnects with capped
- * exponential backoff and jitter, then runs the `onReconnect` listeners (re-declare, resume consuming). The outage
- * and the recovery are logged once each. Every channel gets an 'error' listener: without one, a channel closed by
+ * exponential backoff and jitter, then runs the `onReconnect` listeners (re-declare, resume consuming). Given the
+ * nodes of a cluster, it fails over: each reconnection attempt goes to another node (the next after the lost one,
+ * then round-robin). The node it is on, the outage and the recovery are logged once each, passwords masked. Every channel gets an 'error' listener: without one, a channel closed by
  * the broker (a 406, a 404) would tear down the whole connection.
  */
 export class AmqpConnection {
@@ -28,25 +34,43 @@ export class AmqpConnection {
   private readonly reconnectListeners: Listener[] = [];
   private readonly waiters = new Set<() => void>();
   private cancelWait?: () => void;
+  /** The node of `options.urls` this connection is on, or was on last. */
+  private nodeIndex = 0;
 
   private constructor(
     private readonly options: AmqpConnectionOptions,
     private readonly logger: RetryLogger,
   ) {}
 
-  /** Connects once; a first connection that fails rejects at once (start-up should fail loudly, not wait). */
+  /**
+   * Connects to the first node that answers, in the order given, each once; when none does, rejects at once
+   * (start-up should fail loudly, not wait) naming every node and why.
+   */
   static async open(options: AmqpConnectionOptions, logger: RetryLogger): Promise<AmqpConnection> {
+    if (options.urls.length === 0) throw new Error('No RabbitMQ URL to connect to');
     const connection = new AmqpConnection(options, logger);
-    try {
-      connection.attach(await connection.connect());
-    } catch (error) {
-      throw new Error(`Could not connect to RabbitMQ at ${maskUrl(options.url)}: ${errorMessage(error)}`, { cause: error });
+    const failures: string[] = [];
+    for (let index = 0; index < options.urls.length; index++) {
+      try {
+        connection.attach(await connection.connect(index));
+        connection.notify('connectionUp', {});
+        if (options.urls.length > 1) logger.log(`Connected to RabbitMQ at ${describeNode(options.urls, index)}: ${options.name}`);
+        return connection;
+      } catch (error) {
+        failures.push(`${describeNode(options.urls, index)}: ${errorMessage(error)}`);
+        if (options.urls.length === 1) throw new Error(`Could not connect to RabbitMQ at ${failures[0]}`, { cause: error });
+      }
     }
-    return connection;
+    throw new Error(`Could not connect to any of ${options.urls.length} RabbitMQ nodes: ${failures.join('; ')}`);
   }
 
   get isConnected(): boolean {
     return this.model !== undefined;
+  }
+
+  /** The node this connection is on (its URL, password masked), or undefined while it is down. */
+  get node(): string | undefined {
+    return this.model ? describeNode(this.options.urls, this.nodeIndex) : undefined;
   }
 
   /** What the broker said of itself when this connection opened (product, version), for version checks. */
@@ -114,8 +138,9 @@ export class AmqpConnection {
    * Nagle's algorithm off: acks, nacks and confirms are small frames, and with Nagle on each waits for the next
    * packet (docs/design.md section 6: a 200 ms retry came back 60 ms late instead of 12 ms).
    */
-  private async connect(): Promise<ChannelModel> {
-    const { url, name, connectTimeoutMs } = this.options;
+  private async connect(index: number): Promise<ChannelModel> {
+    const { name, connectTimeoutMs } = this.options;
+    const url = this.options.urls[index];
     // amqplib's own `timeout` is an idle timeout of the socket; the race bounds the whole handshake too.
     const connecting = amqp.connect(url, { noDelay: true, timeout: connectTimeoutMs, clientProperties: { connection_name: name } });
     let timer: NodeJS.Timeout | undefined;
@@ -123,7 +148,9 @@ export class AmqpConnection {
       timer = setTimeout(() => reject(new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`)), connectTimeoutMs);
     });
     try {
-      return await Promise.race([connecting, timeout]);
+      const model = await Promise.race([connecting, timeout]);
+      this.nodeIndex = index;
+      return model;
     } catch (error) {
       void connecting.then(
         (late) => late.close().catch(() => undefined),
@@ -145,23 +172,31 @@ export class AmqpConnection {
       this.model = undefined;
       if (this.closing) return;
       const reason = error?.message ?? lastError ?? 'the socket closed';
-      this.logger.error(`Lost the connection to RabbitMQ at ${maskUrl(this.options.url)} (${reason}); reconnecting`);
+      this.logger.error(`Lost the connection to RabbitMQ at ${describeNode(this.options.urls, this.nodeIndex)} (${reason}); reconnecting`);
+      this.notify('connectionLost', { reason });
       void this.reconnect();
     });
     this.model = model;
     this.wakeWaiters();
   }
 
+  /**
+   * Attempt n goes to the n-th node after the lost one (core/broker-urls.ts `nodeForAttempt`): with one URL always the
+   * same, with a cluster the survivors first. Every attempt waits the backoff delay first, so that a whole cluster
+   * that is down is not hammered.
+   */
   private async reconnect(): Promise<void> {
     const started = Date.now();
+    const lost = this.nodeIndex;
     for (let attempt = 1; !this.closing; attempt++) {
       await this.sleep(reconnectDelay(attempt, this.options.reconnect));
       if (this.closing) return;
+      const index = nodeForAttempt(lost, attempt, this.options.urls.length);
       let model: ChannelModel;
       try {
-        model = await this.connect();
+        model = await this.connect(index);
       } catch (error) {
-        this.logger.debug(`Reconnection attempt ${attempt} failed: ${errorMessage(error)}`);
+        this.logger.debug(`Reconnection attempt ${attempt} to ${describeNode(this.options.urls, index)} failed: ${errorMessage(error)}`);
         continue;
       }
       if (this.closing) {
@@ -169,7 +204,11 @@ export class AmqpConnection {
         return;
       }
       this.attach(model);
-      this.logger.log(`Reconnected to RabbitMQ after ${Date.now() - started} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`);
+      const downMs = Date.now() - started;
+      this.logger.log(
+        `Reconnected to RabbitMQ at ${describeNode(this.options.urls, index)} after ${downMs} ms (${attempt} attempt${attempt > 1 ? 's' : ''})`,
+      );
+      this.notify('connectionUp', { downMs });
       await this.recover(model);
       return;
     }
@@ -202,6 +241,11 @@ export class AmqpConnection {
       }
       this.cancelWait = finish;
     });
+  }
+
+  private notify(name: 'connectionLost' | 'connectionUp', event: { reason?: string; downMs?: number }): void {
+    const { observers, role } = this.options;
+    if (observers?.active && role) observers.emit(name, { role, ...event });
   }
 
   private wakeWaiters(): void {

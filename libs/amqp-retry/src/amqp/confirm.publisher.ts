@@ -160,6 +160,7 @@ export class ConfirmPublisher {
             if (pending.returned) resolve({ kind: 'failed', failure: { reason: 'no queue is bound to receive it (returned as unroutable)' } });
             else resolve({ kind: 'confirmed' });
           } else if (errorMessage(error) === 'message nacked') {
+            this.retire(open);
             resolve({ kind: 'failed', failure: { reason: 'the broker nacked it (a queue at its length limit, or an internal error)' } });
           } else {
             resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
@@ -181,6 +182,19 @@ export class ConfirmPublisher {
       patience?.signal.removeEventListener('abort', onAbort);
       open.pending.delete(pending);
     }
+  }
+
+  /**
+   * After a nack the channel is not used again: the next publish opens a fresh one. RabbitMQ 3.10 nacks every
+   * publish, for good, on a channel whose first publish to a quorum queue came during that queue's leader election
+   * (a node lost, a client that failed over within 100 ms), while a fresh channel is confirmed at once (docs/design.md,
+   * "Running on a cluster"). The old channel is closed once its other publishes had time to settle.
+   */
+  private retire(open: OpenChannel): void {
+    if (this.open !== open) return;
+    this.open = undefined;
+    this.current = undefined;
+    setTimeout(() => void open.channel.close().catch(() => undefined), this.limits.confirmTimeoutMs).unref();
   }
 
   /** The channel, once the connection is up (within the publish's deadline). */

@@ -5,6 +5,8 @@ import { errorMessage } from '../core/error-message.js';
 import { republishProperties } from '../core/message-properties.js';
 import { reconnectDelay } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
+import type { PublishScope } from '../observability/retry-observer.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import { isMissingTarget, PARK_RETRY, pause, type MessageParker, type ParkTarget } from './message.parker.js';
 import type { Settle } from './queue.consumer.js';
@@ -25,6 +27,7 @@ export class DelayForwardHandler {
     private readonly parker: MessageParker,
     private readonly park: ParkTarget,
     private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
   ) {}
 
   readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
@@ -35,6 +38,12 @@ export class DelayForwardHandler {
       return this.parkIt(message, settle, 'malformed', error, signal);
     }
     const copy = { ...republishProperties(message.properties, withoutDelayDeaths(headers, this.ladder.prefix)), mandatory: true };
+    const observers = this.observers?.active ? this.observers : undefined;
+    let scope: PublishScope | undefined;
+    if (observers) {
+      copy.headers ??= {};
+      scope = observers.publishing({ ...target, kind: 'forward', headers: copy.headers, messageId: message.properties.messageId });
+    }
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
         await this.publisher.publish(target.exchange, target.routingKey, message.content, copy, {
@@ -42,8 +51,13 @@ export class DelayForwardHandler {
           onSlowConfirm: (waitedMs) =>
             this.logger.warn(`A due delayed message for "${target.exchange}" waits ${waitedMs} ms for the broker's confirm`),
         });
+        scope?.end?.();
+        observers?.emit('forwarded', target);
         return settle.ack();
       } catch (error) {
+        scope?.end?.(error);
+        scope = undefined; // ended with the first failure; the tries after it are not spans of their own
+        observers?.emit('publishRejected', { ...target, kind: 'forward', error });
         if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);
         const delay = reconnectDelay(attempt, PARK_RETRY);
         this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); trying again in ${delay} ms`);

@@ -1,21 +1,32 @@
+import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage, Options } from 'amqplib';
-import { errorMessage } from '../core/error-message.js';
+import { errorMessage, errorStack } from '../core/error-message.js';
+import type { ParkReason } from '../core/delivery.decision.js';
+import type { FailureLogs } from '../core/retry-options.js';
 import { parkedPublishOptions, type ParkInput } from '../core/parked-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { PublishError } from '../errors/publish.error.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
+import type { PublishScope } from '../observability/retry-observer.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import type { Settle } from './queue.consumer.js';
 
 /** What the parked copy says beyond the delivery itself. */
 export type ParkDetails = Omit<ParkInput, 'properties' | 'now' | 'deliveredExchange' | 'deliveredRoutingKey'> &
-  Partial<Pick<ParkInput, 'deliveredExchange' | 'deliveredRoutingKey'>>;
+  Partial<Pick<ParkInput, 'deliveredExchange' | 'deliveredRoutingKey'>> & {
+    /** The microservices pattern the message was dispatched to, for observers; absent for decorator handlers. */
+    pattern?: string;
+  };
 
 /** Where a delivery is parked, and how to declare that queue again should an operator have deleted it. */
 export interface ParkTarget {
   errorQueue: string;
   redeclare: () => Promise<unknown>;
 }
+
+/** Parks whose error the handler threw: their stack is worth a log. */
+const HANDLER_FAILURES: ReadonlySet<ParkReason> = new Set(['exhausted', 'non-retryable']);
 
 /** Spacing of the attempts to park a message whose park failed: soon at first, then at most every 30 s. */
 export const PARK_RETRY: ReconnectPolicy = { initialDelayMs: 200, maxDelayMs: 30_000 };
@@ -50,17 +61,35 @@ export class MessageParker {
     /** Also writes the plan records: one confirm channel for the library's own publishes. */
     readonly publisher: ConfirmPublisher,
     private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
+    /** 'line': a park is an error with the handler's stack (Nest's ExceptionsHandler printed none); 'nest': a warning. */
+    private readonly failureLogs: FailureLogs = 'nest',
   ) {}
 
   async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
     const { errorQueue } = target;
     const copy = { exchange: '', routingKey: errorQueue, options: this.copyOptions(message, details) };
     const what = { name: `a parked copy from "${details.queue}"`, target: `the error queue "${errorQueue}"` };
-    if (await this.publishThenAck(message, settle, copy, what, target.redeclare, signal)) {
-      this.logger.warn(
-        `Parked a message from "${details.queue}" in "${errorQueue}" (${details.reason} after ${details.handlerCalls} attempt${details.handlerCalls === 1 ? '' : 's'}): ${errorMessage(details.error)}`,
-      );
+    const observers = this.observers?.active ? this.observers : undefined;
+    let scope: PublishScope | undefined;
+    let onRejected: ((error: unknown) => void) | undefined;
+    if (observers) {
+      const headers = (copy.options.headers ??= {});
+      const { messageId } = message.properties;
+      scope = observers.publishing({ kind: 'park', exchange: '', routingKey: errorQueue, headers, messageId });
+      onRejected = (error) => {
+        scope?.end?.(error);
+        scope = undefined; // ended with the first failure; the tries after it are not spans of their own
+        observers.emit('publishRejected', { kind: 'park', exchange: '', routingKey: errorQueue, error });
+      };
     }
+    if (!(await this.publishThenAck(message, settle, copy, what, target.redeclare, signal, onRejected))) return;
+    scope?.end?.();
+    const { queue, pattern, reason, error, handlerCalls } = details;
+    observers?.emit('parked', { queue, pattern, errorQueue, reason, error, handlerCalls, message });
+    const line = `Parked a message from "${queue}" in "${errorQueue}" (${reason} after ${handlerCalls} attempt${handlerCalls === 1 ? '' : 's'}): ${errorMessage(error)}`;
+    if (this.failureLogs === 'nest') this.logger.warn(line);
+    else this.logger.error(HANDLER_FAILURES.has(reason) ? `${line}\n${errorStack(error)}` : line);
   }
 
   /**
@@ -88,6 +117,7 @@ export class MessageParker {
     what: { name: string; target: string },
     redeclare: () => Promise<unknown>,
     signal: AbortSignal,
+    onRejected?: (error: unknown) => void,
   ): Promise<boolean> {
     const patience = {
       signal,
@@ -102,6 +132,7 @@ export class MessageParker {
       } catch (publishError) {
         const delay = reconnectDelay(attempt, PARK_RETRY);
         const missing = isMissingTarget(publishError);
+        onRejected?.(publishError);
         this.logger.error(
           `Could not publish ${what.name} to ${what.target} (${errorMessage(publishError)}); ` +
             `${missing ? 'declaring it again and ' : ''}trying again in ${delay} ms`,
@@ -117,7 +148,8 @@ export class MessageParker {
   }
 
   /** The parked copy's properties; should building them fail on a value no test foresaw, a copy that says so. */
-  private copyOptions(message: ConsumeMessage, details: ParkDetails) {
+  private copyOptions(message: ConsumeMessage, details: ParkDetails): Options.Publish {
+    const id = randomUUID(); // one per park, so that every try of this park publishes the same copy
     try {
       return parkedPublishOptions({
         deliveredExchange: message.fields.exchange,
@@ -125,12 +157,19 @@ export class MessageParker {
         ...details,
         properties: message.properties,
         now: new Date(),
+        id,
       });
     } catch (error) {
       this.logger.error(`Could not build the parking headers (${errorMessage(error)}); parking with the reason only`);
       return {
         persistent: true,
-        headers: { 'x-parked-reason': details.reason, 'x-exception-message': errorMessage(details.error), 'x-parked-at': new Date().toISOString() },
+        headers: {
+          'x-parked-reason': details.reason,
+          'x-exception-message': errorMessage(details.error),
+          'x-parked-at': new Date().toISOString(),
+          'x-original-queue': details.queue,
+          'x-parked-id': id,
+        },
       };
     }
   }

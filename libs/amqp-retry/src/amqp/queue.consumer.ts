@@ -4,6 +4,7 @@ import { DeliveryGate, type GatePass } from '../core/delivery.gate.js';
 import { errorMessage } from '../core/error-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 import { AckBatcher } from './ack.batcher.js';
 import type { AmqpConnection } from './amqp-connection.js';
 
@@ -34,6 +35,8 @@ export interface QueueConsumerOptions {
    * else unsettled where possible, so that a crash counts against it only. Absent: no delivery is suspect.
    */
   isSuspect?: (message: ConsumeMessage) => boolean;
+  /** Told when the consumer goes up or down. */
+  observers?: ObserverHub;
 }
 
 /** One channel's life: what it delivered and settles, and a signal that aborts when it is gone. */
@@ -134,7 +137,8 @@ export class QueueConsumer {
     await channel.prefetch(careful ? 1 : this.options.prefetch);
     const { consumerTag } = await channel.consume(this.options.queue, (message) => this.track(subscription, message, careful), { noAck: false });
     subscription.consumerTag = consumerTag;
-    if (this.stopped) await channel.cancel(consumerTag).catch(() => undefined); // stop() came while we subscribed
+    if (this.stopped) return void (await channel.cancel(consumerTag).catch(() => undefined)); // stop() came while we subscribed
+    if (this.options.observers?.active) this.options.observers.emit('consumerUp', { queue: this.options.queue });
   }
 
   /**
@@ -149,7 +153,10 @@ export class QueueConsumer {
     await this.starting?.catch(() => undefined);
     await this.switching; // a change of pace in progress must not subscribe again behind our back
     const subscription = this.subscription;
-    if (subscription?.consumerTag) await subscription.channel.cancel(subscription.consumerTag).catch(() => undefined);
+    if (subscription?.consumerTag) {
+      await subscription.channel.cancel(subscription.consumerTag).catch(() => undefined);
+      this.down('the application is stopping');
+    }
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       this.whenIdle().then(() => false),
@@ -235,6 +242,7 @@ export class QueueConsumer {
     abort(subscription, `the channel consuming "${this.options.queue}" closed${brokerReason ? ` (${brokerReason})` : ''}`);
     if (this.subscription !== subscription) return;
     this.subscription = undefined;
+    this.down(brokerReason ?? 'the connection closed');
     if (brokerReason === undefined) return; // it died with the connection, whose recovery restarts us
     this.scheduleResume(`The broker closed the channel consuming "${this.options.queue}" (${brokerReason})`);
   }
@@ -244,9 +252,14 @@ export class QueueConsumer {
     if (this.subscription !== subscription) return;
     this.subscription = undefined;
     subscription.consumerTag = undefined;
+    this.down('the broker cancelled the consumer');
     const idle = subscription.unsettled === 0 ? Promise.resolve() : new Promise<void>((resolve) => subscription.idle.push(resolve));
     void idle.then(() => this.closeChannel(subscription));
     this.scheduleResume(`The broker cancelled the consumer of "${this.options.queue}" (was the queue deleted?)`);
+  }
+
+  private down(reason: string): void {
+    if (this.options.observers?.active) this.options.observers.emit('consumerDown', { queue: this.options.queue, reason });
   }
 
   private scheduleResume(why: string): void {

@@ -11,6 +11,8 @@ import { type MessageParker, type ParkTarget, pause, PARK_RETRY } from './messag
 import type { Settle } from './queue.consumer.js';
 import type { TopologyGuard } from './topology.guard.js';
 import { reconnectDelay } from '../core/reconnect.policy.js';
+import { DeliveryObservation } from '../observability/delivery.observation.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 /** Calls the user's handler (through Nest's context: interceptors, filters). */
 export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
@@ -34,7 +36,7 @@ export interface RetryPolicy {
  * tier retries); or park it before any handler runs (`notify` first tells whoever waits).
  */
 export type DeliveryRoute =
-  | { kind: 'handle'; payload: unknown; policy: RetryPolicy; invoke: HandlerInvoker }
+  | { kind: 'handle'; payload: unknown; policy: RetryPolicy; invoke: HandlerInvoker; pattern?: string }
   | { kind: 'once'; run: (context: RetryContext) => Promise<void> }
   | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
 
@@ -56,6 +58,7 @@ export class RetryDeliveryHandler {
     private readonly guard: TopologyGuard,
     private readonly logger: RetryLogger,
     private readonly router?: DeliveryRouter,
+    private readonly observers?: ObserverHub,
   ) {}
 
   readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
@@ -70,6 +73,7 @@ export class RetryDeliveryHandler {
     let { attempt, payload } = before;
     let policy: RetryPolicy = this.config;
     let invoke = this.invoke;
+    let pattern: string | undefined;
     if (this.router) {
       const route = this.router(payload, message);
       if (route.kind === 'park') {
@@ -81,7 +85,7 @@ export class RetryDeliveryHandler {
         await route.run(context).catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
         return settle.ack();
       }
-      ({ payload, policy, invoke } = route);
+      ({ payload, policy, invoke, pattern } = route);
       attempt += movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue);
       if (attempt > policy.maxAttempts) {
         const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${policy.maxAttempts}`);
@@ -91,19 +95,26 @@ export class RetryDeliveryHandler {
 
     const { maxAttempts, delaysMs } = policy;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: attempt >= maxAttempts, queue, message, deaths, signal };
+    const observed = this.observers?.active
+      ? new DeliveryObservation(this.observers, { queue, pattern, attempt, maxAttempts, message, deaths })
+      : undefined;
     try {
-      await invoke(payload, context);
+      await (observed ? observed.run(() => invoke(payload, context)) : invoke(payload, context));
     } catch (error) {
-      const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length);
-      if (after.action === 'park')
-        return this.parker.park(message, settle, this.park, { queue, deaths, reason: after.reason, error, handlerCalls: attempt }, signal);
+      const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
+      observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
+      if (after.action === 'park') {
+        const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
+        return this.parker.park(message, settle, this.park, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
+      }
       if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
-      this.logger.debug(
-        `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`,
-      );
+      const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
+      if (this.config.failureLogs === 'line') this.logger.warn(line);
+      else this.logger.debug(line);
       if (policy.firstTier !== undefined && attempt === 1) return this.moveToFirstTier(message, settle, policy.firstTier, signal);
       return settle.nack(false);
     }
+    observed?.handled();
     settle.ack();
   };
 

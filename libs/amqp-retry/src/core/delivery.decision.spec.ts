@@ -170,6 +170,21 @@ describe('decideAfterFailure', () => {
   });
 });
 
+describe('retryabilityOf with a thrown value that throws on every trap', () => {
+  it('counts it as retryable instead of throwing', () => {
+    const hostile = new Proxy(
+      {},
+      {
+        getPrototypeOf: () => {
+          throw new Error('trap');
+        },
+      },
+    );
+    expect(retryabilityOf()(hostile)).toBe(true);
+    expect(retryabilityOf([class Declined extends Error {}])(hostile)).toBe(true);
+  });
+});
+
 describe('retryabilityOf', () => {
   class Declined extends Error {}
   class Timeout extends Error {}

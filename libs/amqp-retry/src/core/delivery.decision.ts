@@ -1,4 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
+import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
+import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { NonRetryableError } from '../errors/non-retryable.error.js';
 import { decodeBody, type Deserializer } from './body.decoder.js';
 import type { ErrorClass, QueueType } from './retry-options.js';
@@ -102,17 +104,28 @@ export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park';
 
 /**
  * Decides between another attempt and parking. `tier` is 1-based: the failure of attempt n waits in tier n, and
- * the last tier repeats.
+ * the last tier repeats. `error`, when given, may say the message itself is malformed (parked at once as such).
  */
-export function decideAfterFailure(attempt: number, maxAttempts: number, retryable: boolean, tiers: number): AfterFailure {
+export function decideAfterFailure(attempt: number, maxAttempts: number, retryable: boolean, tiers: number, error?: unknown): AfterFailure {
+  if (isMalformed(error)) return { action: 'park', reason: 'malformed' };
   if (!retryable) return { action: 'park', reason: 'non-retryable' };
   if (attempt >= maxAttempts) return { action: 'park', reason: 'exhausted' };
   return { action: 'retry', tier: Math.min(attempt, tiers) };
 }
 
+/** `instanceof` that a thrown Proxy (a getPrototypeOf trap that throws) cannot turn into a throw. */
+function isMalformed(error: unknown): boolean {
+  try {
+    return error instanceof MalformedMessageError;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Builds the retryability test of a handler. NonRetryableError always parks; a predicate that throws counts as
- * "retryable", so a bug in it costs attempts, never a message.
+ * Builds the retryability test of a handler. NonRetryableError always parks; IdempotencyStoreError (the store is
+ * down) always retries; a predicate that throws, or a thrown value that cannot even be asked its class, counts as
+ * "retryable", so a bug costs attempts, never a message.
  */
 export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) => boolean)): (error: unknown) => boolean {
   const matches =
@@ -122,9 +135,10 @@ export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) =
         ? nonRetryable
         : (error: unknown) => nonRetryable.some((errorClass) => error instanceof errorClass);
   return (error) => {
-    if (error instanceof NonRetryableError) return false;
     try {
-      return !matches(error);
+      // Inside the try: `instanceof` on a thrown Proxy can throw (its getPrototypeOf trap).
+      if (error instanceof IdempotencyStoreError) return true;
+      return !(error instanceof NonRetryableError) && !matches(error);
     } catch {
       return true;
     }

@@ -2,8 +2,9 @@ import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { Deserializer } from './body.decoder.js';
 import { MAX_TIER_DELAY_MS, readDelay, readDelays, readDeserializer, readInteger, readName, readNumber, readQueueType } from './config.readers.js';
 import { retryabilityOf } from './delivery.decision.js';
+import { readIdempotency, readOrdering, type IdempotencyConfig, type OrderingConfig } from './idempotency.config.js';
 import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module-config.js';
-import type { QueueType, RetryHandlerOptions } from './retry-options.js';
+import type { FailureLogs, QueueType, RetryHandlerOptions } from './retry-options.js';
 
 /** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
 export interface HandlerConfig {
@@ -19,6 +20,14 @@ export interface HandlerConfig {
   queueType: QueueType;
   deserializer: Deserializer;
   isRetryable: (error: unknown) => boolean;
+  /** The module's logging.retries: a warning per retry ('line') or a debug line ('nest'). */
+  failureLogs: FailureLogs;
+  /** Handle each message once (this handler's, else the module's); absent: every copy runs. */
+  idempotency?: IdempotencyConfig;
+  /** One at a time per key, in arrival order; absent: deliveries run side by side up to prefetch. */
+  ordering?: OrderingConfig;
+  /** Declare the queue with x-single-active-consumer. */
+  singleActiveConsumer: boolean;
 }
 
 /** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.100.4294967295ms.abcdef"). */
@@ -112,7 +121,18 @@ export function resolveHandlerConfig(
     queueType: options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType')),
     deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
     isRetryable: retryabilityOf(nonRetryable),
+    failureLogs: module.failureLogs,
+    idempotency:
+      options.idempotency === false ? undefined : options.idempotency === undefined ? module.idempotency : readIdempotency(options.idempotency, at),
+    ordering: options.ordering === undefined ? undefined : readOrdering(options.ordering, at),
+    singleActiveConsumer: readFlag(options.singleActiveConsumer, at('singleActiveConsumer')),
   };
+}
+
+function readFlag(value: unknown, key: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
+  return value;
 }
 
 /**

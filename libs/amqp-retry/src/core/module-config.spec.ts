@@ -5,6 +5,7 @@ describe('resolveModuleConfig', () => {
   it('has sensible defaults', () => {
     expect(resolveModuleConfig()).toEqual({
       url: 'amqp://guest:guest@localhost:5672',
+      urls: ['amqp://guest:guest@localhost:5672'],
       delaysMs: [1_000, 10_000, 60_000],
       maxAttempts: undefined,
       prefetch: 20,
@@ -18,6 +19,7 @@ describe('resolveModuleConfig', () => {
       connectTimeoutMs: 10_000,
       shutdownTimeoutMs: 30_000,
       deserializer: 'json',
+      failureLogs: 'line',
     });
   });
 
@@ -158,6 +160,34 @@ describe('resolveModuleConfig', () => {
       'Invalid retry configuration: RetryModule option "url" is "amqp:///nohost".',
     );
     expect(() => resolveModuleConfig({ url: 'amqps://admin:hunter2@' })).toThrow(/amqps:\/\/admin:\*\*\*@"/);
+  });
+});
+
+describe('resolveModuleConfig: the brokers', () => {
+  const a = 'amqp://u:p@n1:5672';
+  const b = 'amqp://u:p@n2:5672';
+
+  it('takes the nodes of a cluster from "urls" or from a comma-separated AMQP_URL, in order', () => {
+    expect(resolveModuleConfig({ urls: [a, b] })).toMatchObject({ url: a, urls: [a, b] });
+    expect(resolveModuleConfig({}, { AMQP_URL: ` ${b} , ${a} ` })).toMatchObject({ url: b, urls: [b, a] });
+    expect(resolveModuleConfig({ url: a }, { AMQP_URL: b })).toMatchObject({ urls: [a] });
+    expect(resolveModuleConfig({}, { AMQP_URL: a })).toMatchObject({ urls: [a] });
+  });
+
+  it.each([
+    [{ url: a, urls: [b] }, {}, 'RetryModule options "url" and "urls" are both set. Give one: "urls" for the nodes of a cluster'],
+    [{ urls: [] }, {}, 'RetryModule option "urls" is an empty list. Give an array of AMQP URLs'],
+    [{ urls: [a, 'http://u:secret@x'] }, {}, 'RetryModule option "urls" has "http://u:***@x" as entry 2, which is not an AMQP URL'],
+    [{ urls: [a, a] }, {}, 'RetryModule option "urls" lists "amqp://u:***@n1:5672" twice. List each node once.'],
+    [
+      { url: `${a},${b}` },
+      {},
+      'RetryModule option "url" is "amqp://u:***@n1:5672,amqp://u:p@n2:5672", a list. Give the nodes of a cluster as the option "urls"',
+    ],
+    [{}, { AMQP_URL: `${a},` }, 'environment variable AMQP_URL has "" as entry 2, which is not an AMQP URL. Separate AMQP URLs with commas'],
+    [{}, { AMQP_URL: `${a},${a}` }, 'environment variable AMQP_URL lists "amqp://u:***@n1:5672" twice'],
+  ])('refuses %j %j naming the key and the fix', (options, env, message) => {
+    expect(() => resolveModuleConfig(options as never, env)).toThrow(`Invalid retry configuration: ${message}`);
   });
 });
 

@@ -1,13 +1,18 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { Deserializer } from './body.decoder.js';
+import { readUrl, readUrlList } from './broker-urls.js';
 import { readDelay, readDelays, readDeserializer, readInteger, readName, readQueueType } from './config.readers.js';
 import { DELAY_LADDER } from './delay.plan.js';
+import { readIdempotency, type IdempotencyConfig } from './idempotency.config.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
-import type { QueueType, RetryModuleOptions } from './retry-options.js';
+import type { FailureLogs, QueueType, RetryModuleOptions } from './retry-options.js';
 
 /** The module's configuration after defaults, environment and validation. */
 export interface ModuleConfig {
+  /** The first of `urls`, for messages that name one broker. */
   url: string;
+  /** The brokers (nodes of one cluster) to connect to, tried in order at start-up; see `urls` in RetryModuleOptions. */
+  urls: string[];
   delaysMs: number[];
   /** Only when set explicitly: otherwise each handler derives it from its own tiers. */
   maxAttempts?: number;
@@ -23,6 +28,10 @@ export interface ModuleConfig {
   connectTimeoutMs: number;
   shutdownTimeoutMs: number;
   deserializer: Deserializer;
+  /** How handler failures are logged (RetryModuleOptions.logging.retries). */
+  failureLogs: FailureLogs;
+  /** The default of handlers without their own `idempotency`. */
+  idempotency?: IdempotencyConfig;
 }
 
 export const DEFAULT_URL = 'amqp://guest:guest@localhost:5672';
@@ -44,15 +53,6 @@ function pick<K extends keyof RetryModuleOptions>(options: RetryModuleOptions, e
   const raw = env[envName];
   if (raw !== undefined && raw.trim() !== '') return { value: raw as unknown, key: `environment variable ${envName}` };
   return undefined;
-}
-
-function isAmqpUrl(url: string): boolean {
-  try {
-    const parsed = new URL(url);
-    return (parsed.protocol === 'amqp:' || parsed.protocol === 'amqps:') && parsed.hostname !== '';
-  } catch {
-    return false;
-  }
 }
 
 function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>): ReconnectPolicy {
@@ -81,6 +81,17 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
   return readName(option?.prefix, 'RetryModule option "delayedDelivery.prefix"', 32, "'billing.delay'");
 }
 
+function readFailureLogs(logging: RetryModuleOptions['logging']): FailureLogs {
+  const retries: unknown = logging?.retries;
+  if (retries === undefined) return 'line';
+  if (retries === 'line' || retries === 'nest') return retries;
+  throw new RetryConfigError(
+    'RetryModule option "logging.retries"',
+    `is ${JSON.stringify(retries)}`,
+    "Use 'line' (one line per decision) or 'nest'.",
+  );
+}
+
 /** A duration above 0: a time limit of 0 would fail everything at once. */
 function readPositiveDelay(value: unknown, key: string, example: string): number {
   const ms = readDelay(value, key, example);
@@ -88,9 +99,22 @@ function readPositiveDelay(value: unknown, key: string, example: string): number
   return ms;
 }
 
-/** Masks the password of an AMQP URL, for logs and errors. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+export { maskUrl } from './broker-urls.js';
+
+/** `urls`, else `url`, else AMQP_URL (one URL or a comma-separated list), else the default. */
+function readBrokerUrls(options: RetryModuleOptions, env: Environment): string[] {
+  if (options.url !== undefined && options.urls !== undefined) {
+    throw new RetryConfigError(
+      'RetryModule options "url" and "urls"',
+      'are both set',
+      'Give one: "urls" for the nodes of a cluster, "url" for one broker.',
+    );
+  }
+  if (options.urls !== undefined) return readUrlList(options.urls, 'RetryModule option "urls"');
+  if (options.url !== undefined) return [readUrl(options.url, 'RetryModule option "url"')];
+  const raw = env.AMQP_URL;
+  if (raw === undefined || raw.trim() === '') return [DEFAULT_URL];
+  return raw.includes(',') ? readUrlList(raw, 'environment variable AMQP_URL') : [readUrl(raw.trim(), 'environment variable AMQP_URL')];
 }
 
 /**
@@ -98,7 +122,6 @@ export function maskUrl(url: string): string {
  * throws RetryConfigError naming the option or variable at fault. Never mutates `options`.
  */
 export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}): ModuleConfig {
-  const url = pick(options, env, 'url', 'AMQP_URL');
   const delays = pick(options, env, 'delays', 'RETRY_DELAYS');
   const maxAttempts = pick(options, env, 'maxAttempts', 'RETRY_MAX_ATTEMPTS');
   const prefetch = pick(options, env, 'prefetch', 'RETRY_PREFETCH');
@@ -108,14 +131,11 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const confirmTimeout = pick(options, env, 'confirmTimeout', 'RETRY_CONFIRM_TIMEOUT');
   const connectTimeout = pick(options, env, 'connectTimeout', 'RETRY_CONNECT_TIMEOUT');
 
-  const urlValue = url ? url.value : DEFAULT_URL;
-  if (typeof urlValue !== 'string' || !isAmqpUrl(urlValue)) {
-    const shown = typeof urlValue === 'string' ? `"${maskUrl(urlValue)}"` : String(urlValue);
-    throw new RetryConfigError(url?.key ?? 'url', `is ${shown}`, 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.');
-  }
+  const urls = readBrokerUrls(options, env);
   const delayList = delays && typeof delays.value === 'string' ? delays.value.split(',').map((d) => d.trim()) : delays?.value;
   return {
-    url: urlValue,
+    url: urls[0],
+    urls,
     delaysMs: delays ? readDelays(delayList, delays.key, "'1s,10s,1m'") : readDelays([...DEFAULT_DELAYS], 'delays', "'1s,10s,1m'"),
     maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
     prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
@@ -132,5 +152,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     connectTimeoutMs: connectTimeout ? readPositiveDelay(connectTimeout.value, connectTimeout.key, "'10s'") : DEFAULT_CONNECT_TIMEOUT_MS,
     shutdownTimeoutMs: shutdownTimeout ? readDelay(shutdownTimeout.value, shutdownTimeout.key, "'30s'") : DEFAULT_SHUTDOWN_TIMEOUT_MS,
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
+    failureLogs: readFailureLogs(options.logging),
+    idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, (key) => `RetryModule option "${key}"`),
   };
 }

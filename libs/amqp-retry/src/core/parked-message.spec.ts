@@ -14,6 +14,7 @@ import {
 } from './parked-message.js';
 import { readDeathHistory, type XDeath } from './x-death.parser.js';
 import { seededRandom } from '../testing/seeded-random.js';
+import { sampleProperties } from '../testing/message-properties.js';
 
 /** The entries of a death history the broker would write (the test's own data is always well formed). */
 const deathsOf = (header: unknown): XDeath[] => {
@@ -60,23 +61,7 @@ const DEATH_HEADERS = {
 
 /** Headers are loosely typed here: the tests give shapes amqplib's types do not describe (malformed x-death). */
 const properties = (over: Partial<Omit<MessageProperties, 'headers'>> & { headers?: Record<string, unknown> } = {}): MessageProperties =>
-  ({
-    contentType: 'application/json',
-    contentEncoding: undefined,
-    headers: { tenant: 'acme' },
-    deliveryMode: 2,
-    priority: 3,
-    correlationId: 'c-1',
-    replyTo: undefined,
-    expiration: undefined,
-    messageId: 'm-1',
-    timestamp: 1_700_000_000,
-    type: 'order.created',
-    userId: undefined,
-    appId: 'shop',
-    clusterId: undefined,
-    ...over,
-  }) as MessageProperties;
+  sampleProperties({ priority: 3, headers: { tenant: 'acme' }, ...over });
 
 const input = (over: Partial<ParkInput> = {}): ParkInput => ({
   reason: 'exhausted',
@@ -117,6 +102,11 @@ describe('parkedPublishOptions', () => {
       'x-parked-at': '2026-01-02T03:04:05.678Z',
     });
     expect(options.headers?.['x-exception-stack']).toMatch(/^Error: payment declined\n\s+at /);
+  });
+
+  it('names the queue it failed in and the id it was given, for a replay', () => {
+    expect(parkedPublishOptions(input({ id: 'p-1' })).headers).toMatchObject({ 'x-original-queue': 'orders', 'x-parked-id': 'p-1' });
+    expect(parkedPublishOptions(input()).headers).not.toHaveProperty('x-parked-id');
   });
 
   it('takes exchange and key from the delivery when the message never failed before', () => {

@@ -107,6 +107,8 @@ export interface ParkInput {
   deliveredRoutingKey: string;
   properties: MessageProperties;
   now: Date;
+  /** The parked copy's id (`x-parked-id`), unique per park: what operators name it by. */
+  id?: string;
 }
 
 /**
@@ -118,6 +120,7 @@ export interface ParkInput {
  *   would not fit PARKED_HEADERS_BUDGET, the stack first; the stack is left out when no room is left;
  * - `x-original-exchange`, `x-original-routing-key`: where the message was first published;
  * - `x-retry-attempts`: handler calls made; `x-parked-at`: ISO time;
+ * - `x-original-queue`: the queue it failed in, where a replay sends it; `x-parked-id`: the copy's id, when given;
  * - `x-retry-death-history`: the `x-death` the message had, as it was (an array of tables), or as capped text when it
  *   was malformed or longer than 8 KiB; absent when the message had none;
  * - `x-original-expiration`, `x-original-user-id`: see below;
@@ -139,7 +142,9 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
     'x-original-routing-key': truncateUtf8(moved?.routingKey ?? first?.routingKeys[0] ?? input.deliveredRoutingKey, MAX_NAME_BYTES),
     'x-retry-attempts': input.handlerCalls,
     'x-parked-at': input.now.toISOString(),
+    'x-original-queue': truncateUtf8(input.queue, MAX_NAME_BYTES),
   };
+  if (input.id !== undefined) own['x-parked-id'] = truncateUtf8(input.id, MAX_NAME_BYTES);
   if (properties.expiration !== undefined) own['x-original-expiration'] = truncateUtf8(String(properties.expiration), MAX_NAME_BYTES);
   if (properties.userId !== undefined) own['x-original-user-id'] = truncateUtf8(String(properties.userId), MAX_NAME_BYTES);
   if (delivered['x-death'] !== undefined) own['x-retry-death-history'] = deathHistoryValue(delivered['x-death']);

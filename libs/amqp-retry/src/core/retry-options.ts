@@ -1,10 +1,22 @@
 import type { Deserializer } from './body.decoder.js';
 import type { Duration } from './duration.js';
+import type { MetricsOptions } from '../observability/metrics.options.js';
+import type { RetryObserver } from '../observability/retry-observer.js';
+import type { TracingOptions } from '../observability/tracing.options.js';
+import type { IdempotencyStore } from './idempotency-store.js';
+import type { MessageKeyFn } from './message-key.js';
 
 /** Options of `RetryModule.forRoot()`. Each is taken from here if given, else from the environment, else the default. */
 export interface RetryModuleOptions {
-  /** Broker URL. Env `AMQP_URL`; default `amqp://guest:guest@localhost:5672`. */
+  /** Broker URL. Env `AMQP_URL`; default `amqp://guest:guest@localhost:5672`. For a cluster, give `urls` instead. */
   url?: string;
+  /**
+   * The nodes of a cluster, instead of `url`. At start-up the first that answers is used; when the connection is lost,
+   * reconnection tries the next node after the lost one, then the others round-robin (the lost node last), with the
+   * usual `reconnect` backoff and `connectTimeout` per attempt. The publishing and consuming connections fail over
+   * independently. Env `AMQP_URL` as a comma-separated list.
+   */
+  urls?: string[];
   /** One retry tier per entry, in order; the last repeats. Env `RETRY_DELAYS` ("1s,10s,1m"); default `['1s', '10s', '1m']`. */
   delays?: Duration[];
   /** Handler calls in all, the first included. Env `RETRY_MAX_ATTEMPTS`; default: the number of tiers + 1. */
@@ -50,7 +62,74 @@ export interface RetryModuleOptions {
    * function `(content, message) => payload` (a throw parks the message as malformed).
    */
   deserializer?: Deserializer;
+  /**
+   * Told of every handled, retried and parked delivery, publish, and connection or consumer change (see
+   * RetryObserver): for alerts and audit. An observer that throws is logged once and never disturbs a message.
+   */
+  observers?: RetryObserver[];
+  /**
+   * Prometheus metrics with prom-client (an optional peer dependency, loaded only when this is on): `true` registers
+   * them in prom-client's default registry, `{ registry }` in yours. Default off. See the README's Observability.
+   */
+  metrics?: boolean | MetricsOptions;
+  /**
+   * OpenTelemetry tracing with @opentelemetry/api (an optional peer dependency, loaded only when this is on): trace
+   * context in the headers of every publish, a consumer span per attempt. Your application registers the SDK.
+   * Default off.
+   */
+  tracing?: boolean | TracingOptions;
+  /**
+   * How handler failures are logged. `retries: 'line'` (default): one line per decision, a warning for each retry
+   * and an error with the stack when a message is parked; Nest's ExceptionsHandler, which would print every
+   * failure's stack first, stays quiet (your exception filters still see every error). `'nest'`: Nest's
+   * ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
+   */
+  logging?: { retries?: FailureLogs };
+  /** Handle each message once, for every handler without its own `idempotency` (see IdempotencyOptions). */
+  idempotency?: IdempotencyOptions;
 }
+
+/**
+ * Handle each message once: a copy whose key is recorded as handled is acked without calling the handler, and two
+ * copies in flight at once never both run (README "Handling each message once").
+ * @example { store: new RedisIdempotencyStore({ url: 'redis://127.0.0.1:6379' }), ttl: '7d' }
+ */
+export interface IdempotencyOptions {
+  /** Where handled keys are recorded: RedisIdempotencyStore, PostgresIdempotencyStore or your own. */
+  store: IdempotencyStore;
+  /**
+   * Names a message: default its AMQP message id (RetryPublisher always sets one). A message without a key is
+   * parked as malformed, so give a function for publishers that set no message id.
+   */
+  key?: MessageKeyFn;
+  /** How long a key stays recorded as handled: a copy arriving later runs again. Default '1d'. */
+  ttl?: Duration;
+  /**
+   * How long a claim lasts without renewal. A running handler renews it every third of this; a crashed one's claim
+   * frees after it, so copies it had in flight wait up to this long. Default '30s'.
+   */
+  claimTtl?: Duration;
+}
+
+/**
+ * Handle messages with the same key one at a time, in arrival order, within each consumer (README "Ordering").
+ * @example { key: (order) => (order as { customerId: string }).customerId, whileRetrying: 'hold' }
+ */
+export interface OrderingOptions {
+  /** The sequence a message belongs to: a function of the payload and delivery, or a header. undefined: no sequence. */
+  key: MessageKeyFn | { header: string };
+  /**
+   * When a message fails and waits in a retry tier: 'continue' (default) lets the key's later messages run meanwhile,
+   * so the retried one ends up after them; 'hold' keeps them waiting in the consumer until the retry comes back and
+   * settles, for at most its tier delay plus `holdGrace`, and at most prefetch - 1 messages.
+   */
+  whileRetrying?: 'continue' | 'hold';
+  /** How long past its tier delay a held key waits for its retry to come back before it lets the others run. Default '10s'. */
+  holdGrace?: Duration;
+}
+
+/** See RetryModuleOptions.logging. */
+export type FailureLogs = 'line' | 'nest';
 
 /** Classic queues, or replicated quorum queues (RabbitMQ 3.10+). */
 export type QueueType = 'classic' | 'quorum';
@@ -85,4 +164,14 @@ export interface RetryHandlerOptions {
   queueType?: QueueType;
   /** How the body becomes the payload: 'json', 'raw' or a function; default the module's ('json'). */
   deserializer?: Deserializer;
+  /** Handle each message once; default the module's. `false` turns the module's default off for this handler. */
+  idempotency?: IdempotencyOptions | false;
+  /** Handle messages with the same key one at a time, in arrival order (within this consumer). */
+  ordering?: OrderingOptions;
+  /**
+   * Declares the queue with `x-single-active-consumer`: one consumer of all instances gets deliveries, the others
+   * stand by, so ordering holds across instances. RabbitMQ cannot change the arguments of an existing queue: turning
+   * this on or off for a queue that exists fails the start with TopologyMismatchError. Default false.
+   */
+  singleActiveConsumer?: boolean;
 }

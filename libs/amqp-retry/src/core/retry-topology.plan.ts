@@ -31,9 +31,14 @@ export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): 
  * The arguments the library declares a handler's own queue with. Another client that declares the queue (Nest's
  * ClientRMQ does unless `noAssert`) must give the same ones, or the broker refuses it with a 406.
  */
-export function businessQueueArguments(queue: string, queueType: HandlerConfig['queueType']): Record<string, unknown> {
+export function businessQueueArguments(
+  queue: string,
+  queueType: HandlerConfig['queueType'],
+  { singleActiveConsumer = false }: { singleActiveConsumer?: boolean } = {},
+): Record<string, unknown> {
   const quorum = queueType === 'quorum';
   return {
+    ...(singleActiveConsumer ? { 'x-single-active-consumer': true } : {}),
     'x-dead-letter-exchange': retryNames(queue).deadLetterExchange,
     ...(quorum ? { 'x-queue-type': 'quorum', 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' } : {}),
     ...(quorum ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
@@ -71,7 +76,7 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
     { name: names.returnExchange, type: 'fanout' },
   ];
   const queues: TopologyPlan['queues'] = [
-    { name: queue, arguments: businessQueueArguments(queue, handler.queueType) },
+    { name: queue, arguments: businessQueueArguments(queue, handler.queueType, handler) },
     ...tiers.map((name, i) => ({
       name,
       arguments: {

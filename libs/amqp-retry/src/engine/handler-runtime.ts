@@ -1,5 +1,6 @@
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.js';
 import type { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { RetryDeliveryHandler, type DeliveryRouter, type HandlerInvoker } from '../amqp/retry-delivery.handler.js';
@@ -13,6 +14,8 @@ import type { RetryLogger } from '../core/retry-logger.js';
 import { scheduleIdOf } from '../core/retry-plan.record.js';
 import { planRetryTopology, retryNames, tierQueues } from '../core/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/x-death.parser.js';
+import { guaranteedRoutes, withDeliveryGuarantees } from './delivery-guarantees.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
 
@@ -37,6 +40,13 @@ export interface HandlerRuntimeDeps {
   recordPublisher: ConfirmPublisher;
   logger: RetryLogger;
   resume: ReconnectPolicy;
+  observers?: ObserverHub;
+}
+
+/** Whether one queue is consumed, for health checks. */
+export interface QueueStatus {
+  queue: string;
+  consuming: boolean;
 }
 
 /**
@@ -64,21 +74,23 @@ export class HandlerRuntime {
       logger,
       `"${config.queue}"`,
     );
+    const invoke = withDeliveryGuarantees(config, handler.invoke, logger);
     const delivery = new RetryDeliveryHandler(
       config,
-      handler.invoke,
+      invoke,
       deps.parker,
       { errorQueue: config.errorQueue, redeclare },
       guard,
       logger,
-      handler.route,
+      handler.route && guaranteedRoutes(config, handler.route, logger),
+      deps.observers,
     );
     const isSuspect =
       config.queueType === 'quorum'
         ? (m: { properties: { headers?: Record<string, unknown> } }) => unsettledDeliveries(m.properties.headers, 'quorum') > 0
         : undefined;
     this.consumer = new QueueConsumer(
-      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect },
+      { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },
       delivery.handle,
     );
     this.presences = this.schedules.map((schedule) => ({
@@ -109,6 +121,10 @@ export class HandlerRuntime {
     return this.consumer.isConsuming && this.presences.every((p) => p.consumer.isConsuming);
   }
 
+  get status(): QueueStatus {
+    return { queue: this.queue, consuming: this.isConsuming };
+  }
+
   /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
   async prepare(): Promise<void> {
     const { config } = this.handler;
@@ -119,6 +135,13 @@ export class HandlerRuntime {
       await consumer.start();
     }
     this.report(await takeOverFirstFailures(this.deps.connection, this.deps.recordPublisher, config));
+    // For the CLI: a failure is logged and the start goes on (see recordOrWarn).
+    await recordOrWarn(
+      () => this.deps.connection.createChannel('handler registry', true),
+      this.deps.recordPublisher,
+      handlerEntry(config),
+      this.deps.logger,
+    );
   }
 
   async consume(): Promise<void> {
@@ -129,11 +152,21 @@ export class HandlerRuntime {
     );
   }
 
-  /** After a reconnection: declares again (first failures only if no newer version took them) and consumes. */
+  /**
+   * After a reconnection: declares again (first failures only if no newer version took them) and consumes. The
+   * business consumer does not wait for the presence marker: that is a classic queue, which on a cluster lives on one
+   * node, and while that node is down it cannot be declared anywhere (404 "home node ... is down"); the failure is
+   * thrown after the consumer started, so that the connection's recovery declares the marker again later.
+   */
   async resume(): Promise<void> {
     await this.declare();
-    for (const { schedule } of this.presences) await this.declarePresence(schedule);
-    await Promise.all([...this.presences.map((p) => p.consumer.start()), this.consumer.start()]);
+    const presences = (async () => {
+      for (const { schedule } of this.presences) await this.declarePresence(schedule);
+      await Promise.all(this.presences.map((p) => p.consumer.start()));
+    })();
+    const [presence, consumer] = await Promise.allSettled([presences, this.consumer.start()]);
+    if (consumer.status === 'rejected') throw consumer.reason;
+    if (presence.status === 'rejected') throw presence.reason;
   }
 
   async stop(timeoutMs: number): Promise<void> {

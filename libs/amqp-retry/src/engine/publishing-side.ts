@@ -6,6 +6,7 @@ import { planDelayTopology, type DelayTopology } from '../core/delay.plan.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
+import type { ObserverHub } from '../observability/observer-hub.js';
 
 /** The publishing connection's confirm channels, one per purpose. */
 export interface Publishers {
@@ -19,10 +20,15 @@ export interface Publishers {
 }
 
 /** Opens an AMQP connection with the module's settings; the publishing one warns about a broker version known to lose messages. */
-export async function openConnection(config: ModuleConfig, role: 'consume' | 'publish', logger: RetryLogger): Promise<AmqpConnection> {
-  const { url, reconnect, connectTimeoutMs, connectionName } = config;
+export async function openConnection(
+  config: ModuleConfig,
+  role: 'consume' | 'publish',
+  logger: RetryLogger,
+  observers?: ObserverHub,
+): Promise<AmqpConnection> {
+  const { urls, reconnect, connectTimeoutMs, connectionName } = config;
   const name = `${connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`} ${role}`;
-  const connection = await AmqpConnection.open({ url, reconnect, name, connectTimeoutMs }, logger);
+  const connection = await AmqpConnection.open({ urls, reconnect, name, connectTimeoutMs, observers, role }, logger);
   const warning = role === 'publish' ? brokerVersionWarning(connection.serverProperties) : undefined; // every engine opens this one
   if (warning) logger.warn(warning);
   return connection;
@@ -41,13 +47,22 @@ export class PublishingSide {
   constructor(
     private readonly config: ModuleConfig,
     private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
   ) {}
+
+  /** Whether the publishing connection is up; undefined before it first opened. */
+  get isConnected(): boolean | undefined {
+    return this.connection?.isConnected;
+  }
+
+  private connection?: AmqpConnection;
 
   open(): Promise<Publishers> {
     if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
     this.opened ??= (async () => {
       const { publishTimeoutMs, publishBufferSize, confirmTimeoutMs } = this.config;
-      const connection = await openConnection(this.config, 'publish', this.logger);
+      const connection = await openConnection(this.config, 'publish', this.logger, this.observers);
+      this.connection = connection;
       connection.onReconnect(async () => this.forgetLadder()); // the broker may have lost it
       const limits = { timeoutMs: publishTimeoutMs, bufferSize: publishBufferSize, confirmTimeoutMs };
       const publisher = () => new ConfirmPublisher(connection, limits);

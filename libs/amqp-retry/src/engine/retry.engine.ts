@@ -6,14 +6,25 @@ import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { planDelayedPublish } from '../core/delay.plan.js';
 import { errorMessage } from '../core/error-message.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
+import type { IdempotencyStore } from '../core/idempotency-store.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
-import { HandlerRuntime, type EngineHandler } from './handler-runtime.js';
+import { ObserverHub } from '../observability/observer-hub.js';
+import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
+import { idempotencyStoresOf } from './delivery-guarantees.js';
+import { HandlerRuntime, type EngineHandler, type QueueStatus } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
+import { recordOrWarn } from '../amqp/handler-registry.js';
 
 /** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
 const FORWARDER_PREFETCH = 100;
+
+/** What a health check needs: each connection up or not (undefined before it first opened), each queue consumed or not. */
+export interface EngineHealth {
+  connections: { consume?: boolean; publish?: boolean };
+  queues: QueueStatus[];
+}
 
 /**
  * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it.
@@ -31,14 +42,20 @@ export class RetryEngine {
   /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
   private attached: HandlerRuntime[] = [];
   private forwarder?: QueueConsumer;
+  private consumeConnection?: AmqpConnection;
   private closed = false;
+  private readonly observers: ObserverHub;
   private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
+  /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
+  private stores: IdempotencyStore[] = [];
 
   constructor(
     private readonly config: ModuleConfig,
     private readonly logger: RetryLogger,
+    observers: readonly RetryObserver[] = [],
   ) {
-    this.publishing = new PublishingSide(config, logger);
+    this.observers = new ObserverHub(observers, logger);
+    this.publishing = new PublishingSide(config, logger, this.observers);
   }
 
   /**
@@ -50,6 +67,30 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
     const prefix = delayMs > 0 ? this.delayPrefix() : undefined; // throws before publishing if delays are off
     const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+    if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
+    const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
+    const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
+    const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
+    try {
+      const send = () => this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
+      await (scope?.run ? scope.run(send) : send());
+    } catch (error) {
+      scope?.end?.(error);
+      this.observers.emit('publishRejected', { kind, exchange, routingKey, error });
+      throw error;
+    }
+    scope?.end?.();
+    if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
+  }
+
+  private async send(
+    plan: ReturnType<typeof planDelayedPublish>,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: Options.Publish,
+    prefix: string | undefined,
+  ): Promise<void> {
     const { publisher } = await this.publishing.open();
     if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
     const delayed = { ...properties, persistent: true, mandatory: true, headers: { ...properties.headers, ...plan.headers } };
@@ -102,6 +143,7 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down');
     assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
     const { connection, parker } = await this.consumingDeps();
+    for (const store of idempotencyStoresOf(handlers.map((h) => h.config))) if (!this.stores.includes(store)) this.stores.push(store);
     const added: HandlerRuntime[] = [];
     try {
       for (const handler of handlers) {
@@ -111,6 +153,7 @@ export class RetryEngine {
           recordPublisher: parker.publisher,
           logger: this.logger,
           resume: this.config.reconnect,
+          observers: this.observers,
         });
         added.push(runtime);
         this.attached.push(runtime);
@@ -130,6 +173,13 @@ export class RetryEngine {
     await Promise.all(leaving.map((r) => r.stop(this.config.shutdownTimeoutMs)));
   }
 
+  /** Each connection and each consumer, for a health check. */
+  health(): EngineHealth {
+    const queues = this.allRuntimes.map((r) => r.status);
+    if (this.forwarder) queues.push({ queue: this.forwarder.queue, consuming: this.forwarder.isConsuming });
+    return { connections: { consume: this.consumeConnection?.isConnected, publish: this.publishing.isConnected }, queues };
+  }
+
   /** Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
   async start(handlers: readonly EngineHandler[]): Promise<void> {
     await this.prepare(handlers);
@@ -142,10 +192,12 @@ export class RetryEngine {
    */
   async prepare(handlers: readonly EngineHandler[]): Promise<void> {
     assertDistinctQueues(handlers);
+    this.stores = idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.config.idempotency }]);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
       const { connection, parker } = await this.consumingDeps();
-      const deps = { connection, parker, recordPublisher: parker.publisher, logger: this.logger, resume: this.config.reconnect };
+      const { observers } = this;
+      const deps = { connection, parker, recordPublisher: parker.publisher, logger: this.logger, resume: this.config.reconnect, observers };
       for (const handler of handlers) {
         const runtime = new HandlerRuntime(handler, deps);
         this.runtimes.push(runtime);
@@ -155,9 +207,13 @@ export class RetryEngine {
       if (ladder) {
         const { forwarder } = await this.publishing.open();
         const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
-        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger);
+        // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
+        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: 'classic' as const };
+        await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
+        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger, observers);
+        const { reconnect: resume } = this.config;
         this.forwarder = new QueueConsumer(
-          { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume: this.config.reconnect, redeclare },
+          { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume, redeclare, observers },
           forward.handle,
         );
       }
@@ -197,7 +253,14 @@ export class RetryEngine {
     const consuming = this.consuming;
     this.consuming = undefined;
     this.deps = undefined;
-    await Promise.all([this.publishing.close(), consuming?.then((c) => c.close()).catch(() => undefined)]);
+    const stores = this.stores.splice(0);
+    await Promise.all([
+      this.publishing.close(),
+      consuming?.then((c) => c.close()).catch(() => undefined),
+      ...stores.map((store) =>
+        store.close?.().catch((error: unknown) => this.logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`)),
+      ),
+    ]);
   }
 
   /** The consuming connection and the parker, which publishes on the publishing connection; one parker per engine. */
@@ -205,7 +268,7 @@ export class RetryEngine {
     this.deps ??= (async () => {
       const connection = await this.consumingConnection();
       const { parker } = await this.publishing.open();
-      return { connection, parker: new MessageParker(parker, this.logger) };
+      return { connection, parker: new MessageParker(parker, this.logger, this.observers, this.config.failureLogs) };
     })();
     const deps = this.deps;
     deps.catch(() => {
@@ -215,7 +278,8 @@ export class RetryEngine {
   }
 
   private consumingConnection(): Promise<AmqpConnection> {
-    this.consuming ??= openConnection(this.config, 'consume', this.logger).then((connection) => {
+    this.consuming ??= openConnection(this.config, 'consume', this.logger, this.observers).then((connection) => {
+      this.consumeConnection = connection;
       connection.onReconnect(() => this.recover());
       return connection;
     });

@@ -4,6 +4,7 @@ import { assertDistinctQueues, resolveHandlerConfig } from '../core/handler-conf
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryHandlerOptions } from '../core/retry-options.js';
 import type { EngineHandler } from '../engine/handler-runtime.js';
+import { withoutExceptionLogs } from './quiet-exceptions.js';
 import { RETRY_HANDLER_METADATA, RETRY_MODULE_CONFIG } from './retry.constants.js';
 
 /**
@@ -69,8 +70,9 @@ export class RetryHandlerExplorer {
    * makes controllers behave as providers do. It changes nothing of Nest's own object.
    */
   private creatorFor(moduleKey: string | undefined): ExternalContextCreator {
-    if (moduleKey === undefined) return this.contextCreator;
-    const creator = Object.create(this.contextCreator) as ExternalContextCreator;
+    const base = this.moduleConfig.failureLogs === 'line' ? withoutExceptionLogs(this.contextCreator) : this.contextCreator;
+    if (moduleKey === undefined) return base;
+    const creator = Object.create(base) as ExternalContextCreator;
     const findKey = this.contextCreator.getContextModuleKey.bind(this.contextCreator);
     creator.getContextModuleKey = (moduleCtor) => findKey(moduleCtor) || moduleKey;
     return creator;

@@ -3,6 +3,8 @@ import { DiscoveryModule, ModulesContainer } from '@nestjs/core';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
 import type { RetryModuleOptions } from '../core/retry-options.js';
 import { RetryEngine } from '../engine/retry.engine.js';
+import { resolveObservers } from '../observability/observers.resolve.js';
+import { ParkedMessages } from '../ops/parked-messages.js';
 import { RetryHandlerExplorer } from './retry-handler.explorer.js';
 import { ConfigurableRetryModule, RETRY_MODULE_ASYNC_OPTIONS_TYPE, RETRY_MODULE_OPTIONS } from './retry-module.definition.js';
 import { RETRY_MODULE_CONFIG } from './retry.constants.js';
@@ -30,14 +32,22 @@ import { RetryPublisher } from './retry.publisher.js';
     },
     {
       provide: RetryEngine,
-      useFactory: (config: ModuleConfig) => new RetryEngine(config, new Logger('RetryModule')),
+      // Optional dependencies (prom-client...) are loaded here, only for the features turned on.
+      useFactory: async (config: ModuleConfig, options: RetryModuleOptions) =>
+        new RetryEngine(config, new Logger('RetryModule'), await resolveObservers(options)),
+      inject: [RETRY_MODULE_CONFIG, RETRY_MODULE_OPTIONS],
+    },
+    {
+      provide: ParkedMessages,
+      // Connects on first use, with a connection of its own: an application that never inspects pays nothing.
+      useFactory: (config: ModuleConfig) => new ParkedMessages({ url: config.urls.join(',') }),
       inject: [RETRY_MODULE_CONFIG],
     },
     RetryHandlerExplorer,
     RetryOrchestrator,
     RetryPublisher,
   ],
-  exports: [RetryPublisher, RetryEngine],
+  exports: [RetryPublisher, RetryEngine, ParkedMessages],
 })
 export class RetryModule extends ConfigurableRetryModule {
   /**

@@ -9,6 +9,7 @@ import { readDelay } from '../core/delay.plan.js';
 import { errorMessage } from '../core/error-message.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
 import { RetryEngine } from '../engine/retry.engine.js';
+import { resolveObservers } from '../observability/observers.resolve.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
 
@@ -109,7 +110,7 @@ export class RetryClient extends ClientProxy {
   }
 
   private async open(): Promise<void> {
-    const engine = new RetryEngine(this.config, this.logger);
+    const engine = new RetryEngine(this.config, this.logger, await resolveObservers(this.options));
     this.engine = engine;
     try {
       await engine.connectPublisher();

@@ -9,6 +9,7 @@ import type { HandlerConfig } from '../core/handler-config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
 import type { RetryContext } from '../core/retry-context.js';
 import { RetryEngine } from '../engine/retry.engine.js';
+import { resolveObservers } from '../observability/observers.resolve.js';
 import { patternPolicy, queueConfig } from './pattern-policies.js';
 import { RequestReplies } from './request-replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
@@ -102,7 +103,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     }
     this.table = table;
     this.queue = queue;
-    const engine = this.options.engine ?? new RetryEngine(this.moduleConfig, this.routeLogger);
+    const engine = this.options.engine ?? new RetryEngine(this.moduleConfig, this.routeLogger, await resolveObservers(this.options));
     this.answers = new RequestReplies(engine, this.routeLogger);
     const handler = {
       config: queue,
@@ -146,7 +147,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       // An event for a @MessagePattern: run once, as Nest does, with nobody to answer.
       return { kind: 'once', run: (retry) => this.runEvent(handler, data, message, pattern, retry) };
     }
-    return { kind: 'handle', payload: data, policy, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+    return { kind: 'handle', payload: data, policy, pattern, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */

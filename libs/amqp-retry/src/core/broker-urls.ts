@@ -1,0 +1,70 @@
+import { RetryConfigError } from '../errors/retry-config.error.js';
+
+/** How a list of URLs is written in AMQP_URL, for error messages. */
+const LIST_EXAMPLE = 'amqp://user:password@host1:5672,amqp://user:password@host2:5672';
+
+/** Masks the password of an AMQP URL, for logs and errors: credentials are never logged. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+}
+
+export function isAmqpUrl(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return (parsed.protocol === 'amqp:' || parsed.protocol === 'amqps:') && parsed.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function shown(value: unknown): string {
+  if (typeof value === 'string') return `"${maskUrl(value)}"`;
+  return Array.isArray(value) && value.length === 0 ? 'an empty list' : String(value); // never a list: it may hold passwords
+}
+
+/** Reads one broker URL (the `url` option); a list written into it is pointed at `urls`. */
+export function readUrl(value: unknown, key: string): string {
+  if (typeof value === 'string' && /,\s*amqps?:\/\//i.test(value)) {
+    throw new RetryConfigError(key, `is ${shown(value)}, a list`, 'Give the nodes of a cluster as the option "urls", an array of AMQP URLs.');
+  }
+  if (typeof value !== 'string' || !isAmqpUrl(value)) {
+    throw new RetryConfigError(key, `is ${shown(value)}`, 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.');
+  }
+  return value;
+}
+
+/**
+ * Reads a list of broker URLs: the `urls` option (an array) or AMQP_URL (comma-separated; a comma inside a password
+ * is written %2C, as in any URL). Every entry must be an AMQP URL, and none may appear twice.
+ */
+export function readUrlList(value: unknown, key: string): string[] {
+  const fromEnv = typeof value === 'string';
+  const entries = fromEnv ? value.split(',').map((entry) => entry.trim()) : value;
+  const fix = fromEnv
+    ? `Separate AMQP URLs with commas, e.g. ${LIST_EXAMPLE} (a comma inside a password is written %2C).`
+    : `Give an array of AMQP URLs, e.g. ['amqp://user:password@host1:5672', 'amqp://user:password@host2:5672'].`;
+  if (!Array.isArray(entries) || entries.length === 0) throw new RetryConfigError(key, `is ${shown(value)}`, fix);
+  entries.forEach((entry: unknown, i) => {
+    if (typeof entry !== 'string' || !isAmqpUrl(entry)) {
+      throw new RetryConfigError(key, `has ${shown(entry)} as entry ${i + 1}, which is not an AMQP URL`, fix);
+    }
+    if (entries.indexOf(entry) !== i) throw new RetryConfigError(key, `lists ${shown(entry)} twice`, 'List each node once.');
+  });
+  return entries as string[];
+}
+
+/**
+ * The node to try at reconnection attempt `attempt` (1, 2, ...) after losing node `lostIndex` of `count`: the next
+ * node first, then round-robin, the lost node last. A node that crashed is the least likely to answer at once, and
+ * the connections of many clients that lost the same node spread over the survivors instead of all landing on the
+ * first URL of the list. With one URL it is always that one.
+ */
+export function nodeForAttempt(lostIndex: number, attempt: number, count: number): number {
+  return (lostIndex + attempt) % count;
+}
+
+/** Names a node for the logs: its URL with the password masked, and its place in the list when there are several. */
+export function describeNode(urls: readonly string[], index: number): string {
+  const url = maskUrl(urls[index]);
+  return urls.length > 1 ? `${url} (node ${index + 1} of ${urls.length})` : url;
+}

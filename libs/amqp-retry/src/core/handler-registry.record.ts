@@ -1,0 +1,64 @@
+/**
+ * The handler registry: a durable queue on the broker (HANDLER_REGISTRY_QUEUE) that holds one JSON record per handler
+ * queue, written by each handler's start. AMQP cannot list queues, so this is how tools that do not boot the
+ * application (the `amqp-retry` CLI) find the parking queues.
+ */
+export const HANDLER_REGISTRY_QUEUE = 'amqp-retry.handlers';
+
+export interface HandlerRecord {
+  queue: string;
+  errorQueue: string;
+  /** The tier queues of the newest start, tier 1 first. */
+  tiers: string[];
+  queueType: 'classic' | 'quorum';
+  /** ISO time of the start that wrote it. */
+  recordedAt: string;
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
+
+/** Reads one record defensively; anything unreadable (not JSON, a field missing) is undefined. */
+export function readHandlerRecord(content: Buffer): HandlerRecord | undefined {
+  try {
+    const parsed: unknown = JSON.parse(content.toString('utf8'));
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    const { queue, errorQueue, tiers, queueType, recordedAt } = parsed as Record<string, unknown>;
+    if (!isString(queue) || !isString(errorQueue)) return undefined;
+    return {
+      queue,
+      errorQueue,
+      tiers: Array.isArray(tiers) ? tiers.filter(isString) : [],
+      queueType: queueType === 'quorum' ? 'quorum' : 'classic',
+      recordedAt: isString(recordedAt) ? recordedAt : '',
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The newest record of each handler queue (records are read oldest first), sorted by queue name. */
+export function latestRecords(records: readonly HandlerRecord[]): HandlerRecord[] {
+  const byQueue = new Map<string, HandlerRecord>();
+  for (const record of records) byQueue.set(record.queue, record);
+  return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+}
+
+/**
+ * Which of the records read (by position) a start that wrote a new record for `queue` may remove: the older records
+ * of the same queue. The others stay, so the queue keeps one record per handler queue.
+ */
+export function supersededRecords(contents: readonly (HandlerRecord | undefined)[], queue: string): number[] {
+  return contents.flatMap((record, index) => (record === undefined || record.queue === queue ? [index] : []));
+}
+
+/** Records of other queues a start checks for deletion, oldest first: a bounded cost per start. */
+export const PRUNE_CHECKS_PER_START = 10;
+
+/**
+ * Which records (by position) a start checks: those of other queues, the oldest `max`. A record whose handler queue
+ * and parking queue are both gone is removed (a queue deleted for good leaves no record behind for ever; one deleted
+ * for a moment is recorded again by its next start).
+ */
+export function pruneCandidates(contents: readonly (HandlerRecord | undefined)[], queue: string, max = PRUNE_CHECKS_PER_START): number[] {
+  return contents.flatMap((record, index) => (record !== undefined && record.queue !== queue ? [index] : [])).slice(0, max);
+}

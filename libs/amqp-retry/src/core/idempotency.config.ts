@@ -1,0 +1,97 @@
+import { RetryConfigError } from '../errors/retry-config.error.js';
+import { DURATION_HINT, parseDuration } from './duration.js';
+import type { IdempotencyStore } from './idempotency-store.js';
+import { headerKey, messageIdKey, type MessageKeyFn } from './message-key.js';
+import type { IdempotencyOptions, OrderingOptions } from './retry-options.js';
+
+/** Idempotency after defaults and validation. */
+export interface IdempotencyConfig {
+  store: IdempotencyStore;
+  key: MessageKeyFn;
+  /** True when the key is the message id (no key function given): a missing id is named in the park reason. */
+  keyIsMessageId: boolean;
+  ttlMs: number;
+  claimTtlMs: number;
+}
+
+/** Ordering after defaults and validation. */
+export interface OrderingConfig {
+  key: MessageKeyFn;
+  whileRetrying: 'continue' | 'hold';
+  holdGraceMs: number;
+}
+
+export const DEFAULT_IDEMPOTENCY_TTL_MS = 86_400_000;
+export const DEFAULT_CLAIM_TTL_MS = 30_000;
+export const DEFAULT_HOLD_GRACE_MS = 10_000;
+/** A claim renewed every third of its life needs a life long enough for a store round trip. */
+const MIN_CLAIM_TTL_MS = 1_000;
+/** Redis PX and PostgreSQL intervals take far more; a year is longer than any redelivery. */
+const MAX_RECORD_TTL_MS = 366 * 86_400_000;
+const STORE_METHODS = ['claim', 'renew', 'release', 'markHandled'] as const;
+
+function readSpan(value: unknown, key: string, min: number, max: number, example: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined)
+    throw new RetryConfigError(
+      key,
+      `is ${JSON.stringify(value) ?? String(value)}, which is not a duration`,
+      `Use ${DURATION_HINT}, e.g. ${example}.`,
+    );
+  if (ms < min || ms > max) throw new RetryConfigError(key, `is ${ms} ms`, `Use from ${min} ms to ${max} ms, e.g. ${example}.`);
+  return ms;
+}
+
+/** Reads `idempotency` of the module or of a handler; `at(key)` names an option as the user wrote it. */
+export function readIdempotency(value: unknown, at: (key: string) => string): IdempotencyConfig {
+  if (typeof value !== 'object' || value === null) {
+    throw new RetryConfigError(at('idempotency'), `is ${String(value)}`, 'Give { store }, e.g. { store: new RedisIdempotencyStore({ url }) }.');
+  }
+  const options = value as Partial<IdempotencyOptions>;
+  const store = options.store as Partial<IdempotencyStore> | undefined;
+  const missing = STORE_METHODS.filter((method) => typeof store?.[method] !== 'function');
+  if (missing.length > 0) {
+    throw new RetryConfigError(
+      at('idempotency.store'),
+      store === undefined ? 'is missing' : `lacks ${missing.join(', ')}`,
+      'Give a RedisIdempotencyStore, a PostgresIdempotencyStore, or an object implementing IdempotencyStore.',
+    );
+  }
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new RetryConfigError(at('idempotency.key'), 'is not a function', 'Give (payload, message) => string, e.g. (order) => order.id.');
+  }
+  const claimTtlMs =
+    options.claimTtl === undefined
+      ? DEFAULT_CLAIM_TTL_MS
+      : readSpan(options.claimTtl, at('idempotency.claimTtl'), MIN_CLAIM_TTL_MS, MAX_RECORD_TTL_MS, "'30s'");
+  const ttlMs = options.ttl === undefined ? DEFAULT_IDEMPOTENCY_TTL_MS : readSpan(options.ttl, at('idempotency.ttl'), 1, MAX_RECORD_TTL_MS, "'1d'");
+  if (ttlMs < claimTtlMs) {
+    throw new RetryConfigError(
+      at('idempotency.ttl'),
+      `(${ttlMs} ms) is shorter than claimTtl (${claimTtlMs} ms)`,
+      'Keep handled keys at least as long as a claim lasts, or a late copy of a message handled a moment ago runs again.',
+    );
+  }
+  return { store: store as IdempotencyStore, key: options.key ?? messageIdKey, keyIsMessageId: options.key === undefined, ttlMs, claimTtlMs };
+}
+
+/** Reads a handler's `ordering`. */
+export function readOrdering(value: unknown, at: (key: string) => string): OrderingConfig {
+  const options = (typeof value === 'object' && value !== null ? value : {}) as Partial<OrderingOptions>;
+  const key = options.key;
+  const header = typeof key === 'object' && key !== null ? (key as { header?: unknown }).header : undefined;
+  if (typeof key !== 'function' && (typeof header !== 'string' || header === '')) {
+    throw new RetryConfigError(
+      at('ordering.key'),
+      `is ${typeof key === 'object' ? JSON.stringify(key) : String(key)}`,
+      "Give a function of the payload, e.g. (order) => order.customerId, or a header: { header: 'x-customer-id' }.",
+    );
+  }
+  const whileRetrying = options.whileRetrying ?? 'continue';
+  if (whileRetrying !== 'continue' && whileRetrying !== 'hold') {
+    throw new RetryConfigError(at('ordering.whileRetrying'), `is ${JSON.stringify(whileRetrying)}`, "Use 'continue' or 'hold'.");
+  }
+  const holdGraceMs =
+    options.holdGrace === undefined ? DEFAULT_HOLD_GRACE_MS : readSpan(options.holdGrace, at('ordering.holdGrace'), 0, MAX_RECORD_TTL_MS, "'10s'");
+  return { key: typeof key === 'function' ? key : headerKey(header as string), whileRetrying, holdGraceMs };
+}

@@ -1,0 +1,155 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
+import { readIdempotency } from '../core/idempotency.config.js';
+import type { RetryContext } from '../core/retry-context.js';
+import { decideAfterFailure, retryabilityOf } from '../core/delivery.decision.js';
+import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
+import { MalformedMessageError } from '../errors/malformed-message.error.js';
+import { handledOnceInvoker, storeKeyOf } from './handled-once.invoker.js';
+
+/** A store in memory, with a clock the test moves. Unit tests only: the e2e tests use Redis and PostgreSQL. */
+class MemoryStore implements IdempotencyStore {
+  readonly entries = new Map<string, { state: 'claimed' | 'handled'; token?: string; until: number }>();
+  now = 0;
+  down = false;
+  readonly calls: string[] = [];
+
+  private live(key: string) {
+    const entry = this.entries.get(key);
+    return entry && entry.until > this.now ? entry : undefined;
+  }
+  private check(op: string) {
+    this.calls.push(op);
+    if (this.down) throw new Error('connect ECONNREFUSED');
+  }
+  async claim(key: string, token: string, ttl: number): Promise<ClaimResult> {
+    this.check('claim');
+    const entry = this.live(key);
+    if (entry) return entry.state === 'handled' ? 'handled' : 'busy';
+    this.entries.set(key, { state: 'claimed', token, until: this.now + ttl });
+    return 'claimed';
+  }
+  async renew(key: string, token: string, ttl: number) {
+    this.check('renew');
+    const entry = this.live(key);
+    if (entry?.token !== token) return false;
+    entry.until = this.now + ttl;
+    return true;
+  }
+  async release(key: string, token: string) {
+    this.check('release');
+    if (this.live(key)?.token === token) this.entries.delete(key);
+  }
+  async markHandled(key: string, ttl: number) {
+    this.check('markHandled');
+    this.entries.set(key, { state: 'handled', until: this.now + ttl });
+  }
+}
+
+const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+const context = (messageId?: string, signal = new AbortController().signal) =>
+  ({
+    attempt: 1,
+    maxAttempts: 3,
+    isLastAttempt: false,
+    queue: 'q',
+    deaths: [],
+    signal,
+    message: { properties: { messageId }, fields: {}, content: Buffer.alloc(0) } as unknown as ConsumeMessage,
+  }) as RetryContext;
+
+function setup(options: Record<string, unknown> = {}) {
+  const store = new MemoryStore();
+  const calls: unknown[] = [];
+  let behaviour: () => Promise<unknown> = async () => 'done';
+  const invoke = handledOnceInvoker(
+    async (payload) => {
+      calls.push(payload);
+      return behaviour();
+    },
+    'orders:eu',
+    readIdempotency({ store, ...options }, (k) => k),
+    logger,
+  );
+  return { store, calls, invoke, set: (b: () => Promise<unknown>) => (behaviour = b) };
+}
+
+describe('handledOnceInvoker', () => {
+  it('runs the first copy and records it; a later copy is acknowledged without a call', async () => {
+    const { store, calls, invoke } = setup();
+    await expect(invoke({ n: 1 }, context('m-1'))).resolves.toBe('done');
+    await expect(invoke({ n: 1 }, context('m-1'))).resolves.toBeUndefined();
+    expect(calls).toEqual([{ n: 1 }]);
+    expect(store.entries.get(storeKeyOf('orders:eu', 'm-1'))).toMatchObject({ state: 'handled', until: 86_400_000 });
+    expect(store.calls).toEqual(['claim', 'markHandled', 'claim']);
+  });
+
+  it('keys are per queue, with the queue encoded so that a ":" in it cannot collide', () => {
+    expect(storeKeyOf('orders:eu', 'm')).toBe('orders%3Aeu:m');
+    expect(storeKeyOf('orders', 'eu:m')).toBe('orders:eu:m');
+  });
+
+  it('a failure releases the claim, so that the retry runs', async () => {
+    const { store, calls, invoke, set } = setup();
+    set(async () => {
+      throw new Error('boom');
+    });
+    await expect(invoke('a', context('m-2'))).rejects.toThrow('boom');
+    expect(store.entries.size).toBe(0);
+    set(async () => 'ok');
+    await expect(invoke('a', context('m-2'))).resolves.toBe('ok');
+    expect(calls).toHaveLength(2);
+  });
+
+  it('a copy arriving while another runs waits, and is acknowledged once the first is recorded', async () => {
+    const { calls, invoke, set } = setup();
+    let finish!: () => void;
+    set(() => new Promise((resolve) => (finish = () => resolve('first'))));
+    const first = invoke('a', context('m-3'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = invoke('a', context('m-3'));
+    await new Promise((resolve) => setTimeout(resolve, 60)); // a few polls: still busy
+    finish();
+    await expect(first).resolves.toBe('first');
+    await expect(second).resolves.toBeUndefined();
+    expect(calls).toHaveLength(1);
+  });
+
+  it('a store that is down: IdempotencyStoreError, the handler not called, and always retryable', async () => {
+    const { store, calls, invoke } = setup();
+    store.down = true;
+    const error: unknown = await invoke('a', context('m-4')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IdempotencyStoreError);
+    expect(String(error)).toContain('failed to claim "q:m-4"'.replace('q:', 'orders%3Aeu:'));
+    expect(calls).toEqual([]);
+    expect(retryabilityOf(() => true)(error)).toBe(true);
+    expect(decideAfterFailure(1, 3, true, 2, error)).toEqual({ action: 'retry', tier: 1 });
+  });
+
+  it('no message id parks as malformed (with the fix in the message); so does a key function that throws', async () => {
+    const { invoke, calls } = setup();
+    const error: unknown = await invoke('a', context(undefined)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MalformedMessageError);
+    expect(String(error)).toContain('give idempotency.key');
+    expect(decideAfterFailure(1, 3, true, 2, error)).toEqual({ action: 'park', reason: 'malformed' });
+    const keyed = setup({
+      key: () => {
+        throw new Error('no order id');
+      },
+    });
+    await expect(keyed.invoke('a', context('m'))).rejects.toThrow('the idempotency key function threw: no order id');
+    expect(calls).toEqual([]);
+  });
+
+  it('a record that fails after success is tried again, and the copy acknowledged', async () => {
+    const { store, invoke, set } = setup({ claimTtl: '1s' });
+    set(async () => {
+      store.down = true;
+      setTimeout(() => (store.down = false), 150);
+      return 'done';
+    });
+    await expect(invoke('a', context('m-5'))).resolves.toBe('done');
+    expect(store.calls.filter((c) => c === 'markHandled').length).toBeGreaterThan(1);
+    expect(store.entries.get(storeKeyOf('orders:eu', 'm-5'))?.state).toBe('handled');
+  });
+});

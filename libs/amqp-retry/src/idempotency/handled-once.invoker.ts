@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
+import { pause } from '../amqp/message.parker.js';
+import { errorMessage } from '../core/error-message.js';
+import type { IdempotencyConfig } from '../core/idempotency.config.js';
+import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
+import { readMessageKey } from '../core/message-key.js';
+import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
+import type { RetryLogger } from '../core/retry-logger.js';
+import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
+import { MalformedMessageError } from '../errors/malformed-message.error.js';
+
+/** A store call that takes longer than this counts as the store being down. */
+export const STORE_TIMEOUT_MS = 5_000;
+/** Spacing of the checks of a key another copy has claimed. */
+const BUSY_POLL: ReconnectPolicy = { initialDelayMs: 25, maxDelayMs: 1_000 };
+
+/** The store's key of a message: the queue (encoded, so that no ':' in it can blur the border) and the message's key. */
+export const storeKeyOf = (queue: string, key: string) => `${encodeURIComponent(queue)}:${key}`;
+
+async function bounded<T>(operation: string, key: string, call: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      call(),
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS))),
+    ]);
+  } catch (error) {
+    throw new IdempotencyStoreError(operation, key, error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Wraps a handler so that each message runs once (see README "Handling each message once"):
+ * 1. claim the key (a store error is an IdempotencyStoreError: retried through the tiers, the handler not called);
+ *    'handled': return at once, so the copy is acked; 'busy': another copy runs, check again with backoff until it
+ *    is handled (ack), released (claim and run) or its claim expired (claim and run);
+ * 2. run the handler, renewing the claim every third of claimTtl;
+ * 3. failure: release the claim (so that the retry can claim it) and rethrow; success: record the key as handled,
+ *    and only then return, so the ack comes after the record.
+ */
+export function handledOnceInvoker(invoke: HandlerInvoker, queue: string, config: IdempotencyConfig, logger: RetryLogger): HandlerInvoker {
+  const { store, claimTtlMs, ttlMs } = config;
+  return async (payload, context) => {
+    const read = readMessageKey(config.key, payload, context.message, 'idempotency key');
+    if (!read.ok) throw new MalformedMessageError(read.problem);
+    if (read.key === undefined) {
+      throw new MalformedMessageError(
+        config.keyIsMessageId
+          ? 'the message has no message id, which idempotency needs to recognise its copies: publish with a messageId (RetryPublisher sets one), or give idempotency.key'
+          : 'the idempotency key function returned undefined',
+      );
+    }
+    const key = storeKeyOf(queue, read.key);
+    const token = randomUUID();
+    if ((await claim(store, key, token, claimTtlMs, context.signal)) === 'handled') {
+      logger.debug(`"${queue}": "${read.key}" was handled already; acking this copy without calling the handler`);
+      return undefined;
+    }
+    const renewal = renewEvery(store, key, token, claimTtlMs, (problem) =>
+      logger.warn(`"${queue}": could not renew the claim of "${read.key}" (${problem}); another copy may run once it expires`),
+    );
+    let result: unknown;
+    try {
+      result = await invoke(payload, context);
+    } catch (error) {
+      renewal.stop();
+      await bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
+        logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
+      );
+      throw error;
+    }
+    renewal.stop();
+    await record(store, key, ttlMs, claimTtlMs, (error) =>
+      logger.error(
+        `"${queue}": handled "${read.key}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
+      ),
+    );
+    return result;
+  };
+}
+
+/** Claims the key, waiting while another copy holds it. */
+async function claim(store: IdempotencyStore, key: string, token: string, claimTtlMs: number, signal: AbortSignal): Promise<'claimed' | 'handled'> {
+  for (let attempt = 1; ; attempt++) {
+    const result: ClaimResult = await bounded('claim', key, () => store.claim(key, token, claimTtlMs));
+    if (result !== 'busy') return result;
+    await pause(reconnectDelay(attempt, BUSY_POLL), signal);
+    if (signal.aborted) throw new Error(`the delivery was lost while another copy held "${key}"`);
+  }
+}
+
+/** Renews the claim while the handler runs. */
+function renewEvery(store: IdempotencyStore, key: string, token: string, claimTtlMs: number, warn: (problem: string) => void) {
+  let lost = false;
+  const timer = setInterval(
+    () => {
+      bounded('renew', key, () => store.renew(key, token, claimTtlMs)).then(
+        (held) => {
+          if (!held && !lost) {
+            lost = true;
+            warn('it expired and another copy claimed it');
+          }
+        },
+        (error: unknown) => warn(errorMessage(error)),
+      );
+    },
+    Math.floor(claimTtlMs / 3),
+  );
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * Records the key as handled, trying again with backoff for up to claimTtl (while the claim still keeps other copies
+ * away); then gives up, and the message is acked all the same: its work is done, and running it again is what this
+ * whole feature avoids. Never throws. It goes on when the delivery's channel died: its redelivered copy waits on the
+ * claim and is acked once it finds the record.
+ */
+async function record(store: IdempotencyStore, key: string, ttlMs: number, claimTtlMs: number, giveUp: (error: unknown) => void) {
+  const deadline = Date.now() + claimTtlMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await bounded('record', key, () => store.markHandled(key, ttlMs));
+    } catch (error) {
+      const wait = reconnectDelay(attempt, { initialDelayMs: 100, maxDelayMs: 2_000 });
+      if (Date.now() + wait >= deadline) return giveUp(error);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}

@@ -1,0 +1,203 @@
+import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
+import { parseDuration } from '../core/duration.js';
+import type { Duration } from '../core/duration.js';
+import { RetryConfigError } from '../errors/retry-config.error.js';
+
+/** What the store needs of a pg Pool, so that pg stays an optional dependency. */
+export interface PgLikePool {
+  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>>; rowCount: number | null }>;
+  end(): Promise<void>;
+}
+
+export interface PostgresIdempotencyStoreOptions {
+  /** A PostgreSQL connection string; the store opens its own pg Pool on first use and closes it with the application. */
+  connectionString?: string;
+  /** Or a pool of yours (pg): used as it is, and left open. */
+  pool?: PgLikePool;
+  /** The table; default 'amqp_retry_idempotency'. Created if missing. */
+  table?: string;
+  /** Its schema; default the connection's search path. Created if missing. */
+  schema?: string;
+  /** How often expired rows are deleted (1,000 at a time); default '1m'; 0 never (call purgeExpired yourself). */
+  cleanupInterval?: Duration;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const CLEANUP_BATCH = 1_000;
+/** Two instances creating the table at once: one of them fails with a duplicate type or relation; its retry finds it. */
+const CREATE_RACE = new Set(['23505', '42P07']);
+
+function readIdentifier(value: string | undefined, fallback: string | undefined, option: string): string | undefined {
+  if (value === undefined) return fallback;
+  if (!IDENTIFIER.test(value)) {
+    throw new RetryConfigError(
+      `PostgresIdempotencyStore option "${option}"`,
+      `is ${JSON.stringify(value)}`,
+      'Use letters, digits and _ (at most 63), starting with a letter or _.',
+    );
+  }
+  return value;
+}
+
+/**
+ * An IdempotencyStore in PostgreSQL: one row per message key, created by the store on first use:
+ *
+ *   CREATE TABLE IF NOT EXISTS amqp_retry_idempotency (
+ *     key text PRIMARY KEY,                                  -- "<queue>:<message key>"
+ *     state text NOT NULL CHECK (state IN ('claimed', 'handled')),
+ *     token text,                                            -- the claim's holder; NULL once handled
+ *     expires_at timestamptz NOT NULL);                      -- the claim's expiry, or the record's
+ *   CREATE INDEX IF NOT EXISTS amqp_retry_idempotency_expires_at_idx ON amqp_retry_idempotency (expires_at);
+ *
+ * Times come from the database's clock (clock_timestamp()), so instances with skewed clocks agree. Expired rows
+ * count as absent at once and are deleted every `cleanupInterval`. Needs the optional dependency `pg` when given a
+ * `connectionString` (loaded on first use).
+ * @example new PostgresIdempotencyStore({ connectionString: 'postgres://postgres@127.0.0.1:5432/app' })
+ */
+export class PostgresIdempotencyStore implements IdempotencyStore {
+  private pool?: Promise<PgLikePool>;
+  private readonly table: string;
+  private readonly cleanupMs: number;
+  private cleanupTimer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly options: PostgresIdempotencyStoreOptions) {
+    if ((options.connectionString === undefined) === (options.pool === undefined)) {
+      throw new RetryConfigError(
+        'PostgresIdempotencyStore option "connectionString"',
+        'and "pool" are both given or both missing',
+        "Give one: { connectionString: 'postgres://user@host:5432/db' } or { pool }.",
+      );
+    }
+    const table = readIdentifier(options.table, 'amqp_retry_idempotency', 'table') as string;
+    const schema = readIdentifier(options.schema, undefined, 'schema');
+    this.table = schema === undefined ? `"${table}"` : `"${schema}"."${table}"`;
+    const cleanupMs = options.cleanupInterval === undefined ? 60_000 : parseDuration(options.cleanupInterval);
+    if (cleanupMs === undefined)
+      throw new RetryConfigError('PostgresIdempotencyStore option "cleanupInterval"', 'is not a duration', "Use e.g. '1m', or 0 for never.");
+    this.cleanupMs = cleanupMs;
+  }
+
+  /** The statements that create the table and its index (run by the store on first use; idempotent). */
+  migration(): string[] {
+    const table = readIdentifier(this.options.table, 'amqp_retry_idempotency', 'table') as string;
+    return [
+      ...(this.options.schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${this.options.schema}"`]),
+      `CREATE TABLE IF NOT EXISTS ${this.table} (
+        key text PRIMARY KEY,
+        state text NOT NULL CHECK (state IN ('claimed', 'handled')),
+        token text,
+        expires_at timestamptz NOT NULL
+      )`,
+      `CREATE INDEX IF NOT EXISTS "${table}_expires_at_idx" ON ${this.table} (expires_at)`,
+    ];
+  }
+
+  async claim(key: string, token: string, claimTtlMs: number): Promise<ClaimResult> {
+    // The upsert takes an absent or expired row; the subquery reads the row as it was before (same snapshot), so a
+    // live 'handled' row answers 'handled' and a live claim 'busy'. A row another instance is inserting right now is
+    // not visible yet: NULL, 'busy', and the caller checks again.
+    const { rows } = await this.query(
+      `WITH taken AS (
+         INSERT INTO ${this.table} AS r (key, state, token, expires_at)
+         VALUES ($1, 'claimed', $2, clock_timestamp() + $3 * interval '1 millisecond')
+         ON CONFLICT (key) DO UPDATE SET state = 'claimed', token = EXCLUDED.token, expires_at = EXCLUDED.expires_at
+           WHERE r.expires_at <= clock_timestamp()
+         RETURNING 1)
+       SELECT CASE WHEN EXISTS (SELECT 1 FROM taken) THEN 'claimed'
+                   WHEN (SELECT state FROM ${this.table} WHERE key = $1 AND expires_at > clock_timestamp()) = 'handled' THEN 'handled'
+                   ELSE 'busy' END AS result`,
+      [key, token, claimTtlMs],
+    );
+    return rows[0]?.result as ClaimResult;
+  }
+
+  async renew(key: string, token: string, claimTtlMs: number): Promise<boolean> {
+    const { rowCount } = await this.query(
+      `UPDATE ${this.table} SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' WHERE key = $1 AND state = 'claimed' AND token = $2`,
+      [key, token, claimTtlMs],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async release(key: string, token: string): Promise<void> {
+    await this.query(`DELETE FROM ${this.table} WHERE key = $1 AND state = 'claimed' AND token = $2`, [key, token]);
+  }
+
+  async markHandled(key: string, ttlMs: number): Promise<void> {
+    await this.query(
+      `INSERT INTO ${this.table} (key, state, token, expires_at) VALUES ($1, 'handled', NULL, clock_timestamp() + $2 * interval '1 millisecond')
+       ON CONFLICT (key) DO UPDATE SET state = 'handled', token = NULL, expires_at = EXCLUDED.expires_at`,
+      [key, ttlMs],
+    );
+  }
+
+  /** Deletes up to 1,000 expired rows; returns how many. */
+  async purgeExpired(): Promise<number> {
+    const { rowCount } = await this.query(
+      `DELETE FROM ${this.table} WHERE key IN (SELECT key FROM ${this.table} WHERE expires_at <= clock_timestamp() LIMIT ${CLEANUP_BATCH})`,
+    );
+    return rowCount ?? 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.cleanupTimer);
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool && this.options.pool === undefined) await (await pool.catch(() => undefined))?.end().catch(() => undefined);
+  }
+
+  private async query(text: string, values?: unknown[]) {
+    if (this.closed) throw new Error('the store is closed');
+    const pool = await (this.pool ??= this.open());
+    return pool.query(text, values);
+  }
+
+  private async open(): Promise<PgLikePool> {
+    const pool =
+      this.options.pool ??
+      (await this.createPool().catch((error: unknown) => {
+        this.pool = undefined;
+        throw error;
+      }));
+    try {
+      await this.migrate(pool);
+    } catch (error) {
+      this.pool = undefined; // try again (migration included) on the next call, on a fresh pool
+      if (pool !== this.options.pool) await pool.end().catch(() => undefined);
+      throw error;
+    }
+    this.startCleanup();
+    return pool;
+  }
+
+  private async createPool(): Promise<PgLikePool> {
+    const pg = await import('pg').catch((error: unknown) => {
+      throw new Error(`PostgresIdempotencyStore needs the package pg: npm install pg (${String(error)})`);
+    });
+    const Pool = pg.default?.Pool ?? (pg as unknown as typeof pg.default).Pool;
+    // A short connection timeout: while the database is down, calls fail soon and the message is retried.
+    const pool = new Pool({ connectionString: this.options.connectionString, connectionTimeoutMillis: 5_000, max: 10 });
+    pool.on('error', () => undefined); // an idle client's lost connection: the next query reports it
+    return pool;
+  }
+
+  private async migrate(pool: PgLikePool): Promise<void> {
+    for (const statement of this.migration()) {
+      try {
+        await pool.query(statement);
+      } catch (error) {
+        if (!CREATE_RACE.has(String((error as { code?: unknown }).code))) throw error;
+        await pool.query(statement);
+      }
+    }
+  }
+
+  private startCleanup(): void {
+    if (this.cleanupMs === 0 || this.cleanupTimer) return;
+    this.cleanupTimer = setInterval(() => void this.purgeExpired().catch(() => undefined), this.cleanupMs);
+    this.cleanupTimer.unref();
+  }
+}

@@ -1,0 +1,64 @@
+import { RetryConfigError } from '../errors/retry-config.error.js';
+import { createPrometheusObserver } from './metrics.factory.js';
+import type { MetricsOptions } from './metrics.options.js';
+import type { RetryObserver } from './retry-observer.js';
+import { createTracingObserver } from './tracing.factory.js';
+import type { TracingOptions } from './tracing.options.js';
+
+/** The observability part of the module options. */
+export interface ObservabilityOptions {
+  observers?: RetryObserver[];
+  metrics?: boolean | MetricsOptions;
+  tracing?: boolean | TracingOptions;
+}
+
+/**
+ * The observers the engine reports to: the application's own, then the built-in ones it turned on, whose optional
+ * dependencies are loaded only then (a missing one fails the start, naming the package to install).
+ */
+export async function resolveObservers(options: ObservabilityOptions): Promise<RetryObserver[]> {
+  const { observers = [], metrics, tracing } = options;
+  if (!Array.isArray(observers) || observers.some((o) => typeof o !== 'object' || o === null)) {
+    throw new RetryConfigError(
+      'RetryModule option "observers"',
+      'is not an array of objects',
+      'Pass an array of RetryObserver objects, e.g. [{ parked: (e) => ... }].',
+    );
+  }
+  const resolved = [...observers];
+  if (metrics !== undefined && metrics !== false) {
+    if (metrics !== true && (typeof metrics !== 'object' || metrics === null)) {
+      throw new RetryConfigError(
+        'RetryModule option "metrics"',
+        `is ${String(metrics)}`,
+        'Use true, false, or { registry } with a prom-client Registry.',
+      );
+    }
+    resolved.push(await loading('prom-client', 'metrics', () => createPrometheusObserver(metrics === true ? {} : metrics)));
+  }
+  if (tracing !== undefined && tracing !== false) {
+    if (tracing !== true && (typeof tracing !== 'object' || tracing === null)) {
+      throw new RetryConfigError('RetryModule option "tracing"', `is ${String(tracing)}`, "Use true, false, or { tracerName: 'orders' }.");
+    }
+    // Tracing comes first, so that its span is current while the other observers (and the handler) run.
+    resolved.unshift(await loading('@opentelemetry/api', 'tracing', () => createTracingObserver(tracing === true ? {} : tracing)));
+  }
+  return resolved;
+}
+
+/** Runs a loader of an optional dependency; a missing package becomes an error that says what to install. */
+export async function loading<T>(pkg: string, option: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
+      throw new RetryConfigError(
+        `RetryModule option "${option}"`,
+        `needs the package ${pkg}, which is not installed`,
+        `Run npm install ${pkg}, or turn "${option}" off.`,
+      );
+    }
+    throw error;
+  }
+}

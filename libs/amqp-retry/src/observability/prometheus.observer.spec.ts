@@ -1,0 +1,51 @@
+import * as prom from 'prom-client';
+import { PrometheusObserver, METRIC_NAMES } from './prometheus.observer.js';
+import type { DeliveryEvent } from './retry-observer.js';
+
+const delivery = (queue: string, pattern?: string) => ({ queue, pattern, attempt: 1, maxAttempts: 3 }) as DeliveryEvent;
+const value = async (registry: prom.Registry, name: string, labels: Record<string, string>) => {
+  const base = name.replace(/_(count|sum)$/, '');
+  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name || m.name === base);
+  const values = (metric?.values ?? []) as Array<{ value: number; metricName?: string; labels: Record<string, string | number> }>;
+  return values.find((v) => (v.metricName ?? metric?.name) === name && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))?.value;
+};
+
+describe('PrometheusObserver', () => {
+  it('counts outcomes by queue, pattern, tier and reason, and tracks in-flight handlers', async () => {
+    const registry = new prom.Registry();
+    const o = new PrometheusObserver(prom, { registry });
+    o.deliveryStarted(delivery('orders'));
+    o.deliveryStarted(delivery('orders'));
+    expect(await value(registry, METRIC_NAMES.inFlight, { queue: 'orders', pattern: '' })).toBe(2);
+    o.handled({ ...delivery('orders'), durationMs: 12 });
+    o.failed({ ...delivery('orders'), durationMs: 30, error: new Error('x'), retryTier: 2, retryDelayMs: 10_000 });
+    o.deliveryStarted(delivery('rpc', 'sum'));
+    o.failed({ ...delivery('rpc', 'sum'), durationMs: 1, error: new Error('x') });
+    o.parked({ queue: 'rpc', pattern: 'sum', errorQueue: 'rpc.error', reason: 'non-retryable', error: 1, handlerCalls: 1, message: {} as never });
+    expect(await value(registry, METRIC_NAMES.inFlight, { queue: 'orders', pattern: '' })).toBe(0);
+    expect(await value(registry, METRIC_NAMES.handled, { queue: 'orders' })).toBe(1);
+    expect(await value(registry, METRIC_NAMES.failed, { queue: 'orders' })).toBe(1);
+    expect(await value(registry, METRIC_NAMES.retried, { queue: 'orders', tier: '2' })).toBe(1);
+    expect(await value(registry, METRIC_NAMES.parked, { queue: 'rpc', pattern: 'sum', reason: 'non-retryable' })).toBe(1);
+    expect(await value(registry, `${METRIC_NAMES.duration}_count`, { queue: 'orders', outcome: 'retried' })).toBe(1);
+    expect(await value(registry, `${METRIC_NAMES.duration}_sum`, { queue: 'orders', outcome: 'handled' })).toBeCloseTo(0.012);
+    expect(await value(registry, `${METRIC_NAMES.duration}_count`, { queue: 'rpc', pattern: 'sum', outcome: 'parked' })).toBe(1);
+  });
+
+  it('shares the metrics of a registry that has them already instead of failing', async () => {
+    const registry = new prom.Registry();
+    const first = new PrometheusObserver(prom, { registry });
+    const second = new PrometheusObserver(prom, { registry });
+    first.connectionUp({ role: 'consume' });
+    second.connectionLost({ role: 'publish' });
+    expect(await value(registry, METRIC_NAMES.connectionUp, { role: 'consume' })).toBe(1);
+    expect(await value(registry, METRIC_NAMES.connectionUp, { role: 'publish' })).toBe(0);
+  });
+
+  it('registers nothing in the default registry when given one', () => {
+    const registry = new prom.Registry();
+    new PrometheusObserver(prom, { registry });
+    expect(prom.register.getSingleMetric(METRIC_NAMES.handled)).toBeUndefined();
+    expect(registry.getSingleMetric(METRIC_NAMES.handled)).toBeDefined();
+  });
+});

@@ -1,0 +1,118 @@
+import type * as Otel from '@opentelemetry/api';
+import { firstRejection } from '../core/x-death.parser.js';
+import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from './retry-observer.js';
+import type { TracingOptions } from './tracing.options.js';
+
+type OpenTelemetry = typeof Otel;
+
+/** Reads W3C trace context out of AMQP headers (their values may come back as Buffers from some clients). */
+const headerGetter: Otel.TextMapGetter<Record<string, unknown>> = {
+  keys: (carrier) => Object.keys(carrier),
+  get: (carrier, key) => {
+    const value = carrier[key];
+    if (typeof value === 'string') return value;
+    if (Buffer.isBuffer(value)) return value.toString('utf8');
+    return undefined;
+  },
+};
+
+const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = {
+  set: (carrier, key, value) => {
+    carrier[key] = value;
+  },
+};
+
+/**
+ * Traces with the OpenTelemetry API only (the application brings the SDK): the application's publishes get a
+ * producer span whose W3C context (`traceparent`, `tracestate`) travels in the message headers; each attempt at a
+ * delivery gets a consumer span, child of that context, current while the handler runs. Dead-lettering keeps the
+ * headers, so every attempt of a retried message lands in the producer's trace.
+ *
+ * Beside @opentelemetry/instrumentation-amqplib, which makes its own consumer span for each delivery and runs the
+ * consume callback inside it: that span is taken and given the attempt's attributes instead of a second one.
+ */
+export class TracingObserver implements RetryObserver {
+  private readonly tracer: Otel.Tracer;
+
+  constructor(
+    private readonly otel: OpenTelemetry,
+    options: TracingOptions = {},
+  ) {
+    this.tracer = otel.trace.getTracer(options.tracerName ?? 'nestjs-amqp-retry');
+  }
+
+  publishing(e: PublishingEvent): PublishScope | void {
+    // Parked copies and forwarded delayed messages keep the context they were published with.
+    if (e.kind !== 'publish' && e.kind !== 'delayed') return;
+    const { trace, context, propagation, SpanKind, SpanStatusCode } = this.otel;
+    const destination = [e.exchange, e.routingKey].filter((part) => part !== '').join(':');
+    const span = this.tracer.startSpan(`publish ${destination || '(default)'}`, {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        'messaging.system': 'rabbitmq',
+        'messaging.operation.type': 'send',
+        'messaging.operation.name': 'publish',
+        'messaging.destination.name': destination,
+        'messaging.rabbitmq.destination.routing_key': e.routingKey,
+        ...(e.messageId !== undefined && { 'messaging.message.id': e.messageId }),
+        ...(e.kind === 'delayed' && { 'amqp_retry.delayed': true }),
+      },
+    });
+    const active = trace.setSpan(context.active(), span);
+    propagation.inject(active, e.headers, headerSetter);
+    return {
+      run: (fn) => context.with(active, fn),
+      end: (error?: unknown) => {
+        if (error !== undefined) fail(span, error, SpanStatusCode.ERROR);
+        span.end();
+      },
+    };
+  }
+
+  deliveryStarted(e: DeliveryEvent): DeliveryScope {
+    const { trace, context, propagation, SpanKind, SpanStatusCode, ROOT_CONTEXT } = this.otel;
+    const { fields, properties } = e.message;
+    const headers = (properties.headers ?? {}) as Record<string, unknown>;
+    const producer = propagation.extract(ROOT_CONTEXT, headers, headerGetter);
+    // A retry comes back by the library's own exchange and tier: name where the message was first published instead.
+    const first = firstRejection(e.deaths, e.queue);
+    const exchange = first ? (first.exchange ?? '') : fields.exchange;
+    const routingKey = first ? (first.routingKeys[0] ?? '') : fields.routingKey;
+    const attributes: Otel.Attributes = {
+      'messaging.system': 'rabbitmq',
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.destination.name': [exchange, routingKey, e.queue].filter((part) => part !== '').join(':'),
+      'messaging.rabbitmq.destination.routing_key': routingKey,
+      'messaging.rabbitmq.message.delivery_tag': fields.deliveryTag,
+      'amqp_retry.queue': e.queue,
+      'amqp_retry.attempt': e.attempt,
+      'amqp_retry.max_attempts': e.maxAttempts,
+      ...(properties.messageId !== undefined && { 'messaging.message.id': String(properties.messageId) }),
+      ...(e.pattern !== undefined && { 'amqp_retry.pattern': e.pattern }),
+    };
+    // An instrumentation of amqplib already made this delivery's consumer span, from the same headers: enrich it.
+    const current = trace.getSpan(context.active());
+    const producerTrace = trace.getSpanContext(producer)?.traceId;
+    if (current?.isRecording() && producerTrace !== undefined && current.spanContext().traceId === producerTrace) {
+      current.setAttributes(attributes);
+      return { end: (error?: unknown) => error !== undefined && fail(current, error, SpanStatusCode.ERROR) };
+    }
+    const span = this.tracer.startSpan(`process ${e.queue}`, { kind: SpanKind.CONSUMER, attributes }, producer);
+    const active = trace.setSpan(producer, span);
+    return {
+      run: (fn) => context.with(active, fn),
+      end: (error?: unknown) => {
+        if (error !== undefined) fail(span, error, SpanStatusCode.ERROR);
+        span.end();
+      },
+    };
+  }
+}
+
+function fail(span: Otel.Span, error: unknown, status: Otel.SpanStatusCode): void {
+  const exception = error instanceof Error ? error : new Error(String(error));
+  span.recordException(exception);
+  span.setStatus({ code: status, message: exception.message });
+  span.setAttribute('error.type', exception.constructor.name);
+}

@@ -1,0 +1,74 @@
+import { CliUsageError } from '../../errors/cli-usage.error.js';
+import { clip, maskCredentials, narrows, printable, readCount, readFilter, wantsProgress } from './cli-input.js';
+
+describe('readFilter', () => {
+  it('turns the flags into a filter, times as dates', () => {
+    expect(
+      readFilter({ queue: 'orders', reason: 'exhausted', error: 'card', text: 'acme', since: '2026-01-01T00:00:00Z', until: '1767312000000' }),
+    ).toEqual({
+      queue: 'orders',
+      reason: 'exhausted',
+      error: 'card',
+      text: 'acme',
+      since: new Date('2026-01-01T00:00:00Z'),
+      until: new Date(1767312000000),
+    });
+    expect(readFilter({})).toEqual({});
+  });
+
+  it('names the option of a bad time and the fix', () => {
+    expect(() => readFilter({ since: 'yesterday' })).toThrow(CliUsageError);
+    expect(() => readFilter({ until: 'soon' })).toThrow(/--until is "soon", not a time\. Give an ISO time/);
+    expect(() => readFilter({ since: '2026-02-01', until: '2026-01-01' })).toThrow(/--since is not before --until/);
+  });
+});
+
+describe('narrows', () => {
+  it('is false for no filter or the queue alone', () => {
+    expect(narrows({})).toBe(false);
+    expect(narrows({ queue: 'q' })).toBe(false);
+    expect(narrows({ queue: 'q', reason: 'malformed' })).toBe(true);
+  });
+});
+
+describe('readCount', () => {
+  it('reads whole numbers from the minimum up', () => {
+    expect(readCount('--limit', undefined, 50, 1)).toBe(50);
+    expect(readCount('--limit', '7', 50, 1)).toBe(7);
+    expect(() => readCount('--limit', '0', 50, 1)).toThrow(/--limit is "0"\. Give a whole number of at least 1/);
+    expect(() => readCount('--offset', '-1', 0)).toThrow(CliUsageError);
+    expect(() => readCount('--offset', '1.5', 0)).toThrow(CliUsageError);
+  });
+});
+
+describe('maskCredentials', () => {
+  it('masks every password in a URL, wherever it is in the text', () => {
+    expect(maskCredentials('Could not connect to amqp://guest:s3cr3t@host:5672/vh, nor amqps://u:p%40ss@h2')).toBe(
+      'Could not connect to amqp://guest:***@host:5672/vh, nor amqps://u:***@h2',
+    );
+    expect(maskCredentials('amqp://host:5672 and amqp://user@host')).toBe('amqp://host:5672 and amqp://user@host');
+  });
+});
+
+describe('printable', () => {
+  it('escapes terminal control characters, keeping newlines and tabs only when multiline', () => {
+    expect(printable('red \u001b[31mtext\u0007')).toBe('red \\u001b[31mtext\\u0007');
+    expect(printable('a\nb\tc')).toBe('a\\u000ab\\u0009c');
+    expect(printable('a\nb\tc\u009b', true)).toBe('a\nb\tc\\u009b');
+    expect(printable('héllo <script>')).toBe('héllo <script>');
+  });
+});
+
+describe('wantsProgress and clip', () => {
+  it('shows a bar only on a terminal without --json', () => {
+    expect(wantsProgress(true, false)).toBe(true);
+    expect(wantsProgress(true, true)).toBe(false);
+    expect(wantsProgress(false, false)).toBe(false);
+    expect(wantsProgress(undefined, false)).toBe(false);
+  });
+
+  it('clips long text with an ellipsis', () => {
+    expect(clip('abcdef', 4)).toBe('abc…');
+    expect(clip('abc', 4)).toBe('abc');
+  });
+});

@@ -1,0 +1,79 @@
+import { CliUsageError } from '../../errors/cli-usage.error.js';
+import type { ParkedFilter } from '../parked-messages.types.js';
+
+/** Exit codes of `amqp-retry`, for scripts. */
+export const EXIT = {
+  /** Done. */
+  ok: 0,
+  /** Could not do it: connection refused, broker error, a parking queue missing, a purge the operator declined. */
+  error: 1,
+  /** The command line is wrong (unknown option, bad date, a purge without --yes when stdin is not a terminal). */
+  usage: 2,
+  /** The selection matched no message. */
+  nothingMatched: 3,
+  /** A replay left some matched messages parked (their queue is unknown or missing); the others were replayed. */
+  partial: 4,
+} as const;
+
+/** The filter options as commander hands them over (strings). */
+export interface FilterFlags {
+  queue?: string;
+  reason?: string;
+  error?: string;
+  since?: string;
+  until?: string;
+  text?: string;
+}
+
+function readTime(option: string, value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const date = new Date(/^\d+$/.test(value) ? Number(value) : value);
+  if (Number.isNaN(date.getTime()))
+    throw new CliUsageError(option, `is "${value}", not a time`, 'Give an ISO time such as 2026-01-31T12:00:00Z, or epoch milliseconds.');
+  return date;
+}
+
+/** The ParkedFilter the flags describe; a bad time is a usage error naming the option. */
+export function readFilter(flags: FilterFlags): ParkedFilter {
+  const filter: ParkedFilter = {};
+  if (flags.queue !== undefined) filter.queue = flags.queue;
+  if (flags.reason !== undefined) filter.reason = flags.reason;
+  if (flags.error !== undefined) filter.error = flags.error;
+  if (flags.text !== undefined) filter.text = flags.text;
+  const since = readTime('--since', flags.since);
+  const until = readTime('--until', flags.until);
+  if (since) filter.since = since;
+  if (until) filter.until = until;
+  if (since && until && since >= until) throw new CliUsageError('--since', 'is not before --until', 'Swap them, or widen the range.');
+  return filter;
+}
+
+/** True when the filter narrows beyond the queue: a replay or a purge of everything must say `--all`. */
+export const narrows = (filter: ParkedFilter): boolean => Object.keys(filter).some((key) => key !== 'queue');
+
+/** A whole number of at least `min` for `option`. */
+export function readCount(option: string, value: string | undefined, fallback: number, min = 0): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min) throw new CliUsageError(option, `is "${value}"`, `Give a whole number of at least ${min}.`);
+  return Number(value);
+}
+
+/** Any `scheme://user:password@` in a text, with the password masked: nothing the CLI prints may carry one. */
+export const maskCredentials = (text: string): string => text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:@/\s]*:)[^@/\s]*@/gi, '$1***@');
+
+/**
+ * A text safe to print to a terminal: control characters (escape sequences that could move the cursor, rewrite the
+ * title or hide text) shown as `\u001b`-style escapes. Newlines and tabs are kept when `multiline`.
+ */
+export function printable(text: string, multiline = false): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) =>
+    multiline && (c === '\n' || c === '\t') ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** A progress bar only for a person watching: stderr is a terminal and the output is not JSON. */
+export const wantsProgress = (stderrIsTTY: boolean | undefined, json: boolean): boolean => stderrIsTTY === true && !json;
+
+/** Cuts a one-line text to `max` characters. */
+export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`);

@@ -1,0 +1,131 @@
+import { CliUsageError } from '../../errors/cli-usage.error.js';
+import { errorMessage } from '../../core/error-message.js';
+import { ParkedMessages } from '../parked-messages.js';
+import { EXIT, maskCredentials, readFilter } from './cli-input.js';
+import {
+  exportCommand,
+  listCommand,
+  purgeCommand,
+  queuesCommand,
+  replayCommand,
+  showCommand,
+  type CliIo,
+  type CommonFlags,
+  type SelectionFlags,
+} from './parked-commands.js';
+
+type Commander = typeof import('commander');
+
+/** Loads commander, an optional peer dependency: only the CLI needs it. */
+async function loadCommander(io: CliIo): Promise<Commander | undefined> {
+  try {
+    return await import('commander');
+  } catch {
+    io.err('amqp-retry needs the package "commander" (an optional peer dependency of nestjs-amqp-retry): npm install commander');
+    return undefined;
+  }
+}
+
+/**
+ * Runs `amqp-retry <args>` and returns the exit code (see EXIT). Never throws: errors are printed, credentials masked.
+ */
+export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  const commander = await loadCommander(io);
+  if (!commander) return EXIT.error;
+  let code: number = EXIT.ok;
+  let parked: ParkedMessages | undefined;
+  const connect = async (flags: { url?: string; queue?: string; errorQueue?: string }) => {
+    // A named queue is known even when no handler recorded it (the target of copies parked without x-original-queue).
+    const queues = flags.queue !== undefined ? [{ queue: flags.queue, errorQueue: flags.errorQueue }] : [];
+    parked = await ParkedMessages.connect({ url: flags.url ?? process.env.AMQP_URL, queues });
+    return parked;
+  };
+  const program = buildProgram(commander, io, connect, (result) => (code = result));
+  try {
+    await program.parseAsync([...args], { from: 'user' });
+  } catch (error) {
+    code = exitCodeOf(commander, error, io);
+  } finally {
+    await parked?.close();
+  }
+  return code;
+}
+
+function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
+  if (error instanceof commander.CommanderError) {
+    // commander printed its message already; help and --version end with code 0
+    return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  }
+  if (error instanceof CliUsageError) {
+    io.err(`error: ${error.message}`);
+    return EXIT.usage;
+  }
+  io.err(`error: ${maskCredentials(errorMessage(error))}`);
+  return EXIT.error;
+}
+
+type Connect = (flags: { url?: string; queue?: string; errorQueue?: string }) => Promise<ParkedMessages>;
+
+function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (code: number) => void) {
+  const { Command } = commander;
+  const program = new Command('amqp-retry')
+    .description('Inspect and replay the messages parked by nestjs-amqp-retry handlers')
+    .option('--url <url>', 'RabbitMQ URL (default: AMQP_URL, else amqp://guest:guest@localhost:5672)')
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.out(text.trimEnd()), writeErr: (text) => io.err(text.trimEnd()) })
+    .showHelpAfterError('(run with --help for usage)');
+
+  const parkedCommand = program.command('parked').description('Parked messages: list, show, replay, purge, export');
+
+  const withFilters = (command: InstanceType<Commander['Command']>) =>
+    command
+      .option('--queue <queue>', 'handler queue (its parking queue as recorded by the handler, else <queue>.error)')
+      .option('--error-queue <queue>', 'the parking queue itself')
+      .option('--reason <reason>', 'park reason: exhausted, non-retryable, malformed, redelivery-limit, undeliverable')
+      .option('--error <text>', 'substring of the exception message (case-insensitive)')
+      .option('--since <time>', 'parked at or after (ISO time or epoch ms)')
+      .option('--until <time>', 'parked before (ISO time or epoch ms)')
+      .option('--text <text>', 'substring of the body (case-insensitive)')
+      .option('--json', 'print JSON');
+  const selecting = (command: InstanceType<Commander['Command']>) =>
+    withFilters(command)
+      .option('--id <id...>', 'only these message ids')
+      .option('--all', 'every parked message of the queue (needed when no --id and no filter is given)')
+      .option('--dry-run', 'count what would be done, change nothing');
+  const run =
+    <F extends CommonFlags>(action: (parked: ParkedMessages, flags: F, ...rest: string[]) => Promise<number>) =>
+    async (...params: unknown[]) => {
+      const command = params.at(-1) as InstanceType<Commander['Command']>;
+      const flags = command.optsWithGlobals<F & { url?: string }>();
+      const positional = params.slice(0, -2) as string[];
+      readFilter(flags); // a bad date is a usage error before any connection
+      done(await action(await connect(flags), flags, ...positional));
+    };
+
+  parkedCommand
+    .command('queues')
+    .description('the handler queues recorded on the broker, with the depths of their queues, tiers and parking queues')
+    .option('--json', 'print JSON')
+    .action(run((parked, flags) => queuesCommand(parked, flags, io)));
+  withFilters(parkedCommand.command('list').description('count by reason and error, and list the matching messages'))
+    .option('--offset <n>', 'skip this many', '0')
+    .option('--limit <n>', 'show at most this many', '50')
+    .action(run((parked, flags) => listCommand(parked, flags, io)));
+  parkedCommand
+    .command('show <id>')
+    .description('one message: body, properties, every header, the death history')
+    .option('--queue <queue>', 'handler queue')
+    .option('--error-queue <queue>', 'the parking queue itself')
+    .option('--json', 'print JSON')
+    .action(run((parked, flags, id) => showCommand(parked, id, flags, io)));
+  selecting(parkedCommand.command('replay').description('send the selected messages back to the queue they failed in, with fresh attempts')).action(
+    run<SelectionFlags>((parked, flags) => replayCommand(parked, flags, io)),
+  );
+  selecting(parkedCommand.command('purge').description('delete the selected messages (asks first unless --yes)'))
+    .option('--yes', 'do not ask for confirmation')
+    .action(run<SelectionFlags>((parked, flags) => purgeCommand(parked, flags, io)));
+  withFilters(parkedCommand.command('export').description('print the matching messages as JSON lines, leaving them parked')).action(
+    run((parked, flags) => exportCommand(parked, flags, io)),
+  );
+  return program;
+}

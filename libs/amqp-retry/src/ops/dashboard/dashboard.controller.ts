@@ -1,0 +1,212 @@
+import {
+  BadGatewayException,
+  BadRequestException,
+  Body,
+  Controller,
+  Get,
+  Header,
+  HttpCode,
+  HttpException,
+  Inject,
+  Logger,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Req,
+  SetMetadata,
+  StreamableFile,
+  type Type,
+  UseGuards,
+} from '@nestjs/common';
+import type { IncomingMessage } from 'node:http';
+import { ParkedMessages } from '../parked-messages.js';
+import type { HandlerQueueState, ParkedMessageView, ParkedPage, ParkedSummary, PurgeResult, ReplayResult } from '../parked-messages.types.js';
+import { DashboardAccessGuard } from './dashboard-access.guard.js';
+import type { DashboardConfig } from './dashboard-options.js';
+import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard-request.js';
+import { jsonLinesStream } from './export-stream.js';
+import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
+import { renderPage } from './dashboard.page.js';
+import { DASHBOARD_SCRIPT } from './dashboard.script.js';
+import { DASHBOARD_STYLE } from './dashboard.style.js';
+import { PageTokens } from './page-token.js';
+import { redactCredentials } from './redact.js';
+
+const Kind = (kind: DashboardRouteKind) => SetMetadata(DASHBOARD_ROUTE_KIND, kind);
+
+/** The path the browser asked for, without query and trailing slashes: the page's base under any global prefix. */
+export function requestBase(request: Pick<IncomingMessage, 'url'> & { originalUrl?: string }): string {
+  const path = (request.originalUrl ?? request.url ?? '/').split(/[?#]/)[0];
+  return path.replace(/\/+$/, '') || '/';
+}
+
+/**
+ * The dashboard's controller for one mount path. A class per module instance, because a controller's path is set
+ * by its decorator: two applications in one process (or two tests) each get their own, with nothing shared.
+ */
+export function createDashboardController(path: string): Type<unknown> {
+  @Controller(path)
+  @UseGuards(DashboardAccessGuard)
+  class RetryDashboardController {
+    private readonly logger = new Logger('RetryDashboard');
+
+    constructor(
+      @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
+      private readonly tokens: PageTokens,
+      @Inject(ParkedMessages) private readonly parked: ParkedMessages,
+    ) {}
+
+    @Get()
+    @Kind('page')
+    @Header('content-type', 'text/html; charset=utf-8')
+    page(@Req() request: IncomingMessage & { originalUrl?: string }): string {
+      return renderPage({ base: requestBase(request), token: this.tokens.issue(), open: this.config.open });
+    }
+
+    @Get('assets/app.js')
+    @Kind('asset')
+    @Header('content-type', 'text/javascript; charset=utf-8')
+    script(): string {
+      return DASHBOARD_SCRIPT;
+    }
+
+    @Get('assets/app.css')
+    @Kind('asset')
+    @Header('content-type', 'text/css; charset=utf-8')
+    style(): string {
+      return DASHBOARD_STYLE;
+    }
+
+    @Get('api/queues')
+    @Kind('read')
+    queues(): Promise<HandlerQueueState[]> {
+      return this.call('list the queues', () => this.parked.queues());
+    }
+
+    @Get('api/summary')
+    @Kind('read')
+    summary(@Query() query: unknown): Promise<ParkedSummary> {
+      return this.call('count parked messages', () => this.parked.summary(readFilter(query, 'query')));
+    }
+
+    @Get('api/messages')
+    @Kind('read')
+    list(@Query() query: unknown): Promise<ParkedPage> {
+      return this.call('list parked messages', () => {
+        const { offset, limit, ...filter } = (query ?? {}) as Record<string, unknown>;
+        return this.parked.list(readFilter(filter, 'query'), readPage({ offset, limit }));
+      });
+    }
+
+    @Get('api/messages/:errorQueue/:id')
+    @Kind('read')
+    show(@Param('errorQueue') errorQueue: string, @Param('id') id: string): Promise<ParkedMessageView> {
+      return this.call('show a parked message', async () => {
+        await this.knownParkingQueue(errorQueue);
+        const view = await this.parked.show(errorQueue, id);
+        if (!view) throw new NotFoundException(`No message ${id} is parked in ${errorQueue} (replayed or purged meanwhile?).`);
+        return view;
+      });
+    }
+
+    /**
+     * The matching messages of one parking queue as JSON lines, left parked. The first line is read before the answer
+     * starts, so that a missing queue or a broker failure is an error status rather than a cut-off download.
+     */
+    @Get('api/export')
+    @Kind('read')
+    export(@Query() query: unknown): Promise<StreamableFile> {
+      return this.call('export', async () => {
+        const { errorQueue, filter } = readExportQuery(query);
+        await this.knownParkingQueue(errorQueue);
+        const lines = this.parked.export({ errorQueue, filter })[Symbol.asyncIterator]();
+        const first = await lines.next();
+        const body = jsonLinesStream(first, lines, (error) =>
+          this.logger.error(`Export of ${errorQueue} cut short: ${redactCredentials(error instanceof Error ? error.message : String(error))}`),
+        );
+        return new StreamableFile(body, {
+          type: 'application/x-ndjson; charset=utf-8',
+          disposition: `attachment; filename="${exportFileName(errorQueue)}"`,
+        });
+      });
+    }
+
+    @Post('api/replay')
+    @Kind('write')
+    @HttpCode(200)
+    replay(@Body() body: unknown): Promise<ReplayResult> {
+      return this.change(
+        'replay',
+        () => readSelection(body),
+        (selection) => this.parked.replay(selection),
+        (selection, r) => `Replayed ${r.replayed} of ${r.matched} from ${selection.errorQueue} (${r.failed.length} left parked)`,
+      );
+    }
+
+    @Post('api/edit-and-replay')
+    @Kind('write')
+    @HttpCode(200)
+    editAndReplay(@Body() body: unknown): Promise<ReplayResult> {
+      return this.change(
+        'edit and replay',
+        () => readEdit(body),
+        (edit) => this.parked.editAndReplay(edit.errorQueue, edit.id, edit.body, edit.contentType ? { contentType: edit.contentType } : {}),
+        (edit, r) => `Replayed ${edit.id} from ${edit.errorQueue} with an edited body (${r.replayed} replayed)`,
+      );
+    }
+
+    @Post('api/purge')
+    @Kind('write')
+    @HttpCode(200)
+    purge(@Body() body: unknown): Promise<PurgeResult> {
+      return this.change(
+        'purge',
+        () => readSelection(body),
+        (selection) => this.parked.purge(selection),
+        (selection, r) => `Purged ${r.purged} of ${r.matched} from ${selection.errorQueue}`,
+      );
+    }
+
+    /** A state change: read the request, check its parking queue, act, and log what was done (operators ask later). */
+    private change<I extends { errorQueue: string }, R>(
+      what: string,
+      read: () => I,
+      act: (input: I) => Promise<R>,
+      report: (input: I, result: R) => string,
+    ): Promise<R> {
+      return this.call(what, async () => {
+        const input = read();
+        await this.knownParkingQueue(input.errorQueue);
+        const result = await act(input);
+        this.logger.log(report(input, result));
+        return result;
+      });
+    }
+
+    /**
+     * Only the parking queues of known handler queues may be read or changed from the page: a hand-made call naming
+     * a business queue as `errorQueue` must not purge or replay its live messages.
+     */
+    private async knownParkingQueue(errorQueue: string): Promise<void> {
+      const queues = await this.parked.queues();
+      if (!queues.some((q) => q.errorQueue === errorQueue)) {
+        throw new DashboardRequestError('errorQueue', `${JSON.stringify(errorQueue)} is not the parking queue of a known handler queue`);
+      }
+    }
+
+    /** Bad input answers 400 with what is wrong; a broker failure 502, its message stripped of credentials. */
+    private async call<T>(what: string, work: () => Promise<T>): Promise<T> {
+      try {
+        return await work();
+      } catch (error) {
+        if (error instanceof DashboardRequestError) throw new BadRequestException(error.message);
+        if (error instanceof HttpException) throw error;
+        const message = redactCredentials(error instanceof Error ? error.message : String(error));
+        this.logger.error(`Could not ${what}: ${message}`);
+        throw new BadGatewayException(`Could not ${what}: ${message}`);
+      }
+    }
+  }
+  return RetryDashboardController;
+}

@@ -1,0 +1,83 @@
+import {
+  type DynamicModule,
+  Inject,
+  type InjectionToken,
+  Logger,
+  Module,
+  type ModuleMetadata,
+  type OnModuleInit,
+  type Provider,
+} from '@nestjs/common';
+import { DashboardAccessGuard } from './dashboard-access.guard.js';
+import { type DashboardConfig, normalisePath, resolveDashboardConfig, type RetryDashboardOptions } from './dashboard-options.js';
+import { DASHBOARD_CONFIG } from './dashboard.constants.js';
+import { createDashboardController } from './dashboard.controller.js';
+import { PageTokens } from './page-token.js';
+
+/** forRootAsync: the path is needed when the module is built (it is the controller's route); the rest may wait. */
+export interface RetryDashboardAsyncOptions {
+  path?: string;
+  imports?: ModuleMetadata['imports'];
+  inject?: InjectionToken[];
+  useFactory: (...args: never[]) => Omit<RetryDashboardOptions, 'path' | 'imports'> | Promise<Omit<RetryDashboardOptions, 'path' | 'imports'>>;
+}
+
+/**
+ * The parked-messages page: every handler queue with its depths, parked messages grouped by reason and error, a
+ * message's detail, replay, edit-and-replay and purge. Served by the application's HTTP server (Express) under
+ * `path`; plain HTML, CSS and JavaScript, no build step. It needs `ParkedMessages`, which RetryModule provides.
+ *
+ * Closed unless `guard` is given (or `allowUnauthenticated: true`, for local use only).
+ *
+ * @example
+ * ```ts
+ * @Module({ imports: [RetryModule.forRoot(), RetryDashboardModule.forRoot({ path: '/retry', guard: AdminGuard })] })
+ * export class AppModule {}
+ * ```
+ */
+@Module({})
+export class RetryDashboardModule implements OnModuleInit {
+  constructor(@Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig) {}
+
+  static forRoot(options: RetryDashboardOptions = {}): DynamicModule {
+    const config = resolveDashboardConfig(options); // bad options fail here, when the application module is built
+    // A guard class becomes a provider of this module: a dependency it cannot get fails the start, not the first request.
+    const guard = typeof config.guard === 'function' ? [config.guard] : [];
+    return RetryDashboardModule.build(config.path, options.imports, { provide: DASHBOARD_CONFIG, useValue: config }, guard);
+  }
+
+  static forRootAsync(options: RetryDashboardAsyncOptions): DynamicModule {
+    const path = normalisePath(options.path ?? '/retry');
+    return RetryDashboardModule.build(path, options.imports, {
+      provide: DASHBOARD_CONFIG,
+      useFactory: async (...args: never[]) => resolveDashboardConfig({ ...(await options.useFactory(...args)), path }),
+      inject: options.inject ?? [],
+    });
+  }
+
+  private static build(path: string, imports: ModuleMetadata['imports'], config: Provider, extra: Provider[] = []): DynamicModule {
+    return {
+      module: RetryDashboardModule,
+      imports: imports ?? [],
+      controllers: [createDashboardController(path)],
+      providers: [
+        config,
+        {
+          provide: PageTokens,
+          useFactory: (c: DashboardConfig) => new PageTokens(c.tokenSecret ?? PageTokens.randomKey(), c.tokenTtlMs),
+          inject: [DASHBOARD_CONFIG],
+        },
+        DashboardAccessGuard,
+        ...extra,
+      ],
+    };
+  }
+
+  onModuleInit(): void {
+    const logger = new Logger('RetryDashboard');
+    if (this.config.guard) logger.log(`Parked-messages page at ${this.config.path}, behind the given guard`);
+    else if (this.config.open)
+      logger.warn(`Parked-messages page at ${this.config.path} is OPEN to anyone who can reach it (allowUnauthenticated); local use only`);
+    else logger.warn(`Parked-messages page at ${this.config.path} refuses every request: pass guard, or allowUnauthenticated: true for local use`);
+  }
+}

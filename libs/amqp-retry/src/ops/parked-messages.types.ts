@@ -1,0 +1,128 @@
+/**
+ * Public types of the parked-messages API (ParkedMessages), shared by the CLI and the dashboard. Plain data only:
+ * every value here survives JSON.stringify (dates as Date objects, which serialise as ISO strings).
+ */
+
+/** Which parked messages an operation looks at. Every field narrows; an empty filter matches all. */
+export interface ParkedFilter {
+  /** The handler queue the message failed in (its `x-original-queue`). */
+  queue?: string;
+  /** The park reason, exactly: `exhausted`, `non-retryable`, `malformed`, `redelivery-limit`, `undeliverable`. */
+  reason?: string;
+  /** A case-insensitive substring of the exception message. */
+  error?: string;
+  /** Parked at or after this time. */
+  since?: Date;
+  /** Parked before this time. */
+  until?: Date;
+  /** A case-insensitive substring of the body (decoded as UTF-8; a binary body never matches). */
+  text?: string;
+}
+
+/** One parked message as an operator reads it. */
+export interface ParkedMessageView {
+  /** Stable id: the `x-parked-id` header written at park time, else a digest of the body and properties. */
+  id: string;
+  /** The handler queue it failed in; a replay goes there. Empty when unknown (parked by an old version, no record). */
+  queue: string;
+  /** The parking queue holding it. */
+  errorQueue: string;
+  /** `x-parked-reason`. */
+  reason: string;
+  /** `x-exception-message`. */
+  error: string;
+  /** `x-parked-at`, when readable. */
+  parkedAt?: Date;
+  /** Handler calls made before it was parked (`x-retry-attempts`). */
+  attempts?: number;
+  /** The body: UTF-8 text when it is valid UTF-8, else base64. */
+  body: string;
+  bodyEncoding: 'utf8' | 'base64';
+  /** Every AMQP property but `headers` (contentType, messageId, timestamp, ...). */
+  properties: Record<string, unknown>;
+  /** Every header, the library's parking headers included. Buffers are shown as base64 strings. */
+  headers: Record<string, unknown>;
+  /** The death history the message had before it was parked (`x-retry-death-history`), oldest event last. */
+  deaths: unknown[];
+}
+
+/** A handler queue, its tiers and its parking queue, with their depths (ready messages). */
+export interface HandlerQueueState {
+  queue: string;
+  /** Ready messages in the handler queue; -1 when the queue does not exist. */
+  messages: number;
+  tiers: { queue: string; messages: number }[];
+  errorQueue: string;
+  /** Ready messages in the parking queue; -1 when it does not exist. */
+  parked: number;
+}
+
+export interface ParkedSummary {
+  total: number;
+  /** Largest count first. */
+  byReason: { reason: string; count: number }[];
+  /** Largest count first; exception messages grouped as written. */
+  byError: { error: string; count: number }[];
+}
+
+export interface PageRequest {
+  /** Skip this many matching messages (default 0). */
+  offset?: number;
+  /** Return at most this many (default 50). */
+  limit?: number;
+}
+
+export interface ParkedPage {
+  /** Matching messages in all (not only this page). */
+  total: number;
+  items: ParkedMessageView[];
+}
+
+/** What a replay, a purge or an export acts on: in one parking queue, the given ids and/or those matching a filter. */
+export interface ParkedSelection {
+  errorQueue: string;
+  /** Only these ids (and, if a filter is given too, only those of them that match it). */
+  ids?: string[];
+  filter?: ParkedFilter;
+}
+
+export interface OperationOptions {
+  /** Count what would be done, change nothing. */
+  dryRun?: boolean;
+  /** Called after each message looked at: `done` of `total` (the depth of the parking queue when it started). */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ReplayResult {
+  /** Messages that matched the selection. */
+  matched: number;
+  /** Published to their queue, confirmed, and removed from the parking queue (0 on a dry run). */
+  replayed: number;
+  /** Matched but left parked, with why (no known target queue, target missing, publish refused). */
+  failed: { id: string; error: string }[];
+  dryRun: boolean;
+}
+
+export interface PurgeResult {
+  matched: number;
+  /** Removed from the parking queue (0 on a dry run). */
+  purged: number;
+  dryRun: boolean;
+}
+
+export interface EditReplayOptions {
+  /** A new content type for the corrected body (else the original's). */
+  contentType?: string;
+  dryRun?: boolean;
+}
+
+/** How ParkedMessages finds the parking queues. */
+export interface ParkedMessagesOptions {
+  /** amqp(s):// URL, or the nodes of a cluster comma-separated (the first that answers). Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
+  url?: string;
+  /**
+   * Handler queues to look at besides those recorded on the broker by running handlers. Each is a name (its parking
+   * queue is the recorded one, else `<queue>.error`) or `{ queue, errorQueue }`.
+   */
+  queues?: (string | { queue: string; errorQueue?: string })[];
+}

@@ -1,0 +1,90 @@
+import type { ConfirmChannel, GetMessage, Message, Options } from 'amqplib';
+import { BROWSE_COUNT_HEADERS, parkedIdOf, toParkedView } from '../core/parked-view.js';
+import type { ParkedMessageView } from './parked-messages.types.js';
+
+/**
+ * A quorum queue counts every hand-out of a message (`x-delivery-count`), browsing included, and RabbitMQ 4.0+ drops
+ * (or dead-letters) a message whose count reaches the queue's delivery limit: 20 by default, whatever the library
+ * declared. A browse that meets a message with this count or more refreshes it (see browseParked).
+ */
+export const REFRESH_AT_DELIVERY_COUNT = 10;
+
+/** A parked message taken (unacked) by a browse. */
+export interface BrowsedMessage {
+  message: GetMessage;
+  view: ParkedMessageView;
+  /**
+   * A later copy of an id met before in this walk: a refresh interrupted by a crash, or (for copies parked by older
+   * versions, whose id is a digest) an identical message parked twice. Reading skips it; a replay or a purge of the id
+   * removes it too.
+   */
+  duplicate: boolean;
+  /** Set by the caller that acked the message (replayed or purged it): the walk leaves it alone. */
+  settled?: boolean;
+}
+
+/** Publishes to a queue through the default exchange, mandatory; resolves when the broker confirms, and says if it returned it. */
+export function publishToQueue(channel: ConfirmChannel, queue: string, content: Buffer, options: Options.Publish): Promise<'routed' | 'returned'> {
+  return new Promise((resolve, reject) => {
+    let returned = false;
+    // The broker returns a message before it confirms it; a replay's window may have copies of its own in flight on
+    // this channel, so a return is this publish's only if its queue and body are.
+    const onReturn = (message: Message) => {
+      if (message.fields.routingKey === queue && message.content.equals(content)) returned = true;
+    };
+    channel.on('return', onReturn);
+    channel.publish('', queue, content, { ...options, mandatory: true }, (error: unknown) => {
+      channel.off('return', onReturn);
+      if (error) reject(error instanceof Error ? error : new Error(`The broker refused the publish to "${queue}"`));
+      else resolve(returned ? 'returned' : 'routed');
+    });
+  });
+}
+
+/**
+ * Walks a parking queue front to back, taking each message without acking it: closing the channel gives back every
+ * message the caller did not ack, in its place (a classic queue keeps the order; a quorum queue puts returns first, in
+ * the order taken). It takes at most as many messages as the queue held when it started, so messages parked during
+ * the walk (or replayed messages parked again) are left for the next.
+ *
+ * A message a quorum queue has handed out REFRESH_AT_DELIVERY_COUNT times or more is refreshed: an identical copy
+ * (same body, properties and headers, the same `x-parked-id`, without the counters) is published to the tail of the
+ * queue, confirmed, and only then is the old one acked. A crash between the two leaves two copies with one id; a later
+ * walk that meets the id twice shows one.
+ */
+export async function* browseParked(
+  channel: ConfirmChannel,
+  errorQueue: string,
+  fallbackQueue: string,
+  onProgress?: (done: number, total: number) => void,
+): AsyncGenerator<BrowsedMessage> {
+  const { messageCount: total } = await channel.checkQueue(errorQueue);
+  const seen = new Set<string>();
+  for (let done = 0; done < total;) {
+    const message = await channel.get(errorQueue, { noAck: false });
+    if (!message) break;
+    done++;
+    const id = parkedIdOf(message);
+    const browsed: BrowsedMessage = { message, view: toParkedView(message, errorQueue, fallbackQueue), duplicate: seen.has(id) };
+    seen.add(id);
+    yield browsed;
+    if (browsed.settled) {
+      onProgress?.(done, total);
+      continue;
+    }
+    const count = Number(message.properties.headers?.['x-delivery-count'] ?? 0);
+    if (count >= REFRESH_AT_DELIVERY_COUNT) await refresh(channel, errorQueue, message, id);
+    onProgress?.(done, total);
+  }
+}
+
+async function refresh(channel: ConfirmChannel, errorQueue: string, message: GetMessage, id: string): Promise<void> {
+  const headers = Object.fromEntries(Object.entries(message.properties.headers ?? {}).filter(([key]) => !BROWSE_COUNT_HEADERS.includes(key)));
+  const { headers: _headers, deliveryMode: _mode, ...properties } = message.properties;
+  void _headers;
+  void _mode;
+  const options: Options.Publish = { ...stripUndefined(properties), persistent: true, headers: { ...headers, 'x-parked-id': id } };
+  if ((await publishToQueue(channel, errorQueue, message.content, options)) === 'routed') channel.ack(message);
+}
+
+const stripUndefined = (record: Record<string, unknown>) => Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined));

@@ -1,0 +1,58 @@
+import { createHash } from 'node:crypto';
+import type { ConsumeMessage } from 'amqplib';
+import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
+import { decideAfterFailure } from '../core/delivery.decision.js';
+import { formatDuration } from '../core/duration.js';
+import type { HandlerConfig } from '../core/handler-config.js';
+import type { OrderingConfig } from '../core/idempotency.config.js';
+import { KeySequencer } from '../core/key.sequencer.js';
+import { readMessageKey } from '../core/message-key.js';
+import type { RetryLogger } from '../core/retry-logger.js';
+import { MalformedMessageError } from '../errors/malformed-message.error.js';
+
+/** What identifies a message across its retries, for a hold: its id, else a digest of its body and routing key. */
+function ownerOf(message: ConsumeMessage): string {
+  const id: unknown = message.properties.messageId;
+  if (typeof id === 'string' && id !== '') return `id:${id}`;
+  return `sha256:${createHash('sha256').update(message.fields.routingKey).update('\0').update(message.content).digest('hex')}`;
+}
+
+/**
+ * Wraps a handler so that messages with the same ordering key run one at a time, in arrival order (the order in
+ * which the consumer's gate lets deliveries in, which is the queue's). A key function that throws or returns
+ * something other than a string parks the message as malformed; undefined runs the message without a sequence.
+ */
+export function orderedInvoker(invoke: HandlerInvoker, config: HandlerConfig & { ordering: OrderingConfig }, logger: RetryLogger): HandlerInvoker {
+  const { ordering, queue, maxAttempts, delaysMs } = config;
+  const sequencer = new KeySequencer(Math.max(0, config.prefetch - 1), ({ key, waiting, why }) =>
+    logger.warn(
+      `"${queue}": ordering key "${key}" stops waiting for its retried message (${why === 'full' ? `the messages held behind retries would fill the prefetch of ${config.prefetch}` : 'it did not come back in time'}); ${waiting} later message(s) of the key run now, before it`,
+    ),
+  );
+  return async (payload, context) => {
+    const read = readMessageKey(ordering.key, payload, context.message, 'ordering key');
+    if (!read.ok) throw new MalformedMessageError(read.problem);
+    if (read.key === undefined) return invoke(payload, context);
+    const owner = ownerOf(context.message);
+    const turn = await sequencer.enter(read.key, owner, context.signal);
+    // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
+    if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
+    let hold: { owner: string; ms: number } | undefined;
+    try {
+      return await invoke(payload, context);
+    } catch (error) {
+      if (ordering.whileRetrying === 'hold') {
+        const after = decideAfterFailure(context.attempt, maxAttempts, config.isRetryable(error), delaysMs.length, error);
+        if (after.action === 'retry') {
+          hold = { owner, ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };
+          logger.debug(
+            `"${queue}": ordering key "${read.key}" holds its later messages until the retry settles (at most ${formatDuration(hold.ms)})`,
+          );
+        }
+      }
+      throw error;
+    } finally {
+      turn.leave(hold);
+    }
+  };
+}

@@ -1,0 +1,91 @@
+import type { INestApplication } from '@nestjs/common';
+import { handlerFor, TEST_OPTIONS } from '../support/app.js';
+import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { get, startHttpApp } from '../support/health-app.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { onFreshQueue } from '../support/fresh-queue.js';
+
+interface HealthBody {
+  status: string;
+  details?: { rabbitmq?: { status: string; connections: Record<string, string>; queues: Record<string, string>; problems: string[] } };
+}
+
+describe('RetryHealthIndicator over HTTP', () => {
+  let broker: TestBroker;
+  beforeAll(async () => (broker = await TestBroker.connect()));
+  afterAll(() => broker.close());
+
+  it('is up while consuming, down (503, saying which) while the connection is cut, and up again after recovery', async () => {
+    const queue = uniqueName('obs.health');
+    const proxy = await new TcpProxy().start();
+    let app: INestApplication | undefined;
+    try {
+      const Handler = handlerFor({ queue }, () => undefined);
+      const started = await startHttpApp(
+        { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } },
+        { providers: [Handler] },
+      );
+      app = started.app;
+      const health = `${started.base}/health`;
+
+      const up = await get(health);
+      expect(up.status).toBe(200);
+      const upBody = up.body as HealthBody;
+      expect(upBody.status).toBe('ok');
+      expect(upBody.details?.rabbitmq).toMatchObject({
+        status: 'up',
+        connections: { consume: 'up', publish: 'up' },
+        queues: { [queue]: 'consuming' },
+      });
+
+      await proxy.cut();
+      const down = await waitFor(async () => {
+        const response = await get(health);
+        return response.status === 503 && response;
+      }, 'the health check to fail');
+      const downDetail = (down.body as HealthBody).details?.rabbitmq;
+      expect(downDetail?.status).toBe('down');
+      expect(downDetail?.connections.consume).toBe('down');
+      expect(downDetail?.queues[queue]).toBe('not consuming');
+      expect(downDetail?.problems).toEqual(expect.arrayContaining(['the consume connection to RabbitMQ is down', `"${queue}" is not consumed`]));
+
+      await proxy.restore();
+      const recovered = await waitFor(
+        async () => {
+          const response = await get(health);
+          return response.status === 200 && response;
+        },
+        'the health check to pass again',
+        20_000,
+      );
+      expect((recovered.body as HealthBody).details?.rabbitmq?.queues[queue]).toBe('consuming');
+      expect(await broker.consumers(queue)).toBe(1);
+    } finally {
+      await app?.close();
+      await proxy.stop();
+      await broker.deleteRetryTopology(queue);
+    }
+  });
+
+  it('is down, naming the queue, while its consumer is cancelled and not yet back', () =>
+    onFreshQueue(broker, 'obs.health.deleted', async (queue, own) => {
+      const Handler = handlerFor({ queue }, () => undefined);
+      // A slow resume keeps the consumer down long enough to be seen.
+      const started = await startHttpApp({ ...TEST_OPTIONS, reconnect: { initialDelay: '1500ms', maxDelay: '3s' } }, { providers: [Handler] });
+      own(started.app);
+      const health = `${started.base}/health`;
+      expect((await get(health)).status).toBe(200);
+
+      await broker.channel.deleteQueue(queue); // the broker cancels the consumer
+      const down = await waitFor(async () => {
+        const response = await get(health);
+        return response.status === 503 && response;
+      }, 'the health check to fail');
+      const detail = (down.body as HealthBody).details?.rabbitmq;
+      expect(detail?.connections).toEqual({ consume: 'up', publish: 'up' });
+      expect(detail?.problems).toEqual([`"${queue}" is not consumed`]);
+
+      await waitFor(async () => (await get(health)).status === 200, 'the consumer to resume', 20_000);
+      expect(await broker.consumers(queue)).toBe(1);
+    }));
+});

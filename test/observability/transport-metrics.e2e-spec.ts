@@ -1,0 +1,51 @@
+import type { INestMicroservice } from '@nestjs/common';
+import { lastValueFrom } from 'rxjs';
+import { Registry } from 'prom-client';
+import { RetryClient } from 'nestjs-amqp-retry/transport';
+import { ctl } from '../support/broker-control.js';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { startRetryMicroservice } from '../transport/transport-app.js';
+
+/** The value of one sample, labels in any order. */
+async function sample(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const base = name.replace(/_(count|sum)$/, '');
+  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === base);
+  const values = (metric?.values ?? []) as Array<{ value: number; metricName?: string; labels: Record<string, string | number> }>;
+  return values.find((v) => (v.metricName ?? base) === name && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))?.value;
+}
+
+describe('metrics of the microservices transport', () => {
+  it('labels deliveries, retries and parks with the pattern', async () => {
+    const queue = uniqueName('obs.transport');
+    const registry = new Registry();
+    const broker = await TestBroker.connect();
+    let app: INestMicroservice | undefined;
+    const client = new RetryClient({ url: AMQP_URL, delayedDelivery: false, queue });
+    try {
+      app = await startRetryMicroservice({ queue, metrics: { registry } });
+      for (const id of [1, 2]) await lastValueFrom(client.emit('order.paid', { id, failures: 1 }), { defaultValue: undefined });
+      await lastValueFrom(client.emit('order.created', { id: 3, nonRetryable: 'wrapped' }), { defaultValue: undefined });
+      await waitFor(
+        async () =>
+          (await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: 'order.paid' })) === 2 &&
+          (await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: 'order.created' })) === 1,
+        'the events to be counted',
+        15_000,
+      );
+      expect(await sample(registry, 'amqp_retry_deliveries_failed_total', { queue, pattern: 'order.paid' })).toBe(2);
+      expect(await sample(registry, 'amqp_retry_deliveries_retried_total', { queue, pattern: 'order.paid', tier: '1' })).toBe(2);
+      expect(await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: 'order.created', reason: 'non-retryable' })).toBe(1);
+      expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { queue, pattern: 'order.created', outcome: 'parked' })).toBe(1);
+      expect(await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: '' })).toBeUndefined();
+      expect(await sample(registry, 'amqp_retry_consumers_up', { queue })).toBe(1);
+    } finally {
+      await client.close();
+      await app?.close();
+      await broker.deleteRetryTopology(queue);
+      // The patterns' own tiers are not in the queue's plan record: find them by name.
+      const left = (await ctl('list_queues', 'name', '-q', '--no-table-headers')).split('\n').filter((name) => name.startsWith(`${queue}.`));
+      for (const name of left) await broker.channel.deleteQueue(name);
+      await broker.close();
+    }
+  });
+});
