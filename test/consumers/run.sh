@@ -49,7 +49,7 @@ run_fixture() {
   find "$dir" -mindepth 1 -maxdepth 1 ! -name node_modules ! -name .installed-lock -exec rm -rf {} +
   cp -R "$HERE/$fixture/." "$dir/"
   mkdir -p "$dir/src/shared"
-  cp "$HERE/shared/scenario.ts" "$dir/src/shared/"
+  cp "$HERE"/shared/*.ts "$dir/src/shared/"
   if [[ "$(cat "$dir/.installed-lock" 2>/dev/null)" != "$lock_hash" ]]; then
     step "$fixture" "npm ci" npm ci "${npm_quiet[@]}" || return
     echo "$lock_hash" >"$dir/.installed-lock"

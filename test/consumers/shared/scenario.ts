@@ -82,9 +82,9 @@ export const expectedOutcome: ScenarioOutcome = {
   left: { flaky: 0, flakyError: 0, doomed: 0, doomedError: 0 },
 };
 
-const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
-async function waitFor(probe: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+export async function waitFor(probe: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
@@ -149,7 +149,7 @@ async function cleanUp(connection: amqp.ChannelModel, names: OrdersNames): Promi
 }
 
 /** Deletes a handler's queues and exchanges; its tier queues are the ones its plan queue names. */
-async function deleteRetryTopology(channel: amqp.Channel, queue: string): Promise<void> {
+export async function deleteRetryTopology(channel: amqp.Channel, queue: string): Promise<void> {
   const tiers = new Set<string>();
   for (
     let record = await channel.get(`${queue}.retry.plan`, { noAck: true });

@@ -28,7 +28,9 @@ export function withoutExceptionLogs(creator: ExternalContextCreator): ExternalC
     const runFilters = handler.invokeCustomFilters.bind(handler);
     handler.next = async (exception, host) => {
       const result = runFilters(exception, host);
-      if (result !== undefined) return result; // a filter handled it (or rethrew): its answer stands
+      // Nest 12 answers undefined for "no filter handled it", Nest 10 and 11 null: with null taken as an answer,
+      // every failure on Nest 10/11 counted as handled and was acked, never retried (test/consumers found it)
+      if (result !== undefined && result !== null) return result; // a filter handled it (or rethrew): its answer stands
       throw exception;
     };
     return handler;

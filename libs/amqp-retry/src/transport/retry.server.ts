@@ -18,7 +18,7 @@ import { RequestReplies } from './request-replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
 import { unwrapRpcError } from './rpc-error.js';
-import { readPacket, type InboundPacket } from './rpc-packet.js';
+import { patternAsString, readPacket, type InboundPacket } from './rpc-packet.js';
 
 interface PatternEntry {
   handler: MessageHandler;
@@ -147,9 +147,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       const headers = message.properties.headers as Record<string, unknown> | undefined;
       const { routingKey } = firstRoute(headers, deaths, this.queue?.queue ?? '', message.fields);
       const { replyTo, correlationId } = message.properties;
-      packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, (p) =>
-        this.getPatternAsString(p),
-      );
+      packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, patternAsString);
       entry = this.table.get(this.getRouteFromPattern(packet.pattern));
     } catch (error) {
       return { kind: 'park', reason: 'malformed', error: new Error(`the message's pattern cannot be read: ${errorMessage(error)}`) };

@@ -1,4 +1,4 @@
-import { readPacket } from './rpc-packet.js';
+import { patternAsString, readPacket } from './rpc-packet.js';
 
 const text = (p: unknown) => (typeof p === 'string' ? p : JSON.stringify(p));
 const key = { routingKey: 'orders' };
@@ -43,5 +43,18 @@ describe('readPacket', () => {
     for (const body of [{ id: 1, total: 5 }, { pattern: 'p', data: 1, extra: true }, [1, 2], 'text', 42, null, Buffer.from('x')]) {
       expect(readPacket(body, { routingKey: 'order.created' }, text)).toEqual({ kind: 'event', pattern: 'order.created', data: body });
     }
+  });
+});
+
+describe('patternAsString', () => {
+  it('keeps a string and writes anything else as JSON, as Nest 11+ does', () => {
+    expect(patternAsString('order.created')).toBe('order.created');
+    expect(patternAsString({ cmd: 'sum' })).toBe('{"cmd":"sum"}');
+  });
+
+  it('reads a pattern too deep for JSON.stringify as a key no handler has, without throwing', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = { p: deep };
+    expect(patternAsString(deep)).toBe('<unserializable pattern>');
   });
 });

@@ -24,6 +24,19 @@ function isEnvelope(body: unknown): body is { pattern: unknown; data?: unknown; 
 export type PatternText = (pattern: unknown) => string;
 
 /**
+ * The PatternText the server uses, as Nest 11+'s `Server.getPatternAsString` reads a pattern (Nest 10's Server lacks
+ * that method): a pattern that JSON.stringify cannot serialize (nested too deep) becomes a key no handler has.
+ */
+export function patternAsString(pattern: unknown): string {
+  if (typeof pattern === 'string') return pattern;
+  try {
+    return JSON.stringify(pattern);
+  } catch {
+    return '<unserializable pattern>';
+  }
+}
+
+/**
  * Reads a delivery's packet. A request needs an envelope `id` and a `replyTo` property; with only one of them it is
  * an event (nobody could receive a reply). The correlation id is the `correlationId` property, else the envelope id.
  */
