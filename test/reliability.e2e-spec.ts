@@ -54,6 +54,8 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       logger.count(/^error Lost the connection to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:5672 \(.*CONNECTION_FORCED.*\); reconnecting$/),
     ).toBe(2);
     expect(logger.count(/^log Reconnected to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:5672 after \d+ ms \(\d+ attempts?\)$/)).toBe(2);
+    // The consumer resumes before the rest of the recovery (its presence queue) is done: the line comes after.
+    await waitFor(() => logger.count(/^log Resumed consuming 1 queue\(s\)$/) > 0, 'the recovery logged');
     expect(logger.count(/^log Resumed consuming 1 queue\(s\)$/)).toBe(1);
     expect(logger.lines.join('\n')).not.toContain('guest:guest');
     expect(logger.count(/^error /)).toBe(2); // the outages, nothing else
