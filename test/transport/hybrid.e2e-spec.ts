@@ -2,7 +2,7 @@ import { Controller, Injectable, Module, type INestApplication } from '@nestjs/c
 import { NestFactory } from '@nestjs/core';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
+import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff, type IdempotencyStore, type RetryContext } from 'nestjs-amqp-retry';
 import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { connectionsNamed } from '../support/broker-control.js';
@@ -58,7 +58,16 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
   it("shares the module's connections, and retries both kinds of handler", async () => {
     app = await NestFactory.create(HybridModule, { logger: ['error'] });
     const engine = app.get(RetryEngine);
-    const server = new RetryServer({ queue: transportQueue, engine });
+    // The transport's store, attached before the module's init: it must still be closed with the engine.
+    let storeClosed = 0;
+    const store: IdempotencyStore = {
+      claim: async () => 'claimed',
+      renew: async () => true,
+      release: async () => undefined,
+      markHandled: async () => undefined,
+      close: async () => void storeClosed++,
+    };
+    const server = new RetryServer({ queue: transportQueue, engine, idempotency: { store } });
     app.connectMicroservice({ strategy: server }, { inheritAppConfig: true });
     await app.startAllMicroservices();
     await app.init();
@@ -82,6 +91,7 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
     await app.close();
     app = undefined;
     expect(await broker.consumers(transportQueue)).toBe(0);
+    expect(storeClosed).toBe(1);
     expect(await broker.count(`${transportQueue}.error`)).toBe(0);
   });
 });

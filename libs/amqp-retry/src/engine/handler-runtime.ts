@@ -19,6 +19,16 @@ import type { ObserverHub } from '../observability/observer-hub.js';
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
 
+/** The queue's own schedule, then the other schedules its messages use, each once. */
+function distinctSchedules(handler: EngineHandler): HandlerConfig[] {
+  const byFirstTier = new Map<string, HandlerConfig>();
+  for (const schedule of [handler.config, ...(handler.schedules ?? [])]) {
+    const first = tierQueues(schedule)[0] ?? '';
+    if (!byFirstTier.has(first)) byFirstTier.set(first, schedule);
+  }
+  return [...byFirstTier.values()];
+}
+
 /** A handler to run: its validated configuration, how to call it, and where it is declared (for messages). */
 export interface EngineHandler {
   config: HandlerConfig;
@@ -67,9 +77,10 @@ export class HandlerRuntime {
     const { connection, logger, resume } = deps;
     const names = retryNames(config.queue);
     const redeclare = () => this.declare();
+    const schedules = distinctSchedules(handler);
     const guard = new TopologyGuard(
       connection,
-      { exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.returnExchange], queues: this.schedules.flatMap(tierQueues) },
+      { exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.returnExchange], queues: schedules.flatMap(tierQueues) },
       redeclare,
       logger,
       `"${config.queue}"`,
@@ -93,7 +104,7 @@ export class HandlerRuntime {
       { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },
       delivery.handle,
     );
-    this.presences = this.schedules.map((schedule) => ({
+    this.presences = schedules.map((schedule) => ({
       schedule,
       consumer: new QueueConsumer(
         { queue: presenceQueueOf(schedule), prefetch: 1, connection, logger, resume, redeclare: () => this.declarePresence(schedule) },
@@ -102,21 +113,11 @@ export class HandlerRuntime {
     }));
   }
 
-  /** The queue's own schedule, then the other schedules its messages use, each once. */
-  private get schedules(): HandlerConfig[] {
-    const byFirstTier = new Map<string, HandlerConfig>();
-    for (const schedule of [this.handler.config, ...(this.handler.schedules ?? [])]) {
-      const first = tierQueues(schedule)[0] ?? '';
-      if (!byFirstTier.has(first)) byFirstTier.set(first, schedule);
-    }
-    return [...byFirstTier.values()];
-  }
-
   get queue(): string {
     return this.handler.config.queue;
   }
 
-  /** True while both consumers run. */
+  /** True while the queue's consumer and every schedule's presence consumer run. */
   get isConsuming(): boolean {
     return this.consumer.isConsuming && this.presences.every((p) => p.consumer.isConsuming);
   }

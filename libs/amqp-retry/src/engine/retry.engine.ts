@@ -13,7 +13,7 @@ import { NotConnectedError } from '../errors/not-connected.error.js';
 import { ObserverHub } from '../observability/observer-hub.js';
 import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
 import { idempotencyStoresOf } from './delivery-guarantees.js';
-import { HandlerRuntime, type EngineHandler, type QueueStatus } from './handler-runtime.js';
+import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
 import { recordOrWarn } from '../amqp/handler-registry.js';
 
@@ -143,19 +143,12 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down');
     // The attached first, so that a clash names the decorated handler's option and the transport as the owner.
     assertDistinctQueues([...handlers, ...this.allRuntimes.map((r) => r.handler)]);
-    const { connection, parker } = await this.consumingDeps();
-    for (const store of idempotencyStoresOf(handlers.map((h) => h.config))) if (!this.stores.includes(store)) this.stores.push(store);
+    const deps = await this.runtimeDeps();
+    this.keepStores(handlers);
     const added: HandlerRuntime[] = [];
     try {
       for (const handler of handlers) {
-        const runtime = new HandlerRuntime(handler, {
-          connection,
-          parker,
-          recordPublisher: parker.publisher,
-          logger: this.logger,
-          resume: this.config.reconnect,
-          observers: this.observers,
-        });
+        const runtime = new HandlerRuntime(handler, deps);
         added.push(runtime);
         this.attached.push(runtime);
         await runtime.prepare();
@@ -194,12 +187,12 @@ export class RetryEngine {
   async prepare(handlers: readonly EngineHandler[]): Promise<void> {
     // Against the attached ones too: a hybrid app may start its microservices (attach) before its init (prepare).
     assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
-    this.stores = idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.config.idempotency }]);
+    this.keepStores(handlers);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
-      const { connection, parker } = await this.consumingDeps();
+      const deps = await this.runtimeDeps();
+      const { connection, parker } = deps;
       const { observers } = this;
-      const deps = { connection, parker, recordPublisher: parker.publisher, logger: this.logger, resume: this.config.reconnect, observers };
       for (const handler of handlers) {
         const runtime = new HandlerRuntime(handler, deps);
         this.runtimes.push(runtime);
@@ -263,6 +256,23 @@ export class RetryEngine {
         store.close?.().catch((error: unknown) => this.logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`)),
       ),
     ]);
+  }
+
+  /** What every handler runtime of this engine shares. */
+  private async runtimeDeps(): Promise<HandlerRuntimeDeps> {
+    const { connection, parker } = await this.consumingDeps();
+    const { logger, observers } = this;
+    return { connection, parker, recordPublisher: parker.publisher, logger, resume: this.config.reconnect, observers };
+  }
+
+  /**
+   * Adds the idempotency stores of these handlers (and the module default) to those closed with the engine: attach()
+   * may run before prepare() in a hybrid application, so neither may forget the other's.
+   */
+  private keepStores(handlers: readonly EngineHandler[]): void {
+    for (const store of idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.config.idempotency }])) {
+      if (!this.stores.includes(store)) this.stores.push(store);
+    }
   }
 
   /** The consuming connection and the parker, which publishes on the publishing connection; one parker per engine. */
