@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
-import { RetryPublisher } from 'nestjs-amqp-retry';
+import { planDelayTopology, RetryPublisher } from 'nestjs-amqp-retry';
 import { startApp, TEST_OPTIONS } from './support/app.js';
 import { ctl } from './support/broker-control.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
@@ -117,6 +117,38 @@ describe('delayed delivery through the TTL ladder', () => {
     expect(arrivals[0].at - sent).toBeLessThan(450);
     expect(arrivals[1].at - sent).toBeGreaterThanOrEqual(2_000);
     expect(arrivals[1].at - sent).toBeLessThan(2_300);
+  });
+
+  it('runs a ladder of quorum queues when asked: on time, never early, nothing in a classic ladder', async () => {
+    await broker.channel.assertExchange(exchange, 'direct', { durable: true });
+    await listen('k');
+    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } });
+    const publisher = app.get(RetryPublisher);
+    // 1 to 4 nonzero base-8 digits: 1, 2, 3 and 4 hops through the ladder before the forwarder.
+    const delays = [150, 700, 1_234, 2_777];
+    const sent = new Map<number, number>();
+    for (const delay of delays) {
+      sent.set(delay, Date.now());
+      await publisher.publish(exchange, 'k', { delay }, { delay });
+    }
+
+    await waitFor(() => arrivals.length === delays.length, 'every delayed message', 8_000);
+    for (const { at, body } of arrivals) {
+      const { delay } = body as { delay: number };
+      const late = at - (sent.get(delay) ?? 0) - delay;
+      expect(late).toBeGreaterThanOrEqual(0);
+      expect(late).toBeLessThan(400);
+    }
+    const quorum = planDelayTopology(prefix, 'quorum');
+    expect(quorum.readyQueue).toBe(`${prefix}.quorum.ready`);
+    for (const name of [quorum.readyQueue, quorum.errorQueue, quorum.queues[5].name]) expect(await broker.exists(name)).toBe(true);
+    expect(await broker.exists(planDelayTopology(prefix).readyQueue)).toBe(false);
+    const types = new Map(
+      (await ctl('list_queues', 'name', 'type', '--quiet', '--no-table-headers'))
+        .split('\n')
+        .map((line) => line.trim().split(/\s+/) as [string, string]),
+    );
+    expect(quorum.queues.map(({ name }) => types.get(name))).toEqual(quorum.queues.map(() => 'quorum'));
   });
 
   it('keeps a delayed message in the broker while the app is closed, and delivers it once the app runs again', async () => {

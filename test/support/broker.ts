@@ -122,22 +122,28 @@ export class TestBroker {
   }
 
   /**
-   * Deletes a delay ladder. `onlyIfEmpty` spares queues that hold messages (the shared default ladder may carry
-   * someone else's): those stay, with their exchanges.
+   * Deletes a delay ladder, of both queue types. `onlyIfEmpty` spares queues that hold messages (the shared default
+   * ladder may carry someone else's): those stay, with their exchanges.
    */
   async deleteDelayLadder(prefix: string, onlyIfEmpty = false): Promise<void> {
-    const ladder = planDelayTopology(prefix);
-    const channel = await this.model.createChannel();
-    channel.on('error', () => undefined);
-    try {
-      for (const { name } of ladder.queues) await channel.deleteQueue(name, { ifEmpty: onlyIfEmpty });
-      for (const { name } of ladder.exchanges) await channel.deleteExchange(name, { ifUnused: onlyIfEmpty });
-    } catch {
-      // a 406 (not empty, in use) closed the channel: what remains stays
-    } finally {
-      await channel.close().catch(() => undefined);
+    for (const queueType of ['classic', 'quorum'] as const) {
+      const ladder = planDelayTopology(prefix, queueType);
+      const channel = await this.model.createChannel();
+      channel.on('error', () => undefined);
+      try {
+        for (const { name } of ladder.queues) {
+          // A quorum queue does not implement ifEmpty (540, which closes the connection): count first.
+          if (queueType === 'quorum' && onlyIfEmpty && ((await this.count(name)) ?? 0) > 0) throw new Error(`${name} holds messages`);
+          await channel.deleteQueue(name, { ifEmpty: onlyIfEmpty && queueType === 'classic' });
+        }
+        for (const { name } of ladder.exchanges) await channel.deleteExchange(name, { ifUnused: onlyIfEmpty });
+      } catch {
+        // a 406 (not empty, in use) closed the channel: what remains stays
+      } finally {
+        await channel.close().catch(() => undefined);
+      }
+      if (!(await this.exists(ladder.readyQueue))) await this.forgetHandler(ladder.readyQueue);
     }
-    if (!(await this.exists(ladder.readyQueue))) await this.forgetHandler(ladder.readyQueue);
   }
 
   async close(): Promise<void> {

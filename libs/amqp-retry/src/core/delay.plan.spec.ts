@@ -12,6 +12,7 @@ import {
   MAX_DELAY_MS,
   planDelayedPublish,
   planDelayTopology,
+  delayLadderPrefix,
   readDelay,
   readDelayTarget,
   withoutDelayDeaths,
@@ -188,6 +189,40 @@ describe('planDelayTopology', () => {
         expect(matched).toHaveLength(1);
       }
     }
+  });
+});
+
+describe('a quorum ladder', () => {
+  const classic = planDelayTopology('billing.delay');
+  const quorum = planDelayTopology('billing.delay', 'quorum');
+
+  it('has the same layout under names of its own, sharing no exchange or queue with the classic one', () => {
+    expect(quorum.prefix).toBe(delayLadderPrefix('billing.delay', 'quorum'));
+    expect(quorum.prefix).toBe('billing.delay.quorum');
+    expect(quorum.queueType).toBe('quorum');
+    expect(quorum.queues.map((q) => q.name)).toEqual(classic.queues.map((q) => q.name.replace('billing.delay.', 'billing.delay.quorum.')));
+    const classicNames = new Set([...classic.queues, ...classic.exchanges].map((d) => d.name));
+    expect([...quorum.queues, ...quorum.exchanges].filter((d) => classicNames.has(d.name))).toEqual([]);
+  });
+
+  it('makes every queue a quorum queue, and every level dead-letter at least once with its TTL kept', () => {
+    expect(quorum.queues.every((q) => q.arguments['x-queue-type'] === 'quorum')).toBe(true);
+    const levels = quorum.queues.filter((q) => q.arguments['x-message-ttl'] !== undefined);
+    expect(levels).toHaveLength(73);
+    for (const [i, level] of levels.entries()) {
+      expect(level.arguments).toMatchObject({ 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' });
+      expect(level.arguments['x-message-ttl']).toBe(classic.queues.filter((q) => q.arguments['x-message-ttl'] !== undefined)[i].arguments['x-message-ttl']);
+    }
+  });
+
+  it('parks in its error queue what the delivery limit takes from the ready queue', () => {
+    const ready = quorum.queues.find((q) => q.name === quorum.readyQueue);
+    expect(ready?.arguments).toMatchObject({ 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': quorum.errorQueue, 'x-dead-letter-strategy': 'at-least-once' });
+  });
+
+  it('is entered by publishes planned with its prefix', () => {
+    const plan = planDelayedPublish(1500, { exchange: 'x', routingKey: 'k' }, 0, quorum.prefix);
+    expect(plan.kind === 'ladder' && quorum.exchanges.some((e) => e.name === plan.exchange)).toBe(true);
   });
 });
 

@@ -22,6 +22,7 @@
  */
 
 import { type Duration, parseDuration } from './duration.js';
+import type { QueueType } from './retry-options.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from './topology.types.js';
 
 /** Layout of the delay ladder. */
@@ -81,8 +82,9 @@ export interface DelayLevel {
 
 /** Everything to declare, durable, in order: exchanges, then queues, then bindings. */
 export interface DelayTopology extends TopologyPlan {
-  /** The prefix of every name in the ladder. */
+  /** The prefix of every name in the ladder: the configured prefix, plus `.quorum` for a quorum ladder. */
   readonly prefix: string;
+  readonly queueType: QueueType;
   /** The queue the forwarder consumes. */
   readonly readyQueue: string;
   /** Where the forwarder parks a due message it cannot deliver (no target headers, target exchange gone). */
@@ -166,16 +168,41 @@ export function delayLevels(delayMs: number): readonly DelayLevel[] {
 }
 
 /**
+ * The prefix every name of a ladder starts with. A quorum ladder has names of its own (`<prefix>.quorum.…`): a queue's
+ * type cannot change, and the two kinds of ladder must not share exchanges, or a message would wait in both.
+ * @example delayLadderPrefix('amqp-retry.delay', 'quorum') // 'amqp-retry.delay.quorum'
+ */
+export const delayLadderPrefix = (prefix: string, queueType: QueueType = 'classic'): string =>
+  queueType === 'quorum' ? `${prefix}.quorum` : prefix;
+
+/**
+ * What the queues of a quorum ladder need beyond classic ones: dead-lettering that waits for the next queue's confirm
+ * (the default for quorum queues, like classic ones', is at most once: a node lost between two levels would lose the
+ * message), which requires `reject-publish` overflow (docs/design.md section 16).
+ */
+const QUORUM_LEVEL = { 'x-queue-type': 'quorum', 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' } as const;
+
+/**
  * The ladder's exchanges, queues and bindings: the same fixed set whatever delays are used.
  * Position p has a topic exchange that routes on the key's word for p: digit d to the level queue
  * (p, d), digit 0 on to position p-1's exchange. Each level queue dead-letters (keeping the key) to
  * position p-1's exchange; below position 0 sits the ready exchange (fanout) and queue.
+ *
+ * `queueType: 'quorum'` makes every queue a replicated quorum queue that dead-letters at least once, for a cluster
+ * that must not lose a delayed message with a node; its names start with `delayLadderPrefix(prefix, 'quorum')`. Its
+ * ready queue dead-letters into the error queue, so that a message the broker's delivery limit (20 by default on
+ * RabbitMQ 4) takes from it is parked, not dropped.
  */
-export function planDelayTopology(prefix: string = DELAY_LADDER.prefix): DelayTopology {
+export function planDelayTopology(configuredPrefix: string = DELAY_LADDER.prefix, queueType: QueueType = 'classic'): DelayTopology {
+  const prefix = delayLadderPrefix(configuredPrefix, queueType);
+  const quorum = queueType === 'quorum';
   const exchanges: ExchangeDeclaration[] = [{ name: readyName(prefix), type: 'fanout' }];
   const queues: QueueDeclaration[] = [
-    { name: readyName(prefix), arguments: {} },
-    { name: errorName(prefix), arguments: {} },
+    {
+      name: readyName(prefix),
+      arguments: quorum ? { ...QUORUM_LEVEL, 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': errorName(prefix) } : {},
+    },
+    { name: errorName(prefix), arguments: quorum ? { 'x-queue-type': 'quorum' } : {} },
   ];
   const bindings: BindingDeclaration[] = [{ source: readyName(prefix), destination: readyName(prefix), destinationType: 'queue', pattern: '' }];
   for (let position = 0; position < positions; position++) {
@@ -187,7 +214,7 @@ export function planDelayTopology(prefix: string = DELAY_LADDER.prefix): DelayTo
       // No x-dead-letter-routing-key: the key must survive every hop, as it holds the remaining digits.
       queues.push({
         name: queue,
-        arguments: { 'x-message-ttl': digit * base ** position * unitMs, 'x-dead-letter-exchange': next },
+        arguments: { ...(quorum ? QUORUM_LEVEL : {}), 'x-message-ttl': digit * base ** position * unitMs, 'x-dead-letter-exchange': next },
       });
       const pattern = digitPattern(position, digit);
       bindings.push({ source: exchange, destination: queue, destinationType: 'queue', pattern });
@@ -195,7 +222,7 @@ export function planDelayTopology(prefix: string = DELAY_LADDER.prefix): DelayTo
     const pattern = digitPattern(position, 0);
     bindings.push({ source: exchange, destination: next, destinationType: 'exchange', pattern });
   }
-  return { prefix, exchanges, queues, bindings, readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
+  return { prefix, queueType, exchanges, queues, bindings, readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
 }
 
 /**

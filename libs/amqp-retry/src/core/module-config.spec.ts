@@ -12,6 +12,7 @@ describe('resolveModuleConfig', () => {
       queueType: 'classic',
       connectionName: undefined,
       delayPrefix: 'amqp-retry.delay',
+      delayQueueType: 'classic',
       reconnect: { initialDelayMs: 100, maxDelayMs: 30_000 },
       publishTimeoutMs: 10_000,
       publishBufferSize: 1_000,
@@ -77,9 +78,22 @@ describe('resolveModuleConfig', () => {
   it('turns delayed delivery off, or gives it a prefix of its own', () => {
     expect(resolveModuleConfig({ delayedDelivery: false }).delayPrefix).toBeUndefined();
     expect(resolveModuleConfig({ delayedDelivery: { prefix: 'billing.delay' } }).delayPrefix).toBe('billing.delay');
+    expect(resolveModuleConfig({ delayedDelivery: {} }).delayPrefix).toBe('amqp-retry.delay');
     expect(() => resolveModuleConfig({ delayedDelivery: { prefix: '' } })).toThrow(
       `Invalid retry configuration: RetryModule option "delayedDelivery.prefix" is "". Give a non-empty name, e.g. 'billing.delay'.`,
     );
+  });
+
+  it("gives the delay ladder the module's queue type unless told otherwise", () => {
+    expect(resolveModuleConfig({}).delayQueueType).toBe('classic');
+    expect(resolveModuleConfig({ queueType: 'quorum' }).delayQueueType).toBe('quorum');
+    expect(resolveModuleConfig({}, { RETRY_QUEUE_TYPE: 'quorum' }).delayQueueType).toBe('quorum');
+    expect(resolveModuleConfig({ queueType: 'quorum', delayedDelivery: { queueType: 'classic' } }).delayQueueType).toBe('classic');
+    expect(resolveModuleConfig({ delayedDelivery: { queueType: 'quorum' } }).delayQueueType).toBe('quorum');
+    expect(() => resolveModuleConfig({ delayedDelivery: { queueType: 'stream' as 'quorum' } })).toThrow(
+      `Invalid retry configuration: RetryModule option "delayedDelivery.queueType" is "stream". Use 'classic' or 'quorum'.`,
+    );
+    expect(() => resolveModuleConfig({ delayedDelivery: 'yes' as unknown as boolean })).toThrow(/delayedDelivery" is "yes"/);
   });
 
   it('does not mutate the options', () => {

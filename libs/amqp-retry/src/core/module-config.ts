@@ -19,8 +19,10 @@ export interface ModuleConfig {
   prefetch: number;
   queueType: QueueType;
   connectionName?: string;
-  /** The delay ladder's prefix, or undefined when delayed delivery is off. */
+  /** The delay ladder's configured prefix, or undefined when delayed delivery is off. */
   delayPrefix?: string;
+  /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
+  delayQueueType: QueueType;
   reconnect: ReconnectPolicy;
   publishTimeoutMs: number;
   publishBufferSize: number;
@@ -77,8 +79,17 @@ function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>):
 function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string | undefined {
   if (option === undefined || option === true) return DELAY_LADDER.prefix;
   if (option === false) return undefined;
-  // The ladder appends ".v1.p10.3221225472ms" and the like to the prefix.
-  return readName(option?.prefix, 'RetryModule option "delayedDelivery.prefix"', 32, "'billing.delay'");
+  if (typeof option !== 'object' || option === null) {
+    throw new RetryConfigError('RetryModule option "delayedDelivery"', `is ${JSON.stringify(option)}`, "Use true, false, or { prefix: 'billing.delay', queueType: 'quorum' }.");
+  }
+  if (option.prefix === undefined) return DELAY_LADDER.prefix;
+  // The ladder appends ".quorum.v1.p10.3221225472ms" and the like to the prefix.
+  return readName(option.prefix, 'RetryModule option "delayedDelivery.prefix"', 40, "'billing.delay'");
+}
+
+function readDelayQueueType(option: RetryModuleOptions['delayedDelivery'], moduleType: QueueType): QueueType {
+  const given = typeof option === 'object' && option !== null ? option.queueType : undefined;
+  return given === undefined ? moduleType : readQueueType(given, 'RetryModule option "delayedDelivery.queueType"');
 }
 
 function readFailureLogs(logging: RetryModuleOptions['logging']): FailureLogs {
@@ -132,6 +143,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const connectTimeout = pick(options, env, 'connectTimeout', 'RETRY_CONNECT_TIMEOUT');
 
   const urls = readBrokerUrls(options, env);
+  const moduleQueueType = queueType ? readQueueType(queueType.value, queueType.key) : 'classic';
   const delayList = delays && typeof delays.value === 'string' ? delays.value.split(',').map((d) => d.trim()) : delays?.value;
   return {
     url: urls[0],
@@ -139,9 +151,10 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     delaysMs: delays ? readDelays(delayList, delays.key, "'1s,10s,1m'") : readDelays([...DEFAULT_DELAYS], 'delays', "'1s,10s,1m'"),
     maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
     prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
-    queueType: queueType ? readQueueType(queueType.value, queueType.key) : 'classic',
+    queueType: moduleQueueType,
     connectionName: options.connectionName,
     delayPrefix: readDelayPrefix(options.delayedDelivery),
+    delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect ?? {}),
     publishTimeoutMs: publishTimeout ? readDelay(publishTimeout.value, publishTimeout.key, "'10s'") : DEFAULT_PUBLISH_TIMEOUT_MS,
     publishBufferSize:

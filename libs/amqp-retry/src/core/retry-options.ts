@@ -44,8 +44,11 @@ export interface RetryModuleOptions {
    * Delayed delivery (`RetryPublisher.publish(..., { delay })`): the ladder of TTL queues is declared and its
    * forwarder consumes in every application that has it on. Default true, with the prefix 'amqp-retry.delay'
    * shared by every application on the vhost; `false` turns it off, `{ prefix }` uses a ladder of its own.
+   * `queueType` (default: the module's `queueType`) 'quorum' makes the ladder's queues replicated quorum queues that
+   * dead-letter at least once: on a cluster, a delayed message then survives the loss of a node. Its names start
+   * with `<prefix>.quorum.`, so both kinds of ladder can share a vhost.
    */
-  delayedDelivery?: boolean | { prefix: string };
+  delayedDelivery?: boolean | { prefix?: string; queueType?: QueueType };
   /** How long `app.close()` lets handlers in flight finish. Env `RETRY_SHUTDOWN_TIMEOUT`; default '30s'. */
   shutdownTimeout?: Duration;
   /**

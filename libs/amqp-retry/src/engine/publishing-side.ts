@@ -86,7 +86,7 @@ export class PublishingSide {
     if (prefix === undefined) return Promise.resolve(undefined);
     if (this.ladder) return this.ladder;
     const declaring = this.open().then(async ({ connection }) => {
-      const ladder = planDelayTopology(prefix);
+      const ladder = planDelayTopology(prefix, this.config.delayQueueType);
       await declareTopology(connection, ladder);
       return ladder;
     });

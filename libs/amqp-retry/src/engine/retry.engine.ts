@@ -3,7 +3,7 @@ import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
 import { MessageParker, isMissingTarget } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { planDelayedPublish } from '../core/delay.plan.js';
+import { delayLadderPrefix, planDelayedPublish } from '../core/delay.plan.js';
 import { errorMessage } from '../core/error-message.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
 import type { IdempotencyStore } from '../core/idempotency-store.js';
@@ -107,12 +107,12 @@ export class RetryEngine {
     }
   }
 
-  /** The delay ladder's prefix; throws when delayed delivery is off. */
+  /** The prefix of the delay ladder's names (with `.quorum` for a quorum ladder); throws when delayed delivery is off. */
   delayPrefix(): string {
     if (this.config.delayPrefix === undefined) {
       throw new Error('Delayed delivery is off (RetryModule option delayedDelivery: false); publish without a delay, or turn it on');
     }
-    return this.config.delayPrefix;
+    return delayLadderPrefix(this.config.delayPrefix, this.config.delayQueueType);
   }
 
   /** True while the consuming connection is up and every consumer consumes (or there is nothing to consume). */
@@ -203,7 +203,7 @@ export class RetryEngine {
         const { forwarder } = await this.publishing.open();
         const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
         // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
-        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: 'classic' as const };
+        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: ladder.queueType };
         await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
         const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger, observers);
         const { reconnect: resume } = this.config;
