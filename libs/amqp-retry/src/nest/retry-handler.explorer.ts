@@ -4,13 +4,15 @@ import { assertDistinctQueues, resolveHandlerConfig } from '../core/handler-conf
 import type { ModuleConfig } from '../core/module-config.js';
 import type { RetryHandlerOptions } from '../core/retry-options.js';
 import type { EngineHandler } from '../engine/handler-runtime.js';
+import { handlerInvoker } from './handler-invoker.js';
 import { withoutExceptionLogs } from './quiet-exceptions.js';
 import { RETRY_HANDLER_METADATA, RETRY_MODULE_CONFIG } from './retry.constants.js';
 
 /**
  * Finds the @RetryWithBackoff methods of every provider and controller of this application (not of the process:
  * several applications each see their own), validates them together, and wraps each in Nest's external context so
- * that the application's interceptors, guards and exception filters apply.
+ * that the application's interceptors, guards and exception filters apply (called directly when it has none: see
+ * handlerInvoker).
  */
 @Injectable()
 export class RetryHandlerExplorer {
@@ -45,17 +47,7 @@ export class RetryHandlerExplorer {
         handlers.push({
           config: resolveHandlerConfig(options, this.moduleConfig, where),
           where,
-          invoke: contextCreator.create(
-            instance,
-            method,
-            methodName,
-            undefined,
-            undefined,
-            undefined,
-            undefined,
-            { guards: true, interceptors: true, filters: true },
-            'rpc',
-          ),
+          invoke: handlerInvoker(contextCreator, instance, method, methodName, this.moduleConfig.failureLogs === 'line'),
         });
       }
     }
