@@ -44,15 +44,18 @@ export class AckBatcher {
   flush(): void {
     this.flushScheduled = false;
     if (this.ready.size === 0) return;
-    const { multipleUpTo, singles, remaining } = planAckFlush(this.outstanding, this.ready);
-    const settled = this.outstanding.filter((tag) => this.ready.has(tag));
+    const { outstanding, messages } = this;
+    const { multipleUpTo, singles, remaining } = planAckFlush(outstanding, this.ready);
     this.outstanding = remaining;
-    if (multipleUpTo !== undefined) this.attempt(() => this.channel.ack(this.messages.get(multipleUpTo) as ConsumeMessage, true));
-    for (const tag of singles) this.attempt(() => this.channel.ack(this.messages.get(tag) as ConsumeMessage));
-    for (const tag of settled) {
-      this.ready.delete(tag);
-      this.messages.delete(tag);
+    if (multipleUpTo !== undefined) {
+      this.attempt(() => this.channel.ack(messages.get(multipleUpTo) as ConsumeMessage, true));
+      for (let i = 0; i < outstanding.length && outstanding[i] <= multipleUpTo; i++) messages.delete(outstanding[i]);
     }
+    for (const tag of singles) {
+      this.attempt(() => this.channel.ack(messages.get(tag) as ConsumeMessage));
+      messages.delete(tag);
+    }
+    this.ready.clear();
   }
 
   private attempt(settle: () => void): void {

@@ -181,35 +181,48 @@ export class QueueConsumer {
   /** `carefully`: delivered by a consumer at prefetch 1, whose deliveries tell whether the suspects are through. */
   private track(subscription: Subscription, message: ConsumeMessage | null, carefully: boolean): void {
     if (message === null) return this.onCancelled(subscription);
-    const { batcher } = subscription;
-    batcher.delivered(message);
+    subscription.batcher.delivered(message);
     const suspect = this.options.isSuspect?.(message) ?? false;
     if (!this.stopped && (suspect ? !subscription.careful : subscription.careful && carefully)) this.changePace(subscription, suspect);
-    const settle: Settle = { ack: () => batcher.ack(message), nack: (requeue) => batcher.nack(message, requeue) };
-    void this.run(subscription, message, settle, suspect);
-  }
-
-  /** Runs one delivery's handler once the gate lets it; never rejects. */
-  private async run(subscription: Subscription, message: ConsumeMessage, settle: Settle, suspect: boolean): Promise<void> {
     this.inFlight++;
     subscription.unsettled++;
-    const { abort: controller, passes } = subscription;
+    const delivery = new Delivery(message, subscription.batcher);
+    // The usual case runs at once, without a promise of its own: this is every message's path.
+    const pass = this.gate.tryEnter(suspect);
+    if (pass) this.begin(subscription, delivery, pass);
+    else void this.gate.enter(suspect).then((later) => this.begin(subscription, delivery, later));
+  }
+
+  /** A delivery whose channel died while it waited is not handled: the broker redelivers it. */
+  private begin(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    if (subscription.abort.signal.aborted) this.finish(subscription, pass);
+    else this.run(subscription, delivery, pass);
+  }
+
+  /** Runs one delivery's handler in its place in the gate; never throws, never rejects. */
+  private run(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    subscription.passes.add(pass);
+    let running: Promise<void>;
     try {
-      const pass = this.gate.tryEnter(suspect) ?? (await this.gate.enter(suspect));
-      if (controller.signal.aborted) return pass.leave(); // the channel died while it waited: the broker redelivers it
-      passes.add(pass);
-      try {
-        await this.handle(message, settle, controller.signal);
-      } finally {
-        passes.delete(pass);
-        pass.leave();
-      }
+      running = this.handle(delivery.message, delivery, subscription.abort.signal);
     } catch (error) {
-      this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`);
-    } finally {
-      if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();
-      if (--this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
+      running = Promise.reject(error);
     }
+    running.then(
+      () => this.finish(subscription, pass),
+      (error: unknown) => {
+        this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`);
+        this.finish(subscription, pass);
+      },
+    );
+  }
+
+  /** A delivery's handler returned (or its channel died while it waited for the gate): its place and counts are free. */
+  private finish(subscription: Subscription, pass: GatePass): void {
+    subscription.passes.delete(pass);
+    pass.leave();
+    if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();
+    if (--this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
   }
 
   /** Resolves once no handler runs or waits. */
@@ -275,6 +288,22 @@ export class QueueConsumer {
           if (this.options.connection.isConnected) this.scheduleResume(`Could not resume consuming "${this.options.queue}": ${errorMessage(error)}`);
         });
     }, delay);
+  }
+}
+
+/** One delivery and how it is settled: on the channel that delivered it, through its batcher. */
+class Delivery implements Settle {
+  constructor(
+    readonly message: ConsumeMessage,
+    private readonly batcher: AckBatcher,
+  ) {}
+
+  ack(): void {
+    this.batcher.ack(this.message);
+  }
+
+  nack(requeue: boolean): void {
+    this.batcher.nack(this.message, requeue);
   }
 }
 

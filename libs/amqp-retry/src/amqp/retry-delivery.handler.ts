@@ -62,7 +62,8 @@ export class RetryDeliveryHandler {
     private readonly observers?: ObserverHub,
   ) {}
 
-  readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
+  /** Not async itself: the usual delivery (decoded, handled, acked) costs one promise reaction, not an async frame. */
+  readonly handle = (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
     const { queue, queueType, deserializer } = this.config;
     // With a router, the attempts allowed are known only once the body names the route.
     const before = decideBeforeHandling({ message, queue, maxAttempts: this.router ? Infinity : this.config.maxAttempts, queueType, deserializer });
@@ -70,54 +71,93 @@ export class RetryDeliveryHandler {
       const { reason, error, handlerCalls, deaths } = before;
       return this.parker.park(message, settle, this.park, { queue, deaths, reason, error, handlerCalls }, signal);
     }
-    const { deaths } = before;
-    let { attempt, payload } = before;
-    let policy: RetryPolicy = this.config;
-    let invoke = this.invoke;
-    let pattern: string | undefined;
-    if (this.router) {
-      const route = this.router(payload, message, deaths);
-      if (route.kind === 'park') {
-        await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
-        return this.parker.park(message, settle, this.park, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);
-      }
-      if (route.kind === 'once') {
-        const context = { attempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
-        await route.run(context).catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
-        return settle.ack();
-      }
-      ({ payload, policy, invoke, pattern } = route);
-      attempt += movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
-      if (attempt > policy.maxAttempts) {
-        const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${policy.maxAttempts}`);
-        return this.parker.park(message, settle, this.park, { queue, deaths, reason: 'exhausted', error, handlerCalls: attempt - 1 }, signal);
-      }
-    }
+    if (this.router) return this.routed(this.router, message, settle, signal, before.payload, before.attempt, before.deaths);
+    return this.attempt(message, settle, signal, { payload: before.payload, policy: this.config, invoke: this.invoke }, before.attempt, before.deaths);
+  };
 
-    const { maxAttempts, delaysMs } = policy;
+  /** A delivery of a queue whose messages differ in handler and policy: its route decides. */
+  private async routed(
+    router: DeliveryRouter,
+    message: ConsumeMessage,
+    settle: Settle,
+    signal: AbortSignal,
+    payload: unknown,
+    firstAttempt: number,
+    deaths: XDeath[],
+  ): Promise<void> {
+    const { queue } = this.config;
+    const route = router(payload, message, deaths);
+    if (route.kind === 'park') {
+      await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+      return this.parker.park(message, settle, this.park, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);
+    }
+    if (route.kind === 'once') {
+      const context = { attempt: firstAttempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
+      await route.run(context).catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+      return settle.ack();
+    }
+    const attempt = firstAttempt + movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
+    if (attempt > route.policy.maxAttempts) {
+      const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${route.policy.maxAttempts}`);
+      return this.parker.park(message, settle, this.park, { queue, deaths, reason: 'exhausted', error, handlerCalls: attempt - 1 }, signal);
+    }
+    return this.attempt(message, settle, signal, route, attempt, deaths);
+  }
+
+  /** Calls the handler once: acks on success, else retries or parks (see `failed`). */
+  private attempt(
+    message: ConsumeMessage,
+    settle: Settle,
+    signal: AbortSignal,
+    { payload, policy, invoke, pattern }: { payload: unknown; policy: RetryPolicy; invoke: HandlerInvoker; pattern?: string },
+    attempt: number,
+    deaths: XDeath[],
+  ): Promise<void> {
+    const { queue } = this.config;
+    const { maxAttempts } = policy;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: attempt >= maxAttempts, queue, message, deaths, signal };
     const observed = this.observers?.active
       ? new DeliveryObservation(this.observers, { queue, pattern, attempt, maxAttempts, message, deaths })
       : undefined;
+    let running: Promise<unknown>;
     try {
-      await (observed ? observed.run(() => invoke(payload, context)) : invoke(payload, context));
+      running = observed ? observed.run(() => invoke(payload, context)) : invoke(payload, context);
     } catch (error) {
-      const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
-      observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
-      if (after.action === 'park') {
-        const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
-        return this.parker.park(message, settle, this.park, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
-      }
-      if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
-      const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
-      if (this.config.failureLogs === 'line') this.logger.warn(line);
-      else this.logger.debug(line);
-      if (policy.firstTier !== undefined && attempt === 1) return this.moveToFirstTier(message, settle, policy.firstTier, signal);
-      return settle.nack(false);
+      return this.failed(message, settle, signal, { policy, pattern, attempt, deaths, observed }, error);
     }
-    observed?.handled();
-    settle.ack();
-  };
+    // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
+    return Promise.resolve(running).then(
+      () => {
+        observed?.handled();
+        settle.ack();
+      },
+      (error: unknown) => this.failed(message, settle, signal, { policy, pattern, attempt, deaths, observed }, error),
+    );
+  }
+
+  /** The handler failed: another attempt through the tiers (once they are known to exist), or the error queue. */
+  private async failed(
+    message: ConsumeMessage,
+    settle: Settle,
+    signal: AbortSignal,
+    { policy, pattern, attempt, deaths, observed }: { policy: RetryPolicy; pattern?: string; attempt: number; deaths: XDeath[]; observed?: DeliveryObservation },
+    error: unknown,
+  ): Promise<void> {
+    const { queue } = this.config;
+    const { maxAttempts, delaysMs } = policy;
+    const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
+    observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
+    if (after.action === 'park') {
+      const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
+      return this.parker.park(message, settle, this.park, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
+    }
+    if (!(await this.guarded(signal))) return; // the channel is gone: the broker redelivers the message
+    const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
+    if (this.config.failureLogs === 'line') this.logger.warn(line);
+    else this.logger.debug(line);
+    if (policy.firstTier !== undefined && attempt === 1) return this.moveToFirstTier(message, settle, policy.firstTier, signal);
+    return settle.nack(false);
+  }
 
   /** A first failure of a schedule that is not the queue's: published into its first tier through the dead-letter exchange. */
   private async moveToFirstTier(message: ConsumeMessage, settle: Settle, tier: string, signal: AbortSignal): Promise<void> {

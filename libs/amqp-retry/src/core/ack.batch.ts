@@ -16,12 +16,11 @@ export interface AckFlush {
  * window with them).
  */
 export function planAckFlush(outstanding: readonly number[], ready: ReadonlySet<number>): AckFlush {
+  // One pass, no intermediate arrays: it runs once per event-loop turn of a busy consumer.
   let run = 0;
   while (run < outstanding.length && ready.has(outstanding[run])) run++;
-  const rest = outstanding.slice(run);
-  return {
-    multipleUpTo: run > 1 ? outstanding[run - 1] : undefined,
-    singles: [...(run === 1 ? [outstanding[0]] : []), ...rest.filter((tag) => ready.has(tag))],
-    remaining: rest.filter((tag) => !ready.has(tag)),
-  };
+  const singles: number[] = run === 1 ? [outstanding[0]] : [];
+  const remaining: number[] = [];
+  for (let i = run; i < outstanding.length; i++) (ready.has(outstanding[i]) ? singles : remaining).push(outstanding[i]);
+  return { multipleUpTo: run > 1 ? outstanding[run - 1] : undefined, singles, remaining };
 }

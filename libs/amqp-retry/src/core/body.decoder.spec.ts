@@ -86,6 +86,12 @@ describe("decodeBody with 'json'", () => {
     expect(problem(message(Buffer.from(bytes)))).toBe(`body is not valid UTF-8 (${fault})`);
   });
 
+  it('accepts valid UTF-8 that encodes U+FFFD itself, and refuses the same text with a bad byte beside it', () => {
+    expect(decodeBody(message(Buffer.from('{"a":"\ufffd"}')))).toEqual({ ok: true, payload: { a: '\ufffd' } });
+    const bad = Buffer.concat([Buffer.from('{"a":"\ufffd'), Buffer.from([0xff]), Buffer.from('"}')]);
+    expect(problem(message(bad))).toBe('body is not valid UTF-8 (byte 0xff at offset 9)');
+  });
+
   it('finds a fault exactly when the strict decoder does, over 20,000 random byte strings', () => {
     const next = seededRandom(7);
     const strict = new TextDecoder('utf-8', { fatal: true });

@@ -79,20 +79,25 @@ function utf8Fault(bytes: Uint8Array): string | undefined {
 }
 
 const BOM = 0xfeff;
+/** What Node's UTF-8 decoding puts in place of each ill-formed sequence. */
+const REPLACEMENT = '\ufffd';
 
 /**
  * Decodes a body as the 'json' deserializer does: the content type must be absent or JSON with no charset other than
- * UTF-8, the bytes strict UTF-8 (a leading byte-order mark is dropped), the text JSON. Never throws. Node's native
- * `isUtf8` checks the bytes, so the usual body costs one scan more than a lenient decode, not a fatal decoder's.
+ * UTF-8, the bytes strict UTF-8 (a leading byte-order mark is dropped), the text JSON. Never throws.
+ *
+ * The bytes are decoded leniently first: Node replaces every ill-formed sequence with U+FFFD, so a text without one
+ * came from valid UTF-8 (and V8 answers that search at once for the usual ASCII text). Only a text that holds U+FFFD,
+ * which valid UTF-8 may also encode, has its bytes checked by Node's native `isUtf8`.
  */
 export function decodeJsonBody(content: Buffer, contentType: string | undefined): DecodedBody {
   const contentProblem = jsonContentTypeProblem(contentType);
   if (contentProblem !== undefined) return { ok: false, problem: contentProblem };
-  if (!isUtf8(content)) {
+  const decoded = content.toString('utf8');
+  if (decoded.includes(REPLACEMENT) && !isUtf8(content)) {
     const fault = utf8Fault(content);
     return { ok: false, problem: `body is not valid UTF-8${fault === undefined ? '' : ` (${fault})`}` };
   }
-  const decoded = content.toString('utf8');
   const text = decoded.charCodeAt(0) === BOM ? decoded.slice(1) : decoded;
   try {
     return { ok: true, payload: JSON.parse(text) };

@@ -45,28 +45,19 @@ export class DeliveryGate {
     });
   }
 
-  private pass(exclusive: boolean): GatePass {
-    let attached = true;
-    let running = true;
-    const detach = () => {
-      if (!attached) return;
-      attached = false;
+  /** A pass leaves (`running` false) or detaches: its place and its exclusivity are given back, once each. */
+  release(pass: Pass, leaving: boolean): void {
+    if (pass.attached) {
+      pass.attached = false;
       this.attached--;
-      if (exclusive) this.exclusiveRunning = false;
-    };
-    return {
-      detach: () => {
-        detach();
-        this.admit();
-      },
-      leave: () => {
-        if (!running) return;
-        running = false;
-        detach();
-        this.running--;
-        this.admit();
-      },
-    };
+      if (pass.exclusive) this.exclusiveRunning = false;
+    }
+    if (leaving) {
+      if (!pass.running) return;
+      pass.running = false;
+      this.running--;
+    }
+    this.admit();
   }
 
   private admissible(exclusive: boolean): boolean {
@@ -77,7 +68,7 @@ export class DeliveryGate {
     this.running++;
     this.attached++;
     if (exclusive) this.exclusiveRunning = true;
-    return this.pass(exclusive);
+    return new Pass(this, exclusive);
   }
 
   private admit(): void {
@@ -85,5 +76,24 @@ export class DeliveryGate {
       this.waiting.shift();
       next.admit(this.admitOne(next.exclusive));
     }
+  }
+}
+
+/** One handler's pass: a class, not closures, since every delivery takes one. */
+class Pass implements GatePass {
+  attached = true;
+  running = true;
+
+  constructor(
+    private readonly gate: DeliveryGate,
+    readonly exclusive: boolean,
+  ) {}
+
+  leave(): void {
+    if (this.running) this.gate.release(this, true);
+  }
+
+  detach(): void {
+    if (this.attached) this.gate.release(this, false);
   }
 }
