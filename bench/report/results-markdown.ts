@@ -23,9 +23,10 @@ function targets(r: ScenarioResults): string[] {
     const ours = happy.rows.find((row) => row.id === 'ours');
     if (ours) {
       // Against raw amqplib acking the way the library does, so the ratio is about the library's code, not its acks.
-      const measured = `${spreadText(ours.throughputVsCoalesced, x)}; CPU per message ${spreadText(ours.cpuVsCoalesced, x)} that baseline's; vs raw acking each message ${spreadText(ours.throughputVsRaw, x)}`;
+      const measured = `${spreadText(ours.throughputVsCoalesced, x)}; vs raw acking each message ${spreadText(ours.throughputVsRaw, x)}`;
       rows.push(
-        `| happy path at least ${TARGETS.rawRatio}x raw amqplib (acks coalesced as ours) | ${measured} | ${verdict(ours.throughputVsCoalesced.median >= TARGETS.rawRatio)} |`,
+        `| happy path at least ${TARGETS.rawRatio}x the throughput of raw amqplib (acks coalesced as ours) | ${measured} | ${verdict(ours.throughputVsCoalesced.median >= TARGETS.rawRatio)} |`,
+        `| happy path at most ${TARGETS.rawCpuRatio}x the CPU per message of that baseline | ${spreadText(ours.cpuVsCoalesced, x)} | ${verdict(ours.cpuVsCoalesced.median <= TARGETS.rawCpuRatio)} |`,
       );
     }
     for (const other of happy.rows.filter((row) => row.id === 'golevelup' || row.id === 'nest-rmq')) {
