@@ -1,7 +1,8 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { planDelayTopology, RetryPublisher } from 'nestjs-amqp-retry';
-import { startApp, TEST_OPTIONS } from './support/app.js';
+import { createApp, startApp, TEST_OPTIONS } from './support/app.js';
+import { RecordingLogger } from './support/recording-logger.js';
 import { ctl } from './support/broker-control.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
 
@@ -149,6 +150,34 @@ describe('delayed delivery through the TTL ladder', () => {
         .map((line) => line.trim().split(/\s+/) as [string, string]),
     );
     expect(quorum.queues.map(({ name }) => types.get(name))).toEqual(quorum.queues.map(() => 'quorum'));
+  });
+
+  it('forwards what waits in a classic ladder after the app moves to a quorum ladder, until that ladder is deleted', async () => {
+    await broker.channel.assertExchange(exchange, 'direct', { durable: true });
+    await listen('k');
+    app = await start(); // the classic ladder
+    const sent = Date.now();
+    await app.get(RetryPublisher).publish(exchange, 'k', { id: 'old' }, { delay: 1_200 });
+    await app.close();
+
+    const logger = new RecordingLogger();
+    app = await createApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } });
+    app.useLogger(logger);
+    await app.init();
+    expect(logger.count(/Found a classic delay ladder/)).toBe(1);
+    await waitFor(() => arrivals.length === 1, 'the message from the classic ladder', 5_000);
+    expect(arrivals[0].body).toEqual({ id: 'old' });
+    expect(arrivals[0].at - sent).toBeGreaterThanOrEqual(1_200);
+
+    // The classic ladder is deleted: its forwarder stops, once, and the quorum ladder goes on.
+    const classic = planDelayTopology(prefix);
+    for (const { name } of classic.queues) await broker.channel.deleteQueue(name);
+    await waitFor(() => logger.count(/no longer forwarding from it/) === 1, 'the old forwarder to stop', 10_000);
+    await app.get(RetryPublisher).publish(exchange, 'k', { id: 'new' }, { delay: 150 });
+    await waitFor(() => arrivals.length === 2, 'the message through the quorum ladder');
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // an old forwarder trying to resume would log again by now
+    expect(logger.count(/no longer forwarding from it/)).toBe(1);
+    expect(await broker.exists(classic.readyQueue)).toBe(false); // nothing declared it again
   });
 
   it('keeps a delayed message in the broker while the app is closed, and delivers it once the app runs again', async () => {

@@ -13,6 +13,7 @@ import { NotConnectedError } from '../errors/not-connected.error.js';
 import { ObserverHub } from '../observability/observer-hub.js';
 import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
 import { idempotencyStoresOf } from './delivery-guarantees.js';
+import { drainOtherLadder } from './ladder-drain.js';
 import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler-runtime.js';
 import { openConnection, PublishingSide } from './publishing-side.js';
 import { recordOrWarn } from '../amqp/handler-registry.js';
@@ -42,6 +43,8 @@ export class RetryEngine {
   /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
   private attached: HandlerRuntime[] = [];
   private forwarder?: QueueConsumer;
+  /** The forwarder of a ladder of the other queue type under the same prefix, left by an earlier configuration. */
+  private drain?: QueueConsumer;
   private consumeConnection?: AmqpConnection;
   private closed = false;
   private readonly observers: ObserverHub;
@@ -211,6 +214,8 @@ export class RetryEngine {
           { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume, redeclare, observers },
           forward.handle,
         );
+        const drainDeps = { connection, forwarder, parker, logger: this.logger, resume, prefetch: FORWARDER_PREFETCH };
+        this.drain = await drainOtherLadder(ladder, this.config.delayPrefix as string, drainDeps);
       }
     } catch (error) {
       await this.close();
@@ -225,6 +230,7 @@ export class RetryEngine {
       if (this.forwarder) {
         await this.forwarder.start();
         this.logger.log(`Forwarding due delayed messages from "${this.forwarder.queue}"`);
+        await this.drain?.start();
       }
     } catch (error) {
       await this.close();
@@ -236,9 +242,11 @@ export class RetryEngine {
   async stopConsuming(): Promise<void> {
     const runtimes = [...this.runtimes.splice(0), ...this.attached.splice(0)];
     const forwarder = this.forwarder;
+    const drain = this.drain;
     this.forwarder = undefined;
+    this.drain = undefined;
     const timeout = this.config.shutdownTimeoutMs;
-    await Promise.all([...runtimes.map((r) => r.stop(timeout)), forwarder?.stop(timeout)]);
+    await Promise.all([...runtimes.map((r) => r.stop(timeout)), forwarder?.stop(timeout), drain?.stop(timeout)]);
   }
 
   /** Stops consuming, then closes both connections; publishing fails from now on. */
@@ -310,6 +318,8 @@ export class RetryEngine {
       ...runtimes.map((runtime) => runtime.resume()),
       this.forwarder ? this.publishing.delayLadder().then(() => this.forwarder?.start()) : undefined,
     ]);
+    // An old ladder's forwarder stops by itself once that ladder is gone; it never holds the recovery back.
+    void this.drain?.start().catch(() => undefined);
     const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
     this.logger.log(`Resumed consuming ${runtimes.length + (this.forwarder ? 1 : 0) - failed.length} queue(s)`);
     if (failed.length > 0) {

@@ -1,0 +1,63 @@
+import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
+import type { AmqpConnection } from '../amqp/amqp-connection.js';
+import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import type { MessageParker } from '../amqp/message.parker.js';
+import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { planDelayTopology, type DelayTopology } from '../core/delay.plan.js';
+import type { ReconnectPolicy } from '../core/reconnect.policy.js';
+import type { RetryLogger } from '../core/retry-logger.js';
+
+export interface LadderDrainDeps {
+  connection: AmqpConnection;
+  forwarder: ConfirmPublisher;
+  parker: MessageParker;
+  logger: RetryLogger;
+  resume: ReconnectPolicy;
+  prefetch: number;
+}
+
+/** True when the queue exists; a passive declare on a channel of its own, since a 404 closes the channel. */
+async function queueExists(connection: AmqpConnection, queue: string): Promise<boolean> {
+  const channel = await connection.createChannel('delay ladder check', true);
+  try {
+    await channel.checkQueue(queue);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await channel.close().catch(() => undefined); // closed by the broker already after a 404
+  }
+}
+
+/**
+ * The ladder of the other queue type under the same prefix, when one exists: it holds delayed messages published
+ * before `delayedDelivery.queueType` (or the module's `queueType`) changed, which nothing else would ever forward
+ * once due. Its ready queue gets a forwarder of its own, as in any application of that type (another application
+ * that still uses it only gains a second forwarder), until the ladder is deleted: then that forwarder stops with one
+ * line. Nothing is declared for it. Undefined when there is none.
+ */
+export async function drainOtherLadder(ladder: DelayTopology, configuredPrefix: string, deps: LadderDrainDeps): Promise<QueueConsumer | undefined> {
+  const other = planDelayTopology(configuredPrefix, ladder.queueType === 'quorum' ? 'classic' : 'quorum');
+  const { connection, logger } = deps;
+  if (!(await queueExists(connection, other.readyQueue))) return undefined;
+  let consumer: QueueConsumer | undefined = undefined;
+  let stopped = false;
+  const stillThere = async () => {
+    if (await queueExists(connection, other.readyQueue)) return;
+    const gone = `The ${other.queueType} delay ladder "${other.prefix}" was deleted; no longer forwarding from it`;
+    if (consumer && !stopped) logger.log(gone);
+    stopped = true;
+    void consumer?.stop(0);
+    throw new Error(gone);
+  };
+  const forward = new DelayForwardHandler(other, deps.forwarder, deps.parker, { errorQueue: other.errorQueue, redeclare: stillThere }, logger);
+  consumer = new QueueConsumer(
+    { queue: other.readyQueue, prefetch: deps.prefetch, connection, logger, resume: deps.resume, redeclare: stillThere },
+    forward.handle,
+  );
+  logger.log(
+    `Found a ${other.queueType} delay ladder "${other.prefix}" beside this ${ladder.queueType} one: forwarding what is due in it as well ` +
+      '(delayed under an earlier configuration, or by another application); delete it once empty and unused',
+  );
+  return consumer;
+}
