@@ -8,7 +8,8 @@ import { BenchSession } from '../runner/bench-session.js';
 import { cpuPerMessageOf, throughputOf } from '../runner/stats.js';
 
 const [a, b] = process.argv.slice(2) as ContenderId[];
-if (!(a in CONTENDERS) || !(b in CONTENDERS)) throw new Error(`usage: compare.js <contender> <contender>; contenders: ${Object.keys(CONTENDERS).join(', ')}`);
+if (!(a in CONTENDERS) || !(b in CONTENDERS))
+  throw new Error(`usage: compare.js <contender> <contender>; contenders: ${Object.keys(CONTENDERS).join(', ')}`);
 const messages = Number(process.env.BENCH_COMPARE_MESSAGES ?? 50_000);
 const pairs = Number(process.env.BENCH_COMPARE_PAIRS ?? 6);
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
@@ -29,7 +30,9 @@ try {
       `pair ${pair + 1}: ${a} ${cpuPerMessageOf(ra).toFixed(1)} µs ${Math.round(throughputOf(ra))}/s, ${b} ${cpuPerMessageOf(rb).toFixed(1)} µs ${Math.round(throughputOf(rb))}/s`,
     );
   }
-  console.log(`${a} / ${b}: CPU per message ${median(cpu).toFixed(2)}x (${Math.min(...cpu).toFixed(2)}-${Math.max(...cpu).toFixed(2)}), throughput ${median(rate).toFixed(2)}x (${Math.min(...rate).toFixed(2)}-${Math.max(...rate).toFixed(2)})`);
+  console.log(
+    `${a} / ${b}: CPU per message ${median(cpu).toFixed(2)}x (${Math.min(...cpu).toFixed(2)}-${Math.max(...cpu).toFixed(2)}), throughput ${median(rate).toFixed(2)}x (${Math.min(...rate).toFixed(2)}-${Math.max(...rate).toFixed(2)})`,
+  );
 } finally {
   await session.close();
 }

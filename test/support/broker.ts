@@ -129,7 +129,8 @@ export class TestBroker {
     for (const queueType of ['classic', 'quorum'] as const) {
       const ladder = planDelayTopology(prefix, queueType);
       const levels = ladder.queues.filter((q) => q.name !== ladder.readyQueue && q.name !== ladder.errorQueue);
-      if (!(await this.exists(ladder.readyQueue)) && !(await this.exists(levels[0].name)) && !(await this.exists(levels[levels.length - 1].name))) continue;
+      if (!(await this.exists(ladder.readyQueue)) && !(await this.exists(levels[0].name)) && !(await this.exists(levels[levels.length - 1].name)))
+        continue;
       const channel = await this.model.createChannel();
       channel.on('error', () => undefined);
       try {

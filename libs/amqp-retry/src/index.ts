@@ -2,7 +2,15 @@ export { RetryModule } from './nest/retry.module.js';
 export { RetryWithBackoff } from './nest/retry-with-backoff.decorator.js';
 export { RetryPublisher, type PublishOptions } from './nest/retry.publisher.js';
 export { RETRY_MODULE_OPTIONS } from './nest/retry-module.definition.js';
-export type { RetryModuleOptions, RetryHandlerOptions, ErrorClass, QueueType, IdempotencyOptions, OrderingOptions, FailureLogs } from './core/retry-options.js';
+export type {
+  RetryModuleOptions,
+  RetryHandlerOptions,
+  ErrorClass,
+  QueueType,
+  IdempotencyOptions,
+  OrderingOptions,
+  FailureLogs,
+} from './core/retry-options.js';
 export type { IdempotencyStore, ClaimResult } from './core/idempotency-store.js';
 export type { MessageKeyFn } from './core/message-key.js';
 export { RedisIdempotencyStore, type RedisIdempotencyStoreOptions, type RedisLikeClient } from './idempotency/redis.idempotency-store.js';

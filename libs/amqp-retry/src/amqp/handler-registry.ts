@@ -1,3 +1,4 @@
+import { queueExists } from './queue-exists.js';
 import type { Channel, GetMessage } from 'amqplib';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
@@ -43,23 +44,10 @@ export async function recordHandler(
     for (const index of supersededRecords(records, entry.queue)) channel.ack(seen[index]);
     for (const index of pruneCandidates(records, entry.queue)) {
       const { queue, errorQueue } = records[index] as HandlerRecord;
-      if (!(await exists(open, queue)) && !(await exists(open, errorQueue))) channel.ack(seen[index]);
+      if (!(await queueExists(open, queue)) && !(await queueExists(open, errorQueue))) channel.ack(seen[index]);
     }
   } finally {
     await channel.close().catch(() => undefined); // unacked records go back, in their order
-  }
-}
-
-/** Whether a queue exists: a passive declare on a channel of its own (a 404 closes it). */
-async function exists(open: ChannelOpener, queue: string): Promise<boolean> {
-  const channel = await open();
-  try {
-    await channel.checkQueue(queue);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await channel.close().catch(() => undefined);
   }
 }
 

@@ -72,7 +72,14 @@ export class RetryDeliveryHandler {
       return this.parker.park(message, settle, this.park, { queue, deaths, reason, error, handlerCalls }, signal);
     }
     if (this.router) return this.routed(this.router, message, settle, signal, before.payload, before.attempt, before.deaths);
-    return this.attempt(message, settle, signal, { payload: before.payload, policy: this.config, invoke: this.invoke }, before.attempt, before.deaths);
+    return this.attempt(
+      message,
+      settle,
+      signal,
+      { payload: before.payload, policy: this.config, invoke: this.invoke },
+      before.attempt,
+      before.deaths,
+    );
   };
 
   /** A delivery of a queue whose messages differ in handler and policy: its route decides. */
@@ -140,7 +147,13 @@ export class RetryDeliveryHandler {
     message: ConsumeMessage,
     settle: Settle,
     signal: AbortSignal,
-    { policy, pattern, attempt, deaths, observed }: { policy: RetryPolicy; pattern?: string; attempt: number; deaths: XDeath[]; observed?: DeliveryObservation },
+    {
+      policy,
+      pattern,
+      attempt,
+      deaths,
+      observed,
+    }: { policy: RetryPolicy; pattern?: string; attempt: number; deaths: XDeath[]; observed?: DeliveryObservation },
     error: unknown,
   ): Promise<void> {
     const { queue } = this.config;

@@ -211,13 +211,19 @@ describe('a quorum ladder', () => {
     expect(levels).toHaveLength(73);
     for (const [i, level] of levels.entries()) {
       expect(level.arguments).toMatchObject({ 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' });
-      expect(level.arguments['x-message-ttl']).toBe(classic.queues.filter((q) => q.arguments['x-message-ttl'] !== undefined)[i].arguments['x-message-ttl']);
+      expect(level.arguments['x-message-ttl']).toBe(
+        classic.queues.filter((q) => q.arguments['x-message-ttl'] !== undefined)[i].arguments['x-message-ttl'],
+      );
     }
   });
 
   it('parks in its error queue what the delivery limit takes from the ready queue', () => {
     const ready = quorum.queues.find((q) => q.name === quorum.readyQueue);
-    expect(ready?.arguments).toMatchObject({ 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': quorum.errorQueue, 'x-dead-letter-strategy': 'at-least-once' });
+    expect(ready?.arguments).toMatchObject({
+      'x-dead-letter-exchange': '',
+      'x-dead-letter-routing-key': quorum.errorQueue,
+      'x-dead-letter-strategy': 'at-least-once',
+    });
   });
 
   it('is entered by publishes planned with its prefix', () => {

@@ -172,8 +172,7 @@ export function delayLevels(delayMs: number): readonly DelayLevel[] {
  * type cannot change, and the two kinds of ladder must not share exchanges, or a message would wait in both.
  * @example delayLadderPrefix('amqp-retry.delay', 'quorum') // 'amqp-retry.delay.quorum'
  */
-export const delayLadderPrefix = (prefix: string, queueType: QueueType = 'classic'): string =>
-  queueType === 'quorum' ? `${prefix}.quorum` : prefix;
+export const delayLadderPrefix = (prefix: string, queueType: QueueType = 'classic'): string => (queueType === 'quorum' ? `${prefix}.quorum` : prefix);
 
 /**
  * What the queues of a quorum ladder need beyond classic ones: dead-lettering that waits for the next queue's confirm

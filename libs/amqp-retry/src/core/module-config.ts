@@ -80,7 +80,11 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
   if (option === undefined || option === true) return DELAY_LADDER.prefix;
   if (option === false) return undefined;
   if (typeof option !== 'object' || option === null) {
-    throw new RetryConfigError('RetryModule option "delayedDelivery"', `is ${JSON.stringify(option)}`, "Use true, false, or { prefix: 'billing.delay', queueType: 'quorum' }.");
+    throw new RetryConfigError(
+      'RetryModule option "delayedDelivery"',
+      `is ${JSON.stringify(option)}`,
+      "Use true, false, or { prefix: 'billing.delay', queueType: 'quorum' }.",
+    );
   }
   if (option.prefix === undefined) return DELAY_LADDER.prefix;
   // The ladder appends ".quorum.v1.p10.3221225472ms" and the like to the prefix.

@@ -3,6 +3,7 @@ import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import type { MessageParker } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { queueExists } from '../amqp/queue-exists.js';
 import { planDelayTopology, type DelayTopology } from '../core/delay.plan.js';
 import type { ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
@@ -16,19 +17,6 @@ export interface LadderDrainDeps {
   prefetch: number;
 }
 
-/** True when the queue exists; a passive declare on a channel of its own, since a 404 closes the channel. */
-async function queueExists(connection: AmqpConnection, queue: string): Promise<boolean> {
-  const channel = await connection.createChannel('delay ladder check', true);
-  try {
-    await channel.checkQueue(queue);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await channel.close().catch(() => undefined); // closed by the broker already after a 404
-  }
-}
-
 /**
  * The ladder of the other queue type under the same prefix, when one exists: it holds delayed messages published
  * before `delayedDelivery.queueType` (or the module's `queueType`) changed, which nothing else would ever forward
@@ -39,11 +27,12 @@ async function queueExists(connection: AmqpConnection, queue: string): Promise<b
 export async function drainOtherLadder(ladder: DelayTopology, configuredPrefix: string, deps: LadderDrainDeps): Promise<QueueConsumer | undefined> {
   const other = planDelayTopology(configuredPrefix, ladder.queueType === 'quorum' ? 'classic' : 'quorum');
   const { connection, logger } = deps;
-  if (!(await queueExists(connection, other.readyQueue))) return undefined;
+  const open = () => connection.createChannel('delay ladder check', true);
+  if (!(await queueExists(open, other.readyQueue))) return undefined;
   let consumer: QueueConsumer | undefined = undefined;
   let stopped = false;
   const stillThere = async () => {
-    if (await queueExists(connection, other.readyQueue)) return;
+    if (await queueExists(open, other.readyQueue)) return;
     const gone = `The ${other.queueType} delay ladder "${other.prefix}" was deleted; no longer forwarding from it`;
     if (consumer && !stopped) logger.log(gone);
     stopped = true;

@@ -199,7 +199,8 @@ describe('handlerInvoker', () => {
     class AppModule {}
     const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
     const original = app.get(ExternalContextCreator);
-    const filters = (original as unknown as { filtersContextCreator: { create(...a: unknown[]): { next(...a: unknown[]): unknown } } }).filtersContextCreator;
+    const filters = (original as unknown as { filtersContextCreator: { create(...a: unknown[]): { next(...a: unknown[]): unknown } } })
+      .filtersContextCreator;
     // A Nest version whose exception handler keeps its filters elsewhere: nothing tells that there are none.
     const creator = Object.create(original) as Record<string, unknown>;
     creator.filtersContextCreator = {

@@ -43,7 +43,17 @@ export function handlerInvoker(
 ): HandlerInvoker {
   const resolved: Resolved = {};
   const watching = direct ? watchEnhancers(creator, resolved) : creator;
-  const viaNest = watching.create(instance, method, methodName, undefined, undefined, undefined, undefined, { guards: true, interceptors: true, filters: true }, 'rpc');
+  const viaNest = watching.create(
+    instance,
+    method,
+    methodName,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    { guards: true, interceptors: true, filters: true },
+    'rpc',
+  );
   if (!direct || !none(resolved.guards) || !none(resolved.interceptors) || !noFilters(resolved.filters)) {
     return viaNest as HandlerInvoker;
   }
