@@ -1,6 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
-import { planDelayTopology, RetryPublisher } from 'nestjs-amqp-retry';
+import { planDelayTopology, RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
+import { resolveModuleConfig } from '../libs/amqp-retry/src/core/module-config.js';
 import { createApp, startApp, TEST_OPTIONS } from './support/app.js';
 import { RecordingLogger } from './support/recording-logger.js';
 import { ctl } from './support/broker-control.js';
@@ -178,6 +179,24 @@ describe('delayed delivery through the TTL ladder', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_500)); // an old forwarder trying to resume would log again by now
     expect(logger.count(/no longer forwarding from it/)).toBe(1);
     expect(await broker.exists(classic.readyQueue)).toBe(false); // nothing declared it again
+  });
+
+  it('starts even when the old ladder it found is deleted before it consumes', async () => {
+    app = await start(); // the classic ladder
+    await app.close();
+    app = undefined;
+    const logger = new RecordingLogger();
+    const engine = new RetryEngine(resolveModuleConfig({ ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } }), logger);
+    try {
+      await engine.prepare([]); // finds the classic ladder
+      expect(logger.count(/Found a classic delay ladder/)).toBe(1);
+      for (const { name } of planDelayTopology(prefix).queues) await broker.channel.deleteQueue(name);
+      await engine.consume(); // its forwarder cannot consume any more: a warning, not a failed start
+      expect(engine.isConsuming).toBe(true);
+      await waitFor(() => logger.count(/no longer forwarding from it/) === 1, 'the old forwarder to stop', 10_000);
+    } finally {
+      await engine.close();
+    }
   });
 
   it('keeps a delayed message in the broker while the app is closed, and delivers it once the app runs again', async () => {

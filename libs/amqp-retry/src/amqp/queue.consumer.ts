@@ -208,7 +208,8 @@ export class QueueConsumer {
     } catch (error) {
       running = Promise.reject(error);
     }
-    running.then(
+    // Promise.resolve: a handler from JavaScript that returns a plain value must still finish, not throw here.
+    Promise.resolve(running).then(
       () => this.finish(subscription, pass),
       (error: unknown) => {
         this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`);

@@ -326,6 +326,12 @@ describe('withoutDelayDeaths', () => {
     expect(withoutDelayDeaths(headers)).toEqual({ app: 'kept' });
   });
 
+  it("drops the quorum ready queue's delivery counts, which a quorum handler queue would take for its own", () => {
+    const headers = { tenant: 'acme', 'x-delivery-count': 12, 'x-acquired-count': 13 };
+    expect(withoutDelayDeaths(headers)).toEqual({ tenant: 'acme' });
+    expect(headers['x-delivery-count']).toBe(12); // the delivery's own headers are left as they were
+  });
+
   it('leaves headers without x-death alone', () => {
     expect(withoutDelayDeaths({ app: 'kept' })).toEqual({ app: 'kept' });
   });

@@ -265,12 +265,16 @@ export function readDelayTarget(headers: Readonly<Record<string, unknown>> | und
  * Each level adds an `x-death` entry (reason `expired`). On 3.x the broker reads a published message's
  * `x-death` and silently drops a message that would be dead-lettered into a queue already listed there
  * without a rejection since: so a message delayed again with the same digits would vanish (observed on
- * 3.10). Entries from other queues (e.g. the handler queue's `rejected` count) are kept.
+ * 3.10). Entries from other queues (e.g. the handler queue's `rejected` count) are kept. The delivery counts a quorum
+ * ready queue adds when it redelivers (`x-delivery-count`, `x-acquired-count`) go too: they count the forwarder's
+ * deliveries, and a quorum handler queue would read them as its own (a suspect, then `redelivery-limit`).
  */
 export function withoutDelayDeaths(headers: Readonly<Record<string, unknown>>, prefix: string = DELAY_LADDER.prefix): Record<string, unknown> {
   const isLadder = (queue: unknown): boolean => typeof queue === 'string' && queue.startsWith(`${prefix}.`);
   const queueOf = (death: unknown): unknown => (typeof death === 'object' && death !== null && 'queue' in death ? death.queue : undefined);
   const result: Record<string, unknown> = { ...headers };
+  delete result['x-delivery-count'];
+  delete result['x-acquired-count'];
   const deaths = headers['x-death'];
   if (Array.isArray(deaths)) {
     const kept = deaths.filter((death: unknown) => !isLadder(queueOf(death)));

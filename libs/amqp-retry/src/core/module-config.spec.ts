@@ -94,6 +94,9 @@ describe('resolveModuleConfig', () => {
       `Invalid retry configuration: RetryModule option "delayedDelivery.queueType" is "stream". Use 'classic' or 'quorum'.`,
     );
     expect(() => resolveModuleConfig({ delayedDelivery: 'yes' as unknown as boolean })).toThrow(/delayedDelivery" is "yes"/);
+    expect(() => resolveModuleConfig({ delayedDelivery: { prefix: 'billing.quorum' } })).toThrow(
+      /delayedDelivery.prefix" is "billing.quorum": ".quorum" ends the names of quorum ladders. Choose a prefix/,
+    );
   });
 
   it('does not mutate the options', () => {

@@ -88,7 +88,16 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
   }
   if (option.prefix === undefined) return DELAY_LADDER.prefix;
   // The ladder appends ".quorum.v1.p10.3221225472ms" and the like to the prefix.
-  return readName(option.prefix, 'RetryModule option "delayedDelivery.prefix"', 40, "'billing.delay'");
+  const prefix = readName(option.prefix, 'RetryModule option "delayedDelivery.prefix"', 40, "'billing.delay'");
+  if (prefix.endsWith('.quorum')) {
+    // A classic ladder "X.quorum" would have the names of the quorum ladder "X".
+    throw new RetryConfigError(
+      'RetryModule option "delayedDelivery.prefix"',
+      `is "${prefix}": ".quorum" ends the names of quorum ladders`,
+      "Choose a prefix that does not end in '.quorum', e.g. 'billing.delay'.",
+    );
+  }
+  return prefix;
 }
 
 function readDelayQueueType(option: RetryModuleOptions['delayedDelivery'], moduleType: QueueType): QueueType {

@@ -1,10 +1,11 @@
 import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
 import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
-import type { MessageParker } from '../amqp/message.parker.js';
+import type { MessageParker, ParkTarget } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { queueExists } from '../amqp/queue-exists.js';
 import { planDelayTopology, type DelayTopology } from '../core/delay.plan.js';
+import { errorMessage } from '../core/error-message.js';
 import type { ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 
@@ -15,6 +16,8 @@ export interface LadderDrainDeps {
   logger: RetryLogger;
   resume: ReconnectPolicy;
   prefetch: number;
+  /** Where an undeliverable message is parked: the error queue of this application's own ladder. */
+  park: ParkTarget;
 }
 
 /**
@@ -22,13 +25,18 @@ export interface LadderDrainDeps {
  * before `delayedDelivery.queueType` (or the module's `queueType`) changed, which nothing else would ever forward
  * once due. Its ready queue gets a forwarder of its own, as in any application of that type (another application
  * that still uses it only gains a second forwarder), until the ladder is deleted: then that forwarder stops with one
- * line. Nothing is declared for it. Undefined when there is none.
+ * line. Nothing is declared for it; what it cannot deliver is parked in this application's own ladder's error queue.
+ * Undefined when there is none, or when the check failed (a warning says so: start-up goes on).
  */
 export async function drainOtherLadder(ladder: DelayTopology, configuredPrefix: string, deps: LadderDrainDeps): Promise<QueueConsumer | undefined> {
   const other = planDelayTopology(configuredPrefix, ladder.queueType === 'quorum' ? 'classic' : 'quorum');
   const { connection, logger } = deps;
   const open = () => connection.createChannel('delay ladder check', true);
-  if (!(await queueExists(open, other.readyQueue))) return undefined;
+  const found = await queueExists(open, other.readyQueue).catch((error: unknown) => {
+    logger.warn(`Could not check for a ${other.queueType} delay ladder "${other.prefix}" (${errorMessage(error)}); not forwarding from one`);
+    return false;
+  });
+  if (!found) return undefined;
   let consumer: QueueConsumer | undefined = undefined;
   let stopped = false;
   const stillThere = async () => {
@@ -39,7 +47,8 @@ export async function drainOtherLadder(ladder: DelayTopology, configuredPrefix: 
     void consumer?.stop(0);
     throw new Error(gone);
   };
-  const forward = new DelayForwardHandler(other, deps.forwarder, deps.parker, { errorQueue: other.errorQueue, redeclare: stillThere }, logger);
+  // What cannot be delivered is parked in this application's own ladder's error queue, which it declares again if needed.
+  const forward = new DelayForwardHandler(other, deps.forwarder, deps.parker, deps.park, logger);
   consumer = new QueueConsumer(
     { queue: other.readyQueue, prefetch: deps.prefetch, connection, logger, resume: deps.resume, redeclare: stillThere },
     forward.handle,

@@ -68,7 +68,7 @@ export class RetryEngine {
    */
   async publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
     if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
-    const prefix = delayMs > 0 ? this.delayPrefix() : undefined; // throws before publishing if delays are off
+    const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
     const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
     if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
     const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
@@ -111,7 +111,7 @@ export class RetryEngine {
   }
 
   /** The prefix of the delay ladder's names (with `.quorum` for a quorum ladder); throws when delayed delivery is off. */
-  delayPrefix(): string {
+  delayLadderPrefix(): string {
     if (this.config.delayPrefix === undefined) {
       throw new Error('Delayed delivery is off (RetryModule option delayedDelivery: false); publish without a delay, or turn it on');
     }
@@ -214,7 +214,8 @@ export class RetryEngine {
           { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume, redeclare, observers },
           forward.handle,
         );
-        const drainDeps = { connection, forwarder, parker, logger: this.logger, resume, prefetch: FORWARDER_PREFETCH };
+        const park = { errorQueue: ladder.errorQueue, redeclare };
+        const drainDeps = { connection, forwarder, parker, park, logger: this.logger, resume, prefetch: FORWARDER_PREFETCH };
         this.drain = await drainOtherLadder(ladder, this.config.delayPrefix as string, drainDeps);
       }
     } catch (error) {
@@ -230,7 +231,10 @@ export class RetryEngine {
       if (this.forwarder) {
         await this.forwarder.start();
         this.logger.log(`Forwarding due delayed messages from "${this.forwarder.queue}"`);
-        await this.drain?.start();
+        // Best effort: an old ladder deleted since prepare(), or one this user may not read, never stops the start.
+        await this.drain
+          ?.start()
+          .catch((error: unknown) => this.logger.warn(`Could not forward from the other delay ladder: ${errorMessage(error)}`));
       }
     } catch (error) {
       await this.close();

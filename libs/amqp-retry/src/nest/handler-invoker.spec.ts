@@ -102,6 +102,9 @@ describe('handlerInvoker', () => {
       async promisedObservable() {
         return of('a', 'b');
       }
+      thenable() {
+        return { then: (resolve: (value: unknown) => void) => resolve(of('x', 'y')) }; // not a native Promise
+      }
       failing() {
         return throwError(() => new Error('from the observable'));
       }
@@ -110,12 +113,12 @@ describe('handlerInvoker', () => {
       }
     }
     const results: unknown[] = [];
-    for (const name of ['observable', 'promisedObservable', 'plain'] as const) {
+    for (const name of ['observable', 'promisedObservable', 'thenable', 'plain'] as const) {
       const { invoke, close } = await invokerOf(Host, name);
       results.push(await invoke({}, context));
       await close();
     }
-    expect(results).toEqual([3, 'b', 7]);
+    expect(results).toEqual([3, 'b', 'y', 7]);
     const { invoke, close } = await invokerOf(Host, 'failing');
     await expect(invoke({}, context)).rejects.toThrow('from the observable');
     await close();

@@ -60,14 +60,15 @@ export function handlerInvoker(
   return (payload, context) => {
     try {
       const result = method.call(instance, payload, context);
-      if (isObservable(result)) return lastValueFrom(result);
-      if (!(result instanceof Promise)) return Promise.resolve(result);
-      return result.then((value: unknown) => (isObservable(value) ? lastValueFrom(value) : value));
+      // Nest awaits what the method returns (a thenable of any kind), then an Observable to its last value.
+      return isObservable(result) ? lastValueFrom(result) : Promise.resolve(result).then(lastValueIfObservable);
     } catch (error) {
       return Promise.reject(error);
     }
   };
 }
+
+const lastValueIfObservable = (value: unknown): unknown => (isObservable(value) ? lastValueFrom(value) : value);
 
 /** A creator that behaves as `creator` and records what its guard, interceptor and filter creators return. */
 function watchEnhancers(creator: ExternalContextCreator, resolved: Resolved): ExternalContextCreator {
