@@ -32,8 +32,9 @@ run_suites() { # run_suites <major> [jest arguments...]
   }
   echo "node-matrix: Node $("$bin" --version): Jest projects ${projects[*]}"
   # first on PATH too, so that a child process a test starts as `node` runs the same version
+  # Jest's arguments first: --selectProjects takes every word after it, test paths included.
   PATH="$(dirname "$bin"):$PATH" "$bin" --experimental-vm-modules --no-warnings=ExperimentalWarning \
-    node_modules/jest/bin/jest.js --runInBand --selectProjects "${projects[@]}" "$@"
+    node_modules/jest/bin/jest.js --runInBand "$@" --selectProjects "${projects[@]}"
 }
 
 # shellcheck source=lib/tally.sh

@@ -43,15 +43,20 @@ describe('failover between several broker URLs', () => {
     app.useLogger(logger);
     // Generous limits: on a loaded machine a recovery (declare, resume) can take seconds; the log tells why on failure.
     const until = (probe: () => boolean, what: string) =>
-      waitFor(probe, what, 30_000).catch((error: Error) => Promise.reject(new Error(`${error.message}; logged:\n${logger.lines.join('\n')}`)));
+      waitFor(probe, what, 30_000).catch(async (error: Error) =>
+        Promise.reject(new Error(`${error.message}; consumers ${await broker.consumers(queue)}, ready ${await broker.count(queue)}; logged:\n${logger.lines.join('\n')}`)),
+      );
     expect(nodes.map((node) => node.clients)).toEqual([0, 2, 0]); // the consuming and the publishing connection
+    // At least once: a message whose (coalesced) ack was still on its way when the node went is redelivered. So the
+    // probes look for each message, and the end checks that every extra call was a broker redelivery.
+    const handled = (n: number) => () => handlerOf(app!, Handler).calls.some((call) => (call.payload as { n: number }).n === n);
     await app.get(RetryPublisher).publish('', queue, { n: 1 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the first message');
+    await waitFor(handled(1), 'the first message');
 
     await nodes[1].cut(); // node 2 lost: both connections go to node 3, the next one
     await until(() => nodes[2].clients === 2, 'both connections on node 3');
     await app.get(RetryPublisher).publish('', queue, { n: 2 });
-    await until(() => handlerOf(app!, Handler).calls.length === 2, 'a message after the first failover');
+    await until(handled(2), 'a message after the first failover');
     const node3 = new RegExp(`^log Reconnected to RabbitMQ at ${escaped(nodes[2])} \\(node 3 of 3\\) after \\d+ ms \\(1 attempt\\)$`);
     expect(logger.count(node3)).toBe(2);
 
@@ -59,12 +64,16 @@ describe('failover between several broker URLs', () => {
     await nodes[2].cut(); // node 3 lost: the next is node 1 (round-robin), which answers again
     await until(() => nodes[0].clients === 2, 'both connections on node 1');
     await app.get(RetryPublisher).publish('', queue, { n: 3 });
-    await until(() => handlerOf(app!, Handler).calls.length === 3, 'a message after the second failover');
+    await until(handled(3), 'a message after the second failover');
     const node1 = new RegExp(`^log Reconnected to RabbitMQ at ${escaped(nodes[0])} \\(node 1 of 3\\) after \\d+ ms \\(1 attempt\\)$`);
     expect(logger.count(node1)).toBe(2);
     expect(logger.count(/^error Lost the connection to RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:\d+ \(node [23] of 3\)/)).toBe(4);
     expect(logger.lines.join('\n')).not.toContain('guest:guest');
-    expect(handlerOf(app, Handler).calls.map((call) => call.payload)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const calls = handlerOf(app, Handler).calls;
+    const firsts = calls.filter((call, i) => calls.findIndex((other) => JSON.stringify(other.payload) === JSON.stringify(call.payload)) === i);
+    expect(firsts.map((call) => call.payload)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    expect(firsts.every((call) => !call.redelivered)).toBe(true);
+    expect(calls.filter((call) => !firsts.includes(call)).every((call) => call.redelivered)).toBe(true);
   });
 
   it('fails init naming every node and its reason, passwords masked, when none answers', async () => {

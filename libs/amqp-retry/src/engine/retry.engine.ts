@@ -208,13 +208,13 @@ export class RetryEngine {
         // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
         const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: ladder.queueType };
         await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
-        const forward = new DelayForwardHandler(ladder, forwarder, parker, { errorQueue: ladder.errorQueue, redeclare }, this.logger, observers);
+        const park = { errorQueue: ladder.errorQueue, redeclare };
+        const forward = new DelayForwardHandler(ladder, forwarder, parker, park, this.logger, observers);
         const { reconnect: resume } = this.config;
         this.forwarder = new QueueConsumer(
           { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger: this.logger, resume, redeclare, observers },
           forward.handle,
         );
-        const park = { errorQueue: ladder.errorQueue, redeclare };
         const drainDeps = { connection, forwarder, parker, park, logger: this.logger, resume, prefetch: FORWARDER_PREFETCH };
         this.drain = await drainOtherLadder(ladder, this.config.delayPrefix as string, drainDeps);
       }
