@@ -38,14 +38,24 @@ class Replacing implements ExceptionFilter {
   }
 }
 
-/** One real application context, and the invoker of `methodName` of a fresh instance of `Host`, with what Nest's create returned. */
-async function invokerOf<T extends object>(Host: new () => T, methodName: keyof T & string, providers: unknown[] = [], direct = true) {
+/**
+ * One real application context, and the invoker of `methodName` of a fresh instance of `Host`, with what Nest's create
+ * returned. `alter` may change the context creator first (to play a Nest whose internals differ).
+ */
+async function invokerOf<T extends object>(
+  Host: new () => T,
+  methodName: keyof T & string,
+  providers: unknown[] = [],
+  direct = true,
+  alter: (creator: Record<string, unknown>) => void = () => undefined,
+) {
   @Module({ providers: [Host, ...(providers as [])] })
   class AppModule {}
   const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
   const creator = app.get(ExternalContextCreator);
   const created: unknown[] = [];
   const watched = Object.create(creator) as ExternalContextCreator;
+  alter(watched as unknown as Record<string, unknown>);
   watched.create = function (this: ExternalContextCreator, ...args: Parameters<ExternalContextCreator['create']>) {
     const fn = creator.create.apply(this, args);
     created.push(fn);
@@ -198,30 +208,19 @@ describe('handlerInvoker', () => {
         return 1;
       }
     }
-    @Module({ providers: [Host] })
-    class AppModule {}
-    const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
-    const original = app.get(ExternalContextCreator);
-    const filters = (original as unknown as { filtersContextCreator: { create(...a: unknown[]): { next(...a: unknown[]): unknown } } })
-      .filtersContextCreator;
     // A Nest version whose exception handler keeps its filters elsewhere: nothing tells that there are none.
-    const creator = Object.create(original) as Record<string, unknown>;
-    creator.filtersContextCreator = {
-      create: (...args: unknown[]) => {
-        const handler = filters.create(...args);
-        return { next: (...a: unknown[]) => handler.next(...a) };
-      },
+    const hideFilters = (creator: Record<string, unknown>) => {
+      const filters = creator.filtersContextCreator as { create(...a: unknown[]): { next(...a: unknown[]): unknown } };
+      creator.filtersContextCreator = {
+        create: (...args: unknown[]) => {
+          const handler = filters.create(...args);
+          return { next: (...a: unknown[]) => handler.next(...a) };
+        },
+      };
     };
-    const created: unknown[] = [];
-    creator.create = function (this: unknown, ...args: unknown[]) {
-      const fn = (original.create as (...a: unknown[]) => unknown).apply(this, args);
-      created.push(fn);
-      return fn;
-    };
-    const host = app.get(Host);
-    const invoke = handlerInvoker(creator as unknown as ExternalContextCreator, host, host.handle.bind(host), 'handle', true);
-    expect(invoke).toBe(created[0]);
+    const { invoke, viaNest, close } = await invokerOf(Host, 'handle', [], true, hideFilters);
+    expect(invoke).toBe(viaNest);
     await expect(invoke({}, context)).resolves.toBe(1);
-    await app.close();
+    await close();
   });
 });
