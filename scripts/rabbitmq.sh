@@ -10,7 +10,8 @@
 #                                                                 is deleted
 #   scripts/rabbitmq.sh status  VERSION [NODE OPTIONS]            "running" or "down" (exit 3), with its URL and version
 #   scripts/rabbitmq.sh ctl     VERSION [NODE OPTIONS] [--] ARGS  rabbitmqctl ARGS against that node
-#   scripts/rabbitmq.sh env     VERSION [NODE OPTIONS]            AMQP_URL=... and RABBITMQCTL=... for the tests
+#   scripts/rabbitmq.sh env     VERSION [NODE OPTIONS]            export AMQP_URL=... and RABBITMQCTL=... lines for
+#                                                                 the tests: eval "$(scripts/rabbitmq.sh env 4.3)"
 #   scripts/rabbitmq.sh private VERSION [--owner-pid PID]         start a throwaway node on the first free port from
 #                                                                 5720 (node privateP@localhost); prints NAME=, PORT=,
 #                                                                 AMQP_URL= and RABBITMQCTL= lines. `stop VERSION
@@ -85,7 +86,7 @@ done
 # ---- the runtime: docker, chroot (4.x) or host (3.10) ------------------------------------------------------------------
 docker_engine() { command -v docker >/dev/null 2>&1 && timeout 10 docker info >/dev/null 2>&1; }
 case "${RABBITMQ_RUNTIME:-auto}" in
-  docker) RUNTIME=docker ;;
+  docker) docker_engine || die "RABBITMQ_RUNTIME=docker, but no Docker engine answers 'docker info'"; RUNTIME=docker ;;
   chroot) RUNTIME=local ;;
   auto) if [[ "$VERSION" != 3.10 || ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] && docker_engine; then RUNTIME=docker; else RUNTIME=local; fi ;;
   *) die "RABBITMQ_RUNTIME='${RABBITMQ_RUNTIME}': use auto, docker or chroot" ;;
@@ -253,9 +254,12 @@ local_start() {
   need_root "the nodes run as the rabbitmq user of their root"
   [[ -z "$ROOT" ]] || ensure_chroot
   if node_pid >/dev/null; then
-    ((FRESH == 0)) || die "$NAME runs: stop it before a --fresh start"
-    log "$NAME already runs (amqp://127.0.0.1:$PORT)"
-    return 0
+    if ((FRESH == 0)); then
+      log "$NAME already runs (amqp://127.0.0.1:$PORT)"
+      return 0
+    fi
+    log "$NAME runs: stopping it for a fresh start"
+    local_stop
   fi
   local p
   for p in "$PORT" "$DIST_PORT"; do port_free "$p" || die "port $p is in use by another process: choose another --port"; done
@@ -337,8 +341,7 @@ watch_owner() {
 # ---- commands: docker ----------------------------------------------------------------------------------------------
 docker_start() {
   local started=$SECONDS
-  if [[ "$(docker inspect -f '{{.State.Running}}' "$CONTAINER" 2>/dev/null)" == true ]]; then
-    ((FRESH == 0)) || die "$CONTAINER runs: stop it before a --fresh start"
+  if ((FRESH == 0)) && docker_running; then
     log "$CONTAINER already runs (amqp://127.0.0.1:$PORT)"
     return 0
   fi
@@ -370,9 +373,8 @@ ctl_command() { # the command line that runs rabbitmqctl against the node (for R
   echo "$SELF ctl $VERSION --name $NAME --port $PORT --"
 }
 
-cmd_env() {
-  echo "AMQP_URL=amqp://guest:guest@127.0.0.1:$PORT"
-  echo "RABBITMQCTL=$(ctl_command)"
+cmd_env() { # for eval "$(scripts/rabbitmq.sh env VERSION)"
+  printf 'export AMQP_URL=%q\nexport RABBITMQCTL=%q\n' "amqp://guest:guest@127.0.0.1:$PORT" "$(ctl_command)"
 }
 
 running() { if [[ "$RUNTIME" == docker ]]; then docker_running; else node_pid >/dev/null; fi; }
@@ -392,7 +394,7 @@ cmd_private() {
   local port claimed=""
   mkdir -p "$CACHE"
   exec 9>"$CACHE/private.lock"
-  timeout "$WAIT_SECONDS" flock 9 || die "another run holds $CACHE/private.lock"
+  timeout "$((WAIT_SECONDS * 5))" flock 9 || die "another run holds $CACHE/private.lock for more than $((WAIT_SECONDS * 5)) s"
   for ((port = PRIVATE_PORTS[0]; port <= PRIVATE_PORTS[1]; port++)); do
     NAME="private$port@localhost" PORT="$port" DIST_PORT=""
     resolve_node
@@ -415,7 +417,8 @@ cmd_private() {
   if [[ "$RUNTIME" == docker ]]; then docker_start; else local_start; fi
   echo "NAME=$NAME"
   echo "PORT=$PORT"
-  cmd_env
+  echo "AMQP_URL=amqp://guest:guest@127.0.0.1:$PORT"
+  echo "RABBITMQCTL=$(ctl_command)"
 }
 
 case "$COMMAND" in
