@@ -3,8 +3,9 @@ import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
 import { MessageParker, isMissingTarget } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { delayLadderPrefix, planDelayedPublish } from '../core/delay.plan.js';
+import { delayLadderPrefix, ladderProperties, planDelayedPublish } from '../core/delay.plan.js';
 import { errorMessage } from '../core/error-message.js';
+import { readExpiration } from '../core/message-properties.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
 import type { IdempotencyStore } from '../core/idempotency-store.js';
 import type { ModuleConfig } from '../core/module-config.js';
@@ -70,6 +71,7 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
     const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
     const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+    readExpiration(properties.expiration); // a malformed one is a RangeError here, not a channel closed by the broker
     if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
     const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
     const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
@@ -96,7 +98,7 @@ export class RetryEngine {
   ): Promise<void> {
     const { publisher } = await this.publishing.open();
     if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
-    const delayed = { ...properties, persistent: true, mandatory: true, headers: { ...properties.headers, ...plan.headers } };
+    const delayed = ladderProperties(properties, plan.headers);
     await this.publishing.delayLadder();
     try {
       await publisher.publish(plan.exchange, plan.routingKey, content, delayed);
