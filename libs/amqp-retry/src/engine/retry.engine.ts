@@ -131,11 +131,13 @@ export class RetryEngine {
 
   /** Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
   async connectPublisher(): Promise<void> {
+    if (this.closed) throw new NotConnectedError('the application has shut down');
     await this.publishing.open();
   }
 
   /** A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to). */
   async publishingChannel(purpose: string): Promise<Channel> {
+    if (this.closed) throw new NotConnectedError('the application has shut down');
     const { connection } = await this.publishing.open();
     return connection.createChannel(purpose);
   }
