@@ -2,7 +2,7 @@ import { Inject, Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClientsModule } from '@nestjs/microservices';
 import type { ConsumeMessage } from 'amqplib';
-import { lastValueFrom } from 'rxjs';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { NotConnectedError, RetryEngine, RetryModule, RetryPublisher } from 'nestjs-amqp-retry';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
 import { planDelayTopology } from '../../libs/amqp-retry/src/core/delay.plan.js';
@@ -72,6 +72,12 @@ describe("RetryClient on a RetryModule's engine", () => {
       if (!message) return;
       arrivals.push({ at: Date.now(), message });
       broker.channel.ack(message);
+      // A request: answer it as a Nest server would, through direct reply-to.
+      const { replyTo, correlationId } = message.properties;
+      if (typeof replyTo === 'string' && replyTo !== '') {
+        const reply = { err: null, response: { served: true }, isDisposed: true, id: correlationId };
+        broker.channel.publish('', replyTo, Buffer.from(JSON.stringify(reply)), { correlationId });
+      }
     });
   });
   afterEach(async () => {
@@ -98,6 +104,16 @@ describe("RetryClient on a RetryModule's engine", () => {
     // One forwarder on the ladder's ready queue: the module's.
     expect(await broker.consumers(planDelayTopology(prefix).readyQueue)).toBe(1);
     expect(client.unwrap<RetryEngine>() === app.get(RetryEngine)).toBe(true);
+
+    // A request opens the client's reply channel, on the module's publishing connection: still one pair.
+    expect(await firstValueFrom(client.send('order.get', { id: 3 }))).toEqual({ served: true });
+    expect((await connectionsNamed(connectionName)).length).toBe(2);
+
+    // Nest's own shutdown order (ClientsModule closes the client, RetryModule its engine): every connection closes, quietly.
+    await app.close();
+    app = undefined;
+    await waitFor(async () => (await connectionsNamed(connectionName)).length === 0, 'every connection closed');
+    expect(logger.lines.filter((line) => /^(error|warn)/.test(line))).toEqual([]);
   });
 
   it("closing the client leaves the module's engine publishing; app.close() then closes every connection, once, quietly", async () => {
