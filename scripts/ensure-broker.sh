@@ -151,6 +151,8 @@ To get a broker, do one of:
   - install RabbitMQ locally: sudo apt-get install rabbitmq-server   (Debian/Ubuntu)
                               brew install rabbitmq                 (macOS)
     or rerun as root with RABBITMQ_AUTO_INSTALL=1 to apt-get install it automatically
+  - RabbitMQ 4.0 or 4.3 on this machine, without Docker (as root):
+      bash scripts/rabbitmq.sh start 4.3 && eval "\$(bash scripts/rabbitmq.sh env 4.3)"
 EOF
 if ! is_local_default; then
   echo "ensure-broker: not starting a broker here: only a local amqp:// target on port ${LOCAL_PORT} can be started by this script." >&2

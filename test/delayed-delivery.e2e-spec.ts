@@ -6,6 +6,7 @@ import { createApp, startApp, TEST_OPTIONS } from './support/app.js';
 import { RecordingLogger } from './support/recording-logger.js';
 import { ctl } from './support/broker-control.js';
 import { TestBroker, uniqueName, waitFor } from './support/broker.js';
+import { PrivateBroker } from './support/private-broker.js';
 
 /** A message as a plain consumer of a target queue received it, with when. */
 interface Arrival {
@@ -216,24 +217,6 @@ describe('delayed delivery through the TTL ladder', () => {
     expect(arrivals[0].at - sent).toBeGreaterThanOrEqual(1_300);
   });
 
-  it('keeps a delayed message through a restart of the broker, and delivers it once due', async () => {
-    await broker.channel.assertExchange(exchange, 'direct', { durable: true });
-    const queue = uniqueName('e2e.delay.target');
-    queues.push(queue);
-    await broker.declareQueue(queue, { exchange, key: 'k' });
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix }, reconnect: { initialDelay: '100ms', maxDelay: '500ms' } });
-    const sent = Date.now();
-    await app.get(RetryPublisher).publish(exchange, 'k', { id: 8 }, { delay: '4s' });
-    await ctl('stop_app');
-    await ctl('start_app');
-    broker = await TestBroker.connect(); // the old connection died with the broker
-
-    await waitFor(async () => (await broker.count(queue)) === 1, 'the message after the broker restart', 15_000);
-    expect(Date.now() - sent).toBeGreaterThanOrEqual(4_000);
-    const [message] = await broker.drain(queue);
-    expect(JSON.parse(message.content.toString())).toEqual({ id: 8 });
-  });
-
   it('publishes a delay of 0 at once, without the ladder', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
@@ -303,5 +286,45 @@ describe('delayed delivery through the TTL ladder', () => {
     await expect(app.get(RetryPublisher).publish(exchange, 'k', {}, { delay: 100 })).rejects.toThrow(/^Delayed delivery is off/);
     await app.get(RetryPublisher).publish(exchange, 'k', { id: 7 }); // without a delay it works
     await waitFor(() => arrivals.length === 1, 'the immediate message');
+  });
+});
+
+/** The restart happens on a node of the test's own (the version under test), never on the broker others use. */
+describe('delayed delivery through a broker restart', () => {
+  let node: PrivateBroker;
+  beforeAll(async () => {
+    node = await PrivateBroker.start();
+  }, 600_000);
+  afterAll(async () => {
+    await node?.stop(); // its data goes with it
+  }, 120_000);
+
+  it('keeps a delayed message through a restart of the broker, and delivers it once due', async () => {
+    const [prefix, exchange, queue] = [uniqueName('e2e.delay'), uniqueName('e2e.delay.x'), uniqueName('e2e.delay.target')];
+    let broker = await TestBroker.connect(node.url);
+    let app: INestApplicationContext | undefined;
+    try {
+      await broker.channel.assertExchange(exchange, 'direct', { durable: true });
+      await broker.declareQueue(queue, { exchange, key: 'k' });
+      app = await startApp([], {
+        ...TEST_OPTIONS,
+        url: node.url,
+        delayedDelivery: { prefix },
+        reconnect: { initialDelay: '100ms', maxDelay: '500ms' },
+      });
+      const sent = Date.now();
+      await app.get(RetryPublisher).publish(exchange, 'k', { id: 8 }, { delay: '4s' });
+      await node.restart();
+      await broker.close();
+      broker = await TestBroker.connect(node.url); // the old connection died with the broker
+
+      await waitFor(async () => (await broker.count(queue)) === 1, 'the message after the broker restart', 15_000);
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(4_000);
+      const [message] = await broker.drain(queue);
+      expect(JSON.parse(message.content.toString())).toEqual({ id: 8 });
+    } finally {
+      await app?.close();
+      await broker.close();
+    }
   });
 });

@@ -2,18 +2,13 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
-import { closeConnections, ctl, raiseMemoryAlarm } from '../support/broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { PrivateBroker } from '../support/private-broker.js';
 import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { buildLibrary, startConsumer, stopWith } from './consumer-process.js';
 
 const N = Number(process.env.CHAOS_N ?? 2000); // npm run test:chaos uses 5000
 const MUST_FAIL_EVERY = 50; // 2% of the ids fail on every attempt and must end parked
-/**
- * CHAOS_SHARED_FAULTS=off leaves out the two faults that hit the whole broker (the restart and the memory alarm),
- * for a run on a broker that others use at the same time. The full run (the default) has them.
- */
-const SHARED_FAULTS = process.env.CHAOS_SHARED_FAULTS !== 'off';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /**
@@ -36,9 +31,11 @@ async function sigkill(child: ChildProcess): Promise<void> {
 class ResilientCounter {
   private broker?: Promise<TestBroker>;
 
+  constructor(private readonly url: string) {}
+
   async count(queue: string): Promise<number> {
     try {
-      this.broker ??= TestBroker.connect();
+      this.broker ??= TestBroker.connect(this.url);
       const count = await (await this.broker).count(queue);
       if (count === undefined) throw new Error(`no queue ${queue}`);
       return count;
@@ -55,21 +52,34 @@ class ResilientCounter {
   }
 }
 
+/**
+ * The chaos restarts its broker and raises a memory alarm on it: it runs on a node of its own (of the version under
+ * test: see PrivateBroker), never on the broker AMQP_URL names, which others may use at the same time.
+ */
+let node: PrivateBroker;
+beforeAll(async () => {
+  node = await PrivateBroker.start();
+  process.stdout.write(`Chaos on ${node.name}, RabbitMQ ${node.version} (${node.url})\n`);
+}, 600_000);
+afterAll(async () => {
+  await node?.stop();
+}, 120_000);
+
 describe.each(RUNS)(
-  `chaos on $queueType queues, idempotency store: $store: ${N} messages through connection kills, ${SHARED_FAULTS ? 'a broker restart, ' : ''}SIGKILLs, a deleted exchange${SHARED_FAULTS ? ' and blocked publishers' : ''}`,
+  `chaos on $queueType queues, idempotency store: $store: ${N} messages through connection kills, a broker restart, SIGKILLs, a deleted exchange and blocked publishers`,
   ({ queueType, store }) => {
     const queue = uniqueName(`chaos.${queueType}${store === 'none' ? '' : `.${store}`}`);
     const results = `${queue}.results`;
     const connection = `chaos-${randomUUID()}`;
     const redisPrefix = `${queue}:`;
-    const env = {
-      CHAOS_URL: AMQP_URL,
+    const env = () => ({
+      CHAOS_URL: node.url,
       CHAOS_QUEUE: queue,
       CHAOS_RESULTS: results,
       CHAOS_CONNECTION: connection,
       CHAOS_QUEUE_TYPE: queueType,
       ...(store === 'redis' ? { CHAOS_REDIS_URL: REDIS_URL, CHAOS_REDIS_PREFIX: redisPrefix } : {}),
-    };
+    });
     let child: ChildProcess | undefined;
 
     beforeAll(buildLibrary, 150_000);
@@ -83,16 +93,16 @@ describe.each(RUNS)(
         if (keys.length > 0) await redis.del(...keys);
         redis.disconnect();
       }
-      const broker = await TestBroker.connect();
+      const broker = await TestBroker.connect(node.url);
       await broker.deleteRetryTopology(queue, { queues: [results] });
       await broker.close();
     });
 
     it('accounts for every id: handled or parked, none lost', async () => {
       const started = Date.now();
-      const setup = await TestBroker.connect();
+      const setup = await TestBroker.connect(node.url);
       await setup.declareQueue(results);
-      child = await startConsumer(env); // declares the topology
+      child = await startConsumer(env()); // declares the topology
       const killed = new Set<number>(); // the pids SIGKILLed
       const ids = Array.from({ length: N }, (_, id) => id);
       for (const id of ids)
@@ -104,53 +114,48 @@ describe.each(RUNS)(
       await setup.close();
 
       const faults: string[] = [];
-      const counter = new ResilientCounter();
+      const counter = new ResilientCounter(node.url);
       const progress = async () => (await counter.count(results)) / N;
       const at = async (fraction: number, what: string, inject: () => Promise<void>) => {
         await waitFor(async () => (await progress()) >= fraction, `progress ${fraction}`, 120_000);
         await inject();
         faults.push(what);
       };
-      await at(0.1, 'connection kill', async () => void (await closeConnections(connection)));
+      await at(0.1, 'connection kill', async () => void (await node.closeConnections(connection)));
       await at(0.2, 'SIGKILL', async () => {
         killed.add(child!.pid!);
         await sigkill(child!);
-        child = await startConsumer(env);
+        child = await startConsumer(env());
       });
-      await at(0.35, 'connection kill', async () => void (await closeConnections(connection)));
-      if (SHARED_FAULTS)
-        await at(0.5, 'broker restart', async () => {
-          await ctl('stop_app');
-          await ctl('start_app');
-        });
+      await at(0.35, 'connection kill', async () => void (await node.closeConnections(connection)));
+      await at(0.5, 'broker restart', async () => node.restart());
       await at(0.65, 'SIGKILL', async () => {
         killed.add(child!.pid!);
         await sigkill(child!);
-        child = await startConsumer(env);
+        child = await startConsumer(env());
       });
       await at(0.75, 'dead-letter exchange deleted', async () => {
         // An operator's mistake: a nack into it would be dropped by the broker unless the library notices first.
         // (The library's check before a nack is shown on its own by test/hardening/deleted-topology; here a
         // reconnection may declare it again first.)
-        const operator = await TestBroker.connect();
+        const operator = await TestBroker.connect(node.url);
         await operator.channel.deleteExchange(`${queue}.dlx`);
         await operator.close();
       });
-      await at(0.8, 'connection kill', async () => void (await closeConnections(connection)));
-      if (SHARED_FAULTS)
-        await at(0.9, 'publishers blocked for 2 s', async () => {
-          const restore = await raiseMemoryAlarm();
-          try {
-            await new Promise((resolve) => setTimeout(resolve, 2_000));
-          } finally {
-            await restore();
-          }
-        });
+      await at(0.8, 'connection kill', async () => void (await node.closeConnections(connection)));
+      await at(0.9, 'publishers blocked for 2 s', async () => {
+        const restore = await node.raiseMemoryAlarm();
+        try {
+          await new Promise((resolve) => setTimeout(resolve, 2_000));
+        } finally {
+          await restore();
+        }
+      });
       await counter.close();
 
       const mustFail = ids.filter((id) => id % MUST_FAIL_EVERY === 0);
       const shouldSucceed = N - mustFail.length;
-      const broker = await TestBroker.connect();
+      const broker = await TestBroker.connect(node.url);
       // Each handler call sends one result with a nonce of its own: a result the publisher sent again (at least once,
       // after a connection kill) repeats the nonce; a second call of the handler has a new one.
       const handled = new Map<number, Set<string>>();
@@ -190,7 +195,7 @@ describe.each(RUNS)(
           }),
         );
         redis.disconnect();
-        const probe = await TestBroker.connect();
+        const probe = await TestBroker.connect(node.url);
         const where = [];
         for (const name of [queue, ...tierQueues({ queue, delaysMs: [50, 100] })])
           where.push(`${name}: ${await probe.count(name)} ready, ${await probe.consumers(name)} consumer(s)`);
@@ -216,11 +221,11 @@ describe.each(RUNS)(
         'connection kill',
         'SIGKILL',
         'connection kill',
-        ...(SHARED_FAULTS ? ['broker restart'] : []),
+        'broker restart',
         'SIGKILL',
         'dead-letter exchange deleted',
         'connection kill',
-        ...(SHARED_FAULTS ? ['publishers blocked for 2 s'] : []),
+        'publishers blocked for 2 s',
       ]);
       expect(lost).toEqual([]);
       // With the store, a copy of a handled message is acked without a call: no id is handled twice, but for a

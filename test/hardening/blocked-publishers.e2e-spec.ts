@@ -1,31 +1,35 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, PublishError, RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { ctl, raiseMemoryAlarm } from '../support/broker-control.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-
-/** Ready and unacknowledged messages of a queue, as the broker counts them. */
-async function messagesIn(queue: string): Promise<number | undefined> {
-  const line = (await ctl('list_queues', 'name', 'messages', '-q', '--no-table-headers')).split('\n').find((l) => l.startsWith(`${queue}\t`));
-  return line === undefined ? undefined : Number(line.split('\t')[1]);
-}
+import { PrivateBroker } from '../support/private-broker.js';
 
 /**
  * Finding 9: under a memory or disk alarm the broker blocks every connection that publishes, acks included. The
- * consumers must keep draining (their connection never publishes), and publishes must fail in bounded time.
+ * consumers must keep draining (their connection never publishes), and publishes must fail in bounded time. The
+ * alarm is raised on a node of the test's own (the version under test), never on the broker others use.
  */
 describe('a broker that blocks publishers', () => {
+  let node: PrivateBroker;
   let broker: TestBroker;
   let queue: string;
   let app: INestApplicationContext | undefined;
   let restore: (() => Promise<void>) | undefined; // also run from afterEach, should the test time out mid-alarm
 
+  /** Ready and unacknowledged messages of a queue, as the broker counts them. */
+  async function messagesIn(queue: string): Promise<number | undefined> {
+    const line = (await node.ctl('list_queues', 'name', 'messages', '-q', '--no-table-headers')).split('\n').find((l) => l.startsWith(`${queue}\t`));
+    return line === undefined ? undefined : Number(line.split('\t')[1]);
+  }
+
   beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
+    node = await PrivateBroker.start();
+    broker = await TestBroker.connect(node.url);
+  }, 600_000);
   afterAll(async () => {
-    await broker.close();
-  });
+    await broker?.close();
+    await node?.stop();
+  }, 120_000);
   beforeEach(() => {
     queue = uniqueName('e2e.blocked');
   });
@@ -44,11 +48,11 @@ describe('a broker that blocks publishers', () => {
       await released;
       if ((payload as { n: number }).n % 10 === 0) throw new NonRetryableError('parked on purpose');
     });
-    app = await startApp([Handler], { ...TEST_OPTIONS, confirmTimeout: '500ms', publishTimeout: '1s' });
+    app = await startApp([Handler], { ...TEST_OPTIONS, url: node.url, confirmTimeout: '500ms', publishTimeout: '1s' });
     for (let n = 0; n < 40; n++) await broker.publish('', queue, { n });
     await waitFor(() => handlerOf(app!, Handler).calls.length === 40, 'every handler started');
 
-    restore = await raiseMemoryAlarm();
+    restore = await node.raiseMemoryAlarm();
     let publishFailure: unknown;
     try {
       const startedAt = Date.now();

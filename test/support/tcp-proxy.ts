@@ -1,8 +1,12 @@
 import net from 'node:net';
+import { AMQP_URL } from './broker.js';
+
+const broker = new URL(AMQP_URL);
+const brokerPort = Number(broker.port || (broker.protocol === 'amqps:' ? 5671 : 5672));
 
 /**
- * A TCP proxy on 127.0.0.1 in front of the broker, to cut the network under a client: `cut()` drops every
- * connection and refuses new ones, `restore()` accepts again on the same port.
+ * A TCP proxy on 127.0.0.1 in front of a server, by default the broker under test (AMQP_URL), to cut the network
+ * under a client: `cut()` drops every connection and refuses new ones, `restore()` accepts again on the same port.
  */
 export class TcpProxy {
   private server?: net.Server;
@@ -10,8 +14,8 @@ export class TcpProxy {
   port = 0;
 
   constructor(
-    private readonly targetHost = '127.0.0.1',
-    private readonly targetPort = 5672,
+    private readonly targetHost = broker.hostname.replace(/^\[(.*)\]$/, '$1'),
+    private readonly targetPort = brokerPort,
   ) {}
 
   /** Client connections open through the proxy now. */
@@ -19,8 +23,12 @@ export class TcpProxy {
     return this.sockets.size / 2;
   }
 
+  /** AMQP_URL (its credentials, vhost and query) with the proxy in place of the broker. */
   get url(): string {
-    return `amqp://guest:guest@127.0.0.1:${this.port}`;
+    const url = new URL(AMQP_URL);
+    url.hostname = '127.0.0.1';
+    url.port = String(this.port);
+    return url.toString();
   }
 
   async start(): Promise<this> {
