@@ -28,8 +28,30 @@ describe('resolveModuleConfig', () => {
     const config = resolveModuleConfig({}, { RETRY_CONFIRM_TIMEOUT: '2s', RETRY_CONNECT_TIMEOUT: '750ms' });
     expect(config).toMatchObject({ confirmTimeoutMs: 2_000, connectTimeoutMs: 750 });
     expect(() => resolveModuleConfig({ confirmTimeout: 0 })).toThrow(
-      'Invalid retry configuration: RetryModule option "confirmTimeout" is 0. Use a time limit above 0, e.g. \'10s\'.',
+      'Invalid retry configuration: RetryModule option "confirmTimeout" is 0 ms: a time limit of 0 would fail everything at once. Use a time limit above 0, e.g. \'10s\'.',
     );
+  });
+
+  it('takes every time limit up to 2^32-1 ms (about 49.7 days) as written, and names the longest spelling beyond it', () => {
+    const longest = 2 ** 32 - 1;
+    const config = resolveModuleConfig({
+      publishTimeout: '30d',
+      confirmTimeout: '30d',
+      connectTimeout: longest,
+      shutdownTimeout: '49d',
+      reconnect: { initialDelay: '1s', maxDelay: '30d' },
+    });
+    expect(config).toMatchObject({
+      publishTimeoutMs: 30 * 86_400_000,
+      confirmTimeoutMs: 30 * 86_400_000,
+      connectTimeoutMs: longest,
+      shutdownTimeoutMs: 49 * 86_400_000,
+      reconnect: { initialDelayMs: 1_000, maxDelayMs: 30 * 86_400_000 },
+    });
+    expect(() => resolveModuleConfig({}, { RETRY_SHUTDOWN_TIMEOUT: '50d' })).toThrow(
+      'Invalid retry configuration: environment variable RETRY_SHUTDOWN_TIMEOUT has "50d", longer than the longest time limit the library takes (about 49 days). Use at most 49d.',
+    );
+    expect(() => resolveModuleConfig({ connectTimeout: longest + 1 })).toThrow('option "connectTimeout" has 4294967296, longer than');
   });
 
   it('takes a deserializer and refuses anything else, naming the fix', () => {

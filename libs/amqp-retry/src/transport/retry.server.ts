@@ -4,7 +4,7 @@ import { Server, type CustomTransportStrategy, type MessageHandler } from '@nest
 import type { ConsumeMessage } from 'amqplib';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import type { DeliveryRoute, RetryPolicy } from '../amqp/retry-delivery.handler.js';
-import { readDelay } from '../core/config.readers.js';
+import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config.readers.js';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
@@ -71,7 +71,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     this.requestTimeoutMs =
       options.requestTimeout === undefined
         ? DEFAULT_REQUEST_TIMEOUT_MS
-        : readDelay(options.requestTimeout, 'RetryServer option "requestTimeout"', "'30s'");
+        : readDuration(options.requestTimeout, 'RetryServer option "requestTimeout"', "'30s'", POSITIVE_TIME_LIMIT_RANGE);
     this.events.on('error', () => undefined); // an 'error' nobody listens to must not throw
   }
 
