@@ -20,39 +20,57 @@ export interface DurationTimer {
 /** NaN and negatives count as 0 (Node's timers treat them as 1 ms); Infinity waits for ever, one step at a time. */
 const startingAt = (ms: number): number => (ms > 0 ? ms : 0);
 
+/** A chain of Node timers of at most MAX_TIMER_MS each; a class, so that the hot path (a timer per publish) allocates little. */
+class ChainedTimer implements DurationTimer {
+  private left: number;
+  private held = true;
+  private current: NodeJS.Timeout | undefined;
+
+  constructor(
+    ms: number,
+    private callback: (() => void) | undefined,
+  ) {
+    this.left = startingAt(ms);
+    this.arm();
+  }
+
+  cancel(): void {
+    this.callback = undefined;
+    clearTimeout(this.current);
+    this.current = undefined;
+  }
+
+  unref(): DurationTimer {
+    this.held = false;
+    this.current?.unref();
+    return this;
+  }
+
+  private arm(): void {
+    const step = Math.min(this.left, MAX_TIMER_MS);
+    this.left -= step;
+    this.current = setTimeout(stepEnded, step, this);
+    if (!this.held) this.current.unref();
+  }
+
+  /** @internal */
+  stepEnded(): void {
+    if (this.left > 0) return this.arm();
+    const callback = this.callback;
+    this.current = undefined;
+    this.callback = undefined;
+    callback?.();
+  }
+}
+
+const stepEnded = (timer: ChainedTimer) => timer.stepEnded();
+
 /**
  * Calls `callback` once, after `ms` (any length; Infinity: never).
  * @example const timer = startTimer(30 * 86_400_000, stop).unref(); // 30 days, not 1 ms
  */
 export function startTimer(ms: number, callback: () => void): DurationTimer {
-  let left = startingAt(ms);
-  let held = true;
-  let cancelled = false;
-  let current: NodeJS.Timeout | undefined;
-  const arm = () => {
-    const step = Math.min(left, MAX_TIMER_MS);
-    left -= step;
-    current = setTimeout(left > 0 ? arm : fire, step);
-    if (!held) current.unref();
-  };
-  const fire = () => {
-    current = undefined;
-    if (!cancelled) callback();
-  };
-  arm();
-  const timer: DurationTimer = {
-    cancel() {
-      cancelled = true;
-      clearTimeout(current);
-      current = undefined;
-    },
-    unref() {
-      held = false;
-      current?.unref();
-      return timer;
-    },
-  };
-  return timer;
+  return new ChainedTimer(ms, callback);
 }
 
 /** Calls `callback` every `ms` (at least 1 ms apart, as Node's setInterval) until cancelled. */

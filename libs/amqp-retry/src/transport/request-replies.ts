@@ -1,4 +1,5 @@
 import type { Observable, Subscription } from 'rxjs';
+import { startTimer } from '../core/duration.timer.js';
 import { errorMessage } from '../core/error-message.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
@@ -47,16 +48,16 @@ export class RequestReplies {
       const end = (content: Buffer) => {
         if (ended) return;
         ended = true;
-        clearTimeout(timer);
+        timer.cancel();
         sent.push(this.send(request, content));
         subscription?.unsubscribe();
         resolve();
       };
-      const timer = setTimeout(() => {
+      const timer = startTimer(this.timeoutMs, () => {
         const message = `no answer to "${request.pattern}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
         this.logger.warn(`${message}; the caller gets an error and the request is acked`);
         end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes);
-      }, this.timeoutMs);
+      });
       produce().then(
         (stream) => {
           if (!ended) subscription = this.follow(stream, request, sent, end);
