@@ -23,6 +23,12 @@ import { patternAsString, readPacket, type InboundPacket } from './rpc-packet.js
 interface PatternEntry {
   handler: MessageHandler;
   policy: RetryPolicy;
+  /**
+   * The handler's own pattern, as the code declared it (Nest's string form). Metrics and traces are labelled with it,
+   * never with a client's spelling of it: `{"cmd":  "sum"}` and `{"cmd":"sum"}` reach one handler, and a label per
+   * spelling would let any client grow /metrics without bound.
+   */
+  pattern: string;
 }
 
 /** The extras of a pattern's handlers, the first and those Nest chained after it (`next`). */
@@ -119,7 +125,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
         ? patternPolicy(pattern, policyExtras(pattern, chainOf(handler)), queue, this.options, this.moduleConfig)
         : { policy: queue, schedule: undefined };
       if (schedule) schedules.push(schedule);
-      table.set(pattern, { handler, policy });
+      table.set(pattern, { handler, policy, pattern });
     }
     this.table = table;
     this.queue = queue;
@@ -167,7 +173,14 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const { pattern, data } = packet;
     // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
     const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
-    return { kind: 'handle', payload: data, policy: once, pattern, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+    // The handler's context gets the pattern as sent (as Nest's RMQ transport gives it); observers get the handler's.
+    return {
+      kind: 'handle',
+      payload: data,
+      policy: once,
+      pattern: entry.pattern,
+      invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry),
+    };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */
