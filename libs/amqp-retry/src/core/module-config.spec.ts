@@ -1,5 +1,7 @@
+import type { RetryModuleOptions } from './retry-options.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { maskUrl, resolveModuleConfig } from './module-config.js';
+import { maskUrl } from './credentials.mask.js';
+import { resolveModuleConfig } from './module-config.js';
 
 describe('resolveModuleConfig', () => {
   it('has sensible defaults', () => {
@@ -218,16 +220,49 @@ describe('resolveModuleConfig: the brokers', () => {
     [{ urls: [] }, {}, 'RetryModule option "urls" is an empty list. Give an array of AMQP URLs'],
     [{ urls: [a, 'http://u:secret@x'] }, {}, 'RetryModule option "urls" has "http://u:***@x" as entry 2, which is not an AMQP URL'],
     [{ urls: [a, a] }, {}, 'RetryModule option "urls" lists "amqp://u:***@n1:5672" twice. List each node once.'],
-    [
-      { url: `${a},${b}` },
-      {},
-      'RetryModule option "url" is "amqp://u:***@n1:5672,amqp://u:p@n2:5672", a list. Give the nodes of a cluster as the option "urls"',
-    ],
+    [{ url: `${a},${b}` }, {}, 'RetryModule option "url" is "amqp://u:***@n2:5672", a list. Give the nodes of a cluster as the option "urls"'],
     [{}, { AMQP_URL: `${a},` }, 'environment variable AMQP_URL has "" as entry 2, which is not an AMQP URL. Separate AMQP URLs with commas'],
     [{}, { AMQP_URL: `${a},${a}` }, 'environment variable AMQP_URL lists "amqp://u:***@n1:5672" twice'],
   ])('refuses %j %j naming the key and the fix', (options, env, message) => {
     expect(() => resolveModuleConfig(options as never, env)).toThrow(`Invalid retry configuration: ${message}`);
   });
+});
+
+describe('configuration errors never show a password', () => {
+  it.each(['pa/ss', 'p?ss', 'p#ss', 'a/b@c:d%e', 'x/5672'])(
+    'names an unencoded password %p as such, masked, for url, urls and AMQP_URL',
+    (password) => {
+      const url = `amqp://app:${password}@rabbit:5672/vh`;
+      const expected =
+        "has a '/', '?' or '#' before its last '@', so its user or password is not percent-encoded. Percent-encode the user and password (encodeURIComponent)";
+      const cases: Array<[RetryModuleOptions, Record<string, string>]> = [
+        [{ url }, {}],
+        [{ urls: ['amqp://h1', url] }, {}],
+        [{}, { AMQP_URL: url }],
+        [{}, { AMQP_URL: `amqp://h1,${url}` }],
+      ];
+      for (const [options, env] of cases) {
+        let message = '';
+        try {
+          resolveModuleConfig(options, env);
+        } catch (error) {
+          message = (error as Error).message;
+        }
+        expect(message).toContain(expected);
+        expect(message).toContain('"amqp://app:***@rabbit:5672/vh"');
+        expect(message).not.toContain(password);
+      }
+    },
+  );
+
+  it.each(['p@ss', 'p:ss', 'p%ss', 'pässwörd', ''])(
+    'takes the password %p, which a URL parser reads, and masks it in every other error',
+    (password) => {
+      const url = `amqp://app:${password}@rabbit:5672`;
+      expect(resolveModuleConfig({ url }).url).toBe(url);
+      expect(() => resolveModuleConfig({ urls: [url, url] })).toThrow('lists "amqp://app:***@rabbit:5672" twice');
+    },
+  );
 });
 
 describe('maskUrl', () => {

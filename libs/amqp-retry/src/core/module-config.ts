@@ -125,8 +125,6 @@ function readFailureLogs(logging: RetryModuleOptions['logging']): FailureLogs {
   );
 }
 
-export { maskUrl } from './broker-urls.js';
-
 /** `urls`, else `url`, else AMQP_URL (one URL or a comma-separated list), else the default. */
 function readBrokerUrls(options: RetryModuleOptions, env: Environment): string[] {
   if (options.url !== undefined && options.urls !== undefined) {

@@ -80,6 +80,14 @@ const input = (over: Partial<ParkInput> = {}): ParkInput => ({
 });
 
 describe('parkedPublishOptions', () => {
+  it('masks passwords in the exception message and stack: the copy leaves the process', () => {
+    const error = new Error('cannot reach postgres://app:pa/ss@db:5432/orders');
+    const headers = parkedPublishOptions(input({ error })).headers as Record<string, string>;
+    expect(headers['x-exception-message']).toBe('cannot reach postgres://app:***@db:5432/orders');
+    expect(headers['x-exception-stack']).toContain('postgres://app:***@db:5432/orders');
+    expect(JSON.stringify(headers)).not.toContain('pa/ss');
+  });
+
   it('keeps the properties and headers and adds the parking headers', () => {
     const options = parkedPublishOptions(input());
     expect(options).toMatchObject({

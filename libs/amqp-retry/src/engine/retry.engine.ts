@@ -8,6 +8,7 @@ import { errorMessage } from '../core/error-message.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
 import type { IdempotencyStore } from '../core/idempotency-store.js';
 import type { ModuleConfig } from '../core/module-config.js';
+import { maskingLogger } from '../core/credentials.mask.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { ObserverHub } from '../observability/observer-hub.js';
@@ -52,13 +53,17 @@ export class RetryEngine {
   /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
   private stores: IdempotencyStore[] = [];
 
+  /** Every line masked: a log line may quote a broker URL or an error text holding `user:password@`. */
+  private readonly logger: RetryLogger;
+
   constructor(
     private readonly config: ModuleConfig,
-    private readonly logger: RetryLogger,
+    logger: RetryLogger,
     observers: readonly RetryObserver[] = [],
   ) {
-    this.observers = new ObserverHub(observers, logger);
-    this.publishing = new PublishingSide(config, logger, this.observers);
+    this.logger = maskingLogger(logger);
+    this.observers = new ObserverHub(observers, this.logger);
+    this.publishing = new PublishingSide(config, this.logger, this.observers);
   }
 
   /**

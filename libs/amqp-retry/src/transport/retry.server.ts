@@ -5,6 +5,8 @@ import type { ConsumeMessage } from 'amqplib';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import type { DeliveryRoute, RetryPolicy } from '../amqp/retry-delivery.handler.js';
 import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config.readers.js';
+import { maskingLogger } from '../core/credentials.mask.js';
+import type { RetryLogger } from '../core/retry-logger.js';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
@@ -56,7 +58,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   override readonly propagatesEventHandlerErrors = true;
   private readonly moduleConfig: ModuleConfig;
   private readonly events = new EventEmitter();
-  private readonly routeLogger = new Logger('RetryServer');
+  private readonly routeLogger: RetryLogger = maskingLogger(new Logger('RetryServer'));
   private engine?: RetryEngine;
   private table = new Map<string, PatternEntry>();
   private queue?: HandlerConfig;

@@ -1,7 +1,8 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
 import { errorMessage } from '../../core/error-message.js';
 import { ParkedMessages } from '../parked-messages.js';
-import { EXIT, maskCredentials, readFilter } from './cli-input.js';
+import { maskCredentials } from '../../core/credentials.mask.js';
+import { EXIT, readFilter, readUrlFlag } from './cli-input.js';
 import {
   exportCommand,
   listCommand,
@@ -37,7 +38,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   const connect = async (flags: { url?: string; queue?: string; errorQueue?: string }) => {
     // A named queue is known even when no handler recorded it (the target of copies parked without x-original-queue).
     const queues = flags.queue !== undefined ? [{ queue: flags.queue, errorQueue: flags.errorQueue }] : [];
-    parked = await ParkedMessages.connect({ url: flags.url ?? process.env.AMQP_URL, queues });
+    const url = flags.url !== undefined ? readUrlFlag(flags.url, '--url') : readUrlFlag(process.env.AMQP_URL, 'AMQP_URL');
+    parked = await ParkedMessages.connect({ url, queues });
     return parked;
   };
   const program = buildProgram(commander, io, connect, (result) => (code = result));
@@ -57,7 +59,7 @@ function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
     return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
   if (error instanceof CliUsageError) {
-    io.err(`error: ${error.message}`);
+    io.err(`error: ${maskCredentials(error.message)}`);
     return EXIT.usage;
   }
   io.err(`error: ${maskCredentials(errorMessage(error))}`);
