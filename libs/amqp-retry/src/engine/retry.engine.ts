@@ -137,10 +137,13 @@ export class RetryEngine {
     await this.publishing.open();
   }
 
-  /** A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to). */
-  async publishingChannel(purpose: string): Promise<Channel> {
+  /**
+   * A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to).
+   * `expectClose`: the caller provokes broker closes (a passive declare that may 404), which are then not logged.
+   */
+  async publishingChannel(purpose: string, expectClose = false): Promise<Channel> {
     const { connection } = await this.publishing.open();
-    return connection.createChannel(purpose);
+    return connection.createChannel(purpose, expectClose);
   }
 
   /**

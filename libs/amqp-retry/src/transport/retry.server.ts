@@ -101,6 +101,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       if (this.options.engine) await engine.detach([this.queue.queue]);
       else await engine.close();
     }
+    await this.answers?.close(); // after the requests in flight have replied
     this._status$?.next('disconnected');
   }
 
