@@ -159,7 +159,9 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     // With the token, only parking queues of known handler queues may be named: not the business queue itself.
     await app!.close();
     await broker.channel.sendToQueue(queue, Buffer.from('{"id":2}')); // a live message, its handler stopped
-    const reopened = await startHttpApp([], { path: '/retry', allowUnauthenticated: true }); // no handler: the live message stays
+    // No handler: the live message stays. wholeVhost: this application runs no handler, so only a page that looks at
+    // every application's recorded queues may reach the earlier one's parking queue.
+    const reopened = await startHttpApp([], { path: '/retry', allowUnauthenticated: true, wholeVhost: true });
     app = reopened.app;
     const url2 = reopened.url;
     const fresh = tokenOf(await (await fetch(`${url2}/retry`)).text());

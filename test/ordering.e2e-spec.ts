@@ -71,6 +71,56 @@ describe('ordering by key on a real broker', () => {
     expect((await suite.broker.take(`${suite.queue}.error`, 1))[0].properties.headers?.['x-parked-reason']).toBe('exhausted');
   });
 
+  it("'hold' keeps order for messages without a message id: exactly 1..8, the retried one back in its place without a stall", async () => {
+    const Handler = handlerFor(
+      {
+        queue: suite.queue,
+        prefetch: 20,
+        delays: ['300ms'],
+        maxAttempts: 3,
+        ordering: { key: (p) => (p as Step).key, whileRetrying: 'hold', holdGrace: '5s' },
+      },
+      (payload, ctx) => {
+        if ((payload as Step).seq === 3 && ctx.attempt === 1) throw new Error('seq 3 fails once');
+      },
+    );
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    // No messageId: the held message is known by what survives the tiers (its body, properties and first route).
+    for (let seq = 1; seq <= 8; seq++) await suite.broker.publish('', suite.queue, { key: 'k', seq });
+    const handler = handlerOf(suite.app, Handler);
+    await waitFor(() => handler.calls.length === 9, 'nine calls', 15_000);
+    expect(handler.calls.every((c) => c.properties.messageId === undefined)).toBe(true);
+    const order = handler.calls.map((c) => `${(c.payload as Step).seq}.${c.attempt}`);
+    expect(order).toEqual(['1.1', '2.1', '3.1', '3.2', '4.1', '5.1', '6.1', '7.1', '8.1']);
+    const failed = handler.calls[2].at;
+    const next = handler.calls[4].at;
+    // The tier's 300 ms, not the 5 s holdGrace of a hold whose copy was never recognised.
+    expect(next - failed).toBeGreaterThanOrEqual(290);
+    expect(next - failed).toBeLessThan(2_000);
+  });
+
+  it("'hold' without message ids tells a fresh duplicate from the retried copy: the duplicate waits its turn", async () => {
+    let failures = 0;
+    const Handler = handlerFor(
+      {
+        queue: suite.queue,
+        prefetch: 20,
+        delays: ['300ms'],
+        maxAttempts: 3,
+        ordering: { key: (p) => (p as Step).key, whileRetrying: 'hold', holdGrace: '5s' },
+      },
+      (payload, ctx) => {
+        if ((payload as Step).seq === 2 && ctx.attempt === 1 && failures++ === 0) throw new Error('the first copy of seq 2 fails once');
+      },
+    );
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    // Seq 2 is published twice, byte for byte: the second is a new message, not the first's retry.
+    for (const seq of [1, 2, 2, 3]) await suite.broker.publish('', suite.queue, { key: 'k', seq });
+    const handler = handlerOf(suite.app, Handler);
+    await waitFor(() => handler.calls.length === 5, 'five calls', 15_000);
+    expect(handler.calls.map((c) => `${(c.payload as Step).seq}.${c.attempt}`)).toEqual(['1.1', '2.1', '2.2', '2.1', '3.1']);
+  });
+
   it('singleActiveConsumer declares x-single-active-consumer; turning it on for an existing queue fails the start with a 406 named', async () => {
     const Handler = handlerFor({ queue: suite.queue, delays: [100], singleActiveConsumer: true }, () => undefined);
     suite.app = await startApp([Handler], TEST_OPTIONS);

@@ -165,11 +165,11 @@ describe('the amqp-retry CLI, run as a child process', () => {
   });
 
   it('never prints the password of the URL', async () => {
-    const wrong = await cli(['--url', 'amqp://guest:s3cr3t-pw@127.0.0.1:5672', 'parked', 'list']).done;
+    const wrong = await cli(['--url', 'amqp://guest:s3cr3t-pw@127.0.0.1:5672', 'parked', 'list', '--whole-vhost']).done;
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('amqp://guest:***@127.0.0.1:5672');
     expect(wrong.stdout + wrong.stderr).not.toContain('s3cr3t-pw');
-    const refused = await cli(['parked', 'list'], { AMQP_URL: 'amqp://guest:s3cr3t-pw@127.0.0.1:1' }).done;
+    const refused = await cli(['parked', 'list', '--whole-vhost'], { AMQP_URL: 'amqp://guest:s3cr3t-pw@127.0.0.1:1' }).done;
     expect(refused.code).toBe(1);
     expect(refused.stdout + refused.stderr).not.toContain('s3cr3t-pw');
   });

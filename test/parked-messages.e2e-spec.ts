@@ -35,7 +35,8 @@ describe('ParkedMessages on a real broker', () => {
     errorQueue = `${queue}.error`;
     failing = true;
     extraQueues.length = 0;
-    parked = await ParkedMessages.connect({ url: AMQP_URL });
+    // The whole vhost: these tests find handler queues from the registry, as an operator's view does.
+    parked = await ParkedMessages.connect({ url: AMQP_URL, wholeVhost: true });
   });
   afterEach(async () => {
     await parked.close();

@@ -18,8 +18,13 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
-/** A headless Chromium with a fresh profile of its own; `close()` ends it and deletes the profile. */
-export async function launchBrowser(): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
+/**
+ * A headless Chromium with a fresh profile of its own; `close()` ends it and deletes the profile. `httpCredentials`:
+ * what a person would type when the browser asks for HTTP Basic credentials.
+ */
+export async function launchBrowser(
+  options: { httpCredentials?: { username: string; password: string } } = {},
+): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`No Chromium at ${CHROMIUM_PATH}: run bash scripts/ensure-browser.sh (apt-get install chromium), or set CHROMIUM_PATH`);
   }
@@ -29,6 +34,7 @@ export async function launchBrowser(): Promise<{ context: BrowserContext; close:
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1280, height: 900 },
+    ...options,
   });
   return {
     context,

@@ -26,6 +26,7 @@ export { RetryConfigError } from './errors/retry-config.error.js';
 export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
 export { PublishError } from './errors/publish.error.js';
 export { NotConnectedError } from './errors/not-connected.error.js';
+export { ParkedScopeError } from './errors/parked-scope.error.js';
 export { delayLadderPrefix, planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delay.plan.js';
 export { RetryEngine } from './engine/retry.engine.js';
 export type {

@@ -1,5 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
-import { readDelayTarget, withoutDelayDeaths, type DelayTarget, type DelayTopology } from '../core/delay.plan.js';
+import { forwardedExpiration, readDelayTarget, withoutDelayDeaths, type DelayTarget, type DelayTopology } from '../core/delay.plan.js';
 import type { ParkReason } from '../core/delivery.decision.js';
 import { errorMessage } from '../core/error-message.js';
 import { republishProperties } from '../core/message-properties.js';
@@ -14,7 +14,8 @@ import type { Settle } from './queue.consumer.js';
 /**
  * The last step of a delayed delivery: a due message from the ladder's ready queue is published to the exchange and
  * routing key its headers name, as if published now (every exchange type routes it as it would have then), and
- * acked once the broker confirmed the copy. The ladder's dead-letter history is dropped from the copy.
+ * acked once the broker confirmed the copy. The ladder's dead-letter history is dropped from the copy, and the
+ * message's own `expiration`, carried through the ladder in a header, is its property again: it runs from delivery.
  *
  * The copy is mandatory, as an immediate publish is: a message without target headers, whose target exchange no
  * longer exists, or that no queue takes, is parked in the ladder's error queue (`undeliverable`), never dropped. Any
@@ -37,7 +38,9 @@ export class DelayForwardHandler {
       const error = new Error('a delayed message without x-delay-target-exchange/-routing-key headers');
       return this.parkIt(message, settle, 'malformed', error, signal);
     }
-    const copy = { ...republishProperties(message.properties, withoutDelayDeaths(headers, this.ladder.prefix)), mandatory: true };
+    // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
+    const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));
+    const copy = { ...republishProperties(message.properties, kept), ...(expiration !== undefined && { expiration }), mandatory: true };
     const observers = this.observers?.active ? this.observers : undefined;
     let scope: PublishScope | undefined;
     if (observers) {

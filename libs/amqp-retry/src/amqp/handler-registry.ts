@@ -7,6 +7,7 @@ import {
   latestRecords,
   pruneCandidates,
   readHandlerRecord,
+  recordedApplications,
   supersededRecords,
   type HandlerRecord,
 } from '../core/handler-registry.record.js';
@@ -27,20 +28,16 @@ const declareRegistry = (channel: Channel) => channel.assertQueue(HANDLER_REGIST
  * of other queues go back when the channel closes. Should two starts of the same queue race, both records stay until the next
  * start; readers keep the newest of each queue.
  */
-export async function recordHandler(
-  open: ChannelOpener,
-  publisher: ConfirmPublisher,
-  entry: Omit<HandlerRecord, 'recordedAt'>,
-  now = new Date(),
-): Promise<void> {
+export async function recordHandler(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, now = new Date()): Promise<void> {
   const channel = await open();
   try {
     await declareRegistry(channel);
     const seen: GetMessage[] = [];
     for (let message = await channel.get(HANDLER_REGISTRY_QUEUE); message; message = await channel.get(HANDLER_REGISTRY_QUEUE)) seen.push(message);
-    const record: HandlerRecord = { ...entry, recordedAt: now.toISOString() };
-    await publisher.publish('', HANDLER_REGISTRY_QUEUE, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
     const records = seen.map((message) => readHandlerRecord(message.content));
+    const { application, ...fields } = entry;
+    const record: HandlerRecord = { ...fields, applications: recordedApplications(records, entry.queue, application), recordedAt: now.toISOString() };
+    await publisher.publish('', HANDLER_REGISTRY_QUEUE, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
     for (const index of supersededRecords(records, entry.queue)) channel.ack(seen[index]);
     for (const index of pruneCandidates(records, entry.queue)) {
       const { queue, errorQueue } = records[index] as HandlerRecord;
@@ -51,12 +48,16 @@ export async function recordHandler(
   }
 }
 
-/** The record of a handler queue. */
-export const handlerEntry = (config: HandlerConfig): Omit<HandlerRecord, 'recordedAt'> => ({
+/** What a start records of a queue that parks: the record's fields, and the name of the application that runs it. */
+export type HandlerEntry = Omit<HandlerRecord, 'recordedAt' | 'applications'> & { application?: string };
+
+/** The record of a handler queue of the application named `application` (RetryModule option), if named. */
+export const handlerEntry = (config: HandlerConfig, application?: string): HandlerEntry => ({
   queue: config.queue,
   errorQueue: config.errorQueue,
   tiers: tierQueues(config),
   queueType: config.queueType === 'quorum' ? 'quorum' : 'classic',
+  ...(application !== undefined && { application }),
 });
 
 /**
@@ -64,12 +65,7 @@ export const handlerEntry = (config: HandlerConfig): Omit<HandlerRecord, 'record
  * failure (a user allowed to configure only its own queues, a registry declared otherwise) must not stop a start,
  * since the record only helps tools find a queue that `--queue` can name as well.
  */
-export async function recordOrWarn(
-  open: ChannelOpener,
-  publisher: ConfirmPublisher,
-  entry: Omit<HandlerRecord, 'recordedAt'>,
-  logger: RetryLogger,
-): Promise<void> {
+export async function recordOrWarn(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, logger: RetryLogger): Promise<void> {
   try {
     await recordHandler(open, publisher, entry);
   } catch (error) {

@@ -3,12 +3,15 @@ import { seededRandom } from '../testing/seeded-random.js';
 import {
   assertValidDelay,
   DELAY_DUE_AT_HEADER,
+  DELAY_EXPIRATION_HEADER,
   DELAY_LADDER,
   DELAY_MS_HEADER,
   DELAY_TARGET_EXCHANGE_HEADER,
   DELAY_TARGET_ROUTING_KEY_HEADER,
   delayLevels,
   type DelayTopology,
+  forwardedExpiration,
+  ladderProperties,
   MAX_DELAY_MS,
   planDelayedPublish,
   planDelayTopology,
@@ -362,5 +365,39 @@ describe('readDelay', () => {
   ])('rejects %p with a RangeError naming it and the range', (delay, message) => {
     expect(() => readDelay(delay)).toThrow(RangeError);
     expect(() => readDelay(delay)).toThrow(message);
+  });
+});
+
+describe('an expiration through the ladder', () => {
+  const plan = planDelayedPublish(3000, target, NOW);
+  const headers = plan.kind === 'ladder' ? plan.headers : (undefined as never);
+
+  it('leaves the ladder copy without expiration, carried in a header instead, persistent and mandatory', () => {
+    const properties = { expiration: '200', persistent: false, messageId: 'm', headers: { tenant: 'acme' } };
+    const copy = ladderProperties(properties, headers);
+    expect(copy.expiration).toBeUndefined();
+    expect(copy).toMatchObject({ persistent: true, mandatory: true, messageId: 'm' });
+    expect(copy.headers).toEqual({ tenant: 'acme', ...headers, [DELAY_EXPIRATION_HEADER]: '200' });
+    expect(properties).toEqual({ expiration: '200', persistent: false, messageId: 'm', headers: { tenant: 'acme' } }); // untouched
+  });
+
+  it('carries a numeric expiration as digits, and none when there is none (a stale header of the caller is dropped)', () => {
+    expect(ladderProperties({ expiration: 50 }, headers).headers?.[DELAY_EXPIRATION_HEADER]).toBe('50');
+    const copy = ladderProperties({ headers: { [DELAY_EXPIRATION_HEADER]: '10' } }, headers);
+    expect(copy.headers).toEqual({ ...headers });
+  });
+
+  it.each([['-1'], ['soon'], ['1.5'], [''], [-5], [2 ** 32], [Number.NaN], [{}]])('refuses an expiration of %p with a RangeError', (expiration) => {
+    expect(() => ladderProperties({ expiration: expiration as string }, headers)).toThrow(RangeError);
+  });
+
+  it('restores the carried expiration as the property and drops its header', () => {
+    expect(forwardedExpiration({ tenant: 'acme', [DELAY_EXPIRATION_HEADER]: '200' })).toEqual({ headers: { tenant: 'acme' }, expiration: '200' });
+    expect(forwardedExpiration({ tenant: 'acme' })).toEqual({ headers: { tenant: 'acme' } });
+  });
+
+  it('delivers without an expiration when the carried one is malformed (a message published by another client)', () => {
+    for (const bad of ['-3', 'x', 7.5, Buffer.from('200'), null])
+      expect(forwardedExpiration({ [DELAY_EXPIRATION_HEADER]: bad, a: 1 })).toEqual({ headers: { a: 1 } });
   });
 });

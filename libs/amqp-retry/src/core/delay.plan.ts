@@ -21,7 +21,9 @@
  *   adding about as much rounding.
  */
 
+import type { Options } from 'amqplib';
 import { type Duration, MAX_TTL_MS, parseDuration } from './duration.js';
+import { readExpiration } from './message-properties.js';
 import type { QueueType } from './retry-options.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from './topology.types.js';
 
@@ -58,6 +60,11 @@ export const DELAY_TARGET_ROUTING_KEY_HEADER = 'x-delay-target-routing-key';
 export const DELAY_MS_HEADER = 'x-delay-ms';
 /** Header holding when the message is due (publish time + delay), as an ISO 8601 string. */
 export const DELAY_DUE_AT_HEADER = 'x-delay-due-at';
+/**
+ * Header carrying a delayed message's own `expiration` through the ladder, where the property itself would expire the
+ * message in its first level, early; the forwarder puts it back as the property of the message it delivers.
+ */
+export const DELAY_EXPIRATION_HEADER = 'x-delay-expiration';
 
 /** Headers the library adds to a message it sends through the ladder. */
 export interface DelayHeaders {
@@ -228,8 +235,8 @@ export function planDelayTopology(configuredPrefix: string = DELAY_LADDER.prefix
  * Where to publish a message due in `delayMs`: for 0, straight to the target; otherwise into the ladder,
  * at the exchange of the highest nonzero digit (the zero positions above it have nothing to do), with
  * the digits as the routing key and the target in headers.
- * The message must carry no `expiration`: a per-message TTL shorter than a level's would dead-letter it
- * early. Throws a RangeError for an invalid delay.
+ * The message must carry no `expiration` (see ladderProperties): a per-message TTL shorter than a level's would
+ * dead-letter it early. Throws a RangeError for an invalid delay.
  * @example
  * planDelayedPublish(1500, { exchange: 'orders', routingKey: 'order.created' }, Date.now())
  * // { kind: 'ladder', exchange: 'amqp-retry.delay.v1.p03', routingKey: '0.0.0.0.0.0.0.2.7.3.4', headers: {...} }
@@ -251,6 +258,38 @@ export function planDelayedPublish(delayMs: number, target: DelayTarget, nowMs: 
       [DELAY_DUE_AT_HEADER]: new Date(nowMs + delayMs).toISOString(),
     },
   };
+}
+
+/**
+ * The properties to send a delayed message into the ladder with: persistent (it may wait for weeks), the plan's headers
+ * over the caller's, and no `expiration`. A per-message TTL would count in the ladder: the message would leave its
+ * first level after that TTL instead of the level's, and arrive early. It rides in DELAY_EXPIRATION_HEADER instead and
+ * applies from delivery (see forwardedExpiration). The caller's object is left as it was. Throws a RangeError for a
+ * malformed expiration (see readExpiration).
+ */
+export function ladderProperties(properties: Options.Publish, headers: DelayHeaders): Options.Publish {
+  const { expiration, ...rest } = properties;
+  const kept = readExpiration(expiration);
+  // The library's header only: one the caller's headers carry (a copy of a delivered message) must not come back.
+  const { [DELAY_EXPIRATION_HEADER]: _stale, ...own } = { ...properties.headers, ...headers } as Record<string, unknown>;
+  void _stale;
+  return { ...rest, persistent: true, mandatory: true, headers: kept === undefined ? own : { ...own, [DELAY_EXPIRATION_HEADER]: kept } };
+}
+
+/**
+ * What the forwarder delivers a due message with: its headers without DELAY_EXPIRATION_HEADER, and the expiration
+ * that header carried, restored as the property (undefined when there was none, or when it is malformed: a message
+ * published by another client must still be delivered, and without a TTL nothing is lost).
+ */
+export function forwardedExpiration(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; expiration?: string } {
+  const { [DELAY_EXPIRATION_HEADER]: carried, ...rest } = headers;
+  let expiration: string | undefined;
+  try {
+    expiration = readExpiration(carried);
+  } catch {
+    expiration = undefined;
+  }
+  return expiration === undefined ? { headers: rest } : { headers: rest, expiration };
 }
 
 /** The target a due message names in its headers, or undefined if they are missing or malformed. */

@@ -1,10 +1,19 @@
-import { latestRecords, pruneCandidates, readHandlerRecord, supersededRecords, type HandlerRecord } from './handler-registry.record.js';
+import {
+  latestRecords,
+  MAX_RECORDED_APPLICATIONS,
+  pruneCandidates,
+  readHandlerRecord,
+  recordedApplications,
+  supersededRecords,
+  type HandlerRecord,
+} from './handler-registry.record.js';
 
 const record = (queue: string, over: Partial<HandlerRecord> = {}): HandlerRecord => ({
   queue,
   errorQueue: `${queue}.error`,
   tiers: [`${queue}.retry.1.1s.abc`],
   queueType: 'classic',
+  applications: [],
   recordedAt: '2026-01-01T00:00:00.000Z',
   ...over,
 });
@@ -26,8 +35,32 @@ describe('handler registry records', () => {
       errorQueue: 'q.err',
       tiers: ['t'],
       queueType: 'classic',
+      applications: [],
       recordedAt: '',
     });
+  });
+
+  it('reads the applications of a record, each once, bounded, and none from a record written before they were', () => {
+    const read = (applications: unknown) =>
+      readHandlerRecord(Buffer.from(JSON.stringify({ queue: 'q', errorQueue: 'e', applications })))?.applications;
+    expect(read(['a', 'b', 'a', '', 7, null])).toEqual(['a', 'b']);
+    expect(read('a')).toEqual([]);
+    expect(read(undefined)).toEqual([]);
+    expect(read(Array.from({ length: 40 }, (_, i) => `app-${i}`))).toHaveLength(MAX_RECORDED_APPLICATIONS);
+  });
+
+  it("names the starting application first, then those of the queue's earlier records, newest first", () => {
+    const earlier = [
+      record('ladder', { applications: ['a'] }),
+      record('other', { applications: ['x'] }),
+      record('ladder', { applications: ['b', 'a'] }),
+    ];
+    expect(recordedApplications(earlier, 'ladder', 'c')).toEqual(['c', 'b', 'a']);
+    expect(recordedApplications(earlier, 'ladder', 'a')).toEqual(['a', 'b']);
+    expect(recordedApplications(earlier, 'ladder', undefined)).toEqual(['b', 'a']);
+    expect(recordedApplications([undefined, record('q')], 'q', undefined)).toEqual([]);
+    const many = [record('q', { applications: Array.from({ length: 16 }, (_, i) => `app-${i}`) })];
+    expect(recordedApplications(many, 'q', 'new')).toEqual(['new', ...Array.from({ length: 15 }, (_, i) => `app-${i}`)]);
   });
 
   it('keeps the newest record of each queue', () => {

@@ -11,9 +11,18 @@ export interface HandlerRecord {
   /** The tier queues of the newest start, tier 1 first. */
   tiers: string[];
   queueType: 'classic' | 'quorum';
+  /**
+   * The applications (RetryModule option `application`) whose starts recorded the queue, the newest first: one for a
+   * handler queue, every application that shares it for a shared one (the default delay ladder's). Empty in records
+   * written by versions without it, or by starts without an application name.
+   */
+  applications: string[];
   /** ISO time of the start that wrote it. */
   recordedAt: string;
 }
+
+/** Application names a record keeps: enough for the applications sharing a ladder, bounded against a flood of names. */
+export const MAX_RECORDED_APPLICATIONS = 16;
 
 const isString = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
 
@@ -22,13 +31,14 @@ export function readHandlerRecord(content: Buffer): HandlerRecord | undefined {
   try {
     const parsed: unknown = JSON.parse(content.toString('utf8'));
     if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const { queue, errorQueue, tiers, queueType, recordedAt } = parsed as Record<string, unknown>;
+    const { queue, errorQueue, tiers, queueType, applications, recordedAt } = parsed as Record<string, unknown>;
     if (!isString(queue) || !isString(errorQueue)) return undefined;
     return {
       queue,
       errorQueue,
       tiers: Array.isArray(tiers) ? tiers.filter(isString) : [],
       queueType: queueType === 'quorum' ? 'quorum' : 'classic',
+      applications: Array.isArray(applications) ? [...new Set(applications.filter(isString))].slice(0, MAX_RECORDED_APPLICATIONS) : [],
       recordedAt: isString(recordedAt) ? recordedAt : '',
     };
   } catch {
@@ -61,4 +71,14 @@ export const PRUNE_CHECKS_PER_START = 10;
  */
 export function pruneCandidates(contents: readonly (HandlerRecord | undefined)[], queue: string, max = PRUNE_CHECKS_PER_START): number[] {
   return contents.flatMap((record, index) => (record !== undefined && record.queue !== queue ? [index] : [])).slice(0, max);
+}
+
+/**
+ * The applications a new record of `queue` names: `mine` (if any) first, then those of the queue's earlier records,
+ * newest first, each once, at most MAX_RECORDED_APPLICATIONS. So a queue several applications share (the default delay
+ * ladder) stays known to each of them, whichever started last.
+ */
+export function recordedApplications(contents: readonly (HandlerRecord | undefined)[], queue: string, mine: string | undefined): string[] {
+  const earlier = contents.flatMap((record) => (record?.queue === queue ? [record.applications] : [])).reverse();
+  return [...new Set([...(mine === undefined ? [] : [mine]), ...earlier.flat()])].slice(0, MAX_RECORDED_APPLICATIONS);
 }

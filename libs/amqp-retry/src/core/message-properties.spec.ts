@@ -1,5 +1,5 @@
 import type { MessageProperties } from 'amqplib';
-import { republishProperties } from './message-properties.js';
+import { MAX_EXPIRATION_MS, readExpiration, republishProperties } from './message-properties.js';
 
 describe('republishProperties', () => {
   const properties: MessageProperties = {
@@ -34,4 +34,22 @@ describe('republishProperties', () => {
       appId: 'app',
     });
   });
+});
+
+describe('readExpiration', () => {
+  it('takes whole milliseconds from 0 to 2^32 - 1, as a number or digits, and gives digits', () => {
+    expect(readExpiration(undefined)).toBeUndefined();
+    expect(readExpiration(0)).toBe('0');
+    expect(readExpiration('200')).toBe('200');
+    expect(readExpiration('0200')).toBe('200');
+    expect(readExpiration(MAX_EXPIRATION_MS)).toBe(String(MAX_EXPIRATION_MS));
+  });
+
+  it.each([[-1], [1.5], [2 ** 32], [Number.POSITIVE_INFINITY], ['-1'], [' 1'], ['1e3'], [''], ['99999999999'], [true]])(
+    'refuses %p with a RangeError that names it and the range',
+    (value) => {
+      expect(() => readExpiration(value)).toThrow(RangeError);
+      expect(() => readExpiration(value)).toThrow(/from 0 to 4294967295/);
+    },
+  );
 });

@@ -20,3 +20,24 @@ export function republishProperties(properties: MessageProperties, headers: Reco
     appId: properties.appId,
   };
 }
+
+/** The largest per-message TTL RabbitMQ takes: its expiry timers' limit (as for delays, MAX_DELAY_MS). */
+export const MAX_EXPIRATION_MS = 2 ** 32 - 1;
+
+/**
+ * A publish's `expiration` as the broker takes it: a whole number of milliseconds from 0 to MAX_EXPIRATION_MS, as a
+ * string of digits; undefined when none is given. Anything else throws a RangeError naming the value, before anything
+ * is published: the broker would close the channel (406) on a malformed one, and a delayed copy carrying one could
+ * never be forwarded.
+ * @example readExpiration(200) // '200'
+ */
+export function readExpiration(expiration: unknown): string | undefined {
+  if (expiration === undefined || expiration === null) return undefined;
+  const text = typeof expiration === 'number' ? String(expiration) : expiration;
+  if (typeof text === 'string' && /^\d{1,10}$/.test(text) && Number(text) <= MAX_EXPIRATION_MS) return String(Number(text));
+  const shown = typeof expiration === 'string' ? `"${expiration}"` : typeof expiration === 'number' ? String(expiration) : `(a ${typeof expiration})`;
+  throw new RangeError(
+    `Invalid expiration ${shown}: a per-message expiration is a whole number of milliseconds from 0 to ${MAX_EXPIRATION_MS}, ` +
+      `as a number or a string of digits ('60000').`,
+  );
+}

@@ -26,6 +26,15 @@ describe('resolveModuleConfig', () => {
     });
   });
 
+  it('takes the application name from the option or RETRY_APPLICATION, trimmed, and refuses what is not printable text', () => {
+    expect(resolveModuleConfig({ application: ' orders-service ' }).application).toBe('orders-service');
+    expect(resolveModuleConfig({}, { RETRY_APPLICATION: 'billing' }).application).toBe('billing');
+    expect(resolveModuleConfig({ application: 'mine' }, { RETRY_APPLICATION: 'billing' }).application).toBe('mine');
+    expect(resolveModuleConfig().application).toBeUndefined();
+    for (const bad of ['', '  ', 'a\nb', 'x'.repeat(201), 42])
+      expect(() => resolveModuleConfig({ application: bad as string })).toThrow(/RetryModule option "application" is .*printable text of 1 to 200/);
+  });
+
   it('reads the time limits from the environment and refuses 0', () => {
     const config = resolveModuleConfig({}, { RETRY_CONFIRM_TIMEOUT: '2s', RETRY_CONNECT_TIMEOUT: '750ms' });
     expect(config).toMatchObject({ confirmTimeoutMs: 2_000, connectTimeoutMs: 750 });

@@ -28,6 +28,8 @@ export interface ModuleConfig {
   prefetch: number;
   queueType: QueueType;
   connectionName?: string;
+  /** The name recorded with the handler queues (RetryModuleOptions.application), if given. */
+  application?: string;
   /** The delay ladder's configured prefix, or undefined when delayed delivery is off. */
   delayPrefix?: string;
   /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
@@ -141,6 +143,24 @@ function readBrokerUrls(options: RetryModuleOptions, env: Environment): string[]
   return raw.includes(',') ? readUrlList(raw, 'environment variable AMQP_URL') : [readUrl(raw.trim(), 'environment variable AMQP_URL')];
 }
 
+/** Longest application name: it is stored in every registry record of the application's queues. */
+export const MAX_APPLICATION_NAME = 200;
+
+/** The application name, if given: printable text (no control characters), trimmed, at most MAX_APPLICATION_NAME characters. */
+function readApplication(source: { value: unknown; key: string } | undefined): string | undefined {
+  if (source === undefined) return undefined;
+  const { value, key } = source;
+  // eslint-disable-next-line no-control-regex
+  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_APPLICATION_NAME || /[\u0000-\u001f\u007f-\u009f]/.test(value)) {
+    throw new RetryConfigError(
+      key,
+      `is ${typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value}`,
+      `Give the application's name as printable text of 1 to ${MAX_APPLICATION_NAME} characters, e.g. 'orders-service'.`,
+    );
+  }
+  return value.trim();
+}
+
 /**
  * Resolves the module configuration: each option from `options` if given, else from `env`, else the default;
  * throws RetryConfigError naming the option or variable at fault. Never mutates `options`.
@@ -166,6 +186,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
     queueType: moduleQueueType,
     connectionName: options.connectionName,
+    application: readApplication(pick(options, env, 'application', 'RETRY_APPLICATION')),
     delayPrefix: readDelayPrefix(options.delayedDelivery),
     delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect ?? {}),

@@ -31,6 +31,12 @@ export interface RetryModuleOptions {
   queueType?: QueueType;
   /** The connection's name in the management UI and `rabbitmqctl list_connections`; default `nestjs-amqp-retry (pid <pid>)`. */
   connectionName?: string;
+  /**
+   * The application's name, recorded with its handler queues on the broker, so that `amqp-retry parked --app <name>`
+   * finds them (and no other application's). Env `RETRY_APPLICATION`; default none (the queues are then found by
+   * name, `--queue`). Printable text, at most 200 characters.
+   */
+  application?: string;
   /** Spacing of reconnection attempts after a connection loss: capped exponential backoff with 20% jitter. */
   reconnect?: { initialDelay?: Duration; maxDelay?: Duration };
   /**

@@ -51,6 +51,8 @@ export interface HandlerRuntimeDeps {
   logger: RetryLogger;
   resume: ReconnectPolicy;
   observers?: ObserverHub;
+  /** The application's name, recorded with the handler's queue in the registry (RetryModuleOptions.application). */
+  application?: string;
 }
 
 /** Whether one queue is consumed, for health checks. */
@@ -140,7 +142,7 @@ export class HandlerRuntime {
     await recordOrWarn(
       () => this.deps.connection.createChannel('handler registry', true),
       this.deps.recordPublisher,
-      handlerEntry(config),
+      handlerEntry(config, this.deps.application),
       this.deps.logger,
     );
   }

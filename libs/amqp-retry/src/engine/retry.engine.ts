@@ -3,12 +3,15 @@ import type { AmqpConnection } from '../amqp/amqp-connection.js';
 import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
 import { MessageParker, isMissingTarget } from '../amqp/message.parker.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { delayLadderPrefix, planDelayedPublish } from '../core/delay.plan.js';
+import { delayLadderPrefix, ladderProperties, planDelayedPublish, planDelayTopology } from '../core/delay.plan.js';
 import { errorMessage } from '../core/error-message.js';
+import { readExpiration } from '../core/message-properties.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
 import type { IdempotencyStore } from '../core/idempotency-store.js';
 import type { ModuleConfig } from '../core/module-config.js';
 import { maskingLogger } from '../core/credentials.mask.js';
+import type { ScopeQueue } from '../core/parked-scope.js';
+import { tierQueues } from '../core/retry-topology.plan.js';
 import type { RetryLogger } from '../core/retry-logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { ObserverHub } from '../observability/observer-hub.js';
@@ -52,6 +55,8 @@ export class RetryEngine {
   private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
   /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
   private stores: IdempotencyStore[] = [];
+  /** The delay ladder's queue names, for parkingQueues(). */
+  private ladderNames?: { readyQueue: string; errorQueue: string };
 
   /** Every line masked: a log line may quote a broker URL or an error text holding `user:password@`. */
   private readonly logger: RetryLogger;
@@ -75,6 +80,7 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
     const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
     const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+    readExpiration(properties.expiration); // a malformed one is a RangeError here, not a channel closed by the broker
     if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
     const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
     const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
@@ -101,7 +107,7 @@ export class RetryEngine {
   ): Promise<void> {
     const { publisher } = await this.publishing.open();
     if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
-    const delayed = { ...properties, persistent: true, mandatory: true, headers: { ...properties.headers, ...plan.headers } };
+    const delayed = ladderProperties(properties, plan.headers);
     await this.publishing.delayLadder();
     try {
       await publisher.publish(plan.exchange, plan.routingKey, content, delayed);
@@ -134,6 +140,7 @@ export class RetryEngine {
 
   /** Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
   async connectPublisher(): Promise<void> {
+    if (this.closed) throw new NotConnectedError('the application has shut down');
     await this.publishing.open();
   }
 
@@ -142,6 +149,7 @@ export class RetryEngine {
    * `expectClose`: the caller provokes broker closes (a passive declare that may 404), which are then not logged.
    */
   async publishingChannel(purpose: string, expectClose = false): Promise<Channel> {
+    if (this.closed) throw new NotConnectedError('the application has shut down');
     const { connection } = await this.publishing.open();
     return connection.createChannel(purpose, expectClose);
   }
@@ -176,6 +184,22 @@ export class RetryEngine {
     const leaving = this.attached.filter((r) => queues.includes(r.queue));
     this.attached = this.attached.filter((r) => !leaving.includes(r));
     await Promise.all(leaving.map((r) => r.stop(this.config.shutdownTimeoutMs)));
+  }
+
+  /**
+   * The queues that park in this engine, as it runs them now: each handler's (decorated, and the transport's queues
+   * attached) with its parking queue and tiers, and the delay ladder's ready queue with its error queue when delays
+   * are on. What this application's parked-messages page and ParkedMessages may see.
+   */
+  parkingQueues(): ScopeQueue[] {
+    const handlers = this.allRuntimes.map(({ handler: { config } }) => ({
+      queue: config.queue,
+      errorQueue: config.errorQueue,
+      tiers: tierQueues(config),
+    }));
+    if (this.config.delayPrefix === undefined) return handlers;
+    const { readyQueue, errorQueue } = (this.ladderNames ??= planDelayTopology(this.config.delayPrefix, this.config.delayQueueType));
+    return [...handlers, { queue: readyQueue, errorQueue, tiers: [] }];
   }
 
   /** Each connection and each consumer, for a health check. */
@@ -214,7 +238,8 @@ export class RetryEngine {
         const { forwarder } = await this.publishing.open();
         const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
         // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
-        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: ladder.queueType };
+        const { application } = this.config;
+        const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: ladder.queueType, application };
         await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
         const park = { errorQueue: ladder.errorQueue, redeclare };
         const forward = new DelayForwardHandler(ladder, forwarder, parker, park, this.logger, observers);
@@ -282,7 +307,8 @@ export class RetryEngine {
   private async runtimeDeps(): Promise<HandlerRuntimeDeps> {
     const { connection, parker } = await this.consumingDeps();
     const { logger, observers } = this;
-    return { connection, parker, recordPublisher: parker.publisher, logger, resume: this.config.reconnect, observers };
+    const { application, reconnect: resume } = this.config;
+    return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application };
   }
 
   /**

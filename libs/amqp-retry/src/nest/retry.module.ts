@@ -39,9 +39,11 @@ import { RetryPublisher } from './retry.publisher.js';
     },
     {
       provide: ParkedMessages,
-      // Connects on first use, with a connection of its own: an application that never inspects pays nothing.
-      useFactory: (config: ModuleConfig) => new ParkedMessages({ url: config.urls.join(',') }),
-      inject: [RETRY_MODULE_CONFIG],
+      // Connects on first use, with a connection of its own: an application that never inspects pays nothing. It sees
+      // this application's queues only, as its engine runs them at each call: never another application's.
+      useFactory: (config: ModuleConfig, engine: RetryEngine) =>
+        new ParkedMessages({ url: config.urls.join(',') }, { own: () => engine.parkingQueues() }),
+      inject: [RETRY_MODULE_CONFIG, RetryEngine],
     },
     RetryHandlerExplorer,
     RetryOrchestrator,

@@ -16,6 +16,12 @@ export interface PublishOptions {
   messageId?: string;
   /** Default: true. A delayed message waits persistent in the ladder whatever this says, and is delivered with it. */
   persistent?: boolean;
+  /**
+   * A per-message TTL in milliseconds (the AMQP `expiration` property): the broker drops (or dead-letters) the message
+   * if it waits longer in its queue. For a delayed message it runs from delivery, after the delay, never during it.
+   * A whole number from 0 to 2^32 - 1 (a number or a string of digits); anything else is a RangeError.
+   */
+  expiration?: number | string;
 }
 
 /** Publishes JSON messages on a confirm channel of the module's publishing connection, now or after a delay. */
@@ -44,6 +50,7 @@ export class RetryPublisher {
       persistent: options.persistent ?? true,
       messageId: options.messageId ?? randomUUID(),
       headers: options.headers,
+      ...(options.expiration !== undefined && { expiration: options.expiration }),
     };
     await this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
   }

@@ -4,6 +4,16 @@ import { errorMessage } from '../core/error-message.js';
 import type { HandlerRecord } from '../core/handler-registry.record.js';
 import { readUrl, readUrlList } from '../core/broker-urls.js';
 import { maskCredentials } from '../core/credentials.mask.js';
+import {
+  describeScope,
+  mayUseParkingQueue,
+  namesNothing,
+  parkingQueueOf,
+  queuesInScope,
+  type ParkedScope,
+  type ScopeQueue,
+} from '../core/parked-scope.js';
+import { ParkedScopeError } from '../errors/parked-scope.error.js';
 import { matchesFilter, replayPublishOptions, summarize, toJsonLine } from '../core/parked-view.js';
 import { ConfirmWindow } from './confirm.window.js';
 import { browseParked, publishToQueue, type BrowsedMessage } from './parked-queue.browser.js';
@@ -29,14 +39,30 @@ const EXPORT_BUFFER = 256;
 /** Longest wait for a parking queue to take back a walk's messages (someone else may be consuming it). */
 const GIVE_BACK_MS = 3000;
 
-/** A handler queue and where it parks, from the registry or the options. */
-type KnownQueue = Pick<HandlerRecord, 'queue' | 'errorQueue' | 'tiers'>;
+/** What instances made from one another share: the connection, and the order of the walks of each parking queue. */
+interface Session {
+  model?: Promise<ChannelModel>;
+  readonly locks: Map<string, Promise<unknown>>;
+}
+
+/**
+ * How RetryModule makes the instance it provides; not for applications. `own`: the queues the application's engine
+ * runs, read at each call.
+ */
+export interface ParkedMessagesInternals {
+  own?: () => readonly ScopeQueue[];
+  session?: Session;
+}
 
 /**
  * Inspect, replay, purge and export the messages parked by the retry handlers. Usable without Nest
- * (`await ParkedMessages.connect({ url })`) and injectable where `RetryModule` is imported. It opens a connection of
- * its own on first use and finds the parking queues from the records running handlers leave on the broker (and
- * `options.queues`).
+ * (`await ParkedMessages.connect({ url, application: 'orders-service' })`) and injectable where `RetryModule` is
+ * imported. It opens a connection of its own on first use and finds the parking queues from the records running
+ * handlers leave on the broker and from its options.
+ *
+ * It sees only its scope (ParkedMessagesOptions): the one RetryModule provides sees that application's handler
+ * queues and delay ladder, `wholeVhost()` gives a view of every application's. A call that names a queue outside the
+ * scope throws ParkedScopeError before it reads or changes anything.
  *
  * Browsing takes each message without acking it and gives it back (closing its channel): nothing is lost, copied or
  * reordered. A replay publishes a fresh copy to the queue the message failed in, waits for the broker's confirm, and
@@ -44,10 +70,29 @@ type KnownQueue = Pick<HandlerRecord, 'queue' | 'errorQueue' | 'tiers'>;
  * holds the messages it has taken, so a concurrent walk would not see them).
  */
 export class ParkedMessages {
-  private model?: Promise<ChannelModel>;
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly session: Session;
+  /** The scope as given; the application's own queues are read at each call (currentScope). */
+  private readonly scope: Omit<ParkedScope, 'own'>;
 
-  constructor(private readonly options: ParkedMessagesOptions = {}) {}
+  constructor(
+    private readonly options: ParkedMessagesOptions = {},
+    private readonly internals: ParkedMessagesInternals = {},
+  ) {
+    this.session = internals.session ?? { locks: new Map() };
+    this.scope = {
+      named: (options.queues ?? []).map((entry) => (typeof entry === 'string' ? { queue: entry } : entry)),
+      applications: options.application === undefined ? [] : [options.application],
+      wholeVhost: options.wholeVhost === true,
+    };
+  }
+
+  /**
+   * A view of every handler queue recorded on the vhost, on this instance's connection: for an operator's page that
+   * looks after every application (RetryDashboardModule option `wholeVhost`).
+   */
+  wholeVhost(): ParkedMessages {
+    return new ParkedMessages({ ...this.options, wholeVhost: true }, { ...this.internals, session: this.session });
+  }
 
   /** Connects now (a wrong URL fails here rather than at the first call). */
   static async connect(options: ParkedMessagesOptions = {}): Promise<ParkedMessages> {
@@ -57,7 +102,7 @@ export class ParkedMessages {
   }
 
   /**
-   * Every known handler queue with the depths of its queue, its tiers and its parking queue. A record whose handler
+   * Every handler queue in scope with the depths of its queue, its tiers and its parking queue. A record whose handler
    * queue and parking queue were both deleted since is left out.
    */
   async queues(): Promise<HandlerQueueState[]> {
@@ -74,9 +119,14 @@ export class ParkedMessages {
     return states.filter((state) => state.messages >= 0 || state.parked >= 0);
   }
 
-  /** The parking queue of a handler queue: as recorded by its handler (or given in the options), else `<queue>.error`. */
+  /**
+   * The parking queue of a handler queue in scope: as its engine runs it, given in the options or recorded by its
+   * handler; for the whole vhost, `<queue>.error` when nothing says otherwise. Throws ParkedScopeError out of scope.
+   */
   async errorQueueOf(queue: string): Promise<string> {
-    return (await this.known()).find((q) => q.queue === queue)?.errorQueue ?? `${queue}.error`;
+    const errorQueue = parkingQueueOf(this.currentScope(), await this.known(), queue);
+    if (errorQueue === undefined) throw this.outOfScope(queue, 'handler queue');
+    return errorQueue;
   }
 
   /** How many parked messages match, by reason and by exception message. */
@@ -101,6 +151,7 @@ export class ParkedMessages {
 
   /** One parked message by id, or undefined. */
   async show(errorQueue: string, id: string): Promise<ParkedMessageView | undefined> {
+    await this.checkParkingQueue(errorQueue);
     return this.walk(errorQueue, async (messages) => {
       for await (const browsed of messages) if (!browsed.duplicate && browsed.view.id === id) return browsed.view;
       return undefined;
@@ -117,6 +168,7 @@ export class ParkedMessages {
   async replay(selection: ParkedSelection, options: OperationOptions = {}): Promise<ReplayResult> {
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
     const replayed = new Set<string>();
+    await this.checkParkingQueue(selection.errorQueue);
     await this.walk(
       selection.errorQueue,
       async (messages, walk) => {
@@ -157,6 +209,7 @@ export class ParkedMessages {
   async editAndReplay(errorQueue: string, id: string, body: string | Buffer, options: EditReplayOptions = {}): Promise<ReplayResult> {
     const content = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
+    await this.checkParkingQueue(errorQueue);
     await this.walk(errorQueue, async (messages, walk) => {
       for await (const browsed of messages) {
         if (browsed.duplicate || browsed.view.id !== id) continue;
@@ -175,6 +228,7 @@ export class ParkedMessages {
   async purge(selection: ParkedSelection, options: OperationOptions = {}): Promise<PurgeResult> {
     const result: PurgeResult = { matched: 0, purged: 0, dryRun: options.dryRun === true };
     const purged = new Set<string>();
+    await this.checkParkingQueue(selection.errorQueue);
     await this.walk(
       selection.errorQueue,
       async (messages, walk) => {
@@ -203,6 +257,7 @@ export class ParkedMessages {
    * reader (at most EXPORT_BUFFER lines ahead), and stops, giving every message back, when the reader stops early.
    */
   async *export(selection: ParkedSelection, options: OperationOptions = {}): AsyncIterable<string> {
+    await this.checkParkingQueue(selection.errorQueue);
     const lines: string[] = [];
     let stopped = false;
     let finished = false;
@@ -243,9 +298,10 @@ export class ParkedMessages {
     if (failure !== undefined) throw failure;
   }
 
+  /** Closes the connection (shared with the views made from this instance). */
   async close(): Promise<void> {
-    const model = this.model;
-    this.model = undefined;
+    const model = this.session.model;
+    this.session.model = undefined;
     if (model) await (await model.catch(() => undefined))?.close().catch(() => undefined);
   }
 
@@ -278,23 +334,24 @@ export class ParkedMessages {
   }
 
   private connection(): Promise<ChannelModel> {
-    if (!this.model) {
+    const { session } = this;
+    if (!session.model) {
       const opening = this.connectAny().then(
         (model) => {
           model.on('error', () => undefined); // reported through the calls that fail
           model.on('close', () => {
-            if (this.model === opening) this.model = undefined; // the next call connects again
+            if (session.model === opening) session.model = undefined; // the next call connects again
           });
           return model;
         },
         (error: unknown) => {
-          this.model = undefined;
+          session.model = undefined;
           throw error;
         },
       );
-      this.model = opening;
+      session.model = opening;
     }
-    return this.model;
+    return session.model;
   }
 
   private async channel(): Promise<Channel> {
@@ -317,24 +374,50 @@ export class ParkedMessages {
     }
   }
 
-  /** The recorded handler queues and those the options name; an option's errorQueue overrides the recorded one. */
-  private async known(): Promise<KnownQueue[]> {
-    const byQueue = new Map<string, KnownQueue>();
-    for (const record of await readHandlerRegistry(() => this.channel())) byQueue.set(record.queue, record);
-    for (const entry of this.options.queues ?? []) {
-      const { queue, errorQueue } = typeof entry === 'string' ? { queue: entry, errorQueue: undefined } : entry;
-      const recorded = byQueue.get(queue);
-      byQueue.set(queue, { queue, errorQueue: errorQueue ?? recorded?.errorQueue ?? `${queue}.error`, tiers: recorded?.tiers ?? [] });
+  /**
+   * The handler queues in scope (see queuesInScope), the application's own as its engine runs them now. The registry
+   * is read every time, so that a broker that cannot be reached fails the call; a view given no scope at all fails
+   * once it could have read it.
+   */
+  private async known(): Promise<ScopeQueue[]> {
+    const records = await this.records();
+    const scope = this.currentScope();
+    if (namesNothing(scope)) {
+      throw new ParkedScopeError(
+        '',
+        describeScope(scope),
+        'ParkedMessages was given no scope: name the handler queues (queues), an application (application, as in RetryModule), or pass wholeVhost: true to see every application of the vhost',
+      );
     }
-    return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+    return queuesInScope(scope, records);
   }
 
-  /** The parking queues to read for a filter: that of `filter.queue`, else all known ones (each once). */
+  private currentScope(): ParkedScope {
+    return { ...this.scope, own: this.internals.own?.() };
+  }
+
+  private records(): Promise<HandlerRecord[]> {
+    return readHandlerRegistry(() => this.channel());
+  }
+
+  /** Throws ParkedScopeError unless the parking queue is one of a queue in scope (or any, for the whole vhost). */
+  private async checkParkingQueue(errorQueue: string): Promise<void> {
+    if (!mayUseParkingQueue(this.currentScope(), await this.known(), errorQueue)) throw this.outOfScope(errorQueue, 'parking queue');
+  }
+
+  private outOfScope(name: string, what: 'handler queue' | 'parking queue'): ParkedScopeError {
+    const scope = describeScope(this.currentScope());
+    return new ParkedScopeError(
+      name,
+      scope,
+      `${JSON.stringify(name)} is not a ${what} this view may use (it looks at ${scope}); nothing was read or changed. Name the queue or its application in the options, or use wholeVhost to see every application's`,
+    );
+  }
+
+  /** The parking queues to read for a filter: that of `filter.queue`, else those of every queue in scope (each once). */
   private async errorQueuesFor(filter: ParkedFilter): Promise<string[]> {
-    const known = await this.known();
-    const matching = filter.queue === undefined ? known : known.filter((q) => q.queue === filter.queue);
-    if (filter.queue !== undefined && matching.length === 0) return [`${filter.queue}.error`];
-    return [...new Set(matching.map((q) => q.errorQueue))];
+    if (filter.queue !== undefined) return [await this.errorQueueOf(filter.queue)];
+    return [...new Set((await this.known()).map((q) => q.errorQueue))];
   }
 
   /** Visits every matching message of every parking queue the filter covers, leaving them parked. */
@@ -356,7 +439,8 @@ export class ParkedMessages {
     work: (messages: AsyncGenerator<BrowsedMessage>, walk: Walk) => Promise<T>,
     onProgress?: (done: number, total: number) => void,
   ): Promise<T> {
-    const before = this.locks.get(errorQueue) ?? Promise.resolve();
+    const { locks } = this.session;
+    const before = locks.get(errorQueue) ?? Promise.resolve();
     const run = before.then(async () => {
       const fallback = await this.fallbackQueue(errorQueue);
       const channel = await this.confirmChannel();
@@ -376,9 +460,9 @@ export class ParkedMessages {
       }
     });
     const settled = run.catch(() => undefined);
-    this.locks.set(errorQueue, settled);
+    locks.set(errorQueue, settled);
     void settled.then(() => {
-      if (this.locks.get(errorQueue) === settled) this.locks.delete(errorQueue);
+      if (locks.get(errorQueue) === settled) locks.delete(errorQueue);
     });
     return run;
   }
@@ -395,10 +479,15 @@ export class ParkedMessages {
     }
   }
 
-  /** The handler queue that parks in `errorQueue` when only one does: the target of copies parked without `x-original-queue`. */
+  /**
+   * The handler queue that parks in `errorQueue` when only one does: the target of copies parked without
+   * `x-original-queue`. Read from every record (and the application's own queues): it names where a message goes,
+   * not what the view may see.
+   */
   private async fallbackQueue(errorQueue: string): Promise<string> {
-    const owners = (await this.known()).filter((q) => q.errorQueue === errorQueue);
-    return owners.length === 1 ? owners[0].queue : '';
+    const candidates = [...(this.internals.own?.() ?? []), ...(await this.records())];
+    const owners = new Set(candidates.filter((q) => q.errorQueue === errorQueue).map((q) => q.queue));
+    return owners.size === 1 ? [...owners][0] : '';
   }
 
   /** Publishes a fresh copy to the queue the message failed in, confirmed, then acks the parked one. Returns a problem, or undefined. */

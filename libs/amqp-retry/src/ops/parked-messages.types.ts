@@ -116,13 +116,29 @@ export interface EditReplayOptions {
   dryRun?: boolean;
 }
 
-/** How ParkedMessages finds the parking queues. */
+/**
+ * Where ParkedMessages connects, and which handler queues it may see and act on (its scope). A view sees only the
+ * queues it is given: the `ParkedMessages` that RetryModule provides sees that application's handler queues (and its
+ * delay ladder's); one made with `connect()` sees the queues named here, and at least one of `queues`,
+ * `application` and `wholeVhost` must be given. Naming a queue or a parking queue outside the scope throws
+ * ParkedScopeError, and nothing is read or changed.
+ */
 export interface ParkedMessagesOptions {
   /** amqp(s):// URL, or the nodes of a cluster comma-separated (the first that answers). Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
   url?: string;
   /**
-   * Handler queues to look at besides those recorded on the broker by running handlers. Each is a name (its parking
-   * queue is the recorded one, else `<queue>.error`) or `{ queue, errorQueue }`.
+   * Handler queues to look at. Each is a name (its parking queue is the recorded one, else `<queue>.error`) or
+   * `{ queue, errorQueue }`.
    */
   queues?: (string | { queue: string; errorQueue?: string })[];
+  /**
+   * The handler queues recorded on the broker by the applications of this name (RetryModule option `application`),
+   * besides `queues`.
+   */
+  application?: string;
+  /**
+   * Every handler queue recorded on the vhost, whichever application runs it, and any parking queue named in a call.
+   * For operators who look after every application of a vhost. Default false.
+   */
+  wholeVhost?: boolean;
 }

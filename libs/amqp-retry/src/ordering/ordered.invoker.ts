@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import type { ConsumeMessage } from 'amqplib';
 import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
 import { decideAfterFailure } from '../core/delivery.decision.js';
 import { formatDuration } from '../core/duration.js';
@@ -8,14 +6,8 @@ import type { OrderingConfig } from '../core/idempotency.config.js';
 import { KeySequencer } from '../core/key.sequencer.js';
 import { readMessageKey } from '../core/message-key.js';
 import type { RetryLogger } from '../core/retry-logger.js';
+import { retryIdentity, retryOwner } from '../core/retry-identity.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
-
-/** What identifies a message across its retries, for a hold: its id, else a digest of its body and routing key. */
-function ownerOf(message: ConsumeMessage): string {
-  const id: unknown = message.properties.messageId;
-  if (typeof id === 'string' && id !== '') return `id:${id}`;
-  return `sha256:${createHash('sha256').update(message.fields.routingKey).update('\0').update(message.content).digest('hex')}`;
-}
 
 /**
  * Wraps a handler so that messages with the same ordering key run one at a time, in arrival order (the order in
@@ -33,8 +25,9 @@ export function orderedInvoker(invoke: HandlerInvoker, config: HandlerConfig & {
     const read = readMessageKey(ordering.key, payload, context.message, 'ordering key');
     if (!read.ok) throw new MalformedMessageError(read.problem);
     if (read.key === undefined) return invoke(payload, context);
-    const owner = ownerOf(context.message);
-    const turn = await sequencer.enter(read.key, owner, context.signal);
+    // A hold names the retried copy it waits for (see retryOwner): this delivery's identity at the next attempt.
+    const identity = retryIdentity(context.message, context.deaths, queue);
+    const turn = await sequencer.enter(read.key, retryOwner(identity, context.attempt), context.signal);
     // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
     if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
     let hold: { owner: string; ms: number } | undefined;
@@ -44,7 +37,7 @@ export function orderedInvoker(invoke: HandlerInvoker, config: HandlerConfig & {
       if (ordering.whileRetrying === 'hold') {
         const after = decideAfterFailure(context.attempt, maxAttempts, config.isRetryable(error), delaysMs.length, error);
         if (after.action === 'retry') {
-          hold = { owner, ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };
+          hold = { owner: retryOwner(identity, context.attempt + 1), ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };
           logger.debug(
             `"${queue}": ordering key "${read.key}" holds its later messages until the retry settles (at most ${formatDuration(hold.ms)})`,
           );

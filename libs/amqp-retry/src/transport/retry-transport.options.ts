@@ -37,7 +37,10 @@ export interface EventRetryOptions {
   nonRetryable?: ErrorClass[] | ((error: unknown) => boolean);
 }
 
-/** Options of `RetryClient` (ClientsModule `customClass`): where to send, and the connection options of RetryModule. */
+/**
+ * Options of `RetryClient` (ClientsModule `customClass`): where to send, and the connection options of RetryModule,
+ * or `engine` to publish on a RetryModule's connections in an application that has one.
+ */
 export interface RetryClientOptions extends RetryModuleOptions {
   /** Publish events and requests to this exchange with the pattern as routing key. */
   exchange?: string;
@@ -45,6 +48,12 @@ export interface RetryClientOptions extends RetryModuleOptions {
   queue?: string;
   /** Default true: messages survive a broker restart. */
   persistent?: boolean;
+  /**
+   * A RetryModule's engine (`RetryEngine`, injected through `ClientsModule.registerAsync`): the client publishes on the
+   * module's connections and delays through the module's ladder, whose forwarder the module runs; it opens no
+   * connection of its own, its connection options are not used, and closing it leaves the engine to the module.
+   */
+  engine?: RetryEngine;
 }
 
 /** The third argument of `RetryClient.emit`. */

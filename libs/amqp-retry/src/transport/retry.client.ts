@@ -31,7 +31,11 @@ export type RetryClientStatus = 'connected' | 'disconnected';
  * A `ClientProxy` on the retry engine's publishing connection. `emit` resolves when the broker has confirmed the event
  * (and a queue took it), and can delay it (`{ delay: '30m' }`, through the delay ladder); `send` is request-response
  * over direct reply-to. The messages are Nest's RMQ envelope, so RetryServer and Nest's ServerRMQ both read them.
+ * In an application with RetryModule, give it the module's engine: one pair of connections and one delay forwarder.
  * @example ClientsModule.register([{ name: 'ORDERS', customClass: RetryClient, options: { queue: 'orders' } }])
+ * @example
+ * ClientsModule.registerAsync([{ name: 'ORDERS', inject: [RetryEngine],
+ *   useFactory: (engine: RetryEngine) => ({ customClass: RetryClient, options: { queue: 'orders', engine } }) }])
  */
 export class RetryClient extends ClientProxy {
   private readonly logger = new Logger('RetryClient');
@@ -69,7 +73,7 @@ export class RetryClient extends ClientProxy {
     return connecting;
   }
 
-  /** Fails the requests still waiting, then closes the connections. */
+  /** Fails the requests still waiting, then closes its channel and its own connections (a shared engine is the module's). */
   async close(): Promise<void> {
     this.closes++;
     this.failPending('the client was closed');
@@ -78,7 +82,7 @@ export class RetryClient extends ClientProxy {
     this.connecting = undefined;
     this.requests = undefined;
     await requests?.close();
-    await engine?.close();
+    if (engine !== this.options.engine) await engine?.close();
     this._status$?.next('disconnected');
   }
 
@@ -126,6 +130,15 @@ export class RetryClient extends ClientProxy {
 
   private async open(): Promise<void> {
     const closes = this.closes;
+    const shared = this.options.engine;
+    if (shared) {
+      // The module's engine: its publishing connection (opened if need be), its ladder and forwarder. Nothing of ours.
+      await shared.connectPublisher();
+      if (closes !== this.closes) return;
+      this.engine = shared;
+      this._status$?.next('connected');
+      return;
+    }
     const observers = await resolveObservers(this.options);
     if (closes !== this.closes) return; // closed while the observers loaded: open nothing that close() cannot see
     const engine = new RetryEngine(this.config, this.logger, observers);

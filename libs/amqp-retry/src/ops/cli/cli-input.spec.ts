@@ -1,5 +1,5 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
-import { clip, narrows, printable, readCount, readFilter, readUrlFlag, wantsProgress } from './cli-input.js';
+import { clip, narrows, printable, readCount, readFilter, readScope, readUrlFlag, wantsProgress } from './cli-input.js';
 
 describe('readFilter', () => {
   it('turns the flags into a filter, times as dates', () => {
@@ -73,5 +73,21 @@ describe('wantsProgress and clip', () => {
   it('clips long text with an ellipsis', () => {
     expect(clip('abcdef', 4)).toBe('abc…');
     expect(clip('abc', 4)).toBe('abc');
+  });
+});
+
+describe('readScope', () => {
+  it('looks at what the command line names, and at nothing else', () => {
+    expect(readScope({ queue: 'q' })).toEqual({ queues: [{ queue: 'q', errorQueue: undefined }] });
+    expect(readScope({ queue: 'q', errorQueue: 'q.parked' })).toEqual({ queues: [{ queue: 'q', errorQueue: 'q.parked' }] });
+    expect(readScope({ app: 'orders-service', queue: 'q' })).toEqual({ application: 'orders-service' }); // the queue must be the app's
+    expect(readScope({ wholeVhost: true })).toEqual({ wholeVhost: true, queues: [] });
+    expect(readScope({ errorQueue: 'q.parked' })).toEqual({ wholeVhost: true }); // the parking queue named is acted on alone
+  });
+
+  it('is a usage error when the command line names nothing, naming the three ways', () => {
+    expect(() => readScope({})).toThrow(CliUsageError);
+    expect(() => readScope({})).toThrow(/--app <name>.*--queue <queue>.*--whole-vhost/);
+    expect(() => readScope({ app: ' ' })).toThrow(/--app is empty/);
   });
 });

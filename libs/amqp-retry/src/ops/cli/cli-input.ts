@@ -1,7 +1,9 @@
 import { amqpUrlProblem } from '../../core/broker-urls.js';
 import { maskUrl } from '../../core/credentials.mask.js';
 import { CliUsageError } from '../../errors/cli-usage.error.js';
-import type { ParkedFilter } from '../parked-messages.types.js';
+import type { ParkedFilter, ParkedMessagesOptions } from '../parked-messages.types.js';
+
+type ParkedScopeOptions = Pick<ParkedMessagesOptions, 'queues' | 'application' | 'wholeVhost'>;
 
 /** Exit codes of `amqp-retry`, for scripts. */
 export const EXIT = {
@@ -48,6 +50,35 @@ export function readFilter(flags: FilterFlags): ParkedFilter {
   if (until) filter.until = until;
   if (since && until && since >= until) throw new CliUsageError('--since', 'is not before --until', 'Swap them, or widen the range.');
   return filter;
+}
+
+/** The options that say which queues a command looks at. */
+export interface ScopeFlags {
+  queue?: string;
+  errorQueue?: string;
+  app?: string;
+  wholeVhost?: boolean;
+}
+
+/**
+ * Which queues a command may look at, from its options: every application's (--whole-vhost), one application's
+ * (--app; a --queue must then be one of its queues), the --queue named, or the --error-queue named (the command acts on
+ * that parking queue alone). A command line that names none is a usage error: the CLI never reaches another team's
+ * queues by default.
+ */
+export function readScope(flags: ScopeFlags): ParkedScopeOptions {
+  const named = flags.queue !== undefined ? [{ queue: flags.queue, errorQueue: flags.errorQueue }] : [];
+  if (flags.app !== undefined && flags.app.trim() === '')
+    throw new CliUsageError('--app', 'is empty', 'Give the application name, as in RetryModule option application.');
+  if (flags.wholeVhost) return { wholeVhost: true, queues: named };
+  if (flags.app !== undefined) return { application: flags.app };
+  if (named.length > 0) return { queues: named };
+  if (flags.errorQueue !== undefined) return { wholeVhost: true };
+  throw new CliUsageError(
+    '--app',
+    'is missing',
+    "Name what to look at: --app <name> (the queues the application recorded), --queue <queue>, or --whole-vhost (every application's on the vhost).",
+  );
 }
 
 /** True when the filter narrows beyond the queue: a replay or a purge of everything must say `--all`. */

@@ -1,8 +1,9 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
+import { ParkedScopeError } from '../../errors/parked-scope.error.js';
 import { errorMessage } from '../../core/error-message.js';
 import { ParkedMessages } from '../parked-messages.js';
 import { maskCredentials } from '../../core/credentials.mask.js';
-import { EXIT, readFilter, readUrlFlag } from './cli-input.js';
+import { EXIT, printable, readFilter, readScope, readUrlFlag, type ScopeFlags } from './cli-input.js';
 import {
   exportCommand,
   listCommand,
@@ -35,11 +36,11 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   if (!commander) return EXIT.error;
   let code: number = EXIT.ok;
   let parked: ParkedMessages | undefined;
-  const connect = async (flags: { url?: string; queue?: string; errorQueue?: string }) => {
-    // A named queue is known even when no handler recorded it (the target of copies parked without x-original-queue).
-    const queues = flags.queue !== undefined ? [{ queue: flags.queue, errorQueue: flags.errorQueue }] : [];
+  const connect = async (flags: ConnectFlags) => {
+    // What the command line names is all the CLI looks at: a usage error before any connection when it names nothing.
+    // The URL is read as the module reads it: a password that is not percent-encoded is named, masked.
     const url = flags.url !== undefined ? readUrlFlag(flags.url, '--url') : readUrlFlag(process.env.AMQP_URL, 'AMQP_URL');
-    parked = await ParkedMessages.connect({ url, queues });
+    parked = await ParkedMessages.connect({ url, ...readScope(flags) });
     return parked;
   };
   const program = buildProgram(commander, io, connect, (result) => (code = result));
@@ -62,11 +63,19 @@ function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
     io.err(`error: ${maskCredentials(error.message)}`);
     return EXIT.usage;
   }
+  if (error instanceof ParkedScopeError) {
+    io.err(
+      `error: "${printable(error.subject)}" is not a queue of what this command looks at (${printable(error.scope)}); nothing was read or changed. ` +
+        'Name the queue with --queue, its application with --app, or look at every application with --whole-vhost.',
+    );
+    return EXIT.usage;
+  }
   io.err(`error: ${maskCredentials(errorMessage(error))}`);
   return EXIT.error;
 }
 
-type Connect = (flags: { url?: string; queue?: string; errorQueue?: string }) => Promise<ParkedMessages>;
+type ConnectFlags = ScopeFlags & { url?: string };
+type Connect = (flags: ConnectFlags) => Promise<ParkedMessages>;
 
 function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (code: number) => void) {
   const { Command } = commander;
@@ -79,8 +88,12 @@ function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (
 
   const parkedCommand = program.command('parked').description('Parked messages: list, show, replay, purge, export');
 
-  const withFilters = (command: InstanceType<Commander['Command']>) =>
+  const withScope = (command: InstanceType<Commander['Command']>) =>
     command
+      .option('--app <name>', 'the handler queues the application recorded (RetryModule option application)')
+      .option('--whole-vhost', "every application's handler queues recorded on the vhost");
+  const withFilters = (command: InstanceType<Commander['Command']>) =>
+    withScope(command)
       .option('--queue <queue>', 'handler queue (its parking queue as recorded by the handler, else <queue>.error)')
       .option('--error-queue <queue>', 'the parking queue itself')
       .option('--reason <reason>', 'park reason: exhausted, non-retryable, malformed, redelivery-limit, undeliverable')
@@ -104,18 +117,19 @@ function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (
       done(await action(await connect(flags), flags, ...positional));
     };
 
-  parkedCommand
-    .command('queues')
-    .description('the handler queues recorded on the broker, with the depths of their queues, tiers and parking queues')
+  withScope(
+    parkedCommand
+      .command('queues')
+      .description('the handler queues named (--queue, --app, --whole-vhost), with the depths of their queues, tiers and parking queues'),
+  )
+    .option('--queue <queue>', 'handler queue')
     .option('--json', 'print JSON')
     .action(run((parked, flags) => queuesCommand(parked, flags, io)));
   withFilters(parkedCommand.command('list').description('count by reason and error, and list the matching messages'))
     .option('--offset <n>', 'skip this many', '0')
     .option('--limit <n>', 'show at most this many', '50')
     .action(run((parked, flags) => listCommand(parked, flags, io)));
-  parkedCommand
-    .command('show <id>')
-    .description('one message: body, properties, every header, the death history')
+  withScope(parkedCommand.command('show <id>').description('one message: body, properties, every header, the death history'))
     .option('--queue <queue>', 'handler queue')
     .option('--error-queue <queue>', 'the parking queue itself')
     .option('--json', 'print JSON')

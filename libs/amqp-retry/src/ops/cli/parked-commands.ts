@@ -18,6 +18,8 @@ export interface CliIo {
 
 export interface CommonFlags extends FilterFlags {
   errorQueue?: string;
+  app?: string;
+  wholeVhost?: boolean;
   json?: boolean;
 }
 
@@ -129,7 +131,7 @@ function report(io: CliIo, flags: SelectionFlags, result: { matched: number; pur
   return result.matched === 0 ? EXIT.nothingMatched : EXIT.ok;
 }
 
-/** JSON lines on stdout, of one parking queue or (no --queue) of every recorded one. */
+/** JSON lines on stdout, of one parking queue or (no --queue) of every one in scope (--app, --whole-vhost). */
 export async function exportCommand(parked: ParkedMessages, flags: CommonFlags, io: CliIo): Promise<number> {
   const { queue: _queue, ...filter } = readFilter(flags);
   void _queue;

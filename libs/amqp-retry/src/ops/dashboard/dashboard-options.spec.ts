@@ -19,7 +19,14 @@ describe('resolveDashboardConfig', () => {
       tokenTtlMs: DEFAULT_TOKEN_TTL_MS,
       trustedOrigins: [],
       allowedHosts: [],
+      wholeVhost: false,
     });
+  });
+
+  it("shows this application's queues unless wholeVhost is true, and refuses a value that is not a boolean", () => {
+    expect(resolveDashboardConfig({ wholeVhost: true }).wholeVhost).toBe(true);
+    expect(resolveDashboardConfig({ wholeVhost: false }).wholeVhost).toBe(false);
+    expect(() => resolveDashboardConfig({ wholeVhost: 'yes' as never })).toThrow(/dashboard\.wholeVhost is "yes"/);
   });
 
   it('is open only when allowUnauthenticated is true and no guard is given', () => {

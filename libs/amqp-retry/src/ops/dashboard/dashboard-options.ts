@@ -21,6 +21,13 @@ export interface RetryDashboardOptions {
   /** Modules the guard class needs (its injected services). */
   imports?: ModuleMetadata['imports'];
   /**
+   * Show and act on the parked messages of every application on the vhost (every handler queue recorded there),
+   * not only this application's. For an operators' console; default false: the page sees the handler queues this
+   * application runs (its `@RetryWithBackoff` handlers, transport queues and delay ladder), and a call that names
+   * another application's queue is refused (400).
+   */
+  wholeVhost?: boolean;
+  /**
    * Key of the page tokens (at least 32 bytes). By default a random key per process, so a page served by one
    * instance is refused by another; give every instance behind a load balancer the same key.
    */
@@ -49,6 +56,7 @@ export interface DashboardConfig {
   tokenTtlMs: number;
   trustedOrigins: string[];
   allowedHosts: string[];
+  wholeVhost: boolean;
 }
 
 export const DEFAULT_DASHBOARD_PATH = '/retry';
@@ -68,6 +76,9 @@ export function resolveDashboardConfig(options: RetryDashboardOptions): Dashboar
   }
   if (options.allowUnauthenticated !== undefined && typeof options.allowUnauthenticated !== 'boolean') {
     fail('allowUnauthenticated', `is ${JSON.stringify(options.allowUnauthenticated)}`, 'Pass true or false.');
+  }
+  if (options.wholeVhost !== undefined && typeof options.wholeVhost !== 'boolean') {
+    fail('wholeVhost', `is ${JSON.stringify(options.wholeVhost)}`, "Pass true to see every application's parked messages, or false (the default).");
   }
   let tokenSecret: Buffer | undefined;
   if (options.tokenSecret !== undefined) {
@@ -96,7 +107,8 @@ export function resolveDashboardConfig(options: RetryDashboardOptions): Dashboar
     }
     return host.toLowerCase();
   });
-  return { path, guard, open: guard === undefined && options.allowUnauthenticated === true, tokenSecret, tokenTtlMs, trustedOrigins, allowedHosts };
+  const open = guard === undefined && options.allowUnauthenticated === true;
+  return { path, guard, open, tokenSecret, tokenTtlMs, trustedOrigins, allowedHosts, wholeVhost: options.wholeVhost === true };
 }
 
 /** `/retry`, `retry/`, `//ops//retry` -> `/retry`, `/ops/retry`; anything but plain path segments is refused. */

@@ -8,6 +8,7 @@ import {
   HttpCode,
   HttpException,
   Inject,
+  InternalServerErrorException,
   Logger,
   NotFoundException,
   Param,
@@ -20,6 +21,7 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
+import { ParkedScopeError } from '../../errors/parked-scope.error.js';
 import { ParkedMessages } from '../parked-messages.js';
 import type { HandlerQueueState, ParkedMessageView, ParkedPage, ParkedSummary, PurgeResult, ReplayResult } from '../parked-messages.types.js';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
@@ -50,12 +52,16 @@ export function createDashboardController(path: string): Type<unknown> {
   @UseGuards(DashboardAccessGuard)
   class RetryDashboardController {
     private readonly logger = new Logger('RetryDashboard');
+    /** This application's queues, or (option wholeVhost) every application's, on the same connection. */
+    private readonly parked: ParkedMessages;
 
     constructor(
       @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
       private readonly tokens: PageTokens,
-      @Inject(ParkedMessages) private readonly parked: ParkedMessages,
-    ) {}
+      @Inject(ParkedMessages) parked: ParkedMessages,
+    ) {
+      this.parked = config.wholeVhost ? parked.wholeVhost() : parked;
+    }
 
     @Get()
     @Kind('page')
@@ -185,8 +191,9 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     /**
-     * Only the parking queues of known handler queues may be read or changed from the page: a hand-made call naming
-     * a business queue as `errorQueue` must not purge or replay its live messages.
+     * Only the parking queues of the handler queues the page shows may be read or changed from it: a hand-made call
+     * naming a business queue, or another application's parking queue, as `errorQueue` must not purge or replay its
+     * messages. ParkedMessages checks its scope too; this also refuses a parking queue no handler queue records.
      */
     private async knownParkingQueue(errorQueue: string): Promise<void> {
       const queues = await this.parked.queues();
@@ -195,12 +202,17 @@ export function createDashboardController(path: string): Type<unknown> {
       }
     }
 
-    /** Bad input answers 400 with what is wrong; a broker failure 502, its message stripped of credentials. */
+    /** Bad input (a queue out of the page's scope included) answers 400 with what is wrong; a broker failure 502, its message stripped of credentials. */
     private async call<T>(what: string, work: () => Promise<T>): Promise<T> {
       try {
         return await work();
       } catch (error) {
         if (error instanceof DashboardRequestError) throw new BadRequestException(error.message);
+        if (error instanceof ParkedScopeError && error.subject === '') {
+          this.logger.error(`Could not ${what}: ${error.message}`); // the ParkedMessages given to the page names no queue
+          throw new InternalServerErrorException(`Could not ${what}: ${error.message}`);
+        }
+        if (error instanceof ParkedScopeError) throw new BadRequestException(scopeRefusal(error, this.config.wholeVhost));
         if (error instanceof HttpException) throw error;
         const message = maskCredentials(error instanceof Error ? error.message : String(error));
         this.logger.error(`Could not ${what}: ${message}`);
@@ -209,4 +221,12 @@ export function createDashboardController(path: string): Type<unknown> {
     }
   }
   return RetryDashboardController;
+}
+
+/** The page's answer to a call outside its scope: what it shows, and how an operator widens it, nothing of the queue named. */
+function scopeRefusal(error: ParkedScopeError, wholeVhost: boolean): string {
+  const named = JSON.stringify(error.subject);
+  return wholeVhost
+    ? `${named} is not a queue of this vhost's handlers.`
+    : `${named} is not a queue of this application's handlers: the page shows ${error.scope} (RetryDashboardModule option wholeVhost shows every application's).`;
 }

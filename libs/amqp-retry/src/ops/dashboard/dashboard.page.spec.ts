@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { renderPage } from './dashboard.page.js';
 import { DASHBOARD_SCRIPT } from './dashboard.script.js';
 import { escapeHtml, SECURITY_HEADERS } from './security-headers.js';
@@ -15,6 +16,21 @@ describe('renderPage', () => {
     const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
     expect(scripts.map((m) => [m[1].trim(), m[2]])).toEqual([['src="/retry/assets/app.js" defer', '']]);
     expect(html).not.toMatch(/\son[a-z]+=/i); // no inline event handlers either
+  });
+
+  it('has one inline style, the loading notice, which the CSP admits by its hash and nothing else inline', () => {
+    const html = renderPage({ base: '/retry', token: 't', open: false });
+    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]);
+    expect(styles).toHaveLength(1);
+    const hash = createHash('sha256').update(styles[0]).digest('base64');
+    expect(SECURITY_HEADERS['content-security-policy']).toContain(`style-src 'self' 'sha256-${hash}'`);
+    expect(html).not.toMatch(/\sstyle=/i); // no style attributes, which a hash does not admit
+  });
+
+  it('says what to do when its own script and stylesheet are refused, and when its API is', () => {
+    const html = renderPage({ base: '/ops/retry', token: 't', open: false });
+    expect(html).toMatch(/<div id="boot"[\s\S]*If this stays[\s\S]*<code>\/ops\/retry\/assets\/…<\/code>[\s\S]*HTTP Basic/);
+    expect(html).toMatch(/<div class="banner refused" role="alert" id="refused" hidden>/);
   });
 
   it('says plainly that the page is open only when it is', () => {

@@ -1,3 +1,4 @@
+import { BOOT_STYLE } from './dashboard.style.js';
 import { escapeHtml } from './security-headers.js';
 
 /** Paths of the assets, relative to the page's own path. */
@@ -30,16 +31,26 @@ export function renderPage({ base, token, open }: PageInput): string {
 <meta name="retry-dashboard-token" content="${escapeHtml(token)}">
 <meta name="retry-dashboard-base" content="${escapeHtml(base)}">
 <title>Parked messages</title>
+<style>${BOOT_STYLE}</style>
 <link rel="stylesheet" href="${at(STYLE_PATH)}">
 <script src="${at(SCRIPT_PATH)}" defer></script>
 </head>
 <body>
+<div id="boot" role="status">
+  <p><strong>Loading the parked-messages page…</strong></p>
+  <p class="later" role="alert">If this stays, this browser’s requests for the page’s own script and stylesheet (<code>${at('assets/')}…</code>) were refused. The guard given to RetryDashboardModule runs before every request under <code>${escapeHtml(base)}</code>, the page’s script, stylesheet and API included, and must accept each of them: they carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. See the README, “Guarding the page”.</p>
+</div>
 <header>
   <h1>Parked messages</h1>
   <button type="button" id="refresh">Refresh</button>
 </header>
 ${banner}
-<p id="status" role="status" aria-live="polite"></p>
+<div class="banner refused" role="alert" id="refused" hidden>
+  <p><strong id="refused-title">The server refused this page’s request to its API.</strong></p>
+  <p id="refused-server"></p>
+  <p>Reload the page (a page’s token expires after a while). If it is refused again, the guard given to RetryDashboardModule refuses this browser’s requests to <code id="refused-base"></code>/api/. The page’s own requests carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. Sign in again, or see the README, “Guarding the page”.</p>
+</div>
+<p id="status" role="status" aria-live="polite">Loading…</p>
 <main>
   <section aria-labelledby="queues-title">
     <h2 id="queues-title">Queues</h2>

@@ -11,6 +11,9 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
   var PAGE_SIZE = 50;
   var state = { seq: 0, queues: [], filter: {}, chosen: false, offset: 0, total: 0, items: [], selected: new Set(), detail: null };
   var $ = function (id) { return document.getElementById(id); };
+  // The script runs: the notice that says what to do when it cannot (see BOOT_STYLE) goes.
+  var boot = $('boot');
+  if (boot) boot.hidden = true;
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -33,6 +36,20 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
     node.className = kind || '';
   }
 
+  /**
+   * The server refused one of the page's own requests (401 or 403): say so where it cannot be missed, with what to do.
+   * A guard that lets the page through but not its API (a header the browser does not send by itself) lands here.
+   */
+  function refused(code, message) {
+    var what = code === 401 ? 'Not signed in (401 Unauthorized)' : 'Not allowed (403 Forbidden)';
+    $('refused-title').textContent = what + ': the server refused this page’s request to its API.';
+    $('refused-server').textContent = message ? 'The server said: ' + message : '';
+    $('refused-base').textContent = BASE;
+    $('refused').hidden = false;
+    document.body.classList.add('is-refused');
+    status(what + '.', 'error');
+  }
+
   function api(path, body) {
     var init = { method: body === undefined ? 'GET' : 'POST', credentials: 'same-origin', headers: { accept: 'application/json' } };
     if (body !== undefined) {
@@ -46,6 +63,7 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
         try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
         if (!response.ok) {
           var message = data && data.message ? (Array.isArray(data.message) ? data.message.join('; ') : data.message) : text;
+          if (response.status === 401 || response.status === 403) refused(response.status, String(message || response.statusText));
           throw new Error(response.status + ' ' + (message || response.statusText));
         }
         return data;
@@ -297,7 +315,10 @@ export const DASHBOARD_SCRIPT = String.raw`'use strict';
     status('Exporting…');
     var path = 'export' + query(Object.assign({ errorQueue: q.errorQueue }, filterForApi()));
     return fetch(BASE + '/api/' + path, { credentials: 'same-origin' }).then(function (response) {
-      if (!response.ok) return response.text().then(function (text) { throw new Error(response.status + ' ' + text); });
+      if (!response.ok) return response.text().then(function (text) {
+        if (response.status === 401 || response.status === 403) refused(response.status, text);
+        throw new Error(response.status + ' ' + text);
+      });
       return response.text().then(function (text) {
         var count = text.split('\n').filter(function (line) { return line !== ''; }).length;
         var blob = new Blob([text], { type: 'application/x-ndjson' });

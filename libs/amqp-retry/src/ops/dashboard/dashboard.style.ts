@@ -1,3 +1,13 @@
+/**
+ * The one style inline in the page (the CSP admits it by its hash, see SECURITY_HEADERS): the notice shown while the
+ * page's own script and stylesheet load. Should a guard refuse them, the notice stays, styled, and after two seconds
+ * says what to do: a page left as an unstyled shell tells an operator nothing.
+ */
+export const BOOT_STYLE =
+  '#boot{margin:1rem;padding:.75rem 1rem;border-radius:8px;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;' +
+  'background:#fbeceb;border:1px solid #efc2bf;color:#1d2330}#boot p{margin:.25rem 0}' +
+  '#boot .later{visibility:hidden;animation:boot-later 0s linear 2s forwards}@keyframes boot-later{to{visibility:visible}}';
+
 /** The page's stylesheet: a table on wide screens, stacked cards on a phone; system fonts, no external resource. */
 export const DASHBOARD_STYLE = `
 :root { --fg: #1d2330; --muted: #5b6475; --line: #d8dde6; --bg: #f6f7f9; --card: #fff; --accent: #2156c6; --danger: #b3261e; --warn-bg: #fff4d6; --ok: #1e7b34; }
@@ -11,6 +21,11 @@ main { padding: 0 1rem 2rem; max-width: 1200px; margin: 0 auto; }
 section { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 1rem; margin-top: 1rem; }
 .banner { margin: 1rem; padding: .75rem 1rem; border-radius: 8px; }
 .banner.open { background: var(--warn-bg); border: 1px solid #e0b84a; }
+.banner.refused { background: #fbeceb; border: 1px solid #efc2bf; color: var(--danger); }
+.banner.refused p { margin: .25rem 0; }
+.banner.refused code { font-size: .9em; }
+body.is-refused main button, body.is-refused .bulk button { opacity: .5; pointer-events: none; }
+[hidden] { display: none !important; }
 #status { margin: .5rem 1rem 0; min-height: 1.4em; color: var(--muted); }
 #status.error { color: var(--danger); font-weight: 600; }
 #status.ok { color: var(--ok); font-weight: 600; }

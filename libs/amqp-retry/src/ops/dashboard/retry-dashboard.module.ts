@@ -23,8 +23,8 @@ export interface RetryDashboardAsyncOptions {
 }
 
 /**
- * The parked-messages page: every handler queue with its depths, parked messages grouped by reason and error, a
- * message's detail, replay, edit-and-replay and purge. Served by the application's HTTP server (Express) under
+ * The parked-messages page: the application's handler queues with their depths (every application's with
+ * `wholeVhost`), parked messages grouped by reason and error, a message's detail, replay, edit-and-replay and purge. Served by the application's HTTP server (Express) under
  * `path`; plain HTML, CSS and JavaScript, no build step. It needs `ParkedMessages`, which RetryModule provides.
  *
  * Closed unless `guard` is given (or `allowUnauthenticated: true`, for local use only).
@@ -75,7 +75,8 @@ export class RetryDashboardModule implements OnModuleInit {
 
   onModuleInit(): void {
     const logger = new Logger('RetryDashboard');
-    if (this.config.guard) logger.log(`Parked-messages page at ${this.config.path}, behind the given guard`);
+    const scope = this.config.wholeVhost ? "every application's parked messages on the vhost (wholeVhost)" : "this application's parked messages";
+    if (this.config.guard) logger.log(`Parked-messages page at ${this.config.path}, behind the given guard, showing ${scope}`);
     else if (this.config.open)
       logger.warn(`Parked-messages page at ${this.config.path} is OPEN to anyone who can reach it (allowUnauthenticated); local use only`);
     else logger.warn(`Parked-messages page at ${this.config.path} refuses every request: pass guard, or allowUnauthenticated: true for local use`);

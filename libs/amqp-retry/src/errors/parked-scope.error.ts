@@ -1,0 +1,15 @@
+/**
+ * A parked-messages call names a handler queue or a parking queue outside the view's scope (another application's), or
+ * a view was given no scope at all. Nothing was read or changed. `subject` is the name at fault (empty when the view
+ * names nothing); `scope` says what the view looks at.
+ */
+export class ParkedScopeError extends Error {
+  constructor(
+    readonly subject: string,
+    readonly scope: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ParkedScopeError';
+  }
+}
