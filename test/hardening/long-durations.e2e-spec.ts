@@ -91,7 +91,8 @@ describe('long durations (30 days, 100 days) work as written', () => {
   it('claimTtl 100d: a claim held for a second is not renewed in a loop (Redis commands counted with MONITOR)', async () => {
     const space = uniqueSpace();
     const store = new RedisIdempotencyStore({ url: REDIS_URL, keyPrefix: `${space}:` });
-    const monitor = await new Redis(REDIS_URL).monitor();
+    const client = new Redis(REDIS_URL);
+    const monitor = await client.monitor(); // a connection of its own
     const commands: string[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       if (args.some((arg) => arg.startsWith(`${space}:`))) commands.push(args[0].toLowerCase());
@@ -108,6 +109,7 @@ describe('long durations (30 days, 100 days) work as written', () => {
       expect(commands.length).toBeLessThanOrEqual(3);
     } finally {
       monitor.disconnect();
+      client.disconnect();
       const redis = new Redis(REDIS_URL);
       const keys = await redis.keys(`${space}:*`);
       if (keys.length > 0) await redis.del(...keys);
