@@ -1,10 +1,11 @@
 import type { INestMicroservice } from '@nestjs/common';
+import type { ConfirmChannel } from 'amqplib';
 import { lastValueFrom } from 'rxjs';
 import { Registry } from 'prom-client';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
 import { ctl } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { startRetryMicroservice } from '../transport/transport-app.js';
+import { patternTiers, startRetryMicroservice } from '../transport/transport-app.js';
 
 /** The value of one sample, labels in any order. */
 async function sample(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
@@ -45,6 +46,48 @@ describe('metrics of the microservices transport', () => {
       // The patterns' own tiers are not in the queue's plan record: find them by name.
       const left = (await ctl('list_queues', 'name', '-q', '--no-table-headers')).split('\n').filter((name) => name.startsWith(`${queue}.`));
       for (const name of left) await broker.channel.deleteQueue(name);
+      await broker.close();
+    }
+  });
+
+  it("labels with the handler's own pattern only: 500 spellings of one pattern and 500 unknown patterns add no series", async () => {
+    const queue = uniqueName('obs.transport.cardinality');
+    const registry = new Registry();
+    const broker = await TestBroker.connect();
+    let app: INestMicroservice | undefined;
+    try {
+      app = await startRetryMicroservice({ queue, metrics: { registry } });
+      // Events for @MessagePattern({ cmd: 'sum' }): JSON with 0..499 spaces is one pattern to Nest, and to its handler.
+      for (let i = 0; i < 500; i++)
+        broker.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: `{"cmd":${' '.repeat(i)}"sum"}`, data: [i] })));
+      for (let i = 0; i < 500; i++) broker.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: `unknown.${i}`, data: i })));
+      await (broker.channel as ConfirmChannel).waitForConfirms();
+      const seriesOf = async () =>
+        (await registry.getMetricsAsJSON())
+          .flatMap((metric) =>
+            (metric.values as Array<{ value: number; labels: Record<string, string | number> }>).map((v) => ({ metric: metric.name, ...v })),
+          )
+          .filter((v) => v.labels.queue === queue);
+      const total = (series: Awaited<ReturnType<typeof seriesOf>>, metric: string) =>
+        series.filter((v) => v.metric === metric).reduce((sum, v) => sum + v.value, 0);
+      const series = await waitFor(
+        async () => {
+          const now = await seriesOf();
+          const done = total(now, 'amqp_retry_deliveries_handled_total') === 500 && total(now, 'amqp_retry_messages_parked_total') === 500;
+          return done && now;
+        },
+        '1,000 messages handled or parked',
+        60_000,
+      );
+      expect(await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: '{"cmd":"sum"}' })).toBe(500);
+      expect(await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: '', reason: 'no-handler' })).toBe(500);
+      const patterns = new Set(series.filter((v) => 'pattern' in v.labels).map((v) => v.labels.pattern));
+      expect([...patterns].sort()).toEqual(['', '{"cmd":"sum"}']);
+      // handled, in flight, duration (buckets, sum, count) for the one pattern; parked for the unmatched; consumers up.
+      expect(series.length).toBeLessThanOrEqual(30);
+    } finally {
+      await app?.close();
+      await broker.deleteRetryTopology(queue, { queues: patternTiers(queue) });
       await broker.close();
     }
   });

@@ -1,5 +1,6 @@
 import type { RetryLogger } from '../core/retry-logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/duration.timer.js';
 import { errorMessage } from '../core/error-message.js';
 import { describeNode, nodeForAttempt } from '../core/broker-urls.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
@@ -92,15 +93,15 @@ export class AmqpConnection {
     if (this.closing) return Promise.reject(new NotConnectedError('the connection is closed'));
     return new Promise<void>((resolve, reject) => {
       const done = () => {
-        clearTimeout(timer);
+        timer.cancel();
         this.waiters.delete(done);
         if (this.model) resolve();
         else reject(new NotConnectedError('the connection is closed'));
       };
-      const timer = setTimeout(() => {
+      const timer = startTimer(timeoutMs, () => {
         this.waiters.delete(done);
         reject(new NotConnectedError(`no connection to RabbitMQ within ${limitMs} ms`));
-      }, timeoutMs);
+      });
       this.waiters.add(done);
     });
   }
@@ -141,14 +142,15 @@ export class AmqpConnection {
   private async connect(index: number): Promise<ChannelModel> {
     const { name, connectTimeoutMs } = this.options;
     const url = this.options.urls[index];
-    // amqplib's own `timeout` is an idle timeout of the socket; the race bounds the whole handshake too.
-    const connecting = amqp.connect(url, { noDelay: true, timeout: connectTimeoutMs, clientProperties: { connection_name: name } });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`)), connectTimeoutMs);
+    // amqplib's own `timeout` is an idle timeout of the socket (a Node timer, so at most MAX_TIMER_MS: a longer one
+    // would fire at once); the time limit bounds the whole handshake.
+    const connecting = amqp.connect(url, {
+      noDelay: true,
+      timeout: Math.min(connectTimeoutMs, MAX_TIMER_MS),
+      clientProperties: { connection_name: name },
     });
     try {
-      const model = await Promise.race([connecting, timeout]);
+      const model = await withinTime(connecting, connectTimeoutMs, () => new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`));
       this.nodeIndex = index;
       return model;
     } catch (error) {
@@ -157,8 +159,6 @@ export class AmqpConnection {
         () => undefined,
       ); // a late success is closed
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -233,14 +233,9 @@ export class AmqpConnection {
 
   /** A wait that close() cuts short, so that shutting down never waits for a reconnection delay. */
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(finish, ms);
-      function finish() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.cancelWait = finish;
-    });
+    const cut = new AbortController();
+    this.cancelWait = () => cut.abort();
+    return sleep(ms, { signal: cut.signal });
   }
 
   private notify(name: 'connectionLost' | 'connectionUp', event: { reason?: string; downMs?: number }): void {

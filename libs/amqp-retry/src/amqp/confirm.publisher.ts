@@ -1,4 +1,5 @@
 import type { ConfirmChannel, Message, Options } from 'amqplib';
+import { type DurationTimer, sleep, startTimer, withinTime } from '../core/duration.timer.js';
 import { errorMessage } from '../core/error-message.js';
 import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose } from '../core/publish-outcome.js';
 import { PublishError } from '../errors/publish.error.js';
@@ -40,9 +41,6 @@ const MAX_SENDS = 3;
 
 /** How long close() waits for the broker to close a channel: a broker that blocks publishers never answers. */
 const CLOSE_WAIT_MS = 1_000;
-
-/** Resolves after `ms` (or never rejects). */
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /**
  * For publishes that must not be sent twice when the broker is slow (parked copies, forwarded delayed messages): a
@@ -127,7 +125,7 @@ export class ConfirmPublisher {
     const open = await current?.catch(() => undefined);
     // Already closed with the connection; or never answered by a broker that blocks publishers: the connection's
     // close then ends it.
-    if (open) await Promise.race([open.channel.close().catch(() => undefined), sleep(CLOSE_WAIT_MS)]);
+    if (open) await Promise.race([open.channel.close().catch(() => undefined), sleep(CLOSE_WAIT_MS, { unref: true })]);
   }
 
   private async sendOnce(
@@ -140,7 +138,7 @@ export class ConfirmPublisher {
   ): Promise<SendOutcome> {
     const pending: PendingPublish = { exchange, routingKey, messageId: options.messageId, content, returned: false };
     if (options.mandatory) open.pending.add(pending);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: DurationTimer | undefined;
     const sentAt = Date.now();
     const onAbort = () => resolveOutcome?.({ kind: 'timeout' });
     let resolveOutcome: ((outcome: SendOutcome) => void) | undefined;
@@ -151,9 +149,9 @@ export class ConfirmPublisher {
         const slow = () => {
           if (!patience) return resolve({ kind: 'timeout' });
           patience.onSlowConfirm(Date.now() - sentAt);
-          timer = setTimeout(slow, this.limits.confirmTimeoutMs);
+          timer = startTimer(this.limits.confirmTimeoutMs, slow);
         };
-        timer = setTimeout(slow, this.limits.confirmTimeoutMs);
+        timer = startTimer(this.limits.confirmTimeoutMs, slow);
         if (patience?.signal.aborted) resolve({ kind: 'timeout' });
         const settle = (error: unknown) => {
           if (!error) {
@@ -178,7 +176,7 @@ export class ConfirmPublisher {
         open.writes.written(written);
       });
     } finally {
-      clearTimeout(timer);
+      timer?.cancel();
       patience?.signal.removeEventListener('abort', onAbort);
       open.pending.delete(pending);
     }
@@ -194,7 +192,7 @@ export class ConfirmPublisher {
     if (this.open !== open) return;
     this.open = undefined;
     this.current = undefined;
-    setTimeout(() => void open.channel.close().catch(() => undefined), this.limits.confirmTimeoutMs).unref();
+    startTimer(this.limits.confirmTimeoutMs, () => void open.channel.close().catch(() => undefined)).unref();
   }
 
   /** The channel, once the connection is up (within the publish's deadline). */
@@ -210,22 +208,12 @@ export class ConfirmPublisher {
         this.waiting--;
       }
     }
-    const left = deadline - Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      // A broker that blocks publishers does not answer channel.open either.
-      return await Promise.race([
-        this.channel(),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`)),
-            Math.max(0, left),
-          );
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // A broker that blocks publishers does not answer channel.open either.
+    return withinTime(
+      this.channel(),
+      Math.max(0, deadline - Date.now()),
+      () => new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`),
+    );
   }
 
   private channel(): Promise<OpenChannel> {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage, Options } from 'amqplib';
+import { sleep } from '../core/duration.timer.js';
 import { errorMessage, errorStack } from '../core/error-message.js';
 import type { ParkReason } from '../core/delivery.decision.js';
 import type { FailureLogs } from '../core/retry-options.js';
@@ -33,17 +34,7 @@ const HANDLER_FAILURES: ReadonlySet<ParkReason> = new Set(['exhausted', 'non-ret
 export const PARK_RETRY: ReconnectPolicy = { initialDelayMs: 200, maxDelayMs: 30_000 };
 
 /** Waits `ms`, or less if `signal` aborts first. */
-export function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
+export const pause = (ms: number, signal: AbortSignal): Promise<void> => sleep(ms, { signal });
 
 /** True when a publish failed because its target queue or exchange is missing (returned, or a 404). */
 export const isMissingTarget = (error: unknown): boolean =>

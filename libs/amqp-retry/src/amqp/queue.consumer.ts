@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { DeliveryGate, type GatePass } from '../core/delivery.gate.js';
+import { type DurationTimer, startTimer } from '../core/duration.timer.js';
 import { errorMessage } from '../core/error-message.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
 import type { RetryLogger } from '../core/retry-logger.js';
@@ -76,7 +77,7 @@ export class QueueConsumer {
   private switching: Promise<void> = Promise.resolve();
   private stopped = false;
   private resumeAttempt = 0;
-  private resumeTimer?: NodeJS.Timeout;
+  private resumeTimer?: DurationTimer;
   private readonly gate: DeliveryGate;
   /** Handlers running or waiting for the gate, across channels; `idle` wakes those waiting for them to finish. */
   private inFlight = 0;
@@ -148,7 +149,7 @@ export class QueueConsumer {
    */
   async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.resumeTimer);
+    this.resumeTimer?.cancel();
     this.resumeTimer = undefined;
     await this.starting?.catch(() => undefined);
     await this.switching; // a change of pace in progress must not subscribe again behind our back
@@ -157,12 +158,12 @@ export class QueueConsumer {
       await subscription.channel.cancel(subscription.consumerTag).catch(() => undefined);
       this.down('the application is stopping');
     }
-    let timer: NodeJS.Timeout | undefined;
+    let timer: DurationTimer | undefined;
     const timedOut = await Promise.race([
       this.whenIdle().then(() => false),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs))),
+      new Promise<boolean>((resolve) => (timer = startTimer(timeoutMs, () => resolve(true)))),
     ]);
-    clearTimeout(timer);
+    timer?.cancel();
     if (timedOut) {
       this.options.logger.warn(
         `"${this.options.queue}": ${this.inFlight} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
@@ -280,7 +281,7 @@ export class QueueConsumer {
     if (this.stopped || this.resumeTimer) return;
     const delay = reconnectDelay(++this.resumeAttempt, this.options.resume);
     this.options.logger.error(`${why}; declaring it again and resuming in ${delay} ms`);
-    this.resumeTimer = setTimeout(() => {
+    this.resumeTimer = startTimer(delay, () => {
       this.resumeTimer = undefined;
       this.options
         .redeclare()
@@ -288,7 +289,7 @@ export class QueueConsumer {
         .catch((error: unknown) => {
           if (this.options.connection.isConnected) this.scheduleResume(`Could not resume consuming "${this.options.queue}": ${errorMessage(error)}`);
         });
-    }, delay);
+    });
   }
 }
 

@@ -37,7 +37,14 @@ export interface RetryPolicy {
  * tier retries); or park it before any handler runs (`notify` first tells whoever waits).
  */
 export type DeliveryRoute =
-  | { kind: 'handle'; payload: unknown; policy: RetryPolicy; invoke: HandlerInvoker; pattern?: string }
+  | {
+      kind: 'handle';
+      payload: unknown;
+      policy: RetryPolicy;
+      invoke: HandlerInvoker;
+      /** The handler's own pattern, for observers (a metrics label): never a client's spelling of it. */
+      pattern?: string;
+    }
   | { kind: 'once'; run: (context: RetryContext) => Promise<void> }
   | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
 
@@ -106,7 +113,8 @@ export class RetryDeliveryHandler {
     const attempt = firstAttempt + movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
     if (attempt > route.policy.maxAttempts) {
       const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${route.policy.maxAttempts}`);
-      return this.parker.park(message, settle, this.park, { queue, deaths, reason: 'exhausted', error, handlerCalls: attempt - 1 }, signal);
+      const { pattern } = route;
+      return this.parker.park(message, settle, this.park, { queue, pattern, deaths, reason: 'exhausted', error, handlerCalls: attempt - 1 }, signal);
     }
     return this.attempt(message, settle, signal, route, attempt, deaths);
   }

@@ -1,3 +1,5 @@
+import { type DurationTimer, startTimer } from '../core/duration.timer.js';
+
 /** How many waiting publishes are let through at once when the buffer has room. */
 const RELEASE_BATCH = 64;
 
@@ -14,7 +16,7 @@ export class WriteQueue {
   /** Waiting publishes let through that have not written yet: newcomers stay behind them. */
   private passing = 0;
   private readonly waiting: Array<{ go: () => void; fail: (error: Error) => void }> = [];
-  private stallTimer?: NodeJS.Timeout;
+  private stallTimer?: DurationTimer;
 
   constructor(private readonly stallMs: number) {}
 
@@ -34,13 +36,13 @@ export class WriteQueue {
   }
 
   private armStallTimer(): void {
-    this.stallTimer ??= setTimeout(() => this.stalled(), this.stallMs);
+    this.stallTimer ??= startTimer(this.stallMs, () => this.stalled());
   }
 
   /** The socket drained: writing may go on. */
   drained(): void {
     this.full = false;
-    clearTimeout(this.stallTimer);
+    this.stallTimer?.cancel();
     this.stallTimer = undefined;
     this.releaseNext();
   }
@@ -49,7 +51,7 @@ export class WriteQueue {
   closed(): void {
     this.full = false;
     this.passing = 0;
-    clearTimeout(this.stallTimer);
+    this.stallTimer?.cancel();
     this.stallTimer = undefined;
     for (const { go } of this.waiting.splice(0)) go();
   }

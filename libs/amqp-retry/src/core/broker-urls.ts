@@ -1,12 +1,8 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
+import { maskUrl } from './credentials.mask.js';
 
 /** How a list of URLs is written in AMQP_URL, for error messages. */
 const LIST_EXAMPLE = 'amqp://user:password@host1:5672,amqp://user:password@host2:5672';
-
-/** Masks the password of an AMQP URL, for logs and errors: credentials are never logged. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
-}
 
 export function isAmqpUrl(url: string): boolean {
   try {
@@ -22,14 +18,35 @@ function shown(value: unknown): string {
   return Array.isArray(value) && value.length === 0 ? 'an empty list' : String(value); // never a list: it may hold passwords
 }
 
+/** The fix for a user or password holding a character a URL ends its host part at. */
+export const ENCODE_CREDENTIALS_FIX =
+  "Percent-encode the user and password (encodeURIComponent): '/' is %2F, '?' %3F, '#' %23, '@' %40, ':' %3A, '%' %25; an '@' in a vhost is %40.";
+
+/**
+ * What is wrong with a string that should be an AMQP URL, or undefined when nothing is. A `/`, `?` or `#` before the
+ * last `@` (a generated password that was not percent-encoded) ends the host part early: the URL does not parse, or
+ * parses as another host. Named as such, rather than as "not an AMQP URL" or amqplib's "Expected amqp:".
+ */
+export function amqpUrlProblem(url: string): { problem: string; fix?: string } | undefined {
+  const scheme = /^amqps?:\/\//i.exec(url);
+  const at = url.lastIndexOf('@');
+  if (scheme && at > 0 && /[/?#]/.test(url.slice(scheme[0].length, at))) {
+    return { problem: "has a '/', '?' or '#' before its last '@', so its user or password is not percent-encoded", fix: ENCODE_CREDENTIALS_FIX };
+  }
+  return isAmqpUrl(url) ? undefined : { problem: 'is not an AMQP URL' };
+}
+
 /** Reads one broker URL (the `url` option); a list written into it is pointed at `urls`. */
 export function readUrl(value: unknown, key: string): string {
   if (typeof value === 'string' && /,\s*amqps?:\/\//i.test(value)) {
     throw new RetryConfigError(key, `is ${shown(value)}, a list`, 'Give the nodes of a cluster as the option "urls", an array of AMQP URLs.');
   }
-  if (typeof value !== 'string' || !isAmqpUrl(value)) {
+  if (typeof value !== 'string') {
     throw new RetryConfigError(key, `is ${shown(value)}`, 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.');
   }
+  const wrong = amqpUrlProblem(value);
+  if (wrong?.fix) throw new RetryConfigError(key, `is ${shown(value)}, which ${wrong.problem}`, wrong.fix);
+  if (wrong) throw new RetryConfigError(key, `is ${shown(value)}`, 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.');
   return value;
 }
 
@@ -45,9 +62,8 @@ export function readUrlList(value: unknown, key: string): string[] {
     : `Give an array of AMQP URLs, e.g. ['amqp://user:password@host1:5672', 'amqp://user:password@host2:5672'].`;
   if (!Array.isArray(entries) || entries.length === 0) throw new RetryConfigError(key, `is ${shown(value)}`, fix);
   entries.forEach((entry: unknown, i) => {
-    if (typeof entry !== 'string' || !isAmqpUrl(entry)) {
-      throw new RetryConfigError(key, `has ${shown(entry)} as entry ${i + 1}, which is not an AMQP URL`, fix);
-    }
+    const wrong = typeof entry === 'string' ? amqpUrlProblem(entry) : { problem: 'is not an AMQP URL' };
+    if (wrong) throw new RetryConfigError(key, `has ${shown(entry)} as entry ${i + 1}, which ${wrong.problem}`, wrong.fix ?? fix);
     if (entries.indexOf(entry) !== i) throw new RetryConfigError(key, `lists ${shown(entry)} twice`, 'List each node once.');
   });
   return entries as string[];

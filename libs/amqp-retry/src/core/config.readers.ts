@@ -1,10 +1,10 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { DURATION_HINT, type Duration, parseDuration } from './duration.js';
+import { DURATION_HINT, type Duration, formatDuration, MAX_TTL_MS, parseDuration, spellAtMost } from './duration.js';
 import type { Deserializer } from './body.decoder.js';
 import type { QueueType } from './retry-options.js';
 
-/** The longest TTL RabbitMQ accepts for a queue (x-message-ttl is an unsigned 32-bit count of ms). */
-export const MAX_TIER_DELAY_MS = 2 ** 32 - 1;
+/** The longest tier delay: RabbitMQ's largest TTL. */
+export const MAX_TIER_DELAY_MS = MAX_TTL_MS;
 
 function show(value: unknown): string {
   if (typeof value === 'string') return `"${value}"`;
@@ -14,6 +14,53 @@ function show(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** The range a configured duration must fall in, and why, for the error that names the way back into it. */
+export interface DurationRange {
+  /** Least milliseconds (default 0), what a shorter value would do, and the way out (default: use at least min). */
+  min?: number;
+  below?: string;
+  belowFix?: string;
+  /** Most milliseconds, and why no more. Every timer armed from a duration works up to any length (core/duration.timer). */
+  max: number;
+  above: string;
+}
+
+/** Tier and delay TTLs: RabbitMQ takes no longer one. */
+export const TTL_RANGE: DurationRange = { max: MAX_TTL_MS, above: "RabbitMQ's largest TTL (about 49 days)" };
+/** Time limits and intervals: a longer one is no limit at all; the bound keeps every limit a TTL could carry. */
+export const TIME_LIMIT_RANGE: DurationRange = { max: MAX_TTL_MS, above: 'the longest time limit the library takes (about 49 days)' };
+/** Time limits that cannot be 0 (a limit of 0 would fail everything at once). */
+export const POSITIVE_TIME_LIMIT_RANGE: DurationRange = {
+  ...TIME_LIMIT_RANGE,
+  min: 1,
+  below: 'a time limit of 0 would fail everything at once',
+  belowFix: 'Use a time limit above 0',
+};
+
+/**
+ * The library's one duration reader: milliseconds, or a number with a unit, within `range`; rounded up to whole ms.
+ * Throws a RetryConfigError that names `key` as the user wrote it, the value, and the way to a valid one.
+ * @example readDuration('30s', 'RetryModule option "shutdownTimeout"', "'30s'", TIME_LIMIT_RANGE) // 30000
+ */
+export function readDuration(value: unknown, key: string, example: string, range: DurationRange): number {
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    throw new RetryConfigError(key, `has ${show(value)}, which is not a duration`, `Use ${DURATION_HINT}, e.g. ${example}.`);
+  }
+  const min = range.min ?? 0;
+  if (ms < min) {
+    throw new RetryConfigError(
+      key,
+      `is ${ms} ms: ${range.below ?? `the least it takes is ${formatDuration(min)}`}`,
+      `${range.belowFix ?? `Use at least ${formatDuration(min)}`}, e.g. ${example}.`,
+    );
+  }
+  if (ms > range.max) {
+    throw new RetryConfigError(key, `has ${show(value)}, longer than ${range.above}`, `Use at most ${spellAtMost(range.max)}.`);
+  }
+  return ms;
 }
 
 /** Reads a list of tier delays, each a valid duration of at most MAX_TIER_DELAY_MS. */
@@ -26,14 +73,7 @@ export function readDelays(value: unknown, key: string, example: string): number
 
 /** Reads one duration usable as a queue TTL. */
 export function readDelay(value: unknown, key: string, example: string): number {
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    throw new RetryConfigError(key, `has ${show(value)}, which is not a duration`, `Use ${DURATION_HINT}, e.g. ${example}.`);
-  }
-  if (ms > MAX_TIER_DELAY_MS) {
-    throw new RetryConfigError(key, `has ${show(value)}, longer than RabbitMQ's largest TTL (about 49 days)`, `Use at most 49d.`);
-  }
-  return ms;
+  return readDuration(value, key, example, TTL_RANGE);
 }
 
 /** Reads a whole number in [min, max]; numeric strings are accepted (they come from the environment). */

@@ -22,7 +22,7 @@
  */
 
 import type { Options } from 'amqplib';
-import { type Duration, parseDuration } from './duration.js';
+import { type Duration, MAX_TTL_MS, parseDuration } from './duration.js';
 import { readExpiration } from './message-properties.js';
 import type { QueueType } from './retry-options.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from './topology.types.js';
@@ -50,7 +50,7 @@ export const DELAY_LADDER = {
  * (`MAX_EXPIRY_TIMER`, from `erlang:send_after`; the RabbitMQ JMS client caps TTLs at it). 3.10 accepted
  * a larger `x-message-ttl` unchecked; the ladder does not rely on that: position 10 has digits 1..3 only.
  */
-export const MAX_DELAY_MS = 2 ** 32 - 1;
+export const MAX_DELAY_MS = MAX_TTL_MS;
 
 /** Header naming the exchange the forwarder republishes a due message to ('' is the default exchange). */
 export const DELAY_TARGET_EXCHANGE_HEADER = 'x-delay-target-exchange';

@@ -7,6 +7,12 @@ export type Duration = number | string;
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION_PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
 
+/**
+ * The longest TTL RabbitMQ takes, 2^32-1 ms (about 49.7 days): `x-message-ttl` is an unsigned 32-bit count of ms,
+ * and the broker's expiry timers (`erlang:send_after`) stop there. Also the longest time limit the library takes.
+ */
+export const MAX_TTL_MS = 2 ** 32 - 1;
+
 /** What a valid duration looks like, for error messages. */
 export const DURATION_HINT = "milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d'";
 
@@ -36,4 +42,17 @@ export function formatDuration(ms: number): string {
     if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
+}
+
+/** The longest whole-unit spelling not above `ms`, for "use at most" hints: 2^32-1 -> '49d', 90500 -> '1m'. */
+export function spellAtMost(ms: number): string {
+  for (const [unit, size] of [
+    ['d', UNIT_MS.d],
+    ['h', UNIT_MS.h],
+    ['m', UNIT_MS.m],
+    ['s', UNIT_MS.s],
+  ] as const) {
+    if (ms >= size) return `${Math.floor(ms / size)}${unit}`;
+  }
+  return `${Math.floor(ms)}ms`;
 }

@@ -32,6 +32,12 @@ describe('idempotency and ordering configuration', () => {
     expect(() => readIdempotency({ store, ttl: 'soon' }, at)).toThrow(RetryConfigError);
     expect(() => readIdempotency({ store, claimTtl: '10ms' }, at)).toThrow('option "idempotency.claimTtl" is 10 ms');
     expect(() => readIdempotency({ store, ttl: '10s', claimTtl: '30s' }, at)).toThrow('is shorter than claimTtl');
+    expect(() => readIdempotency({ store, ttl: '400d' }, at)).toThrow('option "idempotency.ttl" has "400d", longer than a year. Use at most 366d.');
+  });
+
+  it('takes claims and holds far beyond a single Node timer (renewed and ended by chained timers)', () => {
+    expect(readIdempotency({ store, claimTtl: '100d', ttl: '366d' }, at)).toMatchObject({ claimTtlMs: 100 * 86_400_000, ttlMs: 366 * 86_400_000 });
+    expect(readOrdering({ key: () => 'k', holdGrace: '30d' }, at).holdGraceMs).toBe(30 * 86_400_000);
   });
 
   it('ordering: a function or a header; whileRetrying continue (default) or hold', () => {

@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { DURATION_HINT, parseDuration } from './duration.js';
+import { type DurationRange, readDuration } from './config.readers.js';
 import type { IdempotencyStore } from './idempotency-store.js';
 import { headerKey, messageIdKey, type MessageKeyFn } from './message-key.js';
 import type { IdempotencyOptions, OrderingOptions } from './retry-options.js';
@@ -24,23 +24,17 @@ export interface OrderingConfig {
 export const DEFAULT_IDEMPOTENCY_TTL_MS = 86_400_000;
 export const DEFAULT_CLAIM_TTL_MS = 30_000;
 export const DEFAULT_HOLD_GRACE_MS = 10_000;
-/** A claim renewed every third of its life needs a life long enough for a store round trip. */
-const MIN_CLAIM_TTL_MS = 1_000;
 /** Redis PX and PostgreSQL intervals take far more; a year is longer than any redelivery. */
 const MAX_RECORD_TTL_MS = 366 * 86_400_000;
+const RECORD_TTL_RANGE: DurationRange = { min: 1, below: 'a record must last', max: MAX_RECORD_TTL_MS, above: 'a year' };
+/** A claim renewed every third of its life needs a life long enough for a store round trip. */
+const CLAIM_TTL_RANGE: DurationRange = {
+  ...RECORD_TTL_RANGE,
+  min: 1_000,
+  below: 'a claim is renewed every third of its life, which must leave time for a round trip to the store',
+};
+const HOLD_GRACE_RANGE: DurationRange = { ...RECORD_TTL_RANGE, min: 0 };
 const STORE_METHODS = ['claim', 'renew', 'release', 'markHandled'] as const;
-
-function readSpan(value: unknown, key: string, min: number, max: number, example: string): number {
-  const ms = parseDuration(value);
-  if (ms === undefined)
-    throw new RetryConfigError(
-      key,
-      `is ${JSON.stringify(value) ?? String(value)}, which is not a duration`,
-      `Use ${DURATION_HINT}, e.g. ${example}.`,
-    );
-  if (ms < min || ms > max) throw new RetryConfigError(key, `is ${ms} ms`, `Use from ${min} ms to ${max} ms, e.g. ${example}.`);
-  return ms;
-}
 
 /** Reads `idempotency` of the module or of a handler; `at(key)` names an option as the user wrote it. */
 export function readIdempotency(value: unknown, at: (key: string) => string): IdempotencyConfig {
@@ -61,10 +55,8 @@ export function readIdempotency(value: unknown, at: (key: string) => string): Id
     throw new RetryConfigError(at('idempotency.key'), 'is not a function', 'Give (payload, message) => string, e.g. (order) => order.id.');
   }
   const claimTtlMs =
-    options.claimTtl === undefined
-      ? DEFAULT_CLAIM_TTL_MS
-      : readSpan(options.claimTtl, at('idempotency.claimTtl'), MIN_CLAIM_TTL_MS, MAX_RECORD_TTL_MS, "'30s'");
-  const ttlMs = options.ttl === undefined ? DEFAULT_IDEMPOTENCY_TTL_MS : readSpan(options.ttl, at('idempotency.ttl'), 1, MAX_RECORD_TTL_MS, "'1d'");
+    options.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : readDuration(options.claimTtl, at('idempotency.claimTtl'), "'30s'", CLAIM_TTL_RANGE);
+  const ttlMs = options.ttl === undefined ? DEFAULT_IDEMPOTENCY_TTL_MS : readDuration(options.ttl, at('idempotency.ttl'), "'1d'", RECORD_TTL_RANGE);
   if (ttlMs < claimTtlMs) {
     throw new RetryConfigError(
       at('idempotency.ttl'),
@@ -92,6 +84,6 @@ export function readOrdering(value: unknown, at: (key: string) => string): Order
     throw new RetryConfigError(at('ordering.whileRetrying'), `is ${JSON.stringify(whileRetrying)}`, "Use 'continue' or 'hold'.");
   }
   const holdGraceMs =
-    options.holdGrace === undefined ? DEFAULT_HOLD_GRACE_MS : readSpan(options.holdGrace, at('ordering.holdGrace'), 0, MAX_RECORD_TTL_MS, "'10s'");
+    options.holdGrace === undefined ? DEFAULT_HOLD_GRACE_MS : readDuration(options.holdGrace, at('ordering.holdGrace'), "'10s'", HOLD_GRACE_RANGE);
   return { key: typeof key === 'function' ? key : headerKey(header as string), whileRetrying, holdGraceMs };
 }

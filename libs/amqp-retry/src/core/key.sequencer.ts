@@ -1,3 +1,5 @@
+import { startTimer } from './duration.timer.js';
+
 /** A message's turn on its key: it runs until `leave()`. */
 export interface KeyTurn {
   /**
@@ -24,9 +26,8 @@ interface KeyState {
 }
 
 const defaultSchedule: Schedule = (run, ms) => {
-  const timer = setTimeout(run, ms);
-  timer.unref?.();
-  return () => clearTimeout(timer);
+  const timer = startTimer(ms, run).unref(); // holdGrace may be up to a year
+  return () => timer.cancel();
 };
 
 /**

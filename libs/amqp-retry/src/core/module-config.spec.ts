@@ -1,5 +1,7 @@
+import type { RetryModuleOptions } from './retry-options.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
-import { maskUrl, resolveModuleConfig } from './module-config.js';
+import { maskUrl } from './credentials.mask.js';
+import { resolveModuleConfig } from './module-config.js';
 
 describe('resolveModuleConfig', () => {
   it('has sensible defaults', () => {
@@ -37,8 +39,30 @@ describe('resolveModuleConfig', () => {
     const config = resolveModuleConfig({}, { RETRY_CONFIRM_TIMEOUT: '2s', RETRY_CONNECT_TIMEOUT: '750ms' });
     expect(config).toMatchObject({ confirmTimeoutMs: 2_000, connectTimeoutMs: 750 });
     expect(() => resolveModuleConfig({ confirmTimeout: 0 })).toThrow(
-      'Invalid retry configuration: RetryModule option "confirmTimeout" is 0. Use a time limit above 0, e.g. \'10s\'.',
+      'Invalid retry configuration: RetryModule option "confirmTimeout" is 0 ms: a time limit of 0 would fail everything at once. Use a time limit above 0, e.g. \'10s\'.',
     );
+  });
+
+  it('takes every time limit up to 2^32-1 ms (about 49.7 days) as written, and names the longest spelling beyond it', () => {
+    const longest = 2 ** 32 - 1;
+    const config = resolveModuleConfig({
+      publishTimeout: '30d',
+      confirmTimeout: '30d',
+      connectTimeout: longest,
+      shutdownTimeout: '49d',
+      reconnect: { initialDelay: '1s', maxDelay: '30d' },
+    });
+    expect(config).toMatchObject({
+      publishTimeoutMs: 30 * 86_400_000,
+      confirmTimeoutMs: 30 * 86_400_000,
+      connectTimeoutMs: longest,
+      shutdownTimeoutMs: 49 * 86_400_000,
+      reconnect: { initialDelayMs: 1_000, maxDelayMs: 30 * 86_400_000 },
+    });
+    expect(() => resolveModuleConfig({}, { RETRY_SHUTDOWN_TIMEOUT: '50d' })).toThrow(
+      'Invalid retry configuration: environment variable RETRY_SHUTDOWN_TIMEOUT has "50d", longer than the longest time limit the library takes (about 49 days). Use at most 49d.',
+    );
+    expect(() => resolveModuleConfig({ connectTimeout: longest + 1 })).toThrow('option "connectTimeout" has 4294967296, longer than');
   });
 
   it('takes a deserializer and refuses anything else, naming the fix', () => {
@@ -205,16 +229,49 @@ describe('resolveModuleConfig: the brokers', () => {
     [{ urls: [] }, {}, 'RetryModule option "urls" is an empty list. Give an array of AMQP URLs'],
     [{ urls: [a, 'http://u:secret@x'] }, {}, 'RetryModule option "urls" has "http://u:***@x" as entry 2, which is not an AMQP URL'],
     [{ urls: [a, a] }, {}, 'RetryModule option "urls" lists "amqp://u:***@n1:5672" twice. List each node once.'],
-    [
-      { url: `${a},${b}` },
-      {},
-      'RetryModule option "url" is "amqp://u:***@n1:5672,amqp://u:p@n2:5672", a list. Give the nodes of a cluster as the option "urls"',
-    ],
+    [{ url: `${a},${b}` }, {}, 'RetryModule option "url" is "amqp://u:***@n2:5672", a list. Give the nodes of a cluster as the option "urls"'],
     [{}, { AMQP_URL: `${a},` }, 'environment variable AMQP_URL has "" as entry 2, which is not an AMQP URL. Separate AMQP URLs with commas'],
     [{}, { AMQP_URL: `${a},${a}` }, 'environment variable AMQP_URL lists "amqp://u:***@n1:5672" twice'],
   ])('refuses %j %j naming the key and the fix', (options, env, message) => {
     expect(() => resolveModuleConfig(options as never, env)).toThrow(`Invalid retry configuration: ${message}`);
   });
+});
+
+describe('configuration errors never show a password', () => {
+  it.each(['pa/ss', 'p?ss', 'p#ss', 'a/b@c:d%e', 'x/5672'])(
+    'names an unencoded password %p as such, masked, for url, urls and AMQP_URL',
+    (password) => {
+      const url = `amqp://app:${password}@rabbit:5672/vh`;
+      const expected =
+        "has a '/', '?' or '#' before its last '@', so its user or password is not percent-encoded. Percent-encode the user and password (encodeURIComponent)";
+      const cases: Array<[RetryModuleOptions, Record<string, string>]> = [
+        [{ url }, {}],
+        [{ urls: ['amqp://h1', url] }, {}],
+        [{}, { AMQP_URL: url }],
+        [{}, { AMQP_URL: `amqp://h1,${url}` }],
+      ];
+      for (const [options, env] of cases) {
+        let message = '';
+        try {
+          resolveModuleConfig(options, env);
+        } catch (error) {
+          message = (error as Error).message;
+        }
+        expect(message).toContain(expected);
+        expect(message).toContain('"amqp://app:***@rabbit:5672/vh"');
+        expect(message).not.toContain(password);
+      }
+    },
+  );
+
+  it.each(['p@ss', 'p:ss', 'p%ss', 'pässwörd', ''])(
+    'takes the password %p, which a URL parser reads, and masks it in every other error',
+    (password) => {
+      const url = `amqp://app:${password}@rabbit:5672`;
+      expect(resolveModuleConfig({ url }).url).toBe(url);
+      expect(() => resolveModuleConfig({ urls: [url, url] })).toThrow('lists "amqp://app:***@rabbit:5672" twice');
+    },
+  );
 });
 
 describe('maskUrl', () => {

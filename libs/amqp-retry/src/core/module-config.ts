@@ -1,7 +1,16 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { Deserializer } from './body.decoder.js';
 import { readUrl, readUrlList } from './broker-urls.js';
-import { readDelay, readDelays, readDeserializer, readInteger, readName, readQueueType } from './config.readers.js';
+import {
+  POSITIVE_TIME_LIMIT_RANGE,
+  readDelays,
+  readDeserializer,
+  readDuration,
+  readInteger,
+  readName,
+  readQueueType,
+  TIME_LIMIT_RANGE,
+} from './config.readers.js';
 import { DELAY_LADDER } from './delay.plan.js';
 import { readIdempotency, type IdempotencyConfig } from './idempotency.config.js';
 import type { ReconnectPolicy } from './reconnect.policy.js';
@@ -63,11 +72,11 @@ function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>):
   const initialDelayMs =
     reconnect.initialDelay === undefined
       ? DEFAULT_RECONNECT.initialDelayMs
-      : readDelay(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'");
+      : readDuration(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'", TIME_LIMIT_RANGE);
   const maxDelayMs =
     reconnect.maxDelay === undefined
       ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs)
-      : readDelay(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'");
+      : readDuration(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'", TIME_LIMIT_RANGE);
   if (maxDelayMs < initialDelayMs || initialDelayMs === 0) {
     throw new RetryConfigError(
       'RetryModule option "reconnect"',
@@ -117,15 +126,6 @@ function readFailureLogs(logging: RetryModuleOptions['logging']): FailureLogs {
     "Use 'line' (one line per decision) or 'nest'.",
   );
 }
-
-/** A duration above 0: a time limit of 0 would fail everything at once. */
-function readPositiveDelay(value: unknown, key: string, example: string): number {
-  const ms = readDelay(value, key, example);
-  if (ms === 0) throw new RetryConfigError(key, 'is 0', `Use a time limit above 0, e.g. ${example}.`);
-  return ms;
-}
-
-export { maskUrl } from './broker-urls.js';
 
 /** `urls`, else `url`, else AMQP_URL (one URL or a comma-separated list), else the default. */
 function readBrokerUrls(options: RetryModuleOptions, env: Environment): string[] {
@@ -190,14 +190,20 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     delayPrefix: readDelayPrefix(options.delayedDelivery),
     delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect ?? {}),
-    publishTimeoutMs: publishTimeout ? readDelay(publishTimeout.value, publishTimeout.key, "'10s'") : DEFAULT_PUBLISH_TIMEOUT_MS,
+    publishTimeoutMs: publishTimeout ? readDuration(publishTimeout.value, publishTimeout.key, "'10s'", TIME_LIMIT_RANGE) : DEFAULT_PUBLISH_TIMEOUT_MS,
     publishBufferSize:
       options.publishBufferSize === undefined
         ? DEFAULT_PUBLISH_BUFFER_SIZE
         : readInteger(options.publishBufferSize, 'RetryModule option "publishBufferSize"', 0, 1_000_000, '1000'),
-    confirmTimeoutMs: confirmTimeout ? readPositiveDelay(confirmTimeout.value, confirmTimeout.key, "'10s'") : DEFAULT_CONFIRM_TIMEOUT_MS,
-    connectTimeoutMs: connectTimeout ? readPositiveDelay(connectTimeout.value, connectTimeout.key, "'10s'") : DEFAULT_CONNECT_TIMEOUT_MS,
-    shutdownTimeoutMs: shutdownTimeout ? readDelay(shutdownTimeout.value, shutdownTimeout.key, "'30s'") : DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    confirmTimeoutMs: confirmTimeout
+      ? readDuration(confirmTimeout.value, confirmTimeout.key, "'10s'", POSITIVE_TIME_LIMIT_RANGE)
+      : DEFAULT_CONFIRM_TIMEOUT_MS,
+    connectTimeoutMs: connectTimeout
+      ? readDuration(connectTimeout.value, connectTimeout.key, "'10s'", POSITIVE_TIME_LIMIT_RANGE)
+      : DEFAULT_CONNECT_TIMEOUT_MS,
+    shutdownTimeoutMs: shutdownTimeout
+      ? readDuration(shutdownTimeout.value, shutdownTimeout.key, "'30s'", TIME_LIMIT_RANGE)
+      : DEFAULT_SHUTDOWN_TIMEOUT_MS,
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
     failureLogs: readFailureLogs(options.logging),
     idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, (key) => `RetryModule option "${key}"`),

@@ -27,6 +27,7 @@ const deathsOf = (header: unknown): XDeath[] => {
 const require = createRequire(import.meta.url);
 const codec = require(join(dirname(require.resolve('amqplib')), 'lib', 'codec.js')) as {
   encodeTable: (buffer: Buffer, value: Record<string, unknown>, offset: number) => number;
+  decodeFields: (slice: Buffer) => Record<string, unknown>;
 };
 const encodesInto64KiB = (headers: Record<string, unknown>) => codec.encodeTable(Buffer.alloc(64 * 1024), headers, 0);
 
@@ -80,6 +81,28 @@ const input = (over: Partial<ParkInput> = {}): ParkInput => ({
 });
 
 describe('parkedPublishOptions', () => {
+  it('cannot restore a long header beyond 2^53: amqplib decoded it to a number, and the copy carries that number', () => {
+    // What amqplib hands the consumer for a long of 2^53 + 1 on the wire (codec.js: Number(readBigInt64BE)).
+    const wire = Buffer.alloc(64);
+    const size = codec.encodeTable(wire, { id: { '!': 'int64', value: 2n ** 53n + 1n } }, 0);
+    const delivered = codec.decodeFields(wire.subarray(4, size));
+    expect(delivered.id).toBe(2 ** 53);
+    const headers = parkedPublishOptions(input({ properties: properties({ headers: delivered }) })).headers as Record<string, unknown>;
+    // The parked copy's header, as amqplib writes it: a long, of the rounded value.
+    const out = Buffer.alloc(64 * 1024);
+    codec.encodeTable(out, { id: headers.id }, 0);
+    expect(out.toString('latin1', 7, 8)).toBe('l'); // table length (4), key length (1), key "id" (2), then the type tag
+    expect(out.readBigInt64BE(8)).toBe(2n ** 53n);
+  });
+
+  it('masks passwords in the exception message and stack: the copy leaves the process', () => {
+    const error = new Error('cannot reach postgres://app:pa/ss@db:5432/orders');
+    const headers = parkedPublishOptions(input({ error })).headers as Record<string, string>;
+    expect(headers['x-exception-message']).toBe('cannot reach postgres://app:***@db:5432/orders');
+    expect(headers['x-exception-stack']).toContain('postgres://app:***@db:5432/orders');
+    expect(JSON.stringify(headers)).not.toContain('pa/ss');
+  });
+
   it('keeps the properties and headers and adds the parking headers', () => {
     const options = parkedPublishOptions(input());
     expect(options).toMatchObject({

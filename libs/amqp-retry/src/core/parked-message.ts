@@ -5,6 +5,7 @@ import { encodedHeaderSize, encodedTableSize } from './field-table.size.js';
 import { republishProperties } from './message-properties.js';
 import { FIRST_FAILURE_HEADERS, firstRoute } from './first-failure.js';
 import { readDeathHistory, type XDeath } from './x-death.parser.js';
+import { maskCredentials } from './credentials.mask.js';
 
 export { encodedTableSize } from './field-table.size.js';
 
@@ -148,14 +149,16 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
   if (properties.userId !== undefined) own['x-original-user-id'] = truncateUtf8(String(properties.userId), MAX_NAME_BYTES);
   if (delivered['x-death'] !== undefined) own['x-retry-death-history'] = deathHistoryValue(delivered['x-death']);
 
-  const { kept, dropped } = fitOriginals(delivered, own, errorMessage(error));
+  // The error's texts leave the process in the copy (the page, the CLI, the management UI): passwords masked.
+  const message = maskCredentials(errorMessage(error));
+  const { kept, dropped } = fitOriginals(delivered, own, message);
   if (dropped.length > 0) {
     // A copy parked before (and replayed) may already say what an earlier park dropped: keep that too.
     const before = typeof kept['x-parked-dropped-headers'] === 'string' ? [kept['x-parked-dropped-headers']] : [];
     delete kept['x-parked-dropped-headers'];
     own['x-parked-dropped-headers'] = truncateUtf8([...before, ...dropped].join(','), MAX_DROPPED_LIST_BYTES);
   }
-  const exception = fitException(PARKED_HEADERS_BUDGET - encodedTableSize({ ...kept, ...own }), errorMessage(error), errorStack(error));
+  const exception = fitException(PARKED_HEADERS_BUDGET - encodedTableSize({ ...kept, ...own }), message, maskCredentials(errorStack(error)));
   return republishProperties(properties, { ...kept, ...exception, ...own });
 }
 

@@ -23,6 +23,22 @@ const parked = (over: Record<string, unknown> = {}, body = '{"order":1}'): Parke
   }),
 });
 
+describe('toParkedView masks credentials in the exception texts of copies parked by older versions', () => {
+  it('in the error, in the headers, in the JSON line and in the summary; the id stays that of the stored copy', () => {
+    const leaky = parked({
+      'x-parked-id': undefined,
+      'x-exception-message': 'connect to amqp://svc:p@ss/w0rd@rabbit:5672 failed',
+      'x-exception-stack': Buffer.from('Error: connect to amqp://svc:p@ss/w0rd@rabbit:5672 failed\n    at x'),
+    });
+    const view = toParkedView(leaky, 'orders.error');
+    expect(view.error).toBe('connect to amqp://svc:***@rabbit:5672 failed');
+    expect(view.headers['x-exception-stack']).toBe('Error: connect to amqp://svc:***@rabbit:5672 failed\n    at x');
+    expect(toJsonLine(view)).not.toContain('w0rd');
+    expect(JSON.stringify(summarize([view]))).not.toContain('w0rd');
+    expect(view.id).toBe(parkedIdOf(leaky));
+  });
+});
+
 describe('parkedIdOf', () => {
   it('is the x-parked-id written at park time', () => {
     expect(parkedIdOf(parked())).toBe('p-1');

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { MessageProperties, Options } from 'amqplib';
 import type { ParkedFilter, ParkedMessageView, ParkedSummary } from '../ops/parked-messages.types.js';
+import { maskCredentials } from './credentials.mask.js';
 import { republishProperties } from './message-properties.js';
 import { BROKER_DEATH_HEADERS } from './parked-message.js';
 
@@ -81,6 +82,18 @@ function parkedAtOf(value: unknown): Date | undefined {
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
+/**
+ * The headers with the exception texts masked: copies parked by earlier versions (or by other tools) may hold a
+ * `user:password@` that the page, its export and the CLI must not show.
+ */
+function maskedExceptionHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const masked = { ...headers };
+  for (const key of ['x-exception-message', 'x-exception-stack']) {
+    if (typeof masked[key] === 'string' || Buffer.isBuffer(masked[key])) masked[key] = maskCredentials(text(masked[key]));
+  }
+  return masked;
+}
+
 /** How an operator sees a parked message. `fallbackQueue` is the queue it failed in when its headers do not say. */
 export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallbackQueue = ''): ParkedMessageView {
   const { content, properties } = delivery;
@@ -95,13 +108,13 @@ export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallb
     queue: text(headers['x-original-queue']) || fallbackQueue,
     errorQueue,
     reason: text(headers['x-parked-reason']),
-    error: text(headers['x-exception-message']),
+    error: maskCredentials(text(headers['x-exception-message'])),
     parkedAt: parkedAtOf(text(headers['x-parked-at'])),
     attempts: typeof attempts === 'number' ? attempts : undefined,
     body: content.toString(utf8 ? 'utf8' : 'base64'),
     bodyEncoding: utf8 ? 'utf8' : 'base64',
     properties: jsonSafe(Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))) as Record<string, unknown>,
-    headers: jsonSafe(headers) as Record<string, unknown>,
+    headers: jsonSafe(maskedExceptionHeaders(headers)) as Record<string, unknown>,
     deaths: history === undefined ? [] : (jsonSafe(Array.isArray(history) ? history : [history]) as unknown[]),
   };
 }

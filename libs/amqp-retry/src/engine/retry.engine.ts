@@ -9,6 +9,7 @@ import { readExpiration } from '../core/message-properties.js';
 import { assertDistinctQueues } from '../core/handler-config.js';
 import type { IdempotencyStore } from '../core/idempotency-store.js';
 import type { ModuleConfig } from '../core/module-config.js';
+import { maskingLogger } from '../core/credentials.mask.js';
 import type { ScopeQueue } from '../core/parked-scope.js';
 import { tierQueues } from '../core/retry-topology.plan.js';
 import type { RetryLogger } from '../core/retry-logger.js';
@@ -57,13 +58,17 @@ export class RetryEngine {
   /** The delay ladder's queue names, for parkingQueues(). */
   private ladderNames?: { readyQueue: string; errorQueue: string };
 
+  /** Every line masked: a log line may quote a broker URL or an error text holding `user:password@`. */
+  private readonly logger: RetryLogger;
+
   constructor(
     private readonly config: ModuleConfig,
-    private readonly logger: RetryLogger,
+    logger: RetryLogger,
     observers: readonly RetryObserver[] = [],
   ) {
-    this.observers = new ObserverHub(observers, logger);
-    this.publishing = new PublishingSide(config, logger, this.observers);
+    this.logger = maskingLogger(logger);
+    this.observers = new ObserverHub(observers, this.logger);
+    this.publishing = new PublishingSide(config, this.logger, this.observers);
   }
 
   /**
@@ -139,11 +144,14 @@ export class RetryEngine {
     await this.publishing.open();
   }
 
-  /** A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to). */
-  async publishingChannel(purpose: string): Promise<Channel> {
+  /**
+   * A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to).
+   * `expectClose`: the caller provokes broker closes (a passive declare that may 404), which are then not logged.
+   */
+  async publishingChannel(purpose: string, expectClose = false): Promise<Channel> {
     if (this.closed) throw new NotConnectedError('the application has shut down');
     const { connection } = await this.publishing.open();
-    return connection.createChannel(purpose);
+    return connection.createChannel(purpose, expectClose);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
 import { pause } from '../amqp/message.parker.js';
+import { sleep, startInterval, withinTime } from '../core/duration.timer.js';
 import { errorMessage } from '../core/error-message.js';
 import type { IdempotencyConfig } from '../core/idempotency.config.js';
 import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
@@ -19,16 +20,10 @@ const BUSY_POLL: ReconnectPolicy = { initialDelayMs: 25, maxDelayMs: 1_000 };
 export const storeKeyOf = (queue: string, key: string) => `${encodeURIComponent(queue)}:${key}`;
 
 async function bounded<T>(operation: string, key: string, call: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
-      call(),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS))),
-    ]);
+    return await withinTime(call(), STORE_TIMEOUT_MS, () => new Error(`no answer within ${STORE_TIMEOUT_MS} ms`));
   } catch (error) {
     throw new IdempotencyStoreError(operation, key, error);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -95,22 +90,19 @@ async function claim(store: IdempotencyStore, key: string, token: string, claimT
 /** Renews the claim while the handler runs. */
 function renewEvery(store: IdempotencyStore, key: string, token: string, claimTtlMs: number, warn: (problem: string) => void) {
   let lost = false;
-  const timer = setInterval(
-    () => {
-      bounded('renew', key, () => store.renew(key, token, claimTtlMs)).then(
-        (held) => {
-          if (!held && !lost) {
-            lost = true;
-            warn('it expired and another copy claimed it');
-          }
-        },
-        (error: unknown) => warn(errorMessage(error)),
-      );
-    },
-    Math.floor(claimTtlMs / 3),
-  );
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  // Every third of claimTtl, which may be longer than a single Node timer takes (a claim of up to a year).
+  const timer = startInterval(Math.floor(claimTtlMs / 3), () => {
+    bounded('renew', key, () => store.renew(key, token, claimTtlMs)).then(
+      (held) => {
+        if (!held && !lost) {
+          lost = true;
+          warn('it expired and another copy claimed it');
+        }
+      },
+      (error: unknown) => warn(errorMessage(error)),
+    );
+  }).unref();
+  return { stop: () => timer.cancel() };
 }
 
 /**
@@ -127,7 +119,7 @@ async function record(store: IdempotencyStore, key: string, ttlMs: number, claim
     } catch (error) {
       const wait = reconnectDelay(attempt, { initialDelayMs: 100, maxDelayMs: 2_000 });
       if (Date.now() + wait >= deadline) return giveUp(error);
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleep(wait);
     }
   }
 }

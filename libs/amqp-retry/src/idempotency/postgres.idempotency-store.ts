@@ -1,5 +1,6 @@
 import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
-import { parseDuration } from '../core/duration.js';
+import { readDuration, TIME_LIMIT_RANGE } from '../core/config.readers.js';
+import { type DurationTimer, startInterval } from '../core/duration.timer.js';
 import type { Duration } from '../core/duration.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 
@@ -58,7 +59,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   private pool?: Promise<PgLikePool>;
   private readonly table: string;
   private readonly cleanupMs: number;
-  private cleanupTimer?: NodeJS.Timeout;
+  private cleanupTimer?: DurationTimer;
   private closed = false;
 
   constructor(private readonly options: PostgresIdempotencyStoreOptions) {
@@ -72,10 +73,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const table = readIdentifier(options.table, 'amqp_retry_idempotency', 'table') as string;
     const schema = readIdentifier(options.schema, undefined, 'schema');
     this.table = schema === undefined ? `"${table}"` : `"${schema}"."${table}"`;
-    const cleanupMs = options.cleanupInterval === undefined ? 60_000 : parseDuration(options.cleanupInterval);
-    if (cleanupMs === undefined)
-      throw new RetryConfigError('PostgresIdempotencyStore option "cleanupInterval"', 'is not a duration', "Use e.g. '1m', or 0 for never.");
-    this.cleanupMs = cleanupMs;
+    // 0: never (purgeExpired() on demand).
+    this.cleanupMs =
+      options.cleanupInterval === undefined
+        ? 60_000
+        : readDuration(options.cleanupInterval, 'PostgresIdempotencyStore option "cleanupInterval"', "'1m', or 0 for never", TIME_LIMIT_RANGE);
   }
 
   /** The statements that create the table and its index (run by the store on first use; idempotent). */
@@ -143,7 +145,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.cleanupTimer);
+    this.cleanupTimer?.cancel();
     const pool = this.pool;
     this.pool = undefined;
     if (pool && this.options.pool === undefined) await (await pool.catch(() => undefined))?.end().catch(() => undefined);
@@ -197,7 +199,6 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
 
   private startCleanup(): void {
     if (this.cleanupMs === 0 || this.cleanupTimer) return;
-    this.cleanupTimer = setInterval(() => void this.purgeExpired().catch(() => undefined), this.cleanupMs);
-    this.cleanupTimer.unref();
+    this.cleanupTimer = startInterval(this.cleanupMs, () => void this.purgeExpired().catch(() => undefined)).unref();
   }
 }

@@ -1,4 +1,5 @@
 import type * as Otel from '@opentelemetry/api';
+import { maskCredentials } from '../core/credentials.mask.js';
 import { firstRejection } from '../core/x-death.parser.js';
 import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from './retry-observer.js';
 import type { TracingOptions } from './tracing.options.js';
@@ -112,7 +113,9 @@ export class TracingObserver implements RetryObserver {
 
 function fail(span: Otel.Span, error: unknown, status: Otel.SpanStatusCode): void {
   const exception = error instanceof Error ? error : new Error(String(error));
-  span.recordException(exception);
-  span.setStatus({ code: status, message: exception.message });
+  // A trace leaves the process: the texts are masked as the logs are.
+  const message = maskCredentials(exception.message);
+  span.recordException({ name: exception.name, message, stack: exception.stack === undefined ? undefined : maskCredentials(exception.stack) });
+  span.setStatus({ code: status, message });
   span.setAttribute('error.type', exception.constructor.name);
 }

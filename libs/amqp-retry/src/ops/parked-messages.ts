@@ -2,7 +2,8 @@ import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type GetMes
 import { readHandlerRegistry } from '../amqp/handler-registry.js';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerRecord } from '../core/handler-registry.record.js';
-import { maskUrl } from '../core/module-config.js';
+import { readUrl, readUrlList } from '../core/broker-urls.js';
+import { maskCredentials } from '../core/credentials.mask.js';
 import {
   describeScope,
   mayUseParkingQueue,
@@ -311,8 +312,11 @@ export class ParkedMessages {
 
   /** One URL, or the nodes of a cluster as a comma-separated list (as AMQP_URL takes them). */
   private urls(): string[] {
-    const list = (this.options.url ?? process.env.AMQP_URL ?? DEFAULT_URL).split(',').map((url) => url.trim());
-    return list.filter((url) => url !== '');
+    // Read as the module reads them: a password that is not percent-encoded is named, masked, before amqplib's
+    // misleading "Expected amqp: or amqps: as the protocol".
+    const key = this.options.url !== undefined ? 'ParkedMessages option "url"' : 'environment variable AMQP_URL';
+    const raw = (this.options.url ?? process.env.AMQP_URL ?? DEFAULT_URL).trim().replace(/,+$/, '');
+    return raw.includes(',') ? readUrlList(raw, key) : [readUrl(raw, key)];
   }
 
   /** The first node that answers, in the order given. */
@@ -323,7 +327,7 @@ export class ParkedMessages {
         // noDelay: a publish, an ack and a get written back to back would otherwise wait on Nagle's algorithm (40 ms each)
         return await amqp.connect(url, { noDelay: true, clientProperties: { connection_name: 'amqp-retry parked messages' } });
       } catch (error) {
-        failures.push(`${maskUrl(url)}: ${errorMessage(error)}`);
+        failures.push(maskCredentials(`${url}: ${errorMessage(error)}`));
       }
     }
     throw new Error(`Could not connect to RabbitMQ at ${failures.join('; ')}`);

@@ -5,15 +5,31 @@ import { RequestReplies } from './request-replies.js';
 const request = { kind: 'request' as const, pattern: 'p', data: {}, id: 'r-1', replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' };
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
-function replies(timeoutMs = 5_000) {
+/** A fake engine: `caller` is what a passive declare of the reply address finds; `publishError` fails every publish. */
+function replies(timeoutMs = 5_000, { caller = 'there', publishError }: { caller?: 'there' | 'gone'; publishError?: Error } = {}) {
   const sent: Array<Record<string, unknown>> = [];
+  const mandatory: unknown[] = [];
+  const warnings: string[] = [];
+  let probes = 0;
   const engine = {
-    publish: (_exchange: string, _key: string, content: Buffer) => {
+    publish: (_exchange: string, _key: string, content: Buffer, options: { mandatory?: boolean }) => {
+      if (publishError) return Promise.reject(publishError);
       sent.push(JSON.parse(content.toString()) as Record<string, unknown>);
+      mandatory.push(options.mandatory);
       return Promise.resolve();
     },
+    publishingChannel: () =>
+      Promise.resolve({
+        on: () => undefined,
+        close: () => Promise.resolve(),
+        checkQueue: () => {
+          probes++;
+          return caller === 'there' ? Promise.resolve({}) : Promise.reject(Object.assign(new Error('NOT_FOUND'), { code: 404 }));
+        },
+      }),
   } as unknown as RetryEngine;
-  return { sent, answers: new RequestReplies(engine, silent, timeoutMs) };
+  const logger = { ...silent, warn: (line: string) => void warnings.push(line) };
+  return { sent, mandatory, warnings, probes: () => probes, answers: new RequestReplies(engine, logger, timeoutMs) };
 }
 
 describe('the replies to a request', () => {
@@ -84,6 +100,37 @@ describe('the replies to a request', () => {
     expect(sent).toEqual([
       { err: { status: 'error', message: 'bad', name: 'TypeError' }, isDisposed: true, id: 'r-1' },
       { err: { status: 'error', message: 'Internal server error' }, isDisposed: true, id: 'r-1' },
+    ]);
+  });
+
+  it('asks once whether a direct reply-to caller is there, then sends every reply without mandatory, warning about nothing', async () => {
+    const { sent, mandatory, warnings, probes, answers } = replies();
+    await answers.answer(request, async () => from([1, 2]));
+    expect(sent).toHaveLength(3);
+    expect(mandatory).toEqual([false, false, false]);
+    expect(probes()).toBe(1);
+    expect(warnings).toEqual([]);
+  });
+
+  it('drops the replies to a caller that is gone, with one warning for the request', async () => {
+    const { sent, warnings, answers } = replies(5_000, { caller: 'gone' });
+    await answers.answer(request, async () => from([1, 2]));
+    expect(sent).toEqual([]);
+    expect(warnings).toEqual([
+      'Could not reply to "p" at "amq.rabbitmq.reply-to.x": the caller is gone (its reply address no longer exists), so its reply is dropped; the request is acked, not retried',
+    ]);
+  });
+
+  it('sends to an ordinary reply queue with mandatory, and warns once when every reply fails', async () => {
+    const ordinary = { ...request, replyTo: 'orders.replies' };
+    const { mandatory, probes, answers } = replies();
+    await answers.answer(ordinary, async () => from([1]));
+    expect(mandatory).toEqual([true, true]);
+    expect(probes()).toBe(0);
+    const failing = replies(5_000, { publishError: new Error('no queue is bound to receive it (returned as unroutable)') });
+    await failing.answers.answer(ordinary, async () => from([1, 2]));
+    expect(failing.warnings).toEqual([
+      'Could not reply to "p" at "orders.replies": no queue is bound to receive it (returned as unroutable) (the caller may be gone); the request is acked, not retried',
     ]);
   });
 });

@@ -1,10 +1,16 @@
 import type { Observable, Subscription } from 'rxjs';
+import { startTimer } from '../core/duration.timer.js';
 import { errorMessage } from '../core/error-message.js';
 import type { RetryLogger } from '../core/retry-logger.js';
+import { replyRoute } from '../core/reply-address.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
+import { ReplyAddressProbe } from '../amqp/reply-address.probe.js';
 import type { InboundPacket } from './rpc-packet.js';
 
 type Request = Extract<InboundPacket, { kind: 'request' }>;
+
+/** Sends one reply of a request. */
+type Reply = (content: Buffer) => Promise<void>;
 
 /** What Nest's ClientRMQ reads from a reply: a value, an error, and the end of the stream. */
 interface ReplyPacket {
@@ -25,9 +31,12 @@ function wireError(error: unknown): unknown {
 /**
  * Answers requests as Nest's RMQ transport does: one reply per value of the handler's stream, then one that ends it
  * (`isDisposed`), or one with the error; each to the request's `replyTo` with its `correlationId`, in order. A reply
- * that cannot be delivered (the caller is gone) is logged and dropped: requests are not retried.
+ * that cannot be delivered (the caller is gone) is dropped, with one warning per request: requests are not retried.
+ * A caller that got its answer is never warned about (see core/reply-address.ts for how "gone" is told apart).
  */
 export class RequestReplies {
+  private readonly probe = new ReplyAddressProbe(() => this.engine.publishingChannel('RetryServer reply probes', true));
+
   constructor(
     private readonly engine: RetryEngine,
     private readonly logger: RetryLogger,
@@ -40,6 +49,7 @@ export class RequestReplies {
    * completes, a promise that never settles) would otherwise hold its delivery, and a prefetch slot, for good.
    */
   async answer(request: Request, produce: () => Promise<Observable<unknown>>): Promise<void> {
+    const reply = this.replyTo(request);
     const sent: Array<Promise<void>> = [];
     await new Promise<void>((resolve) => {
       let ended = false;
@@ -47,19 +57,19 @@ export class RequestReplies {
       const end = (content: Buffer) => {
         if (ended) return;
         ended = true;
-        clearTimeout(timer);
-        sent.push(this.send(request, content));
+        timer.cancel();
+        sent.push(reply(content));
         subscription?.unsubscribe();
         resolve();
       };
-      const timer = setTimeout(() => {
+      const timer = startTimer(this.timeoutMs, () => {
         const message = `no answer to "${request.pattern}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
         this.logger.warn(`${message}; the caller gets an error and the request is acked`);
         end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes);
-      }, this.timeoutMs);
+      });
       produce().then(
         (stream) => {
-          if (!ended) subscription = this.follow(stream, request, sent, end);
+          if (!ended) subscription = this.follow(stream, request, reply, sent, end);
         },
         (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
       );
@@ -68,7 +78,13 @@ export class RequestReplies {
   }
 
   /** Subscribes to the handler's stream: each value replied, the end or error through `end`. */
-  private follow(stream: Observable<unknown>, request: Request, sent: Array<Promise<void>>, end: (content: Buffer) => void): Subscription {
+  private follow(
+    stream: Observable<unknown>,
+    request: Request,
+    reply: Reply,
+    sent: Array<Promise<void>>,
+    end: (content: Buffer) => void,
+  ): Subscription {
     let ended = false;
     const finish = (content: Buffer) => {
       ended = true;
@@ -80,7 +96,7 @@ export class RequestReplies {
         const content = this.encode(request, { response });
         // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
         if (content.failed) finish(content.bytes);
-        else sent.push(this.send(request, content.bytes));
+        else sent.push(reply(content.bytes));
       },
       error: (error: unknown) => finish(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
       complete: () => finish(this.encode(request, { isDisposed: true }).bytes),
@@ -90,7 +106,12 @@ export class RequestReplies {
   }
 
   noHandler(request: Request): Promise<void> {
-    return this.send(request, this.encode(request, { err: NO_MESSAGE_HANDLER, isDisposed: true }).bytes);
+    return this.replyTo(request)(this.encode(request, { err: NO_MESSAGE_HANDLER, isDisposed: true }).bytes);
+  }
+
+  /** Closes the channel of the reply probes (the engine may be the module's, and stay open). */
+  close(): Promise<void> {
+    return this.probe.close();
   }
 
   /** The reply as JSON; a reply JSON cannot write (a BigInt, a cycle) becomes an error reply that says so. */
@@ -103,15 +124,35 @@ export class RequestReplies {
     }
   }
 
-  private async send(request: Request, content: Buffer): Promise<void> {
-    try {
-      await this.engine.publish('', request.replyTo, content, {
-        correlationId: request.correlationId,
-        contentType: 'application/json',
-        persistent: false,
-      });
-    } catch (error) {
-      this.logger.warn(`Could not reply to "${request.pattern}" at "${request.replyTo}" (the caller may be gone): ${errorMessage(error)}`);
-    }
+  /**
+   * The replies of one request: to a direct reply-to address, the caller is asked for once, before the first reply
+   * (a reply comes only after it, so a caller that closes on receiving its answer is never taken for gone), and the
+   * replies go without `mandatory`; to an ordinary queue, with `mandatory`. One warning at most per request.
+   */
+  private replyTo(request: Request): Reply {
+    const route = replyRoute(request.replyTo);
+    let reachable: Promise<boolean> | undefined;
+    let warned = false;
+    const warn = (why: string) => {
+      if (warned) return;
+      warned = true;
+      this.logger.warn(`Could not reply to "${request.pattern}" at "${request.replyTo}": ${why}; the request is acked, not retried`);
+    };
+    return async (content) => {
+      if (route.probe) {
+        reachable ??= this.probe.exists(request.replyTo).then((exists) => exists !== false);
+        if (!(await reachable)) return warn('the caller is gone (its reply address no longer exists), so its reply is dropped');
+      }
+      try {
+        await this.engine.publish('', request.replyTo, content, {
+          correlationId: request.correlationId,
+          contentType: 'application/json',
+          persistent: false,
+          mandatory: route.mandatory,
+        });
+      } catch (error) {
+        warn(`${errorMessage(error)} (the caller may be gone)`);
+      }
+    };
   }
 }

@@ -4,7 +4,9 @@ import { Server, type CustomTransportStrategy, type MessageHandler } from '@nest
 import type { ConsumeMessage } from 'amqplib';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import type { DeliveryRoute, RetryPolicy } from '../amqp/retry-delivery.handler.js';
-import { readDelay } from '../core/config.readers.js';
+import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config.readers.js';
+import { maskingLogger } from '../core/credentials.mask.js';
+import type { RetryLogger } from '../core/retry-logger.js';
 import { errorMessage } from '../core/error-message.js';
 import type { HandlerConfig } from '../core/handler-config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
@@ -23,6 +25,12 @@ import { patternAsString, readPacket, type InboundPacket } from './rpc-packet.js
 interface PatternEntry {
   handler: MessageHandler;
   policy: RetryPolicy;
+  /**
+   * The handler's own pattern, as the code declared it (Nest's string form). Metrics and traces are labelled with it,
+   * never with a client's spelling of it: `{"cmd":  "sum"}` and `{"cmd":"sum"}` reach one handler, and a label per
+   * spelling would let any client grow /metrics without bound.
+   */
+  pattern: string;
 }
 
 /** The extras of a pattern's handlers, the first and those Nest chained after it (`next`). */
@@ -50,7 +58,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   override readonly propagatesEventHandlerErrors = true;
   private readonly moduleConfig: ModuleConfig;
   private readonly events = new EventEmitter();
-  private readonly routeLogger = new Logger('RetryServer');
+  private readonly routeLogger: RetryLogger = maskingLogger(new Logger('RetryServer'));
   private engine?: RetryEngine;
   private table = new Map<string, PatternEntry>();
   private queue?: HandlerConfig;
@@ -71,7 +79,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     this.requestTimeoutMs =
       options.requestTimeout === undefined
         ? DEFAULT_REQUEST_TIMEOUT_MS
-        : readDelay(options.requestTimeout, 'RetryServer option "requestTimeout"', "'30s'");
+        : readDuration(options.requestTimeout, 'RetryServer option "requestTimeout"', "'30s'", POSITIVE_TIME_LIMIT_RANGE);
     this.events.on('error', () => undefined); // an 'error' nobody listens to must not throw
   }
 
@@ -93,6 +101,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       if (this.options.engine) await engine.detach([this.queue.queue]);
       else await engine.close();
     }
+    await this.answers?.close(); // after the requests in flight have replied
     this._status$?.next('disconnected');
   }
 
@@ -119,7 +128,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
         ? patternPolicy(pattern, policyExtras(pattern, chainOf(handler)), queue, this.options, this.moduleConfig)
         : { policy: queue, schedule: undefined };
       if (schedule) schedules.push(schedule);
-      table.set(pattern, { handler, policy });
+      table.set(pattern, { handler, policy, pattern });
     }
     this.table = table;
     this.queue = queue;
@@ -167,7 +176,14 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const { pattern, data } = packet;
     // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
     const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
-    return { kind: 'handle', payload: data, policy: once, pattern, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+    // The handler's context gets the pattern as sent (as Nest's RMQ transport gives it); observers get the handler's.
+    return {
+      kind: 'handle',
+      payload: data,
+      policy: once,
+      pattern: entry.pattern,
+      invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry),
+    };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */

@@ -1,5 +1,5 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
-import { clip, maskCredentials, narrows, printable, readCount, readFilter, readScope, wantsProgress } from './cli-input.js';
+import { clip, narrows, printable, readCount, readFilter, readScope, readUrlFlag, wantsProgress } from './cli-input.js';
 
 describe('readFilter', () => {
   it('turns the flags into a filter, times as dates', () => {
@@ -41,12 +41,15 @@ describe('readCount', () => {
   });
 });
 
-describe('maskCredentials', () => {
-  it('masks every password in a URL, wherever it is in the text', () => {
-    expect(maskCredentials('Could not connect to amqp://guest:s3cr3t@host:5672/vh, nor amqps://u:p%40ss@h2')).toBe(
-      'Could not connect to amqp://guest:***@host:5672/vh, nor amqps://u:***@h2',
+describe('readUrlFlag', () => {
+  it('names a password that is not percent-encoded, masked, instead of amqplib\'s "Expected amqp:"', () => {
+    expect(() => readUrlFlag('amqp://app:pa/ss@rabbit:5672', '--url')).toThrow(CliUsageError);
+    expect(() => readUrlFlag('amqp://app:pa/ss@rabbit:5672', '--url')).toThrow(
+      `--url is "amqp://app:***@rabbit:5672", which has a '/', '?' or '#' before its last '@', so its user or password is not percent-encoded.`,
     );
-    expect(maskCredentials('amqp://host:5672 and amqp://user@host')).toBe('amqp://host:5672 and amqp://user@host');
+    expect(() => readUrlFlag('amqp://h1,http://u:secret@h2', 'AMQP_URL')).toThrow(/^AMQP_URL is "http:\/\/u:\*\*\*@h2", which is not an AMQP URL/);
+    expect(readUrlFlag('amqp://u:p%2Fss@h1, amqp://h2', '--url')).toBe('amqp://u:p%2Fss@h1, amqp://h2');
+    expect(readUrlFlag(undefined, '--url')).toBeUndefined();
   });
 });
 

@@ -1,3 +1,5 @@
+import { amqpUrlProblem } from '../../core/broker-urls.js';
+import { maskUrl } from '../../core/credentials.mask.js';
 import { CliUsageError } from '../../errors/cli-usage.error.js';
 import type { ParkedFilter, ParkedMessagesOptions } from '../parked-messages.types.js';
 
@@ -89,8 +91,25 @@ export function readCount(option: string, value: string | undefined, fallback: n
   return Number(value);
 }
 
-/** Any `scheme://user:password@` in a text, with the password masked: nothing the CLI prints may carry one. */
-export const maskCredentials = (text: string): string => text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:@/\s]*:)[^@/\s]*@/gi, '$1***@');
+/**
+ * Checks `--url` (or AMQP_URL): one AMQP URL or a comma-separated list. A usage error names the option, the URL with
+ * its password masked, and the fix (a password that is not percent-encoded is named as such).
+ */
+export function readUrlFlag(value: string | undefined, option: string): string | undefined {
+  if (value === undefined) return undefined;
+  for (const entry of value.split(',').map((url) => url.trim())) {
+    if (entry === '') continue;
+    const wrong = amqpUrlProblem(entry);
+    if (wrong) {
+      throw new CliUsageError(
+        option,
+        `is "${maskUrl(entry)}", which ${wrong.problem}`,
+        wrong.fix ?? 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.',
+      );
+    }
+  }
+  return value;
+}
 
 /**
  * A text safe to print to a terminal: control characters (escape sequences that could move the cursor, rewrite the

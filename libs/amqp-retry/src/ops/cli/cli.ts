@@ -2,7 +2,8 @@ import { CliUsageError } from '../../errors/cli-usage.error.js';
 import { ParkedScopeError } from '../../errors/parked-scope.error.js';
 import { errorMessage } from '../../core/error-message.js';
 import { ParkedMessages } from '../parked-messages.js';
-import { EXIT, maskCredentials, printable, readFilter, readScope, type ScopeFlags } from './cli-input.js';
+import { maskCredentials } from '../../core/credentials.mask.js';
+import { EXIT, printable, readFilter, readScope, readUrlFlag, type ScopeFlags } from './cli-input.js';
 import {
   exportCommand,
   listCommand,
@@ -37,7 +38,9 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   let parked: ParkedMessages | undefined;
   const connect = async (flags: ConnectFlags) => {
     // What the command line names is all the CLI looks at: a usage error before any connection when it names nothing.
-    parked = await ParkedMessages.connect({ url: flags.url ?? process.env.AMQP_URL, ...readScope(flags) });
+    // The URL is read as the module reads it: a password that is not percent-encoded is named, masked.
+    const url = flags.url !== undefined ? readUrlFlag(flags.url, '--url') : readUrlFlag(process.env.AMQP_URL, 'AMQP_URL');
+    parked = await ParkedMessages.connect({ url, ...readScope(flags) });
     return parked;
   };
   const program = buildProgram(commander, io, connect, (result) => (code = result));
@@ -57,7 +60,7 @@ function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
     return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
   if (error instanceof CliUsageError) {
-    io.err(`error: ${error.message}`);
+    io.err(`error: ${maskCredentials(error.message)}`);
     return EXIT.usage;
   }
   if (error instanceof ParkedScopeError) {

@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import type { CliIo } from './parked-commands.js';
-import { maskCredentials } from './cli-input.js';
+import { maskCredentials } from '../../core/credentials.mask.js';
 
 type Reporter = ((done: number, total: number) => void) & { stop(): void };
 

@@ -7,6 +7,7 @@ import type { DashboardConfig } from './dashboard-options.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
 import { PageTokens } from './page-token.js';
 import { SECURITY_HEADERS } from './security-headers.js';
+import { maskCredentials } from '../../core/credentials.mask.js';
 
 /**
  * Runs before every route of the dashboard, in this order: security headers on the response (so refusals carry
@@ -74,7 +75,7 @@ export class DashboardAccessGuard implements CanActivate {
     })().catch((error: unknown) => {
       this.userGuard = undefined;
       this.logger.error(
-        `Could not create the guard ${guard.name}: ${error instanceof Error ? error.message : String(error)}. List the modules it injects from in imports.`,
+        `Could not create the guard ${guard.name}: ${maskCredentials(error instanceof Error ? error.message : String(error))}. List the modules it injects from in imports.`,
       );
       throw error;
     });

@@ -33,7 +33,7 @@ import { renderPage } from './dashboard.page.js';
 import { DASHBOARD_SCRIPT } from './dashboard.script.js';
 import { DASHBOARD_STYLE } from './dashboard.style.js';
 import { PageTokens } from './page-token.js';
-import { redactCredentials } from './redact.js';
+import { maskCredentials } from '../../core/credentials.mask.js';
 
 const Kind = (kind: DashboardRouteKind) => SetMetadata(DASHBOARD_ROUTE_KIND, kind);
 
@@ -129,7 +129,7 @@ export function createDashboardController(path: string): Type<unknown> {
         const lines = this.parked.export({ errorQueue, filter })[Symbol.asyncIterator]();
         const first = await lines.next();
         const body = jsonLinesStream(first, lines, (error) =>
-          this.logger.error(`Export of ${errorQueue} cut short: ${redactCredentials(error instanceof Error ? error.message : String(error))}`),
+          this.logger.error(`Export of ${errorQueue} cut short: ${maskCredentials(error instanceof Error ? error.message : String(error))}`),
         );
         return new StreamableFile(body, {
           type: 'application/x-ndjson; charset=utf-8',
@@ -214,7 +214,7 @@ export function createDashboardController(path: string): Type<unknown> {
         }
         if (error instanceof ParkedScopeError) throw new BadRequestException(scopeRefusal(error, this.config.wholeVhost));
         if (error instanceof HttpException) throw error;
-        const message = redactCredentials(error instanceof Error ? error.message : String(error));
+        const message = maskCredentials(error instanceof Error ? error.message : String(error));
         this.logger.error(`Could not ${what}: ${message}`);
         throw new BadGatewayException(`Could not ${what}: ${message}`);
       }
