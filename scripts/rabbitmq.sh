@@ -24,7 +24,9 @@
 # NODE OPTIONS: --name NODE (default rabbit40@localhost, rabbit43@localhost), --port P (default 5700, 5710),
 # --dist-port D (default P + 20000), --owner-pid PID.
 # Environment: RABBITMQ_RUNTIME=auto|docker|chroot (auto: Docker images where `docker info` answers, else the host's
-# 3.10 and chroots); RABBITMQ_CACHE (default .cache/rabbitmq in the repository: chroots and node data);
+# 3.10 and chroots); RABBITMQ_CACHE (default ~/.cache/nestjs-amqp-retry/rabbitmq, or under XDG_CACHE_HOME: the
+# chroots and their nodes' data, shared by the checkouts of this machine; the host's 3.10 nodes keep theirs in the
+# checkout's .cache/rabbitmq/3.10/nodes, RABBITMQ_HOST_NODES);
 # RABBITMQ_WAIT_SECONDS (default 90: every wait is bounded by it); RABBITMQ_AUTO_INSTALL=1 (apt-get install
 # debootstrap when missing).
 #
@@ -32,14 +34,15 @@
 # and about 500 MB) in $RABBITMQ_CACHE/VERSION/root, with the host's /etc/hosts (without it the node fails with
 # epmd_error localhost nxdomain) and a policy-rc.d that keeps the package from starting a service. proc is mounted
 # in it while one of its nodes runs, and unmounted when the last one stops. A node's folders live in
-# $RABBITMQ_CACHE/VERSION/root/var/lib/rabbitmq/nodes/<short name> (3.10: $RABBITMQ_CACHE/3.10/nodes/...), its
+# $RABBITMQ_CACHE/VERSION/root/var/lib/rabbitmq/nodes/<short name> (3.10: .cache/rabbitmq/3.10/nodes/...), its
 # own rabbitmq.conf sets its listener on 127.0.0.1 (the host's /etc/rabbitmq/rabbitmq.conf pins 5672), and the
 # nodes register with the host's epmd on 4369. Every node runs as the `rabbitmq` user of its root.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SELF="$REPO/scripts/rabbitmq.sh"
-CACHE="${RABBITMQ_CACHE:-$REPO/.cache/rabbitmq}"
+# Outside the checkout, so that a fresh clone (CI) reuses the chroots a run on this machine made (5 minutes of CPU).
+CACHE="${RABBITMQ_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestjs-amqp-retry/rabbitmq}"
 WAIT_SECONDS="${RABBITMQ_WAIT_SECONDS:-90}"
 [[ "$WAIT_SECONDS" =~ ^[0-9]+$ ]] || WAIT_SECONDS=90
 PRIVATE_PORTS=(5720 5739) # the private nodes' range: 5740-5760 belong to other tools on this machine
@@ -94,7 +97,9 @@ esac
 if [[ "$RUNTIME" == local && "$VERSION" == 3.10 ]]; then
   [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] || die "3.10 runs from Debian's rabbitmq-server, which is not installed here (apt-get install rabbitmq-server), or from Docker (RABBITMQ_RUNTIME=docker)"
   ROOT="" # the host itself
-  NODES_DIR="$CACHE/3.10/nodes"
+  # In the checkout, not in $CACHE: a host node runs as the rabbitmq user, who may not enter a home directory (root's
+  # is 0700), while a chroot's nodes keep their data inside the chroot.
+  NODES_DIR="${RABBITMQ_HOST_NODES:-$REPO/.cache/rabbitmq/3.10/nodes}"
 else
   ROOT="$CACHE/$VERSION/root"
   NODES_DIR="$ROOT/var/lib/rabbitmq/nodes"
@@ -242,7 +247,8 @@ write_node_config() {
 listeners.tcp.1 = 127.0.0.1:$PORT
 loopback_users.guest = true
 EOF
-  echo '[].' >"$NODE_DIR/enabled_plugins"
+  # The consistent-hash exchange routes partitioned handlers (docs/partitions.md); it ships with RabbitMQ.
+  echo '[rabbitmq_consistent_hash_exchange].' >"$NODE_DIR/enabled_plugins"
   echo '[].' >"$NODE_DIR/advanced.config"
   local owner
   if [[ -z "$ROOT" ]]; then owner=rabbitmq:rabbitmq; else owner="$(chroot "$ROOT" id -u rabbitmq):$(chroot "$ROOT" id -g rabbitmq)"; fi
@@ -348,7 +354,8 @@ docker_start() {
   port_free "$PORT" || die "port $PORT is in use by another process: choose another --port"
   docker rm -f "$CONTAINER" >/dev/null 2>&1 || true # a container holds its data: a new one starts clean
   timed "docker pull $IMAGE" timeout 600 docker pull -q "$IMAGE" >/dev/null
-  docker run -d --name "$CONTAINER" --hostname "$SHORT" -p "127.0.0.1:$PORT:5672" "$IMAGE" >/dev/null
+  docker run -d --name "$CONTAINER" --hostname "$SHORT" -p "127.0.0.1:$PORT:5672" \
+    -v "$REPO/scripts/rabbitmq/enabled_plugins:/etc/rabbitmq/enabled_plugins:ro" "$IMAGE" >/dev/null
   local deadline=$((SECONDS + WAIT_SECONDS))
   until ctl await_startup --timeout 5 >/dev/null 2>&1; do
     if ((SECONDS >= deadline)); then

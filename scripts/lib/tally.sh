@@ -1,4 +1,4 @@
-# Sourced by scripts that run several independent checks (test/consumers/run.sh, scripts/node-matrix.sh): each check
+# Sourced by scripts that run several independent checks (scripts/test-consumers.sh, scripts/node-matrix.sh): each check
 # runs whatever the others returned, and the script exits with the first failure's code after a closing line
 # "<label>: N passed, N failed".
 #   tally_run <label> <name> <command...>   runs one check (stdin closed), prints its outcome and time
