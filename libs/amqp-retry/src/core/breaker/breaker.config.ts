@@ -1,0 +1,136 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { type DurationRange, readDuration, readInteger, readNumber } from '../config/config.readers.js';
+import type { CircuitBreakerOptions, RateLimitOptions } from './breaker.options.js';
+
+/** A circuit breaker after defaults and validation (see CircuitBreakerOptions). */
+export interface CircuitBreakerConfig {
+  failureRate: number;
+  minimumCalls: number;
+  windowMs: number;
+  consecutiveFailures: number;
+  openForMs: number;
+  maxOpenForMs: number;
+  halfOpenCalls: number;
+  countsAsFailure?: (error: unknown) => boolean;
+}
+
+/** A rate limit after validation: `calls` tokens refilled evenly over `perMs`, at most `burst` kept. */
+export interface RateLimitConfig {
+  calls: number;
+  perMs: number;
+  burst: number;
+}
+
+/** How late a timer may fire, for the default size of a rate limit's bucket (defaultBurst). */
+export const RATE_TIMER_SLACK_MS = 10;
+
+export const BREAKER_DEFAULTS = {
+  failureRate: 0.5,
+  minimumCalls: 20,
+  windowMs: 30_000,
+  openForMs: 5_000,
+  maxOpenForMs: 60_000,
+  halfOpenCalls: 1,
+} as const;
+
+/** Windows and open times: at least 100 ms (a shorter one is no protection), at most a day (longer is a pause). */
+const BREAKER_TIME_RANGE: DurationRange = {
+  min: 100,
+  below: 'shorter than 100 ms is no protection',
+  belowFix: 'Use at least 100ms',
+  max: 86_400_000,
+  above: 'a day (to stop a queue for longer, pause it)',
+};
+const RATE_PERIOD_RANGE: DurationRange = {
+  min: 1,
+  below: 'a rate needs a period',
+  belowFix: 'Use a period above 0',
+  max: 86_400_000,
+  above: 'a day',
+};
+const KEYS = ['failureRate', 'minimumCalls', 'window', 'consecutiveFailures', 'openFor', 'maxOpenFor', 'halfOpenCalls', 'countsAsFailure'];
+
+/**
+ * Reads `circuitBreaker` of the module or a handler: `true` (the defaults), `false` or absent (off), or options.
+ * `at(key)` names an option as the user wrote it.
+ */
+export function readCircuitBreaker(value: unknown, at: (key: string) => string): CircuitBreakerConfig | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return readCircuitBreaker({}, at);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new RetryConfigError(at('circuitBreaker'), `is ${JSON.stringify(value)}`, "Use true, false, or { failureRate: 0.5, openFor: '10s' }.");
+  }
+  const options = value as CircuitBreakerOptions;
+  const unknown = Object.keys(options).filter((k) => !KEYS.includes(k));
+  if (unknown.length > 0) {
+    throw new RetryConfigError(at(`circuitBreaker.${unknown[0]}`), 'is not an option of the circuit breaker', `Use only ${KEYS.join(', ')}.`);
+  }
+  const key = (k: string) => at(`circuitBreaker.${k}`);
+  const failureRate =
+    options.failureRate === undefined ? BREAKER_DEFAULTS.failureRate : readNumber(options.failureRate, key('failureRate'), 0, 1, '0.5');
+  if (failureRate === 0)
+    throw new RetryConfigError(key('failureRate'), 'is 0: every queue would open', 'Use a share above 0 and at most 1, e.g. 0.5.');
+  const minimumCalls =
+    options.minimumCalls === undefined ? BREAKER_DEFAULTS.minimumCalls : readInteger(options.minimumCalls, key('minimumCalls'), 1, 1_000_000, '20');
+  const consecutiveFailures =
+    options.consecutiveFailures === undefined
+      ? minimumCalls
+      : readInteger(options.consecutiveFailures, key('consecutiveFailures'), 1, 1_000_000, '20');
+  const windowMs =
+    options.window === undefined ? BREAKER_DEFAULTS.windowMs : readDuration(options.window, key('window'), "'30s'", BREAKER_TIME_RANGE);
+  const openForMs =
+    options.openFor === undefined ? BREAKER_DEFAULTS.openForMs : readDuration(options.openFor, key('openFor'), "'10s'", BREAKER_TIME_RANGE);
+  const maxOpenForMs =
+    options.maxOpenFor === undefined
+      ? Math.max(openForMs, BREAKER_DEFAULTS.maxOpenForMs)
+      : readDuration(options.maxOpenFor, key('maxOpenFor'), "'5m'", BREAKER_TIME_RANGE);
+  if (maxOpenForMs < openForMs) {
+    throw new RetryConfigError(
+      key('maxOpenFor'),
+      `(${maxOpenForMs} ms) is shorter than openFor (${openForMs} ms)`,
+      'Make it at least openFor, or leave it out.',
+    );
+  }
+  const halfOpenCalls =
+    options.halfOpenCalls === undefined ? BREAKER_DEFAULTS.halfOpenCalls : readInteger(options.halfOpenCalls, key('halfOpenCalls'), 1, 65_535, '1');
+  if (options.countsAsFailure !== undefined && typeof options.countsAsFailure !== 'function') {
+    throw new RetryConfigError(
+      key('countsAsFailure'),
+      'is not a function',
+      'Give (error) => boolean, e.g. (error) => !(error instanceof NotFoundError).',
+    );
+  }
+  return {
+    failureRate,
+    minimumCalls,
+    windowMs,
+    consecutiveFailures,
+    openForMs,
+    maxOpenForMs,
+    halfOpenCalls,
+    countsAsFailure: options.countsAsFailure,
+  };
+}
+
+/** Reads `rateLimit` of the module or a handler: absent or false (none), or `{ calls, per }`. */
+export function readRateLimit(value: unknown, at: (key: string) => string): RateLimitConfig | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new RetryConfigError(at('rateLimit'), `is ${JSON.stringify(value)}`, "Give { calls, per }, e.g. { calls: 50, per: '1s' }.");
+  }
+  const options = value as Partial<RateLimitOptions>;
+  const calls = readInteger(options.calls, at('rateLimit.calls'), 1, 1_000_000, '50');
+  const perMs = readDuration(options.per, at('rateLimit.per'), "'1s'", RATE_PERIOD_RANGE);
+  const burst = options.burst === undefined ? defaultBurst(calls, perMs) : readInteger(options.burst, at('rateLimit.burst'), 1, calls, '1');
+  return { calls, perMs, burst };
+}
+
+/**
+ * The bucket's size when none is given: the calls of RATE_TIMER_SLACK_MS, at least 1. A delivery over the limit
+ * waits for a timer, and a Node timer is not on time to the millisecond: a bucket of one token then caps the rate at
+ * what the timer delivers (about 700 calls a second whatever `calls` says, measured). With this size a late timer lets
+ * through what came due meanwhile. Any limit up to 100 calls a second keeps a bucket of 1 (calls evenly spaced).
+ */
+export function defaultBurst(calls: number, perMs: number): number {
+  return Math.min(calls, Math.max(1, Math.floor((calls * RATE_TIMER_SLACK_MS) / perMs)));
+}

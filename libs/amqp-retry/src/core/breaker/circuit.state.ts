@@ -1,0 +1,169 @@
+import { formatDuration } from '../time/duration.reader.js';
+import type { CircuitBreakerConfig } from './breaker.config.js';
+import type { CircuitState } from './queue.state.js';
+
+export type { CircuitState } from './queue.state.js';
+
+/** A change of state, with the reason in words (for the log line and observers). */
+export interface CircuitTransition {
+  from: CircuitState;
+  to: CircuitState;
+  reason: string;
+  /** When it opened: for how long. */
+  openForMs?: number;
+}
+
+/**
+ * A delivery let through, from `admit()`: its outcome is recorded with it. Outcomes of tickets from an earlier state
+ * (a call that started before the breaker opened and ends after) change nothing.
+ */
+export interface CircuitTicket {
+  readonly epoch: number;
+  readonly trial: boolean;
+  settled: boolean;
+}
+
+/** The window is kept as this many buckets: memory stays constant at any rate, the window slides in steps of a tenth. */
+const BUCKETS = 10;
+
+interface Bucket {
+  start: number;
+  failures: number;
+  successes: number;
+}
+
+/**
+ * A circuit breaker's state machine, pure: the caller passes the time, runs the timers, and stops or starts the
+ * consumer on each transition it returns.
+ *
+ * Closed -> open: over the sliding `window`, at least `minimumCalls` counted calls of which at least `failureRate`
+ * failed, or `consecutiveFailures` counted failures in a row. Open -> half-open: when the caller's timer (`openForMs`
+ * of the transition) fires. Half-open -> closed: `halfOpenCalls` trial calls all succeeded. Half-open -> open: a
+ * trial call failed; the open time doubles, up to `maxOpenFor`. Closing resets the window and the open time.
+ *
+ * Why not cockatiel's CircuitBreakerPolicy: it leaves the open state lazily, on the next call after the backoff,
+ * while an open queue here receives no calls (it is not consumed) and needs a timer; its half-open state lets one
+ * call through, not `halfOpenCalls`; its SamplingBreaker counts a minimum rate, not a minimum of calls; it reads
+ * Date.now() itself; and it admits and records in one `execute()`, where a delivery here is admitted before its body
+ * is read and its outcome known after the retry policy classified the error.
+ */
+export class CircuitBreakerState {
+  private current: CircuitState = 'closed';
+  private epoch = 0;
+  private readonly buckets: Bucket[] = [];
+  private consecutive = 0;
+  /** The open time of the next opening: doubles after a failed trial, back to openFor once closed. */
+  private nextOpenForMs: number;
+  private trialsAdmitted = 0;
+  private trialsSucceeded = 0;
+
+  constructor(private readonly config: CircuitBreakerConfig) {
+    this.nextOpenForMs = config.openForMs;
+  }
+
+  get state(): CircuitState {
+    return this.current;
+  }
+
+  /** A delivery may reach the handler: always while closed, the first `halfOpenCalls` while half-open, never while open. */
+  admit(): CircuitTicket | undefined {
+    if (this.current === 'open') return undefined;
+    if (this.current === 'half-open') {
+      if (this.trialsAdmitted >= this.config.halfOpenCalls) return undefined;
+      this.trialsAdmitted++;
+      return { epoch: this.epoch, trial: true, settled: false };
+    }
+    return { epoch: this.epoch, trial: false, settled: false };
+  }
+
+  /** An admitted delivery ended without a counted outcome (parked unread, a non-retryable error): its trial place is free. */
+  release(ticket: CircuitTicket): void {
+    if (ticket.settled) return;
+    ticket.settled = true;
+    if (ticket.trial && ticket.epoch === this.epoch && this.current === 'half-open') this.trialsAdmitted--;
+  }
+
+  /** The counted outcome of an admitted delivery's handler call; returns the transition it caused, if any. */
+  record(ticket: CircuitTicket, failed: boolean, now: number): CircuitTransition | undefined {
+    if (ticket.settled) return undefined;
+    ticket.settled = true;
+    if (ticket.epoch !== this.epoch) return undefined;
+    if (this.current === 'half-open') return failed ? this.open('a trial call failed') : this.trialSucceeded();
+    if (this.current !== 'closed') return undefined;
+    const bucket = this.bucketAt(now);
+    if (!failed) {
+      bucket.successes++;
+      this.consecutive = 0;
+      return undefined;
+    }
+    bucket.failures++;
+    this.consecutive++;
+    if (this.consecutive >= this.config.consecutiveFailures) return this.open(`${this.consecutive} calls in a row failed`);
+    const { failures, calls } = this.counts(now);
+    if (calls >= this.config.minimumCalls && failures >= this.config.failureRate * calls) {
+      const rate = Math.round((100 * failures) / calls);
+      return this.open(`${failures} of ${calls} calls in the last ${formatDuration(this.config.windowMs)} failed (${rate}%)`);
+    }
+    return undefined;
+  }
+
+  /** The open time is over (the caller's timer): trial deliveries may come. */
+  halfOpen(): CircuitTransition | undefined {
+    if (this.current !== 'open') return undefined;
+    this.current = 'half-open';
+    this.epoch++;
+    this.trialsAdmitted = 0;
+    this.trialsSucceeded = 0;
+    const trials = this.config.halfOpenCalls;
+    return { from: 'open', to: 'half-open', reason: `letting ${trials} trial ${trials === 1 ? 'call' : 'calls'} through` };
+  }
+
+  /** Failures and calls counted in the window ending at `now`. */
+  counts(now: number): { failures: number; calls: number } {
+    let failures = 0;
+    let calls = 0;
+    for (const bucket of this.buckets) {
+      if (bucket.start <= now - this.config.windowMs) continue;
+      failures += bucket.failures;
+      calls += bucket.failures + bucket.successes;
+    }
+    return { failures, calls };
+  }
+
+  private trialSucceeded(): CircuitTransition | undefined {
+    if (++this.trialsSucceeded < this.config.halfOpenCalls) return undefined;
+    this.current = 'closed';
+    this.epoch++;
+    this.buckets.length = 0;
+    this.consecutive = 0;
+    this.nextOpenForMs = this.config.openForMs;
+    const trials = this.config.halfOpenCalls;
+    return { from: 'half-open', to: 'closed', reason: `${trials} trial ${trials === 1 ? 'call' : 'calls'} succeeded` };
+  }
+
+  private open(why: string): CircuitTransition {
+    const from = this.current;
+    const openForMs = this.nextOpenForMs;
+    this.nextOpenForMs = Math.min(this.config.maxOpenForMs, openForMs * 2);
+    this.current = 'open';
+    this.epoch++;
+    this.consecutive = 0;
+    this.buckets.length = 0;
+    return { from, to: 'open', reason: `${why}; open for ${formatDuration(openForMs)}`, openForMs };
+  }
+
+  /** The bucket `now` falls in, started if new; buckets that left the window are dropped. */
+  private bucketAt(now: number): Bucket {
+    const size = Math.max(1, Math.ceil(this.config.windowMs / BUCKETS));
+    const start = now - (now % size);
+    const last = this.buckets[this.buckets.length - 1];
+    if (last !== undefined && last.start === start) return last;
+    while (this.buckets.length > 0 && this.buckets[0].start <= now - this.config.windowMs) this.buckets.shift();
+    // A clock that went back: count in the newest bucket rather than out of order.
+    if (last !== undefined && last.start > start) return last;
+    const bucket = { start, failures: 0, successes: 0 };
+    this.buckets.push(bucket);
+    if (this.buckets.length > BUCKETS + 1) this.buckets.shift();
+    return bucket;
+  }
+}

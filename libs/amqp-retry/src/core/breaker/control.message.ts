@@ -1,0 +1,40 @@
+import { readPauseBy } from './queue.state.js';
+
+/**
+ * The exchange on which operators (the `amqp-retry pause|resume` CLI) reach running applications: direct, durable,
+ * bound by every engine to a queue of its own (exclusive, gone with its connection) with each of its handler queues'
+ * names as binding keys. A command for queue Q reaches every running instance that consumes Q, and no other.
+ * Whoever may write to this exchange may pause and resume: restrict it with the vhost's write permissions.
+ */
+export const CONTROL_EXCHANGE = 'amqp-retry.control';
+
+/** Longest control message body read: a command is a few hundred bytes. */
+const MAX_BODY = 4_096;
+
+export type ControlCommand = { command: 'pause'; queue: string; by: string; reason?: string } | { command: 'resume'; queue: string; by: string };
+
+/** Encodes a command as the CLI sends it. */
+export function encodeControl(command: ControlCommand): Buffer {
+  return Buffer.from(JSON.stringify(command));
+}
+
+/**
+ * Reads a control message: JSON `{ command: 'pause' | 'resume', queue, by, reason? }` routed with `queue` as its key.
+ * Anything else is a problem in words (logged by the engine, answered to the sender, never acted upon).
+ */
+export function decodeControl(content: Buffer, routingKey: string): ControlCommand | { problem: string } {
+  if (content.length > MAX_BODY) return { problem: `the body has ${content.length} bytes; a command has at most ${MAX_BODY}` };
+  let body: unknown;
+  try {
+    body = JSON.parse(content.toString('utf8'));
+  } catch {
+    return { problem: 'the body is not JSON' };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { problem: 'the body is not a JSON object' };
+  const { command, queue, by, reason } = body as Record<string, unknown>;
+  if (command !== 'pause' && command !== 'resume') return { problem: `command is ${JSON.stringify(command)}; use "pause" or "resume"` };
+  if (typeof queue !== 'string' || queue !== routingKey) return { problem: 'queue must be the routing key the command was sent with' };
+  const who = readPauseBy(by, command === 'pause' ? reason : undefined);
+  if ('problem' in who) return who;
+  return command === 'pause' ? { command, queue, ...who } : { command, queue, by: who.by };
+}

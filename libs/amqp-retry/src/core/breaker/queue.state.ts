@@ -1,0 +1,71 @@
+/** Closed: deliveries flow. Open: the queue is not consumed. Half-open: `halfOpenCalls` trial deliveries. */
+export type CircuitState = 'closed' | 'open' | 'half-open';
+
+/**
+ * What a handler queue's consumer does, as operators see it: running (closed circuit or none), half-open (trial
+ * deliveries only), open (not consumed: the circuit breaker stopped it), paused (not consumed: someone paused it).
+ * A pause wins over the circuit: a paused queue stays stopped whatever its circuit does meanwhile.
+ */
+export type QueueState = 'running' | 'half-open' | 'open' | 'paused';
+
+/** Numbers for a gauge, in order of severity. */
+export const QUEUE_STATE_VALUE: Readonly<Record<QueueState, number>> = { running: 0, 'half-open': 1, open: 2, paused: 3 };
+
+/** A handler queue's flow, for the page, the CLI, health checks and `RetryEngine.queueStates()`. */
+export interface QueueFlowStatus {
+  queue: string;
+  state: QueueState;
+  /** The circuit breaker's own state, when the queue has one (a paused queue's circuit may be open meanwhile). */
+  circuit?: CircuitState;
+  /** While the circuit is open: when it half-opens (ISO 8601). */
+  openUntil?: string;
+  /** While paused: who paused it, why, and since when (ISO 8601). */
+  paused?: { by: string; reason?: string; since: string };
+  /** The rate limit, when the handler has one: at most `calls` per `per`. */
+  rateLimit?: { calls: number; per: string };
+}
+
+/** Who paused a queue, why, and since when (epoch ms). */
+export interface PauseRecord {
+  by: string;
+  reason?: string;
+  since: number;
+}
+
+export function queueStateOf(paused: PauseRecord | undefined, circuit: CircuitState | undefined): QueueState {
+  if (paused) return 'paused';
+  if (circuit === 'open' || circuit === 'half-open') return circuit;
+  return 'running';
+}
+
+const MAX_TEXT = 200;
+
+/**
+ * Reads who pauses and why, from code, the CLI, a control message or the page: printable text of at most 200
+ * characters each (they reach log lines and the page). Returns a problem in words instead when they are not.
+ */
+export function readPauseBy(by: unknown, reason: unknown): { by: string; reason?: string } | { problem: string } {
+  const text = (value: unknown, name: string, required: boolean): string | undefined | { problem: string } => {
+    if (value === undefined || value === null || value === '') return required ? { problem: `${name} is missing` } : undefined;
+    // eslint-disable-next-line no-control-regex
+    if (typeof value !== 'string' || value.length > MAX_TEXT || /[\u0000-\u001f\u007f-\u009f]/.test(value) || value.trim() === '') {
+      return { problem: `${name} must be printable text of 1 to ${MAX_TEXT} characters` };
+    }
+    return value.trim();
+  };
+  const who = text(by, 'by', true);
+  if (typeof who !== 'string') return who ?? { problem: 'by is missing' };
+  const why = text(reason, 'reason', false);
+  if (typeof why === 'object') return why;
+  return why === undefined ? { by: who } : { by: who, reason: why };
+}
+
+/**
+ * The word the page's State column shows for a queue's state (QueueActivity.state): nothing while running, else the
+ * state and, for a pause, who paused it.
+ */
+export function queueStateWord(state: QueueState, pausedBy?: string): string | undefined {
+  if (state === 'running') return undefined;
+  if (state === 'paused') return pausedBy === undefined ? 'paused' : `paused by ${pausedBy}`;
+  return `breaker ${state}`;
+}

@@ -1,0 +1,126 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { DURATION_HINT, type Duration, formatDuration, MAX_TTL_MS, readDurationWithin, spellAtMost } from '../time/duration.reader.js';
+import type { Deserializer } from '../message/body.decoder.js';
+import type { QueueType } from '../topology/topology.types.js';
+
+/** The longest tier delay: RabbitMQ's largest TTL. */
+export const MAX_TIER_DELAY_MS = MAX_TTL_MS;
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return `"${value}"`;
+  if (typeof value !== 'object' || value === null) return String(value);
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** The range a configured duration must fall in, and why, for the error that names the way back into it. */
+export interface DurationRange {
+  /** Least milliseconds (default 0), what a shorter value would do, and the way out (default: use at least min). */
+  min?: number;
+  below?: string;
+  belowFix?: string;
+  /** Most milliseconds, and why no more. Every timer armed from a duration works up to any length (core/duration.timer). */
+  max: number;
+  above: string;
+}
+
+/** Tier and delay TTLs: RabbitMQ takes no longer one. */
+export const TTL_RANGE: DurationRange = { max: MAX_TTL_MS, above: "RabbitMQ's largest TTL (about 49 days)" };
+/** Time limits and intervals: a longer one is no limit at all; the bound keeps every limit a TTL could carry. */
+export const TIME_LIMIT_RANGE: DurationRange = { max: MAX_TTL_MS, above: 'the longest time limit the library takes (about 49 days)' };
+/** Time limits that cannot be 0 (a limit of 0 would fail everything at once). */
+export const POSITIVE_TIME_LIMIT_RANGE: DurationRange = {
+  ...TIME_LIMIT_RANGE,
+  min: 1,
+  below: 'a time limit of 0 would fail everything at once',
+  belowFix: 'Use a time limit above 0',
+};
+
+/**
+ * The library's one duration reader: milliseconds, or a number with a unit, within `range`; rounded up to whole ms.
+ * Throws a RetryConfigError that names `key` as the user wrote it, the value, and the way to a valid one.
+ * @example readDuration('30s', 'RetryModule option "shutdownTimeout"', "'30s'", TIME_LIMIT_RANGE) // 30000
+ */
+export function readDuration(value: unknown, key: string, example: string, range: DurationRange): number {
+  const min = range.min ?? 0;
+  const read = readDurationWithin(value, min, range.max);
+  if (read.ok) return read.ms;
+  if (read.problem === 'not-a-duration') {
+    throw new RetryConfigError(key, `has ${show(value)}, which is not a duration`, `Use ${DURATION_HINT}, e.g. ${example}.`);
+  }
+  if (read.problem === 'below') {
+    throw new RetryConfigError(
+      key,
+      `is ${read.ms} ms: ${range.below ?? `the least it takes is ${formatDuration(min)}`}`,
+      `${range.belowFix ?? `Use at least ${formatDuration(min)}`}, e.g. ${example}.`,
+    );
+  }
+  throw new RetryConfigError(key, `has ${show(value)}, longer than ${range.above}`, `Use at most ${spellAtMost(range.max)}.`);
+}
+
+/** Reads a list of tier delays, each a valid duration of at most MAX_TIER_DELAY_MS. */
+export function readDelays(value: unknown, key: string, example: string): number[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new RetryConfigError(key, `is ${show(value)}`, `Give at least one delay, e.g. ${example}.`);
+  }
+  return value.map((item: unknown) => readDelay(item as Duration, key, example));
+}
+
+/** Reads one duration usable as a queue TTL. */
+export function readDelay(value: unknown, key: string, example: string): number {
+  return readDuration(value, key, example, TTL_RANGE);
+}
+
+/** Reads a whole number in [min, max]; numeric strings are accepted (they come from the environment). */
+export function readInteger(value: unknown, key: string, min: number, max: number, example: string): number {
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+    throw new RetryConfigError(key, `is ${show(value)}`, `Use a whole number from ${min} to ${max}, e.g. ${example}.`);
+  }
+  return n;
+}
+
+/** Reads a number in [min, max] (fractions allowed). */
+export function readNumber(value: unknown, key: string, min: number, max: number, example: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    throw new RetryConfigError(key, `is ${show(value)}`, `Use a number from ${min} to ${max}, e.g. ${example}.`);
+  }
+  return value;
+}
+
+/** Reads a non-empty AMQP name (shortstr: at most 255 bytes) that leaves `reserve` bytes for derived names. */
+export function readName(value: unknown, key: string, reserve: number, example: string): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new RetryConfigError(key, `is ${show(value)}`, `Give a non-empty name, e.g. ${example}.`);
+  }
+  if (value.startsWith('amq.')) {
+    throw new RetryConfigError(
+      key,
+      `is ${show(value)}: names starting with "amq." are reserved by RabbitMQ`,
+      `Choose another name, e.g. ${example}.`,
+    );
+  }
+  if (Buffer.byteLength(value) > 255 - reserve) {
+    throw new RetryConfigError(
+      key,
+      `is ${Buffer.byteLength(value)} bytes long`,
+      `Use at most ${255 - reserve} bytes: AMQP names are limited to 255 and the library appends suffixes.`,
+    );
+  }
+  return value;
+}
+
+/** Reads a queue type: 'classic' or 'quorum'. */
+export function readQueueType(value: unknown, key: string): QueueType {
+  if (value === 'classic' || value === 'quorum') return value;
+  throw new RetryConfigError(key, `is ${show(value)}`, "Use 'classic' or 'quorum'.");
+}
+
+/** Reads a deserializer: 'json', 'raw' or a function of the body and the delivery. */
+export function readDeserializer(value: unknown, key: string): Deserializer {
+  if (value === 'json' || value === 'raw' || typeof value === 'function') return value as Deserializer;
+  throw new RetryConfigError(key, `is ${show(value)}`, "Use 'json', 'raw', or a function (content: Buffer, message) => payload.");
+}

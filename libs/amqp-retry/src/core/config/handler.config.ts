@@ -1,0 +1,257 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import type { Deserializer } from '../message/body.decoder.js';
+import {
+  MAX_TIER_DELAY_MS,
+  readDelay,
+  readDelays,
+  readDeserializer,
+  readDuration,
+  readInteger,
+  readName,
+  readNumber,
+  readQueueType,
+  TIME_LIMIT_RANGE,
+} from './config.readers.js';
+import { retryabilityOf } from '../delivery/delivery.decision.js';
+import { readIdempotency, type IdempotencyConfig } from '../idempotency/idempotency.config.js';
+import { readOrdering, type OrderingConfig } from '../ordering/ordering.config.js';
+import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module.config.js';
+import type { RetryLogs, QueueType, RetryHandlerOptions } from './retry.options.js';
+import { readInbox, type InboxConfig } from '../outbox/outbox.config.js';
+import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
+import { readPartitions, type PartitionOf, type PartitionsConfig } from '../partitions/partitions.config.js';
+
+/** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
+export interface HandlerConfig {
+  queue: string;
+  exchange?: string;
+  exchangeType: 'topic' | 'direct' | 'fanout' | 'headers' | 'x-consistent-hash';
+  /** Arguments of `exchange` (a partition's hash exchange: what it hashes). */
+  exchangeArguments?: Record<string, unknown>;
+  routingKeys: string[];
+  /** An exchange bound to `exchange` (a partition: the handler's own exchange, feeding the hash exchange). */
+  upstream?: { exchange: string; exchangeType: 'topic' | 'direct' | 'fanout' | 'headers'; routingKeys: string[] };
+  /** Tier delays in ms, tier 1 first; the last repeats. */
+  delaysMs: number[];
+  maxAttempts: number;
+  /** The longest a handler call may take, in ms; 0: no limit. */
+  timeoutMs: number;
+  errorQueue: string;
+  prefetch: number;
+  queueType: QueueType;
+  deserializer: Deserializer;
+  isRetryable: (error: unknown) => boolean;
+  /** The module's logging.retries: a warning per retry ('line') or a debug line ('nest'). */
+  retryLogs: RetryLogs;
+  /** Handle each message once (this handler's, else the module's); absent: every copy runs. */
+  idempotency?: IdempotencyConfig;
+  /** Run in a transaction that records the message as handled (this handler's, else the module's); absent: no inbox. */
+  inbox?: InboxConfig;
+  /** One at a time per key, in arrival order; absent: deliveries run side by side up to prefetch. */
+  ordering?: OrderingConfig;
+  /** Declare the queue with x-single-active-consumer. */
+  singleActiveConsumer: boolean;
+  /** Stop consuming while the handler keeps failing (this handler's, else the module's); absent: never. */
+  circuitBreaker?: CircuitBreakerConfig;
+  /** At most so many handler calls per period in this process; absent: no limit. */
+  rateLimit?: RateLimitConfig;
+  /** Split into partition queues (docs/partitions.md); the engine runs one handler per partition. */
+  partitions?: PartitionsConfig;
+  /**
+   * Retry a failed message in the consumer, unacked at its place, instead of through the tiers: a partition with
+   * `whileRetrying: 'hold'` (docs/partitions.md).
+   */
+  retryInPlace?: boolean;
+  /** Set on a partition's own configuration: which partition of which handler it is. */
+  partitionOf?: PartitionOf;
+}
+
+/** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.100.4294967295ms.abcdef"). */
+const NAME_RESERVE = 32;
+const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
+/** More tiers than this are refused: the last tier repeats, so more attempts need no more tiers. */
+const MAX_TIERS = 100;
+
+function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, defaultTiers: number, at: (k: string) => string): number[] {
+  const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
+  const multiplier = backoff.multiplier === undefined ? 2 : readNumber(backoff.multiplier, at('backoff.multiplier'), 1, 1_000, '2');
+  const max = backoff.max === undefined ? MAX_TIER_DELAY_MS : readDelay(backoff.max, at('backoff.max'), "'1h'");
+  const tiers = backoff.tiers === undefined ? defaultTiers : readInteger(backoff.tiers, at('backoff.tiers'), 1, MAX_TIERS, '5');
+  if (max < initial) {
+    throw new RetryConfigError(
+      at('backoff.max'),
+      `(${max} ms) is shorter than backoff.initial (${initial} ms)`,
+      'Make max at least initial, or leave it out.',
+    );
+  }
+  return Array.from({ length: tiers }, (_, k) => Math.min(max, Math.ceil(initial * multiplier ** k)));
+}
+
+/**
+ * Resolves one `@RetryWithBackoff` declaration against the module configuration. `where` names the method
+ * ("OrdersHandler.onOrderCreated") so that an error points at the code to change.
+ */
+export function resolveHandlerConfig(
+  options: RetryHandlerOptions,
+  module: ModuleConfig,
+  where: string,
+  at: (key: string) => string = (key) => `@RetryWithBackoff option "${key}" of ${where}`,
+): HandlerConfig {
+  const queue = readName(options.queue, at('queue'), NAME_RESERVE, "'orders.created'");
+  const exchange = options.exchange === undefined ? undefined : readName(options.exchange, at('exchange'), 0, "'orders'");
+  const exchangeType = options.exchangeType ?? 'topic';
+  if (!EXCHANGE_TYPES.includes(exchangeType)) {
+    throw new RetryConfigError(at('exchangeType'), `is "${String(exchangeType)}"`, `Use one of ${EXCHANGE_TYPES.join(', ')}.`);
+  }
+  const keys = options.routingKey === undefined ? ['#'] : ([] as unknown[]).concat(options.routingKey);
+  if (keys.length === 0 || keys.some((k) => typeof k !== 'string' || Buffer.byteLength(k) > 255)) {
+    throw new RetryConfigError(
+      at('routingKey'),
+      `is ${JSON.stringify(options.routingKey)}`,
+      "Give a binding key or a list of them, e.g. 'order.created' or ['order.*'].",
+    );
+  }
+  if (options.delays !== undefined && options.backoff !== undefined) {
+    throw new RetryConfigError(at('delays'), 'is given together with "backoff"', 'Give one of them: delays lists the tiers, backoff computes them.');
+  }
+  const explicitAttempts =
+    options.maxAttempts !== undefined ? readInteger(options.maxAttempts, at('maxAttempts'), 1, MAX_ATTEMPTS_LIMIT, '5') : module.maxAttempts;
+  const delaysMs =
+    options.delays !== undefined
+      ? readDelays(options.delays, at('delays'), "['1s', '10s', '1m']")
+      : options.backoff !== undefined
+        ? tiersFromBackoff(options.backoff, Math.min(MAX_TIERS, Math.max(1, (explicitAttempts ?? 4) - 1)), at)
+        : module.delaysMs;
+  if (delaysMs.length > MAX_TIERS) {
+    throw new RetryConfigError(
+      at('delays'),
+      `has ${delaysMs.length} tiers`,
+      `Use at most ${MAX_TIERS}; the last tier repeats, so more attempts need no more tiers.`,
+    );
+  }
+  const errorQueue = options.errorQueue === undefined ? `${queue}.error` : readName(options.errorQueue, at('errorQueue'), 0, `'${queue}.error'`);
+  if (errorQueue === queue) {
+    throw new RetryConfigError(at('errorQueue'), `is the handler's own queue "${queue}"`, `Park elsewhere, e.g. '${queue}.error'.`);
+  }
+  const nonRetryable = options.nonRetryable;
+  if (
+    nonRetryable !== undefined &&
+    typeof nonRetryable !== 'function' &&
+    !(Array.isArray(nonRetryable) && nonRetryable.every((c) => typeof c === 'function'))
+  ) {
+    throw new RetryConfigError(
+      at('nonRetryable'),
+      'is neither a list of error classes nor a predicate',
+      'Use e.g. [ValidationError] or (error) => error instanceof ValidationError.',
+    );
+  }
+  const idempotency =
+    options.idempotency === false ? undefined : options.idempotency === undefined ? module.idempotency : readIdempotency(options.idempotency, at);
+  const inbox = options.inbox === false ? undefined : options.inbox === undefined ? module.inbox : readInbox(options.inbox, at);
+  if (inbox && idempotency) {
+    throw new RetryConfigError(
+      at(options.inbox === undefined ? 'idempotency' : 'inbox'),
+      'is given together with an inbox',
+      'The inbox already handles each message once, in your transaction: give one of them (idempotency: false, or inbox: false).',
+    );
+  }
+  const partitions = options.partitions === undefined ? undefined : readPartitions(options.partitions, at);
+  if (partitions !== undefined && options.ordering !== undefined) {
+    throw new RetryConfigError(
+      at('ordering'),
+      'is given together with "partitions"',
+      'Partitions keep order by their key already: give whileRetrying and holdGrace inside partitions, and leave ordering out.',
+    );
+  }
+  if (partitions !== undefined && exchange === queue) {
+    throw new RetryConfigError(
+      at('exchange'),
+      `is "${exchange}", the queue's own name, which partitions give to their hash exchange`,
+      'Name the exchange otherwise, or leave it out and publish to the exchange named like the queue.',
+    );
+  }
+  if (partitions !== undefined && options.singleActiveConsumer !== undefined) {
+    throw new RetryConfigError(
+      at('singleActiveConsumer'),
+      'is given together with "partitions"',
+      'Each partition queue has a single active consumer already; leave singleActiveConsumer out.',
+    );
+  }
+  // A breaker or a pause cancels the consumer, and a partition queue's standby consumer (another instance) would take
+  // over while this one's deliveries still run: the key's order would break. A partitioned handler has neither, and
+  // the module's defaults skip it (docs/outage-protection.md).
+  const circuitBreaker =
+    options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
+  if (partitions !== undefined && circuitBreaker !== undefined) {
+    throw new RetryConfigError(
+      at('circuitBreaker'),
+      'is given together with "partitions"',
+      "A partition's order holds only while one consumer runs it, and an open circuit cancels that consumer: leave circuitBreaker out (or false) on a partitioned handler.",
+    );
+  }
+  const rateLimit = options.rateLimit === undefined ? (partitions ? undefined : module.rateLimit) : readRateLimit(options.rateLimit, at);
+  if (partitions !== undefined && rateLimit !== undefined) {
+    throw new RetryConfigError(
+      at('rateLimit'),
+      'is given together with "partitions"',
+      'The limit is counted per handler queue, and a partitioned handler runs one per partition: leave rateLimit out (or false), or lower prefetch.',
+    );
+  }
+  return {
+    queue,
+    exchange,
+    exchangeType,
+    routingKeys: keys as string[],
+    delaysMs,
+    maxAttempts: explicitAttempts ?? delaysMs.length + 1,
+    timeoutMs: options.timeout === undefined ? module.handlerTimeoutMs : readDuration(options.timeout, at('timeout'), "'30s'", TIME_LIMIT_RANGE),
+    errorQueue,
+    prefetch: options.prefetch === undefined ? module.prefetch : readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20'),
+    queueType: options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType')),
+    deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
+    isRetryable: retryabilityOf(nonRetryable),
+    retryLogs: module.retryLogs,
+    idempotency,
+    inbox,
+    ordering: options.ordering === undefined ? undefined : readOrdering(options.ordering, at),
+    singleActiveConsumer: readFlag(options.singleActiveConsumer, at('singleActiveConsumer')),
+    circuitBreaker,
+    rateLimit,
+    partitions,
+  };
+}
+
+function readFlag(value: unknown, key: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
+  return value;
+}
+
+/**
+ * Checks the handlers together: one handler per queue, and no queue used as another's error queue (its parked
+ * messages would be consumed and retried again).
+ */
+export function assertDistinctQueues(handlers: ReadonlyArray<{ config: HandlerConfig; where: string }>): void {
+  const owners = new Map<string, string>();
+  for (const { config, where } of handlers) {
+    const owner = owners.get(config.queue);
+    if (owner !== undefined) {
+      throw new RetryConfigError(
+        `@RetryWithBackoff option "queue" of ${where}`,
+        `is "${config.queue}", which ${owner} consumes already`,
+        'Give each handler its own queue; to run two handlers on one message, bind two queues to the exchange.',
+      );
+    }
+    owners.set(config.queue, where);
+  }
+  for (const { config, where } of handlers) {
+    const owner = owners.get(config.errorQueue);
+    if (owner !== undefined) {
+      throw new RetryConfigError(
+        `@RetryWithBackoff option "errorQueue" of ${where}`,
+        `is "${config.errorQueue}", the queue that ${owner} consumes`,
+        `Park in a queue of its own, e.g. '${config.queue}.error'.`,
+      );
+    }
+  }
+}

@@ -1,0 +1,214 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import type { Deserializer } from '../message/body.decoder.js';
+import { readBrokerUrls } from './broker-urls.reader.js';
+import {
+  POSITIVE_TIME_LIMIT_RANGE,
+  readDelays,
+  readDeserializer,
+  readDuration,
+  readInteger,
+  readName,
+  readQueueType,
+  TIME_LIMIT_RANGE,
+} from './config.readers.js';
+import { DELAY_LADDER } from '../delivery/delay.plan.js';
+import { readIdempotency, type IdempotencyConfig } from '../idempotency/idempotency.config.js';
+import type { ReconnectPolicy } from '../connection/reconnect.policy.js';
+import type { RetryLogs, QueueType, RetryModuleOptions } from './retry.options.js';
+import { readInbox, readOutbox, type InboxConfig, type OutboxConfig } from '../outbox/outbox.config.js';
+import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
+
+/** The module's configuration after defaults, environment and validation. */
+export interface ModuleConfig {
+  /** The first of `urls`, for messages that name one broker. */
+  url: string;
+  /** The brokers (nodes of one cluster) to connect to, tried in order at start-up; see `urls` in RetryModuleOptions. */
+  urls: string[];
+  delaysMs: number[];
+  /** Only when set explicitly: otherwise each handler derives it from its own tiers. */
+  maxAttempts?: number;
+  prefetch: number;
+  queueType: QueueType;
+  connectionName?: string;
+  /** The name recorded with the handler queues (RetryModuleOptions.application), if given. */
+  application?: string;
+  /** The delay ladder's configured prefix, or undefined when delayed delivery is off. */
+  delayPrefix?: string;
+  /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
+  delayQueueType: QueueType;
+  reconnect: ReconnectPolicy;
+  publishTimeoutMs: number;
+  publishBufferSize: number;
+  confirmTimeoutMs: number;
+  connectTimeoutMs: number;
+  shutdownTimeoutMs: number;
+  /** The longest handler call of handlers without their own `timeout`, in ms; 0: no limit. */
+  handlerTimeoutMs: number;
+  deserializer: Deserializer;
+  /** How handler failures are logged (RetryModuleOptions.logging.retries). */
+  retryLogs: RetryLogs;
+  /** The default of handlers without their own `idempotency`. */
+  idempotency?: IdempotencyConfig;
+  /** The transactional outbox, when configured. */
+  outbox?: OutboxConfig;
+  /** The default inbox of handlers without their own. */
+  inbox?: InboxConfig;
+  /** The default of handlers without their own `circuitBreaker`. */
+  circuitBreaker?: CircuitBreakerConfig;
+  /** The default of handlers without their own `rateLimit`. */
+  rateLimit?: RateLimitConfig;
+}
+
+export const DEFAULT_DELAYS = ['1s', '10s', '1m'] as const;
+export const DEFAULT_PREFETCH = 20;
+export const MAX_ATTEMPTS_LIMIT = 1_000_000;
+export const DEFAULT_RECONNECT = { initialDelayMs: 100, maxDelayMs: 30_000 } as const;
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
+export const DEFAULT_PUBLISH_BUFFER_SIZE = 1_000;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+export const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** Where a value came from, named the way the user wrote it, for error messages. */
+function pick<K extends keyof RetryModuleOptions>(options: RetryModuleOptions, env: Environment, key: K, envName: string) {
+  if (options[key] !== undefined) return { value: options[key] as unknown, key: `RetryModule option "${key}"` };
+  const raw = env[envName];
+  if (raw !== undefined && raw.trim() !== '') return { value: raw as unknown, key: `environment variable ${envName}` };
+  return undefined;
+}
+
+function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>): ReconnectPolicy {
+  const initialDelayMs =
+    reconnect.initialDelay === undefined
+      ? DEFAULT_RECONNECT.initialDelayMs
+      : readDuration(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'", TIME_LIMIT_RANGE);
+  const maxDelayMs =
+    reconnect.maxDelay === undefined
+      ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs)
+      : readDuration(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'", TIME_LIMIT_RANGE);
+  if (maxDelayMs < initialDelayMs || initialDelayMs === 0) {
+    throw new RetryConfigError(
+      'RetryModule option "reconnect"',
+      `has initialDelay ${initialDelayMs} ms and maxDelay ${maxDelayMs} ms`,
+      'Use an initialDelay above 0 and a maxDelay at least as long.',
+    );
+  }
+  return { initialDelayMs, maxDelayMs };
+}
+
+function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string | undefined {
+  if (option === undefined || option === true) return DELAY_LADDER.prefix;
+  if (option === false) return undefined;
+  if (typeof option !== 'object' || option === null) {
+    throw new RetryConfigError(
+      'RetryModule option "delayedDelivery"',
+      `is ${JSON.stringify(option)}`,
+      "Use true, false, or { prefix: 'billing.delay', queueType: 'quorum' }.",
+    );
+  }
+  if (option.prefix === undefined) return DELAY_LADDER.prefix;
+  // The ladder appends ".quorum.v1.p10.3221225472ms" and the like to the prefix.
+  const prefix = readName(option.prefix, 'RetryModule option "delayedDelivery.prefix"', 40, "'billing.delay'");
+  if (prefix.endsWith('.quorum')) {
+    // A classic ladder "X.quorum" would have the names of the quorum ladder "X".
+    throw new RetryConfigError(
+      'RetryModule option "delayedDelivery.prefix"',
+      `is "${prefix}": ".quorum" ends the names of quorum ladders`,
+      "Choose a prefix that does not end in '.quorum', e.g. 'billing.delay'.",
+    );
+  }
+  return prefix;
+}
+
+function readDelayQueueType(option: RetryModuleOptions['delayedDelivery'], moduleType: QueueType): QueueType {
+  const given = typeof option === 'object' && option !== null ? option.queueType : undefined;
+  return given === undefined ? moduleType : readQueueType(given, 'RetryModule option "delayedDelivery.queueType"');
+}
+
+function readRetryLogs(logging: RetryModuleOptions['logging']): RetryLogs {
+  const retries: unknown = logging?.retries;
+  if (retries === undefined) return 'line';
+  if (retries === 'line' || retries === 'nest') return retries;
+  throw new RetryConfigError(
+    'RetryModule option "logging.retries"',
+    `is ${JSON.stringify(retries)}`,
+    "Use 'line' (one line per decision) or 'nest'.",
+  );
+}
+
+/** Longest application name: it is stored in every registry record of the application's queues. */
+export const MAX_APPLICATION_NAME = 200;
+
+/** The application name, if given: printable text (no control characters), trimmed, at most MAX_APPLICATION_NAME characters. */
+function readApplication(source: { value: unknown; key: string } | undefined): string | undefined {
+  if (source === undefined) return undefined;
+  const { value, key } = source;
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
+  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_APPLICATION_NAME || /[\u0000-\u001f\u007f-\u009f]/.test(value)) {
+    throw new RetryConfigError(
+      key,
+      `is ${typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value}`,
+      `Give the application's name as printable text of 1 to ${MAX_APPLICATION_NAME} characters, e.g. 'orders-service'.`,
+    );
+  }
+  return value.trim();
+}
+
+const moduleKey = (key: string) => `RetryModule option "${key}"`;
+
+/**
+ * Resolves the module configuration: each option from `options` if given, else from `env`, else the default;
+ * throws RetryConfigError naming the option or variable at fault. Never mutates `options`.
+ */
+export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}): ModuleConfig {
+  const delays = pick(options, env, 'delays', 'RETRY_DELAYS');
+  const maxAttempts = pick(options, env, 'maxAttempts', 'RETRY_MAX_ATTEMPTS');
+  const prefetch = pick(options, env, 'prefetch', 'RETRY_PREFETCH');
+  const queueType = pick(options, env, 'queueType', 'RETRY_QUEUE_TYPE');
+  const publishTimeout = pick(options, env, 'publishTimeout', 'RETRY_PUBLISH_TIMEOUT');
+  const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
+  const confirmTimeout = pick(options, env, 'confirmTimeout', 'RETRY_CONFIRM_TIMEOUT');
+  const connectTimeout = pick(options, env, 'connectTimeout', 'RETRY_CONNECT_TIMEOUT');
+  const handlerTimeout = pick(options, env, 'handlerTimeout', 'RETRY_HANDLER_TIMEOUT');
+
+  const urls = readBrokerUrls(options, env.AMQP_URL, 'RetryModule');
+  const moduleQueueType = queueType ? readQueueType(queueType.value, queueType.key) : 'classic';
+  const delayList = delays && typeof delays.value === 'string' ? delays.value.split(',').map((d) => d.trim()) : delays?.value;
+  return {
+    url: urls[0],
+    urls,
+    delaysMs: delays ? readDelays(delayList, delays.key, "'1s,10s,1m'") : readDelays([...DEFAULT_DELAYS], 'delays', "'1s,10s,1m'"),
+    maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
+    prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
+    queueType: moduleQueueType,
+    connectionName: options.connectionName,
+    application: readApplication(pick(options, env, 'application', 'RETRY_APPLICATION')),
+    delayPrefix: readDelayPrefix(options.delayedDelivery),
+    delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
+    reconnect: readReconnect(options.reconnect ?? {}),
+    publishTimeoutMs: publishTimeout ? readDuration(publishTimeout.value, publishTimeout.key, "'10s'", TIME_LIMIT_RANGE) : DEFAULT_PUBLISH_TIMEOUT_MS,
+    publishBufferSize:
+      options.publishBufferSize === undefined
+        ? DEFAULT_PUBLISH_BUFFER_SIZE
+        : readInteger(options.publishBufferSize, 'RetryModule option "publishBufferSize"', 0, 1_000_000, '1000'),
+    confirmTimeoutMs: confirmTimeout
+      ? readDuration(confirmTimeout.value, confirmTimeout.key, "'10s'", POSITIVE_TIME_LIMIT_RANGE)
+      : DEFAULT_CONFIRM_TIMEOUT_MS,
+    connectTimeoutMs: connectTimeout
+      ? readDuration(connectTimeout.value, connectTimeout.key, "'10s'", POSITIVE_TIME_LIMIT_RANGE)
+      : DEFAULT_CONNECT_TIMEOUT_MS,
+    shutdownTimeoutMs: shutdownTimeout
+      ? readDuration(shutdownTimeout.value, shutdownTimeout.key, "'30s'", TIME_LIMIT_RANGE)
+      : DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    handlerTimeoutMs: handlerTimeout ? readDuration(handlerTimeout.value, handlerTimeout.key, "'30s'", TIME_LIMIT_RANGE) : 0,
+    deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
+    retryLogs: readRetryLogs(options.logging),
+    idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, moduleKey),
+    outbox: options.outbox === undefined ? undefined : readOutbox(options.outbox, moduleKey),
+    inbox: options.inbox === undefined ? undefined : readInbox(options.inbox, moduleKey),
+    circuitBreaker: readCircuitBreaker(options.circuitBreaker, moduleKey),
+    rateLimit: readRateLimit(options.rateLimit, moduleKey),
+  };
+}

@@ -1,0 +1,106 @@
+import { formatDuration } from '../time/duration.reader.js';
+
+/**
+ * What took a consumer's deliveries away, as the consumer saw it:
+ * - `cancelled`: the broker sent `basic.cancel`. RabbitMQ does so when the queue is deleted, and RabbitMQ 4.3 also when
+ *   a quorum queue's consumer timeout expires (it returns the message, raising only `x-acquired-count`).
+ * - `channel-closed`: the channel closed. `brokerReason` is the broker's reason when it closed the channel alone
+ *   (RabbitMQ 3.10 and 4.0 close it with a 406 "delivery acknowledgement on channel N timed out" on a consumer
+ *   timeout); without one, the channel died with its connection.
+ */
+export interface ConsumerLossEvent {
+  event: 'cancelled' | 'channel-closed';
+  queue: string;
+  brokerReason?: string;
+  /** Deliveries of the channel not settled yet: their handlers run or wait. */
+  unsettled: number;
+  /** How long the oldest of them has been held, if any. */
+  oldestHeldMs?: number;
+  /** For `cancelled`: whether the queue still exists (a passive declare after the cancel); undefined if unknown. */
+  queueExists?: boolean;
+}
+
+/** What the consumer does about it. */
+export interface ConsumerLossVerdict {
+  cause: 'consumer-timeout' | 'queue-deleted' | 'consumer-cancelled' | 'channel-closed' | 'connection-lost';
+  /**
+   * The channel's deliveries are lost: the broker took them back and will deliver them again, so no settlement of
+   * theirs counts any more. Their handlers are told through their signal.
+   */
+  lost: boolean;
+  /** `at-once`: consume again on a fresh channel now; `backoff`: declare again and resume with backoff; `connection`: the connection's recovery restarts the consumer. */
+  resume: 'at-once' | 'backoff' | 'connection';
+  /** The one line logged about it, naming the real cause; empty when nothing is to be logged. */
+  line: string;
+  level: 'warn' | 'error';
+}
+
+// RabbitMQ 3.8.15+ and 4.0: "delivery acknowledgement on channel 2 timed out. Timeout value used: 2000 ms. ..."
+const ACK_TIMEOUT = /delivery acknowledgement on channel \d+ timed out(?:\. Timeout value used: (\d+) ms)?/;
+
+const ADVICE =
+  'give the handler a timeout shorter than the consumer timeout (RetryWithBackoff `timeout`), or raise the consumer timeout (policy `consumer-timeout`, `consumer_timeout` in rabbitmq.conf)';
+
+/**
+ * Classifies the loss of a consumer's deliveries, so that the consumer logs the real cause once and resumes as fits:
+ * a consumer timeout (the handler outlived the broker's `consumer_timeout` or `consumer-timeout` policy) resumes on a
+ * fresh channel at once, the connection untouched; a deleted queue is declared again, with backoff. Never throws.
+ * @example classifyConsumerLoss({ event: 'cancelled', queue: 'orders', unsettled: 1, oldestHeldMs: 2004, queueExists: true })
+ * // { cause: 'consumer-timeout', lost: true, resume: 'at-once', level: 'warn', line: '"orders": the broker cancelled ...' }
+ */
+export function classifyConsumerLoss(input: ConsumerLossEvent): ConsumerLossVerdict {
+  const { queue, unsettled, oldestHeldMs } = input;
+  const held = oldestHeldMs === undefined ? '' : `, the oldest held for ${formatDuration(Math.max(0, Math.round(oldestHeldMs)))}`;
+  const deliveries = `${unsettled} unsettled ${unsettled === 1 ? 'delivery' : 'deliveries'}${held}`;
+  if (input.event === 'channel-closed') {
+    if (input.brokerReason === undefined) return { cause: 'connection-lost', lost: true, resume: 'connection', line: '', level: 'warn' };
+    const timeout = ACK_TIMEOUT.exec(input.brokerReason);
+    if (timeout) {
+      const limit = timeout[1] === undefined ? '' : ` of ${formatDuration(Number(timeout[1]))}`;
+      return {
+        cause: 'consumer-timeout',
+        lost: true,
+        resume: 'at-once',
+        level: 'warn',
+        line:
+          `"${queue}": the broker's consumer timeout${limit} expired and it closed the consuming channel, taking back ${deliveries}: ` +
+          `the broker delivers them again, their handlers' signals are aborted, and consuming resumes on a new channel at once; ${ADVICE}`,
+      };
+    }
+    return {
+      cause: 'channel-closed',
+      lost: true,
+      resume: 'backoff',
+      level: 'error',
+      line: `The broker closed the channel consuming "${queue}" (${input.brokerReason}), taking back ${deliveries}`,
+    };
+  }
+  if (input.queueExists === false) {
+    return {
+      cause: 'queue-deleted',
+      lost: true,
+      resume: 'backoff',
+      level: 'error',
+      line: `The broker cancelled the consumer of "${queue}": the queue was deleted`,
+    };
+  }
+  if (unsettled > 0 && input.queueExists === true) {
+    return {
+      cause: 'consumer-timeout',
+      lost: true,
+      resume: 'at-once',
+      level: 'warn',
+      line:
+        `"${queue}": the broker cancelled the consumer with ${deliveries} while the queue still exists: a consumer timeout ` +
+        `(RabbitMQ 4.3 cancels the consumer of a quorum queue and takes its deliveries back). The broker delivers them again, ` +
+        `their handlers' signals are aborted, and consuming resumes on a new channel at once; ${ADVICE}`,
+    };
+  }
+  return {
+    cause: 'consumer-cancelled',
+    lost: unsettled > 0,
+    resume: input.queueExists === true ? 'at-once' : 'backoff',
+    level: 'error',
+    line: `The broker cancelled the consumer of "${queue}"${unsettled > 0 ? ` with ${deliveries}` : ''}${input.queueExists === undefined ? ' (was the queue deleted?)' : ''}`,
+  };
+}

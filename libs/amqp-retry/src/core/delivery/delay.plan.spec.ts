@@ -1,0 +1,418 @@
+import { describe, expect, it } from '@jest/globals';
+import { seededRandom } from '../../testing/seeded-random.fixture.js';
+import {
+  assertValidDelay,
+  DELAY_LADDER,
+  delayLevels,
+  type DelayTopology,
+  forwardedExpiration,
+  isDelayLadderQueue,
+  ladderProperties,
+  MAX_DELAY_MS,
+  planDelayedPublish,
+  planDelayTopology,
+  delayLadderPrefix,
+  readPublishDelay,
+  readDelayTarget,
+  withoutDelayDeaths,
+} from './delay.plan.js';
+import { DelayHeader } from '../headers/header.names.js';
+
+const { unitMs } = DELAY_LADDER;
+const target = { exchange: 'orders', routingKey: 'order.created.eu' };
+const NOW = Date.parse('2030-01-01T00:00:00.000Z');
+
+/** Delays of every magnitude: uniform over the range, log-uniform (many short ones), and fractional. */
+function randomDelays(count: number, seed: number): number[] {
+  const next = seededRandom(seed);
+  return Array.from({ length: count }, (_, i) => {
+    if (i % 3 === 0) return Math.floor(next() * (MAX_DELAY_MS + 1));
+    if (i % 3 === 1) return Math.floor(Math.exp(next() * Math.log(MAX_DELAY_MS)));
+    return next() * 10_000;
+  });
+}
+
+const EDGES = [0, 0.001, 1, unitMs - 0.5, unitMs, unitMs + 0.5, 7, 8, 63, 64, 1500, 86_400_000, MAX_DELAY_MS - 1, MAX_DELAY_MS];
+
+/** AMQP topic matching: words split on '.', '*' matches one word, '#' zero or more. */
+function topicMatches(pattern: string, key: string): boolean {
+  const match = (p: readonly string[], k: readonly string[]): boolean => {
+    if (p.length === 0) return k.length === 0;
+    const [head, ...rest] = p;
+    if (head === '#') return match(rest, k) || (k.length > 0 && match(p, k.slice(1)));
+    return k.length > 0 && (head === '*' || head === k[0]) && match(rest, k.slice(1));
+  };
+  return match(pattern.split('.'), key.split('.'));
+}
+
+/** The queues a message published to `exchange` with `key` lands in, following exchange-to-exchange bindings. */
+function route(topology: DelayTopology, exchange: string, key: string): string[] {
+  const type = topology.exchanges.find((e) => e.name === exchange)?.type;
+  if (type === undefined) throw new Error(`undeclared exchange ${exchange}`);
+  return topology.bindings
+    .filter((b) => b.source === exchange && (type === 'fanout' || topicMatches(b.pattern, key)))
+    .flatMap((b) => (b.destinationType === 'queue' ? [b.destination] : route(topology, b.destination, key)));
+}
+
+/** Walks a published message through the ladder as the broker would; returns the TTLs of the queues it waited in. */
+function walk(topology: DelayTopology, exchange: string, key: string): number[] {
+  const ttls: number[] = [];
+  for (let next = exchange; ;) {
+    const queues = route(topology, next, key);
+    expect(queues).toHaveLength(1);
+    const queue = topology.queues.find((q) => q.name === queues[0]);
+    if (queue === undefined) throw new Error(`undeclared queue ${queues[0]}`);
+    if (queue.name === topology.readyQueue) return ttls;
+    const ttl = queue.arguments['x-message-ttl'];
+    const deadLetterExchange = queue.arguments['x-dead-letter-exchange'];
+    if (typeof ttl !== 'number' || typeof deadLetterExchange !== 'string') throw new Error(`${queue.name} is no level`);
+    ttls.push(ttl);
+    if (ttls.length > DELAY_LADDER.positions) throw new Error(`walk does not end: ${ttls.join(', ')}`);
+    next = deadLetterExchange;
+  }
+}
+
+describe('delayLevels', () => {
+  it('waits at least the delay and less than one unit more, for edges and 30,000 random delays', () => {
+    // Violations are collected, not asserted one by one: a failure then lists every bad delay at once.
+    const violations = [...EDGES, ...randomDelays(30_000, 1)].flatMap((delay) => {
+      const levels = delayLevels(delay);
+      const total = levels.reduce((sum, level) => sum + level.ttlMs, 0);
+      const positions = levels.map((level) => level.position);
+      const ok = total >= delay && total - delay < unitMs && positions.every((position, i) => i === 0 || position < (positions[i - 1] ?? 0));
+      return ok ? [] : [{ delay, levels }];
+    });
+    expect(violations).toEqual([]);
+  });
+
+  it('needs no level for 0, one level below a unit, and every position at the maximum', () => {
+    expect(delayLevels(0)).toEqual([]);
+    expect(delayLevels(0.001)).toEqual([{ position: 0, digit: 1, ttlMs: unitMs }]);
+    expect(delayLevels(unitMs)).toEqual([{ position: 0, digit: 1, ttlMs: unitMs }]);
+    expect(delayLevels(1500)).toEqual([
+      { position: 3, digit: 2, ttlMs: 1024 },
+      { position: 2, digit: 7, ttlMs: 448 },
+      { position: 1, digit: 3, ttlMs: 24 },
+      { position: 0, digit: 4, ttlMs: 4 },
+    ]);
+    const max = delayLevels(MAX_DELAY_MS);
+    expect(max).toHaveLength(DELAY_LADDER.positions);
+    expect(max[0]).toEqual({ position: 10, digit: 3, ttlMs: 3 * 2 ** 30 });
+  });
+});
+
+describe('delay validation', () => {
+  const range = `a delay must be a finite number of milliseconds from 0 to ${MAX_DELAY_MS} (about 49.7 days).`;
+
+  it.each([
+    [-1, '-1 ms'],
+    [-0.001, '-0.001 ms'],
+    [Number.NaN, 'NaN ms'],
+    [Number.POSITIVE_INFINITY, 'Infinity ms'],
+    [Number.NEGATIVE_INFINITY, '-Infinity ms'],
+    [MAX_DELAY_MS + 0.5, `${MAX_DELAY_MS + 0.5} ms`],
+    [MAX_DELAY_MS + 1, `${MAX_DELAY_MS + 1} ms`],
+  ])('rejects %p, naming it and the valid range', (delay, shown) => {
+    const error = new RangeError(`Invalid delay ${shown}: ${range}`);
+    expect(() => assertValidDelay(delay)).toThrow(error);
+    expect(() => delayLevels(delay)).toThrow(error);
+    expect(() => planDelayedPublish(delay, target, NOW)).toThrow(error);
+  });
+
+  it('rejects a value that is no number, naming its type', () => {
+    expect(() => assertValidDelay('100')).toThrow(new RangeError(`Invalid delay (a string): ${range}`));
+  });
+
+  it('accepts 0 and the maximum', () => {
+    expect(() => assertValidDelay(0)).not.toThrow();
+    expect(() => assertValidDelay(MAX_DELAY_MS)).not.toThrow();
+  });
+});
+
+describe('planDelayTopology', () => {
+  const topology = planDelayTopology();
+
+  it('keeps the layout its names were made for (bump DELAY_LADDER.version when changing it)', () => {
+    expect(DELAY_LADDER).toEqual({ prefix: 'amqp-retry.delay', version: 1, unitMs: 1, base: 8, positions: 11 });
+    expect(MAX_DELAY_MS).toBe(2 ** 32 - 1);
+  });
+
+  it('declares a fixed set: 11 topic exchanges and 73 level queues, plus the ready exchange, ready and error queues', () => {
+    expect(topology.exchanges.filter((e) => e.type === 'topic')).toHaveLength(11);
+    expect(topology.exchanges.filter((e) => e.type === 'fanout')).toEqual([{ name: 'amqp-retry.delay.ready', type: 'fanout' }]);
+    expect(topology.queues).toHaveLength(10 * 7 + 3 + 2);
+    expect(topology.readyQueue).toBe('amqp-retry.delay.ready');
+    expect(topology.errorQueue).toBe('amqp-retry.delay.error');
+    expect(new Set(topology.exchanges.map((e) => e.name)).size).toBe(topology.exchanges.length);
+    expect(new Set(topology.queues.map((q) => q.name)).size).toBe(topology.queues.length);
+    expect(planDelayTopology('other.prefix').queues).toHaveLength(topology.queues.length);
+  });
+
+  it('names every level queue after its TTL, under the prefix and layout version', () => {
+    const names = planDelayTopology('billing.delay').queues.map((q) => q.name);
+    expect(names).toContain('billing.delay.ready');
+    expect(names).toContain('billing.delay.v1.p00.1ms');
+    expect(names).toContain('billing.delay.v1.p03.3072ms');
+    expect(names).toContain(`billing.delay.v1.p10.${3 * 2 ** 30}ms`);
+    expect(names.every((name) => name.startsWith('billing.delay.'))).toBe(true);
+  });
+
+  it('gives every level a distinct TTL within the broker limit and dead-letters it, key kept, to a declared exchange', () => {
+    const exchanges = new Set(topology.exchanges.map((e) => e.name));
+    const levels = topology.queues.filter((q) => q.name !== topology.readyQueue && q.name !== topology.errorQueue);
+    const ttls = levels.map((q) => q.arguments['x-message-ttl']);
+    expect(new Set(ttls).size).toBe(levels.length);
+    for (const queue of levels) {
+      const ttl = queue.arguments['x-message-ttl'];
+      expect(typeof ttl === 'number' && ttl >= 1 && ttl <= MAX_DELAY_MS && queue.name.endsWith(`.${ttl}ms`)).toBe(true);
+      expect(exchanges.has(String(queue.arguments['x-dead-letter-exchange']))).toBe(true);
+      expect(queue.arguments).not.toHaveProperty('x-dead-letter-routing-key');
+    }
+  });
+
+  it('binds only declared exchanges and queues', () => {
+    const exchanges = new Set(topology.exchanges.map((e) => e.name));
+    const queues = new Set(topology.queues.map((q) => q.name));
+    for (const binding of topology.bindings) {
+      expect(exchanges.has(binding.source)).toBe(true);
+      expect((binding.destinationType === 'queue' ? queues : exchanges).has(binding.destination)).toBe(true);
+    }
+  });
+
+  it('routes every digit at every position to exactly one destination', () => {
+    for (const [index, exchange] of topology.exchanges.filter((e) => e.type === 'topic').entries()) {
+      const maxDigit = index === DELAY_LADDER.positions - 1 ? 3 : 7;
+      for (let digit = 0; digit <= maxDigit; digit++) {
+        const words = new Array<number>(DELAY_LADDER.positions).fill(5);
+        words[DELAY_LADDER.positions - 1 - index] = digit;
+        const matched = topology.bindings.filter((b) => b.source === exchange.name && topicMatches(b.pattern, words.join('.')));
+        expect(matched).toHaveLength(1);
+      }
+    }
+  });
+});
+
+describe('a quorum ladder', () => {
+  const classic = planDelayTopology('billing.delay');
+  const quorum = planDelayTopology('billing.delay', 'quorum');
+
+  it('has the same layout under names of its own, sharing no exchange or queue with the classic one', () => {
+    expect(quorum.prefix).toBe(delayLadderPrefix('billing.delay', 'quorum'));
+    expect(quorum.prefix).toBe('billing.delay.quorum');
+    expect(quorum.queueType).toBe('quorum');
+    expect(quorum.queues.map((q) => q.name)).toEqual(classic.queues.map((q) => q.name.replace('billing.delay.', 'billing.delay.quorum.')));
+    const classicNames = new Set([...classic.queues, ...classic.exchanges].map((d) => d.name));
+    expect([...quorum.queues, ...quorum.exchanges].filter((d) => classicNames.has(d.name))).toEqual([]);
+  });
+
+  it('states classic as the type of every queue of a classic ladder, so that no vhost default makes them quorum', () => {
+    expect(classic.queues.filter((q) => q.arguments['x-queue-type'] !== 'classic').map((q) => q.name)).toEqual([]);
+  });
+
+  it('makes every queue a quorum queue, and every level dead-letter at least once with its TTL kept', () => {
+    expect(quorum.queues.every((q) => q.arguments['x-queue-type'] === 'quorum')).toBe(true);
+    const levels = quorum.queues.filter((q) => q.arguments['x-message-ttl'] !== undefined);
+    expect(levels).toHaveLength(73);
+    for (const [i, level] of levels.entries()) {
+      expect(level.arguments).toMatchObject({ 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' });
+      expect(level.arguments['x-message-ttl']).toBe(
+        classic.queues.filter((q) => q.arguments['x-message-ttl'] !== undefined)[i].arguments['x-message-ttl'],
+      );
+    }
+  });
+
+  it('parks in its error queue what the delivery limit takes from the ready queue', () => {
+    const ready = quorum.queues.find((q) => q.name === quorum.readyQueue);
+    expect(ready?.arguments).toMatchObject({
+      'x-dead-letter-exchange': '',
+      'x-dead-letter-routing-key': quorum.errorQueue,
+      'x-dead-letter-strategy': 'at-least-once',
+    });
+  });
+
+  it('is entered by publishes planned with its prefix', () => {
+    const plan = planDelayedPublish(1500, { exchange: 'x', routingKey: 'k' }, 0, quorum.prefix);
+    expect(plan.kind === 'ladder' && quorum.exchanges.some((e) => e.name === plan.exchange)).toBe(true);
+  });
+});
+
+describe('planDelayedPublish', () => {
+  const topology = planDelayTopology();
+
+  it('publishes a delay of 0 directly, outside the ladder', () => {
+    expect(planDelayedPublish(0, target, NOW)).toEqual({ kind: 'direct' });
+    expect(planDelayedPublish(-0, target, NOW)).toEqual({ kind: 'direct' });
+  });
+
+  it('enters the ladder at the highest nonzero digit, with the digits as key and the target in headers', () => {
+    expect(planDelayedPublish(1500, target, NOW)).toEqual({
+      kind: 'ladder',
+      exchange: 'amqp-retry.delay.v1.p03',
+      routingKey: '0.0.0.0.0.0.0.2.7.3.4',
+      headers: {
+        [DelayHeader.targetExchange]: 'orders',
+        [DelayHeader.targetRoutingKey]: 'order.created.eu',
+        [DelayHeader.ms]: 1500,
+        [DelayHeader.dueAt]: '2030-01-01T00:00:01.500Z',
+      },
+    });
+  });
+
+  it('walks exactly the levels of the delay and reaches the ready queue, for edges and 3,000 random delays', () => {
+    for (const delay of [...EDGES.filter((d) => d > 0), ...randomDelays(3_000, 2)]) {
+      const plan = planDelayedPublish(delay, target, NOW);
+      if (plan.kind !== 'ladder') throw new Error(`delay ${delay} skipped the ladder`);
+      expect(walk(topology, plan.exchange, plan.routingKey)).toEqual(delayLevels(delay).map((l) => l.ttlMs));
+    }
+  });
+
+  it('uses the given prefix for the entry exchange', () => {
+    const plan = planDelayedPublish(5, target, NOW, 'billing.delay');
+    expect(plan).toMatchObject({ kind: 'ladder', exchange: 'billing.delay.v1.p00' });
+  });
+});
+
+describe('the spec topic matcher', () => {
+  it.each([
+    ['a.#', 'a', true],
+    ['*.b.#', 'a.b.c.d', true],
+    ['*.1.#', '1.0.1', false],
+    ['*', 'a.b', false],
+    ['#', 'a.b', true],
+  ])('%s matches %s: %p', (pattern, key, expected) => {
+    expect(topicMatches(pattern, key)).toBe(expected);
+  });
+});
+
+describe('readDelayTarget', () => {
+  it('reads the target the plan wrote, including the default exchange', () => {
+    const plan = planDelayedPublish(10, { exchange: '', routingKey: 'some-queue' }, NOW);
+    if (plan.kind !== 'ladder') throw new Error('expected the ladder');
+    expect(readDelayTarget({ other: 1, ...plan.headers })).toEqual({ exchange: '', routingKey: 'some-queue' });
+  });
+
+  it.each([
+    ['no headers', undefined],
+    ['no routing key', { [DelayHeader.targetExchange]: 'orders' }],
+    ['a non-string exchange', { [DelayHeader.targetExchange]: 7, [DelayHeader.targetRoutingKey]: 'k' }],
+  ])('gives undefined for %s', (_, headers) => {
+    expect(readDelayTarget(headers)).toBeUndefined();
+  });
+});
+
+describe('withoutDelayDeaths', () => {
+  const rejected = { queue: 'orders.q', reason: 'rejected', count: 2 };
+  const level = (ttl: number) => ({ queue: `amqp-retry.delay.v1.p00.${ttl}ms`, reason: 'expired', count: 1 });
+
+  it('drops the ladder entries and keeps the others', () => {
+    const headers = {
+      'x-death': [level(1), rejected, null, 'junk', level(2)],
+      'x-first-death-queue': 'orders.q',
+      'x-first-death-reason': 'rejected',
+      'x-first-death-exchange': 'orders',
+      [DelayHeader.ms]: 3,
+    };
+    expect(withoutDelayDeaths(headers)).toEqual({ ...headers, 'x-death': [rejected, null, 'junk'] });
+    expect(headers['x-death']).toHaveLength(5);
+  });
+
+  it('removes x-death and the first and last death headers when they only describe the ladder', () => {
+    const headers = {
+      'x-death': [level(4), level(2)],
+      'x-first-death-queue': level(4).queue,
+      'x-first-death-reason': 'expired',
+      'x-first-death-exchange': 'amqp-retry.delay.v1.p02',
+      'x-last-death-queue': level(2).queue,
+      'x-last-death-reason': 'expired',
+      'x-last-death-exchange': 'amqp-retry.delay.v1.p01',
+      app: 'kept',
+    };
+    expect(withoutDelayDeaths(headers)).toEqual({ app: 'kept' });
+  });
+
+  it("drops the quorum ready queue's delivery counts, which a quorum handler queue would take for its own", () => {
+    const headers = { tenant: 'acme', 'x-delivery-count': 12, 'x-acquired-count': 13 };
+    expect(withoutDelayDeaths(headers)).toEqual({ tenant: 'acme' });
+    expect(headers['x-delivery-count']).toBe(12); // the delivery's own headers are left as they were
+  });
+
+  it('leaves headers without x-death alone', () => {
+    expect(withoutDelayDeaths({ app: 'kept' })).toEqual({ app: 'kept' });
+  });
+});
+
+describe('readPublishDelay', () => {
+  it.each([
+    [0, 0],
+    [1500, 1500],
+    [0.3, 1],
+    ['90s', 90_000],
+    ['30m', 1_800_000],
+    ['3d', 259_200_000],
+    ['30d', 2_592_000_000],
+  ])('reads %p as %p ms', (delay, ms) => {
+    expect(readPublishDelay(delay)).toBe(ms);
+  });
+
+  it.each([
+    [-1, 'Invalid delay -1: use milliseconds (1500)'],
+    [Number.NaN, 'Invalid delay NaN: use milliseconds (1500)'],
+    [Number.POSITIVE_INFINITY, 'Invalid delay Infinity: use milliseconds (1500)'],
+    [
+      'soon',
+      `Invalid delay "soon": use milliseconds (1500) or a duration such as '250ms', '90s', '30m', '3d', from 0 to 4294967295 ms (about 49.7 days).`,
+    ],
+    ['60d', 'Invalid delay 5184000000 ms: a delay must be a finite number of milliseconds from 0 to 4294967295 (about 49.7 days).'],
+  ])('rejects %p with a RangeError naming it and the range', (delay, message) => {
+    expect(() => readPublishDelay(delay)).toThrow(RangeError);
+    expect(() => readPublishDelay(delay)).toThrow(message);
+  });
+});
+
+describe('an expiration through the ladder', () => {
+  const plan = planDelayedPublish(3000, target, NOW);
+  const headers = plan.kind === 'ladder' ? plan.headers : (undefined as never);
+
+  it('leaves the ladder copy without expiration, carried in a header instead, persistent and mandatory', () => {
+    const properties = { expiration: '200', persistent: false, messageId: 'm', headers: { tenant: 'acme' } };
+    const copy = ladderProperties(properties, headers);
+    expect(copy.expiration).toBeUndefined();
+    expect(copy).toMatchObject({ persistent: true, mandatory: true, messageId: 'm' });
+    expect(copy.headers).toEqual({ tenant: 'acme', ...headers, [DelayHeader.expiration]: '200' });
+    expect(properties).toEqual({ expiration: '200', persistent: false, messageId: 'm', headers: { tenant: 'acme' } }); // untouched
+  });
+
+  it('carries a numeric expiration as digits, and none when there is none (a stale header of the caller is dropped)', () => {
+    expect(ladderProperties({ expiration: 50 }, headers).headers?.[DelayHeader.expiration]).toBe('50');
+    const copy = ladderProperties({ headers: { [DelayHeader.expiration]: '10' } }, headers);
+    expect(copy.headers).toEqual({ ...headers });
+  });
+
+  it.each([['-1'], ['soon'], ['1.5'], [''], [-5], [2 ** 32], [Number.NaN], [{}]])('refuses an expiration of %p with a RangeError', (expiration) => {
+    expect(() => ladderProperties({ expiration: expiration as string }, headers)).toThrow(RangeError);
+  });
+
+  it('restores the carried expiration as the property and drops its header', () => {
+    expect(forwardedExpiration({ tenant: 'acme', [DelayHeader.expiration]: '200' })).toEqual({ headers: { tenant: 'acme' }, expiration: '200' });
+    expect(forwardedExpiration({ tenant: 'acme' })).toEqual({ headers: { tenant: 'acme' } });
+  });
+
+  it('delivers without an expiration when the carried one is malformed (a message published by another client)', () => {
+    for (const bad of ['-3', 'x', 7.5, Buffer.from('200'), null])
+      expect(forwardedExpiration({ [DelayHeader.expiration]: bad, a: 1 })).toEqual({ headers: { a: 1 } });
+  });
+});
+
+describe('isDelayLadderQueue', () => {
+  it("knows a ladder's ready queue, classic or quorum, whatever its prefix", () => {
+    for (const topology of [planDelayTopology(DELAY_LADDER.prefix), planDelayTopology('billing.delay', 'quorum')]) {
+      expect(isDelayLadderQueue({ queue: topology.readyQueue, errorQueue: topology.errorQueue, tiers: [] })).toBe(true);
+    }
+  });
+
+  it('takes a handler queue for what it is, even one named like a ready queue', () => {
+    expect(isDelayLadderQueue({ queue: 'orders', errorQueue: 'orders.error', tiers: ['orders.retry.1.1s.ab'] })).toBe(false);
+    expect(isDelayLadderQueue({ queue: 'orders.ready', errorQueue: 'orders.ready.error', tiers: [] })).toBe(false);
+    expect(isDelayLadderQueue({ queue: 'x.ready', errorQueue: 'x.error', tiers: ['x.ready.retry.1.1s.ab'] })).toBe(false);
+  });
+});

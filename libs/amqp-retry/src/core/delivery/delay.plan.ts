@@ -1,0 +1,335 @@
+/**
+ * Delayed delivery without broker plugins: a fixed ladder of TTL queues (docs/design.md section 3).
+ *
+ * A delay, in whole milliseconds, is written in base 8. Each digit position p has one queue per digit
+ * value d, holding every message for d * 8^p ms; a message waits in the queue of each nonzero digit,
+ * highest position first, and skips zero digits by routing straight on. After position 0 it reaches the
+ * ready queue, whose consumer (the forwarder) republishes it to the exchange and routing key named in its
+ * headers. All waiting happens in the broker, and every message in a queue has the same TTL, so messages
+ * leave in arrival order: a short delay never waits behind a long one.
+ *
+ * Why base 8 and a 1 ms unit (RabbitMQ 3.10, 1,000 msgs/s, persistent; bench/measure-delay-hops.mjs):
+ * - every hop adds about 1.5 ms at the median, whatever the TTL: a classic queue arms its expiry timer
+ *   rounded up to the next whole millisecond ("always fire later", rabbit_amqqueue_process). Lateness
+ *   grows with the number of nonzero digits, so the base bounds the worst case.
+ * - a message crosses one topic exchange per position and each matches the whole key (one word per
+ *   position), so broker CPU grows with the square of the positions. Base 2 (32 positions) saturated the
+ *   broker: p50 4-15 ms for 1 hop, 370-440 ms for 32. Base 4 reached p99 42-47 ms at its worst (16 hops)
+ *   before the forwarder; base 8 stays at p99 22 ms at its worst (11 hops); base 16 would gain 8 ms
+ *   more for 121 queues instead of 74.
+ * - with a 1 ms unit, whole-millisecond delays need no rounding; a coarser unit removes hops only by
+ *   adding about as much rounding.
+ */
+
+import type { Options } from 'amqplib';
+import { type Duration, MAX_TTL_MS, readDurationWithin } from '../time/duration.reader.js';
+import { readExpiration } from '../message/message.properties.js';
+import type { QueueType } from '../topology/topology.types.js';
+import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from '../topology/topology.types.js';
+import { queueTypeArgument } from '../topology/queue-type.mismatch.js';
+import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.names.js';
+
+/** Layout of the delay ladder. */
+export const DELAY_LADDER = {
+  /** Default prefix of every exchange and queue the ladder declares. */
+  prefix: 'amqp-retry.delay',
+  /**
+   * Part of every level's name. Bump it whenever `base`, `positions` or `unitMs` change: the new layout
+   * then declares new names instead of failing with 406 PRECONDITION_FAILED or inheriting the old
+   * layout's bindings, and messages in the old levels still drain into the shared ready queue.
+   */
+  version: 1,
+  /** Resolution of a delay; delays are rounded up to it, never down. */
+  unitMs: 1,
+  /** Digit values per position; a position has one queue per nonzero digit. */
+  base: 8,
+  /** Digit positions: 8^11 units cover MAX_DELAY_MS. */
+  positions: 11,
+} as const;
+
+/**
+ * Longest delay: 2^32 - 1 ms, about 49.7 days. It is RabbitMQ's limit for expiry timers
+ * (`MAX_EXPIRY_TIMER`, from `erlang:send_after`; the RabbitMQ JMS client caps TTLs at it). 3.10 accepted
+ * a larger `x-message-ttl` unchecked; the ladder does not rely on that: position 10 has digits 1..3 only.
+ */
+export const MAX_DELAY_MS = MAX_TTL_MS;
+
+/** Headers the library adds to a message it sends through the ladder. */
+export interface DelayHeaders {
+  readonly [DelayHeader.targetExchange]: string;
+  readonly [DelayHeader.targetRoutingKey]: string;
+  readonly [DelayHeader.ms]: number;
+  readonly [DelayHeader.dueAt]: string;
+}
+
+/** Where a delayed message goes once it is due. */
+export interface DelayTarget {
+  readonly exchange: string;
+  readonly routingKey: string;
+}
+
+/** One queue of the ladder that a message waits in. */
+export interface DelayLevel {
+  readonly position: number;
+  readonly digit: number;
+  readonly ttlMs: number;
+}
+
+/** Everything to declare, durable, in order: exchanges, then queues, then bindings. */
+export interface DelayTopology extends TopologyPlan {
+  /** The prefix of every name in the ladder: the configured prefix, plus `.quorum` for a quorum ladder. */
+  readonly prefix: string;
+  readonly queueType: QueueType;
+  /** The queue the forwarder consumes. */
+  readonly readyQueue: string;
+  /** Where the forwarder parks a due message it cannot deliver (no target headers, target exchange gone). */
+  readonly errorQueue: string;
+}
+
+/** How to publish a delayed message: straight to its target, or into the ladder. */
+export type DelayedPublishPlan =
+  | { readonly kind: 'direct' }
+  | {
+      readonly kind: 'ladder';
+      readonly exchange: string;
+      readonly routingKey: string;
+      /** Merge over the message's own headers. */
+      readonly headers: DelayHeaders;
+    };
+
+const { base, positions, unitMs, version } = DELAY_LADDER;
+const MAX_UNITS = Math.floor(MAX_DELAY_MS / unitMs);
+
+/** Highest digit at a position: base - 1, except where a larger one would pass MAX_DELAY_MS. */
+const maxDigitAt = (position: number): number => Math.min(base - 1, Math.floor(MAX_UNITS / base ** position));
+
+const readyName = (prefix: string): string => `${prefix}.ready`;
+
+/**
+ * Whether a queue the handler registry or an engine names is a delay ladder's ready queue (`<prefix>.ready`, parking in
+ * `<prefix>.error`, no tiers) rather than a handler queue: the page shows it apart, since nothing handles it but the
+ * forwarder, and its parked messages are delayed messages that could not be delivered.
+ */
+export const isDelayLadderQueue = ({ queue, errorQueue, tiers }: { queue: string; errorQueue: string; tiers: readonly string[] }): boolean =>
+  tiers.length === 0 && queue.endsWith('.ready') && errorQueue === errorName(queue.slice(0, -'.ready'.length));
+const errorName = (prefix: string): string => `${prefix}.error`;
+const levelExchange = (prefix: string, position: number): string =>
+  position < 0 ? readyName(prefix) : `${prefix}.v${version}.p${String(position).padStart(2, '0')}`;
+/** Level queues carry their TTL in their name, so a changed TTL is a new queue, never a 406. */
+const levelQueue = (prefix: string, position: number, digit: number): string =>
+  `${levelExchange(prefix, position)}.${digit * base ** position * unitMs}ms`;
+
+/** Matches keys whose word for `position` is `digit`; the key lists the highest position first. */
+const digitPattern = (position: number, digit: number): string => `${'*.'.repeat(positions - 1 - position)}${digit}.#`;
+
+/**
+ * Throws a RangeError unless `delayMs` is a finite number of milliseconds from 0 to MAX_DELAY_MS.
+ * @example assertValidDelay(-5) // RangeError: Invalid delay -5 ms: a delay must be ...
+ */
+export function assertValidDelay(delayMs: unknown): asserts delayMs is number {
+  if (typeof delayMs === 'number' && Number.isFinite(delayMs) && delayMs >= 0 && delayMs <= MAX_DELAY_MS) return;
+  const shown = typeof delayMs === 'number' ? `${delayMs} ms` : `(a ${typeof delayMs})`;
+  throw new RangeError(
+    `Invalid delay ${shown}: a delay must be a finite number of milliseconds from 0 to ${MAX_DELAY_MS} ` +
+      `(about ${(MAX_DELAY_MS / 86_400_000).toFixed(1)} days).`,
+  );
+}
+
+/**
+ * Reads a publish's `delay` option: a Duration from 0 to MAX_DELAY_MS, rounded up to whole milliseconds. Throws a
+ * RangeError naming the value and the valid range otherwise.
+ * @example readPublishDelay('90s') // 90000
+ */
+export function readPublishDelay(delay: Duration): number {
+  const read = readDurationWithin(delay, 0, MAX_DELAY_MS);
+  if (read.ok) return read.ms;
+  if (read.problem === 'not-a-duration') {
+    const shown = typeof delay === 'string' ? `"${delay}"` : String(delay);
+    throw new RangeError(
+      `Invalid delay ${shown}: use milliseconds (1500) or a duration such as '250ms', '90s', '30m', '3d', from 0 to ${MAX_DELAY_MS} ms ` +
+        `(about ${(MAX_DELAY_MS / 86_400_000).toFixed(1)} days).`,
+    );
+  }
+  assertValidDelay(read.ms); // out of range: throws, worded as for a delay given in ms
+  return read.ms;
+}
+
+/**
+ * The levels a message with this delay waits in, highest first; none for 0. Their TTLs add up to the
+ * delay rounded up to a whole unit, so a message is never early.
+ * @example delayLevels(1500) // [{ position: 3, digit: 2, ttlMs: 1024 }, ..., { position: 0, digit: 4, ttlMs: 4 }]
+ */
+export function delayLevels(delayMs: number): readonly DelayLevel[] {
+  assertValidDelay(delayMs);
+  const levels: DelayLevel[] = [];
+  // Arithmetic, not bitwise: bitwise operators truncate to 32-bit signed integers.
+  let rest = Math.ceil(delayMs / unitMs);
+  for (let position = 0; rest > 0; position++, rest = Math.floor(rest / base)) {
+    const digit = rest % base;
+    if (digit > 0) levels.push({ position, digit, ttlMs: digit * base ** position * unitMs });
+  }
+  return levels.reverse();
+}
+
+/**
+ * The prefix every name of a ladder starts with. A quorum ladder has names of its own (`<prefix>.quorum.…`): a queue's
+ * type cannot change, and the two kinds of ladder must not share exchanges, or a message would wait in both.
+ * @example delayLadderPrefix('amqp-retry.delay', 'quorum') // 'amqp-retry.delay.quorum'
+ */
+export const delayLadderPrefix = (prefix: string, queueType: QueueType = 'classic'): string => (queueType === 'quorum' ? `${prefix}.quorum` : prefix);
+
+/**
+ * What the queues of a quorum ladder need beyond classic ones: dead-lettering that waits for the next queue's confirm
+ * (the default for quorum queues, like classic ones', is at most once: a node lost between two levels would lose the
+ * message), which requires `reject-publish` overflow (docs/design.md section 16).
+ */
+const QUORUM_LEVEL = {
+  [QueueArgument.queueType]: 'quorum',
+  [QueueArgument.deadLetterStrategy]: 'at-least-once',
+  [QueueArgument.overflow]: 'reject-publish',
+} as const;
+const CLASSIC_LEVEL = queueTypeArgument('classic');
+
+/**
+ * The ladder's exchanges, queues and bindings: the same fixed set whatever delays are used.
+ * Position p has a topic exchange that routes on the key's word for p: digit d to the level queue
+ * (p, d), digit 0 on to position p-1's exchange. Each level queue dead-letters (keeping the key) to
+ * position p-1's exchange; below position 0 sits the ready exchange (fanout) and queue.
+ *
+ * `queueType: 'quorum'` makes every queue a replicated quorum queue that dead-letters at least once, for a cluster
+ * that must not lose a delayed message with a node; its names start with `delayLadderPrefix(prefix, 'quorum')`. Its
+ * ready queue dead-letters into the error queue, so that a message the broker's delivery limit (20 by default on
+ * RabbitMQ 4) takes from it is parked, not dropped.
+ */
+export function planDelayTopology(configuredPrefix: string = DELAY_LADDER.prefix, queueType: QueueType = 'classic'): DelayTopology {
+  const prefix = delayLadderPrefix(configuredPrefix, queueType);
+  const quorum = queueType === 'quorum';
+  // Every queue states its type (see queueTypeArgument): a vhost's default type must not decide it.
+  const level = quorum ? QUORUM_LEVEL : CLASSIC_LEVEL;
+  const exchanges: ExchangeDeclaration[] = [{ name: readyName(prefix), type: 'fanout' }];
+  const queues: QueueDeclaration[] = [
+    {
+      name: readyName(prefix),
+      arguments: quorum
+        ? { ...QUORUM_LEVEL, [QueueArgument.deadLetterExchange]: '', [QueueArgument.deadLetterRoutingKey]: errorName(prefix) }
+        : CLASSIC_LEVEL,
+    },
+    { name: errorName(prefix), arguments: queueTypeArgument(queueType) },
+  ];
+  const bindings: BindingDeclaration[] = [{ source: readyName(prefix), destination: readyName(prefix), destinationType: 'queue', pattern: '' }];
+  for (let position = 0; position < positions; position++) {
+    const exchange = levelExchange(prefix, position);
+    const next = levelExchange(prefix, position - 1);
+    exchanges.push({ name: exchange, type: 'topic' });
+    for (let digit = 1; digit <= maxDigitAt(position); digit++) {
+      const queue = levelQueue(prefix, position, digit);
+      // No x-dead-letter-routing-key: the key must survive every hop, as it holds the remaining digits.
+      queues.push({
+        name: queue,
+        arguments: { ...level, [QueueArgument.messageTtl]: digit * base ** position * unitMs, [QueueArgument.deadLetterExchange]: next },
+      });
+      const pattern = digitPattern(position, digit);
+      bindings.push({ source: exchange, destination: queue, destinationType: 'queue', pattern });
+    }
+    const pattern = digitPattern(position, 0);
+    bindings.push({ source: exchange, destination: next, destinationType: 'exchange', pattern });
+  }
+  return { prefix, queueType, exchanges, queues, bindings, readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
+}
+
+/**
+ * Where to publish a message due in `delayMs`: for 0, straight to the target; otherwise into the ladder,
+ * at the exchange of the highest nonzero digit (the zero positions above it have nothing to do), with
+ * the digits as the routing key and the target in headers.
+ * The message must carry no `expiration` (see ladderProperties): a per-message TTL shorter than a level's would
+ * dead-letter it early. Throws a RangeError for an invalid delay.
+ * @example
+ * planDelayedPublish(1500, { exchange: 'orders', routingKey: 'order.created' }, Date.now())
+ * // { kind: 'ladder', exchange: 'amqp-retry.delay.v1.p03', routingKey: '0.0.0.0.0.0.0.2.7.3.4', headers: {...} }
+ */
+export function planDelayedPublish(delayMs: number, target: DelayTarget, nowMs: number, prefix: string = DELAY_LADDER.prefix): DelayedPublishPlan {
+  const levels = delayLevels(delayMs);
+  const top = levels[0];
+  if (top === undefined) return { kind: 'direct' };
+  const digits = new Array<number>(positions).fill(0);
+  for (const { position, digit } of levels) digits[positions - 1 - position] = digit;
+  return {
+    kind: 'ladder',
+    exchange: levelExchange(prefix, top.position),
+    routingKey: digits.join('.'),
+    headers: {
+      [DelayHeader.targetExchange]: target.exchange,
+      [DelayHeader.targetRoutingKey]: target.routingKey,
+      [DelayHeader.ms]: delayMs,
+      [DelayHeader.dueAt]: new Date(nowMs + delayMs).toISOString(),
+    },
+  };
+}
+
+/**
+ * The properties to send a delayed message into the ladder with: persistent (it may wait for weeks), the plan's headers
+ * over the caller's, and no `expiration`. A per-message TTL would count in the ladder: the message would leave its
+ * first level after that TTL instead of the level's, and arrive early. It rides in DelayHeader.expiration instead and
+ * applies from delivery (see forwardedExpiration). The caller's object is left as it was. Throws a RangeError for a
+ * malformed expiration (see readExpiration).
+ */
+export function ladderProperties(properties: Options.Publish, headers: DelayHeaders): Options.Publish {
+  const { expiration, ...rest } = properties;
+  const kept = readExpiration(expiration);
+  // The library's header only: one the caller's headers carry (a copy of a delivered message) must not come back.
+  const { [DelayHeader.expiration]: _stale, ...own } = { ...properties.headers, ...headers } as Record<string, unknown>;
+  void _stale;
+  return { ...rest, persistent: true, mandatory: true, headers: kept === undefined ? own : { ...own, [DelayHeader.expiration]: kept } };
+}
+
+/**
+ * What the forwarder delivers a due message with: its headers without DelayHeader.expiration, and the expiration
+ * that header carried, restored as the property (undefined when there was none, or when it is malformed: a message
+ * published by another client must still be delivered, and without a TTL nothing is lost).
+ */
+export function forwardedExpiration(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; expiration?: string } {
+  const { [DelayHeader.expiration]: carried, ...rest } = headers;
+  let expiration: string | undefined;
+  try {
+    expiration = readExpiration(carried);
+  } catch {
+    expiration = undefined;
+  }
+  return expiration === undefined ? { headers: rest } : { headers: rest, expiration };
+}
+
+/** The target a due message names in its headers, or undefined if they are missing or malformed. */
+export function readDelayTarget(headers: Readonly<Record<string, unknown>> | undefined): DelayTarget | undefined {
+  const exchange = headers?.[DelayHeader.targetExchange];
+  const routingKey = headers?.[DelayHeader.targetRoutingKey];
+  return typeof exchange === 'string' && typeof routingKey === 'string' ? { exchange, routingKey } : undefined;
+}
+
+/**
+ * A due message's headers without the ladder's dead-letter history, for the forwarder to republish.
+ * Each level adds an `x-death` entry (reason `expired`). On 3.x the broker reads a published message's
+ * `x-death` and silently drops a message that would be dead-lettered into a queue already listed there
+ * without a rejection since: so a message delayed again with the same digits would vanish (observed on
+ * 3.10). Entries from other queues (e.g. the handler queue's `rejected` count) are kept. The delivery counts a quorum
+ * ready queue adds when it redelivers (`x-delivery-count`, `x-acquired-count`) go too: they count the forwarder's
+ * deliveries, and a quorum handler queue would read them as its own (a suspect, then `redelivery-limit`).
+ */
+export function withoutDelayDeaths(headers: Readonly<Record<string, unknown>>, prefix: string = DELAY_LADDER.prefix): Record<string, unknown> {
+  const isLadder = (queue: unknown): boolean => typeof queue === 'string' && queue.startsWith(`${prefix}.`);
+  const queueOf = (death: unknown): unknown => (typeof death === 'object' && death !== null && 'queue' in death ? death.queue : undefined);
+  const result: Record<string, unknown> = { ...headers };
+  delete result[BrokerHeader.deliveryCount];
+  delete result[BrokerHeader.acquiredCount];
+  const deaths = headers[BrokerHeader.death];
+  if (Array.isArray(deaths)) {
+    const kept = deaths.filter((death: unknown) => !isLadder(queueOf(death)));
+    if (kept.length > 0) result[BrokerHeader.death] = kept;
+    else delete result[BrokerHeader.death];
+  }
+  for (const which of ['first', 'last'] as const) {
+    if (isLadder(headers[`x-${which}-death-queue`])) {
+      for (const field of ['queue', 'reason', 'exchange']) delete result[`x-${which}-death-${field}`];
+    }
+  }
+  return result;
+}

@@ -1,0 +1,39 @@
+import { unsettledDeliveries } from './delivery.count.js';
+
+describe('unsettledDeliveries', () => {
+  it.each([
+    [undefined, 0],
+    [{}, 0],
+    [{ 'x-delivery-count': 0 }, 0],
+    [{ 'x-delivery-count': 3 }, 3],
+    [{ 'x-delivery-count': { '!': 'long', value: 4 } }, 4],
+    [{ 'x-delivery-count': '4' }, 0],
+    [{ 'x-delivery-count': BigInt(4) }, 0],
+    [{ 'x-delivery-count': -1 }, 0],
+    [{ 'x-delivery-count': 2.5 }, 0],
+    [{ 'x-delivery-count': 2 ** 60 }, 0],
+    [{ 'x-delivery-count': 'many' }, 0],
+    [{ 'x-delivery-count': null }, 0],
+    [{ 'x-delivery-count': [3] }, 0],
+  ])('reads %p on a quorum queue as %p', (headers, count) => {
+    expect(unsettledDeliveries(headers as Record<string, unknown> | undefined, 'quorum')).toBe(count);
+  });
+
+  it.each([
+    // RabbitMQ 4.3, consumer timeouts: only x-acquired-count rises.
+    [{ 'x-acquired-count': 7 }, 7],
+    // 4.3, nacks with requeue then a closed channel: the acquisitions are ahead of the delivery count.
+    [{ 'x-delivery-count': 2, 'x-acquired-count': 6 }, 6],
+    // 4.0 has no x-acquired-count.
+    [{ 'x-delivery-count': 9 }, 9],
+    [{ 'x-delivery-count': 5, 'x-acquired-count': 'lots' }, 5],
+    [{ 'x-delivery-count': -3, 'x-acquired-count': { '!': 'long', value: 10 } }, 10],
+  ])('takes the larger of x-delivery-count and x-acquired-count: %p is %p', (headers, count) => {
+    expect(unsettledDeliveries(headers, 'quorum')).toBe(count);
+  });
+
+  it('ignores both headers on a classic queue, where any publisher can set them', () => {
+    expect(unsettledDeliveries({ 'x-delivery-count': 50, 'x-acquired-count': 50 }, 'classic')).toBe(0);
+    expect(unsettledDeliveries(undefined, 'classic')).toBe(0);
+  });
+});

@@ -1,0 +1,210 @@
+import type { ConsumeMessage } from 'amqplib';
+import { IdempotencyStoreError } from '../../errors/idempotency-store.error.js';
+import { MalformedMessageError } from '../../errors/malformed-message.error.js';
+import { NonRetryableError } from '../../errors/non-retryable.error.js';
+import { decodeBody, type Deserializer } from '../message/body.decoder.js';
+import type { QueueType } from '../topology/topology.types.js';
+import { brokerDeliveryCount, unsettledDeliveries } from './delivery.count.js';
+import { readDeathHistory, rejectedCount, type XDeath } from './x-death.parser.js';
+import { BrokerHeader } from '../headers/header.names.js';
+
+/** A constructor of an error class, for `nonRetryable`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- constructor arguments are the error's own business
+export type ErrorClass = new (...args: any[]) => Error;
+
+/**
+ * Why a message was parked, as written to `x-parked-reason`: attempts ran out, the error was non-retryable, the
+ * body or the `x-death` header (or, for a delayed message, its target headers) could not be read, a delayed
+ * message's target exchange no longer exists, a quorum queue delivered it REDELIVERY_LIMIT times unsettled, or (the
+ * transport) no handler takes its pattern.
+ */
+export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit' | 'no-handler';
+
+/**
+ * A quorum queue counts the deliveries of a message that were never settled (`x-delivery-count`): a handler that
+ * crashes its process or channel every time. At this count the message is parked instead of handled again. The
+ * queue's own `x-delivery-limit` is set higher (QUORUM_DELIVERY_LIMIT), so the library acts before the broker,
+ * which would dead-letter the message into the tiers, from where its return to the queue would be dropped by the
+ * dead-letter cycle rule.
+ */
+export const REDELIVERY_LIMIT = 10;
+export const QUORUM_DELIVERY_LIMIT = 2 * REDELIVERY_LIMIT;
+
+/** What decideBeforeHandling needs to know of a delivery and its handler. */
+export interface BeforeHandlingInput {
+  /** The delivery as amqplib gave it; its body, content type and headers are read. */
+  message: ConsumeMessage;
+  /** The handler's business queue, whose `rejected` entry in `x-death` counts the attempts. */
+  queue: string;
+  maxAttempts: number;
+  /** Decides whether `x-delivery-count` is trusted (quorum) or ignored (classic: publishers can set it). */
+  queueType: QueueType;
+  /** How the body becomes the payload; default 'json'. */
+  deserializer?: Deserializer;
+  /**
+   * How many returns of this delivery the application made on purpose (OwnReturns: nacks with requeue while its queue
+   * was paused or its circuit open), which the quorum queue counted as unsettled deliveries; asked only of a delivery
+   * the broker counts any for. Absent: none.
+   */
+  ownReturns?: (deaths: readonly XDeath[]) => number;
+}
+
+/**
+ * What happens to a delivery before the handler runs: the handler gets the payload on this attempt (1-based), or
+ * the message is parked. `deaths` is the broker's death history, empty when the header was malformed.
+ */
+export type BeforeHandling =
+  | { action: 'handle'; payload: unknown; attempt: number; deaths: XDeath[] }
+  | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number; deaths: XDeath[] };
+
+/** The delivery's headers, if amqplib gave a table (it types them as any). */
+function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined {
+  const headers: unknown = message.properties.headers;
+  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : undefined;
+}
+
+/**
+ * Decides whether a delivery reaches the handler, in this order:
+ * 1. an `x-death` header the broker did not write parks the message as malformed (see readDeathHistory);
+ * 2. on a quorum queue, a message delivered REDELIVERY_LIMIT times without being settled parks as 'redelivery-limit';
+ * 3. a message that already had every attempt (maxAttempts lowered since it failed) parks as exhausted;
+ * 4. a body the deserializer cannot read parks as malformed (see decodeBody).
+ * Otherwise the handler runs with the payload. The attempt number is 1 + the count of the queue's `rejected` entry.
+ * Never throws.
+ */
+export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
+  const { message, queue, maxAttempts } = input;
+  const headers = headersOf(message);
+  // First, before anything that could nack: the broker must never dead-letter a forged history again (RabbitMQ 3.10
+  // crashes the queue process on a non-table entry), and without a history the attempt number is unknown.
+  const history = readDeathHistory(headers?.[BrokerHeader.death]);
+  if (!history.ok) {
+    const error = new Error(
+      `the x-death header is malformed: ${history.problem}. Only the broker writes it, so the attempt number is unknown; the message is parked so that it is never dead-lettered again (find what publishes it with that header)`,
+    );
+    return { action: 'park', reason: 'malformed', error, handlerCalls: 0, deaths: [] };
+  }
+  const { deaths } = history;
+  const attempt = 1 + rejectedCount(deaths, queue);
+  // The usual delivery was never returned: no count to weigh (and nothing allocated for it).
+  const counted = unsettledDeliveries(headers, input.queueType);
+  const early = earlyPark(attempt, maxAttempts, counted === 0 ? NEVER_RETURNED : unsettledOf(input, headers, deaths, counted));
+  if (early !== undefined) return { ...early, deaths };
+  const body = decodeBody(message, input.deserializer);
+  if (!body.ok) return { action: 'park', reason: 'malformed', error: new Error(body.problem), handlerCalls: attempt - 1, deaths };
+  return { action: 'handle', payload: body.payload, attempt, deaths };
+}
+
+/** A delivery the broker never counted a return of. */
+const NEVER_RETURNED: Unsettled = { count: 0, own: 0, atBrokerLimit: false };
+
+/** A delivery's unsettled deliveries as the decision counts them. */
+interface Unsettled {
+  /** The broker's count, less the returns the application made on purpose. */
+  count: number;
+  /** Of the broker's count, the returns the application made on purpose (a pause, an open circuit). */
+  own: number;
+  /** The broker's own x-delivery-count is so close to the queue's delivery limit that one more return passes it. */
+  atBrokerLimit: boolean;
+}
+
+/**
+ * Unsettled deliveries (quorum only), less the application's own returns. Those are never discounted past the
+ * broker's own limit: the return that passes `x-delivery-limit` makes the broker dead-letter the message into a tier,
+ * from where the dead-letter cycle rule drops its way back, so it is parked (and kept) before that.
+ */
+function unsettledOf(
+  input: BeforeHandlingInput,
+  headers: Record<string, unknown> | undefined,
+  deaths: readonly XDeath[],
+  counted: number,
+): Unsettled {
+  const own = input.ownReturns ? Math.min(counted, input.ownReturns(deaths)) : 0;
+  if (own === 0) return { count: counted, own, atBrokerLimit: false };
+  const count = unsettledDeliveries(headers, input.queueType, own);
+  return { count, own, atBrokerLimit: brokerDeliveryCount(headers, input.queueType) >= QUORUM_DELIVERY_LIMIT - 1 };
+}
+
+/** The parks that come before the body is read: too many unsettled deliveries (quorum only), then no attempts left. */
+function earlyPark(
+  attempt: number,
+  maxAttempts: number,
+  unsettled: Unsettled,
+): { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number } | undefined {
+  const { count, own, atBrokerLimit } = unsettled;
+  if (count >= REDELIVERY_LIMIT || atBrokerLimit) {
+    const error = new Error(
+      atBrokerLimit
+        ? `delivered ${count + own} times without being settled, ${own} of them put back while its queue was paused or its circuit open: the next return would pass the queue's delivery limit (${QUORUM_DELIVERY_LIMIT}), past which the broker drops it`
+        : `delivered ${count} times without being settled (the broker's x-delivery-count or x-acquired-count${own > 0 ? `, less ${own} returns while its queue was paused or its circuit open` : ''}): the handler may crash its process, or outlive the consumer timeout`,
+    );
+    return { action: 'park', reason: 'redelivery-limit', error, handlerCalls: attempt - 1 + count };
+  }
+  const exhausted = exhaustedBeforeHandling(attempt, maxAttempts);
+  return exhausted && { action: 'park', ...exhausted };
+}
+
+/**
+ * The one test of "no attempts left", before and after a handler call: a message allowed `maxAttempts` calls has
+ * none left once `attemptsMade` reach it. Before attempt n runs it has made n - 1; after attempt n failed, n.
+ */
+export const isExhausted = (attemptsMade: number, maxAttempts: number): boolean => attemptsMade >= maxAttempts;
+
+/**
+ * Before attempt `attempt` (1-based) runs: the park of a message that already had every attempt (maxAttempts
+ * lowered since it failed, or a pattern whose policy allows fewer), else undefined.
+ */
+export function exhaustedBeforeHandling(
+  attempt: number,
+  maxAttempts: number,
+): { reason: 'exhausted'; error: Error; handlerCalls: number } | undefined {
+  if (!isExhausted(attempt - 1, maxAttempts)) return undefined;
+  const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${maxAttempts}`);
+  return { reason: 'exhausted', error, handlerCalls: attempt - 1 };
+}
+
+/** What happens to a delivery whose handler failed. */
+export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };
+
+/**
+ * Decides between another attempt and parking. `tier` is 1-based: the failure of attempt n waits in tier n, and
+ * the last tier repeats. `error`, when given, may say the message itself is malformed (parked at once as such).
+ */
+export function decideAfterFailure(attempt: number, maxAttempts: number, retryable: boolean, tiers: number, error?: unknown): AfterFailure {
+  if (isMalformed(error)) return { action: 'park', reason: 'malformed' };
+  if (!retryable) return { action: 'park', reason: 'non-retryable' };
+  if (isExhausted(attempt, maxAttempts)) return { action: 'park', reason: 'exhausted' };
+  return { action: 'retry', tier: Math.min(attempt, tiers) };
+}
+
+/** `instanceof` that a thrown Proxy (a getPrototypeOf trap that throws) cannot turn into a throw. */
+function isMalformed(error: unknown): boolean {
+  try {
+    return error instanceof MalformedMessageError;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Builds the retryability test of a handler. NonRetryableError always parks; IdempotencyStoreError (the store is
+ * down) always retries; a predicate that throws, or a thrown value that cannot even be asked its class, counts as
+ * "retryable", so a bug costs attempts, never a message.
+ */
+export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) => boolean)): (error: unknown) => boolean {
+  const matches =
+    nonRetryable === undefined
+      ? () => false
+      : typeof nonRetryable === 'function'
+        ? nonRetryable
+        : (error: unknown) => nonRetryable.some((errorClass) => error instanceof errorClass);
+  return (error) => {
+    try {
+      // Inside the try: `instanceof` on a thrown Proxy can throw (its getPrototypeOf trap).
+      if (error instanceof IdempotencyStoreError) return true;
+      return !(error instanceof NonRetryableError) && !matches(error);
+    } catch {
+      return true;
+    }
+  };
+}

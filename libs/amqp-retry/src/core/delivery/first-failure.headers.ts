@@ -1,0 +1,75 @@
+import { firstRejection, type XDeath } from './x-death.parser.js';
+import { FirstFailureHeader } from '../headers/header.names.js';
+import { replayedRoute } from './replayed-route.reader.js';
+
+/*
+ * Several retry schedules on one queue (the transport: each pattern may have its own delays). The queue's own
+ * schedule takes first failures the pure-broker way: a nack, which the dead-letter exchange's alternate exchange
+ * routes to its first tier. Another schedule's first tier cannot be reached by a nack (dead-lettering keeps the
+ * publisher's routing key, and the broker cannot read the pattern in the body), so a first failure of a pattern with
+ * its own schedule is published to that tier, confirmed, and only then acked. That copy was never rejected by the
+ * queue, so its `x-death` counts one attempt fewer: FirstFailureHeader.queue, naming the queue, stands for the
+ * missing one. From the second failure on, the tier's own dead-letter routing key names the next tier and a nack
+ * suffices.
+ *
+ * The header counts only on a delivery that has waited in one of the queue's tiers (an `expired` entry of
+ * `Q.retry.*` in its x-death), as every moved copy has: a publisher that sets it on a fresh message, or a replay that
+ * copies it, costs the message no attempt (with maxAttempts 1 it would have cost the only one, unhandled).
+ */
+
+/** Attempt bookkeeping that a parked copy (and so a replay) must not carry. */
+export const FIRST_FAILURE_HEADERS: readonly string[] = [FirstFailureHeader.queue, FirstFailureHeader.exchange, FirstFailureHeader.routingKey];
+
+/** 1 when the delivery's first failure on `queue` was moved into a tier by publishing, else 0. */
+export function movedFirstFailures(headers: Record<string, unknown> | undefined, queue: string, deaths: readonly XDeath[]): number {
+  if (headers?.[FirstFailureHeader.queue] !== queue) return 0;
+  const tierPrefix = `${queue}.retry.`;
+  return deaths.some((d) => d.reason === 'expired' && d.queue.startsWith(tierPrefix)) ? 1 : 0;
+}
+
+/** The headers of the copy published into a schedule's first tier, for a delivery published to `exchange` with `routingKey`. */
+export function firstFailureHeaders(
+  headers: Record<string, unknown> | undefined,
+  queue: string,
+  delivered: { exchange: string; routingKey: string },
+): Record<string, unknown> {
+  return {
+    ...headers,
+    [FirstFailureHeader.queue]: queue,
+    [FirstFailureHeader.exchange]: delivered.exchange,
+    [FirstFailureHeader.routingKey]: delivered.routingKey,
+  };
+}
+
+/** The exchange and routing key a moved delivery was first published with; undefined unless it was moved from `queue`. */
+export function movedFrom(
+  headers: Record<string, unknown> | undefined,
+  queue: string,
+  deaths: readonly XDeath[],
+): { exchange: string; routingKey: string } | undefined {
+  if (movedFirstFailures(headers, queue, deaths) === 0) return undefined;
+  const exchange = headers?.[FirstFailureHeader.exchange];
+  const routingKey = headers?.[FirstFailureHeader.routingKey];
+  return typeof exchange === 'string' && typeof routingKey === 'string' ? { exchange, routingKey } : undefined;
+}
+
+/**
+ * The exchange and routing key a delivery on `queue` was first published with. A retry comes back to the queue keyed
+ * by the name of the tier it waited in, so only its first failure tells the publisher's key: the moved copy's
+ * headers, else the queue's `rejected` entry in `x-death` (the broker keeps that entry's first keys), else the
+ * delivery itself (a first attempt). A replayed copy reached the queue by its name: the route its parked copy
+ * recorded stands for that (replayedRoute), on its first attempt and its retries alike.
+ */
+export function firstRoute(
+  headers: Record<string, unknown> | undefined,
+  deaths: readonly XDeath[],
+  queue: string,
+  delivered: { exchange: string; routingKey: string },
+): { exchange: string; routingKey: string } {
+  const first = firstRejection(deaths, queue);
+  const reached = movedFrom(headers, queue, deaths) ?? {
+    exchange: first?.exchange ?? delivered.exchange,
+    routingKey: first?.routingKeys[0] ?? delivered.routingKey,
+  };
+  return replayedRoute(headers, queue, reached) ?? reached;
+}

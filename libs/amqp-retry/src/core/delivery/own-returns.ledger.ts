@@ -1,0 +1,56 @@
+import { BrokerHeader } from '../headers/header.names.js';
+import { type IdentifiedDelivery, retryIdentity } from './retry.identity.js';
+import { readDeathHistory } from './x-death.parser.js';
+
+/** How many identities a ledger keeps: the least recently returned are forgotten first. */
+export const OWN_RETURNS_CAPACITY = 10_000;
+
+/**
+ * The deliveries one handler queue put back on purpose (nack with requeue, while it is paused or its circuit is open),
+ * counted by identity. A quorum queue counts those returns as it counts a crash (`x-acquired-count` on RabbitMQ 4.3,
+ * `x-delivery-count` on 3.10 and 4.0), so a message at the head of a queue paused and resumed, or opened and closed,
+ * ten times would be parked as `redelivery-limit` by the pause itself; the decision subtracts what this ledger holds.
+ * Bounded, in memory: a restart forgets it, which only makes the count as strict as it was without it.
+ */
+export class OwnReturns {
+  private readonly counts = new Map<string, number>();
+
+  constructor(private readonly capacity = OWN_RETURNS_CAPACITY) {}
+
+  /** Whether anything was put back: while nothing was, a delivery's identity is never computed. */
+  get isEmpty(): boolean {
+    return this.counts.size === 0;
+  }
+
+  /** One more return of `identity`. */
+  add(identity: string): void {
+    const count = (this.counts.get(identity) ?? 0) + 1;
+    this.counts.delete(identity); // to the back: the most recently returned are kept longest
+    this.counts.set(identity, count);
+    if (this.counts.size > this.capacity) this.counts.delete(this.counts.keys().next().value as string);
+  }
+
+  /** The returns of `identity` this process made (0 when it made none, or forgot). */
+  of(identity: string): number {
+    return this.counts.get(identity) ?? 0;
+  }
+
+  /**
+   * The returns of `identity`, forgotten once read: the delivery they were counted for is decided now (handled,
+   * retried or parked), and a later copy with the same identity (a replay, a message id used again) starts from none.
+   */
+  take(identity: string): number {
+    const count = this.counts.get(identity) ?? 0;
+    this.counts.delete(identity);
+    return count;
+  }
+}
+
+/**
+ * The identity a delivery of `queue` is counted under: that of retryIdentity, which its redelivery keeps (a
+ * redelivery carries the same body, properties and death history). A malformed death history reads as none.
+ */
+export function returnIdentity(message: IdentifiedDelivery, queue: string): string {
+  const history = readDeathHistory(message.properties.headers?.[BrokerHeader.death]);
+  return retryIdentity(message, history.ok ? history.deaths : [], queue);
+}

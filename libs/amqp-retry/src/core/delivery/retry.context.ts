@@ -1,0 +1,30 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { XDeath } from './x-death.parser.js';
+
+/**
+ * The second argument of a `@RetryWithBackoff` handler. With an inbox, `RetryContext<Tx>` types its `transaction`:
+ * a pg PoolClient, a TypeORM EntityManager, whatever the inbox's adapter hands out.
+ * @example async handle(order: Order, ctx: RetryContext<PoolClient>) { await ctx.transaction.query('INSERT ...'); }
+ */
+export type RetryContext<Tx = undefined> = RetryContextBase & (undefined extends Tx ? { transaction?: Tx } : { transaction: Tx });
+
+/** What every handler call is given. */
+export interface RetryContextBase {
+  /** 1 for the first delivery, 2 for the first retry, and so on. */
+  attempt: number;
+  maxAttempts: number;
+  /** True when a failure now parks the message instead of retrying it. */
+  isLastAttempt: boolean;
+  /** The business queue the message came from. */
+  queue: string;
+  /** The delivery as amqplib gave it: fields, properties, raw content. */
+  message: ConsumeMessage;
+  /** The broker's `x-death` entries, parsed. */
+  deaths: XDeath[];
+  /**
+   * Aborts when the delivery can no longer be settled (its channel or connection was lost: the broker redelivers the
+   * message) or when `app.close()`'s shutdown timeout has passed. Pass it to fetch, database drivers and the like so
+   * that a long handler stops early.
+   */
+  signal: AbortSignal;
+}

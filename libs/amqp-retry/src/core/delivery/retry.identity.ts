@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import { firstRoute } from './first-failure.headers.js';
+import type { XDeath } from './x-death.parser.js';
+
+/** What of a delivery its identity is read from (an amqplib ConsumeMessage has it all). */
+export interface IdentifiedDelivery {
+  fields: { exchange: string; routingKey: string };
+  properties: { headers?: Record<string, unknown>; messageId?: unknown } & { [key in StableProperty]?: unknown };
+  content: Buffer;
+}
+
+/**
+ * Properties the broker keeps when it dead-letters a message, and the library keeps when it moves a first failure into
+ * a tier (republishProperties). Left out: `expiration` (the broker removes it when it dead-letters), `userId` (a moved
+ * copy drops it), `deliveryMode` (a moved copy is persistent), and the headers, to which the broker adds its death
+ * records and a quorum queue its delivery counts.
+ */
+const STABLE_PROPERTIES = ['contentType', 'contentEncoding', 'correlationId', 'replyTo', 'timestamp', 'type', 'appId', 'priority'] as const;
+type StableProperty = (typeof STABLE_PROPERTIES)[number];
+
+/**
+ * What identifies a message on `queue` across its retries: its message id when it has one, else a digest of what the
+ * tiers leave as it was: the body, the stable properties, and the exchange and routing key it was first published
+ * with (a retry comes back through the queue's return exchange keyed by its tier's name; firstRoute reads the first
+ * ones from `x-death` or from the library's moved-copy headers). Two messages published byte for byte alike, without
+ * ids, get the same identity: `retryOwner` tells them apart by attempt.
+ * @example retryIdentity(message, deaths, 'orders') // 'sha256:9f…' or 'id:order-42'
+ */
+export function retryIdentity(message: IdentifiedDelivery, deaths: readonly XDeath[], queue: string): string {
+  const id: unknown = message.properties.messageId;
+  if (typeof id === 'string' && id !== '') return `id:${id}`;
+  const route = firstRoute(message.properties.headers, deaths, queue, message.fields);
+  const hash = createHash('sha256');
+  for (const part of [route.exchange, route.routingKey, ...STABLE_PROPERTIES.map((key) => stableText(message.properties[key]))]) {
+    hash.update(part).update('\0');
+  }
+  return `sha256:${hash.update(message.content).digest('hex')}`;
+}
+
+/**
+ * The owner of a delivery's turn: its identity at this attempt. A hold left by attempt n waits for the owner at
+ * attempt n + 1, the retried copy; a new message alike (attempt 1), or a duplicate of a message id published again,
+ * is not mistaken for it and waits its turn.
+ * @example retryOwner('id:order-42', 2) // 'id:order-42#2'
+ */
+export const retryOwner = (identity: string, attempt: number): string => `${identity}#${attempt}`;
+
+/** A property as text for the digest; absent and empty differ. */
+function stableText(value: unknown): string {
+  if (value === undefined || value === null) return '-';
+  return `=${typeof value === 'string' ? value : JSON.stringify(value)}`;
+}

@@ -1,0 +1,64 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { type DurationRange, readDuration } from '../config/config.readers.js';
+import type { IdempotencyStore } from './idempotency.store.js';
+import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
+import type { IdempotencyOptions } from '../config/retry.options.js';
+
+/** Idempotency after defaults and validation. */
+export interface IdempotencyConfig {
+  store: IdempotencyStore;
+  key: MessageKeyFn;
+  /** True when the key is the message id (no key function given): a missing id is named in the park reason. */
+  keyIsMessageId: boolean;
+  ttlMs: number;
+  claimTtlMs: number;
+}
+
+export const DEFAULT_IDEMPOTENCY_TTL_MS = 86_400_000;
+export const DEFAULT_CLAIM_TTL_MS = 30_000;
+/** Redis PX and PostgreSQL intervals take far more; a year is longer than any redelivery. */
+export const MAX_RECORD_TTL_MS = 366 * 86_400_000;
+const RECORD_TTL_RANGE: DurationRange = { min: 1, below: 'a record must last', max: MAX_RECORD_TTL_MS, above: 'a year' };
+/** A claim renewed every third of its life needs a life long enough for a store round trip. */
+const CLAIM_TTL_RANGE: DurationRange = {
+  ...RECORD_TTL_RANGE,
+  min: 1_000,
+  below: 'a claim is renewed every third of its life, which must leave time for a round trip to the store',
+};
+const STORE_METHODS = ['claim', 'renew', 'release', 'markHandled'] as const;
+
+/** Reads `idempotency` of the module or of a handler; `at(key)` names an option as the user wrote it. */
+export function readIdempotency(value: unknown, at: (key: string) => string): IdempotencyConfig {
+  if (typeof value !== 'object' || value === null) {
+    throw new RetryConfigError(at('idempotency'), `is ${String(value)}`, 'Give { store }, e.g. { store: new RedisIdempotencyStore({ url }) }.');
+  }
+  const options = value as Partial<IdempotencyOptions>;
+  const store = options.store as Partial<IdempotencyStore> | undefined;
+  const missing = STORE_METHODS.filter((method) => typeof store?.[method] !== 'function');
+  if (missing.length > 0) {
+    throw new RetryConfigError(
+      at('idempotency.store'),
+      store === undefined ? 'is missing' : `lacks ${missing.join(', ')}`,
+      'Give a RedisIdempotencyStore, a PostgresIdempotencyStore, or an object implementing IdempotencyStore.',
+    );
+  }
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new RetryConfigError(at('idempotency.key'), 'is not a function', 'Give (payload, message) => string, e.g. (order) => order.id.');
+  }
+  const claimTtlMs =
+    options.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : readDuration(options.claimTtl, at('idempotency.claimTtl'), "'30s'", CLAIM_TTL_RANGE);
+  const ttlMs = options.ttl === undefined ? DEFAULT_IDEMPOTENCY_TTL_MS : readDuration(options.ttl, at('idempotency.ttl'), "'1d'", RECORD_TTL_RANGE);
+  if (ttlMs < claimTtlMs) {
+    throw new RetryConfigError(
+      at('idempotency.ttl'),
+      `(${ttlMs} ms) is shorter than claimTtl (${claimTtlMs} ms)`,
+      'Keep handled keys at least as long as a claim lasts, or a late copy of a message handled a moment ago runs again.',
+    );
+  }
+  return { store: store as IdempotencyStore, key: options.key ?? messageIdKey, keyIsMessageId: options.key === undefined, ttlMs, claimTtlMs };
+}
+
+/** The distinct stores of some handlers, to close once at shutdown. */
+export const idempotencyStoresOf = (configs: ReadonlyArray<{ idempotency?: IdempotencyConfig }>) => [
+  ...new Set(configs.flatMap((c) => (c.idempotency ? [c.idempotency.store] : []))),
+];

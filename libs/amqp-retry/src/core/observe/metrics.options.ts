@@ -1,0 +1,16 @@
+/**
+ * A prom-client `Registry` (structurally, so that the library's types do not need prom-client installed). Pass
+ * your own to keep the library's metrics apart; without one they go to prom-client's default registry.
+ */
+export interface MetricsRegistry {
+  registerMetric(metric: never): void;
+  getSingleMetric(name: string): unknown;
+}
+
+/** Options of the Prometheus metrics (`RetryModule.forRoot({ metrics })`, or `createPrometheusObserver()` without Nest). */
+export interface MetricsOptions {
+  /** Where the metrics are registered; default: prom-client's default registry (what `register.metrics()` serves). */
+  registry?: MetricsRegistry;
+  /** Buckets of the handler duration histogram, in seconds; default prom-client's (5 ms to 10 s). */
+  durationBuckets?: number[];
+}

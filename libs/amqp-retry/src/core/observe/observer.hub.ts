@@ -1,0 +1,114 @@
+import { errorMessage } from '../text/error-message.format.js';
+import type { RetryLogger } from './retry.logger.js';
+import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from './retry.observer.js';
+
+type Notification = Exclude<keyof RetryObserver, 'deliveryStarted' | 'publishing'>;
+type EventOf<K extends Notification> = Parameters<NonNullable<RetryObserver[K]>>[0];
+
+/**
+ * The engine's side of the observers: calls each one, and keeps a throwing observer from touching message handling
+ * (its error is logged once per observer, then ignored). Callers check `active` before building an event, so that
+ * the delivery path allocates nothing for observers when there are none.
+ */
+export class ObserverHub {
+  /** Read at each delivery: true once there is an observer (add() may turn it on later). */
+  active: boolean;
+  private readonly faulty = new Set<RetryObserver>();
+  private readonly observers: RetryObserver[];
+
+  constructor(
+    observers: readonly RetryObserver[],
+    private readonly logger: RetryLogger,
+  ) {
+    this.observers = [...observers];
+    this.active = observers.length > 0;
+  }
+
+  /**
+   * Adds an observer from now on (the engine's activity counter, once the page first asks for it): an application that
+   * never opens the page pays nothing for it on the delivery path.
+   */
+  add(observer: RetryObserver): void {
+    this.observers.push(observer);
+    this.active = true;
+  }
+
+  /** No observers: every notification is skipped. */
+  static none(logger: RetryLogger): ObserverHub {
+    return new ObserverHub([], logger);
+  }
+
+  emit<K extends Notification>(name: K, event: EventOf<K>): void {
+    for (const observer of this.observers) {
+      const method = observer[name] as ((event: EventOf<K>) => void) | undefined;
+      if (method === undefined) continue;
+      try {
+        method.call(observer, event);
+      } catch (error) {
+        this.fault(observer, name, error);
+      }
+    }
+  }
+
+  /** Asks each observer for its scope around a handler call; undefined when none gives one. */
+  deliveryStarted(event: DeliveryEvent): DeliveryScope | undefined {
+    return this.scoped('deliveryStarted', event);
+  }
+
+  /** Tells each observer of a publish about to be made; the scope returned is ended with its outcome. */
+  publishing(event: PublishingEvent): PublishScope | undefined {
+    return this.scoped('publishing', event);
+  }
+
+  private scoped(name: 'deliveryStarted' | 'publishing', event: unknown): DeliveryScope | undefined {
+    let scopes: DeliveryScope[] | undefined;
+    for (const observer of this.observers) {
+      const method = observer[name] as ((event: unknown) => DeliveryScope | void) | undefined;
+      if (method === undefined) continue;
+      try {
+        const scope = method.call(observer, event);
+        if (scope) (scopes ??= []).push(this.guard(observer, name, scope));
+      } catch (error) {
+        this.fault(observer, name, error);
+      }
+    }
+    if (scopes === undefined) return undefined;
+    if (scopes.length === 1) return scopes[0];
+    const all = scopes;
+    return {
+      run: <T>(fn: () => T): T => all.reduceRight<() => T>((inner, scope) => () => (scope.run ? scope.run(inner) : inner()), fn)(),
+      end: (error?: unknown) => all.forEach((scope) => scope.end?.(error)),
+    };
+  }
+
+  /** A scope whose `run` still runs the handler and whose `end` never throws, whatever the observer does. */
+  private guard(observer: RetryObserver, name: string, scope: DeliveryScope): DeliveryScope {
+    return {
+      run: <T>(fn: () => T): T => {
+        if (!scope.run) return fn();
+        let ran = false;
+        try {
+          return scope.run(() => ((ran = true), fn()));
+        } catch (error) {
+          if (ran) throw error; // the handler's own throw
+          this.fault(observer, name, error);
+          return fn();
+        }
+      },
+      end: (error?: unknown) => {
+        try {
+          scope.end?.(error);
+        } catch (fault) {
+          this.fault(observer, name, fault);
+        }
+      },
+    };
+  }
+
+  private fault(observer: RetryObserver, name: string, error: unknown): void {
+    if (this.faulty.has(observer)) return;
+    this.faulty.add(observer);
+    const kind = (observer as { constructor?: { name?: string } }).constructor?.name ?? 'an observer';
+    this.logger.error(`A RetryObserver (${kind}) threw in ${name}: ${errorMessage(error)}; its later errors are not logged`);
+  }
+}

@@ -1,0 +1,204 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { ParkReason } from '../delivery/delivery.decision.js';
+import type { XDeath } from '../delivery/x-death.parser.js';
+import type { QueueState } from '../breaker/queue.state.js';
+
+/**
+ * What the engine tells observers: metrics and tracing are built on it, and an application may add its own (alerts,
+ * audit). Every method is optional. Calls are synchronous and happen on the delivery path: keep them quick, and do
+ * slow work (I/O) later. A throw is caught and logged once per observer; it never changes what happens to a message.
+ *
+ * @example
+ * ```ts
+ * const alert: RetryObserver = { parked: (e) => e.reason === 'redelivery-limit' && pager.send(`${e.queue}: ${e.error}`) };
+ * RetryModule.forRoot({ observers: [alert] });
+ * ```
+ */
+export interface RetryObserver {
+  /** A delivery reaches the handler. What it returns wraps the handler's call (a tracer makes its span current). */
+  deliveryStarted?(event: DeliveryEvent): DeliveryScope | void;
+  /** The handler returned: the delivery is acked. */
+  handled?(event: DeliveryHandledEvent): void;
+  /** The handler threw: the delivery is retried (`retryTier` set) or parked (a `parked` event follows once it is). */
+  failed?(event: DeliveryFailedEvent): void;
+  /** A message was parked in an error queue (the copy confirmed, the original acked). */
+  parked?(event: MessageParkedEvent): void;
+  /**
+   * A message is about to be published: `headers` may be added to (a tracer adds `traceparent`). What it returns is
+   * ended once the broker confirmed the message, or refused it (with the error).
+   */
+  publishing?(event: PublishingEvent): PublishScope | void;
+  /** A delayed message entered the delay ladder (confirmed). */
+  delayedPublished?(event: PublishedEvent): void;
+  /** A due delayed message was forwarded to its target (confirmed). */
+  forwarded?(event: PublishedEvent): void;
+  /** The broker refused a publish of the application's, returned it as unroutable, or never confirmed it. */
+  publishRejected?(event: PublishRejectedEvent): void;
+  /** A connection to the broker opened: the first time, and after every loss (then `downMs` says for how long). */
+  connectionUp?(event: ConnectionEvent): void;
+  /** A connection to the broker was lost (it reconnects). */
+  connectionLost?(event: ConnectionEvent): void;
+  /** A consumer subscribed to its queue (at start, or after a recovery). */
+  consumerUp?(event: ConsumerEvent): void;
+  /** A consumer stopped consuming: its channel closed, the broker cancelled it, or the application stops. */
+  consumerDown?(event: ConsumerDownEvent): void;
+  /** The outbox relay published a row and the broker confirmed it. */
+  outboxSent?(event: OutboxSentEvent): void;
+  /** The outbox relay parked a row: the broker refused it for good, or no queue took it `maxUnroutableAttempts` times. */
+  outboxParked?(event: OutboxParkedEvent): void;
+  /** The outbox's backlog, read every few seconds by each relay. */
+  outboxBacklog?(event: OutboxBacklogEvent): void;
+  /**
+   * A handler queue's state changed: its circuit breaker opened, half-opened or closed, or someone paused or resumed
+   * it (`by`). One event per change, as the log line.
+   */
+  queueStateChanged?(event: QueueStateEvent): void;
+  /** Each heartbeat, for each partition of a partitioned handler: its depth and whether this instance consumes it. */
+  partitionObserved?(event: PartitionObservedEvent): void;
+}
+
+/** Wraps one handler call: `run` around it, `end` once after it, with the error if it threw. */
+export interface DeliveryScope {
+  run?<T>(fn: () => T): T;
+  end?(error?: unknown): void;
+}
+
+/**
+ * Wraps one publish: `run` around the application's publish (a tracer makes its producer span current, so that
+ * an instrumentation of amqplib nests under it), `end` once the broker confirmed it, or with the error.
+ */
+export interface PublishScope {
+  run?<T>(fn: () => T): T;
+  end?(error?: unknown): void;
+}
+
+/** One delivery of a handler queue. */
+export interface DeliveryEvent {
+  /** The queue the message was consumed from. */
+  queue: string;
+  /** The microservices pattern it was dispatched to; absent for `@RetryWithBackoff` handlers. */
+  pattern?: string;
+  /** 1 for the first delivery, 2 for the first retry... */
+  attempt: number;
+  maxAttempts: number;
+  message: ConsumeMessage;
+  /** The broker's `x-death` entries: a retried message's first one names the exchange and routing key it came by. */
+  deaths: XDeath[];
+}
+
+export interface DeliveryHandledEvent extends DeliveryEvent {
+  /** How long the handler ran, in milliseconds. */
+  durationMs: number;
+}
+
+export interface DeliveryFailedEvent extends DeliveryHandledEvent {
+  error: unknown;
+  /** The tier the message goes to (1 = the first delay), or undefined when it is parked. */
+  retryTier?: number;
+  /** The delay before the next attempt, when retried. */
+  retryDelayMs?: number;
+}
+
+export interface MessageParkedEvent {
+  /** The queue the message came from (the delay ladder's ready queue for an undeliverable delayed message). */
+  queue: string;
+  pattern?: string;
+  errorQueue: string;
+  reason: ParkReason;
+  error: unknown;
+  /** Handler calls the message had (0 when parked before the handler). */
+  handlerCalls: number;
+  message: ConsumeMessage;
+}
+
+/** Which of the library's publishes. */
+export type PublishKind = 'publish' | 'delayed' | 'forward' | 'park';
+
+export interface PublishingEvent {
+  kind: PublishKind;
+  exchange: string;
+  routingKey: string;
+  /** The headers to be published; an observer may add to them, never remove. */
+  headers: Record<string, unknown>;
+  messageId?: string;
+}
+
+export interface PublishedEvent {
+  /** For a delayed message: its target. */
+  exchange: string;
+  routingKey: string;
+  delayMs?: number;
+}
+
+export interface PublishRejectedEvent {
+  kind: PublishKind;
+  exchange: string;
+  routingKey: string;
+  error: unknown;
+}
+
+export interface ConnectionEvent {
+  /** The consuming connection or the publishing one. */
+  role: 'consume' | 'publish';
+  /** Why it was lost. */
+  reason?: string;
+  /** On `connectionUp` after a loss: how long the connection was down. */
+  downMs?: number;
+}
+
+export interface ConsumerEvent {
+  queue: string;
+}
+
+export interface ConsumerDownEvent extends ConsumerEvent {
+  reason: string;
+}
+
+export interface OutboxSentEvent {
+  /** The outbox table ("schema.table" with a schema). */
+  table: string;
+  exchange: string;
+  routingKey: string;
+  /** From the row's insert to the broker's confirm: the relay lag, in milliseconds. */
+  lagMs: number;
+}
+
+export interface OutboxParkedEvent {
+  table: string;
+  exchange: string;
+  routingKey: string;
+  reason: string;
+}
+
+export interface OutboxBacklogEvent {
+  table: string;
+  /** Rows not sent yet (committed, due or waiting for a retry). */
+  waiting: number;
+  /** Age of the oldest of them in milliseconds; 0 when none waits. */
+  oldestAgeMs: number;
+  /** Rows parked (refused by the broker), waiting for an operator. */
+  parked: number;
+}
+
+export interface QueueStateEvent {
+  queue: string;
+  from: QueueState;
+  to: QueueState;
+  /** Why, in words: the failures that opened the circuit, the pause's reason... */
+  reason: string;
+  /** Who paused or resumed it; absent for the circuit breaker's own changes. */
+  by?: string;
+}
+
+export interface PartitionObservedEvent {
+  /** The partitioned handler's queue (the name given to @RetryWithBackoff). */
+  queue: string;
+  /** The partition's number, from 0. */
+  partition: number;
+  /** Messages ready in the partition queue, as the broker said. */
+  depth: number;
+  /** Consumers of the partition queue on the broker (this instance's included): 1 active, the others waiting. */
+  consumers: number;
+  /** Whether this instance consumes the partition. */
+  owned: boolean;
+}

@@ -1,0 +1,152 @@
+import { startTimer } from '../time/duration.timer.js';
+
+/** A message's turn on its key: it runs until `leave()`. */
+export interface KeyTurn {
+  /**
+   * The message is done. `hold`: it failed and waits in a retry tier; the key's later messages wait until a copy of
+   * `owner` comes back and leaves without a hold, or `ms` pass.
+   */
+  leave(hold?: { owner: string; ms: number }): void;
+}
+
+/** Schedules `run` after `ms`; returns a cancel function. Injected so that tests control time. */
+export type Schedule = (run: () => void, ms: number) => () => void;
+
+/** Why a hold ended before its retry came back, for the log. */
+export type HoldBreak = { key: string; owner: string; waiting: number; why: 'expired' | 'full' };
+
+interface Waiter {
+  admit: (turn: KeyTurn | undefined) => void;
+}
+
+interface KeyState {
+  running: boolean;
+  waiters: Waiter[];
+  hold?: { owner: string; cancel: () => void };
+}
+
+const defaultSchedule: Schedule = (run, ms) => {
+  const timer = startTimer(ms, run).unref(); // holdGrace may be up to a year
+  return () => timer.cancel();
+};
+
+/**
+ * Runs messages with the same key one at a time, in the order they called `enter()`; different keys run side by side.
+ *
+ * A hold (ordering `whileRetrying: 'hold'`): a message that failed and went to a retry tier leaves with a hold, and
+ * the key's later messages keep waiting; its copy, when it comes back, runs first (ahead of them), and the key moves
+ * on once it leaves without a hold (succeeded or parked). A hold ends early when `ms` pass (the retry went to another
+ * consumer, or was lost to an operator), or when the messages waiting behind holds would reach `maxHeldWaiting`:
+ * each of them takes one of the consumer's prefetch slots, and the retried copy needs a free one to come back at all,
+ * so the oldest hold gives way rather than the consumer stalling. `onBreak` is told.
+ */
+export class KeySequencer {
+  private readonly keys = new Map<string, KeyState>();
+
+  constructor(
+    private readonly maxHeldWaiting: number,
+    private readonly onBreak: (event: HoldBreak) => void = () => undefined,
+    private readonly schedule: Schedule = defaultSchedule,
+  ) {}
+
+  /** Keys with running, waiting or held messages (for tests and leak checks). */
+  get size(): number {
+    return this.keys.size;
+  }
+
+  /**
+   * Resolves with the turn of a message of `key` identified by `owner`, or undefined if `signal` aborted while it
+   * waited. The place in line is taken synchronously, so the order of calls is the order of turns.
+   */
+  enter(key: string, owner: string, signal?: AbortSignal): Promise<KeyTurn | undefined> {
+    let state = this.keys.get(key);
+    if (state === undefined) {
+      state = { running: false, waiters: [] };
+      this.keys.set(key, state);
+    }
+    if (!state.running && (state.hold ? state.hold.owner === owner : state.waiters.length === 0)) {
+      state.hold?.cancel();
+      state.hold = undefined;
+      state.running = true;
+      return Promise.resolve(this.turn(key, state));
+    }
+    if (signal?.aborted) {
+      this.forgetIfIdle(key, state);
+      return Promise.resolve(undefined);
+    }
+    const held = state.hold !== undefined;
+    const entered = new Promise<KeyTurn | undefined>((resolve) => {
+      const waiter: Waiter = {
+        admit: (turn) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(turn);
+        },
+      };
+      const onAbort = () => {
+        const s = this.keys.get(key);
+        const at = s?.waiters.indexOf(waiter) ?? -1;
+        if (s === undefined || at < 0) return;
+        s.waiters.splice(at, 1);
+        this.forgetIfIdle(key, s);
+        waiter.admit(undefined);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      state.waiters.push(waiter);
+    });
+    if (held) this.enforceLimit();
+    return entered;
+  }
+
+  private turn(key: string, state: KeyState): KeyTurn {
+    let done = false;
+    return {
+      leave: (hold) => {
+        if (done) return;
+        done = true;
+        state.running = false;
+        if (hold !== undefined) {
+          const cancel = this.schedule(() => this.release(key, state, 'expired'), hold.ms);
+          state.hold = { owner: hold.owner, cancel };
+          this.enforceLimit();
+          return;
+        }
+        this.next(key, state);
+      },
+    };
+  }
+
+  private next(key: string, state: KeyState): void {
+    const waiter = state.waiters.shift();
+    if (waiter === undefined) return this.forgetIfIdle(key, state);
+    state.running = true;
+    waiter.admit(this.turn(key, state));
+  }
+
+  private release(key: string, state: KeyState, why: HoldBreak['why']): void {
+    const hold = state.hold;
+    if (hold === undefined || this.keys.get(key) !== state) return;
+    hold.cancel();
+    state.hold = undefined;
+    this.onBreak({ key, owner: hold.owner, waiting: state.waiters.length, why });
+    if (!state.running) this.next(key, state);
+  }
+
+  /** Breaks the oldest holds while more messages wait behind holds than the consumer can spare. */
+  private enforceLimit(): void {
+    for (;;) {
+      let waiting = 0;
+      let oldest: [string, KeyState] | undefined;
+      for (const entry of this.keys) {
+        if (entry[1].hold === undefined) continue;
+        waiting += entry[1].waiters.length;
+        oldest ??= entry;
+      }
+      if (oldest === undefined || waiting <= this.maxHeldWaiting) return;
+      this.release(oldest[0], oldest[1], 'full');
+    }
+  }
+
+  private forgetIfIdle(key: string, state: KeyState): void {
+    if (!state.running && state.hold === undefined && state.waiters.length === 0 && this.keys.get(key) === state) this.keys.delete(key);
+  }
+}

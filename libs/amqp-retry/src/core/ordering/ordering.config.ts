@@ -1,0 +1,37 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { type DurationRange, readDuration } from '../config/config.readers.js';
+import type { OrderingOptions } from '../config/retry.options.js';
+import { MAX_RECORD_TTL_MS } from '../idempotency/idempotency.config.js';
+import { headerKey, type MessageKeyFn } from '../message/message-key.reader.js';
+
+/** Ordering after defaults and validation. */
+export interface OrderingConfig {
+  key: MessageKeyFn;
+  whileRetrying: 'continue' | 'hold';
+  holdGraceMs: number;
+}
+
+export const DEFAULT_HOLD_GRACE_MS = 10_000;
+/** A hold may wait as long as an idempotency record may last: a year is longer than any redelivery. */
+const HOLD_GRACE_RANGE: DurationRange = { min: 0, max: MAX_RECORD_TTL_MS, above: 'a year' };
+
+/** Reads a handler's `ordering`. */
+export function readOrdering(value: unknown, at: (key: string) => string): OrderingConfig {
+  const options = (typeof value === 'object' && value !== null ? value : {}) as Partial<OrderingOptions>;
+  const key = options.key;
+  const header = typeof key === 'object' && key !== null ? (key as { header?: unknown }).header : undefined;
+  if (typeof key !== 'function' && (typeof header !== 'string' || header === '')) {
+    throw new RetryConfigError(
+      at('ordering.key'),
+      `is ${typeof key === 'object' ? JSON.stringify(key) : String(key)}`,
+      "Give a function of the payload, e.g. (order) => order.customerId, or a header: { header: 'x-customer-id' }.",
+    );
+  }
+  const whileRetrying = options.whileRetrying ?? 'continue';
+  if (whileRetrying !== 'continue' && whileRetrying !== 'hold') {
+    throw new RetryConfigError(at('ordering.whileRetrying'), `is ${JSON.stringify(whileRetrying)}`, "Use 'continue' or 'hold'.");
+  }
+  const holdGraceMs =
+    options.holdGrace === undefined ? DEFAULT_HOLD_GRACE_MS : readDuration(options.holdGrace, at('ordering.holdGrace'), "'10s'", HOLD_GRACE_RANGE);
+  return { key: typeof key === 'function' ? key : headerKey(header as string), whileRetrying, holdGraceMs };
+}

@@ -1,0 +1,29 @@
+/** What a statement answers: its rows (RETURNING included). */
+export interface SqlResult {
+  rows: Array<Record<string, unknown>>;
+}
+
+/**
+ * How the outbox and the inbox reach PostgreSQL, whatever the driver or ORM: `Tx` is what your code holds inside a
+ * transaction (a pg PoolClient after BEGIN, a TypeORM EntityManager, a Knex transaction, a Prisma transaction
+ * client). The library ships pgOutboxAdapter and typeormOutboxAdapter; another library implements these in a few
+ * lines (docs/outbox.md has Knex and Prisma).
+ *
+ * Statements use PostgreSQL's `$1, $2...` placeholders; values are strings, numbers, Buffers, string arrays and
+ * null.
+ */
+export interface OutboxAdapter<Tx = unknown> {
+  /** Runs one statement in the caller's transaction `tx` (the outbox's publish; the inbox's record). */
+  execute(tx: Tx, sql: string, params: readonly unknown[]): Promise<SqlResult>;
+  /**
+   * Runs `work` in a new transaction: commits when it resolves, rolls back when it throws (and rethrows). The relay
+   * claims and marks rows in one; the inbox runs a handler in one.
+   */
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Calls `onNotify` for each NOTIFY on `channel` (the relay wakes at once after a commit), on a connection of its
+   * own, until the returned function is called; `onLost` when that connection fails (the relay polls meanwhile and
+   * listens again). Optional: without it the relay polls.
+   */
+  listen?(channel: string, onNotify: () => void, onLost: (error: unknown) => void): Promise<() => Promise<void>>;
+}

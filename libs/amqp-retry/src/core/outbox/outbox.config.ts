@@ -1,0 +1,137 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { readDuration, readInteger, type DurationRange } from '../config/config.readers.js';
+import type { MessageKeyFn } from '../message/message-key.reader.js';
+import { messageIdKey } from '../message/message-key.reader.js';
+import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
+import type { OutboxAdapter } from './outbox.adapter.js';
+import type { InboxOptions, OutboxOptions } from './outbox.options.js';
+import type { OutboxRetryPolicy } from './outbox.row.js';
+import { outboxSql, type OutboxStatements } from './outbox.sql.js';
+
+export const DEFAULT_OUTBOX_TABLE = 'amqp_retry_outbox';
+export const DEFAULT_INBOX_TABLE = 'amqp_retry_inbox';
+
+/** The outbox after defaults and validation. */
+export interface OutboxConfig {
+  adapter: OutboxAdapter;
+  sql: OutboxStatements;
+  /** For messages: the table as written, "schema.table". */
+  tableName: string;
+  createTables: boolean;
+  relay: boolean;
+  batchSize: number;
+  /** Rounds a relay runs at once. */
+  concurrency: number;
+  pollIntervalMs: number;
+  retentionMs: number;
+  retry: OutboxRetryPolicy;
+}
+
+/** A handler's inbox after defaults and validation. */
+export interface InboxConfig {
+  adapter: OutboxAdapter;
+  sql: OutboxStatements;
+  tableName: string;
+  createTables: boolean;
+  key: MessageKeyFn;
+  keyIsMessageId: boolean;
+  retentionMs: number;
+}
+
+const ADAPTER_METHODS = ['execute', 'transaction'] as const;
+const RETENTION_RANGE: DurationRange = { max: 366 * 86_400_000, above: 'a year' };
+const POLL_RANGE: DurationRange = {
+  min: 10,
+  below: 'a relay polling more often than every 10 ms only loads the database',
+  max: 3_600_000,
+  above: 'an hour',
+};
+const RETRY_RANGE: DurationRange = { min: 10, below: 'a relay retrying faster than every 10 ms loops hot', max: 3_600_000, above: 'an hour' };
+
+function readAdapter(adapter: unknown, at: (key: string) => string): OutboxAdapter {
+  const given = adapter as Partial<Record<string, unknown>> | undefined;
+  const missing = ADAPTER_METHODS.filter((m) => typeof given?.[m] !== 'function');
+  if (missing.length > 0) {
+    throw new RetryConfigError(
+      at('adapter'),
+      adapter === undefined ? 'is missing' : `lacks ${missing.join(', ')}`,
+      'Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md).',
+    );
+  }
+  if (given?.listen !== undefined && typeof given.listen !== 'function') {
+    throw new RetryConfigError(at('adapter.listen'), 'is not a function', 'Leave it out (the relay then polls) or implement it.');
+  }
+  return adapter as OutboxAdapter;
+}
+
+function readFlag(value: unknown, key: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
+  return value;
+}
+
+function objectOf(value: unknown, key: string, example: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, `Give ${example}.`);
+  return value as Record<string, unknown>;
+}
+
+/** Reads the module's `outbox`; `at(key)` names an option as the user wrote it. */
+export function readOutbox(value: unknown, at: (key: string) => string): OutboxConfig {
+  const options = objectOf(value, at('outbox'), '{ adapter: pgOutboxAdapter(pool) }') as Partial<OutboxOptions>;
+  const adapter = readAdapter(options.adapter, (k) => at(`outbox.${k}`));
+  const table = options.table === undefined ? DEFAULT_OUTBOX_TABLE : readSqlIdentifier(options.table, at('outbox.table'));
+  const schema = options.schema === undefined ? undefined : readSqlIdentifier(options.schema, at('outbox.schema'));
+  const retry = options.retryDelay === undefined ? {} : objectOf(options.retryDelay, at('outbox.retryDelay'), "{ initial: '500ms', max: '30s' }");
+  const initialDelayMs = retry.initial === undefined ? 500 : readDuration(retry.initial, at('outbox.retryDelay.initial'), "'500ms'", RETRY_RANGE);
+  const maxDelayMs =
+    retry.max === undefined ? Math.max(initialDelayMs, 30_000) : readDuration(retry.max, at('outbox.retryDelay.max'), "'30s'", RETRY_RANGE);
+  if (maxDelayMs < initialDelayMs) {
+    throw new RetryConfigError(
+      at('outbox.retryDelay.max'),
+      `(${maxDelayMs} ms) is shorter than initial (${initialDelayMs} ms)`,
+      'Make max at least initial.',
+    );
+  }
+  return {
+    adapter,
+    sql: outboxSql({ table, inboxTable: DEFAULT_INBOX_TABLE, schema }),
+    tableName: schema === undefined ? table : `${schema}.${table}`,
+    createTables: readFlag(options.createTables, at('outbox.createTables'), true),
+    relay: readFlag(options.relay, at('outbox.relay'), true),
+    batchSize: options.batchSize === undefined ? 100 : readInteger(options.batchSize, at('outbox.batchSize'), 1, 10_000, '100'),
+    concurrency: options.concurrency === undefined ? 2 : readInteger(options.concurrency, at('outbox.concurrency'), 1, 64, '2'),
+    pollIntervalMs: options.pollInterval === undefined ? 1_000 : readDuration(options.pollInterval, at('outbox.pollInterval'), "'1s'", POLL_RANGE),
+    retentionMs: options.retention === undefined ? 86_400_000 : readDuration(options.retention, at('outbox.retention'), "'1d'", RETENTION_RANGE),
+    retry: {
+      backoff: { initialDelayMs, maxDelayMs },
+      maxUnroutableAttempts:
+        options.maxUnroutableAttempts === undefined
+          ? 10
+          : readInteger(options.maxUnroutableAttempts, at('outbox.maxUnroutableAttempts'), 1, 1_000_000, '10'),
+    },
+  };
+}
+
+/** Reads a handler's (or the module's) `inbox`. */
+export function readInbox(value: unknown, at: (key: string) => string): InboxConfig {
+  const options = objectOf(value, at('inbox'), '{ adapter: pgOutboxAdapter(pool) }') as Partial<InboxOptions>;
+  const adapter = readAdapter(options.adapter, (k) => at(`inbox.${k}`));
+  const table = options.table === undefined ? DEFAULT_INBOX_TABLE : readSqlIdentifier(options.table, at('inbox.table'));
+  const schema = options.schema === undefined ? undefined : readSqlIdentifier(options.schema, at('inbox.schema'));
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new RetryConfigError(at('inbox.key'), 'is not a function', 'Give (payload, message) => string, e.g. (order) => order.id.');
+  }
+  return {
+    adapter,
+    sql: outboxSql({ table: DEFAULT_OUTBOX_TABLE, inboxTable: table, schema }),
+    tableName: schema === undefined ? table : `${schema}.${table}`,
+    createTables: readFlag(options.createTables, at('inbox.createTables'), true),
+    key: options.key ?? messageIdKey,
+    keyIsMessageId: options.key === undefined,
+    retentionMs:
+      options.retention === undefined
+        ? 7 * 86_400_000
+        : readDuration(options.retention, at('inbox.retention'), "'7d'", { ...RETENTION_RANGE, min: 1, below: 'a record must last' }),
+  };
+}

@@ -1,0 +1,132 @@
+import type { Options } from 'amqplib';
+import { readPublishDelay } from '../delivery/delay.plan.js';
+import type { Duration } from '../time/duration.reader.js';
+import { readExpiration } from '../message/message.properties.js';
+
+/** The AMQP properties a row keeps (as JSON): those a publisher sets. */
+export interface OutboxMessageProperties {
+  /** Default: a random UUID, which the consumer's inbox recognises copies by. */
+  messageId?: string;
+  headers?: Record<string, unknown>;
+  /** Default true. */
+  persistent?: boolean;
+  /** Default 'application/json' for a body that is not a Buffer. */
+  contentType?: string;
+  contentEncoding?: string;
+  correlationId?: string;
+  replyTo?: string;
+  type?: string;
+  appId?: string;
+  priority?: number;
+  /** A per-message TTL in ms, from delivery (see PublishOptions.expiration). */
+  expiration?: number | string;
+}
+
+/** What `OutboxPublisher.publish(tx, message)` writes. */
+export interface OutboxMessage {
+  exchange: string;
+  routingKey: string;
+  /** A Buffer is sent as it is; anything else as JSON. */
+  body: unknown;
+  properties?: OutboxMessageProperties;
+  /** Deliver this long after the commit (through the delay ladder); default at once. */
+  delay?: Duration;
+  /**
+   * Rows with the same key are sent in commit order, one at a time: the next is published once the broker confirmed
+   * the previous one (or it was parked). Transactions writing the same key wait for each other's commit.
+   */
+  orderKey?: string;
+}
+
+/** A message as a row holds it. */
+export interface OutboxRecord {
+  exchange: string;
+  routingKey: string;
+  body: Buffer;
+  properties: Options.Publish & { messageId: string };
+  orderKey: string | null;
+  delayMs: number;
+}
+
+const PROPERTY_KEYS = new Set([
+  'messageId',
+  'headers',
+  'persistent',
+  'contentType',
+  'contentEncoding',
+  'correlationId',
+  'replyTo',
+  'type',
+  'appId',
+  'priority',
+  'expiration',
+]);
+
+/**
+ * Checks a message before it is written, so that a bad one fails the caller's transaction (a TypeError or
+ * RangeError naming the field) rather than reaching the relay, which could never send it.
+ * @example readOutboxMessage({ exchange: 'orders', routingKey: 'order.created', body: { id: 42 } }, randomUUID)
+ */
+export function readOutboxMessage(message: OutboxMessage, newId: () => string): OutboxRecord {
+  const fail = (what: string) => new TypeError(`OutboxPublisher.publish: ${what}`);
+  if (typeof message !== 'object' || message === null) throw fail('give { exchange, routingKey, body }');
+  const { exchange, routingKey, body, properties = {}, delay, orderKey } = message;
+  if (typeof exchange !== 'string' || Buffer.byteLength(exchange) > 255)
+    throw fail(`exchange is ${JSON.stringify(exchange)}: give a name ('' is the default exchange)`);
+  if (typeof routingKey !== 'string' || Buffer.byteLength(routingKey) > 255)
+    throw fail(`routingKey is ${JSON.stringify(routingKey)}: give a string of at most 255 bytes`);
+  if (orderKey !== undefined && (typeof orderKey !== 'string' || orderKey === '' || orderKey.length > 512)) {
+    throw fail(`orderKey is ${JSON.stringify(orderKey)}: give a string of 1 to 512 characters, or leave it out`);
+  }
+  const unknown = Object.keys(properties).filter((key) => !PROPERTY_KEYS.has(key));
+  if (unknown.length > 0) throw fail(`properties has ${unknown.join(', ')}, which the outbox does not keep; use ${[...PROPERTY_KEYS].join(', ')}`);
+  const isBuffer = Buffer.isBuffer(body);
+  const json = isBuffer ? undefined : JSON.stringify(body);
+  if (!isBuffer && json === undefined) throw fail(`a body of type ${typeof body} has no JSON form`);
+  let headers: Record<string, unknown> | undefined;
+  if (properties.headers !== undefined) {
+    // Kept as JSON: a value that would not come back as it was (a bigint, a Buffer) is refused rather than changed.
+    const text = JSON.stringify(properties.headers, (_key, value: unknown) => {
+      const isBufferJson = typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'Buffer';
+      if (typeof value === 'bigint' || isBufferJson) {
+        throw fail('headers must hold JSON values (strings, numbers, booleans, null, arrays, objects)');
+      }
+      return value;
+    });
+    headers = JSON.parse(text) as Record<string, unknown>;
+  }
+  const messageId = properties.messageId ?? newId();
+  if (typeof messageId !== 'string' || messageId === '')
+    throw fail(`properties.messageId is ${JSON.stringify(messageId)}: give a non-empty string, or leave it out`);
+  const expiration = readExpiration(properties.expiration);
+  return {
+    exchange,
+    routingKey,
+    body: isBuffer ? body : Buffer.from(json as string),
+    properties: dropUndefined({
+      contentType: properties.contentType ?? (isBuffer ? undefined : 'application/json'),
+      contentEncoding: properties.contentEncoding,
+      correlationId: properties.correlationId,
+      replyTo: properties.replyTo,
+      type: properties.type,
+      appId: properties.appId,
+      priority: properties.priority,
+      persistent: properties.persistent ?? true,
+      messageId,
+      headers,
+      expiration,
+    }),
+    orderKey: orderKey ?? null,
+    delayMs: delay === undefined ? 0 : readPublishDelay(delay),
+  };
+}
+
+/** Properties read back from a row (a driver may hand jsonb over as text). */
+export function storedProperties(value: unknown): Options.Publish {
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+  return typeof parsed === 'object' && parsed !== null ? (parsed as Options.Publish) : {};
+}
+
+function dropUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

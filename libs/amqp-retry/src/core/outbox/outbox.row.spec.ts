@@ -1,0 +1,67 @@
+import { PublishError } from '../../errors/publish.error.js';
+import { classifyPublishFailure, nextRowChange, type OutboxRetryPolicy } from './outbox.row.js';
+
+const policy: OutboxRetryPolicy = { backoff: { initialDelayMs: 500, maxDelayMs: 30_000, jitter: 0 }, maxUnroutableAttempts: 3 };
+
+describe('classifyPublishFailure', () => {
+  it('a missing exchange (404) and a forbidden one (403) are refused for good', () => {
+    const missing = new PublishError('nope', 'k', "the broker closed the channel over it (NOT_FOUND - no exchange 'nope' in vhost '/')", 404);
+    expect(classifyPublishFailure(missing)).toEqual({ kind: 'refused', reason: missing.message });
+    expect(classifyPublishFailure(new PublishError('x', 'k', 'ACCESS_REFUSED', 403)).kind).toBe('refused');
+  });
+
+  it('a message that cannot be sent as it is is refused: amqplib cannot encode it, an invalid delay, delays off', () => {
+    expect(classifyPublishFailure(new PublishError('x', 'k', 'amqplib could not send it: frame size exceeded')).kind).toBe('refused');
+    expect(classifyPublishFailure(new RangeError('Invalid delay "x"')).kind).toBe('refused');
+    expect(classifyPublishFailure(new Error('Delayed delivery is off (RetryModule option delayedDelivery: false)')).kind).toBe('refused');
+  });
+
+  it('a message no queue took is unroutable', () => {
+    const returned = new PublishError('x', 'k', 'no queue is bound to receive it (returned as unroutable)');
+    expect(classifyPublishFailure(returned).kind).toBe('unroutable');
+  });
+
+  it('anything else passes: the broker away, a confirm timeout, other codes, odd values', () => {
+    expect(classifyPublishFailure(new PublishError('x', 'k', 'the connection is down')).kind).toBe('transient');
+    expect(classifyPublishFailure(new PublishError('x', 'k', 'internal', 541)).kind).toBe('transient');
+    expect(classifyPublishFailure(new Error('timeout'))).toEqual({ kind: 'transient', reason: 'timeout' });
+    expect(classifyPublishFailure('weird')).toEqual({ kind: 'transient', reason: 'weird' });
+    expect(classifyPublishFailure(undefined).kind).toBe('transient');
+  });
+});
+
+describe('nextRowChange', () => {
+  it('a confirmed row is sent', () => {
+    expect(nextRowChange(4, { kind: 'sent' }, policy)).toEqual({ state: 'sent' });
+  });
+
+  it('a refused row is parked at once with the reason', () => {
+    expect(nextRowChange(0, { kind: 'refused', reason: 'no exchange' }, policy)).toEqual({
+      state: 'parked',
+      attempts: 1,
+      reason: 'refused by the broker: no exchange',
+    });
+  });
+
+  it('a transient failure waits with capped exponential backoff, for ever', () => {
+    const waits = [0, 1, 2, 3, 10, 1000].map((attempts) => nextRowChange(attempts, { kind: 'transient', reason: 'down' }, policy));
+    expect(waits.map((c) => (c.state === 'pending' ? c.retryInMs : -1))).toEqual([500, 1000, 2000, 4000, 30_000, 30_000]);
+    expect(waits[5]).toMatchObject({ state: 'pending', attempts: 1001, error: 'down' });
+  });
+
+  it('backoff has jitter within 20% by default', () => {
+    const jittered = { ...policy, backoff: { initialDelayMs: 1000, maxDelayMs: 1000 } };
+    expect(nextRowChange(0, { kind: 'transient', reason: '' }, jittered, () => 0)).toMatchObject({ retryInMs: 800 });
+    expect(nextRowChange(0, { kind: 'transient', reason: '' }, jittered, () => 0.999)).toMatchObject({ retryInMs: 1000 });
+  });
+
+  it('an unroutable row is tried maxUnroutableAttempts times, then parked', () => {
+    expect(nextRowChange(0, { kind: 'unroutable', reason: 'r' }, policy)).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(nextRowChange(1, { kind: 'unroutable', reason: 'r' }, policy)).toMatchObject({ state: 'pending', attempts: 2 });
+    expect(nextRowChange(2, { kind: 'unroutable', reason: 'r' }, policy)).toEqual({
+      state: 'parked',
+      attempts: 3,
+      reason: 'unroutable after 3 attempts: r',
+    });
+  });
+});

@@ -1,0 +1,77 @@
+import { reconnectDelay, type ReconnectPolicy } from '../connection/reconnect.policy.js';
+
+/**
+ * A row of the outbox: 'pending' until the broker confirmed it ('sent') or refused it for good ('parked', with the
+ * reason). A pending row whose publish failed for a passing reason (the broker away, a confirm that did not come)
+ * stays pending with a later `available_at`. Only an operator moves a parked row back to pending (an UPDATE, after
+ * fixing the exchange or the permission: docs/outbox.md).
+ */
+export type OutboxRowState = 'pending' | 'sent' | 'parked';
+
+/** What became of one publish of a row, as the relay saw it. */
+export type PublishVerdict =
+  | { kind: 'sent' }
+  /**
+   * It would fail again the same way: the broker refused it (an exchange that does not exist, 404; one the user may
+   * not write to, 403), or it cannot be sent as it is (amqplib cannot encode it, delayed delivery is off).
+   */
+  | { kind: 'refused'; reason: string }
+  /** Confirmed but returned: no queue was bound for its routing key (mandatory). Perhaps not yet: tried again, parked after `maxAttempts`. */
+  | { kind: 'unroutable'; reason: string }
+  /** Anything else: the broker away or blocking, no confirm in time, a nack. Tried again with backoff, for ever. */
+  | { kind: 'transient'; reason: string };
+
+/** Broker reply codes that mean "never": NOT_FOUND and ACCESS_REFUSED. */
+const PERMANENT_CODES = new Set([403, 404]);
+
+/**
+ * Classifies a failed publish from what the publisher reported: its broker reply code (PublishError.brokerCode) and
+ * its message.
+ * @example classifyPublishFailure({ brokerCode: 404, message: "...no exchange 'x'..." }) // { kind: 'refused', ... }
+ */
+export function classifyPublishFailure(error: unknown): Exclude<PublishVerdict, { kind: 'sent' }> {
+  const { brokerCode, message } = (typeof error === 'object' && error !== null ? error : {}) as { brokerCode?: unknown; message?: unknown };
+  const reason = typeof message === 'string' ? message : String(error);
+  if (typeof brokerCode === 'number' && PERMANENT_CODES.has(brokerCode)) return { kind: 'refused', reason };
+  if (/returned as unroutable/.test(reason)) return { kind: 'unroutable', reason };
+  // Never sendable as it is: amqplib cannot encode it (a header table too large for a frame), the engine refuses it
+  // (an invalid delay or expiration is a RangeError), or this instance has delayed delivery off.
+  const name = (error as { name?: unknown } | undefined)?.name;
+  if (/amqplib could not send it|Delayed delivery is off/.test(reason) || name === 'RangeError') return { kind: 'refused', reason };
+  return { kind: 'transient', reason };
+}
+
+/** How the relay retries: the backoff between publishes of one row, and how often an unroutable row is tried. */
+export interface OutboxRetryPolicy {
+  backoff: ReconnectPolicy;
+  /** Publishes of an unroutable row before it is parked. */
+  maxUnroutableAttempts: number;
+}
+
+/** What to write to a row after a publish. */
+export type RowChange =
+  | { state: 'sent' }
+  | { state: 'pending'; attempts: number; retryInMs: number; error: string }
+  | { state: 'parked'; attempts: number; reason: string };
+
+/**
+ * The row's next state after a publish of attempt `attempts + 1`. Only a pending row is published, so every change
+ * starts from 'pending'.
+ * @example nextRowChange(0, { kind: 'transient', reason: 'down' }, policy) // { state: 'pending', attempts: 1, retryInMs: ~1000, ... }
+ */
+export function nextRowChange(attempts: number, verdict: PublishVerdict, policy: OutboxRetryPolicy, random?: () => number): RowChange {
+  const made = attempts + 1;
+  switch (verdict.kind) {
+    case 'sent':
+      return { state: 'sent' };
+    case 'refused':
+      return { state: 'parked', attempts: made, reason: `refused by the broker: ${verdict.reason}` };
+    case 'unroutable':
+      if (made >= policy.maxUnroutableAttempts) {
+        return { state: 'parked', attempts: made, reason: `unroutable after ${made} attempts: ${verdict.reason}` };
+      }
+      return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
+    case 'transient':
+      return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
+  }
+}

@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './outbox.config.js';
+import { outboxMigration } from './outbox.migration.js';
+import { migrationScript, outboxSql } from './outbox.sql.js';
+
+describe('outboxSql', () => {
+  const sql = outboxSql({ table: 'orders_outbox', inboxTable: 'orders_inbox', schema: 'billing' });
+
+  it('quotes the names it was given, schema first, everywhere', () => {
+    for (const statement of [sql.insert, sql.claim, sql.markSent, sql.reschedule, sql.park, sql.cleanup, sql.stats]) {
+      expect(statement).toContain('"billing"."orders_outbox"');
+      expect(statement).not.toMatch(/FROM orders_outbox|INTO orders_outbox/);
+    }
+    expect(sql.inboxRecord).toContain('"billing"."orders_inbox"');
+    expect(sql.outboxTables[0]).toBe('CREATE SCHEMA IF NOT EXISTS "billing"');
+  });
+
+  it('notifies on the table name, within the insert (delivered at commit only)', () => {
+    expect(sql.channel).toBe('orders_outbox');
+    expect(sql.insert).toMatch(/INSERT INTO "billing"."orders_outbox"[\s\S]*pg_notify\('orders_outbox', ''\)/);
+  });
+
+  it('claims due rows in id order, skipping rows other relays hold, one row at a time per order key', () => {
+    expect(sql.claim).toMatch(/ORDER BY o\.id\s+LIMIT \$1\s+FOR UPDATE OF o SKIP LOCKED$/);
+    expect(sql.claim).toContain("o.state = 'pending' AND o.available_at <= clock_timestamp()");
+    expect(sql.claim).toContain("p.state = 'pending' AND p.order_key = o.order_key AND p.id < o.id");
+  });
+
+  it('bounds cleanups', () => {
+    expect(sql.cleanup).toMatch(/LIMIT 1000\)$/);
+    expect(sql.inboxCleanup).toMatch(/LIMIT 1000\)$/);
+  });
+
+  it('takes the DDL lock inside the migration, which is idempotent', () => {
+    const script = migrationScript({ table: 't', inboxTable: 'i' });
+    expect(script.split('\n').slice(0, 2)).toEqual(['BEGIN;', "SELECT pg_advisory_xact_lock(hashtextextended('nestjs-amqp-retry ddl', 0));"]);
+    expect(script.trim().endsWith('COMMIT;')).toBe(true);
+    expect(script.match(/CREATE (TABLE|INDEX) IF NOT EXISTS/g)).toHaveLength(6);
+    expect(script).not.toMatch(/CREATE (TABLE|INDEX) (?!IF NOT EXISTS)/);
+  });
+
+  it('the shipped migration file is the script for the default names', () => {
+    const file = readFileSync(new URL('../../../migrations/001_outbox_inbox.sql', import.meta.url), 'utf8');
+    const body = file.replace(/^--.*\n/gm, '');
+    expect(body).toBe(migrationScript({ table: DEFAULT_OUTBOX_TABLE, inboxTable: DEFAULT_INBOX_TABLE }));
+  });
+
+  it('outboxMigration gives the script for chosen names, and refuses hostile ones', () => {
+    expect(outboxMigration()).toBe(migrationScript({ table: DEFAULT_OUTBOX_TABLE, inboxTable: DEFAULT_INBOX_TABLE }));
+    expect(outboxMigration({ table: 'o', schema: 's' })).toContain('CREATE TABLE IF NOT EXISTS "s"."o"');
+    expect(() => outboxMigration({ table: 'o"; DROP TABLE x; --' })).toThrow(/outboxMigration option "table" is/);
+  });
+});

@@ -1,0 +1,125 @@
+import { DDL_LOCK_SQL } from '../sql/ddl.lock.js';
+import { qualifiedName } from '../sql/sql-identifier.reader.js';
+
+/** The tables' names, read by readSqlIdentifier (safe to put into SQL text). */
+export interface OutboxTableNames {
+  /** The outbox table; also the NOTIFY channel. */
+  table: string;
+  /** The inbox table. */
+  inboxTable: string;
+  schema?: string;
+}
+
+/** Rows deleted per cleanup statement: bounded, so that a cleanup never holds many locks for long. */
+export const CLEANUP_BATCH = 1_000;
+
+/**
+ * Every statement of the outbox and the inbox, as pure text: the relay, the publisher, the inbox step and the
+ * migration file all take them from here. `$n` are bind parameters.
+ */
+export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
+  const t = qualifiedName(table, schema);
+  const inbox = qualifiedName(inboxTable, schema);
+  const ddlLock = DDL_LOCK_SQL;
+  return {
+    /** The NOTIFY channel: the table's name. */
+    channel: table,
+    /** The tables' quoted names. */
+    outboxName: t,
+    inboxName: inbox,
+    /** The outbox's DDL, idempotent; run under `ddlLock` in one transaction (or by the user as a migration). */
+    outboxTables: [
+      ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${schema}"`]),
+      `CREATE TABLE IF NOT EXISTS ${t} (
+  id bigserial PRIMARY KEY,
+  exchange text NOT NULL,
+  routing_key text NOT NULL,
+  body bytea NOT NULL,
+  properties jsonb NOT NULL DEFAULT '{}',
+  order_key text,
+  delay_ms bigint NOT NULL DEFAULT 0,
+  state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'parked')),
+  attempts integer NOT NULL DEFAULT 0,
+  last_error text,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  available_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  sent_at timestamptz
+)`,
+      `CREATE INDEX IF NOT EXISTS "${table}_pending_idx" ON ${t} (id) WHERE state = 'pending'`,
+      `CREATE INDEX IF NOT EXISTS "${table}_order_idx" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS "${table}_sent_idx" ON ${t} (sent_at) WHERE state = 'sent'`,
+    ],
+    /** The inbox's DDL, idempotent. */
+    inboxTables: [
+      ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${schema}"`]),
+      `CREATE TABLE IF NOT EXISTS ${inbox} (
+  queue text NOT NULL,
+  message_id text NOT NULL,
+  handled_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (queue, message_id)
+)`,
+      `CREATE INDEX IF NOT EXISTS "${inboxTable}_handled_at_idx" ON ${inbox} (handled_at)`,
+    ],
+    ddlLock,
+    /**
+     * Serialises the transactions that write rows of one order key: the second waits for the first to commit, so that
+     * the ids of a key's rows (drawn after the lock) follow commit order. $1 = the key.
+     */
+    orderLock: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+    /** Writes a row and wakes the relays (NOTIFY is delivered at commit, and not at all on rollback). Returns its id. */
+    insert: `WITH row AS (
+  INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms) VALUES ($1, $2, $3, $4::jsonb, $5, $6) RETURNING id
+) SELECT id::text AS id, pg_notify('${table}', '') FROM row`,
+    /**
+     * Claims up to $1 rows that are due, locking them (other relays skip them) until the claiming transaction ends. A
+     * row with an order key is taken only when no earlier row of its key is still pending (being sent by another
+     * relay, waiting for a retry): a key's rows go one at a time, in id order.
+     */
+    claim: `SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, o.attempts,
+  GREATEST(0, o.delay_ms - floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000))::bigint::text AS remaining_delay_ms,
+  floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000)::bigint::text AS age_ms
+FROM ${t} o
+WHERE o.state = 'pending' AND o.available_at <= clock_timestamp()
+  AND (o.order_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM ${t} p WHERE p.state = 'pending' AND p.order_key = o.order_key AND p.id < o.id))
+ORDER BY o.id
+LIMIT $1
+FOR UPDATE OF o SKIP LOCKED`,
+    /** $1 = ids (text[]). */
+    markSent: `UPDATE ${t} SET state = 'sent', sent_at = clock_timestamp(), attempts = attempts + 1, last_error = NULL WHERE id = ANY($1::bigint[])`,
+    /** $1 = ids, $2 = attempts, $3 = waits in ms, $4 = errors (arrays of one length). */
+    reschedule: `UPDATE ${t} AS o SET attempts = u.attempts, last_error = u.error,
+  available_at = clock_timestamp() + u.wait_ms * interval '1 millisecond'
+FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[]) AS u(id, attempts, wait_ms, error) WHERE o.id = u.id`,
+    /** $1 = ids, $2 = attempts, $3 = reasons. */
+    park: `UPDATE ${t} AS o SET state = 'parked', attempts = u.attempts, last_error = u.reason
+FROM unnest($1::bigint[], $2::int[], $3::text[]) AS u(id, attempts, reason) WHERE o.id = u.id`,
+    /** Deletes up to CLEANUP_BATCH rows sent more than $1 ms ago. */
+    cleanup: `DELETE FROM ${t} WHERE id IN (
+  SELECT id FROM ${t} WHERE state = 'sent' AND sent_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})`,
+    /** The backlog: rows waiting, the oldest one's age, rows parked. */
+    stats: `SELECT count(*) FILTER (WHERE state = 'pending')::text AS waiting,
+  COALESCE(floor(extract(epoch FROM clock_timestamp() - min(created_at) FILTER (WHERE state = 'pending')) * 1000), 0)::bigint::text AS oldest_ms,
+  count(*) FILTER (WHERE state = 'parked')::text AS parked
+FROM ${t} WHERE state <> 'sent'`,
+    /** Records ($1 queue, $2 message id) as handled; no row back when it already was (or is being, by a transaction that then commits). */
+    inboxRecord: `INSERT INTO ${inbox} (queue, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1 AS recorded`,
+    /** Deletes up to CLEANUP_BATCH inbox rows handled more than $1 ms ago. */
+    inboxCleanup: `DELETE FROM ${inbox} WHERE (queue, message_id) IN (
+  SELECT queue, message_id FROM ${inbox} WHERE handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})`,
+  };
+}
+
+export type OutboxStatements = ReturnType<typeof outboxSql>;
+
+/** The migration file's text for these names: what the library would run at start-up, to run yourself instead. */
+export function migrationScript(names: OutboxTableNames): string {
+  const sql = outboxSql(names);
+  return [
+    'BEGIN;',
+    `${sql.ddlLock};`,
+    ...[...sql.outboxTables, ...sql.inboxTables.filter((s) => !s.startsWith('CREATE SCHEMA'))].map((s) => `${s};`),
+    'COMMIT;',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,172 @@
+/**
+ * Public types of the parked-messages API (ParkedMessages), shared by the CLI and the dashboard. Plain data only:
+ * every value here survives JSON.stringify (dates as Date objects, which serialise as ISO strings).
+ */
+
+/** Which parked messages an operation looks at. Every field narrows; an empty filter matches all. */
+export interface ParkedFilter {
+  /** The handler queue the message failed in (its `x-original-queue`). */
+  queue?: string;
+  /**
+   * The parking queue to read (list and summary): one parking queue of the view, whichever handler queue it serves.
+   * Without it, the parking queue of `queue`, else every parking queue in view. Replay and purge name theirs apart.
+   */
+  errorQueue?: string;
+  /** The park reason, exactly: `exhausted`, `non-retryable`, `malformed`, `redelivery-limit`, `undeliverable`. */
+  reason?: string;
+  /** A case-insensitive substring of the exception message. */
+  error?: string;
+  /** Parked at or after this time. */
+  since?: Date;
+  /** Parked before this time. */
+  until?: Date;
+  /** A case-insensitive substring of the body (decoded as UTF-8; a binary body never matches). */
+  text?: string;
+}
+
+/** One parked message as an operator reads it. */
+export interface ParkedMessageView {
+  /** Stable id: the `x-parked-id` header written at park time, else a digest of the body and properties. */
+  id: string;
+  /** The handler queue it failed in; a replay goes there. Empty when unknown (parked by an old version, no record). */
+  queue: string;
+  /** The parking queue holding it. */
+  errorQueue: string;
+  /** `x-parked-reason`. */
+  reason: string;
+  /** `x-exception-message`. */
+  error: string;
+  /** `x-parked-at`, when readable. */
+  parkedAt?: Date;
+  /** Handler calls made before it was parked (`x-retry-attempts`). */
+  attempts?: number;
+  /** The body: UTF-8 text when it is valid UTF-8, else base64. */
+  body: string;
+  bodyEncoding: 'utf8' | 'base64';
+  /** Every AMQP property but `headers` (contentType, messageId, timestamp, ...). */
+  properties: Record<string, unknown>;
+  /** Every header, the library's parking headers included. Buffers are shown as base64 strings. */
+  headers: Record<string, unknown>;
+  /** The death history the message had before it was parked (`x-retry-death-history`), oldest event last. */
+  deaths: unknown[];
+}
+
+/** A handler queue, its tiers and its parking queue, with their depths (ready messages). */
+export interface HandlerQueueState {
+  queue: string;
+  /**
+   * `handler` for a handler queue; `delay-ladder` for a delay ladder's ready queue, which only the forwarder consumes
+   * and whose parked messages are delayed messages that could not be delivered.
+   */
+  role: 'handler' | 'delay-ladder';
+  /** Ready messages in the handler queue; -1 when the queue does not exist. */
+  messages: number;
+  /** Consumers of the queue, as the broker counts them (every instance's); absent when the queue does not exist. */
+  consumers?: number;
+  /**
+   * Deliveries this instance has taken from the queue and not yet settled (the broker's "unacked" for a single
+   * instance). Only for the application's own queues, as the one RetryModule provides sees them.
+   */
+  inFlight?: number;
+  /**
+   * Messages of the queue this instance handled (acked), retried (sent to a tier) and parked, counted since its page
+   * first asked (the page charts the rates from successive readings). Only for the application's own queues.
+   */
+  activity?: { handled: number; retried: number; parked: number };
+  /**
+   * A word on the queue's consuming state set by a feature that can stop it (for example "paused" or "breaker open"),
+   * shown in the page's State column; absent when there is nothing to say beyond the consumer count.
+   */
+  state?: string;
+  /** Tier queues, tier 1 first, with the messages waiting in each; the tiers of patterns with a schedule of their own too. */
+  tiers: { queue: string; messages: number }[];
+  errorQueue: string;
+  /** Ready messages in the parking queue; -1 when it does not exist. */
+  parked: number;
+}
+
+export interface ParkedSummary {
+  total: number;
+  /** Largest count first. */
+  byReason: { reason: string; count: number }[];
+  /** Largest count first; exception messages grouped as written. */
+  byError: { error: string; count: number }[];
+}
+
+export interface PageRequest {
+  /** Skip this many matching messages (default 0). */
+  offset?: number;
+  /** Return at most this many (default 50). */
+  limit?: number;
+}
+
+export interface ParkedPage {
+  /** Matching messages in all (not only this page). */
+  total: number;
+  items: ParkedMessageView[];
+}
+
+/** What a replay, a purge or an export acts on: in one parking queue, the given ids and/or those matching a filter. */
+export interface ParkedSelection {
+  errorQueue: string;
+  /** Only these ids (and, if a filter is given too, only those of them that match it). */
+  ids?: string[];
+  filter?: ParkedFilter;
+}
+
+export interface OperationOptions {
+  /** Count what would be done, change nothing. */
+  dryRun?: boolean;
+  /** Called after each message looked at: `done` of `total` (the depth of the parking queue when it started). */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ReplayResult {
+  /** Messages that matched the selection. */
+  matched: number;
+  /** Published to their queue, confirmed, and removed from the parking queue (0 on a dry run). */
+  replayed: number;
+  /** Matched but left parked, with why (no known target queue, target missing, publish refused). */
+  failed: { id: string; error: string }[];
+  dryRun: boolean;
+}
+
+export interface PurgeResult {
+  matched: number;
+  /** Removed from the parking queue (0 on a dry run). */
+  purged: number;
+  dryRun: boolean;
+}
+
+export interface EditReplayOptions {
+  /** A new content type for the corrected body (else the original's). */
+  contentType?: string;
+  dryRun?: boolean;
+}
+
+/**
+ * Where ParkedMessages connects, and which handler queues it may see and act on (its scope). A view sees only the
+ * queues it is given: the `ParkedMessages` that RetryModule provides sees that application's handler queues (and its
+ * delay ladder's); one made with `connect()` sees the queues named here, and at least one of `queues`,
+ * `application` and `wholeVhost` must be given. Naming a queue or a parking queue outside the scope throws
+ * ParkedScopeError, and nothing is read or changed.
+ */
+export interface ParkedMessagesOptions {
+  /** amqp(s):// URL, or the nodes of a cluster comma-separated (the first that answers). Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
+  url?: string;
+  /**
+   * Handler queues to look at. Each is a name (its parking queue is the recorded one, else `<queue>.error`) or
+   * `{ queue, errorQueue }`.
+   */
+  queues?: (string | { queue: string; errorQueue?: string })[];
+  /**
+   * The handler queues recorded on the broker by the applications of this name (RetryModule option `application`),
+   * besides `queues`.
+   */
+  application?: string;
+  /**
+   * Every handler queue recorded on the vhost, whichever application runs it, and any parking queue named in a call.
+   * For operators who look after every application of a vhost. Default false.
+   */
+  wholeVhost?: boolean;
+}

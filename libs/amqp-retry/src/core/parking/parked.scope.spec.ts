@@ -1,0 +1,83 @@
+import { describe, expect, it } from '@jest/globals';
+import type { HandlerRecord } from '../topology/handler-registry.record.js';
+import { describeScope, mayUseParkingQueue, namesNothing, parkingQueueOf, queuesInScope, type ParkedScope } from './parked.scope.js';
+
+const record = (queue: string, applications: string[], over: Partial<HandlerRecord> = {}): HandlerRecord => ({
+  queue,
+  errorQueue: `${queue}.error`,
+  tiers: [`${queue}.retry.1`],
+  queueType: 'classic',
+  applications,
+  recordedAt: '',
+  ...over,
+});
+
+/** Two applications on one vhost, a ladder both share, and a record written before applications were recorded. */
+const records = [
+  record('a.orders', ['app-a']),
+  record('amqp-retry.delay.ready', ['app-b', 'app-a'], { errorQueue: 'amqp-retry.delay.error', tiers: [] }),
+  record('b.invoices', ['app-b'], { errorQueue: 'b.parked' }),
+  record('old.queue', []),
+];
+const scope = (over: Partial<ParkedScope>): ParkedScope => ({ named: [], applications: [], wholeVhost: false, ...over });
+const names = (s: ParkedScope) => queuesInScope(s, records).map((q) => q.queue);
+
+describe('queuesInScope', () => {
+  it("an application's own queues are exactly its engine's, whatever the registry holds", () => {
+    const own = [{ queue: 'a.orders', errorQueue: 'a.orders.custom', tiers: ['t'] }];
+    expect(queuesInScope(scope({ own }), records)).toEqual(own);
+    expect(queuesInScope(scope({ own: [] }), records)).toEqual([]);
+  });
+
+  it("an application's recorded queues, the ladder it shares included, and no other's", () => {
+    expect(names(scope({ applications: ['app-a'] }))).toEqual(['a.orders', 'amqp-retry.delay.ready']);
+    expect(names(scope({ applications: ['app-b'] }))).toEqual(['amqp-retry.delay.ready', 'b.invoices']);
+    expect(names(scope({ applications: ['nobody'] }))).toEqual([]);
+  });
+
+  it('every recorded queue for the whole vhost, old records included', () => {
+    expect(names(scope({ wholeVhost: true }))).toEqual(['a.orders', 'amqp-retry.delay.ready', 'b.invoices', 'old.queue']);
+  });
+
+  it('named queues: the parking queue given, else the recorded one, else <queue>.error', () => {
+    const named = [{ queue: 'b.invoices' }, { queue: 'old.queue', errorQueue: 'old.parked' }, { queue: 'unrecorded' }];
+    expect(queuesInScope(scope({ named }), records).map((q) => [q.queue, q.errorQueue])).toEqual([
+      ['b.invoices', 'b.parked'],
+      ['old.queue', 'old.parked'],
+      ['unrecorded', 'unrecorded.error'],
+    ]);
+  });
+});
+
+describe('parkingQueueOf and mayUseParkingQueue', () => {
+  const a = scope({ applications: ['app-a'] });
+  const inA = queuesInScope(a, records);
+
+  it("answers for a queue in scope, and refuses another application's queue typed in", () => {
+    expect(parkingQueueOf(a, inA, 'a.orders')).toBe('a.orders.error');
+    expect(parkingQueueOf(a, inA, 'b.invoices')).toBeUndefined();
+    expect(mayUseParkingQueue(a, inA, 'a.orders.error')).toBe(true);
+    expect(mayUseParkingQueue(a, inA, 'b.parked')).toBe(false);
+    expect(mayUseParkingQueue(a, inA, 'a.orders')).toBe(false); // a business queue is not a parking queue
+  });
+
+  it('takes any queue for the whole vhost', () => {
+    const all = scope({ wholeVhost: true });
+    expect(parkingQueueOf(all, [], 'anything')).toBe('anything.error');
+    expect(mayUseParkingQueue(all, [], 'anything.parked')).toBe(true);
+  });
+});
+
+describe('namesNothing and describeScope', () => {
+  it('tells a view given nothing from one given an empty application', () => {
+    expect(namesNothing(scope({}))).toBe(true);
+    expect(namesNothing(scope({ own: [] }))).toBe(false);
+    expect(namesNothing(scope({ applications: ['a'] }))).toBe(false);
+  });
+
+  it('says what a view looks at', () => {
+    expect(describeScope(scope({ own: [] }))).toBe("this application's handler queues");
+    expect(describeScope(scope({ applications: ['app-a'], named: [{ queue: 'q' }] }))).toBe('the queues recorded by "app-a"; the queues named: "q"');
+    expect(describeScope(scope({ wholeVhost: true }))).toBe('every handler queue recorded on the vhost');
+  });
+});

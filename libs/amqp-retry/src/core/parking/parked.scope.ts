@@ -1,0 +1,72 @@
+import type { HandlerRecord } from '../topology/handler-registry.record.js';
+
+/** A handler queue, where it parks, and its tiers. */
+export interface ScopeQueue {
+  queue: string;
+  errorQueue: string;
+  tiers: string[];
+}
+
+/**
+ * Which handler queues a parked-messages view may see and act on. One application's page must not reach another's
+ * parked messages (replay them, purge them), so a view sees only what it was given, unless it asks for the whole vhost.
+ */
+export interface ParkedScope {
+  /** The queues of the application the view belongs to (its engine's handlers and delay ladder), authoritative. */
+  own?: readonly ScopeQueue[];
+  /** Handler queues named by the caller; a parking queue given overrides the recorded one. */
+  named: readonly { queue: string; errorQueue?: string }[];
+  /** Applications whose recorded queues are in scope (HandlerRecord.applications). */
+  applications: readonly string[];
+  /** Every handler queue recorded on the vhost, and any parking queue named. */
+  wholeVhost: boolean;
+}
+
+/** True when the scope names nothing at all: no application of its own, no queue, no application, not the whole vhost. */
+export const namesNothing = (scope: ParkedScope): boolean =>
+  scope.own === undefined && scope.named.length === 0 && scope.applications.length === 0 && !scope.wholeVhost;
+
+/**
+ * The handler queues in scope, sorted by name, each once: the view's own (as its engine runs them), then the recorded
+ * ones of the named applications (or of every application, for the whole vhost), then the named ones (their parking
+ * queue as given, else as recorded, else `<queue>.error`). `records` are the newest of each queue (latestRecords).
+ */
+export function queuesInScope(scope: ParkedScope, records: readonly HandlerRecord[]): ScopeQueue[] {
+  const byQueue = new Map<string, ScopeQueue>();
+  const recorded = new Map(records.map((record) => [record.queue, record]));
+  for (const record of records) {
+    if (scope.wholeVhost || record.applications.some((name) => scope.applications.includes(name))) {
+      byQueue.set(record.queue, { queue: record.queue, errorQueue: record.errorQueue, tiers: record.tiers });
+    }
+  }
+  for (const { queue, errorQueue } of scope.named) {
+    const known = byQueue.get(queue) ?? recorded.get(queue);
+    byQueue.set(queue, { queue, errorQueue: errorQueue ?? known?.errorQueue ?? `${queue}.error`, tiers: known?.tiers ?? [] });
+  }
+  for (const own of scope.own ?? []) byQueue.set(own.queue, { queue: own.queue, errorQueue: own.errorQueue, tiers: [...own.tiers] });
+  return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+}
+
+/**
+ * The parking queue to read for a handler queue: the one in scope, else (whole vhost only) `<queue>.error`; undefined
+ * when the queue is out of scope.
+ */
+export function parkingQueueOf(scope: ParkedScope, inScope: readonly ScopeQueue[], queue: string): string | undefined {
+  const found = inScope.find((q) => q.queue === queue);
+  if (found) return found.errorQueue;
+  return scope.wholeVhost ? `${queue}.error` : undefined;
+}
+
+/** Whether a parking queue may be read or changed: one of a queue in scope, or any named one when the scope is the whole vhost. */
+export const mayUseParkingQueue = (scope: ParkedScope, inScope: readonly ScopeQueue[], errorQueue: string): boolean =>
+  scope.wholeVhost || inScope.some((q) => q.errorQueue === errorQueue);
+
+/** The scope in words, for an error that says what the view looks at. */
+export function describeScope(scope: ParkedScope): string {
+  if (scope.wholeVhost) return 'every handler queue recorded on the vhost';
+  const parts: string[] = [];
+  if (scope.own !== undefined) parts.push("this application's handler queues");
+  if (scope.applications.length > 0) parts.push(`the queues recorded by ${scope.applications.map((a) => `"${a}"`).join(', ')}`);
+  if (scope.named.length > 0) parts.push(`the queues named: ${scope.named.map((n) => `"${n.queue}"`).join(', ')}`);
+  return parts.length > 0 ? parts.join('; ') : 'nothing (no queue, application or wholeVhost given)';
+}

@@ -1,0 +1,191 @@
+import { isUtf8 } from 'node:buffer';
+import { createHash } from 'node:crypto';
+import type { MessageProperties, Options } from 'amqplib';
+import type { ParkedFilter, ParkedMessageView, ParkedSummary } from './parked-messages.types.js';
+import { maskCredentials } from '../text/credentials.mask.js';
+import { republishProperties } from '../message/message.properties.js';
+import { BROKER_DEATH_HEADERS } from './parked-message.headers.js';
+import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
+
+/**
+ * Headers a broker adds when a quorum queue hands a message out again: browsing a parking queue raises them, so they
+ * count browses, not failures. They are left out of a view, of an id and of a replayed copy.
+ */
+export const BROWSE_COUNT_HEADERS: readonly string[] = [BrokerHeader.deliveryCount, BrokerHeader.acquiredCount];
+
+/**
+ * The headers the library writes on a parked copy (see parkedPublishOptions): a replayed copy starts without them,
+ * but for REPLAY_ROUTE_HEADERS.
+ */
+export const PARKING_HEADERS: readonly string[] = [
+  ParkedHeader.reason,
+  ParkedHeader.exceptionMessage,
+  ParkedHeader.exceptionStack,
+  ParkedHeader.originalExchange,
+  ParkedHeader.originalRoutingKey,
+  ParkedHeader.originalQueue,
+  ParkedHeader.retryAttempts,
+  ParkedHeader.parkedAt,
+  ParkedHeader.id,
+  ParkedHeader.deathHistory,
+  ParkedHeader.originalExpiration,
+  ParkedHeader.originalUserId,
+  ParkedHeader.droppedHeaders,
+];
+
+/**
+ * Parking headers a replayed copy keeps: where the message was first published, and the queue it failed in, which
+ * the replay publishes to by name. The transport names a body without its envelope by the publisher's routing key,
+ * which the replayed delivery no longer tells (see core/delivery/replayed-route.reader.ts); parked again, the copy
+ * gets them anew. They count no attempt: a replay still starts afresh.
+ */
+export const REPLAY_ROUTE_HEADERS: readonly string[] = [ParkedHeader.originalExchange, ParkedHeader.originalRoutingKey, ParkedHeader.originalQueue];
+
+/** A parked message as read from the broker. */
+export interface ParkedDelivery {
+  content: Buffer;
+  properties: MessageProperties;
+}
+
+function headersOf(properties: MessageProperties): Record<string, unknown> {
+  const headers: unknown = properties.headers;
+  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : {};
+}
+
+const text = (value: unknown): string => (typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : '');
+
+/** A value JSON can carry: Buffers as base64, bigints as decimal strings, Dates as ISO strings, the rest as is. */
+export function jsonSafe(value: unknown): unknown {
+  if (Buffer.isBuffer(value)) return value.toString('base64');
+  if (typeof value === 'bigint') return value.toString();
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
+  if (Array.isArray(value)) return value.map(jsonSafe);
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonSafe(v)]));
+  return value;
+}
+
+/** The headers that identify a message: all but those a browse raises. */
+function identityHeaders(properties: MessageProperties): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(headersOf(properties)).filter(([key]) => !BROWSE_COUNT_HEADERS.includes(key)));
+}
+
+/**
+ * A parked message's id: its `x-parked-id` (written at park time since this version, unique per park), else, for a
+ * copy parked by an older version, `h-` and a digest of the body and the properties (browse counters left out), which
+ * stays the same from one browse to the next. The message id is not used: publishers reuse it (the same message
+ * failing twice, or none set), and two copies that are byte for byte the same may share a digest id, which is harmless
+ * since either may stand for the other.
+ */
+export function parkedIdOf({ content, properties }: ParkedDelivery): string {
+  const own = headersOf(properties)[ParkedHeader.id];
+  if (typeof own === 'string' && own.length > 0) return own;
+  const { headers: _headers, ...rest } = properties;
+  void _headers;
+  const digest = createHash('sha256')
+    .update(content)
+    .update(JSON.stringify(jsonSafe({ ...rest, headers: identityHeaders(properties) })))
+    .digest('hex');
+  return `h-${digest.slice(0, 24)}`;
+}
+
+function parkedAtOf(value: unknown): Date | undefined {
+  if (typeof value !== 'string') return undefined;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+/**
+ * The headers with the exception texts masked: copies parked by earlier versions (or by other tools) may hold a
+ * `user:password@` that the page, its export and the CLI must not show.
+ */
+function maskedExceptionHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const masked = { ...headers };
+  for (const key of [ParkedHeader.exceptionMessage, ParkedHeader.exceptionStack]) {
+    if (typeof masked[key] === 'string' || Buffer.isBuffer(masked[key])) masked[key] = maskCredentials(text(masked[key]));
+  }
+  return masked;
+}
+
+/** How an operator sees a parked message. `fallbackQueue` is the queue it failed in when its headers do not say. */
+export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallbackQueue = ''): ParkedMessageView {
+  const { content, properties } = delivery;
+  const headers = identityHeaders(properties);
+  const utf8 = isUtf8(content);
+  const { headers: _headers, ...rest } = properties;
+  void _headers;
+  const attempts = headers[ParkedHeader.retryAttempts];
+  const history = headers[ParkedHeader.deathHistory];
+  return {
+    id: parkedIdOf(delivery),
+    queue: text(headers[ParkedHeader.originalQueue]) || fallbackQueue,
+    errorQueue,
+    reason: text(headers[ParkedHeader.reason]),
+    error: maskCredentials(text(headers[ParkedHeader.exceptionMessage])),
+    parkedAt: parkedAtOf(text(headers[ParkedHeader.parkedAt])),
+    attempts: typeof attempts === 'number' ? attempts : undefined,
+    body: content.toString(utf8 ? 'utf8' : 'base64'),
+    bodyEncoding: utf8 ? 'utf8' : 'base64',
+    properties: jsonSafe(Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))) as Record<string, unknown>,
+    headers: jsonSafe(maskedExceptionHeaders(headers)) as Record<string, unknown>,
+    deaths: history === undefined ? [] : (jsonSafe(Array.isArray(history) ? history : [history]) as unknown[]),
+  };
+}
+
+const contains = (haystack: string, needle: string) => haystack.toLowerCase().includes(needle.toLowerCase());
+
+/** Whether a view matches every field the filter sets. */
+export function matchesFilter(view: ParkedMessageView, filter: ParkedFilter = {}): boolean {
+  if (filter.queue !== undefined && view.queue !== filter.queue) return false;
+  if (filter.reason !== undefined && view.reason !== filter.reason) return false;
+  if (filter.error !== undefined && !contains(view.error, filter.error)) return false;
+  if (filter.since !== undefined && (view.parkedAt === undefined || view.parkedAt < filter.since)) return false;
+  if (filter.until !== undefined && (view.parkedAt === undefined || view.parkedAt >= filter.until)) return false;
+  if (filter.text !== undefined && (view.bodyEncoding !== 'utf8' || !contains(view.body, filter.text))) return false;
+  return true;
+}
+
+function countBy(values: readonly string[]): Array<[string, number]> {
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+
+/** Counts by reason and by exception message, largest first (ties by name). */
+export function summarize(views: readonly ParkedMessageView[]): ParkedSummary {
+  return {
+    total: views.length,
+    byReason: countBy(views.map((v) => v.reason)).map(([reason, count]) => ({ reason, count })),
+    byError: countBy(views.map((v) => v.error)).map(([error, count]) => ({ error, count })),
+  };
+}
+
+/** Where and when a copy is replayed, and the content type of an edited body. */
+export interface ReplayTarget {
+  /** The queue the copy is published to by name: the one it failed in. */
+  queue: string;
+  now: Date;
+  contentType?: string;
+}
+
+/**
+ * The properties of a replayed copy: the original properties and the user's headers, without the parking headers and
+ * the broker's death and delivery counters, so that the handler counts its attempts from one again. `x-replayed-at`
+ * says when (kept if the copy is parked again). The route it was first published with stays
+ * (`x-original-exchange`, `x-original-routing-key`), and `x-original-queue` names the queue it goes to: the transport
+ * reads a body without its envelope by that key (REPLAY_ROUTE_HEADERS). The original `expiration` is not restored (it
+ * would have lapsed) and neither is `userId` (the broker refuses another user's).
+ */
+export function replayPublishOptions(properties: MessageProperties, target: ReplayTarget): Options.Publish {
+  const kept = new Set(REPLAY_ROUTE_HEADERS);
+  const dropped = new Set([...PARKING_HEADERS.filter((key) => !kept.has(key)), ...BROKER_DEATH_HEADERS, ...BROWSE_COUNT_HEADERS]);
+  const headers = Object.fromEntries(Object.entries(headersOf(properties)).filter(([key]) => !dropped.has(key)));
+  const options = republishProperties(properties, {
+    ...headers,
+    [ParkedHeader.originalQueue]: target.queue,
+    [ParkedHeader.replayedAt]: target.now.toISOString(),
+  });
+  return target.contentType === undefined ? options : { ...options, contentType: target.contentType };
+}
+
+/** One JSON line of an export (no newline). */
+export const toJsonLine = (view: ParkedMessageView): string => JSON.stringify(view);

@@ -1,0 +1,35 @@
+import { FirstFailureHeader } from '../headers/header.names.js';
+import { movedRoutingKey } from './partition-move.route.js';
+
+const delivered = { exchange: '', routingKey: 'accounts.p5.retry.1s' };
+const rejected = { queue: 'accounts.p5', reason: 'rejected', count: 1, exchange: 'bank', 'routing-keys': ['account.event'] };
+const expired = { queue: 'accounts.p5.retry.1s', reason: 'expired', count: 1, exchange: 'accounts.p5.dlx', 'routing-keys': ['accounts.p5.retry.1s'] };
+
+describe('movedRoutingKey', () => {
+  it('keeps the key of a message that never failed', () => {
+    const fields = { exchange: 'bank', routingKey: 'account.event' };
+    expect(movedRoutingKey({ properties: { headers: {} }, fields }, 'accounts.p5')).toBe('account.event');
+  });
+
+  it("gives a retry back from its tier the publisher's key, not the tier's", () => {
+    const headers = { 'x-death': [expired, rejected] };
+    expect(movedRoutingKey({ properties: { headers }, fields: delivered }, 'accounts.p5')).toBe('account.event');
+  });
+
+  it("gives a first failure moved into a pattern's own tier the key it was published with", () => {
+    const headers = {
+      'x-death': [{ ...expired, queue: 'accounts.p5.retry.100ms' }],
+      [FirstFailureHeader.queue]: 'accounts.p5',
+      [FirstFailureHeader.exchange]: 'bank',
+      [FirstFailureHeader.routingKey]: 'account.audit',
+    };
+    expect(movedRoutingKey({ properties: { headers }, fields: delivered }, 'accounts.p5')).toBe('account.audit');
+  });
+
+  it("reads only the leaving queue's history, and keeps the delivered key when x-death cannot be read", () => {
+    const headers = { 'x-death': [expired, rejected] };
+    expect(movedRoutingKey({ properties: { headers }, fields: delivered }, 'accounts.p2')).toBe(delivered.routingKey);
+    expect(movedRoutingKey({ properties: { headers: { 'x-death': 'forged' } }, fields: delivered }, 'accounts.p5')).toBe(delivered.routingKey);
+    expect(movedRoutingKey({ properties: {}, fields: delivered }, 'accounts.p5')).toBe(delivered.routingKey);
+  });
+});

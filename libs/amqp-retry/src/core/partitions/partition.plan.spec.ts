@@ -1,0 +1,78 @@
+import { resolveHandlerConfig } from '../config/handler.config.js';
+import { resolveModuleConfig } from '../config/module.config.js';
+import type { RetryHandlerOptions } from '../config/retry.options.js';
+import { planRetryTopology } from '../topology/retry-topology.plan.js';
+import { assignPartitions, ownerOf, partitionConfigs } from './partition.plan.js';
+
+const resolve = (options: RetryHandlerOptions) => resolveHandlerConfig(options, resolveModuleConfig(), 'A.b');
+
+describe('partitionConfigs', () => {
+  it('makes one handler per partition: its queue, parking queue, single active consumer and ordering by the key', () => {
+    const parts = partitionConfigs(resolve({ queue: 'acc', exchange: 'bank', routingKey: 'acc.*', partitions: { count: 3, key: { header: 'k' } } }));
+    expect(parts.map((p) => [p.queue, p.errorQueue])).toEqual([
+      ['acc.p0', 'acc.p0.error'],
+      ['acc.p1', 'acc.p1.error'],
+      ['acc.p2', 'acc.p2.error'],
+    ]);
+    for (const [i, p] of parts.entries()) {
+      expect(p).toMatchObject({ exchange: 'acc', exchangeType: 'x-consistent-hash', routingKeys: ['1'], singleActiveConsumer: true });
+      expect(p.partitionOf).toEqual({ queue: 'acc', index: i, count: 3 });
+      expect(p.partitions).toBeUndefined();
+      expect(p.ordering?.whileRetrying).toBe('continue');
+    }
+  });
+
+  it('keeps a named parking queue apart per partition', () => {
+    const parts = partitionConfigs(resolve({ queue: 'acc', errorQueue: 'acc.parked', partitions: { count: 2, key: 'messageId' } }));
+    expect(parts.map((p) => p.errorQueue)).toEqual(['acc.parked.p0', 'acc.parked.p1']);
+  });
+
+  it('plans the hash exchange fed by the handler exchange, and the partition bound with weight 1', () => {
+    const [p0] = partitionConfigs(
+      resolve({ queue: 'acc', exchange: 'bank', routingKey: ['a.*', 'b.#'], partitions: { count: 2, key: { header: 'k' } } }),
+    );
+    const plan = planRetryTopology(p0);
+    expect(plan.exchanges.slice(0, 2)).toEqual([
+      { name: 'bank', type: 'topic' },
+      { name: 'acc', type: 'x-consistent-hash', arguments: { 'hash-header': 'k' } },
+    ]);
+    expect(plan.queues[0]).toMatchObject({ name: 'acc.p0', arguments: { 'x-single-active-consumer': true, 'x-dead-letter-exchange': 'acc.p0.dlx' } });
+    expect(plan.bindings.slice(0, 3)).toEqual([
+      { source: 'bank', destination: 'acc', destinationType: 'exchange', pattern: 'a.*' },
+      { source: 'bank', destination: 'acc', destinationType: 'exchange', pattern: 'b.#' },
+      { source: 'acc', destination: 'acc.p0', destinationType: 'queue', pattern: '1' },
+    ]);
+  });
+
+  it('without an exchange of its own, publishers use the hash exchange named like the queue', () => {
+    const [p0] = partitionConfigs(resolve({ queue: 'acc', partitions: { count: 1, key: 'messageId' } }));
+    const plan = planRetryTopology(p0);
+    expect(plan.exchanges[0]).toEqual({ name: 'acc', type: 'x-consistent-hash', arguments: { 'hash-property': 'message_id' } });
+    expect(plan.bindings.filter((b) => b.destinationType === 'exchange')).toEqual([]);
+  });
+
+  it('leaves a handler without partitions as it is', () => {
+    const config = resolve({ queue: 'plain' });
+    expect(partitionConfigs(config)).toEqual([config]);
+  });
+});
+
+describe('assignPartitions', () => {
+  it('gives every partition to exactly one member, count/k each (or one more), the same from every view', () => {
+    const members = ['c', 'a', 'b'];
+    const shares = members.map((m) => assignPartitions(8, members, m));
+    expect(shares.flat().sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(shares.map((s) => s.length).sort()).toEqual([2, 3, 3]);
+    for (let i = 0; i < 8; i++) expect(shares[members.indexOf(ownerOf(i, members) as string)]).toContain(i);
+  });
+
+  it('alone, a member takes every partition; a member missing from its own view counts itself', () => {
+    expect(assignPartitions(4, [], 'x')).toEqual([0, 1, 2, 3]);
+    expect(assignPartitions(4, ['y'], 'x')).toEqual([0, 2]);
+  });
+
+  it('with more members than partitions, some members hold none', () => {
+    const members = ['a', 'b', 'c'];
+    expect(members.map((m) => assignPartitions(2, members, m))).toEqual([[0], [1], []]);
+  });
+});

@@ -1,0 +1,67 @@
+import type { HandlerConfig } from '../config/handler.config.js';
+
+/** The names of a partitioned handler's queue Q: the exchange that hashes, each partition's queue, and the members' exchange. */
+export const partitionNames = (queue: string) => ({
+  /** The consistent-hash exchange (named like the queue: publish here when the handler has no exchange of its own). */
+  hashExchange: queue,
+  /** Partition `i`'s queue, with its own tiers and parking queue like any handler queue. */
+  partition: (i: number) => `${queue}.p${i}`,
+  /** Where the running instances announce themselves (fanout). */
+  membersExchange: `${queue}.partitions.members`,
+});
+
+/** A partition queue's weight on the hash ring: equal weights spread keys evenly (measured: docs/partitions.md). */
+export const PARTITION_WEIGHT = '1';
+
+/**
+ * The handler configuration of each partition: queue `Q.p<i>`, parking in `Q.p<i>.error` (or `<errorQueue>.p<i>` when
+ * the handler names its parking queue), single active consumer, ordering by the partition key, fed by the hash
+ * exchange, which the handler's own exchange (if any) feeds with the handler's binding keys.
+ */
+export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
+  const partitions = config.partitions;
+  if (partitions === undefined) return [config];
+  const names = partitionNames(config.queue);
+  const ownErrorQueue = config.errorQueue !== `${config.queue}.error`;
+  return Array.from({ length: partitions.count }, (_, index) => {
+    const queue = names.partition(index);
+    return {
+      ...config,
+      queue,
+      errorQueue: ownErrorQueue ? `${config.errorQueue}.p${index}` : `${queue}.error`,
+      exchange: names.hashExchange,
+      exchangeType: 'x-consistent-hash' as const,
+      exchangeArguments: partitions.hashArguments,
+      routingKeys: [PARTITION_WEIGHT],
+      upstream: upstreamOf(config),
+      ordering: partitions.ordering,
+      retryInPlace: partitions.ordering.whileRetrying === 'hold',
+      singleActiveConsumer: true,
+      partitions: undefined,
+      partitionOf: { queue: config.queue, index, count: partitions.count },
+    };
+  });
+}
+
+/**
+ * Which partitions `self` consumes, given the members alive (itself included): members sorted by id, partition i to
+ * member i mod k, so each holds count/k or one more, and every member computes the same answer from the same view.
+ */
+export function assignPartitions(count: number, members: readonly string[], self: string): number[] {
+  const sorted = [...new Set([...members, self])].sort();
+  const at = sorted.indexOf(self);
+  return Array.from({ length: count }, (_, i) => i).filter((i) => i % sorted.length === at);
+}
+
+/** The member that owns partition `index` in this view. */
+export function ownerOf(index: number, members: readonly string[]): string | undefined {
+  const sorted = [...new Set(members)].sort();
+  return sorted.length === 0 ? undefined : sorted[index % sorted.length];
+}
+
+/** The handler's own exchange, which feeds the hash exchange; none when publishers use the hash exchange itself. */
+function upstreamOf(config: HandlerConfig): HandlerConfig['upstream'] {
+  const { exchange, exchangeType, routingKeys } = config;
+  if (exchange === undefined || exchangeType === 'x-consistent-hash') return undefined;
+  return { exchange, exchangeType, routingKeys };
+}

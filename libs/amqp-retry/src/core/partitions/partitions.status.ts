@@ -1,0 +1,26 @@
+/**
+ * What a partitioned handler looks like from one instance, for the page (`api/partitions`), the API
+ * (`RetryEngine.partitions()`) and the metrics. Types only: the page's browser code imports them type-only.
+ */
+
+/** One partition as this instance sees it. */
+export interface PartitionStatus {
+  queue: string;
+  index: number;
+  /** The member that owns it in this instance's view; `mine`: this instance. */
+  owner?: string;
+  mine: boolean;
+  /** Whether this instance consumes it now (it may wait for the previous owner to let go). */
+  consuming: boolean;
+  /** Ready messages and consumers, as the broker last said (each heartbeat); undefined before the first look. */
+  depth?: number;
+  consumers?: number;
+}
+
+/** A partitioned handler as this instance sees it. */
+export interface PartitionsStatus {
+  queue: string;
+  member: string;
+  members: string[];
+  partitions: PartitionStatus[];
+}

@@ -1,0 +1,66 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+
+/** What a partitioned RetryServer's options are checked on: the options themselves, structurally. */
+export interface ServerPartitionsInput {
+  queue: string;
+  partitions?: unknown;
+  exchange?: string;
+  circuitBreaker?: unknown;
+  rateLimit?: unknown;
+}
+
+/**
+ * What a RetryServer (the microservices transport) with `partitions` requires beyond a partitioned handler's rules
+ * (handler.config.ts): an `exchange`, since Nest's ClientRMQ and RetryClient with `queue` send to the queue by name
+ * through the default exchange, which cannot hash, and the partitioned queue's name is its hash exchange's (no queue
+ * has it: those messages would be dropped); and no `circuitBreaker` or `rateLimit`, which on a RetryServer are given
+ * for its own queue (not a module default that partitioned handlers skip), so they would be ignored in silence.
+ * `at(key)` names an option as the user wrote it. No-op without `partitions`.
+ */
+export function checkServerPartitions(options: ServerPartitionsInput, at: (key: string) => string): void {
+  const { queue, partitions, exchange, circuitBreaker, rateLimit } = options;
+  if (partitions === undefined) return;
+  if (exchange === undefined) {
+    throw new RetryConfigError(
+      at('partitions'),
+      'is given without "exchange"',
+      `Nest's ClientRMQ (and RetryClient with "queue") send to the queue by name through the default exchange, which cannot hash, and a partitioned "${queue}" has no queue of that name (its partitions are "${queue}.p0" ...): add exchange, e.g. exchange: '${queue}.in', and publish there: RetryClient({ exchange }), ClientRMQ({ exchange, wildcards: true }), or any AMQP client with the partition key's header (docs/transport.md#partitions).`,
+    );
+  }
+  if (circuitBreaker !== undefined && circuitBreaker !== false) {
+    throw new RetryConfigError(
+      at('circuitBreaker'),
+      'is given together with "partitions"',
+      "A partition's order holds only while one consumer runs it, and an open circuit cancels that consumer: leave circuitBreaker out on a partitioned RetryServer (docs/partitions.md).",
+    );
+  }
+  if (rateLimit !== undefined) {
+    throw new RetryConfigError(
+      at('rateLimit'),
+      'is given together with "partitions"',
+      'The limit is counted per handler queue, and a partitioned queue runs one per partition: leave rateLimit out, or lower prefetch (docs/partitions.md).',
+    );
+  }
+}
+
+/** RabbitMQ's default `channel_max`: the channels one connection may open. */
+const BROKER_CHANNEL_MAX = 2047;
+/** The most channels a partitioned server may need on the consuming connection, leaving room for everything else on it. */
+export const PARTITION_CHANNEL_BUDGET = 1_500;
+
+/**
+ * A partitioned RetryServer's channels when one instance owns every partition (the others stopped or gone): per
+ * partition its consumer and one presence consumer per retry schedule (the server's, and each pattern's with delays
+ * of its own), each on a channel of its own. Past the broker's `channel_max` the channels of the last partitions
+ * cannot open, and those partitions would stay unconsumed while this instance owns them: refused at start, naming
+ * the count that fits. `schedules` counts the server's own.
+ */
+export function checkPartitionChannels(count: number, schedules: number, at: (key: string) => string): void {
+  const channels = count * (schedules + 1);
+  if (channels <= PARTITION_CHANNEL_BUDGET) return;
+  throw new RetryConfigError(
+    at('partitions.count'),
+    `is ${count} with ${schedules} retry schedules (the server's, and ${schedules - 1} of patterns with delays of their own)`,
+    `One instance that owns every partition (its peers stopped or gone) needs a consumer and a channel per schedule for each: ${channels} channels on one connection, near or past RabbitMQ's default channel_max of ${BROKER_CHANNEL_MAX} (the budget here is ${PARTITION_CHANNEL_BUDGET}). Use at most ${Math.floor(PARTITION_CHANNEL_BUDGET / (schedules + 1))} partitions with these schedules, or give fewer patterns delays of their own (docs/transport.md#partitions).`,
+  );
+}

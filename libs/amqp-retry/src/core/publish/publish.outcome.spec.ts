@@ -1,0 +1,55 @@
+import { PublishError } from '../../errors/publish.error.js';
+import { classifyChannelClose, isMissingTarget, publishOutcomeAfterClose, UNROUTABLE_REASON } from './publish.outcome.js';
+
+describe('classifyChannelClose', () => {
+  it('names the missing exchange of a 404', () => {
+    expect(classifyChannelClose("NOT_FOUND - no exchange 'orders.gone' in vhost '/'", 404)).toEqual({
+      reason: "NOT_FOUND - no exchange 'orders.gone' in vhost '/'",
+      code: 404,
+      exchange: 'orders.gone',
+    });
+  });
+
+  it("names the forbidden exchange of a 403, even with a quote in its name or the vhost's", () => {
+    const reason = "ACCESS_REFUSED - access to exchange 'it's.mine' in vhost 'shop's' refused for user 'billing'";
+    expect(classifyChannelClose(reason, 403).exchange).toBe("it's.mine");
+  });
+
+  it('names no exchange for a lost connection or another error', () => {
+    expect(classifyChannelClose(undefined, undefined).exchange).toBeUndefined();
+    expect(classifyChannelClose('PRECONDITION_FAILED - invalid expiration', 406).exchange).toBeUndefined();
+    expect(classifyChannelClose("NOT_FOUND - no queue 'q' in vhost '/'", 404).exchange).toBeUndefined();
+  });
+});
+
+describe('publishOutcomeAfterClose', () => {
+  const missing = classifyChannelClose("NOT_FOUND - no exchange 'gone' in vhost '/'", 404);
+
+  it('fails the publish to the exchange the close names, with the code', () => {
+    expect(publishOutcomeAfterClose(missing, 'gone')).toEqual({
+      action: 'fail',
+      reason: "the broker closed the channel over it (NOT_FOUND - no exchange 'gone' in vhost '/')",
+      code: 404,
+    });
+  });
+
+  it('sends the neighbours again', () => {
+    expect(publishOutcomeAfterClose(missing, 'orders')).toEqual({ action: 'resend' });
+    expect(publishOutcomeAfterClose(missing, '')).toEqual({ action: 'resend' });
+    expect(publishOutcomeAfterClose(classifyChannelClose(undefined, undefined), 'gone')).toEqual({ action: 'resend' });
+  });
+});
+
+describe('isMissingTarget', () => {
+  it('is true for a 404 and for a returned publish, as the confirm publisher words it', () => {
+    expect(isMissingTarget(new PublishError('x', 'k', "NOT_FOUND - no exchange 'x' in vhost '/'", 404))).toBe(true);
+    expect(isMissingTarget(new PublishError('', 'orders.error', UNROUTABLE_REASON))).toBe(true);
+  });
+
+  it('is false for other publish failures and for errors that are not PublishErrors', () => {
+    expect(isMissingTarget(new PublishError('x', 'k', 'the broker nacked it'))).toBe(false);
+    expect(isMissingTarget(new PublishError('x', 'k', 'ACCESS_REFUSED', 403))).toBe(false);
+    expect(isMissingTarget(new Error(UNROUTABLE_REASON))).toBe(false);
+    expect(isMissingTarget(undefined)).toBe(false);
+  });
+});

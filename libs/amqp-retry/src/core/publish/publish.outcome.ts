@@ -1,0 +1,47 @@
+import { PublishError } from '../../errors/publish.error.js';
+
+/** Why a publish failed for good, with the broker's reply code when it closed the channel over it. */
+export interface PublishFailure {
+  reason: string;
+  code?: number;
+}
+
+/** A channel close as far as it concerns publishes: the exchange it names, if any. */
+export interface ChannelClose {
+  reason?: string;
+  code?: number;
+  /** The exchange the broker refused (404 no such exchange, 403 access refused), when the reason names one. */
+  exchange?: string;
+}
+
+/**
+ * Reads a broker's channel-close reason. RabbitMQ names the exchange when it closes a channel over a publish to a
+ * missing one (`NOT_FOUND - no exchange 'x' in vhost '/'`) or a forbidden one (`ACCESS_REFUSED - access to exchange
+ * 'x' in vhost '/' refused for user 'u'`). A close without a reason is a lost connection.
+ */
+export function classifyChannelClose(reason: string | undefined, code: number | undefined): ChannelClose {
+  const named = reason?.match(/(?:no exchange|access to exchange) '((?:[^']|'(?! in vhost))*)' in vhost/);
+  return { reason, code, exchange: named?.[1] };
+}
+
+/**
+ * What a publish whose channel closed before its confirm should do. A close that names the publish's own exchange
+ * was caused by it (or would be by its re-send): it fails with the broker's code. Any other close says nothing about
+ * this publish, which the broker may or may not have routed: it is sent again (at least once, never lost).
+ */
+export function publishOutcomeAfterClose(
+  close: ChannelClose,
+  exchange: string,
+): { action: 'fail'; reason: string; code?: number } | { action: 'resend' } {
+  if (close.exchange !== undefined && close.exchange === exchange) {
+    return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
+  }
+  return { action: 'resend' };
+}
+
+/** Why a mandatory publish failed when the broker returned it: the one wording, written and recognised here. */
+export const UNROUTABLE_REASON = 'no queue is bound to receive it (returned as unroutable)';
+
+/** True when a publish failed because its target queue or exchange is missing (returned, or a 404). */
+export const isMissingTarget = (error: unknown): boolean =>
+  error instanceof PublishError && (error.brokerCode === 404 || error.message.endsWith(UNROUTABLE_REASON));

@@ -1,0 +1,58 @@
+import type { RetryLogger } from '../observe/retry.logger.js';
+
+/**
+ * The library's one masker of credentials, for every URL and every text that leaves the process: log lines,
+ * configuration errors, the CLI's output, the parked-messages page and its export, traces, parked copies.
+ *
+ * Passwords are masked wherever they are written before an `@`, also when they hold characters a URL should have
+ * percent-encoded: a generated password with an unencoded `/`, `@` or `:` makes the URL unparseable (or parse as
+ * something else), so the masker does not parse. It reads `user:password@` as "everything from the first `:` after
+ * the user to the LAST `@` before the next whitespace", which may mask more than the password (a port and a path when
+ * a later `@` follows them), never less.
+ */
+
+/** `scheme://user:password@`: the user may be empty (`redis://:pw@host`); the password runs to the last `@`. */
+const URL_CREDENTIALS = /([a-z][a-z0-9+.-]*:\/\/)([^\s:/]*?):\S*@/gi;
+/** The same in one value (a configured URL): the password runs to the last `@` of the value, whitespace included. */
+const URL_CREDENTIALS_IN_VALUE = /^(\s*[a-z][a-z0-9+.-]*:\/\/)([^\s:/]*?):[\s\S]*@/i;
+/**
+ * `user:password@host` without a scheme (a driver's error quoting its target): a user of URL characters after a
+ * boundary, a password without whitespace or `/` (so that `file:///…/@scope/…` in a stack trace is left alone).
+ */
+const BARE_CREDENTIALS = /(^|[\s"'(<[{=,;])([^\s:@/"'()<>[\]{}=,;]+):(?!\/\/)[^\s/]*@(?=[^\s@/])/gu;
+/** `password=…` and the like, as in query strings and connection strings. */
+const SECRET_PAIRS = /\b(password|passwd|pwd|secret|token|api[-_]?key)=([^&\s]+)/gi;
+
+export const MASK = '***';
+
+/**
+ * Masks every password in a text (or a single URL): `amqp://user:***@host:5672/vh`, `user:***@host`,
+ * `password=***`. Texts without credentials come back unchanged.
+ * @example maskCredentials('amqp://app:pa/ss@rabbit:5672') // 'amqp://app:***@rabbit:5672'
+ */
+export function maskCredentials(text: string): string {
+  if (!text.includes('@') && !text.includes('=')) return text; // the common case costs two scans
+  return text
+    .replace(URL_CREDENTIALS, `$1$2:${MASK}@`)
+    .replace(BARE_CREDENTIALS, (_whole, before: string, user: string) => `${before}${user}:${MASK}@`)
+    .replace(SECRET_PAIRS, `$1=${MASK}`);
+}
+
+/**
+ * Masks one configured value that should be a URL: like maskCredentials, and also a password holding whitespace,
+ * since the whole value is one URL. For configuration errors, which echo what the user gave.
+ * @example maskUrl('amqp://app:two words@rabbit') // 'amqp://app:***@rabbit'
+ */
+export function maskUrl(value: string): string {
+  return maskCredentials(value.replace(URL_CREDENTIALS_IN_VALUE, `$1$2:${MASK}@`));
+}
+
+/** A logger whose every line is masked: what the library logs may quote a URL or an error text. */
+export function maskingLogger(logger: RetryLogger): RetryLogger {
+  return {
+    log: (message) => logger.log(maskCredentials(message)),
+    warn: (message) => logger.warn(maskCredentials(message)),
+    error: (message) => logger.error(maskCredentials(message)),
+    debug: (message) => logger.debug(maskCredentials(message)),
+  };
+}
