@@ -1,5 +1,5 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { planAckFlush } from '../core/ack.batch.js';
+import { planAckFlush } from '../core/delivery/ack.batch.js';
 
 /**
  * Settles the deliveries of one channel, coalescing acks: the acks of one event-loop turn go out together, a run of

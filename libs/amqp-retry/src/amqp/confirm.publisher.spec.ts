@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { AmqpConnection } from './amqp-connection.js';
+import type { AmqpConnection } from './amqp.connection.js';
 import { ConfirmPublisher } from './confirm.publisher.js';
 
 type Callback = (error: unknown) => void;
@@ -61,6 +61,152 @@ describe('ConfirmPublisher after a nack', () => {
     const publisher = new ConfirmPublisher(connection, limits);
     for (const n of [1, 2, 3]) await publisher.publish('', 'q', Buffer.from(String(n)), { mandatory: false });
     expect(channels).toHaveLength(1);
+    await publisher.close();
+  });
+});
+
+/**
+ * A confirm channel that behaves as amqplib's where it matters here: publish() answers false once `room` messages wait
+ * to be written (they are, and 'drain' follows, on flush()); confirms come on confirmAll(); a close first fails every
+ * unconfirmed publish from amqplib's own 'close' listener (registered before any of ours), and publish() then throws.
+ */
+class AmqplibLikeChannel extends EventEmitter {
+  readonly published: string[] = [];
+  private unconfirmed: Callback[] = [];
+  private buffered = 0;
+  private isClosed = false;
+
+  constructor(private readonly room = Infinity) {
+    super();
+    this.on('close', () => {
+      const failing = this.unconfirmed;
+      this.unconfirmed = [];
+      for (const callback of failing) callback(new Error('channel closed'));
+    });
+  }
+
+  publish(_exchange: string, routingKey: string, _content: Buffer, _options: unknown, callback: Callback): boolean {
+    if (this.isClosed) throw new Error('Channel closed');
+    this.published.push(routingKey);
+    this.unconfirmed.push(callback);
+    return ++this.buffered < this.room;
+  }
+
+  flush(): void {
+    this.buffered = 0;
+    this.emit('drain');
+  }
+
+  confirmAll(): void {
+    const confirmed = this.unconfirmed;
+    this.unconfirmed = [];
+    for (const callback of confirmed) callback(undefined);
+  }
+
+  /** The broker closes it: with a 404 naming `exchange`, or (no exchange) as a lost connection does. */
+  shut(exchange?: string): void {
+    if (exchange)
+      this.emit(
+        'error',
+        Object.assign(new Error(`Channel closed by server: 404 (NOT-FOUND) with message "NOT_FOUND - no exchange '${exchange}' in vhost '/'"`), {
+          code: 404,
+        }),
+      );
+    this.isClosed = true;
+    this.emit('close');
+  }
+
+  async close(): Promise<void> {
+    if (!this.isClosed) this.shut();
+  }
+}
+
+function amqplibLike(room = Infinity) {
+  const channels: AmqplibLikeChannel[] = [];
+  const connection = {
+    isConnected: true,
+    createConfirmChannel: async () => {
+      const channel = new AmqplibLikeChannel(room);
+      channels.push(channel);
+      return channel;
+    },
+  } as unknown as AmqpConnection;
+  return { connection, channels };
+}
+
+const settled = (promises: Array<Promise<void>>) =>
+  Promise.allSettled(promises).then((results) => results.map((r) => (r.status === 'fulfilled' ? 'ok' : String((r.reason as Error).message))));
+const until = async (done: () => boolean) => {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('ConfirmPublisher on a channel that closes, fills and drains as amqplib does', () => {
+  it('sends what a lost channel held again on a fresh channel, not against the dead one', async () => {
+    const { connection, channels } = amqplibLike();
+    const publisher = new ConfirmPublisher(connection, limits);
+    const publishes = [1, 2, 3].map((n) => publisher.publish('', `q${n}`, Buffer.from(String(n))));
+    await until(() => channels[0]?.published.length === 3);
+    channels[0].shut(); // as a lost connection does
+    await until(() => channels[1]?.published.length === 3);
+    channels[1].confirmAll();
+    expect(await settled(publishes)).toEqual(['ok', 'ok', 'ok']);
+    expect(channels.map((channel) => channel.published)).toEqual([
+      ['q1', 'q2', 'q3'],
+      ['q1', 'q2', 'q3'],
+    ]);
+    await publisher.close();
+  });
+
+  it('fails only the publish a 404 names; its neighbours go again on a fresh channel (no recursion on the dead one)', async () => {
+    const { connection, channels } = amqplibLike();
+    const publisher = new ConfirmPublisher(connection, limits);
+    const bad = publisher.publish('gone', 'k', Buffer.from('x'));
+    const good = [1, 2].map((n) => publisher.publish('', `q${n}`, Buffer.from(String(n))));
+    const outcomes = settled([bad, ...good]);
+    await until(() => channels[0]?.published.length === 3);
+    channels[0].shut('gone');
+    await until(() => channels[1]?.published.length === 2);
+    channels[1].confirmAll();
+    expect(await outcomes).toEqual([expect.stringContaining("no exchange 'gone'"), 'ok', 'ok']);
+    await publisher.close();
+  });
+
+  it('lets a flood through a buffer of 100 one drain at a time, in order, and settles every publish', async () => {
+    const { connection, channels } = amqplibLike(100);
+    const publisher = new ConfirmPublisher(connection, limits);
+    const first = publisher.publish('', 'q', Buffer.from('0'));
+    await until(() => channels[0]?.published.length === 1);
+    const flood = Array.from({ length: 20_000 }, (_, n) => publisher.publish('', `q${n}`, Buffer.from(String(n))));
+    let drains = 0;
+    while (channels[0].published.length < 20_001 && drains < 1_000) {
+      expect(channels[0].published.length - 1).toBeLessThanOrEqual((drains + 1) * 100); // never past a full buffer
+      channels[0].flush();
+      drains++;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    channels[0].confirmAll();
+    const outcomes = await settled([first, ...flood]);
+    expect(outcomes.filter((o) => o !== 'ok')).toEqual([]);
+    expect(channels[0].published.slice(0, 3)).toEqual(['q', 'q0', 'q1']);
+    expect(drains).toBeGreaterThanOrEqual(199);
+    await publisher.close();
+  });
+
+  it('lets the line go on past a patient publish whose signal aborted while it waited', async () => {
+    const { connection, channels } = amqplibLike(1);
+    const publisher = new ConfirmPublisher(connection, limits);
+    const first = publisher.publish('', 'q0', Buffer.from('0')); // fills the buffer
+    await until(() => channels[0]?.published.length === 1);
+    const abort = new AbortController();
+    const patient = publisher.publish('', 'parked', Buffer.from('p'), {}, { signal: abort.signal, onSlowConfirm: () => undefined });
+    const after = publisher.publish('', 'q1', Buffer.from('1'));
+    abort.abort();
+    channels[0].flush(); // the patient one's turn: it gives up, and the next one is written
+    await until(() => channels[0].published.includes('q1'));
+    channels[0].flush();
+    channels[0].confirmAll();
+    expect(await settled([first, patient, after])).toEqual(['ok', expect.stringContaining('did not confirm it within'), 'ok']);
+    expect(channels[0].published).toEqual(['q0', 'q1']);
     await publisher.close();
   });
 });

@@ -1,11 +1,13 @@
+import { closeWhenOpen } from './channel-close.settler.js';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
-import { type DurationTimer, sleep, startTimer, withinTime } from '../core/duration.timer.js';
-import { errorMessage } from '../core/error-message.js';
-import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose } from '../core/publish-outcome.js';
+import { startTimer, withinTime } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
 import { PublishError } from '../errors/publish.error.js';
-import type { AmqpConnection } from './amqp-connection.js';
-import { findReturnedPublish, type PendingPublish } from './returned-publish.js';
-import { WriteQueue } from './write.queue.js';
+import type { AmqpConnection } from './amqp.connection.js';
+import { findReturnedPublish, type PendingPublish } from './returned-publish.matcher.js';
+import { type QueuedWrite, WriteQueue } from '../core/publish/pending-writes.queue.js';
+import { DeadlineClock, type DeadlineWait } from '../core/time/deadline.clock.js';
 
 interface OpenChannel {
   channel: ConfirmChannel;
@@ -16,6 +18,8 @@ interface OpenChannel {
   closedWithCode?: number;
   /** Publishes wait here while the socket's write buffer is full, instead of piling up in memory. */
   writes: WriteQueue;
+  /** The confirm deadline of each send awaiting its confirm: one timer for the channel. */
+  confirms: DeadlineClock;
 }
 
 /** How publishes behave while the connection is down, blocked or slow. */
@@ -39,9 +43,6 @@ type SendOutcome =
  */
 const MAX_SENDS = 3;
 
-/** How long close() waits for the broker to close a channel: a broker that blocks publishers never answers. */
-const CLOSE_WAIT_MS = 1_000;
-
 /**
  * For publishes that must not be sent twice when the broker is slow (parked copies, forwarded delayed messages): a
  * confirm that takes longer than confirmTimeout is waited for, reported through `onSlowConfirm`, until it comes or
@@ -61,6 +62,10 @@ export interface PublishPatience {
  * code; the others are sent again on a fresh channel (their outcome is unknown: at least once, never lost).
  * A lost connection likewise re-sends once it is back. Every publish is bounded in time: `timeoutMs` in all, and
  * `confirmTimeoutMs` per send, so a broker that blocks publishers gives a clear error instead of a hang.
+ *
+ * Each publish is one record (Publish, below) from the call to its outcome: it waits in the channel's write line, is
+ * the entry of the confirm clock and of the returns' matcher, and holds the caller's resolve and reject. No async
+ * frame of ours is suspended per publish, so a flood of 100,000 holds 100,000 small records and their messages.
  */
 export class ConfirmPublisher {
   private current?: Promise<OpenChannel>;
@@ -78,42 +83,12 @@ export class ConfirmPublisher {
    * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, closed the channel
    * over it, (with `mandatory`, the default) no queue took it, or no confirm came in time.
    */
-  async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, patience?: PublishPatience): Promise<void> {
-    const fail = (reason: string, code?: number) => new PublishError(exchange, routingKey, reason, code);
-    const deadline = Date.now() + this.limits.timeoutMs;
-    const mandatory = options.mandatory ?? true;
-    let lastClose = '';
-    for (let send = 1; ;) {
-      if (this.closed) throw fail('the publisher is closed (the application is shutting down)');
-      const open =
-        this.open ??
-        (await this.ready(deadline).catch((error: unknown) => {
-          throw fail(lastClose ? `${lastClose}; then ${errorMessage(error)}` : errorMessage(error));
-        }));
-      // The turn and the write happen with no await in between (sendOnce writes synchronously), so a burst of
-      // publishes cannot all pass a check before the first write fills the buffer.
-      const turn = open.writes.turn();
-      if (turn) await turn.catch((error: unknown) => Promise.reject(fail(errorMessage(error))));
-      const outcome = await this.sendOnce(open, exchange, routingKey, content, { ...options, mandatory }, patience);
-      switch (outcome.kind) {
-        case 'confirmed':
-          return;
-        case 'failed':
-          throw fail(outcome.failure.reason, outcome.failure.code);
-        case 'timeout':
-          throw fail(
-            `the broker did not confirm it within ${this.limits.confirmTimeoutMs} ms (is it blocking publishers over a memory or disk alarm?); it may or may not have been delivered`,
-          );
-        case 'closed': {
-          const close = classifyChannelClose(outcome.reason, outcome.code);
-          const verdict = publishOutcomeAfterClose(close, exchange);
-          if (verdict.action === 'fail') throw fail(verdict.reason, verdict.code);
-          lastClose = `the channel closed before the broker confirmed it (${outcome.reason ?? 'connection lost'})`;
-          if (close.exchange === undefined && ++send > MAX_SENDS) throw fail(`${lastClose}, ${MAX_SENDS} times`, outcome.code);
-          if (Date.now() >= deadline) throw fail(lastClose, outcome.code);
-        }
-      }
-    }
+  publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, patience?: PublishPatience): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      // The caller's options as they are when they already say `mandatory` (RetryPublisher's do): no copy per publish.
+      const sent = options.mandatory === undefined ? { ...options, mandatory: true } : options;
+      this.attempt(new Publish(this, exchange, routingKey, content, sent, patience, Date.now() + this.limits.timeoutMs, resolve, reject));
+    });
   }
 
   /** Rejects every later publish; closes the channel. Publishes awaiting a confirm settle with the channel. */
@@ -122,64 +97,108 @@ export class ConfirmPublisher {
     const current = this.current;
     this.current = undefined;
     this.open = undefined;
-    const open = await current?.catch(() => undefined);
-    // Already closed with the connection; or never answered by a broker that blocks publishers: the connection's
-    // close then ends it.
-    if (open) await Promise.race([open.channel.close().catch(() => undefined), sleep(CLOSE_WAIT_MS, { unref: true })]);
+    // Already closed with the connection; or still opening, or closing, on a broker that blocks publishers (which
+    // answers neither): the connection's close then ends it.
+    await closeWhenOpen(current?.then((open) => open.channel));
   }
 
-  private async sendOnce(
-    open: OpenChannel,
-    exchange: string,
-    routingKey: string,
-    content: Buffer,
-    options: Options.Publish,
-    patience: PublishPatience | undefined,
-  ): Promise<SendOutcome> {
-    const pending: PendingPublish = { exchange, routingKey, messageId: options.messageId, content, returned: false };
-    if (options.mandatory) open.pending.add(pending);
-    let timer: DurationTimer | undefined;
-    const sentAt = Date.now();
-    const onAbort = () => resolveOutcome?.({ kind: 'timeout' });
-    let resolveOutcome: ((outcome: SendOutcome) => void) | undefined;
-    patience?.signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await new Promise<SendOutcome>((resolve) => {
-        resolveOutcome = resolve;
-        const slow = () => {
-          if (!patience) return resolve({ kind: 'timeout' });
-          patience.onSlowConfirm(Date.now() - sentAt);
-          timer = startTimer(this.limits.confirmTimeoutMs, slow);
-        };
-        timer = startTimer(this.limits.confirmTimeoutMs, slow);
-        if (patience?.signal.aborted) resolve({ kind: 'timeout' });
-        const settle = (error: unknown) => {
-          if (!error) {
-            if (pending.returned) resolve({ kind: 'failed', failure: { reason: 'no queue is bound to receive it (returned as unroutable)' } });
-            else resolve({ kind: 'confirmed' });
-          } else if (errorMessage(error) === 'message nacked') {
-            this.retire(open);
-            resolve({ kind: 'failed', failure: { reason: 'the broker nacked it (a queue at its length limit, or an internal error)' } });
-          } else {
-            resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
-          }
-        };
-        let written = true;
-        try {
-          written = open.channel.publish(exchange, routingKey, content, options, settle);
-        } catch (error) {
-          // amqplib refuses before writing anything: a header table it cannot encode, a closed channel.
-          if (open.closedBecause !== undefined || /closed/i.test(errorMessage(error)))
-            resolve({ kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
-          else resolve({ kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
-        }
-        open.writes.written(written);
-      });
-    } finally {
-      timer?.cancel();
-      patience?.signal.removeEventListener('abort', onAbort);
-      open.pending.delete(pending);
+  /** One send of `publish`: on the open channel at once (or in its write line), else once a channel is open. */
+  private attempt(publish: Publish): void {
+    if (this.closed) return publish.failWith('the publisher is closed (the application is shutting down)');
+    const open = this.open;
+    if (open) return this.writeOrQueue(publish, open);
+    this.ready(publish.deadline).then(
+      (opened) => this.writeOrQueue(publish, opened),
+      (error: unknown) => publish.failWith(publish.lastClose ? `${publish.lastClose}; then ${errorMessage(error)}` : errorMessage(error)),
+    );
+  }
+
+  /** Writes now while the socket's buffer has room, else the publish waits in line (its `go` writes it). */
+  private writeOrQueue(publish: Publish, open: OpenChannel): void {
+    publish.channel = open;
+    if (open.writes.mustWait()) open.writes.enqueue(publish);
+    else this.write(publish, open);
+  }
+
+  /**
+   * One send, settled by whichever comes first: the broker's confirm (or nack, or the channel's close), or the end of
+   * its wait on the channel's confirm clock (one timer per channel, not one per send).
+   * @internal Publish's turn in the write line.
+   */
+  write(publish: Publish, open: OpenChannel): void {
+    const { patience } = publish;
+    if (patience?.signal.aborted) {
+      open.writes.written(true); // nothing written: the next in line goes on
+      return publish.failWith(this.unconfirmedReason());
     }
+    publish.begin(open);
+    if (publish.options.mandatory) open.pending.add(publish);
+    open.confirms.track(publish);
+    if (patience) patience.signal.addEventListener('abort', publish.onAbort(), { once: true });
+    let written = true;
+    try {
+      written = open.channel.publish(publish.exchange, publish.routingKey, publish.content, publish.options, publish.confirmed);
+    } catch (error) {
+      // amqplib refuses before writing anything: a header table it cannot encode, a closed channel.
+      if (open.closedBecause !== undefined || /closed/i.test(errorMessage(error)))
+        this.settle(publish, { kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
+      else this.settle(publish, { kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
+    }
+    open.writes.written(written);
+  }
+
+  /** @internal The broker answered a send (amqplib's callback: no error is an ack). */
+  answered(publish: Publish, error: unknown): void {
+    const open = publish.channel as OpenChannel;
+    if (!error) this.settle(publish, publish.returned ? { kind: 'failed', failure: { reason: UNROUTABLE_REASON } } : { kind: 'confirmed' });
+    else if (errorMessage(error) === 'message nacked') {
+      this.retire(open);
+      this.settle(publish, { kind: 'failed', failure: { reason: 'the broker nacked it (a queue at its length limit, or an internal error)' } });
+    } else this.settle(publish, { kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
+  }
+
+  /** @internal A send's wait on the confirm clock ended: a patient publish waits on, any other times out. */
+  timedOut(publish: Publish, waitedMs: number): boolean {
+    if (!publish.patience) {
+      this.settle(publish, { kind: 'timeout' });
+      return false;
+    }
+    publish.patience.onSlowConfirm(waitedMs);
+    return true;
+  }
+
+  /** @internal What became of one send: the publish resolves, rejects, or is sent again. */
+  settle(publish: Publish, outcome: SendOutcome): void {
+    const open = publish.end();
+    if (!open) return; // settled already (a timeout, then the late confirm)
+    open.confirms.stop(publish);
+    open.pending.delete(publish);
+    const { exchange, routingKey } = publish;
+    switch (outcome.kind) {
+      case 'confirmed':
+        return publish.resolve();
+      case 'failed':
+        return publish.reject(new PublishError(exchange, routingKey, outcome.failure.reason, outcome.failure.code));
+      case 'timeout':
+        return publish.failWith(this.unconfirmedReason());
+      case 'closed': {
+        const close = classifyChannelClose(outcome.reason, outcome.code);
+        const verdict = publishOutcomeAfterClose(close, exchange);
+        if (verdict.action === 'fail') return publish.reject(new PublishError(exchange, routingKey, verdict.reason, verdict.code));
+        publish.lastClose = `the channel closed before the broker confirmed it (${outcome.reason ?? 'connection lost'})`;
+        if (close.exchange === undefined && ++publish.sends > MAX_SENDS)
+          return publish.reject(new PublishError(exchange, routingKey, `${publish.lastClose}, ${MAX_SENDS} times`, outcome.code));
+        if (Date.now() >= publish.deadline) return publish.reject(new PublishError(exchange, routingKey, publish.lastClose, outcome.code));
+        // Sent again once the close has run its course: amqplib fails a closing channel's publishes from its own
+        // 'close' listener, before ours forgets the channel (and before the connection's close, if it goes too).
+        queueMicrotask(() => this.attempt(publish));
+        return;
+      }
+    }
+  }
+
+  private unconfirmedReason(): string {
+    return `the broker did not confirm it within ${this.limits.confirmTimeoutMs} ms (is it blocking publishers over a memory or disk alarm?); it may or may not have been delivered`;
   }
 
   /**
@@ -219,7 +238,12 @@ export class ConfirmPublisher {
   private channel(): Promise<OpenChannel> {
     if (this.current) return this.current;
     const opening = this.connection.createConfirmChannel().then((channel) => {
-      const open: OpenChannel = { channel, pending: new Set(), writes: new WriteQueue(this.limits.timeoutMs) };
+      const open: OpenChannel = {
+        channel,
+        pending: new Set(),
+        writes: new WriteQueue(this.limits.timeoutMs),
+        confirms: new DeadlineClock(this.limits.confirmTimeoutMs),
+      };
       channel.on('drain', () => open.writes.drained());
       channel.on('return', (message: Message) => {
         const publish = findReturnedPublish(open.pending, message);
@@ -230,9 +254,10 @@ export class ConfirmPublisher {
         if (typeof error.code === 'number') open.closedWithCode = error.code;
       });
       channel.on('close', () => {
-        open.writes.closed();
+        // Forgotten first: the publishes the line lets go now must find no open channel here.
         if (this.open === open) this.open = undefined;
         if (this.current === opening) this.current = undefined;
+        open.writes.closed();
       });
       this.open = open;
       return open;
@@ -242,5 +267,88 @@ export class ConfirmPublisher {
       if (this.current === opening) this.current = undefined;
     });
     return opening;
+  }
+}
+
+/**
+ * One publish from the call to its outcome (see ConfirmPublisher): the message, where its send stands, and the
+ * caller's resolve and reject. It is its own entry in the write line (QueuedWrite), the confirm clock (DeadlineWait)
+ * and the returns' matcher (PendingPublish).
+ */
+class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
+  readonly messageId?: string;
+  /** Marked by a basic.return of this send (mandatory: no queue took it); its ack follows. */
+  returned = false;
+  /** How many sends closed under it without naming its exchange, this one included. */
+  sends = 1;
+  /** Why its last send ended with the channel, for the error when it cannot be sent again. */
+  lastClose = '';
+  /** The channel of its current (or next) send; undefined while no send is under way. */
+  channel?: OpenChannel;
+  sentAt = 0;
+  due = 0;
+  private sending = false;
+  private abortListener?: () => void;
+  /** amqplib's callback for this publish's sends; made at the first send, so that a publish waiting in line holds none. */
+  private callback?: (error: unknown) => void;
+
+  constructor(
+    private readonly publisher: ConfirmPublisher,
+    readonly exchange: string,
+    readonly routingKey: string,
+    readonly content: Buffer,
+    readonly options: Options.Publish,
+    readonly patience: PublishPatience | undefined,
+    /** When the whole publish gives up (publishTimeout from the call). */
+    readonly deadline: number,
+    readonly resolve: () => void,
+    readonly reject: (error: Error) => void,
+  ) {
+    this.messageId = options.messageId;
+  }
+
+  /** Its turn in the write line came. */
+  go(): void {
+    this.publisher.write(this, this.channel as OpenChannel);
+  }
+
+  /** The write line gave up on it (a buffer that stayed full). */
+  fail(error: Error): void {
+    this.failWith(errorMessage(error));
+  }
+
+  failWith(reason: string): void {
+    this.reject(new PublishError(this.exchange, this.routingKey, reason));
+  }
+
+  onTimeout(waitedMs: number): boolean {
+    return this.publisher.timedOut(this, waitedMs);
+  }
+
+  /** A send starts on `open`. */
+  begin(open: OpenChannel): void {
+    this.channel = open;
+    this.returned = false;
+    this.sending = true;
+  }
+
+  /** amqplib's callback for this publish's sends (the broker's confirm, nack, or the channel's close). */
+  get confirmed(): (error: unknown) => void {
+    return (this.callback ??= (error) => this.publisher.answered(this, error));
+  }
+
+  /** The listener that ends this send when its patience's signal aborts. */
+  onAbort(): () => void {
+    this.abortListener = () => this.publisher.settle(this, { kind: 'timeout' });
+    return this.abortListener;
+  }
+
+  /** The send is over: its channel, or undefined if it was over already (a second outcome changes nothing). */
+  end(): OpenChannel | undefined {
+    if (!this.sending) return undefined;
+    this.sending = false;
+    if (this.abortListener) this.patience?.signal.removeEventListener('abort', this.abortListener);
+    this.abortListener = undefined;
+    return this.channel;
   }
 }

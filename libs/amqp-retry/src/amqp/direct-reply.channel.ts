@@ -1,5 +1,6 @@
+import { closeWhenOpen } from './channel-close.settler.js';
 import type { Channel, ConsumeMessage, Options } from 'amqplib';
-import { errorMessage } from '../core/error-message.js';
+import { errorMessage } from '../core/text/error-message.format.js';
 
 /** RabbitMQ's direct reply-to: a pseudo-queue consumed without acks on the channel that publishes the requests. */
 export const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
@@ -35,7 +36,7 @@ export class DirectReplyChannel {
   async close(): Promise<void> {
     const channel = this.channel;
     this.channel = undefined;
-    await channel?.then((c) => c.close()).catch(() => undefined);
+    await closeWhenOpen(channel); // at most CLOSE_WAIT_MS: a blocked connection answers no channel.open
   }
 
   private ready(): Promise<Channel> {
@@ -62,7 +63,7 @@ export class DirectReplyChannel {
       await channel.consume(DIRECT_REPLY_QUEUE, (message) => message && this.listener.reply(message), { noAck: true });
     } catch (error) {
       await channel.close().catch(() => undefined);
-      throw new Error(`could not consume ${DIRECT_REPLY_QUEUE}: ${errorMessage(error)}`);
+      throw new Error(`could not consume ${DIRECT_REPLY_QUEUE}: ${errorMessage(error)}`, { cause: error });
     }
     return channel;
   }

@@ -1,13 +1,18 @@
 import { setMaxListeners } from 'node:events';
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { DeliveryGate, type GatePass } from '../core/delivery.gate.js';
-import { type DurationTimer, startTimer } from '../core/duration.timer.js';
-import { errorMessage } from '../core/error-message.js';
-import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
-import type { RetryLogger } from '../core/retry-logger.js';
-import type { ObserverHub } from '../observability/observer-hub.js';
+import { DeliveryGate, type GatePass } from '../core/delivery/delivery.gate.js';
+import { type DurationTimer, startTimer } from '../core/time/duration.timer.js';
+import { classifyConsumerLoss, type ConsumerLossEvent, type ConsumerLossVerdict } from '../core/connection/consumer-loss.classifier.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
 import { AckBatcher } from './ack.batcher.js';
-import type { AmqpConnection } from './amqp-connection.js';
+import type { AmqpConnection } from './amqp.connection.js';
+import { queueExists } from './queue-exists.probe.js';
+
+/** The least time between two resumptions at once after a lost consumer; a quicker loss resumes with backoff. */
+const QUICK_RESUME_SPACING_MS = 1000;
 
 /** Settles one delivery on the channel that delivered it. */
 export interface Settle {
@@ -49,10 +54,15 @@ interface Subscription {
   passes: Set<GatePass>;
   /** Its deliveries not settled yet (running or waiting for the gate); `idle` wakes those waiting for none. */
   unsettled: number;
+  /** When each of them was delivered, for the age of the oldest (a consumer timeout's log line). */
+  held: Set<Delivery>;
   idle: Array<() => void>;
   consumerTag?: string;
   /** Prefetch 1 while suspects are about (quorum): a crash then finds only the suspect unsettled. */
   careful: boolean;
+  /** The pace of the consumer subscribed now, and whether a change waits for the channel to hold no delivery. */
+  subscribedCareful?: boolean;
+  paceSwitchPending?: boolean;
 }
 
 /**
@@ -76,12 +86,19 @@ export class QueueConsumer {
   private starting?: Promise<void>;
   private switching: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Set by handOver(): deliveries it does not admit are left unstarted, for the broker to requeue. */
+  private admitOnly?: (message: ConsumeMessage) => boolean;
   private resumeAttempt = 0;
   private resumeTimer?: DurationTimer;
+  private lastQuickResume = 0;
   private readonly gate: DeliveryGate;
   /** Handlers running or waiting for the gate, across channels; `idle` wakes those waiting for them to finish. */
   private inFlight = 0;
   private readonly idle: Array<() => void> = [];
+  /** Not consuming on purpose (the queue is paused, or its circuit open): the channel stays, across reconnections too. */
+  private held = false;
+  /** The prefetch while not careful: the configured one, or another set by release() (a circuit's trial calls). */
+  private pace?: number;
 
   constructor(
     private readonly options: QueueConsumerOptions,
@@ -94,9 +111,61 @@ export class QueueConsumer {
     return this.options.queue;
   }
 
+  /** Deliveries taken and not yet settled (handlers running or waiting for the gate): the page's "in flight". */
+  get inFlightCount(): number {
+    return this.inFlight;
+  }
+
   /** True while a channel consumes the queue. */
   get isConsuming(): boolean {
     return this.subscription?.consumerTag !== undefined;
+  }
+
+  /** True while held by hold(): not consuming on purpose. */
+  get isHeld(): boolean {
+    return this.held;
+  }
+
+  /**
+   * Stops taking deliveries (basic.cancel) and stays so, across reconnections, until release(). The channel stays
+   * open: deliveries in flight finish and settle on it. The cancel goes out at once, before any settlement that
+   * follows the call, so a settlement cannot make room for one more delivery.
+   */
+  hold(reason: string): void {
+    if (this.held) return;
+    this.held = true;
+    const subscription = this.subscription;
+    const tag = subscription?.consumerTag;
+    if (!subscription || tag === undefined) return;
+    subscription.consumerTag = undefined;
+    subscription.channel.cancel(tag).catch(() => undefined); // a dead channel has no consumer left either
+    this.down(reason);
+  }
+
+  /**
+   * Consumes again after hold(), at `prefetch` (default: the configured one); while consuming at another prefetch,
+   * subscribes again at this one (a prefetch applies to consumers subscribed after it is set).
+   */
+  release(prefetch: number = this.options.prefetch): void {
+    const changed = prefetch !== (this.pace ?? this.options.prefetch);
+    this.pace = prefetch === this.options.prefetch ? undefined : prefetch;
+    if (!this.held && !changed) return;
+    this.held = false;
+    this.switching = this.switching.then(async () => {
+      await this.starting?.catch(() => undefined); // an open() in progress subscribes by itself
+      const subscription = this.subscription;
+      if (!subscription || this.stopped || this.held) return; // no channel: start() subscribes once there is one
+      try {
+        if (subscription.consumerTag !== undefined) {
+          const tag = subscription.consumerTag;
+          subscription.consumerTag = undefined;
+          await subscription.channel.cancel(tag);
+        }
+        if (this.subscription === subscription && !this.stopped && !this.held) await this.subscribe(subscription);
+      } catch {
+        // the channel died meanwhile: its close handler takes over
+      }
+    });
   }
 
   /** Opens a channel and consumes; does nothing while one is open or opening, or after stop(). */
@@ -108,17 +177,18 @@ export class QueueConsumer {
 
   private async open(): Promise<void> {
     const { connection, queue } = this.options;
-    const channel = await connection.createChannel(`queue "${queue}"`);
+    const channel = await connection.createChannel(`queue "${queue}"`, true); // its loss is logged here, once, with its cause
     const abort = new AbortController();
     // One signal is shared by every delivery of the channel, and handlers (and the parker) listen to it: up to
     // `prefetch` listeners is normal, not the leak Node warns about past 10.
     setMaxListeners(0, abort.signal);
     const subscription: Subscription = {
       channel,
-      batcher: new AckBatcher(channel, (error) => this.dropped(error)),
+      batcher: new AckBatcher(channel, (error) => this.dropped(subscription, error)),
       abort,
       passes: new Set(),
       unsettled: 0,
+      held: new Set(),
       idle: [],
       careful: this.options.isSuspect !== undefined,
     };
@@ -128,17 +198,22 @@ export class QueueConsumer {
     channel.on('close', () => this.onChannelClosed(subscription, brokerReason));
     if (this.stopped) return void (await channel.close().catch(() => undefined));
     this.subscription = subscription;
-    await this.subscribe(subscription);
+    if (!this.held) await this.subscribe(subscription);
     if (this.stopped) return this.closeChannel(subscription); // stop() ran meanwhile: leave no orphan consumer
     this.resumeAttempt = 0;
   }
 
   private async subscribe(subscription: Subscription): Promise<void> {
     const { channel, careful } = subscription;
-    await channel.prefetch(careful ? 1 : this.options.prefetch);
+    subscription.subscribedCareful = careful;
+    await channel.prefetch(careful ? 1 : (this.pace ?? this.options.prefetch));
     const { consumerTag } = await channel.consume(this.options.queue, (message) => this.track(subscription, message, careful), { noAck: false });
     subscription.consumerTag = consumerTag;
     if (this.stopped) return void (await channel.cancel(consumerTag).catch(() => undefined)); // stop() came while we subscribed
+    if (this.held) {
+      subscription.consumerTag = undefined; // hold() came while we subscribed
+      return void (await channel.cancel(consumerTag).catch(() => undefined));
+    }
     if (this.options.observers?.active) this.options.observers.emit('consumerUp', { queue: this.options.queue });
   }
 
@@ -173,6 +248,41 @@ export class QueueConsumer {
     if (subscription) await this.closeChannel(subscription);
   }
 
+  /**
+   * Gives the queue up to another consumer (a partition moving to another instance) without two of them ever handling
+   * its messages at once: the subscription stays, so a single-active-consumer queue keeps delivering here and nowhere
+   * else; no delivery starts any more; the deliveries' signal aborts at once, so those waiting (for their key's turn,
+   * for a retry in place) give up unsettled; the handlers running finish and settle for up to `timeoutMs`; then the
+   * channel closes without a cancel first, so the broker requeues what was not settled in its places and only then
+   * activates the next consumer. After the timeout, handlers still running are abandoned (their messages are
+   * redelivered to the next consumer). The consumer is finished afterwards, like after stop().
+   */
+  async handOver(timeoutMs: number): Promise<void> {
+    this.stopped = true;
+    this.admitOnly = () => false;
+    if (this.subscription) abort(this.subscription, 'the queue is handed over to another consumer');
+    this.resumeTimer?.cancel();
+    this.resumeTimer = undefined;
+    await this.starting?.catch(() => undefined);
+    await this.switching;
+    const subscription = this.subscription;
+    let timer: DurationTimer | undefined;
+    const timedOut = await Promise.race([
+      this.whenIdle().then(() => false),
+      new Promise<boolean>((resolve) => (timer = startTimer(timeoutMs, () => resolve(true)))),
+    ]);
+    timer?.cancel();
+    if (timedOut) {
+      this.options.logger.warn(
+        `"${this.options.queue}": ${this.inFlight} handler(s) still running after ${timeoutMs} ms of handing over; closing, their messages will be redelivered`,
+      );
+    }
+    if (subscription) {
+      if (subscription.consumerTag) this.down('handed over to another consumer');
+      await this.closeChannel(subscription);
+    }
+  }
+
   private async closeChannel(subscription: Subscription): Promise<void> {
     subscription.batcher.flush();
     if (this.subscription === subscription) this.subscription = undefined;
@@ -183,11 +293,14 @@ export class QueueConsumer {
   private track(subscription: Subscription, message: ConsumeMessage | null, carefully: boolean): void {
     if (message === null) return this.onCancelled(subscription);
     subscription.batcher.delivered(message);
+    if (this.admitOnly && !this.admitOnly(message)) return; // handing over: the channel's close requeues it
     const suspect = this.options.isSuspect?.(message) ?? false;
-    if (!this.stopped && (suspect ? !subscription.careful : subscription.careful && carefully)) this.changePace(subscription, suspect);
     this.inFlight++;
     subscription.unsettled++;
     const delivery = new Delivery(message, subscription.batcher);
+    subscription.held.add(delivery);
+    // After counting it: the change of pace waits until the channel holds no delivery, this one included.
+    if (!this.stopped && (suspect ? !subscription.careful : subscription.careful && carefully)) this.changePace(subscription, suspect);
     // The usual case runs at once, without a promise of its own: this is every message's path.
     const pass = this.gate.tryEnter(suspect);
     if (pass) this.begin(subscription, delivery, pass);
@@ -196,7 +309,7 @@ export class QueueConsumer {
 
   /** A delivery whose channel died while it waited is not handled: the broker redelivers it. */
   private begin(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
-    if (subscription.abort.signal.aborted) this.finish(subscription, pass);
+    if (subscription.abort.signal.aborted) this.finish(subscription, delivery, pass);
     else this.run(subscription, delivery, pass);
   }
 
@@ -211,16 +324,17 @@ export class QueueConsumer {
     }
     // Promise.resolve: a handler from JavaScript that returns a plain value must still finish, not throw here.
     Promise.resolve(running).then(
-      () => this.finish(subscription, pass),
+      () => this.finish(subscription, delivery, pass),
       (error: unknown) => {
         this.options.logger.error(`Unexpected failure handling a message from "${this.options.queue}": ${errorMessage(error)}`);
-        this.finish(subscription, pass);
+        this.finish(subscription, delivery, pass);
       },
     );
   }
 
   /** A delivery's handler returned (or its channel died while it waited for the gate): its place and counts are free. */
-  private finish(subscription: Subscription, pass: GatePass): void {
+  private finish(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    subscription.held.delete(delivery);
     subscription.passes.delete(pass);
     pass.leave();
     if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();
@@ -232,45 +346,109 @@ export class QueueConsumer {
     return this.inFlight === 0 ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
   }
 
-  /** Re-subscribes at prefetch 1 (a suspect came) or at full prefetch (the suspects are through). */
+  /**
+   * Re-subscribes at prefetch 1 (a suspect came) or at full prefetch (the suspects are through), once the channel
+   * holds no delivery: a consumer cancelled while it holds deliveries is one the broker can no longer tell of a
+   * consumer timeout (RabbitMQ 4.3 then closes the channel and still delivers on it, which costs amqplib the whole
+   * connection). Until then the gate keeps a suspect alone.
+   */
   private changePace(subscription: Subscription, careful: boolean): void {
     subscription.careful = careful;
+    if (subscription.paceSwitchPending) return; // the pending switch reads `careful` when it runs
+    subscription.paceSwitchPending = true;
+    const whenIdle = (): void => {
+      if (subscription.unsettled > 0) return void subscription.idle.push(whenIdle);
+      subscription.paceSwitchPending = false;
+      this.switchPace(subscription);
+    };
+    whenIdle();
+  }
+
+  private switchPace(subscription: Subscription): void {
     this.switching = this.switching.then(async () => {
-      if (this.subscription !== subscription || this.stopped || subscription.careful !== careful) return;
+      if (this.subscription !== subscription || this.stopped || this.held || subscription.subscribedCareful === subscription.careful) return;
       try {
         if (subscription.consumerTag) await subscription.channel.cancel(subscription.consumerTag);
         subscription.consumerTag = undefined;
-        if (this.subscription === subscription && !this.stopped) await this.subscribe(subscription);
+        if (this.subscription === subscription && !this.stopped && !this.held) await this.subscribe(subscription);
       } catch {
         // the channel died meanwhile: its close handler takes over
       }
     });
   }
 
-  private dropped(error: unknown): void {
-    this.options.logger.warn(
-      `Dropped a settlement for "${this.options.queue}" on a closed channel (${errorMessage(error)}); the broker redelivers the message`,
-    );
+  /** A settlement on a closed channel: expected (and already told) when the channel's deliveries were lost. */
+  private dropped(subscription: Subscription, error: unknown): void {
+    const line = `Dropped a settlement for "${this.options.queue}" on a closed channel (${errorMessage(error)}); the broker redelivers the message`;
+    if (subscription.abort.signal.aborted) this.options.logger.debug(line);
+    else this.options.logger.warn(line);
+  }
+
+  /** What the consumer knows of a loss of its channel's deliveries, for classifyConsumerLoss. */
+  private lossOf(subscription: Subscription, event: ConsumerLossEvent['event']): ConsumerLossEvent {
+    let oldest: number | undefined;
+    for (const delivery of subscription.held) oldest = Math.min(oldest ?? delivery.at, delivery.at);
+    const oldestHeldMs = oldest === undefined ? undefined : Date.now() - oldest;
+    return { event, queue: this.options.queue, unsettled: subscription.unsettled, oldestHeldMs };
   }
 
   private onChannelClosed(subscription: Subscription, brokerReason: string | undefined): void {
+    const verdict = classifyConsumerLoss({ ...this.lossOf(subscription, 'channel-closed'), brokerReason });
     abort(subscription, `the channel consuming "${this.options.queue}" closed${brokerReason ? ` (${brokerReason})` : ''}`);
     if (this.subscription !== subscription) return;
     this.subscription = undefined;
     this.down(brokerReason ?? 'the connection closed');
-    if (brokerReason === undefined) return; // it died with the connection, whose recovery restarts us
-    this.scheduleResume(`The broker closed the channel consuming "${this.options.queue}" (${brokerReason})`);
+    this.resumeAfter(verdict); // after a lost connection, its recovery restarts us
   }
 
-  /** The consumer was cancelled by the broker: the old channel settles what it delivered, a new one takes over. */
+  /**
+   * The broker cancelled the consumer: the queue was deleted, or (RabbitMQ 4.3, quorum queues) a consumer timeout
+   * expired and took the unsettled deliveries back. Their handlers are told through their signal. The channel stays
+   * open until they return (closing a channel the broker may still deliver on can cost the whole connection), with a
+   * `basic.cancel` of our own, so that the broker forgets the consumer too (4.3 keeps a timed-out one and cancels it
+   * again later, which amqplib would not know); a fresh channel takes over.
+   */
   private onCancelled(subscription: Subscription): void {
     if (this.subscription !== subscription) return;
     this.subscription = undefined;
+    const tag = subscription.consumerTag;
     subscription.consumerTag = undefined;
     this.down('the broker cancelled the consumer');
-    const idle = subscription.unsettled === 0 ? Promise.resolve() : new Promise<void>((resolve) => subscription.idle.push(resolve));
-    void idle.then(() => this.closeChannel(subscription));
-    this.scheduleResume(`The broker cancelled the consumer of "${this.options.queue}" (was the queue deleted?)`);
+    const loss = this.lossOf(subscription, 'cancelled');
+    if (loss.unsettled > 0) abort(subscription, `the broker cancelled the consumer of "${this.options.queue}" and took its deliveries back`);
+    void this.retire(subscription, tag);
+    const { connection, queue } = this.options;
+    void queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)
+      .catch(() => undefined)
+      .then((exists) => this.resumeAfter(classifyConsumerLoss({ ...loss, queueExists: exists })));
+  }
+
+  /**
+   * Retires a channel whose consumer the broker cancelled: our own `basic.cancel` first (the broker then delivers
+   * nothing more on it), then its deliveries are given back (`nack` with requeue; the broker ignores it for those it
+   * took back already) and the channel closes. Left unsettled, they would keep the channel's own consumer-timeout
+   * check busy (RabbitMQ 4.3 runs one on the channel besides the queue's), which closes the channel while the queue
+   * still delivers on it: amqplib then drops the whole connection. Their handlers run on, with aborted signals; what
+   * they settle later is dropped.
+   */
+  private async retire(subscription: Subscription, tag: string | undefined): Promise<void> {
+    if (tag) await subscription.channel.cancel(tag).catch(() => undefined);
+    for (const delivery of subscription.held) delivery.giveBack();
+    await this.closeChannel(subscription);
+  }
+
+  /** Logs the loss's one line and consumes again: at once on a fresh channel, or after declaring again, with backoff. */
+  private resumeAfter(verdict: ConsumerLossVerdict): void {
+    if (verdict.resume === 'connection' || this.stopped) return;
+    // At once, but never in a loop: a consumer cancelled again within a second waits with backoff.
+    const quick = verdict.resume === 'at-once' && Date.now() - this.lastQuickResume >= QUICK_RESUME_SPACING_MS;
+    if (!quick) return this.scheduleResume(verdict.line);
+    this.lastQuickResume = Date.now();
+    if (verdict.level === 'warn') this.options.logger.warn(verdict.line);
+    else this.options.logger.error(verdict.line);
+    this.start().catch((error: unknown) => {
+      if (this.options.connection.isConnected) this.scheduleResume(`Could not resume consuming "${this.options.queue}": ${errorMessage(error)}`);
+    });
   }
 
   private down(reason: string): void {
@@ -295,17 +473,30 @@ export class QueueConsumer {
 
 /** One delivery and how it is settled: on the channel that delivered it, through its batcher. */
 class Delivery implements Settle {
+  readonly at = Date.now();
+  /** Settled once: a second settlement of a delivery tag would make the broker close the channel. */
+  private settled = false;
+
   constructor(
     readonly message: ConsumeMessage,
     private readonly batcher: AckBatcher,
   ) {}
 
   ack(): void {
+    if (this.settled) return;
+    this.settled = true;
     this.batcher.ack(this.message);
   }
 
   nack(requeue: boolean): void {
+    if (this.settled) return;
+    this.settled = true;
     this.batcher.nack(this.message, requeue);
+  }
+
+  /** Gives the delivery back to the broker before its handler is done (its handler's settlement then counts for nothing). */
+  giveBack(): void {
+    this.nack(true);
   }
 }
 

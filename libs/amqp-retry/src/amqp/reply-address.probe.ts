@@ -1,3 +1,4 @@
+import { closeWhenOpen } from './channel-close.settler.js';
 import type { Channel } from 'amqplib';
 
 /**
@@ -32,6 +33,6 @@ export class ReplyAddressProbe {
     this.closed = true;
     const channel = this.channel;
     this.channel = undefined;
-    await channel?.then((c) => c.close()).catch(() => undefined);
+    await closeWhenOpen(channel); // at most CLOSE_WAIT_MS: a blocked connection answers no channel.open
   }
 }

@@ -1,7 +1,8 @@
 import type { Channel } from 'amqplib';
-import type { BindingDeclaration, TopologyPlan } from '../core/topology.types.js';
+import type { BindingDeclaration, TopologyPlan } from '../core/topology/topology.types.js';
+import { declaredQueueType, nextTypeProbe, queueTypeMismatch, type QueueTypeMismatch } from '../core/topology/queue-type.mismatch.js';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
-import type { AmqpConnection } from './amqp-connection.js';
+import type { AmqpConnection } from './amqp.connection.js';
 
 const PRECONDITION_FAILED = 406;
 
@@ -9,14 +10,66 @@ function isAmqpError(error: unknown, code: number): error is Error & { code: num
   return error instanceof Error && (error as { code?: unknown }).code === code;
 }
 
-async function step<T>(kind: 'queue' | 'exchange', name: string, run: () => Promise<T>): Promise<T> {
+const refusalText = (error: Error) => error.message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, '');
+
+/**
+ * `args`: what the queue or exchange is declared with. A 406 becomes a TopologyMismatchError; for a queue whose type
+ * differs from the configured one, the error names both types (see findTypeMismatch).
+ */
+async function step<T>(
+  connection: AmqpConnection,
+  kind: 'queue' | 'exchange',
+  name: string,
+  args: Readonly<Record<string, unknown>> | undefined,
+  run: () => Promise<T>,
+): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (isAmqpError(error, PRECONDITION_FAILED))
-      throw new TopologyMismatchError(kind, name, error.message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, ''));
-    throw error;
+    if (!isAmqpError(error, PRECONDITION_FAILED)) throw error;
+    const brokerMessage = refusalText(error);
+    const configured = kind === 'queue' ? declaredQueueType(args) : undefined;
+    const types = configured && args && (await findTypeMismatch(connection, name, configured, args, brokerMessage).catch(() => undefined));
+    throw new TopologyMismatchError(kind, name, brokerMessage, types);
   }
+}
+
+const MAX_TYPE_PROBES = 8;
+
+/**
+ * The queue's real type when it differs from the configured one. The broker names the type in its refusal only when
+ * the type is the first argument that differs in its order of checks; otherwise (a queue made quorum by an earlier
+ * configuration differs first in `x-dead-letter-strategy`) the declaration is tried again on channels of its own,
+ * each time with the refused argument as the queue has it, until the refusal names the type or the declaration is
+ * accepted (the type is the same; an equivalent declaration changes nothing). Runs only on a start that fails anyway.
+ */
+async function findTypeMismatch(
+  connection: AmqpConnection,
+  name: string,
+  configured: 'classic' | 'quorum',
+  args: Readonly<Record<string, unknown>>,
+  brokerMessage: string,
+): Promise<QueueTypeMismatch | undefined> {
+  let refusal = brokerMessage;
+  let probe: Record<string, unknown> | undefined = { ...args };
+  for (let tries = 0; tries < MAX_TYPE_PROBES; tries++) {
+    const found = queueTypeMismatch(configured, refusal);
+    if (found) return found;
+    probe = nextTypeProbe(probe, refusal);
+    if (!probe) return undefined;
+    const channel = await connection.createChannel('queue type check', true);
+    try {
+      await channel.checkQueue(name); // never create it: should it be gone now, there is nothing to compare
+      await channel.assertQueue(name, { durable: true, arguments: probe });
+      return undefined; // accepted: the type is the configured one, other arguments differ
+    } catch (error) {
+      if (!isAmqpError(error, PRECONDITION_FAILED)) return undefined;
+      refusal = refusalText(error);
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+  }
+  return undefined;
 }
 
 const bind = (channel: Channel, b: BindingDeclaration) =>
@@ -30,10 +83,12 @@ export async function declareTopology(connection: AmqpConnection, plan: Topology
   const channel = await connection.createChannel('topology declaration', true);
   try {
     for (const e of plan.exchanges) {
-      await step('exchange', e.name, () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments }));
+      await step(connection, 'exchange', e.name, e.arguments, () =>
+        channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments }),
+      );
     }
     for (const q of plan.queues) {
-      await step('queue', q.name, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }));
+      await step(connection, 'queue', q.name, q.arguments, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }));
     }
     for (const b of plan.bindings) await bind(channel, b);
   } finally {

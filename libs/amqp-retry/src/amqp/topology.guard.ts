@@ -1,7 +1,7 @@
 import type { Channel } from 'amqplib';
-import { errorMessage } from '../core/error-message.js';
-import type { RetryLogger } from '../core/retry-logger.js';
-import type { AmqpConnection } from './amqp-connection.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { AmqpConnection } from './amqp.connection.js';
 
 /** The queues and exchanges a guard checks, by name. */
 export interface GuardedTopology {

@@ -1,34 +1,80 @@
 import type { Channel, Options } from 'amqplib';
-import type { AmqpConnection } from '../amqp/amqp-connection.js';
-import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
-import { MessageParker, isMissingTarget } from '../amqp/message.parker.js';
+import { openConnection, type AmqpConnection } from '../amqp/amqp.connection.js';
+import { DelayForwardHandler } from '../pipeline/delay.forwarder.js';
+import { MessageParker } from '../pipeline/park-route.steps.js';
+import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { delayLadderPrefix, ladderProperties, planDelayedPublish, planDelayTopology } from '../core/delay.plan.js';
-import { errorMessage } from '../core/error-message.js';
-import { readExpiration } from '../core/message-properties.js';
-import { assertDistinctQueues } from '../core/handler-config.js';
-import type { IdempotencyStore } from '../core/idempotency-store.js';
-import type { ModuleConfig } from '../core/module-config.js';
-import { maskingLogger } from '../core/credentials.mask.js';
-import type { ScopeQueue } from '../core/parked-scope.js';
-import { tierQueues } from '../core/retry-topology.plan.js';
-import type { RetryLogger } from '../core/retry-logger.js';
+import { delayLadderPrefix, ladderProperties, planDelayedPublish, planDelayTopology, readPublishDelay } from '../core/delivery/delay.plan.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { readExpiration } from '../core/message/message.properties.js';
+import { assertDistinctQueues } from '../core/config/handler.config.js';
+import type { IdempotencyStore } from '../core/idempotency/idempotency.store.js';
+import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
+import type { RetryModuleOptions } from '../core/config/retry.options.js';
+import { maskingLogger } from '../core/text/credentials.mask.js';
+import type { ScopeQueue } from '../core/parking/parked.scope.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
-import { ObserverHub } from '../observability/observer-hub.js';
-import type { PublishKind, RetryObserver } from '../observability/retry-observer.js';
-import { idempotencyStoresOf } from './delivery-guarantees.js';
-import { drainOtherLadder } from './ladder-drain.js';
-import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler-runtime.js';
-import { openConnection, PublishingSide } from './publishing-side.js';
-import { recordOrWarn } from '../amqp/handler-registry.js';
+import { ActivityCounter, type ActivityCounts } from '../core/observe/activity.counter.js';
+import { ObserverHub } from '../core/observe/observer.hub.js';
+import type { PublishKind, RetryObserver } from '../core/observe/retry.observer.js';
+import { idempotencyStoresOf } from '../core/idempotency/idempotency.config.js';
+import { drainOtherLadder } from './ladder.drain.js';
+import { HandlerRuntime, scheduleTiers, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
+import { PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
+import { PublishingSide } from './publishing.side.js';
+import { recordOrWarn } from '../amqp/handler-registry.writer.js';
+import type { OutboxMessage } from '../core/outbox/outbox.message.js';
+import { OutboxRelay, type OutboxRelayHealth } from './outbox.relay.js';
+import { assertTable, createTables } from './outbox.tables.js';
+import { writeToOutbox, type OutboxReceipt } from './outbox.writer.js';
+import { queueStateWord, readPauseBy } from '../core/breaker/queue.state.js';
+import { CONTROL_EXCHANGE, encodeControl, type ControlCommand } from '../core/breaker/control.message.js';
+import type { QueueFlowControl, QueueFlowStatus } from './queue-flow.control.js';
+import { ControlListener } from './control.listener.js';
+import { hostname } from 'node:os';
+import { CLOSE_WAIT_MS, closeWhenOpen } from '../amqp/channel-close.settler.js';
+import { withinTime } from '../core/time/duration.timer.js';
+
+/** How long close() waits for the consumers to stop past the shutdown timeout, before it closes the connections under them. */
+const STOP_MARGIN_MS = 2_000;
+
+type DelayedPublishPlan = ReturnType<typeof planDelayedPublish>;
 
 /** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
 const FORWARDER_PREFETCH = 100;
+
+/** The outbox's backlog as the parked-messages page shows it. */
+export interface OutboxBacklog {
+  table: string;
+  waiting: number;
+  oldestAgeMs: number;
+  parked: number;
+  /** This instance's relay, when it runs one. */
+  relay?: OutboxRelayHealth;
+}
+
+/** A handler's runtime: one queue, or the partitions of a partitioned handler. */
+type Runtime = HandlerRuntime | PartitionedRuntime;
 
 /** What a health check needs: each connection up or not (undefined before it first opened), each queue consumed or not. */
 export interface EngineHealth {
   connections: { consume?: boolean; publish?: boolean };
   queues: QueueStatus[];
+  /** The outbox relay of this instance, when it runs one. */
+  outbox?: OutboxRelayHealth;
+}
+
+/** One of the engine's queues as its page shows it live: deliveries in flight, and outcomes counted since `activity()` was first called. */
+export interface QueueActivity extends ActivityCounts {
+  queue: string;
+  /** Deliveries taken by this instance and not yet settled. */
+  inFlight: number;
+  /**
+   * A word on the queue's consuming state from a feature that can stop it (a breaker: "breaker open", a pause:
+   * "paused"), shown in the page's State column; absent when consuming as usual.
+   */
+  state?: string;
 }
 
 /**
@@ -43,25 +89,36 @@ export interface EngineHealth {
 export class RetryEngine {
   private readonly publishing: PublishingSide;
   private consuming?: Promise<AmqpConnection>;
-  private runtimes: HandlerRuntime[] = [];
+  private runtimes: Runtime[] = [];
   /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
-  private attached: HandlerRuntime[] = [];
+  private attached: Runtime[] = [];
   private forwarder?: QueueConsumer;
   /** The forwarder of a ladder of the other queue type under the same prefix, left by an earlier configuration. */
   private drain?: QueueConsumer;
   private consumeConnection?: AmqpConnection;
   private closed = false;
+  /** Stops that did not end within their bound (see stopConsuming): close() ends them by closing the connections. */
+  private readonly lateStops: Array<Promise<unknown>> = [];
   private readonly observers: ObserverHub;
   private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
   /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
   private stores: IdempotencyStore[] = [];
+  /** Counts outcomes per queue for the page; made (and added to the observers) by the first activity() call. */
+  private activityCounter?: ActivityCounter;
+  /** The outbox relay, while it runs. */
+  private relay?: OutboxRelay;
+  /** Inbox tables made sure of (by their quoted names), once per engine. */
+  private readonly inboxTables = new Set<string>();
+  /** Pause and resume commands from other processes (the CLI): opened with the consumers. */
+  private control?: ControlListener;
+  private replies?: Promise<Channel>;
   /** The delay ladder's queue names, for parkingQueues(). */
   private ladderNames?: { readyQueue: string; errorQueue: string };
 
   /** Every line masked: a log line may quote a broker URL or an error text holding `user:password@`. */
   private readonly logger: RetryLogger;
 
-  constructor(
+  private constructor(
     private readonly config: ModuleConfig,
     logger: RetryLogger,
     observers: readonly RetryObserver[] = [],
@@ -72,16 +129,50 @@ export class RetryEngine {
   }
 
   /**
+   * An engine without Nest, from the options RetryModule takes (and the environment, as it reads it). Pass it to
+   * RetryServer or RetryClient as `engine`; `close()` it at shutdown.
+   * @example const engine = RetryEngine.create({ url: 'amqp://localhost' }, console, [await createPrometheusObserver()]);
+   */
+  static create(options: RetryModuleOptions = {}, logger: RetryLogger = console, observers: readonly RetryObserver[] = []): RetryEngine {
+    return new RetryEngine(resolveModuleConfig(options, process.env), logger, observers);
+  }
+
+  /** @internal The engine of a configuration already read (RetryModule, RetryServer, RetryClient). */
+  static fromConfig(config: ModuleConfig, logger: RetryLogger, observers: readonly RetryObserver[] = []): RetryEngine {
+    return new RetryEngine(config, logger, observers);
+  }
+
+  /**
    * Publishes `content` and resolves once the broker has confirmed it (with `mandatory`: once a queue took it). With
    * `delayMs` > 0 it goes through the delay ladder and is confirmed when it enters it; the copies waiting there are
    * always persistent, whatever `properties.persistent` says.
    */
-  async publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
-    if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
-    const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
-    const plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
-    readExpiration(properties.expiration); // a malformed one is a RangeError here, not a channel closed by the broker
+  publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
+    // Not async: the usual publish hands amqplib's promise chain back as it is, with no wrapper of ours to settle
+    // (one promise and a microtask less a publish; a flood holds 100,000 of them). Errors still come as rejections.
+    let plan: DelayedPublishPlan;
+    let prefix: string | undefined;
+    try {
+      if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
+      prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
+      plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
+      readExpiration(properties.expiration); // a malformed one is a RangeError here, not a channel closed by the broker
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
+    return this.publishObserved(plan, exchange, routingKey, content, properties, delayMs, prefix);
+  }
+
+  private async publishObserved(
+    plan: DelayedPublishPlan,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: Options.Publish,
+    delayMs: number,
+    prefix: string | undefined,
+  ): Promise<void> {
     const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
     const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
     const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
@@ -97,8 +188,53 @@ export class RetryEngine {
     if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
   }
 
-  private async send(
-    plan: ReturnType<typeof planDelayedPublish>,
+  /**
+   * Writes `message` to the outbox in the caller's transaction `tx` (see OutboxPublisher); the relay publishes it
+   * once that transaction commits.
+   */
+  async writeToOutbox<Tx>(tx: Tx, message: OutboxMessage): Promise<OutboxReceipt> {
+    const { outbox } = this.config;
+    if (!outbox) throw new Error('The outbox is not configured: give RetryModule option "outbox", e.g. { adapter: pgOutboxAdapter(pool) }');
+    // A delay this instance could never deliver fails here, in the caller's transaction, rather than parking later.
+    if (message?.delay !== undefined && readPublishDelay(message.delay) > 0) this.delayLadderPrefix();
+    return writeToOutbox(outbox, tx, message);
+  }
+
+  /**
+   * @internal
+   * The outbox's backlog now (rows waiting, the oldest one's age, rows parked) and this instance's relay; undefined
+   * without an outbox. For the parked-messages page; metrics read the same every few seconds.
+   */
+  async outboxBacklog(): Promise<OutboxBacklog | undefined> {
+    const { outbox } = this.config;
+    if (!outbox) return undefined;
+    const { rows } = await outbox.adapter.transaction((tx) => outbox.adapter.execute(tx, outbox.sql.stats, []));
+    const stats = rows[0] ?? {};
+    return {
+      table: outbox.tableName,
+      waiting: Number(stats.waiting ?? 0),
+      oldestAgeMs: Number(stats.oldest_ms ?? 0),
+      parked: Number(stats.parked ?? 0),
+      relay: this.relay ? this.relay.health() : undefined,
+    };
+  }
+
+  private send(
+    plan: DelayedPublishPlan,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: Options.Publish,
+    prefix: string | undefined,
+  ): Promise<void> {
+    // Once open, a direct publish goes straight to the channel: no await (and no suspended frame) of ours in between.
+    const open = this.publishing.openNow;
+    if (open && plan.kind === 'direct') return open.publisher.publish(exchange, routingKey, content, properties);
+    return this.sendWhenOpen(plan, exchange, routingKey, content, properties, prefix);
+  }
+
+  private async sendWhenOpen(
+    plan: DelayedPublishPlan,
     exchange: string,
     routingKey: string,
     content: Buffer,
@@ -121,7 +257,7 @@ export class RetryEngine {
     }
   }
 
-  /** The prefix of the delay ladder's names (with `.quorum` for a quorum ladder); throws when delayed delivery is off. */
+  /** @internal The prefix of the delay ladder's names (with `.quorum` for a quorum ladder); throws when delayed delivery is off. */
   delayLadderPrefix(): string {
     if (this.config.delayPrefix === undefined) {
       throw new Error('Delayed delivery is off (RetryModule option delayedDelivery: false); publish without a delay, or turn it on');
@@ -134,17 +270,18 @@ export class RetryEngine {
     return this.allRuntimes.every((r) => r.isConsuming) && (this.forwarder?.isConsuming ?? true);
   }
 
-  private get allRuntimes(): HandlerRuntime[] {
+  private get allRuntimes(): Runtime[] {
     return [...this.runtimes, ...this.attached];
   }
 
-  /** Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
+  /** @internal Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
   async connectPublisher(): Promise<void> {
     if (this.closed) throw new NotConnectedError('the application has shut down');
     await this.publishing.open();
   }
 
   /**
+   * @internal
    * A plain channel on the publishing connection, for traffic that needs one of its own (direct reply-to).
    * `expectClose`: the caller provokes broker closes (a passive declare that may 404), which are then not logged.
    */
@@ -155,6 +292,7 @@ export class RetryEngine {
   }
 
   /**
+   * @internal
    * Declares and starts consuming more handlers on this engine, whether or not it has started: the transport's
    * queue in a hybrid application shares the module's connections. Their queues must differ from every other's.
    */
@@ -164,22 +302,25 @@ export class RetryEngine {
     assertDistinctQueues([...handlers, ...this.allRuntimes.map((r) => r.handler)]);
     const deps = await this.runtimeDeps();
     this.keepStores(handlers);
-    const added: HandlerRuntime[] = [];
+    await this.prepareTables(handlers);
+    const added: Runtime[] = [];
     try {
       for (const handler of handlers) {
-        const runtime = new HandlerRuntime(handler, deps);
+        const runtime = this.runtimeOf(handler, deps);
         added.push(runtime);
         this.attached.push(runtime);
         await runtime.prepare();
         await runtime.consume();
       }
+      if (this.control) await this.control.bind(added.map((r) => r.queue));
+      else await this.listenForControl(deps.connection);
     } catch (error) {
       await this.detach(added.map((r) => r.queue));
       throw error;
     }
   }
 
-  /** Stops consuming the attached handlers of these queues (in-flight handlers finish, up to the shutdown timeout). */
+  /** @internal Stops consuming the attached handlers of these queues (in-flight handlers finish, up to the shutdown timeout). */
   async detach(queues: readonly string[]): Promise<void> {
     const leaving = this.attached.filter((r) => queues.includes(r.queue));
     this.attached = this.attached.filter((r) => !leaving.includes(r));
@@ -187,35 +328,144 @@ export class RetryEngine {
   }
 
   /**
+   * @internal
    * The queues that park in this engine, as it runs them now: each handler's (decorated, and the transport's queues
    * attached) with its parking queue and tiers, and the delay ladder's ready queue with its error queue when delays
    * are on. What this application's parked-messages page and ParkedMessages may see.
    */
   parkingQueues(): ScopeQueue[] {
-    const handlers = this.allRuntimes.map(({ handler: { config } }) => ({
-      queue: config.queue,
-      errorQueue: config.errorQueue,
-      tiers: tierQueues(config),
-    }));
+    const handlers = this.allRuntimes
+      .flatMap((r) => (r instanceof PartitionedRuntime ? r.parts : [r]))
+      .map(({ handler }) => ({
+        queue: handler.config.queue,
+        errorQueue: handler.config.errorQueue,
+        tiers: scheduleTiers(handler), // the patterns' own schedules too: their messages wait there
+      }));
     if (this.config.delayPrefix === undefined) return handlers;
     const { readyQueue, errorQueue } = (this.ladderNames ??= planDelayTopology(this.config.delayPrefix, this.config.delayQueueType));
     return [...handlers, { queue: readyQueue, errorQueue, tiers: [] }];
   }
 
-  /** Each connection and each consumer, for a health check. */
-  health(): EngineHealth {
-    const queues = this.allRuntimes.map((r) => r.status);
-    if (this.forwarder) queues.push({ queue: this.forwarder.queue, consuming: this.forwarder.isConsuming });
-    return { connections: { consume: this.consumeConnection?.isConnected, publish: this.publishing.isConnected }, queues };
+  /**
+   * Pauses a handler queue in this process (the operator's kill switch): its consumer is cancelled, so its messages,
+   * returning retries included, wait in the broker; handlers in flight finish. It stays paused across reconnections
+   * until `resume()`. `by` (required) and `reason` are shown in the log line, the page and `queueStates()`.
+   * @example engine.pause('orders', { by: 'alice', reason: 'payments API down, INC-142' })
+   */
+  pause(queue: string, who: { by: string; reason?: string }): QueueFlowStatus {
+    const read = readPauseBy(who?.by, who?.reason);
+    if ('problem' in read) throw new RangeError(`Cannot pause "${queue}": ${read.problem}; say who pauses, e.g. { by: 'alice', reason: 'INC-142' }`);
+    return this.flowOf(queue).pause(read.by, read.reason);
   }
 
-  /** Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
+  /** Ends a pause of `pause()`: the queue is consumed again (or waits for its circuit, if that is open). */
+  resume(queue: string, who: { by: string }): QueueFlowStatus {
+    const read = readPauseBy(who?.by, undefined);
+    if ('problem' in read) throw new RangeError(`Cannot resume "${queue}": ${read.problem}; say who resumes, e.g. { by: 'alice' }`);
+    return this.flowOf(queue).resume(read.by);
+  }
+
+  /**
+   * Pauses the queue here, then tells every other running instance that consumes it (through the control exchange, as
+   * `amqp-retry pause` does). The other instances are told best effort: a failure is logged, this one stays paused.
+   */
+  async pauseEverywhere(queue: string, who: { by: string; reason?: string }): Promise<QueueFlowStatus> {
+    const status = this.pause(queue, who);
+    const { by, reason } = status.paused ?? who;
+    await this.tellOthers({ command: 'pause', queue, by, ...(reason !== undefined && { reason }) });
+    return status;
+  }
+
+  /** Resumes the queue here and in every other running instance that consumes it (see pauseEverywhere). */
+  async resumeEverywhere(queue: string, who: { by: string }): Promise<QueueFlowStatus> {
+    const status = this.resume(queue, who);
+    await this.tellOthers({ command: 'resume', queue, by: who.by.trim() });
+    return status;
+  }
+
+  private async tellOthers(command: ControlCommand): Promise<void> {
+    // Validated by pause()/resume() already; this instance's own listener gets it too, and changes nothing more.
+    await this.publish(CONTROL_EXCHANGE, command.queue, encodeControl(command), { contentType: 'application/json' }).catch((error: unknown) =>
+      this.logger.warn(`"${command.queue}" was ${command.command}d here, but the other instances could not be told: ${errorMessage(error)}`),
+    );
+  }
+
+  /** Every handler queue's state: running, half-open, open (circuit breaker) or paused, with who paused it and since when. */
+  queueStates(): QueueFlowStatus[] {
+    return this.allRuntimes.flatMap((r) => (r instanceof PartitionedRuntime ? [] : [r.flow.status()]));
+  }
+
+  /**
+   * A handler queue's flow. A partitioned handler has none to pause: cancelling a partition's consumer hands the
+   * partition to another instance's standby consumer while this one's deliveries still run, and the key's order breaks.
+   */
+  private flowOf(queue: string): QueueFlowControl {
+    const runtime = this.allRuntimes.find((r) => r.queue === queue || (r instanceof PartitionedRuntime && r.parts.some((p) => p.queue === queue)));
+    if (runtime instanceof PartitionedRuntime) {
+      const what = queue === runtime.queue ? `"${queue}" is partitioned` : `"${queue}" is a partition of "${runtime.queue}"`;
+      throw new RangeError(
+        `${what}, and partitioned handlers cannot be paused (cancelling a partition's consumer would start another instance's on the key's next messages while this one's still run); stop its instances instead (docs/partitions.md)`,
+      );
+    }
+    if (!runtime) {
+      const known = this.allRuntimes.map((r) => `"${r.queue}"`).join(', ') || 'none (not started yet?)';
+      throw new RangeError(`No handler of this application consumes "${queue}"; its handler queues: ${known}`);
+    }
+    return runtime.flow;
+  }
+
+  /**
+   * Each of the engine's queues with its deliveries in flight and the messages handled, retried and parked since the
+   * first call: the first call starts counting, so an application whose page is never opened pays nothing for it.
+   */
+  activity(): QueueActivity[] {
+    if (!this.activityCounter) this.observers.add((this.activityCounter = new ActivityCounter()));
+    const counter = this.activityCounter;
+    const live = this.allRuntimes
+      .flatMap((r) => (r instanceof PartitionedRuntime ? r.parts : [r]))
+      .map((r) => {
+        const flow = r.flow.status();
+        const state = queueStateWord(flow.state, flow.paused?.by);
+        return { queue: r.queue, inFlight: r.inFlight, ...counter.countsOf(r.queue), ...(state !== undefined && { state }) };
+      });
+    if (this.forwarder) live.push({ queue: this.forwarder.queue, inFlight: this.forwarder.inFlightCount, ...counter.countsOf(this.forwarder.queue) });
+    return live;
+  }
+
+  /** Each connection and each consumer, for a health check. */
+  health(): EngineHealth {
+    const queues = this.allRuntimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.statuses : [r.status]));
+    if (this.forwarder) queues.push({ queue: this.forwarder.queue, consuming: this.forwarder.isConsuming });
+    const connections = { consume: this.consumeConnection?.isConnected, publish: this.publishing.isConnected };
+    return { connections, queues, ...(this.relay && { outbox: this.relay.health() }) };
+  }
+
+  /** Each partitioned handler's partitions as this instance sees them: owners, depths, members (docs/partitions.md). */
+  partitions(): PartitionsStatus[] {
+    return this.allRuntimes.flatMap((r) => (r instanceof PartitionedRuntime ? [r.status()] : []));
+  }
+
+  /** A handler's runtime: a partitioned one runs one runtime per partition, and the membership that spreads them. */
+  private runtimeOf(handler: EngineHandler, deps: HandlerRuntimeDeps): Runtime {
+    if (handler.config.partitions === undefined) return new HandlerRuntime(handler, deps);
+    const { urls, connectTimeoutMs, shutdownTimeoutMs } = this.config;
+    return new PartitionedRuntime(handler, {
+      ...deps,
+      urls,
+      connectTimeoutMs,
+      handOverTimeoutMs: shutdownTimeoutMs,
+      publishingChannel: (purpose) => this.publishingChannel(purpose, true),
+    });
+  }
+
+  /** @internal Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
   async start(handlers: readonly EngineHandler[]): Promise<void> {
     await this.prepare(handlers);
     await this.consume();
   }
 
   /**
+   * @internal
    * Declares every handler's topology (its exchange, queue and tiers) and the delay ladder, without consuming yet:
    * the application may publish from then on (the Nest module does this in its init, before any module's bootstrap).
    */
@@ -223,13 +473,14 @@ export class RetryEngine {
     // Against the attached ones too: a hybrid app may start its microservices (attach) before its init (prepare).
     assertDistinctQueues([...this.allRuntimes.map((r) => r.handler), ...handlers]);
     this.keepStores(handlers);
+    await this.prepareTables(handlers);
     if (handlers.length === 0 && this.config.delayPrefix === undefined) return;
     try {
       const deps = await this.runtimeDeps();
       const { connection, parker } = deps;
       const { observers } = this;
       for (const handler of handlers) {
-        const runtime = new HandlerRuntime(handler, deps);
+        const runtime = this.runtimeOf(handler, deps);
         this.runtimes.push(runtime);
         await runtime.prepare();
       }
@@ -257,10 +508,44 @@ export class RetryEngine {
     }
   }
 
-  /** Starts the consumers of what `prepare()` declared. */
+  /** Creates (or checks) the outbox's table and the inboxes' tables, each once. */
+  private async prepareTables(handlers: readonly EngineHandler[]): Promise<void> {
+    const { outbox } = this.config;
+    if (outbox && !this.inboxTables.has(outbox.sql.outboxName)) {
+      if (outbox.createTables) await createTables(outbox.adapter, outbox.sql, outbox.sql.outboxTables);
+      else await assertTable(outbox.adapter, outbox.sql.outboxName, outbox.tableName);
+      this.inboxTables.add(outbox.sql.outboxName);
+    }
+    for (const { config } of handlers) {
+      const inbox = config.inbox;
+      if (!inbox || this.inboxTables.has(inbox.sql.inboxName)) continue;
+      if (inbox.createTables) await createTables(inbox.adapter, inbox.sql, inbox.sql.inboxTables);
+      else await assertTable(inbox.adapter, inbox.sql.inboxName, inbox.tableName);
+      this.inboxTables.add(inbox.sql.inboxName);
+    }
+  }
+
+  /** @internal Starts the outbox relay of this instance (once), when the outbox is configured with `relay` on. */
+  async startRelay(): Promise<void> {
+    const { outbox } = this.config;
+    if (!outbox?.relay || this.relay || this.closed) return;
+    await this.prepareTables([]);
+    const relay = new OutboxRelay(
+      outbox,
+      (exchange, routingKey, content, properties, delayMs) => this.publish(exchange, routingKey, content, properties, delayMs),
+      this.logger,
+      this.observers,
+    );
+    this.relay = relay;
+    await relay.start();
+  }
+
+  /** @internal Starts the consumers of what `prepare()` declared. */
   async consume(): Promise<void> {
     try {
+      await this.startRelay();
       for (const runtime of this.runtimes) await runtime.consume();
+      if (this.runtimes.length > 0) await this.listenForControl((await this.consumingDeps()).connection);
       if (this.forwarder) {
         await this.forwarder.start();
         this.logger.log(`Forwarding due delayed messages from "${this.forwarder.queue}"`);
@@ -275,18 +560,54 @@ export class RetryEngine {
     }
   }
 
-  /** Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. Publishing still works. */
+  /**
+   * @internal Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. Publishing still
+   * works. Bounded: a broker that blocks this process's publishing (a memory or disk alarm) answers none of its channel
+   * opens and declarations, and a stop that waits on one (a partition's announcement, an outbox round, a control reply)
+   * would otherwise hold the shutdown until the alarm clears. Past twice the shutdown timeout (a partition's rebalance
+   * under way, then its stop, may each take it) and STOP_MARGIN_MS it returns with a warning; close() then closes the
+   * connections under what still waits, which ends it.
+   */
   async stopConsuming(): Promise<void> {
+    const stopping = this.stopAll();
+    const limitMs = 2 * this.config.shutdownTimeoutMs + STOP_MARGIN_MS;
+    const stopped = await withinTime(
+      stopping.then(() => true),
+      limitMs,
+      () => new Error('late'),
+    ).catch(() => false);
+    if (stopped) return;
+    this.lateStops.push(stopping.catch(() => undefined));
+    this.logger.warn(
+      `Stopping the consumers took longer than twice the shutdown timeout and ${STOP_MARGIN_MS} ms (does the broker block ` +
+        'this connection? see its memory and disk alarms); the connections close under them',
+    );
+  }
+
+  private async stopAll(): Promise<void> {
     const runtimes = [...this.runtimes.splice(0), ...this.attached.splice(0)];
     const forwarder = this.forwarder;
     const drain = this.drain;
     this.forwarder = undefined;
     this.drain = undefined;
     const timeout = this.config.shutdownTimeoutMs;
-    await Promise.all([...runtimes.map((r) => r.stop(timeout)), forwarder?.stop(timeout), drain?.stop(timeout)]);
+    const relay = this.relay;
+    this.relay = undefined;
+    const control = this.control;
+    this.control = undefined;
+    const replies = this.replies;
+    this.replies = undefined;
+    await Promise.all([
+      ...runtimes.map((r) => r.stop(timeout)),
+      forwarder?.stop(timeout),
+      drain?.stop(timeout),
+      relay?.stop(),
+      control?.stop(),
+      closeWhenOpen(replies),
+    ]);
   }
 
-  /** Stops consuming, then closes both connections; publishing fails from now on. */
+  /** Stops consuming (see stopConsuming), then closes both connections; publishing fails from now on. */
   async close(): Promise<void> {
     await this.stopConsuming();
     this.closed = true;
@@ -301,6 +622,34 @@ export class RetryEngine {
         store.close?.().catch((error: unknown) => this.logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`)),
       ),
     ]);
+    // Stops that outlived their bound waited on the connections just closed, which ends them.
+    const late = this.lateStops.splice(0);
+    if (late.length > 0) await withinTime(Promise.all(late), CLOSE_WAIT_MS, () => new Error('late')).catch(() => undefined);
+  }
+
+  /** Starts taking pause and resume commands from other processes for the handler queues (see ControlListener). */
+  private async listenForControl(connection: AmqpConnection): Promise<void> {
+    if (this.control || this.closed) return;
+    const instance = `${hostname()} pid ${process.pid}${this.config.application ? ` (${this.config.application})` : ''}`;
+    this.control = new ControlListener({
+      connection,
+      logger: this.logger,
+      instance,
+      act: (command) => (command.command === 'pause' ? this.pause(command.queue, command) : this.resume(command.queue, command)),
+      reply: async (replyTo, correlationId, body) => {
+        // One channel for the replies, opened again after it was lost with its connection.
+        const opening = (this.replies ??= this.publishingChannel('control replies', true).then((c) => {
+          c.on('close', () => this.replies === opening && (this.replies = undefined));
+          return c;
+        }));
+        const channel = await opening.catch((error: unknown) => {
+          if (this.replies === opening) this.replies = undefined;
+          throw error;
+        });
+        channel.publish('', replyTo, body, { correlationId, contentType: 'application/json' });
+      },
+    });
+    await this.control.start(this.allRuntimes.map((r) => r.queue));
   }
 
   /** What every handler runtime of this engine shares. */
@@ -326,7 +675,7 @@ export class RetryEngine {
     this.deps ??= (async () => {
       const connection = await this.consumingConnection();
       const { parker } = await this.publishing.open();
-      return { connection, parker: new MessageParker(parker, this.logger, this.observers, this.config.failureLogs) };
+      return { connection, parker: new MessageParker(parker, this.logger, this.observers, this.config.retryLogs) };
     })();
     const deps = this.deps;
     deps.catch(() => {
@@ -336,6 +685,8 @@ export class RetryEngine {
   }
 
   private consumingConnection(): Promise<AmqpConnection> {
+    // After close() nothing may open a connection that nobody would close (a start that close() cut short).
+    if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
     this.consuming ??= openConnection(this.config, 'consume', this.logger, this.observers).then((connection) => {
       this.consumeConnection = connection;
       connection.onReconnect(() => this.recover());
@@ -358,6 +709,7 @@ export class RetryEngine {
     ]);
     // An old ladder's forwarder stops by itself once that ladder is gone; it never holds the recovery back.
     void this.drain?.start().catch(() => undefined);
+    void this.control?.start(runtimes.map((r) => r.queue)); // its queue died with the connection; warns if it cannot
     const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
     this.logger.log(`Resumed consuming ${runtimes.length + (this.forwarder ? 1 : 0) - failed.length} queue(s)`);
     if (failed.length > 0) {

@@ -1,18 +1,40 @@
+/** A queue that exists with another type than the one configured: 'classic', 'quorum', 'stream' or a plugin's. */
+export interface QueueTypeMismatch {
+  configured: 'classic' | 'quorum';
+  found: string;
+}
+
 /**
  * The broker refused to declare a queue or exchange because one of that name already exists with other
- * arguments (AMQP 406 PRECONDITION_FAILED). Nothing is changed on the broker.
+ * arguments (AMQP 406 PRECONDITION_FAILED). Nothing is changed on the broker. `queueTypes` is set when what differs
+ * is the queue's type (classic, quorum, stream): the one configured and the one found.
  */
 export class TopologyMismatchError extends Error {
   constructor(
     readonly kind: 'queue' | 'exchange',
     readonly entity: string,
     readonly brokerMessage: string,
+    readonly queueTypes?: QueueTypeMismatch,
   ) {
-    super(
-      `The ${kind} "${entity}" already exists on the broker with different arguments (${brokerMessage}). ` +
-        `RabbitMQ cannot change the arguments of an existing ${kind}. Either restore the previous configuration, ` +
-        `or let the ${kind} drain and delete it (rabbitmqctl delete_${kind} ${entity}) so it is declared anew.`,
-    );
+    super(queueTypes ? typeMessage(entity, brokerMessage, queueTypes) : argumentsMessage(kind, entity, brokerMessage));
     this.name = 'TopologyMismatchError';
   }
+}
+
+function argumentsMessage(kind: 'queue' | 'exchange', entity: string, brokerMessage: string): string {
+  return (
+    `The ${kind} "${entity}" already exists on the broker with different arguments (${brokerMessage}). ` +
+    `RabbitMQ cannot change the arguments of an existing ${kind}. Either restore the previous configuration, ` +
+    `or let the ${kind} drain and delete it (rabbitmqctl delete_${kind} ${entity}) so it is declared anew.`
+  );
+}
+
+function typeMessage(entity: string, brokerMessage: string, { configured, found }: QueueTypeMismatch): string {
+  const keep = found === 'classic' || found === 'quorum' ? `set queueType: '${found}' where this queue is configured, ` : '';
+  return (
+    `The queue "${entity}" exists on the broker as a ${found} queue, but it is configured as a ${configured} queue, ` +
+    `queueType: '${configured}' (${brokerMessage}). A vhost whose default queue type is ${found} makes every queue declared ` +
+    `without a type a ${found} queue, and RabbitMQ cannot change the type of an existing queue. Either ${keep}or let the ` +
+    `queue drain and delete it (rabbitmqctl delete_queue ${entity}) so it is declared anew as a ${configured} queue.`
+  );
 }

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
-import { pause } from '../amqp/message.parker.js';
-import { sleep, startInterval, withinTime } from '../core/duration.timer.js';
-import { errorMessage } from '../core/error-message.js';
-import type { IdempotencyConfig } from '../core/idempotency.config.js';
-import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
-import { readMessageKey } from '../core/message-key.js';
-import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
-import type { RetryLogger } from '../core/retry-logger.js';
+import type { HandlerInvoker } from './delivery.contracts.js';
+import { sleep, startInterval, withinTime } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { IdempotencyConfig } from '../core/idempotency/idempotency.config.js';
+import type { ClaimResult, IdempotencyStore } from '../core/idempotency/idempotency.store.js';
+import { readMessageKey } from '../core/message/message-key.reader.js';
+import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
 
@@ -28,7 +27,7 @@ async function bounded<T>(operation: string, key: string, call: () => Promise<T>
 }
 
 /**
- * Wraps a handler so that each message runs once (see README "Handling each message once"):
+ * Wraps a handler so that each message runs once (see docs/idempotency-and-ordering.md, "Handling each message once"):
  * 1. claim the key (a store error is an IdempotencyStoreError: retried through the tiers, the handler not called);
  *    'handled': return at once, so the copy is acked; 'busy': another copy runs, check again with backoff until it
  *    is handled (ack), released (claim and run) or its claim expired (claim and run);
@@ -82,7 +81,7 @@ async function claim(store: IdempotencyStore, key: string, token: string, claimT
   for (let attempt = 1; ; attempt++) {
     const result: ClaimResult = await bounded('claim', key, () => store.claim(key, token, claimTtlMs));
     if (result !== 'busy') return result;
-    await pause(reconnectDelay(attempt, BUSY_POLL), signal);
+    await sleep(reconnectDelay(attempt, BUSY_POLL), { signal });
     if (signal.aborted) throw new Error(`the delivery was lost while another copy held "${key}"`);
   }
 }

@@ -1,12 +1,11 @@
-import { AmqpConnection } from '../amqp/amqp-connection.js';
+import { openConnection, type AmqpConnection } from '../amqp/amqp.connection.js';
 import { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
-import { brokerVersionWarning } from '../core/broker-version.js';
-import { planDelayTopology, type DelayTopology } from '../core/delay.plan.js';
-import type { ModuleConfig } from '../core/module-config.js';
-import type { RetryLogger } from '../core/retry-logger.js';
+import { planDelayTopology, type DelayTopology } from '../core/delivery/delay.plan.js';
+import type { ModuleConfig } from '../core/config/module.config.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
-import type { ObserverHub } from '../observability/observer-hub.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
 
 /** The publishing connection's confirm channels, one per purpose. */
 export interface Publishers {
@@ -19,21 +18,6 @@ export interface Publishers {
   forwarder: ConfirmPublisher;
 }
 
-/** Opens an AMQP connection with the module's settings; the publishing one warns about a broker version known to lose messages. */
-export async function openConnection(
-  config: ModuleConfig,
-  role: 'consume' | 'publish',
-  logger: RetryLogger,
-  observers?: ObserverHub,
-): Promise<AmqpConnection> {
-  const { urls, reconnect, connectTimeoutMs, connectionName } = config;
-  const name = `${connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`} ${role}`;
-  const connection = await AmqpConnection.open({ urls, reconnect, name, connectTimeoutMs, observers, role }, logger);
-  const warning = role === 'publish' ? brokerVersionWarning(connection.serverProperties) : undefined; // every engine opens this one
-  if (warning) logger.warn(warning);
-  return connection;
-}
-
 /**
  * The publishing half of the engine: a connection of its own, so that a broker that blocks publishers (a memory or
  * disk alarm blocks every connection that publishes, acks included) never stops the consumers. It opens on first use
@@ -41,6 +25,8 @@ export async function openConnection(
  */
 export class PublishingSide {
   private opened?: Promise<Publishers>;
+  /** The publishers once `opened` resolved: the usual publish takes them without awaiting a promise. */
+  private openedNow?: Publishers;
   private ladder?: Promise<DelayTopology>;
   private closed = false;
 
@@ -67,7 +53,9 @@ export class PublishingSide {
       const limits = { timeoutMs: publishTimeoutMs, bufferSize: publishBufferSize, confirmTimeoutMs };
       const publisher = () => new ConfirmPublisher(connection, limits);
       const opened: Publishers = { connection, publisher: publisher(), parker: publisher(), forwarder: publisher() };
-      if (this.closed) await PublishingSide.shut(opened); // closed while connecting
+      if (this.closed)
+        await PublishingSide.shut(opened); // closed while connecting
+      else this.openedNow = opened;
       return opened;
     })();
     const opening = this.opened;
@@ -75,6 +63,11 @@ export class PublishingSide {
       if (this.opened === opening) this.opened = undefined; // a failed connect can be tried again
     });
     return opening;
+  }
+
+  /** The publishers if open now (no await), else undefined: then `open()`. */
+  get openNow(): Publishers | undefined {
+    return this.closed ? undefined : this.openedNow;
   }
 
   /**
@@ -104,6 +97,7 @@ export class PublishingSide {
     this.closed = true;
     const opened = this.opened;
     this.opened = undefined;
+    this.openedNow = undefined;
     this.ladder = undefined;
     const o = await opened?.catch(() => undefined);
     if (o) await PublishingSide.shut(o);

@@ -1,5 +1,5 @@
 import type { Message } from 'amqplib';
-import { findReturnedPublish, type PendingPublish } from './returned-publish.js';
+import { findReturnedPublish, type PendingPublish } from './returned-publish.matcher.js';
 
 const pending = (over: Partial<PendingPublish> = {}): PendingPublish => ({
   exchange: 'shop',

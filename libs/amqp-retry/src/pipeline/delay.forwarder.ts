@@ -1,15 +1,19 @@
 import type { ConsumeMessage } from 'amqplib';
-import { forwardedExpiration, readDelayTarget, withoutDelayDeaths, type DelayTarget, type DelayTopology } from '../core/delay.plan.js';
-import type { ParkReason } from '../core/delivery.decision.js';
-import { errorMessage } from '../core/error-message.js';
-import { republishProperties } from '../core/message-properties.js';
-import { reconnectDelay } from '../core/reconnect.policy.js';
-import type { RetryLogger } from '../core/retry-logger.js';
-import type { ObserverHub } from '../observability/observer-hub.js';
-import type { PublishScope } from '../observability/retry-observer.js';
-import type { ConfirmPublisher } from './confirm.publisher.js';
-import { isMissingTarget, PARK_RETRY, pause, type MessageParker, type ParkTarget } from './message.parker.js';
-import type { Settle } from './queue.consumer.js';
+import { forwardedExpiration, readDelayTarget, withoutDelayDeaths, type DelayTarget, type DelayTopology } from '../core/delivery/delay.plan.js';
+import type { ParkReason } from '../core/delivery/delivery.decision.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { republishProperties } from '../core/message/message.properties.js';
+import { reconnectDelay } from '../core/connection/reconnect.policy.js';
+import { RefusedTargets } from '../core/delivery/refused-target.policy.js';
+import { PublishError } from '../errors/publish.error.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { PublishScope } from '../core/observe/retry.observer.js';
+import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import { REPUBLISH_RETRY, type MessageParker, type ParkTarget } from './park-route.steps.js';
+import { isMissingTarget } from '../core/publish/publish.outcome.js';
+import { sleep } from '../core/time/duration.timer.js';
+import type { Settle } from '../amqp/queue.consumer.js';
 
 /**
  * The last step of a delayed delivery: a due message from the ladder's ready queue is published to the exchange and
@@ -20,6 +24,12 @@ import type { Settle } from './queue.consumer.js';
  * The copy is mandatory, as an immediate publish is: a message without target headers, whose target exchange no
  * longer exists, or that no queue takes, is parked in the ladder's error queue (`undeliverable`), never dropped. Any
  * other failure is tried again with backoff while the message stays unsettled (at least once, never lost).
+ *
+ * A ladder shared by several applications on a vhost carries each one's messages to every forwarder. A publish this
+ * application's user may not make (403 ACCESS_REFUSED: another team's exchange) is not retried in place, which would
+ * keep the message from the application that may deliver it: the message is held a while (growing with the refusals,
+ * see RefusedTargets; no publish is tried meanwhile) and given back to the ready queue, where any forwarder may take
+ * it. Logged at once, then once a minute per exchange.
  */
 export class DelayForwardHandler {
   constructor(
@@ -31,6 +41,8 @@ export class DelayForwardHandler {
     private readonly observers?: ObserverHub,
   ) {}
 
+  private readonly refused = new RefusedTargets();
+
   readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
     const headers = message.properties.headers ?? {};
     const target = readDelayTarget(headers);
@@ -41,6 +53,7 @@ export class DelayForwardHandler {
     // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
     const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));
     const copy = { ...republishProperties(message.properties, kept), ...(expiration !== undefined && { expiration }), mandatory: true };
+    if (this.refused.isHeld(target.exchange, Date.now())) return this.giveBack(target, settle, signal);
     const observers = this.observers?.active ? this.observers : undefined;
     let scope: PublishScope | undefined;
     if (observers) {
@@ -56,18 +69,38 @@ export class DelayForwardHandler {
         });
         scope?.end?.();
         observers?.emit('forwarded', target);
+        this.refused.delivered(target.exchange);
         return settle.ack();
       } catch (error) {
         scope?.end?.(error);
         scope = undefined; // ended with the first failure; the tries after it are not spans of their own
         observers?.emit('publishRejected', { ...target, kind: 'forward', error });
         if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);
-        const delay = reconnectDelay(attempt, PARK_RETRY);
+        if (error instanceof PublishError && error.brokerCode === 403) {
+          this.refused.refused(target.exchange, Date.now());
+          return this.giveBack(target, settle, signal, error);
+        }
+        const delay = reconnectDelay(attempt, REPUBLISH_RETRY);
         this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); trying again in ${delay} ms`);
-        await pause(delay, signal);
+        await sleep(delay, { signal });
       }
     }
   };
+
+  /** Holds the message, then puts it back in the ready queue for a forwarder that may deliver it (nothing lost). */
+  private async giveBack(target: DelayTarget, settle: Settle, signal: AbortSignal, error?: unknown): Promise<void> {
+    const { holdMs, log } = this.refused.giveBack(target.exchange, Date.now());
+    if (log !== undefined) {
+      this.logger.error(
+        `This application may not publish to exchange "${target.exchange}"${error ? ` (${errorMessage(error)})` : ' (403 ACCESS_REFUSED)'}: ` +
+          `${log} due delayed message(s) for it given back to "${this.ladder.readyQueue}" after ${holdMs} ms, for an application that shares ` +
+          `this delay ladder and may deliver them (nothing is lost; they wait until one does). Give each application a ladder of its own ` +
+          `(RetryModule option delayedDelivery: { prefix: '<application>.delay' }), or let this user write to "${target.exchange}"`,
+      );
+    }
+    await sleep(holdMs, { signal });
+    if (!signal.aborted) settle.nack(true); // else the channel is gone and the broker gives it back itself
+  }
 
   private parkIt(message: ConsumeMessage, settle: Settle, reason: ParkReason, error: unknown, signal: AbortSignal, target?: DelayTarget) {
     return this.parker.park(

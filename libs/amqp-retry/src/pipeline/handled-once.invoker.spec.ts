@@ -1,8 +1,8 @@
 import type { ConsumeMessage } from 'amqplib';
-import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
-import { readIdempotency } from '../core/idempotency.config.js';
-import type { RetryContext } from '../core/retry-context.js';
-import { decideAfterFailure, retryabilityOf } from '../core/delivery.decision.js';
+import type { ClaimResult, IdempotencyStore } from '../core/idempotency/idempotency.store.js';
+import { readIdempotency } from '../core/idempotency/idempotency.config.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import { decideAfterFailure, retryabilityOf } from '../core/delivery/delivery.decision.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { handledOnceInvoker, storeKeyOf } from './handled-once.invoker.js';

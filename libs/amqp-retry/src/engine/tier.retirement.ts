@@ -1,9 +1,10 @@
+import { getSettled } from '../amqp/channel-get.settler.js';
 import type { Channel } from 'amqplib';
-import type { HandlerConfig } from '../core/handler-config.js';
-import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } from '../core/retry-plan.record.js';
-import { retryNames, tierQueues } from '../core/retry-topology.plan.js';
-import type { AmqpConnection } from './amqp-connection.js';
-import type { ConfirmPublisher } from './confirm.publisher.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } from '../core/topology/retry-plan.record.js';
+import { retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
+import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 
 /** What a start did with the tiers of other schedules. */
 export interface Retirement {
@@ -32,7 +33,7 @@ async function readRecords(connection: AmqpConnection, planQueue: string): Promi
   const reader = await connection.createChannel('retry plan record');
   try {
     const records = Object.assign([] as RetryPlanRecord[], { messages: 0 });
-    for (let message = await reader.get(planQueue); message; message = await reader.get(planQueue)) {
+    for (let message = await getSettled(reader, planQueue); message; message = await getSettled(reader, planQueue)) {
       records.messages++;
       const record = readPlanRecord(message.content);
       if (record) records.push(record);
@@ -113,7 +114,7 @@ async function bindOnlyOurs(connection: AmqpConnection, exchange: string, others
 async function consumeRecords(connection: AmqpConnection, planQueue: string, count: number): Promise<void> {
   const channel = await connection.createChannel('retry plan record');
   try {
-    for (let i = 0; i < count; i++) if (!(await channel.get(planQueue, { noAck: true }))) return;
+    for (let i = 0; i < count; i++) if (!(await getSettled(channel, planQueue, { noAck: true }))) return;
   } finally {
     await channel.close().catch(() => undefined);
   }

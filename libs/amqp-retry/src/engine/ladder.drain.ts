@@ -1,13 +1,13 @@
-import { DelayForwardHandler } from '../amqp/delay-forward.handler.js';
-import type { AmqpConnection } from '../amqp/amqp-connection.js';
+import { DelayForwardHandler } from '../pipeline/delay.forwarder.js';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
-import type { MessageParker, ParkTarget } from '../amqp/message.parker.js';
+import type { MessageParker, ParkTarget } from '../pipeline/park-route.steps.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { queueExists } from '../amqp/queue-exists.js';
-import { planDelayTopology, type DelayTopology } from '../core/delay.plan.js';
-import { errorMessage } from '../core/error-message.js';
-import type { ReconnectPolicy } from '../core/reconnect.policy.js';
-import type { RetryLogger } from '../core/retry-logger.js';
+import { queueExists } from '../amqp/queue-exists.probe.js';
+import { planDelayTopology, type DelayTopology } from '../core/delivery/delay.plan.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { ReconnectPolicy } from '../core/connection/reconnect.policy.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
 
 export interface LadderDrainDeps {
   connection: AmqpConnection;

@@ -1,11 +1,14 @@
-import type { RetryLogger } from '../core/retry-logger.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/duration.timer.js';
-import { errorMessage } from '../core/error-message.js';
-import { describeNode, nodeForAttempt } from '../core/broker-urls.js';
-import { reconnectDelay, type ReconnectPolicy } from '../core/reconnect.policy.js';
+import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
+import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
-import type { ObserverHub } from '../observability/observer-hub.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import { brokerVersionWarning } from '../core/config/broker-version.check.js';
+import type { ModuleConfig } from '../core/config/module.config.js';
+import { closeSettled, withSettledClose } from './channel-close.settler.js';
 
 export interface AmqpConnectionOptions {
   /** One broker, or the nodes of a cluster: see `connect` and `reconnect` for the order in which they are tried. */
@@ -108,7 +111,8 @@ export class AmqpConnection {
 
   /** `expectClose`: the caller provokes a broker close (a passive declare that may 404), so it is not logged. */
   async createChannel(purpose: string, expectClose = false): Promise<Channel> {
-    const channel = await this.current().createChannel();
+    const channel = withSettledClose(await this.current().createChannel());
+    this.keepConnection(channel, purpose);
     return channel.on('error', (error: Error) => {
       if (!expectClose) this.logger.error(`AMQP channel for ${purpose} closed by the broker: ${error.message}`);
     });
@@ -116,8 +120,20 @@ export class AmqpConnection {
 
   /** Confirm channels report their failures through the publishes they fail, hence no logging here. */
   async createConfirmChannel(): Promise<ConfirmChannel> {
-    const channel = await this.current().createConfirmChannel();
+    const channel = withSettledClose(await this.current().createConfirmChannel());
+    this.keepConnection(channel, 'publishing');
     return channel.on('error', () => undefined);
+  }
+
+  /**
+   * amqplib throws what a channel's listeners throw (a consumer callback, its own `Unknown consumer` for a
+   * `basic.cancel` of a consumer it already forgot) into the connection, which then closes with every other channel.
+   * With a 'handler-error' listener it hands them to it instead: logged, and the connection stays up.
+   */
+  private keepConnection(channel: Channel, purpose: string): void {
+    channel.on('handler-error', (error: unknown, event: string) =>
+      this.logger.error(`AMQP channel for ${purpose}: a "${event}" event failed (${errorMessage(error)}); the connection stays up`),
+    );
   }
 
   async close(): Promise<void> {
@@ -127,7 +143,7 @@ export class AmqpConnection {
     this.wakeWaiters();
     const model = this.model;
     this.model = undefined;
-    await model?.close().catch(() => undefined); // already closed: nothing left to release
+    if (model) await closeSettled(model).catch(() => undefined); // already closed: nothing left to release
   }
 
   private current(): ChannelModel {
@@ -181,7 +197,7 @@ export class AmqpConnection {
   }
 
   /**
-   * Attempt n goes to the n-th node after the lost one (core/broker-urls.ts `nodeForAttempt`): with one URL always the
+   * Attempt n goes to the n-th node after the lost one (core/config/broker-urls.reader.ts `nodeForAttempt`): with one URL always the
    * same, with a cluster the survivors first. Every attempt waits the backoff delay first, so that a whole cluster
    * that is down is not hammered.
    */
@@ -246,4 +262,22 @@ export class AmqpConnection {
   private wakeWaiters(): void {
     for (const wake of [...this.waiters]) wake();
   }
+}
+
+/** What opening a connection takes of the module's settings (ParkedMessages has the same without a module). */
+export type ConnectionSettings = Pick<ModuleConfig, 'urls' | 'reconnect' | 'connectTimeoutMs' | 'connectionName'>;
+
+/** Opens an AMQP connection with the module's settings; the publishing one warns about a broker version known to lose messages. */
+export async function openConnection(
+  config: ConnectionSettings,
+  role: 'consume' | 'publish',
+  logger: RetryLogger,
+  observers?: ObserverHub,
+): Promise<AmqpConnection> {
+  const { urls, reconnect, connectTimeoutMs, connectionName } = config;
+  const name = `${connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`} ${role}`;
+  const connection = await AmqpConnection.open({ urls, reconnect, name, connectTimeoutMs, observers, role }, logger);
+  const warning = role === 'publish' ? brokerVersionWarning(connection.serverProperties) : undefined; // every engine opens this one
+  if (warning) logger.warn(warning);
+  return connection;
 }

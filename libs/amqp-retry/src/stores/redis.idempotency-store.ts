@@ -1,4 +1,4 @@
-import type { ClaimResult, IdempotencyStore } from '../core/idempotency-store.js';
+import type { ClaimResult, IdempotencyStore } from '../core/idempotency/idempotency.store.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 
 /** What the store needs of an ioredis client (`new Redis(...)`), so that ioredis stays an optional dependency. */

@@ -1,21 +1,29 @@
-import type { HandlerInvoker } from '../amqp/retry-delivery.handler.js';
-import { decideAfterFailure } from '../core/delivery.decision.js';
-import { formatDuration } from '../core/duration.js';
-import type { HandlerConfig } from '../core/handler-config.js';
-import type { OrderingConfig } from '../core/idempotency.config.js';
-import { KeySequencer } from '../core/key.sequencer.js';
-import { readMessageKey } from '../core/message-key.js';
-import type { RetryLogger } from '../core/retry-logger.js';
-import { retryIdentity, retryOwner } from '../core/retry-identity.js';
+import type { HandlerInvoker, RetryPolicy } from './delivery.contracts.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import { decideAfterFailure } from '../core/delivery/delivery.decision.js';
+import { formatDuration } from '../core/time/duration.reader.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import type { OrderingConfig } from '../core/ordering/ordering.config.js';
+import { KeySequencer } from '../core/ordering/key.sequencer.js';
+import { readMessageKey } from '../core/message/message-key.reader.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { retryIdentity, retryOwner } from '../core/delivery/retry.identity.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
+import { retryInPlace } from './in-place.retry.js';
 
 /**
  * Wraps a handler so that messages with the same ordering key run one at a time, in arrival order (the order in
  * which the consumer's gate lets deliveries in, which is the queue's). A key function that throws or returns
  * something other than a string parks the message as malformed; undefined runs the message without a sequence.
  */
-export function orderedInvoker(invoke: HandlerInvoker, config: HandlerConfig & { ordering: OrderingConfig }, logger: RetryLogger): HandlerInvoker {
-  const { ordering, queue, maxAttempts, delaysMs } = config;
+export function orderedInvoker(
+  invoke: HandlerInvoker,
+  config: HandlerConfig & { ordering: OrderingConfig },
+  logger: RetryLogger,
+  /** The policy of a routed delivery (a transport pattern's own), when it is not the queue's. */
+  policyOf?: (context: RetryContext) => RetryPolicy | undefined,
+): HandlerInvoker {
+  const { ordering, queue } = config;
   const sequencer = new KeySequencer(Math.max(0, config.prefetch - 1), ({ key, waiting, why }) =>
     logger.warn(
       `"${queue}": ordering key "${key}" stops waiting for its retried message (${why === 'full' ? `the messages held behind retries would fill the prefetch of ${config.prefetch}` : 'it did not come back in time'}); ${waiting} later message(s) of the key run now, before it`,
@@ -31,11 +39,16 @@ export function orderedInvoker(invoke: HandlerInvoker, config: HandlerConfig & {
     // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
     if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
     let hold: { owner: string; ms: number } | undefined;
+    const policy = policyOf?.(context) ?? config;
+    const { maxAttempts, delaysMs } = policy;
     try {
+      // A partition's hold retries in place, within the key's turn (see retryInPlace).
+      if (config.retryInPlace)
+        return await retryInPlace(invoke, payload, context, { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable }, logger);
       return await invoke(payload, context);
     } catch (error) {
-      if (ordering.whileRetrying === 'hold') {
-        const after = decideAfterFailure(context.attempt, maxAttempts, config.isRetryable(error), delaysMs.length, error);
+      if (ordering.whileRetrying === 'hold' && !config.retryInPlace) {
+        const after = decideAfterFailure(context.attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
         if (after.action === 'retry') {
           hold = { owner: retryOwner(identity, context.attempt + 1), ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };
           logger.debug(

@@ -1,0 +1,48 @@
+import { withinTime } from '../core/time/duration.timer.js';
+
+/** What amqplib's channels and connections (ChannelModel) have in common for closing. */
+export interface Closable {
+  close(): Promise<void>;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * Closes a channel or connection and settles once it is closed, whatever closed it. amqplib's `close()` resolves on
+ * the broker's CloseOk only: when the connection closes first (close() on the connection while a channel's close is
+ * under way, or a lost socket), amqplib ignores that reply or never gets it, and the promise never settles (a start
+ * cut short by `app.close()` then waited for ever). Its 'close' event does come, and settles it here.
+ */
+export function closeSettled(closable: Closable): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    closable.once('close', () => resolve());
+    let closing: Promise<void>;
+    try {
+      closing = closable.close();
+    } catch (error) {
+      return reject(error instanceof Error ? error : new Error(String(error))); // amqplib throws when closed already
+    }
+    closing.then(resolve, reject);
+  });
+}
+
+/** Makes the channel's own `close()` settle as `closeSettled` does, for every caller of it. */
+export function withSettledClose<T extends Closable>(channel: T): T {
+  const close = channel.close.bind(channel);
+  channel.close = () => closeSettled({ close, once: (event, listener) => channel.once(event, listener) });
+  return channel;
+}
+
+/** How long a close waits for a channel still being opened: a broker that blocks the connection (an alarm) never answers. */
+export const CLOSE_WAIT_MS = 1_000;
+
+/**
+ * Closes a channel that may still be opening, waiting at most `waitMs` for the open and the close together. A
+ * broker that blocks publishing on this connection (a memory or disk alarm) answers no `channel.open`: the close
+ * must not wait for the alarm to clear. Closing the connection then ends the open; should the connection stay
+ * up, the channel is closed once it opens, so that nothing is left open.
+ */
+export async function closeWhenOpen(opening: Promise<Closable> | undefined, waitMs = CLOSE_WAIT_MS): Promise<void> {
+  if (!opening) return;
+  const closing = opening.then((opened) => closeSettled(opened)).catch(() => undefined);
+  await withinTime(closing, waitMs, () => new Error('still closing')).catch(() => undefined);
+}

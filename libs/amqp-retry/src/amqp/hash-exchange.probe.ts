@@ -1,0 +1,69 @@
+import { closeSettled } from './channel-close.settler.js';
+import amqp from 'amqplib';
+import { MAX_TIMER_MS, withinTime } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { PartitionsPluginError } from '../errors/partitions-plugin.error.js';
+import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
+
+const COMMAND_INVALID = 503;
+const PRECONDITION_FAILED = 406;
+
+export interface HashExchangeProbe {
+  urls: readonly string[];
+  connectTimeoutMs: number;
+  /** The partitioned handler's queue, named in the error. */
+  queue: string;
+  exchange: string;
+  arguments: Record<string, unknown>;
+  /** Only for tests: a type the broker lacks, to see the failure on a broker that has the plugin. */
+  type?: string;
+}
+
+/**
+ * Declares a partitioned handler's consistent-hash exchange on a connection of its own, opened for this and closed
+ * after: a broker without the plugin answers an unknown exchange type with 503, which closes the whole connection,
+ * and that must not be the application's. Throws PartitionsPluginError then (naming the command that enables it),
+ * TopologyMismatchError when an exchange of that name exists with another type or arguments.
+ */
+export async function declareHashExchange(probe: HashExchangeProbe): Promise<void> {
+  const failures: string[] = [];
+  for (const url of probe.urls) {
+    let model: amqp.ChannelModel;
+    const connecting = amqp.connect(url, { timeout: Math.min(probe.connectTimeoutMs, MAX_TIMER_MS) });
+    try {
+      model = await withinTime(connecting, probe.connectTimeoutMs, () => new Error(`no answer within ${probe.connectTimeoutMs} ms`));
+    } catch (error) {
+      // A connection that opens after the time limit is closed, or its socket would keep the process alive.
+      void connecting.then(
+        (late) => late.close().catch(() => undefined),
+        () => undefined,
+      );
+      failures.push(errorMessage(error));
+      continue;
+    }
+    // The 503 closes this connection only; amqplib rejects the declaration with "channel ended" and tells the reason
+    // through the connection's 'error', which may come a moment later.
+    let closedWith: Error | undefined;
+    const closed = new Promise<void>((resolve) => model.once('close', () => resolve()));
+    model.on('error', (error: Error) => (closedWith = error));
+    try {
+      const channel = await model.createChannel();
+      channel.on('error', () => undefined);
+      await channel.assertExchange(probe.exchange, probe.type ?? 'x-consistent-hash', { durable: true, arguments: probe.arguments });
+      return;
+    } catch (rejection) {
+      await withinTime(closed, 2_000, () => new Error('no close')).catch(() => undefined);
+      const error = closedWith ?? rejection;
+      const code = (error as { code?: unknown }).code;
+      const text = errorMessage(error);
+      if (code === COMMAND_INVALID || /unknown exchange type/i.test(text))
+        throw new PartitionsPluginError(probe.queue, text.replace(/^.*?COMMAND_INVALID - /, ''));
+      if (code === PRECONDITION_FAILED)
+        throw new TopologyMismatchError('exchange', probe.exchange, text.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, ''));
+      throw error;
+    } finally {
+      await closeSettled(model).catch(() => undefined);
+    }
+  }
+  throw new Error(`Could not connect to RabbitMQ to declare the hash exchange of "${probe.queue}": ${failures.join('; ')}`);
+}

@@ -1,0 +1,290 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
+import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.writer.js';
+import type { MessageParker } from '../pipeline/park-route.steps.js';
+import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { queueExists } from '../amqp/queue-exists.probe.js';
+import { DeliveryPipeline } from '../pipeline/delivery.pipeline.js';
+import { TierRouter } from '../pipeline/park-route.steps.js';
+import type { DeliveryRouter, HandlerInvoker } from '../pipeline/delivery.contracts.js';
+import { rebindFirstFailuresIfOwner, takeOverFirstFailures, type Retirement } from './tier.retirement.js';
+import { TopologyGuard } from '../amqp/topology.guard.js';
+import { declareTopology } from '../amqp/topology.declarer.js';
+import { consumingLine, type PatternPolicyLine } from '../core/text/consuming-line.format.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import type { ReconnectPolicy } from '../core/connection/reconnect.policy.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { scheduleIdOf } from '../core/topology/retry-plan.record.js';
+import { planRetryTopology, retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
+import { unsettledDeliveries } from '../core/delivery/delivery.count.js';
+import { returnIdentity } from '../core/delivery/own-returns.ledger.js';
+import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
+import { withHandlerTimeout } from '../pipeline/handler-timeout.step.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { QueueState } from '../core/breaker/queue.state.js';
+import { QueueFlowControl } from './queue-flow.control.js';
+
+const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
+
+/** The queue's own schedule, then the other schedules its messages use, each once. */
+export function distinctSchedules(handler: EngineHandler): HandlerConfig[] {
+  const byFirstTier = new Map<string, HandlerConfig>();
+  for (const schedule of [handler.config, ...(handler.schedules ?? [])]) {
+    const first = tierQueues(schedule)[0] ?? '';
+    if (!byFirstTier.has(first)) byFirstTier.set(first, schedule);
+  }
+  return [...byFirstTier.values()];
+}
+
+/** A handler to run: its validated configuration, how to call it, and where it is declared (for messages). */
+export interface EngineHandler {
+  config: HandlerConfig;
+  invoke: HandlerInvoker;
+  /** "Class.method", or a pattern: named in logs. */
+  where: string;
+  /** Chooses handler and policy per delivery (the transport's patterns); absent: `invoke` with `config`'s policy. */
+  route?: DeliveryRouter;
+  /**
+   * Schedules besides `config`'s whose tiers this queue's messages use (patterns with delays of their own): declared
+   * and kept alive with the queue, but first failures reach them by publishing (see core/delivery/first-failure.headers.ts).
+   */
+  schedules?: HandlerConfig[];
+  /** The patterns whose policy is not the queue's (the transport's `retry` extras): named in the start line. */
+  patterns?: readonly PatternPolicyLine[];
+  /**
+   * A partitioned handler whose routing depends on the queue (the transport: a pattern's own schedule has tiers per
+   * partition queue, and a retried body names its pattern through the partition's `x-death`): the route, schedules
+   * and patterns of the partition whose configuration is `config`. Absent: every partition shares the handler's.
+   */
+  forPartition?: (config: HandlerConfig) => Pick<EngineHandler, 'route' | 'schedules' | 'patterns'>;
+}
+
+/** Every tier the queue's messages may wait in: its own schedule's, then those of the patterns with delays of their own. */
+export const scheduleTiers = (handler: EngineHandler): string[] => distinctSchedules(handler).flatMap(tierQueues);
+
+export interface HandlerRuntimeDeps {
+  connection: AmqpConnection;
+  parker: MessageParker;
+  recordPublisher: ConfirmPublisher;
+  logger: RetryLogger;
+  resume: ReconnectPolicy;
+  observers?: ObserverHub;
+  /** The application's name, recorded with the handler's queue in the registry (RetryModuleOptions.application). */
+  application?: string;
+}
+
+/** Whether one queue is consumed, for health checks. */
+export interface QueueStatus {
+  queue: string;
+  /**
+   * True while consumed, also while paused or open on purpose (see `state`) as long as its channel is there, or (a
+   * partition) while another instance owns it.
+   */
+  consuming: boolean;
+  /** A handler queue's state: running, half-open, open (its circuit breaker) or paused (by someone). */
+  state?: QueueState;
+}
+
+/**
+ * One handler at run time: its topology (declared at start, again after a reconnection or a deletion), the consumer
+ * of its queue, and a consumer of its schedule's presence queue, which tells other versions' starts that its tiers
+ * are in use.
+ */
+export class HandlerRuntime {
+  private consumer: QueueConsumer;
+  /** The circuit breaker, the pause and the rate limit of the queue (a partition has none of them: see handler.config). */
+  readonly flow: QueueFlowControl;
+  private readonly newConsumer: () => QueueConsumer;
+  /**
+   * Whether this instance consumes the queue: always, but for a partition (config.partitionOf), which it consumes
+   * only while it owns it (acquire/release).
+   */
+  private owned: boolean;
+  /** One per schedule: the queue's own first. */
+  private readonly presences: Array<{ schedule: HandlerConfig; consumer: QueueConsumer }>;
+
+  constructor(
+    readonly handler: EngineHandler,
+    private readonly deps: HandlerRuntimeDeps,
+  ) {
+    const { config } = handler;
+    const { connection, logger, resume } = deps;
+    const names = retryNames(config.queue);
+    const redeclare = () => this.declare();
+    const schedules = distinctSchedules(handler);
+    const guard = new TopologyGuard(
+      connection,
+      { exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.returnExchange], queues: schedules.flatMap(tierQueues) },
+      redeclare,
+      logger,
+      `"${config.queue}"`,
+    );
+    // The time limit bounds the handler's own call, inside ordering and idempotency (a wait for a key's turn is not the handler's).
+    // The breaker counts outside it: a call that hangs on a dead dependency and times out is an outage too.
+    this.flow = new QueueFlowControl(config, { logger, observers: deps.observers });
+    const invoke = this.flow.counted(withHandlerTimeout(handler.invoke, config.timeoutMs, config.queue), config.isRetryable);
+    const tiers = new TierRouter(config.queue, deps.parker.publisher, guard, redeclare, logger);
+    const delivery = new DeliveryPipeline(
+      config,
+      invoke,
+      deps.parker,
+      { errorQueue: config.errorQueue, redeclare },
+      tiers,
+      logger,
+      handler.route && this.flow.countedRoutes(handler.route),
+      deps.observers,
+      this.flow.returns,
+    );
+    // A delivery put back on purpose (paused, circuit open) is no suspect: its return was not a crash.
+    const returns = this.flow.returns;
+    const isSuspect =
+      config.queueType === 'quorum'
+        ? (m: ConsumeMessage) =>
+            unsettledDeliveries(m.properties.headers, 'quorum') > 0 &&
+            (returns.isEmpty || unsettledDeliveries(m.properties.headers, 'quorum', returns.of(returnIdentity(m, config.queue))) > 0)
+        : undefined;
+    const gated = this.flow.gate(delivery.handle);
+    this.newConsumer = () => {
+      const consumer = new QueueConsumer(
+        { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },
+        gated,
+      );
+      this.flow.attach(consumer); // a partition's next consumer (release) is held and released as the state says
+      return consumer;
+    };
+    this.consumer = this.newConsumer();
+    this.owned = config.partitionOf === undefined;
+    this.presences = schedules.map((schedule) => ({
+      schedule,
+      consumer: new QueueConsumer(
+        { queue: presenceQueueOf(schedule), prefetch: 1, connection, logger, resume, redeclare: () => this.declarePresence(schedule) },
+        async (_message, settle) => settle.ack(), // nobody publishes there; should anyone, it is dropped
+      ),
+    }));
+  }
+
+  get queue(): string {
+    return this.handler.config.queue;
+  }
+
+  /** True while the queue's consumer (if this instance owns it) and every schedule's presence consumer run. */
+  get isConsuming(): boolean {
+    return (!this.owned || this.consumer.isConsuming || this.consumer.isHeld) && this.presences.every((p) => p.consumer.isConsuming);
+  }
+
+  /** Whether this instance consumes the queue (a partition: whether it owns it now). */
+  get isOwned(): boolean {
+    return this.owned;
+  }
+
+  /** Deliveries of the queue taken and not yet settled. */
+  get inFlight(): number {
+    return this.consumer.inFlightCount;
+  }
+
+  get status(): QueueStatus {
+    return { queue: this.queue, consuming: this.isConsuming, state: this.flow.status().state };
+  }
+
+  /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
+  async prepare(): Promise<void> {
+    const { config } = this.handler;
+    // The other schedules first: once their presence queues are consumed, the take-over below sees them in use.
+    for (const { schedule, consumer } of [...this.presences].reverse()) {
+      await declareTopology(this.deps.connection, planRetryTopology(schedule, { firstFailures: false }));
+      await this.declarePresence(schedule);
+      await consumer.start();
+    }
+    this.report(await takeOverFirstFailures(this.deps.connection, this.deps.recordPublisher, config));
+    // For the CLI: a failure is logged and the start goes on (see recordOrWarn).
+    await recordOrWarn(
+      () => this.deps.connection.createChannel('handler registry', true),
+      this.deps.recordPublisher,
+      { ...handlerEntry(config, this.deps.application), tiers: scheduleTiers(this.handler) },
+      this.deps.logger,
+    );
+  }
+
+  async consume(): Promise<void> {
+    const { config } = this.handler;
+    if (!this.owned) return; // a partition: consumed once assigned (acquire)
+    await this.consumer.start();
+    this.deps.logger.log(consumingLine(config, this.handler.patterns));
+  }
+
+  /**
+   * After a reconnection: declares again (first failures only if no newer version took them) and consumes. The
+   * business consumer does not wait for the presence marker: that is a classic queue, which on a cluster lives on one
+   * node, and while that node is down it cannot be declared anywhere (404 "home node ... is down"); the failure is
+   * thrown after the consumer started, so that the connection's recovery declares the marker again later.
+   */
+  async resume(): Promise<void> {
+    await this.declare();
+    const presences = (async () => {
+      for (const { schedule } of this.presences) await this.declarePresence(schedule);
+      await Promise.all(this.presences.map((p) => p.consumer.start()));
+    })();
+    const [presence, consumer] = await Promise.allSettled([presences, this.owned ? this.consumer.start() : undefined]);
+    if (consumer.status === 'rejected') throw consumer.reason;
+    if (presence.status === 'rejected') throw presence.reason;
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    this.flow.stop();
+    // A partition hands over even when the application stops: a plain stop cancels first, and the next instance's
+    // consumer would start on the messages behind those still running here.
+    if (this.handler.config.partitionOf) await this.release(timeoutMs);
+    else await this.consumer.stop(timeoutMs);
+    await Promise.all(this.presences.map((p) => p.consumer.stop(0)));
+  }
+
+  /** A partition: starts consuming it (on a single-active-consumer queue, it waits there until the owner before lets go). */
+  async acquire(): Promise<void> {
+    this.owned = true;
+    await this.consumer.start();
+  }
+
+  /** A partition: lets it go to the next consumer between messages (QueueConsumer.handOver). */
+  async release(timeoutMs: number): Promise<void> {
+    this.owned = false;
+    const leaving = this.consumer;
+    this.consumer = this.newConsumer();
+    await leaving.handOver(timeoutMs);
+  }
+
+  private async declare(): Promise<void> {
+    const { connection, logger } = this.deps;
+    const { queue, partitionOf } = this.handler.config;
+    // A partition deleted under a running application: declared again, it is bound to the hash exchange last.
+    const deleted =
+      partitionOf !== undefined && !(await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue).catch(() => true));
+    for (const { schedule } of this.presences) await declareTopology(connection, planRetryTopology(schedule, { firstFailures: false }));
+    await rebindFirstFailuresIfOwner(connection, this.handler.config);
+    if (deleted && partitionOf) {
+      logger.warn(
+        `"${queue}" was deleted and is declared again: the broker adds it to the hash exchange "${partitionOf.queue}" after the other partitions, which renumbers them: most keys may hash to another partition from now on (as after a change of count, order holds across it only for keys that did not move, docs/partitions.md)`,
+      );
+    }
+  }
+
+  /** Auto-deleted with its last consumer: it exists exactly while some instance runs this schedule. */
+  private async declarePresence(schedule: HandlerConfig): Promise<void> {
+    const channel = await this.deps.connection.createChannel('retry topology declaration');
+    try {
+      // Classic, stated: a quorum queue cannot be auto-deleted, and a vhost's default type must not decide.
+      await channel.assertQueue(presenceQueueOf(schedule), { durable: true, autoDelete: true, arguments: queueTypeArgument('classic') });
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+  }
+
+  private report({ deleted, draining, kept }: Retirement): void {
+    const { queue } = this.handler.config;
+    const { logger } = this.deps;
+    if (deleted.length > 0) logger.log(`"${queue}": deleted the empty tiers of an earlier configuration: ${deleted.join(', ')}`);
+    if (draining.length > 0)
+      logger.warn(`"${queue}": tiers of an earlier configuration still hold messages and drain to the queue: ${draining.join(', ')}`);
+    if (kept.length > 0) logger.log(`"${queue}": another running version uses these tiers; they stay: ${kept.join(', ')}`);
+  }
+}

@@ -1,0 +1,255 @@
+import type { Options } from 'amqplib';
+import { type DurationTimer, startTimer } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { maskCredentials } from '../core/text/credentials.mask.js';
+import type { OutboxConfig } from '../core/outbox/outbox.config.js';
+import { storedProperties } from '../core/outbox/outbox.message.js';
+import { classifyPublishFailure, nextRowChange, type RowChange } from '../core/outbox/outbox.row.js';
+import { reconnectDelay } from '../core/connection/reconnect.policy.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+
+/** Publishes one message with confirms and `mandatory` (the engine's publish): resolves once the broker confirmed it. */
+export type RelayPublish = (exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs: number) => Promise<void>;
+
+/** How often a relay reads the backlog for the metrics, and cleans up sent rows. */
+const BACKLOG_EVERY_MS = 5_000;
+const CLEANUP_EVERY_MS = 60_000;
+/** Backoff of the relay itself while the database does not answer. */
+const DATABASE_RETRY = { initialDelayMs: 200, maxDelayMs: 10_000 };
+
+/** What a health check shows of the relay. */
+export interface OutboxRelayHealth {
+  table: string;
+  /** False while its last publishes failed (the broker away, blocked) or the database did not answer. */
+  relaying: boolean;
+  problem?: string;
+}
+
+interface ClaimedRow {
+  id: string;
+  exchange: string;
+  routing_key: string;
+  body: Buffer;
+  properties: unknown;
+  attempts: number;
+  remaining_delay_ms: string;
+  age_ms: string;
+}
+
+/**
+ * The outbox relay of one instance: wakes on NOTIFY (and polls every `pollInterval` as the fallback), claims due rows
+ * with FOR UPDATE SKIP LOCKED in a transaction of its own (`concurrency` rounds at once: one claims what committed
+ * while another waits for its confirms), publishes them with confirms, and marks them in the same
+ * transaction: sent, rescheduled with backoff, or parked. Another instance's relay skips the rows this one holds, so
+ * two relays never send one row in the normal case; a relay that dies mid-round leaves its rows locked only until
+ * its connection closes, and they are sent again by another (at least once: the inbox recognises the copy).
+ */
+export class OutboxRelay {
+  private running = false;
+  private loops: Promise<void>[] = [];
+  private unlisten?: () => Promise<void>;
+  private relisten?: DurationTimer;
+  /** The loops asleep, each woken by a NOTIFY or its poll timer. */
+  private readonly sleepers = new Set<() => void>();
+  /** Counts NOTIFYs: a loop that sees it change during its round goes again at once. */
+  private notified = 0;
+  private failure?: string;
+  private databaseFailures = 0;
+  private lastBacklogAt = 0;
+  private lastCleanupAt = 0;
+
+  constructor(
+    private readonly config: OutboxConfig,
+    private readonly publish: RelayPublish,
+    private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    await this.listen();
+    this.loops = Array.from({ length: this.config.concurrency }, () => this.run());
+    this.logger.log(`Relaying the outbox ${this.config.tableName}${this.unlisten ? ' (woken by NOTIFY, polling as the fallback)' : ' (polling)'}`);
+  }
+
+  /** Stops after the round in flight (its publishes are bounded by publishTimeout), and stops listening. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.relisten?.cancel();
+    this.wake();
+    await Promise.all(this.loops);
+    await this.unlisten?.().catch(() => undefined);
+    this.unlisten = undefined;
+  }
+
+  health(): OutboxRelayHealth {
+    // The health endpoint and the page show this text: a database's error may quote its connection string.
+    const problem = this.failure === undefined ? undefined : maskCredentials(this.failure);
+    return { table: this.config.tableName, relaying: problem === undefined, ...(problem !== undefined && { problem }) };
+  }
+
+  /** One round now (tests, and the loop): how many rows were claimed. */
+  async round(): Promise<number> {
+    const { adapter, sql, batchSize } = this.config;
+    return adapter.transaction(async (tx) => {
+      const { rows } = await adapter.execute(tx, sql.claim, [batchSize]);
+      if (rows.length === 0) return 0;
+      const claimed = rows as unknown as ClaimedRow[];
+      const changes = await Promise.all(claimed.map((row) => this.send(row)));
+      const sent: string[] = [];
+      const retry = { ids: [] as string[], attempts: [] as number[], waits: [] as number[], errors: [] as string[] };
+      const park = { ids: [] as string[], attempts: [] as number[], reasons: [] as string[] };
+      changes.forEach((change, i) => {
+        const { id } = claimed[i];
+        if (change.state === 'sent') sent.push(id);
+        else if (change.state === 'pending') {
+          retry.ids.push(id);
+          retry.attempts.push(change.attempts);
+          retry.waits.push(change.retryInMs);
+          retry.errors.push(change.error);
+        } else {
+          park.ids.push(id);
+          park.attempts.push(change.attempts);
+          park.reasons.push(change.reason);
+        }
+      });
+      if (sent.length > 0) await adapter.execute(tx, sql.markSent, [sent]);
+      if (retry.ids.length > 0) await adapter.execute(tx, sql.reschedule, [retry.ids, retry.attempts, retry.waits, retry.errors]);
+      if (park.ids.length > 0) await adapter.execute(tx, sql.park, [park.ids, park.attempts, park.reasons]);
+      this.report(claimed, changes, sent.length);
+      return rows.length;
+    });
+  }
+
+  private async send(row: ClaimedRow): Promise<RowChange> {
+    const startedAt = Date.now();
+    try {
+      const body = Buffer.isBuffer(row.body) ? row.body : Buffer.from(row.body as unknown as Uint8Array);
+      await this.publish(row.exchange, row.routing_key, body, storedProperties(row.properties), Number(row.remaining_delay_ms));
+      if (this.observers?.active) {
+        const lagMs = Number(row.age_ms) + (Date.now() - startedAt);
+        this.observers.emit('outboxSent', { table: this.config.tableName, exchange: row.exchange, routingKey: row.routing_key, lagMs });
+      }
+      return { state: 'sent' };
+    } catch (error) {
+      return nextRowChange(Number(row.attempts), classifyPublishFailure(error), this.config.retry);
+    }
+  }
+
+  /** Logs parked rows (an error each) and a relay that cannot publish (once per outage), and tells observers. */
+  private report(rows: ClaimedRow[], changes: RowChange[], sent: number): void {
+    const { tableName } = this.config;
+    let failed: string | undefined;
+    changes.forEach((change, i) => {
+      const row = rows[i];
+      if (change.state === 'parked') {
+        this.logger.error(`Outbox ${tableName}: row ${row.id} to "${row.exchange}" / "${row.routing_key}" parked: ${change.reason}`);
+        this.observers?.emit('outboxParked', { table: tableName, exchange: row.exchange, routingKey: row.routing_key, reason: change.reason });
+      } else if (change.state === 'pending') failed = change.error;
+    });
+    if (sent > 0 || failed === undefined) {
+      if (this.failure !== undefined) this.logger.log(`Outbox ${tableName}: publishing again`);
+      this.failure = undefined;
+    } else {
+      if (this.failure === undefined) this.logger.warn(`Outbox ${tableName}: cannot publish (${failed}); rows wait and are tried again with backoff`);
+      this.failure = `the outbox relay of ${tableName} cannot publish: ${failed}`;
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let claimed = 0;
+      let wait = this.config.pollIntervalMs;
+      const notifiedBefore = this.notified;
+      try {
+        claimed = await this.round();
+        if (this.databaseFailures > 0) this.logger.log(`Outbox ${this.config.tableName}: the database answers again`);
+        this.databaseFailures = 0;
+        await this.housekeeping();
+      } catch (error) {
+        this.databaseFailures++;
+        wait = Math.min(wait, reconnectDelay(this.databaseFailures, DATABASE_RETRY));
+        if (this.databaseFailures === 1)
+          this.logger.error(`Outbox ${this.config.tableName}: the relay's round failed (${errorMessage(error)}); trying again`);
+        this.failure = `the outbox relay of ${this.config.tableName} cannot reach the database: ${errorMessage(error)}`;
+      }
+      if (!this.running) break;
+      // Rows were claimed: more may be due now (a full batch, or the next row of an order key that just went).
+      // A rescheduled row is not due at once, so a broker outage does not loop: the next round finds nothing.
+      if (claimed > 0 || this.notified !== notifiedBefore) continue;
+      await this.sleep(wait);
+    }
+  }
+
+  /** Reads the backlog for observers, and deletes sent rows past their retention, each every so often. */
+  private async housekeeping(): Promise<void> {
+    const now = Date.now();
+    const { adapter, sql, tableName, retentionMs } = this.config;
+    if (this.observers?.active && now - this.lastBacklogAt >= BACKLOG_EVERY_MS) {
+      this.lastBacklogAt = now;
+      const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.stats, []));
+      const stats = rows[0] ?? {};
+      this.observers.emit('outboxBacklog', {
+        table: tableName,
+        waiting: Number(stats.waiting ?? 0),
+        oldestAgeMs: Number(stats.oldest_ms ?? 0),
+        parked: Number(stats.parked ?? 0),
+      });
+    }
+    // Every minute, or sooner for a retention shorter than that (never more often than the relay polls).
+    const cleanupEvery = Math.min(CLEANUP_EVERY_MS, Math.max(retentionMs, this.config.pollIntervalMs));
+    if (now - this.lastCleanupAt >= cleanupEvery) {
+      this.lastCleanupAt = now;
+      await adapter.transaction((tx) => adapter.execute(tx, sql.cleanup, [retentionMs]));
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        timer.cancel();
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = startTimer(ms, done);
+      this.sleepers.add(done);
+    });
+  }
+
+  private wake(): void {
+    this.notified++;
+    for (const sleeper of [...this.sleepers]) sleeper();
+  }
+
+  /** LISTENs when the adapter can; when that connection fails, polls and listens again with backoff. */
+  private async listen(attempt = 1): Promise<void> {
+    const { adapter, sql, tableName } = this.config;
+    if (!adapter.listen || !this.running) return;
+    try {
+      this.unlisten = await adapter.listen(
+        sql.channel,
+        () => this.wake(),
+        (error) => {
+          this.unlisten = undefined;
+          this.logger.warn(`Outbox ${tableName}: the LISTEN connection failed (${errorMessage(error)}); polling until it is back`);
+          this.scheduleListen(1);
+        },
+      );
+      if (!this.running) return void (await this.unlisten?.().catch(() => undefined));
+      if (attempt > 1) this.logger.log(`Outbox ${tableName}: listening again`);
+      this.wake(); // rows committed while nobody listened
+    } catch (error) {
+      if (attempt === 1) this.logger.warn(`Outbox ${tableName}: cannot LISTEN (${errorMessage(error)}); polling meanwhile`);
+      this.scheduleListen(attempt);
+    }
+  }
+
+  private scheduleListen(attempt: number): void {
+    if (!this.running) return;
+    this.relisten = startTimer(reconnectDelay(attempt, DATABASE_RETRY), () => void this.listen(attempt + 1));
+    this.relisten.unref();
+  }
+}

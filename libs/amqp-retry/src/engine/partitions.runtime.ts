@@ -1,0 +1,363 @@
+import { randomUUID } from 'node:crypto';
+import type { Channel } from 'amqplib';
+import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
+import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
+import { queueExists } from '../amqp/queue-exists.probe.js';
+import { assignPartitions, ownerOf, partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
+import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
+import { MISSED_HEARTBEATS, type PartitionsConfig } from '../core/partitions/partitions.config.js';
+import { type DurationTimer, sleep, startInterval, startTimer } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
+import { movedRoutingKey } from '../core/partitions/partition-move.route.js';
+import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
+
+/** What a partitioned handler needs besides what every handler runtime shares. */
+export interface PartitionsDeps extends HandlerRuntimeDeps {
+  urls: readonly string[];
+  connectTimeoutMs: number;
+  /** How long a partition's hand-over (and the application's stop) lets handlers in flight finish. */
+  handOverTimeoutMs: number;
+  /** A plain channel on the publishing connection (announcements are published, never on the consuming one). */
+  publishingChannel: (purpose: string) => Promise<Channel>;
+}
+
+export type { PartitionStatus, PartitionsStatus } from '../core/partitions/partitions.status.js';
+
+/**
+ * A partitioned handler at run time (docs/partitions.md): one HandlerRuntime per partition queue, each with its own
+ * tiers and parking queue, and the membership that spreads the partitions over the running instances.
+ *
+ * Every instance announces itself on the members' exchange each heartbeat and hears the others on an exclusive queue
+ * of its own; from the members alive (heard within 3 heartbeats), each computes the same assignment and consumes the
+ * partitions it owns. A partition changes owner only between messages: the old owner hands over (no new message
+ * starts, those running finish, then its channel closes, requeueing the rest in place), and the partition queues
+ * have a single active consumer, so two owners at once (views that disagree for a heartbeat) never both run.
+ */
+export class PartitionedRuntime {
+  readonly parts: HandlerRuntime[];
+  readonly member = randomUUID();
+  private readonly partitions: PartitionsConfig;
+  private readonly view: MembershipView;
+  private readonly names: ReturnType<typeof partitionNames>;
+  private members: string[] = [];
+  private ticker?: DurationTimer;
+  private firstAssignment?: DurationTimer;
+  private listening?: { channel: Channel; queue: string };
+  private announcer?: Promise<Channel>;
+  private rebalancing?: Promise<void>;
+  private again = false;
+  private stopped = false;
+  private assigned = false;
+  private announceFailed = false;
+  private readonly depths = new Map<number, { depth: number; consumers: number }>();
+  /** Consumers moving the messages of partitions beyond `count` (left by a larger count) into the hash exchange. */
+  private movers: QueueConsumer[] = [];
+
+  constructor(
+    readonly handler: EngineHandler,
+    private readonly deps: PartitionsDeps,
+  ) {
+    this.partitions = handler.config.partitions as PartitionsConfig;
+    this.names = partitionNames(handler.config.queue);
+    // A partition runs the handler with its own configuration (and, for the transport, its own routes and schedules).
+    this.parts = partitionConfigs(handler.config).map(
+      (config) => new HandlerRuntime({ ...handler, ...handler.forPartition?.(config), config }, deps),
+    );
+    this.view = new MembershipView(this.member, this.partitions.heartbeatMs * MISSED_HEARTBEATS);
+  }
+
+  get queue(): string {
+    return this.handler.config.queue;
+  }
+
+  get isConsuming(): boolean {
+    return this.listening !== undefined && this.parts.every((p) => p.isConsuming);
+  }
+
+  get statuses(): QueueStatus[] {
+    return this.parts.map((p) => p.status);
+  }
+
+  status(): PartitionsStatus {
+    const members = this.members.length > 0 ? this.members : [this.member];
+    return {
+      queue: this.queue,
+      member: this.member,
+      members,
+      partitions: this.parts.map((part, index) => {
+        const owner = this.assigned ? ownerOf(index, members) : undefined;
+        return { queue: part.queue, index, owner, mine: owner === this.member, consuming: part.isOwned, ...this.depths.get(index) };
+      }),
+    };
+  }
+
+  /** Declares the hash exchange (failing clearly without its plugin), moves what partitions beyond `count` hold, then each partition. */
+  async prepare(): Promise<void> {
+    const { urls, connectTimeoutMs } = this.deps;
+    await declareHashExchange({
+      urls,
+      connectTimeoutMs,
+      queue: this.queue,
+      exchange: this.names.hashExchange,
+      arguments: this.partitions.hashArguments,
+    });
+    for (const part of this.parts) await part.prepare();
+    await this.retireExtraPartitions();
+    await this.retireUnpartitionedQueue();
+  }
+
+  /** Joins the members and, after hearing the others for a heartbeat and a half, takes its share. */
+  async consume(): Promise<void> {
+    await this.listen();
+    await this.announce();
+    // A stop() that came meanwhile found neither these channels nor the timers below: an interval started now would
+    // keep the process alive after app.close().
+    if (this.stopped) return this.closeChannels();
+    const { heartbeatMs } = this.partitions;
+    this.ticker = startInterval(heartbeatMs, () => this.tick());
+    this.firstAssignment = startTimer(Math.ceil(heartbeatMs * 1.5), () => {
+      this.assigned = true;
+      this.rebalance();
+    });
+    await Promise.all(this.movers.map((m) => m.start()));
+    this.deps.logger.log(
+      `"${this.queue}": ${this.parts.length} partitions, member ${this.member}; taking a share once the other instances are heard (${Math.ceil(heartbeatMs * 1.5)} ms)`,
+    );
+  }
+
+  /** After a reconnection: the partitions it owns resume; it listens to the members again. */
+  async resume(): Promise<void> {
+    const previous = this.listening; // open still when a recovery that failed elsewhere runs this again
+    this.listening = undefined;
+    await previous?.channel.close().catch(() => undefined);
+    const results = await Promise.allSettled([...this.parts.map((p) => p.resume()), this.listen(), ...this.movers.map((m) => m.start())]);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Tells the others it leaves (they take its partitions at once), then hands every partition it owns over. */
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopped = true;
+    this.ticker?.cancel();
+    this.firstAssignment?.cancel();
+    await this.announce(true);
+    await this.rebalancing?.catch(() => undefined);
+    await Promise.all([...this.parts.map((p) => p.stop(timeoutMs)), ...this.movers.map((m) => m.stop(timeoutMs))]);
+    await this.closeChannels();
+  }
+
+  private async closeChannels(): Promise<void> {
+    const listening = this.listening;
+    this.listening = undefined;
+    await listening?.channel.close().catch(() => undefined);
+    const announcer = this.announcer;
+    this.announcer = undefined;
+    await announcer?.then((c) => c.close()).catch(() => undefined);
+  }
+
+  private tick(): void {
+    void this.announce();
+    if (this.assigned) this.rebalance();
+    void this.measure();
+  }
+
+  /** Declares the members' exchange and an exclusive queue of this instance bound to it, and hears the others. */
+  private async listen(): Promise<void> {
+    const channel = await this.deps.connection.createChannel(`partition members of "${this.queue}"`);
+    try {
+      await channel.assertExchange(this.names.membersExchange, 'fanout', { durable: true });
+      const { queue } = await channel.assertQueue('', { ...PRIVATE_QUEUE_OPTIONS });
+      await channel.bindQueue(queue, this.names.membersExchange, '');
+      await channel.consume(
+        queue,
+        (message) => {
+          if (message === null) return;
+          const announcement = readAnnouncement(message.content);
+          if (announcement === undefined) return;
+          const known = this.view.members(Date.now()).includes(announcement.id);
+          this.view.heard(announcement, Date.now());
+          if (this.assigned && (announcement.leaving || !known)) this.rebalance(); // a member came or went: at once
+        },
+        { noAck: true },
+      );
+      channel.on('close', () => {
+        if (this.listening?.channel === channel) this.listening = undefined;
+      });
+      this.listening = { channel, queue };
+    } catch (error) {
+      await channel.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Best effort: a missed heartbeat is made up by the next; the others wait 3 before they count this one gone. */
+  private async announce(leaving = false): Promise<void> {
+    try {
+      this.announcer ??= this.deps.publishingChannel(`partition announcements of "${this.queue}"`).then((channel) => {
+        channel.on('close', () => (this.announcer = undefined));
+        return channel;
+      });
+      const channel = await this.announcer;
+      const expiration = String(this.partitions.heartbeatMs * MISSED_HEARTBEATS);
+      channel.publish(this.names.membersExchange, '', Buffer.from(JSON.stringify({ id: this.member, leaving })), { expiration, persistent: false });
+      this.announceFailed = false;
+    } catch (error) {
+      this.announcer = undefined;
+      if (!this.announceFailed) this.deps.logger.warn(`"${this.queue}": could not announce this instance to the others: ${errorMessage(error)}`);
+      this.announceFailed = true;
+    }
+  }
+
+  /** Brings the partitions this instance consumes in line with the view; one pass at a time, another after if asked meanwhile. */
+  private rebalance(): void {
+    if (this.rebalancing) {
+      this.again = true;
+      return;
+    }
+    this.rebalancing = this.assign()
+      .catch((error: unknown) => this.deps.logger.warn(`"${this.queue}": could not rebalance its partitions: ${errorMessage(error)}`))
+      .finally(() => {
+        this.rebalancing = undefined;
+        if (this.again && !this.stopped) {
+          this.again = false;
+          this.rebalance();
+        }
+      });
+  }
+
+  private async assign(): Promise<void> {
+    if (this.stopped) return;
+    const members = this.view.members(Date.now());
+    const gone = this.members.filter((m) => !members.includes(m));
+    if (gone.length > 0) this.deps.logger.log(`"${this.queue}": no longer hears ${gone.join(', ')}`);
+    this.members = members;
+    const mine = new Set(assignPartitions(this.parts.length, members, this.member));
+    const leaving = this.parts.filter((p, i) => p.isOwned && !mine.has(i));
+    const taking = this.parts.filter((p, i) => !p.isOwned && mine.has(i));
+    if (leaving.length === 0 && taking.length === 0) return;
+    const list = (parts: HandlerRuntime[]) => parts.map((p) => p.queue.slice(this.queue.length + 1)).join(', ') || 'none';
+    this.deps.logger.log(`"${this.queue}": ${members.length} member(s); taking ${list(taking)}, handing over ${list(leaving)}`);
+    const started = Date.now();
+    await Promise.all([
+      ...leaving.map((p) =>
+        p.release(this.deps.handOverTimeoutMs).then(() => this.deps.logger.log(`"${p.queue}": handed over in ${Date.now() - started} ms`)),
+      ),
+      ...taking.map((p) => p.acquire()),
+    ]);
+  }
+
+  /** Each partition's depth and consumers, for the status; a failure leaves the last figures. */
+  private async measure(): Promise<void> {
+    let channel: Channel | undefined;
+    try {
+      channel = await this.deps.connection.createChannel('partition depths', true);
+      for (const [index, part] of this.parts.entries()) {
+        const { messageCount, consumerCount } = await channel.checkQueue(part.queue);
+        this.depths.set(index, { depth: messageCount, consumers: consumerCount });
+        const { observers } = this.deps;
+        if (observers?.active) {
+          observers.emit('partitionObserved', {
+            queue: this.queue,
+            partition: index,
+            depth: messageCount,
+            consumers: consumerCount,
+            owned: part.isOwned,
+          });
+        }
+      }
+    } catch {
+      // a partition queue deleted or the connection down: the next heartbeat looks again
+    } finally {
+      await channel?.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Partitions beyond `count` (left by an earlier, larger count) are cut from the hash exchange, and what they hold,
+   * or receive later from their own tiers and replays, is published into the hash exchange, which routes it to its
+   * partition under the new count; their queues stay for an operator to delete once empty.
+   */
+  private async retireExtraPartitions(): Promise<void> {
+    const { connection, logger } = this.deps;
+    for (let index = this.parts.length; ; index++) {
+      const queue = this.names.partition(index);
+      const channel = await connection.createChannel('partition check', true);
+      let depth: number;
+      try {
+        depth = (await channel.checkQueue(queue)).messageCount;
+        await channel.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT);
+      } catch {
+        return; // partitions are numbered from 0 without gaps: the first missing one ends them
+      } finally {
+        await channel.close().catch(() => undefined);
+      }
+      logger.warn(
+        `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${this.parts.length}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
+      );
+      this.moveOut(queue);
+    }
+  }
+
+  /**
+   * The queue of the unpartitioned handler that partitions replace (`partitions` turned on for a queue that ran
+   * without): it is cut from the handler's exchange, which would otherwise copy every message into it for nobody, and
+   * what it holds, or receives later from its tiers and replays, is moved into the hash exchange like a retired
+   * partition's. A message published during the start may reach both (handled twice, never lost); order across the
+   * change holds only for what was published after it. The queue stays for an operator to delete once empty.
+   */
+  private async retireUnpartitionedQueue(): Promise<void> {
+    const { connection, logger } = this.deps;
+    const upstream = this.parts[0]?.handler.config.upstream;
+    const channel = await connection.createChannel('unpartitioned queue check', true);
+    let depth: number;
+    try {
+      depth = (await channel.checkQueue(this.queue)).messageCount;
+    } catch {
+      await channel.close().catch(() => undefined);
+      return; // no such queue: nothing to take over
+    }
+    let unbound = '';
+    try {
+      for (const key of upstream?.routingKeys ?? []) await channel.unbindQueue(this.queue, upstream!.exchange, key);
+      if (upstream) unbound = `it no longer gets the messages of "${upstream.exchange}", and `;
+    } catch (error) {
+      unbound = `it could not be unbound from "${upstream?.exchange}" (${errorMessage(error)}): unbind it, or every message is handled twice; `;
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+    logger.warn(
+      `"${this.queue}": the queue "${this.queue}" of this handler before partitions exists; ${unbound}its ${depth} message(s) (and any coming back from its tiers) move to the partitions. Delete it and its tiers once empty.`,
+    );
+    this.moveOut(this.queue);
+  }
+
+  /**
+   * Moves what `queue` holds, and whatever reaches it later, into the hash exchange with the key it was first published
+   * with; until the queue is deleted (as the warning asks, once empty): then the mover ends, instead of trying to consume
+   * a queue that is gone with backoff for as long as the application runs.
+   */
+  private moveOut(queue: string): void {
+    const { connection, logger, resume, recordPublisher } = this.deps;
+    const hashExchange = this.names.hashExchange;
+    const redeclare = async () => {
+      if (await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)) return;
+      logger.log(`"${queue}" was deleted: nothing more to move from it`);
+      this.movers = this.movers.filter((m) => m !== mover);
+      await mover.stop(0);
+    };
+    const mover: QueueConsumer = new QueueConsumer({ queue, prefetch: 20, connection, logger, resume, redeclare }, async (message, settle) => {
+      try {
+        const { properties } = message;
+        await recordPublisher.publish(hashExchange, movedRoutingKey(message, queue), message.content, { ...properties, persistent: true });
+        settle.ack();
+      } catch (error) {
+        logger.warn(`"${queue}": could not move a message to "${hashExchange}" (${errorMessage(error)}); it stays, tried again in 1 s`);
+        await sleep(1_000);
+        settle.nack(true);
+      }
+    });
+    this.movers.push(mover);
+  }
+}

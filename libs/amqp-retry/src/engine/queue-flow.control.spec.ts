@@ -1,0 +1,141 @@
+import { jest } from '@jest/globals';
+import type { ConsumeMessage } from 'amqplib';
+import { resolveHandlerConfig } from '../core/config/handler.config.js';
+import { resolveModuleConfig } from '../core/config/module.config.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import { NonRetryableError } from '../errors/non-retryable.error.js';
+import { QueueFlowControl } from './queue-flow.control.js';
+
+const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+const configOf = (options: object) => resolveHandlerConfig({ queue: 'orders', ...options }, resolveModuleConfig({}, {}), 'A.b');
+const message = (n: number) => ({ fields: { deliveryTag: n }, content: Buffer.from('{}'), properties: { headers: {} } }) as unknown as ConsumeMessage;
+
+/** A flow over a fake consumer that records hold/release, with a clock the test moves. */
+function flowOf(options: object) {
+  const target: string[] = [];
+  let now = 0;
+  const flow = new QueueFlowControl(configOf(options), { logger: silent, now: () => now });
+  flow.attach({ hold: (reason) => target.push(`hold: ${reason}`), release: (prefetch) => target.push(`release ${prefetch ?? 'normal'}`) });
+  const settled: string[] = [];
+  const settle = (n: number) => ({ ack: () => settled.push(`ack ${n}`), nack: (requeue: boolean) => settled.push(`nack ${n} ${requeue}`) });
+  const signal = new AbortController().signal;
+  return { flow, target, settled, settle, signal, tick: (ms: number) => (now += ms) };
+}
+
+describe('QueueFlowControl', () => {
+  it('without a breaker, a limit or a pause, calls the handler as it is', async () => {
+    const { flow, settle, signal, settled } = flowOf({});
+    const handle = jest.fn(async (_m: ConsumeMessage, s: { ack(): void }) => s.ack());
+    await flow.gate(handle)(message(1), settle(1), signal);
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(settled).toEqual(['ack 1']);
+  });
+
+  it('paused: holds the consumer, puts back a delivery already on its way without calling the handler, releases on resume', async () => {
+    const { flow, target, settled, settle, signal } = flowOf({});
+    const handle = jest.fn(async (_m: ConsumeMessage) => undefined);
+    expect(flow.pause('alice', 'INC-1').state).toBe('paused');
+    await flow.gate(handle)(message(1), settle(1), signal);
+    expect(handle).not.toHaveBeenCalled();
+    expect(settled).toEqual(['nack 1 true']);
+    expect(flow.pause('bob').paused).toMatchObject({ by: 'alice', reason: 'INC-1' }); // the first pause's record stays
+    flow.resume('bob');
+    expect(target).toEqual(['hold: the queue is paused', 'release normal']);
+  });
+
+  it('a consumer attached later (a new one after a hand-over) starts held while paused, and as usual while running', () => {
+    const { flow, target } = flowOf({});
+    const next: string[] = [];
+    const consumer = { hold: (reason: string) => next.push(`hold: ${reason}`), release: () => next.push('release') };
+    flow.attach(consumer);
+    expect(next).toEqual([]);
+    flow.pause('alice');
+    flow.attach(consumer);
+    expect(next).toEqual(['hold: the queue is paused', 'hold: the queue is paused']);
+    expect(target).toEqual([]); // the first consumer is no longer the flow's
+  });
+
+  it('counts retryable failures only, opens, half-opens on its timer with the trial prefetch, and closes on success', async () => {
+    jest.useFakeTimers();
+    try {
+      const { flow, target, settle, signal } = flowOf({ circuitBreaker: { consecutiveFailures: 2, openFor: '1s', halfOpenCalls: 2 } });
+      let outcome: unknown = new NonRetryableError('bad order');
+      const invoke = flow.counted(
+        async () => {
+          if (outcome) throw outcome;
+        },
+        (error) => !(error instanceof NonRetryableError),
+      );
+      const handle = (m: ConsumeMessage) =>
+        invoke({}, { message: m } as RetryContext).then(
+          () => undefined,
+          () => undefined,
+        );
+      const run = (n: number) => flow.gate(handle)(message(n), settle(n), signal);
+      await run(1);
+      await run(2);
+      await run(3);
+      expect(flow.status().circuit).toBe('closed'); // non-retryable errors never count
+      outcome = new Error('503');
+      await run(4);
+      await run(5);
+      expect(flow.status()).toMatchObject({ state: 'open', circuit: 'open', openUntil: new Date(1_000).toISOString() });
+      jest.advanceTimersByTime(1_000);
+      expect(flow.status().state).toBe('half-open');
+      outcome = undefined;
+      await run(6);
+      await run(7);
+      expect(flow.status().state).toBe('running');
+      expect(target).toEqual(['hold: the queue is open', 'release 2', 'release normal']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('half-open: a delivery beyond the trials waits (not requeued in a loop) until a place is free', async () => {
+    jest.useFakeTimers();
+    try {
+      const { flow, settle, signal, settled } = flowOf({ circuitBreaker: { consecutiveFailures: 1, openFor: '1s', halfOpenCalls: 1 } });
+      let finishTrial!: () => void;
+      const calls: number[] = [];
+      const invoke = flow.counted(
+        async (payload) => {
+          calls.push(payload as number);
+          if (payload === 0) throw new Error('503');
+          if (payload === 1) await new Promise<void>((resolve) => (finishTrial = resolve));
+        },
+        () => true,
+      );
+      const handle = (m: ConsumeMessage, s: { ack(): void }) =>
+        invoke(m.fields.deliveryTag, { message: m } as RetryContext).then(
+          () => s.ack(),
+          () => undefined,
+        );
+      await flow.gate(handle)(message(0), settle(0), signal); // opens
+      jest.advanceTimersByTime(1_000);
+      const trial = flow.gate(handle)(message(1), settle(1), signal);
+      const extra = flow.gate(handle)(message(2), settle(2), signal);
+      await Promise.resolve();
+      expect(calls).toEqual([0, 1]);
+      finishTrial();
+      await trial;
+      await extra;
+      expect(calls).toEqual([0, 1, 2]);
+      expect(settled).toEqual(['ack 1', 'ack 2']);
+      expect(flow.status().state).toBe('running');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('stop(): no timer left, a waiting delivery is let go unhandled for the closing channel to return', async () => {
+    const { flow, settle, signal, settled } = flowOf({ rateLimit: { calls: 1, per: '1h' } });
+    const handle = jest.fn(async (_m: ConsumeMessage, s: { ack(): void }) => s.ack());
+    await flow.gate(handle)(message(1), settle(1), signal);
+    const waiting = flow.gate(handle)(message(2), settle(2), signal);
+    flow.stop();
+    await waiting;
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(settled).toEqual(['ack 1']);
+  });
+});

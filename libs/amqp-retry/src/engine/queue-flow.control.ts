@@ -1,0 +1,278 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { DeliveryHandler } from '../amqp/queue.consumer.js';
+import type { DeliveryRouter, HandlerInvoker } from '../pipeline/delivery.contracts.js';
+import { CircuitBreakerState, type CircuitTicket, type CircuitTransition } from '../core/breaker/circuit.state.js';
+import { countsAsOutage } from '../core/breaker/outage.classify.js';
+import { type PauseRecord, type QueueFlowStatus, type QueueState, queueStateOf } from '../core/breaker/queue.state.js';
+import { formatDuration } from '../core/time/duration.reader.js';
+import { type DurationTimer, startTimer } from '../core/time/duration.timer.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import { RateLimitGate } from './rate-limit.gate.js';
+import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
+import { brokerDeliveryCount } from '../core/delivery/delivery.count.js';
+import { QUORUM_DELIVERY_LIMIT } from '../core/delivery/delivery.decision.js';
+
+export type { QueueFlowStatus } from '../core/breaker/queue.state.js';
+
+/** What the flow stops and starts: the queue's consumer. */
+export interface FlowTarget {
+  hold(reason: string): void;
+  release(prefetch?: number): void;
+}
+
+interface Dependencies {
+  logger: RetryLogger;
+  observers?: ObserverHub;
+  now?: () => number;
+}
+
+/**
+ * One handler queue's flow: its circuit breaker, its pause (the operator's kill switch) and its rate limit.
+ *
+ * Open or paused: the consumer is cancelled (`hold`), so messages, returning retries included, wait in the broker;
+ * handlers in flight finish and settle as usual, and a delivery that was already on its way is put back (nack with
+ * requeue: no attempt is spent). Half-open: the consumer takes `halfOpenCalls` deliveries at a time (its prefetch)
+ * and exactly that many reach the handler; one more waits in memory for a trial's place, never in a loop. A failed
+ * trial is an ordinary failed attempt (retried or parked by the policy): the breaker never parks a message.
+ *
+ * The state is this process's: each instance counts its own calls and decides alone (README "Outage protection").
+ */
+export class QueueFlowControl {
+  private readonly breaker?: CircuitBreakerState;
+  private readonly limiter?: RateLimitGate;
+  private paused?: PauseRecord;
+  private openUntil?: number;
+  private timer?: DurationTimer;
+  private readonly tickets = new WeakMap<ConsumeMessage, CircuitTicket>();
+  /** Deliveries waiting for a trial's place while half-open: woken on every change. */
+  private waiters: Array<() => void> = [];
+  private target?: FlowTarget;
+  private state: QueueState = 'running';
+  private stopped = false;
+  private readonly now: () => number;
+
+  /** The deliveries put back while paused or open: their quorum queue counts those returns, the decision does not. */
+  readonly returns = new OwnReturns();
+
+  constructor(
+    private readonly config: HandlerConfig,
+    private readonly deps: Dependencies,
+  ) {
+    this.now = deps.now ?? Date.now;
+    if (config.circuitBreaker) this.breaker = new CircuitBreakerState(config.circuitBreaker);
+    if (config.rateLimit) this.limiter = new RateLimitGate(config.rateLimit, this.now);
+  }
+
+  get queue(): string {
+    return this.config.queue;
+  }
+
+  /** The consumer to hold and release; set once it exists, and again for a new one, which starts in the current state. */
+  attach(target: FlowTarget): void {
+    this.target = target;
+    if (this.stopped) return;
+    if (this.state === 'paused' || this.state === 'open') target.hold(`the queue is ${this.state}`);
+    else if (this.state === 'half-open') target.release(this.config.circuitBreaker?.halfOpenCalls);
+  }
+
+  /** The delivery handler behind the flow: without a breaker, a limit or a pause, the handler itself is called. */
+  gate(handle: DeliveryHandler): DeliveryHandler {
+    return (message, settle, signal) => {
+      if (!this.limiter && !this.paused && !this.stopped) {
+        if (!this.breaker) return handle(message, settle, signal);
+        // A closed circuit admits at once: the usual delivery with a breaker costs a ticket, not an async frame.
+        const ticket = this.breaker.state === 'closed' ? this.breaker.admit() : undefined;
+        if (ticket) return this.withTicket(handle, message, settle, signal, ticket);
+      }
+      return this.pass(handle, message, settle, signal);
+    };
+  }
+
+  /** The handler's invoker, counting its outcomes into the breaker (inside the idempotency and ordering wrappers). */
+  counted(invoke: HandlerInvoker, isRetryable: (error: unknown) => boolean): HandlerInvoker {
+    const breaker = this.breaker;
+    if (!breaker) return invoke;
+    const countsAsFailure = this.config.circuitBreaker?.countsAsFailure;
+    return (payload, context) => {
+      const ticket = this.tickets.get(context.message);
+      let running: Promise<unknown>;
+      try {
+        running = Promise.resolve(invoke(payload, context));
+      } catch (error) {
+        running = Promise.reject(error);
+      }
+      if (!ticket) return running;
+      return running.then(
+        (value) => {
+          this.apply(breaker.record(ticket, false, this.now()));
+          return value;
+        },
+        (error: unknown) => {
+          // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
+          if (countsAsOutage(error, isRetryable(error), countsAsFailure)) this.apply(breaker.record(ticket, true, this.now()));
+          throw error;
+        },
+      );
+    };
+  }
+
+  /** The same counting for a queue whose deliveries are routed (the transport's patterns), each with its policy's errors. */
+  countedRoutes(router: DeliveryRouter): DeliveryRouter {
+    if (!this.breaker) return router;
+    return (payload, message, deaths) => {
+      const route = router(payload, message, deaths);
+      return route.kind === 'handle' ? { ...route, invoke: this.counted(route.invoke, route.policy.isRetryable) } : route;
+    };
+  }
+
+  /** Pauses the queue (its consumer is cancelled) until resume(); a second pause keeps the first one's record. */
+  pause(by: string, reason?: string): QueueFlowStatus {
+    if (!this.paused) {
+      this.paused = { by, reason, since: this.now() };
+      this.changed(reason ? `paused by ${by}: ${reason}` : `paused by ${by}`, by);
+    }
+    return this.status();
+  }
+
+  /** Ends a pause: the queue runs again, or waits for its circuit if that is open. */
+  resume(by: string): QueueFlowStatus {
+    if (this.paused) {
+      this.paused = undefined;
+      this.changed(`resumed by ${by}`, by);
+    }
+    return this.status();
+  }
+
+  status(): QueueFlowStatus {
+    const status: QueueFlowStatus = { queue: this.queue, state: this.state };
+    if (this.breaker) status.circuit = this.breaker.state;
+    if (this.openUntil !== undefined) status.openUntil = new Date(this.openUntil).toISOString();
+    if (this.paused) {
+      const { by, reason, since } = this.paused;
+      status.paused = { by, ...(reason !== undefined && { reason }), since: new Date(since).toISOString() };
+    }
+    const limit = this.config.rateLimit;
+    if (limit) status.rateLimit = { calls: limit.calls, per: formatDuration(limit.perMs) };
+    return status;
+  }
+
+  /** The application stops: no timer left, nothing waits; deliveries not yet handled are left to the closing channel. */
+  stop(): void {
+    this.stopped = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.limiter?.close();
+    this.wake();
+  }
+
+  private async pass(handle: DeliveryHandler, message: ConsumeMessage, settle: Parameters<DeliveryHandler>[1], signal: AbortSignal): Promise<void> {
+    // A delivery over the rate limit waits for its turn, unless the queue is (or becomes) paused or open: then it goes
+    // back to the broker at once (refused below) instead of waiting in memory for tokens.
+    while (this.limiter && !this.stopped && !this.paused && this.breaker?.state !== 'open') {
+      const turn = await this.limiter.wait(signal);
+      if (turn === 'gone') return; // its channel died, or stopping: the broker redelivers it
+      if (turn === 'go') break;
+    }
+    const ticket = await this.admit(signal);
+    if (ticket === 'gone') return;
+    if (ticket === 'refused') {
+      // Back to the queue, whose consumer is cancelled: it waits there. Noted, so that the return is not counted as a
+      // crash when it comes back (a quorum queue counts it). But one more return past the queue's delivery limit and
+      // the broker would drop it: then it goes to the pipeline, which parks it (redelivery-limit) unread.
+      if (this.config.queueType === 'quorum') {
+        if (brokerDeliveryCount(message.properties.headers, 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return handle(message, settle, signal);
+        this.returns.add(returnIdentity(message, this.queue));
+      }
+      return settle.nack(true);
+    }
+    if (ticket === undefined) return handle(message, settle, signal);
+    return this.withTicket(handle, message, settle, signal, ticket);
+  }
+
+  /** Runs the delivery with its ticket, whose outcome the counted invoker records; then frees its place. */
+  private withTicket(
+    handle: DeliveryHandler,
+    message: ConsumeMessage,
+    settle: Parameters<DeliveryHandler>[1],
+    signal: AbortSignal,
+    ticket: CircuitTicket,
+  ): Promise<void> {
+    this.tickets.set(message, ticket);
+    let running: Promise<void>;
+    try {
+      running = handle(message, settle, signal);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    const done = () => {
+      this.tickets.delete(message);
+      (this.breaker as CircuitBreakerState).release(ticket); // no outcome was counted (parked unread, not an outage)
+      this.wake();
+    };
+    return Promise.resolve(running).then(done, (error: unknown) => {
+      done();
+      throw error;
+    });
+  }
+
+  /** A ticket (breaker), undefined (no breaker), 'refused' (paused or open) or 'gone' (the channel died, or stopping). */
+  private async admit(signal: AbortSignal): Promise<CircuitTicket | undefined | 'refused' | 'gone'> {
+    for (;;) {
+      if (signal.aborted || this.stopped) return 'gone';
+      if (this.paused) return 'refused';
+      if (!this.breaker) return undefined;
+      if (this.breaker.state === 'open') return 'refused';
+      const ticket = this.breaker.admit();
+      if (ticket) return ticket;
+      // Half-open with every trial place taken: wait for one (a redelivery from before the change of prefetch).
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        this.waiters.push(done);
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+
+  private wake(): void {
+    for (const wake of this.waiters.splice(0)) wake();
+  }
+
+  private apply(transition: CircuitTransition | undefined): void {
+    if (!transition || this.stopped) return;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.openUntil = undefined;
+    if (transition.to === 'open' && transition.openForMs !== undefined) {
+      this.openUntil = this.now() + transition.openForMs;
+      this.timer = startTimer(transition.openForMs, () => {
+        this.timer = undefined;
+        this.apply(this.breaker?.halfOpen());
+      }).unref();
+    }
+    this.changed(transition.reason);
+  }
+
+  /** Holds or releases the consumer as the state says, and logs and reports a change of state once. */
+  private changed(reason: string, by?: string): void {
+    const to = queueStateOf(this.paused, this.breaker?.state);
+    if (!this.stopped) {
+      if (to === 'paused' || to === 'open') this.limiter?.interrupt(); // what waits for a turn goes back to the broker
+      if (to === 'paused' || to === 'open') this.target?.hold(`the queue is ${to}`);
+      else this.target?.release(to === 'half-open' ? this.config.circuitBreaker?.halfOpenCalls : undefined);
+    }
+    this.wake();
+    const from = this.state;
+    if (to === from) return;
+    this.state = to;
+    const line = `Queue "${this.queue}" is now ${to}: ${reason}`;
+    if (to === 'open' || to === 'paused') this.deps.logger.warn(line);
+    else this.deps.logger.log(line);
+    if (this.deps.observers?.active)
+      this.deps.observers.emit('queueStateChanged', { queue: this.queue, from, to, reason, ...(by !== undefined && { by }) });
+  }
+}

@@ -1,0 +1,45 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { ParkReason } from '../core/delivery/delivery.decision.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import type { XDeath } from '../core/delivery/x-death.parser.js';
+
+// The delivery pipeline's contracts with what surrounds it: the adapters (nest, transport) give it an invoker,
+// a policy or a router; the pipeline's own steps (handled-once, ordered) wrap the invoker.
+
+/** Calls the user's handler (through Nest's context: interceptors, filters). */
+export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
+
+/** How many attempts a message gets, and where its retries wait. */
+export interface RetryPolicy {
+  maxAttempts: number;
+  /** Tier delays, tier 1 first; the last repeats. */
+  delaysMs: number[];
+  isRetryable: (error: unknown) => boolean;
+  /** The longest one handler call may take, in ms (see withHandlerTimeout); 0 or absent: no limit. */
+  timeoutMs?: number;
+  /**
+   * The first tier of this policy's own schedule, when it is not the queue's: a first failure is published there
+   * (see core/delivery/first-failure.headers.ts). Absent: the queue's schedule, reached by a nack.
+   */
+  firstTier?: string;
+}
+
+/**
+ * What a queue whose messages differ in handler and policy (the transport's patterns) does with one readable
+ * delivery: handle it with a policy; run it once and ack it whatever happens (a request: the caller waits, so no
+ * tier retries); or park it before any handler runs (`notify` first tells whoever waits).
+ */
+export type DeliveryRoute =
+  | {
+      kind: 'handle';
+      payload: unknown;
+      policy: RetryPolicy;
+      invoke: HandlerInvoker;
+      /** The handler's own pattern, for observers (a metrics label): never a client's spelling of it. */
+      pattern?: string;
+    }
+  | { kind: 'once'; run: (context: RetryContext) => Promise<void> }
+  | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
+
+/** Chooses the route of a delivery from its decoded body (and its death history, which tells its first key); never throws. */
+export type DeliveryRouter = (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => DeliveryRoute;

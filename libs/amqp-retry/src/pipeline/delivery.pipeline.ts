@@ -1,0 +1,224 @@
+import type { ConsumeMessage } from 'amqplib';
+import { decideAfterFailure, decideBeforeHandling, exhaustedBeforeHandling, isExhausted } from '../core/delivery/delivery.decision.js';
+import { movedFirstFailures } from '../core/delivery/first-failure.headers.js';
+import { formatDuration } from '../core/time/duration.reader.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { XDeath } from '../core/delivery/x-death.parser.js';
+import { DeliveryObservation } from '../core/observe/delivery.observation.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { Settle } from '../amqp/queue.consumer.js';
+import type { DeliveryRouter, HandlerInvoker, RetryPolicy } from './delivery.contracts.js';
+import { handledOnceInvoker } from './handled-once.invoker.js';
+import { orderedInvoker } from './ordered.invoker.js';
+import { inboxStep } from './inbox.step.js';
+import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
+import { RetriedInPlace } from './in-place.retry.js';
+import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
+
+/** What the invoke step runs: the payload, the handler and its policy (a pattern's own, with a router). */
+interface Handling {
+  payload: unknown;
+  policy: RetryPolicy;
+  invoke: HandlerInvoker;
+  /** The handler's own pattern, for observers; absent for decorator handlers. */
+  pattern?: string;
+}
+
+/**
+ * What a handler queue does with each delivery, step by step:
+ * 1. decide (core/delivery/delivery.decision.ts): a delivery that cannot be read (body, death history), or that had
+ *    every attempt, is parked before any handler or nack sees it; else it runs as attempt n;
+ * 2. route (with a router, the transport's patterns): the body names the handler and its policy, a request that runs
+ *    once, or a park;
+ * 3. invoke: the handler runs, inside the guarantees the configuration asks (withDeliveryGuarantees: ordering,
+ *    then idempotency);
+ * 4. settle: success acks; a failure is decided again: a retryable one goes on to its tier (TierRouter: once the
+ *    retry topology is known to exist, a nack, or a move into another schedule's first tier), anything else is
+ *    parked (MessageParker: published to the error queue, confirmed, and only then acked).
+ */
+export class DeliveryPipeline {
+  /** The handler's invoker with the guarantees its configuration asks (ordering, idempotency) around it. */
+  private readonly invoke: HandlerInvoker;
+  private readonly router?: DeliveryRouter;
+
+  constructor(
+    private readonly config: HandlerConfig,
+    invoke: HandlerInvoker,
+    private readonly parker: MessageParker,
+    private readonly park: ParkTarget,
+    private readonly tiers: TierRouter,
+    private readonly logger: RetryLogger,
+    router?: DeliveryRouter,
+    private readonly observers?: ObserverHub,
+    /** The deliveries this queue put back on purpose (paused, circuit open), which its quorum queue counts. */
+    private readonly returns?: OwnReturns,
+  ) {
+    this.invoke = withDeliveryGuarantees(config, invoke, logger);
+    this.router = router && guaranteedRoutes(config, router, logger);
+  }
+
+  /** Not async itself: the usual delivery (decoded, handled, acked) costs one promise reaction, not an async frame. */
+  readonly handle = (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
+    const { queue, queueType, deserializer } = this.config;
+    // Step 1, decide. With a router, the attempts allowed are known only once the body names the route.
+    const returns = this.returns;
+    const ownReturns = returns && !returns.isEmpty ? () => returns.take(returnIdentity(message, queue)) : undefined;
+    const maxAttempts = this.router ? Infinity : this.config.maxAttempts;
+    const before = decideBeforeHandling({ message, queue, maxAttempts, queueType, deserializer, ownReturns });
+    if (before.action === 'park') {
+      const { reason, error, handlerCalls, deaths } = before;
+      return this.parkStep(message, settle, { queue, deaths, reason, error, handlerCalls }, signal);
+    }
+    if (this.router) return this.routeStep(this.router, message, settle, signal, before.payload, before.attempt, before.deaths);
+    const handling = { payload: before.payload, policy: this.config, invoke: this.invoke };
+    return this.invokeStep(message, settle, signal, handling, before.attempt, before.deaths);
+  };
+
+  /** Step 2, route: a delivery of a queue whose messages differ in handler and policy goes where its route says. */
+  private async routeStep(
+    router: DeliveryRouter,
+    message: ConsumeMessage,
+    settle: Settle,
+    signal: AbortSignal,
+    payload: unknown,
+    firstAttempt: number,
+    deaths: XDeath[],
+  ): Promise<void> {
+    const { queue } = this.config;
+    const route = router(payload, message, deaths);
+    if (route.kind === 'park') {
+      await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+      return this.parkStep(message, settle, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);
+    }
+    if (route.kind === 'once') {
+      const context = { attempt: firstAttempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
+      await route.run(context).catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+      return settle.ack();
+    }
+    const attempt = firstAttempt + movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
+    const exhausted = exhaustedBeforeHandling(attempt, route.policy.maxAttempts);
+    if (exhausted) return this.parkStep(message, settle, { queue, pattern: route.pattern, deaths, ...exhausted }, signal);
+    return this.invokeStep(message, settle, signal, route, attempt, deaths);
+  }
+
+  /** Step 3, invoke: calls the handler once, then settles (step 4). */
+  private invokeStep(
+    message: ConsumeMessage,
+    settle: Settle,
+    signal: AbortSignal,
+    handling: Handling,
+    attempt: number,
+    deaths: XDeath[],
+  ): Promise<void> {
+    const { queue } = this.config;
+    const { payload, policy, invoke, pattern } = handling;
+    const { maxAttempts } = policy;
+    const context: RetryContext = { attempt, maxAttempts, isLastAttempt: isExhausted(attempt, maxAttempts), queue, message, deaths, signal };
+    const observed = this.observers?.active
+      ? new DeliveryObservation(this.observers, { queue, pattern, attempt, maxAttempts, message, deaths })
+      : undefined;
+    let running: Promise<unknown>;
+    try {
+      running = observed ? observed.run(() => invoke(payload, context)) : invoke(payload, context);
+    } catch (error) {
+      return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed }, error);
+    }
+    // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
+    return Promise.resolve(running).then(
+      () => {
+        observed?.handled();
+        settle.ack();
+      },
+      (error: unknown) => {
+        const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
+        return inPlace
+          ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed }, inPlace.failure)
+          : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed }, error);
+      },
+    );
+  }
+
+  /** Step 4 after a failure: another attempt through the tiers, or the error queue. */
+  private async failedStep(
+    message: ConsumeMessage,
+    settle: Settle,
+    signal: AbortSignal,
+    {
+      policy,
+      pattern,
+      attempt,
+      deaths,
+      observed,
+    }: { policy: RetryPolicy; pattern?: string; attempt: number; deaths: XDeath[]; observed?: DeliveryObservation },
+    error: unknown,
+  ): Promise<void> {
+    const { queue } = this.config;
+    const { maxAttempts, delaysMs } = policy;
+    const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
+    observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
+    if (after.action === 'park') {
+      const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
+      return this.parkStep(message, settle, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
+    }
+    if (!(await this.tiers.ready(signal))) return; // the channel is gone: the broker redelivers the message
+    const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
+    if (this.config.retryLogs === 'line') this.logger.warn(line);
+    else this.logger.debug(line);
+    return this.tiers.route(message, settle, policy, attempt, signal);
+  }
+
+  /** The park step, wherever the decision to park was made. */
+  private parkStep(message: ConsumeMessage, settle: Settle, details: ParkDetails, signal: AbortSignal): Promise<void> {
+    return this.parker.park(message, settle, this.park, details, signal);
+  }
+}
+
+/**
+ * The handler call as the delivery path sees it, with what the configuration asks around it: ordering outside (a
+ * message waits for its key's turn before it claims its idempotency key, so a waiting copy holds no claim), then
+ * idempotency (claim, call, record) or the inbox (a transaction around the call and its record). Without any, the
+ * handler's own invoker.
+ */
+export function withDeliveryGuarantees(
+  config: HandlerConfig,
+  invoke: HandlerInvoker,
+  logger: RetryLogger,
+  policyOf?: (context: RetryContext) => RetryPolicy | undefined,
+): HandlerInvoker {
+  let guarded = invoke;
+  // A partition's copies are recognised under the handler's queue, not the partition's: a message that moves to
+  // another partition (a change of count, a partition deleted and declared again) is still the same message.
+  const scope = config.partitionOf?.queue ?? config.queue;
+  if (config.idempotency) guarded = handledOnceInvoker(guarded, scope, config.idempotency, logger);
+  if (config.inbox) guarded = inboxStep(guarded, scope, config.inbox, logger);
+  if (config.ordering) guarded = orderedInvoker(guarded, { ...config, ordering: config.ordering }, logger, policyOf);
+  return guarded;
+}
+
+/**
+ * The same guarantees for a queue whose deliveries are routed (the transport's patterns): one guarded invoker for the
+ * queue (its idempotency keys and ordering sequences are the queue's), calling each delivery's own route. Requests
+ * ('once') and parks pass through untouched.
+ */
+export function guaranteedRoutes(config: HandlerConfig, route: DeliveryRouter, logger: RetryLogger): DeliveryRouter {
+  if (!config.idempotency && !config.inbox && !config.ordering) return route;
+  const routed = new WeakMap<object, { invoke: HandlerInvoker; policy: RetryPolicy }>();
+  // A retry in place (a partition's 'hold') counts the attempts and waits the delays of the delivery's own policy.
+  const guarded = withDeliveryGuarantees(
+    config,
+    (payload, context) => (routed.get(context.message)?.invoke ?? missingRoute)(payload, context),
+    logger,
+    (context) => routed.get(context.message)?.policy,
+  );
+  return (payload, message, deaths) => {
+    const chosen = route(payload, message, deaths);
+    if (chosen.kind !== 'handle') return chosen;
+    routed.set(message, { invoke: chosen.invoke, policy: chosen.policy });
+    return { ...chosen, invoke: guarded };
+  };
+}
+
+const missingRoute: HandlerInvoker = () => Promise.reject(new Error('no route recorded for this delivery'));

@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import type { ConsumeMessage, Options } from 'amqplib';
+import { errorMessage, errorStack } from '../core/text/error-message.format.js';
+import type { ParkReason } from '../core/delivery/delivery.decision.js';
+import type { RetryLogs } from '../core/config/retry.options.js';
+import { parkedPublishOptions, type ParkInput } from '../core/parking/parked-message.headers.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { PublishScope } from '../core/observe/retry.observer.js';
+import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import type { Settle } from '../amqp/queue.consumer.js';
+import { ParkedHeader } from '../core/headers/header.names.js';
+import { isMissingTarget } from '../core/publish/publish.outcome.js';
+import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
+import { sleep } from '../core/time/duration.timer.js';
+import { firstFailureHeaders } from '../core/delivery/first-failure.headers.js';
+import { republishProperties } from '../core/message/message.properties.js';
+import { retryNames } from '../core/topology/retry-topology.plan.js';
+import type { TopologyGuard } from '../amqp/topology.guard.js';
+import type { RetryPolicy } from './delivery.contracts.js';
+
+// The steps that end a delivery that did not succeed: the park (MessageParker), the route into the tier of the next
+// attempt (TierRouter), and the confirmed copy both publish before they ack the original (publishCopyThenAck).
+
+/**
+ * Spacing of the tries of a step whose delivery waits unsettled (a park, a move into a tier, a forward, the wait for
+ * the retry topology): soon at first, then at most every 30 s.
+ */
+export const REPUBLISH_RETRY: ReconnectPolicy = { initialDelayMs: 200, maxDelayMs: 30_000 };
+
+/** A copy of a delivery to publish in its place, and how to name it and its target in log lines. */
+export interface DeliveryCopy {
+  exchange: string;
+  routingKey: string;
+  options: Options.Publish;
+  what: { name: string; target: string };
+}
+
+/** What a confirmed copy needs besides the delivery: the publisher, the log, and how to declare a missing target. */
+export interface CopyDeps {
+  publisher: ConfirmPublisher;
+  logger: RetryLogger;
+  redeclare: () => Promise<unknown>;
+}
+
+/**
+ * The step shared by a park and a move into a tier: publishes the copy until the broker confirms it, then acks the
+ * original (at least once, never lost). A failed publish is tried again with backoff while the delivery stays
+ * unsettled, never by requeueing it (which would run the handler again); a missing target is declared again first.
+ * False if the delivery's channel died first (`signal`): the broker then redelivers the message.
+ */
+export async function publishCopyThenAck(
+  deps: CopyDeps,
+  message: ConsumeMessage,
+  settle: Settle,
+  copy: DeliveryCopy,
+  signal: AbortSignal,
+  onRejected?: (error: unknown) => void,
+): Promise<boolean> {
+  const { publisher, logger, redeclare } = deps;
+  const { what } = copy;
+  const patience = {
+    signal,
+    onSlowConfirm: (waitedMs: number) =>
+      logger.warn(
+        `${what.name} for ${what.target} waits ${waitedMs} ms for the broker's confirm (is it blocking publishers?); the delivery stays unacked`,
+      ),
+  };
+  for (let attempt = 1; !signal.aborted; attempt++) {
+    try {
+      await publisher.publish(copy.exchange, copy.routingKey, message.content, copy.options, patience);
+    } catch (publishError) {
+      const delay = reconnectDelay(attempt, REPUBLISH_RETRY);
+      const missing = isMissingTarget(publishError);
+      onRejected?.(publishError);
+      logger.error(
+        `Could not publish ${what.name} to ${what.target} (${errorMessage(publishError)}); ` +
+          `${missing ? 'declaring it again and ' : ''}trying again in ${delay} ms`,
+      );
+      if (missing) await redeclare().catch((error: unknown) => logger.error(`Could not declare ${what.target}: ${errorMessage(error)}`));
+      await sleep(delay, { signal });
+      continue;
+    }
+    settle.ack();
+    return true;
+  }
+  return false;
+}
+
+/** What the parked copy says beyond the delivery itself. */
+export type ParkDetails = Omit<ParkInput, 'properties' | 'now' | 'deliveredExchange' | 'deliveredRoutingKey'> &
+  Partial<Pick<ParkInput, 'deliveredExchange' | 'deliveredRoutingKey'>> & {
+    /** The microservices pattern the message was dispatched to, for observers; absent for decorator handlers. */
+    pattern?: string;
+  };
+
+/** Where a delivery is parked, and how to declare that queue again should an operator have deleted it. */
+export interface ParkTarget {
+  errorQueue: string;
+  redeclare: () => Promise<unknown>;
+}
+
+/** Parks whose error the handler threw: their stack is worth a log. */
+const HANDLER_FAILURES: ReadonlySet<ParkReason> = new Set(['exhausted', 'non-retryable']);
+
+/**
+ * The park step: parks a delivery at least once. The copy (body and properties kept, parking headers added) is
+ * published to the error queue and confirmed, and only then is the original acked (see publishCopyThenAck: a failed
+ * park is tried again while the delivery stays unsettled, a missing error queue declared again first).
+ */
+export class MessageParker {
+  constructor(
+    /** Also writes the plan records: one confirm channel for the library's own publishes. */
+    readonly publisher: ConfirmPublisher,
+    private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
+    /** 'line': a park is an error with the handler's stack (Nest's ExceptionsHandler printed none); 'nest': a warning. */
+    private readonly retryLogs: RetryLogs = 'nest',
+  ) {}
+
+  async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
+    const { errorQueue } = target;
+    const what = { name: `a parked copy from "${details.queue}"`, target: `the error queue "${errorQueue}"` };
+    const copy = { exchange: '', routingKey: errorQueue, options: this.copyOptions(message, details), what };
+    const observers = this.observers?.active ? this.observers : undefined;
+    let scope: PublishScope | undefined;
+    let onRejected: ((error: unknown) => void) | undefined;
+    if (observers) {
+      const headers = (copy.options.headers ??= {});
+      const { messageId } = message.properties;
+      scope = observers.publishing({ kind: 'park', exchange: '', routingKey: errorQueue, headers, messageId });
+      onRejected = (error) => {
+        scope?.end?.(error);
+        scope = undefined; // ended with the first failure; the tries after it are not spans of their own
+        observers.emit('publishRejected', { kind: 'park', exchange: '', routingKey: errorQueue, error });
+      };
+    }
+    const deps = { publisher: this.publisher, logger: this.logger, redeclare: target.redeclare };
+    if (!(await publishCopyThenAck(deps, message, settle, copy, signal, onRejected))) return;
+    scope?.end?.();
+    const { queue, pattern, reason, error, handlerCalls } = details;
+    observers?.emit('parked', { queue, pattern, errorQueue, reason, error, handlerCalls, message });
+    const line = `Parked a message from "${queue}" in "${errorQueue}" (${reason} after ${handlerCalls} attempt${handlerCalls === 1 ? '' : 's'}): ${errorMessage(error)}`;
+    if (this.retryLogs === 'nest') this.logger.warn(line);
+    else this.logger.error(HANDLER_FAILURES.has(reason) ? `${line}\n${errorStack(error)}` : line);
+  }
+
+  /** The parked copy's properties; should building them fail on a value no test foresaw, a copy that says so. */
+  private copyOptions(message: ConsumeMessage, details: ParkDetails): Options.Publish {
+    const id = randomUUID(); // one per park, so that every try of this park publishes the same copy
+    try {
+      return parkedPublishOptions({
+        deliveredExchange: message.fields.exchange,
+        deliveredRoutingKey: message.fields.routingKey,
+        ...details,
+        properties: message.properties,
+        now: new Date(),
+        id,
+      });
+    } catch (error) {
+      this.logger.error(`Could not build the parking headers (${errorMessage(error)}); parking with the reason only`);
+      return {
+        persistent: true,
+        headers: {
+          [ParkedHeader.reason]: details.reason,
+          [ParkedHeader.exceptionMessage]: errorMessage(details.error),
+          [ParkedHeader.parkedAt]: new Date().toISOString(),
+          [ParkedHeader.originalQueue]: details.queue,
+          [ParkedHeader.id]: id,
+        },
+      };
+    }
+  }
+}
+
+/**
+ * The steps that send a failed delivery on to the tier of its next attempt: `ready` waits until the retry topology is
+ * known to exist (a nack into a missing tier would drop the message), then `route` nacks it into the queue's own
+ * schedule, or, for the first failure of a schedule that is not the queue's (a transport pattern with delays of its
+ * own), publishes it into that schedule's first tier and acks it once confirmed (see first-failure.headers.ts).
+ */
+export class TierRouter {
+  constructor(
+    private readonly queue: string,
+    private readonly publisher: ConfirmPublisher,
+    private readonly guard: TopologyGuard,
+    private readonly redeclare: () => Promise<unknown>,
+    private readonly logger: RetryLogger,
+  ) {}
+
+  /** Waits until the retry topology is known to exist, trying again with backoff; false if the delivery's channel died first. */
+  async ready(signal: AbortSignal): Promise<boolean> {
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        await this.guard.ensure();
+        return true;
+      } catch (error) {
+        const delay = reconnectDelay(attempt, REPUBLISH_RETRY);
+        this.logger.error(`"${this.queue}": ${errorMessage(error)}; the failed message waits, trying again in ${delay} ms`);
+        await sleep(delay, { signal });
+      }
+    }
+    return false;
+  }
+
+  /** Sends the delivery that failed `attempt` into the tier of the next one. */
+  async route(message: ConsumeMessage, settle: Settle, policy: RetryPolicy, attempt: number, signal: AbortSignal): Promise<void> {
+    if (policy.firstTier !== undefined && attempt === 1) {
+      await this.moveToFirstTier(message, settle, policy.firstTier, signal);
+      return;
+    }
+    settle.nack(false);
+  }
+
+  /**
+   * Publishes a copy into `tier` through the dead-letter exchange (same body and properties but `expiration` and
+   * `userId`, headers that say where it failed first) and acks the original once the copy is confirmed.
+   */
+  private async moveToFirstTier(message: ConsumeMessage, settle: Settle, tier: string, signal: AbortSignal): Promise<void> {
+    const { queue } = this;
+    const headers = firstFailureHeaders(message.properties.headers as Record<string, unknown> | undefined, queue, message.fields);
+    // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
+    // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
+    const copy = {
+      exchange: retryNames(queue).deadLetterExchange,
+      routingKey: tier,
+      options: republishProperties(message.properties, headers),
+      what: { name: `a failed message from "${queue}"`, target: `the retry tier "${tier}"` },
+    };
+    await publishCopyThenAck({ publisher: this.publisher, logger: this.logger, redeclare: this.redeclare }, message, settle, copy, signal);
+  }
+}

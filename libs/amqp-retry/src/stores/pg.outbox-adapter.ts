@@ -1,0 +1,116 @@
+import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
+
+/** What the adapter needs of a pg client (a PoolClient), so that pg stays an optional dependency. */
+export interface PgClientLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+  release(error?: Error | boolean): void;
+  on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  removeAllListeners?(event?: string): unknown;
+  removeListener?(event: string, listener: (error: Error) => void): unknown;
+  /** pg 8.16+: 'I' idle (no transaction), 'T' in a transaction, 'E' in a failed one; older clients lack it. */
+  getTransactionStatus?(): string | null;
+}
+
+/** What the adapter needs of a pg Pool. */
+export interface PgPoolLike {
+  connect(): Promise<PgClientLike>;
+}
+
+/**
+ * The outbox and inbox on node-postgres: `tx` is a PoolClient of yours inside BEGIN ... COMMIT; the relay and the
+ * inbox take clients of `pool` for their own transactions, and one more to LISTEN.
+ * @example
+ * ```ts
+ * const client = await pool.connect();
+ * await client.query('BEGIN');
+ * await client.query('INSERT INTO orders ...');
+ * await outbox.publish(client, { exchange: 'orders', routingKey: 'order.created', body: order });
+ * await client.query('COMMIT');
+ * ```
+ */
+export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
+  return {
+    execute(client, sql, params) {
+      // Outside BEGIN ... COMMIT the row would commit on its own, whatever the caller's work does next: refused, as
+      // typeormOutboxAdapter refuses it (a pg older than 8.16 cannot tell, and runs it).
+      if (transactionStatusOf(client) === 'I') {
+        return Promise.reject(
+          new Error(
+            'pgOutboxAdapter: this client is not in a transaction, so the outbox row would commit on its own; call BEGIN on it first (and COMMIT after your own writes)',
+          ),
+        );
+      }
+      return client.query(sql, [...params]) as Promise<SqlResult>;
+    },
+    async transaction(work) {
+      const client = await pool.connect();
+      // The connection may fail while the transaction is idle (the relay awaits the broker): pg then emits 'error' on
+      // the client, which would end the process without a listener. The client is then destroyed, not reused.
+      let broken: Error | undefined;
+      const onError = (error: Error) => void (broken ??= error);
+      client.on('error', onError);
+      try {
+        await client.query('BEGIN');
+        try {
+          const result = await work(client);
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch((rollback: Error) => void (broken ??= rollback));
+          // A call abandoned at its time limit may still hold this client and query on it: destroyed, its late writes
+          // fail instead of committing alone or inside the transaction of the next borrower.
+          if (error instanceof HandlerTimeoutError) broken ??= error;
+          throw error;
+        }
+      } catch (error) {
+        if (broken === undefined && isConnectionError(error)) broken = error as Error;
+        throw error;
+      } finally {
+        client.removeListener?.('error', onError);
+        client.release(broken);
+      }
+    },
+    async listen(channel, onNotify, onLost) {
+      const client = await pool.connect();
+      let closed = false;
+      client.on('notification', (message) => message.channel === channel && onNotify());
+      client.on('error', (error) => {
+        if (closed) return;
+        closed = true;
+        client.release(error);
+        onLost(error);
+      });
+      try {
+        await client.query(`LISTEN "${channel}"`);
+      } catch (error) {
+        closed = true;
+        client.release(error as Error);
+        throw error;
+      }
+      return async () => {
+        if (closed) return;
+        closed = true;
+        await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
+        client.removeAllListeners?.('notification');
+        client.release();
+      };
+    },
+  };
+}
+
+/** A connection's failure (class 08, or the server shutting it down), as pg reports it on BEGIN or COMMIT. */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P'));
+}
+
+/** What the client says of its transaction ('I', 'T', 'E'), or undefined when it cannot tell (an older pg, pg-native). */
+function transactionStatusOf(client: PgClientLike): string | null | undefined {
+  try {
+    return client.getTransactionStatus?.();
+  } catch {
+    return undefined;
+  }
+}

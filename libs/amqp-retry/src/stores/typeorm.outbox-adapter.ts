@@ -1,0 +1,87 @@
+import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
+
+/** What the adapter needs of a TypeORM QueryRunner (typeorm stays an optional dependency: it is never imported). */
+export interface TypeormQueryRunnerLike {
+  readonly isTransactionActive: boolean;
+  query(sql: string, parameters: unknown[] | undefined, useStructuredResult: true): Promise<{ records: Array<Record<string, unknown>> }>;
+  connect(): Promise<unknown>;
+  release(): Promise<void>;
+}
+
+/** What the adapter needs of an EntityManager: the QueryRunner of its transaction. */
+export interface TypeormEntityManagerLike {
+  readonly queryRunner?: TypeormQueryRunnerLike;
+}
+
+/** What the adapter needs of a DataSource. */
+export interface TypeormDataSourceLike {
+  transaction<T>(run: (manager: TypeormEntityManagerLike) => Promise<T>): Promise<T>;
+  createQueryRunner(): TypeormQueryRunnerLike;
+}
+
+/** The transaction handle: the EntityManager `dataSource.transaction()` hands you, or a QueryRunner after startTransaction(). */
+export type TypeormTransaction = TypeormEntityManagerLike | TypeormQueryRunnerLike;
+
+const runnerOf = (tx: TypeormTransaction): TypeormQueryRunnerLike | undefined =>
+  'isTransactionActive' in tx ? tx : (tx as TypeormEntityManagerLike).queryRunner;
+
+/**
+ * The outbox and inbox on TypeORM (PostgreSQL driver): `tx` is the EntityManager of `dataSource.transaction()`, or a
+ * QueryRunner after `startTransaction()`. A publish outside a transaction is refused: the row would commit on its own.
+ * @example
+ * ```ts
+ * await dataSource.transaction(async (manager) => {
+ *   await manager.save(order);
+ *   await outbox.publish(manager, { exchange: 'orders', routingKey: 'order.created', body: order });
+ * });
+ * ```
+ */
+export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxAdapter<TypeormTransaction> {
+  return {
+    async execute(tx, sql, params) {
+      const runner = runnerOf(tx);
+      if (!runner?.isTransactionActive) {
+        throw new Error(
+          'typeormOutboxAdapter: this EntityManager or QueryRunner is not in a transaction; use the manager that dataSource.transaction() hands you',
+        );
+      }
+      const { records } = await runner.query(sql, [...params], true);
+      return { rows: records } satisfies SqlResult;
+    },
+    transaction: (work) => dataSource.transaction((manager) => work(manager)),
+    async listen(channel, onNotify, onLost) {
+      const runner = dataSource.createQueryRunner();
+      // The PostgreSQL driver's connect() answers the pg client itself, which LISTEN needs.
+      const client = (await runner.connect()) as {
+        query(sql: string): Promise<unknown>;
+        on(event: string, listener: (value: { channel?: string } & Error) => void): unknown;
+        removeListener(event: string, listener: (...args: never[]) => void): unknown;
+      };
+      let closed = false;
+      const onNotification = (message: { channel?: string }) => message.channel === channel && onNotify();
+      const onError = (error: Error) => {
+        if (closed) return;
+        closed = true;
+        void runner.release().catch(() => undefined);
+        onLost(error);
+      };
+      client.on('notification', onNotification);
+      client.on('error', onError);
+      try {
+        await client.query(`LISTEN "${channel}"`);
+      } catch (error) {
+        closed = true;
+        await runner.release().catch(() => undefined);
+        throw error;
+      }
+      return async () => {
+        if (closed) return;
+        closed = true;
+        await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
+        client.removeListener('notification', onNotification);
+        client.removeListener('error', onError);
+        await runner.release().catch(() => undefined);
+      };
+    },
+  };
+}
