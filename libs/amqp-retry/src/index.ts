@@ -9,25 +9,51 @@ export type {
   QueueType,
   IdempotencyOptions,
   OrderingOptions,
+  RetryLogs,
   FailureLogs,
-} from './core/retry-options.js';
-export type { IdempotencyStore, ClaimResult } from './core/idempotency-store.js';
-export type { MessageKeyFn } from './core/message-key.js';
-export { RedisIdempotencyStore, type RedisIdempotencyStoreOptions, type RedisLikeClient } from './idempotency/redis.idempotency-store.js';
-export { PostgresIdempotencyStore, type PostgresIdempotencyStoreOptions, type PgLikePool } from './idempotency/postgres.idempotency-store.js';
+  PartitionKey,
+  PartitionsOptions,
+} from './core/config/retry.options.js';
+export type { IdempotencyStore, ClaimResult } from './core/idempotency/idempotency.store.js';
+export type { CircuitBreakerOptions, RateLimitOptions } from './core/breaker/breaker.options.js';
+export type { QueueState } from './core/breaker/queue.state.js';
+export type { CircuitState } from './core/breaker/circuit.state.js';
+export type { QueueFlowStatus } from './engine/queue-flow.control.js';
+export type { MessageKeyFn } from './core/message/message-key.reader.js';
+export { RedisIdempotencyStore, type RedisIdempotencyStoreOptions, type RedisLikeClient } from './stores/redis.idempotency-store.js';
+export { PostgresIdempotencyStore, type PostgresIdempotencyStoreOptions, type PgLikePool } from './stores/postgres.idempotency-store.js';
 export { IdempotencyStoreError } from './errors/idempotency-store.error.js';
-export type { RetryContext } from './core/retry-context.js';
-export type { XDeath } from './core/x-death.parser.js';
-export type { Duration } from './core/duration.js';
-export type { ParkReason } from './core/delivery.decision.js';
-export type { Deserializer } from './core/body.decoder.js';
+export type { RetryContext, RetryContextBase } from './core/delivery/retry.context.js';
+export { OutboxPublisher } from './nest/outbox.publisher.js';
+export type { OutboxReceipt } from './engine/outbox.writer.js';
+export type { OutboxOptions, InboxOptions } from './core/outbox/outbox.options.js';
+export type { OutboxAdapter, SqlResult } from './core/outbox/outbox.adapter.js';
+export type { OutboxMessage, OutboxMessageProperties } from './core/outbox/outbox.message.js';
+export { outboxMigration } from './core/outbox/outbox.migration.js';
+export { pgOutboxAdapter, type PgPoolLike, type PgClientLike } from './stores/pg.outbox-adapter.js';
+export {
+  typeormOutboxAdapter,
+  type TypeormDataSourceLike,
+  type TypeormEntityManagerLike,
+  type TypeormQueryRunnerLike,
+  type TypeormTransaction,
+} from './stores/typeorm.outbox-adapter.js';
+export type { XDeath } from './core/delivery/x-death.parser.js';
+export type { Duration } from './core/time/duration.reader.js';
+export type { RetryLogger } from './core/observe/retry.logger.js';
+export type { ParkReason } from './core/delivery/delivery.decision.js';
+export type { Deserializer } from './core/message/body.decoder.js';
 export { NonRetryableError } from './errors/non-retryable.error.js';
+export { HandlerTimeoutError } from './errors/handler-timeout.error.js';
 export { RetryConfigError } from './errors/retry-config.error.js';
 export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
+export { PartitionsPluginError } from './errors/partitions-plugin.error.js';
 export { PublishError } from './errors/publish.error.js';
 export { NotConnectedError } from './errors/not-connected.error.js';
 export { ParkedScopeError } from './errors/parked-scope.error.js';
-export { delayLadderPrefix, planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delay.plan.js';
+export { partitionNames } from './core/partitions/partition.plan.js';
+export { delayLadderPrefix, planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delivery/delay.plan.js';
+export { retryTopologyNames, type RetryTopologyNames, type RetryTopologyNamesOptions } from './core/topology/retry-topology.names.js';
 export { RetryEngine } from './engine/retry.engine.js';
 export type {
   RetryObserver,
@@ -44,14 +70,23 @@ export type {
   ConnectionEvent,
   ConsumerEvent,
   ConsumerDownEvent,
-} from './observability/retry-observer.js';
-export type { MetricsOptions, MetricsRegistry } from './observability/metrics.options.js';
+  OutboxSentEvent,
+  OutboxParkedEvent,
+  OutboxBacklogEvent,
+  QueueStateEvent,
+  PartitionObservedEvent,
+} from './core/observe/retry.observer.js';
+export type { MetricsOptions, MetricsRegistry } from './core/observe/metrics.options.js';
 export { createPrometheusObserver } from './observability/metrics.factory.js';
-export type { TracingOptions } from './observability/tracing.options.js';
+export type { TracingOptions } from './core/observe/tracing.options.js';
 export { createTracingObserver } from './observability/tracing.factory.js';
-export type { EngineHealth } from './engine/retry.engine.js';
-export type { QueueStatus } from './engine/handler-runtime.js';
-export { ParkedMessages } from './ops/parked-messages.js';
+export type { EngineHealth, QueueActivity } from './engine/retry.engine.js';
+export type { ActivityCounts } from './core/observe/activity.counter.js';
+export type { OutboxRelayHealth } from './engine/outbox.relay.js';
+export type { QueueStatus } from './engine/handler.runtime.js';
+export type { PartitionsStatus, PartitionStatus } from './core/partitions/partitions.status.js';
+export { ParkedMessages } from './ops/parked-messages.service.js';
+export { QueueControl, type ControlOutcome, type ControlReply } from './ops/queue-control.client.js';
 export type {
   ParkedFilter,
   ParkedMessageView,
@@ -65,6 +100,6 @@ export type {
   PurgeResult,
   EditReplayOptions,
   ParkedMessagesOptions,
-} from './ops/parked-messages.types.js';
+} from './core/parking/parked-messages.types.js';
 export { RetryDashboardModule, type RetryDashboardAsyncOptions } from './ops/dashboard/retry-dashboard.module.js';
-export type { RetryDashboardOptions } from './ops/dashboard/dashboard-options.js';
+export type { RetryDashboardOptions } from './ops/dashboard/dashboard.options.js';

@@ -19,8 +19,33 @@ describe('describeHealth', () => {
     expect(report.queues).toEqual({ a: 'not consuming', b: 'consuming' });
   });
 
+  it('shows a paused or open queue without calling the application down', () => {
+    const report = describeHealth({
+      connections: { consume: true, publish: true },
+      queues: [
+        { queue: 'a', consuming: true, state: 'paused' },
+        { queue: 'b', consuming: true, state: 'open' },
+        { queue: 'c', consuming: true, state: 'running' },
+      ],
+    });
+    expect(report).toEqual({
+      healthy: true,
+      connections: { consume: 'up', publish: 'up' },
+      queues: { a: 'paused', b: 'open', c: 'consuming' },
+      problems: [],
+    });
+  });
+
   it('does not count a connection that has not opened yet (no publish so far) as down', () => {
     const report = describeHealth({ connections: { consume: true }, queues: [] });
     expect(report).toMatchObject({ healthy: true, connections: { consume: 'up', publish: 'not opened' } });
+  });
+
+  it('reports an outbox relay that cannot publish, and one that relays', () => {
+    const problem = 'the outbox relay of amqp_retry_outbox cannot publish: the connection is down';
+    const down = describeHealth({ connections: { consume: true }, queues: [], outbox: { table: 'amqp_retry_outbox', relaying: false, problem } });
+    expect(down).toMatchObject({ healthy: false, outbox: 'cannot publish', problems: [problem] });
+    const up = describeHealth({ connections: { consume: true }, queues: [], outbox: { table: 'amqp_retry_outbox', relaying: true } });
+    expect(up).toMatchObject({ healthy: true, outbox: 'relaying', problems: [] });
   });
 });

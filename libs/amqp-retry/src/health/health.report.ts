@@ -4,12 +4,20 @@ import type { EngineHealth } from '../engine/retry.engine.js';
 export interface HealthReport {
   healthy: boolean;
   connections: Record<string, 'up' | 'down' | 'not opened'>;
-  queues: Record<string, 'consuming' | 'not consuming'>;
+  /** 'paused', 'open' and 'half-open': not consumed on purpose (an operator's pause, the circuit breaker), and healthy. */
+  queues: Record<string, 'consuming' | 'not consuming' | 'paused' | 'open' | 'half-open'>;
+  /** The outbox relay of this instance, when it runs one. */
+  outbox?: 'relaying' | 'cannot publish';
   problems: string[];
 }
 
-/** Down while a connection is down or a queue is not consumed; a connection not opened yet is no problem. */
-export function describeHealth({ connections, queues }: EngineHealth): HealthReport {
+/**
+ * Down while a connection is down, a queue is not consumed, or the outbox relay cannot publish (its last rows failed,
+ * or the database does not answer); a connection not opened yet is no problem. A queue that is paused or whose
+ * circuit is open is shown as such and is no problem: the application does what it was told or protects itself from
+ * a failing dependency, and an orchestrator that restarted it would only lose that state.
+ */
+export function describeHealth({ connections, queues, outbox }: EngineHealth): HealthReport {
   const problems: string[] = [];
   const shown: HealthReport['connections'] = {};
   for (const role of ['consume', 'publish'] as const) {
@@ -18,9 +26,11 @@ export function describeHealth({ connections, queues }: EngineHealth): HealthRep
     if (up === false) problems.push(`the ${role} connection to RabbitMQ is down`);
   }
   const queueStates: HealthReport['queues'] = {};
-  for (const { queue, consuming } of queues) {
-    queueStates[queue] = consuming ? 'consuming' : 'not consuming';
+  for (const { queue, consuming, state } of queues) {
+    queueStates[queue] = !consuming ? 'not consuming' : state === undefined || state === 'running' ? 'consuming' : state;
     if (!consuming) problems.push(`"${queue}" is not consumed`);
   }
-  return { healthy: problems.length === 0, connections: shown, queues: queueStates, problems };
+  if (outbox && !outbox.relaying) problems.push(outbox.problem ?? `the outbox relay of ${outbox.table} cannot publish`);
+  const relay = outbox === undefined ? {} : { outbox: outbox.relaying ? ('relaying' as const) : ('cannot publish' as const) };
+  return { healthy: problems.length === 0, connections: shown, queues: queueStates, ...relay, problems };
 }

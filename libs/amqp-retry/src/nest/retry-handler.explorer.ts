@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, ExternalContextCreator, MetadataScanner, Reflector } from '@nestjs/core';
-import { assertDistinctQueues, resolveHandlerConfig } from '../core/handler-config.js';
-import type { ModuleConfig } from '../core/module-config.js';
-import type { RetryHandlerOptions } from '../core/retry-options.js';
-import type { EngineHandler } from '../engine/handler-runtime.js';
-import { handlerInvoker } from './handler-invoker.js';
-import { withoutExceptionLogs } from './quiet-exceptions.js';
+import { assertDistinctQueues, resolveHandlerConfig } from '../core/config/handler.config.js';
+import type { ModuleConfig } from '../core/config/module.config.js';
+import type { RetryHandlerOptions } from '../core/config/retry.options.js';
+import type { EngineHandler } from '../engine/handler.runtime.js';
+import { handlerInvoker } from './handler.invoker.js';
+import { withoutExceptionLogs } from './quiet-exceptions.context.js';
 import { RETRY_HANDLER_METADATA, RETRY_MODULE_CONFIG } from './retry.constants.js';
 
 /**
@@ -47,7 +47,7 @@ export class RetryHandlerExplorer {
         handlers.push({
           config: resolveHandlerConfig(options, this.moduleConfig, where),
           where,
-          invoke: handlerInvoker(contextCreator, instance, method, methodName, this.moduleConfig.failureLogs === 'line'),
+          invoke: handlerInvoker(contextCreator, instance, method, methodName, this.moduleConfig.retryLogs === 'line'),
         });
       }
     }
@@ -62,7 +62,7 @@ export class RetryHandlerExplorer {
    * makes controllers behave as providers do. It changes nothing of Nest's own object.
    */
   private creatorFor(moduleKey: string | undefined): ExternalContextCreator {
-    const base = this.moduleConfig.failureLogs === 'line' ? withoutExceptionLogs(this.contextCreator) : this.contextCreator;
+    const base = this.moduleConfig.retryLogs === 'line' ? withoutExceptionLogs(this.contextCreator) : this.contextCreator;
     if (moduleKey === undefined) return base;
     const creator = Object.create(base) as ExternalContextCreator;
     const findKey = this.contextCreator.getContextModuleKey.bind(this.contextCreator);

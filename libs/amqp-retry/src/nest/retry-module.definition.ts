@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { RetryModuleOptions } from '../core/retry-options.js';
+import type { RetryModuleOptions } from '../core/config/retry.options.js';
 
 export const {
   ConfigurableModuleClass: ConfigurableRetryModule,

@@ -1,5 +1,5 @@
 import { SetMetadata } from '@nestjs/common';
-import type { RetryHandlerOptions } from '../core/retry-options.js';
+import type { RetryHandlerOptions } from '../core/config/retry.options.js';
 import { RETRY_HANDLER_METADATA } from './retry.constants.js';
 
 /**

@@ -1,14 +1,15 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
 import { DiscoveryModule, ModulesContainer } from '@nestjs/core';
-import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
-import type { RetryModuleOptions } from '../core/retry-options.js';
+import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
+import type { RetryModuleOptions } from '../core/config/retry.options.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
-import { ParkedMessages } from '../ops/parked-messages.js';
+import { ParkedMessages } from '../ops/parked-messages.service.js';
 import { RetryHandlerExplorer } from './retry-handler.explorer.js';
 import { ConfigurableRetryModule, RETRY_MODULE_ASYNC_OPTIONS_TYPE, RETRY_MODULE_OPTIONS } from './retry-module.definition.js';
 import { RETRY_MODULE_CONFIG } from './retry.constants.js';
 import { RetryOrchestrator } from './retry.orchestrator.js';
+import { OutboxPublisher } from './outbox.publisher.js';
 import { RetryPublisher } from './retry.publisher.js';
 
 /**
@@ -34,7 +35,7 @@ import { RetryPublisher } from './retry.publisher.js';
       provide: RetryEngine,
       // Optional dependencies (prom-client...) are loaded here, only for the features turned on.
       useFactory: async (config: ModuleConfig, options: RetryModuleOptions) =>
-        new RetryEngine(config, new Logger('RetryModule'), await resolveObservers(options)),
+        RetryEngine.fromConfig(config, new Logger('RetryModule'), await resolveObservers(options)),
       inject: [RETRY_MODULE_CONFIG, RETRY_MODULE_OPTIONS],
     },
     {
@@ -42,14 +43,15 @@ import { RetryPublisher } from './retry.publisher.js';
       // Connects on first use, with a connection of its own: an application that never inspects pays nothing. It sees
       // this application's queues only, as its engine runs them at each call: never another application's.
       useFactory: (config: ModuleConfig, engine: RetryEngine) =>
-        new ParkedMessages({ url: config.urls.join(',') }, { own: () => engine.parkingQueues() }),
+        new ParkedMessages({}, { own: () => engine.parkingQueues(), live: () => engine.activity(), broker: config }),
       inject: [RETRY_MODULE_CONFIG, RetryEngine],
     },
     RetryHandlerExplorer,
     RetryOrchestrator,
     RetryPublisher,
+    OutboxPublisher,
   ],
-  exports: [RetryPublisher, RetryEngine, ParkedMessages],
+  exports: [RetryPublisher, OutboxPublisher, RetryEngine, ParkedMessages],
 })
 export class RetryModule extends ConfigurableRetryModule {
   /**

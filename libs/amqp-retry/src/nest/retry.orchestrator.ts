@@ -1,5 +1,5 @@
 import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { EngineHandler } from '../engine/handler-runtime.js';
+import type { EngineHandler } from '../engine/handler.runtime.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { RetryHandlerExplorer } from './retry-handler.explorer.js';
 

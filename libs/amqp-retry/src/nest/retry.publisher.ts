@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { readDelay } from '../core/delay.plan.js';
-import type { Duration } from '../core/duration.js';
+import { readPublishDelay } from '../core/delivery/delay.plan.js';
+import type { Duration } from '../core/time/duration.reader.js';
 import { RetryEngine } from '../engine/retry.engine.js';
+import { newMessageId } from '../core/message/message-id.factory.js';
 
 /** Options of RetryPublisher.publish. */
 export interface PublishOptions {
   /**
    * Deliver after this long instead of now: milliseconds or a duration ('90s', '30m', '3d'), from 0 to about 49.7
-   * days. 0 or absent publishes at once. Never early; see the README for the lateness measured.
+   * days. 0 or absent publishes at once. Never early; see docs/delays.md for the lateness measured.
    */
   delay?: Duration;
   headers?: Record<string, unknown>;
@@ -38,20 +38,27 @@ export class RetryPublisher {
    * @example await publisher.publish('orders', 'order.created', { id: 42 });
    * @example await publisher.publish('orders', 'order.cancel-if-unpaid', { id: 42 }, { delay: '30m' });
    */
-  async publish(exchange: string, routingKey: string, payload: unknown, options: PublishOptions = {}): Promise<void> {
-    const delayMs = options.delay === undefined ? 0 : readDelay(options.delay);
-    const json: string | undefined = JSON.stringify(payload);
-    if (json === undefined)
-      throw new TypeError(
-        `RetryPublisher.publish: a payload of type ${typeof payload} has no JSON form; publish an object, array, string, number, boolean or null`,
-      );
-    const properties = {
-      contentType: 'application/json',
-      persistent: options.persistent ?? true,
-      messageId: options.messageId ?? randomUUID(),
-      headers: options.headers,
-      ...(options.expiration !== undefined && { expiration: options.expiration }),
-    };
-    await this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
+  publish(exchange: string, routingKey: string, payload: unknown, options: PublishOptions = {}): Promise<void> {
+    // Not async, so that a publish waiting for its confirm holds no wrapper promise of ours; whatever is thrown here
+    // (a bad delay, a payload with no JSON form) still comes as a rejection, with nothing published.
+    try {
+      const delayMs = options.delay === undefined ? 0 : readPublishDelay(options.delay);
+      const json: string | undefined = JSON.stringify(payload);
+      if (json === undefined)
+        throw new TypeError(
+          `RetryPublisher.publish: a payload of type ${typeof payload} has no JSON form; publish an object, array, string, number, boolean or null`,
+        );
+      const properties = {
+        mandatory: true, // said here, so that the confirm publisher need not copy the properties to say it
+        contentType: 'application/json',
+        persistent: options.persistent ?? true,
+        messageId: options.messageId ?? newMessageId(),
+        headers: options.headers,
+        ...(options.expiration !== undefined && { expiration: options.expiration }),
+      };
+      return this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 }

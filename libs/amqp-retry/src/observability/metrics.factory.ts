@@ -1,8 +1,8 @@
-import type { MetricsOptions } from './metrics.options.js';
-import type { RetryObserver } from './retry-observer.js';
+import type { MetricsOptions } from '../core/observe/metrics.options.js';
+import type { RetryObserver } from '../core/observe/retry.observer.js';
 
 /**
- * The Prometheus metrics as an observer, for use without Nest (`new RetryEngine(config, logger, [observer])`; the
+ * The Prometheus metrics as an observer, for use without Nest (`RetryEngine.create(options, logger, [observer])`; the
  * module's `metrics` option does this for you). prom-client is loaded here, on first call: an application without
  * metrics never loads it, and its types are not needed either.
  * @example const observer = await createPrometheusObserver({ registry });

@@ -1,9 +1,9 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { createPrometheusObserver } from './metrics.factory.js';
-import type { MetricsOptions } from './metrics.options.js';
-import type { RetryObserver } from './retry-observer.js';
+import type { MetricsOptions } from '../core/observe/metrics.options.js';
+import type { RetryObserver } from '../core/observe/retry.observer.js';
 import { createTracingObserver } from './tracing.factory.js';
-import type { TracingOptions } from './tracing.options.js';
+import type { TracingOptions } from '../core/observe/tracing.options.js';
 
 /** The observability part of the module options. */
 export interface ObservabilityOptions {

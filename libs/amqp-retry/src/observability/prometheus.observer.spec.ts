@@ -1,6 +1,6 @@
 import * as prom from 'prom-client';
 import { PrometheusObserver, METRIC_NAMES } from './prometheus.observer.js';
-import type { DeliveryEvent } from './retry-observer.js';
+import type { DeliveryEvent } from '../core/observe/retry.observer.js';
 
 const delivery = (queue: string, pattern?: string) => ({ queue, pattern, attempt: 1, maxAttempts: 3 }) as DeliveryEvent;
 const value = async (registry: prom.Registry, name: string, labels: Record<string, string>) => {
@@ -32,6 +32,29 @@ describe('PrometheusObserver', () => {
     expect(await value(registry, `${METRIC_NAMES.duration}_count`, { queue: 'rpc', pattern: 'sum', outcome: 'parked' })).toBe(1);
   });
 
+  it("shows each handler queue's state as a number and counts its changes by the state it went to", async () => {
+    const registry = new prom.Registry();
+    const o = new PrometheusObserver(prom, { registry });
+    o.queueStateChanged({ queue: 'orders', from: 'running', to: 'open', reason: '20 calls in a row failed' });
+    expect(await value(registry, METRIC_NAMES.queueState, { queue: 'orders' })).toBe(2);
+    o.queueStateChanged({ queue: 'orders', from: 'open', to: 'half-open', reason: 'trial' });
+    o.queueStateChanged({ queue: 'orders', from: 'half-open', to: 'open', reason: 'trial failed' });
+    o.queueStateChanged({ queue: 'orders', from: 'open', to: 'paused', reason: 'paused by alice', by: 'alice' });
+    expect(await value(registry, METRIC_NAMES.queueState, { queue: 'orders' })).toBe(3);
+    expect(await value(registry, METRIC_NAMES.queueStateChanges, { queue: 'orders', to: 'open' })).toBe(2);
+    expect(await value(registry, METRIC_NAMES.queueStateChanges, { queue: 'orders', to: 'paused' })).toBe(1);
+  });
+
+  it("shows each partition's depth and whether this instance consumes it", async () => {
+    const registry = new prom.Registry();
+    const o = new PrometheusObserver(prom, { registry });
+    o.partitionObserved({ queue: 'accounts', partition: 3, depth: 42, consumers: 2, owned: true });
+    o.partitionObserved({ queue: 'accounts', partition: 4, depth: 0, consumers: 1, owned: false });
+    expect(await value(registry, METRIC_NAMES.partitionDepth, { queue: 'accounts', partition: '3' })).toBe(42);
+    expect(await value(registry, METRIC_NAMES.partitionOwned, { queue: 'accounts', partition: '3' })).toBe(1);
+    expect(await value(registry, METRIC_NAMES.partitionOwned, { queue: 'accounts', partition: '4' })).toBe(0);
+  });
+
   it('shares the metrics of a registry that has them already instead of failing', async () => {
     const registry = new prom.Registry();
     const first = new PrometheusObserver(prom, { registry });
@@ -47,5 +70,21 @@ describe('PrometheusObserver', () => {
     new PrometheusObserver(prom, { registry });
     expect(prom.register.getSingleMetric(METRIC_NAMES.handled)).toBeUndefined();
     expect(registry.getSingleMetric(METRIC_NAMES.handled)).toBeDefined();
+  });
+
+  it('reports the outbox by table: sent, parked, backlog and relay lag', async () => {
+    const registry = new prom.Registry();
+    const o = new PrometheusObserver(prom, { registry });
+    o.outboxSent({ table: 't', exchange: 'e', routingKey: 'k', lagMs: 30 });
+    o.outboxSent({ table: 't', exchange: 'e', routingKey: 'k', lagMs: 10 });
+    o.outboxParked({ table: 't', exchange: 'gone', routingKey: 'k', reason: 'refused' });
+    o.outboxBacklog({ table: 't', waiting: 7, oldestAgeMs: 2_500, parked: 1 });
+    expect(await value(registry, METRIC_NAMES.outboxSent, { table: 't' })).toBe(2);
+    expect(await value(registry, METRIC_NAMES.outboxParked, { table: 't' })).toBe(1);
+    expect(await value(registry, METRIC_NAMES.outboxWaiting, { table: 't' })).toBe(7);
+    expect(await value(registry, METRIC_NAMES.outboxOldest, { table: 't' })).toBe(2.5);
+    expect(await value(registry, METRIC_NAMES.outboxParkedRows, { table: 't' })).toBe(1);
+    expect(await value(registry, `${METRIC_NAMES.outboxLag}_count`, { table: 't' })).toBe(2);
+    expect(await value(registry, `${METRIC_NAMES.outboxLag}_sum`, { table: 't' })).toBeCloseTo(0.04);
   });
 });

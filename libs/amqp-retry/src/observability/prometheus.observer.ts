@@ -1,5 +1,6 @@
 import type * as Prom from 'prom-client';
-import type { MetricsOptions } from './metrics.options.js';
+import type { MetricsOptions } from '../core/observe/metrics.options.js';
+import { QUEUE_STATE_VALUE } from '../core/breaker/queue.state.js';
 import type {
   ConnectionEvent,
   ConsumerDownEvent,
@@ -8,9 +9,14 @@ import type {
   DeliveryFailedEvent,
   DeliveryHandledEvent,
   MessageParkedEvent,
+  OutboxBacklogEvent,
+  OutboxParkedEvent,
+  OutboxSentEvent,
+  PartitionObservedEvent,
   PublishRejectedEvent,
+  QueueStateEvent,
   RetryObserver,
-} from './retry-observer.js';
+} from '../core/observe/retry.observer.js';
 
 /** The metric names, Prometheus style; docs/design.md maps them to the OpenTelemetry messaging metrics. */
 export const METRIC_NAMES = {
@@ -25,6 +31,16 @@ export const METRIC_NAMES = {
   inFlight: 'amqp_retry_handlers_in_flight',
   consumersUp: 'amqp_retry_consumers_up',
   connectionUp: 'amqp_retry_connection_up',
+  outboxSent: 'amqp_retry_outbox_sent_total',
+  outboxParked: 'amqp_retry_outbox_parked_total',
+  outboxWaiting: 'amqp_retry_outbox_rows_waiting',
+  outboxOldest: 'amqp_retry_outbox_oldest_age_seconds',
+  outboxParkedRows: 'amqp_retry_outbox_rows_parked',
+  outboxLag: 'amqp_retry_outbox_relay_lag_seconds',
+  queueState: 'amqp_retry_queue_state',
+  queueStateChanges: 'amqp_retry_queue_state_changes_total',
+  partitionDepth: 'amqp_retry_partition_depth',
+  partitionOwned: 'amqp_retry_partition_owned',
 } as const;
 
 type Prometheus = typeof Prom;
@@ -45,6 +61,18 @@ export class PrometheusObserver implements RetryObserver {
   private readonly inFlight: Prom.Gauge<'queue' | 'pattern'>;
   private readonly consumers: Prom.Gauge<'queue'>;
   private readonly connections: Prom.Gauge<'role'>;
+  private readonly outboxSentTotal: Prom.Counter<'table'>;
+  private readonly outboxParkedTotal: Prom.Counter<'table'>;
+  private readonly outboxWaiting: Prom.Gauge<'table'>;
+  private readonly outboxOldest: Prom.Gauge<'table'>;
+  private readonly outboxParkedRows: Prom.Gauge<'table'>;
+  private readonly outboxLag: Prom.Histogram<'table'>;
+  private readonly queueState: Prom.Gauge<'queue'>;
+  private readonly queueStateChanges: Prom.Counter<'queue' | 'to'>;
+  /** The queues whose state gauge has a value: set at their first consumer, then by each change of state. */
+  private readonly stateKnown = new Set<string>();
+  private readonly partitionDepth: Prom.Gauge<'queue' | 'partition'>;
+  private readonly partitionOwned: Prom.Gauge<'queue' | 'partition'>;
 
   constructor(prom: Prometheus, options: MetricsOptions = {}) {
     const registers = [(options.registry ?? prom.register) as Prom.Registry];
@@ -73,6 +101,29 @@ export class PrometheusObserver implements RetryObserver {
     this.inFlight = gauge(METRIC_NAMES.inFlight, 'Handlers running now', byQueue);
     this.consumers = gauge(METRIC_NAMES.consumersUp, '1 while a consumer consumes the queue, else 0', ['queue']);
     this.connections = gauge(METRIC_NAMES.connectionUp, '1 while the connection (consume or publish) is up, else 0', ['role']);
+    this.outboxSentTotal = counter(METRIC_NAMES.outboxSent, 'Outbox rows published and confirmed by the relay', ['table']);
+    this.outboxParkedTotal = counter(METRIC_NAMES.outboxParked, 'Outbox rows parked: refused by the broker for good, or unroutable', ['table']);
+    this.outboxWaiting = gauge(METRIC_NAMES.outboxWaiting, 'Outbox rows not sent yet', ['table']);
+    this.outboxOldest = gauge(METRIC_NAMES.outboxOldest, 'Age of the oldest outbox row not sent yet (0 when none waits)', ['table']);
+    this.outboxParkedRows = gauge(METRIC_NAMES.outboxParkedRows, 'Outbox rows parked, waiting for an operator', ['table']);
+    this.outboxLag =
+      (existing(METRIC_NAMES.outboxLag) as Prom.Histogram<'table'> | undefined) ??
+      new prom.Histogram({
+        name: METRIC_NAMES.outboxLag,
+        help: "From an outbox row's insert to the broker's confirm of its publish",
+        labelNames: ['table'],
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+        registers,
+      });
+    this.queueState = gauge(
+      METRIC_NAMES.queueState,
+      "A handler queue's state: 0 running, 1 half-open (trial deliveries), 2 open (circuit breaker), 3 paused (by an operator)",
+      ['queue'],
+    );
+    this.queueStateChanges = counter(METRIC_NAMES.queueStateChanges, "Changes of a handler queue's state, by the state it went to", ['queue', 'to']);
+    const byPartition = ['queue', 'partition'] as const;
+    this.partitionDepth = gauge(METRIC_NAMES.partitionDepth, 'Messages ready in a partition queue (each heartbeat)', byPartition);
+    this.partitionOwned = gauge(METRIC_NAMES.partitionOwned, '1 while this instance consumes the partition, else 0', byPartition);
   }
 
   deliveryStarted(e: DeliveryEvent): void {
@@ -120,9 +171,42 @@ export class PrometheusObserver implements RetryObserver {
 
   consumerUp(e: ConsumerEvent): void {
     this.consumers.set({ queue: e.queue }, 1);
+    // A queue that never changed state has a series too (0, running), so that an alert on it sees the queue at all.
+    if (!this.stateKnown.has(e.queue)) {
+      this.stateKnown.add(e.queue);
+      this.queueState.set({ queue: e.queue }, QUEUE_STATE_VALUE.running);
+    }
   }
 
   consumerDown(e: ConsumerDownEvent): void {
     this.consumers.set({ queue: e.queue }, 0);
+  }
+
+  outboxSent(e: OutboxSentEvent): void {
+    this.outboxSentTotal.inc({ table: e.table });
+    this.outboxLag.observe({ table: e.table }, e.lagMs / 1000);
+  }
+
+  outboxParked(e: OutboxParkedEvent): void {
+    this.outboxParkedTotal.inc({ table: e.table });
+  }
+
+  outboxBacklog(e: OutboxBacklogEvent): void {
+    this.outboxWaiting.set({ table: e.table }, e.waiting);
+    this.outboxOldest.set({ table: e.table }, e.oldestAgeMs / 1000);
+    this.outboxParkedRows.set({ table: e.table }, e.parked);
+  }
+
+  /** Labels stay bounded: `queue` is a handler queue of the application, `to` one of four states. */
+  queueStateChanged(e: QueueStateEvent): void {
+    this.stateKnown.add(e.queue);
+    this.queueState.set({ queue: e.queue }, QUEUE_STATE_VALUE[e.to]);
+    this.queueStateChanges.inc({ queue: e.queue, to: e.to });
+  }
+
+  partitionObserved(e: PartitionObservedEvent): void {
+    const labels = { queue: e.queue, partition: String(e.partition) };
+    this.partitionDepth.set(labels, e.depth);
+    this.partitionOwned.set(labels, e.owned ? 1 : 0);
   }
 }

@@ -1,5 +1,5 @@
-import type { RetryObserver } from './retry-observer.js';
-import type { TracingOptions } from './tracing.options.js';
+import type { RetryObserver } from '../core/observe/retry.observer.js';
+import type { TracingOptions } from '../core/observe/tracing.options.js';
 
 /**
  * The OpenTelemetry tracing as an observer, for use without Nest (the module's `tracing` option does this for you).

@@ -1,8 +1,8 @@
 import type * as Otel from '@opentelemetry/api';
-import { maskCredentials } from '../core/credentials.mask.js';
-import { firstRejection } from '../core/x-death.parser.js';
-import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from './retry-observer.js';
-import type { TracingOptions } from './tracing.options.js';
+import { maskCredentials } from '../core/text/credentials.mask.js';
+import { firstRejection } from '../core/delivery/x-death.parser.js';
+import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from '../core/observe/retry.observer.js';
+import type { TracingOptions } from '../core/observe/tracing.options.js';
 
 type OpenTelemetry = typeof Otel;
 

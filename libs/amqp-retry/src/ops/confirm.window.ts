@@ -1,5 +1,5 @@
 import type { ConfirmChannel, Message, Options } from 'amqplib';
-import { findReturnedPublish, type PendingPublish } from '../amqp/returned-publish.js';
+import { findReturnedPublish, type PendingPublish } from '../amqp/returned-publish.matcher.js';
 
 /**
  * Publishes held by a replay waiting for their confirm. One at a time, a persistent message waits for the queue's

@@ -1,6 +1,8 @@
+import { getSettled } from '../amqp/channel-get.settler.js';
 import type { ConfirmChannel, GetMessage, Message, Options } from 'amqplib';
-import { BROWSE_COUNT_HEADERS, parkedIdOf, toParkedView } from '../core/parked-view.js';
-import type { ParkedMessageView } from './parked-messages.types.js';
+import { BROWSE_COUNT_HEADERS, parkedIdOf, toParkedView } from '../core/parking/parked.view.js';
+import type { ParkedMessageView } from '../core/parking/parked-messages.types.js';
+import { BrokerHeader, ParkedHeader } from '../core/headers/header.names.js';
 
 /**
  * A quorum queue counts every hand-out of a message (`x-delivery-count`), browsing included, and RabbitMQ 4.0+ drops
@@ -61,7 +63,7 @@ export async function* browseParked(
   const { messageCount: total } = await channel.checkQueue(errorQueue);
   const seen = new Set<string>();
   for (let done = 0; done < total;) {
-    const message = await channel.get(errorQueue, { noAck: false });
+    const message = await getSettled(channel, errorQueue, { noAck: false });
     if (!message) break;
     done++;
     const id = parkedIdOf(message);
@@ -72,7 +74,7 @@ export async function* browseParked(
       onProgress?.(done, total);
       continue;
     }
-    const count = Number(message.properties.headers?.['x-delivery-count'] ?? 0);
+    const count = Number(message.properties.headers?.[BrokerHeader.deliveryCount] ?? 0);
     if (count >= REFRESH_AT_DELIVERY_COUNT) await refresh(channel, errorQueue, message, id);
     onProgress?.(done, total);
   }
@@ -83,7 +85,7 @@ async function refresh(channel: ConfirmChannel, errorQueue: string, message: Get
   const { headers: _headers, deliveryMode: _mode, ...properties } = message.properties;
   void _headers;
   void _mode;
-  const options: Options.Publish = { ...stripUndefined(properties), persistent: true, headers: { ...headers, 'x-parked-id': id } };
+  const options: Options.Publish = { ...stripUndefined(properties), persistent: true, headers: { ...headers, [ParkedHeader.id]: id } };
   if ((await publishToQueue(channel, errorQueue, message.content, options)) === 'routed') channel.ack(message);
 }
 

@@ -5,4 +5,4 @@ export { RetryClient, type RetryClientStatus } from './retry.client.js';
 export { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 export { RetryRpcExceptionFilter } from './retry-rpc-exception.filter.js';
 export type { RetryServerOptions, RetryClientOptions, RetryEmitOptions, EventRetryOptions } from './retry-transport.options.js';
-export { retryQueueOptions } from './retry-queue-options.js';
+export { retryQueueOptions } from './retry-queue.options.js';

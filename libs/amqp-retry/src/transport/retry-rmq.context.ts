@@ -1,6 +1,6 @@
 import { RmqContext } from '@nestjs/microservices';
 import type { ConsumeMessage } from 'amqplib';
-import type { RetryContext } from '../core/retry-context.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
 
 /**
  * What `getChannelRef()` gives: the transport acks, retries and parks every message itself, so a handler written for

@@ -1,5 +1,5 @@
-import type { Duration } from '../core/duration.js';
-import type { ErrorClass, RetryHandlerOptions, RetryModuleOptions } from '../core/retry-options.js';
+import type { Duration } from '../core/time/duration.reader.js';
+import type { ErrorClass, PartitionsOptions, RetryHandlerOptions, RetryModuleOptions } from '../core/config/retry.options.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
 
 /**
@@ -24,6 +24,17 @@ export interface RetryServerOptions
   requestTimeout?: Duration;
   /** A RetryModule's engine (`app.get(RetryEngine)`): one connection pair for the module's handlers and the transport's. */
   engine?: RetryEngine;
+  /**
+   * Splits the queue into `count` partition queues `<queue>.p<i>` by a stable hash of `key` (docs/partitions.md): each
+   * key's messages run in order, each partition on one instance at a time, spread over the running servers; every
+   * partition runs the server's patterns with their policies, tiers of its own and its parking queue
+   * `<queue>.p<i>.error`. Requires `exchange` (publish there: `RetryClient({ exchange })`, Nest's
+   * `ClientRMQ({ exchange, wildcards: true })`, or amqplib), since a send to the queue by name cannot be hashed; not with `circuitBreaker` or
+   * `rateLimit`. `@MessagePattern` requests are answered as they arrive, beside their key's events, not in their
+   * order (docs/transport.md#partitions).
+   * @example new RetryServer({ queue: 'accounts', exchange: 'bank', partitions: { count: 8, key: { header: 'x-account-id' }, whileRetrying: 'hold' } })
+   */
+  partitions?: PartitionsOptions;
 }
 
 /**
@@ -35,6 +46,8 @@ export interface EventRetryOptions {
   backoff?: RetryHandlerOptions['backoff'];
   maxAttempts?: number;
   nonRetryable?: ErrorClass[] | ((error: unknown) => boolean);
+  /** The longest one call of this pattern's handler may take (see RetryWithBackoff `timeout`); default the server's `handlerTimeout`. */
+  timeout?: Duration;
 }
 
 /**

@@ -5,13 +5,14 @@ import { ClientProxy, RmqRecord, type ReadPacket, type WritePacket } from '@nest
 import type { ConsumeMessage, Options } from 'amqplib';
 import { connectable, defer, mergeMap, Subject, throwError, type Observable } from 'rxjs';
 import { DirectReplyChannel } from '../amqp/direct-reply.channel.js';
-import { readDelay } from '../core/delay.plan.js';
-import { errorMessage } from '../core/error-message.js';
-import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
+import { readPublishDelay } from '../core/delivery/delay.plan.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
+import { newMessageId } from '../core/message/message-id.factory.js';
 
 /**
  * Nest's RmqRecord (`new RmqRecordBuilder(data).setOptions({ headers, priority }).build()`), read as ClientRMQ reads
@@ -141,7 +142,7 @@ export class RetryClient extends ClientProxy {
     }
     const observers = await resolveObservers(this.options);
     if (closes !== this.closes) return; // closed while the observers loaded: open nothing that close() cannot see
-    const engine = new RetryEngine(this.config, this.logger, observers);
+    const engine = RetryEngine.fromConfig(this.config, this.logger, observers);
     this.engine = engine;
     try {
       await engine.connectPublisher();
@@ -160,7 +161,7 @@ export class RetryClient extends ClientProxy {
   private async dispatch(event: ReadPacket, options: RetryEmitOptions): Promise<unknown> {
     const engine = this.engine;
     if (!engine) throw new Error('RetryClient is closed');
-    const delayMs = options.delay === undefined ? 0 : readDelay(options.delay);
+    const delayMs = options.delay === undefined ? 0 : readPublishDelay(options.delay);
     const { packet, options: record } = fromRecord(event);
     const { exchange, routingKey } = this.target(packet.pattern);
     const content = Buffer.from(JSON.stringify(this.serializer.serialize(packet)));
@@ -168,7 +169,7 @@ export class RetryClient extends ClientProxy {
       persistent: this.options.persistent ?? true,
       ...record,
       contentType: 'application/json',
-      messageId: options.messageId ?? record?.messageId ?? randomUUID(),
+      messageId: options.messageId ?? record?.messageId ?? newMessageId(),
       headers: record?.headers || options.headers ? { ...record?.headers, ...options.headers } : undefined,
     };
     await engine.publish(exchange, routingKey, content, properties, delayMs);

@@ -3,28 +3,38 @@ import { Logger } from '@nestjs/common';
 import { Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
 import type { ConsumeMessage } from 'amqplib';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
-import type { DeliveryRoute, RetryPolicy } from '../amqp/retry-delivery.handler.js';
-import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config.readers.js';
-import { maskingLogger } from '../core/credentials.mask.js';
-import type { RetryLogger } from '../core/retry-logger.js';
-import { errorMessage } from '../core/error-message.js';
-import type { HandlerConfig } from '../core/handler-config.js';
-import { resolveModuleConfig, type ModuleConfig } from '../core/module-config.js';
-import type { RetryContext } from '../core/retry-context.js';
-import { firstRoute } from '../core/first-failure.js';
-import type { XDeath } from '../core/x-death.parser.js';
+import type { DeliveryRoute, RetryPolicy } from '../pipeline/delivery.contracts.js';
+import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config/config.readers.js';
+import { maskingLogger } from '../core/text/credentials.mask.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import { firstRoute } from '../core/delivery/first-failure.headers.js';
+import type { XDeath } from '../core/delivery/x-death.parser.js';
+import type { PatternPolicyLine } from '../core/text/consuming-line.format.js';
 import { RetryEngine } from '../engine/retry.engine.js';
+import type { EngineHandler } from '../engine/handler.runtime.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
-import { patternPolicy, policyExtras, queueConfig } from './pattern-policies.js';
-import { RequestReplies } from './request-replies.js';
+import { patternPolicy, policyExtras, queueConfig } from './pattern.policies.js';
+import { checkPartitionChannels } from '../core/partitions/server-partitions.config.js';
+import { tierQueues } from '../core/topology/retry-topology.plan.js';
+import { RequestReplies } from './request.replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
-import { unwrapRpcError } from './rpc-error.js';
-import { patternAsString, readPacket, type InboundPacket } from './rpc-packet.js';
+import { unwrapRpcError } from './rpc.error.js';
+import { patternAsString, readPacket, type InboundPacket } from './rpc.packet.js';
+import { withHandlerTimeout } from '../pipeline/handler-timeout.step.js';
+import { sleep } from '../core/time/duration.timer.js';
+
+/** Pattern texts whose route RetryServer keeps (routeOf); beyond, a route is worked out each time, as Nest does. */
+const ROUTE_CACHE_SIZE = 1_000;
+/** The longest pattern text kept in the route cache: the cache holds at most ROUTE_CACHE_SIZE x this many characters. */
+const ROUTE_CACHE_KEY_MAX = 256;
 
 interface PatternEntry {
   handler: MessageHandler;
-  policy: RetryPolicy;
   /**
    * The handler's own pattern, as the code declared it (Nest's string form). Metrics and traces are labelled with it,
    * never with a client's spelling of it: `{"cmd":  "sum"}` and `{"cmd":"sum"}` reach one handler, and a label per
@@ -61,10 +71,16 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private readonly routeLogger: RetryLogger = maskingLogger(new Logger('RetryServer'));
   private engine?: RetryEngine;
   private table = new Map<string, PatternEntry>();
+  /** Nest's route of each pattern text seen that names a handler (routeOf): at most ROUTE_CACHE_SIZE. */
+  private readonly routes = new Map<string, string>();
   private queue?: HandlerConfig;
   private answers?: RequestReplies;
   private readonly requestTimeoutMs: number;
   private warnedManualAck = false;
+  /** The start listen() began, while it runs: close() waits for it, so that nothing it opens outlives close(). */
+  private starting?: Promise<void>;
+  /** How often close() ran: a start that began before the last one closes what it opened and gives up. */
+  private closes = 0;
   private readonly channelRef: RetryChannelRef = {
     ack: () => this.warnManualAck(),
     nack: () => this.warnManualAck(),
@@ -84,9 +100,13 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   }
 
   async listen(callback: (error?: unknown) => void): Promise<void> {
+    const closes = this.closes;
+    const starting = this.start();
+    this.starting = starting;
     try {
-      await this.start();
+      await starting;
     } catch (error) {
+      if (closes !== this.closes) return callback(); // cut short by close(): not a failure to start
       this.events.emit('error', error);
       return callback(error);
     }
@@ -95,12 +115,18 @@ export class RetryServer extends Server implements CustomTransportStrategy {
 
   /** Stops consuming (handlers in flight finish, up to the shutdown timeout), then closes its own connections. */
   async close(): Promise<void> {
+    this.closes++;
     const engine = this.engine;
     this.engine = undefined;
     if (engine && this.queue) {
       if (this.options.engine) await engine.detach([this.queue.queue]);
-      else await engine.close();
+      else await engine.close(); // cuts a start in progress short
     }
+    // A start still under way (close() during app.listen(), or a SIGTERM at start-up) closes what it opened itself.
+    // At most the shutdown timeout: a start that never settles holds nothing once the engine is closed.
+    const starting = this.starting?.catch(() => undefined);
+    if (starting) await Promise.race([starting, sleep(this.moduleConfig.shutdownTimeoutMs, { unref: true })]);
+    this.starting = undefined;
     await this.answers?.close(); // after the requests in flight have replied
     this._status$?.next('disconnected');
   }
@@ -118,60 +144,116 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   }
 
   private async start(): Promise<void> {
+    const closes = this.closes;
     const handlers = [...this.getHandlers()];
     const bindings = handlers.map(([pattern]) => pattern).filter((p) => p.length > 0 && Buffer.byteLength(p) <= 255);
     const queue = queueConfig(this.options, this.moduleConfig, bindings);
-    const schedules: HandlerConfig[] = [];
-    const table = new Map<string, PatternEntry>();
-    for (const [pattern, handler] of handlers) {
-      const { policy, schedule } = handler.isEventHandler
-        ? patternPolicy(pattern, policyExtras(pattern, chainOf(handler)), queue, this.options, this.moduleConfig)
-        : { policy: queue, schedule: undefined };
-      if (schedule) schedules.push(schedule);
-      table.set(pattern, { handler, policy, pattern });
-    }
-    this.table = table;
+    this.table = new Map(handlers.map(([pattern, handler]) => [pattern, { handler, pattern }]));
+    this.routes.clear();
     this.queue = queue;
-    const engine = this.options.engine ?? new RetryEngine(this.moduleConfig, this.routeLogger, await resolveObservers(this.options));
+    // Patterns' extras are read (and refused) here, before any connection: for the queue, and per partition below.
+    const routing = this.routingOf(queue);
+    if (queue.partitions) {
+      // Every partition runs every schedule: one instance owning them all must open their channels on one connection.
+      const schedules = 1 + new Set(routing.schedules.map((schedule) => tierQueues(schedule)[0])).size;
+      checkPartitionChannels(queue.partitions.count, schedules, (key) => `RetryServer option "${key}"`);
+    }
+    const engine = this.options.engine ?? RetryEngine.fromConfig(this.moduleConfig, this.routeLogger, await resolveObservers(this.options));
+    if (closes !== this.closes) return; // closed while the observers loaded: open nothing that close() cannot see
     this.answers = new RequestReplies(engine, this.routeLogger, this.requestTimeoutMs);
-    const handler = {
+    const handler: EngineHandler = {
       config: queue,
       where: `RetryServer "${queue.queue}"`,
       invoke: () => Promise.reject(new Error('the transport routes every delivery')),
-      route: (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => this.route(payload, message, deaths),
-      schedules,
+      ...routing,
+      // Each partition queue is a handler queue of its own: its patterns' schedules, tiers and first routes are its own.
+      forPartition: queue.partitions ? (partition) => this.routingOf(partition) : undefined,
     };
     this.engine = engine;
     if (this.options.engine) await engine.attach([handler]);
     else await engine.start([handler]);
+    // close() came while starting: a shared engine's attach() added the queue after close() detached it, which is
+    // undone here, before close() returns. An own engine close() has closed already, and it opens nothing after that.
+    if (closes !== this.closes) {
+      if (this.options.engine) await engine.detach([queue.queue]);
+      return;
+    }
     this._status$?.next('connected');
   }
 
-  /** Never throws: a pattern that cannot be read parks the message as malformed. */
-  private route(payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]): DeliveryRoute {
+  /**
+   * The route, schedules and pattern lines of one queue the server's patterns run on: the server's queue, or one of
+   * its partitions. A pattern's policy names its own schedule's first tier, which is the queue's.
+   */
+  private routingOf(queue: HandlerConfig): Required<Pick<EngineHandler, 'route' | 'schedules' | 'patterns'>> {
+    const schedules: HandlerConfig[] = [];
+    const patterns: PatternPolicyLine[] = [];
+    const policies = new Map<string, RetryPolicy>();
+    for (const { pattern, handler } of this.table.values()) {
+      const { policy, schedule } = handler.isEventHandler
+        ? patternPolicy(pattern, policyExtras(pattern, chainOf(handler)), queue, this.options, this.moduleConfig)
+        : { policy: queue, schedule: undefined };
+      if (schedule) schedules.push(schedule);
+      if (policy !== queue) patterns.push({ pattern, maxAttempts: policy.maxAttempts, delaysMs: policy.delaysMs });
+      policies.set(pattern, policy);
+    }
+    const route = (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => this.route(queue, policies, payload, message, deaths);
+    return { route, schedules, patterns };
+  }
+
+  /**
+   * Nest's getRouteFromPattern, once per pattern text: it JSON.parses the text first, so a plain name such as
+   * 'order.created' throws and catches a SyntaxError on every message (a fifth of the transport's CPU time in the
+   * bench's profile). The route is a function of the text alone, so it is kept; only for texts that name a handler,
+   * and at most ROUTE_CACHE_SIZE of them, since publishers choose the texts.
+   */
+  private routeOf(pattern: string): string {
+    const cached = this.routes.get(pattern);
+    if (cached !== undefined) return cached;
+    const route = this.getRouteFromPattern(pattern);
+    // bounded in bytes too: padded or reordered spellings of one pattern map to its route, each under its own text
+    if (this.table.has(route) && pattern.length <= ROUTE_CACHE_KEY_MAX && this.routes.size < ROUTE_CACHE_SIZE) this.routes.set(pattern, route);
+    return route;
+  }
+
+  /**
+   * The route of a delivery from `queue` (the server's, or a partition's), whose patterns have `policies`. Never
+   * throws: a pattern that cannot be read parks the message as malformed.
+   */
+  private route(
+    queue: HandlerConfig,
+    policies: ReadonlyMap<string, RetryPolicy>,
+    payload: unknown,
+    message: ConsumeMessage,
+    deaths: readonly XDeath[],
+  ): DeliveryRoute {
     let packet: InboundPacket;
     let entry: PatternEntry | undefined;
     try {
       // A body without the envelope is named by its publisher's key, which a retry's delivery no longer carries.
       const headers = message.properties.headers as Record<string, unknown> | undefined;
-      const { routingKey } = firstRoute(headers, deaths, this.queue?.queue ?? '', message.fields);
+      const { routingKey } = firstRoute(headers, deaths, queue.queue, message.fields);
       const { replyTo, correlationId } = message.properties;
       packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, patternAsString);
-      entry = this.table.get(this.getRouteFromPattern(packet.pattern));
+      entry = this.table.get(this.routeOf(packet.pattern));
     } catch (error) {
       return { kind: 'park', reason: 'malformed', error: new Error(`the message's pattern cannot be read: ${errorMessage(error)}`) };
     }
     const replies = this.replies();
     if (!entry) {
-      const error = new Error(`no handler for the pattern ${JSON.stringify(packet.pattern)} on "${this.queue?.queue}"`);
+      const error = new Error(`no handler for the pattern ${JSON.stringify(packet.pattern)} on "${queue.queue}"`);
       const request = packet.kind === 'request' ? packet : undefined;
       const notify = request ? () => replies.noHandler(request) : undefined;
       return { kind: 'park', reason: 'no-handler', error, notify };
     }
-    const { handler, policy } = entry;
+    const { handler } = entry;
+    const policy = policies.get(entry.pattern) ?? queue;
     if (packet.kind === 'request') {
       const request = packet;
-      return { kind: 'once', run: (retry) => replies.answer(request, this.produce(handler, request.data, message, request.pattern, retry)) };
+      return {
+        kind: 'once',
+        run: (retry) => replies.answer(request, this.produce(handler, request.data, message, request.pattern, retry), retry.signal),
+      };
     }
     const { pattern, data } = packet;
     // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
@@ -182,7 +264,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       payload: data,
       policy: once,
       pattern: entry.pattern,
-      invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry),
+      invoke: withHandlerTimeout((d, retry) => this.runEvent(handler, d, message, pattern, retry), once.timeoutMs ?? 0, queue.queue),
     };
   }
 

@@ -3,11 +3,12 @@ import { ModuleRef, Reflector } from '@nestjs/core';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { checkApiRead, checkOpenPageHost, checkStateChange, headerValue, TOKEN_HEADER } from './cross-site.check.js';
-import type { DashboardConfig } from './dashboard-options.js';
+import type { DashboardConfig } from './dashboard.options.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
-import { PageTokens } from './page-token.js';
-import { SECURITY_HEADERS } from './security-headers.js';
-import { maskCredentials } from '../../core/credentials.mask.js';
+import { PageTokens } from './page.token.js';
+import { SECURITY_HEADERS } from './security.headers.js';
+import { DashboardShutdown } from './dashboard.shutdown.js';
+import { maskCredentials } from '../../core/text/credentials.mask.js';
 
 /**
  * Runs before every route of the dashboard, in this order: security headers on the response (so refusals carry
@@ -26,12 +27,13 @@ export class DashboardAccessGuard implements CanActivate {
     private readonly tokens: PageTokens,
     private readonly reflector: Reflector,
     private readonly moduleRef: ModuleRef,
+    private readonly shutdown: DashboardShutdown,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<IncomingMessage>();
-    setSecurityHeaders(http.getResponse<ServerResponse | { raw?: ServerResponse }>());
+    setSecurityHeaders(http.getResponse<ServerResponse | { raw?: ServerResponse }>(), this.shutdown.isClosing);
     const kind = this.reflector.get<DashboardRouteKind | undefined>(DASHBOARD_ROUTE_KIND, context.getHandler()) ?? 'write';
 
     if (!this.config.guard && !this.config.open) {
@@ -83,9 +85,13 @@ export class DashboardAccessGuard implements CanActivate {
   }
 }
 
-/** Express passes Node's response; Fastify its reply, whose `raw` is Node's. */
-function setSecurityHeaders(response: ServerResponse | { raw?: ServerResponse }): void {
+/**
+ * Express passes Node's response; Fastify its reply, whose `raw` is Node's. While the application shuts down, the
+ * connection is closed after the answer (see DashboardShutdown), so that a page left open cannot hold app.close().
+ */
+function setSecurityHeaders(response: ServerResponse | { raw?: ServerResponse }, closing: boolean): void {
   const target = 'setHeader' in response && typeof response.setHeader === 'function' ? response : (response as { raw?: ServerResponse }).raw;
   if (!target || target.headersSent) return;
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) target.setHeader(name, value);
+  if (closing) target.setHeader('connection', 'close');
 }

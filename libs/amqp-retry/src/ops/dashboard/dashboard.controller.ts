@@ -22,18 +22,29 @@ import {
 } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import { ParkedScopeError } from '../../errors/parked-scope.error.js';
-import { ParkedMessages } from '../parked-messages.js';
-import type { HandlerQueueState, ParkedMessageView, ParkedPage, ParkedSummary, PurgeResult, ReplayResult } from '../parked-messages.types.js';
+import { ParkedMessages } from '../parked-messages.service.js';
+import type {
+  HandlerQueueState,
+  ParkedMessageView,
+  ParkedPage,
+  ParkedSummary,
+  PurgeResult,
+  ReplayResult,
+} from '../../core/parking/parked-messages.types.js';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
-import type { DashboardConfig } from './dashboard-options.js';
-import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard-request.js';
-import { jsonLinesStream } from './export-stream.js';
+import type { DashboardConfig } from './dashboard.options.js';
+import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard.request.js';
+import { jsonLinesStream } from './export.stream.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
-import { renderPage } from './dashboard.page.js';
-import { DASHBOARD_SCRIPT } from './dashboard.script.js';
+import { DASHBOARD_ICON, renderPage } from './dashboard.page.js';
+import { DASHBOARD_SCRIPT } from './dashboard.client.generated.js';
 import { DASHBOARD_STYLE } from './dashboard.style.js';
-import { PageTokens } from './page-token.js';
-import { maskCredentials } from '../../core/credentials.mask.js';
+import { PageTokens } from './page.token.js';
+import { maskCredentials } from '../../core/text/credentials.mask.js';
+import { RetryEngine, type OutboxBacklog } from '../../engine/retry.engine.js';
+import { readPauseBy } from '../../core/breaker/queue.state.js';
+import type { QueueFlowStatus } from '../../engine/queue-flow.control.js';
+import type { PartitionsStatus } from '../../engine/partitions.runtime.js';
 
 const Kind = (kind: DashboardRouteKind) => SetMetadata(DASHBOARD_ROUTE_KIND, kind);
 
@@ -59,6 +70,7 @@ export function createDashboardController(path: string): Type<unknown> {
       @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
       private readonly tokens: PageTokens,
       @Inject(ParkedMessages) parked: ParkedMessages,
+      @Inject(RetryEngine) private readonly engine: RetryEngine,
     ) {
       this.parked = config.wholeVhost ? parked.wholeVhost() : parked;
     }
@@ -77,6 +89,13 @@ export function createDashboardController(path: string): Type<unknown> {
       return DASHBOARD_SCRIPT;
     }
 
+    @Get('assets/icon.svg')
+    @Kind('asset')
+    @Header('content-type', 'image/svg+xml')
+    icon(): string {
+      return DASHBOARD_ICON;
+    }
+
     @Get('assets/app.css')
     @Kind('asset')
     @Header('content-type', 'text/css; charset=utf-8')
@@ -88,6 +107,23 @@ export function createDashboardController(path: string): Type<unknown> {
     @Kind('read')
     queues(): Promise<HandlerQueueState[]> {
       return this.call('list the queues', () => this.parked.queues());
+    }
+
+    /** The outbox's backlog (docs/outbox.md): `{ configured: false }` without an outbox. */
+    @Get('api/outbox')
+    @Kind('read')
+    outbox(): Promise<{ configured: false } | ({ configured: true } & OutboxBacklog)> {
+      return this.call('read the outbox', async () => {
+        const backlog = await this.engine.outboxBacklog();
+        return backlog ? { configured: true as const, ...backlog } : { configured: false as const };
+      });
+    }
+
+    /** Partitioned handlers of this application: members, and each partition's owner and depth (docs/partitions.md). */
+    @Get('api/partitions')
+    @Kind('read')
+    partitions(): PartitionsStatus[] {
+      return this.engine.partitions();
     }
 
     @Get('api/summary')
@@ -174,6 +210,43 @@ export function createDashboardController(path: string): Type<unknown> {
       );
     }
 
+    /** Each handler queue of this application: running, half-open, open (circuit breaker) or paused, by whom, since when. */
+    @Get('api/queue-states')
+    @Kind('read')
+    queueStates(): QueueFlowStatus[] {
+      return this.engine.queueStates();
+    }
+
+    /** Pauses a handler queue here and in every other instance consuming it (the kill switch). */
+    @Post('api/queue-states/pause')
+    @Kind('write')
+    @HttpCode(200)
+    pauseQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<QueueFlowStatus> {
+      return this.call('pause', () => this.changeFlow('pause', body, request));
+    }
+
+    @Post('api/queue-states/resume')
+    @Kind('write')
+    @HttpCode(200)
+    resumeQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<QueueFlowStatus> {
+      return this.call('resume', () => this.changeFlow('resume', body, request));
+    }
+
+    /** Who: the name the guard put on the request (request.user), else the one typed on the page. */
+    private async changeFlow(kind: 'pause' | 'resume', body: unknown, request: { user?: unknown }): Promise<QueueFlowStatus> {
+      const { queue, by, reason } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+      const engine = this.engine;
+      if (typeof queue !== 'string' || !engine.queueStates().some((q) => q.queue === queue)) {
+        throw new DashboardRequestError('queue', `${JSON.stringify(queue)} is not a handler queue of this application`);
+      }
+      const who = readPauseBy(userName(request.user) ?? by, kind === 'pause' ? reason : undefined);
+      if ('problem' in who) {
+        const [field, ...problem] = who.problem.split(' ');
+        throw new DashboardRequestError(field, problem.join(' '));
+      }
+      return kind === 'pause' ? engine.pauseEverywhere(queue, who) : engine.resumeEverywhere(queue, who);
+    }
+
     /** A state change: read the request, check its parking queue, act, and log what was done (operators ask later). */
     private change<I extends { errorQueue: string }, R>(
       what: string,
@@ -229,4 +302,12 @@ function scopeRefusal(error: ParkedScopeError, wholeVhost: boolean): string {
   return wholeVhost
     ? `${named} is not a queue of this vhost's handlers.`
     : `${named} is not a queue of this application's handlers: the page shows ${error.scope} (RetryDashboardModule option wholeVhost shows every application's).`;
+}
+
+/** A signed-in user's name as guards commonly leave it on the request (passport: request.user). */
+function userName(user: unknown): string | undefined {
+  if (typeof user !== 'object' || user === null) return undefined;
+  const fields = user as Record<string, unknown>;
+  const name = [fields.username, fields.name, fields.email, fields.id].find((v) => typeof v === 'string' && v.trim() !== '');
+  return name as string | undefined;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { renderPage } from './dashboard.page.js';
-import { DASHBOARD_SCRIPT } from './dashboard.script.js';
-import { escapeHtml, SECURITY_HEADERS } from './security-headers.js';
+import { DASHBOARD_SCRIPT } from './dashboard.client.generated.js';
+import { escapeHtml, SECURITY_HEADERS } from './security.headers.js';
 
 describe('renderPage', () => {
   it('escapes the request path and the token it embeds', () => {

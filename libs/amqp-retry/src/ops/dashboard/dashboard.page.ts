@@ -1,9 +1,15 @@
 import { BOOT_STYLE } from './dashboard.style.js';
-import { escapeHtml } from './security-headers.js';
+import { escapeHtml } from './security.headers.js';
 
 /** Paths of the assets, relative to the page's own path. */
 export const SCRIPT_PATH = 'assets/app.js';
 export const STYLE_PATH = 'assets/app.css';
+export const ICON_PATH = 'assets/icon.svg';
+
+/** The page's icon, served from its own route (an inline data: URL would need the CSP's img-src to admit data:). */
+export const DASHBOARD_ICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2156c6"/>' +
+  '<path d="M9 11h14M9 16h10M9 21h6" stroke="#fff" stroke-width="3" stroke-linecap="round"/><circle cx="23" cy="21" r="3" fill="#fde7c7"/></svg>';
 
 export interface PageInput {
   /** The page's own path as the browser asked for it (the global prefix included), without a trailing slash. */
@@ -32,30 +38,60 @@ export function renderPage({ base, token, open }: PageInput): string {
 <meta name="retry-dashboard-base" content="${escapeHtml(base)}">
 <title>Parked messages</title>
 <style>${BOOT_STYLE}</style>
+<link rel="icon" href="${at(ICON_PATH)}" type="image/svg+xml">
 <link rel="stylesheet" href="${at(STYLE_PATH)}">
 <script src="${at(SCRIPT_PATH)}" defer></script>
 </head>
 <body>
 <div id="boot" role="status">
   <p><strong>Loading the parked-messages page…</strong></p>
-  <p class="later" role="alert">If this stays, this browser’s requests for the page’s own script and stylesheet (<code>${at('assets/')}…</code>) were refused. The guard given to RetryDashboardModule runs before every request under <code>${escapeHtml(base)}</code>, the page’s script, stylesheet and API included, and must accept each of them: they carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. See the README, “Guarding the page”.</p>
+  <p class="later" role="alert">If this stays, this browser’s requests for the page’s own script and stylesheet (<code>${at('assets/')}…</code>) were refused. The guard given to RetryDashboardModule runs before every request under <code>${escapeHtml(base)}</code>, the page’s script, stylesheet and API included, and must accept each of them: they carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. See “Guarding the page” in the project’s docs/operations.md.</p>
 </div>
 <header>
   <h1>Parked messages</h1>
-  <button type="button" id="refresh">Refresh</button>
+  <div class="header-actions">
+    <span id="refreshed" class="muted" aria-live="off"></span>
+    <button type="button" id="auto-refresh" aria-pressed="false">Pause auto-refresh</button>
+    <button type="button" id="refresh">Refresh</button>
+  </div>
 </header>
 ${banner}
 <div class="banner refused" role="alert" id="refused" hidden>
   <p><strong id="refused-title">The server refused this page’s request to its API.</strong></p>
   <p id="refused-server"></p>
-  <p>Reload the page (a page’s token expires after a while). If it is refused again, the guard given to RetryDashboardModule refuses this browser’s requests to <code id="refused-base"></code>/api/. The page’s own requests carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. Sign in again, or see the README, “Guarding the page”.</p>
+  <p>Reload the page (a page’s token expires after a while). If it is refused again, the guard given to RetryDashboardModule refuses this browser’s requests to <code id="refused-base"></code>/api/. The page’s own requests carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. Sign in again, or see “Guarding the page” in the project’s docs/operations.md.</p>
 </div>
 <p id="status" role="status" aria-live="polite">Loading…</p>
 <main>
   <section aria-labelledby="queues-title">
     <h2 id="queues-title">Queues</h2>
+    <p class="hint">Ready: waiting for a consumer. In flight: taken by this instance, not yet settled. Tiers: waiting for their next attempt. Rates: per minute while this page is open.</p>
     <div class="table-wrap"><table id="queues">
-      <thead><tr><th>Handler queue</th><th class="num">Ready</th><th>Tiers</th><th class="num">Parked</th></tr></thead>
+      <thead><tr><th>Handler queue</th><th>State</th><th class="num">Ready</th><th class="num">In flight</th><th>Waiting in tiers</th><th class="num">Parked</th><th>Last 10 minutes</th></tr></thead>
+      <tbody></tbody>
+    </table></div>
+  </section>
+  <section aria-labelledby="ladders-title" id="ladders-section" hidden>
+    <h2 id="ladders-title">Delay ladder</h2>
+    <p class="hint">Delayed messages that are due wait here for the forwarder, which publishes them to their exchange; those it cannot deliver are parked.</p>
+    <div class="table-wrap"><table id="ladders">
+      <thead><tr><th>Ready queue</th><th>State</th><th class="num">Due, not yet forwarded</th><th class="num">In flight</th><th class="num">Parked (undeliverable)</th></tr></thead>
+      <tbody></tbody>
+    </table></div>
+  </section>
+  <section aria-labelledby="flow-title">
+    <h2 id="flow-title">Consumption</h2>
+    <ul id="flow" class="group-list"></ul>
+  </section>
+  <section aria-labelledby="partitions-title" id="partitions-section" hidden>
+    <h2 id="partitions-title">Partitions</h2>
+    <p class="hint">Partitioned handlers: each partition queue, the instance that owns it (its one active consumer across all instances) and its ready messages, as this instance last read them (every heartbeat).</p>
+    <div id="partitions"></div>
+  </section>
+  <section aria-labelledby="outbox-title" id="outbox-section" hidden>
+    <h2 id="outbox-title">Outbox</h2>
+    <div class="table-wrap"><table id="outbox">
+      <thead><tr><th>Table</th><th class="num">Waiting</th><th class="num">Oldest waiting</th><th class="num">Parked</th><th>This instance's relay</th></tr></thead>
       <tbody></tbody>
     </table></div>
   </section>
@@ -109,7 +145,7 @@ ${banner}
   <h3>Properties</h3>
   <pre id="detail-properties"></pre>
   <h3>Headers</h3>
-  <pre id="detail-headers"></pre>
+  <dl id="detail-headers" class="facts headers"></dl>
   <h3>Death history</h3>
   <pre id="detail-deaths"></pre>
 </dialog>

@@ -82,6 +82,22 @@ dialog::backdrop { background: rgba(20, 25, 35, .45); }
 .facts dd { margin: 0; word-break: break-word; }
 textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 .pager { justify-content: center; }
+.header-actions { display: flex; align-items: center; gap: .5rem; flex-wrap: wrap; justify-content: flex-end; }
+.muted { color: var(--muted); font-size: .85rem; }
+#auto-refresh[aria-pressed="true"] { background: var(--warn-bg); border-color: #e0b84a; }
+.state { border-radius: 999px; padding: 0 .5rem; font-size: .8rem; font-weight: 600; white-space: nowrap; }
+.state-ok { background: #dcefe0; color: var(--ok); }
+.state-warn { background: var(--warn-bg); color: #7a5a00; }
+.rates { list-style: none; margin: 0; padding: 0; display: grid; gap: .1rem; }
+.rate { display: flex; align-items: center; gap: .35rem; font-size: .8rem; white-space: nowrap; }
+.rate svg { background: var(--bg); border-radius: 3px; }
+.rate polyline { stroke: var(--muted); }
+.rate-handled polyline { stroke: var(--ok); }
+.rate-retried polyline { stroke: #b7791f; }
+.rate-parked polyline { stroke: var(--danger); }
+.rate-label { color: var(--muted); }
+.rate-value { font-variant-numeric: tabular-nums; font-weight: 600; }
+.headers dd pre { max-height: 16rem; }
 @media (max-width: 720px) {
   main { padding: 0 .5rem 1.5rem; }
   section { padding: .75rem; }

@@ -9,10 +9,11 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
-import { type DashboardConfig, normalisePath, resolveDashboardConfig, type RetryDashboardOptions } from './dashboard-options.js';
+import { type DashboardConfig, normalisePath, resolveDashboardConfig, type RetryDashboardOptions } from './dashboard.options.js';
 import { DASHBOARD_CONFIG } from './dashboard.constants.js';
 import { createDashboardController } from './dashboard.controller.js';
-import { PageTokens } from './page-token.js';
+import { PageTokens } from './page.token.js';
+import { DashboardShutdown } from './dashboard.shutdown.js';
 
 /** forRootAsync: the path is needed when the module is built (it is the controller's route); the rest may wait. */
 export interface RetryDashboardAsyncOptions {
@@ -68,6 +69,7 @@ export class RetryDashboardModule implements OnModuleInit {
           inject: [DASHBOARD_CONFIG],
         },
         DashboardAccessGuard,
+        DashboardShutdown,
         ...extra,
       ],
     };

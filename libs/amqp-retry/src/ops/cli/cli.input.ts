@@ -1,0 +1,129 @@
+import { amqpUrlProblem } from '../../core/config/broker-urls.reader.js';
+import { maskUrl } from '../../core/text/credentials.mask.js';
+import { CliUsageError } from '../../errors/cli-usage.error.js';
+import type { ParkedFilter, ParkedMessagesOptions } from '../../core/parking/parked-messages.types.js';
+
+type ParkedScopeOptions = Pick<ParkedMessagesOptions, 'queues' | 'application' | 'wholeVhost'>;
+
+/** Exit codes of `amqp-retry`, for scripts. */
+export const EXIT = {
+  /** Done. */
+  ok: 0,
+  /** Could not do it: connection refused, broker error, a parking queue missing, a purge the operator declined. */
+  error: 1,
+  /** The command line is wrong (unknown option, bad date, a purge without --yes when stdin is not a terminal). */
+  usage: 2,
+  /** The selection matched no message. */
+  nothingMatched: 3,
+  /** A replay left some matched messages parked (their queue is unknown or missing); the others were replayed. */
+  partial: 4,
+} as const;
+
+/** The filter options as commander hands them over (strings). */
+export interface FilterFlags {
+  queue?: string;
+  reason?: string;
+  error?: string;
+  since?: string;
+  until?: string;
+  text?: string;
+}
+
+function readTime(option: string, value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const date = new Date(/^\d+$/.test(value) ? Number(value) : value);
+  if (Number.isNaN(date.getTime()))
+    throw new CliUsageError(option, `is "${value}", not a time`, 'Give an ISO time such as 2026-01-31T12:00:00Z, or epoch milliseconds.');
+  return date;
+}
+
+/** The ParkedFilter the flags describe; a bad time is a usage error naming the option. */
+export function readFilter(flags: FilterFlags): ParkedFilter {
+  const filter: ParkedFilter = {};
+  if (flags.queue !== undefined) filter.queue = flags.queue;
+  if (flags.reason !== undefined) filter.reason = flags.reason;
+  if (flags.error !== undefined) filter.error = flags.error;
+  if (flags.text !== undefined) filter.text = flags.text;
+  const since = readTime('--since', flags.since);
+  const until = readTime('--until', flags.until);
+  if (since) filter.since = since;
+  if (until) filter.until = until;
+  if (since && until && since >= until) throw new CliUsageError('--since', 'is not before --until', 'Swap them, or widen the range.');
+  return filter;
+}
+
+/** The options that say which queues a command looks at. */
+export interface ScopeFlags {
+  queue?: string;
+  errorQueue?: string;
+  app?: string;
+  wholeVhost?: boolean;
+}
+
+/**
+ * Which queues a command may look at, from its options: every application's (--whole-vhost), one application's
+ * (--app; a --queue must then be one of its queues), the --queue named, or the --error-queue named (the command acts on
+ * that parking queue alone). A command line that names none is a usage error: the CLI never reaches another team's
+ * queues by default.
+ */
+export function readScope(flags: ScopeFlags): ParkedScopeOptions {
+  const named = flags.queue !== undefined ? [{ queue: flags.queue, errorQueue: flags.errorQueue }] : [];
+  if (flags.app !== undefined && flags.app.trim() === '')
+    throw new CliUsageError('--app', 'is empty', 'Give the application name, as in RetryModule option application.');
+  if (flags.wholeVhost) return { wholeVhost: true, queues: named };
+  if (flags.app !== undefined) return { application: flags.app };
+  if (named.length > 0) return { queues: named };
+  if (flags.errorQueue !== undefined) return { wholeVhost: true };
+  throw new CliUsageError(
+    '--app',
+    'is missing',
+    "Name what to look at: --app <name> (the queues the application recorded), --queue <queue>, or --whole-vhost (every application's on the vhost).",
+  );
+}
+
+/** True when the filter narrows beyond the queue: a replay or a purge of everything must say `--all`. */
+export const narrows = (filter: ParkedFilter): boolean => Object.keys(filter).some((key) => key !== 'queue' && key !== 'errorQueue');
+
+/** A whole number of at least `min` for `option`. */
+export function readCount(option: string, value: string | undefined, fallback: number, min = 0): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min) throw new CliUsageError(option, `is "${value}"`, `Give a whole number of at least ${min}.`);
+  return Number(value);
+}
+
+/**
+ * Checks `--url` (or AMQP_URL): one AMQP URL or a comma-separated list. A usage error names the option, the URL with
+ * its password masked, and the fix (a password that is not percent-encoded is named as such).
+ */
+export function readUrlFlag(value: string | undefined, option: string): string | undefined {
+  if (value === undefined) return undefined;
+  for (const entry of value.split(',').map((url) => url.trim())) {
+    if (entry === '') continue;
+    const wrong = amqpUrlProblem(entry);
+    if (wrong) {
+      throw new CliUsageError(
+        option,
+        `is "${maskUrl(entry)}", which ${wrong.problem}`,
+        wrong.fix ?? 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.',
+      );
+    }
+  }
+  return value;
+}
+
+/**
+ * A text safe to print to a terminal: control characters (escape sequences that could move the cursor, rewrite the
+ * title or hide text) shown as `\u001b`-style escapes. Newlines and tabs are kept when `multiline`.
+ */
+export function printable(text: string, multiline = false): string {
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) =>
+    multiline && (c === '\n' || c === '\t') ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** A progress bar only for a person watching: stderr is a terminal and the output is not JSON. */
+export const wantsProgress = (stderrIsTTY: boolean | undefined, json: boolean): boolean => stderrIsTTY === true && !json;
+
+/** Cuts a one-line text to `max` characters. */
+export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`);

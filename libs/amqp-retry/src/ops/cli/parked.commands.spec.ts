@@ -1,0 +1,94 @@
+import type { ParkedMessages } from '../parked-messages.service.js';
+import type { ParkedSelection, PurgeResult, ReplayResult } from '../../core/parking/parked-messages.types.js';
+import { EXIT } from './cli.input.js';
+import { purgeCommand, replayCommand, type CliIo } from './parked.commands.js';
+
+/** A fake ParkedMessages: unit tests of the commands' decisions; the broker side has its e2e tests. */
+function fakeParked(matched: number, failed = 0) {
+  const calls: { op: string; selection: ParkedSelection; dryRun?: boolean }[] = [];
+  const parked = {
+    errorQueueOf: async (queue: string) => `${queue}.error`,
+    async purge(selection: ParkedSelection, options: { dryRun?: boolean } = {}): Promise<PurgeResult> {
+      calls.push({ op: 'purge', selection, dryRun: options.dryRun });
+      return { matched, purged: options.dryRun ? 0 : matched, dryRun: options.dryRun === true };
+    },
+    async replay(selection: ParkedSelection, options: { dryRun?: boolean } = {}): Promise<ReplayResult> {
+      calls.push({ op: 'replay', selection, dryRun: options.dryRun });
+      const failures = Array.from({ length: failed }, (_, i) => ({ id: `f${i}`, error: 'gone' }));
+      return { matched, replayed: options.dryRun ? 0 : matched - failed, failed: failures, dryRun: options.dryRun === true };
+    },
+  };
+  return { parked: parked as unknown as ParkedMessages, calls };
+}
+
+function fakeIo(over: Partial<CliIo> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const questions: string[] = [];
+  const io: CliIo = {
+    out: (t) => out.push(t),
+    err: (t) => err.push(t),
+    stdinIsTTY: false,
+    stderrIsTTY: false,
+    confirm: async (q) => (questions.push(q), false),
+    progress: () => undefined,
+    ...over,
+  };
+  return { io, out, err, questions };
+}
+
+describe('purgeCommand', () => {
+  it('refuses without --yes when stdin is not a terminal, before touching anything', async () => {
+    const { parked, calls } = fakeParked(2);
+    await expect(purgeCommand(parked, { queue: 'q', reason: 'malformed' }, fakeIo().io)).rejects.toThrow(/--yes is missing/);
+    expect(calls).toEqual([]);
+  });
+
+  it('asks on a terminal, counting first, and purges nothing when the answer is no', async () => {
+    const { parked, calls } = fakeParked(2);
+    const { io, questions, err } = fakeIo({ stdinIsTTY: true });
+    expect(await purgeCommand(parked, { queue: 'q', reason: 'malformed' }, io)).toBe(EXIT.error);
+    expect(questions).toEqual(['Purge 2 parked message(s) from "q.error"? This cannot be undone. [y/N] ']);
+    expect(calls.map((c) => c.dryRun)).toEqual([true]);
+    expect(err).toEqual(['Nothing purged.']);
+  });
+
+  it('purges after a yes, and at once with --yes', async () => {
+    const yes = fakeParked(2);
+    expect(await purgeCommand(yes.parked, { queue: 'q', all: true }, fakeIo({ stdinIsTTY: true, confirm: async () => true }).io)).toBe(EXIT.ok);
+    expect(yes.calls.map((c) => c.dryRun)).toEqual([true, undefined]);
+    const flag = fakeParked(1);
+    expect(await purgeCommand(flag.parked, { queue: 'q', id: ['a'], yes: true }, fakeIo().io)).toBe(EXIT.ok);
+    expect(flag.calls).toEqual([{ op: 'purge', selection: { errorQueue: 'q.error', ids: ['a'], filter: {} }, dryRun: undefined }]);
+  });
+
+  it('wants --all to purge a whole queue, and a queue', async () => {
+    await expect(purgeCommand(fakeParked(1).parked, { queue: 'q', yes: true }, fakeIo().io)).rejects.toThrow(/--all is missing/);
+    await expect(purgeCommand(fakeParked(1).parked, { reason: 'x', yes: true }, fakeIo().io)).rejects.toThrow(/--queue is missing/);
+  });
+
+  it('exits 3 when nothing matched', async () => {
+    expect(await purgeCommand(fakeParked(0).parked, { queue: 'q', all: true, yes: true }, fakeIo().io)).toBe(EXIT.nothingMatched);
+  });
+});
+
+describe('replayCommand', () => {
+  it('exits 4 when some stay parked, 3 when none matched, and reports in JSON', async () => {
+    const partial = fakeIo();
+    expect(await replayCommand(fakeParked(3, 1).parked, { errorQueue: 'e', all: true }, partial.io)).toBe(EXIT.partial);
+    expect(partial.err).toEqual(['Left parked f0: gone']);
+    expect(await replayCommand(fakeParked(0).parked, { errorQueue: 'e', all: true }, fakeIo().io)).toBe(EXIT.nothingMatched);
+    const json = fakeIo();
+    expect(await replayCommand(fakeParked(2).parked, { errorQueue: 'e', error: 'card', json: true }, json.io)).toBe(EXIT.ok);
+    expect(JSON.parse(json.out[0])).toEqual({ matched: 2, replayed: 2, failed: [], dryRun: false });
+  });
+
+  it('shows a progress bar only on a terminal without --json', async () => {
+    let bars = 0;
+    const progress = () => Object.assign(() => undefined, { stop: () => void bars++ });
+    await replayCommand(fakeParked(1).parked, { errorQueue: 'e', all: true }, fakeIo({ stderrIsTTY: true, progress }).io);
+    await replayCommand(fakeParked(1).parked, { errorQueue: 'e', all: true, json: true }, fakeIo({ stderrIsTTY: true, progress }).io);
+    await replayCommand(fakeParked(1).parked, { errorQueue: 'e', all: true }, fakeIo({ stderrIsTTY: false, progress }).io);
+    expect(bars).toBe(1);
+  });
+});

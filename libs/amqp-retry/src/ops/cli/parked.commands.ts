@@ -1,0 +1,172 @@
+import { CliUsageError } from '../../errors/cli-usage.error.js';
+import type { ParkedMessages } from '../parked-messages.service.js';
+import type { OperationOptions, ParkedFilter } from '../../core/parking/parked-messages.types.js';
+import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
+import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags } from './cli.input.js';
+
+/** What the commands read and write: the process in the CLI, buffers in tests. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  stdinIsTTY: boolean;
+  stderrIsTTY: boolean;
+  /** Asks a yes/no question on the terminal. */
+  confirm(question: string): Promise<boolean>;
+  /** A progress reporter, or undefined when none should be shown (stderr is not a terminal). */
+  progress(label: string): (((done: number, total: number) => void) & { stop(): void }) | undefined;
+}
+
+export interface CommonFlags extends FilterFlags {
+  errorQueue?: string;
+  app?: string;
+  wholeVhost?: boolean;
+  json?: boolean;
+}
+
+export interface SelectionFlags extends CommonFlags {
+  id?: string[];
+  all?: boolean;
+  dryRun?: boolean;
+  yes?: boolean;
+}
+
+const json = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** The parking queue the flags name: --error-queue, else the one recorded for --queue. */
+async function errorQueueOf(parked: ParkedMessages, flags: CommonFlags): Promise<string> {
+  if (flags.errorQueue !== undefined) return flags.errorQueue;
+  if (flags.queue !== undefined) return parked.errorQueueOf(flags.queue);
+  throw new CliUsageError('--queue', 'is missing', 'Name the handler queue (--queue orders) or its parking queue (--error-queue orders.error).');
+}
+
+/**
+ * A `--queue` that names no handler queue on the broker (no record, and neither it nor its parking queue exists) is a
+ * typing mistake, not an empty selection: "0 parked" would send the operator looking for messages that were never
+ * there. A usage error instead, naming how to see the queues there are.
+ */
+export async function assertKnownQueue(parked: ParkedMessages, queue: string): Promise<void> {
+  const states = await parked.queues();
+  if (states.some((state) => state.queue === queue)) return;
+  const others = states.slice(0, 5).map((state) => `"${printable(state.queue)}"`);
+  throw new CliUsageError(
+    '--queue',
+    `is "${printable(queue)}", which is not a handler queue on this broker (no handler recorded it, and neither it nor its parking queue exists)`,
+    (others.length > 0 ? `Handler queues in view: ${others.join(', ')}${states.length > 5 ? ', ...' : ''}. ` : '') +
+      'List them with: amqp-retry parked queues --app <name> (or --whole-vhost).',
+  );
+}
+
+/** The filter of a replay or a purge; acting on every message of a queue must be asked for with --all. */
+function selectionFilter(flags: SelectionFlags, verb: string): { filter: ParkedFilter; ids?: string[] } {
+  const { queue: _queue, ...rest } = readFilter(flags);
+  void _queue; // the queue chose the parking queue; within it, a message that failed elsewhere is still selected
+  const ids = flags.id && flags.id.length > 0 ? flags.id : undefined;
+  if (!ids && !narrows(rest) && !flags.all)
+    throw new CliUsageError('--all', 'is missing', `To ${verb} every parked message of the queue, say --all; else select with --id or a filter.`);
+  return { filter: rest, ids };
+}
+
+type Progress = NonNullable<OperationOptions['onProgress']> & { stop(): void };
+
+/** A progress bar for a person at a terminal (io decides), never beside --json output. */
+function withProgress(io: CliIo, flags: CommonFlags, label: string): Progress {
+  return (wantsProgress(io.stderrIsTTY, flags.json === true) && io.progress(label)) || Object.assign(() => undefined, { stop: () => undefined });
+}
+
+export async function queuesCommand(parked: ParkedMessages, flags: CommonFlags, io: CliIo): Promise<number> {
+  const states = await parked.queues();
+  io.out(flags.json ? json(states) : formatQueues(states));
+  return states.length === 0 ? EXIT.nothingMatched : EXIT.ok;
+}
+
+export async function listCommand(parked: ParkedMessages, flags: CommonFlags & { offset?: string; limit?: string }, io: CliIo): Promise<number> {
+  // --error-queue reads that parking queue alone (with --queue too: its messages that failed in that queue).
+  const filter = { ...readFilter(flags), ...(flags.errorQueue !== undefined && { errorQueue: flags.errorQueue }) };
+  const offset = readCount('--offset', flags.offset, 0);
+  const limit = readCount('--limit', flags.limit, 50, 1);
+  const summary = await parked.summary(filter);
+  const page = await parked.list(filter, { offset, limit });
+  io.out(flags.json ? json({ summary, ...page }) : `${formatSummary(summary)}\n\n${formatPage(page, offset)}`);
+  return page.total === 0 ? EXIT.nothingMatched : EXIT.ok;
+}
+
+export async function showCommand(parked: ParkedMessages, id: string, flags: CommonFlags, io: CliIo): Promise<number> {
+  const errorQueue = await errorQueueOf(parked, flags);
+  const view = await parked.show(errorQueue, id);
+  if (!view) {
+    io.err(`No parked message "${printable(id)}" in "${printable(errorQueue)}".`);
+    return EXIT.nothingMatched;
+  }
+  io.out(flags.json ? json(view) : formatView(view));
+  return EXIT.ok;
+}
+
+export async function replayCommand(parked: ParkedMessages, flags: SelectionFlags, io: CliIo): Promise<number> {
+  const errorQueue = await errorQueueOf(parked, flags);
+  const { filter, ids } = selectionFilter(flags, 'replay');
+  const onProgress = withProgress(io, flags, 'replay');
+  const result = await parked.replay({ errorQueue, ids, filter }, { dryRun: flags.dryRun, onProgress }).finally(() => onProgress.stop());
+  if (flags.json) io.out(json(result));
+  else {
+    io.out(
+      result.dryRun
+        ? `Would replay ${result.matched} message(s) from "${printable(errorQueue)}" (dry run).`
+        : `Replayed ${result.replayed} of ${result.matched} matching message(s) from "${printable(errorQueue)}".`,
+    );
+    for (const failure of result.failed) io.err(`Left parked ${printable(failure.id)}: ${printable(failure.error)}`);
+  }
+  if (result.matched === 0) return EXIT.nothingMatched;
+  return result.failed.length > 0 ? EXIT.partial : EXIT.ok;
+}
+
+export async function purgeCommand(parked: ParkedMessages, flags: SelectionFlags, io: CliIo): Promise<number> {
+  const errorQueue = await errorQueueOf(parked, flags);
+  const { filter, ids } = selectionFilter(flags, 'purge');
+  if (!flags.dryRun && !flags.yes) {
+    if (!io.stdinIsTTY)
+      throw new CliUsageError('--yes', 'is missing', 'A purge cannot be undone; stdin is not a terminal to confirm it on, so say --yes.');
+    const { matched } = await parked.purge({ errorQueue, ids, filter }, { dryRun: true });
+    if (matched === 0) return report(io, flags, { matched: 0, purged: 0, dryRun: false }, errorQueue);
+    if (!(await io.confirm(`Purge ${matched} parked message(s) from "${printable(errorQueue)}"? This cannot be undone. [y/N] `))) {
+      io.err('Nothing purged.');
+      return EXIT.error;
+    }
+  }
+  const onProgress = withProgress(io, flags, 'purge');
+  const result = await parked.purge({ errorQueue, ids, filter }, { dryRun: flags.dryRun, onProgress }).finally(() => onProgress.stop());
+  return report(io, flags, result, errorQueue);
+}
+
+function report(io: CliIo, flags: SelectionFlags, result: { matched: number; purged: number; dryRun: boolean }, errorQueue: string): number {
+  if (flags.json) io.out(json(result));
+  else
+    io.out(
+      result.dryRun
+        ? `Would purge ${result.matched} message(s) from "${printable(errorQueue)}" (dry run).`
+        : `Purged ${result.purged} message(s) from "${printable(errorQueue)}".`,
+    );
+  return result.matched === 0 ? EXIT.nothingMatched : EXIT.ok;
+}
+
+/** JSON lines on stdout, of one parking queue or (no --queue) of every one in scope (--app, --whole-vhost). */
+export async function exportCommand(parked: ParkedMessages, flags: CommonFlags, io: CliIo): Promise<number> {
+  const { queue: _queue, ...filter } = readFilter(flags);
+  void _queue;
+  const errorQueues =
+    flags.errorQueue !== undefined || flags.queue !== undefined
+      ? [await errorQueueOf(parked, flags)]
+      : [...new Set((await parked.queues()).filter((q) => q.parked > 0).map((q) => q.errorQueue))];
+  let count = 0;
+  for (const errorQueue of errorQueues) {
+    const onProgress = withProgress(io, { ...flags, json: false }, `export ${errorQueue}`);
+    try {
+      for await (const line of parked.export({ errorQueue, filter }, { onProgress })) {
+        io.out(line);
+        count++;
+      }
+    } finally {
+      onProgress.stop();
+    }
+  }
+  return count === 0 ? EXIT.nothingMatched : EXIT.ok;
+}

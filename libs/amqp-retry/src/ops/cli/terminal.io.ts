@@ -1,0 +1,42 @@
+import { createInterface } from 'node:readline/promises';
+import type { CliIo } from './parked.commands.js';
+import { maskCredentials } from '../../core/text/credentials.mask.js';
+
+type Reporter = ((done: number, total: number) => void) & { stop(): void };
+
+/**
+ * The process's streams, every line masked of URL credentials. The progress bar (cli-progress, an optional peer
+ * dependency loaded only here) is drawn on stderr when stderr is a terminal; without the package there is no bar.
+ */
+export async function terminalIo(): Promise<CliIo> {
+  const stderrIsTTY = process.stderr.isTTY === true;
+  const progressBars = stderrIsTTY ? await import('cli-progress').catch(() => undefined) : undefined;
+  return {
+    out: (text) => void process.stdout.write(`${maskCredentials(text)}\n`),
+    err: (text) => void process.stderr.write(`${maskCredentials(text)}\n`),
+    stdinIsTTY: process.stdin.isTTY === true,
+    stderrIsTTY,
+    async confirm(question) {
+      const prompt = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return /^y(es)?$/i.test((await prompt.question(question)).trim());
+      } finally {
+        prompt.close();
+      }
+    },
+    progress(label) {
+      if (!progressBars) return undefined;
+      const bar = new progressBars.SingleBar(
+        { format: `${label} [{bar}] {value}/{total} {percentage}% ETA {eta_formatted}`, stream: process.stderr, clearOnComplete: true },
+        progressBars.Presets.shades_classic,
+      );
+      let started = false;
+      const report = (done: number, total: number) => {
+        if (!started) bar.start(total, 0);
+        started = true;
+        bar.update(done);
+      };
+      return Object.assign(report, { stop: () => started && bar.stop() }) as Reporter;
+    },
+  };
+}

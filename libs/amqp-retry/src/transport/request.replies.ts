@@ -1,0 +1,170 @@
+import type { Observable, Subscription } from 'rxjs';
+import { startTimer } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { replyRoute } from '../core/publish/reply-address.rules.js';
+import type { RetryEngine } from '../engine/retry.engine.js';
+import { ReplyAddressProbe } from '../amqp/reply-address.probe.js';
+import type { InboundPacket } from './rpc.packet.js';
+
+type Request = Extract<InboundPacket, { kind: 'request' }>;
+
+/** Sends one reply of a request. */
+type Reply = (content: Buffer) => Promise<void>;
+
+/** What Nest's ClientRMQ reads from a reply: a value, an error, and the end of the stream. */
+interface ReplyPacket {
+  response?: unknown;
+  err?: unknown;
+  isDisposed?: boolean;
+}
+
+/** Nest's text for a request no handler takes, so that its clients see what they would see from ServerRMQ. */
+const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
+
+/** An error as the caller can read it in JSON: an Error's own fields would serialize as {}. */
+function wireError(error: unknown): unknown {
+  if (error instanceof Error) return { status: 'error', message: error.message, name: error.name };
+  return error ?? { status: 'error', message: 'unknown error' };
+}
+
+/**
+ * Answers requests as Nest's RMQ transport does: one reply per value of the handler's stream, then one that ends it
+ * (`isDisposed`), or one with the error; each to the request's `replyTo` with its `correlationId`, in order. A reply
+ * that cannot be delivered (the caller is gone) is dropped, with one warning per request: requests are not retried.
+ * A caller that got its answer is never warned about (see core/publish/reply-address.rules.ts for how "gone" is told apart).
+ */
+export class RequestReplies {
+  private readonly probe = new ReplyAddressProbe(() => this.engine.publishingChannel('RetryServer reply probes', true));
+
+  constructor(
+    private readonly engine: RetryEngine,
+    private readonly logger: RetryLogger,
+    /** How long a request may take before its caller gets a timeout error and the request is acked. */
+    private readonly timeoutMs: number,
+  ) {}
+
+  /**
+   * Runs the handler's stream to its end, or to `timeoutMs`: a handler that never answers (a stream that never
+   * completes, a promise that never settles) would otherwise hold its delivery, and a prefetch slot, for good.
+   * `signal` (the delivery's) ends the wait without an answer: the server is closing and has abandoned the request
+   * (past its shutdown timeout), whose message the broker gives to another consumer; its timer must not keep the
+   * process alive.
+   */
+  async answer(request: Request, produce: () => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<void> {
+    const reply = this.replyTo(request);
+    const sent: Array<Promise<void>> = [];
+    await new Promise<void>((resolve) => {
+      let ended = false;
+      let subscription: Subscription | undefined;
+      const stop = () => {
+        ended = true;
+        timer.cancel();
+        signal?.removeEventListener('abort', abandon);
+        subscription?.unsubscribe();
+        resolve();
+      };
+      const end = (content: Buffer) => {
+        if (ended) return;
+        stop();
+        sent.push(reply(content));
+      };
+      const abandon = () => {
+        if (!ended) stop();
+      };
+      signal?.addEventListener('abort', abandon, { once: true });
+      const timer = startTimer(this.timeoutMs, () => {
+        const message = `no answer to "${request.pattern}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
+        this.logger.warn(`${message}; the caller gets an error and the request is acked`);
+        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes);
+      });
+      if (signal?.aborted) return abandon();
+      produce().then(
+        (stream) => {
+          if (!ended) subscription = this.follow(stream, request, reply, sent, end);
+        },
+        (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
+      );
+    });
+    await Promise.all(sent);
+  }
+
+  /** Subscribes to the handler's stream: each value replied, the end or error through `end`. */
+  private follow(
+    stream: Observable<unknown>,
+    request: Request,
+    reply: Reply,
+    sent: Array<Promise<void>>,
+    end: (content: Buffer) => void,
+  ): Subscription {
+    let ended = false;
+    const finish = (content: Buffer) => {
+      ended = true;
+      end(content);
+    };
+    const subscription = stream.subscribe({
+      next: (response) => {
+        if (ended) return;
+        const content = this.encode(request, { response });
+        // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
+        if (content.failed) finish(content.bytes);
+        else sent.push(reply(content.bytes));
+      },
+      error: (error: unknown) => finish(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
+      complete: () => finish(this.encode(request, { isDisposed: true }).bytes),
+    });
+    if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
+    return subscription;
+  }
+
+  noHandler(request: Request): Promise<void> {
+    return this.replyTo(request)(this.encode(request, { err: NO_MESSAGE_HANDLER, isDisposed: true }).bytes);
+  }
+
+  /** Closes the channel of the reply probes (the engine may be the module's, and stay open). */
+  close(): Promise<void> {
+    return this.probe.close();
+  }
+
+  /** The reply as JSON; a reply JSON cannot write (a BigInt, a cycle) becomes an error reply that says so. */
+  private encode(request: Request, reply: ReplyPacket): { bytes: Buffer; failed: boolean } {
+    try {
+      return { bytes: Buffer.from(JSON.stringify({ ...reply, id: request.id })), failed: false };
+    } catch (error) {
+      const err = { status: 'error', message: `the reply to "${request.pattern}" cannot be written as JSON: ${errorMessage(error)}` };
+      return { bytes: Buffer.from(JSON.stringify({ err, isDisposed: true, id: request.id })), failed: true };
+    }
+  }
+
+  /**
+   * The replies of one request: to a direct reply-to address, the caller is asked for once, before the first reply
+   * (a reply comes only after it, so a caller that closes on receiving its answer is never taken for gone), and the
+   * replies go without `mandatory`; to an ordinary queue, with `mandatory`. One warning at most per request.
+   */
+  private replyTo(request: Request): Reply {
+    const route = replyRoute(request.replyTo);
+    let reachable: Promise<boolean> | undefined;
+    let warned = false;
+    const warn = (why: string) => {
+      if (warned) return;
+      warned = true;
+      this.logger.warn(`Could not reply to "${request.pattern}" at "${request.replyTo}": ${why}; the request is acked, not retried`);
+    };
+    return async (content) => {
+      if (route.probe) {
+        reachable ??= this.probe.exists(request.replyTo).then((exists) => exists !== false);
+        if (!(await reachable)) return warn('the caller is gone (its reply address no longer exists), so its reply is dropped');
+      }
+      try {
+        await this.engine.publish('', request.replyTo, content, {
+          correlationId: request.correlationId,
+          contentType: 'application/json',
+          persistent: false,
+          mandatory: route.mandatory,
+        });
+      } catch (error) {
+        warn(`${errorMessage(error)} (the caller may be gone)`);
+      }
+    };
+  }
+}

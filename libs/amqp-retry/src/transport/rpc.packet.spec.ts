@@ -1,0 +1,60 @@
+import { patternAsString, readPacket } from './rpc.packet.js';
+
+const text = (p: unknown) => (typeof p === 'string' ? p : JSON.stringify(p));
+const key = { routingKey: 'orders' };
+
+describe('readPacket', () => {
+  it("reads Nest's event envelope", () => {
+    expect(readPacket({ pattern: 'order.created', data: { id: 1 } }, key, text)).toEqual({
+      kind: 'event',
+      pattern: 'order.created',
+      data: { id: 1 },
+    });
+  });
+
+  it('reads an envelope whose data was undefined (JSON drops the key)', () => {
+    expect(readPacket({ pattern: 'ping' }, key, text)).toEqual({ kind: 'event', pattern: 'ping', data: undefined });
+  });
+
+  it('gives an object pattern its JSON text', () => {
+    expect(readPacket({ pattern: { cmd: 'sum' }, data: [1, 2] }, key, text)).toMatchObject({ pattern: '{"cmd":"sum"}' });
+  });
+
+  it('reads a request: envelope id and replyTo, correlation id from the property', () => {
+    const packet = readPacket(
+      { pattern: 'order.get', data: 7, id: 'abc' },
+      { ...key, replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' },
+      text,
+    );
+    expect(packet).toEqual({ kind: 'request', pattern: 'order.get', data: 7, id: 'abc', replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' });
+  });
+
+  it('falls back to the envelope id as correlation id', () => {
+    expect(readPacket({ pattern: 'p', data: 1, id: 'abc' }, { ...key, replyTo: 'r' }, text)).toMatchObject({ kind: 'request', correlationId: 'abc' });
+  });
+
+  it('treats a request nobody could answer as an event', () => {
+    expect(readPacket({ pattern: 'p', data: 1, id: 'abc' }, key, text)).toEqual({ kind: 'event', pattern: 'p', data: 1 });
+    expect(readPacket({ pattern: 'p', data: 1 }, { ...key, replyTo: 'r' }, text)).toEqual({ kind: 'event', pattern: 'p', data: 1 });
+    expect(readPacket({ pattern: 'p', data: 1, id: 5 }, { ...key, replyTo: 'r' }, text).kind).toBe('event');
+  });
+
+  it('dispatches a body without the envelope by its routing key, whole', () => {
+    for (const body of [{ id: 1, total: 5 }, { pattern: 'p', data: 1, extra: true }, [1, 2], 'text', 42, null, Buffer.from('x')]) {
+      expect(readPacket(body, { routingKey: 'order.created' }, text)).toEqual({ kind: 'event', pattern: 'order.created', data: body });
+    }
+  });
+});
+
+describe('patternAsString', () => {
+  it('keeps a string and writes anything else as JSON, as Nest 11+ does', () => {
+    expect(patternAsString('order.created')).toBe('order.created');
+    expect(patternAsString({ cmd: 'sum' })).toBe('{"cmd":"sum"}');
+  });
+
+  it('reads a pattern too deep for JSON.stringify as a key no handler has, without throwing', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = { p: deep };
+    expect(patternAsString(deep)).toBe('<unserializable pattern>');
+  });
+});
