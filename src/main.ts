@@ -5,6 +5,7 @@ import { RetryEngine } from 'nestjs-amqp-retry';
 import { RetryServer } from 'nestjs-amqp-retry/transport';
 import { AppModule } from './app.module.js';
 import { OrderProgress } from './orders/order.progress.js';
+import { OrderSeeder } from './orders/order.seeder.js';
 import { SHIPPING_QUEUE } from './shipping/shipment.js';
 
 /** The parked-messages page is open (no guard): listen on the loopback address only, never on a public one. */
@@ -19,7 +20,11 @@ async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? process.env.EXAMPLE_PORT ?? 3000);
   await app.listen(port, HOST);
   const base = `http://${HOST}:${port}`;
-  Logger.log(`orders example running: ${base}/health, ${base}/metrics, parked messages at ${base}/retry (open: local use only); Ctrl-C to stop`, 'Example');
+  Logger.log(
+    `orders example running: ${base}/health, ${base}/metrics, parked messages at ${base}/retry (open: local use only); Ctrl-C to stop`,
+    'Example',
+  );
+  await app.get(OrderSeeder).seed(); // once every consumer runs: the log reads in the order things happen
   if (process.env.EXAMPLE_EXIT_WHEN_DONE === '1') {
     await app.get(OrderProgress).done;
     await app.close();

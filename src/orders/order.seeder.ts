@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { RetryPublisher } from 'nestjs-amqp-retry';
 import { ORDER_CREATED, ORDERS_EXCHANGE, PAYMENT_DEADLINE, type OrderCreated, type PaymentDeadline } from './order.js';
 import { OrderProgress } from './order.progress.js';
@@ -7,11 +7,13 @@ import { OrderProgress } from './order.progress.js';
 const PAYMENT_WINDOW = '8s';
 
 /**
- * Plays the shop: publishes a few orders when the service starts, one of them invalid (parked at once), and for
- * each a payment deadline delivered PAYMENT_WINDOW later.
+ * Plays the shop: publishes a few orders once the service has started (main.ts calls seed() after listen), one of
+ * them invalid (parked at once), and for each a payment deadline delivered PAYMENT_WINDOW later. Not from a bootstrap
+ * hook: RetryModule starts its consumers after every other module's bootstrap, so orders published there were
+ * handled (and their attempts logged) before the "Consuming ..." lines said the handlers had started.
  */
 @Injectable()
-export class OrderSeeder implements OnApplicationBootstrap {
+export class OrderSeeder {
   private readonly logger = new Logger('Shop');
 
   constructor(
@@ -19,7 +21,7 @@ export class OrderSeeder implements OnApplicationBootstrap {
     private readonly progress: OrderProgress,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
+  async seed(): Promise<void> {
     const count = Number(process.env.EXAMPLE_ORDERS ?? 6);
     const orders: OrderCreated[] = Array.from({ length: count }, (_, i) => ({
       id: i + 1,

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { ClientProxy } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { NonRetryableError, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
+import type { RetryClient } from 'nestjs-amqp-retry/transport';
 import { ORDER_CREATED, ORDERS_EXCHANGE, type OrderCreated } from './order.js';
 import { OrderProgress } from './order.progress.js';
 import { PaymentGateway } from './payment.gateway.js';
@@ -17,7 +17,8 @@ export class PaymentHandler {
   constructor(
     private readonly gateway: PaymentGateway,
     private readonly progress: OrderProgress,
-    @Inject(SHIPPING_CLIENT) private readonly shipping: ClientProxy,
+    // Typed as RetryClient, not ClientProxy: its emit() also takes { delay } (docs/transport.md).
+    @Inject(SHIPPING_CLIENT) private readonly shipping: RetryClient,
   ) {}
 
   @RetryWithBackoff({ queue: 'example.orders.payment', exchange: ORDERS_EXCHANGE, routingKey: ORDER_CREATED, delays: DELAYS, maxAttempts: 5 })

@@ -1,11 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import amqp from 'amqplib';
+import type amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { PrivateBroker } from '../support/private-broker.js';
-import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { buildLibrary, startConsumer, stopWith } from './consumer-process.js';
+import { retryTopologyNames } from 'nestjs-amqp-retry';
 
 const N = Number(process.env.CHAOS_N ?? 2000); // npm run test:chaos uses 5000
 const MUST_FAIL_EVERY = 50; // 2% of the ids fail on every attempt and must end parked
@@ -14,7 +14,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /**
  * The runs: each queue type, and quorum queues with the Redis idempotency store (no duplicate but a SIGKILL's).
  * The store's run uses quorum queues because classic queues dead-letter without confirms: the nacks sent in the
- * instant the dead-letter exchange is deleted are dropped by the broker (README "Limits"), which a store cannot
+ * instant the dead-letter exchange is deleted are dropped by the broker (docs/reliability.md, "Limits"), which a store cannot
  * help; with a quorum queue's at-least-once dead-lettering, lost must be 0 and any loss is the store's fault.
  */
 const RUNS = [
@@ -136,7 +136,7 @@ describe.each(RUNS)(
       });
       await at(0.75, 'dead-letter exchange deleted', async () => {
         // An operator's mistake: a nack into it would be dropped by the broker unless the library notices first.
-        // (The library's check before a nack is shown on its own by test/hardening/deleted-topology; here a
+        // (The library's check before a nack is shown on its own by test/reliability/deleted-topology; here a
         // reconnection may declare it again first.)
         const operator = await TestBroker.connect(node.url);
         await operator.channel.deleteExchange(`${queue}.dlx`);
@@ -197,7 +197,7 @@ describe.each(RUNS)(
         redis.disconnect();
         const probe = await TestBroker.connect(node.url);
         const where = [];
-        for (const name of [queue, ...tierQueues({ queue, delaysMs: [50, 100] })])
+        for (const name of [queue, ...retryTopologyNames(queue, { delays: [50, 100] }).tiers])
           where.push(`${name}: ${await probe.count(name)} ready, ${await probe.consumers(name)} consumer(s)`);
         await probe.close();
         process.stdout.write(`Lost ids in the store: ${states.join('; ')}\nQueues: ${where.join('; ')}\n`);
@@ -229,7 +229,7 @@ describe.each(RUNS)(
       ]);
       expect(lost).toEqual([]);
       // With the store, a copy of a handled message is acked without a call: no id is handled twice, but for a
-      // process killed between its handler's work and the record (README "Crash windows").
+      // process killed between its handler's work and the record (docs/idempotency-and-ordering.md, "Crash windows").
       if (store === 'redis') expect(unexplained).toEqual([]);
       expect(wronglyParked).toEqual([]);
       expect(handled.size).toBe(shouldSucceed);

@@ -8,14 +8,19 @@ export async function buildLibrary(): Promise<void> {
 
 /** Starts consumer.mjs with `env` and resolves once its consumers run. CHAOS_VERBOSE=1 shows its output. */
 export function startConsumer(env: Record<string, string>): Promise<ChildProcess> {
+  return startChild('consumer.mjs', env);
+}
+
+/** Starts one of this folder's scripts with `env` and resolves once it sends its first message (ready). */
+export function startChild(script: string, env: Record<string, string>): Promise<ChildProcess> {
   const output = process.env.CHAOS_VERBOSE ? 'inherit' : 'ignore';
-  const child = fork(new URL('./consumer.mjs', import.meta.url).pathname, [], {
+  const child = fork(new URL(`./${script}`, import.meta.url).pathname, [], {
     env: { ...process.env, ...env },
     stdio: ['ignore', output, output, 'ipc'],
   });
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve(child));
-    child.once('exit', (code) => reject(new Error(`consumer exited with ${code} before it was ready`)));
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
   });
 }
 

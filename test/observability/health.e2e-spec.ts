@@ -1,7 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
+import { RetryEngine } from 'nestjs-amqp-retry';
 import { handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { get, startHttpApp } from '../support/health-app.js';
+import { get, startHealthApp } from '../support/health-app.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { onFreshQueue } from '../support/fresh-queue.js';
 
@@ -21,7 +22,7 @@ describe('RetryHealthIndicator over HTTP', () => {
     let app: INestApplication | undefined;
     try {
       const Handler = handlerFor({ queue }, () => undefined);
-      const started = await startHttpApp(
+      const started = await startHealthApp(
         { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } },
         { providers: [Handler] },
       );
@@ -71,7 +72,7 @@ describe('RetryHealthIndicator over HTTP', () => {
     onFreshQueue(broker, 'obs.health.deleted', async (queue, own) => {
       const Handler = handlerFor({ queue }, () => undefined);
       // A slow resume keeps the consumer down long enough to be seen.
-      const started = await startHttpApp({ ...TEST_OPTIONS, reconnect: { initialDelay: '1500ms', maxDelay: '3s' } }, { providers: [Handler] });
+      const started = await startHealthApp({ ...TEST_OPTIONS, reconnect: { initialDelay: '1500ms', maxDelay: '3s' } }, { providers: [Handler] });
       own(started.app);
       const health = `${started.base}/health`;
       expect((await get(health)).status).toBe(200);
@@ -87,5 +88,28 @@ describe('RetryHealthIndicator over HTTP', () => {
 
       await waitFor(async () => (await get(health)).status === 200, 'the consumer to resume', 20_000);
       expect(await broker.consumers(queue)).toBe(1);
+    }));
+
+  it('stays up while a queue is paused or its circuit open, and shows which (docs/outage-protection.md)', () =>
+    onFreshQueue(broker, 'obs.health.paused', async (queue, own) => {
+      const Handler = handlerFor({ queue, delays: ['10s'], circuitBreaker: { consecutiveFailures: 1, openFor: '1m' } }, () => {
+        throw new Error('dependency down');
+      });
+      const started = await startHealthApp(TEST_OPTIONS, { providers: [Handler] });
+      own(started.app);
+      const health = `${started.base}/health`;
+      await broker.publish('', queue, { n: 1 });
+      const open = await waitFor(async () => {
+        const response = await get(health);
+        return (response.body as HealthBody).details?.rabbitmq?.queues[queue] === 'open' && response;
+      }, 'the circuit open');
+      expect(open.status).toBe(200);
+      expect((open.body as HealthBody).details?.rabbitmq).toMatchObject({ status: 'up', problems: [] });
+      expect(await broker.consumers(queue)).toBe(0);
+
+      started.app.get(RetryEngine).pause(queue, { by: 'alice' });
+      const paused = await get(health);
+      expect(paused.status).toBe(200);
+      expect((paused.body as HealthBody).details?.rabbitmq?.queues[queue]).toBe('paused');
     }));
 });

@@ -1,10 +1,10 @@
 import { Controller, Get, Header, Inject, type INestApplication } from '@nestjs/common';
-import { NonRetryableError, RetryPublisher } from 'nestjs-amqp-retry';
+import { NonRetryableError, RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
 import { Registry } from 'prom-client';
 import { handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { onFreshQueue } from '../support/fresh-queue.js';
-import { get, startHttpApp } from '../support/health-app.js';
+import { get, startHealthApp } from '../support/health-app.js';
 
 const REGISTRY = Symbol('test registry');
 
@@ -47,7 +47,7 @@ describe('Prometheus metrics over HTTP', () => {
         if (kind === 'flaky' && context.attempt === 1) throw new Error('flaky the first time');
         if (kind === 'bad') throw new NonRetryableError('bad message');
       });
-      const started = await startHttpApp(
+      const started = await startHealthApp(
         { ...TEST_OPTIONS, delayedDelivery: { prefix }, metrics: { registry } },
         { controllers: [MetricsController], providers: [Handler, { provide: REGISTRY, useValue: registry }] },
       );
@@ -88,6 +88,15 @@ describe('Prometheus metrics over HTTP', () => {
       expect(sample(scrape, 'amqp_retry_connection_up', { role: 'consume' })).toBe(1);
       expect(sample(scrape, 'amqp_retry_connection_up', { role: 'publish' })).toBe(1);
       expect(await broker.count(`${queue}.error`)).toBe(2);
+      // The queue's state: a series from its first consumer (0, running), then each change (3, paused) and its count.
+      expect(sample(scrape, 'amqp_retry_queue_state', { queue })).toBe(0);
+      const engine = app.get(RetryEngine);
+      engine.pause(queue, { by: 'ops' });
+      const paused = (await get(metrics)).text;
+      expect(sample(paused, 'amqp_retry_queue_state', { queue })).toBe(3);
+      expect(sample(paused, 'amqp_retry_queue_state_changes_total', { queue, to: 'paused' })).toBe(1);
+      engine.resume(queue, { by: 'ops' });
+      expect(sample((await get(metrics)).text, 'amqp_retry_queue_state', { queue })).toBe(0);
       if (process.env.PRINT_SCRAPE) console.log(scrape);
     } finally {
       await app?.close();
@@ -99,7 +108,7 @@ describe('Prometheus metrics over HTTP', () => {
   it('registers nothing in the default registry when metrics are off', () =>
     onFreshQueue(broker, 'obs.nometrics', async (queue, own) => {
       const Handler = handlerFor({ queue }, () => undefined);
-      own((await startHttpApp(TEST_OPTIONS, { providers: [Handler] })).app);
+      own((await startHealthApp(TEST_OPTIONS, { providers: [Handler] })).app);
       const { register } = await import('prom-client');
       expect(register.getMetricsAsArray().filter((m) => String(m.name).startsWith('amqp_retry_'))).toEqual([]);
     }));

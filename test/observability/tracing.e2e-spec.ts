@@ -5,6 +5,7 @@ import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { onFreshQueue } from '../support/fresh-queue.js';
 import { installTracing, parentOf } from '../support/tracing.js';
+import { cleanUp } from '../support/suite.js';
 
 describe('OpenTelemetry tracing', () => {
   let broker: TestBroker;
@@ -14,8 +15,10 @@ describe('OpenTelemetry tracing', () => {
     tracing = installTracing();
   });
   afterAll(async () => {
-    await tracing.uninstall();
-    await broker.close();
+    await cleanUp(
+      () => tracing?.uninstall(),
+      () => broker?.close(),
+    );
   });
   beforeEach(() => tracing.exporter.reset());
 

@@ -1,10 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type GetMessage, type Options } from 'amqplib';
-import { planDelayTopology } from '../../libs/amqp-retry/src/core/delay.plan.js';
-import { HANDLER_REGISTRY_QUEUE, readHandlerRecord } from '../../libs/amqp-retry/src/core/handler-registry.record.js';
-import { readPlanRecord } from '../../libs/amqp-retry/src/core/retry-plan.record.js';
+import { HANDLER_REGISTRY_QUEUE, readHandlerRecord } from '../../libs/amqp-retry/src/core/topology/handler-registry.record.js';
+import { readPlanRecord } from '../../libs/amqp-retry/src/core/topology/retry-plan.record.js';
+import { withRegistryLock } from '../../libs/amqp-retry/src/amqp/handler-registry.writer.js';
+import { planDelayTopology } from 'nestjs-amqp-retry';
 
 export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+/** Whether an exchange exists, probed on a connection of its own (a 404 closes the channel it happens on). */
+export async function exchangeExists(name: string, url = AMQP_URL): Promise<boolean> {
+  const connection = await amqp.connect(url);
+  try {
+    const channel = await connection.createChannel();
+    channel.on('error', () => undefined);
+    return await channel.checkExchange(name).then(
+      () => true,
+      () => false,
+    );
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}
 
 /** A name no other test uses: `prefix.<8 hex>`. */
 export const uniqueName = (prefix: string) => `${prefix}.${randomUUID().slice(0, 8)}`;
@@ -91,7 +107,7 @@ export class TestBroker {
    * Deletes what handlers on `queue` declared (and any extra queues and exchanges): the tier queues of every
    * configuration are named in the plan record.
    */
-  async deleteRetryTopology(queue: string, extra: { queues?: string[]; exchanges?: string[] } = {}): Promise<void> {
+  async deleteRetryTopology(queue: string, extra: { queues?: readonly string[]; exchanges?: readonly string[] } = {}): Promise<void> {
     const tiers = new Set<string>();
     const planQueue = `${queue}.retry.plan`;
     if (await this.exists(planQueue)) {
@@ -105,20 +121,30 @@ export class TestBroker {
     await this.forgetHandler(queue);
   }
 
-  /** Removes the records of `queue` from the handler registry that every start writes to; other records go back. */
+  /**
+   * Removes the records of `queue` from the handler registry that every start writes to; other records go back. It
+   * takes the registry's lock, as the library's readers do: records held unacked here are invisible to a reader in
+   * another process meanwhile.
+   */
   async forgetHandler(queue: string): Promise<void> {
-    const channel = await this.model.createChannel();
-    channel.on('error', () => undefined);
-    try {
-      await channel.checkQueue(HANDLER_REGISTRY_QUEUE);
-      for (let m = await channel.get(HANDLER_REGISTRY_QUEUE); m; m = await channel.get(HANDLER_REGISTRY_QUEUE)) {
-        if (readHandlerRecord(m.content)?.queue === queue) channel.ack(m);
+    const open = async () => {
+      const opened = await this.model.createChannel();
+      opened.on('error', () => undefined);
+      return opened;
+    };
+    await withRegistryLock(open, async () => {
+      const channel = await open();
+      try {
+        await channel.checkQueue(HANDLER_REGISTRY_QUEUE);
+        for (let m = await channel.get(HANDLER_REGISTRY_QUEUE); m; m = await channel.get(HANDLER_REGISTRY_QUEUE)) {
+          if (readHandlerRecord(m.content)?.queue === queue) channel.ack(m);
+        }
+      } catch {
+        // no registry (a 404 closed the channel)
+      } finally {
+        await channel.close().catch(() => undefined);
       }
-    } catch {
-      // no registry (a 404 closed the channel)
-    } finally {
-      await channel.close().catch(() => undefined);
-    }
+    });
   }
 
   /**

@@ -22,7 +22,7 @@ class HealthController {
  * An HTTP application (Express) with RetryModule, terminus and a GET /health, listening on a free port; `extra`
  * adds controllers and providers. Returns the application and its base URL.
  */
-export async function startHttpApp(
+export async function startHealthApp(
   options: RetryModuleOptions,
   extra: Pick<ModuleMetadata, 'controllers' | 'providers'>,
 ): Promise<{ app: INestApplication; base: string }> {

@@ -31,7 +31,7 @@ async function script(args: string[], timeoutMs: number): Promise<string> {
     return (await run('bash', [SCRIPT, ...args], { timeout: timeoutMs })).stdout;
   } catch (error) {
     const { stderr } = error as { stderr?: string };
-    throw new Error(`scripts/rabbitmq.sh ${args.join(' ')} failed: ${stderr?.trim() || String(error)}`);
+    throw new Error(`scripts/rabbitmq.sh ${args.join(' ')} failed: ${stderr?.trim() || String(error)}`, { cause: error });
   }
 }
 

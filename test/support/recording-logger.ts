@@ -8,6 +8,7 @@ export class RecordingLogger implements LoggerService {
   error = this.add('error');
   warn = this.add('warn');
   debug = this.add('debug');
+  verbose = this.add('verbose');
 
   get lines(): string[] {
     return this.entries.map(({ line }) => line);

@@ -2,11 +2,21 @@ import { Controller, Injectable, Module, type INestApplication } from '@nestjs/c
 import { NestFactory } from '@nestjs/core';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff, type IdempotencyStore, type RetryContext } from 'nestjs-amqp-retry';
+import {
+  ParkedMessages,
+  RetryEngine,
+  RetryModule,
+  RetryPublisher,
+  retryTopologyNames,
+  RetryWithBackoff,
+  type IdempotencyStore,
+  type RetryContext,
+} from 'nestjs-amqp-retry';
 import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
-import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { connectionsNamed } from '../support/broker-control.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { cleanUp } from '../support/suite.js';
 
 const decoratorQueue = uniqueName('e2e.hybrid.decorator');
 const transportQueue = uniqueName('e2e.hybrid.transport');
@@ -49,14 +59,17 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
     broker = await TestBroker.connect();
   });
   afterAll(async () => {
-    await app?.close();
-    await broker.deleteRetryTopology(decoratorQueue);
-    await broker.deleteRetryTopology(transportQueue, { queues: tierQueues({ queue: transportQueue, delaysMs: [150] }) }); // the pattern's own schedule
-    await broker.close();
+    await cleanUp(
+      () => app?.close(),
+      () => broker?.deleteRetryTopology(decoratorQueue),
+      () => broker?.deleteRetryTopology(transportQueue, { queues: retryTopologyNames(transportQueue, { delays: [150] }).tiers }), // the pattern's own schedule
+      () => broker?.close(),
+    );
   });
 
   it("shares the module's connections, and retries both kinds of handler", async () => {
-    app = await NestFactory.create(HybridModule, { logger: ['error'] });
+    const logger = new RecordingLogger();
+    app = await NestFactory.create(HybridModule, { logger });
     const engine = app.get(RetryEngine);
     // The transport's store, attached before the module's init: it must still be closed with the engine.
     let storeClosed = 0;
@@ -85,6 +98,15 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
     await waitFor(() => decorated.attempts.length === 2 && patterns.attempts.length === 2, 'both handlers retried once');
     expect(decorated.attempts).toEqual([1, 2]);
     expect(patterns.attempts).toEqual([1, 2]);
+    // The start line tells the policy each message gets: the server's, and the pattern's own (not only the server's).
+    expect(logger.matching(new RegExp(`Consuming "${transportQueue}"`)).map(({ line }) => line)).toEqual([
+      `log Consuming "${transportQueue}": 4 attempts, retries after 1s, 10s, 1m, parking in "${transportQueue}.error"; ` +
+        'pattern "invoice.issued": 2 attempts, retries after 150ms',
+    ]);
+    // The pattern's own tier is one of the queue's tiers for the page and ParkedMessages (its messages wait there).
+    const states = await app.get(ParkedMessages).queues();
+    const transport = states.find((state) => state.queue === transportQueue);
+    expect(transport?.tiers.map((tier) => tier.queue)).toContain(retryTopologyNames(transportQueue, { delays: [150] }).tiers[0]);
     // One pair of connections for both: the module's consuming and publishing ones.
     expect((await connectionsNamed(connectionName)).sort()).toEqual([`${connectionName} consume`, `${connectionName} publish`]);
 

@@ -74,14 +74,17 @@ describe('replies to requests: warnings only for callers that are really gone', 
 
   it('warns once when the caller closed its connection before the reply (direct reply-to), and acks the request', async () => {
     const connection = await amqp.connect(AMQP_URL);
-    const channel = await connection.createChannel();
-    await channel.consume('amq.rabbitmq.reply-to', () => undefined, { noAck: true });
-    channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'answer.slowly', data: { ms: 600 }, id: 'r-gone' })), {
-      replyTo: 'amq.rabbitmq.reply-to',
-      correlationId: 'r-gone',
-    });
-    await waitFor(async () => (await broker.count(queue)) === 0, 'the request taken by the server');
-    await connection.close(); // the caller is gone while the handler still runs
+    try {
+      const channel = await connection.createChannel();
+      await channel.consume('amq.rabbitmq.reply-to', () => undefined, { noAck: true });
+      channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'answer.slowly', data: { ms: 600 }, id: 'r-gone' })), {
+        replyTo: 'amq.rabbitmq.reply-to',
+        correlationId: 'r-gone',
+      });
+      await waitFor(async () => (await broker.count(queue)) === 0, 'the request taken by the server');
+    } finally {
+      await connection.close(); // the caller is gone while the handler still runs (and closed whatever failed)
+    }
     await waitFor(() => logger.count(REPLY_WARNING) > 0, 'the warning about the gone caller');
     await new Promise((resolve) => setTimeout(resolve, 300)); // a second line would come right after the first
     const [line, ...more] = logger.matching(REPLY_WARNING).map((e) => e.line);

@@ -1,11 +1,10 @@
-import { Observable } from 'rxjs';
+import { lastValueFrom, Observable } from 'rxjs';
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
-import { NonRetryableError } from 'nestjs-amqp-retry';
-import { RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
-import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
-import { AMQP_URL } from '../support/broker.js';
+import { NonRetryableError, retryTopologyNames } from 'nestjs-amqp-retry';
+import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
+import { AMQP_URL, type TestBroker, waitFor } from '../support/broker.js';
 
 /** What a test sends: fail the first `failures` attempts, or fail in a way that must park at once. */
 export interface Order {
@@ -34,7 +33,10 @@ function act(calls: TransportCall[], pattern: string, order: Order, ctx: RetryRm
  * The tier queues of OrdersController's patterns that have schedules of their own: the queue's plan record names only
  * the queue's schedule, so deleteRetryTopology must be told of these.
  */
-export const patternTiers = (queue: string): string[] => [...tierQueues({ queue, delaysMs: [200] }), ...tierQueues({ queue, delaysMs: [100, 400] })];
+export const patternTiers = (queue: string): string[] => [
+  ...retryTopologyNames(queue, { delays: [200] }).tiers,
+  ...retryTopologyNames(queue, { delays: [100, 400] }).tiers,
+];
 
 /** Event handlers with their own policies and one with the server's, and request handlers. */
 @Controller()
@@ -97,4 +99,23 @@ export async function startRetryMicroservice(
   if (passErrorsThrough) app.useGlobalFilters(new RetryRpcExceptionFilter());
   await app.listen();
   return app;
+}
+
+/**
+ * The once-only scenario of the idempotency and inbox tests: 'order.paid' sent twice with one message id, and
+ * 'order.created' failing its first attempt (its pattern retries it through a 200 ms tier). Resolves once the retry
+ * ran and the queue is empty; then `order.paid` must have run once and `order.created` twice (attempts 1 and 2).
+ */
+export async function sendTwiceAndFailOnce(app: INestMicroservice, broker: TestBroker, queue: string): Promise<TransportCall[]> {
+  const client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: false });
+  try {
+    for (let i = 0; i < 2; i++) await lastValueFrom(client.emit('order.paid', { id: 1 }, { messageId: 'same-id' }), { defaultValue: undefined });
+    await lastValueFrom(client.emit('order.created', { id: 2, failures: 1 }, { messageId: 'failing-once' }), { defaultValue: undefined });
+  } finally {
+    await client.close();
+  }
+  const calls = app.get(OrdersController).calls;
+  await waitFor(() => calls.filter((c) => c.pattern === 'order.created').length === 2, 'the retry of order.created');
+  await waitFor(async () => (await broker.count(queue)) === 0, 'the queue empty');
+  return calls;
 }

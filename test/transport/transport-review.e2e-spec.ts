@@ -15,14 +15,14 @@ import {
   type PipeTransform,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { RetryEngine, RetryModule, RetryWithBackoff } from 'nestjs-amqp-retry';
+import { RetryEngine, RetryModule, retryTopologyNames, RetryWithBackoff } from 'nestjs-amqp-retry';
 import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RmqRecordBuilder, RpcException } from '@nestjs/microservices';
 import { from, lastValueFrom, timeout, toArray, type Observable } from 'rxjs';
 import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
 import { closeConnections, connectionsNamed } from '../support/broker-control.js';
-import { tierQueues } from '../../libs/amqp-retry/src/core/retry-topology.plan.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { OrdersController, patternTiers, startRetryMicroservice } from './transport-app.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 
 @Controller()
 class FirstOfTwoController {
@@ -148,9 +148,9 @@ describe('the transport, reviewed', () => {
     app = undefined;
     const extraTiers = [
       ...patternTiers(queue),
-      ...tierQueues({ queue, delaysMs: [100] }),
-      ...tierQueues({ queue, delaysMs: [500] }),
-      ...tierQueues({ queue, delaysMs: [1500] }),
+      ...retryTopologyNames(queue, { delays: [100] }).tiers,
+      ...retryTopologyNames(queue, { delays: [500] }).tiers,
+      ...retryTopologyNames(queue, { delays: [1500] }).tiers,
     ];
     await broker.deleteRetryTopology(queue, { queues: extraTiers, exchanges: exchanges.splice(0) });
   });
@@ -241,7 +241,7 @@ describe('the transport, reviewed', () => {
     } finally {
       await other.close();
     }
-    for (const tier of [...patternTiers(queue), ...tierQueues({ queue, delaysMs: [500] })]) expect(await broker.count(tier)).toBe(0);
+    for (const tier of [...patternTiers(queue), ...retryTopologyNames(queue, { delays: [500] }).tiers]) expect(await broker.count(tier)).toBe(0);
   });
 
   it("runs Nest's pipeline: a denying guard and a rejecting pipe park after the attempts, interceptors see the retry context", async () => {
@@ -343,17 +343,6 @@ class RequestsController {
 class RequestsModule {}
 
 /** A Nest logger that keeps what it is given. */
-class RecordingLogger implements LoggerService {
-  readonly errors: string[] = [];
-  log(): void {}
-  warn(): void {}
-  debug(): void {}
-  verbose(): void {}
-  error(...args: unknown[]): void {
-    this.errors.push(args.map((a) => (a instanceof Error ? a.message : String(a))).join(' | '));
-  }
-}
-
 const sharedQueue = uniqueName('e2e.transport.review.shared');
 
 @Injectable()
@@ -497,6 +486,6 @@ describe('the transport, reviewed: requests and the client', () => {
     await broker.publish('', queue, { pattern: 'rpc.fails', data: 9 });
     await waitFor(() => controller.events.includes(9), 'the second attempt');
     expect(controller.rpcFailures).toEqual([9]);
-    expect(logger.errors.filter((line) => line.includes('expected, retried'))).toEqual([]);
+    expect(logger.lines.filter((line) => line.startsWith('error') && line.includes('expected, retried'))).toEqual([]);
   });
 });

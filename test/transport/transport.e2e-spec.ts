@@ -69,7 +69,10 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
       [2, 3],
       [3, 3],
     ]);
-    for (const gap of gaps(created)) (expect(gap).toBeGreaterThanOrEqual(190), expect(gap).toBeLessThan(2_000));
+    for (const gap of gaps(created)) {
+      expect(gap).toBeGreaterThanOrEqual(190);
+      expect(gap).toBeLessThan(2_000);
+    }
     // order.paid: the server's policy, 2 attempts 300 ms apart, and then it succeeded
     const paid = callsOf('order.paid');
     expect(paid.map((c) => [c.attempt, c.maxAttempts])).toEqual([

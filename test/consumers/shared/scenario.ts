@@ -1,7 +1,7 @@
-// The application and the retry flow that every consumer fixture runs (run.sh copies this file into each fixture's
-// src/shared/): what a user writes, compiled by the fixture's own tsc settings (CommonJS or ES modules) against the
-// packed library. One file without relative imports, so it compiles and loads in both module systems and under
-// Jest's default CommonJS setup. The flow: boot the application, publish one message to each handler through the
+// The application and the retry flow that every consumer fixture runs (scripts/test-consumers.sh copies this file into
+// each fixture's src/shared/): what a user writes, compiled by the fixture's own tsc settings (CommonJS or ES modules)
+// against the packed library. One file without relative imports, so it compiles and loads in both module systems and
+// under Jest's default CommonJS setup. The flow: boot the application, publish one message to each handler through the
 // injected RetryPublisher, wait for the outcome, shut down, read what the broker holds, delete every name it made.
 import { randomUUID } from 'node:crypto';
 import { Injectable, Module, type DynamicModule, type INestApplicationContext } from '@nestjs/common';

@@ -1,0 +1,120 @@
+import { Injectable, Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { randomUUID } from 'node:crypto';
+import { planDelayTopology, RetryModule, RetryPublisher, RetryWithBackoff, type RetryObserver } from 'nestjs-amqp-retry';
+import { ctl } from '../support/broker-control.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+
+/** Ready plus unacked messages of a queue of `vhost`, as the broker counts them. */
+async function held(vhost: string, queue: string): Promise<number> {
+  const out = await ctl('list_queues', '-p', vhost, '-q', '--no-table-headers', 'name', 'messages_ready', 'messages_unacknowledged');
+  const line = out
+    .split('\n')
+    .map((l) => l.split('\t'))
+    .find(([name]) => name === queue);
+  return line ? Number(line[1]) + Number(line[2]) : -1;
+}
+
+/**
+ * Two teams' applications on one vhost, both on the default delay ladder, which they share: each forwards the other's
+ * due messages. Team A's user may not publish to team B's exchange (403). B's due messages must reach B: none lost,
+ * none parked, a clear log line at A, and no hot loop of publishes while B is away.
+ */
+describe('a delay ladder shared by two applications whose users may not publish to each other', () => {
+  const vhost = uniqueName('e2e-shared-vhost');
+  const teamA = `e2e-a-${randomUUID().slice(0, 8)}`;
+  const teamB = `e2e-b-${randomUUID().slice(0, 8)}`;
+  const password = randomUUID();
+  const exchangeB = 'teamb.orders';
+  const queueB = 'teamb.orders.paid';
+  const ladder = planDelayTopology(); // the default, shared, ladder
+  const urlOf = (user: string) => {
+    const url = new URL(AMQP_URL);
+    url.username = user;
+    url.password = password;
+    url.pathname = `/${encodeURIComponent(vhost)}`;
+    return url.toString();
+  };
+  const apps: INestApplicationContext[] = [];
+  const arrivals: number[] = [];
+
+  @Injectable()
+  class PaidHandler {
+    @RetryWithBackoff({ queue: queueB, exchange: exchangeB, routingKey: 'order.paid', delays: ['1s'] })
+    handle(payload: { n: number }): void {
+      arrivals.push(payload.n);
+    }
+  }
+
+  /** Nest's Logger is one per process: every application of the test logs to this one. */
+  const logger = new RecordingLogger();
+
+  async function start(user: string, application: string, providers: unknown[], observers: RetryObserver[] = []) {
+    @Module({ imports: [RetryModule.forRoot({ url: urlOf(user), application, observers })], providers: providers as [] })
+    class TeamModule {}
+    const app = await NestFactory.createApplicationContext(TeamModule, { logger });
+    apps.push(app);
+    return app;
+  }
+
+  beforeAll(async () => {
+    await ctl('add_vhost', vhost);
+    await ctl('add_user', teamA, password);
+    await ctl('add_user', teamB, password);
+    // Team A may configure and read anything, and write anything but team B's names.
+    await ctl('set_permissions', '-p', vhost, teamA, '.*', '^(?!teamb\\.).*', '.*');
+    await ctl('set_permissions', '-p', vhost, teamB, '.*', '.*', '.*');
+  });
+  afterAll(async () => {
+    for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+    await ctl('delete_vhost', vhost); // every queue and exchange of the test with it
+    await ctl('delete_user', teamA);
+    await ctl('delete_user', teamB);
+  });
+
+  it("gives B's due messages back to the ladder while only A forwards, loses none, says so once, and B gets them all once back", async () => {
+    let refusedPublishes = 0;
+    const loggerA = logger; // only A forwards while the line is awaited
+    await start(teamA, 'team-a', [], [{ publishRejected: (e) => void (e.kind === 'forward' && refusedPublishes++) }]);
+
+    // B publishes 10 delayed messages, then stops before they are due: A's forwarder alone takes them.
+    const b = await start(teamB, 'team-b', [PaidHandler]);
+    for (let n = 0; n < 10; n++) await b.get(RetryPublisher).publish(exchangeB, 'order.paid', { n }, { delay: 400 });
+    await b.close();
+    apps.splice(apps.indexOf(b), 1);
+
+    const refused = new RegExp(`may not publish to exchange "${exchangeB}"`);
+    await waitFor(() => loggerA.count(refused) > 0, "A's line about the refused exchange", 20_000).catch((error: unknown) => {
+      console.log(loggerA.lines.join('\n'));
+      void Promise.all([held(vhost, queueB), held(vhost, ladder.readyQueue), held(vhost, ladder.errorQueue)]).then((h) =>
+        console.log('held', h, 'arrivals', arrivals, 'refused', refusedPublishes),
+      );
+      throw error;
+    });
+    const line = loggerA.matching(refused)[0].line;
+    expect(line).toContain('ACCESS_REFUSED');
+    expect(line).toContain(`given back to "${ladder.readyQueue}"`);
+    expect(line).toContain("delayedDelivery: { prefix: '<application>.delay' }");
+
+    // Five seconds with nobody able to deliver them: all ten still in the ready queue (held or given back), none
+    // parked, none delivered; a handful of refused publishes, not a loop; one log line.
+    const since = Date.now();
+    await waitFor(() => Date.now() - since >= 5_000, 'five seconds', 10_000);
+    expect(await held(vhost, ladder.readyQueue)).toBe(10);
+    expect(await held(vhost, ladder.errorQueue)).toBe(0);
+    expect(await held(vhost, queueB)).toBe(0);
+    expect(refusedPublishes).toBeGreaterThan(0);
+    expect(refusedPublishes).toBeLessThanOrEqual(40); // a round of at most 10 per hold (1 s, 2 s, 4 s, 5 s...)
+    expect(loggerA.count(refused)).toBe(1);
+
+    // B back: its forwarder shares the ready queue with A's, and every message reaches B's handler exactly once.
+    await start(teamB, 'team-b', [PaidHandler]);
+    const back = Date.now();
+    await waitFor(() => arrivals.length >= 10, "B's ten messages delivered", 60_000);
+    console.log(`shared ladder: ${refusedPublishes} refused publishes at A; B's 10 messages delivered ${Date.now() - back} ms after B came back`);
+    await waitFor(async () => (await held(vhost, ladder.readyQueue)) === 0, 'the ready queue empty', 20_000);
+    expect([...arrivals].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await held(vhost, ladder.errorQueue)).toBe(0);
+  }, 120_000);
+});

@@ -1,0 +1,226 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { INestApplicationContext } from '@nestjs/common';
+import { NonRetryableError, type ParkedMessageView } from 'nestjs-amqp-retry';
+import { REPLAY_WINDOW } from '../../libs/amqp-retry/src/ops/confirm.window.js';
+import { handlerFor, handlerOf, startApp } from '../support/app.js';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { buildCli } from '../support/cli.js';
+
+/** The bin as `npx --no-install amqp-retry` runs it: the workspace's link, to the committed launcher. */
+const CLI = 'node_modules/.bin/amqp-retry';
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built `amqp-retry` bin as a child process, stdin not a terminal. */
+function cli(args: string[], env: Record<string, string> = {}): { child: ChildProcess; done: Promise<Run> } {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, AMQP_URL, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin?.end();
+  const done = new Promise<Run>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { child, done };
+}
+const run = (...args: string[]) => cli(args).done;
+
+describe('the amqp-retry CLI, run as a child process', () => {
+  let broker: TestBroker;
+  let app: INestApplicationContext | undefined;
+  let queue: string;
+  let exchange: string;
+  let sibling: string;
+  let errorQueue: string;
+  let failing: boolean;
+
+  beforeAll(async () => {
+    // The bin is the compiled library, as users run it.
+    buildCli();
+    broker = await TestBroker.connect();
+  }, 120_000);
+  afterAll(async () => {
+    await broker.close();
+  });
+  beforeEach(() => {
+    queue = uniqueName('e2e.cli');
+    exchange = uniqueName('e2e.cli.shop');
+    sibling = `${queue}.sibling`;
+    errorQueue = `${queue}.error`;
+    failing = true;
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await broker.deleteRetryTopology(queue, { queues: [sibling], exchanges: [exchange] });
+  });
+
+  async function start() {
+    const Handler = handlerFor({ queue, exchange, routingKey: 'order.created', delays: [100] }, (payload) => {
+      const { error } = payload as { error?: string };
+      if (failing && error) throw new NonRetryableError(error);
+    });
+    await broker.channel.assertExchange(exchange, 'topic', { durable: true });
+    await broker.declareQueue(sibling, { exchange, key: 'order.created' });
+    app = await startApp([Handler]);
+    return handlerOf(app, Handler);
+  }
+
+  async function park(bodies: (object | Buffer)[]) {
+    for (const body of bodies) await broker.publish(exchange, 'order.created', body);
+    await waitFor(async () => (await broker.count(errorQueue)) === bodies.length, `${bodies.length} parked`, 30_000);
+    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies', 30_000);
+    await broker.drain(sibling);
+  }
+
+  it('lists with counts and filters, shows one, and exits 3 when nothing matches', async () => {
+    await start();
+    await park([{ n: 1, error: 'card declined' }, { n: 2, error: 'timeout' }, Buffer.from('not json')]);
+
+    const listed = await run('parked', 'list', '--queue', queue, '--json');
+    expect(listed.code).toBe(0);
+    const { summary, total, items } = JSON.parse(listed.stdout) as { summary: { total: number }; total: number; items: ParkedMessageView[] };
+    expect([summary.total, total, items.length]).toEqual([3, 3, 3]);
+
+    const human = await run('parked', 'list', '--queue', queue, '--error', 'card');
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^1 parked\nBy reason:\n +1 {2}non-retryable\nBy error:\n +1 {2}card declined\n/);
+    expect(human.stdout).toContain('card declined');
+    expect(human.stdout).not.toContain('timeout');
+    expect(human.stdout).not.toMatch(/\[[=\-░█]/); // no progress bar when not a terminal
+
+    expect((await run('parked', 'list', '--queue', queue, '--reason', 'exhausted')).code).toBe(3);
+    // --error-queue names the parking queue itself, as in replay and purge; a mistyped one is a usage error.
+    const byParkingQueue = await run('parked', 'list', '--error-queue', errorQueue, '--error', 'timeout', '--json');
+    expect({ code: byParkingQueue.code, stderr: byParkingQueue.stderr }).toEqual({ code: 0, stderr: '' });
+    const readByParkingQueue = JSON.parse(byParkingQueue.stdout) as { total: number; items: ParkedMessageView[] };
+    expect(readByParkingQueue.items.map((item) => [item.errorQueue, item.error])).toEqual([[errorQueue, 'timeout']]);
+    expect((await run('parked', 'list', '--error-queue', errorQueue, '--queue', queue, '--json')).code).toBe(0);
+    const unknownParkingQueue = await run('parked', 'list', '--error-queue', `${errorQueue}x`);
+    expect({ code: unknownParkingQueue.code, stdout: unknownParkingQueue.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(unknownParkingQueue.stderr).toContain(`"${errorQueue}x" is not a queue of what this command looks at`);
+    // A mistyped queue is not an empty selection: it says so, names the queues there are and how to list them.
+    const typo = await run('parked', 'list', '--queue', `${queue}x`);
+    expect(typo.code).toBe(2);
+    expect(typo.stdout).toBe('');
+    expect(typo.stderr).toContain(`--queue is "${queue}x", which is not a handler queue on this broker`);
+    expect(typo.stderr).toContain('amqp-retry parked queues --app <name> (or --whole-vhost)');
+    expect((await run('parked', 'replay', '--queue', `${queue}x`, '--all')).code).toBe(2);
+
+    const shown = await run('parked', 'show', items[2].id, '--queue', queue, '--json');
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: items[2].id, reason: 'malformed', body: 'not json' });
+    expect((await run('parked', 'show', 'no-such-id', '--queue', queue)).code).toBe(3);
+    expect((await run('parked', 'list', '--since', 'yesterday')).code).toBe(2);
+    expect(await broker.count(errorQueue)).toBe(3);
+  });
+
+  it('replays the selection to its queue only, with a dry run first, and wants a selection', async () => {
+    const handler = await start();
+    await park([
+      { n: 1, error: 'card declined' },
+      { n: 2, error: 'timeout' },
+      { n: 3, error: 'card declined' },
+    ]);
+    failing = false;
+    const calls = handler.calls.length;
+
+    const dry = await run('parked', 'replay', '--queue', queue, '--error', 'card', '--dry-run', '--json');
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout)).toEqual({ matched: 2, replayed: 0, failed: [], dryRun: true });
+    expect(await broker.count(errorQueue)).toBe(3);
+
+    const everything = await run('parked', 'replay', '--queue', queue);
+    expect(everything.code).toBe(2);
+    expect(everything.stderr).toContain('--all');
+
+    const replayed = await run('parked', 'replay', '--queue', queue, '--error', 'card');
+    expect(replayed.code).toBe(0);
+    expect(replayed.stdout).toContain('Replayed 2 of 2');
+    await waitFor(() => handler.calls.length === calls + 2, 'the replayed calls');
+    expect(handler.calls.slice(calls).map((c) => c.attempt)).toEqual([1, 1]);
+    expect(await broker.count(sibling)).toBe(0);
+    expect(await broker.count(errorQueue)).toBe(1);
+    expect((await run('parked', 'replay', '--queue', queue, '--error', 'card')).code).toBe(3);
+  });
+
+  it('refuses to purge without --yes when stdin is not a terminal, then purges only the matching ones', async () => {
+    await start();
+    await park([{ n: 1, error: 'card declined' }, Buffer.from('bad'), Buffer.from('worse')]);
+    const refused = await run('parked', 'purge', '--queue', queue, '--reason', 'malformed');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--yes');
+    expect(await broker.count(errorQueue)).toBe(3);
+
+    const purged = await run('parked', 'purge', '--queue', queue, '--reason', 'malformed', '--yes', '--json');
+    expect(purged.code).toBe(0);
+    expect(JSON.parse(purged.stdout)).toEqual({ matched: 2, purged: 2, dryRun: false });
+    expect(await broker.count(errorQueue)).toBe(1);
+  });
+
+  it('exports the matching messages as JSON lines and leaves them parked', async () => {
+    await start();
+    await park([
+      { n: 1, error: 'card declined' },
+      { n: 2, error: 'timeout' },
+      { n: 3, error: 'card declined' },
+    ]);
+    const exported = await run('parked', 'export', '--queue', queue, '--error', 'card');
+    expect(exported.code).toBe(0);
+    const lines = exported.stdout.trimEnd().split('\n');
+    expect(lines.map((line) => (JSON.parse(line) as ParkedMessageView).body)).toEqual([
+      '{"n":1,"error":"card declined"}',
+      '{"n":3,"error":"card declined"}',
+    ]);
+    expect(await broker.count(errorQueue)).toBe(3);
+  });
+
+  it('never prints the password of the URL', async () => {
+    const url = new URL(AMQP_URL); // the broker under test, with a wrong password
+    url.password = 's3cr3t-pw';
+    const wrong = await cli(['--url', url.toString(), 'parked', 'list', '--whole-vhost']).done;
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain(url.toString().replace(':s3cr3t-pw@', ':***@'));
+    expect(wrong.stdout + wrong.stderr).not.toContain('s3cr3t-pw');
+    const refused = await cli(['parked', 'list', '--whole-vhost'], { AMQP_URL: 'amqp://guest:s3cr3t-pw@127.0.0.1:1' }).done;
+    expect(refused.code).toBe(1);
+    expect(refused.stdout + refused.stderr).not.toContain('s3cr3t-pw');
+  });
+
+  it('loses nothing when killed with SIGKILL in the middle of a replay, and duplicates at most the copies awaiting a confirm', async () => {
+    const N = 5000;
+    await broker.channel.assertQueue(queue, { durable: true });
+    await broker.channel.assertQueue(errorQueue, { durable: true });
+    for (let n = 0; n < N; n++) {
+      broker.channel.publish('', errorQueue, Buffer.from(JSON.stringify({ n })), {
+        persistent: true,
+        headers: { 'x-parked-id': `kill-${n}`, 'x-original-queue': queue, 'x-parked-reason': 'exhausted' },
+      });
+    }
+    await (broker.channel as import('amqplib').ConfirmChannel).waitForConfirms();
+
+    const { child, done } = cli(['parked', 'replay', '--queue', queue, '--error-queue', errorQueue, '--all']);
+    await waitFor(async () => ((await broker.count(queue)) ?? 0) >= N / 20, 'the replay under way', 30_000);
+    child.kill('SIGKILL');
+    const killed = await done;
+    expect(killed.signal).toBe('SIGKILL');
+
+    // The killed connection's unacked messages go back to the parking queue.
+    await waitFor(async () => ((await broker.count(queue)) ?? 0) + ((await broker.count(errorQueue)) ?? 0) >= N, 'every message back in a queue');
+    const replayed = (await broker.drain(queue)).map((m) => (JSON.parse(m.content.toString()) as { n: number }).n);
+    const stillParked = await broker.drain(errorQueue);
+    const parkedNs = stillParked.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n);
+    const seen = new Set([...replayed, ...parkedNs]);
+    const duplicates = replayed.length + parkedNs.length - seen.size;
+    console.log(`SIGKILL mid-replay: ${replayed.length} replayed, ${parkedNs.length} still parked, ${N - seen.size} lost, ${duplicates} duplicated`);
+    expect(seen.size).toBe(N); // nothing lost
+    expect(replayed.length).toBeGreaterThan(0);
+    expect(parkedNs.length).toBeGreaterThan(0); // killed mid-way
+    expect(duplicates).toBeLessThanOrEqual(REPLAY_WINDOW); // at most the copies awaiting their confirm
+    expect(new Set(replayed).size).toBe(replayed.length); // no message replayed twice
+  }, 120_000);
+});

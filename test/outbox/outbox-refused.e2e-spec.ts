@@ -1,0 +1,88 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import amqp from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { OutboxPublisher } from 'nestjs-amqp-retry';
+import { ctl } from '../support/broker-control.js';
+import { startApp, TEST_OPTIONS } from '../support/app.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { dropTables, pgKind, sql, uniqueTable, type OutboxKind } from '../support/outbox.js';
+import { cleanUp } from '../support/suite.js';
+
+/**
+ * A row whose exchange the application's user may not write to: the broker refuses it with a 403 (ACCESS_REFUSED),
+ * for good. The relay parks it with the reason, once, and goes on with the rows after it.
+ */
+describe('the outbox relay and a row the broker refuses with 403', () => {
+  const vhost = uniqueName('e2e-outbox-403');
+  const user = `e2e-outbox-${randomUUID().slice(0, 8)}`;
+  const password = randomUUID();
+  const forbidden = 'guarded.orders';
+  const allowed = 'open.sink';
+  const table = uniqueTable('e2e_outbox');
+  const urlOf = (name: string, secret: string) => {
+    const url = new URL(AMQP_URL);
+    url.username = name;
+    url.password = secret;
+    url.pathname = `/${encodeURIComponent(vhost)}`;
+    return url.toString();
+  };
+  let kind: OutboxKind;
+  let app: INestApplicationContext | undefined;
+
+  beforeAll(async () => {
+    kind = await pgKind();
+    await ctl('add_vhost', vhost);
+    await ctl('add_user', user, password);
+    // The application may configure and read anything, and write anything but the guarded names.
+    await ctl('set_permissions', '-p', vhost, user, '.*', '^(?!guarded\\.).*', '.*');
+    const broker = new URL(AMQP_URL); // the tests' own user sets up what the application may not write to
+    const admin = { name: decodeURIComponent(broker.username) || 'guest', secret: decodeURIComponent(broker.password) || 'guest' };
+    await ctl('set_permissions', '-p', vhost, admin.name, '.*', '.*', '.*');
+    const connection = await amqp.connect(urlOf(admin.name, admin.secret));
+    try {
+      const channel = await connection.createChannel();
+      await channel.assertExchange(forbidden, 'fanout', { durable: true });
+      await channel.assertQueue(allowed, { durable: true });
+      await channel.bindQueue(allowed, forbidden, '');
+    } finally {
+      await connection.close();
+    }
+  });
+  afterAll(async () => {
+    await cleanUp(
+      () => app?.close(),
+      () => ctl('delete_vhost', vhost),
+      () => ctl('delete_user', user),
+      () => dropTables(table),
+      () => kind?.close(),
+    );
+  });
+
+  it('parks the refused row with the 403 in its reason, after one send, and sends the rows after it', async () => {
+    app = await startApp([], { ...TEST_OPTIONS, url: urlOf(user, password), delayedDelivery: false, outbox: { adapter: kind.adapter, table } });
+    const outbox = app.get(OutboxPublisher);
+    await kind.inTransaction((tx) => outbox.publish(tx, { exchange: forbidden, routingKey: '', body: { doomed: true } }));
+    await kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: allowed, body: { fine: true } }));
+    const rows = await waitFor(async () => {
+      const found = await sql<{ exchange: string; state: string; attempts: number; last_error: string | null }>(
+        `SELECT exchange, state, attempts, last_error FROM "${table}" ORDER BY id`,
+      );
+      return found.every((row) => row.state !== 'pending') && found;
+    }, 'both rows settled');
+    expect(rows.map((row) => [row.exchange, row.state, row.attempts])).toEqual([
+      [forbidden, 'parked', 1],
+      ['', 'sent', 1],
+    ]);
+    expect(rows[0].last_error).toMatch(/refused by the broker: .*ACCESS_REFUSED.*guarded\.orders/);
+    expect(await ctlCount(allowed)).toBe(1); // the good row only: the refused one never reached the queue
+  });
+
+  async function ctlCount(queue: string): Promise<number> {
+    const out = await ctl('list_queues', '-p', vhost, '-q', '--no-table-headers', 'name', 'messages');
+    const line = out
+      .split('\n')
+      .map((l) => l.split('\t'))
+      .find(([name]) => name === queue);
+    return line ? Number(line[1]) : -1;
+  }
+});

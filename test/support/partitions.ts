@@ -1,0 +1,37 @@
+import { declareHashExchange } from '../../libs/amqp-retry/src/amqp/hash-exchange.probe.js';
+import { PartitionsPluginError } from '../../libs/amqp-retry/src/errors/partitions-plugin.error.js';
+import { AMQP_URL, type TestBroker } from './broker.js';
+
+/**
+ * Fails (never skips) when the test broker lacks the consistent-hash exchange, naming the fix. The tests never enable
+ * a plugin on a broker they did not start: the project's setup does (scripts/ensure-broker.sh, scripts/rabbitmq.sh).
+ */
+export async function requireHashExchange(): Promise<void> {
+  const exchange = `e2e.parts.probe.${process.pid}`;
+  try {
+    await declareHashExchange({ urls: [AMQP_URL], connectTimeoutMs: 10_000, queue: 'the partition tests', exchange, arguments: {} });
+  } catch (error) {
+    if (error instanceof PartitionsPluginError) {
+      throw new Error(
+        `${error.message} On this machine: npm run broker (scripts/ensure-broker.sh enables it), or point AMQP_URL at a node started by scripts/rabbitmq.sh.`,
+        {
+          cause: error,
+        },
+      );
+    }
+    throw error;
+  }
+  const { default: amqp } = await import('amqplib');
+  const connection = await amqp.connect(AMQP_URL);
+  try {
+    await (await connection.createChannel()).deleteExchange(exchange);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Deletes what a partitioned handler on `queue` declared, for partitions 0 .. count-1 (and one beyond, for count changes). */
+export async function deletePartitionedTopology(broker: TestBroker, queue: string, count: number): Promise<void> {
+  for (let i = 0; i <= count; i++) await broker.deleteRetryTopology(`${queue}.p${i}`);
+  for (const name of [queue, `${queue}.partitions.members`]) await broker.channel.deleteExchange(name);
+}
