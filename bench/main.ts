@@ -1,4 +1,4 @@
-// npm run bench (through bench/run.sh, which builds first): runs each scenario in a process of its own, one after
+// npm run bench (through scripts/bench.sh, which builds first): runs each scenario in a process of its own, one after
 // the other, then prints the report and writes it to bench/RESULTS.md and bench/results.svg. A quick, partial or
 // profiled run writes to bench/dist/ instead: the committed results are always those of a whole plain run.
 import { fork, type ChildProcess } from 'node:child_process';

@@ -6,8 +6,20 @@ export interface BenchBody {
   id: number;
 }
 
+/**
+ * Options a contender of this library adds to its defaults for one measured variant (bench/scenarios/variants.ts):
+ * RetryModule.forRoot or RetryServer options, the handler's @RetryWithBackoff options, a pattern's `retry` policy.
+ */
+export interface VariantOptions {
+  module?: Record<string, unknown>;
+  handler?: Record<string, unknown>;
+  pattern?: Record<string, unknown>;
+}
+
 export interface ConsumerOptions {
   url: string;
+  /** Absent: the contender as an application would use it by default. */
+  variant?: VariantOptions;
   queue: string;
   prefetch: number;
   /** Delay of the single retry tier, for contenders that retry. */

@@ -1,4 +1,4 @@
-// The chart the README shows: one horizontal bar panel per figure, as a plain SVG string (no chart library).
+// The chart docs/performance.md shows: one horizontal bar panel per figure, as a plain SVG string (no chart library).
 import type { ContenderId } from '../contenders/registry.js';
 import type { ScenarioResults } from '../scenarios/results.js';
 import type { Spread } from '../runner/stats.js';

@@ -1,5 +1,6 @@
 // The measured runs that scenarios are made of. Each takes a fresh queue, measures one contender in its own
 // process, checks that every message was settled (or, for publishing, arrived) as expected, and deletes what it declared.
+import type { VariantOptions } from '../contenders/contender.js';
 import { CONTENDERS, type ContenderId } from '../contenders/registry.js';
 import { settings } from '../settings.js';
 import type { PublishWindowResult, RetryWindowResult, WindowResult } from '../worker/protocol.js';
@@ -13,12 +14,21 @@ async function prefill(session: BenchSession, id: ContenderId, queue: string, me
   await session.broker.fill(queue, messages, CONTENDERS[id].encode);
 }
 
-/** Fills a fresh queue with `messages` and measures the contender consuming it: each handled once and acked. */
-export function consumeBacklog(session: BenchSession, scenario: string, id: ContenderId, messages: number): Promise<WindowResult> {
+/**
+ * Fills a fresh queue with `messages` and measures the contender consuming it: each handled once and acked. With a
+ * `variant`, the contender runs with those options added (bench/scenarios/variants.ts).
+ */
+export function consumeBacklog(
+  session: BenchSession,
+  scenario: string,
+  id: ContenderId,
+  messages: number,
+  variant?: VariantOptions,
+): Promise<WindowResult> {
   const contender = CONTENDERS[id];
   return session.withFreshQueue(scenario, contender, async (queue) => {
     await prefill(session, id, queue, messages);
-    const result = await session.measure<WindowResult, 'consume'>('consume', id, { queue, messages });
+    const result = await session.measure<WindowResult, 'consume'>('consume', id, { queue, messages, variant });
     await session.expectDrained(contender.namesFor(queue));
     return result;
   });
@@ -55,9 +65,16 @@ export function retryEach(
 /**
  * Measures the contender publishing `messages` to a fresh durable queue behind a direct exchange, with at most
  * `concurrency` unconfirmed publishes, or all at once (null). Every confirmed message must be in the queue after
- * the run, and the probe publish made before the window besides (publish.job.ts); the queue and exchange are deleted.
+ * the run, and the probe publish and the `warmUp` ones made before the window besides (publish.job.ts); the queue and
+ * exchange are deleted.
  */
-export function publishTo(session: BenchSession, id: ContenderId, messages: number, concurrency: number | null): Promise<PublishWindowResult> {
+export function publishTo(
+  session: BenchSession,
+  id: ContenderId,
+  messages: number,
+  concurrency: number | null,
+  warmUp = 0,
+): Promise<PublishWindowResult> {
   const queue = BenchSession.uniqueName('publish', id);
   const names = { queues: [queue], exchanges: [queue] }; // the exchange takes the queue's unique name
   return session.withNames(names, async () => {
@@ -68,8 +85,9 @@ export function publishTo(session: BenchSession, id: ContenderId, messages: numb
       routingKey: PUBLISH_ROUTING_KEY,
       messages,
       concurrency,
+      warmUp,
     });
-    const confirmed = messages - result.failed + 1;
+    const confirmed = messages - result.failed + 1 + warmUp;
     const depth = await session.broker.depth(queue);
     // A publish that timed out may still have arrived, so with failures the queue may hold more than the confirmed.
     if (depth === undefined || depth < confirmed || (result.failed === 0 && depth !== confirmed)) {

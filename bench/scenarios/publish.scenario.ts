@@ -23,13 +23,14 @@ const failures = (r: PublishWindowResult) => (r.failed ? `, ${int(r.failed)} fai
 
 runScenario('publish', async (session): Promise<PublishResult> => {
   const { messages, concurrency, floodMessages } = settings.publish;
+  const warmUpPublishes = settings.publish.warmUp;
   await warmUp(session);
   const rounds: Array<{ windowed: Runs; flood: Runs }> = [];
   for (let round = 1; round <= settings.rounds; round++) {
     const windowed = {} as Runs;
     const flood = {} as Runs;
     for (const id of roundOrder(ORDER, round)) {
-      const r = (windowed[id] = await publishTo(session, id, messages, concurrency));
+      const r = (windowed[id] = await publishTo(session, id, messages, concurrency, warmUpPublishes));
       // A throughput figure over rejected publishes would flatter the contender: a failure here fails the scenario.
       if (r.failed) throw new Error(`${CONTENDERS[id].label}: ${r.failed} of ${messages} windowed publishes failed (${r.firstError ?? ''})`);
       progress(
@@ -39,7 +40,7 @@ runScenario('publish', async (session): Promise<PublishResult> => {
       );
     }
     for (const id of roundOrder(ORDER, round)) {
-      const r = (flood[id] = await publishTo(session, id, floodMessages, null));
+      const r = (flood[id] = await publishTo(session, id, floodMessages, null, warmUpPublishes));
       const rss = `RSS ${fixed(mb(r.rssStartBytes))} MB before, ${fixed(mb(r.rssPeakBytes))} MB peak`;
       progress(
         'publish',
@@ -53,6 +54,7 @@ runScenario('publish', async (session): Promise<PublishResult> => {
     rounds: rounds.length,
     messages,
     concurrency,
+    warmUp: warmUpPublishes,
     floodMessages,
     rows: ORDER.map((id) => ({
       id,

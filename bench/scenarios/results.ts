@@ -1,6 +1,7 @@
 // What each scenario process hands to the report: medians and ranges over rounds, ratios taken within a round.
 import type { ContenderId } from '../contenders/registry.js';
 import type { Spread } from '../runner/stats.js';
+import type { OutageFigures } from './outage.driver.js';
 
 export interface ContenderRef {
   id: ContenderId;
@@ -72,7 +73,16 @@ export type DelaysResult =
       early: Spread;
       /** A 100 ms message published after `blockers` one-hour ones: its lateness; null when it was held back in any round. */
       behindLongMs: Spread | null;
+      /** The same on a ladder of quorum queues (`delayedDelivery: { queueType: 'quorum' }`), in the same rounds. */
+      quorum?: LadderResult;
     };
+
+/** One ladder's figures in the delays scenario. */
+export interface LadderResult {
+  lateness: LatenessSpread;
+  early: Spread;
+  behindLongMs: Spread | null;
+}
 
 export interface MemoryResult {
   rounds: number;
@@ -84,6 +94,8 @@ export interface PublishResult {
   /** Throughput runs: this many publishes, at most `concurrency` awaiting a confirm at once. */
   messages: number;
   concurrency: number;
+  /** Unmeasured publishes before each window. */
+  warmUp: number;
   /** Flood runs: this many publishes called at once. */
   floodMessages: number;
   rows: Array<
@@ -107,10 +119,56 @@ export interface PublishResult {
   >;
 }
 
+export interface OutboxResult {
+  rounds: number;
+  /** Latency runs: this many transactions of one outbox row each, paced at `perSecond`. */
+  messages: number;
+  perSecond: number;
+  /** From the COMMIT call to the message's arrival at a consumer, ms: percentiles per round, then over rounds. */
+  latency: { p50: Spread; p95: Spread; p99: Spread; max: Spread };
+  /** Throughput runs: this many rows drained by one relay, and as many plain publishes. */
+  drainRows: number;
+  relayPerSecond: Spread;
+  plainPerSecond: Spread;
+  relayVsPlain: Spread;
+}
+
+/** The outage scenario: the same traffic and outage on a queue without a circuit breaker and one with it. */
+export interface OutageResult {
+  messages: number;
+  ratePerSecond: number;
+  outageStartMs: number;
+  outageMs: number;
+  delays: string[];
+  maxAttempts: number;
+  breaker: string;
+  rows: OutageFigures[];
+}
+
 export interface ScenarioResults {
   'happy-path'?: HappyPathResult;
   'retry-path'?: RetryPathResult;
   delays?: DelaysResult;
   memory?: MemoryResult;
   publish?: PublishResult;
+  outage?: OutageResult;
+  outbox?: OutboxResult;
+  variants?: VariantsResult;
+}
+
+/** Variants of this library's contenders (variants.ts) against the same contender with its defaults. */
+export interface VariantsResult {
+  messages: number;
+  rounds: number;
+  rows: Array<{
+    id: string;
+    label: string;
+    /** The contender with its defaults, measured in the same rounds. */
+    baseline: string;
+    throughput: Spread;
+    cpuUsPerMessage: Spread;
+    /** Per round: the variant's / the default's. */
+    throughputVsDefault: Spread;
+    cpuVsDefault: Spread;
+  }>;
 }

@@ -91,23 +91,24 @@ async function publishAll(publisher: RetryPublisher, queue: string, delays: Arra
  *   1. `messages` messages with mixed delays (100 ms .. maxDelayMs), published at `ratePerSecond`: lateness of
  *      each; negative means early.
  *   2. `blockers` messages delayed by an hour, then one by 100 ms: its lateness shows head-of-line blocking.
- * The run uses a delay ladder of its own (prefix `<queue>.ladder`), deleted afterwards with the hour-long blockers.
+ * The run uses a delay ladder of its own (prefix `<queue>.ladder`), of classic or quorum queues (`job.ladder`),
+ * deleted afterwards with the hour-long blockers.
  */
 export async function measureDelays(job: DelaysJob, send: (message: WorkerMessage) => Promise<void>): Promise<DelaysJobResult> {
   const prefix = `${job.queue}.ladder`;
   try {
     return await measureOnLadder(job, prefix, send);
   } finally {
-    await deleteLadder(job.url, prefix);
+    await deleteLadder(job.url, prefix, job.ladder);
   }
 }
 
 /** Deletes every queue and exchange of the run's ladder, whatever they hold. */
-async function deleteLadder(url: string, prefix: string): Promise<void> {
+async function deleteLadder(url: string, prefix: string, queueType: DelaysJob['ladder']): Promise<void> {
   const model = await amqp.connect(url);
   try {
     const channel = await model.createChannel();
-    const ladder = planDelayTopology(prefix);
+    const ladder = planDelayTopology(prefix, queueType);
     for (const { name } of ladder.queues) await channel.deleteQueue(name);
     for (const { name } of ladder.exchanges) await channel.deleteExchange(name);
   } finally {
@@ -116,7 +117,7 @@ async function deleteLadder(url: string, prefix: string): Promise<void> {
 }
 
 async function measureOnLadder(job: DelaysJob, prefix: string, send: (message: WorkerMessage) => Promise<void>): Promise<DelaysJobResult> {
-  @Module({ imports: [RetryModule.forRoot({ url: job.url, delayedDelivery: { prefix } })] })
+  @Module({ imports: [RetryModule.forRoot({ url: job.url, delayedDelivery: { prefix, queueType: job.ladder } })] })
   class DelaysModule {}
 
   const app = await NestFactory.createApplicationContext(DelaysModule, { logger: false });

@@ -42,6 +42,7 @@ const optionsOf = (job: Job, handle: ConsumerOptions['handle']): ConsumerOptions
   queue: job.queue,
   prefetch: job.prefetch,
   retryDelayMs: job.retryDelayMs,
+  variant: job.variant,
   handle,
 });
 

@@ -1,4 +1,5 @@
 // What the runner asks of a measured process (the job, in argv) and what the process answers (IPC messages).
+import type { VariantOptions } from '../contenders/contender.js';
 
 interface JobBase {
   /** The compiled module whose `contender` export is measured. */
@@ -11,6 +12,8 @@ interface JobBase {
   deadlineMs: number;
   /** When set, a CPU profile of the measured window is written here. */
   profileFile?: string;
+  /** Options of a measured variant of this library's contenders (bench/scenarios/variants.ts). */
+  variant?: VariantOptions;
 }
 
 export type Job =
@@ -21,12 +24,20 @@ export type Job =
   /** Consume `messages` messages that each fail their first attempt and succeed on the retry. */
   | (JobBase & { kind: 'retry'; messages: number })
   /** Publish delayed messages with the library's RetryPublisher and measure when they arrive (see delays.job.ts). */
-  | (JobBase & { kind: 'delays'; messages: number; maxDelayMs: number; blockers: number; ratePerSecond: number })
+  | (JobBase & { kind: 'delays'; messages: number; maxDelayMs: number; blockers: number; ratePerSecond: number; ladder: 'classic' | 'quorum' })
   /**
    * Publish `messages` messages to `exchange` with `routingKey`, at most `concurrency` unconfirmed at once, or, with
    * `concurrency` null, all at once without waiting (see publish.job.ts).
    */
-  | (JobBase & { kind: 'publish'; exchange: string; routingKey: string; messages: number; concurrency: number | null });
+  | (JobBase & {
+      kind: 'publish';
+      exchange: string;
+      routingKey: string;
+      messages: number;
+      concurrency: number | null;
+      /** Publishes made before the window (1,000 in flight at most), so that it measures code the JIT has compiled. */
+      warmUp: number;
+    });
 
 /** A window from the first delivery to the last handled message. */
 export interface WindowResult {

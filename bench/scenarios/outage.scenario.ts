@@ -1,0 +1,32 @@
+// Scenario 6, the outage of docs/outage-protection.md: messages at a steady rate to two handler queues at once, one
+// without and one with a circuit breaker, while their dependency fails every call for a while (outage.driver.ts).
+// One run, not rounds: the figures are counts (parked, lost, calls during the outage), not timings to compare.
+// Run alone: node bench/dist/scenarios/outage.scenario.js
+import { ourTopology } from '../contenders/our-topology.js';
+import { describeOutage, outageQueues, outageSettings, runOutage } from './outage.driver.js';
+import { runScenario } from '../runner/scenario-process.js';
+import { settings } from '../settings.js';
+import type { OutageResult } from './results.js';
+
+runScenario('outage', async (session): Promise<OutageResult> => {
+  const outage = outageSettings({ ...settings.outage, ...process.env }, settings.url);
+  const names = outageQueues('bench.outage');
+  const topology = (queue: string) => ourTopology(queue, outage.delaysMs);
+  const both = {
+    queues: [...topology(names.without).queues, ...topology(names.with).queues],
+    exchanges: [...topology(names.without).exchanges, ...topology(names.with).exchanges],
+  };
+  const figures = await session.withNames(both, () => runOutage(outage, names, (line) => console.log(`outage      ${line.trim()}`)));
+  for (const row of [figures.without, figures.with]) console.log(`outage      ${describeOutage(row)}`);
+  const b = outage.breaker;
+  return {
+    messages: outage.messages,
+    ratePerSecond: outage.ratePerSecond,
+    outageStartMs: outage.outageStartMs,
+    outageMs: outage.outageMs,
+    delays: outage.delays,
+    maxAttempts: outage.maxAttempts,
+    breaker: `failureRate ${b.failureRate}, minimumCalls ${b.minimumCalls}, window ${b.window}, openFor ${b.openFor}, maxOpenFor ${b.maxOpenFor}, halfOpenCalls ${b.halfOpenCalls}`,
+    rows: [figures.without, figures.with],
+  };
+});
