@@ -10,7 +10,7 @@ import {
 import { Test } from '@nestjs/testing';
 import { ParkedMessages, RetryDashboardModule, RetryModule, type RetryDashboardOptions, type RetryModuleOptions } from 'nestjs-amqp-retry';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { TEST_OPTIONS } from './app.js';
+import { SUITE_OPTIONS } from './suite.js';
 
 /** The Authorization header BearerGuard admits. */
 export const OPERATOR_AUTHORIZATION = 'Bearer ops-secret';
@@ -36,14 +36,16 @@ export interface Served {
  * A Nest HTTP application (Express) with RetryModule, the given handlers and the parked-messages page, listening on
  * a random port of 127.0.0.1. `dashboard` is the options of forRoot, or a module built otherwise (forRootAsync).
  * `url` is its base address, without a trailing slash. `parked` replaces the ParkedMessages that RetryModule provides;
- * `globalPrefix` is set with app.setGlobalPrefix; `retryOptions` are RetryModule's (default TEST_OPTIONS).
+ * `globalPrefix` is set with app.setGlobalPrefix; `retryOptions` are RetryModule's (default SUITE_OPTIONS: a shutdown
+ * timeout of 2 s, as every suite's app has; with the default 30 s, a stop that waits its whole bound takes 62 s, more
+ * than a Jest hook's 60).
  */
 export async function startDashboardApp(
   providers: Provider[],
   dashboard: RetryDashboardOptions | DynamicModule,
   parked?: ParkedMessages,
   globalPrefix?: string,
-  retryOptions: RetryModuleOptions = TEST_OPTIONS,
+  retryOptions: RetryModuleOptions = SUITE_OPTIONS,
 ): Promise<{ app: INestApplication; url: string; served: Served[] }> {
   const builder = Test.createTestingModule({
     imports: [RetryModule.forRoot(retryOptions), isModule(dashboard) ? dashboard : RetryDashboardModule.forRoot(dashboard)],
