@@ -233,12 +233,7 @@ export class QueueConsumer {
       await subscription.channel.cancel(subscription.consumerTag).catch(() => undefined);
       this.down('the application is stopping');
     }
-    let timer: DurationTimer | undefined;
-    const timedOut = await Promise.race([
-      this.whenIdle().then(() => false),
-      new Promise<boolean>((resolve) => (timer = startTimer(timeoutMs, () => resolve(true)))),
-    ]);
-    timer?.cancel();
+    const timedOut = await this.idleWithin(timeoutMs);
     if (timedOut) {
       this.options.logger.warn(
         `"${this.options.queue}": ${this.inFlight} handler(s) still running after ${timeoutMs} ms; closing, their messages will be redelivered`,
@@ -266,12 +261,7 @@ export class QueueConsumer {
     await this.starting?.catch(() => undefined);
     await this.switching;
     const subscription = this.subscription;
-    let timer: DurationTimer | undefined;
-    const timedOut = await Promise.race([
-      this.whenIdle().then(() => false),
-      new Promise<boolean>((resolve) => (timer = startTimer(timeoutMs, () => resolve(true)))),
-    ]);
-    timer?.cancel();
+    const timedOut = await this.idleWithin(timeoutMs);
     if (timedOut) {
       this.options.logger.warn(
         `"${this.options.queue}": ${this.inFlight} handler(s) still running after ${timeoutMs} ms of handing over; closing, their messages will be redelivered`,
@@ -281,6 +271,17 @@ export class QueueConsumer {
       if (subscription.consumerTag) this.down('handed over to another consumer');
       await this.closeChannel(subscription);
     }
+  }
+
+  /** Waits until no handler runs, at most `timeoutMs`; true when the time ran out first. */
+  private async idleWithin(timeoutMs: number): Promise<boolean> {
+    let timer: DurationTimer | undefined;
+    const timedOut = await Promise.race([
+      this.whenIdle().then(() => false),
+      new Promise<boolean>((resolve) => (timer = startTimer(timeoutMs, () => resolve(true)))),
+    ]);
+    timer?.cancel();
+    return timedOut;
   }
 
   private async closeChannel(subscription: Subscription): Promise<void> {

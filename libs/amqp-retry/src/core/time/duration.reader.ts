@@ -48,14 +48,17 @@ export function readDurationWithin(value: unknown, min: number, max: number): Du
   return { ok: true, ms };
 }
 
+/** The units a duration is spelled in, largest first (milliseconds are the fallback). */
+const UNITS_LARGEST_FIRST = [
+  ['d', UNIT_MS.d],
+  ['h', UNIT_MS.h],
+  ['m', UNIT_MS.m],
+  ['s', UNIT_MS.s],
+] as const;
+
 /** The shortest exact spelling of a number of milliseconds, for logs and names: 1000 -> '1s', 90000 -> '90s'. */
 export function formatDuration(ms: number): string {
-  for (const [unit, size] of [
-    ['d', UNIT_MS.d],
-    ['h', UNIT_MS.h],
-    ['m', UNIT_MS.m],
-    ['s', UNIT_MS.s],
-  ] as const) {
+  for (const [unit, size] of UNITS_LARGEST_FIRST) {
     if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
@@ -63,12 +66,7 @@ export function formatDuration(ms: number): string {
 
 /** The longest whole-unit spelling not above `ms`, for "use at most" hints: 2^32-1 -> '49d', 90500 -> '1m'. */
 export function spellAtMost(ms: number): string {
-  for (const [unit, size] of [
-    ['d', UNIT_MS.d],
-    ['h', UNIT_MS.h],
-    ['m', UNIT_MS.m],
-    ['s', UNIT_MS.s],
-  ] as const) {
+  for (const [unit, size] of UNITS_LARGEST_FIRST) {
     if (ms >= size) return `${Math.floor(ms / size)}${unit}`;
   }
   return `${Math.floor(ms)}ms`;
