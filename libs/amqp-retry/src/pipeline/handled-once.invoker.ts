@@ -4,11 +4,10 @@ import { sleep, startInterval, withinTime } from '../core/time/duration.timer.js
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { IdempotencyConfig } from '../core/idempotency/idempotency.config.js';
 import type { ClaimResult, IdempotencyStore } from '../core/idempotency/idempotency.store.js';
-import { readMessageKey } from '../core/message/message-key.reader.js';
+import { requireMessageKey } from '../core/message/message-key.reader.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
-import { MalformedMessageError } from '../errors/malformed-message.error.js';
 
 /** A store call that takes longer than this counts as the store being down. */
 export const STORE_TIMEOUT_MS = 5_000;
@@ -38,23 +37,23 @@ async function bounded<T>(operation: string, key: string, call: () => Promise<T>
 export function handledOnceInvoker(invoke: HandlerInvoker, queue: string, config: IdempotencyConfig, logger: RetryLogger): HandlerInvoker {
   const { store, claimTtlMs, ttlMs } = config;
   return async (payload, context) => {
-    const read = readMessageKey(config.key, payload, context.message, 'idempotency key');
-    if (!read.ok) throw new MalformedMessageError(read.problem);
-    if (read.key === undefined) {
-      throw new MalformedMessageError(
-        config.keyIsMessageId
-          ? 'the message has no message id, which idempotency needs to recognise its copies: publish with a messageId (RetryPublisher sets one), or give idempotency.key'
-          : 'the idempotency key function returned undefined',
-      );
-    }
-    const key = storeKeyOf(queue, read.key);
+    const messageKey = requireMessageKey(
+      config.key,
+      payload,
+      context.message,
+      'idempotency key',
+      config.keyIsMessageId
+        ? 'the message has no message id, which idempotency needs to recognise its copies: publish with a messageId (RetryPublisher sets one), or give idempotency.key'
+        : 'the idempotency key function returned undefined',
+    );
+    const key = storeKeyOf(queue, messageKey);
     const token = randomUUID();
     if ((await claim(store, key, token, claimTtlMs, context.signal)) === 'handled') {
-      logger.debug(`"${queue}": "${read.key}" was handled already; acking this copy without calling the handler`);
+      logger.debug(`"${queue}": "${messageKey}" was handled already; acking this copy without calling the handler`);
       return undefined;
     }
     const renewal = renewEvery(store, key, token, claimTtlMs, (problem) =>
-      logger.warn(`"${queue}": could not renew the claim of "${read.key}" (${problem}); another copy may run once it expires`),
+      logger.warn(`"${queue}": could not renew the claim of "${messageKey}" (${problem}); another copy may run once it expires`),
     );
     let result: unknown;
     try {
@@ -69,7 +68,7 @@ export function handledOnceInvoker(invoke: HandlerInvoker, queue: string, config
     renewal.stop();
     await record(store, key, ttlMs, claimTtlMs, (error) =>
       logger.error(
-        `"${queue}": handled "${read.key}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
+        `"${queue}": handled "${messageKey}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
       ),
     );
     return result;

@@ -1,10 +1,9 @@
 import type { HandlerInvoker } from './delivery.contracts.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { readMessageKey } from '../core/message/message-key.reader.js';
+import { requireMessageKey } from '../core/message/message-key.reader.js';
 import type { InboxConfig } from '../core/outbox/outbox.config.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-import { MalformedMessageError } from '../errors/malformed-message.error.js';
 
 /** How often (at most) a queue's inbox deletes ids past their retention, 1,000 at a time, after a handled message. */
 const CLEANUP_EVERY_MS = 60_000;
@@ -32,16 +31,15 @@ export function inboxStep(invoke: HandlerInvoker, queue: string, config: InboxCo
       .catch((error: unknown) => logger.warn(`"${queue}": could not clean up the inbox ${config.tableName} (${errorMessage(error)})`));
   };
   return async (payload, context) => {
-    const read = readMessageKey(config.key, payload, context.message, 'inbox key');
-    if (!read.ok) throw new MalformedMessageError(read.problem);
-    if (read.key === undefined) {
-      throw new MalformedMessageError(
-        config.keyIsMessageId
-          ? 'the message has no message id, which the inbox needs to recognise its copies: publish with a messageId (OutboxPublisher and RetryPublisher set one), or give inbox.key'
-          : 'the inbox key function returned undefined',
-      );
-    }
-    const id = read.key;
+    const id = requireMessageKey(
+      config.key,
+      payload,
+      context.message,
+      'inbox key',
+      config.keyIsMessageId
+        ? 'the message has no message id, which the inbox needs to recognise its copies: publish with a messageId (OutboxPublisher and RetryPublisher set one), or give inbox.key'
+        : 'the inbox key function returned undefined',
+    );
     let ran = false;
     const result = await adapter.transaction(async (tx) => {
       const { rows } = await adapter.execute(tx, sql.inboxRecord, [queue, id]);

@@ -41,6 +41,9 @@ const ACK_TIMEOUT = /delivery acknowledgement on channel \d+ timed out(?:\. Time
 const ADVICE =
   'give the handler a timeout shorter than the consumer timeout (RetryWithBackoff `timeout`), or raise the consumer timeout (policy `consumer-timeout`, `consumer_timeout` in rabbitmq.conf)';
 
+/** A consumer timeout, however the broker ended it (a closed channel, or on 4.3 a cancel): resumed at once, a warning. */
+const consumerTimeout = (line: string): ConsumerLossVerdict => ({ cause: 'consumer-timeout', lost: true, resume: 'at-once', level: 'warn', line });
+
 /**
  * Classifies the loss of a consumer's deliveries, so that the consumer logs the real cause once and resumes as fits:
  * a consumer timeout (the handler outlived the broker's `consumer_timeout` or `consumer-timeout` policy) resumes on a
@@ -57,15 +60,10 @@ export function classifyConsumerLoss(input: ConsumerLossEvent): ConsumerLossVerd
     const timeout = ACK_TIMEOUT.exec(input.brokerReason);
     if (timeout) {
       const limit = timeout[1] === undefined ? '' : ` of ${formatDuration(Number(timeout[1]))}`;
-      return {
-        cause: 'consumer-timeout',
-        lost: true,
-        resume: 'at-once',
-        level: 'warn',
-        line:
-          `"${queue}": the broker's consumer timeout${limit} expired and it closed the consuming channel, taking back ${deliveries}: ` +
+      return consumerTimeout(
+        `"${queue}": the broker's consumer timeout${limit} expired and it closed the consuming channel, taking back ${deliveries}: ` +
           `the broker delivers them again, their handlers' signals are aborted, and consuming resumes on a new channel at once; ${ADVICE}`,
-      };
+      );
     }
     return {
       cause: 'channel-closed',
@@ -85,16 +83,11 @@ export function classifyConsumerLoss(input: ConsumerLossEvent): ConsumerLossVerd
     };
   }
   if (unsettled > 0 && input.queueExists === true) {
-    return {
-      cause: 'consumer-timeout',
-      lost: true,
-      resume: 'at-once',
-      level: 'warn',
-      line:
-        `"${queue}": the broker cancelled the consumer with ${deliveries} while the queue still exists: a consumer timeout ` +
+    return consumerTimeout(
+      `"${queue}": the broker cancelled the consumer with ${deliveries} while the queue still exists: a consumer timeout ` +
         `(RabbitMQ 4.3 cancels the consumer of a quorum queue and takes its deliveries back). The broker delivers them again, ` +
         `their handlers' signals are aborted, and consuming resumes on a new channel at once; ${ADVICE}`,
-    };
+    );
   }
   return {
     cause: 'consumer-cancelled',

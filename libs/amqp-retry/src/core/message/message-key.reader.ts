@@ -1,4 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
+import { MalformedMessageError } from '../../errors/malformed-message.error.js';
 
 /**
  * A function of the decoded payload and the delivery that names a message (idempotency) or the sequence it
@@ -46,3 +47,14 @@ export const messageIdKey: MessageKeyFn = (_payload, message) => {
   const id: unknown = message.properties.messageId;
   return typeof id === 'string' && id !== '' ? id : undefined;
 };
+
+/**
+ * The key a feature cannot do without (idempotency, the inbox): readMessageKey's key, else a MalformedMessageError
+ * (the message is parked as malformed) with readMessageKey's problem, or `noKey` when there is no key at all.
+ */
+export function requireMessageKey(keyFn: MessageKeyFn, payload: unknown, message: ConsumeMessage, what: string, noKey: string): string {
+  const read = readMessageKey(keyFn, payload, message, what);
+  if (!read.ok) throw new MalformedMessageError(read.problem);
+  if (read.key === undefined) throw new MalformedMessageError(noKey);
+  return read.key;
+}
