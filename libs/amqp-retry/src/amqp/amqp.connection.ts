@@ -1,5 +1,6 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
@@ -167,6 +168,7 @@ export class AmqpConnection {
     });
     try {
       const model = await withinTime(connecting, connectTimeoutMs, () => new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`));
+      coalesceSocketWrites(model); // one socket write per pass of amqplib's frame multiplexer, not one per frame
       this.nodeIndex = index;
       return model;
     } catch (error) {

@@ -1,0 +1,118 @@
+import { Writable } from 'node:stream';
+import { coalesceSocketWrites } from './socket-writes.coalescer.js';
+
+/** A socket stand-in: records each system-call-like write (one `_write` or one `_writev`) and its chunks. */
+class RecordingSocket extends Writable {
+  readonly calls: string[][] = [];
+  constructor(highWaterMark = 16 * 1024) {
+    super({ highWaterMark });
+  }
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    this.calls.push([chunk.toString()]);
+    done();
+  }
+  override _writev(chunks: Array<{ chunk: Buffer }>, done: (error?: Error | null) => void): void {
+    this.calls.push(chunks.map(({ chunk }) => chunk.toString()));
+    done();
+  }
+}
+
+/** amqplib's multiplexer as far as the coalescer sees it: a pass that writes queued frames until `out` says full. */
+class FakeMux {
+  blocked = false;
+  passes = 0;
+  constructor(
+    readonly out: RecordingSocket,
+    readonly queued: string[],
+  ) {
+    out.on('drain', () => {
+      this.blocked = false;
+      this._readIncoming();
+    });
+  }
+  _readIncoming(): void {
+    this.passes++;
+    let accepting = true;
+    while (accepting && this.queued.length > 0) accepting = this.out.write(this.queued.shift() as string);
+    this.blocked = !accepting;
+  }
+}
+
+const modelWith = (mux: unknown) => ({ connection: { muxer: mux } });
+const frames = (count: number, size = 1) => Array.from({ length: count }, (_, n) => String(n).padStart(size, '0'));
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('coalesceSocketWrites', () => {
+  it('hands every frame of one pass to the socket in one write, in order', () => {
+    const socket = new RecordingSocket();
+    const mux = new FakeMux(socket, frames(300));
+    expect(coalesceSocketWrites(modelWith(mux))).toBe(true);
+    mux._readIncoming();
+    expect(socket.calls).toHaveLength(1);
+    expect(socket.calls[0]).toEqual(frames(300));
+  });
+
+  it('without it, the same pass is one write per frame (what amqplib does on its own)', () => {
+    const socket = new RecordingSocket();
+    const mux = new FakeMux(socket, frames(300));
+    mux._readIncoming();
+    expect(socket.calls).toHaveLength(300);
+  });
+
+  it('keeps back-pressure: a pass stops at the high-water mark and the rest goes out after drain, nothing lost or reordered', async () => {
+    const socket = new RecordingSocket(1024);
+    const mux = new FakeMux(socket, frames(1000, 10)); // 10 kB of frames, a 1 kB mark
+    coalesceSocketWrites(modelWith(mux));
+    mux._readIncoming();
+    expect(mux.blocked).toBe(true);
+    expect(socket.calls).toHaveLength(1);
+    expect(socket.calls[0].length).toBeLessThan(150);
+    for (let turn = 0; turn < 100 && mux.queued.length > 0; turn++) await settle();
+    expect(mux.queued).toEqual([]);
+    expect(socket.calls.flat()).toEqual(frames(1000, 10));
+    expect(socket.calls.length).toBeLessThan(20); // about 10 kB / 1 kB passes, each one write
+  });
+
+  it('uncorks the socket when a pass throws, so later frames are not held back', () => {
+    const socket = new RecordingSocket();
+    const mux = new FakeMux(socket, []);
+    const failing = Object.assign(mux, {
+      _readIncoming(this: FakeMux) {
+        this.out.write('before');
+        throw new Error('frame encoding failed');
+      },
+    });
+    coalesceSocketWrites(modelWith(failing));
+    expect(() => failing._readIncoming()).toThrow('frame encoding failed');
+    expect(socket.writableCorked).toBe(0);
+    expect(socket.calls).toEqual([['before']]);
+  });
+
+  it('wraps a multiplexer once, however often it is called', () => {
+    const socket = new RecordingSocket();
+    const mux = new FakeMux(socket, frames(10));
+    expect(coalesceSocketWrites(modelWith(mux))).toBe(true);
+    const once = mux._readIncoming;
+    expect(coalesceSocketWrites(modelWith(mux))).toBe(true);
+    expect(mux._readIncoming).toBe(once);
+    mux._readIncoming();
+    expect(socket.calls).toEqual([frames(10)]);
+  });
+
+  it('leaves an unexpected shape alone and says so', () => {
+    expect(coalesceSocketWrites(undefined)).toBe(false);
+    expect(coalesceSocketWrites({})).toBe(false);
+    expect(coalesceSocketWrites(modelWith({ out: {}, _readIncoming: () => undefined }))).toBe(false);
+    const noPass = { out: new RecordingSocket() };
+    expect(coalesceSocketWrites(modelWith(noPass))).toBe(false);
+    expect(noPass).toEqual({ out: noPass.out });
+  });
+
+  it('changes only the multiplexer it is given', () => {
+    const first = new FakeMux(new RecordingSocket(), frames(5));
+    const second = new FakeMux(new RecordingSocket(), frames(5));
+    coalesceSocketWrites(modelWith(first));
+    second._readIncoming();
+    expect(second.out.calls).toHaveLength(5);
+  });
+});
