@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Options } from 'amqplib';
 import { readPublishDelay } from '../core/delivery/delay.plan.js';
 import type { Duration } from '../core/time/duration.reader.js';
 import { RetryEngine } from '../engine/retry.engine.js';
@@ -48,14 +49,15 @@ export class RetryPublisher {
         throw new TypeError(
           `RetryPublisher.publish: a payload of type ${typeof payload} has no JSON form; publish an object, array, string, number, boolean or null`,
         );
-      const properties = {
+      const properties: Options.Publish = {
         mandatory: true, // said here, so that the confirm publisher need not copy the properties to say it
         contentType: 'application/json',
         persistent: options.persistent ?? true,
         messageId: options.messageId ?? newMessageId(),
         headers: options.headers,
-        ...(options.expiration !== undefined && { expiration: options.expiration }),
       };
+      // Set only when given (amqplib would send an absent one as none anyway): no spread of a literal per publish.
+      if (options.expiration !== undefined) properties.expiration = options.expiration;
       return this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
     } catch (error) {
       return Promise.reject(error);
