@@ -4,7 +4,7 @@ import type { Names } from '../runner/bench-broker.js';
 import type { BenchBody } from './contender.js';
 import { ourTopology } from './our-topology.js';
 
-export type ContenderId = 'ours' | 'ours-transport' | 'raw' | 'raw-coalesced' | 'golevelup' | 'nest-rmq' | 'raw-dlx';
+export type ContenderId = 'ours' | 'ours-transport' | 'raw' | 'raw-coalesced' | 'golevelup' | 'nest-rmq' | 'raw-dlx' | 'raw-props';
 
 /** What the runner knows of a contender without loading it (the measured process loads it). */
 export interface ContenderInfo {
@@ -57,6 +57,15 @@ export const CONTENDERS: Record<ContenderId, ContenderInfo> = {
     label: 'raw amqplib',
     module: join(distDir, 'raw-amqplib.contender.js'),
     publisherModule: join(distDir, 'raw-amqplib.publisher.js'),
+    encode: json,
+    namesFor: justTheQueue,
+    package: rootPackage('amqplib'),
+  },
+  'raw-props': {
+    id: 'raw-props',
+    label: 'raw amqplib, message id and mandatory',
+    module: join(distDir, 'raw-amqplib.contender.js'), // consumes as raw; only the publish scenario measures it
+    publisherModule: join(distDir, 'raw-amqplib-same-properties.publisher.js'),
     encode: json,
     namesFor: justTheQueue,
     package: rootPackage('amqplib'),

@@ -38,6 +38,7 @@ const COLORS: Record<ContenderId, string> = {
   golevelup: '#d97706',
   'nest-rmq': '#dc2626',
   'raw-dlx': '#9ca3af',
+  'raw-props': '#4b5563',
 };
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');

@@ -15,7 +15,8 @@ import { settings } from '../settings.js';
 import type { PublishWindowResult } from '../worker/protocol.js';
 import type { PublishResult } from './results.js';
 
-const ORDER: ContenderId[] = ['ours', 'raw'];
+// raw-props: raw amqplib with the message id and `mandatory` that ours sends, the baseline doing the same work on the wire.
+const ORDER: ContenderId[] = ['ours', 'raw', 'raw-props'];
 
 type Runs = Record<ContenderId, PublishWindowResult>;
 
