@@ -2,7 +2,7 @@
 // valgrind --tool=callgrind the instructions per message of the measured window alone (the window switches
 // callgrind's collection on and off, so start-up and the warm-up window are left out). For "did this change
 // help?" on a busy machine, where msg/s says little:
-//   node bench/dist/profile/publish-cost.js ours|raw [messages] [flood]
+//   node bench/dist/profile/publish-cost.js ours|raw|raw-props [messages] [flood]
 //   PUBLISH_COST_PROF=/tmp/ours.cpuprofile node bench/dist/profile/publish-cost.js ours   # then summarize-profile.js
 //   valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file=/tmp/cg.%p \
 //     node bench/dist/profile/publish-cost.js ours 5000      # then callgrind_annotate /tmp/cg.<pid> | head
@@ -20,7 +20,13 @@ import { WindowProfiler } from '../worker/window-profiler.js';
 const [which = 'ours', count = '5000', mode = 'window'] = process.argv.slice(2);
 const messages = Number(count);
 const url = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-const module = join(import.meta.dirname, '..', 'contenders', which === 'raw' ? 'raw-amqplib.publisher.js' : 'ours.publisher.js');
+const PUBLISHERS: Record<string, string> = {
+  ours: 'ours.publisher.js',
+  raw: 'raw-amqplib.publisher.js',
+  'raw-props': 'raw-amqplib-same-properties.publisher.js', // raw with ours' message id and mandatory flag
+};
+if (!PUBLISHERS[which]) throw new Error(`publish-cost: "${which}" is none of ${Object.keys(PUBLISHERS).join(', ')}`);
+const module = join(import.meta.dirname, '..', 'contenders', PUBLISHERS[which]);
 const underCallgrind = process.env.CALLGRIND === '1';
 /** PUBLISH_COST_PROF=<file.cpuprofile>: a CPU profile of the measured window alone. */
 const profiler = process.env.PUBLISH_COST_PROF ? new WindowProfiler(process.env.PUBLISH_COST_PROF) : undefined;
