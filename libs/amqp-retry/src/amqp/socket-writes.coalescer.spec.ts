@@ -1,19 +1,35 @@
-import { Writable } from 'node:stream';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
 import { coalesceSocketWrites } from './socket-writes.coalescer.js';
+
+// amqplib's own multiplexer, for the tests that must hold for the amqplib installed (not an exported subpath).
+const require = createRequire(import.meta.url);
+const { Mux } = require(join(dirname(require.resolve('amqplib')), 'lib', 'mux.js')) as {
+  Mux: new (out: Writable) => { pipeFrom(readable: PassThrough): void; blocked: boolean };
+};
 
 /** A socket stand-in: records each system-call-like write (one `_write` or one `_writev`) and its chunks. */
 class RecordingSocket extends Writable {
   readonly calls: string[][] = [];
-  constructor(highWaterMark = 16 * 1024) {
+  /** `later`: each write completes on a later turn, as a socket whose kernel buffer is full (or a TLS socket). */
+  constructor(
+    highWaterMark = 16 * 1024,
+    private readonly later = false,
+  ) {
     super({ highWaterMark });
   }
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
     this.calls.push([chunk.toString()]);
-    done();
+    this.complete(done);
   }
   override _writev(chunks: Array<{ chunk: Buffer }>, done: (error?: Error | null) => void): void {
     this.calls.push(chunks.map(({ chunk }) => chunk.toString()));
-    done();
+    this.complete(done);
+  }
+  private complete(done: () => void): void {
+    if (this.later) setImmediate(done);
+    else done();
   }
 }
 
@@ -114,5 +130,54 @@ describe('coalesceSocketWrites', () => {
     coalesceSocketWrites(modelWith(first));
     second._readIncoming();
     expect(second.out.calls).toHaveLength(5);
+  });
+
+  describe("with amqplib's own multiplexer", () => {
+    /** Two channels' frame buffers (amqplib's are object-mode PassThroughs) piped into a real Mux over `socket`. */
+    async function send(socket: RecordingSocket, perChannel: number, size: number, heartbeats = false) {
+      const mux = new Mux(socket);
+      expect(coalesceSocketWrites(modelWith(mux))).toBe(true);
+      const channels = ['a', 'b'].map((name) => {
+        const buffer = new PassThrough({ objectMode: true });
+        mux.pipeFrom(buffer);
+        return { name, buffer };
+      });
+      const beat = heartbeats ? setInterval(() => socket.write('heartbeat'), 0) : undefined;
+      for (let n = 0; n < perChannel; n++)
+        for (const { name, buffer } of channels) buffer.write(Buffer.from(`${name}${String(n).padStart(size, '0')}`));
+      const all = perChannel * channels.length;
+      const frames = () => socket.calls.flat().filter((frame) => frame !== 'heartbeat');
+      for (let turn = 0; turn < 10_000 && frames().length < all; turn++) await settle();
+      clearInterval(beat);
+      // The last heartbeat's write may still be under way (completing later): then the line is clear once it is done.
+      for (let turn = 0; turn < 100 && (socket.writableLength > 0 || mux.blocked); turn++) await settle();
+      return { mux, frames: frames(), writes: socket.calls.length };
+    }
+    const inOrder = (frames: string[], name: string) => frames.filter((frame) => frame.startsWith(name)).map((frame) => Number(frame.slice(1)));
+    const sequence = (count: number) => Array.from({ length: count }, (_, n) => n);
+
+    it('sends every frame once, each channel in order, in a fraction of the writes, when writes complete at once', async () => {
+      const socket = new RecordingSocket();
+      const { mux, frames, writes } = await send(socket, 1_000, 4);
+      expect(frames).toHaveLength(2_000);
+      expect(inOrder(frames, 'a')).toEqual(sequence(1_000));
+      expect(inOrder(frames, 'b')).toEqual(sequence(1_000));
+      expect(writes).toBeLessThan(20);
+      expect({ corked: socket.writableCorked, blocked: mux.blocked }).toEqual({ corked: 0, blocked: false });
+    });
+
+    it('does the same when writes complete later and frames pass the high-water mark, with heartbeats written beside', async () => {
+      const socket = new RecordingSocket(1024, true);
+      const { mux, frames } = await send(socket, 2_000, 40, true); // 2 x 2,000 frames of 41 bytes: ~160 kB, a 1 kB mark
+      expect(frames).toHaveLength(4_000);
+      expect(inOrder(frames, 'a')).toEqual(sequence(2_000));
+      expect(inOrder(frames, 'b')).toEqual(sequence(2_000));
+      expect(socket.calls.flat().some((frame) => frame === 'heartbeat')).toBe(true);
+      expect({ corked: socket.writableCorked, blocked: mux.blocked, buffered: socket.writableLength }).toEqual({
+        corked: 0,
+        blocked: false,
+        buffered: 0,
+      });
+    });
   });
 });

@@ -24,9 +24,11 @@ const COALESCED = Symbol('nestjs-amqp-retry.coalesced-writes');
  * loopback or any fast link each such write completes at once, so each is a system call of its own: a publish, an ack,
  * a nack. Profiles of a publishing process put 40-50% of its CPU there (docs/performance.md, "Socket writes").
  * Corked for the length of that one synchronous pass, the socket hands the frames to the kernel in one `writev`: the
- * same bytes, in the same order, sent when the pass ends (nothing else runs in between, so no frame waits longer).
- * Back-pressure still holds: a corked socket's `write` says "full" at its high-water mark (16 KiB), the multiplexer
- * stops and goes on at the socket's 'drain', as it does today when the kernel's buffer fills.
+ * same bytes, in the same order, sent when the pass ends (a pass takes microseconds; a frame written straight to the
+ * socket outside a pass, a heartbeat or a connection-level method, is not held at all). Back-pressure still holds: a
+ * corked socket's `write` says "full" at its `writableHighWaterMark` (16 KiB on Node 20, 64 KiB from 22), the
+ * multiplexer stops and goes on at the socket's 'drain', as it does when the kernel's buffer fills. Over TLS the gain is
+ * smaller: a TLS socket's writes complete asynchronously, so Node batched them already.
  *
  * Returns false, and changes nothing, when `model` has no such multiplexer (an amqplib whose internals differ): its
  * frames then go out one write each, as amqplib sends them; slower, never wrong.
