@@ -20,7 +20,10 @@ const SWEEP_LIMIT_MS = 10 * 60_000;
  * - one the browser opened ahead of need and never sent a request on (Chromium preconnects): Node waits for its
  *   headers until `headersTimeout` (60 s), so app.close() took 60 to 90 s whenever Chromium had one open. Once the
  *   server is closing, such connections are ended (and destroyed if they linger), as Node ends idle ones.
- * A connection with a request in flight is left to finish its answer, whichever route it asked.
+ * A connection with a request in flight is left to finish its answer, whichever route it asked. No 'upgrade' listener
+ * is added: with none, Node closes upgrade requests itself, and one of ours would leave them open. Nest closes its
+ * WebSocket gateways before the HTTP server, so by the time the server is closing their connections are theirs to
+ * have closed.
  */
 @Injectable()
 export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicationShutdown {
