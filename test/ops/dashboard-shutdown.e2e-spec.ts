@@ -1,9 +1,66 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { get } from 'node:http';
+import { get as getTls } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect, type Socket } from 'node:net';
-import type { INestApplication } from '@nestjs/common';
+import { Controller, Get, type INestApplication, Res } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { ServerResponse } from 'node:http';
+import { RetryDashboardModule, RetryModule } from 'nestjs-amqp-retry';
 import { launchBrowser } from '../support/browser.js';
 import { waitFor } from '../support/broker.js';
-import { startDashboardApp } from '../support/dashboard-app.js';
-import { cleanUp } from '../support/suite.js';
+import { cleanUp, SUITE_OPTIONS } from '../support/suite.js';
+
+/** A route of the application's own, answering in two parts 1.5 s apart: a request in flight during app.close(). */
+@Controller('slow')
+class SlowController {
+  @Get()
+  answer(@Res() response: ServerResponse): void {
+    response.write('part1;');
+    setTimeout(() => response.end('part2'), 1_500);
+  }
+}
+
+async function startApp(httpsOptions?: { key: Buffer; cert: Buffer }): Promise<{ app: INestApplication; url: string }> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [RetryModule.forRoot(SUITE_OPTIONS), RetryDashboardModule.forRoot({ allowUnauthenticated: true })],
+    controllers: [SlowController],
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: false, httpsOptions });
+  await app.listen(0, '127.0.0.1');
+  return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1').replace(/\/$/, '') };
+}
+
+/** A self-signed certificate for 127.0.0.1, made by openssl for this run. */
+function selfSigned(): { key: Buffer; cert: Buffer } {
+  const dir = mkdtempSync(join(tmpdir(), 'dashboard-tls-'));
+  try {
+    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], {
+      stdio: 'ignore',
+    });
+    return { key: readFileSync(key), cert: readFileSync(cert) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The slow route's answer as it arrives; `body()` is what came so far. */
+function askSlow(url: string): { answered: Promise<string>; body: () => string } {
+  let body = '';
+  const ask = url.startsWith('https:') ? getTls : get;
+  const answered = new Promise<string>((resolve, reject) => {
+    ask(`${url}/slow`, { rejectUnauthorized: false }, (response) => {
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve(body));
+      response.on('error', reject);
+    }).on('error', reject);
+  });
+  return { answered, body: () => body };
+}
 
 /** A connection a browser opens ahead of need (Chromium preconnects) and sends nothing on. */
 async function unusedConnection(url: string): Promise<{ socket: Socket; closed: Promise<void> }> {
@@ -23,9 +80,9 @@ async function timedClose(app: INestApplication): Promise<number> {
 }
 
 /**
- * app.close() with the page open in a browser: Node's server.close() waits for a connection that never sent a request
- * until its headersTimeout (60 s), and a keep-alive one that keeps asking never falls idle. Both must let the
- * application stop within its own bounds (SUITE_OPTIONS: a 2 s shutdownTimeout).
+ * app.close() with the page open in a browser: Node's server.close() waits without end for a connection that never
+ * sent a request, and a keep-alive one that keeps asking never falls idle. Both must let the application stop within
+ * its own bounds (SUITE_OPTIONS: a 2 s shutdownTimeout), and no answer in flight may be cut.
  */
 describe('the page does not hold app.close()', () => {
   let app: INestApplication | undefined;
@@ -43,22 +100,23 @@ describe('the page does not hold app.close()', () => {
     browser = undefined;
   });
 
-  it('ends a connection that never sent a request, and a keep-alive one that did, once the server closes', async () => {
-    const started = await startDashboardApp([], { allowUnauthenticated: true });
+  it('closes a connection that never sent a byte, and lets a request in flight on another route finish its answer', async () => {
+    const started = await startApp();
     app = started.app;
     const unused = await unusedConnection(started.url);
     sockets.push(unused.socket);
-    // A keep-alive connection that asked once and stays open, as the page's own.
-    const first = await fetch(`${started.url}/retry`);
-    expect(first.status).toBe(200);
+    const { answered, body } = askSlow(started.url);
+    await waitFor(() => body().startsWith('part1;'), 'the first part of the slow answer', 5_000);
     const took = await timedClose(app);
     if (took !== Infinity) app = undefined;
-    expect(took).toBeLessThan(5_000); // before: the 60 s headersTimeout, checked every 30 s
+    expect(await answered).toBe('part1;part2'); // not cut: the whole answer
+    expect(took).toBeGreaterThan(1_000); // it waited for that answer...
+    expect(took).toBeLessThan(5_000); // ...and not for the unused connection (without end before)
     await waitFor(() => unused.closed.then(() => true), 'the unused connection closed', 2_000);
   });
 
   it('stops within its bounds while Chromium has the page open and refreshing', async () => {
-    const started = await startDashboardApp([], { allowUnauthenticated: true });
+    const started = await startApp();
     app = started.app;
     browser = await launchBrowser();
     const page = await browser.context.newPage();
@@ -68,6 +126,18 @@ describe('the page does not hold app.close()', () => {
     sockets.push((await unusedConnection(started.url)).socket);
     const took = await timedClose(app);
     if (took !== Infinity) app = undefined;
+    expect(took).toBeLessThan(5_000);
+  });
+
+  it('over HTTPS, lets a request in flight finish its whole answer (only idle connections are closed there)', async () => {
+    const started = await startApp(selfSigned());
+    app = started.app;
+    expect(started.url).toMatch(/^https:/);
+    const { answered, body } = askSlow(started.url);
+    await waitFor(() => body().startsWith('part1;'), 'the first part of the slow answer', 5_000);
+    const took = await timedClose(app);
+    if (took !== Infinity) app = undefined;
+    expect(await answered).toBe('part1;part2');
     expect(took).toBeLessThan(5_000);
   });
 });

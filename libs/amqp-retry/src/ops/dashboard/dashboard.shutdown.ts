@@ -1,12 +1,10 @@
-import type { Server } from 'node:http';
+import { Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BeforeApplicationShutdown, Injectable, type OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 
-/** How often, once the HTTP server is closing, connections without a request are looked for. */
+/** How often, once the HTTP server is closing, connections that hold it are looked for. */
 const SWEEP_MS = 100;
-/** How long a connection that was ended may take to close before it is destroyed. */
-const END_GRACE_MS = 1_000;
 /** The sweeping stops after this long even if the server never closed (it never holds the process: unref'd). */
 const SWEEP_LIMIT_MS = 10 * 60_000;
 
@@ -14,25 +12,25 @@ const SWEEP_LIMIT_MS = 10 * 60_000;
  * Keeps a page left open in a browser from holding `app.close()`.
  *
  * Nest closes its HTTP server after `beforeApplicationShutdown`, and Node's server.close() waits for every open
- * connection, closing only those idle after a request. Two kinds of a browser's connections never count as idle:
- * - the one the page asks for fresh figures on every few seconds (keep-alive): from this hook on, every answer of the
- *   page says `Connection: close`, so it closes after its answer;
- * - one the browser opened ahead of need and never sent a request on (Chromium preconnects): Node waits for its
- *   headers until `headersTimeout` (60 s), so app.close() took 60 to 90 s whenever Chromium had one open. Once the
- *   server is closing, such connections are ended (and destroyed if they linger), as Node ends idle ones.
- * A connection with a request in flight is left to finish its answer, whichever route it asked. No 'upgrade' listener
- * is added: with none, Node closes upgrade requests itself, and one of ours would leave them open. Nest closes its
- * WebSocket gateways before the HTTP server, so by the time the server is closing their connections are theirs to
- * have closed.
+ * connection; it closes those idle after an answer once, at the call, and from then on enforces no timeout at all
+ * (its headers and request timeouts stop with it). A browser with the page open holds two kinds:
+ * - the keep-alive connection the page asks for fresh figures on every few seconds: from this hook on, every answer of
+ *   the page says `Connection: close`, and once the server is closing, Node's own `closeIdleConnections()` runs every
+ *   100 ms (Node's notion of idle: no request parsed and unanswered, pipelining included);
+ * - one the browser opened ahead of need and never sent a byte on (Chromium preconnects): Node never counts it idle,
+ *   so app.close() waited for it without end (two CI runs' page tests gave up at their 60 s hooks). Once the server is
+ *   closing, such a connection is destroyed: no request can have started on it, so none is cut.
+ * Nothing is half-closed (a request arriving after a FIN would run unanswered) and a request in flight, on any route,
+ * gets its whole answer. Only a plain HTTP server is looked after this way: over HTTPS the connection Node hands out is
+ * the TCP socket under the TLS one, whose bytes say nothing of requests; there only the idle ones are closed.
+ * Connections upgraded to another protocol (WebSockets) are not idle to Node and send bytes: they are left alone.
  */
 @Injectable()
 export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private closing = false;
-  private server?: Server;
+  private server?: ClosableServer;
+  /** Connections of a plain HTTP server (to find the ones that never sent a byte); none over HTTPS. */
   private readonly sockets = new Set<Socket>();
-  /** Requests in flight per connection. */
-  private readonly inFlight = new WeakMap<Socket, number>();
-  private readonly endedAt = new WeakMap<Socket, number>();
   private sweeper?: NodeJS.Timeout;
 
   constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {}
@@ -41,19 +39,16 @@ export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicat
     return this.closing;
   }
 
-  /** Tracks the HTTP server's connections, when the application has one (an application context has none). */
+  /** Watches the HTTP server, when the application has one (an application context has none). */
   onApplicationBootstrap(): void {
+    if (this.server) return;
     const server: unknown = this.adapterHost?.httpAdapter?.getHttpServer();
-    if (!isHttpServer(server)) return;
+    if (!isClosableServer(server)) return; // none, or an HTTP/2 one (no keep-alive of HTTP/1 to close)
     this.server = server;
+    if (!(server instanceof HttpServer)) return; // https.Server: a tls.Server, its connections TCP under TLS
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
-    });
-    server.on('request', (request: { socket: Socket }, response: { once(event: 'close', listener: () => void): void }) => {
-      const { socket } = request;
-      this.inFlight.set(socket, (this.inFlight.get(socket) ?? 0) + 1);
-      response.once('close', () => this.inFlight.set(socket, (this.inFlight.get(socket) ?? 1) - 1));
     });
   }
 
@@ -64,20 +59,11 @@ export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicat
     const started = Date.now();
     this.sweeper = setInterval(() => {
       if (Date.now() - started > SWEEP_LIMIT_MS) return this.stopSweeping();
-      if (server.listening) return; // server.close() not called yet: new requests are still welcome
-      for (const socket of this.sockets) this.endIfUnused(socket);
+      if (server.listening) return; // server.close() not called yet: requests are still welcome
+      server.closeIdleConnections();
+      for (const socket of this.sockets) if (socket.bytesRead === 0) socket.destroy();
     }, SWEEP_MS).unref();
     server.once('close', () => this.stopSweeping());
-  }
-
-  /** Ends a connection without a request in flight; destroys one that was ended and is still open after a grace. */
-  private endIfUnused(socket: Socket): void {
-    if ((this.inFlight.get(socket) ?? 0) > 0 || socket.destroyed) return;
-    const ended = this.endedAt.get(socket);
-    if (ended === undefined) {
-      this.endedAt.set(socket, Date.now());
-      socket.end();
-    } else if (Date.now() - ended > END_GRACE_MS) socket.destroy();
   }
 
   private stopSweeping(): void {
@@ -86,7 +72,10 @@ export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicat
   }
 }
 
-function isHttpServer(value: unknown): value is Server {
-  const server = value as Partial<Server> | undefined;
-  return typeof server?.on === 'function' && typeof server.once === 'function' && 'listening' in (server as object);
+/** What of Node's http.Server (and https.Server) the sweep uses. */
+type ClosableServer = Pick<HttpServer, 'listening' | 'closeIdleConnections' | 'once'>;
+
+function isClosableServer(value: unknown): value is ClosableServer {
+  const server = value as Partial<HttpServer> | undefined;
+  return typeof server?.closeIdleConnections === 'function' && typeof server.once === 'function' && typeof server.listening === 'boolean';
 }
