@@ -1,103 +1,81 @@
 import { randomUUID } from 'node:crypto';
-import type { INestApplicationContext } from '@nestjs/common';
 import { PublishError, RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { ctl } from '../support/broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName } from '../support/broker.js';
+import { AMQP_URL, uniqueName } from '../support/broker.js';
+import { useRoutedQueue } from '../support/suite.js';
 
 /** Finding 1: one failed publish must fail alone; its neighbours on the same channel resolve and are delivered. */
 describe('a failed publish fails alone', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let exchange: string;
-  let app: INestApplicationContext | undefined;
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
-  beforeEach(async () => {
-    queue = uniqueName('e2e.isolate');
-    exchange = uniqueName('e2e.isolate.x');
-    await broker.channel.assertExchange(exchange, 'direct', { durable: true });
-    await broker.declareQueue(queue, { exchange, key: 'k' });
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.channel.deleteQueue(queue);
-    await broker.channel.deleteExchange(exchange);
-  });
+  const routed = useRoutedQueue('e2e.isolate');
 
   const ids = (messages: { content: Buffer }[]) => new Set(messages.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n));
 
   it('rejects only the publish to a missing exchange (404); the 300 beside it resolve and arrive', async () => {
-    app = await startApp([], TEST_OPTIONS);
-    const publisher = app.get(RetryPublisher);
+    routed.app = await startApp([], TEST_OPTIONS);
+    const publisher = routed.app.get(RetryPublisher);
     const results = await Promise.allSettled(
       Array.from({ length: 301 }, (_, n) =>
-        n === 150 ? publisher.publish(uniqueName('missing'), 'k', { n }) : publisher.publish(exchange, 'k', { n }),
+        n === 150 ? publisher.publish(uniqueName('missing'), 'k', { n }) : publisher.publish(routed.exchange, 'k', { n }),
       ),
     );
     const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
     expect(rejected.map((r) => r.n)).toEqual([150]);
     expect(rejected[0].reason).toBeInstanceOf(PublishError);
     expect(rejected[0].reason.brokerCode).toBe(404);
-    const delivered = await broker.take(queue, 300);
+    const delivered = await routed.broker.take(routed.queue, 300);
     expect(ids(delivered).size).toBe(300); // at least once: a re-sent neighbour may arrive twice, none is missing
   });
 
   it('forwards every good delayed message when one due beside them targets a deleted exchange', async () => {
     const prefix = uniqueName('e2e.isolate.ladder');
     const doomed = uniqueName('e2e.isolate.doomed');
-    await broker.channel.assertExchange(doomed, 'direct', { durable: true });
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    await routed.broker.channel.assertExchange(doomed, 'direct', { durable: true });
+    routed.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
     try {
-      const publisher = app.get(RetryPublisher);
+      const publisher = routed.app.get(RetryPublisher);
       await Promise.all(
         Array.from({ length: 200 }, (_, n) =>
-          n === 100 ? publisher.publish(doomed, 'k', { n }, { delay: 300 }) : publisher.publish(exchange, 'k', { n }, { delay: 300 }),
+          n === 100 ? publisher.publish(doomed, 'k', { n }, { delay: 300 }) : publisher.publish(routed.exchange, 'k', { n }, { delay: 300 }),
         ),
       );
-      await broker.channel.deleteExchange(doomed);
-      const delivered = await broker.take(queue, 199);
+      await routed.broker.channel.deleteExchange(doomed);
+      const delivered = await routed.broker.take(routed.queue, 199);
       expect(ids(delivered).size).toBe(199);
-      const [parked] = await broker.take(`${prefix}.error`, 1);
+      const [parked] = await routed.broker.take(`${prefix}.error`, 1);
       expect(parked.properties.headers?.['x-parked-reason']).toBe('undeliverable');
       expect(JSON.parse(parked.content.toString())).toEqual({ n: 100 });
       await new Promise((resolve) => setTimeout(resolve, 300)); // a settle window: nothing more is parked
-      expect(await broker.count(`${prefix}.error`)).toBe(0);
+      expect(await routed.broker.count(`${prefix}.error`)).toBe(0);
     } finally {
-      await app.close();
-      app = undefined;
-      await broker.deleteDelayLadder(prefix);
+      await routed.app.close();
+      routed.app = undefined;
+      await routed.broker.deleteDelayLadder(prefix);
     }
   });
 
   it('rejects only the publish a user may not write to (403); the others resolve', async () => {
     const user = `e2e-${randomUUID().slice(0, 8)}`;
     const forbidden = uniqueName('e2e.isolate.forbidden');
-    await broker.channel.assertExchange(forbidden, 'direct', { durable: true });
+    await routed.broker.channel.assertExchange(forbidden, 'direct', { durable: true });
     await ctl('add_user', user, 'secret');
     try {
       await ctl('set_permissions', '-p', '/', user, '.*', `^(?!${forbidden.replace(/\./g, '\\.')}$).*`, '.*');
       const url = AMQP_URL.replace('guest:guest', `${user}:secret`);
-      app = await startApp([], { ...TEST_OPTIONS, url });
-      const publisher = app.get(RetryPublisher);
+      routed.app = await startApp([], { ...TEST_OPTIONS, url });
+      const publisher = routed.app.get(RetryPublisher);
       const results = await Promise.allSettled(
-        Array.from({ length: 101 }, (_, n) => (n === 50 ? publisher.publish(forbidden, 'k', { n }) : publisher.publish(exchange, 'k', { n }))),
+        Array.from({ length: 101 }, (_, n) => (n === 50 ? publisher.publish(forbidden, 'k', { n }) : publisher.publish(routed.exchange, 'k', { n }))),
       );
       const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
       expect(rejected.map((r) => r.n)).toEqual([50]);
       expect(rejected[0].reason.brokerCode).toBe(403);
-      expect(ids(await broker.take(queue, 100)).size).toBe(100);
+      expect(ids(await routed.broker.take(routed.queue, 100)).size).toBe(100);
     } finally {
-      await app?.close();
-      app = undefined;
+      await routed.app?.close();
+      routed.app = undefined;
       await ctl('delete_user', user);
-      await broker.channel.deleteExchange(forbidden);
+      await routed.broker.channel.deleteExchange(forbidden);
     }
   });
 
@@ -106,19 +84,19 @@ describe('a failed publish fails alone', () => {
     const Handler = handlerFor({ queue: handled, delays: ['50ms'], maxAttempts: 1 }, () => {
       throw new Error('always');
     });
-    app = await startApp([Handler], TEST_OPTIONS);
-    const publisher = app.get(RetryPublisher);
+    routed.app = await startApp([Handler], TEST_OPTIONS);
+    const publisher = routed.app.get(RetryPublisher);
     try {
       const bad = Array.from({ length: 20 }, () => publisher.publish(uniqueName('missing'), 'k', {}).catch((e: unknown) => e));
-      for (let n = 0; n < 20; n++) await broker.publish('', handled, { n });
+      for (let n = 0; n < 20; n++) await routed.broker.publish('', handled, { n });
       expect((await Promise.all(bad)).every((e) => e instanceof PublishError && e.brokerCode === 404)).toBe(true);
-      const parked = await broker.take(`${handled}.error`, 20);
+      const parked = await routed.broker.take(`${handled}.error`, 20);
       expect(ids(parked).size).toBe(20);
-      expect(handlerOf(app, Handler).calls).toHaveLength(20);
+      expect(handlerOf(routed.app, Handler).calls).toHaveLength(20);
     } finally {
-      await app.close();
-      app = undefined;
-      await broker.deleteRetryTopology(handled);
+      await routed.app.close();
+      routed.app = undefined;
+      await routed.broker.deleteRetryTopology(handled);
     }
   });
 });

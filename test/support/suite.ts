@@ -88,3 +88,40 @@ export const headersOf = (message: GetMessage): Record<string, unknown> => messa
  * wait for the final state by polling, then give the broker this short, bounded window to do anything more.
  */
 export const settleWindow = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The frame of a test file that publishes to a queue of its own: a TestBroker, and per test a direct exchange with one
+ * durable queue bound by key 'k' (uuid names from `prefix`), deleted after the test, its application closed first.
+ */
+export interface RoutedQueue {
+  broker: TestBroker;
+  exchange: string;
+  queue: string;
+  app?: INestApplicationContext;
+}
+
+export function useRoutedQueue(prefix: string): RoutedQueue {
+  const routed: RoutedQueue = { broker: undefined as unknown as TestBroker, exchange: '', queue: '' };
+  beforeAll(async () => {
+    routed.broker = await TestBroker.connect();
+  });
+  afterAll(async () => {
+    await routed.broker?.close();
+  });
+  beforeEach(async () => {
+    routed.queue = uniqueName(prefix);
+    routed.exchange = uniqueName(`${prefix}.x`);
+    await routed.broker.channel.assertExchange(routed.exchange, 'direct', { durable: true });
+    await routed.broker.declareQueue(routed.queue, { exchange: routed.exchange, key: 'k' });
+  });
+  afterEach(async () => {
+    const app = routed.app;
+    routed.app = undefined;
+    await cleanUp(
+      () => app?.close(),
+      () => routed.broker.channel.deleteQueue(routed.queue),
+      () => routed.broker.channel.deleteExchange(routed.exchange),
+    );
+  });
+  return routed;
+}
