@@ -5,9 +5,13 @@ import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 
 // amqplib's own multiplexer, for the tests that must hold for the amqplib installed (not an exported subpath).
 const require = createRequire(import.meta.url);
-const { Mux } = require(join(dirname(require.resolve('amqplib')), 'lib', 'mux.js')) as {
-  Mux: new (out: Writable) => { pipeFrom(readable: PassThrough): void; blocked: boolean };
-};
+interface RealMux {
+  pipeFrom(readable: PassThrough): void;
+  blocked: boolean;
+  oldStreams: unknown[];
+  _readIncoming(): void;
+}
+const { Mux } = require(join(dirname(require.resolve('amqplib')), 'lib', 'mux.js')) as { Mux: new (out: Writable) => RealMux };
 
 /** A socket stand-in: records each system-call-like write (one `_write` or one `_writev`) and its chunks. */
 class RecordingSocket extends Writable {
@@ -75,18 +79,39 @@ describe('coalesceSocketWrites', () => {
     expect(socket.calls).toHaveLength(300);
   });
 
-  it('keeps back-pressure: a pass stops at the high-water mark and the rest goes out after drain, nothing lost or reordered', async () => {
+  it('past the high-water mark, hands each batch to the kernel and goes on while the kernel takes it', () => {
     const socket = new RecordingSocket(1024);
-    const mux = new FakeMux(socket, frames(1000, 10)); // 10 kB of frames, a 1 kB mark
+    const mux = new FakeMux(socket, frames(1000, 10)); // 10 kB of frames, a 1 kB mark, a kernel that takes all
+    coalesceSocketWrites(modelWith(mux));
+    mux._readIncoming();
+    expect(mux.blocked).toBe(false); // "full" only when the kernel leaves some: as amqplib's own writes say it
+    expect(mux.queued).toEqual([]);
+    expect(socket.calls.flat()).toEqual(frames(1000, 10));
+    expect(socket.calls.length).toBeGreaterThan(5); // about 10 kB / 1 kB batches...
+    expect(socket.calls.length).toBeLessThan(20); // ...not a write per frame
+    expect(Math.max(...socket.calls.map((call) => call.length))).toBeLessThanOrEqual(103);
+  });
+
+  it('keeps back-pressure: when the kernel does not take a batch, the pass stops and the rest goes out after drain', async () => {
+    const socket = new RecordingSocket(1024, true); // each write completes later: the kernel's buffer is full
+    const mux = new FakeMux(socket, frames(1000, 10));
     coalesceSocketWrites(modelWith(mux));
     mux._readIncoming();
     expect(mux.blocked).toBe(true);
-    expect(socket.calls).toHaveLength(1);
-    expect(socket.calls[0].length).toBeLessThan(150);
-    for (let turn = 0; turn < 100 && mux.queued.length > 0; turn++) await settle();
+    expect(mux.queued.length).toBeGreaterThan(0);
+    for (let turn = 0; turn < 1_000 && (mux.queued.length > 0 || socket.writableLength > 0); turn++) await settle();
     expect(mux.queued).toEqual([]);
     expect(socket.calls.flat()).toEqual(frames(1000, 10));
-    expect(socket.calls.length).toBeLessThan(20); // about 10 kB / 1 kB passes, each one write
+    expect(socket.writableCorked).toBe(0);
+  });
+
+  it("puts the socket's own write back after each pass", () => {
+    const socket = new RecordingSocket();
+    const mux = new FakeMux(socket, frames(3));
+    coalesceSocketWrites(modelWith(mux));
+    mux._readIncoming();
+    expect(Object.prototype.hasOwnProperty.call(socket, 'write')).toBe(false);
+    expect(socket.write).toBe(Writable.prototype.write);
   });
 
   it('uncorks the socket when a pass throws, so later frames are not held back', () => {
@@ -134,9 +159,10 @@ describe('coalesceSocketWrites', () => {
 
   describe("with amqplib's own multiplexer", () => {
     /** Two channels' frame buffers (amqplib's are object-mode PassThroughs) piped into a real Mux over `socket`. */
-    async function send(socket: RecordingSocket, perChannel: number, size: number, heartbeats = false) {
+    async function send(socket: RecordingSocket, perChannel: number, size: number, heartbeats = false, observe?: (mux: RealMux) => void) {
       const mux = new Mux(socket);
       expect(coalesceSocketWrites(modelWith(mux))).toBe(true);
+      observe?.(mux);
       const channels = ['a', 'b'].map((name) => {
         const buffer = new PassThrough({ objectMode: true });
         mux.pipeFrom(buffer);
@@ -164,6 +190,23 @@ describe('coalesceSocketWrites', () => {
       expect(inOrder(frames, 'b')).toEqual(sequence(1_000));
       expect(writes).toBeLessThan(20);
       expect({ corked: socket.writableCorked, blocked: mux.blocked }).toEqual({ corked: 0, blocked: false });
+    });
+
+    it('moves no channel behind the others while the kernel takes every batch (a reused channel number keeps its order)', async () => {
+      const socket = new RecordingSocket(1024); // batches of 1 kB, each taken at once
+      const passes: Array<{ blocked: boolean; demoted: number }> = [];
+      const { frames } = await send(socket, 1_000, 40, false, (mux) => {
+        const corked = mux._readIncoming;
+        mux._readIncoming = function observedPass(this: typeof mux) {
+          corked.call(this);
+          passes.push({ blocked: this.blocked, demoted: this.oldStreams.length });
+        };
+      });
+      expect(frames).toHaveLength(2_000);
+      expect(socket.calls.length).toBeGreaterThan(10); // many batches...
+      expect(passes.length).toBeGreaterThan(0);
+      // ...and after no pass was the multiplexer blocked or a channel's stream moved behind the others
+      expect(passes.filter((pass) => pass.blocked || pass.demoted > 0)).toEqual([]);
     });
 
     it('does the same when writes complete later and frames pass the high-water mark, with heartbeats written beside', async () => {
