@@ -1,6 +1,5 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
@@ -41,8 +40,6 @@ export class AmqpConnection {
   private cancelWait?: () => void;
   /** The node of `options.urls` this connection is on, or was on last. */
   private nodeIndex = 0;
-  /** Whether the warning that socket writes could not be coalesced was logged (once per connection, not per reconnect). */
-  private saidUncoalesced = false;
 
   private constructor(
     private readonly options: AmqpConnectionOptions,
@@ -170,13 +167,6 @@ export class AmqpConnection {
     });
     try {
       const model = await withinTime(connecting, connectTimeoutMs, () => new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`));
-      // One socket write per pass of amqplib's frame multiplexer, not one per frame; said once if this amqplib differs.
-      if (!coalesceSocketWrites(model) && !this.saidUncoalesced) {
-        this.saidUncoalesced = true;
-        this.logger.warn(
-          `${this.options.name}: this amqplib's frame multiplexer is not the one nestjs-amqp-retry knows (amqplib 0.10 to 2.x); frames go out one socket write each, which costs CPU, not correctness`,
-        );
-      }
       this.nodeIndex = index;
       return model;
     } catch (error) {
