@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { PublishError, RetryPublisher } from 'nestjs-amqp-retry';
+import { PublishError, RetryPublisher, type RetryObserver } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { ctl } from '../support/broker-control.js';
 import { AMQP_URL, uniqueName } from '../support/broker.js';
 import { useRoutedQueue } from '../support/suite.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 
 /** Finding 1: one failed publish must fail alone; its neighbours on the same channel resolve and are delivered. */
 describe('a failed publish fails alone', () => {
@@ -25,6 +26,39 @@ describe('a failed publish fails alone', () => {
     expect(rejected[0].reason.brokerCode).toBe(404);
     const delivered = await routed.broker.take(routed.queue, 300);
     expect(ids(delivered).size).toBe(300); // at least once: a re-sent neighbour may arrive twice, none is missing
+  });
+
+  it('a link to the broker that stalls: the 300 large publishes beside a 404 resolve, and the connection stays up', async () => {
+    // The stall fills the socket, so the publishes wait in amqplib's multiplexer when the broker's Close comes back.
+    // Their re-sends open a channel while the closed one's frames (its CloseOk last) still wait there: without the
+    // channel-number guard the new Open overtook that CloseOk and RabbitMQ closed the connection (504 "second
+    // 'channel.open' seen"), failing all 300.
+    const proxy = await new TcpProxy().start();
+    const lost: string[] = [];
+    const observer: RetryObserver = { connectionLost: (event) => lost.push(event.reason ?? '?') };
+    try {
+      routed.app = await startApp([], { ...TEST_OPTIONS, url: proxy.url, observers: [observer] });
+      const publisher = routed.app.get(RetryPublisher);
+      await publisher.publish(routed.exchange, 'k', { n: -1 }); // the publishing channel is open
+      proxy.stall();
+      const pad = 'x'.repeat(64 * 1024);
+      const settling = Promise.allSettled([
+        publisher.publish(uniqueName('missing'), 'k', { n: 'doomed' }),
+        ...Array.from({ length: 300 }, (_, n) => publisher.publish(routed.exchange, 'k', { n, pad })),
+      ]);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the stall lasts 300 ms: 19 MB wait in the client
+      proxy.resume();
+      const [doomed, ...results] = await settling;
+      expect(doomed.status === 'rejected' && (doomed.reason as PublishError).brokerCode).toBe(404);
+      expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
+      const delivered = await routed.broker.take(routed.queue, 301);
+      expect(ids(delivered).size).toBe(301);
+      expect(lost).toEqual([]);
+    } finally {
+      await routed.app?.close();
+      routed.app = undefined;
+      await proxy.stop();
+    }
   });
 
   it('forwards every good delayed message when one due beside them targets a deleted exchange', async () => {

@@ -6,11 +6,13 @@ const brokerPort = Number(broker.port || (broker.protocol === 'amqps:' ? 5671 : 
 
 /**
  * A TCP proxy on 127.0.0.1 in front of a server, by default the broker under test (AMQP_URL), to cut the network
- * under a client: `cut()` drops every connection and refuses new ones, `restore()` accepts again on the same port.
+ * under a client: `cut()` drops every connection and refuses new ones, `restore()` accepts again on the same port;
+ * `stall()` stops carrying what clients send (the server's replies still come) until `resume()`.
  */
 export class TcpProxy {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   port = 0;
 
   constructor(
@@ -40,13 +42,27 @@ export class TcpProxy {
         socket.on('error', () => undefined);
       }
       client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
+      const pair = { client, upstream };
+      this.pairs.add(pair);
+      client.on('close', () => (this.pairs.delete(pair), upstream.destroy()));
       upstream.on('close', () => client.destroy());
     });
     await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
     this.port = (server.address() as net.AddressInfo).port;
     this.server = server;
     return this;
+  }
+
+  /** What clients send waits (in their socket buffers, then in the client) until `resume()`; replies still come. */
+  stall(): void {
+    for (const { client, upstream } of this.pairs) {
+      client.unpipe(upstream);
+      client.pause();
+    }
+  }
+
+  resume(): void {
+    for (const { client, upstream } of this.pairs) client.pipe(upstream);
   }
 
   async cut(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { holdChannelNumbersUntilFlushed } from './channel-numbers.guard.js';
 import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
@@ -40,6 +41,8 @@ export class AmqpConnection {
   private cancelWait?: () => void;
   /** The node of `options.urls` this connection is on, or was on last. */
   private nodeIndex = 0;
+  /** Whether the warning that channel numbers cannot be held was logged (once per connection, not per reconnect). */
+  private saidUnguarded = false;
 
   private constructor(
     private readonly options: AmqpConnectionOptions,
@@ -167,6 +170,13 @@ export class AmqpConnection {
     });
     try {
       const model = await withinTime(connecting, connectTimeoutMs, () => new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`));
+      // A closed channel's number waits for its last frame to leave; said once if this amqplib differs.
+      if (!holdChannelNumbersUntilFlushed(model) && !this.saidUnguarded) {
+        this.saidUnguarded = true;
+        this.logger.warn(
+          `${this.options.name}: this amqplib's connection is not the one nestjs-amqp-retry knows (amqplib 0.10 to 2.x); a channel reopened while the link to the broker is slow may make RabbitMQ close the connection (504 "second 'channel.open' seen")`,
+        );
+      }
       this.nodeIndex = index;
       return model;
     } catch (error) {

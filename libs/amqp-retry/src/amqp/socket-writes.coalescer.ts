@@ -1,3 +1,5 @@
+import { internalProperty } from './amqplib.internals.js';
+
 /** A stream that can hold its writes back and hand them on in one go (a net.Socket). */
 interface CorkableStream {
   cork(): void;
@@ -71,14 +73,10 @@ export function coalesceSocketWrites(model: unknown): boolean {
 
 /** The frame multiplexer of an amqplib ChannelModel (`model.connection.muxer`), if it has the expected shape. */
 function frameMuxOf(model: unknown): FrameMux | undefined {
-  const connection = property(model, 'connection');
-  const mux = property(connection, 'muxer');
-  const out = property(mux, 'out');
-  if (typeof property(mux, '_readIncoming') !== 'function') return undefined;
-  if (typeof property(out, 'cork') !== 'function' || typeof property(out, 'uncork') !== 'function') return undefined;
+  const connection = internalProperty(model, 'connection');
+  const mux = internalProperty(connection, 'muxer');
+  const out = internalProperty(mux, 'out');
+  if (typeof internalProperty(mux, '_readIncoming') !== 'function') return undefined;
+  if (typeof internalProperty(out, 'cork') !== 'function' || typeof internalProperty(out, 'uncork') !== 'function') return undefined;
   return mux as FrameMux;
-}
-
-function property(value: unknown, key: string): unknown {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
 }
