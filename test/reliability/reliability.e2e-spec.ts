@@ -173,6 +173,32 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     }
   });
 
+  it('sends a publish whose channel was opening when the connection dropped once the connection is back', async () => {
+    const proxy = await new TcpProxy().start();
+    try {
+      const Handler = handlerFor({ queue }, () => undefined);
+      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
+      const publisher = app.get(RetryPublisher);
+      await expect(publisher.publish(uniqueName('e2e.missing'), 'k', {})).rejects.toThrow(/NOT_FOUND/); // the channel closed
+      proxy.stall(); // the Open of the next channel waits in the link
+      const waiting = publisher.publish('', queue, { n: 1 });
+      const outcome = waiting.then(
+        () => 'sent',
+        (error: Error) => error.message,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the Open is written, unanswered
+      await proxy.cut(); // and the connection drops under it
+      await proxy.restore();
+      expect(await outcome).toBe('sent');
+      await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the message');
+      expect(handlerOf(app, Handler).calls.map((c) => c.payload)).toEqual([{ n: 1 }]);
+    } finally {
+      await app?.close();
+      app = undefined;
+      await proxy.stop();
+    }
+  });
+
   it('bounds graceful shutdown: a handler still running after shutdownTimeout is abandoned and its message stays', async () => {
     let release: () => void = () => undefined;
     const stuck = new Promise<void>((resolve) => (release = resolve));

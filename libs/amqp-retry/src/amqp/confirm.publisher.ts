@@ -214,25 +214,37 @@ export class ConfirmPublisher {
     startTimer(this.limits.confirmTimeoutMs, () => void open.channel.close().catch(() => undefined)).unref();
   }
 
-  /** The channel, once the connection is up (within the publish's deadline). */
+  /**
+   * The channel, once the connection is up (within the publish's deadline). A connection that drops while the channel
+   * opens ("Channel ended") is waited for again: the publish was not sent yet, so it goes once the connection is back.
+   */
   private async ready(deadline: number): Promise<OpenChannel> {
-    if (!this.connection.isConnected) {
-      if (this.waiting >= this.limits.bufferSize) {
-        throw new Error(`the connection is down and ${this.waiting} publishes already wait for it (publishBufferSize)`);
-      }
-      this.waiting++;
+    for (;;) {
+      if (!this.connection.isConnected) await this.connected(deadline);
       try {
-        await this.connection.whenConnected(Math.max(0, deadline - Date.now()), this.limits.timeoutMs);
-      } finally {
-        this.waiting--;
+        // A broker that blocks publishers does not answer channel.open either.
+        return await withinTime(
+          this.channel(),
+          Math.max(0, deadline - Date.now()),
+          () => new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`),
+        );
+      } catch (error) {
+        if (this.closed || this.connection.isConnected || Date.now() >= deadline) throw error;
       }
     }
-    // A broker that blocks publishers does not answer channel.open either.
-    return withinTime(
-      this.channel(),
-      Math.max(0, deadline - Date.now()),
-      () => new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`),
-    );
+  }
+
+  /** Waits for the connection within the deadline, as one of at most `bufferSize` publishes waiting for it. */
+  private async connected(deadline: number): Promise<void> {
+    if (this.waiting >= this.limits.bufferSize) {
+      throw new Error(`the connection is down and ${this.waiting} publishes already wait for it (publishBufferSize)`);
+    }
+    this.waiting++;
+    try {
+      await this.connection.whenConnected(Math.max(0, deadline - Date.now()), this.limits.timeoutMs);
+    } finally {
+      this.waiting--;
+    }
   }
 
   private channel(): Promise<OpenChannel> {
