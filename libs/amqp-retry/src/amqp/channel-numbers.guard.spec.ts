@@ -73,6 +73,7 @@ describe('holdChannelNumbersUntilFlushed', () => {
     expect(next).toBe(first);
     send(next, 'open');
     await drain();
+    expect(socket.written).toEqual(expect.arrayContaining([`open@${first}`, `close-ok@${first}`]));
     expect(socket.written.indexOf(`open@${first}`)).toBeLessThan(socket.written.indexOf(`close-ok@${first}`));
   });
 
@@ -89,6 +90,13 @@ describe('holdChannelNumbersUntilFlushed', () => {
       `publish-3@${first}`,
       `close-ok@${first}`,
     ]);
+  });
+
+  it('holds the number for as long as the CloseOk waits, however many turns that takes', async () => {
+    const { connection, socket, first } = await closedWithFramesWaiting(true);
+    for (let turn = 0; turn < 5; turn++) await settle();
+    expect(socket.written).not.toContain(`close-ok@${first}`);
+    expect(connection.freshChannel(anyChannel)).not.toBe(first);
   });
 
   it('gives the number back once the frames are out, so numbers stay low', async () => {
@@ -115,8 +123,8 @@ describe('holdChannelNumbersUntilFlushed', () => {
 
   it('gives the number back when the buffer is destroyed instead of read to its end', async () => {
     const { connection, first } = await closedWithFramesWaiting(true);
-    const buffer = (connection as unknown as { muxer: { newStreams: PassThrough[]; oldStreams: PassThrough[] } }).muxer;
-    for (const stream of [...buffer.newStreams, ...buffer.oldStreams]) stream.destroy();
+    const mux = (connection as unknown as { muxer: { newStreams: PassThrough[]; oldStreams: PassThrough[] } }).muxer;
+    for (const stream of [...mux.newStreams, ...mux.oldStreams]) stream.destroy();
     await settle();
     expect(connection.freshChannel(anyChannel)).toBe(first);
   });

@@ -3,6 +3,7 @@ import { internalProperty } from './amqplib.internals.js';
 /** The part of a channel's write buffer (a PassThrough amqplib's multiplexer reads from) this relies on. */
 interface WriteBuffer {
   readonly readableEnded: boolean;
+  readonly destroyed: boolean;
   once(event: 'end' | 'close', listener: () => void): unknown;
 }
 
@@ -53,7 +54,7 @@ export function holdChannelNumbersUntilFlushed(model: unknown): boolean {
   table.releaseChannel = function releaseWhenFlushed(this: ChannelTable, channel: number): void {
     const buffer = this.channels[channel]?.buffer;
     release.call(this, channel);
-    if (!buffer || buffer.readableEnded) return;
+    if (!buffer || buffer.readableEnded || buffer.destroyed) return;
     const numbers = this.freeChannels;
     numbers.set(channel);
     let held = true;
@@ -63,6 +64,7 @@ export function holdChannelNumbersUntilFlushed(model: unknown): boolean {
       numbers.clear(channel);
     };
     buffer.once('end', free);
+    // A buffer destroyed before its end (amqplib never does this) would emit no 'end': its number is not held for good.
     buffer.once('close', free);
   };
   Object.defineProperty(table, GUARDED, { value: true });

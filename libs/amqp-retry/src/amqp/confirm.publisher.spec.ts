@@ -66,6 +66,72 @@ describe('ConfirmPublisher after a nack', () => {
 });
 
 /**
+ * A connection whose first channel open is cut by a loss of the connection ("Channel ended"), as amqplib's is when the
+ * socket closes under it; AmqpConnection reconnects after `downMs`. Counts the opens and the waits for the connection.
+ */
+function droppedDuringOpen(downMs: number) {
+  const calls = { opens: 0, waits: 0 };
+  let up = true;
+  const reconnected: Array<() => void> = [];
+  const connection = {
+    get isConnected() {
+      return up;
+    },
+    whenConnected: (timeoutMs: number) => {
+      calls.waits++;
+      if (up) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        reconnected.push(resolve);
+        setTimeout(() => reject(new Error(`no connection to RabbitMQ within ${timeoutMs} ms`)), timeoutMs);
+      });
+    },
+    createConfirmChannel: async () => {
+      if (++calls.opens > 1) return new FakeChannel(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      up = false;
+      setTimeout(() => ((up = true), reconnected.splice(0).forEach((resolve) => resolve())), downMs);
+      throw new Error('Channel ended, no reply will be forthcoming');
+    },
+  } as unknown as AmqpConnection;
+  return { connection, calls };
+}
+
+describe('ConfirmPublisher when the connection drops while its channel opens', () => {
+  it('waits for the connection and sends the publish once it is back', async () => {
+    const { connection, calls } = droppedDuringOpen(50);
+    const publisher = new ConfirmPublisher(connection, limits);
+    await expect(publisher.publish('', 'q', Buffer.from('x'), { mandatory: false })).resolves.toBeUndefined();
+    expect(calls).toEqual({ opens: 2, waits: 1 });
+    await publisher.close();
+  });
+
+  it('fails with the connection wait when the connection stays down past publishTimeout', async () => {
+    const { connection, calls } = droppedDuringOpen(5_000);
+    const publisher = new ConfirmPublisher(connection, { ...limits, timeoutMs: 300 });
+    const startedAt = Date.now();
+    await expect(publisher.publish('', 'q', Buffer.from('x'), { mandatory: false })).rejects.toThrow(/no connection to RabbitMQ within/);
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+    expect(calls.opens).toBe(1);
+  });
+
+  it('counts the wait against publishBufferSize', async () => {
+    const { connection } = droppedDuringOpen(50);
+    const publisher = new ConfirmPublisher(connection, { ...limits, bufferSize: 0 });
+    await expect(publisher.publish('', 'q', Buffer.from('x'), { mandatory: false })).rejects.toThrow(/publishBufferSize/);
+  });
+
+  it('opens nothing more when the publisher closed while the publish waited', async () => {
+    const { connection, calls } = droppedDuringOpen(100);
+    const publisher = new ConfirmPublisher(connection, limits);
+    const publishing = publisher.publish('', 'q', Buffer.from('x'), { mandatory: false });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the open failed; the publish waits for the connection
+    await publisher.close();
+    await expect(publishing).rejects.toThrow('the publisher is closed');
+    expect(calls.opens).toBe(1);
+  });
+});
+
+/**
  * A confirm channel that behaves as amqplib's where it matters here: publish() answers false once `room` messages wait
  * to be written (they are, and 'drain' follows, on flush()); confirms come on confirmAll(); a close first fails every
  * unconfirmed publish from amqplib's own 'close' listener (registered before any of ours), and publish() then throws.

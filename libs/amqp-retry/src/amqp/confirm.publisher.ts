@@ -43,6 +43,8 @@ type SendOutcome =
  */
 const MAX_SENDS = 3;
 
+const CLOSED_REASON = 'the publisher is closed (the application is shutting down)';
+
 /**
  * For publishes that must not be sent twice when the broker is slow (parked copies, forwarded delayed messages): a
  * confirm that takes longer than confirmTimeout is waited for, reported through `onSlowConfirm`, until it comes or
@@ -104,7 +106,7 @@ export class ConfirmPublisher {
 
   /** One send of `publish`: on the open channel at once (or in its write line), else once a channel is open. */
   private attempt(publish: Publish): void {
-    if (this.closed) return publish.failWith('the publisher is closed (the application is shutting down)');
+    if (this.closed) return publish.failWith(CLOSED_REASON);
     const open = this.open;
     if (open) return this.writeOrQueue(publish, open);
     this.ready(publish.deadline).then(
@@ -221,6 +223,7 @@ export class ConfirmPublisher {
   private async ready(deadline: number): Promise<OpenChannel> {
     for (;;) {
       if (!this.connection.isConnected) await this.connected(deadline);
+      if (this.closed) throw new Error(CLOSED_REASON); // closed while this publish waited: open nothing more
       try {
         // A broker that blocks publishers does not answer channel.open either.
         return await withinTime(
@@ -229,6 +232,8 @@ export class ConfirmPublisher {
           () => new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`),
         );
       } catch (error) {
+        // Loops only after a loss of the connection: the next turn then waits for AmqpConnection to reconnect, which
+        // takes a backoff delay (whenConnected never resolves while isConnected is false).
         if (this.closed || this.connection.isConnected || Date.now() >= deadline) throw error;
       }
     }
