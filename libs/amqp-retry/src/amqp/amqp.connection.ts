@@ -1,6 +1,7 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { holdChannelNumbersUntilFlushed } from './channel-numbers.guard.js';
+import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
@@ -41,8 +42,8 @@ export class AmqpConnection {
   private cancelWait?: () => void;
   /** The node of `options.urls` this connection is on, or was on last. */
   private nodeIndex = 0;
-  /** Whether the warning that channel numbers cannot be held was logged (once per connection, not per reconnect). */
-  private saidUnguarded = false;
+  /** Whether the warning that amqplib's internals differ was logged (once per connection, not per reconnect). */
+  private saidInternals = false;
 
   private constructor(
     private readonly options: AmqpConnectionOptions,
@@ -170,13 +171,7 @@ export class AmqpConnection {
     });
     try {
       const model = await withinTime(connecting, connectTimeoutMs, () => new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`));
-      // A closed channel's number waits for its last frame to leave; said once if this amqplib differs.
-      if (!holdChannelNumbersUntilFlushed(model) && !this.saidUnguarded) {
-        this.saidUnguarded = true;
-        this.logger.warn(
-          `${this.options.name}: this amqplib's connection is not the one nestjs-amqp-retry knows (amqplib 0.10 to 2.x); a channel reopened while the link to the broker is slow may make RabbitMQ close the connection (504 "second 'channel.open' seen")`,
-        );
-      }
+      this.fitInternals(model);
       this.nodeIndex = index;
       return model;
     } catch (error) {
@@ -186,6 +181,24 @@ export class AmqpConnection {
       ); // a late success is closed
       throw error;
     }
+  }
+
+  /**
+   * Two changes to one connection's amqplib internals, each checked before use: a closed channel's number waits for its
+   * last frame to leave (amqp/channel-numbers.guard.ts), and frames go to the socket one write per pass of amqplib's
+   * multiplexer (amqp/socket-writes.coalescer.ts). Where this amqplib differs, said once per connection.
+   */
+  private fitInternals(model: ChannelModel): void {
+    const missing = [
+      !holdChannelNumbersUntilFlushed(model) &&
+        `a channel reopened while the link to the broker is slow may make RabbitMQ close the connection (504 "second 'channel.open' seen")`,
+      !coalesceSocketWrites(model) && 'frames go out one socket write each, which costs CPU, not correctness',
+    ].filter((text): text is string => typeof text === 'string');
+    if (missing.length === 0 || this.saidInternals) return;
+    this.saidInternals = true;
+    this.logger.warn(
+      `${this.options.name}: this amqplib's internals are not the ones nestjs-amqp-retry knows (amqplib 0.10 to 2.x): ${missing.join('; ')}`,
+    );
   }
 
   private attach(model: ChannelModel): void {
