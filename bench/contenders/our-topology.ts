@@ -30,3 +30,14 @@ export function ourTopology(queue: string, delaysMs: number[] = [settings.retryP
     planQueue: names.planQueue,
   };
 }
+
+/**
+ * `names` and the tier queues of a variant's pattern policy: the transport declares a schedule of its own for a pattern
+ * with a `retry` policy (bench/scenarios/variants.ts), whose tiers the queue's plan record does not list.
+ */
+export function withPatternTiers(names: Names, queue: string, pattern?: Record<string, unknown>): Names {
+  const delays = pattern?.delays as Array<number | string> | undefined;
+  if (!delays) return names;
+  const { tiers } = retryTopologyNames(queue, { delays });
+  return { ...names, queues: [...new Set([...names.queues, ...tiers])] };
+}

@@ -2,6 +2,7 @@
 // process, checks that every message was settled (or, for publishing, arrived) as expected, and deletes what it declared.
 import type { VariantOptions } from '../contenders/contender.js';
 import { CONTENDERS, type ContenderId } from '../contenders/registry.js';
+import { withPatternTiers } from '../contenders/our-topology.js';
 import { settings } from '../settings.js';
 import type { PublishWindowResult, RetryWindowResult, WindowResult } from '../worker/protocol.js';
 import { BenchSession } from './bench-session.js';
@@ -25,7 +26,8 @@ export function consumeBacklog(
   messages: number,
   variant?: VariantOptions,
 ): Promise<WindowResult> {
-  const contender = CONTENDERS[id];
+  // A pattern with a retry policy of its own adds tiers of its own: deleted with the rest.
+  const contender = { ...CONTENDERS[id], namesFor: (queue: string) => withPatternTiers(CONTENDERS[id].namesFor(queue), queue, variant?.pattern) };
   return session.withFreshQueue(scenario, contender, async (queue) => {
     await prefill(session, id, queue, messages);
     const result = await session.measure<WindowResult, 'consume'>('consume', id, { queue, messages, variant });

@@ -11,7 +11,12 @@ import type { OutageResult } from './results.js';
 runScenario('outage', async (session): Promise<OutageResult> => {
   const outage = outageSettings({ ...settings.outage, ...process.env }, settings.url);
   const names = outageQueues('bench.outage');
-  const topology = (queue: string) => ourTopology(queue, outage.delaysMs);
+  // Each queue's names, its plan record queue among them (one Names has room for one planQueue, read for its tiers;
+  // the tiers are listed here already).
+  const topology = (queue: string) => {
+    const { queues, exchanges, planQueue } = ourTopology(queue, outage.delaysMs);
+    return { queues: planQueue ? [...queues, planQueue] : queues, exchanges };
+  };
   const both = {
     queues: [...topology(names.without).queues, ...topology(names.with).queues],
     exchanges: [...topology(names.without).exchanges, ...topology(names.with).exchanges],
