@@ -38,6 +38,18 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     expect(unhandled).toEqual([]);
   });
 
+  /** Runs `work` with a TCP proxy in front of the broker; the app closes before the proxy stops, whatever happens. */
+  const throughProxy = async (work: (proxy: TcpProxy) => Promise<void>) => {
+    const proxy = await new TcpProxy().start();
+    try {
+      await work(proxy);
+    } finally {
+      await app?.close();
+      app = undefined;
+      await proxy.stop();
+    }
+  };
+
   it('reconnects after the broker closes its connections, resumes consuming, and logs outage and recovery once per connection', async () => {
     const connectionName = `e2e-${randomUUID()}`;
     const Handler = handlerFor({ queue }, () => undefined);
@@ -80,9 +92,8 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     expect(logger.count(/Lost the connection/)).toBe(0);
   });
 
-  it('redelivers the messages whose handlers were running when the network dropped: none lost', async () => {
-    const proxy = await new TcpProxy().start();
-    try {
+  it('redelivers the messages whose handlers were running when the network dropped: none lost', () =>
+    throughProxy(async (proxy) => {
       const Handler = handlerFor({ queue }, () => new Promise((resolve) => setTimeout(resolve, 1_000)));
       app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' } });
       for (let n = 0; n < 10; n++) await broker.publish('', queue, { n });
@@ -100,16 +111,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       await waitFor(() => calls.filter((c) => c.redelivered).length >= 5, 'the interrupted messages redelivered', 15_000);
       await waitFor(async () => (await broker.count(queue)) === 0, 'an empty queue');
       expect(calls.filter((c) => !c.redelivered)).toHaveLength(10);
-    } finally {
-      await app?.close();
-      app = undefined;
-      await proxy.stop();
-    }
-  });
+    }));
 
-  it('keeps trying to recover after a reconnection until the topology can be declared again', async () => {
-    const proxy = await new TcpProxy().start();
-    try {
+  it('keeps trying to recover after a reconnection until the topology can be declared again', () =>
+    throughProxy(async (proxy) => {
       const Handler = handlerFor({ queue }, () => undefined);
       app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
       const logger = new RecordingLogger();
@@ -128,16 +133,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       await waitFor(async () => (await broker.consumers(queue)) === 1, 'the consumer back');
       await broker.publish('', queue, { n: 1 });
       await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the message after recovery');
-    } finally {
-      await app?.close();
-      app = undefined;
-      await proxy.stop();
-    }
-  });
+    }));
 
-  it('holds publishes while the connection is down, resolves them when it is back, and bounds the wait', async () => {
-    const proxy = await new TcpProxy().start();
-    try {
+  it('holds publishes while the connection is down, resolves them when it is back, and bounds the wait', () =>
+    throughProxy(async (proxy) => {
       const Handler = handlerFor({ queue }, () => undefined);
       app = await startApp([Handler], {
         ...TEST_OPTIONS,
@@ -168,16 +167,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       await Promise.all([first, second]);
       await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the held messages');
       expect(handlerOf(app, Handler).calls.map((c) => c.payload)).toEqual([{ held: 1 }, { held: 2 }]);
-    } finally {
-      await app?.close();
-      app = undefined;
-      await proxy.stop();
-    }
-  });
+    }));
 
-  it('sends a publish whose channel was opening when the connection dropped once the connection is back', async () => {
-    const proxy = await new TcpProxy().start();
-    try {
+  it('sends a publish whose channel was opening when the connection dropped once the connection is back', () =>
+    throughProxy(async (proxy) => {
       const Handler = handlerFor({ queue }, () => undefined);
       app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
       const publisher = app.get(RetryPublisher);
@@ -194,12 +187,7 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       expect(await outcome).toBe('sent');
       await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the message');
       expect(handlerOf(app, Handler).calls.map((c) => c.payload)).toEqual([{ n: 1 }]);
-    } finally {
-      await app?.close();
-      app = undefined;
-      await proxy.stop();
-    }
-  });
+    }));
 
   it('bounds graceful shutdown: a handler still running after shutdownTimeout is abandoned and its message stays', async () => {
     let release: () => void = () => undefined;
