@@ -99,20 +99,25 @@ describe('a delay ladder shared by two applications whose users may not publish 
 
     // Five seconds with nobody able to deliver them: all ten still in the ready queue (held or given back), none
     // parked, none delivered; a handful of refused publishes, not a loop; one log line.
+    // The refusals are counted at the five-second mark, before the broker is asked (each rabbitmqctl call takes a
+    // second or more on a loaded machine, and the rounds go on meanwhile: CI once counted a fifth round at 50).
     const since = Date.now();
     await waitFor(() => Date.now() - since >= 5_000, 'five seconds', 10_000);
+    const refusedInFiveSeconds = refusedPublishes;
     expect(await held(vhost, ladder.readyQueue)).toBe(10);
     expect(await held(vhost, ladder.errorQueue)).toBe(0);
     expect(await held(vhost, queueB)).toBe(0);
-    expect(refusedPublishes).toBeGreaterThan(0);
-    expect(refusedPublishes).toBeLessThanOrEqual(40); // a round of at most 10 per hold (1 s, 2 s, 4 s, 5 s...)
+    expect(refusedInFiveSeconds).toBeGreaterThan(0);
+    // A round of at most 10 per hold (holds of 1 s, 2 s, 4 s with 20% jitter: the fourth round comes 5.8 s at the
+    // earliest after the first), so 3 rounds, 4 with slack for the log line's polling; a hot loop makes hundreds.
+    expect(refusedInFiveSeconds).toBeLessThanOrEqual(40);
     expect(loggerA.count(refused)).toBe(1);
 
     // B back: its forwarder shares the ready queue with A's, and every message reaches B's handler exactly once.
     await start(teamB, 'team-b', [PaidHandler]);
     const back = Date.now();
     await waitFor(() => arrivals.length >= 10, "B's ten messages delivered", 60_000);
-    console.log(`shared ladder: ${refusedPublishes} refused publishes at A; B's 10 messages delivered ${Date.now() - back} ms after B came back`);
+    console.log(`shared ladder: ${refusedInFiveSeconds} refused publishes at A in the five seconds, ${refusedPublishes} in all; B's 10 messages delivered ${Date.now() - back} ms after B came back`);
     await waitFor(async () => (await held(vhost, ladder.readyQueue)) === 0, 'the ready queue empty', 20_000);
     expect([...arrivals].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(await held(vhost, ladder.errorQueue)).toBe(0);
