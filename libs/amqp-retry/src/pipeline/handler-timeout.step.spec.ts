@@ -96,20 +96,24 @@ describe('withHandlerTimeout', () => {
   });
 
   it('times out each of many concurrent calls at its own deadline, on one timer', async () => {
+    // performance.now(), the clock's own time, and a wait until 15 ms have truly passed: a setTimeout of 15 ms counts
+    // from the event loop's cached time, which is stale after the process was descheduled (CI once started the second
+    // call 1 ms after the first). A late timer may time both out in one pass; neither may time out early.
     const calls = withHandlerTimeout(() => new Promise(() => undefined), 30, 'orders');
-    const started = Date.now();
-    const first = calls(1, contextWith()).then(
-      () => -1,
-      () => Date.now() - started,
-    );
-    await later(15, undefined);
-    const second = calls(1, contextWith()).then(
-      () => -1,
-      () => Date.now() - started,
-    );
+    const timedOut = (start: number) =>
+      calls(1, contextWith()).then(
+        () => -1,
+        () => performance.now() - start,
+      );
+    const firstStart = performance.now();
+    const first = timedOut(firstStart);
+    while (performance.now() - firstStart < 15) await later(1, undefined);
+    const secondStart = performance.now();
+    const second = timedOut(secondStart);
     const [a, b] = await Promise.all([first, second]);
-    expect(a).toBeGreaterThanOrEqual(29);
-    expect(b).toBeGreaterThanOrEqual(44);
-    expect(b - a).toBeGreaterThanOrEqual(10);
+    expect(a).toBeGreaterThanOrEqual(29); // each after its own 30 ms, measured from its own start
+    expect(b).toBeGreaterThanOrEqual(29);
+    expect(secondStart + b).toBeGreaterThanOrEqual(firstStart + a); // not before the first: later deadline
+    expect(secondStart + b - firstStart).toBeGreaterThanOrEqual(44); // not at the first's deadline
   });
 });
