@@ -96,9 +96,10 @@ describe('withHandlerTimeout', () => {
   });
 
   it('times out each of many concurrent calls at its own deadline, on one timer', async () => {
-    // performance.now(), the clock's own time, and a wait until 15 ms have truly passed: a setTimeout of 15 ms counts
-    // from the event loop's cached time, which is stale after the process was descheduled (CI once started the second
-    // call 1 ms after the first). A late timer may time both out in one pass; neither may time out early.
+    // Times on performance.now(), the clock's own. A process descheduled for 30 ms after the second call started (CI,
+    // lint running beside it) fires the clock's timer late, and that one pass rightly times both calls out (CI once
+    // saw them 1 ms apart): so the test asserts what holds whatever the timers' lateness, that neither call times
+    // out before its own 30 ms, nor the second at the first's deadline.
     const calls = withHandlerTimeout(() => new Promise(() => undefined), 30, 'orders');
     const timedOut = (start: number) =>
       calls(1, contextWith()).then(
