@@ -27,7 +27,8 @@ export function consumeBacklog(
   variant?: VariantOptions,
 ): Promise<WindowResult> {
   // A pattern with a retry policy of its own adds tiers of its own: deleted with the rest.
-  const contender = { ...CONTENDERS[id], namesFor: (queue: string) => withPatternTiers(CONTENDERS[id].namesFor(queue), queue, variant?.pattern) };
+  const base = CONTENDERS[id];
+  const contender = { ...base, namesFor: (queue: string) => withPatternTiers(base.namesFor(queue), queue, variant?.pattern) };
   return session.withFreshQueue(scenario, contender, async (queue) => {
     await prefill(session, id, queue, messages);
     const result = await session.measure<WindowResult, 'consume'>('consume', id, { queue, messages, variant });

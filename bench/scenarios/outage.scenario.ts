@@ -17,10 +17,8 @@ runScenario('outage', async (session): Promise<OutageResult> => {
     const { queues, exchanges, planQueue } = ourTopology(queue, outage.delaysMs);
     return { queues: planQueue ? [...queues, planQueue] : queues, exchanges };
   };
-  const both = {
-    queues: [...topology(names.without).queues, ...topology(names.with).queues],
-    exchanges: [...topology(names.without).exchanges, ...topology(names.with).exchanges],
-  };
+  const parts = [names.without, names.with].map(topology);
+  const both = { queues: parts.flatMap((part) => part.queues), exchanges: parts.flatMap((part) => part.exchanges) };
   const figures = await session.withNames(both, () => runOutage(outage, names, (line) => console.log(`outage      ${line.trim()}`)));
   for (const row of [figures.without, figures.with]) console.log(`outage      ${describeOutage(row)}`);
   const b = outage.breaker;
