@@ -36,29 +36,31 @@ export const DASHBOARD_SCRIPT: string = ${JSON.stringify(code)};
 `;
 
 /** The committed module's text, or '' when it is missing. */
-function current() {
+function committedText() {
   try {
     return readFileSync(target, 'utf8');
   } catch {
     return '';
   }
 }
+const isCurrent = committedText() === module;
 
 if (process.argv.includes('--check')) {
-  if (current() !== module) {
+  if (!isCurrent) {
     console.error(
       'src/ops/dashboard/dashboard.client.generated.ts is not what client/*.ts build to: run npm run build:client -w nestjs-amqp-retry and commit it',
     );
     process.exit(1);
   }
   console.log('dashboard.client.generated.ts is current');
-} else if (current() === module) {
+} else if (isCurrent) {
   // Left alone: a test run may be reading the library's source beside `npm pack` (CI runs the consumer fixtures,
   // which pack it, beside the soak test), and writing the same text in place would let it read a truncated file.
   console.log('src/ops/dashboard/dashboard.client.generated.ts is current');
 } else {
   // Written beside it, then renamed over it: a reader sees the old file or the new one, whole.
-  writeFileSync(`${target}.${process.pid}.tmp`, module);
-  renameSync(`${target}.${process.pid}.tmp`, target);
+  const temporary = `${target}.${process.pid}.tmp`;
+  writeFileSync(temporary, module);
+  renameSync(temporary, target);
   console.log(`built src/ops/dashboard/dashboard.client.generated.ts (${code.length} characters)`);
 }
