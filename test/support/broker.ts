@@ -116,8 +116,10 @@ export class TestBroker {
         for (const name of [...(record?.tiers ?? []), ...(record?.retiring ?? [])]) tiers.add(name);
       }
     }
-    for (const name of [queue, `${queue}.error`, planQueue, ...tiers, ...(extra.queues ?? [])]) await this.channel.deleteQueue(name);
-    for (const name of [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`, ...(extra.exchanges ?? [])]) await this.channel.deleteExchange(name);
+    for (const name of [queue, `${queue}.error`, `${queue}.dlx.dead`, planQueue, ...tiers, ...(extra.queues ?? [])])
+      await this.channel.deleteQueue(name);
+    const exchanges = [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.dlx.sort`, `${queue}.dlx.first-tier`, `${queue}.return`];
+    for (const name of [...exchanges, ...(extra.exchanges ?? [])]) await this.channel.deleteExchange(name);
     await this.forgetHandler(queue);
   }
 

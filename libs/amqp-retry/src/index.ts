@@ -14,6 +14,7 @@ export type {
   PartitionKey,
   PartitionsOptions,
 } from './core/config/retry.options.js';
+export type { QueueLimitsOptions, QueueOverflow, DeadLetterAction } from './core/config/queue-limits.config.js';
 export type { IdempotencyStore, ClaimResult } from './core/idempotency/idempotency.store.js';
 export type { CircuitBreakerOptions, RateLimitOptions } from './core/breaker/breaker.options.js';
 export type { QueueState } from './core/breaker/queue.state.js';
@@ -63,6 +64,7 @@ export type {
   DeliveryHandledEvent,
   DeliveryFailedEvent,
   MessageParkedEvent,
+  MessageDroppedEvent,
   PublishKind,
   PublishingEvent,
   PublishedEvent,

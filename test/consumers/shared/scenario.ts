@@ -160,6 +160,8 @@ export async function deleteRetryTopology(channel: amqp.Channel, queue: string):
     for (const name of [...(plan.tiers ?? []), ...(plan.retiring ?? [])]) tiers.add(name);
   }
   if (tiers.size === 0) throw new Error(`no tier queues recorded in ${queue}.retry.plan: the library's naming changed?`);
-  for (const name of [queue, `${queue}.error`, `${queue}.retry.plan`, ...tiers]) await channel.deleteQueue(name);
-  for (const name of [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.return`]) await channel.deleteExchange(name);
+  for (const name of [queue, `${queue}.error`, `${queue}.dlx.dead`, `${queue}.retry.plan`, ...tiers]) await channel.deleteQueue(name);
+  for (const name of [`${queue}.dlx`, `${queue}.dlx.first`, `${queue}.dlx.sort`, `${queue}.dlx.first-tier`, `${queue}.return`]) {
+    await channel.deleteExchange(name);
+  }
 }

@@ -73,7 +73,9 @@ async function findTypeMismatch(
 }
 
 const bind = (channel: Channel, b: BindingDeclaration) =>
-  b.destinationType === 'queue' ? channel.bindQueue(b.destination, b.source, b.pattern) : channel.bindExchange(b.destination, b.source, b.pattern);
+  b.destinationType === 'queue'
+    ? channel.bindQueue(b.destination, b.source, b.pattern, b.arguments)
+    : channel.bindExchange(b.destination, b.source, b.pattern, b.arguments);
 
 /**
  * Declares a plan in its order on a channel of its own. A 406 closes the channel, so it surfaces as a

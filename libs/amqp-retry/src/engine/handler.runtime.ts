@@ -24,6 +24,10 @@ import { withHandlerTimeout } from '../pipeline/handler-timeout.step.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { QueueState } from '../core/breaker/queue.state.js';
 import { QueueFlowControl } from './queue-flow.control.js';
+import { DeadLetterStep } from '../pipeline/dead-letter.step.js';
+
+/** Dead letters are few and each is a confirmed publish: a small window is enough. */
+const DEAD_LETTER_PREFETCH = 10;
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
 
@@ -101,6 +105,9 @@ export class HandlerRuntime {
    * only while it owns it (acquire/release).
    */
   private owned: boolean;
+  /** The consumer of the queue's dead-letter queue: what expired or was pushed out of it (see DeadLetterStep). */
+  private deadLetters: QueueConsumer;
+  private readonly newDeadLetters: () => QueueConsumer;
   /** One per schedule: the queue's own first. */
   private readonly presences: Array<{ schedule: HandlerConfig; consumer: QueueConsumer }>;
 
@@ -115,7 +122,10 @@ export class HandlerRuntime {
     const schedules = distinctSchedules(handler);
     const guard = new TopologyGuard(
       connection,
-      { exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.returnExchange], queues: schedules.flatMap(tierQueues) },
+      {
+        exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.deathSortExchange, names.firstTierExchange, names.returnExchange],
+        queues: [...schedules.flatMap(tierQueues), names.deadLetterQueue],
+      },
       redeclare,
       logger,
       `"${config.queue}"`,
@@ -154,6 +164,20 @@ export class HandlerRuntime {
       return consumer;
     };
     this.consumer = this.newConsumer();
+    const deadLetters = new DeadLetterStep(
+      config.queue,
+      config.limits?.onExpired ?? 'park',
+      deps.parker,
+      { errorQueue: config.errorQueue, redeclare },
+      logger,
+      deps.observers,
+    );
+    this.newDeadLetters = () =>
+      new QueueConsumer(
+        { queue: names.deadLetterQueue, prefetch: DEAD_LETTER_PREFETCH, connection, logger, resume, redeclare, observers: deps.observers },
+        deadLetters.handle,
+      );
+    this.deadLetters = this.newDeadLetters();
     this.owned = config.partitionOf === undefined;
     this.presences = schedules.map((schedule) => ({
       schedule,
@@ -170,7 +194,10 @@ export class HandlerRuntime {
 
   /** True while the queue's consumer (if this instance owns it) and every schedule's presence consumer run. */
   get isConsuming(): boolean {
-    return (!this.owned || this.consumer.isConsuming || this.consumer.isHeld) && this.presences.every((p) => p.consumer.isConsuming);
+    return (
+      (!this.owned || ((this.consumer.isConsuming || this.consumer.isHeld) && this.deadLetters.isConsuming)) &&
+      this.presences.every((p) => p.consumer.isConsuming)
+    );
   }
 
   /** Whether this instance consumes the queue (a partition: whether it owns it now). */
@@ -209,6 +236,7 @@ export class HandlerRuntime {
   async consume(): Promise<void> {
     const { config } = this.handler;
     if (!this.owned) return; // a partition: consumed once assigned (acquire)
+    await this.deadLetters.start();
     await this.consumer.start();
     this.deps.logger.log(consumingLine(config, this.handler.patterns));
   }
@@ -225,8 +253,13 @@ export class HandlerRuntime {
       for (const { schedule } of this.presences) await this.declarePresence(schedule);
       await Promise.all(this.presences.map((p) => p.consumer.start()));
     })();
-    const [presence, consumer] = await Promise.allSettled([presences, this.owned ? this.consumer.start() : undefined]);
+    const [presence, consumer, deadLetters] = await Promise.allSettled([
+      presences,
+      this.owned ? this.consumer.start() : undefined,
+      this.owned ? this.deadLetters.start() : undefined,
+    ]);
     if (consumer.status === 'rejected') throw consumer.reason;
+    if (deadLetters.status === 'rejected') throw deadLetters.reason;
     if (presence.status === 'rejected') throw presence.reason;
   }
 
@@ -235,13 +268,14 @@ export class HandlerRuntime {
     // A partition hands over even when the application stops: a plain stop cancels first, and the next instance's
     // consumer would start on the messages behind those still running here.
     if (this.handler.config.partitionOf) await this.release(timeoutMs);
-    else await this.consumer.stop(timeoutMs);
+    else await Promise.all([this.consumer.stop(timeoutMs), this.deadLetters.stop(timeoutMs)]);
     await Promise.all(this.presences.map((p) => p.consumer.stop(0)));
   }
 
   /** A partition: starts consuming it (on a single-active-consumer queue, it waits there until the owner before lets go). */
   async acquire(): Promise<void> {
     this.owned = true;
+    await this.deadLetters.start();
     await this.consumer.start();
   }
 
@@ -250,7 +284,9 @@ export class HandlerRuntime {
     this.owned = false;
     const leaving = this.consumer;
     this.consumer = this.newConsumer();
-    await leaving.handOver(timeoutMs);
+    const leavingDeadLetters = this.deadLetters;
+    this.deadLetters = this.newDeadLetters();
+    await Promise.all([leaving.handOver(timeoutMs), leavingDeadLetters.stop(timeoutMs)]);
   }
 
   private async declare(): Promise<void> {

@@ -1,4 +1,6 @@
 import type { Channel, Options } from 'amqplib';
+import { fullQueueHint, refusesWhenFull } from '../core/publish/full-queue.hint.js';
+import { PublishError } from '../errors/publish.error.js';
 import { openConnection, type AmqpConnection } from '../amqp/amqp.connection.js';
 import { DelayForwardHandler } from '../pipeline/delay.forwarder.js';
 import { MessageParker } from '../pipeline/park-route.steps.js';
@@ -270,6 +272,29 @@ export class RetryEngine {
     return this.allRuntimes.every((r) => r.isConsuming) && (this.forwarder?.isConsuming ?? true);
   }
 
+  /** Whether a handler queue refuses publishes once full: only then is a nacked publish worth explaining. */
+  get hasQueuesThatRefuse(): boolean {
+    this.refusing ??= this.allRuntimes.some((r) => refusesWhenFull(r.handler.config));
+    return this.refusing;
+  }
+
+  /** hasQueuesThatRefuse's answer, forgotten whenever a handler is added or removed. */
+  private refusing?: boolean;
+
+  /**
+   * A nacked publish's error, naming the full handler queues that refuse publishes and that it may reach (see
+   * fullQueueHint); any other error as it is.
+   */
+  explainRefusal(error: unknown, exchange: string, routingKey: string): unknown {
+    if (!(error instanceof PublishError) || !error.message.includes('nacked')) return error;
+    const hint = fullQueueHint(
+      exchange,
+      routingKey,
+      this.allRuntimes.map((r) => r.handler.config),
+    );
+    return hint === undefined ? error : new PublishError(exchange, routingKey, hint, error.brokerCode);
+  }
+
   private get allRuntimes(): Runtime[] {
     return [...this.runtimes, ...this.attached];
   }
@@ -309,6 +334,7 @@ export class RetryEngine {
         const runtime = this.runtimeOf(handler, deps);
         added.push(runtime);
         this.attached.push(runtime);
+        this.refusing = undefined;
         await runtime.prepare();
         await runtime.consume();
       }
@@ -324,6 +350,7 @@ export class RetryEngine {
   async detach(queues: readonly string[]): Promise<void> {
     const leaving = this.attached.filter((r) => queues.includes(r.queue));
     this.attached = this.attached.filter((r) => !leaving.includes(r));
+    this.refusing = undefined;
     await Promise.all(leaving.map((r) => r.stop(this.config.shutdownTimeoutMs)));
   }
 
@@ -482,6 +509,7 @@ export class RetryEngine {
       for (const handler of handlers) {
         const runtime = this.runtimeOf(handler, deps);
         this.runtimes.push(runtime);
+        this.refusing = undefined;
         await runtime.prepare();
       }
       const ladder = await this.publishing.delayLadder();

@@ -70,7 +70,10 @@ export async function takeOverFirstFailures(connection: AmqpConnection, publishe
   const plan = planRetirement(records, own, live);
   // Cut the others, then bind ours: never two bound at once (a first failure would be copied into both). A failure
   // in the moment between would be dropped on classic queues, so all of it runs on one channel, back to back.
-  await bindOnlyOurs(connection, names.firstFailureExchange, plan.unbindFirst, own[0]);
+  await bindOnlyOurs(connection, names.firstTierExchange, plan.unbindFirst, own[0]);
+  // First tiers bound straight to the first-failure exchange (the topology of releases before the death sort): cut
+  // them only now that ours takes first failures through the sort, so that none falls between the two.
+  await unbindDirectFirstTiers(connection, names.firstFailureExchange, [...new Set([...plan.unbindFirst, own[0]])]);
 
   const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat() };
   for (const tier of plan.retire) {
@@ -110,6 +113,11 @@ async function bindOnlyOurs(connection: AmqpConnection, exchange: string, others
   }
 }
 
+/** Unbinds each of `tiers` from `exchange` where it is bound (an unbind of a binding that is not there changes nothing). */
+async function unbindDirectFirstTiers(connection: AmqpConnection, exchange: string, tiers: readonly string[]): Promise<void> {
+  for (const tier of tiers) await attempt(connection, (channel) => channel.unbindQueue(tier, exchange, ''));
+}
+
 /** Takes the `count` records read before the new one was written (they are at the head of the queue). */
 async function consumeRecords(connection: AmqpConnection, planQueue: string, count: number): Promise<void> {
   const channel = await connection.createChannel('retry plan record');
@@ -132,7 +140,7 @@ export async function rebindFirstFailuresIfOwner(connection: AmqpConnection, han
   if (newest && scheduleIdOf(newest.tiers) !== scheduleIdOf(own)) return;
   const channel = await connection.createChannel('retry topology declaration');
   try {
-    await channel.bindQueue(own[0], names.firstFailureExchange, '');
+    await channel.bindQueue(own[0], names.firstTierExchange, '');
   } finally {
     await channel.close().catch(() => undefined);
   }

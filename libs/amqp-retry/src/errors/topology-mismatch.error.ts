@@ -21,11 +21,18 @@ export class TopologyMismatchError extends Error {
   }
 }
 
+/** The queue arguments that a policy can set on a live queue instead (max-length, max-length-bytes, overflow, message-ttl). */
+const POLICY_ARGUMENTS = /'x-(max-length|max-length-bytes|overflow|message-ttl)'/;
+
 function argumentsMessage(kind: 'queue' | 'exchange', entity: string, brokerMessage: string): string {
+  const byPolicy = POLICY_ARGUMENTS.exec(brokerMessage);
+  const policy = byPolicy
+    ? ` To change a length limit, overflow or TTL of a live queue without moving its messages, restore the previous option and set the new value by a policy instead (rabbitmqctl set_policy NAME '^${entity}$' '{"${byPolicy[1]}": ...}' --apply-to queues; a queue's own argument wins over a policy, so the option must go), or move to a new queue name (docs/operations.md, "Policies").`
+    : '';
   return (
     `The ${kind} "${entity}" already exists on the broker with different arguments (${brokerMessage}). ` +
     `RabbitMQ cannot change the arguments of an existing ${kind}. Either restore the previous configuration, ` +
-    `or let the ${kind} drain and delete it (rabbitmqctl delete_${kind} ${entity}) so it is declared anew.`
+    `or let the ${kind} drain and delete it (rabbitmqctl delete_${kind} ${entity}) so it is declared anew.${policy}`
   );
 }
 

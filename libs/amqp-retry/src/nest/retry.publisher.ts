@@ -23,6 +23,17 @@ export interface PublishOptions {
    * A whole number from 0 to 2^32 - 1 (a number or a string of digits); anything else is a RangeError.
    */
   expiration?: number | string;
+  /**
+   * The message's priority (the AMQP `priority` property), a whole number from 0 to 255: in a handler queue declared
+   * with `maxPriority`, higher priorities are delivered first. Anything else is a RangeError.
+   */
+  priority?: number;
+}
+
+/** A priority as the AMQP property takes it, 0 to 255; a RangeError naming the value otherwise. */
+function readPriority(value: unknown): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 255) return value;
+  throw new RangeError(`RetryPublisher.publish: priority must be a whole number from 0 to 255, not ${JSON.stringify(value)}`);
 }
 
 /** Publishes JSON messages on a confirm channel of the module's publishing connection, now or after a delay. */
@@ -58,7 +69,11 @@ export class RetryPublisher {
       };
       // Set only when given (amqplib would send an absent one as none anyway): no spread of a literal per publish.
       if (options.expiration !== undefined) properties.expiration = options.expiration;
-      return this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
+      if (options.priority !== undefined) properties.priority = readPriority(options.priority);
+      const sent = this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
+      // Only where a handler queue refuses publishes once full is a nack worth explaining (a wrapper per publish).
+      if (!this.engine.hasQueuesThatRefuse) return sent;
+      return sent.catch((error: unknown) => Promise.reject(this.engine.explainRefusal(error, exchange, routingKey)));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -9,6 +9,7 @@ import type {
   DeliveryFailedEvent,
   DeliveryHandledEvent,
   MessageParkedEvent,
+  MessageDroppedEvent,
   OutboxBacklogEvent,
   OutboxParkedEvent,
   OutboxSentEvent,
@@ -24,6 +25,7 @@ export const METRIC_NAMES = {
   failed: 'amqp_retry_deliveries_failed_total',
   retried: 'amqp_retry_deliveries_retried_total',
   parked: 'amqp_retry_messages_parked_total',
+  dropped: 'amqp_retry_messages_dropped_total',
   delayedPublished: 'amqp_retry_delayed_published_total',
   forwarded: 'amqp_retry_delayed_forwarded_total',
   publishRejected: 'amqp_retry_publishes_rejected_total',
@@ -54,6 +56,7 @@ export class PrometheusObserver implements RetryObserver {
   private readonly failedTotal: Prom.Counter<'queue' | 'pattern'>;
   private readonly retriedTotal: Prom.Counter<'queue' | 'pattern' | 'tier'>;
   private readonly parkedTotal: Prom.Counter<'queue' | 'pattern' | 'reason'>;
+  private readonly droppedTotal: Prom.Counter<'queue' | 'reason'>;
   private readonly delayedTotal: Prom.Counter;
   private readonly forwardedTotal: Prom.Counter;
   private readonly rejectedTotal: Prom.Counter<'kind'>;
@@ -86,6 +89,10 @@ export class PrometheusObserver implements RetryObserver {
     this.failedTotal = counter(METRIC_NAMES.failed, 'Handler calls that threw (retried or parked)', byQueue);
     this.retriedTotal = counter(METRIC_NAMES.retried, 'Failed deliveries sent to a retry tier (1 = the first delay)', [...byQueue, 'tier']);
     this.parkedTotal = counter(METRIC_NAMES.parked, 'Messages parked in an error queue, by reason', [...byQueue, 'reason']);
+    this.droppedTotal = counter(METRIC_NAMES.dropped, "Messages that expired or were pushed out of a handler queue and dropped (onExpired: 'drop')", [
+      'queue',
+      'reason',
+    ]);
     this.delayedTotal = counter(METRIC_NAMES.delayedPublished, 'Delayed messages that entered the delay ladder', []);
     this.forwardedTotal = counter(METRIC_NAMES.forwarded, 'Due delayed messages forwarded to their target', []);
     this.rejectedTotal = counter(METRIC_NAMES.publishRejected, 'Publishes the broker refused, returned or never confirmed', ['kind']);
@@ -143,6 +150,10 @@ export class PrometheusObserver implements RetryObserver {
     this.failedTotal.inc(labels);
     if (e.retryTier !== undefined) this.retriedTotal.inc({ ...labels, tier: String(e.retryTier) });
     this.duration.observe({ ...labels, outcome: e.retryTier === undefined ? 'parked' : 'retried' }, e.durationMs / 1000);
+  }
+
+  dropped(e: MessageDroppedEvent): void {
+    this.droppedTotal.inc({ queue: e.queue, reason: e.reason });
   }
 
   parked(e: MessageParkedEvent): void {

@@ -19,6 +19,7 @@ import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module.config.js';
 import type { RetryLogs, QueueType, RetryHandlerOptions } from './retry.options.js';
 import { readInbox, type InboxConfig } from '../outbox/outbox.config.js';
 import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
+import { readQueueLimits, type QueueLimitsConfig } from './queue-limits.config.js';
 import { readPartitions, type PartitionOf, type PartitionsConfig } from '../partitions/partitions.config.js';
 
 /** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
@@ -64,6 +65,8 @@ export interface HandlerConfig {
   retryInPlace?: boolean;
   /** Set on a partition's own configuration: which partition of which handler it is. */
   partitionOf?: PartitionOf;
+  /** The queue's limits and arguments, and what happens to a message that expired or was pushed out of it. */
+  limits?: QueueLimitsConfig;
 }
 
 /** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.100.4294967295ms.abcdef"). */
@@ -197,6 +200,7 @@ export function resolveHandlerConfig(
       'The limit is counted per handler queue, and a partitioned handler runs one per partition: leave rateLimit out (or false), or lower prefetch.',
     );
   }
+  const queueType = options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType'));
   return {
     queue,
     exchange,
@@ -207,7 +211,7 @@ export function resolveHandlerConfig(
     timeoutMs: options.timeout === undefined ? module.handlerTimeoutMs : readDuration(options.timeout, at('timeout'), "'30s'", TIME_LIMIT_RANGE),
     errorQueue,
     prefetch: options.prefetch === undefined ? module.prefetch : readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20'),
-    queueType: options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType')),
+    queueType,
     deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
     isRetryable: retryabilityOf(nonRetryable),
     retryLogs: module.retryLogs,
@@ -218,6 +222,7 @@ export function resolveHandlerConfig(
     circuitBreaker,
     rateLimit,
     partitions,
+    limits: readQueueLimits(options, queueType, at),
   };
 }
 

@@ -7,6 +7,7 @@ import type { IdempotencyStore } from '../idempotency/idempotency.store.js';
 import type { MessageKeyFn } from '../message/message-key.reader.js';
 import type { InboxOptions, OutboxOptions } from '../outbox/outbox.options.js';
 import type { QueueType } from '../topology/topology.types.js';
+import type { QueueLimitsOptions } from './queue-limits.config.js';
 import type { ErrorClass } from '../delivery/delivery.decision.js';
 import type { CircuitBreakerOptions, RateLimitOptions } from '../breaker/breaker.options.js';
 
@@ -201,8 +202,11 @@ export type RetryLogs = 'line' | 'nest';
 /** @deprecated The same type under its old name: use RetryLogs. */
 export type FailureLogs = RetryLogs;
 
-/** Options of `@RetryWithBackoff()`. */
-export interface RetryHandlerOptions {
+/**
+ * Options of `@RetryWithBackoff()`. The queue's own limits (`maxLength`, `maxLengthBytes`, `overflow`, `messageTtl`,
+ * `maxPriority`) and `onExpired` are QueueLimitsOptions'.
+ */
+export interface RetryHandlerOptions extends QueueLimitsOptions {
   /** The business queue the handler consumes (required). */
   queue: string;
   /** Exchange to bind the queue to; declared (durable) if given. Without it, publish to the queue by name. */

@@ -15,10 +15,11 @@ export type ErrorClass = new (...args: any[]) => Error;
 /**
  * Why a message was parked, as written to `x-parked-reason`: attempts ran out, the error was non-retryable, the
  * body or the `x-death` header (or, for a delayed message, its target headers) could not be read, a delayed
- * message's target exchange no longer exists, a quorum queue delivered it REDELIVERY_LIMIT times unsettled, or (the
- * transport) no handler takes its pattern.
+ * message's target exchange no longer exists, a quorum queue delivered it REDELIVERY_LIMIT times unsettled, (the
+ * transport) no handler takes its pattern, it expired in its queue (its own `expiration`, or the queue's message TTL),
+ * or the queue's length limit pushed it out or refused it.
  */
-export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit' | 'no-handler';
+export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit' | 'no-handler' | 'expired' | 'maxlen';
 
 /**
  * A quorum queue counts the deliveries of a message that were never settled (`x-delivery-count`): a handler that

@@ -84,4 +84,7 @@ export const QueueArgument = {
   overflow: 'x-overflow',
   deliveryLimit: 'x-delivery-limit',
   singleActiveConsumer: 'x-single-active-consumer',
+  maxLength: 'x-max-length',
+  maxLengthBytes: 'x-max-length-bytes',
+  maxPriority: 'x-max-priority',
 } as const;

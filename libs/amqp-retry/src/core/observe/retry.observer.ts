@@ -23,6 +23,8 @@ export interface RetryObserver {
   failed?(event: DeliveryFailedEvent): void;
   /** A message was parked in an error queue (the copy confirmed, the original acked). */
   parked?(event: MessageParkedEvent): void;
+  /** A message that expired in its queue or was pushed out by a length limit was dropped (the handler's `onExpired: 'drop'`). */
+  dropped?(event: MessageDroppedEvent): void;
   /**
    * A message is about to be published: `headers` may be added to (a tracer adds `traceparent`). What it returns is
    * ended once the broker confirmed the message, or refused it (with the error).
@@ -108,6 +110,13 @@ export interface MessageParkedEvent {
   error: unknown;
   /** Handler calls the message had (0 when parked before the handler). */
   handlerCalls: number;
+  message: ConsumeMessage;
+}
+
+export interface MessageDroppedEvent {
+  /** The handler queue the message expired in or was pushed out of. */
+  queue: string;
+  reason: 'expired' | 'maxlen';
   message: ConsumeMessage;
 }
 

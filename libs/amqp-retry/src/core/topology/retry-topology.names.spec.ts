@@ -13,8 +13,8 @@ describe('retryTopologyNames', () => {
 
     expect(names.queues).toEqual(plan.queues.map((q) => q.name));
     expect(names.exchanges).toEqual(plan.exchanges.map((e) => e.name));
-    expect(names.queues).toEqual(['orders', ...names.tiers, 'orders.error', 'orders.retry.plan']);
-    expect(names.exchanges).toEqual(['orders.dlx.first', 'orders.dlx', 'orders.return']);
+    expect(names.queues).toEqual(['orders', ...names.tiers, 'orders.error', 'orders.retry.plan', 'orders.dlx.dead']);
+    expect(names.exchanges).toEqual(['orders.dlx.first-tier', 'orders.dlx.sort', 'orders.dlx.first', 'orders.dlx', 'orders.return']);
     expect(names).toMatchObject({
       queue: 'orders',
       errorQueue: 'orders.error',

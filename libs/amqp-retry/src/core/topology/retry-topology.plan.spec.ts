@@ -6,8 +6,11 @@ import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
 const handler = (delays = ['1s', '10s', '1m'], exchange: { exchange?: string } = { exchange: 'shop' }) =>
   resolveHandlerConfig({ queue: 'orders', ...exchange, routingKey: 'order.*', delays }, resolveModuleConfig(), 'Test.handle');
 
-/** A tiny model of broker routing over a plan: direct, fanout, topic (* and #) and alternate exchanges. */
-function route(plan: TopologyPlan, exchange: string, key: string, extra: BindingDeclaration[] = []): string[] {
+/**
+ * A tiny model of broker routing over a plan: direct, fanout, topic (* and #), headers (`all-with-x` on the headers
+ * given), exchange-to-exchange bindings and alternate exchanges. Returns the queues reached.
+ */
+function route(plan: TopologyPlan, exchange: string, key: string, extra: BindingDeclaration[] = [], headers: Record<string, unknown> = {}): string[] {
   const declared = plan.exchanges.find((e) => e.name === exchange);
   if (!declared) throw new Error(`undeclared exchange ${exchange}`);
   const topic = (pattern: string) =>
@@ -17,11 +20,20 @@ function route(plan: TopologyPlan, exchange: string, key: string, extra: Binding
         .map((w) => (w === '#' ? '.*' : w === '*' ? '[^.]+' : w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
         .join('\\.')}$`,
     );
+  const headersMatch = (b: BindingDeclaration) => {
+    const { 'x-match': mode, ...wanted } = b.arguments ?? {};
+    if (mode !== 'all-with-x') throw new Error(`the model knows only all-with-x, not ${String(mode)}`);
+    return Object.entries(wanted).every(([name, value]) => headers[name] === value);
+  };
   const matches = (b: BindingDeclaration) =>
-    declared.type === 'fanout' || (declared.type === 'topic' ? topic(b.pattern).test(key) : b.pattern === key);
-  const targets = [...plan.bindings, ...extra].filter((b) => b.source === exchange && matches(b)).map((b) => b.destination);
+    declared.type === 'fanout' ||
+    (declared.type === 'headers' ? headersMatch(b) : declared.type === 'topic' ? topic(b.pattern).test(key) : b.pattern === key);
+  const bound = [...plan.bindings, ...extra].filter((b) => b.source === exchange && matches(b));
+  const targets = [
+    ...new Set(bound.flatMap((b) => (b.destinationType === 'exchange' ? route(plan, b.destination, key, extra, headers) : [b.destination]))),
+  ];
   const alternate = declared.arguments?.['alternate-exchange'];
-  return targets.length === 0 && typeof alternate === 'string' ? route(plan, alternate, key, extra) : targets;
+  return targets.length === 0 && typeof alternate === 'string' ? route(plan, alternate, key, extra, headers) : targets;
 }
 
 /** Follows a message that fails `failures` times and returns the tier queues it waited in. */
@@ -72,8 +84,23 @@ describe('tierQueues', () => {
 describe('planRetryTopology', () => {
   it('declares exchanges before the queues that dead-letter to them, and binds last', () => {
     const plan = planRetryTopology(handler());
-    expect(plan.exchanges.map((e) => e.name)).toEqual(['shop', 'orders.dlx.first', 'orders.dlx', 'orders.return']);
-    expect(plan.queues.map((q) => q.name)).toEqual(['orders', T('1.1s'), T('2.10s'), T('3.1m'), 'orders.error', 'orders.retry.plan']);
+    expect(plan.exchanges.map((e) => e.name)).toEqual([
+      'shop',
+      'orders.dlx.first-tier',
+      'orders.dlx.sort',
+      'orders.dlx.first',
+      'orders.dlx',
+      'orders.return',
+    ]);
+    expect(plan.queues.map((q) => q.name)).toEqual([
+      'orders',
+      T('1.1s'),
+      T('2.10s'),
+      T('3.1m'),
+      'orders.error',
+      'orders.retry.plan',
+      'orders.dlx.dead',
+    ]);
     const exchangeNames = new Set(plan.exchanges.map((e) => e.name));
     for (const q of plan.queues) {
       const dlx = q.arguments['x-dead-letter-exchange'];
@@ -82,7 +109,7 @@ describe('planRetryTopology', () => {
     const queueNames = new Set(plan.queues.map((q) => q.name));
     for (const b of plan.bindings) {
       expect(exchangeNames.has(b.source)).toBe(true);
-      expect(queueNames.has(b.destination)).toBe(true);
+      expect((b.destinationType === 'queue' ? queueNames : exchangeNames).has(b.destination)).toBe(true);
     }
   });
 
@@ -132,9 +159,64 @@ describe('planRetryTopology', () => {
     const both: TopologyPlan = { ...after, queues: [...after.queues, ...before.queues], bindings: [...after.bindings, ...before.bindings] };
     expect(route(both, 'orders.dlx', old('2.10s'))).toEqual([old('2.10s')]);
     expect(route(both, 'orders.dlx', next('2.20s'))).toEqual([next('2.20s')]);
-    // The old first tier's binding to the fanout is what a later start removes (see retry-plan.record).
+    // The old first tier's binding to the first-tier fanout is what a later start removes (see retry-plan.record).
     expect(route(both, 'orders.dlx', 'order.created').sort()).toEqual([old('1.1s'), next('1.2s')].sort());
     expect(route(after, 'orders.dlx', 'order.created')).toEqual([next('1.2s')]);
+  });
+});
+
+describe('planRetryTopology: deaths that are no rejection', () => {
+  const plan = planRetryTopology(handler());
+  const died = (reason: string, which: 'first' | 'last' = 'first', queue = 'orders') => ({
+    [`x-${which}-death-queue`]: queue,
+    [`x-${which}-death-reason`]: reason,
+  });
+
+  it.each(['expired', 'maxlen', 'delivery_limit'])('takes a message that died in the queue for "%s" out of the way of the tiers', (reason) => {
+    expect(route(plan, 'orders.dlx', 'order.created', [], died(reason))).toEqual(['orders.dlx.dead']);
+    // RabbitMQ 3.13+ also writes the last death: it catches one whose first death was in another queue.
+    expect(route(plan, 'orders.dlx', 'order.created', [], { ...died('expired', 'first', 'upstream'), ...died(reason, 'last') })).toEqual([
+      'orders.dlx.dead',
+    ]);
+  });
+
+  it('sends a first rejection on to tier 1, also one that died elsewhere before for another reason', () => {
+    expect(route(plan, 'orders.dlx', 'order.created', [], died('rejected'))).toEqual([T('1.1s')]);
+    expect(route(plan, 'orders.dlx', 'order.created', [], died('expired', 'first', 'upstream'))).toEqual([T('1.1s')]);
+    expect(route(plan, 'orders.dlx', 'order.created', [], { ...died('expired', 'first', 'upstream'), ...died('rejected', 'last') })).toEqual([
+      T('1.1s'),
+    ]);
+  });
+
+  it('declares the dead-letter queue with the handler queue type and binds it on the broker-written headers only', () => {
+    const quorum = planRetryTopology({ ...handler(), queueType: 'quorum' });
+    expect(quorum.queues.find((q) => q.name === 'orders.dlx.dead')?.arguments).toEqual({ 'x-queue-type': 'quorum' });
+    const sorts = plan.bindings.filter((b) => b.source === 'orders.dlx.sort');
+    expect(sorts).toHaveLength(6);
+    for (const b of sorts) expect(b.arguments?.['x-match']).toBe('all-with-x');
+  });
+});
+
+describe('planRetryTopology with queue limits', () => {
+  const limited = (options: Record<string, unknown>, queueType: 'classic' | 'quorum' = 'classic') =>
+    planRetryTopology(resolveHandlerConfig({ queue: 'orders', delays: ['1s'], queueType, ...options }, resolveModuleConfig(), 'Test.handle'))
+      .queues[0].arguments;
+
+  it('declares the handler queue with the limits given, and its tiers without them', () => {
+    const args = limited({ maxLength: 100, maxLengthBytes: 1000, overflow: 'reject-publish-dlx', messageTtl: '10s', maxPriority: 5 });
+    expect(args).toMatchObject({
+      'x-max-length': 100,
+      'x-max-length-bytes': 1000,
+      'x-overflow': 'reject-publish-dlx',
+      'x-message-ttl': 10_000,
+      'x-max-priority': 5,
+    });
+    const plan = planRetryTopology(resolveHandlerConfig({ queue: 'orders', delays: ['1s'], maxLength: 5 }, resolveModuleConfig(), 'Test.handle'));
+    expect(plan.queues[1].arguments['x-max-length']).toBeUndefined();
+  });
+
+  it('keeps the quorum queue at reject-publish, which its at-least-once dead-lettering needs', () => {
+    expect(limited({ maxLength: 10 }, 'quorum')).toMatchObject({ 'x-max-length': 10, 'x-overflow': 'reject-publish' });
   });
 });
 

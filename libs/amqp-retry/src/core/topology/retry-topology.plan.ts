@@ -3,14 +3,21 @@ import { QUORUM_DELIVERY_LIMIT } from '../delivery/delivery.decision.js';
 import { formatDuration } from '../time/duration.reader.js';
 import type { HandlerConfig } from '../config/handler.config.js';
 import { queueTypeArgument } from './queue-type.mismatch.js';
-import type { TopologyPlan } from './topology.types.js';
-import { QueueArgument } from '../headers/header.names.js';
+import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
+import { BrokerHeader, QueueArgument } from '../headers/header.names.js';
+import { queueLimitArguments, type QueueLimitsConfig } from '../config/queue-limits.config.js';
 
 /** The names derived from a business queue Q. */
 export const retryNames = (queue: string) => ({
   deadLetterExchange: `${queue}.dlx`,
   firstFailureExchange: `${queue}.dlx.first`,
   returnExchange: `${queue}.return`,
+  /** Headers exchange behind the first-failure exchange: a death that is no rejection goes to the dead-letter queue. */
+  deathSortExchange: `${queue}.dlx.sort`,
+  /** Fanout, the sort exchange's alternate: what is not sorted out (a first failure) goes on to tier 1. */
+  firstTierExchange: `${queue}.dlx.first-tier`,
+  /** Messages that expired in the queue or were pushed out by its length limit: consumed and parked (or dropped). */
+  deadLetterQueue: `${queue}.dlx.dead`,
   /** Holds one message: the tier queues the last start applied (see RetryPlanRecord). */
   planQueue: `${queue}.retry.plan`,
   /** Consumed by every running instance whose tiers form the schedule `id`, so that no other start deletes them. */
@@ -36,11 +43,12 @@ export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): 
 export function businessQueueArguments(
   queue: string,
   queueType: HandlerConfig['queueType'],
-  { singleActiveConsumer = false }: { singleActiveConsumer?: boolean } = {},
+  { singleActiveConsumer = false, limits }: { singleActiveConsumer?: boolean; limits?: QueueLimitsConfig } = {},
 ): Record<string, unknown> {
   const quorum = queueType === 'quorum';
   return {
     ...(singleActiveConsumer ? { [QueueArgument.singleActiveConsumer]: true } : {}),
+    ...queueLimitArguments(limits),
     [QueueArgument.deadLetterExchange]: retryNames(queue).deadLetterExchange,
     ...queueTypeArgument(quorum ? 'quorum' : 'classic'),
     ...(quorum ? { [QueueArgument.deadLetterStrategy]: 'at-least-once', [QueueArgument.overflow]: 'reject-publish' } : {}),
@@ -49,19 +57,52 @@ export function businessQueueArguments(
 }
 
 /**
+ * The deaths in Q that are no rejection by the library, as RabbitMQ names their reasons: expired (the message's own
+ * `expiration`, or the queue's TTL), pushed out or refused by a length limit, and (quorum) past the delivery limit.
+ */
+export const DEATHS_TO_SORT_OUT = ['expired', 'maxlen', 'delivery_limit'] as const;
+
+/**
+ * The bindings of Q.dlx.sort to Q.dlx.dead: one per reason, on the death headers the broker writes. `all-with-x`
+ * matches on `x-` headers (plain `all` ignores them). `x-first-death-*` (every version) catches a message whose first
+ * death was in Q; `x-last-death-*` (RabbitMQ 3.13+) also one that died elsewhere before.
+ */
+function deathSortBindings(queue: string): BindingDeclaration[] {
+  const { deathSortExchange, deadLetterQueue } = retryNames(queue);
+  const on = (which: 'first' | 'last', reason: string): BindingDeclaration => ({
+    source: deathSortExchange,
+    destination: deadLetterQueue,
+    destinationType: 'queue',
+    pattern: '',
+    arguments: {
+      'x-match': 'all-with-x',
+      [which === 'first' ? BrokerHeader.firstDeathQueue : BrokerHeader.lastDeathQueue]: queue,
+      [which === 'first' ? BrokerHeader.firstDeathReason : BrokerHeader.lastDeathReason]: reason,
+    },
+  });
+  return DEATHS_TO_SORT_OUT.flatMap((reason) => [on('first', reason), on('last', reason)]);
+}
+
+/**
  * The retry topology of one handler (see docs/design.md section 1), with T_k the k-th of tierQueues():
  *
  *   E --key--> Q --nack--> Q.dlx (direct; alternate exchange Q.dlx.first)
- *     Q.dlx.first (fanout) --> T_1               first failure: the publisher's key matches no binding of Q.dlx
+ *     Q.dlx.first (fanout) --> Q.dlx.sort (headers; alternate exchange Q.dlx.first-tier)
+ *       Q.dlx.sort --a death in Q that is no rejection--> Q.dlx.dead   consumed: parked as expired or maxlen
+ *       Q.dlx.first-tier (fanout) --> T_1          first failure: the publisher's key matches no binding of Q.dlx
  *     Q.dlx --T_k--> T_k                          every tier is bound by its own name
  *   T_k (TTL delay_k) --expires, key T_(k+1) (the last tier: its own name)--> Q.return (fanout) --> Q only
  *
  * So a failing message carries the name of its next tier as its routing key, and Q.dlx routes by names alone: a
  * binding can never point a message at the wrong tier, whatever configurations came before. Changing delays
  * creates new tiers; messages waiting in the old ones finish the old schedule (their keys name old tiers, which
- * keep their bindings). The one binding that can go stale is Q.dlx.first's to the old first tier, which the plan
+ * keep their bindings). The one binding that can go stale is Q.dlx.first-tier's to the old first tier, which the plan
  * record lets a later start remove (planRetirement). `firstFailures: false` leaves that binding out, for a start that
  * must cut the old one first (two first tiers bound at once would each get a copy of a first failure).
+ *
+ * A message that expires in Q or is pushed out by its length limit is dead-lettered like a rejection, but had it
+ * gone on to a tier, the broker's dead-letter cycle rule would drop it on its way back (a cycle with no rejection in
+ * it): so Q.dlx.sort takes it out of the way of the tiers, by the death headers, before it reaches one.
  */
 export function planRetryTopology(handler: HandlerConfig, { firstFailures = true }: { firstFailures?: boolean } = {}): TopologyPlan {
   const { queue } = handler;
@@ -81,6 +122,8 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
     ...(handler.exchange
       ? [{ name: handler.exchange, type: handler.exchangeType, ...(handler.exchangeArguments ? { arguments: handler.exchangeArguments } : {}) }]
       : []),
+    { name: names.firstTierExchange, type: 'fanout' },
+    { name: names.deathSortExchange, type: 'headers', arguments: { 'alternate-exchange': names.firstTierExchange } },
     { name: names.firstFailureExchange, type: 'fanout' },
     { name: names.deadLetterExchange, type: 'direct', arguments: { 'alternate-exchange': names.firstFailureExchange } },
     { name: names.returnExchange, type: 'fanout' },
@@ -98,6 +141,7 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
     })),
     { name: handler.errorQueue, arguments: typed },
     { name: names.planQueue, arguments: typed },
+    { name: names.deadLetterQueue, arguments: typed },
   ];
   const { upstream } = handler;
   const bindings: TopologyPlan['bindings'] = [
@@ -113,7 +157,9 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
       ? handler.routingKeys.map((pattern) => ({ source: handler.exchange as string, destination: queue, destinationType: 'queue' as const, pattern }))
       : []),
     { source: names.returnExchange, destination: queue, destinationType: 'queue', pattern: '' },
-    ...(firstFailures ? [{ source: names.firstFailureExchange, destination: tiers[0], destinationType: 'queue' as const, pattern: '' }] : []),
+    { source: names.firstFailureExchange, destination: names.deathSortExchange, destinationType: 'exchange', pattern: '' },
+    ...deathSortBindings(queue),
+    ...(firstFailures ? [{ source: names.firstTierExchange, destination: tiers[0], destinationType: 'queue' as const, pattern: '' }] : []),
     ...tiers.map((name) => ({ source: names.deadLetterExchange, destination: name, destinationType: 'queue' as const, pattern: name })),
   ];
   return { exchanges, queues, bindings };

@@ -18,6 +18,8 @@ export interface BindingDeclaration {
   destination: string;
   destinationType: 'queue' | 'exchange';
   pattern: string;
+  /** A headers exchange's match (`x-match` and the headers). */
+  arguments?: Record<string, unknown>;
 }
 
 /** Exchanges first, then queues (whose dead-letter exchanges then exist), then bindings. */

@@ -1,0 +1,71 @@
+import { decideDeadLetter, originalExpirationIn } from './dead-letter.decision.js';
+
+const death = (queue: string, reason: string, extra: Record<string, unknown> = {}) => ({
+  queue,
+  reason,
+  count: 1,
+  exchange: 'shop',
+  'routing-keys': ['order.created'],
+  ...extra,
+});
+const headers = (first: [string, string], last?: [string, string], deaths: unknown[] = []) => ({
+  'x-first-death-queue': first[0],
+  'x-first-death-reason': first[1],
+  ...(last ? { 'x-last-death-queue': last[0], 'x-last-death-reason': last[1] } : {}),
+  'x-death': deaths,
+});
+
+describe('decideDeadLetter', () => {
+  it('parks a message that expired in the queue as expired, naming its own expiration', () => {
+    const outcome = decideDeadLetter(
+      headers(['orders', 'expired'], undefined, [death('orders', 'expired', { 'original-expiration': '300' })]),
+      'orders',
+      'park',
+    );
+    expect(outcome).toMatchObject({ action: 'park', reason: 'expired', handlerCalls: 0 });
+    expect(outcome.action === 'park' && outcome.error.message).toBe('expired in "orders" before a handler took it (its expiration of 300 ms)');
+  });
+
+  it("names the queue's message TTL when the message had no expiration of its own", () => {
+    const outcome = decideDeadLetter(headers(['orders', 'expired'], undefined, [death('orders', 'expired')]), 'orders', 'park');
+    expect(outcome.action === 'park' && outcome.error.message).toContain("the queue's message TTL");
+  });
+
+  it('parks a message pushed out by the length limit as maxlen, and counts the handler calls it had', () => {
+    const deaths = [death('orders', 'maxlen'), death('orders', 'rejected', { count: 2 })];
+    expect(decideDeadLetter(headers(['orders', 'rejected'], ['orders', 'maxlen'], deaths), 'orders', 'park')).toMatchObject({
+      action: 'park',
+      reason: 'maxlen',
+      handlerCalls: 2,
+    });
+  });
+
+  it("drops expired and pushed-out messages with onExpired: 'drop'", () => {
+    expect(decideDeadLetter(headers(['orders', 'expired']), 'orders', 'drop')).toEqual({ action: 'drop', reason: 'expired', handlerCalls: 0 });
+    expect(decideDeadLetter(headers(['orders', 'maxlen']), 'orders', 'drop')).toEqual({ action: 'drop', reason: 'maxlen', handlerCalls: 0 });
+  });
+
+  it("parks a message past a quorum queue's delivery limit as redelivery-limit, even with onExpired: 'drop'", () => {
+    expect(decideDeadLetter(headers(['orders', 'delivery_limit']), 'orders', 'drop')).toMatchObject({ action: 'park', reason: 'redelivery-limit' });
+  });
+
+  it('prefers the last death (RabbitMQ 3.13+) over a first death elsewhere', () => {
+    expect(decideDeadLetter(headers(['upstream', 'expired'], ['orders', 'maxlen']), 'orders', 'park')).toMatchObject({ reason: 'maxlen' });
+  });
+
+  it('parks as malformed what reached the queue without a death in the handler queue', () => {
+    expect(decideDeadLetter(undefined, 'orders', 'park')).toMatchObject({ action: 'park', reason: 'malformed' });
+    expect(decideDeadLetter(headers(['other', 'expired']), 'orders', 'drop')).toMatchObject({ action: 'park', reason: 'malformed' });
+    expect(decideDeadLetter({ 'x-first-death-queue': 'orders', 'x-first-death-reason': 7 }, 'orders', 'park')).toMatchObject({ reason: 'malformed' });
+  });
+});
+
+describe('originalExpirationIn', () => {
+  it('reads the expiration the broker kept in the expiry entry of the queue, and nothing else', () => {
+    const h = {
+      'x-death': ['junk', death('other', 'expired', { 'original-expiration': '5' }), death('orders', 'expired', { 'original-expiration': '300' })],
+    };
+    expect(originalExpirationIn(h, 'orders')).toBe('300');
+    expect(originalExpirationIn({ 'x-death': 'x' }, 'orders')).toBeUndefined();
+  });
+});

@@ -1,0 +1,64 @@
+import type { DeadLetterAction } from '../config/queue-limits.config.js';
+import { BrokerHeader } from '../headers/header.names.js';
+import { readDeathHistory, rejectedCount } from './x-death.parser.js';
+
+/** What the dead-letter queue's consumer does with a message (see retry-topology.plan.ts, Q.dlx.dead). */
+export type DeadLetterOutcome =
+  | { action: 'park'; reason: 'expired' | 'maxlen' | 'redelivery-limit' | 'malformed'; error: Error; handlerCalls: number }
+  | { action: 'drop'; reason: 'expired' | 'maxlen'; handlerCalls: number };
+
+/** The broker's reason of a death in `queue`, from the death headers: the last death (3.13+) first, else the first. */
+function deathReasonIn(headers: Record<string, unknown> | undefined, queue: string): string | undefined {
+  if (!headers) return undefined;
+  if (headers[BrokerHeader.lastDeathQueue] === queue && typeof headers[BrokerHeader.lastDeathReason] === 'string') {
+    return headers[BrokerHeader.lastDeathReason] as string;
+  }
+  if (headers[BrokerHeader.firstDeathQueue] === queue && typeof headers[BrokerHeader.firstDeathReason] === 'string') {
+    return headers[BrokerHeader.firstDeathReason] as string;
+  }
+  return undefined;
+}
+
+/** The `original-expiration` the broker kept in the x-death entry of the expiry in `queue`, if any. */
+export function originalExpirationIn(headers: Record<string, unknown> | undefined, queue: string): string | undefined {
+  const deaths: unknown = headers?.[BrokerHeader.death];
+  if (!Array.isArray(deaths)) return undefined;
+  for (const entry of deaths as unknown[]) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const { queue: q, reason, 'original-expiration': expiration } = entry as Record<string, unknown>;
+    if (q === queue && reason === 'expired' && typeof expiration === 'string') return expiration;
+  }
+  return undefined;
+}
+
+/**
+ * Decides what becomes of a message in a handler queue's dead-letter queue: it expired in `queue` (its own
+ * `expiration`, or the queue's message TTL), was pushed out or refused by the queue's length limit, or (a quorum
+ * queue) passed its delivery limit. Expired and pushed-out messages are parked (`onExpired: 'park'`) or dropped
+ * (`'drop'`); past the delivery limit is always parked, as `redelivery-limit`; anything else (a message someone
+ * published there) is parked as malformed. Never throws.
+ * @example decideDeadLetter({ 'x-first-death-queue': 'orders', 'x-first-death-reason': 'expired' }, 'orders', 'park').reason // 'expired'
+ */
+export function decideDeadLetter(headers: Record<string, unknown> | undefined, queue: string, onExpired: DeadLetterAction): DeadLetterOutcome {
+  const history = readDeathHistory(headers?.[BrokerHeader.death]);
+  const handlerCalls = history.ok ? rejectedCount(history.deaths, queue) : 0;
+  const reason = deathReasonIn(headers, queue);
+  if (reason === 'expired' || reason === 'maxlen') {
+    if (onExpired === 'drop') return { action: 'drop', reason, handlerCalls };
+    const expiration = reason === 'expired' ? originalExpirationIn(headers, queue) : undefined;
+    const error = new Error(
+      reason === 'expired'
+        ? `expired in "${queue}" before a handler took it (${expiration === undefined ? "the queue's message TTL" : `its expiration of ${expiration} ms`})`
+        : `pushed out of "${queue}" by the queue's length limit (x-max-length or x-max-length-bytes), or refused by it (overflow reject-publish-dlx)`,
+    );
+    return { action: 'park', reason, error, handlerCalls };
+  }
+  if (reason === 'delivery_limit') {
+    const error = new Error(`passed the quorum queue's delivery limit in "${queue}": delivered that many times without being settled`);
+    return { action: 'park', reason: 'redelivery-limit', error, handlerCalls };
+  }
+  const error = new Error(
+    `reached the dead-letter queue of "${queue}" without a death there the broker wrote (x-first-death-queue or x-last-death-queue): it was published there directly`,
+  );
+  return { action: 'park', reason: 'malformed', error, handlerCalls };
+}

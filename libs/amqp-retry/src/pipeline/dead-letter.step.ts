@@ -1,0 +1,65 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { Settle } from '../amqp/queue.consumer.js';
+import type { DeadLetterAction } from '../core/config/queue-limits.config.js';
+import { decideDeadLetter } from '../core/delivery/dead-letter.decision.js';
+import { readDeathHistory } from '../core/delivery/x-death.parser.js';
+import { BrokerHeader } from '../core/headers/header.names.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { MessageParker, ParkTarget } from './park-route.steps.js';
+
+/** At most one line a minute per queue for dropped messages, with the count since the last line. */
+const DROP_LOG_SPACING_MS = 60_000;
+
+/**
+ * The consumer of a handler queue's dead-letter queue (Q.dlx.dead): what expired in the queue, or was pushed out or
+ * refused by its length limit, or passed a quorum queue's delivery limit. Each is parked with its reason (the copy
+ * keeps the death history and the original expiration), or, with `onExpired: 'drop'`, acked, counted (the `dropped`
+ * observer event) and logged at most once a minute.
+ */
+export class DeadLetterStep {
+  private droppedSinceLine = 0;
+  private lastLineAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly queue: string,
+    private readonly onExpired: DeadLetterAction,
+    private readonly parker: MessageParker,
+    private readonly target: ParkTarget,
+    private readonly logger: RetryLogger,
+    private readonly observers?: ObserverHub,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
+    const { queue } = this;
+    const headers = message.properties.headers as Record<string, unknown> | undefined;
+    const outcome = decideDeadLetter(headers, queue, this.onExpired);
+    if (outcome.action === 'drop') {
+      settle.ack();
+      if (this.observers?.active) this.observers.emit('dropped', { queue, reason: outcome.reason, message });
+      this.logDrop(outcome.reason);
+      return;
+    }
+    const history = readDeathHistory(headers?.[BrokerHeader.death]);
+    const deaths = history.ok ? history.deaths : [];
+    // Where it was published: the death in the queue names it (the delivery itself came by the dead-letter exchange).
+    const death = deaths.find((d) => d.queue === queue && d.reason !== 'rejected');
+    const { reason, error, handlerCalls } = outcome;
+    const route = death ? { deliveredExchange: death.exchange ?? '', deliveredRoutingKey: death.routingKeys[0] ?? queue } : {};
+    await this.parker.park(message, settle, this.target, { queue, reason, error, handlerCalls, deaths, ...route }, signal);
+  };
+
+  private logDrop(reason: 'expired' | 'maxlen'): void {
+    this.droppedSinceLine++;
+    const now = this.now();
+    if (now - this.lastLineAt < DROP_LOG_SPACING_MS) return;
+    const count = this.droppedSinceLine;
+    this.droppedSinceLine = 0;
+    this.lastLineAt = now;
+    const what = reason === 'expired' ? 'expired in the queue' : "were pushed out by the queue's length limit";
+    this.logger.warn(
+      `"${this.queue}": dropped ${count} message${count === 1 ? '' : 's'} that ${what} or before (onExpired: 'drop'); one such line a minute at most, with the count since the last`,
+    );
+  }
+}

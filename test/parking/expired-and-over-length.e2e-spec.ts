@@ -1,0 +1,192 @@
+import type { GetMessage } from 'amqplib';
+import { PublishError, RetryPublisher, TopologyMismatchError, type RetryHandlerOptions, type RetryObserver } from 'nestjs-amqp-retry';
+import { createApp, handlerFor, handlerOf, startApp } from '../support/app.js';
+import { ctl } from '../support/broker-control.js';
+import { waitFor } from '../support/broker.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { cleanUp, headersOf, SUITE_OPTIONS, useSuite } from '../support/suite.js';
+
+/** A handler that takes `ms` per message and records the ids it saw, in order. */
+function slowHandler(options: RetryHandlerOptions, ms: number) {
+  return handlerFor(options, () => new Promise((resolve) => setTimeout(resolve, ms)));
+}
+
+const idsOf = (calls: ReadonlyArray<{ payload: unknown }>) => calls.map((c) => (c.payload as { id: number }).id);
+const bodyId = (message: GetMessage) => (JSON.parse(message.content.toString()) as { id: number }).id;
+
+describe('messages that expire in a handler queue or are pushed out by its length limit', () => {
+  const suite = useSuite('e2e.deadletters');
+
+  /** Waits until `n` parked copies are in the error queue and takes them. */
+  const parked = (n: number, timeoutMs = 15_000): Promise<GetMessage[]> => suite.broker.take(`${suite.queue}.error`, n, timeoutMs);
+
+  /** What is left in the queue and its dead-letter queue: nothing, once the test is over. */
+  const left = async () => ({ queue: await suite.broker.count(suite.queue), deadLetters: await suite.broker.count(`${suite.queue}.dlx.dead`) });
+
+  it('parks a message that expired in the queue (its own expiration) as expired, with its expiration and death history, never dropping it', async () => {
+    const { broker, queue } = suite;
+    const Handler = slowHandler({ queue, delays: ['500ms'], maxAttempts: 3, prefetch: 1 }, 1_500);
+    suite.app = await startApp([Handler], SUITE_OPTIONS);
+    await broker.publish('', queue, { id: 1 });
+    await broker.publish('', queue, { id: 2 }, { expiration: '300' });
+    await broker.publish('', queue, { id: 3 });
+
+    const [copy] = await parked(1);
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 2, 'messages 1 and 3 handled');
+    expect(idsOf(handlerOf(suite.app!, Handler).calls)).toEqual([1, 3]);
+    expect(await left()).toEqual({ queue: 0, deadLetters: 0 });
+    expect(bodyId(copy)).toBe(2);
+    const headers = headersOf(copy);
+    expect(headers).toMatchObject({
+      'x-parked-reason': 'expired',
+      'x-original-queue': queue,
+      'x-retry-attempts': 0,
+      'x-original-routing-key': queue,
+    });
+    expect(String(headers['x-exception-message'])).toContain('its expiration of 300 ms');
+    const history = headers['x-retry-death-history'] as Array<Record<string, unknown>>;
+    expect(history.find((d) => d.queue === queue)).toMatchObject({ reason: 'expired', 'original-expiration': '300' });
+  });
+
+  it("parks what the queue's message TTL expired, and handles the rest", async () => {
+    const { broker, queue } = suite;
+    const Handler = slowHandler({ queue, delays: ['1s'], prefetch: 1, messageTtl: '300ms' }, 1_000);
+    suite.app = await startApp([Handler], SUITE_OPTIONS);
+    for (const id of [1, 2, 3]) await broker.publish('', queue, { id });
+
+    const copies = await parked(2);
+    expect(copies.map(bodyId).sort()).toEqual([2, 3]);
+    for (const copy of copies) {
+      expect(headersOf(copy)['x-parked-reason']).toBe('expired');
+      expect(String(headersOf(copy)['x-exception-message'])).toContain("the queue's message TTL");
+    }
+    expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual([1]);
+    expect(await left()).toEqual({ queue: 0, deadLetters: 0 });
+  });
+
+  it("drops them with onExpired: 'drop', counted for observers and logged once a minute at most", async () => {
+    const { broker, queue } = suite;
+    const dropped: string[] = [];
+    const observer: RetryObserver = { dropped: (e) => dropped.push(`${e.queue}:${e.reason}`) };
+    const Handler = slowHandler({ queue, delays: ['1s'], prefetch: 1, messageTtl: '200ms', onExpired: 'drop' }, 800);
+    const logger = new RecordingLogger();
+    const app = await createApp([Handler], { ...SUITE_OPTIONS, observers: [observer] });
+    app.useLogger(logger);
+    suite.app = await app.init();
+    for (const id of [1, 2, 3, 4]) await broker.publish('', queue, { id });
+
+    await waitFor(() => dropped.length === 3, 'three drops', 10_000);
+    expect(dropped).toEqual([`${queue}:expired`, `${queue}:expired`, `${queue}:expired`]);
+    expect(idsOf(handlerOf(app, Handler).calls)).toEqual([1]);
+    expect(await broker.count(`${queue}.error`)).toBe(0);
+    expect(logger.count(new RegExp(`"${queue.replace(/\./g, '\\.')}": dropped 1 message that expired`))).toBe(1);
+    expect(logger.count(/dropped \d+ messages?/)).toBe(1); // the next two wait for the next minute's line
+  });
+
+  it.each([
+    ['drop-head', [2, 3], [1, 4]],
+    ['reject-publish-dlx', [3, 4], [1, 2]],
+  ] as const)('parks what overflow %s leaves out as maxlen', async (overflow, parkedIds, handledIds) => {
+    const { broker, queue } = suite;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const Handler = handlerFor({ queue, delays: ['1s'], prefetch: 1, maxLength: 1, overflow }, () => gate);
+    suite.app = await startApp([Handler], SUITE_OPTIONS);
+    await broker.publish('', queue, { id: 1 });
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'message 1 in the handler');
+    // reject-publish-dlx refuses (nacks) the publish as well as dead-lettering it: the test's publisher sees the nack.
+    for (const id of [2, 3, 4]) await broker.publish('', queue, { id }).catch(() => undefined);
+
+    const copies = await broker.take(`${queue}.error`, 2);
+    release();
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 2, 'the message that fit handled');
+    expect(copies.map(bodyId)).toEqual(parkedIds);
+    expect(copies.map((c) => headersOf(c)['x-parked-reason'])).toEqual(['maxlen', 'maxlen']);
+    expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual(handledIds);
+    expect(await left()).toEqual({ queue: 0, deadLetters: 0 });
+  });
+
+  it('refuses a publish to a full reject-publish queue with an error naming the queue and its limit', async () => {
+    const { queue } = suite;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const Handler = handlerFor({ queue, delays: ['1s'], prefetch: 1, maxLength: 1, overflow: 'reject-publish' }, () => gate);
+    suite.app = await startApp([Handler], SUITE_OPTIONS);
+    const publisher = suite.app.get(RetryPublisher);
+    await publisher.publish('', queue, { id: 1 });
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'message 1 in the handler');
+    await publisher.publish('', queue, { id: 2 });
+
+    const refused = await publisher.publish('', queue, { id: 3 }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    release();
+    expect(refused).toBeInstanceOf(PublishError);
+    expect((refused as Error).message).toContain(`the queue "${queue}" (maxLength 1, overflow 'reject-publish') is full`);
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 2, 'message 2 handled');
+    expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual([1, 2]);
+    expect(await suite.broker.count(`${queue}.error`)).toBe(0);
+  });
+
+  it("parks as maxlen what an operator's length-limit policy pushes out, and starts with the policy in place", async () => {
+    const { broker, queue } = suite;
+    const policy = `e2e-maxlen-${queue}`;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    await ctl('set_policy', policy, `^${queue.replace(/\./g, '\\.')}$`, '{"max-length":1}', '--apply-to', 'queues');
+    try {
+      const Handler = handlerFor({ queue, delays: ['1s'], prefetch: 1 }, () => gate);
+      suite.app = await startApp([Handler], SUITE_OPTIONS);
+      await waitFor(async () => (await ctl('list_queues', 'name', 'policy', '-q', '--no-table-headers')).includes(policy), 'the policy applied');
+      await broker.publish('', queue, { id: 1 });
+      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'message 1 in the handler');
+      for (const id of [2, 3]) await broker.publish('', queue, { id });
+
+      const [copy] = await broker.take(`${queue}.error`, 1);
+      release();
+      expect(bodyId(copy)).toBe(2);
+      expect(headersOf(copy)['x-parked-reason']).toBe('maxlen');
+      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 2, 'message 3 handled');
+    } finally {
+      release();
+      await ctl('clear_policy', policy);
+    }
+  });
+
+  it('delivers a higher priority first in a queue with maxPriority', async () => {
+    const { queue } = suite;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const Handler = handlerFor({ queue, delays: ['1s'], prefetch: 1, maxPriority: 10 }, (payload) =>
+      (payload as { id: number }).id === 1 ? gate : undefined,
+    );
+    suite.app = await startApp([Handler], SUITE_OPTIONS);
+    const publisher = suite.app.get(RetryPublisher);
+    await publisher.publish('', queue, { id: 1 });
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'message 1 in the handler');
+    for (const id of [2, 3]) await publisher.publish('', queue, { id }, { priority: 1 });
+    await publisher.publish('', queue, { id: 4 }, { priority: 9 });
+    release();
+
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 4, 'all four handled');
+    expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual([1, 4, 2, 3]);
+    await expect(publisher.publish('', queue, { id: 5 }, { priority: 256 })).rejects.toThrow('priority must be a whole number from 0 to 255');
+  });
+
+  it('fails the start with the way to migrate when a limit changed since the queue was declared', async () => {
+    const { queue } = suite;
+    suite.app = await startApp([slowHandler({ queue, delays: ['1s'], maxLength: 5 }, 0)], SUITE_OPTIONS);
+    await cleanUp(() => suite.app?.close());
+    suite.app = undefined;
+
+    const failed = await startApp([slowHandler({ queue, delays: ['1s'], maxLength: 6 }, 0)], SUITE_OPTIONS).then(
+      async (app) => void (await app.close()),
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(TopologyMismatchError);
+    expect((failed as Error).message).toContain(`"${queue}"`);
+    expect((failed as Error).message).toContain('x-max-length');
+    expect((failed as Error).message).toContain('set_policy');
+  });
+});
