@@ -129,6 +129,35 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
     expect(await suite.broker.count(`${queue}.error`)).toBe(0);
   });
 
+  it('on a quorum queue, refuses publishes once it holds more than its limit, naming the queue', async () => {
+    const { queue } = suite;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const Handler = handlerFor({ queue, delays: ['300ms'], prefetch: 1, maxLength: 1, queueType: 'quorum' }, (payload) =>
+      (payload as { id: number }).id === 1 ? gate : undefined,
+    );
+    suite.app = await startApp([Handler], SUITE_OPTIONS);
+    const publisher = suite.app.get(RetryPublisher);
+    await publisher.publish('', queue, { id: 1 });
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'message 1 in the handler');
+    // A quorum queue applies its limit one message late: it refuses a publish once it holds more than maxLength.
+    const accepted: number[] = [];
+    let refused: unknown;
+    for (let id = 2; id <= 5 && refused === undefined; id++) {
+      await publisher.publish('', queue, { id }).then(
+        () => accepted.push(id),
+        (error: unknown) => (refused = error),
+      );
+    }
+    release();
+
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1 + accepted.length, 'every accepted message handled');
+    expect((refused as Error | undefined)?.message).toContain(`the queue "${queue}" (maxLength 1, overflow 'reject-publish') is full`);
+    expect(accepted.length).toBeGreaterThanOrEqual(1);
+    expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual([1, ...accepted]);
+    expect(await suite.broker.count(`${queue}.error`)).toBe(0);
+  });
+
   it("parks as maxlen what an operator's length-limit policy pushes out, and starts with the policy in place", async () => {
     const { broker, queue } = suite;
     const policy = `e2e-maxlen-${queue}`;

@@ -25,6 +25,7 @@ import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { QueueState } from '../core/breaker/queue.state.js';
 import { QueueFlowControl } from './queue-flow.control.js';
 import { DeadLetterStep } from '../pipeline/dead-letter.step.js';
+import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
 
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
 const DEAD_LETTER_PREFETCH = 10;
@@ -239,6 +240,7 @@ export class HandlerRuntime {
     await this.deadLetters.start();
     await this.consumer.start();
     this.deps.logger.log(consumingLine(config, this.handler.patterns));
+    for (const warning of queueLimitWarnings(config.queue, config.limits, config.queueType)) this.deps.logger.warn(warning);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { queueLimitArguments, readQueueLimits } from './queue-limits.config.js';
+import { queueLimitArguments, queueLimitWarnings, readQueueLimits } from './queue-limits.config.js';
 
 const at = (key: string) => `option "${key}"`;
 
@@ -45,5 +45,18 @@ describe('queueLimitArguments', () => {
       'x-max-length-bytes': 100,
       'x-message-ttl': 2000,
     });
+  });
+});
+
+describe('queueLimitWarnings', () => {
+  it('says what the broker may drop, and nothing without limits', () => {
+    expect(queueLimitWarnings('q', readQueueLimits({}, 'classic', at), 'classic')).toEqual([]);
+    expect(queueLimitWarnings('q', readQueueLimits({ maxLength: 1, overflow: 'reject-publish' }, 'quorum', at), 'quorum')).toEqual([]);
+    const classic = queueLimitWarnings('q', readQueueLimits({ maxLength: 1, overflow: 'reject-publish' }, 'classic', at), 'classic');
+    expect(classic).toHaveLength(1);
+    expect(classic[0]).toContain("use queueType: 'quorum'");
+    const ttl = queueLimitWarnings('q', readQueueLimits({ messageTtl: '1m' }, 'quorum', at), 'quorum');
+    expect(ttl).toHaveLength(1);
+    expect(ttl[0]).toContain('dead-letter cycle rule');
   });
 });

@@ -115,3 +115,24 @@ export function queueLimitArguments(limits: QueueLimitsConfig | undefined): Reco
     ...(limits.maxPriority !== undefined ? { [QueueArgument.maxPriority]: limits.maxPriority } : {}),
   };
 }
+
+/**
+ * What a start warns of for these limits: the cases where the broker, not the library, may drop a message that has
+ * been retried (docs/retries-and-parking.md, "Expired and over-length messages"). Empty when nothing to say.
+ */
+export function queueLimitWarnings(queue: string, limits: QueueLimitsConfig | undefined, queueType: QueueType): string[] {
+  if (!limits) return [];
+  const warnings: string[] = [];
+  const limited = limits.maxLength !== undefined || limits.maxLengthBytes !== undefined;
+  if (limited && queueType === 'classic' && (limits.overflow === 'reject-publish' || limits.overflow === 'reject-publish-dlx')) {
+    warnings.push(
+      `"${queue}": a classic queue with overflow '${limits.overflow}' refuses a retry that comes back from its tier while the queue is full, and the broker then drops it (classic queues dead-letter at most once); a quorum queue takes it: use queueType: 'quorum' if retries must survive a full queue`,
+    );
+  }
+  if (limits.messageTtlMs !== undefined || (limited && limits.overflow !== 'reject-publish')) {
+    warnings.push(
+      `"${queue}": a message that has been retried and then expires in the queue or is pushed out of it goes on to its next tier, and the broker's dead-letter cycle rule drops it on its way back; first deliveries are parked as expired or maxlen`,
+    );
+  }
+  return warnings;
+}
