@@ -4,6 +4,7 @@
  * The microservices transport and the terminus health indicator have entries of their own
  * (`nestjs-amqp-retry/transport`, `nestjs-amqp-retry/health`).
  *
+ * @packageDocumentation
  * @module nestjs-amqp-retry
  */
 export { RetryModule } from './nest/retry.module.js';

@@ -3,6 +3,7 @@
  * imports terminus, so that applications without health checks never load it (the indicator needs terminus's
  * HealthIndicatorService as an injection token, which a lazy import cannot give Nest's dependency injection).
  *
+ * @packageDocumentation
  * @module nestjs-amqp-retry/health
  */
 export { RetryHealthIndicator } from './retry.health-indicator.js';

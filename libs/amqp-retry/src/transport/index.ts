@@ -2,6 +2,7 @@
  * The `nestjs-amqp-retry/transport` entry: the `@nestjs/microservices` transport (`RetryServer`, `RetryClient`), an
  * entry of its own so that applications without `@nestjs/microservices` never load it.
  *
+ * @packageDocumentation
  * @module nestjs-amqp-retry/transport
  */
 export { RetryServer, type RetryServerStatus } from './retry.server.js';
