@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/node_modules/**', '**/dist/**', 'coverage/**', '.cache/**', 'test/consumers/**', 'bench/peers/**', '**/*.d.ts'],
+    ignores: ['**/node_modules/**', '**/dist/**', 'docs/api/**', 'coverage/**', '.cache/**', 'test/consumers/**', 'bench/peers/**', '**/*.d.ts'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -30,7 +30,7 @@ const FAKE_CLI = "console.log('cli ran with ' + process.argv.slice(2).join(' '))
 describe('the amqp-retry bin', () => {
   it('is a committed file that the workspace links into node_modules/.bin, so npx finds it without the registry', () => {
     const pkg = JSON.parse(readFileSync(join(LIB, 'package.json'), 'utf8')) as { bin: Record<string, string>; files: string[] };
-    expect(pkg.bin).toEqual({ 'amqp-retry': './bin/amqp-retry.js' });
+    expect(pkg.bin).toEqual({ 'amqp-retry': 'bin/amqp-retry.js' });
     expect(pkg.files).toContain('bin/amqp-retry.js');
     // npm ci linked it although dist/ need not exist: the link resolves to the launcher, not to the registry.
     expect(realpathSync('node_modules/.bin/amqp-retry')).toBe(realpathSync(LAUNCHER));

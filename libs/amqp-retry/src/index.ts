@@ -1,3 +1,12 @@
+/**
+ * The `nestjs-amqp-retry` entry: the Nest module and decorator, the publishers, the engine without Nest, the
+ * idempotency stores, the outbox and inbox adapters, parked messages and their page, observers, errors and types.
+ * The microservices transport and the terminus health indicator have entries of their own
+ * (`nestjs-amqp-retry/transport`, `nestjs-amqp-retry/health`).
+ *
+ * @packageDocumentation
+ * @module nestjs-amqp-retry
+ */
 export { RetryModule } from './nest/retry.module.js';
 export { RetryWithBackoff } from './nest/retry-with-backoff.decorator.js';
 export { RetryPublisher, type PublishOptions } from './nest/retry.publisher.js';

@@ -81,6 +81,7 @@ export interface HandlerRuntimeDeps {
 
 /** Whether one queue is consumed, for health checks. */
 export interface QueueStatus {
+  /** The handler queue (or partition queue). */
   queue: string;
   /**
    * True while consumed, also while paused or open on purpose (see `state`) as long as its channel is there, or (a

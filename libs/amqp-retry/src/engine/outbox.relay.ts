@@ -20,9 +20,11 @@ const DATABASE_RETRY = { initialDelayMs: 200, maxDelayMs: 10_000 };
 
 /** What a health check shows of the relay. */
 export interface OutboxRelayHealth {
+  /** The outbox table ("schema.table" with a schema). */
   table: string;
   /** False while its last publishes failed (the broker away, blocked) or the database did not answer. */
   relaying: boolean;
+  /** While not relaying: why, in words. */
   problem?: string;
 }
 

@@ -4,7 +4,9 @@ import { readOutboxMessage, type OutboxMessage } from '../core/outbox/outbox.mes
 
 /** What a publish to the outbox wrote: the row's id and the message id the consumer will see. */
 export interface OutboxReceipt {
+  /** The row's id in the outbox table. */
   id: string;
+  /** The message's AMQP message id: the one the consumer sees, and its inbox recognises copies by. */
   messageId: string;
 }
 

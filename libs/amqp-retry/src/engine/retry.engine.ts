@@ -61,7 +61,14 @@ type Runtime = HandlerRuntime | PartitionedRuntime;
 
 /** What a health check needs: each connection up or not (undefined before it first opened), each queue consumed or not. */
 export interface EngineHealth {
-  connections: { consume?: boolean; publish?: boolean };
+  /** Each of the two connections: up or not; undefined before it first opened. */
+  connections: {
+    /** The consuming connection (topology, consumers). */
+    consume?: boolean;
+    /** The publishing connection (the application's publishes, parked copies, forwarded delayed messages). */
+    publish?: boolean;
+  };
+  /** Each handler queue: consumed or not. */
   queues: QueueStatus[];
   /** The outbox relay of this instance, when it runs one. */
   outbox?: OutboxRelayHealth;
@@ -69,6 +76,7 @@ export interface EngineHealth {
 
 /** One of the engine's queues as its page shows it live: deliveries in flight, and outcomes counted since `activity()` was first called. */
 export interface QueueActivity extends ActivityCounts {
+  /** The handler queue. */
   queue: string;
   /** Deliveries taken by this instance and not yet settled. */
   inFlight: number;

@@ -4,8 +4,11 @@
  */
 export class HandlerTimeoutError extends Error {
   constructor(
+    /** The handler's queue. */
     readonly queue: string,
+    /** The timeout the call outlived, in milliseconds. */
     readonly timeoutMs: number,
+    /** The attempt that timed out (1 for the first delivery). */
     readonly attempt: number,
     formatted: string,
   ) {

@@ -5,7 +5,9 @@
  */
 export class ParkedScopeError extends Error {
   constructor(
+    /** The handler queue or parking queue named outside the scope (empty when the view names nothing). */
     readonly subject: string,
+    /** What the view looks at, in words. */
     readonly scope: string,
     message: string,
   ) {

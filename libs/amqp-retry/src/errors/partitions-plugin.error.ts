@@ -4,7 +4,9 @@
  */
 export class PartitionsPluginError extends Error {
   constructor(
+    /** The partitioned handler's queue. */
     readonly queue: string,
+    /** The broker's reply text. */
     readonly brokerMessage: string,
   ) {
     super(

@@ -4,6 +4,7 @@
  */
 export class RetryConfigError extends Error {
   constructor(
+    /** The option path or environment variable at fault, as the user wrote it. */
     readonly key: string,
     problem: string,
     fix: string,

@@ -1,6 +1,8 @@
 /** A queue that exists with another type than the one configured: 'classic', 'quorum', 'stream' or a plugin's. */
 export interface QueueTypeMismatch {
+  /** The type the library declares the queue with. */
   configured: 'classic' | 'quorum';
+  /** The type the queue has on the broker. */
   found: string;
 }
 
@@ -11,9 +13,13 @@ export interface QueueTypeMismatch {
  */
 export class TopologyMismatchError extends Error {
   constructor(
+    /** What the broker refused to declare. */
     readonly kind: 'queue' | 'exchange',
+    /** Its name. */
     readonly entity: string,
+    /** The broker's reply text (what differs). */
     readonly brokerMessage: string,
+    /** When what differs is the queue's type: the type configured and the type found. */
     readonly queueTypes?: QueueTypeMismatch,
   ) {
     super(queueTypes ? typeMessage(entity, brokerMessage, queueTypes) : argumentsMessage(kind, entity, brokerMessage));

@@ -2,12 +2,15 @@ import type { EngineHealth } from '../engine/retry.engine.js';
 
 /** What a health endpoint shows of the engine: every connection and queue, and the problems in words. */
 export interface HealthReport {
+  /** False while any of `problems` holds. */
   healthy: boolean;
+  /** Each connection (`consume`, `publish`) by name: up, down, or not opened yet. */
   connections: Record<string, 'up' | 'down' | 'not opened'>;
   /** 'paused', 'open' and 'half-open': not consumed on purpose (an operator's pause, the circuit breaker), and healthy. */
   queues: Record<string, 'consuming' | 'not consuming' | 'paused' | 'open' | 'half-open'>;
   /** The outbox relay of this instance, when it runs one. */
   outbox?: 'relaying' | 'cannot publish';
+  /** What makes it unhealthy, in words; empty when healthy. */
   problems: string[];
 }
 

@@ -13,7 +13,7 @@ import { OutboxPublisher } from './outbox.publisher.js';
 import { RetryPublisher } from './retry.publisher.js';
 
 /**
- * Broker-side retries for @RetryWithBackoff handlers. Global by default; each option comes from `forRoot()`, else
+ * Broker-side retries for `@RetryWithBackoff` handlers. Global by default; each option comes from `forRoot()`, else
  * the environment (AMQP_URL, RETRY_DELAYS, RETRY_MAX_ATTEMPTS, RETRY_PREFETCH, ...), else the default.
  *
  * @example
@@ -67,10 +67,12 @@ export class RetryModule extends ConfigurableRetryModule {
     for (const module of modules.values()) if (module.metatype === RetryModule) module.distance = 0;
   }
 
+  /** The module with these options (each, else the environment, else the default); global unless `isGlobal: false`. */
   static override forRoot(options: RetryModuleOptions & { isGlobal?: boolean } = {}): DynamicModule {
     return super.forRoot(options);
   }
 
+  /** The module with options made by `useFactory` (or `useClass`, `useExisting`) from injected providers. */
   static override forRootAsync(options: typeof RETRY_MODULE_ASYNC_OPTIONS_TYPE): DynamicModule {
     return super.forRootAsync(options);
   }

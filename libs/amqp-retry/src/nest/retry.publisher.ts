@@ -12,6 +12,7 @@ export interface PublishOptions {
    * days. 0 or absent publishes at once. Never early; see docs/delays.md for the lateness measured.
    */
   delay?: Duration;
+  /** Headers of the message, besides those the library sets. */
   headers?: Record<string, unknown>;
   /** Default: a random UUID. */
   messageId?: string;

@@ -24,7 +24,9 @@ export interface ControlReply {
 
 /** What a pause or resume reached: `routed` false when no running instance consumes the queue. */
 export interface ControlOutcome {
+  /** Whether the broker routed the command to at least one running instance. */
   routed: boolean;
+  /** The answers that came within the wait, one per instance. */
   replies: ControlReply[];
 }
 
@@ -45,10 +47,12 @@ export class QueueControl {
     return new QueueControl(readBrokerUrls({ url: options.url }, process.env.AMQP_URL, 'QueueControl', true));
   }
 
+  /** Pauses `queue` in every running instance that consumes it, saying who and why; waits up to `waitMs` for answers. */
   pause(queue: string, who: { by: string; reason?: string }, waitMs = 2_000): Promise<ControlOutcome> {
     return this.send({ command: 'pause', queue, by: who.by, ...(who.reason !== undefined && { reason: who.reason }) }, waitMs);
   }
 
+  /** Resumes `queue` in every running instance that consumes it, saying who; waits up to `waitMs` for answers. */
   resume(queue: string, who: { by: string }, waitMs = 2_000): Promise<ControlOutcome> {
     return this.send({ command: 'resume', queue, by: who.by }, waitMs);
   }

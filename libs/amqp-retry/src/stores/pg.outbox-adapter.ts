@@ -3,11 +3,31 @@ import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js'
 
 /** What the adapter needs of a pg client (a PoolClient), so that pg stays an optional dependency. */
 export interface PgClientLike {
-  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+  /** Runs one SQL statement with its parameters. */
+  query(
+    text: string,
+    values?: unknown[],
+  ): Promise<{
+    /** The rows the statement returned. */
+    rows: Array<Record<string, unknown>>;
+  }>;
+  /** Gives the client back to the pool; with an error (or true), the pool closes it instead. */
   release(error?: Error | boolean): void;
-  on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
+  /** Listens to the client's LISTEN notifications. */
+  on(
+    event: 'notification',
+    listener: (message: {
+      /** The channel notified. */
+      channel: string;
+      /** The notification's payload. */
+      payload?: string;
+    }) => void,
+  ): unknown;
+  /** Listens to the client's errors (a lost connection). */
   on(event: 'error', listener: (error: Error) => void): unknown;
+  /** Removes every listener of an event. */
   removeAllListeners?(event?: string): unknown;
+  /** Removes one listener of an event. */
   removeListener?(event: string, listener: (error: Error) => void): unknown;
   /** pg 8.16+: 'I' idle (no transaction), 'T' in a transaction, 'E' in a failed one; older clients lack it. */
   getTransactionStatus?(): string | null;
@@ -15,6 +35,7 @@ export interface PgClientLike {
 
 /** What the adapter needs of a pg Pool. */
 export interface PgPoolLike {
+  /** Takes a client from the pool. */
   connect(): Promise<PgClientLike>;
 }
 

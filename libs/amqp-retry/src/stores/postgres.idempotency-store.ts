@@ -7,10 +7,21 @@ import { RetryConfigError } from '../errors/retry-config.error.js';
 
 /** What the store needs of a pg Pool, so that pg stays an optional dependency. */
 export interface PgLikePool {
-  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>>; rowCount: number | null }>;
+  /** Runs one SQL statement with its parameters. */
+  query(
+    text: string,
+    values?: unknown[],
+  ): Promise<{
+    /** The rows the statement returned. */
+    rows: Array<Record<string, unknown>>;
+    /** The rows it changed or returned, when the driver says. */
+    rowCount: number | null;
+  }>;
+  /** Closes the pool (only a pool the store opened itself). */
   end(): Promise<void>;
 }
 
+/** Options of PostgresIdempotencyStore: where the table is, and how often expired rows are deleted. */
 export interface PostgresIdempotencyStoreOptions {
   /** A PostgreSQL connection string; the store opens its own pg Pool on first use and closes it with the application. */
   connectionString?: string;

@@ -3,10 +3,13 @@ import { RetryConfigError } from '../errors/retry-config.error.js';
 
 /** What the store needs of an ioredis client (`new Redis(...)`), so that ioredis stays an optional dependency. */
 export interface RedisLikeClient {
+  /** Runs a Lua script on the server (EVAL): each state change is one script, atomic. */
   eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  /** Closes the connection (only a client the store opened itself). */
   quit(): Promise<unknown>;
 }
 
+/** Options of RedisIdempotencyStore: where Redis is, and the keys' prefix. */
 export interface RedisIdempotencyStoreOptions {
   /** A Redis URL; the store opens its own ioredis client on first use and closes it with the application. */
   url?: string;

@@ -2,20 +2,34 @@ import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js'
 
 /** What the adapter needs of a TypeORM QueryRunner (typeorm stays an optional dependency: it is never imported). */
 export interface TypeormQueryRunnerLike {
+  /** Whether the runner is inside a transaction: a publish outside one is refused. */
   readonly isTransactionActive: boolean;
-  query(sql: string, parameters: unknown[] | undefined, useStructuredResult: true): Promise<{ records: Array<Record<string, unknown>> }>;
+  /** Runs one SQL statement with its parameters; the structured result's `records` are the rows. */
+  query(
+    sql: string,
+    parameters: unknown[] | undefined,
+    useStructuredResult: true,
+  ): Promise<{
+    /** The rows the statement returned. */
+    records: Array<Record<string, unknown>>;
+  }>;
+  /** Takes a connection from the pool: with the PostgreSQL driver, it answers the pg client (for LISTEN). */
   connect(): Promise<unknown>;
+  /** Gives the connection back to the pool. */
   release(): Promise<void>;
 }
 
 /** What the adapter needs of an EntityManager: the QueryRunner of its transaction. */
 export interface TypeormEntityManagerLike {
+  /** The QueryRunner of the transaction the manager belongs to. */
   readonly queryRunner?: TypeormQueryRunnerLike;
 }
 
 /** What the adapter needs of a DataSource. */
 export interface TypeormDataSourceLike {
+  /** Runs `run` in a transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(run: (manager: TypeormEntityManagerLike) => Promise<T>): Promise<T>;
+  /** A QueryRunner of its own (the relay's LISTEN connection). */
   createQueryRunner(): TypeormQueryRunnerLike;
 }
 

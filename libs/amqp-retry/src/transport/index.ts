@@ -1,5 +1,10 @@
-// The microservices transport: its own entry point (`nestjs-amqp-retry/transport`), so that applications without
-// @nestjs/microservices never load it.
+/**
+ * The `nestjs-amqp-retry/transport` entry: the `@nestjs/microservices` transport (`RetryServer`, `RetryClient`), an
+ * entry of its own so that applications without `@nestjs/microservices` never load it.
+ *
+ * @packageDocumentation
+ * @module nestjs-amqp-retry/transport
+ */
 export { RetryServer, type RetryServerStatus } from './retry.server.js';
 export { RetryClient, type RetryClientStatus } from './retry.client.js';
 export { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';

@@ -7,6 +7,14 @@ import type { QueueType } from '../core/config/retry.options.js';
  * way: the client then declares nothing.
  * @example ClientsModule.register([{ name: 'ORDERS', transport: Transport.RMQ, options: { urls, queue: 'orders', queueOptions: retryQueueOptions('orders') } }])
  */
-export function retryQueueOptions(queue: string, options: { queueType?: QueueType } = {}): { durable: true; arguments: Record<string, unknown> } {
+export function retryQueueOptions(
+  queue: string,
+  options: { queueType?: QueueType } = {},
+): {
+  /** Always true: the server's queue is durable. */
+  durable: true;
+  /** The queue's arguments as the server declares them (its type, its dead-letter exchange). */
+  arguments: Record<string, unknown>;
+} {
   return { durable: true, arguments: businessQueueArguments(queue, options.queueType ?? 'classic') };
 }

@@ -9,8 +9,11 @@ import type { RetryContext } from '../core/delivery/retry.context.js';
  * but say so once.
  */
 export interface RetryChannelRef {
+  /** Does nothing (the transport acks): logs once that it was called. */
   ack(message?: unknown): void;
+  /** Does nothing (the transport retries or parks): logs once that it was called. */
   nack(message?: unknown): void;
+  /** Does nothing (the transport retries or parks): logs once that it was called. */
   reject(message?: unknown): void;
 }
 
@@ -36,6 +39,7 @@ export class RetryRmqContext extends RmqContext {
     return super.getChannelRef() as RetryChannelRef;
   }
 
+  /** The attempt's RetryContext: attempt, maxAttempts, isLastAttempt, death history, abort signal. */
   getRetryContext(): RetryContext {
     return this.retry;
   }

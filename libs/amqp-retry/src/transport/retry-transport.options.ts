@@ -42,9 +42,13 @@ export interface RetryServerOptions
  * The queue, exchange and prefetch are the server's.
  */
 export interface EventRetryOptions {
+  /** One TTL tier per entry, in order; the last repeats. Give this or `backoff`, not both. */
   delays?: Duration[];
+  /** Exponential tiers, as RetryWithBackoff's `backoff`. Give this or `delays`, not both. */
   backoff?: RetryHandlerOptions['backoff'];
+  /** Handler calls in all, the first included. Default: the server's, else the number of tiers + 1. */
   maxAttempts?: number;
+  /** Errors that park at once: classes (matched with instanceof) or a predicate. NonRetryableError always parks. */
   nonRetryable?: ErrorClass[] | ((error: unknown) => boolean);
   /** The longest one call of this pattern's handler may take (see RetryWithBackoff `timeout`); default the server's `handlerTimeout`. */
   timeout?: Duration;
@@ -73,6 +77,7 @@ export interface RetryClientOptions extends RetryModuleOptions {
 export interface RetryEmitOptions {
   /** Deliver after this long (through the delay ladder): ms or a duration ('30m'). */
   delay?: Duration;
+  /** Headers of the message, besides those the library sets. */
   headers?: Record<string, unknown>;
   /** Default: a random UUID. */
   messageId?: string;

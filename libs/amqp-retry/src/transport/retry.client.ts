@@ -111,10 +111,12 @@ export class RetryClient extends ClientProxy {
     return hot;
   }
 
+  /** Nest's ClientProxy hook behind `emit()`: publishes the event, resolving once the broker confirmed it. */
   protected dispatchEvent<T = unknown>(packet: ReadPacket): Promise<T> {
     return this.dispatch(packet, {}) as Promise<T>;
   }
 
+  /** Nest's ClientProxy hook behind `send()`: publishes the request; `callback` gets the reply. Returns the cancel. */
   protected publish(request: ReadPacket, callback: (packet: WritePacket) => void): () => void {
     const id = randomUUID();
     this.routingMap.set(id, callback);

@@ -37,7 +37,9 @@ export interface CircuitBreakerOptions {
  * @example { calls: 50, per: '1s' }
  */
 export interface RateLimitOptions {
+  /** Handler calls allowed in each `per`. */
   calls: number;
+  /** The period: milliseconds or a duration ('1s'). */
   per: Duration;
   /**
    * How many calls may go at once after a quiet time (the bucket's size), 1 to `calls`. With 1, calls are evenly

@@ -13,16 +13,30 @@ export const QUEUE_STATE_VALUE: Readonly<Record<QueueState, number>> = { running
 
 /** A handler queue's flow, for the page, the CLI, health checks and `RetryEngine.queueStates()`. */
 export interface QueueFlowStatus {
+  /** The handler queue. */
   queue: string;
+  /** Its consumer's state: running, half-open, open or paused. */
   state: QueueState;
   /** The circuit breaker's own state, when the queue has one (a paused queue's circuit may be open meanwhile). */
   circuit?: CircuitState;
   /** While the circuit is open: when it half-opens (ISO 8601). */
   openUntil?: string;
   /** While paused: who paused it, why, and since when (ISO 8601). */
-  paused?: { by: string; reason?: string; since: string };
+  paused?: {
+    /** Who paused it. */
+    by: string;
+    /** Why, when given. */
+    reason?: string;
+    /** Since when (ISO 8601). */
+    since: string;
+  };
   /** The rate limit, when the handler has one: at most `calls` per `per`. */
-  rateLimit?: { calls: number; per: string };
+  rateLimit?: {
+    /** Handler calls allowed in each `per`. */
+    calls: number;
+    /** The period, as a duration (for example '1s'). */
+    per: string;
+  };
 }
 
 /** Who paused a queue, why, and since when (epoch ms). */

@@ -46,7 +46,12 @@ export interface RetryModuleOptions {
    */
   application?: string;
   /** Spacing of reconnection attempts after a connection loss: capped exponential backoff with 20% jitter. */
-  reconnect?: { initialDelay?: Duration; maxDelay?: Duration };
+  reconnect?: {
+    /** The wait before the first attempt. Default '100ms'. */
+    initialDelay?: Duration;
+    /** The longest wait between attempts. Default '30s'. */
+    maxDelay?: Duration;
+  };
   /**
    * How long a publish may wait for a lost connection to come back (re-sends included), for a channel, or for a full
    * socket buffer to drain, before it rejects. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'.
@@ -62,7 +67,14 @@ export interface RetryModuleOptions {
    * dead-letter at least once: on a cluster, a delayed message then survives the loss of a node. Its names start
    * with `<prefix>.quorum.`, so both kinds of ladder can share a vhost.
    */
-  delayedDelivery?: boolean | { prefix?: string; queueType?: QueueType };
+  delayedDelivery?:
+    | boolean
+    | {
+        /** The ladder's name prefix. Default 'amqp-retry.delay'. */
+        prefix?: string;
+        /** The type of the ladder's queues. Default: the module's `queueType`. */
+        queueType?: QueueType;
+      };
   /** How long `app.close()` lets handlers in flight finish. Env `RETRY_SHUTDOWN_TIMEOUT`; default '30s'. */
   shutdownTimeout?: Duration;
   /**
@@ -108,7 +120,10 @@ export interface RetryModuleOptions {
    * failure's stack first, stays quiet (your exception filters still see every error). `'nest'`: Nest's
    * ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
    */
-  logging?: { retries?: RetryLogs };
+  logging?: {
+    /** How a handler's failure is logged: `'line'` (default) or `'nest'`. */
+    retries?: RetryLogs;
+  };
   /** Handle each message once, for every handler without its own `idempotency` (see IdempotencyOptions). */
   idempotency?: IdempotencyOptions;
   /**
@@ -155,7 +170,12 @@ export interface IdempotencyOptions {
  */
 export interface OrderingOptions {
   /** The sequence a message belongs to: a function of the payload and delivery, or a header. undefined: no sequence. */
-  key: MessageKeyFn | { header: string };
+  key:
+    | MessageKeyFn
+    | {
+        /** The header whose value is the key. */
+        header: string;
+      };
   /**
    * When a message fails and waits in a retry tier: 'continue' (default) lets the key's later messages run meanwhile,
    * so the retried one ends up after them; 'hold' keeps them waiting in the consumer until the retry comes back and
@@ -170,7 +190,12 @@ export interface OrderingOptions {
  * What routes a message to its partition, read by the broker (RabbitMQ's consistent-hash exchange), so that every
  * publisher's messages land in the right partition, not only ours: a header, or the AMQP message id.
  */
-export type PartitionKey = { header: string } | 'messageId';
+export type PartitionKey =
+  | {
+      /** The header whose value the broker hashes. */
+      header: string;
+    }
+  | 'messageId';
 
 /**
  * Split the handler's queue into `count` partition queues by a stable hash of `key` (docs/partitions.md): each key's
@@ -218,7 +243,16 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
   /** One TTL tier per entry; overrides the module default. Give this or `backoff`, not both. */
   delays?: Duration[];
   /** Exponential tiers: initial * multiplier^k, capped at max. Give this or `delays`, not both. */
-  backoff?: { initial: Duration; multiplier?: number; max?: Duration; tiers?: number };
+  backoff?: {
+    /** The first tier's delay. */
+    initial: Duration;
+    /** Each tier's delay is the one before's times this. Default 2. */
+    multiplier?: number;
+    /** No tier's delay is longer. Default: the longest delay a tier can have. */
+    max?: Duration;
+    /** How many tiers. Default: `maxAttempts` - 1, else 3. */
+    tiers?: number;
+  };
   /** Handler calls in all, the first included. Default: the module's, else the number of tiers + 1. */
   maxAttempts?: number;
   /**

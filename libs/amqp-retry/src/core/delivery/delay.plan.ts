@@ -79,6 +79,7 @@ export interface DelayLevel {
 export interface DelayTopology extends TopologyPlan {
   /** The prefix of every name in the ladder: the configured prefix, plus `.quorum` for a quorum ladder. */
   readonly prefix: string;
+  /** The type of the ladder's queues. */
   readonly queueType: QueueType;
   /** The queue the forwarder consumes. */
   readonly readyQueue: string;

@@ -6,12 +6,22 @@ import type { XDeath } from './x-death.parser.js';
  * a pg PoolClient, a TypeORM EntityManager, whatever the inbox's adapter hands out.
  * @example async handle(order: Order, ctx: RetryContext<PoolClient>) { await ctx.transaction.query('INSERT ...'); }
  */
-export type RetryContext<Tx = undefined> = RetryContextBase & (undefined extends Tx ? { transaction?: Tx } : { transaction: Tx });
+export type RetryContext<Tx = undefined> = RetryContextBase &
+  (undefined extends Tx
+    ? {
+        /** The inbox's transaction the handler runs in; absent without an inbox. */
+        transaction?: Tx;
+      }
+    : {
+        /** The inbox's transaction the handler runs in: it commits, with the message recorded as handled, before the ack. */
+        transaction: Tx;
+      });
 
 /** What every handler call is given. */
 export interface RetryContextBase {
   /** 1 for the first delivery, 2 for the first retry, and so on. */
   attempt: number;
+  /** Handler calls in all, the first included: the last one's failure parks the message. */
   maxAttempts: number;
   /** True when a failure now parks the message instead of retrying it. */
   isLastAttempt: boolean;

@@ -1,10 +1,16 @@
 /** One entry of the broker's `x-death` header, as far as it could be read. */
 export interface XDeath {
+  /** The queue the message was dead-lettered from. */
   queue: string;
+  /** Why: `rejected`, `expired`, `maxlen` or `delivery_limit`. */
   reason: string;
+  /** How many times the message was dead-lettered from that queue for that reason. */
   count: number;
+  /** The exchange the message had been published to before that queue. */
   exchange?: string;
+  /** The routing keys it had been published with (the `CC` header's included). */
   routingKeys: string[];
+  /** When it was first dead-lettered from that queue for that reason. */
   time?: Date;
 }
 

@@ -3,7 +3,9 @@
  * your own to keep the library's metrics apart; without one they go to prom-client's default registry.
  */
 export interface MetricsRegistry {
+  /** Registers one metric (prom-client's `Registry.registerMetric`). */
   registerMetric(metric: never): void;
+  /** The metric of that name, if registered: the library reuses it rather than registering it twice. */
   getSingleMetric(name: string): unknown;
 }
 

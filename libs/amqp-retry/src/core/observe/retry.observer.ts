@@ -61,7 +61,9 @@ export interface RetryObserver {
 
 /** Wraps one handler call: `run` around it, `end` once after it, with the error if it threw. */
 export interface DeliveryScope {
+  /** Runs the handler's call (`fn`) and returns what it returns; a tracer runs it inside its span's context. */
   run?<T>(fn: () => T): T;
+  /** Called once after the handler's call: with its error if it threw, without one if it returned. */
   end?(error?: unknown): void;
 }
 
@@ -70,7 +72,9 @@ export interface DeliveryScope {
  * an instrumentation of amqplib nests under it), `end` once the broker confirmed it, or with the error.
  */
 export interface PublishScope {
+  /** Runs the publish (`fn`) and returns what it returns; a tracer runs it inside its producer span's context. */
   run?<T>(fn: () => T): T;
+  /** Called once: without an error when the broker confirmed the message, with one when it refused it or never did. */
   end?(error?: unknown): void;
 }
 
@@ -82,18 +86,23 @@ export interface DeliveryEvent {
   pattern?: string;
   /** 1 for the first delivery, 2 for the first retry... */
   attempt: number;
+  /** The attempts the handler has in all (its `maxAttempts`): the last one's failure parks the message. */
   maxAttempts: number;
+  /** The delivery as amqplib gave it: body, properties, headers, fields. */
   message: ConsumeMessage;
   /** The broker's `x-death` entries: a retried message's first one names the exchange and routing key it came by. */
   deaths: XDeath[];
 }
 
+/** A handler call that returned: the delivery is acked. */
 export interface DeliveryHandledEvent extends DeliveryEvent {
   /** How long the handler ran, in milliseconds. */
   durationMs: number;
 }
 
+/** A handler call that threw: the message is retried (`retryTier` set) or parked. */
 export interface DeliveryFailedEvent extends DeliveryHandledEvent {
+  /** What the handler threw. */
   error: unknown;
   /** The tier the message goes to (1 = the first delay), or undefined when it is parked. */
   retryTier?: number;
@@ -101,15 +110,21 @@ export interface DeliveryFailedEvent extends DeliveryHandledEvent {
   retryDelayMs?: number;
 }
 
+/** A message parked in an error queue: its copy confirmed by the broker, the original acked. */
 export interface MessageParkedEvent {
   /** The queue the message came from (the delay ladder's ready queue for an undeliverable delayed message). */
   queue: string;
+  /** The microservices pattern it was dispatched to; absent for `@RetryWithBackoff` handlers. */
   pattern?: string;
+  /** The error queue the copy was published to. */
   errorQueue: string;
+  /** Why it was parked: its attempts ran out, it was not retryable, it could not be decoded... */
   reason: ParkReason;
+  /** The last error: what the handler threw, or what stopped the message before the handler. */
   error: unknown;
   /** Handler calls the message had (0 when parked before the handler). */
   handlerCalls: number;
+  /** The original delivery as amqplib gave it. */
   message: ConsumeMessage;
 }
 
@@ -123,29 +138,43 @@ export interface MessageDroppedEvent {
 /** Which of the library's publishes. */
 export type PublishKind = 'publish' | 'delayed' | 'forward' | 'park';
 
+/** A publish about to be sent, by the application (through the library) or by the library itself. */
 export interface PublishingEvent {
+  /** Which publish: the application's, a delayed message's, a due message's forward, or a parked copy. */
   kind: PublishKind;
+  /** The exchange it is published to ('' for the default exchange). */
   exchange: string;
+  /** Its routing key. */
   routingKey: string;
   /** The headers to be published; an observer may add to them, never remove. */
   headers: Record<string, unknown>;
+  /** The message's `messageId` property, when it has one. */
   messageId?: string;
 }
 
+/** A delayed message that entered the delay ladder, or a due one forwarded to its target: confirmed by the broker. */
 export interface PublishedEvent {
   /** For a delayed message: its target. */
   exchange: string;
+  /** The target's routing key. */
   routingKey: string;
+  /** The delay asked for, in milliseconds (on `delayedPublished`). */
   delayMs?: number;
 }
 
+/** A publish that the broker refused (nack), returned as unroutable, or never confirmed. */
 export interface PublishRejectedEvent {
+  /** Which publish. */
   kind: PublishKind;
+  /** The exchange it was published to. */
   exchange: string;
+  /** Its routing key. */
   routingKey: string;
+  /** Why: the error the publish failed with. */
   error: unknown;
 }
 
+/** A connection to the broker opened or was lost. */
 export interface ConnectionEvent {
   /** The consuming connection or the publishing one. */
   role: 'consume' | 'publish';
@@ -155,31 +184,45 @@ export interface ConnectionEvent {
   downMs?: number;
 }
 
+/** A consumer that subscribed to its queue. */
 export interface ConsumerEvent {
+  /** The queue consumed. */
   queue: string;
 }
 
+/** A consumer that stopped consuming. */
 export interface ConsumerDownEvent extends ConsumerEvent {
+  /** Why, in words: its channel closed, the broker cancelled it, or the application stops. */
   reason: string;
 }
 
+/** An outbox row published by the relay and confirmed by the broker. */
 export interface OutboxSentEvent {
   /** The outbox table ("schema.table" with a schema). */
   table: string;
+  /** The exchange the row's message was published to. */
   exchange: string;
+  /** Its routing key. */
   routingKey: string;
   /** From the row's insert to the broker's confirm: the relay lag, in milliseconds. */
   lagMs: number;
 }
 
+/** An outbox row parked by the relay: the broker refused it for good, or no queue took it often enough. */
 export interface OutboxParkedEvent {
+  /** The outbox table ("schema.table" with a schema). */
   table: string;
+  /** The exchange the row's message was for. */
   exchange: string;
+  /** Its routing key. */
   routingKey: string;
+  /** Why, in words. */
   reason: string;
 }
 
+/** The outbox's backlog, as one relay read it. */
 export interface OutboxBacklogEvent {
+  /** The outbox table ("schema.table" with a schema). */
   table: string;
   /** Rows not sent yet (committed, due or waiting for a retry). */
   waiting: number;
@@ -189,9 +232,13 @@ export interface OutboxBacklogEvent {
   parked: number;
 }
 
+/** A change of a handler queue's state (circuit breaker, pause). */
 export interface QueueStateEvent {
+  /** The handler queue. */
   queue: string;
+  /** Its state before the change. */
   from: QueueState;
+  /** Its state after the change. */
   to: QueueState;
   /** Why, in words: the failures that opened the circuit, the pause's reason... */
   reason: string;
@@ -199,8 +246,9 @@ export interface QueueStateEvent {
   by?: string;
 }
 
+/** One partition of a partitioned handler, as one instance saw it at a heartbeat. */
 export interface PartitionObservedEvent {
-  /** The partitioned handler's queue (the name given to @RetryWithBackoff). */
+  /** The partitioned handler's queue (the name given to `@RetryWithBackoff`). */
   queue: string;
   /** The partition's number, from 0. */
   partition: number;

@@ -1,5 +1,6 @@
 /** What a statement answers: its rows (RETURNING included). */
 export interface SqlResult {
+  /** The rows, each a record of column name to value. */
   rows: Array<Record<string, unknown>>;
 }
 

@@ -7,16 +7,23 @@ import { readExpiration } from '../message/message.properties.js';
 export interface OutboxMessageProperties {
   /** Default: a random UUID, which the consumer's inbox recognises copies by. */
   messageId?: string;
+  /** The message's headers. */
   headers?: Record<string, unknown>;
   /** Default true. */
   persistent?: boolean;
   /** Default 'application/json' for a body that is not a Buffer. */
   contentType?: string;
+  /** The AMQP `content-encoding` property. */
   contentEncoding?: string;
+  /** The AMQP `correlation-id` property. */
   correlationId?: string;
+  /** The AMQP `reply-to` property. */
   replyTo?: string;
+  /** The AMQP `type` property. */
   type?: string;
+  /** The AMQP `app-id` property. */
   appId?: string;
+  /** The AMQP `priority` property (for a priority queue). */
   priority?: number;
   /** A per-message TTL in ms, from delivery (see PublishOptions.expiration). */
   expiration?: number | string;
@@ -24,10 +31,13 @@ export interface OutboxMessageProperties {
 
 /** What `OutboxPublisher.publish(tx, message)` writes. */
 export interface OutboxMessage {
+  /** The exchange the relay publishes it to ('' for the default exchange). */
   exchange: string;
+  /** Its routing key (at most 255 bytes). */
   routingKey: string;
   /** A Buffer is sent as it is; anything else as JSON. */
   body: unknown;
+  /** Its AMQP properties. */
   properties?: OutboxMessageProperties;
   /** Deliver this long after the commit (through the delay ladder); default at once. */
   delay?: Duration;

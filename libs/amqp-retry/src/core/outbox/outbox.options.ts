@@ -33,7 +33,12 @@ export interface OutboxOptions<Tx = unknown> {
   /** How long sent rows are kept before they are deleted; default '1d'. 0 deletes them at the next cleanup. */
   retention?: Duration;
   /** Backoff between publishes of a row the broker did not take (away, blocked); default '500ms' doubling to '30s'. */
-  retryDelay?: { initial?: Duration; max?: Duration };
+  retryDelay?: {
+    /** The first wait; default '500ms'. */
+    initial?: Duration;
+    /** The longest wait; default '30s'. */
+    max?: Duration;
+  };
   /** Publishes of a row no queue takes (returned as unroutable) before it is parked; default 10. */
   maxUnroutableAttempts?: number;
 }
@@ -45,9 +50,11 @@ export interface OutboxOptions<Tx = unknown> {
  * @example @RetryWithBackoff({ queue: 'payments', inbox: { adapter: pgOutboxAdapter(pool) } })
  */
 export interface InboxOptions<Tx = unknown> {
+  /** The database: pgOutboxAdapter, typeormOutboxAdapter, or an OutboxAdapter of your own. */
   adapter: OutboxAdapter<Tx>;
   /** The inbox table; default 'amqp_retry_inbox'. */
   table?: string;
+  /** Its schema; default the connection's search path. */
   schema?: string;
   /** As OutboxOptions.createTables; default true. */
   createTables?: boolean;

@@ -42,6 +42,7 @@ export interface ParkedMessageView {
   attempts?: number;
   /** The body: UTF-8 text when it is valid UTF-8, else base64. */
   body: string;
+  /** How `body` is written: `utf8` when the body is valid UTF-8, else `base64`. */
   bodyEncoding: 'utf8' | 'base64';
   /** Every AMQP property but `headers` (contentType, messageId, timestamp, ...). */
   properties: Record<string, unknown>;
@@ -53,6 +54,7 @@ export interface ParkedMessageView {
 
 /** A handler queue, its tiers and its parking queue, with their depths (ready messages). */
 export interface HandlerQueueState {
+  /** The handler queue (or the delay ladder's ready queue). */
   queue: string;
   /**
    * `handler` for a handler queue; `delay-ladder` for a delay ladder's ready queue, which only the forwarder consumes
@@ -72,27 +74,53 @@ export interface HandlerQueueState {
    * Messages of the queue this instance handled (acked), retried (sent to a tier) and parked, counted since its page
    * first asked (the page charts the rates from successive readings). Only for the application's own queues.
    */
-  activity?: { handled: number; retried: number; parked: number };
+  activity?: {
+    /** Messages handled and acked. */
+    handled: number;
+    /** Messages sent to a tier for a retry. */
+    retried: number;
+    /** Messages parked. */
+    parked: number;
+  };
   /**
    * A word on the queue's consuming state set by a feature that can stop it (for example "paused" or "breaker open"),
    * shown in the page's State column; absent when there is nothing to say beyond the consumer count.
    */
   state?: string;
   /** Tier queues, tier 1 first, with the messages waiting in each; the tiers of patterns with a schedule of their own too. */
-  tiers: { queue: string; messages: number }[];
+  tiers: {
+    /** The tier queue. */
+    queue: string;
+    /** Messages waiting in it for their delay to end. */
+    messages: number;
+  }[];
+  /** The parking queue of the handler queue. */
   errorQueue: string;
   /** Ready messages in the parking queue; -1 when it does not exist. */
   parked: number;
 }
 
+/** The parked messages that match a filter, counted by reason and by exception message. */
 export interface ParkedSummary {
+  /** Matching parked messages in all. */
   total: number;
   /** Largest count first. */
-  byReason: { reason: string; count: number }[];
+  byReason: {
+    /** The park reason (`x-parked-reason`). */
+    reason: string;
+    /** Matching messages parked for it. */
+    count: number;
+  }[];
   /** Largest count first; exception messages grouped as written. */
-  byError: { error: string; count: number }[];
+  byError: {
+    /** The exception message (`x-exception-message`). */
+    error: string;
+    /** Matching messages parked with it. */
+    count: number;
+  }[];
 }
 
+/** Which page of the matching messages a listing returns. */
 export interface PageRequest {
   /** Skip this many matching messages (default 0). */
   offset?: number;
@@ -100,20 +128,25 @@ export interface PageRequest {
   limit?: number;
 }
 
+/** One page of a listing of parked messages. */
 export interface ParkedPage {
   /** Matching messages in all (not only this page). */
   total: number;
+  /** The page's messages, in the parking queue's order. */
   items: ParkedMessageView[];
 }
 
 /** What a replay, a purge or an export acts on: in one parking queue, the given ids and/or those matching a filter. */
 export interface ParkedSelection {
+  /** The parking queue acted on. */
   errorQueue: string;
   /** Only these ids (and, if a filter is given too, only those of them that match it). */
   ids?: string[];
+  /** Only the messages that match it (and, if `ids` is given too, only those of them). */
   filter?: ParkedFilter;
 }
 
+/** How a replay, a purge or an export runs. */
 export interface OperationOptions {
   /** Count what would be done, change nothing. */
   dryRun?: boolean;
@@ -121,26 +154,38 @@ export interface OperationOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
+/** What a replay did. */
 export interface ReplayResult {
   /** Messages that matched the selection. */
   matched: number;
   /** Published to their queue, confirmed, and removed from the parking queue (0 on a dry run). */
   replayed: number;
   /** Matched but left parked, with why (no known target queue, target missing, publish refused). */
-  failed: { id: string; error: string }[];
+  failed: {
+    /** The message's id. */
+    id: string;
+    /** Why it was left parked. */
+    error: string;
+  }[];
+  /** Whether it was a dry run (nothing changed). */
   dryRun: boolean;
 }
 
+/** What a purge did. */
 export interface PurgeResult {
+  /** Messages that matched the selection. */
   matched: number;
   /** Removed from the parking queue (0 on a dry run). */
   purged: number;
+  /** Whether it was a dry run (nothing changed). */
   dryRun: boolean;
 }
 
+/** How a parked message is replayed with a corrected body. */
 export interface EditReplayOptions {
   /** A new content type for the corrected body (else the original's). */
   contentType?: string;
+  /** Find the message and count it (`matched`), change nothing. */
   dryRun?: boolean;
 }
 
@@ -158,7 +203,15 @@ export interface ParkedMessagesOptions {
    * Handler queues to look at. Each is a name (its parking queue is the recorded one, else `<queue>.error`) or
    * `{ queue, errorQueue }`.
    */
-  queues?: (string | { queue: string; errorQueue?: string })[];
+  queues?: (
+    | string
+    | {
+        /** The handler queue. */
+        queue: string;
+        /** Its parking queue (default: the recorded one, else `<queue>.error`). */
+        errorQueue?: string;
+      }
+  )[];
   /**
    * The handler queues recorded on the broker by the applications of this name (RetryModule option `application`),
    * besides `queues`.

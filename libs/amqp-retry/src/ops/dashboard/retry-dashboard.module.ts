@@ -17,9 +17,13 @@ import { DashboardShutdown } from './dashboard.shutdown.js';
 
 /** forRootAsync: the path is needed when the module is built (it is the controller's route); the rest may wait. */
 export interface RetryDashboardAsyncOptions {
+  /** The page's route. Default '/retry'. */
   path?: string;
+  /** Modules whose providers `useFactory` injects (and the guard's dependencies). */
   imports?: ModuleMetadata['imports'];
+  /** The providers passed to `useFactory`, in order. */
   inject?: InjectionToken[];
+  /** Makes the page's other options (RetryDashboardOptions but `path` and `imports`), from the injected providers. */
   useFactory: (...args: never[]) => Omit<RetryDashboardOptions, 'path' | 'imports'> | Promise<Omit<RetryDashboardOptions, 'path' | 'imports'>>;
 }
 
@@ -40,6 +44,7 @@ export interface RetryDashboardAsyncOptions {
 export class RetryDashboardModule implements OnModuleInit {
   constructor(@Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig) {}
 
+  /** The page with these options; bad options throw here, when the application module is built. */
   static forRoot(options: RetryDashboardOptions = {}): DynamicModule {
     const config = resolveDashboardConfig(options); // bad options fail here, when the application module is built
     // A guard class becomes a provider of this module: a dependency it cannot get fails the start, not the first request.
@@ -47,6 +52,7 @@ export class RetryDashboardModule implements OnModuleInit {
     return RetryDashboardModule.build(config.path, options.imports, { provide: DASHBOARD_CONFIG, useValue: config }, guard);
   }
 
+  /** The page with options made by a factory from injected providers; `path` is given here, since it is the route. */
   static forRootAsync(options: RetryDashboardAsyncOptions): DynamicModule {
     const path = normalisePath(options.path ?? '/retry');
     return RetryDashboardModule.build(path, options.imports, {
@@ -75,6 +81,7 @@ export class RetryDashboardModule implements OnModuleInit {
     };
   }
 
+  /** Logs where the page is and who may open it (a warning when it is open to anyone, or refuses every request). */
   onModuleInit(): void {
     const logger = new Logger('RetryDashboard');
     const scope = this.config.wholeVhost ? "every application's parked messages on the vhost (wholeVhost)" : "this application's parked messages";
