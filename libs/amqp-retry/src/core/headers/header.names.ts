@@ -11,7 +11,7 @@ export const BrokerHeader = {
   death: 'x-death',
   /** Quorum queues: deliveries that were never settled (RabbitMQ 3.x, and 4.x for a returned message). */
   deliveryCount: 'x-delivery-count',
-  /** Quorum queues, RabbitMQ 4.0+: every hand-out of the message. */
+  /** Quorum queues, RabbitMQ 4.3+: every return of the message, whatever its cause (delivery.count.ts). */
   acquiredCount: 'x-acquired-count',
   firstDeathQueue: 'x-first-death-queue',
   firstDeathReason: 'x-first-death-reason',

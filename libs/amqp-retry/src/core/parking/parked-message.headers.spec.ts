@@ -58,6 +58,7 @@ const DEATH_HEADERS = {
   'x-last-death-reason': 'expired',
   'x-last-death-exchange': 'orders.dlx',
   'x-delivery-count': 2,
+  'x-acquired-count': 3,
 };
 
 /** Headers are loosely typed here: the tests give shapes amqplib's types do not describe (malformed x-death). */
@@ -168,6 +169,8 @@ describe('parkedPublishOptions', () => {
   it('removes the broker death headers, so that a replay starts afresh, and keeps x-death as x-retry-death-history', () => {
     const headers = parkedPublishOptions(input({ properties: properties({ headers: { tenant: 'acme', ...DEATH_HEADERS } }) })).headers ?? {};
     for (const name of BROKER_DEATH_HEADERS) expect(headers).not.toHaveProperty([name]);
+    // Both of a quorum queue's counters (x-acquired-count: RabbitMQ 4.3): a replay must not start with deliveries it never had.
+    expect(Object.keys(headers).filter((name) => name.endsWith('-count'))).toEqual([]);
     expect(headers['x-retry-death-history']).toEqual(X_DEATH);
     expect(headers.tenant).toBe('acme');
   });

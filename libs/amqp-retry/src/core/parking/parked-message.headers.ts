@@ -3,6 +3,7 @@ import type { ParkReason } from '../delivery/delivery.decision.js';
 import { errorMessage, errorStack } from '../text/error-message.format.js';
 import { encodedHeaderSize, encodedTableSize } from '../headers/field-table.size.js';
 import { republishProperties } from '../message/message.properties.js';
+import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
 import { FIRST_FAILURE_HEADERS, firstRoute } from '../delivery/first-failure.headers.js';
 import { readDeathHistory, type XDeath } from '../delivery/x-death.parser.js';
 import { maskCredentials } from '../text/credentials.mask.js';
@@ -32,10 +33,12 @@ const MAX_DROPPED_LIST_BYTES = 1024;
 const MAX_NAME_BYTES = 255;
 
 /**
- * Headers the broker sets when it dead-letters a message (and, `x-delivery-count`, when a quorum queue redelivers
- * it). The parked copy must not carry them: an operator replays it to start afresh, but the attempt number is
- * counted from `x-death`, so a replayed copy that still had it would be parked again at once as exhausted (and a
- * malformed one as malformed). The history is kept under `x-retry-death-history` instead.
+ * Headers the broker sets when it dead-letters a message, and the counters a quorum queue adds when it hands a message
+ * out again (`x-delivery-count`; `x-acquired-count` on RabbitMQ 4.3+: DELIVERY_COUNT_HEADERS). The parked copy must
+ * not carry them: an operator replays it to start afresh, but the attempt number is counted from `x-death`, and the
+ * unsettled deliveries from the counters, so a replayed copy that still had them would be parked again at once as
+ * exhausted (or as malformed, or at the redelivery limit), or start with deliveries it never had. The history is kept
+ * under `x-retry-death-history` instead.
  */
 export const BROKER_DEATH_HEADERS: readonly string[] = [
   BrokerHeader.death,
@@ -45,7 +48,7 @@ export const BROKER_DEATH_HEADERS: readonly string[] = [
   BrokerHeader.lastDeathQueue,
   BrokerHeader.lastDeathReason,
   BrokerHeader.lastDeathExchange,
-  BrokerHeader.deliveryCount,
+  ...DELIVERY_COUNT_HEADERS,
   // Not the broker's, but an attempt counter all the same (see core/delivery/first-failure.headers.ts): a replay must start afresh.
   ...FIRST_FAILURE_HEADERS,
 ];
