@@ -10,6 +10,7 @@ export type {
   IdempotencyOptions,
   OrderingOptions,
   RetryLogs,
+  ParkLogs,
   FailureLogs,
   PartitionKey,
   PartitionsOptions,
