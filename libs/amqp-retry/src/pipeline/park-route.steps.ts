@@ -223,7 +223,12 @@ export class TierRouter {
    */
   private async moveToFirstTier(message: ConsumeMessage, settle: Settle, tier: string, signal: AbortSignal): Promise<void> {
     const { queue } = this;
-    const headers = firstFailureHeaders(message.properties.headers as Record<string, unknown> | undefined, queue, message.fields);
+    const headers = firstFailureHeaders(
+      message.properties.headers as Record<string, unknown> | undefined,
+      queue,
+      message.fields,
+      message.properties.expiration,
+    );
     // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
     // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
     const copy = {

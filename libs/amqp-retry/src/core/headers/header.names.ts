@@ -36,7 +36,7 @@ export const ParkedHeader = {
   /** Where it was first published: a replayed copy's route, which reaches its queue by name (replayed-route.reader.ts). */
   originalExchange: 'x-original-exchange',
   originalRoutingKey: 'x-original-routing-key',
-  /** The delivery's own `expiration`, which the copy does not keep (it would expire in the parking queue). */
+  /** The `expiration` the message was published with, which the copy does not keep (it would expire in the parking queue). */
   originalExpiration: 'x-original-expiration',
   /** The delivery's own `userId`, which the copy cannot keep (the broker checks it against the publisher). */
   originalUserId: 'x-original-user-id',

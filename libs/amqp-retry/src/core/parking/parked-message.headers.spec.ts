@@ -142,8 +142,14 @@ describe('parkedPublishOptions', () => {
     const headers = { tenant: 'acme', 'x-original-exchange': 'shop', 'x-original-routing-key': 'order.created', 'x-original-queue': 'orders' };
     const rejected = deathsOf([{ queue: 'orders', reason: 'rejected', count: 1, exchange: '', 'routing-keys': ['orders'] }]);
     for (const deaths of [[], rejected]) {
-      const options = parkedPublishOptions(input({ deaths, deliveredExchange: '', deliveredRoutingKey: 'orders', properties: properties({ headers }) }));
-      expect(options.headers).toMatchObject({ 'x-original-exchange': 'shop', 'x-original-routing-key': 'order.created', 'x-original-queue': 'orders' });
+      const options = parkedPublishOptions(
+        input({ deaths, deliveredExchange: '', deliveredRoutingKey: 'orders', properties: properties({ headers }) }),
+      );
+      expect(options.headers).toMatchObject({
+        'x-original-exchange': 'shop',
+        'x-original-routing-key': 'order.created',
+        'x-original-queue': 'orders',
+      });
     }
   });
 
@@ -157,6 +163,22 @@ describe('parkedPublishOptions', () => {
     expect(options.expiration).toBeUndefined();
     expect(options.userId).toBeUndefined();
     expect(options.headers).toMatchObject({ 'x-original-expiration': '60000', 'x-original-user-id': 'billing' });
+  });
+
+  it("keeps the expiration the broker recorded at the first dead-lettering when a retry has lost it (x-death's original-expiration)", () => {
+    const deaths = deathsOf([
+      { queue: 'orders.retry.1', reason: 'expired', count: 2, exchange: 'orders.dlx', 'routing-keys': ['x'] },
+      { queue: 'orders', reason: 'rejected', count: 2, exchange: 'shop', 'routing-keys': ['order.created'], 'original-expiration': '60000' },
+    ]);
+    expect(parkedPublishOptions(input({ deaths })).headers).toMatchObject({ 'x-original-expiration': '60000' });
+    // Another queue's entry, when this queue's rejection has none (the message was dead-lettered elsewhere first).
+    const elsewhere = deathsOf([{ queue: 'inbox', reason: 'rejected', count: 1, 'original-expiration': '5000' }]);
+    expect(parkedPublishOptions(input({ deaths: elsewhere })).headers).toMatchObject({ 'x-original-expiration': '5000' });
+    // The delivery's own expiration comes first; none at all, no header.
+    expect(parkedPublishOptions(input({ deaths, properties: properties({ expiration: '1000' }) })).headers).toMatchObject({
+      'x-original-expiration': '1000',
+    });
+    expect(parkedPublishOptions(input()).headers).not.toHaveProperty(['x-original-expiration']);
   });
 
   it('truncates a huge stack to the header budget', () => {
