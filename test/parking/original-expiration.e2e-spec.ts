@@ -1,5 +1,7 @@
+import type { INestMicroservice } from '@nestjs/common';
 import { handlerFor, handlerOf, startApp } from '../support/app.js';
 import { headersOf, SUITE_OPTIONS, useSuite } from '../support/suite.js';
+import { OrdersController, patternTiers, startRetryMicroservice } from '../transport/transport-app.js';
 
 /**
  * A parked copy has no `expiration` (it would expire in the parking queue) and keeps the one the message was published
@@ -47,5 +49,24 @@ describe('x-original-expiration on a parked copy', () => {
       expiration: undefined,
       header: '45000',
     });
+  });
+
+  it("a transport pattern's first failure, moved into the pattern's own schedule by publishing, keeps it too", async () => {
+    const { broker, queue } = suite;
+    suite.extraQueues.push(...patternTiers(queue));
+    let app: INestMicroservice | undefined;
+    try {
+      app = await startRetryMicroservice({ queue });
+      // order.created has its own schedule (200 ms, 3 attempts): its first failure is published into that schedule's tier.
+      await broker.publish('', queue, { pattern: 'order.created', data: { id: 7, failures: 9 } }, { expiration: '60000' });
+      const [parked] = await broker.take(`${queue}.error`, 1, 15_000);
+      expect(app.get(OrdersController).calls.map((c) => c.attempt)).toEqual([1, 2, 3]);
+      expect({ expiration: parked.properties.expiration, header: headersOf(parked)['x-original-expiration'] }).toEqual({
+        expiration: undefined,
+        header: '60000',
+      });
+    } finally {
+      await app?.close();
+    }
   });
 });
