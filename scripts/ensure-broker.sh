@@ -9,6 +9,8 @@
 # Paths b-d are only tried when the target is this machine on the default AMQP
 # port (5672, plain amqp://), because that is where a broker started here listens.
 # Every wait is bounded by BROKER_WAIT_SECONDS (default 90). Safe to run repeatedly.
+# Plugins: enabled only on a node this script started, or with ENABLE_BROKER_PLUGINS=1 (see ensure_plugins); a broker
+# it found running is left as it is, with a note of what to enable.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -94,9 +96,10 @@ start_local_server() {  # start_local_server <how-label>
   diag="$(find_rmq rabbitmq-diagnostics || true)"
   # A node may already be running (e.g. still booting, or started by apt's postinst).
   if [[ -n "$diag" ]] && timeout 15 "$diag" -q ping >/dev/null 2>&1; then
-    :
+    STARTED=found  # someone else's node, still booting: not this script's to change
   else
     "$server" -detached >/dev/null </dev/null || true  # fails harmlessly if a node is already up
+    STARTED=started
   fi
   if [[ -n "$ctl" ]]; then
     timeout "$((WAIT_SECONDS + 5))" "$ctl" -q await_startup --timeout "$WAIT_SECONDS" >/dev/null 2>&1 || true
@@ -106,24 +109,35 @@ start_local_server() {  # start_local_server <how-label>
 }
 
 # The consistent-hash exchange routes partitioned handlers (docs/partitions.md). Its plugin ships with RabbitMQ but
-# is off by default; this is the project's own setup, so it turns it on (online, no restart) on a local node that
-# rabbitmq-plugins can reach. Elsewhere it says how; the partition tests then fail naming the same command.
-ensure_plugins() {
-  local plugins
-  is_local_default || return 0
-  plugins="$(find_rmq rabbitmq-plugins)" || return 0
-  if timeout 30 "$plugins" -q list -e -m 2>/dev/null | grep -qx rabbitmq_consistent_hash_exchange; then return 0; fi
-  if timeout 60 "$plugins" -q enable rabbitmq_consistent_hash_exchange >/dev/null 2>&1; then
-    log "enabled the plugin rabbitmq_consistent_hash_exchange (partitioned handlers)"
-  else
-    err "could not enable rabbitmq_consistent_hash_exchange; partitioned handlers need it: rabbitmq-plugins enable rabbitmq_consistent_hash_exchange"
+# is off by default. Enabling a plugin changes the broker for everyone who uses it, so this script enables it only on
+# a node it started itself (`ensure_plugins started`), or when asked to (ENABLE_BROKER_PLUGINS=1: CI, whose broker is
+# its own). On a broker it found running it only looks (rabbitmq-plugins list, on the local node) and, when the plugin
+# is off or cannot be checked, says what to enable; it changes nothing there.
+PLUGIN=rabbitmq_consistent_hash_exchange
+ensure_plugins() {  # ensure_plugins started|found
+  local plugins listed
+  if ! is_local_default || ! plugins="$(find_rmq rabbitmq-plugins)"; then
+    if [[ "$1" == found ]]; then
+      log "not checked: partitioned handlers need the plugin ${PLUGIN} on ${TARGET} (rabbitmq-plugins enable ${PLUGIN}, no restart)"
+    fi
+    return 0
   fi
+  if listed="$(timeout 30 "$plugins" -q list -e -m 2>/dev/null)" && grep -qx "$PLUGIN" <<<"$listed"; then return 0; fi
+  if [[ "$1" == started || "${ENABLE_BROKER_PLUGINS:-}" == 1 ]]; then
+    if timeout 60 "$plugins" -q enable "$PLUGIN" >/dev/null 2>&1; then
+      log "enabled the plugin ${PLUGIN} (partitioned handlers)"
+    else
+      err "could not enable ${PLUGIN}; partitioned handlers need it: rabbitmq-plugins enable ${PLUGIN}"
+    fi
+    return 0
+  fi
+  err "the plugin ${PLUGIN} is off on the broker at ${TARGET}, or could not be checked; partitioned handlers (docs/partitions.md) and the partition tests need it. This script does not change a broker it did not start: enable it with \`rabbitmq-plugins enable ${PLUGIN}\` (no restart needed), or rerun with ENABLE_BROKER_PLUGINS=1 to let it do so"
 }
 
 # ---- a. already reachable ---------------------------------------------------
 if port_open; then
   log "broker reachable at ${TARGET}"
-  ensure_plugins
+  ensure_plugins found
   exit 0
 fi
 
@@ -146,7 +160,7 @@ if is_local_default; then
   # ---- c. installed rabbitmq-server -----------------------------------------
   if find_rmq rabbitmq-server >/dev/null; then
     start_local_server "started local rabbitmq-server"
-    ensure_plugins
+    ensure_plugins "$STARTED"
     exit 0
   fi
 
@@ -156,7 +170,7 @@ if is_local_default; then
     apt-get update -qq </dev/null >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server </dev/null >&2
     start_local_server "installed rabbitmq-server with apt-get and started it"
-    ensure_plugins
+    ensure_plugins "$STARTED"
     exit 0
   fi
 fi

@@ -5,6 +5,7 @@ import { createApp, handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { startDashboardApp } from '../support/dashboard-app.js';
+import { SUITE_OPTIONS } from '../support/suite.js';
 import { buildCli } from '../support/cli.js';
 
 /**
@@ -113,7 +114,11 @@ describe('credentials are masked everywhere they could leave the process', () =>
         throw new NonRetryableError(leak);
       });
       const logger = new RecordingLogger();
-      const started = await startDashboardApp([Handler], { path: '/retry', allowUnauthenticated: true });
+      // The stack logged too (logging.parked 'stack'): it must be masked as well.
+      const started = await startDashboardApp([Handler], { path: '/retry', allowUnauthenticated: true }, undefined, undefined, {
+        ...SUITE_OPTIONS,
+        logging: { parked: 'stack' },
+      });
       app = started.app;
       app.useLogger(logger);
       const masked = 'could not reach postgres://billing:***@db.internal:5432/billing';
@@ -156,7 +161,8 @@ describe('credentials are masked everywhere they could leave the process', () =>
         expect(text).not.toContain(password);
       }
       expect(summary).toContain(masked);
-      expect(logger.count(/^error Parked a message/)).toBe(1);
+      expect(logger.count(/^warn Parked a message/)).toBe(1);
+      expect(logger.lines.join('\n')).toContain(`NonRetryableError: ${masked}`);
       expect(logger.lines.join('\n')).toContain('postgres://billing:***@db.internal');
     });
   });

@@ -8,7 +8,7 @@ import {
   type LoggerService,
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { RetryModule, RetryWithBackoff, type RetryContext, type RetryModuleOptions } from 'nestjs-amqp-retry';
+import { NonRetryableError, RetryModule, RetryWithBackoff, type RetryContext, type RetryModuleOptions } from 'nestjs-amqp-retry';
 import { TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 
@@ -75,10 +75,11 @@ async function runFlow(logging: RetryModuleOptions['logging'], withFilter = fals
     app = await Test.createTestingModule({ imports: [RetryModule.forRoot({ ...TEST_OPTIONS, logging })], providers: [Failing] }).compile();
     app.useLogger(logger);
     await app.init();
-    await broker.publish('', queue, { n: 1 });
-    await broker.take(`${queue}.error`, 1);
+    await broker.publish('', queue, { n: 1 }, { messageId: 'logs-1' });
+    const [copy] = await broker.take(`${queue}.error`, 1);
     await waitFor(() => logger.entries.some((e) => e.text.startsWith('Parked a message')), 'the park line');
-    return { entries: logger.entries.filter((e) => e.context !== 'InstanceLoader' && e.context !== 'NestFactory'), seenByFilter, queue };
+    const parked = copy.properties.headers ?? {};
+    return { entries: logger.entries.filter((e) => e.context !== 'InstanceLoader' && e.context !== 'NestFactory'), seenByFilter, queue, parked };
   } finally {
     await app?.close();
     await broker.deleteRetryTopology(queue);
@@ -87,16 +88,68 @@ async function runFlow(logging: RetryModuleOptions['logging'], withFilter = fals
 }
 
 describe('failure logs', () => {
-  it("default ('line'): one warning per retry, one error with the stack when parked, no ExceptionsHandler stacks", async () => {
-    const { entries, queue } = await runFlow(undefined);
+  it('default: one warning per retry, one warning line when parked (the stack only in the parked copy), no ExceptionsHandler stacks', async () => {
+    const { entries, queue, parked } = await runFlow(undefined);
     expect(entries.filter((e) => e.context === 'ExceptionsHandler')).toEqual([]);
     const retries = entries.filter((e) => e.text.includes('failed: boom'));
     expect(retries).toEqual([{ level: 'warn', context: 'RetryModule', text: `"${queue}" attempt 1/2 failed: boom on attempt 1; retrying in 50ms` }]);
     const parks = entries.filter((e) => e.text.startsWith('Parked a message'));
-    expect(parks).toHaveLength(1);
-    expect(parks[0].level).toBe('error');
+    expect(parks).toEqual([
+      {
+        level: 'warn',
+        context: 'RetryModule',
+        text: `Parked a message from "${queue}" in "${queue}.error" (exhausted after 2 attempts, message id "logs-1", parked id "${parked['x-parked-id']}"): boom on attempt 2`,
+      },
+    ]);
+    expect(String(parked['x-exception-stack'])).toMatch(/^Error: boom on attempt 2\n\s+at /);
+    expect(entries.filter((e) => e.level === 'error')).toEqual([]);
+  });
+
+  it('default: 40 NonRetryableError parks make 40 log lines, each one warning line', async () => {
+    const queue = uniqueName('obs.logs');
+    @Injectable()
+    class Refusing {
+      @RetryWithBackoff({ queue })
+      async handle(): Promise<void> {
+        throw new NonRetryableError('unknown customer');
+      }
+    }
+    const logger = new CapturingLogger();
+    const broker = await TestBroker.connect();
+    let app: INestApplicationContext | undefined;
+    try {
+      app = await Test.createTestingModule({ imports: [RetryModule.forRoot(TEST_OPTIONS)], providers: [Refusing] }).compile();
+      app.useLogger(logger);
+      await app.init();
+      const before = logger.entries.length;
+      for (let n = 0; n < 40; n++) await broker.publish('', queue, { n }, { messageId: `refused-${n}` });
+      await broker.take(`${queue}.error`, 40, 20_000);
+      await waitFor(() => logger.entries.filter((e) => e.text.startsWith('Parked a message')).length === 40, 'the 40 park lines');
+      await new Promise((resolve) => setTimeout(resolve, 200)); // a settle window: no further line
+      const lines = logger.entries.slice(before).flatMap((e) => e.text.split('\n').map((text) => `${e.level} ${text}`));
+      expect(lines).toHaveLength(40);
+      expect(
+        lines.filter((line) =>
+          /^warn Parked a message from "[^"]+" in "[^"]+" \(non-retryable after 1 attempt, message id "refused-\d+", parked id "[0-9a-f-]{36}"\): unknown customer$/.test(
+            line,
+          ),
+        ),
+      ).toHaveLength(40);
+    } finally {
+      await app?.close();
+      await broker.deleteRetryTopology(queue);
+      await broker.close();
+    }
+  });
+
+  it("logging.parked 'stack': the park's warning line is followed by the handler's stack", async () => {
+    const { entries, queue, parked } = await runFlow({ parked: 'stack' });
+    const parks = entries.filter((e) => e.text.startsWith('Parked a message'));
+    expect(parks.map((e) => e.level)).toEqual(['warn']);
     const [line, ...stack] = parks[0].text.split('\n');
-    expect(line).toBe(`Parked a message from "${queue}" in "${queue}.error" (exhausted after 2 attempts): boom on attempt 2`);
+    expect(line).toBe(
+      `Parked a message from "${queue}" in "${queue}.error" (exhausted after 2 attempts, message id "logs-1", parked id "${parked['x-parked-id']}"): boom on attempt 2`,
+    );
     expect(stack[0]).toBe('Error: boom on attempt 2');
     expect(stack.length).toBeGreaterThan(1);
     expect(stack.slice(1).filter((l) => !l.trim().startsWith('at '))).toEqual([]);

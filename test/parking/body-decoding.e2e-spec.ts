@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import type { ConsumeMessage, Options } from 'amqplib';
 import type { RetryHandlerOptions as HandlerOptions, RetryModuleOptions as ModuleOptions } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp } from '../support/app.js';
@@ -48,6 +49,25 @@ describe('strict body decoding and the deserializer option', () => {
     expect({ calls: result.calls.map((c) => c.payload), parked: result.parked.length }).toEqual({ calls: [], parked: 1 });
     expect(headersOf(result.parked[0])).toMatchObject({ 'x-parked-reason': 'malformed', 'x-retry-attempts': 0 });
     expect(headersOf(result.parked[0])['x-exception-message']).toMatch(/UTF-8/i);
+  });
+
+  it('parks a gzip body on a JSON handler naming its content encoding, body kept byte for byte', async () => {
+    const body = gzipSync('{"id":1}');
+    const result = await deliver(body, { contentType: 'application/json', contentEncoding: 'gzip' });
+    expect({ calls: result.calls.length, good: result.goodCalls, parked: result.parked.length, left: result.left }).toEqual({
+      calls: 0,
+      good: 1,
+      parked: 1,
+      left: 0,
+    });
+    expect(headersOf(result.parked[0])).toMatchObject({ 'x-parked-reason': 'malformed', 'x-retry-attempts': 0 });
+    expect(headersOf(result.parked[0])['x-exception-message']).toMatch(
+      /^body is compressed \(content encoding "gzip"\), and the 'json' deserializer does not decompress; /,
+    );
+    expect({ body: result.parked[0].content.equals(body), encoding: result.parked[0].properties.contentEncoding }).toEqual({
+      body: true,
+      encoding: 'gzip',
+    });
   });
 
   it('accepts a JSON body preceded by a UTF-8 byte order mark', async () => {

@@ -19,6 +19,7 @@ export type {
   IdempotencyOptions,
   OrderingOptions,
   RetryLogs,
+  ParkLogs,
   FailureLogs,
   PartitionKey,
   PartitionsOptions,

@@ -711,7 +711,7 @@ export class RetryEngine {
     this.deps ??= (async () => {
       const connection = await this.consumingConnection();
       const { parker } = await this.publishing.open();
-      return { connection, parker: new MessageParker(parker, this.logger, this.observers, this.config.retryLogs) };
+      return { connection, parker: new MessageParker(parker, this.logger, this.observers, this.config.parkLogs) };
     })();
     const deps = this.deps;
     deps.catch(() => {

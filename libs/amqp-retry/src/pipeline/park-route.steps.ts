@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage, Options } from 'amqplib';
 import { errorMessage, errorStack } from '../core/text/error-message.format.js';
 import type { ParkReason } from '../core/delivery/delivery.decision.js';
-import type { RetryLogs } from '../core/config/retry.options.js';
+import type { ParkLogs } from '../core/config/retry.options.js';
+import { parkLogLine } from '../core/parking/park-log.line.js';
 import { parkedPublishOptions, type ParkInput } from '../core/parking/parked-message.headers.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -100,7 +101,7 @@ export interface ParkTarget {
   redeclare: () => Promise<unknown>;
 }
 
-/** Parks whose error the handler threw: their stack is worth a log. */
+/** Parks whose error the handler threw: the ones with a stack worth logging (option `logging.parked: 'stack'`). */
 const HANDLER_FAILURES: ReadonlySet<ParkReason> = new Set(['exhausted', 'non-retryable']);
 
 /**
@@ -114,8 +115,11 @@ export class MessageParker {
     readonly publisher: ConfirmPublisher,
     private readonly logger: RetryLogger,
     private readonly observers?: ObserverHub,
-    /** 'line': a park is an error with the handler's stack (Nest's ExceptionsHandler printed none); 'nest': a warning. */
-    private readonly retryLogs: RetryLogs = 'nest',
+    /**
+     * 'line': a park is one warning line (parkLogLine); 'stack': the same warning followed by the handler's stack, for
+     * a park whose error the handler threw. The stack is always in the parked copy.
+     */
+    private readonly parkLogs: ParkLogs = 'line',
   ) {}
 
   async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
@@ -140,9 +144,10 @@ export class MessageParker {
     scope?.end?.();
     const { queue, pattern, reason, error, handlerCalls } = details;
     observers?.emit('parked', { queue, pattern, errorQueue, reason, error, handlerCalls, message });
-    const line = `Parked a message from "${queue}" in "${errorQueue}" (${reason} after ${handlerCalls} attempt${handlerCalls === 1 ? '' : 's'}): ${errorMessage(error)}`;
-    if (this.retryLogs === 'nest') this.logger.warn(line);
-    else this.logger.error(HANDLER_FAILURES.has(reason) ? `${line}\n${errorStack(error)}` : line);
+    const { messageId } = message.properties;
+    const parkedId = copy.options.headers?.[ParkedHeader.id];
+    const line = parkLogLine({ queue, errorQueue, reason, handlerCalls, messageId, parkedId, error: errorMessage(error) });
+    this.logger.warn(this.parkLogs === 'stack' && HANDLER_FAILURES.has(reason) ? `${line}\n${errorStack(error)}` : line);
   }
 
   /** The parked copy's properties; should building them fail on a value no test foresaw, a copy that says so. */
@@ -218,7 +223,12 @@ export class TierRouter {
    */
   private async moveToFirstTier(message: ConsumeMessage, settle: Settle, tier: string, signal: AbortSignal): Promise<void> {
     const { queue } = this;
-    const headers = firstFailureHeaders(message.properties.headers as Record<string, unknown> | undefined, queue, message.fields);
+    const headers = firstFailureHeaders(
+      message.properties.headers as Record<string, unknown> | undefined,
+      queue,
+      message.fields,
+      message.properties.expiration,
+    );
     // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
     // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
     const copy = {

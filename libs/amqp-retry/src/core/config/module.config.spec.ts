@@ -24,7 +24,21 @@ describe('resolveModuleConfig', () => {
       handlerTimeoutMs: 0,
       deserializer: 'json',
       retryLogs: 'line',
+      parkLogs: 'line',
     });
+  });
+
+  it("reads logging.parked ('line' by default, or 'stack') and refuses another word, a misspelt key or a non-object", () => {
+    expect(resolveModuleConfig({ logging: { parked: 'stack' } })).toMatchObject({ retryLogs: 'line', parkLogs: 'stack' });
+    expect(resolveModuleConfig({ logging: { retries: 'nest' } })).toMatchObject({ retryLogs: 'nest', parkLogs: 'line' });
+    expect(() => resolveModuleConfig({ logging: { parked: 'error' as 'line' } })).toThrow(
+      `Invalid retry configuration: RetryModule option "logging.parked" is "error". Use 'line' (one warning line per park, the default) or 'stack' (the line followed by the handler's stack).`,
+    );
+    expect(() => resolveModuleConfig({ logging: { park: 'stack' } as RetryModuleOptions['logging'] })).toThrow(
+      'RetryModule option "logging.park" is not an option. The options of logging are "retries" and "parked".',
+    );
+    expect(() => resolveModuleConfig({ logging: 'stack' as RetryModuleOptions['logging'] })).toThrow('RetryModule option "logging" is string');
+    expect(() => resolveModuleConfig({ logging: { retries: 7 as unknown as 'line' } })).toThrow('RetryModule option "logging.retries" is a number');
   });
 
   it('takes the application name from the option or RETRY_APPLICATION, trimmed, and refuses what is not printable text', () => {

@@ -14,7 +14,7 @@ import {
 import { DELAY_LADDER } from '../delivery/delay.plan.js';
 import { readIdempotency, type IdempotencyConfig } from '../idempotency/idempotency.config.js';
 import type { ReconnectPolicy } from '../connection/reconnect.policy.js';
-import type { RetryLogs, QueueType, RetryModuleOptions } from './retry.options.js';
+import type { ParkLogs, RetryLogs, QueueType, RetryModuleOptions } from './retry.options.js';
 import { readInbox, readOutbox, type InboxConfig, type OutboxConfig } from '../outbox/outbox.config.js';
 import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
 
@@ -47,6 +47,8 @@ export interface ModuleConfig {
   deserializer: Deserializer;
   /** How handler failures are logged (RetryModuleOptions.logging.retries). */
   retryLogs: RetryLogs;
+  /** How parks are logged (RetryModuleOptions.logging.parked). */
+  parkLogs: ParkLogs;
   /** The default of handlers without their own `idempotency`. */
   idempotency?: IdempotencyConfig;
   /** The transactional outbox, when configured. */
@@ -127,15 +129,40 @@ function readDelayQueueType(option: RetryModuleOptions['delayedDelivery'], modul
   return given === undefined ? moduleType : readQueueType(given, 'RetryModule option "delayedDelivery.queueType"');
 }
 
-function readRetryLogs(logging: RetryModuleOptions['logging']): RetryLogs {
-  const retries: unknown = logging?.retries;
-  if (retries === undefined) return 'line';
-  if (retries === 'line' || retries === 'nest') return retries;
-  throw new RetryConfigError(
-    'RetryModule option "logging.retries"',
-    `is ${JSON.stringify(retries)}`,
-    "Use 'line' (one line per decision) or 'nest'.",
-  );
+const LOGGING_KEYS = ['retries', 'parked'];
+
+/** Option `logging`: an object of `retries` and `parked`, each one of its words; a misspelt key is refused, not ignored. */
+function readLogging(logging: unknown): { retryLogs: RetryLogs; parkLogs: ParkLogs } {
+  if (logging === undefined) return { retryLogs: 'line', parkLogs: 'line' };
+  if (typeof logging !== 'object' || logging === null || Array.isArray(logging)) {
+    throw new RetryConfigError(
+      'RetryModule option "logging"',
+      `is ${logging === null ? 'null' : Array.isArray(logging) ? 'an array' : typeof logging}`,
+      "Give an object, e.g. { retries: 'line', parked: 'line' }.",
+    );
+  }
+  const unknown = Object.keys(logging).filter((key) => !LOGGING_KEYS.includes(key));
+  if (unknown.length > 0) {
+    throw new RetryConfigError(
+      `RetryModule option "logging.${unknown[0].slice(0, 60)}"`,
+      'is not an option',
+      `The options of logging are ${LOGGING_KEYS.map((key) => `"${key}"`).join(' and ')}.`,
+    );
+  }
+  const { retries, parked } = logging as Record<string, unknown>;
+  const word = (value: unknown) =>
+    typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : `a ${typeof value}`;
+  if (retries !== undefined && retries !== 'line' && retries !== 'nest') {
+    throw new RetryConfigError('RetryModule option "logging.retries"', `is ${word(retries)}`, "Use 'line' (one line per decision) or 'nest'.");
+  }
+  if (parked !== undefined && parked !== 'line' && parked !== 'stack') {
+    throw new RetryConfigError(
+      'RetryModule option "logging.parked"',
+      `is ${word(parked)}`,
+      "Use 'line' (one warning line per park, the default) or 'stack' (the line followed by the handler's stack).",
+    );
+  }
+  return { retryLogs: retries ?? 'line', parkLogs: parked ?? 'line' };
 }
 
 /** Longest application name: it is stored in every registry record of the application's queues. */
@@ -204,7 +231,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
       : DEFAULT_SHUTDOWN_TIMEOUT_MS,
     handlerTimeoutMs: handlerTimeout ? readDuration(handlerTimeout.value, handlerTimeout.key, "'30s'", TIME_LIMIT_RANGE) : 0,
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
-    retryLogs: readRetryLogs(options.logging),
+    ...readLogging(options.logging),
     idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, moduleKey),
     outbox: options.outbox === undefined ? undefined : readOutbox(options.outbox, moduleKey),
     inbox: options.inbox === undefined ? undefined : readInbox(options.inbox, moduleKey),

@@ -115,14 +115,17 @@ export interface RetryModuleOptions {
    */
   tracing?: boolean | TracingOptions;
   /**
-   * How handler failures are logged. `retries: 'line'` (default): one line per decision, a warning for each retry
-   * and an error with the stack when a message is parked; Nest's ExceptionsHandler, which would print every
-   * failure's stack first, stays quiet (your exception filters still see every error). `'nest'`: Nest's
-   * ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
+   * How handler failures are logged. `retries: 'line'` (default): a warning for each retry; Nest's ExceptionsHandler,
+   * which would print every failure's stack first, stays quiet (your exception filters still see every error).
+   * `'nest'`: Nest's ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
+   * `parked: 'line'` (default): a park is one warning line (reason, queue, message id, parked id, error message); the
+   * stack is in the parked copy (`x-exception-stack`). `'stack'`: the same warning followed by the handler's stack.
    */
   logging?: {
     /** How a handler's failure is logged: `'line'` (default) or `'nest'`. */
     retries?: RetryLogs;
+    /** How a park is logged: `'line'` (default: one warning line) or `'stack'` (the line, then the handler's stack). */
+    parked?: ParkLogs;
   };
   /** Handle each message once, for every handler without its own `idempotency` (see IdempotencyOptions). */
   idempotency?: IdempotencyOptions;
@@ -223,6 +226,9 @@ export interface PartitionsOptions {
 
 /** How handler failures are logged: RetryModuleOptions.logging.retries, the engine's `retryLogs`. */
 export type RetryLogs = 'line' | 'nest';
+
+/** How parks are logged: RetryModuleOptions.logging.parked, the engine's `parkLogs`. */
+export type ParkLogs = 'line' | 'stack';
 
 /** @deprecated The same type under its old name: use RetryLogs. */
 export type FailureLogs = RetryLogs;

@@ -16,6 +16,11 @@ describe('first failures moved into a schedule of their own', () => {
     expect(movedFirstFailures(headers, 'payments', waited)).toBe(0);
   });
 
+  it("keeps the delivery's expiration as x-original-expiration, since the moved copy has none", () => {
+    expect(firstFailureHeaders({}, 'orders', from, '60000')).toMatchObject({ 'x-original-expiration': '60000' });
+    expect(firstFailureHeaders({}, 'orders', from)).not.toHaveProperty(['x-original-expiration']);
+  });
+
   it('counts nothing without the header, or with a value that is not the queue name', () => {
     expect(movedFirstFailures(undefined, 'orders', waited)).toBe(0);
     expect(movedFirstFailures({}, 'orders', waited)).toBe(0);

@@ -1,5 +1,5 @@
 import { firstRejection, type XDeath } from './x-death.parser.js';
-import { FirstFailureHeader } from '../headers/header.names.js';
+import { FirstFailureHeader, ParkedHeader } from '../headers/header.names.js';
 import { replayedRoute } from './replayed-route.reader.js';
 
 /*
@@ -27,17 +27,23 @@ export function movedFirstFailures(headers: Record<string, unknown> | undefined,
   return deaths.some((d) => d.reason === 'expired' && d.queue.startsWith(tierPrefix)) ? 1 : 0;
 }
 
-/** The headers of the copy published into a schedule's first tier, for a delivery published to `exchange` with `routingKey`. */
+/**
+ * The headers of the copy published into a schedule's first tier, for a delivery published to `exchange` with
+ * `routingKey`. The copy has no `expiration` (it would cut the tier's delay short): the delivery's own is kept as
+ * `x-original-expiration`, as the broker keeps it in `x-death` when it dead-letters, so that a park can tell it.
+ */
 export function firstFailureHeaders(
   headers: Record<string, unknown> | undefined,
   queue: string,
   delivered: { exchange: string; routingKey: string },
+  expiration?: unknown,
 ): Record<string, unknown> {
   return {
     ...headers,
     [FirstFailureHeader.queue]: queue,
     [FirstFailureHeader.exchange]: delivered.exchange,
     [FirstFailureHeader.routingKey]: delivered.routingKey,
+    ...(expiration !== undefined && expiration !== null && { [ParkedHeader.originalExpiration]: String(expiration) }),
   };
 }
 

@@ -49,7 +49,10 @@ describe('the route a replayed copy was first published with', () => {
   });
 
   it('leaves every other delivery’s first route as it was', () => {
-    expect(firstRoute(replayed, [], 'orders', { exchange: 'shop', routingKey: 'order.paid' })).toEqual({ exchange: 'shop', routingKey: 'order.paid' });
+    expect(firstRoute(replayed, [], 'orders', { exchange: 'shop', routingKey: 'order.paid' })).toEqual({
+      exchange: 'shop',
+      routingKey: 'order.paid',
+    });
     expect(firstRoute({}, [], 'orders', byName)).toEqual(byName); // sent to the queue by name, never parked
   });
 });

@@ -67,11 +67,22 @@ describe('readDeathHistory', () => {
   });
 
   it('leaves out optional fields that are absent and ignores fields it does not know', () => {
-    const minimal = { queue: 'orders', reason: 'rejected', count: 1, 'original-expiration': '60000', future: { x: 1 } };
+    const minimal = { queue: 'orders', reason: 'rejected', count: 1, future: { x: 1 } };
     expect(readDeathHistory([minimal])).toEqual({
       ok: true,
       deaths: [{ queue: 'orders', reason: 'rejected', count: 1, exchange: undefined, routingKeys: [], time: undefined }],
     });
+  });
+
+  it('keeps original-expiration as text (a string or bytes), and ignores it when it is anything else', () => {
+    const death = (value: unknown) => {
+      const history = readDeathHistory([{ queue: 'orders', reason: 'rejected', count: 1, 'original-expiration': value }]);
+      return history.ok ? history.deaths[0].originalExpiration : history.problem;
+    };
+    expect(death('60000')).toBe('60000');
+    expect(death(Buffer.from('60000'))).toBe('60000');
+    expect(death(60000)).toBeUndefined();
+    expect(death({ x: 1 })).toBeUndefined();
   });
 
   it('accepts a null-prototype table', () => {

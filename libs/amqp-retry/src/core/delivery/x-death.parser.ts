@@ -12,6 +12,12 @@ export interface XDeath {
   routingKeys: string[];
   /** When it was first dead-lettered from that queue for that reason. */
   time?: Date;
+  /**
+   * The message's `expiration` when the broker dead-lettered it for this entry's first event: the broker removes the
+   * property at dead-lettering and records it here (`original-expiration`), so only the first dead-lettering of a
+   * message with a per-message TTL has it.
+   */
+  originalExpiration?: string;
 }
 
 /** More entries than this make a header malformed: the broker writes one per queue and reason, far fewer in practice. */
@@ -105,8 +111,12 @@ function readStrictEntry(entry: unknown, at: string): XDeath | string {
     }
     time = new Date(seconds * 1000);
   }
-  // Other fields (RabbitMQ 3.12+ adds original-expiration) are left alone: a newer broker may add more.
-  return { queue: entry.queue as string, reason: entry.reason as string, count, exchange, routingKeys, time };
+  const death: XDeath = { queue: entry.queue as string, reason: entry.reason as string, count, exchange, routingKeys, time };
+  // Informative only (it counts nothing): kept when it is text, ignored otherwise. Other fields are left alone: a
+  // newer broker may add more.
+  const expiration = entry['original-expiration'];
+  if (typeof expiration === 'string' || Buffer.isBuffer(expiration)) death.originalExpiration = expiration.toString();
+  return death;
 }
 
 function readStrict(header: unknown): DeathHistory {

@@ -11,7 +11,7 @@ export const BrokerHeader = {
   death: 'x-death',
   /** Quorum queues: deliveries that were never settled (RabbitMQ 3.x, and 4.x for a returned message). */
   deliveryCount: 'x-delivery-count',
-  /** Quorum queues, RabbitMQ 4.0+: every hand-out of the message. */
+  /** Quorum queues, RabbitMQ 4.3+: every return of the message, whatever its cause (delivery.count.ts). */
   acquiredCount: 'x-acquired-count',
   firstDeathQueue: 'x-first-death-queue',
   firstDeathReason: 'x-first-death-reason',
@@ -36,7 +36,7 @@ export const ParkedHeader = {
   /** Where it was first published: a replayed copy's route, which reaches its queue by name (replayed-route.reader.ts). */
   originalExchange: 'x-original-exchange',
   originalRoutingKey: 'x-original-routing-key',
-  /** The delivery's own `expiration`, which the copy does not keep (it would expire in the parking queue). */
+  /** The `expiration` the message was published with, which the copy does not keep (it would expire in the parking queue). */
   originalExpiration: 'x-original-expiration',
   /** The delivery's own `userId`, which the copy cannot keep (the broker checks it against the publisher). */
   originalUserId: 'x-original-user-id',

@@ -1,3 +1,4 @@
+import { deflateSync, gzipSync } from 'node:zlib';
 import type { ConsumeMessage, MessageProperties } from 'amqplib';
 import { decodeBody, type Deserializer, jsonContentTypeProblem } from './body.decoder.js';
 import { seededRandom } from '../../testing/seeded-random.fixture.js';
@@ -64,6 +65,33 @@ describe("decodeBody with 'json'", () => {
   it('cuts a huge content type in the problem', () => {
     const text = problem(message('{}', { contentType: `text/${'x'.repeat(10_000)}` })) ?? '';
     expect(text.length).toBeLessThan(250);
+  });
+
+  it.each([
+    ['gzip', gzipSync('{"id":1}')],
+    ['deflate', deflateSync('{"id":1}')],
+    [' GZip ', gzipSync('{"id":1}')],
+    ['br', Buffer.from('{"id":1}')],
+  ])('refuses a body compressed with %j by naming its encoding, whatever its bytes', (encoding, body) => {
+    expect(problem(message(body, { contentType: 'application/json', contentEncoding: encoding }))).toBe(
+      `body is compressed (content encoding ${JSON.stringify(encoding)}), and the 'json' deserializer does not decompress; ` +
+        'publish it uncompressed, or give the handler a deserializer function that decompresses it ' +
+        '(e.g. (body) => JSON.parse(gunzipSync(body).toString()), with a limit on the size)',
+    );
+  });
+
+  it.each([[undefined], ['identity'], ['UTF-8'], ['utf8']])('reads a body whose content encoding is %j as plain JSON', (encoding) => {
+    expect(decodeBody(message('{"id":1}', { contentEncoding: encoding }))).toEqual({ ok: true, payload: { id: 1 } });
+  });
+
+  it('names any other content encoding when the body cannot be read', () => {
+    expect(decodeBody(message('{"id":1}', { contentEncoding: 'base64' }))).toEqual({ ok: true, payload: { id: 1 } });
+    expect(problem(message('eyJpZCI6MX0=', { contentEncoding: 'base64' }))).toMatch(
+      /^body is not valid JSON: .+ \(the message declares content encoding "base64", which the 'json' deserializer does not undo\)$/,
+    );
+    expect(problem(message(Buffer.from([0x7b, 0xe9, 0x7d]), { contentEncoding: 'latin1' }))).toBe(
+      `body is not valid UTF-8 (byte 0x7d at offset 2) (the message declares content encoding "latin1", which the 'json' deserializer does not undo)`,
+    );
   });
 
   it('strips a leading UTF-8 byte-order mark', () => {

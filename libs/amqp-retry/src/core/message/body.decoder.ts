@@ -4,8 +4,9 @@ import { errorMessage } from '../text/error-message.format.js';
 
 /**
  * How a handler's message body becomes its payload (option `deserializer` of the module and of each handler):
- * - 'json' (default): the body must be UTF-8 JSON, and its content type absent or JSON (`application/json`,
- *   `application/*+json`); anything else is parked as malformed without calling the handler.
+ * - 'json' (default): the body must be UTF-8 JSON, its content type absent or JSON (`application/json`,
+ *   `application/*+json`), and its content encoding no compression (a `gzip` or `deflate` body is parked naming its
+ *   encoding); anything else is parked as malformed without calling the handler.
  * - 'raw': the payload is the body's Buffer, unchecked.
  * - a function: the payload is what it returns for the body and the whole delivery; if it throws, the message is
  *   parked as malformed. It must be synchronous: a returned Promise would be the payload.
@@ -78,32 +79,62 @@ function utf8Fault(bytes: Uint8Array): string | undefined {
   return undefined;
 }
 
+/** Content codings (RFC 9110 §8.4.1, the HTTP registry) that compress a body: JSON cannot be read from it as it is. */
+const COMPRESSIONS: ReadonlySet<string> = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'compress', 'x-compress', 'zstd']);
+
+/** Content encodings that say nothing the 'json' deserializer must undo: none, or a name of UTF-8 (Spring AMQP writes "UTF-8"). */
+const PLAIN_ENCODINGS: ReadonlySet<string> = new Set(['', 'identity', 'utf-8', 'utf8']);
+
+/**
+ * Why a content encoding keeps the 'json' deserializer from reading the body, or undefined if it does not: a
+ * compressed body (gzip, deflate, br, ...) is refused by name, without reading its bytes.
+ */
+export function jsonContentEncodingProblem(contentEncoding: string | undefined): string | undefined {
+  const coding = contentEncoding?.trim().toLowerCase() ?? '';
+  if (!COMPRESSIONS.has(coding)) return undefined;
+  return (
+    `body is compressed (content encoding ${quoted(contentEncoding ?? '')}), and the 'json' deserializer does not decompress; ` +
+    'publish it uncompressed, or give the handler a deserializer function that decompresses it ' +
+    '(e.g. (body) => JSON.parse(gunzipSync(body).toString()), with a limit on the size)'
+  );
+}
+
+/** The end of a problem sentence naming an encoding the 'json' deserializer read the body through as if it were plain. */
+function encodingNote(contentEncoding: string | undefined): string {
+  const coding = contentEncoding?.trim().toLowerCase() ?? '';
+  return PLAIN_ENCODINGS.has(coding)
+    ? ''
+    : ` (the message declares content encoding ${quoted(contentEncoding ?? '')}, which the 'json' deserializer does not undo)`;
+}
+
 const BOM = 0xfeff;
 /** What Node's UTF-8 decoding puts in place of each ill-formed sequence. */
 const REPLACEMENT = '\ufffd';
 
 /**
  * Decodes a body as the 'json' deserializer does: the content type must be absent or JSON with no charset other than
- * UTF-8, the bytes strict UTF-8 (a leading byte-order mark is dropped), the text JSON. Never throws.
+ * UTF-8, the content encoding no compression (jsonContentEncodingProblem), the bytes strict UTF-8 (a leading
+ * byte-order mark is dropped), the text JSON. A problem with a body whose content encoding is another word than
+ * `identity` or UTF-8 names that encoding. Never throws.
  *
  * The bytes are decoded leniently first: Node replaces every ill-formed sequence with U+FFFD, so a text without one
  * came from valid UTF-8 (and V8 answers that search at once for the usual ASCII text). Only a text that holds U+FFFD,
  * which valid UTF-8 may also encode, has its bytes checked by Node's native `isUtf8`.
  */
-export function decodeJsonBody(content: Buffer, contentType: string | undefined): DecodedBody {
-  const contentProblem = jsonContentTypeProblem(contentType);
+export function decodeJsonBody(content: Buffer, contentType: string | undefined, contentEncoding?: string): DecodedBody {
+  const contentProblem = jsonContentTypeProblem(contentType) ?? jsonContentEncodingProblem(contentEncoding);
   if (contentProblem !== undefined) return { ok: false, problem: contentProblem };
   const decoded = content.toString('utf8');
   if (decoded.includes(REPLACEMENT) && !isUtf8(content)) {
     const fault = utf8Fault(content);
-    return { ok: false, problem: `body is not valid UTF-8${fault === undefined ? '' : ` (${fault})`}` };
+    return { ok: false, problem: `body is not valid UTF-8${fault === undefined ? '' : ` (${fault})`}${encodingNote(contentEncoding)}` };
   }
   const text = decoded.charCodeAt(0) === BOM ? decoded.slice(1) : decoded;
   try {
     return { ok: true, payload: JSON.parse(text) };
   } catch (error) {
     if (text.trim() === '') return { ok: false, problem: `body is not valid JSON: it is ${text === '' ? 'empty' : 'only whitespace'}` };
-    return { ok: false, problem: `body is not valid JSON: ${errorMessage(error)}` };
+    return { ok: false, problem: `body is not valid JSON: ${errorMessage(error)}${encodingNote(contentEncoding)}` };
   }
 }
 
@@ -114,8 +145,9 @@ export function decodeJsonBody(content: Buffer, contentType: string | undefined)
  */
 export function decodeBody(message: ConsumeMessage, deserializer: Deserializer = 'json'): DecodedBody {
   if (deserializer === 'json') {
-    const contentType: unknown = message.properties.contentType; // amqplib types it as any
-    return decodeJsonBody(message.content, typeof contentType === 'string' ? contentType : undefined);
+    const { contentType, contentEncoding } = message.properties as { contentType: unknown; contentEncoding: unknown }; // amqplib types them as any
+    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+    return decodeJsonBody(message.content, text(contentType), text(contentEncoding));
   }
   if (deserializer === 'raw') return { ok: true, payload: message.content };
   if (typeof deserializer !== 'function') {

@@ -58,6 +58,7 @@ const DEATH_HEADERS = {
   'x-last-death-reason': 'expired',
   'x-last-death-exchange': 'orders.dlx',
   'x-delivery-count': 2,
+  'x-acquired-count': 3,
 };
 
 /** Headers are loosely typed here: the tests give shapes amqplib's types do not describe (malformed x-death). */
@@ -141,8 +142,14 @@ describe('parkedPublishOptions', () => {
     const headers = { tenant: 'acme', 'x-original-exchange': 'shop', 'x-original-routing-key': 'order.created', 'x-original-queue': 'orders' };
     const rejected = deathsOf([{ queue: 'orders', reason: 'rejected', count: 1, exchange: '', 'routing-keys': ['orders'] }]);
     for (const deaths of [[], rejected]) {
-      const options = parkedPublishOptions(input({ deaths, deliveredExchange: '', deliveredRoutingKey: 'orders', properties: properties({ headers }) }));
-      expect(options.headers).toMatchObject({ 'x-original-exchange': 'shop', 'x-original-routing-key': 'order.created', 'x-original-queue': 'orders' });
+      const options = parkedPublishOptions(
+        input({ deaths, deliveredExchange: '', deliveredRoutingKey: 'orders', properties: properties({ headers }) }),
+      );
+      expect(options.headers).toMatchObject({
+        'x-original-exchange': 'shop',
+        'x-original-routing-key': 'order.created',
+        'x-original-queue': 'orders',
+      });
     }
   });
 
@@ -158,6 +165,22 @@ describe('parkedPublishOptions', () => {
     expect(options.headers).toMatchObject({ 'x-original-expiration': '60000', 'x-original-user-id': 'billing' });
   });
 
+  it("keeps the expiration the broker recorded at the first dead-lettering when a retry has lost it (x-death's original-expiration)", () => {
+    const deaths = deathsOf([
+      { queue: 'orders.retry.1', reason: 'expired', count: 2, exchange: 'orders.dlx', 'routing-keys': ['x'] },
+      { queue: 'orders', reason: 'rejected', count: 2, exchange: 'shop', 'routing-keys': ['order.created'], 'original-expiration': '60000' },
+    ]);
+    expect(parkedPublishOptions(input({ deaths })).headers).toMatchObject({ 'x-original-expiration': '60000' });
+    // Another queue's entry, when this queue's rejection has none (the message was dead-lettered elsewhere first).
+    const elsewhere = deathsOf([{ queue: 'inbox', reason: 'rejected', count: 1, 'original-expiration': '5000' }]);
+    expect(parkedPublishOptions(input({ deaths: elsewhere })).headers).toMatchObject({ 'x-original-expiration': '5000' });
+    // The delivery's own expiration comes first; none at all, no header.
+    expect(parkedPublishOptions(input({ deaths, properties: properties({ expiration: '1000' }) })).headers).toMatchObject({
+      'x-original-expiration': '1000',
+    });
+    expect(parkedPublishOptions(input()).headers).not.toHaveProperty(['x-original-expiration']);
+  });
+
   it('truncates a huge stack to the header budget', () => {
     const error = new Error('deep');
     error.stack = 'x'.repeat(100_000);
@@ -168,6 +191,8 @@ describe('parkedPublishOptions', () => {
   it('removes the broker death headers, so that a replay starts afresh, and keeps x-death as x-retry-death-history', () => {
     const headers = parkedPublishOptions(input({ properties: properties({ headers: { tenant: 'acme', ...DEATH_HEADERS } }) })).headers ?? {};
     for (const name of BROKER_DEATH_HEADERS) expect(headers).not.toHaveProperty([name]);
+    // Both of a quorum queue's counters (x-acquired-count: RabbitMQ 4.3): a replay must not start with deliveries it never had.
+    expect(Object.keys(headers).filter((name) => name.endsWith('-count'))).toEqual([]);
     expect(headers['x-retry-death-history']).toEqual(X_DEATH);
     expect(headers.tenant).toBe('acme');
   });

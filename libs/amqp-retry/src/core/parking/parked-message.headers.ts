@@ -3,8 +3,9 @@ import type { ParkReason } from '../delivery/delivery.decision.js';
 import { errorMessage, errorStack } from '../text/error-message.format.js';
 import { encodedHeaderSize, encodedTableSize } from '../headers/field-table.size.js';
 import { republishProperties } from '../message/message.properties.js';
+import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
 import { FIRST_FAILURE_HEADERS, firstRoute } from '../delivery/first-failure.headers.js';
-import { readDeathHistory, type XDeath } from '../delivery/x-death.parser.js';
+import { firstRejection, readDeathHistory, type XDeath } from '../delivery/x-death.parser.js';
 import { maskCredentials } from '../text/credentials.mask.js';
 import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
 
@@ -32,10 +33,12 @@ const MAX_DROPPED_LIST_BYTES = 1024;
 const MAX_NAME_BYTES = 255;
 
 /**
- * Headers the broker sets when it dead-letters a message (and, `x-delivery-count`, when a quorum queue redelivers
- * it). The parked copy must not carry them: an operator replays it to start afresh, but the attempt number is
- * counted from `x-death`, so a replayed copy that still had it would be parked again at once as exhausted (and a
- * malformed one as malformed). The history is kept under `x-retry-death-history` instead.
+ * Headers the broker sets when it dead-letters a message, and the counters a quorum queue adds when it hands a message
+ * out again (`x-delivery-count`; `x-acquired-count` on RabbitMQ 4.3+: DELIVERY_COUNT_HEADERS). The parked copy must
+ * not carry them: an operator replays it to start afresh, but the attempt number is counted from `x-death`, and the
+ * unsettled deliveries from the counters, so a replayed copy that still had them would be parked again at once as
+ * exhausted (or as malformed, or at the redelivery limit), or start with deliveries it never had. The history is kept
+ * under `x-retry-death-history` instead.
  */
 export const BROKER_DEATH_HEADERS: readonly string[] = [
   BrokerHeader.death,
@@ -45,7 +48,7 @@ export const BROKER_DEATH_HEADERS: readonly string[] = [
   BrokerHeader.lastDeathQueue,
   BrokerHeader.lastDeathReason,
   BrokerHeader.lastDeathExchange,
-  BrokerHeader.deliveryCount,
+  ...DELIVERY_COUNT_HEADERS,
   // Not the broker's, but an attempt counter all the same (see core/delivery/first-failure.headers.ts): a replay must start afresh.
   ...FIRST_FAILURE_HEADERS,
 ];
@@ -91,6 +94,17 @@ function deathHistoryValue(header: unknown): unknown {
   return truncateUtf8(readableText(header), MAX_DEATH_HISTORY_BYTES - encodedHeaderSize(ParkedHeader.deathHistory, ''));
 }
 
+/**
+ * The `expiration` the message was published with: the delivery's own, else what the broker recorded when it first
+ * dead-lettered it (a retried message has waited in a tier, and dead-lettering removes the property): the
+ * `original-expiration` of the queue's `rejected` entry, else of any entry that has one. Undefined when it had none.
+ */
+function originalExpiration(properties: MessageProperties, deaths: readonly XDeath[], queue: string): string | undefined {
+  const own: unknown = properties.expiration; // amqplib types it as any
+  if (own !== undefined && own !== null) return String(own);
+  return firstRejection(deaths, queue)?.originalExpiration ?? deaths.find((d) => d.originalExpiration !== undefined)?.originalExpiration;
+}
+
 /** The delivery's headers as a table ({} when there are none). */
 function headersOf(properties: MessageProperties): Record<string, unknown> {
   const headers: unknown = properties.headers; // amqplib types it as any
@@ -130,7 +144,8 @@ export interface ParkInput {
  *   (never the ones above) and named here, comma-separated (capped at 1 KiB). Headers amqplib cannot encode at all
  *   (a bigint, a cycle, a key over 255 bytes) are always dropped.
  * Two properties change so that the copy cannot vanish: it is persistent, and a per-message `expiration` is dropped
- * (kept as `x-original-expiration`). `userId` is dropped (kept as `x-original-user-id`) because the broker rejects a
+ * (kept as `x-original-expiration`, also for a message that waited in a tier, which the broker stripped of it: see
+ * originalExpiration). `userId` is dropped (kept as `x-original-user-id`) because the broker rejects a
  * publish whose user_id is not the publishing connection's user.
  */
 export function parkedPublishOptions(input: ParkInput): Options.Publish {
@@ -146,7 +161,8 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
     [ParkedHeader.originalQueue]: truncateUtf8(input.queue, MAX_NAME_BYTES),
   };
   if (input.id !== undefined) own[ParkedHeader.id] = truncateUtf8(input.id, MAX_NAME_BYTES);
-  if (properties.expiration !== undefined) own[ParkedHeader.originalExpiration] = truncateUtf8(String(properties.expiration), MAX_NAME_BYTES);
+  const expiration = originalExpiration(properties, input.deaths, input.queue);
+  if (expiration !== undefined) own[ParkedHeader.originalExpiration] = truncateUtf8(expiration, MAX_NAME_BYTES);
   if (properties.userId !== undefined) own[ParkedHeader.originalUserId] = truncateUtf8(String(properties.userId), MAX_NAME_BYTES);
   if (delivered[BrokerHeader.death] !== undefined) own[ParkedHeader.deathHistory] = deathHistoryValue(delivered[BrokerHeader.death]);
 
