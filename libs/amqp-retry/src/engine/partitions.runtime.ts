@@ -3,6 +3,9 @@ import type { Channel } from 'amqplib';
 import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
+import { exchangeExists, readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
+import { decideHashKey, describeHashKey } from '../core/partitions/hash-key.record.js';
+import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import { assignPartitions, ownerOf, partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
@@ -93,19 +96,41 @@ export class PartitionedRuntime {
     };
   }
 
-  /** Declares the hash exchange (failing clearly without its plugin), moves what partitions beyond `count` hold, then each partition. */
+  /**
+   * Declares the hash exchange (failing clearly without its plugin, or when it hashes another key than the configured
+   * one), then each partition, then moves what partitions beyond `count` and the unpartitioned queue hold.
+   */
   async prepare(): Promise<void> {
-    const { urls, connectTimeoutMs } = this.deps;
-    await declareHashExchange({
-      urls,
-      connectTimeoutMs,
-      queue: this.queue,
-      exchange: this.names.hashExchange,
-      arguments: this.partitions.hashArguments,
-    });
+    await this.declareHashExchange();
     for (const part of this.parts) await part.prepare();
     await this.retireExtraPartitions();
     await this.retireUnpartitionedQueue();
+  }
+
+  /**
+   * RabbitMQ keeps an existing consistent-hash exchange's arguments on a redeclare with others, and AMQP cannot read
+   * them: what it hashes is recorded beside it when it is declared (core/partitions/hash-key.record.ts), and a start
+   * configured with another key fails before it declares anything.
+   */
+  private async declareHashExchange(): Promise<void> {
+    const { urls, connectTimeoutMs, connection, recordPublisher, logger } = this.deps;
+    const { hashExchange, keyRecord } = this.names;
+    const configured = this.partitions.hashArguments;
+    const open = () => connection.createChannel('partition key record', true);
+    const existed = await exchangeExists(open, hashExchange);
+    const decision = decideHashKey(existed, existed ? await readHashKey(open, keyRecord) : undefined, configured);
+    if (decision.action === 'mismatch') {
+      const hashKeys = { configured: describeHashKey(configured), found: describeHashKey(decision.found) };
+      throw new TopologyMismatchError('exchange', hashExchange, `hashes ${hashKeys.found}`, undefined, hashKeys);
+    }
+    await declareHashExchange({ urls, connectTimeoutMs, queue: this.queue, exchange: hashExchange, arguments: configured });
+    if (decision.action === 'keep') return;
+    await recordHashKey(open, recordPublisher, keyRecord, { hashArguments: configured });
+    if (decision.action === 'unverified') {
+      logger.warn(
+        `"${this.queue}": the hash exchange "${hashExchange}" exists without a record of what it hashes ("${keyRecord}"), so it is taken to hash partitions.key ${describeHashKey(configured)}, as configured, and recorded so. RabbitMQ keeps an exchange's first arguments: if it was declared with another key, stop every instance, delete the exchange and start again (docs/partitions.md, "Changing the key").`,
+      );
+    }
   }
 
   /** Joins the members and, after hearing the others for a heartbeat and a half, takes its share. */
