@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
-import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
+import { distinctSchedules, HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
 import { exchangeExists, readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
 import { decideHashKey, describeHashKey } from '../core/partitions/hash-key.record.js';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
+import { checkChannelBudget } from '../core/partitions/channel.budget.js';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import { assignPartitions, ownerOf, partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
@@ -27,6 +29,20 @@ export interface PartitionsDeps extends HandlerRuntimeDeps {
 }
 
 export type { PartitionStatus, PartitionsStatus } from '../core/partitions/partitions.status.js';
+
+/**
+ * Refuses handlers whose partitions one instance (its peers stopped or gone) could not consume on the consuming
+ * connection, whose channel_max is known once it is open (core/partitions/channel.budget.ts). No-op without partitions.
+ */
+export function checkPartitionChannels(handlers: readonly EngineHandler[], connection: AmqpConnection): void {
+  const needs = handlers.map((handler) => ({
+    queue: handler.config.queue,
+    where: handler.where,
+    partitions: handler.config.partitions?.count,
+    schedules: distinctSchedules(handler).length,
+  }));
+  checkChannelBudget(needs, connection.channelMax);
+}
 
 /**
  * A partitioned handler at run time (docs/partitions.md): one HandlerRuntime per partition queue, each with its own
@@ -55,6 +71,8 @@ export class PartitionedRuntime {
   private assigned = false;
   private announceFailed = false;
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
+  /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
+  private readonly unstarted = new Set<number>();
   /** Consumers moving the messages of partitions beyond `count` (left by a larger count) into the hash exchange. */
   private movers: QueueConsumer[] = [];
 
@@ -91,7 +109,7 @@ export class PartitionedRuntime {
       members,
       partitions: this.parts.map((part, index) => {
         const owner = this.assigned ? ownerOf(index, members) : undefined;
-        return { queue: part.queue, index, owner, mine: owner === this.member, consuming: part.isOwned, ...this.depths.get(index) };
+        return { queue: part.queue, index, owner, mine: owner === this.member, consuming: part.consumesNow, ...this.depths.get(index) };
       }),
     };
   }
@@ -261,16 +279,46 @@ export class PartitionedRuntime {
     const mine = new Set(assignPartitions(this.parts.length, members, this.member));
     const leaving = this.parts.filter((p, i) => p.isOwned && !mine.has(i));
     const taking = this.parts.filter((p, i) => !p.isOwned && mine.has(i));
-    if (leaving.length === 0 && taking.length === 0) return;
+    for (const part of leaving) this.unstarted.delete(this.parts.indexOf(part));
+    // Owned, but its consumer could not start: tried again (while the connection is up: after a reconnection resume() does it).
+    const retrying = this.deps.connection.isConnected ? this.parts.filter((p, i) => p.isOwned && mine.has(i) && this.unstarted.has(i)) : [];
     const list = (parts: HandlerRuntime[]) => parts.map((p) => p.queue.slice(this.queue.length + 1)).join(', ') || 'none';
-    this.deps.logger.log(`"${this.queue}": ${members.length} member(s); taking ${list(taking)}, handing over ${list(leaving)}`);
+    if (leaving.length > 0 || taking.length > 0) {
+      this.deps.logger.log(`"${this.queue}": ${members.length} member(s); taking ${list(taking)}, handing over ${list(leaving)}`);
+    }
     const started = Date.now();
-    await Promise.all([
-      ...leaving.map((p) =>
-        p.release(this.deps.handOverTimeoutMs).then(() => this.deps.logger.log(`"${p.queue}": handed over in ${Date.now() - started} ms`)),
+    const starting = [...taking, ...retrying];
+    const [, results] = await Promise.all([
+      Promise.all(
+        leaving.map((p) =>
+          p.release(this.deps.handOverTimeoutMs).then(() => this.deps.logger.log(`"${p.queue}": handed over in ${Date.now() - started} ms`)),
+        ),
       ),
-      ...taking.map((p) => p.acquire()),
+      Promise.allSettled(starting.map((p) => p.acquire())),
     ]);
+    this.noteStarts(starting, results);
+  }
+
+  /**
+   * Keeps count of the partitions owned whose consumer did not start: the status shows them unconsumed (`consuming`
+   * false), a warning names them when they first fail, the next heartbeat's pass tries them again, and a line says
+   * when they run.
+   */
+  private noteStarts(parts: HandlerRuntime[], results: PromiseSettledResult<void>[]): void {
+    const name = (p: HandlerRuntime) => p.queue.slice(this.queue.length + 1);
+    const failed = parts.flatMap((p, i) =>
+      results[i]?.status === 'rejected' ? [{ p, reason: (results[i] as PromiseRejectedResult).reason as unknown }] : [],
+    );
+    const fresh = failed.filter(({ p }) => !this.unstarted.has(this.parts.indexOf(p)));
+    const recovered = parts.filter((p, i) => results[i]?.status === 'fulfilled' && this.unstarted.has(this.parts.indexOf(p)));
+    for (const { p } of failed) this.unstarted.add(this.parts.indexOf(p));
+    for (const p of recovered) this.unstarted.delete(this.parts.indexOf(p));
+    if (fresh.length > 0) {
+      this.deps.logger.warn(
+        `"${this.queue}": could not start consuming ${fresh.map(({ p }) => name(p)).join(', ')} (${errorMessage(fresh[0].reason)}); ${fresh.length === 1 ? 'it stays' : 'they stay'} this instance's and unconsumed, tried again each heartbeat (docs/partitions.md#channels)`,
+      );
+    }
+    if (recovered.length > 0) this.deps.logger.log(`"${this.queue}": consuming ${recovered.map(name).join(', ')} now`);
   }
 
   /** Each partition's depth and consumers, for the status; a failure leaves the last figures. */
@@ -288,7 +336,7 @@ export class PartitionedRuntime {
             partition: index,
             depth: messageCount,
             consumers: consumerCount,
-            owned: part.isOwned,
+            owned: part.consumesNow,
           });
         }
       }

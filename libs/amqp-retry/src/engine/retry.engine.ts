@@ -21,7 +21,7 @@ import type { PublishKind, RetryObserver } from '../core/observe/retry.observer.
 import { idempotencyStoresOf } from '../core/idempotency/idempotency.config.js';
 import { drainOtherLadder } from './ladder.drain.js';
 import { HandlerRuntime, scheduleTiers, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
-import { PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
+import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
 import { PublishingSide } from './publishing.side.js';
 import { recordOrWarn } from '../amqp/handler-registry.writer.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
@@ -301,6 +301,7 @@ export class RetryEngine {
     // The attached first, so that a clash names the decorated handler's option and the transport as the owner.
     assertDistinctQueues([...handlers, ...this.allRuntimes.map((r) => r.handler)]);
     const deps = await this.runtimeDeps();
+    checkPartitionChannels([...this.allRuntimes.map((r) => r.handler), ...handlers], deps.connection);
     this.keepStores(handlers);
     await this.prepareTables(handlers);
     const added: Runtime[] = [];
@@ -478,6 +479,7 @@ export class RetryEngine {
     try {
       const deps = await this.runtimeDeps();
       const { connection, parker } = deps;
+      checkPartitionChannels([...this.allRuntimes.map((r) => r.handler), ...handlers], connection);
       const { observers } = this;
       for (const handler of handlers) {
         const runtime = this.runtimeOf(handler, deps);
