@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
-import { distinctSchedules, HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
+import {
+  distinctSchedules,
+  HandlerRuntime,
+  scheduleTiers,
+  type EngineHandler,
+  type HandlerRuntimeDeps,
+  type QueueStatus,
+} from './handler.runtime.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
 import { exchangeExists, readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
@@ -8,6 +15,7 @@ import { decideHashKey, describeHashKey } from '../core/partitions/hash-key.reco
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
 import { checkChannelBudget } from '../core/partitions/channel.budget.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
+import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import { assignPartitions, ownerOf, partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
@@ -73,6 +81,12 @@ export class PartitionedRuntime {
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
   private readonly unstarted = new Set<number>();
+  /**
+   * The partition queues beyond `count` found at start (left by a larger count) and the queue of the unpartitioned handler
+   * that partitions replace, with their parking queues and tiers: this application's parked messages there stay in its
+   * view (RetryEngine.parkingQueues) until the queues are deleted.
+   */
+  readonly retired: ScopeQueue[] = [];
   /** Consumers moving the messages of partitions beyond `count` (left by a larger count) into the hash exchange. */
   private movers: QueueConsumer[] = [];
 
@@ -356,21 +370,34 @@ export class PartitionedRuntime {
     const { connection, logger } = this.deps;
     for (let index = this.parts.length; ; index++) {
       const queue = this.names.partition(index);
+      const retired = this.retiredPartition(index);
       const channel = await connection.createChannel('partition check', true);
       let depth: number;
       try {
         depth = (await channel.checkQueue(queue)).messageCount;
         await channel.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT);
       } catch {
-        return; // partitions are numbered from 0 without gaps: the first missing one ends them
+        // Partitions are numbered from 0 without gaps: the first missing one ends them, unless its parking queue is left.
+        if (!(await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue))) return;
+        this.retired.push(retired);
+        continue;
       } finally {
         await channel.close().catch(() => undefined);
       }
+      this.retired.push(retired);
       logger.warn(
         `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${this.parts.length}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
       );
       this.moveOut(queue);
     }
+  }
+
+  /** Partition `index` beyond the count (its parking queue and tiers as partition `index` would have them), for the scope. */
+  private retiredPartition(index: number): ScopeQueue {
+    const { handler } = this;
+    const partitions = handler.config.partitions as NonNullable<typeof handler.config.partitions>;
+    const config = partitionConfigs({ ...handler.config, partitions: { ...partitions, count: index + 1 } })[index];
+    return { queue: config.queue, errorQueue: config.errorQueue, tiers: scheduleTiers({ ...handler, ...handler.forPartition?.(config), config }) };
   }
 
   /**
@@ -400,6 +427,7 @@ export class PartitionedRuntime {
     } finally {
       await channel.close().catch(() => undefined);
     }
+    this.retired.push({ queue: this.queue, errorQueue: this.handler.config.errorQueue, tiers: scheduleTiers(this.handler) });
     logger.warn(
       `"${this.queue}": the queue "${this.queue}" of this handler before partitions exists; ${unbound}its ${depth} message(s) (and any coming back from its tiers) move to the partitions. Delete it and its tiers once empty.`,
     );

@@ -332,7 +332,8 @@ export class RetryEngine {
    * @internal
    * The queues that park in this engine, as it runs them now: each handler's (decorated, and the transport's queues
    * attached) with its parking queue and tiers, and the delay ladder's ready queue with its error queue when delays
-   * are on. What this application's parked-messages page and ParkedMessages may see.
+   * are on, and the queues its partitioned handlers retired (partitions beyond a smaller count, the queue before
+   * partitions) until they are deleted. What this application's parked-messages page and ParkedMessages may see.
    */
   parkingQueues(): ScopeQueue[] {
     const handlers = this.allRuntimes
@@ -342,6 +343,7 @@ export class RetryEngine {
         errorQueue: handler.config.errorQueue,
         tiers: scheduleTiers(handler), // the patterns' own schedules too: their messages wait there
       }));
+    handlers.push(...this.allRuntimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.retired : [])));
     if (this.config.delayPrefix === undefined) return handlers;
     const { readyQueue, errorQueue } = (this.ladderNames ??= planDelayTopology(this.config.delayPrefix, this.config.delayQueueType));
     return [...handlers, { queue: readyQueue, errorQueue, tiers: [] }];
