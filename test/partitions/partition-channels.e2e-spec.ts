@@ -61,43 +61,55 @@ describe('partitions and the channels of one connection', () => {
     const consumed = () => engine.partitions()[0].partitions.filter((p) => p.consuming).length;
     await waitFor(() => consumed() === 4, 'A consuming its half', 10_000);
 
-    // Every channel left on A's consuming connection taken, then B leaves: A owns all 8, and can start none of B's.
+    // Every channel left on A's consuming connection taken (and each one freed meanwhile, by A's depth reads say, taken
+    // again), then B leaves: A owns all 8, and can start none of B's.
     const connection = (engine as unknown as { consumeConnection: AmqpConnection }).consumeConnection;
     const held: Channel[] = [];
-    for (;;) {
-      try {
-        held.push(await connection.createChannel('the test'));
-      } catch {
-        break;
+    const grab = async () => {
+      for (;;) {
+        try {
+          held.push(await connection.createChannel('the test'));
+        } catch {
+          return;
+        }
       }
-    }
+    };
+    await grab();
+    let hogging = true;
+    const hog = (async () => {
+      while (hogging) {
+        await grab();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
     await b.close();
-    await waitFor(() => logger.count(/could not start consuming p\d/) > 0, 'the warning', 10_000).catch((error: unknown) => {
-      throw new Error(`${String(error)}; held ${held.length}; log:\n${logger.lines.slice(-30).join('\n')}`);
-    });
-    expect(logger.matching(/could not start consuming/)[0].line).toMatch(
-      new RegExp(
-        `"${queue}": could not start consuming (p\\d, ){3}p\\d \\(No channels left to allocate\\); they stay this instance's and unconsumed, tried again each heartbeat`,
-      ),
-    );
+    await waitFor(() => logger.count(/No channels left to allocate/) > 0, 'a warning', 15_000);
+    await waitFor(() => engine.partitions()[0].partitions.every((p) => p.mine), 'A owning all 8', 5_000);
+    // The status is the broker's truth: a partition reported consumed has a consumer, one reported unconsumed has none.
     const status = engine.partitions()[0].partitions;
-    expect(status.every((p) => p.mine)).toBe(true);
-    expect(status.filter((p) => p.consuming).length).toBe(4); // the truth: four without a consumer
     const idle = status.filter((p) => !p.consuming).map((p) => p.queue);
-    for (const name of idle) expect(await broker.consumers(name)).toBe(0);
+    expect(idle.length).toBeGreaterThan(0);
+    for (const p of status) expect(await broker.consumers(p.queue)).toBe(p.consuming ? 1 : 0);
     expect(
       engine
         .health()
         .queues.filter((q) => !q.consuming)
         .map((q) => q.queue),
     ).toEqual(idle);
+    expect(logger.matching(/could not start consuming/)[0].line).toMatch(
+      new RegExp(
+        `"${queue}": could not start consuming p\\d(, p\\d)* \\(No channels left to allocate\\); (it stays|they stay) this instance's and unconsumed, tried again each heartbeat`,
+      ),
+    );
 
     for (let i = 0; i < 100; i++) await broker.publish(queue, '', { i }, { headers: { 'x-key': `k${i}` } });
+    hogging = false;
+    await hog;
     for (const channel of held) await channel.close();
-    await waitFor(() => consumed() === 8, 'every partition consumed', 10_000);
-    await waitFor(() => calls.length === 100, 'every message handled', 15_000);
+    await waitFor(() => consumed() === 8, 'every partition consumed', 15_000);
+    await waitFor(() => calls.length === 100, 'every message handled', 20_000);
     expect(new Set(calls)).toEqual(new Set(Array.from({ length: 8 }, (_, i) => `${queue}.p${i}`)));
     expect(logger.count(/could not start consuming/)).toBe(1); // once, not each heartbeat
-    expect(logger.count(new RegExp(`"${queue}": consuming (p\\d, ){3}p\\d now`))).toBe(1);
+    expect(logger.count(new RegExp(`"${queue}": consuming p\\d(, p\\d)* now`))).toBeGreaterThanOrEqual(1);
   });
 });
