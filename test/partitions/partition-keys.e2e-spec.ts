@@ -1,6 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { RetryEngine, TopologyMismatchError, type RetryHandlerOptions } from 'nestjs-amqp-retry';
-import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
+import { createApp, handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { deletePartitionedTopology, requireHashExchange } from '../support/partitions.js';
 import { cleanUp } from '../support/suite.js';
@@ -69,6 +70,19 @@ describe('partition keys on a real broker', () => {
     await waitFor(() => calls.length === 40, '40 calls', 15_000);
     // Hashed by x-customer: 40 customers over 4 partitions (by x-key, absent, all would land in one).
     expect(new Set(calls).size).toBeGreaterThanOrEqual(3);
+  });
+
+  it('takes a hash exchange without a record (an older start) to hash the configured key, warns, and holds later starts to it', async () => {
+    await broker.channel.assertExchange(queue, 'x-consistent-hash', { durable: true, arguments: { 'hash-header': 'x-key' } });
+    const logger = new RecordingLogger();
+    const first = await createApp([handlerFor(options('x-key'), () => undefined)], TEST_OPTIONS);
+    first.useLogger(logger);
+    await first.init();
+    await first.close();
+    expect(logger.count(new RegExp(`"${queue}": the hash exchange "${queue}" exists without a record of what it hashes`))).toBe(1);
+    const failure = await startApp([handlerFor(options('x-customer'), () => undefined)], TEST_OPTIONS).catch((error: unknown) => error);
+    if (!(failure instanceof Error)) apps.push(failure as INestApplicationContext);
+    expect(failure).toBeInstanceOf(TopologyMismatchError);
   });
 
   it('keeps the order of the empty key, which the broker hashes like any other value', async () => {
