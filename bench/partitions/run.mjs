@@ -75,7 +75,10 @@ async function run(mode, instances) {
       for (const q of [name, `${name}.error`, plan, tier]) await channel.deleteQueue(q).catch(() => undefined);
       for (const e of [`${name}.dlx`, `${name}.dlx.first`, `${name}.return`]) await channel.deleteExchange(e).catch(() => undefined);
     }
-    if (mode === 'partitions') for (const e of [queue, `${queue}.partitions.members`]) await channel.deleteExchange(e).catch(() => undefined);
+    if (mode === 'partitions') {
+      await channel.deleteQueue(`${queue}.partitions.key`).catch(() => undefined);
+      for (const e of [queue, `${queue}.partitions.members`]) await channel.deleteExchange(e).catch(() => undefined);
+    }
     await channel.deleteQueue(results).catch(() => undefined);
     await connection.close();
   }

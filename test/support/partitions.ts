@@ -33,5 +33,6 @@ export async function requireHashExchange(): Promise<void> {
 /** Deletes what a partitioned handler on `queue` declared, for partitions 0 .. count-1 (and one beyond, for count changes). */
 export async function deletePartitionedTopology(broker: TestBroker, queue: string, count: number): Promise<void> {
   for (let i = 0; i <= count; i++) await broker.deleteRetryTopology(`${queue}.p${i}`);
+  await broker.channel.deleteQueue(`${queue}.partitions.key`);
   for (const name of [queue, `${queue}.partitions.members`]) await broker.channel.deleteExchange(name);
 }

@@ -86,6 +86,11 @@ export class AmqpConnection {
     return this.model?.connection.serverProperties as Record<string, unknown> | undefined;
   }
 
+  /** The channels this connection may open (channel_max as negotiated with the broker), or undefined while it is down. */
+  get channelMax(): number | undefined {
+    return (this.model?.connection as { channelMax?: number } | undefined)?.channelMax;
+  }
+
   /** Runs after every reconnection, in registration order; a listener's failure is logged, not thrown. */
   onReconnect(listener: Listener): void {
     this.reconnectListeners.push(listener);

@@ -207,6 +207,11 @@ export class HandlerRuntime {
     return this.owned;
   }
 
+  /** Whether this instance owns the queue and its consumer is subscribed (a partition owned may fail to start: no channel). */
+  get consumesNow(): boolean {
+    return this.owned && this.consumer.isConsuming;
+  }
+
   /** Deliveries of the queue taken and not yet settled. */
   get inFlight(): number {
     return this.consumer.inFlightCount;

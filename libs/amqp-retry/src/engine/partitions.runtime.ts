@@ -1,8 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
-import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
+import {
+  distinctSchedules,
+  HandlerRuntime,
+  scheduleTiers,
+  type EngineHandler,
+  type HandlerRuntimeDeps,
+  type QueueStatus,
+} from './handler.runtime.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
+import { exchangeExists, readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
+import { decideHashKey, describeHashKey } from '../core/partitions/hash-key.record.js';
+import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
+import { checkChannelBudget } from '../core/partitions/channel.budget.js';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
+import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import { assignPartitions, ownerOf, partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
@@ -24,6 +37,20 @@ export interface PartitionsDeps extends HandlerRuntimeDeps {
 }
 
 export type { PartitionStatus, PartitionsStatus } from '../core/partitions/partitions.status.js';
+
+/**
+ * Refuses handlers whose partitions one instance (its peers stopped or gone) could not consume on the consuming
+ * connection, whose channel_max is known once it is open (core/partitions/channel.budget.ts). No-op without partitions.
+ */
+export function checkPartitionChannels(handlers: readonly EngineHandler[], connection: AmqpConnection): void {
+  const needs = handlers.map((handler) => ({
+    queue: handler.config.queue,
+    where: handler.where,
+    partitions: handler.config.partitions?.count,
+    schedules: distinctSchedules(handler).length,
+  }));
+  checkChannelBudget(needs, connection.channelMax);
+}
 
 /**
  * A partitioned handler at run time (docs/partitions.md): one HandlerRuntime per partition queue, each with its own
@@ -52,6 +79,14 @@ export class PartitionedRuntime {
   private assigned = false;
   private announceFailed = false;
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
+  /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
+  private readonly unstarted = new Set<number>();
+  /**
+   * The partition queues beyond `count` found at start (left by a larger count) and the queue of the unpartitioned handler
+   * that partitions replace, with their parking queues and tiers: this application's parked messages there stay in its
+   * view (RetryEngine.parkingQueues) until the queues are deleted.
+   */
+  readonly retired: ScopeQueue[] = [];
   /** Consumers moving the messages of partitions beyond `count` (left by a larger count) into the hash exchange. */
   private movers: QueueConsumer[] = [];
 
@@ -88,24 +123,46 @@ export class PartitionedRuntime {
       members,
       partitions: this.parts.map((part, index) => {
         const owner = this.assigned ? ownerOf(index, members) : undefined;
-        return { queue: part.queue, index, owner, mine: owner === this.member, consuming: part.isOwned, ...this.depths.get(index) };
+        return { queue: part.queue, index, owner, mine: owner === this.member, consuming: part.consumesNow, ...this.depths.get(index) };
       }),
     };
   }
 
-  /** Declares the hash exchange (failing clearly without its plugin), moves what partitions beyond `count` hold, then each partition. */
+  /**
+   * Declares the hash exchange (failing clearly without its plugin, or when it hashes another key than the configured
+   * one), then each partition, then moves what partitions beyond `count` and the unpartitioned queue hold.
+   */
   async prepare(): Promise<void> {
-    const { urls, connectTimeoutMs } = this.deps;
-    await declareHashExchange({
-      urls,
-      connectTimeoutMs,
-      queue: this.queue,
-      exchange: this.names.hashExchange,
-      arguments: this.partitions.hashArguments,
-    });
+    await this.declareHashExchange();
     for (const part of this.parts) await part.prepare();
     await this.retireExtraPartitions();
     await this.retireUnpartitionedQueue();
+  }
+
+  /**
+   * RabbitMQ keeps an existing consistent-hash exchange's arguments on a redeclare with others, and AMQP cannot read
+   * them: what it hashes is recorded beside it when it is declared (core/partitions/hash-key.record.ts), and a start
+   * configured with another key fails before it declares anything.
+   */
+  private async declareHashExchange(): Promise<void> {
+    const { urls, connectTimeoutMs, connection, recordPublisher, logger } = this.deps;
+    const { hashExchange, keyRecord } = this.names;
+    const configured = this.partitions.hashArguments;
+    const open = () => connection.createChannel('partition key record', true);
+    const existed = await exchangeExists(open, hashExchange);
+    const decision = decideHashKey(existed, existed ? await readHashKey(open, keyRecord) : undefined, configured);
+    if (decision.action === 'mismatch') {
+      const hashKeys = { configured: describeHashKey(configured), found: describeHashKey(decision.found) };
+      throw new TopologyMismatchError('exchange', hashExchange, `hashes ${hashKeys.found}`, undefined, hashKeys);
+    }
+    await declareHashExchange({ urls, connectTimeoutMs, queue: this.queue, exchange: hashExchange, arguments: configured });
+    if (decision.action === 'keep') return;
+    await recordHashKey(open, recordPublisher, keyRecord, { hashArguments: configured });
+    if (decision.action === 'unverified') {
+      logger.warn(
+        `"${this.queue}": the hash exchange "${hashExchange}" exists without a record of what it hashes ("${keyRecord}"), so it is taken to hash partitions.key ${describeHashKey(configured)}, as configured, and recorded so. RabbitMQ keeps an exchange's first arguments: if it was declared with another key, stop every instance, delete the exchange and start again (docs/partitions.md, "Changing the key").`,
+      );
+    }
   }
 
   /** Joins the members and, after hearing the others for a heartbeat and a half, takes its share. */
@@ -236,16 +293,46 @@ export class PartitionedRuntime {
     const mine = new Set(assignPartitions(this.parts.length, members, this.member));
     const leaving = this.parts.filter((p, i) => p.isOwned && !mine.has(i));
     const taking = this.parts.filter((p, i) => !p.isOwned && mine.has(i));
-    if (leaving.length === 0 && taking.length === 0) return;
+    for (const part of leaving) this.unstarted.delete(this.parts.indexOf(part));
+    // Owned, but its consumer could not start: tried again (while the connection is up: after a reconnection resume() does it).
+    const retrying = this.deps.connection.isConnected ? this.parts.filter((p, i) => p.isOwned && mine.has(i) && this.unstarted.has(i)) : [];
     const list = (parts: HandlerRuntime[]) => parts.map((p) => p.queue.slice(this.queue.length + 1)).join(', ') || 'none';
-    this.deps.logger.log(`"${this.queue}": ${members.length} member(s); taking ${list(taking)}, handing over ${list(leaving)}`);
+    if (leaving.length > 0 || taking.length > 0) {
+      this.deps.logger.log(`"${this.queue}": ${members.length} member(s); taking ${list(taking)}, handing over ${list(leaving)}`);
+    }
     const started = Date.now();
-    await Promise.all([
-      ...leaving.map((p) =>
-        p.release(this.deps.handOverTimeoutMs).then(() => this.deps.logger.log(`"${p.queue}": handed over in ${Date.now() - started} ms`)),
+    const starting = [...taking, ...retrying];
+    const [, results] = await Promise.all([
+      Promise.all(
+        leaving.map((p) =>
+          p.release(this.deps.handOverTimeoutMs).then(() => this.deps.logger.log(`"${p.queue}": handed over in ${Date.now() - started} ms`)),
+        ),
       ),
-      ...taking.map((p) => p.acquire()),
+      Promise.allSettled(starting.map((p) => p.acquire())),
     ]);
+    this.noteStarts(starting, results);
+  }
+
+  /**
+   * Keeps count of the partitions owned whose consumer did not start: the status shows them unconsumed (`consuming`
+   * false), a warning names them when they first fail, the next heartbeat's pass tries them again, and a line says
+   * when they run.
+   */
+  private noteStarts(parts: HandlerRuntime[], results: PromiseSettledResult<void>[]): void {
+    const name = (p: HandlerRuntime) => p.queue.slice(this.queue.length + 1);
+    const failed = parts.flatMap((p, i) =>
+      results[i]?.status === 'rejected' ? [{ p, reason: (results[i] as PromiseRejectedResult).reason as unknown }] : [],
+    );
+    const fresh = failed.filter(({ p }) => !this.unstarted.has(this.parts.indexOf(p)));
+    const recovered = parts.filter((p, i) => results[i]?.status === 'fulfilled' && this.unstarted.has(this.parts.indexOf(p)));
+    for (const { p } of failed) this.unstarted.add(this.parts.indexOf(p));
+    for (const p of recovered) this.unstarted.delete(this.parts.indexOf(p));
+    if (fresh.length > 0) {
+      this.deps.logger.warn(
+        `"${this.queue}": could not start consuming ${fresh.map(({ p }) => name(p)).join(', ')} (${errorMessage(fresh[0].reason)}); ${fresh.length === 1 ? 'it stays' : 'they stay'} this instance's and unconsumed, tried again each heartbeat (docs/partitions.md#channels)`,
+      );
+    }
+    if (recovered.length > 0) this.deps.logger.log(`"${this.queue}": consuming ${recovered.map(name).join(', ')} now`);
   }
 
   /** Each partition's depth and consumers, for the status; a failure leaves the last figures. */
@@ -263,7 +350,7 @@ export class PartitionedRuntime {
             partition: index,
             depth: messageCount,
             consumers: consumerCount,
-            owned: part.isOwned,
+            owned: part.consumesNow,
           });
         }
       }
@@ -283,21 +370,34 @@ export class PartitionedRuntime {
     const { connection, logger } = this.deps;
     for (let index = this.parts.length; ; index++) {
       const queue = this.names.partition(index);
+      const retired = this.retiredPartition(index);
       const channel = await connection.createChannel('partition check', true);
       let depth: number;
       try {
         depth = (await channel.checkQueue(queue)).messageCount;
         await channel.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT);
       } catch {
-        return; // partitions are numbered from 0 without gaps: the first missing one ends them
+        // Partitions are numbered from 0 without gaps: the first missing one ends them, unless its parking queue is left.
+        if (!(await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue))) return;
+        this.retired.push(retired);
+        continue;
       } finally {
         await channel.close().catch(() => undefined);
       }
+      this.retired.push(retired);
       logger.warn(
         `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${this.parts.length}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
       );
       this.moveOut(queue);
     }
+  }
+
+  /** Partition `index` beyond the count (its parking queue and tiers as partition `index` would have them), for the scope. */
+  private retiredPartition(index: number): ScopeQueue {
+    const { handler } = this;
+    const partitions = handler.config.partitions as NonNullable<typeof handler.config.partitions>;
+    const config = partitionConfigs({ ...handler.config, partitions: { ...partitions, count: index + 1 } })[index];
+    return { queue: config.queue, errorQueue: config.errorQueue, tiers: scheduleTiers({ ...handler, ...handler.forPartition?.(config), config }) };
   }
 
   /**
@@ -327,6 +427,7 @@ export class PartitionedRuntime {
     } finally {
       await channel.close().catch(() => undefined);
     }
+    this.retired.push({ queue: this.queue, errorQueue: this.handler.config.errorQueue, tiers: scheduleTiers(this.handler) });
     logger.warn(
       `"${this.queue}": the queue "${this.queue}" of this handler before partitions exists; ${unbound}its ${depth} message(s) (and any coming back from its tiers) move to the partitions. Delete it and its tiers once empty.`,
     );

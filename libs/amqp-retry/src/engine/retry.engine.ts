@@ -23,7 +23,7 @@ import type { PublishKind, RetryObserver } from '../core/observe/retry.observer.
 import { idempotencyStoresOf } from '../core/idempotency/idempotency.config.js';
 import { drainOtherLadder } from './ladder.drain.js';
 import { HandlerRuntime, scheduleTiers, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
-import { PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
+import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
 import { PublishingSide } from './publishing.side.js';
 import { recordOrWarn } from '../amqp/handler-registry.writer.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
@@ -334,6 +334,7 @@ export class RetryEngine {
     // The attached first, so that a clash names the decorated handler's option and the transport as the owner.
     assertDistinctQueues([...handlers, ...this.allRuntimes.map((r) => r.handler)]);
     const deps = await this.runtimeDeps();
+    checkPartitionChannels([...this.allRuntimes.map((r) => r.handler), ...handlers], deps.connection);
     this.keepStores(handlers);
     await this.prepareTables(handlers);
     const added: Runtime[] = [];
@@ -366,7 +367,8 @@ export class RetryEngine {
    * @internal
    * The queues that park in this engine, as it runs them now: each handler's (decorated, and the transport's queues
    * attached) with its parking queue and tiers, and the delay ladder's ready queue with its error queue when delays
-   * are on. What this application's parked-messages page and ParkedMessages may see.
+   * are on, and the queues its partitioned handlers retired (partitions beyond a smaller count, the queue before
+   * partitions) until they are deleted. What this application's parked-messages page and ParkedMessages may see.
    */
   parkingQueues(): ScopeQueue[] {
     const handlers = this.allRuntimes
@@ -376,6 +378,7 @@ export class RetryEngine {
         errorQueue: handler.config.errorQueue,
         tiers: scheduleTiers(handler), // the patterns' own schedules too: their messages wait there
       }));
+    handlers.push(...this.allRuntimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.retired : [])));
     if (this.config.delayPrefix === undefined) return handlers;
     const { readyQueue, errorQueue } = (this.ladderNames ??= planDelayTopology(this.config.delayPrefix, this.config.delayQueueType));
     return [...handlers, { queue: readyQueue, errorQueue, tiers: [] }];
@@ -513,6 +516,7 @@ export class RetryEngine {
     try {
       const deps = await this.runtimeDeps();
       const { connection, parker } = deps;
+      checkPartitionChannels([...this.allRuntimes.map((r) => r.handler), ...handlers], connection);
       const { observers } = this;
       for (const handler of handlers) {
         const runtime = this.runtimeOf(handler, deps);

@@ -6,10 +6,18 @@ export interface QueueTypeMismatch {
   found: string;
 }
 
+/** A partitioned handler's hash exchange that hashes another key than the one configured (both as `partitions.key` reads). */
+export interface HashKeyMismatch {
+  configured: string;
+  found: string;
+}
+
 /**
  * The broker refused to declare a queue or exchange because one of that name already exists with other
  * arguments (AMQP 406 PRECONDITION_FAILED). Nothing is changed on the broker. `queueTypes` is set when what differs
- * is the queue's type (classic, quorum, stream): the one configured and the one found.
+ * is the queue's type (classic, quorum, stream): the one configured and the one found. `hashKeys` is set when what
+ * differs is what a partitioned handler's consistent-hash exchange hashes: RabbitMQ accepts that redeclare and keeps
+ * the exchange's first key, so the library refuses the start itself (core/partitions/hash-key.record.ts).
  */
 export class TopologyMismatchError extends Error {
   constructor(
@@ -21,8 +29,15 @@ export class TopologyMismatchError extends Error {
     readonly brokerMessage: string,
     /** When what differs is the queue's type: the type configured and the type found. */
     readonly queueTypes?: QueueTypeMismatch,
+    readonly hashKeys?: HashKeyMismatch,
   ) {
-    super(queueTypes ? typeMessage(entity, brokerMessage, queueTypes) : argumentsMessage(kind, entity, brokerMessage));
+    super(
+      hashKeys
+        ? hashKeyMessage(entity, hashKeys)
+        : queueTypes
+          ? typeMessage(entity, brokerMessage, queueTypes)
+          : argumentsMessage(kind, entity, brokerMessage),
+    );
     this.name = 'TopologyMismatchError';
   }
 }
@@ -49,5 +64,17 @@ function typeMessage(entity: string, brokerMessage: string, { configured, found 
     `queueType: '${configured}' (${brokerMessage}). A vhost whose default queue type is ${found} makes every queue declared ` +
     `without a type a ${found} queue, and RabbitMQ cannot change the type of an existing queue. Either ${keep}or let the ` +
     `queue drain and delete it (rabbitmqctl delete_queue ${entity}) so it is declared anew as a ${configured} queue.`
+  );
+}
+
+function hashKeyMessage(entity: string, { configured, found }: HashKeyMismatch): string {
+  return (
+    `The partitioned handler "${entity}" is configured with partitions.key ${configured}, but its consistent-hash exchange ` +
+    `"${entity}" was declared with partitions.key ${found} and hashes that: RabbitMQ keeps an existing exchange's ` +
+    `arguments when it is declared again with others, so messages would still be spread by ${found} (those without it ` +
+    `all in one partition, and the order kept by the wrong key). Either set partitions.key back to ${found}, or change ` +
+    `the key: stop every instance, delete the exchange "${entity}" (the management UI, rabbitmqadmin delete exchange ` +
+    `name=${entity}, or exchange.delete from any AMQP client), and start with the new key, which declares it again ` +
+    `(docs/partitions.md, "Changing the key").`
   );
 }

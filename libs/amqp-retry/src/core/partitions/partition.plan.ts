@@ -8,6 +8,8 @@ export const partitionNames = (queue: string) => ({
   partition: (i: number) => `${queue}.p${i}`,
   /** Where the running instances announce themselves (fanout). */
   membersExchange: `${queue}.partitions.members`,
+  /** Holds the record of what the hash exchange hashes (hash-key.record.ts): AMQP cannot read an exchange's arguments. */
+  keyRecord: `${queue}.partitions.key`,
 });
 
 /** A partition queue's weight on the hash ring: equal weights spread keys evenly (measured: docs/partitions.md). */

@@ -1,7 +1,7 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { readDuration, readInteger, type DurationRange } from '../config/config.readers.js';
 import { readOrdering, type OrderingConfig } from '../ordering/ordering.config.js';
-import { messageIdKey } from '../message/message-key.reader.js';
+import { partitionLaneKey } from './partition-key.lane.js';
 import type { PartitionKey, PartitionsOptions } from '../config/retry.options.js';
 
 /** Partitions after defaults and validation. */
@@ -49,7 +49,7 @@ export function readPartitions(value: unknown, at: (key: string) => string): Par
     );
   }
   const ordering = readOrdering(
-    { key: key === 'messageId' ? messageIdKey : key, whileRetrying: options.whileRetrying, holdGrace: options.holdGrace },
+    { key: partitionLaneKey(key as PartitionKey), whileRetrying: options.whileRetrying, holdGrace: options.holdGrace },
     (k) => at(k.replace(/^ordering\./, 'partitions.')),
   );
   const heartbeatMs =

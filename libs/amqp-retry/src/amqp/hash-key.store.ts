@@ -1,0 +1,55 @@
+import type { Channel } from 'amqplib';
+import { getSettled } from './channel-get.settler.js';
+import type { ConfirmPublisher } from './confirm.publisher.js';
+import { readHashKeyRecord, writeHashKeyRecord, type HashKeyRecord } from '../core/partitions/hash-key.record.js';
+import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
+
+/** Opens a channel the caller may lose to a broker error (a 404). */
+type ChannelOpener = () => Promise<Channel>;
+
+/** Whether an exchange exists: a passive declare on a channel of its own; only a 404 means no. */
+export async function exchangeExists(open: ChannelOpener, exchange: string): Promise<boolean> {
+  const channel = await open();
+  try {
+    await channel.checkExchange(exchange);
+    return true;
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code === 404) return false;
+    throw error;
+  } finally {
+    await channel.close().catch(() => undefined); // closed by the broker already after a 404
+  }
+}
+
+/**
+ * The newest record in `queue` (core/partitions/hash-key.record.ts), left there: the channel closes without acking,
+ * so the broker puts the records back. Undefined when the queue does not exist or holds no readable record.
+ */
+export async function readHashKey(open: ChannelOpener, queue: string): Promise<HashKeyRecord | undefined> {
+  const channel = await open();
+  try {
+    await channel.checkQueue(queue);
+    let newest: HashKeyRecord | undefined;
+    for (let message = await getSettled(channel, queue); message; message = await getSettled(channel, queue)) {
+      newest = readHashKeyRecord(message.content) ?? newest;
+    }
+    return newest;
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code === 404) return undefined;
+    throw error;
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
+}
+
+/** Replaces the record in `queue` (declared durable and classic if missing) with `record`, confirmed. */
+export async function recordHashKey(open: ChannelOpener, publisher: ConfirmPublisher, queue: string, record: HashKeyRecord): Promise<void> {
+  const channel = await open();
+  try {
+    await channel.assertQueue(queue, { durable: true, arguments: queueTypeArgument('classic') });
+    await channel.purgeQueue(queue);
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
+  await publisher.publish('', queue, writeHashKeyRecord(record), { persistent: true, contentType: 'application/json' });
+}

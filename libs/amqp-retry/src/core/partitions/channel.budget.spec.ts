@@ -1,0 +1,33 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { channelsOf, checkChannelBudget, consumerChannels } from './channel.budget.js';
+
+const handler = (queue: string, partitions?: number, schedules = 1) => ({ queue, where: `H.${queue}`, partitions, schedules });
+
+describe('the channel budget of partitioned handlers', () => {
+  it('counts a consumer and a presence consumer per schedule for each partition, and the members listener', () => {
+    expect(channelsOf(handler('a'))).toBe(2);
+    expect(channelsOf(handler('a', 24))).toBe(49);
+    expect(channelsOf(handler('a', 8, 3))).toBe(33);
+    expect(consumerChannels(2047)).toBe(1500);
+    expect(consumerChannels(40)).toBe(29);
+  });
+
+  it('refuses 24 partitions on a connection of 40 channels, and 4 handlers of 256 on the default 2047', () => {
+    expect(() => checkChannelBudget([handler('a', 24)], 40)).toThrow(RetryConfigError);
+    expect(() => checkChannelBudget([handler('a', 24)], 40)).toThrow(/"a" \(H.a\): 24 needs 49 channels .* allows 40 .* at most 14 partitions/);
+    const four = ['a', 'b', 'c', 'd'].map((q) => handler(q, 256));
+    expect(() => checkChannelBudget(four, 2047)).toThrow(/needs 2052 channels/);
+  });
+
+  it('lets through what fits, handlers without partitions, and an unknown channel_max', () => {
+    expect(() => checkChannelBudget([handler('a', 256), handler('b', 256), handler('c')], 2047)).not.toThrow();
+    expect(() => checkChannelBudget([handler('a', 12)], 40)).not.toThrow();
+    expect(() =>
+      checkChannelBudget(
+        Array.from({ length: 50 }, (_, i) => handler(`q${i}`)),
+        40,
+      ),
+    ).not.toThrow();
+    expect(() => checkChannelBudget([handler('a', 256)], undefined)).not.toThrow();
+  });
+});

@@ -1,0 +1,49 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { BROKER_CHANNEL_MAX, PARTITION_CHANNEL_BUDGET } from './server-partitions.config.js';
+
+/** What one handler of an application opens on the consuming connection, as far as the budget goes. */
+export interface ChannelNeed {
+  queue: string;
+  /** "Class.method", or the transport's queue: named in the error. */
+  where: string;
+  /** Its partitions.count; undefined: not partitioned. */
+  partitions?: number;
+  /** Its retry schedules (its own, and each pattern's with delays of its own): one presence consumer each. */
+  schedules: number;
+}
+
+/**
+ * The channels a handler holds when this instance owns every partition (its peers stopped or gone): per queue (each
+ * partition, or the one queue) its consumer and a presence consumer per schedule, each on a channel of its own; and a
+ * partitioned handler's members' listener.
+ */
+export const channelsOf = ({ partitions, schedules }: ChannelNeed): number =>
+  (partitions ?? 1) * (1 + schedules) + (partitions === undefined ? 0 : 1);
+
+/**
+ * The channels the handlers' consumers may take of a connection allowed `channelMax`: the share RetryServer keeps of
+ * RabbitMQ's default (PARTITION_CHANNEL_BUDGET of 2047), the rest left for what opens besides them (declarations,
+ * topology checks, depth reads, the control listener).
+ */
+export const consumerChannels = (channelMax: number): number => Math.floor((channelMax * PARTITION_CHANNEL_BUDGET) / BROKER_CHANNEL_MAX);
+
+/**
+ * Refuses, at start, handlers whose partitions one instance could not consume on its one consuming connection:
+ * past the channels it may open, the last partitions' consumers cannot start while that instance owns them. No-op
+ * without a partitioned handler. `channelMax`: the connection's, as negotiated (undefined: not known, no check).
+ */
+export function checkChannelBudget(needs: readonly ChannelNeed[], channelMax: number | undefined): void {
+  const partitioned = needs.filter((n) => n.partitions !== undefined);
+  if (partitioned.length === 0 || channelMax === undefined || channelMax <= 0) return;
+  const needed = needs.reduce((sum, n) => sum + channelsOf(n), 0);
+  const budget = consumerChannels(channelMax);
+  if (needed <= budget) return;
+  const others = needed - partitioned.reduce((sum, n) => sum + channelsOf(n), 0);
+  const perPartition = Math.max(...partitioned.map((n) => 1 + n.schedules));
+  const fits = Math.max(0, Math.floor((budget - others - partitioned.length) / perPartition));
+  throw new RetryConfigError(
+    'partitions.count',
+    `of ${partitioned.map((n) => `"${n.queue}" (${n.where}): ${n.partitions}`).join(', ')} needs ${needed} channels on the consuming connection when one instance owns every partition (its peers stopped or gone)`,
+    `Each partition takes a consumer and one per retry schedule, each on a channel of its own, and the connection allows ${channelMax} (channel_max as negotiated with the broker: the URL's ?channelMax= or the broker's channel_max, 2047 by default), of which ${budget} are kept for consumers. Past that, partitions would stay unconsumed while this instance owns them. Use at most ${fits} partitions in all across these handlers, run them in separate applications, or raise channel_max on the broker and in the URL (docs/partitions.md#channels).`,
+  );
+}

@@ -1,0 +1,59 @@
+/**
+ * What a partitioned handler's consistent-hash exchange hashes, recorded beside it. RabbitMQ keeps an existing
+ * exchange's arguments when it is declared again with others (observed on 3.10.8 and 4.3.6: a redeclare with another
+ * `hash-header` is accepted, and the exchange goes on hashing the first), and AMQP cannot read an exchange's arguments
+ * back. So the start that declares the exchange leaves a record of its arguments in a queue of its own
+ * (`<queue>.partitions.key`, see partitionNames), and every later start compares its key with it.
+ */
+export interface HashKeyRecord {
+  /** The consistent-hash exchange's arguments: `{ 'hash-header': name }` or `{ 'hash-property': 'message_id' }`. */
+  hashArguments: Record<string, string>;
+}
+
+/** Reads a record defensively; anything unreadable counts as no record. */
+export function readHashKeyRecord(content: Buffer): HashKeyRecord | undefined {
+  try {
+    const parsed: unknown = JSON.parse(content.toString('utf8'));
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    const args = (parsed as { hashArguments?: unknown }).hashArguments;
+    if (typeof args !== 'object' || args === null) return undefined;
+    const entries = Object.entries(args as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string');
+    return entries.length === 0 ? undefined : { hashArguments: Object.fromEntries(entries) };
+  } catch {
+    return undefined;
+  }
+}
+
+export const writeHashKeyRecord = (record: HashKeyRecord): Buffer => Buffer.from(JSON.stringify(record));
+
+/** The key as the user writes it in `partitions.key`: `{ header: 'x-key' }` or `'messageId'`. */
+export function describeHashKey(hashArguments: Record<string, string>): string {
+  const header = hashArguments['hash-header'];
+  if (header !== undefined) return `{ header: '${header}' }`;
+  if (hashArguments['hash-property'] === 'message_id') return "'messageId'";
+  return JSON.stringify(hashArguments);
+}
+
+const sameArguments = (a: Record<string, string>, b: Record<string, string>): boolean => {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+};
+
+/**
+ * What a start does about the record, given whether the hash exchange existed before it, the newest record (if any)
+ * and the arguments configured:
+ * - `record`: the exchange is new (this start declares it with the configured key): write the record.
+ * - `keep`: the exchange exists and hashes the configured key.
+ * - `unverified`: the exchange exists without a record (declared by a version that kept none, or by someone else):
+ *   what it hashes cannot be known; the configured key is recorded, and the start warns.
+ * - `mismatch`: the exchange hashes another key than the configured one: the start must fail, changing nothing.
+ */
+export type HashKeyDecision =
+  { action: 'record' } | { action: 'keep' } | { action: 'unverified' } | { action: 'mismatch'; found: Record<string, string> };
+
+export function decideHashKey(exchangeExisted: boolean, recorded: HashKeyRecord | undefined, configured: Record<string, string>): HashKeyDecision {
+  if (!exchangeExisted) return { action: 'record' };
+  if (recorded === undefined) return { action: 'unverified' };
+  if (sameArguments(recorded.hashArguments, configured)) return { action: 'keep' };
+  return { action: 'mismatch', found: recorded.hashArguments };
+}
