@@ -3,6 +3,7 @@ import { PublishError, RetryPublisher, TopologyMismatchError, type RetryHandlerO
 import { createApp, handlerFor, handlerOf, startApp } from '../support/app.js';
 import { ctl } from '../support/broker-control.js';
 import { waitFor } from '../support/broker.js';
+import { deletePartitionedTopology, requireHashExchange } from '../support/partitions.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { cleanUp, headersOf, SUITE_OPTIONS, useSuite } from '../support/suite.js';
 
@@ -42,6 +43,7 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
       'x-original-queue': queue,
       'x-retry-attempts': 0,
       'x-original-routing-key': queue,
+      'x-original-expiration': '300',
     });
     expect(String(headers['x-exception-message'])).toContain('its expiration of 300 ms');
     const history = headers['x-retry-death-history'] as Array<Record<string, unknown>>;
@@ -201,6 +203,37 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
     await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 4, 'all four handled');
     expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual([1, 4, 2, 3]);
     await expect(publisher.publish('', queue, { id: 5 }, { priority: 256 })).rejects.toThrow('priority must be a whole number from 0 to 255');
+  });
+
+  it("parks what expired in a partition in that partition's parking queue, through the handler's one dead-letter queue", async () => {
+    const { broker, queue } = suite;
+    await requireHashExchange();
+    const Handler = slowHandler({ queue, delays: ['1s'], prefetch: 1, partitions: { count: 2, key: 'messageId', heartbeat: '200ms' } }, 1_000);
+    try {
+      suite.app = await startApp([Handler], SUITE_OPTIONS);
+      await waitFor(
+        async () => (await broker.consumers(`${queue}.p0`)) === 1 && (await broker.consumers(`${queue}.p1`)) === 1,
+        'both partitions consumed',
+      );
+      // One message id: one partition, whose single consumer is busy with the first while the second expires.
+      await broker.publish(queue, '', { id: 1 }, { messageId: 'same' });
+      await broker.publish(queue, '', { id: 2 }, { messageId: 'same', expiration: '200' });
+
+      const partition = [0, 1].map((i) => `${queue}.p${i}`);
+      const copy = await waitFor(async () => {
+        for (const p of partition) if ((await broker.count(`${p}.error`)) === 1) return { from: p, messages: await broker.drain(`${p}.error`) };
+        return undefined;
+      }, 'the parked copy in a partition parking queue');
+      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'message 1 handled');
+      expect(bodyId(copy.messages[0])).toBe(2);
+      expect(headersOf(copy.messages[0])).toMatchObject({ 'x-parked-reason': 'expired', 'x-original-queue': copy.from });
+      expect(await broker.count(`${queue}.dlx.dead`)).toBe(0);
+      expect(await broker.consumers(`${queue}.dlx.dead`)).toBe(1);
+    } finally {
+      await cleanUp(() => suite.app?.close());
+      suite.app = undefined;
+      await deletePartitionedTopology(broker, queue, 2);
+    }
   });
 
   it('fails the start with the way to migrate when a limit changed since the queue was declared', async () => {

@@ -41,9 +41,9 @@ describe('partitions and the channels of one connection', () => {
     const failure = await startApp([Handler], { ...TEST_OPTIONS, url: withChannelMax(40) }).catch((error: unknown) => error);
     if (!(failure instanceof Error)) apps.push(failure as INestApplicationContext);
     expect(failure).toBeInstanceOf(RetryConfigError);
-    expect((failure as Error).message).toContain(`"${queue}" (TestHandler.handle): 24 needs 49 channels on the consuming connection`);
+    expect((failure as Error).message).toContain(`"${queue}" (TestHandler.handle): 24 needs 50 channels on the consuming connection`);
     expect((failure as Error).message).toContain('the connection allows 40');
-    expect((failure as Error).message).toContain('Use at most 14 partitions');
+    expect((failure as Error).message).toContain('Use at most 13 partitions');
     expect(await broker.exists(`${queue}.p0`)).toBe(false);
   });
 

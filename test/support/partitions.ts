@@ -34,5 +34,6 @@ export async function requireHashExchange(): Promise<void> {
 export async function deletePartitionedTopology(broker: TestBroker, queue: string, count: number): Promise<void> {
   for (let i = 0; i <= count; i++) await broker.deleteRetryTopology(`${queue}.p${i}`);
   await broker.channel.deleteQueue(`${queue}.partitions.key`);
+  await broker.channel.deleteQueue(`${queue}.dlx.dead`); // the dead-letter queue the partitions share
   for (const name of [queue, `${queue}.partitions.members`]) await broker.channel.deleteExchange(name);
 }

@@ -2,7 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.writer.js';
-import type { MessageParker } from '../pipeline/park-route.steps.js';
+import type { MessageParker, ParkTarget } from '../pipeline/park-route.steps.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import { DeliveryPipeline } from '../pipeline/delivery.pipeline.js';
@@ -29,6 +29,22 @@ import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
 
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
 const DEAD_LETTER_PREFETCH = 10;
+
+/**
+ * The consumer of a handler's dead-letter queue, parking (or dropping) into `targets` by the queue each message died
+ * in: the handler's own queue, or (a partitioned handler) each partition's.
+ */
+export function deadLetterConsumer(
+  config: HandlerConfig,
+  targets: ReadonlyMap<string, ParkTarget>,
+  redeclare: () => Promise<unknown>,
+  deps: HandlerRuntimeDeps,
+): QueueConsumer {
+  const { connection, logger, resume, observers, parker } = deps;
+  const step = new DeadLetterStep(targets, config.limits?.onExpired ?? 'park', parker, logger, observers);
+  const queue = config.deadLetterQueue ?? retryNames(config.queue).deadLetterQueue;
+  return new QueueConsumer({ queue, prefetch: DEAD_LETTER_PREFETCH, connection, logger, resume, redeclare, observers }, step.handle);
+}
 
 const presenceQueueOf = (schedule: HandlerConfig) => retryNames(schedule.queue).presenceQueue(scheduleIdOf(tierQueues(schedule)));
 
@@ -107,9 +123,11 @@ export class HandlerRuntime {
    * only while it owns it (acquire/release).
    */
   private owned: boolean;
-  /** The consumer of the queue's dead-letter queue: what expired or was pushed out of it (see DeadLetterStep). */
-  private deadLetters: QueueConsumer;
-  private readonly newDeadLetters: () => QueueConsumer;
+  /**
+   * The consumer of the queue's dead-letter queue: what expired or was pushed out of it (see DeadLetterStep). A
+   * partition has none: its handler's one consumer serves every partition (PartitionedRuntime).
+   */
+  private readonly deadLetters?: QueueConsumer;
   /** One per schedule: the queue's own first. */
   private readonly presences: Array<{ schedule: HandlerConfig; consumer: QueueConsumer }>;
 
@@ -166,20 +184,9 @@ export class HandlerRuntime {
       return consumer;
     };
     this.consumer = this.newConsumer();
-    const deadLetters = new DeadLetterStep(
-      config.queue,
-      config.limits?.onExpired ?? 'park',
-      deps.parker,
-      { errorQueue: config.errorQueue, redeclare },
-      logger,
-      deps.observers,
-    );
-    this.newDeadLetters = () =>
-      new QueueConsumer(
-        { queue: names.deadLetterQueue, prefetch: DEAD_LETTER_PREFETCH, connection, logger, resume, redeclare, observers: deps.observers },
-        deadLetters.handle,
-      );
-    this.deadLetters = this.newDeadLetters();
+    if (config.partitionOf === undefined) {
+      this.deadLetters = deadLetterConsumer(config, new Map([[config.queue, this.parkTarget]]), redeclare, deps);
+    }
     this.owned = config.partitionOf === undefined;
     this.presences = schedules.map((schedule) => ({
       schedule,
@@ -194,10 +201,15 @@ export class HandlerRuntime {
     return this.handler.config.queue;
   }
 
+  /** Where this queue's messages park, and how to declare its topology again should the parking queue be gone. */
+  get parkTarget(): ParkTarget {
+    return { errorQueue: this.handler.config.errorQueue, redeclare: () => this.declare() };
+  }
+
   /** True while the queue's consumer (if this instance owns it) and every schedule's presence consumer run. */
   get isConsuming(): boolean {
     return (
-      (!this.owned || ((this.consumer.isConsuming || this.consumer.isHeld) && this.deadLetters.isConsuming)) &&
+      (!this.owned || ((this.consumer.isConsuming || this.consumer.isHeld) && (this.deadLetters?.isConsuming ?? true))) &&
       this.presences.every((p) => p.consumer.isConsuming)
     );
   }
@@ -243,7 +255,7 @@ export class HandlerRuntime {
   async consume(): Promise<void> {
     const { config } = this.handler;
     if (!this.owned) return; // a partition: consumed once assigned (acquire)
-    await this.deadLetters.start();
+    await this.deadLetters?.start();
     await this.consumer.start();
     this.deps.logger.log(consumingLine(config, this.handler.patterns));
     for (const warning of queueLimitWarnings(config.queue, config.limits, config.queueType)) this.deps.logger.warn(warning);
@@ -264,7 +276,7 @@ export class HandlerRuntime {
     const [presence, consumer, deadLetters] = await Promise.allSettled([
       presences,
       this.owned ? this.consumer.start() : undefined,
-      this.owned ? this.deadLetters.start() : undefined,
+      this.deadLetters?.start(),
     ]);
     if (consumer.status === 'rejected') throw consumer.reason;
     if (deadLetters.status === 'rejected') throw deadLetters.reason;
@@ -276,14 +288,13 @@ export class HandlerRuntime {
     // A partition hands over even when the application stops: a plain stop cancels first, and the next instance's
     // consumer would start on the messages behind those still running here.
     if (this.handler.config.partitionOf) await this.release(timeoutMs);
-    else await Promise.all([this.consumer.stop(timeoutMs), this.deadLetters.stop(timeoutMs)]);
+    else await Promise.all([this.consumer.stop(timeoutMs), this.deadLetters?.stop(timeoutMs)]);
     await Promise.all(this.presences.map((p) => p.consumer.stop(0)));
   }
 
   /** A partition: starts consuming it (on a single-active-consumer queue, it waits there until the owner before lets go). */
   async acquire(): Promise<void> {
     this.owned = true;
-    await this.deadLetters.start();
     await this.consumer.start();
   }
 
@@ -292,9 +303,7 @@ export class HandlerRuntime {
     this.owned = false;
     const leaving = this.consumer;
     this.consumer = this.newConsumer();
-    const leavingDeadLetters = this.deadLetters;
-    this.deadLetters = this.newDeadLetters();
-    await Promise.all([leaving.handOver(timeoutMs), leavingDeadLetters.stop(timeoutMs)]);
+    await leaving.handOver(timeoutMs);
   }
 
   private async declare(): Promise<void> {

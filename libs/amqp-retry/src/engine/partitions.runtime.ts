@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import {
   distinctSchedules,
+  deadLetterConsumer,
   HandlerRuntime,
   scheduleTiers,
   type EngineHandler,
@@ -89,6 +90,8 @@ export class PartitionedRuntime {
   readonly retired: ScopeQueue[] = [];
   /** Consumers moving the messages of partitions beyond `count` (left by a larger count) into the hash exchange. */
   private movers: QueueConsumer[] = [];
+  /** The consumer of the dead-letter queue every partition shares: each instance runs one, owner of a partition or not. */
+  private readonly deadLetters: QueueConsumer;
 
   constructor(
     readonly handler: EngineHandler,
@@ -101,6 +104,9 @@ export class PartitionedRuntime {
       (config) => new HandlerRuntime({ ...handler, ...handler.forPartition?.(config), config }, deps),
     );
     this.view = new MembershipView(this.member, this.partitions.heartbeatMs * MISSED_HEARTBEATS);
+    const [first] = this.parts;
+    const targets = new Map(this.parts.map((part) => [part.queue, part.parkTarget]));
+    this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps);
   }
 
   get queue(): string {
@@ -108,7 +114,7 @@ export class PartitionedRuntime {
   }
 
   get isConsuming(): boolean {
-    return this.listening !== undefined && this.parts.every((p) => p.isConsuming);
+    return this.listening !== undefined && this.deadLetters.isConsuming && this.parts.every((p) => p.isConsuming);
   }
 
   get statuses(): QueueStatus[] {
@@ -178,7 +184,7 @@ export class PartitionedRuntime {
       this.assigned = true;
       this.rebalance();
     });
-    await Promise.all(this.movers.map((m) => m.start()));
+    await Promise.all([...this.movers.map((m) => m.start()), this.deadLetters.start()]);
     this.deps.logger.log(
       `"${this.queue}": ${this.parts.length} partitions, member ${this.member}; taking a share once the other instances are heard (${Math.ceil(heartbeatMs * 1.5)} ms)`,
     );
@@ -189,7 +195,12 @@ export class PartitionedRuntime {
     const previous = this.listening; // open still when a recovery that failed elsewhere runs this again
     this.listening = undefined;
     await previous?.channel.close().catch(() => undefined);
-    const results = await Promise.allSettled([...this.parts.map((p) => p.resume()), this.listen(), ...this.movers.map((m) => m.start())]);
+    const results = await Promise.allSettled([
+      ...this.parts.map((p) => p.resume()),
+      this.listen(),
+      ...this.movers.map((m) => m.start()),
+      this.deadLetters.start(),
+    ]);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   }
@@ -201,7 +212,7 @@ export class PartitionedRuntime {
     this.firstAssignment?.cancel();
     await this.announce(true);
     await this.rebalancing?.catch(() => undefined);
-    await Promise.all([...this.parts.map((p) => p.stop(timeoutMs)), ...this.movers.map((m) => m.stop(timeoutMs))]);
+    await Promise.all([...this.parts.map((p) => p.stop(timeoutMs)), ...this.movers.map((m) => m.stop(timeoutMs)), this.deadLetters.stop(timeoutMs)]);
     await this.closeChannels();
   }
 

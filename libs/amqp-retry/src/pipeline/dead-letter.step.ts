@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import type { Settle } from '../amqp/queue.consumer.js';
 import type { DeadLetterAction } from '../core/config/queue-limits.config.js';
-import { decideDeadLetter } from '../core/delivery/dead-letter.decision.js';
+import { deathQueueOf, decideDeadLetter } from '../core/delivery/dead-letter.decision.js';
 import { readDeathHistory } from '../core/delivery/x-death.parser.js';
 import { BrokerHeader } from '../core/headers/header.names.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -12,33 +12,41 @@ import type { MessageParker, ParkTarget } from './park-route.steps.js';
 const DROP_LOG_SPACING_MS = 60_000;
 
 /**
- * The consumer of a handler queue's dead-letter queue (Q.dlx.dead): what expired in the queue, or was pushed out or
- * refused by its length limit, or passed a quorum queue's delivery limit. Each is parked with its reason (the copy
- * keeps the death history and the original expiration), or, with `onExpired: 'drop'`, acked, counted (the `dropped`
- * observer event) and logged at most once a minute.
+ * The consumer of a handler's dead-letter queue (Q.dlx.dead): what expired in the queue, or was pushed out or refused
+ * by its length limit, or passed a quorum queue's delivery limit. Each is parked with its reason (the copy keeps the
+ * death history and the original expiration), or, with `onExpired: 'drop'`, acked, counted (the `dropped` observer
+ * event) and logged at most once a minute. `targets` maps each queue whose dead letters come here (the handler's, or
+ * each of its partitions) to where its messages park; the first is named for a message that died in none of them.
  */
 export class DeadLetterStep {
   private droppedSinceLine = 0;
   private lastLineAt = Number.NEGATIVE_INFINITY;
+  private readonly queues: ReadonlySet<string>;
+  private readonly fallback: string;
 
   constructor(
-    private readonly queue: string,
+    private readonly targets: ReadonlyMap<string, ParkTarget>,
     private readonly onExpired: DeadLetterAction,
     private readonly parker: MessageParker,
-    private readonly target: ParkTarget,
     private readonly logger: RetryLogger,
     private readonly observers?: ObserverHub,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.queues = new Set(targets.keys());
+    const [first] = targets.keys();
+    if (first === undefined) throw new Error('DeadLetterStep needs at least one queue');
+    this.fallback = first;
+  }
 
   readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
-    const { queue } = this;
     const headers = message.properties.headers as Record<string, unknown> | undefined;
+    const queue = deathQueueOf(headers, this.queues) ?? this.fallback;
+    const target = this.targets.get(queue) as ParkTarget;
     const outcome = decideDeadLetter(headers, queue, this.onExpired);
     if (outcome.action === 'drop') {
       settle.ack();
       if (this.observers?.active) this.observers.emit('dropped', { queue, reason: outcome.reason, message });
-      this.logDrop(outcome.reason);
+      this.logDrop(queue, outcome.reason);
       return;
     }
     const history = readDeathHistory(headers?.[BrokerHeader.death]);
@@ -47,10 +55,10 @@ export class DeadLetterStep {
     const death = deaths.find((d) => d.queue === queue && d.reason !== 'rejected');
     const { reason, error, handlerCalls } = outcome;
     const route = death ? { deliveredExchange: death.exchange ?? '', deliveredRoutingKey: death.routingKeys[0] ?? queue } : {};
-    await this.parker.park(message, settle, this.target, { queue, reason, error, handlerCalls, deaths, ...route }, signal);
+    await this.parker.park(message, settle, target, { queue, reason, error, handlerCalls, deaths, ...route }, signal);
   };
 
-  private logDrop(reason: 'expired' | 'maxlen'): void {
+  private logDrop(queue: string, reason: 'expired' | 'maxlen'): void {
     this.droppedSinceLine++;
     const now = this.now();
     if (now - this.lastLineAt < DROP_LOG_SPACING_MS) return;
@@ -59,7 +67,7 @@ export class DeadLetterStep {
     this.lastLineAt = now;
     const what = reason === 'expired' ? 'expired in the queue' : "were pushed out by the queue's length limit";
     this.logger.warn(
-      `"${this.queue}": dropped ${count} message${count === 1 ? '' : 's'} that ${what} or before (onExpired: 'drop'); one such line a minute at most, with the count since the last`,
+      `"${queue}": dropped ${count} message${count === 1 ? '' : 's'} that ${what} or before (onExpired: 'drop'); one such line a minute at most, with the count since the last`,
     );
   }
 }

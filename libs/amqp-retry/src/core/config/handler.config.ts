@@ -65,6 +65,11 @@ export interface HandlerConfig {
   retryInPlace?: boolean;
   /** Set on a partition's own configuration: which partition of which handler it is. */
   partitionOf?: PartitionOf;
+  /**
+   * Where the queue's expired and over-length messages are sorted out to (see retry-topology.plan.ts); absent:
+   * `<queue>.dlx.dead`. A partition's is its handler's, which one consumer serves for all of them.
+   */
+  deadLetterQueue?: string;
   /** The queue's limits and arguments, and what happens to a message that expired or was pushed out of it. */
   limits?: QueueLimitsConfig;
 }

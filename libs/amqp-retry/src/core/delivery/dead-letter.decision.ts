@@ -19,6 +19,17 @@ function deathReasonIn(headers: Record<string, unknown> | undefined, queue: stri
   return undefined;
 }
 
+/**
+ * Which of `queues` a dead letter died in, by the death headers (the last death first, RabbitMQ 3.13+); undefined
+ * when none of them: a partitioned handler's partitions share one dead-letter queue.
+ */
+export function deathQueueOf(headers: Record<string, unknown> | undefined, queues: ReadonlySet<string>): string | undefined {
+  const last = headers?.[BrokerHeader.lastDeathQueue];
+  if (typeof last === 'string' && queues.has(last)) return last;
+  const first = headers?.[BrokerHeader.firstDeathQueue];
+  return typeof first === 'string' && queues.has(first) ? first : undefined;
+}
+
 /** The `original-expiration` the broker kept in the x-death entry of the expiry in `queue`, if any. */
 export function originalExpirationIn(headers: Record<string, unknown> | undefined, queue: string): string | undefined {
   const deaths: unknown = headers?.[BrokerHeader.death];

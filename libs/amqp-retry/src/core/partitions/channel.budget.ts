@@ -14,11 +14,15 @@ export interface ChannelNeed {
 
 /**
  * The channels a handler holds when this instance owns every partition (its peers stopped or gone): per queue (each
- * partition, or the one queue) its consumer and a presence consumer per schedule, each on a channel of its own; and a
- * partitioned handler's members' listener.
+ * partition, or the one queue) its consumer and a presence consumer per schedule, each on a channel of its own; the
+ * consumer of its dead-letter queue (one per handler, shared by its partitions); and a partitioned handler's members'
+ * listener.
  */
 export const channelsOf = ({ partitions, schedules }: ChannelNeed): number =>
-  (partitions ?? 1) * (1 + schedules) + (partitions === undefined ? 0 : 1);
+  (partitions ?? 1) * (1 + schedules) + 1 + (partitions === undefined ? 0 : 1);
+
+/** A partitioned handler's channels besides its partitions': the members' listener and the dead-letter consumer. */
+const PER_PARTITIONED_HANDLER = 2;
 
 /**
  * The channels the handlers' consumers may take of a connection allowed `channelMax`: the share RetryServer keeps of
@@ -40,7 +44,7 @@ export function checkChannelBudget(needs: readonly ChannelNeed[], channelMax: nu
   if (needed <= budget) return;
   const others = needed - partitioned.reduce((sum, n) => sum + channelsOf(n), 0);
   const perPartition = Math.max(...partitioned.map((n) => 1 + n.schedules));
-  const fits = Math.max(0, Math.floor((budget - others - partitioned.length) / perPartition));
+  const fits = Math.max(0, Math.floor((budget - others - PER_PARTITIONED_HANDLER * partitioned.length) / perPartition));
   throw new RetryConfigError(
     'partitions.count',
     `of ${partitioned.map((n) => `"${n.queue}" (${n.where}): ${n.partitions}`).join(', ')} needs ${needed} channels on the consuming connection when one instance owns every partition (its peers stopped or gone)`,

@@ -51,6 +51,19 @@ describe('partitionConfigs', () => {
     expect(plan.bindings.filter((b) => b.destinationType === 'exchange' && b.source === 'acc')).toEqual([]);
   });
 
+  it("sorts every partition's expired and over-length messages into the handler's one dead-letter queue", () => {
+    const parts = partitionConfigs(resolve({ queue: 'acc', partitions: { count: 2, key: 'messageId' } }));
+    for (const part of parts) {
+      const plan = planRetryTopology(part);
+      expect(plan.queues.map((q) => q.name)).toContain('acc.dlx.dead');
+      expect(plan.queues.map((q) => q.name)).not.toContain(`${part.queue}.dlx.dead`);
+      const sorts = plan.bindings.filter((b) => b.source === `${part.queue}.dlx.sort`);
+      expect(sorts.length).toBeGreaterThan(0);
+      for (const b of sorts) expect(b).toMatchObject({ destination: 'acc.dlx.dead' });
+      expect(sorts[0].arguments).toMatchObject({ 'x-first-death-queue': part.queue });
+    }
+  });
+
   it('leaves a handler without partitions as it is', () => {
     const config = resolve({ queue: 'plain' });
     expect(partitionConfigs(config)).toEqual([config]);

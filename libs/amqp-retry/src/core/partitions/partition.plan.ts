@@ -1,4 +1,5 @@
 import type { HandlerConfig } from '../config/handler.config.js';
+import { retryNames } from '../topology/retry-topology.plan.js';
 
 /** The names of a partitioned handler's queue Q: the exchange that hashes, each partition's queue, and the members' exchange. */
 export const partitionNames = (queue: string) => ({
@@ -41,6 +42,7 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
       singleActiveConsumer: true,
       partitions: undefined,
       partitionOf: { queue: config.queue, index, count: partitions.count },
+      deadLetterQueue: retryNames(config.queue).deadLetterQueue,
     };
   });
 }

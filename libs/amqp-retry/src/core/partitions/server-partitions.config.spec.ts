@@ -54,7 +54,7 @@ describe('checkPartitionChannels', () => {
     expect(error).toBeInstanceOf(RetryConfigError);
     expect(error.key).toBe('RetryServer option "partitions.count"');
     expect(error.message).toContain('is 256 with 7 retry schedules');
-    expect(error.message).toContain('2048 channels on one connection');
+    expect(error.message).toContain('2049 channels on one connection');
     expect(error.message).toContain('channel_max of 2047');
     expect(error.message).toContain('at most 187 partitions with these schedules');
   });

@@ -51,16 +51,16 @@ export const PARTITION_CHANNEL_BUDGET = 1_500;
 /**
  * A partitioned RetryServer's channels when one instance owns every partition (the others stopped or gone): per
  * partition its consumer and one presence consumer per retry schedule (the server's, and each pattern's with delays
- * of its own), each on a channel of its own. Past the broker's `channel_max` the channels of the last partitions
+ * of its own), each on a channel of its own, and the server's dead-letter consumer. Past the broker's `channel_max` the channels of the last partitions
  * cannot open, and those partitions would stay unconsumed while this instance owns them: refused at start, naming
  * the count that fits. `schedules` counts the server's own.
  */
 export function checkPartitionChannels(count: number, schedules: number, at: (key: string) => string): void {
-  const channels = count * (schedules + 1);
+  const channels = count * (schedules + 1) + 1;
   if (channels <= PARTITION_CHANNEL_BUDGET) return;
   throw new RetryConfigError(
     at('partitions.count'),
     `is ${count} with ${schedules} retry schedules (the server's, and ${schedules - 1} of patterns with delays of their own)`,
-    `One instance that owns every partition (its peers stopped or gone) needs a consumer and a channel per schedule for each: ${channels} channels on one connection, near or past RabbitMQ's default channel_max of ${BROKER_CHANNEL_MAX} (the budget here is ${PARTITION_CHANNEL_BUDGET}). Use at most ${Math.floor(PARTITION_CHANNEL_BUDGET / (schedules + 1))} partitions with these schedules, or give fewer patterns delays of their own (docs/transport.md#partitions).`,
+    `One instance that owns every partition (its peers stopped or gone) needs a consumer and a channel per schedule for each: ${channels} channels on one connection, near or past RabbitMQ's default channel_max of ${BROKER_CHANNEL_MAX} (the budget here is ${PARTITION_CHANNEL_BUDGET}). Use at most ${Math.floor((PARTITION_CHANNEL_BUDGET - 1) / (schedules + 1))} partitions with these schedules, or give fewer patterns delays of their own (docs/transport.md#partitions).`,
   );
 }

@@ -67,8 +67,8 @@ export const DEATHS_TO_SORT_OUT = ['expired', 'maxlen', 'delivery_limit'] as con
  * matches on `x-` headers (plain `all` ignores them). `x-first-death-*` (every version) catches a message whose first
  * death was in Q; `x-last-death-*` (RabbitMQ 3.13+) also one that died elsewhere before.
  */
-function deathSortBindings(queue: string): BindingDeclaration[] {
-  const { deathSortExchange, deadLetterQueue } = retryNames(queue);
+function deathSortBindings(queue: string, deadLetterQueue: string): BindingDeclaration[] {
+  const { deathSortExchange } = retryNames(queue);
   const on = (which: 'first' | 'last', reason: string): BindingDeclaration => ({
     source: deathSortExchange,
     destination: deadLetterQueue,
@@ -141,7 +141,7 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
     })),
     { name: handler.errorQueue, arguments: typed },
     { name: names.planQueue, arguments: typed },
-    { name: names.deadLetterQueue, arguments: typed },
+    { name: handler.deadLetterQueue ?? names.deadLetterQueue, arguments: typed },
   ];
   const { upstream } = handler;
   const bindings: TopologyPlan['bindings'] = [
@@ -158,7 +158,7 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
       : []),
     { source: names.returnExchange, destination: queue, destinationType: 'queue', pattern: '' },
     { source: names.firstFailureExchange, destination: names.deathSortExchange, destinationType: 'exchange', pattern: '' },
-    ...deathSortBindings(queue),
+    ...deathSortBindings(queue, handler.deadLetterQueue ?? names.deadLetterQueue),
     ...(firstFailures ? [{ source: names.firstTierExchange, destination: tiers[0], destinationType: 'queue' as const, pattern: '' }] : []),
     ...tiers.map((name) => ({ source: names.deadLetterExchange, destination: name, destinationType: 'queue' as const, pattern: name })),
   ];
