@@ -117,12 +117,12 @@ export class QueueFlowControl {
       if (!ticket) return running;
       return running.then(
         (value) => {
-          this.apply(breaker.record(ticket, false, this.now()));
+          this.apply(breaker.record(ticket, false, this.now(), context.attempt));
           return value;
         },
         (error: unknown) => {
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
-          if (countsAsOutage(error, isRetryable(error), countsAsFailure)) this.apply(breaker.record(ticket, true, this.now()));
+          if (countsAsOutage(error, isRetryable(error), countsAsFailure)) this.apply(breaker.record(ticket, true, this.now(), context.attempt));
           throw error;
         },
       );
