@@ -85,4 +85,51 @@ describe('circuit breaker and a backlog of poison messages', () => {
       await cleanUp(() => suite.broker.deleteRetryTopology(counted));
     }
   }, 300_000);
+
+  it('after an outage, half-open trials that meet retried poison messages do not keep the circuit open: it closes at the first half-open', async () => {
+    const { broker, queue } = suite;
+    let down = false;
+    const transitions: Array<{ to: string; at: number; calls: number }> = [];
+    let callsSoFar = () => 0;
+    const observer: RetryObserver = {
+      queueStateChanged: (e: QueueStateEvent) => transitions.push({ to: e.to, at: Date.now(), calls: callsSoFar() }),
+    };
+    const Handler = handlerFor(
+      {
+        queue,
+        delays: ['200ms'],
+        maxAttempts: 100,
+        circuitBreaker: { failureRate: 1, minimumCalls: 1_000, consecutiveFailures: 10, openFor: '1s', maxOpenFor: '10s' },
+      },
+      (payload) => {
+        if ((payload as Item).poison) throw new BadRecordError(`record ${(payload as Item).i} is bad`);
+        if (down) throw new Error('dependency down');
+      },
+    );
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, observers: [observer] }));
+    const calls = handlerOf(app, Handler).calls;
+    callsSoFar = () => calls.length;
+    const callsOf = (i: number) => calls.filter((c) => (c.payload as Item).i === i).length;
+    // Five poison messages, each between good ones, cycle through their tier while the dependency is up.
+    for (let i = 0; i < 10; i++) await broker.publish('', queue, { i, poison: i % 2 === 0 });
+    await waitFor(() => [0, 2, 4, 6, 8].every((i) => callsOf(i) >= 3), 'every poison message retried twice', 10_000);
+    expect(transitions).toEqual([]);
+    // The dependency goes down: ten new messages fail on their first attempt and open the circuit; then it is back.
+    down = true;
+    for (let i = 100; i < 110; i++) await broker.publish('', queue, { i, poison: false });
+    await waitFor(() => transitions.some((t) => t.to === 'open'), 'the circuit open', 10_000);
+    down = false;
+    const recovered = Date.now();
+    // The queue holds the poison messages' retries and the ten good ones' retries; trials that take a poison message
+    // give their place to the next message, and the first good one closes the circuit.
+    await waitFor(() => transitions.some((t) => t.to === 'running'), 'the circuit closed again', 15_000);
+    await waitFor(() => Array.from({ length: 10 }, (_, k) => 100 + k).every((i) => callsOf(i) === 2), 'the ten good messages handled', 10_000);
+    expect(transitions.map((t) => t.to)).toEqual(['open', 'half-open', 'running']);
+    // The trials: at least one retried poison message failed before a good message closed the circuit.
+    const trials = calls.slice(transitions[1].calls, transitions[2].calls).map((c) => c.payload as Item);
+    expect(trials.filter((t) => t.poison).length).toBeGreaterThanOrEqual(1);
+    expect(trials[trials.length - 1].poison).toBe(false);
+    expect(transitions[2].at - recovered).toBeLessThan(1_000 + 1_500); // openFor, then the first trials
+    expect(await broker.count(`${queue}.error`)).toBe(0);
+  });
 });
