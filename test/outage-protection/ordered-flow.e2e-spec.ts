@@ -82,3 +82,44 @@ describe.each(['classic', 'quorum'] as const)('ordered deliveries of a stopped %
     expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 });
+
+/**
+ * A classic queue: on a quorum queue, a message the queue counts as returned more often than this process returned it
+ * on purpose is a suspect (see QueueConsumer), handled alone at prefetch 1, and behind a hold it waits for the hold to
+ * end (docs/idempotency-and-ordering.md).
+ */
+describe('ordered deliveries of a stopped classic queue under a hold', () => {
+  const suite = useSuite('e2e.ordered-flow.hold');
+
+  const publishKeyed = async (n: number) => {
+    for (let seq = 1; seq <= n; seq++) await suite.broker.publish('', suite.queue, { key: 'k', seq }, { messageId: `k-${seq}` });
+  };
+
+  it("'hold': a pause while the key waits for a retry gives the waiting messages back; after the resume the retry still runs first", async () => {
+    const { broker, queue } = suite;
+    const n = 10;
+    const Handler = handlerFor(
+      { queue, prefetch: 20, delays: ['1s'], maxAttempts: 3, ordering: { key: (p) => (p as Step).key, whileRetrying: 'hold' } },
+      (payload, context) => {
+        if ((payload as Step).seq === 1 && context.attempt === 1) throw new Error('seq 1 fails once');
+      },
+    );
+    const app = (suite.app = await startApp([Handler], TEST_OPTIONS));
+    const engine = app.get(RetryEngine);
+    const calls = handlerOf(app, Handler).calls;
+    const inFlight = () => engine.activity().find((q) => q.queue === queue)?.inFlight ?? 0;
+    await publishKeyed(n);
+    await waitFor(() => calls.length === 1 && inFlight() === n - 1, 'seq 1 failed; the others wait behind its hold');
+    engine.pause(queue, { by: 'ops' });
+    await waitFor(async () => inFlight() === 0 && (await broker.count(queue)) === n - 1, 'the waiting messages back in the broker', 5_000);
+    // The retry comes back from its tier into the stopped queue, behind them.
+    await waitFor(async () => (await broker.count(queue)) === n, 'the retry back in the queue', 5_000);
+    engine.resume(queue, { by: 'ops' });
+    await waitFor(() => calls.length === n + 1, 'every message handled after the resume', 15_000);
+    expect(calls.map((c) => `${(c.payload as Step).seq}.${c.attempt}`)).toEqual([
+      '1.1',
+      '1.2',
+      ...Array.from({ length: n - 1 }, (_, i) => `${i + 2}.1`),
+    ]);
+  });
+});
