@@ -35,9 +35,10 @@ interface Dependencies {
  * Open or paused: the consumer is cancelled (`hold`), so messages, returning retries included, wait in the broker;
  * handlers in flight finish and settle as usual, and every delivery not yet handed to the handler is put back (nack
  * with requeue: no attempt is spent): one already on its way, one waiting for its turn under the rate limit, and one
- * waiting between admission and handler (for its ordering key's turn, an idempotency claim: WaitingDeliveries). Half-open: the consumer takes `halfOpenCalls` deliveries at a time (its prefetch)
- * and exactly that many reach the handler; one more waits in memory for a trial's place, never in a loop. A failed
- * trial is an ordinary failed attempt (retried or parked by the policy): the breaker never parks a message.
+ * waiting between admission and handler (for its ordering key's turn, an idempotency claim: WaitingDeliveries).
+ * Half-open: the consumer takes `halfOpenCalls` deliveries at a time (its prefetch) and exactly that many reach the
+ * handler; one more waits in memory for a trial's place, never in a loop. A failed trial is an ordinary failed
+ * attempt (retried or parked by the policy): the breaker never parks a message.
  *
  * The state is this process's: each instance counts its own calls and decides alone (README "Outage protection").
  */
