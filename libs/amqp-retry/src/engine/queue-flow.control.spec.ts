@@ -138,4 +138,58 @@ describe('QueueFlowControl', () => {
     expect(handle).toHaveBeenCalledTimes(1);
     expect(settled).toEqual(['ack 1']);
   });
+
+  it('stopped while deliveries wait for their ordering key: each goes back to the broker in delivery order, none reaches the handler', async () => {
+    for (const stop of ['pause', 'open'] as const) {
+      const { flow, settle, signal, settled } = flowOf({ ordering: { key: () => 'k' }, circuitBreaker: { consecutiveFailures: 1 } });
+      const calls: number[] = [];
+      let fail!: () => void;
+      const running = new Promise<void>((_resolve, reject) => (fail = () => reject(new Error('503'))));
+      const invoke = flow.counted(
+        async (payload) => {
+          calls.push(payload as number);
+          if (payload === 1) await running;
+        },
+        () => true,
+      );
+      // The key's line: message 1 runs, 2 and 3 wait for its turn (a stand-in for the ordered invoker).
+      const turns: Array<() => void> = [];
+      const handle = async (m: ConsumeMessage, s: { ack(): void }, sig: AbortSignal) => {
+        const n = m.fields.deliveryTag;
+        if (n > 1) {
+          await new Promise<void>((resolve) => {
+            turns.push(resolve);
+            sig.addEventListener('abort', () => resolve(), { once: true });
+          });
+        }
+        await invoke(n, { message: m, signal: sig, attempt: 1 } as RetryContext).then(
+          () => s.ack(),
+          () => undefined,
+        );
+        turns.shift()?.();
+      };
+      const deliveries = [1, 2, 3].map((n) => flow.gate(handle)(message(n), settle(n), signal));
+      await Promise.resolve();
+      if (stop === 'pause') flow.pause('ops');
+      else fail(); // the failure of message 1 opens the circuit
+      await new Promise((resolve) => setImmediate(resolve));
+      expect({ stop, settled }).toEqual({ stop, settled: ['nack 2 true', 'nack 3 true'] });
+      if (stop === 'pause') fail();
+      await Promise.all(deliveries);
+      expect({ stop, calls }).toEqual({ stop, calls: [1] });
+      expect({ stop, settled }).toEqual({ stop, settled: ['nack 2 true', 'nack 3 true'] });
+    }
+  });
+
+  it('a quorum queue notes each delivery it takes back, so that the return is not counted as a crash', async () => {
+    const { flow, settle, signal, settled } = flowOf({ ordering: { key: () => 'k' }, queueType: 'quorum' });
+    const handle = (_m: ConsumeMessage, _s: unknown, sig: AbortSignal) =>
+      new Promise<void>((resolve) => sig.addEventListener('abort', () => resolve()));
+    const delivery = { ...message(7), fields: { deliveryTag: 7, exchange: '', routingKey: 'orders' } } as unknown as ConsumeMessage;
+    const waiting = flow.gate(handle)(delivery, settle(7), signal);
+    flow.pause('ops');
+    await waiting;
+    expect(settled).toEqual(['nack 7 true']);
+    expect(flow.returns.isEmpty).toBe(false);
+  });
 });

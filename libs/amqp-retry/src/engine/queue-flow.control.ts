@@ -13,6 +13,7 @@ import { RateLimitGate } from './rate-limit.gate.js';
 import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { brokerDeliveryCount } from '../core/delivery/delivery.count.js';
 import { QUORUM_DELIVERY_LIMIT } from '../core/delivery/delivery.decision.js';
+import { WaitingDeliveries, waitsBeforeHandler } from './waiting.deliveries.js';
 
 export type { QueueFlowStatus } from '../core/breaker/queue.state.js';
 
@@ -32,16 +33,20 @@ interface Dependencies {
  * One handler queue's flow: its circuit breaker, its pause (the operator's kill switch) and its rate limit.
  *
  * Open or paused: the consumer is cancelled (`hold`), so messages, returning retries included, wait in the broker;
- * handlers in flight finish and settle as usual, and a delivery that was already on its way is put back (nack with
- * requeue: no attempt is spent). Half-open: the consumer takes `halfOpenCalls` deliveries at a time (its prefetch)
- * and exactly that many reach the handler; one more waits in memory for a trial's place, never in a loop. A failed
- * trial is an ordinary failed attempt (retried or parked by the policy): the breaker never parks a message.
+ * handlers in flight finish and settle as usual, and every delivery not yet handed to the handler is put back (nack
+ * with requeue: no attempt is spent): one already on its way, one waiting for its turn under the rate limit, and one
+ * waiting between admission and handler (for its ordering key's turn, an idempotency claim: WaitingDeliveries).
+ * Half-open: the consumer takes `halfOpenCalls` deliveries at a time (its prefetch) and exactly that many reach the
+ * handler; one more waits in memory for a trial's place, never in a loop. A failed trial is an ordinary failed
+ * attempt (retried or parked by the policy): the breaker never parks a message.
  *
  * The state is this process's: each instance counts its own calls and decides alone (README "Outage protection").
  */
 export class QueueFlowControl {
   private readonly breaker?: CircuitBreakerState;
   private readonly limiter?: RateLimitGate;
+  /** Admitted deliveries not yet handed to the handler (ordering, idempotency, inbox): taken back when the queue stops. */
+  private readonly waiting?: WaitingDeliveries;
   private paused?: PauseRecord;
   private openUntil?: number;
   private timer?: DurationTimer;
@@ -63,6 +68,7 @@ export class QueueFlowControl {
     this.now = deps.now ?? Date.now;
     if (config.circuitBreaker) this.breaker = new CircuitBreakerState(config.circuitBreaker);
     if (config.rateLimit) this.limiter = new RateLimitGate(config.rateLimit, this.now);
+    if (waitsBeforeHandler(config)) this.waiting = new WaitingDeliveries(config.queue);
   }
 
   get queue(): string {
@@ -78,7 +84,9 @@ export class QueueFlowControl {
   }
 
   /** The delivery handler behind the flow: without a breaker, a limit or a pause, the handler itself is called. */
-  gate(handle: DeliveryHandler): DeliveryHandler {
+  gate(delivery: DeliveryHandler): DeliveryHandler {
+    const waiting = this.waiting;
+    const handle: DeliveryHandler = waiting ? (message, settle, signal) => waiting.run(delivery, message, settle, signal) : delivery;
     return (message, settle, signal) => {
       if (!this.limiter && !this.paused && !this.stopped) {
         if (!this.breaker) return handle(message, settle, signal);
@@ -90,8 +98,12 @@ export class QueueFlowControl {
     };
   }
 
-  /** The handler's invoker, counting its outcomes into the breaker (inside the idempotency and ordering wrappers). */
-  counted(invoke: HandlerInvoker, isRetryable: (error: unknown) => boolean): HandlerInvoker {
+  /**
+   * The handler's invoker (inside the idempotency and ordering wrappers): the delivery is handed over to the handler
+   * here (until then a stop takes it back), and its outcome is counted into the breaker.
+   */
+  counted(handler: HandlerInvoker, isRetryable: (error: unknown) => boolean): HandlerInvoker {
+    const invoke = this.waiting ? this.waiting.handing(handler) : handler;
     const breaker = this.breaker;
     if (!breaker) return invoke;
     const countsAsFailure = this.config.circuitBreaker?.countsAsFailure;
@@ -106,12 +118,12 @@ export class QueueFlowControl {
       if (!ticket) return running;
       return running.then(
         (value) => {
-          this.apply(breaker.record(ticket, false, this.now()));
+          this.apply(breaker.record(ticket, false, this.now(), context.attempt));
           return value;
         },
         (error: unknown) => {
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
-          if (countsAsOutage(error, isRetryable(error), countsAsFailure)) this.apply(breaker.record(ticket, true, this.now()));
+          if (countsAsOutage(error, isRetryable(error), countsAsFailure)) this.apply(breaker.record(ticket, true, this.now(), context.attempt));
           throw error;
         },
       );
@@ -181,11 +193,8 @@ export class QueueFlowControl {
       // Back to the queue, whose consumer is cancelled: it waits there. Noted, so that the return is not counted as a
       // crash when it comes back (a quorum queue counts it). But one more return past the queue's delivery limit and
       // the broker would drop it: then it goes to the pipeline, which parks it (redelivery-limit) unread.
-      if (this.config.queueType === 'quorum') {
-        if (brokerDeliveryCount(message.properties.headers, 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return handle(message, settle, signal);
-        this.returns.add(returnIdentity(message, this.queue));
-      }
-      return settle.nack(true);
+      if (!this.giveBack(message, settle)) return handle(message, settle, signal);
+      return;
     }
     if (ticket === undefined) return handle(message, settle, signal);
     return this.withTicket(handle, message, settle, signal, ticket);
@@ -238,6 +247,21 @@ export class QueueFlowControl {
     }
   }
 
+  /**
+   * Puts a delivery back in the queue (nack with requeue: no attempt spent), noted so that the return is not counted as
+   * a crash when it comes back (a quorum queue counts it). False, and nothing done, when one more return would take it
+   * past the quorum queue's delivery limit (the broker would drop it): it goes on to the pipeline, which parks it
+   * (redelivery-limit) unread.
+   */
+  private giveBack(message: ConsumeMessage, settle: Parameters<DeliveryHandler>[1]): boolean {
+    if (this.config.queueType === 'quorum') {
+      if (brokerDeliveryCount(message.properties.headers, 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return false;
+      this.returns.add(returnIdentity(message, this.queue));
+    }
+    settle.nack(true);
+    return true;
+  }
+
   private wake(): void {
     for (const wake of this.waiters.splice(0)) wake();
   }
@@ -262,8 +286,11 @@ export class QueueFlowControl {
     const to = queueStateOf(this.paused, this.breaker?.state);
     if (!this.stopped) {
       if (to === 'paused' || to === 'open') this.limiter?.interrupt(); // what waits for a turn goes back to the broker
-      if (to === 'paused' || to === 'open') this.target?.hold(`the queue is ${to}`);
-      else this.target?.release(to === 'half-open' ? this.config.circuitBreaker?.halfOpenCalls : undefined);
+      if (to === 'paused' || to === 'open') {
+        this.target?.hold(`the queue is ${to}`);
+        // After the cancel, so that these returns cannot make room for more deliveries.
+        this.waiting?.recall(`the queue is ${to}`, (message, settle) => this.giveBack(message, settle));
+      } else this.target?.release(to === 'half-open' ? this.config.circuitBreaker?.halfOpenCalls : undefined);
     }
     this.wake();
     const from = this.state;

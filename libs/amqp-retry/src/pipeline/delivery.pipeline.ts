@@ -17,6 +17,7 @@ import { inboxStep } from './inbox.step.js';
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
+import { isRecalled } from '../core/delivery/delivery.recall.js';
 
 /** What the invoke step runs: the payload, the handler and its policy (a pattern's own, with a router). */
 interface Handling {
@@ -133,6 +134,8 @@ export class DeliveryPipeline {
         settle.ack();
       },
       (error: unknown) => {
+        // Taken back before its handler was called (the queue stopped while it waited): already in the broker.
+        if (isRecalled(signal)) return;
         const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
         return inPlace
           ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed }, inPlace.failure)

@@ -107,4 +107,55 @@ describe('CircuitBreakerState', () => {
     expect(calls).toBeGreaterThanOrEqual(Math.floor(9_000 / 7)); // the window slides in tenths
     expect(calls).toBeLessThanOrEqual(Math.ceil(10_000 / 7) + 1);
   });
+
+  it("does not count a retried message's failure while closed: a backlog of bad messages never opens it; a success counts on any attempt", () => {
+    const breaker = new CircuitBreakerState(config({ failureRate: 0.5, minimumCalls: 10, consecutiveFailures: 5 }));
+    // 40% of the messages always fail, four attempts each: 73% of the calls fail, but only 40% of the first attempts.
+    for (let i = 0; i < 200; i++) {
+      const bad = i % 5 === 1 || i % 5 === 3;
+      for (let attempt = 1; attempt <= (bad ? 4 : 1); attempt++) {
+        const ticket = breaker.admit() as CircuitTicket;
+        expect(breaker.record(ticket, bad, i * 20, attempt)).toBeUndefined();
+      }
+    }
+    // Then a backlog of retried bad messages only: still closed.
+    for (let i = 0; i < 100; i++) expect(breaker.record(breaker.admit() as CircuitTicket, true, 4_000 + i, 3)).toBeUndefined();
+    expect(breaker.state).toBe('closed');
+    expect(breaker.counts(4_100)).toEqual({ failures: 80, calls: 200 });
+    // A dependency that is down fails the first attempts too.
+    for (let i = 0; i < 4; i++) expect(breaker.record(breaker.admit() as CircuitTicket, true, 5_000 + i, 1)).toBeUndefined();
+    expect(breaker.record(breaker.admit() as CircuitTicket, true, 5_005, 1)).toMatchObject({
+      to: 'open',
+      reason: '5 calls in a row failed; open for 1s',
+    });
+  });
+
+  it("half-open: a retried message's failed trial frees its place for another; a first attempt's failure reopens at once", () => {
+    const breaker = new CircuitBreakerState(config({ consecutiveFailures: 1, halfOpenCalls: 1 }));
+    call(breaker, true, 0);
+    breaker.halfOpen();
+    const again = breaker.admit() as CircuitTicket;
+    expect(breaker.admit()).toBeUndefined();
+    expect(breaker.record(again, true, 10, 2)).toMatchObject({
+      to: 'open',
+      reason: '1 trial calls of retried messages failed in a row; open for 2s',
+    });
+    breaker.halfOpen();
+    expect(breaker.record(breaker.admit() as CircuitTicket, true, 20, 1)).toMatchObject({ to: 'open', reason: 'a trial call failed; open for 4s' });
+  });
+
+  it('half-open: reopens after consecutiveFailures trials of retried messages failed in a row; a success closes it', () => {
+    const breaker = new CircuitBreakerState(config({ consecutiveFailures: 3 }));
+    for (let i = 0; i < 3; i++) call(breaker, true, i);
+    breaker.halfOpen();
+    for (let i = 0; i < 2; i++) expect(breaker.record(breaker.admit() as CircuitTicket, true, 10 + i, 4)).toBeUndefined();
+    expect(breaker.state).toBe('half-open');
+    expect(breaker.record(breaker.admit() as CircuitTicket, true, 20, 2)).toMatchObject({
+      to: 'open',
+      reason: '3 trial calls of retried messages failed in a row; open for 2s',
+    });
+    breaker.halfOpen(); // the run starts again at each half-open
+    for (let i = 0; i < 2; i++) expect(breaker.record(breaker.admit() as CircuitTicket, true, 30 + i, 2)).toBeUndefined();
+    expect(breaker.record(breaker.admit() as CircuitTicket, false, 40, 3)).toMatchObject({ to: 'closed' });
+  });
 });

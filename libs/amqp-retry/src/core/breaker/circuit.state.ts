@@ -39,7 +39,15 @@ interface Bucket {
  * Closed -> open: over the sliding `window`, at least `minimumCalls` counted calls of which at least `failureRate`
  * failed, or `consecutiveFailures` counted failures in a row. Open -> half-open: when the caller's timer (`openForMs`
  * of the transition) fires. Half-open -> closed: `halfOpenCalls` trial calls all succeeded. Half-open -> open: a
- * trial call failed; the open time doubles, up to `maxOpenFor`. Closing resets the window and the open time.
+ * trial call of a message on its first attempt failed, or `consecutiveFailures` trials of retried messages failed in
+ * a row; the open time doubles, up to `maxOpenFor`. Closing resets the window and the open time.
+ *
+ * A dependency that is down fails every message; a bad message fails every time. So the failure of a message that
+ * failed before (attempt > 1) is the message's own repeated failure, not news about the dependency: while closed it is
+ * not counted (a success always is), and while half-open it frees its trial place for another message instead of
+ * reopening, up to `consecutiveFailures` of them in a row. A backlog of poison messages then goes through its tiers at
+ * their pace instead of holding the circuit open, and a dependency that is down is still found out by the messages
+ * that reach it for the first time (`repeatedFailure`).
  *
  * Why not cockatiel's CircuitBreakerPolicy: it leaves the open state lazily, on the next call after the backoff,
  * while an open queue here receives no calls (it is not consumed) and needs a timer; its half-open state lets one
@@ -56,6 +64,8 @@ export class CircuitBreakerState {
   private nextOpenForMs: number;
   private trialsAdmitted = 0;
   private trialsSucceeded = 0;
+  /** Trials of retried messages failed in a row while half-open. */
+  private trialsFailedAgain = 0;
 
   constructor(private readonly config: CircuitBreakerConfig) {
     this.nextOpenForMs = config.openForMs;
@@ -83,13 +93,23 @@ export class CircuitBreakerState {
     if (ticket.trial && ticket.epoch === this.epoch && this.current === 'half-open') this.trialsAdmitted--;
   }
 
-  /** The counted outcome of an admitted delivery's handler call; returns the transition it caused, if any. */
-  record(ticket: CircuitTicket, failed: boolean, now: number): CircuitTransition | undefined {
+  /**
+   * The counted outcome of an admitted delivery's handler call, on the delivery's `attempt` (1-based); returns the
+   * transition it caused, if any.
+   */
+  record(ticket: CircuitTicket, failed: boolean, now: number, attempt = 1): CircuitTransition | undefined {
     if (ticket.settled) return undefined;
     ticket.settled = true;
     if (ticket.epoch !== this.epoch) return undefined;
-    if (this.current === 'half-open') return failed ? this.open('a trial call failed') : this.trialSucceeded();
-    if (this.current !== 'closed') return undefined;
+    const again = failed && repeatedFailure(attempt);
+    if (this.current === 'half-open') {
+      if (!failed) return this.trialSucceeded();
+      if (!again) return this.open('a trial call failed');
+      this.trialsAdmitted--; // its place goes to another message
+      if (++this.trialsFailedAgain < this.config.consecutiveFailures) return undefined;
+      return this.open(`${this.trialsFailedAgain} trial calls of retried messages failed in a row`);
+    }
+    if (this.current !== 'closed' || again) return undefined;
     const bucket = this.bucketAt(now);
     if (!failed) {
       bucket.successes++;
@@ -114,6 +134,7 @@ export class CircuitBreakerState {
     this.epoch++;
     this.trialsAdmitted = 0;
     this.trialsSucceeded = 0;
+    this.trialsFailedAgain = 0;
     const trials = this.config.halfOpenCalls;
     return { from: 'open', to: 'half-open', reason: `letting ${trials} trial ${trials === 1 ? 'call' : 'calls'} through` };
   }
@@ -131,6 +152,7 @@ export class CircuitBreakerState {
   }
 
   private trialSucceeded(): CircuitTransition | undefined {
+    this.trialsFailedAgain = 0;
     if (++this.trialsSucceeded < this.config.halfOpenCalls) return undefined;
     this.current = 'closed';
     this.epoch++;
@@ -167,3 +189,9 @@ export class CircuitBreakerState {
     return bucket;
   }
 }
+
+/**
+ * Whether a failure on `attempt` is a message's repeated failure: it failed before, and fails again. That says the
+ * message may be bad; it does not say the dependency is down (see CircuitBreakerState).
+ */
+export const repeatedFailure = (attempt: number): boolean => attempt > 1;

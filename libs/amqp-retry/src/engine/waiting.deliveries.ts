@@ -1,0 +1,80 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { DeliveryHandler, Settle } from '../amqp/queue.consumer.js';
+import type { HandlerInvoker } from '../pipeline/delivery.contracts.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import { DeliveryRecalled, isRecalled } from '../core/delivery/delivery.recall.js';
+
+interface Waiting {
+  settle: Settle;
+  recall: AbortController;
+}
+
+/**
+ * Whether the queue's deliveries may wait between their admission and their handler call (for an ordering key's turn,
+ * an idempotency claim, the inbox's transaction) while the queue can stop (a partition is never paused nor opened).
+ */
+export const waitsBeforeHandler = (config: HandlerConfig): boolean =>
+  config.partitionOf === undefined && (config.ordering !== undefined || config.idempotency !== undefined || config.inbox !== undefined);
+
+/**
+ * The deliveries of one queue admitted by its flow whose handler was not called yet: waiting for their ordering key's
+ * turn, for another copy's idempotency claim, for the inbox's transaction. When the queue stops (paused, circuit open)
+ * they are taken back (`recall`): each is given back to the broker in delivery order and its signal aborts with
+ * DeliveryRecalled, which ends its wait; a recalled delivery never reaches the handler, and one that reached it is no
+ * longer recalled (it finishes and settles as usual).
+ */
+export class WaitingDeliveries {
+  private readonly waiting = new Map<ConsumeMessage, Waiting>();
+
+  constructor(private readonly queue: string) {}
+
+  /** How many deliveries wait. */
+  get size(): number {
+    return this.waiting.size;
+  }
+
+  /** Runs `handle` for the delivery with a signal of its own: the channel's, which also aborts when it is recalled. */
+  run(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> {
+    const recall = new AbortController();
+    const follow = () => recall.abort(signal.reason);
+    if (signal.aborted) follow();
+    else signal.addEventListener('abort', follow, { once: true });
+    const entry: Waiting = { settle, recall };
+    this.waiting.set(message, entry);
+    const done = () => {
+      signal.removeEventListener('abort', follow);
+      if (this.waiting.get(message) === entry) this.waiting.delete(message);
+    };
+    let running: Promise<void>;
+    try {
+      running = handle(message, settle, recall.signal);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    return Promise.resolve(running).then(done, (error: unknown) => {
+      done();
+      throw error;
+    });
+  }
+
+  /** The handler's own invoker: a delivery that reaches it is handed over (no longer recalled); a recalled one is refused. */
+  handing(invoke: HandlerInvoker): HandlerInvoker {
+    return (payload, context) => {
+      if (isRecalled(context.signal)) return Promise.reject(context.signal.reason);
+      this.waiting.delete(context.message);
+      return invoke(payload, context);
+    };
+  }
+
+  /**
+   * Takes back every waiting delivery, in delivery order (so that a key's messages go back, and return, in their order):
+   * `giveBack` settles one and answers true, or answers false and it stays (it runs on).
+   */
+  recall(why: string, giveBack: (message: ConsumeMessage, settle: Settle) => boolean): void {
+    for (const [message, entry] of [...this.waiting]) {
+      if (!giveBack(message, entry.settle)) continue;
+      this.waiting.delete(message);
+      entry.recall.abort(new DeliveryRecalled(this.queue, why));
+    }
+  }
+}
