@@ -1,0 +1,203 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { partitionNames, retryTopologyNames } from 'nestjs-amqp-retry';
+import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
+import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { ctl } from '../support/broker-control.js';
+import { requireHashExchange } from '../support/partitions.js';
+import { cleanUp } from '../support/suite.js';
+
+/** What rabbitmqctl lists of a queue or an exchange, its arguments as JSON. */
+interface Listed {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+interface ListedQueue extends Listed {
+  durable: boolean;
+  auto_delete: boolean;
+  exclusive: boolean;
+}
+interface ListedExchange extends Listed {
+  type: string;
+}
+interface ListedBinding {
+  source_name: string;
+  destination_name: string;
+  routing_key: string;
+}
+
+/** rabbitmqctl's JSON rows, with the arguments (listed as [name, AMQP type, value] triples) as an object. */
+const rows = async <T>(...args: string[]): Promise<T[]> => {
+  const parsed = JSON.parse(await ctl(...args, '-q', '--formatter', 'json')) as Array<T & { arguments?: unknown }>;
+  const argumentsOf = (listed: unknown) =>
+    Array.isArray(listed) ? Object.fromEntries((listed as unknown[][]).map((entry) => [entry[0], entry[entry.length - 1]])) : (listed ?? {});
+  return parsed.map((row) => ({ ...row, arguments: argumentsOf(row.arguments) }));
+};
+const listQueues = () => rows<ListedQueue>('list_queues', 'name', 'durable', 'auto_delete', 'exclusive', 'arguments');
+const listExchanges = () => rows<ListedExchange>('list_exchanges', 'name', 'type', 'arguments');
+const listBindings = () => rows<ListedBinding>('list_bindings', 'source_name', 'destination_name', 'routing_key');
+
+const under = (prefixes: readonly string[]) => (name: string) => prefixes.some((prefix) => name === prefix || name.startsWith(`${prefix}.`));
+const sorted = (names: Iterable<string>) => [...names].sort();
+
+/**
+ * docs/broker-footprint.md, checked against the broker: an application with a handler of three tiers and a handler of
+ * one tier in two partitions declares the queues and exchanges the page lists (names from the public helpers, counts
+ * from the page's formulas), with the arguments and types it states, and nothing else under their names; what stays
+ * once the application stops is what the page says to delete, and the page's deletion sequence leaves nothing.
+ */
+describe('the broker footprint', () => {
+  let broker: TestBroker;
+  let app: INestApplicationContext | undefined;
+  let plain = '';
+  let parted = '';
+  const delays = { plain: ['1s', '10s', '1m'], parted: ['1s'] };
+  const P = 2;
+
+  beforeAll(async () => {
+    await requireHashExchange();
+    broker = await TestBroker.connect();
+  });
+  afterAll(async () => {
+    await broker?.close();
+  });
+  beforeEach(() => {
+    plain = uniqueName('e2e.footprint');
+    parted = uniqueName('e2e.footprint.parted');
+  });
+  afterEach(async () => {
+    const running = app;
+    app = undefined;
+    await cleanUp(
+      () => running?.close(),
+      () => broker.deleteRetryTopology(plain),
+      async () => {
+        for (let i = 0; i < P; i++) await broker.deleteRetryTopology(partitionNames(parted).partition(i));
+        for (const name of [parted, partitionNames(parted).membersExchange]) await broker.channel.deleteExchange(name);
+      },
+    );
+  });
+
+  it('declares per handler and per partition what the page lists, with its arguments, and deletes to nothing', async () => {
+    const Plain = handlerFor({ queue: plain, delays: delays.plain }, () => undefined);
+    const Parted = handlerFor(
+      { queue: parted, delays: delays.parted, partitions: { count: P, key: { header: 'x-key' }, heartbeat: '200ms' } },
+      () => undefined,
+    );
+    app = await startApp([Plain, Parted], TEST_OPTIONS);
+
+    const ours = under([plain, parted]);
+    const plainNames = retryTopologyNames(plain, { delays: delays.plain });
+    const partNames = Array.from({ length: P }, (_, i) => retryTopologyNames(partitionNames(parted).partition(i), { delays: delays.parted }));
+
+    // The page's formulas: a handler with T tiers has T + 4 durable queues, one presence queue per schedule while an
+    // instance runs, and 5 exchanges; a partitioned one P times that, plus the hash exchange and the members' exchange.
+    const T = { plain: delays.plain.length, parted: delays.parted.length };
+    const durableQueues = T.plain + 4 + P * (T.parted + 4);
+    const presenceQueues = 1 + P;
+    const exchangeCount = 5 + (5 * P + 2);
+    expect([durableQueues, presenceQueues, exchangeCount]).toEqual([7 + 10, 3, 17]);
+
+    const expectedQueues = [...plainNames.queues, plainNames.presenceQueue, ...partNames.flatMap((n) => [...n.queues, n.presenceQueue])];
+    const expectedExchanges = [...plainNames.exchanges, ...partNames.flatMap((n) => n.exchanges), parted, partitionNames(parted).membersExchange];
+    expect(expectedQueues).toHaveLength(durableQueues + presenceQueues);
+    expect(new Set(expectedExchanges).size).toBe(exchangeCount);
+
+    // Presence queues are declared as the handler starts; wait for every one rather than race the partitions' start.
+    const queues = await waitFor(
+      async () => {
+        const listed = (await listQueues()).filter((q) => ours(q.name));
+        return listed.length >= expectedQueues.length && listed;
+      },
+      `${expectedQueues.length} queues under ${plain} and ${parted}`,
+      20_000,
+    );
+    expect(sorted(queues.map((q) => q.name))).toEqual(sorted(expectedQueues));
+    const exchanges = (await listExchanges()).filter((e) => ours(e.name));
+    expect(sorted(exchanges.map((e) => e.name))).toEqual(sorted(new Set(expectedExchanges)));
+
+    // Durable, and auto-deleted only the presence queues; no queue under these names is exclusive.
+    const byName = new Map(queues.map((q) => [q.name, q]));
+    const presence = new Set([plainNames.presenceQueue, ...partNames.map((n) => n.presenceQueue)]);
+    for (const q of queues)
+      expect({ name: q.name, durable: q.durable, auto_delete: q.auto_delete, exclusive: q.exclusive }).toEqual({
+        name: q.name,
+        durable: true,
+        auto_delete: presence.has(q.name),
+        exclusive: false,
+      });
+
+    // The arguments the page's tables state.
+    expect(byName.get(plain)?.arguments).toEqual({ 'x-dead-letter-exchange': `${plain}.dlx`, 'x-queue-type': 'classic' });
+    plainNames.tiers.forEach((tier, k) =>
+      expect(byName.get(tier)?.arguments).toEqual({
+        'x-dead-letter-exchange': `${plain}.return`,
+        'x-dead-letter-routing-key': plainNames.tiers[Math.min(k + 1, plainNames.tiers.length - 1)],
+        'x-message-ttl': [1_000, 10_000, 60_000][k],
+        'x-queue-type': 'classic',
+      }),
+    );
+    for (const name of [plainNames.errorQueue, plainNames.planQueue, `${plain}.dlx.dead`, plainNames.presenceQueue])
+      expect(byName.get(name)?.arguments).toEqual({ 'x-queue-type': 'classic' });
+    for (const { queue } of partNames)
+      expect(byName.get(queue)?.arguments).toEqual({
+        'x-dead-letter-exchange': `${queue}.dlx`,
+        'x-queue-type': 'classic',
+        'x-single-active-consumer': true,
+      });
+
+    const typeOf = Object.fromEntries(exchanges.map((e) => [e.name, [e.type, e.arguments]]));
+    expect({
+      dlx: typeOf[`${plain}.dlx`],
+      first: typeOf[`${plain}.dlx.first`],
+      sort: typeOf[`${plain}.dlx.sort`],
+      firstTier: typeOf[`${plain}.dlx.first-tier`],
+      return: typeOf[`${plain}.return`],
+      hash: typeOf[parted],
+      members: typeOf[partitionNames(parted).membersExchange],
+    }).toEqual({
+      dlx: ['direct', { 'alternate-exchange': `${plain}.dlx.first` }],
+      first: ['fanout', {}],
+      sort: ['headers', { 'alternate-exchange': `${plain}.dlx.first-tier` }],
+      firstTier: ['fanout', {}],
+      return: ['fanout', {}],
+      hash: ['x-consistent-hash', { 'hash-header': 'x-key' }],
+      members: ['fanout', {}],
+    });
+
+    // Per instance: an exclusive, server-named queue bound to the members' exchange, and one bound to the control
+    // exchange by each handler queue's name (a partitioned handler: the name it was given, not its partitions').
+    const bindings = await listBindings();
+    const members = bindings.filter((b) => b.source_name === partitionNames(parted).membersExchange);
+    expect(members).toHaveLength(1);
+    expect(members[0].destination_name).toMatch(/^amq\.gen-/);
+    const control = bindings.filter((b) => b.source_name === 'amqp-retry.control' && ours(b.routing_key));
+    expect(sorted(control.map((b) => b.routing_key))).toEqual(sorted([plain, parted])); // a partitioned handler by its own name
+    expect(new Set(control.map((b) => b.destination_name)).size).toBe(1);
+    expect(control[0].destination_name).toMatch(/^amq\.gen-/);
+    const privateQueues = (await listQueues()).filter((q) => q.name === members[0].destination_name || q.name === control[0].destination_name);
+    expect(privateQueues.map((q) => [q.durable, q.auto_delete, q.exclusive])).toEqual([
+      [false, true, true],
+      [false, true, true],
+    ]);
+
+    // Once the application stops: the presence and private queues are gone, the durable ones stay.
+    await app.close();
+    app = undefined;
+    const left = await waitFor(
+      async () => {
+        const listed = (await listQueues()).filter((q) => ours(q.name));
+        return listed.length === durableQueues && listed;
+      },
+      `${durableQueues} durable queues left`,
+      10_000,
+    );
+    expect(sorted(left.map((q) => q.name))).toEqual(sorted(expectedQueues.filter((name) => !presence.has(name))));
+    expect((await listQueues()).filter((q) => privateQueues.some((p) => p.name === q.name))).toEqual([]);
+
+    // The page's removal: every queue, then every exchange, by the helpers' names; nothing of either handler remains.
+    for (const name of [...plainNames.queues, ...partNames.flatMap((n) => n.queues)]) await broker.channel.deleteQueue(name);
+    for (const name of new Set(expectedExchanges)) await broker.channel.deleteExchange(name);
+    expect((await listQueues()).filter((q) => ours(q.name))).toEqual([]);
+    expect((await listExchanges()).filter((e) => ours(e.name))).toEqual([]);
+  });
+});
