@@ -1,7 +1,8 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { partitionNames, retryTopologyNames } from 'nestjs-amqp-retry';
-import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { ParkedMessages, partitionNames, QueueControl, RetryPublisher, retryTopologyNames } from 'nestjs-amqp-retry';
+import { createApp, handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 import { ctl } from '../support/broker-control.js';
 import { requireHashExchange } from '../support/partitions.js';
 import { cleanUp } from '../support/suite.js';
@@ -36,6 +37,16 @@ const listQueues = () => rows<ListedQueue>('list_queues', 'name', 'durable', 'au
 const listExchanges = () => rows<ListedExchange>('list_exchanges', 'name', 'type', 'arguments');
 const listBindings = () => rows<ListedBinding>('list_bindings', 'source_name', 'destination_name', 'routing_key');
 
+/** A name as a literal in a permission's regular expression. */
+const literal = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** AMQP_URL with another user's credentials. */
+const urlAs = (user: string, password: string) => {
+  const url = new URL(AMQP_URL.split(',')[0]);
+  url.username = user;
+  url.password = password;
+  return url.toString();
+};
+
 const under = (prefixes: readonly string[]) => (name: string) => prefixes.some((prefix) => name === prefix || name.startsWith(`${prefix}.`));
 const sorted = (names: Iterable<string>) => [...names].sort();
 
@@ -60,6 +71,9 @@ describe('the broker footprint', () => {
   afterAll(async () => {
     await broker?.close();
   });
+  const users: string[] = [];
+  const exchanges: string[] = [];
+  const ladders: string[] = [];
   beforeEach(() => {
     plain = uniqueName('e2e.footprint');
     parted = uniqueName('e2e.footprint.parted');
@@ -69,6 +83,15 @@ describe('the broker footprint', () => {
     app = undefined;
     await cleanUp(
       () => running?.close(),
+      async () => {
+        for (const user of users.splice(0)) await ctl('delete_user', user);
+      },
+      async () => {
+        for (const name of exchanges.splice(0)) await broker.channel.deleteExchange(name);
+      },
+      async () => {
+        for (const prefix of ladders.splice(0)) await broker.deleteDelayLadder(prefix);
+      },
       () => broker.deleteRetryTopology(plain),
       async () => {
         for (let i = 0; i < P; i++) await broker.deleteRetryTopology(partitionNames(parted).partition(i));
@@ -199,5 +222,94 @@ describe('the broker footprint', () => {
     for (const name of new Set(expectedExchanges)) await broker.channel.deleteExchange(name);
     expect((await listQueues()).filter((q) => ours(q.name))).toEqual([]);
     expect((await listExchanges()).filter((e) => ours(e.name))).toEqual([]);
+  });
+  it("runs an application under the page's application permissions, and the CLI's reads, replay and pause under its own", async () => {
+    const shop = uniqueName('e2e.footprint.shop'); // the handler's own exchange: a name outside its queue's
+    const ladder = uniqueName('e2e.footprint.delay'); // a delay ladder of its own
+    exchanges.push(shop);
+    ladders.push(ladder);
+    const application = uniqueName('footprint-app');
+    const [appUser, cliUser] = [uniqueName('e2e-footprint-app'), uniqueName('e2e-footprint-cli')];
+    users.push(appUser, cliUser);
+    const password = 'footprint';
+
+    // The page's regular expressions, for handler queues `plain` and `parted`, the exchange `shop` and the ladder.
+    const handlers = `(${literal(plain)}|${literal(parted)})`;
+    const own = `${handlers}(\\..+)?|${literal(shop)}|amqp-retry\\..+|${literal(ladder)}\\..+|amq\\.gen-.+`;
+    const appPermissions = [`^(${own})$`, `^(${own}|amq\\.default)$`, `^(${own})$`];
+    const cliPermissions = [
+      '^amqp-retry\\.handlers\\.lock$',
+      '^(amq\\.default|amqp-retry\\.control)$',
+      `^(amqp-retry\\.handlers|${handlers}(\\.p[0-9]+)?\\.error|${literal(ladder)}\\.error)$`,
+    ];
+    for (const [user, [configure, write, read]] of [
+      [appUser, appPermissions],
+      [cliUser, cliPermissions],
+    ] as const) {
+      await ctl('add_user', user, password);
+      await ctl('set_permissions', '-p', '/', user, configure, write, read);
+    }
+
+    const calls = { plain: 0, parted: [] as unknown[] };
+    const Plain = handlerFor({ queue: plain, exchange: shop, routingKeys: ['k'], delays: ['200ms'], maxAttempts: 2 }, () => {
+      calls.plain++;
+      throw new Error('declined');
+    });
+    const Parted = handlerFor(
+      { queue: parted, delays: ['200ms'], partitions: { count: P, key: { header: 'x-key' }, heartbeat: '200ms' } },
+      (payload) => void calls.parted.push(payload),
+    );
+    const logger = new RecordingLogger();
+    const created = await createApp([Plain, Parted], { url: urlAs(appUser, password), application, delayedDelivery: { prefix: ladder } });
+    created.useLogger(logger);
+    app = await created.init();
+    const refused = () => logger.lines.filter((line) => /^(warn|error) /.test(line) && /ACCESS_REFUSED|refused|unavailable|could not/i.test(line));
+    expect(refused()).toEqual([]);
+
+    // Retries, parking, a delayed publish through its own ladder, a partition's delivery: all under those permissions.
+    await broker.publish(shop, 'k', { n: 1 });
+    await waitFor(async () => (await broker.count(`${plain}.error`)) === 1, `a message parked in ${plain}.error`, 15_000);
+    expect(calls.plain).toBe(2);
+    await app.get(RetryPublisher).publish(parted, 'any', { late: true }, { delay: '300ms', headers: { 'x-key': 'a' } });
+    await waitFor(() => calls.parted.length === 1, 'the delayed message handled in a partition', 15_000);
+    expect(calls.parted).toEqual([{ late: true }]);
+
+    // The CLI's user: finds the application's queues in the registry, reads and replays the parked message, pauses.
+    const parked = await ParkedMessages.connect({ url: urlAs(cliUser, password), application });
+    try {
+      const queues = await parked.queues();
+      expect(queues.map((q) => q.queue)).toEqual(
+        expect.arrayContaining([plain, ...Array.from({ length: P }, (_, i) => partitionNames(parted).partition(i))]),
+      );
+      expect(queues.find((q) => q.queue === plain)?.parked).toBe(1);
+      const { total } = await parked.list({ queue: plain });
+      expect(total).toBe(1);
+      const replayed = await parked.replay({ errorQueue: `${plain}.error`, filter: {} });
+      expect([replayed.replayed, replayed.failed.length]).toEqual([1, 0]);
+    } finally {
+      await parked.close();
+    }
+    await waitFor(
+      () => calls.plain === 4 && broker.count(`${plain}.error`).then((n) => n === 1),
+      'the replayed message run twice and parked again',
+      15_000,
+    );
+    const control = QueueControl.create({ url: urlAs(cliUser, password) });
+    const paused = await control.pause(plain, { by: 'footprint test' });
+    expect([paused.routed, paused.replies.length]).toEqual([true, 1]);
+    const resumed = await control.resume(plain, { by: 'footprint test' });
+    expect([resumed.routed, resumed.replies.length]).toEqual([true, 1]);
+    expect(refused()).toEqual([]);
+
+    // Without the application's permissions, the same start is refused: the check above is not vacuous.
+    await app.close();
+    app = undefined;
+    const refusedStart = await createApp([handlerFor({ queue: plain, exchange: shop, routingKeys: ['k'], delays: ['200ms'] }, () => undefined)], {
+      url: urlAs(cliUser, password),
+      delayedDelivery: false,
+    });
+    refusedStart.useLogger(false);
+    await expect(refusedStart.init()).rejects.toThrow(/ACCESS_REFUSED|access to/i);
+    await refusedStart.close().catch(() => undefined);
   });
 });
