@@ -1,5 +1,5 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { ParkedMessages, partitionNames, QueueControl, RetryPublisher, retryTopologyNames } from 'nestjs-amqp-retry';
+import { ParkedMessages, partitionNames, planDelayTopology, QueueControl, RetryPublisher, retryTopologyNames } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -27,24 +27,30 @@ interface ListedBinding {
 }
 
 /** rabbitmqctl's JSON rows, with the arguments (listed as [name, AMQP type, value] triples) as an object. */
-const rows = async <T>(...args: string[]): Promise<T[]> => {
-  const parsed = JSON.parse(await ctl(...args, '-q', '--formatter', 'json')) as Array<T & { arguments?: unknown }>;
+const rows = async <T>(vhost: string, ...args: string[]): Promise<T[]> => {
+  const parsed = JSON.parse(await ctl(...args, '-p', vhost, '-q', '--formatter', 'json')) as Array<T & { arguments?: unknown }>;
   const argumentsOf = (listed: unknown) =>
     Array.isArray(listed) ? Object.fromEntries((listed as unknown[][]).map((entry) => [entry[0], entry[entry.length - 1]])) : (listed ?? {});
   return parsed.map((row) => ({ ...row, arguments: argumentsOf(row.arguments) }));
 };
-const listQueues = () => rows<ListedQueue>('list_queues', 'name', 'durable', 'auto_delete', 'exclusive', 'arguments');
-const listExchanges = () => rows<ListedExchange>('list_exchanges', 'name', 'type', 'arguments');
-const listBindings = () => rows<ListedBinding>('list_bindings', 'source_name', 'destination_name', 'routing_key');
+const listQueues = (vhost = '/') => rows<ListedQueue>(vhost, 'list_queues', 'name', 'durable', 'auto_delete', 'exclusive', 'arguments');
+const listExchanges = (vhost = '/') => rows<ListedExchange>(vhost, 'list_exchanges', 'name', 'type', 'arguments');
+const listBindings = (vhost = '/') => rows<ListedBinding>(vhost, 'list_bindings', 'source_name', 'destination_name', 'routing_key');
 
 /** A name as a literal in a permission's regular expression. */
 const literal = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-/** AMQP_URL with another user's credentials. */
-const urlAs = (user: string, password: string) => {
+/** AMQP_URL (its first node) with another user's credentials, on another vhost. */
+const urlAs = (user: string, password: string, vhost: string) => {
   const url = new URL(AMQP_URL.split(',')[0]);
-  url.username = user;
-  url.password = password;
+  url.username = encodeURIComponent(user);
+  url.password = encodeURIComponent(password);
+  url.pathname = `/${encodeURIComponent(vhost)}`;
   return url.toString();
+};
+/** The user and password of AMQP_URL, who administers the test's vhost. */
+const admin = () => {
+  const url = new URL(AMQP_URL.split(',')[0]);
+  return [decodeURIComponent(url.username || 'guest'), decodeURIComponent(url.password || 'guest')] as const;
 };
 
 const under = (prefixes: readonly string[]) => (name: string) => prefixes.some((prefix) => name === prefix || name.startsWith(`${prefix}.`));
@@ -72,8 +78,8 @@ describe('the broker footprint', () => {
     await broker?.close();
   });
   const users: string[] = [];
-  const exchanges: string[] = [];
-  const ladders: string[] = [];
+  const vhosts: string[] = [];
+  const brokers: TestBroker[] = [];
   beforeEach(() => {
     plain = uniqueName('e2e.footprint');
     parted = uniqueName('e2e.footprint.parted');
@@ -87,10 +93,10 @@ describe('the broker footprint', () => {
         for (const user of users.splice(0)) await ctl('delete_user', user);
       },
       async () => {
-        for (const name of exchanges.splice(0)) await broker.channel.deleteExchange(name);
+        for (const opened of brokers.splice(0)) await opened.close();
       },
       async () => {
-        for (const prefix of ladders.splice(0)) await broker.deleteDelayLadder(prefix);
+        for (const vhost of vhosts.splice(0)) await ctl('delete_vhost', vhost); // and everything declared in it
       },
       () => broker.deleteRetryTopology(plain),
       async () => {
@@ -224,10 +230,16 @@ describe('the broker footprint', () => {
     expect((await listExchanges()).filter((e) => ours(e.name))).toEqual([]);
   });
   it("runs an application under the page's application permissions, and the CLI's reads, replay and pause under its own", async () => {
+    // A vhost of its own: no other application's records in its registry (see the page's note on RabbitMQ 4.x).
+    const vhost = uniqueName('e2e-footprint');
+    await ctl('add_vhost', vhost);
+    vhosts.push(vhost);
+    const [adminUser, adminPassword] = admin();
+    await ctl('set_permissions', '-p', vhost, adminUser, '.*', '.*', '.*');
+    const guest = await TestBroker.connect(urlAs(adminUser, adminPassword, vhost));
+    brokers.push(guest);
     const shop = uniqueName('e2e.footprint.shop'); // the handler's own exchange: a name outside its queue's
     const ladder = uniqueName('e2e.footprint.delay'); // a delay ladder of its own
-    exchanges.push(shop);
-    ladders.push(ladder);
     const application = uniqueName('footprint-app');
     const [appUser, cliUser] = [uniqueName('e2e-footprint-app'), uniqueName('e2e-footprint-cli')];
     users.push(appUser, cliUser);
@@ -247,7 +259,7 @@ describe('the broker footprint', () => {
       [cliUser, cliPermissions],
     ] as const) {
       await ctl('add_user', user, password);
-      await ctl('set_permissions', '-p', '/', user, configure, write, read);
+      await ctl('set_permissions', '-p', vhost, user, configure, write, read);
     }
 
     const calls = { plain: 0, parted: [] as unknown[] };
@@ -260,22 +272,35 @@ describe('the broker footprint', () => {
       (payload) => void calls.parted.push(payload),
     );
     const logger = new RecordingLogger();
-    const created = await createApp([Plain, Parted], { url: urlAs(appUser, password), application, delayedDelivery: { prefix: ladder } });
+    const created = await createApp([Plain, Parted], { url: urlAs(appUser, password, vhost), application, delayedDelivery: { prefix: ladder } });
     created.useLogger(logger);
     app = await created.init();
     const refused = () => logger.lines.filter((line) => /^(warn|error) /.test(line) && /ACCESS_REFUSED|refused|unavailable|could not/i.test(line));
     expect(refused()).toEqual([]);
 
+    // Its delay ladder: 75 queues (73 levels, ready, error) and 12 exchanges, as the page counts; and the shared objects.
+    const ladderNames = planDelayTopology(ladder);
+    const inLadder = under([ladder]);
+    const ladderQueues = (await listQueues(vhost)).filter((q) => inLadder(q.name));
+    const ladderExchanges = (await listExchanges(vhost)).filter((e) => inLadder(e.name));
+    expect([ladderQueues.length, ladderExchanges.length]).toEqual([75, 12]);
+    expect(sorted(ladderQueues.map((q) => q.name))).toEqual(sorted(ladderNames.queues.map((q) => q.name)));
+    expect(sorted(ladderExchanges.map((e) => e.name))).toEqual(sorted(ladderNames.exchanges.map((e) => e.name)));
+    expect((await listQueues(vhost)).filter((q) => q.name === 'amqp-retry.handlers').map((q) => [q.durable, q.arguments])).toEqual([
+      [true, { 'x-queue-type': 'classic' }],
+    ]);
+    expect((await listExchanges(vhost)).filter((e) => e.name === 'amqp-retry.control').map((e) => e.type)).toEqual(['direct']);
+
     // Retries, parking, a delayed publish through its own ladder, a partition's delivery: all under those permissions.
-    await broker.publish(shop, 'k', { n: 1 });
-    await waitFor(async () => (await broker.count(`${plain}.error`)) === 1, `a message parked in ${plain}.error`, 15_000);
+    await guest.publish(shop, 'k', { n: 1 });
+    await waitFor(async () => (await guest.count(`${plain}.error`)) === 1, `a message parked in ${plain}.error`, 15_000);
     expect(calls.plain).toBe(2);
     await app.get(RetryPublisher).publish(parted, 'any', { late: true }, { delay: '300ms', headers: { 'x-key': 'a' } });
     await waitFor(() => calls.parted.length === 1, 'the delayed message handled in a partition', 15_000);
     expect(calls.parted).toEqual([{ late: true }]);
 
     // The CLI's user: finds the application's queues in the registry, reads and replays the parked message, pauses.
-    const parked = await ParkedMessages.connect({ url: urlAs(cliUser, password), application });
+    const parked = await ParkedMessages.connect({ url: urlAs(cliUser, password, vhost), application });
     try {
       const queues = await parked.queues();
       expect(queues.map((q) => q.queue)).toEqual(
@@ -290,11 +315,11 @@ describe('the broker footprint', () => {
       await parked.close();
     }
     await waitFor(
-      () => calls.plain === 4 && broker.count(`${plain}.error`).then((n) => n === 1),
+      () => calls.plain === 4 && guest.count(`${plain}.error`).then((n) => n === 1),
       'the replayed message run twice and parked again',
       15_000,
     );
-    const control = QueueControl.create({ url: urlAs(cliUser, password) });
+    const control = QueueControl.create({ url: urlAs(cliUser, password, vhost) });
     const paused = await control.pause(plain, { by: 'footprint test' });
     expect([paused.routed, paused.replies.length]).toEqual([true, 1]);
     const resumed = await control.resume(plain, { by: 'footprint test' });
@@ -305,7 +330,7 @@ describe('the broker footprint', () => {
     await app.close();
     app = undefined;
     const refusedStart = await createApp([handlerFor({ queue: plain, exchange: shop, routingKeys: ['k'], delays: ['200ms'] }, () => undefined)], {
-      url: urlAs(cliUser, password),
+      url: urlAs(cliUser, password, vhost),
       delayedDelivery: false,
     });
     refusedStart.useLogger(false);
