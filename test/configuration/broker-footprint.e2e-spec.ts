@@ -263,7 +263,7 @@ describe('the broker footprint', () => {
     }
 
     const calls = { plain: 0, parted: [] as unknown[] };
-    const Plain = handlerFor({ queue: plain, exchange: shop, routingKeys: ['k'], delays: ['200ms'], maxAttempts: 2 }, () => {
+    const Plain = handlerFor({ queue: plain, exchange: shop, routingKey: 'k', delays: ['200ms'], maxAttempts: 2 }, () => {
       calls.plain++;
       throw new Error('declined');
     });
@@ -329,7 +329,7 @@ describe('the broker footprint', () => {
     // Without the application's permissions, the same start is refused: the check above is not vacuous.
     await app.close();
     app = undefined;
-    const refusedStart = await createApp([handlerFor({ queue: plain, exchange: shop, routingKeys: ['k'], delays: ['200ms'] }, () => undefined)], {
+    const refusedStart = await createApp([handlerFor({ queue: plain, exchange: shop, routingKey: 'k', delays: ['200ms'] }, () => undefined)], {
       url: urlAs(cliUser, password, vhost),
       delayedDelivery: false,
     });
