@@ -101,6 +101,8 @@ describe('the broker footprint', () => {
       () => broker.deleteRetryTopology(plain),
       async () => {
         for (let i = 0; i < P; i++) await broker.deleteRetryTopology(partitionNames(parted).partition(i));
+        await broker.channel.deleteQueue(partitionNames(parted).deadLetterQueue);
+        await broker.channel.deleteQueue(partitionNames(parted).keyRecord);
         for (const name of [parted, partitionNames(parted).membersExchange]) await broker.channel.deleteExchange(name);
       },
     );
@@ -119,14 +121,17 @@ describe('the broker footprint', () => {
     const partNames = Array.from({ length: P }, (_, i) => retryTopologyNames(partitionNames(parted).partition(i), { delays: delays.parted }));
 
     // The page's formulas: a handler with T tiers has T + 4 durable queues, one presence queue per schedule while an
-    // instance runs, and 5 exchanges; a partitioned one P times that, plus the hash exchange and the members' exchange.
+    // instance runs, and 5 exchanges; a partitioned one P x (T + 3), the dead-letter queue its partitions share and the
+    // record of its hash key, P x 5 exchanges, the hash exchange and the members' exchange.
     const T = { plain: delays.plain.length, parted: delays.parted.length };
-    const durableQueues = T.plain + 4 + P * (T.parted + 4);
+    const durableQueues = T.plain + 4 + P * (T.parted + 3) + 2;
     const presenceQueues = 1 + P;
     const exchangeCount = 5 + (5 * P + 2);
     expect([durableQueues, presenceQueues, exchangeCount]).toEqual([7 + 10, 3, 17]);
 
-    const expectedQueues = [...plainNames.queues, plainNames.presenceQueue, ...partNames.flatMap((n) => [...n.queues, n.presenceQueue])];
+    const { deadLetterQueue: shared, keyRecord } = partitionNames(parted);
+    const partQueues = partNames.flatMap((n) => [...n.queues.filter((q) => q !== `${n.queue}.dlx.dead`), n.presenceQueue]);
+    const expectedQueues = [...plainNames.queues, plainNames.presenceQueue, ...partQueues, shared, keyRecord];
     const expectedExchanges = [...plainNames.exchanges, ...partNames.flatMap((n) => n.exchanges), parted, partitionNames(parted).membersExchange];
     expect(expectedQueues).toHaveLength(durableQueues + presenceQueues);
     expect(new Set(expectedExchanges).size).toBe(exchangeCount);
@@ -224,7 +229,7 @@ describe('the broker footprint', () => {
     expect((await listQueues()).filter((q) => privateQueues.some((p) => p.name === q.name))).toEqual([]);
 
     // The page's removal: every queue, then every exchange, by the helpers' names; nothing of either handler remains.
-    for (const name of [...plainNames.queues, ...partNames.flatMap((n) => n.queues)]) await broker.channel.deleteQueue(name);
+    for (const name of [...plainNames.queues, ...partNames.flatMap((n) => n.queues), shared, keyRecord]) await broker.channel.deleteQueue(name);
     for (const name of new Set(expectedExchanges)) await broker.channel.deleteExchange(name);
     expect((await listQueues()).filter((q) => ours(q.name))).toEqual([]);
     expect((await listExchanges()).filter((e) => ours(e.name))).toEqual([]);

@@ -9,6 +9,8 @@ export const partitionNames = (queue: string) => ({
   partition: (i: number) => `${queue}.p${i}`,
   /** Where the running instances announce themselves (fanout). */
   membersExchange: `${queue}.partitions.members`,
+  /** The dead-letter queue every partition shares: what expired in a partition or was pushed out of it, parked from there. */
+  deadLetterQueue: retryNames(queue).deadLetterQueue,
   /** Holds the record of what the hash exchange hashes (hash-key.record.ts): AMQP cannot read an exchange's arguments. */
   keyRecord: `${queue}.partitions.key`,
 });
@@ -42,7 +44,7 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
       singleActiveConsumer: true,
       partitions: undefined,
       partitionOf: { queue: config.queue, index, count: partitions.count },
-      deadLetterQueue: retryNames(config.queue).deadLetterQueue,
+      deadLetterQueue: names.deadLetterQueue,
     };
   });
 }
