@@ -11,6 +11,7 @@ import { cleanUp, settleWindow } from '../support/suite.js';
 const FILTERS: Record<string, { filter?: () => ExceptionFilter; handled: boolean }> = {
   'no filter': { handled: false },
   RetryRpcExceptionFilter: { filter: () => new RetryRpcExceptionFilter(), handled: false },
+  'a filter that only logs (answers nothing)': { filter: () => catching(() => undefined), handled: false },
   'a filter answering throwError': { filter: () => catching(() => throwError(() => new Error('still failed'))), handled: false },
   'a filter answering a rejected Promise': { filter: () => catching(() => Promise.reject(new Error('still failed'))), handled: false },
   'a filter answering a value': { filter: () => catching(() => ({ handled: true })), handled: true },
