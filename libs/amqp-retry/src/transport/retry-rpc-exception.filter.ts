@@ -9,10 +9,11 @@ import { RetryRmqContext } from './retry-rmq.context.js';
  * this filter, `throw new NonRetryableError(...)` parks at once, and an expected retry logs the transport's one line.
  * A request's caller receives the error as Nest's ClientRMQ expects it (see RetryServer's replies).
  *
- * Outside RetryServer it stays out of the way, as if it were not there: in any other RPC context (a
+ * Outside RetryServer it stays out of the way as far as Nest lets it: in any other RPC context (a
  * `@RetryWithBackoff` handler, another transport's handler) it answers nothing, so Nest's own handling follows (for
  * a `@RetryWithBackoff` handler: retried or parked, as without the filter); in HTTP and other contexts it returns the
- * error as a failed stream, which Nest 12 answers as it would without the filter.
+ * error as a failed stream, which Nest 12.5 answers as it would without the filter (Nest 10 and 11 leave an HTTP request
+ * that any global catch-all filter caught unanswered: docs/transport.md).
  * @example app.useGlobalFilters(new RetryRpcExceptionFilter()) // or @UseFilters(RetryRpcExceptionFilter) on a controller
  */
 @Catch()
