@@ -27,6 +27,13 @@ export interface AmqpConnectionOptions {
 
 type Listener = () => Promise<void>;
 
+/** The losses of a connection: how many, and the last one's reason and the broker's close code (none for a lost socket). */
+export interface ConnectionLoss {
+  count: number;
+  reason?: string;
+  code?: number;
+}
+
 /**
  * The application's AMQP connection, kept alive: when the broker or the network drops it, it reconnects with capped
  * exponential backoff and jitter, then runs the `onReconnect` listeners (re-declare, resume consuming). Given the
@@ -44,6 +51,8 @@ export class AmqpConnection {
   private nodeIndex = 0;
   /** Whether the warning that amqplib's internals differ was logged (once per connection, not per reconnect). */
   private saidInternals = false;
+  /** How many times the connection was lost, and the last loss: the broker's close code, when the broker closed it. */
+  private loss: ConnectionLoss = { count: 0 };
 
   private constructor(
     private readonly options: AmqpConnectionOptions,
@@ -89,6 +98,11 @@ export class AmqpConnection {
   /** The channels this connection may open (channel_max as negotiated with the broker), or undefined while it is down. */
   get channelMax(): number | undefined {
     return (this.model?.connection as { channelMax?: number } | undefined)?.channelMax;
+  }
+
+  /** How many times this connection was lost so far, and why the last time. */
+  get lastLoss(): ConnectionLoss {
+    return this.loss;
   }
 
   /** Runs after every reconnection, in registration order; a listener's failure is logged, not thrown. */
@@ -207,15 +221,17 @@ export class AmqpConnection {
   }
 
   private attach(model: ChannelModel): void {
-    let lastError: string | undefined;
-    model.on('error', (error: Error) => (lastError = error.message)); // the 'close' that follows reports it
+    let lastError: { message: string; code?: unknown } | undefined;
+    model.on('error', (error: Error) => (lastError = error)); // the 'close' that follows reports it
     model.on('blocked', (reason: string) => this.logger.warn(`RabbitMQ blocks publishing on this connection: ${reason}`));
     model.on('unblocked', () => this.logger.log('RabbitMQ unblocked publishing on this connection'));
     model.on('close', (error?: Error) => {
       if (this.model !== model) return;
       this.model = undefined;
       if (this.closing) return;
-      const reason = error?.message ?? lastError ?? 'the socket closed';
+      const reason = error?.message ?? lastError?.message ?? 'the socket closed';
+      const code = lastError?.code ?? (error as { code?: unknown } | undefined)?.code;
+      this.loss = { count: this.loss.count + 1, reason, code: typeof code === 'number' ? code : undefined };
       this.logger.error(`Lost the connection to RabbitMQ at ${describeNode(this.options.urls, this.nodeIndex)} (${reason}); reconnecting`);
       this.notify('connectionLost', { reason });
       void this.reconnect();
@@ -295,16 +311,21 @@ export class AmqpConnection {
 /** What opening a connection takes of the module's settings (ParkedMessages has the same without a module). */
 export type ConnectionSettings = Pick<ModuleConfig, 'urls' | 'reconnect' | 'connectTimeoutMs' | 'connectionName'>;
 
-/** Opens an AMQP connection with the module's settings; the publishing one warns about a broker version known to lose messages. */
+/**
+ * Opens an AMQP connection with the module's settings; the publishing one warns about a broker version known to lose
+ * messages. 'replies': the connection that asks the broker about direct reply-to addresses, which a forged address
+ * gets closed (engine/reply-address.checker.ts); observers are not told of it.
+ */
 export async function openConnection(
   config: ConnectionSettings,
-  role: 'consume' | 'publish',
+  role: 'consume' | 'publish' | 'replies',
   logger: RetryLogger,
   observers?: ObserverHub,
 ): Promise<AmqpConnection> {
   const { urls, reconnect, connectTimeoutMs, connectionName } = config;
   const name = `${connectionName ?? `nestjs-amqp-retry (pid ${process.pid})`} ${role}`;
-  const connection = await AmqpConnection.open({ urls, reconnect, name, connectTimeoutMs, observers, role }, logger);
+  const observed = role === 'replies' ? {} : { observers, role };
+  const connection = await AmqpConnection.open({ urls, reconnect, name, connectTimeoutMs, ...observed }, logger);
   const warning = role === 'publish' ? brokerVersionWarning(connection.serverProperties) : undefined; // every engine opens this one
   if (warning) logger.warn(warning);
   return connection;

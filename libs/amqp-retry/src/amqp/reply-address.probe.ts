@@ -1,38 +1,94 @@
 import { closeWhenOpen } from './channel-close.settler.js';
 import type { Channel } from 'amqplib';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { probeFailure, type ReplyAddressState } from '../core/publish/reply-address.rules.js';
+import type { AmqpConnection } from './amqp.connection.js';
+
+/** How many times one address is asked about while connections are lost under its probe for other reasons. */
+const MAX_PROBES = 3;
+
+/** An open probe channel, and the code the broker closed it with, once it has. */
+interface ProbeChannel {
+  channel: Channel;
+  closedWithCode?: number;
+}
 
 /**
  * Asks the broker whether a direct reply-to address still has its caller: a passive declare, on one channel reused
- * while it stays open (one round trip per reply, not three). A 404 closes that channel; the next probe opens another.
+ * while it stays open (one round trip per request, not three), on a connection that carries nothing else (the
+ * broker closes the whole connection over an address it cannot decode: see core/publish/reply-address.rules.ts).
+ *
+ * One probe at a time, in the order asked: the probe in flight when the broker closes the channel or the connection
+ * is the one it answered. That address is refused, never asked about again; the probes waiting behind it go out once
+ * the connection is back. A 404 closes the channel (the caller is gone); the next probe opens another.
  */
 export class ReplyAddressProbe {
-  private channel?: Promise<Channel>;
+  private channel?: Promise<ProbeChannel>;
+  /** The probes in order: each starts when the one before it has settled. */
+  private line: Promise<unknown> = Promise.resolve();
   private closed = false;
 
-  constructor(private readonly open: () => Promise<Channel>) {}
+  constructor(
+    /** The connection of the probes, opened at the first. */
+    private readonly connection: () => Promise<AmqpConnection>,
+    /** How long a probe waits for the connection (the first connect, or a reconnection). */
+    private readonly waitMs: number,
+  ) {}
 
-  /** True: the caller is there; false: it is gone (404); undefined: the broker could not tell (reply anyway). */
-  async exists(address: string): Promise<boolean | undefined> {
-    if (this.closed) return undefined;
-    const opening = (this.channel ??= this.open().then((channel) => {
-      channel.on('close', () => {
-        if (this.channel === opening) this.channel = undefined;
-      });
-      return channel;
-    }));
-    try {
-      await (await opening).checkQueue(address);
-      return true;
-    } catch (error) {
-      if (this.channel === opening) this.channel = undefined;
-      return (error as { code?: unknown } | null)?.code === 404 ? false : undefined;
-    }
+  state(address: string): Promise<ReplyAddressState> {
+    const turn = this.line.then(() => this.probe(address));
+    this.line = turn.catch(() => undefined);
+    return turn;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     const channel = this.channel;
     this.channel = undefined;
-    await closeWhenOpen(channel); // at most CLOSE_WAIT_MS: a blocked connection answers no channel.open
+    await closeWhenOpen(channel?.then((open) => open.channel)); // at most CLOSE_WAIT_MS: a blocked connection answers no channel.open
+  }
+
+  private async probe(address: string): Promise<ReplyAddressState> {
+    for (let sent = 1; ; sent++) {
+      if (this.closed) return { kind: 'unknown', reason: 'the server is closing' };
+      let connection: AmqpConnection;
+      let opening: Promise<ProbeChannel> | undefined;
+      let open: ProbeChannel;
+      try {
+        connection = await this.connection();
+        await connection.whenConnected(this.waitMs);
+        opening = this.open(connection);
+        open = await opening;
+      } catch (error) {
+        return { kind: 'unknown', reason: `the broker could not be asked: ${errorMessage(error)}` };
+      }
+      const losses = connection.lastLoss.count;
+      try {
+        await open.channel.checkQueue(address);
+        return { kind: 'exists' };
+      } catch (error) {
+        if (this.channel === opening) this.channel = undefined; // closed by the broker: the next probe opens another
+        const loss = connection.lastLoss;
+        const channelCode = open.closedWithCode ?? (error as { code?: unknown } | null)?.code;
+        const verdict = probeFailure(typeof channelCode === 'number' ? channelCode : undefined, loss.count > losses ? loss.code : undefined);
+        if (verdict === 'gone') return { kind: 'gone' };
+        if (verdict === 'refused') {
+          const why = loss.count > losses ? `closed the connection (${loss.reason})` : `closed the channel (${errorMessage(error)})`;
+          return { kind: 'refused', reason: `the broker ${why} when asked about it` };
+        }
+        if (sent >= MAX_PROBES) return { kind: 'unknown', reason: `the connection was lost under its probe ${MAX_PROBES} times` };
+      }
+    }
+  }
+
+  private open(connection: AmqpConnection): Promise<ProbeChannel> {
+    const opening = (this.channel ??= connection.createChannel('direct reply-to probes', true).then((channel) => {
+      const open: ProbeChannel = { channel };
+      channel.on('error', (error: { code?: unknown }) => typeof error.code === 'number' && (open.closedWithCode = error.code));
+      channel.on('close', () => this.channel === opening && (this.channel = undefined));
+      return open;
+    }));
+    opening.catch(() => this.channel === opening && (this.channel = undefined));
+    return opening;
   }
 }

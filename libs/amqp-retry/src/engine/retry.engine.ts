@@ -25,6 +25,8 @@ import { drainOtherLadder } from './ladder.drain.js';
 import { HandlerRuntime, scheduleTiers, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
 import { PublishingSide } from './publishing.side.js';
+import { ReplyAddressChecker } from './reply-address.checker.js';
+import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import { recordOrWarn } from '../amqp/handler-registry.writer.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
 import { OutboxRelay, type OutboxRelayHealth } from './outbox.relay.js';
@@ -93,11 +95,15 @@ export interface QueueActivity extends ActivityCounts {
  * It keeps two connections. The consuming one declares the topology and runs the consumers; it never publishes, so a
  * broker that blocks publishers (memory or disk alarm) cannot stop it from taking and acking deliveries. The
  * publishing one (PublishingSide) carries the application's publishes, parked copies and forwarded delayed messages.
+ * A third, `<connectionName> replies`, opens only when something replies to a direct reply-to address (RetryServer's
+ * requests, control messages): it asks the broker about those addresses and carries nothing else (ReplyAddressChecker).
  * After a reconnection of the consuming side, every handler's topology is declared again and every consumer resumes;
  * a handler whose recovery fails (its queue now gives a 406) is retried with backoff without holding the others back.
  */
 export class RetryEngine {
   private readonly publishing: PublishingSide;
+  /** Asks about direct reply-to addresses before anything replies to them, on a connection of its own. */
+  private readonly replyAddresses: ReplyAddressChecker;
   private consuming?: Promise<AmqpConnection>;
   private runtimes: Runtime[] = [];
   /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
@@ -136,6 +142,7 @@ export class RetryEngine {
     this.logger = maskingLogger(logger);
     this.observers = new ObserverHub(observers, this.logger);
     this.publishing = new PublishingSide(config, this.logger, this.observers);
+    this.replyAddresses = new ReplyAddressChecker(config, this.logger);
   }
 
   /**
@@ -322,6 +329,17 @@ export class RetryEngine {
     if (this.closed) throw new NotConnectedError('the application has shut down');
     const { connection } = await this.publishing.open();
     return connection.createChannel(purpose, expectClose);
+  }
+
+  /**
+   * @internal
+   * Whether a direct reply-to address may be replied to: its caller is there ('exists'), gone, or the address is
+   * refused (a form the broker never hands out, or one the broker closed the probe's channel or connection over).
+   * Asked on a connection of its own (ReplyAddressChecker), so that a forged address cannot take the publishing
+   * connection down.
+   */
+  replyAddressState(address: string): Promise<ReplyAddressState> {
+    return this.replyAddresses.state(address);
   }
 
   /**
@@ -647,7 +665,7 @@ export class RetryEngine {
     ]);
   }
 
-  /** Stops consuming (see stopConsuming), then closes both connections; publishing fails from now on. */
+  /** Stops consuming (see stopConsuming), then closes the connections; publishing fails from now on. */
   async close(): Promise<void> {
     await this.stopConsuming();
     this.closed = true;
@@ -657,6 +675,7 @@ export class RetryEngine {
     const stores = this.stores.splice(0);
     await Promise.all([
       this.publishing.close(),
+      this.replyAddresses.close(),
       consuming?.then((c) => c.close()).catch(() => undefined),
       ...stores.map((store) =>
         store.close?.().catch((error: unknown) => this.logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`)),
@@ -677,6 +696,11 @@ export class RetryEngine {
       instance,
       act: (command) => (command.command === 'pause' ? this.pause(command.queue, command) : this.resume(command.queue, command)),
       reply: async (replyTo, correlationId, body) => {
+        // Only to an address the broker says has its sender: a forged one must not close the publishing connection.
+        const state = await this.replyAddressState(replyTo);
+        if (state.kind !== 'exists') {
+          throw new Error(`its reply address ${state.kind === 'gone' ? 'no longer exists' : `cannot be used: ${state.reason}`}`);
+        }
         // One channel for the replies, opened again after it was lost with its connection.
         const opening = (this.replies ??= this.publishingChannel('control replies', true).then((c) => {
           c.on('close', () => this.replies === opening && (this.replies = undefined));

@@ -13,7 +13,7 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, ExternalContextCreator, NestFactory } from '@nestjs/core';
-import { map, of, throwError, type Observable } from 'rxjs';
+import { map, Observable, of, throwError } from 'rxjs';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import { handlerInvoker } from './handler.invoker.js';
 
@@ -53,18 +53,20 @@ async function invokerOf<T extends object>(
   class AppModule {}
   const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
   const creator = app.get(ExternalContextCreator);
-  const created: unknown[] = [];
+  let nestCalls = 0;
   const watched = Object.create(creator) as ExternalContextCreator;
   alter(watched as unknown as Record<string, unknown>);
   watched.create = function (this: ExternalContextCreator, ...args: Parameters<ExternalContextCreator['create']>) {
-    const fn = creator.create.apply(this, args);
-    created.push(fn);
-    return fn;
+    const fn = creator.create.apply(this, args) as (...a: unknown[]) => Promise<unknown>;
+    return (...a: unknown[]) => {
+      nestCalls++;
+      return fn(...a);
+    };
   } as ExternalContextCreator['create'];
   const instance = app.get(Host);
   const method = (instance as Record<string, (...args: unknown[]) => unknown>)[methodName];
   const invoke = handlerInvoker(watched, instance, method, methodName, direct);
-  return { invoke, viaNest: created[0], close: () => app.close() };
+  return { invoke, nestCalls: () => nestCalls, close: () => app.close() };
 }
 
 describe('handlerInvoker', () => {
@@ -76,9 +78,9 @@ describe('handlerInvoker', () => {
         return { self: this.name, payload, attempt: ctx.attempt };
       }
     }
-    const { invoke, viaNest, close } = await invokerOf(Host, 'handle');
-    expect(invoke).not.toBe(viaNest);
+    const { invoke, nestCalls, close } = await invokerOf(Host, 'handle');
     await expect(invoke({ id: 1 }, context)).resolves.toEqual({ self: 'host', payload: { id: 1 }, attempt: 1 });
+    expect(nestCalls()).toBe(0);
     await close();
   });
 
@@ -149,9 +151,9 @@ describe('handlerInvoker', () => {
       }
     }
     const providers = where === 'app-guard' ? [{ provide: APP_GUARD, useClass: Denied }] : [];
-    const { invoke, viaNest, close } = await invokerOf(Host, 'handle', providers);
-    expect(invoke).toBe(viaNest);
+    const { invoke, nestCalls, close } = await invokerOf(Host, 'handle', providers);
     await expect(invoke({}, context)).rejects.toThrow(/Forbidden/);
+    expect(nestCalls()).toBe(1);
     expect(calls).toBe(0);
     await close();
   });
@@ -168,9 +170,9 @@ describe('handlerInvoker', () => {
       }
     }
     const providers = where === 'app' ? [{ provide: APP_INTERCEPTOR, useClass: Doubling }] : [];
-    const { invoke, viaNest, close } = await invokerOf(Host, 'handle', providers);
-    expect(invoke).toBe(viaNest);
+    const { invoke, nestCalls, close } = await invokerOf(Host, 'handle', providers);
     await expect(invoke({}, context)).resolves.toBe(42);
+    expect(nestCalls()).toBe(1);
     await close();
   });
 
@@ -182,10 +184,37 @@ describe('handlerInvoker', () => {
         throw new Error('replaced');
       }
     }
-    const { invoke, viaNest, close } = await invokerOf(Host, 'handle');
-    expect(invoke).toBe(viaNest);
+    const { invoke, nestCalls, close } = await invokerOf(Host, 'handle');
     await expect(invoke({}, context)).resolves.toBe('handled by the filter');
+    expect(nestCalls()).toBe(1);
     await close();
+  });
+
+  it.each([
+    ['an Observable that errors', () => throwError(() => new Error('still failed')), 'rejects'],
+    ['a Promise that rejects', () => Promise.reject(new Error('still failed')), 'rejects'],
+    ['an Observable that completes', () => of('handled'), 'resolves'],
+    ['an Observable that completes without a value', () => of(), 'resolves'],
+  ] as const)("awaits a filter's answer: %s", async (_, answer, outcome) => {
+    @Catch()
+    class Answering implements ExceptionFilter {
+      catch(): unknown {
+        return answer();
+      }
+    }
+    @Injectable()
+    class Host {
+      @UseFilters(Answering)
+      handle() {
+        throw new Error('the handler failed');
+      }
+    }
+    for (const direct of [true, false]) {
+      const { invoke, close } = await invokerOf(Host, 'handle', [], direct);
+      if (outcome === 'rejects') await expect(invoke({}, context)).rejects.toThrow('still failed');
+      else await expect(invoke({}, context)).resolves.not.toBeInstanceOf(Observable);
+      await close();
+    }
   });
 
   it("keeps Nest context when told to ('nest' retry logs), even without enhancers", async () => {
@@ -195,9 +224,9 @@ describe('handlerInvoker', () => {
         return 1;
       }
     }
-    const { invoke, viaNest, close } = await invokerOf(Host, 'handle', [], false);
-    expect(invoke).toBe(viaNest);
+    const { invoke, nestCalls, close } = await invokerOf(Host, 'handle', [], false);
     await expect(invoke({}, context)).resolves.toBe(1);
+    expect(nestCalls()).toBe(1);
     await close();
   });
 
@@ -218,9 +247,9 @@ describe('handlerInvoker', () => {
         },
       };
     };
-    const { invoke, viaNest, close } = await invokerOf(Host, 'handle', [], true, hideFilters);
-    expect(invoke).toBe(viaNest);
+    const { invoke, nestCalls, close } = await invokerOf(Host, 'handle', [], true, hideFilters);
     await expect(invoke({}, context)).resolves.toBe(1);
+    expect(nestCalls()).toBe(1);
     await close();
   });
 });

@@ -31,8 +31,9 @@ const noFilters = (handler: unknown): boolean => typeof handler === 'object' && 
  * always, while `create` is watched: when Nest's own creators resolve no guard, no interceptor and no filter for the
  * handler, the method is called directly, as Nest would call it then (an Observable it returns is awaited to its last
  * value, and an error reaches the caller unchanged). Anything else, including a Nest version whose internals are
- * named otherwise, gets Nest's context unchanged. `direct: false` (retry logs 'nest', where Nest's fallback filter
- * logs the error) always takes Nest's.
+ * named otherwise, gets Nest's context, with what it answers awaited (awaitingAnswers: an exception filter's
+ * Observable or Promise). `direct: false` (retry logs 'nest', where Nest's fallback filter logs the error) always
+ * takes Nest's.
  */
 export function handlerInvoker(
   creator: ExternalContextCreator,
@@ -55,7 +56,7 @@ export function handlerInvoker(
     'rpc',
   );
   if (!direct || !none(resolved.guards) || !none(resolved.interceptors) || !noFilters(resolved.filters)) {
-    return viaNest as HandlerInvoker;
+    return awaitingAnswers(viaNest as HandlerInvoker);
   }
   return (payload, context) => {
     try {
@@ -69,6 +70,19 @@ export function handlerInvoker(
 }
 
 const lastValueIfObservable = (value: unknown): unknown => (isObservable(value) ? lastValueFrom(value) : value);
+
+/**
+ * Nest's context awaits the handler's Observable, but hands back what an exception filter returns as it is: an
+ * Observable (RetryRpcExceptionFilter's `throwError`, an `RpcExceptionFilter`'s usual answer), or a Promise inside
+ * the context's own. That answer is awaited here, an Observable to its last value (or none): one that errors fails
+ * the call as a throw does, so no filter can turn a failed handler into an ack by returning an error that nobody
+ * reads. A filter's plain value, or a stream that completes, marks the message handled.
+ */
+function awaitingAnswers(invoke: HandlerInvoker): HandlerInvoker {
+  return (payload, context) => invoke(payload, context).then(answerOf);
+}
+
+const answerOf = (value: unknown): unknown => (isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : value);
 
 /** A creator that behaves as `creator` and records what its guard, interceptor and filter creators return. */
 function watchEnhancers(creator: ExternalContextCreator, resolved: Resolved): ExternalContextCreator {

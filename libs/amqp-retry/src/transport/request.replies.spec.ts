@@ -1,12 +1,13 @@
 import { from, Observable, Subject, throwError } from 'rxjs';
 import type { RetryEngine } from '../engine/retry.engine.js';
+import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import { RequestReplies } from './request.replies.js';
 
 const request = { kind: 'request' as const, pattern: 'p', data: {}, id: 'r-1', replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' };
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
-/** A fake engine: `caller` is what a passive declare of the reply address finds; `publishError` fails every publish. */
-function replies(timeoutMs = 5_000, { caller = 'there', publishError }: { caller?: 'there' | 'gone'; publishError?: Error } = {}) {
+/** A fake engine: `caller` is what it says of the reply address; `publishError` fails every publish. */
+function replies(timeoutMs = 5_000, { caller = { kind: 'exists' }, publishError }: { caller?: ReplyAddressState; publishError?: Error } = {}) {
   const sent: Array<Record<string, unknown>> = [];
   const mandatory: unknown[] = [];
   const warnings: string[] = [];
@@ -18,15 +19,10 @@ function replies(timeoutMs = 5_000, { caller = 'there', publishError }: { caller
       mandatory.push(options.mandatory);
       return Promise.resolve();
     },
-    publishingChannel: () =>
-      Promise.resolve({
-        on: () => undefined,
-        close: () => Promise.resolve(),
-        checkQueue: () => {
-          probes++;
-          return caller === 'there' ? Promise.resolve({}) : Promise.reject(Object.assign(new Error('NOT_FOUND'), { code: 404 }));
-        },
-      }),
+    replyAddressState: () => {
+      probes++;
+      return Promise.resolve(caller);
+    },
   } as unknown as RetryEngine;
   const logger = { ...silent, warn: (line: string) => void warnings.push(line) };
   return { sent, mandatory, warnings, probes: () => probes, answers: new RequestReplies(engine, logger, timeoutMs) };
@@ -135,11 +131,22 @@ describe('the replies to a request', () => {
   });
 
   it('drops the replies to a caller that is gone, with one warning for the request', async () => {
-    const { sent, warnings, answers } = replies(5_000, { caller: 'gone' });
+    const { sent, warnings, answers } = replies(5_000, { caller: { kind: 'gone' } });
     await answers.answer(request, async () => from([1, 2]));
     expect(sent).toEqual([]);
     expect(warnings).toEqual([
       'Could not reply to "p" at "amq.rabbitmq.reply-to.x": the caller is gone (its reply address no longer exists), so its reply is dropped; the request is acked, not retried',
+    ]);
+  });
+
+  it('drops the replies to an address the engine refuses (forged), with one warning naming why, and publishes nothing', async () => {
+    const reason = 'it is no address RabbitMQ hands out (its pid is not an Erlang process id)';
+    const { sent, warnings, probes, answers } = replies(5_000, { caller: { kind: 'refused', reason } });
+    await answers.answer(request, async () => from([1, 2]));
+    expect(sent).toEqual([]);
+    expect(probes()).toBe(1);
+    expect(warnings).toEqual([
+      `Could not reply to "p" at "amq.rabbitmq.reply-to.x": ${reason}, so its reply is dropped; the request is acked, not retried`,
     ]);
   });
 

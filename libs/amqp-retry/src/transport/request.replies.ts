@@ -4,7 +4,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { replyRoute } from '../core/publish/reply-address.rules.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
-import { ReplyAddressProbe } from '../amqp/reply-address.probe.js';
+import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import type { InboundPacket } from './rpc.packet.js';
 
 type Request = Extract<InboundPacket, { kind: 'request' }>;
@@ -31,12 +31,11 @@ function wireError(error: unknown): unknown {
 /**
  * Answers requests as Nest's RMQ transport does: one reply per value of the handler's stream, then one that ends it
  * (`isDisposed`), or one with the error; each to the request's `replyTo` with its `correlationId`, in order. A reply
- * that cannot be delivered (the caller is gone) is dropped, with one warning per request: requests are not retried.
+ * that cannot be delivered (the caller is gone, or its direct reply-to address is forged: see
+ * engine/reply-address.checker.ts) is dropped, with one warning per request: requests are not retried.
  * A caller that got its answer is never warned about (see core/publish/reply-address.rules.ts for how "gone" is told apart).
  */
 export class RequestReplies {
-  private readonly probe = new ReplyAddressProbe(() => this.engine.publishingChannel('RetryServer reply probes', true));
-
   constructor(
     private readonly engine: RetryEngine,
     private readonly logger: RetryLogger,
@@ -121,11 +120,6 @@ export class RequestReplies {
     return this.replyTo(request)(this.encode(request, { err: NO_MESSAGE_HANDLER, isDisposed: true }).bytes);
   }
 
-  /** Closes the channel of the reply probes (the engine may be the module's, and stay open). */
-  close(): Promise<void> {
-    return this.probe.close();
-  }
-
   /** The reply as JSON; a reply JSON cannot write (a BigInt, a cycle) becomes an error reply that says so. */
   private encode(request: Request, reply: ReplyPacket): { bytes: Buffer; failed: boolean } {
     try {
@@ -137,13 +131,14 @@ export class RequestReplies {
   }
 
   /**
-   * The replies of one request: to a direct reply-to address, the caller is asked for once, before the first reply
-   * (a reply comes only after it, so a caller that closes on receiving its answer is never taken for gone), and the
-   * replies go without `mandatory`; to an ordinary queue, with `mandatory`. One warning at most per request.
+   * The replies of one request: to a direct reply-to address, the engine is asked about it once, before the first
+   * reply (a reply comes only after it, so a caller that closes on receiving its answer is never taken for gone), and
+   * the replies go without `mandatory`, only when the broker said the address exists; to an ordinary queue, with
+   * `mandatory`. One warning at most per request.
    */
   private replyTo(request: Request): Reply {
     const route = replyRoute(request.replyTo);
-    let reachable: Promise<boolean> | undefined;
+    let reachable: Promise<ReplyAddressState> | undefined;
     let warned = false;
     const warn = (why: string) => {
       if (warned) return;
@@ -152,8 +147,10 @@ export class RequestReplies {
     };
     return async (content) => {
       if (route.probe) {
-        reachable ??= this.probe.exists(request.replyTo).then((exists) => exists !== false);
-        if (!(await reachable)) return warn('the caller is gone (its reply address no longer exists), so its reply is dropped');
+        reachable ??= this.engine.replyAddressState(request.replyTo);
+        const state = await reachable;
+        if (state.kind === 'gone') return warn('the caller is gone (its reply address no longer exists), so its reply is dropped');
+        if (state.kind !== 'exists') return warn(`${state.reason}, so its reply is dropped`);
       }
       try {
         await this.engine.publish('', request.replyTo, content, {

@@ -127,7 +127,6 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const starting = this.starting?.catch(() => undefined);
     if (starting) await Promise.race([starting, sleep(this.moduleConfig.shutdownTimeoutMs, { unref: true })]);
     this.starting = undefined;
-    await this.answers?.close(); // after the requests in flight have replied
     this._status$?.next('disconnected');
   }
 

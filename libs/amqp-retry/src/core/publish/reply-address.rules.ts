@@ -22,3 +22,74 @@ export function replyRoute(replyTo: string): { mandatory: boolean; probe: boolea
   const direct = isDirectReplyAddress(replyTo);
   return { mandatory: !direct, probe: direct };
 }
+
+/** Erlang's external term format, as far as a pid goes: the version byte, the two pid tags, the four atom tags. */
+const TERM_VERSION = 131;
+const NEW_PID_EXT = 88;
+const PID_EXT = 103;
+/** Atom tags and the size of their length field: ATOM_EXT, SMALL_ATOM_EXT, ATOM_UTF8_EXT, SMALL_ATOM_UTF8_EXT. */
+const ATOM_LENGTH_BYTES = new Map([
+  [100, 2],
+  [115, 1],
+  [118, 2],
+  [119, 1],
+]);
+/** What follows a pid's node atom: ID, serial (4 bytes each) and creation (4 bytes in NEW_PID_EXT, 1 in PID_EXT). */
+const PID_TAIL_BYTES = new Map([
+  [NEW_PID_EXT, 12],
+  [PID_EXT, 9],
+]);
+
+/** Base64 as RabbitMQ writes it (standard alphabet, padded), and only that: Node's decoder skips what it cannot read. */
+const isCanonicalBase64 = (text: string): boolean => text.length > 0 && Buffer.from(text, 'base64').toString('base64') === text;
+
+/**
+ * Why `address` cannot be a direct reply-to address that RabbitMQ handed out, or undefined when its form is one.
+ *
+ * The broker hands out `amq.rabbitmq.reply-to.<pid>.<key>`: the caller's channel process in Erlang's external term
+ * format and a random key, each in base64 (observed on 3.10.8 and 4.3.6). Any client can send a request with a
+ * `replyTo` of its own making, and an address the broker cannot decode makes it close the whole connection that
+ * asks about it or publishes to it (541 INTERNAL_ERROR; a passive declare on 3.10 and 4.3, a publish on 3.10).
+ * Such an address is refused here, before any I/O. A well-formed address can still name no node of the broker (the
+ * broker closes that connection too): the probe runs on a connection of its own for that (engine/reply-address.checker.ts).
+ */
+export function directReplyAddressProblem(address: string): string | undefined {
+  const parts = address.slice(DIRECT_REPLY_PREFIX.length).split('.');
+  if (!isDirectReplyAddress(address) || parts.length !== 2) return `not of the form ${DIRECT_REPLY_PREFIX}<pid>.<key>`;
+  const [pid, key] = parts;
+  if (!isCanonicalBase64(pid) || !isCanonicalBase64(key)) return 'its pid or key is not base64';
+  const term = Buffer.from(pid, 'base64');
+  const tail = PID_TAIL_BYTES.get(term[1]);
+  const lengthBytes = ATOM_LENGTH_BYTES.get(term[2]);
+  if (term[0] !== TERM_VERSION || tail === undefined || lengthBytes === undefined || term.length < 3 + lengthBytes)
+    return 'its pid is not an Erlang process id';
+  const atomLength = lengthBytes === 1 ? term[3] : term.readUInt16BE(3);
+  if (term.length !== 3 + lengthBytes + atomLength + tail) return 'its pid is not an Erlang process id';
+  return undefined;
+}
+
+/** RabbitMQ's INTERNAL_ERROR: the connection close a direct reply-to address it cannot decode causes. */
+const INTERNAL_ERROR = 541;
+
+/**
+ * What the failure of one passive declare of a direct reply-to address says, given the code the broker closed the
+ * probe's channel with (`channelCode`; 404: no such address) or, when the whole connection went, the connection's
+ * (`lossCode`; none when the socket was lost). Probes run one at a time, so the one in flight is the one the broker
+ * answered. 'refused': the broker closed the channel or the connection over this address, whose reply cannot
+ * succeed; 'again': the connection went for another reason (a lost socket, a broker shutting down), so the probe is
+ * sent again once it is back.
+ */
+export function probeFailure(channelCode: number | undefined, lossCode: number | undefined): 'gone' | 'refused' | 'again' {
+  if (channelCode === 404) return 'gone';
+  if (channelCode !== undefined || lossCode === INTERNAL_ERROR) return 'refused';
+  return 'again';
+}
+
+/** What the library knows of a direct reply-to address before it replies to it (engine/reply-address.checker.ts). */
+export type ReplyAddressState =
+  | { kind: 'exists' }
+  | { kind: 'gone' }
+  /** The broker closed the probe's channel or connection over it, or its form is not one the broker hands out. */
+  | { kind: 'refused'; reason: string }
+  /** The broker could not be asked (no connection within the wait, or the server is closing). */
+  | { kind: 'unknown'; reason: string };

@@ -1,0 +1,142 @@
+import { EventEmitter } from 'node:events';
+import type { AmqpConnection, ConnectionLoss } from './amqp.connection.js';
+import { ReplyAddressProbe } from './reply-address.probe.js';
+
+/** A probe channel whose passive declares wait until the test answers them. */
+class FakeChannel extends EventEmitter {
+  readonly asked: string[] = [];
+  /** The declares not answered yet. */
+  readonly pending: Array<(error?: Error & { code?: number }) => void> = [];
+
+  checkQueue(address: string): Promise<unknown> {
+    this.asked.push(address);
+    return new Promise((resolve, reject) => this.pending.push((error) => (error ? reject(error) : resolve({}))));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** A connection that the test takes down (with the broker's code, or as a lost socket) and brings back. */
+class FakeConnection {
+  readonly channels: FakeChannel[] = [];
+  lastLoss: ConnectionLoss = { count: 0 };
+  private up = true;
+  private readonly waiting: Array<() => void> = [];
+
+  whenConnected(): Promise<void> {
+    return this.up ? Promise.resolve() : new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  createChannel(): Promise<FakeChannel> {
+    const channel = new FakeChannel();
+    this.channels.push(channel);
+    return Promise.resolve(channel);
+  }
+
+  /** As amqplib: the connection's close is recorded, then the channel's pending declare fails without a code. */
+  lose(code?: number): void {
+    this.up = false;
+    this.lastLoss = { count: this.lastLoss.count + 1, reason: code ? `Connection closed: ${code} (INTERNAL-ERROR)` : 'the socket closed', code };
+    for (const channel of this.channels) {
+      channel.emit('close');
+      for (const answer of channel.pending.splice(0)) answer(new Error('Channel ended, no reply will be forthcoming'));
+    }
+  }
+
+  back(): void {
+    this.up = true;
+    for (const wake of this.waiting.splice(0)) wake();
+  }
+
+  /** The declares asked on every channel so far, in order. */
+  get asked(): string[] {
+    return this.channels.flatMap((channel) => channel.asked);
+  }
+
+  /** Answers the oldest declare not answered yet (the probe answers on one channel at a time). */
+  answer(error?: Error & { code?: number }): void {
+    const channel = this.channels.find((c) => c.pending.length > 0);
+    channel?.pending.shift()?.(error);
+  }
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+function probeOn(connection: FakeConnection) {
+  return new ReplyAddressProbe(() => Promise.resolve(connection as unknown as AmqpConnection), 1_000);
+}
+
+describe('ReplyAddressProbe', () => {
+  it('asks one address at a time, in order', async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    const first = probe.state('a');
+    const second = probe.state('b');
+    await tick();
+    expect(connection.asked).toEqual(['a']); // b waits for a's answer
+    connection.answer();
+    await tick();
+    expect(connection.asked).toEqual(['a', 'b']);
+    connection.answer(Object.assign(new Error('NOT_FOUND'), { code: 404 }));
+    expect(await first).toEqual({ kind: 'exists' });
+    expect(await second).toEqual({ kind: 'gone' });
+  });
+
+  it('refuses the address whose declare the broker closed the connection over (541), and asks the next once it is back', async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    const forged = probe.state('forged');
+    const honest = probe.state('honest');
+    await tick();
+    connection.lose(541);
+    expect(await forged).toEqual({
+      kind: 'refused',
+      reason: 'the broker closed the connection (Connection closed: 541 (INTERNAL-ERROR)) when asked about it',
+    });
+    await tick();
+    expect(connection.asked).toEqual(['forged']); // the honest one waits for the connection
+    connection.back();
+    await tick();
+    expect(connection.asked).toEqual(['forged', 'honest']); // on a new channel, and the forged address is not asked again
+    connection.answer();
+    expect(await honest).toEqual({ kind: 'exists' });
+  });
+
+  it('asks again, once the connection is back, when the socket was lost under a probe (no code from the broker)', async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    const honest = probe.state('honest');
+    await tick();
+    connection.lose();
+    await tick();
+    connection.back();
+    await tick();
+    expect(connection.asked).toEqual(['honest', 'honest']);
+    connection.answer();
+    expect(await honest).toEqual({ kind: 'exists' });
+  });
+
+  it('refuses an address whose declare the broker closed the channel over with a code other than 404', async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    const denied = probe.state('denied');
+    await tick();
+    connection.answer(Object.assign(new Error('ACCESS_REFUSED'), { code: 403 }));
+    expect(await denied).toMatchObject({ kind: 'refused', reason: expect.stringContaining('closed the channel (ACCESS_REFUSED)') });
+  });
+
+  it('gives up on an address after three lost connections under its probe, saying so', async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    const state = probe.state('unlucky');
+    for (let i = 0; i < 3; i++) {
+      await tick();
+      connection.lose();
+      await tick();
+      connection.back();
+    }
+    expect(await state).toEqual({ kind: 'unknown', reason: 'the connection was lost under its probe 3 times' });
+  });
+});
