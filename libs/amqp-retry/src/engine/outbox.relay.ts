@@ -6,6 +6,7 @@ import type { OutboxConfig } from '../core/outbox/outbox.config.js';
 import { storedProperties } from '../core/outbox/outbox.message.js';
 import { classifyPublishFailure, nextRowChange, type RowChange } from '../core/outbox/outbox.row.js';
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
+import { ALONE_FROM_BYTES, SendGate } from '../core/outbox/outbox.send-gate.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 
@@ -58,6 +59,8 @@ export class OutboxRelay {
   private databaseFailures = 0;
   private lastBacklogAt = 0;
   private lastCleanupAt = 0;
+  /** Large rows go alone on the relay's channel (see ALONE_FROM_BYTES). */
+  private readonly gate = new SendGate();
 
   constructor(
     private readonly config: OutboxConfig,
@@ -128,7 +131,8 @@ export class OutboxRelay {
     const startedAt = Date.now();
     try {
       const body = Buffer.isBuffer(row.body) ? row.body : Buffer.from(row.body as unknown as Uint8Array);
-      await this.publish(row.exchange, row.routing_key, body, storedProperties(row.properties), Number(row.remaining_delay_ms));
+      const publish = () => this.publish(row.exchange, row.routing_key, body, storedProperties(row.properties), Number(row.remaining_delay_ms));
+      await this.gate.run(body.length >= ALONE_FROM_BYTES, publish);
       if (this.observers?.active) {
         const lagMs = Number(row.age_ms) + (Date.now() - startedAt);
         this.observers.emit('outboxSent', { table: this.config.tableName, exchange: row.exchange, routingKey: row.routing_key, lagMs });

@@ -6,7 +6,7 @@ import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { delayLadderPrefix, ladderProperties, planDelayedPublish, planDelayTopology, readPublishDelay } from '../core/delivery/delay.plan.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { readExpiration } from '../core/message/message.properties.js';
+import { checkPublishProperties } from '../core/message/message.properties.js';
 import { assertDistinctQueues } from '../core/config/handler.config.js';
 import type { IdempotencyStore } from '../core/idempotency/idempotency.store.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
@@ -22,7 +22,7 @@ import { idempotencyStoresOf } from '../core/idempotency/idempotency.config.js';
 import { drainOtherLadder } from './ladder.drain.js';
 import { HandlerRuntime, scheduleTiers, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import { PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
-import { PublishingSide } from './publishing.side.js';
+import { PublishingSide, type PublisherRole } from './publishing.side.js';
 import { recordOrWarn } from '../amqp/handler-registry.writer.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
 import { OutboxRelay, type OutboxRelayHealth } from './outbox.relay.js';
@@ -148,6 +148,25 @@ export class RetryEngine {
    * always persistent, whatever `properties.persistent` says.
    */
   publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
+    return this.publishOn('publisher', exchange, routingKey, content, properties, delayMs);
+  }
+
+  /**
+   * @internal The outbox relay's publish: as `publish`, on a confirm channel of its own, so that a row the broker
+   * refuses (and the channel it closes) never disturbs the application's publishes, nor they the relay's.
+   */
+  relayPublish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
+    return this.publishOn('relay', exchange, routingKey, content, properties, delayMs);
+  }
+
+  private publishOn(
+    via: PublisherRole,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: Options.Publish,
+    delayMs: number,
+  ): Promise<void> {
     // Not async: the usual publish hands amqplib's promise chain back as it is, with no wrapper of ours to settle
     // (one promise and a microtask less a publish; a flood holds 100,000 of them). Errors still come as rejections.
     let plan: DelayedPublishPlan;
@@ -156,15 +175,16 @@ export class RetryEngine {
       if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
       prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
       plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
-      readExpiration(properties.expiration); // a malformed one is a RangeError here, not a channel closed by the broker
+      checkPublishProperties(properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
     } catch (error) {
       return Promise.reject(error);
     }
-    if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
-    return this.publishObserved(plan, exchange, routingKey, content, properties, delayMs, prefix);
+    if (!this.observers.active) return this.send(via, plan, exchange, routingKey, content, properties, prefix);
+    return this.publishObserved(via, plan, exchange, routingKey, content, properties, delayMs, prefix);
   }
 
   private async publishObserved(
+    via: PublisherRole,
     plan: DelayedPublishPlan,
     exchange: string,
     routingKey: string,
@@ -177,7 +197,7 @@ export class RetryEngine {
     const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
     const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
     try {
-      const send = () => this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
+      const send = () => this.send(via, plan, exchange, routingKey, content, { ...properties, headers }, prefix);
       await (scope?.run ? scope.run(send) : send());
     } catch (error) {
       scope?.end?.(error);
@@ -220,6 +240,7 @@ export class RetryEngine {
   }
 
   private send(
+    via: PublisherRole,
     plan: DelayedPublishPlan,
     exchange: string,
     routingKey: string,
@@ -229,11 +250,12 @@ export class RetryEngine {
   ): Promise<void> {
     // Once open, a direct publish goes straight to the channel: no await (and no suspended frame) of ours in between.
     const open = this.publishing.openNow;
-    if (open && plan.kind === 'direct') return open.publisher.publish(exchange, routingKey, content, properties);
-    return this.sendWhenOpen(plan, exchange, routingKey, content, properties, prefix);
+    if (open && plan.kind === 'direct') return open[via].publish(exchange, routingKey, content, properties);
+    return this.sendWhenOpen(via, plan, exchange, routingKey, content, properties, prefix);
   }
 
   private async sendWhenOpen(
+    via: PublisherRole,
     plan: DelayedPublishPlan,
     exchange: string,
     routingKey: string,
@@ -241,7 +263,7 @@ export class RetryEngine {
     properties: Options.Publish,
     prefix: string | undefined,
   ): Promise<void> {
-    const { publisher } = await this.publishing.open();
+    const publisher = (await this.publishing.open())[via];
     if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
     const delayed = ladderProperties(properties, plan.headers);
     await this.publishing.delayLadder();
@@ -532,7 +554,7 @@ export class RetryEngine {
     await this.prepareTables([]);
     const relay = new OutboxRelay(
       outbox,
-      (exchange, routingKey, content, properties, delayMs) => this.publish(exchange, routingKey, content, properties, delayMs),
+      (exchange, routingKey, content, properties, delayMs) => this.relayPublish(exchange, routingKey, content, properties, delayMs),
       this.logger,
       this.observers,
     );

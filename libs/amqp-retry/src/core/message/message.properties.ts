@@ -1,5 +1,6 @@
 import type { MessageProperties, Options } from 'amqplib';
 import { MAX_TTL_MS } from '../time/duration.reader.js';
+import { encodedTableSize } from '../headers/field-table.size.js';
 
 /**
  * The properties of a delivered message to publish a copy with (parked, or forwarded after a delay). Two are left
@@ -38,4 +39,63 @@ export function readExpiration(expiration: unknown): string | undefined {
     `Invalid expiration ${shown}: a per-message expiration is a whole number of milliseconds from 0 to ${MAX_TTL_MS}, ` +
       `as a number or a string of digits ('60000').`,
   );
+}
+
+/** The properties amqplib encodes as AMQP short strings: at most 255 bytes each. */
+const SHORT_STRING_PROPERTIES = ['contentType', 'contentEncoding', 'correlationId', 'replyTo', 'messageId', 'type', 'userId', 'appId'] as const;
+
+/**
+ * Most bytes a publish's headers may take, as measured by encodedTableSize: amqplib encodes the properties into a
+ * 64 KiB scratch buffer (a larger table cannot be sent at all), and the broker's frame_max (128 KiB by default,
+ * 4 KiB at least) bounds the header frame.
+ */
+export const MAX_PUBLISH_HEADERS_BYTES = 60 * 1024;
+
+/**
+ * Checks a publish's properties by the rules amqplib and the broker apply when it is sent, so that a bad one is
+ * refused before anything is published (or written to the outbox) instead of failing later: short strings of at
+ * most 255 bytes, a priority and a delivery mode that fit an octet, a numeric timestamp, headers amqplib can encode
+ * (see encodedTableSize) within MAX_PUBLISH_HEADERS_BYTES, and an expiration as readExpiration takes it. Throws a
+ * TypeError (wrong type) or RangeError (out of range) naming the property and what it may be.
+ * @example checkPublishProperties({ priority: 300 }) // RangeError: Invalid priority 300: ...
+ */
+export function checkPublishProperties(properties: Options.Publish): void {
+  for (const key of SHORT_STRING_PROPERTIES) {
+    const value: unknown = properties[key];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string') throw new TypeError(`Invalid ${key} (a ${typeof value}): give a string of at most 255 bytes.`);
+    if (Buffer.byteLength(value) > 255) throw new RangeError(`Invalid ${key}: ${Buffer.byteLength(value)} bytes, where AMQP allows at most 255.`);
+  }
+  const { priority, deliveryMode, timestamp, headers } = properties;
+  if (priority !== undefined && priority !== null && !(Number.isInteger(priority) && priority >= 0 && priority <= 255)) {
+    throw new RangeError(
+      `Invalid priority ${shownValue(priority)}: a priority is a whole number from 0 to 255 (a priority queue uses 0 to its x-max-priority).`,
+    );
+  }
+  if (deliveryMode !== undefined && deliveryMode !== null && typeof deliveryMode !== 'boolean' && deliveryMode !== 1 && deliveryMode !== 2) {
+    throw new RangeError(`Invalid deliveryMode ${shownValue(deliveryMode)}: give 1 (transient) or 2 (persistent), or use persistent: true | false.`);
+  }
+  if (timestamp !== undefined && timestamp !== null && !(typeof timestamp === 'number' && Number.isFinite(timestamp))) {
+    throw new TypeError(`Invalid timestamp ${shownValue(timestamp)}: give a number (seconds since the epoch).`);
+  }
+  if (headers !== undefined && headers !== null) {
+    if (typeof headers !== 'object' || Array.isArray(headers))
+      throw new TypeError(`Invalid headers ${shownValue(headers)}: give an object of header names and values.`);
+    const size = encodedTableSize(headers as Record<string, unknown>);
+    if (!Number.isFinite(size)) {
+      throw new TypeError(
+        'Invalid headers: amqplib cannot encode them (a name over 255 bytes, a bigint, symbol or function, an undefined array element, or a cycle).',
+      );
+    }
+    if (size > MAX_PUBLISH_HEADERS_BYTES) {
+      throw new RangeError(
+        `Invalid headers: about ${size} bytes encoded, over the ${MAX_PUBLISH_HEADERS_BYTES} a publish may carry; put large data in the body.`,
+      );
+    }
+  }
+  readExpiration(properties.expiration);
+}
+
+function shownValue(value: unknown): string {
+  return typeof value === 'string' ? `"${value}"` : typeof value === 'number' ? String(value) : `(a ${typeof value})`;
 }
