@@ -10,6 +10,9 @@ export interface OutboxTableNames {
   schema?: string;
 }
 
+/** The setting, local to a transaction, by which the outbox's insert knows it runs in the caller's transaction block. */
+const WRITE_MARK = 'amqp_retry.outbox_write';
+
 /** Rows deleted per cleanup statement: bounded, so that a cleanup never holds many locks for long. */
 export const CLEANUP_BATCH = 1_000;
 
@@ -62,13 +65,23 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
     ],
     ddlLock,
     /**
-     * Serialises the transactions that write rows of one order key: the second waits for the first to commit, so that
-     * the ids of a key's rows (drawn after the lock) follow commit order. $1 = the key.
+     * Run before the insert, in the caller's transaction: marks it (a setting local to the transaction, which the
+     * insert reads), so that a write in no transaction block (a pool, a client without BEGIN), where each statement is
+     * a transaction of its own, finds no mark and adds no row.
      */
-    orderLock: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-    /** Writes a row and wakes the relays (NOTIFY is delivered at commit, and not at all on rollback). Returns its id. */
+    writeMark: `SELECT set_config('${WRITE_MARK}', 'on', true)`,
+    /**
+     * As writeMark, and serialises the transactions that write rows of one order key: the second waits for the first
+     * to commit, so that the ids of a key's rows (drawn after the lock) follow commit order. $1 = the key.
+     */
+    writeMarkAndOrderLock: `SELECT set_config('${WRITE_MARK}', 'on', true), pg_advisory_xact_lock(hashtextextended($1, 0))`,
+    /**
+     * Writes a row and wakes the relays (NOTIFY is delivered at commit, and not at all on rollback). Returns its id; no
+     * row without writeMark earlier in the same transaction.
+     */
     insert: `WITH row AS (
-  INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms) VALUES ($1, $2, $3, $4::jsonb, $5, $6) RETURNING id
+  INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms)
+  SELECT $1::text, $2::text, $3::bytea, $4::jsonb, $5::text, $6::bigint WHERE current_setting('${WRITE_MARK}', true) = 'on' RETURNING id
 ) SELECT id::text AS id, pg_notify('${table}', '') FROM row`,
     /**
      * Claims up to $1 rows that are due, locking them (other relays skip them) until the claiming transaction ends. A
