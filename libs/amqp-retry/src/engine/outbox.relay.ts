@@ -7,6 +7,7 @@ import { storedProperties } from '../core/outbox/outbox.message.js';
 import { classifyPublishFailure, nextRowChange, type RowChange } from '../core/outbox/outbox.row.js';
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
 import { ALONE_FROM_BYTES, SendGate } from '../core/outbox/outbox.send-gate.js';
+import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 
@@ -16,6 +17,8 @@ export type RelayPublish = (exchange: string, routingKey: string, content: Buffe
 /** How often a relay reads the backlog for the metrics, and cleans up sent rows. */
 const BACKLOG_EVERY_MS = 5_000;
 const CLEANUP_EVERY_MS = 60_000;
+/** Most time one loop spends on cleanup batches between two rounds; an unfinished cleanup goes on after the next round. */
+const CLEANUP_BUDGET_MS = 500;
 /** Backoff of the relay itself while the database does not answer. */
 const DATABASE_RETRY = { initialDelayMs: 200, maxDelayMs: 10_000 };
 
@@ -59,6 +62,9 @@ export class OutboxRelay {
   private databaseFailures = 0;
   private lastBacklogAt = 0;
   private lastCleanupAt = 0;
+  /** A cleanup ran out of its time budget with rows left: it goes on after the next round. */
+  private cleanupUnfinished = false;
+  private cleaning = false;
   /** Large rows go alone on the relay's channel (see ALONE_FROM_BYTES). */
   private readonly gate = new SendGate();
 
@@ -201,13 +207,23 @@ export class OutboxRelay {
         waiting: Number(stats.waiting ?? 0),
         oldestAgeMs: Number(stats.oldest_ms ?? 0),
         parked: Number(stats.parked ?? 0),
+        tableBytes: Number(stats.table_bytes ?? 0),
       });
     }
-    // Every minute, or sooner for a retention shorter than that (never more often than the relay polls).
+    // Every minute, or sooner for a retention shorter than that (never more often than the relay polls); batch after
+    // batch until done, for at most CLEANUP_BUDGET_MS between two rounds of this loop (one loop at a time cleans).
     const cleanupEvery = Math.min(CLEANUP_EVERY_MS, Math.max(retentionMs, this.config.pollIntervalMs));
-    if (now - this.lastCleanupAt >= cleanupEvery) {
-      this.lastCleanupAt = now;
-      await adapter.transaction((tx) => adapter.execute(tx, sql.cleanup, [retentionMs]));
+    if (this.cleaning || (!this.cleanupUnfinished && now - this.lastCleanupAt < cleanupEvery)) return;
+    if (!this.cleanupUnfinished) this.lastCleanupAt = now;
+    this.cleaning = true;
+    try {
+      const batch = async () => {
+        const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.cleanup, [retentionMs]));
+        return Number(rows[0]?.deleted ?? 0);
+      };
+      this.cleanupUnfinished = !(await cleanUpInBatches(batch, CLEANUP_BUDGET_MS));
+    } finally {
+      this.cleaning = false;
     }
   }
 

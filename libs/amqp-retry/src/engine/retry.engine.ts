@@ -25,6 +25,8 @@ import { PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.
 import { PublishingSide, type PublisherRole } from './publishing.side.js';
 import { recordOrWarn } from '../amqp/handler-registry.writer.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
+import { relayPoolProblem } from '../core/outbox/outbox.pool.js';
+import { RetryConfigError } from '../errors/retry-config.error.js';
 import { OutboxRelay, type OutboxRelayHealth } from './outbox.relay.js';
 import { assertTable, createTables } from './outbox.tables.js';
 import { writeToOutbox, type OutboxReceipt } from './outbox.writer.js';
@@ -50,6 +52,8 @@ export interface OutboxBacklog {
   waiting: number;
   oldestAgeMs: number;
   parked: number;
+  /** The table's size on disk in bytes, indexes included. */
+  tableBytes: number;
   /** This instance's relay, when it runs one. */
   relay?: OutboxRelayHealth;
 }
@@ -235,6 +239,7 @@ export class RetryEngine {
       waiting: Number(stats.waiting ?? 0),
       oldestAgeMs: Number(stats.oldest_ms ?? 0),
       parked: Number(stats.parked ?? 0),
+      tableBytes: Number(stats.table_bytes ?? 0),
       relay: this.relay ? this.relay.health() : undefined,
     };
   }
@@ -551,6 +556,8 @@ export class RetryEngine {
   async startRelay(): Promise<void> {
     const { outbox } = this.config;
     if (!outbox?.relay || this.relay || this.closed) return;
+    const small = relayPoolProblem(outbox.adapter.maxConnections?.(), outbox.concurrency, outbox.adapter.listen !== undefined);
+    if (small) throw new RetryConfigError('outbox.adapter', small.problem, small.fix);
     await this.prepareTables([]);
     const relay = new OutboxRelay(
       outbox,

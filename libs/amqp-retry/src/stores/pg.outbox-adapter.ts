@@ -16,6 +16,8 @@ export interface PgClientLike {
 /** What the adapter needs of a pg Pool. */
 export interface PgPoolLike {
   connect(): Promise<PgClientLike>;
+  /** pg's Pool keeps its options: `max` (default 10) bounds its clients. */
+  readonly options?: { max?: number };
 }
 
 /**
@@ -80,6 +82,7 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
         client.release(broken);
       }
     },
+    maxConnections: () => (typeof pool.options?.max === 'number' ? pool.options.max : undefined),
     async listen(channel, onNotify, onLost) {
       const client = await pool.connect();
       let closed = false;

@@ -26,6 +26,11 @@ export interface OutboxAdapter<Tx = unknown> {
    * listens again). Optional: without it the relay polls.
    */
   listen?(channel: string, onNotify: () => void, onLost: (error: unknown) => void): Promise<() => Promise<void>>;
+  /**
+   * The most connections the pool behind the adapter opens, when it can tell: the start refuses a pool too small for
+   * the relay (its LISTEN holds one for good, each round takes one), which would otherwise hang. Optional.
+   */
+  maxConnections?(): number | undefined;
 }
 
 /**

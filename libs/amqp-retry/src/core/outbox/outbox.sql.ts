@@ -13,7 +13,10 @@ export interface OutboxTableNames {
 /** The setting, local to a transaction, by which the outbox's insert knows it runs in the caller's transaction block. */
 const WRITE_MARK = 'amqp_retry.outbox_write';
 
-/** Rows deleted per cleanup statement: bounded, so that a cleanup never holds many locks for long. */
+/**
+ * Rows deleted per cleanup statement, each in a transaction of its own: bounded, so that a cleanup never holds many
+ * locks for long. A cleanup runs such batches until one deletes fewer.
+ */
 export const CLEANUP_BATCH = 1_000;
 
 /**
@@ -107,19 +110,22 @@ FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[]) AS u(id, attempts
     /** $1 = ids, $2 = attempts, $3 = reasons. */
     park: `UPDATE ${t} AS o SET state = 'parked', attempts = u.attempts, last_error = u.reason
 FROM unnest($1::bigint[], $2::int[], $3::text[]) AS u(id, attempts, reason) WHERE o.id = u.id`,
-    /** Deletes up to CLEANUP_BATCH rows sent more than $1 ms ago. */
-    cleanup: `DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t} WHERE state = 'sent' AND sent_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})`,
-    /** The backlog: rows waiting, the oldest one's age, rows parked. */
+    /** Deletes up to CLEANUP_BATCH rows sent more than $1 ms ago; answers how many (`deleted`). */
+    cleanup: `WITH gone AS (DELETE FROM ${t} WHERE id IN (
+  SELECT id FROM ${t} WHERE state = 'sent' AND sent_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
+SELECT count(*)::int AS deleted FROM gone`,
+    /** The backlog: rows waiting, the oldest one's age, rows parked; and the table's size on disk. */
     stats: `SELECT count(*) FILTER (WHERE state = 'pending')::text AS waiting,
   COALESCE(floor(extract(epoch FROM clock_timestamp() - min(created_at) FILTER (WHERE state = 'pending')) * 1000), 0)::bigint::text AS oldest_ms,
-  count(*) FILTER (WHERE state = 'parked')::text AS parked
+  count(*) FILTER (WHERE state = 'parked')::text AS parked,
+  pg_total_relation_size('${t}'::regclass)::text AS table_bytes
 FROM ${t} WHERE state <> 'sent'`,
     /** Records ($1 queue, $2 message id) as handled; no row back when it already was (or is being, by a transaction that then commits). */
     inboxRecord: `INSERT INTO ${inbox} (queue, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1 AS recorded`,
-    /** Deletes up to CLEANUP_BATCH inbox rows handled more than $1 ms ago. */
-    inboxCleanup: `DELETE FROM ${inbox} WHERE (queue, message_id) IN (
-  SELECT queue, message_id FROM ${inbox} WHERE handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})`,
+    /** Deletes up to CLEANUP_BATCH inbox rows handled more than $1 ms ago; answers how many (`deleted`). */
+    inboxCleanup: `WITH gone AS (DELETE FROM ${inbox} WHERE (queue, message_id) IN (
+  SELECT queue, message_id FROM ${inbox} WHERE handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
+SELECT count(*)::int AS deleted FROM gone`,
   };
 }
 
