@@ -8,6 +8,7 @@ import { classifyPublishFailure, nextRowChange, type RowChange } from '../core/o
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
 import { ALONE_FROM_BYTES, SendGate } from '../core/outbox/outbox.send-gate.js';
 import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
+import { relayDatabaseProblem } from '../core/outbox/outbox.database-failure.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 
@@ -184,7 +185,7 @@ export class OutboxRelay {
         wait = Math.min(wait, reconnectDelay(this.databaseFailures, DATABASE_RETRY));
         if (this.databaseFailures === 1)
           this.logger.error(`Outbox ${this.config.tableName}: the relay's round failed (${errorMessage(error)}); trying again`);
-        this.failure = `the outbox relay of ${this.config.tableName} cannot reach the database: ${errorMessage(error)}`;
+        this.failure = relayDatabaseProblem(this.config.tableName, error);
       }
       if (!this.running) break;
       // Rows were claimed: more may be due now (a full batch, or the next row of an order key that just went).

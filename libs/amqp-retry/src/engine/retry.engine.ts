@@ -28,7 +28,7 @@ import type { OutboxMessage } from '../core/outbox/outbox.message.js';
 import { relayPoolProblem } from '../core/outbox/outbox.pool.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { OutboxRelay, type OutboxRelayHealth } from './outbox.relay.js';
-import { assertTable, createTables } from './outbox.tables.js';
+import { prepareTable } from './outbox.tables.js';
 import { writeToOutbox, type OutboxReceipt } from './outbox.writer.js';
 import { queueStateWord, readPauseBy } from '../core/breaker/queue.state.js';
 import { CONTROL_EXCHANGE, encodeControl, type ControlCommand } from '../core/breaker/control.message.js';
@@ -539,15 +539,29 @@ export class RetryEngine {
   private async prepareTables(handlers: readonly EngineHandler[]): Promise<void> {
     const { outbox } = this.config;
     if (outbox && !this.inboxTables.has(outbox.sql.outboxName)) {
-      if (outbox.createTables) await createTables(outbox.adapter, outbox.sql, outbox.sql.outboxTables);
-      else await assertTable(outbox.adapter, outbox.sql.outboxName, outbox.tableName);
+      const { sql } = outbox;
+      const create = outbox.createTables ? sql.outboxTables : undefined;
+      await prepareTable(outbox.adapter, sql, {
+        qualified: sql.outboxName,
+        shown: outbox.tableName,
+        option: 'outbox.table',
+        create,
+        shape: sql.outboxShape,
+      });
       this.inboxTables.add(outbox.sql.outboxName);
     }
     for (const { config } of handlers) {
       const inbox = config.inbox;
       if (!inbox || this.inboxTables.has(inbox.sql.inboxName)) continue;
-      if (inbox.createTables) await createTables(inbox.adapter, inbox.sql, inbox.sql.inboxTables);
-      else await assertTable(inbox.adapter, inbox.sql.inboxName, inbox.tableName);
+      const { sql } = inbox;
+      const create = inbox.createTables ? sql.inboxTables : undefined;
+      await prepareTable(inbox.adapter, sql, {
+        qualified: sql.inboxName,
+        shown: inbox.tableName,
+        option: 'inbox.table',
+        create,
+        shape: sql.inboxShape,
+      });
       this.inboxTables.add(inbox.sql.inboxName);
     }
   }
@@ -557,7 +571,8 @@ export class RetryEngine {
     const { outbox } = this.config;
     if (!outbox?.relay || this.relay || this.closed) return;
     const small = relayPoolProblem(outbox.adapter.maxConnections?.(), outbox.concurrency, outbox.adapter.listen !== undefined);
-    if (small) throw new RetryConfigError('outbox.adapter', small.problem, small.fix);
+    if (small?.refuse) throw new RetryConfigError('outbox.adapter', small.problem, small.fix);
+    if (small) this.logger.warn(`The outbox's adapter ${small.problem}. ${small.fix}`);
     await this.prepareTables([]);
     const relay = new OutboxRelay(
       outbox,

@@ -1,5 +1,5 @@
 import { DDL_LOCK_SQL } from '../sql/ddl.lock.js';
-import { qualifiedName } from '../sql/sql-identifier.reader.js';
+import { indexName, qualifiedName } from '../sql/sql-identifier.reader.js';
 
 /** The tables' names, read by readSqlIdentifier (safe to put into SQL text). */
 export interface OutboxTableNames {
@@ -9,6 +9,11 @@ export interface OutboxTableNames {
   inboxTable: string;
   schema?: string;
 }
+
+const OUTBOX_COLUMNS: readonly string[] = [
+  'id', 'exchange', 'routing_key', 'body', 'properties', 'order_key', 'delay_ms', 'state', 'attempts', 'last_error', 'created_at', 'available_at', 'sent_at',
+]; // prettier-ignore
+const INBOX_COLUMNS: readonly string[] = ['queue', 'message_id', 'handled_at'];
 
 /** The setting, local to a transaction, by which the outbox's insert knows it runs in the caller's transaction block. */
 const WRITE_MARK = 'amqp_retry.outbox_write';
@@ -27,6 +32,12 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   const t = qualifiedName(table, schema);
   const inbox = qualifiedName(inboxTable, schema);
   const ddlLock = DDL_LOCK_SQL;
+  const index = {
+    pending: indexName(table, 'pending_idx'),
+    order: indexName(table, 'order_idx'),
+    sent: indexName(table, 'sent_idx'),
+    handledAt: indexName(inboxTable, 'handled_at_idx'),
+  };
   return {
     /** The NOTIFY channel: the table's name. */
     channel: table,
@@ -51,10 +62,12 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   available_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   sent_at timestamptz
 )`,
-      `CREATE INDEX IF NOT EXISTS "${table}_pending_idx" ON ${t} (id) WHERE state = 'pending'`,
-      `CREATE INDEX IF NOT EXISTS "${table}_order_idx" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
-      `CREATE INDEX IF NOT EXISTS "${table}_sent_idx" ON ${t} (sent_at) WHERE state = 'sent'`,
+      `CREATE INDEX IF NOT EXISTS "${index.pending}" ON ${t} (id) WHERE state = 'pending'`,
+      `CREATE INDEX IF NOT EXISTS "${index.order}" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS "${index.sent}" ON ${t} (sent_at) WHERE state = 'sent'`,
     ],
+    /** What the start checks of an existing outbox table: the columns the statements use, and the indexes above. */
+    outboxShape: { columns: OUTBOX_COLUMNS, indexes: [index.pending, index.order, index.sent] },
     /** The inbox's DDL, idempotent. */
     inboxTables: [
       ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${schema}"`]),
@@ -64,8 +77,13 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   handled_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   PRIMARY KEY (queue, message_id)
 )`,
-      `CREATE INDEX IF NOT EXISTS "${inboxTable}_handled_at_idx" ON ${inbox} (handled_at)`,
+      `CREATE INDEX IF NOT EXISTS "${index.handledAt}" ON ${inbox} (handled_at)`,
     ],
+    /** What the start checks of an existing inbox table. */
+    inboxShape: { columns: INBOX_COLUMNS, indexes: [index.handledAt] },
+    /** $1 = a table's quoted name: its columns and the names of its indexes (empty when it does not exist). */
+    tableShape: `SELECT ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
+  ARRAY(SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)) AS indexes`,
     ddlLock,
     /**
      * Run before the insert, in the caller's transaction: marks it (a setting local to the transaction, which the
