@@ -26,8 +26,12 @@ describe('the outbox and messages the broker cannot carry', () => {
 
   beforeAll(async () => {
     node = await PrivateBroker.start();
-    // Read by each channel as it opens: set before the application connects.
-    await node.ctl('eval', `application:set_env(rabbit, max_message_size, ${MAX_MESSAGE_SIZE}).`);
+    // Set before the application connects: 3.10 reads the setting as each channel opens, 4.x keeps it in a
+    // persistent term from its boot.
+    await node.ctl(
+      'eval',
+      `application:set_env(rabbit, max_message_size, ${MAX_MESSAGE_SIZE}), persistent_term:put(max_message_size, ${MAX_MESSAGE_SIZE}).`,
+    );
     broker = await TestBroker.connect(node.url);
     await broker.declareQueue(sink);
     kind = await pgKind();
