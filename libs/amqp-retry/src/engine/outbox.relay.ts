@@ -59,7 +59,12 @@ export class OutboxRelay {
   private readonly sleepers = new Set<() => void>();
   /** Counts NOTIFYs: a loop that sees it change during its round goes again at once. */
   private notified = 0;
+  /** Why its last publishes failed; cleared when a publish goes. */
   private failure?: string;
+  /** Why its last round failed in the database; cleared by the next round that succeeds. */
+  private databaseFailure?: string;
+  /** The last cleanup or backlog reading's failure, logged once. */
+  private housekeepingFailure?: string;
   private databaseFailures = 0;
   private lastBacklogAt = 0;
   private lastCleanupAt = 0;
@@ -97,7 +102,8 @@ export class OutboxRelay {
 
   health(): OutboxRelayHealth {
     // The health endpoint and the page show this text: a database's error may quote its connection string.
-    const problem = this.failure === undefined ? undefined : maskCredentials(this.failure);
+    const failure = this.databaseFailure ?? this.failure;
+    const problem = failure === undefined ? undefined : maskCredentials(failure);
     return { table: this.config.tableName, relaying: problem === undefined, ...(problem !== undefined && { problem }) };
   }
 
@@ -179,13 +185,20 @@ export class OutboxRelay {
         claimed = await this.round();
         if (this.databaseFailures > 0) this.logger.log(`Outbox ${this.config.tableName}: the database answers again`);
         this.databaseFailures = 0;
-        await this.housekeeping();
+        this.databaseFailure = undefined;
       } catch (error) {
         this.databaseFailures++;
         wait = Math.min(wait, reconnectDelay(this.databaseFailures, DATABASE_RETRY));
         if (this.databaseFailures === 1)
           this.logger.error(`Outbox ${this.config.tableName}: the relay's round failed (${errorMessage(error)}); trying again`);
-        this.failure = relayDatabaseProblem(this.config.tableName, error);
+        this.databaseFailure = relayDatabaseProblem(this.config.tableName, error);
+      }
+      // Housekeeping fails apart: logged once, its next turn tries again; rounds and health go on as they are.
+      if (this.databaseFailures === 0) {
+        await this.housekeeping().then(
+          () => (this.housekeepingFailure = undefined),
+          (error: unknown) => this.housekeepingFailed(error),
+        );
       }
       if (!this.running) break;
       // Rows were claimed: more may be due now (a full batch, or the next row of an order key that just went).
@@ -193,6 +206,12 @@ export class OutboxRelay {
       if (claimed > 0 || this.notified !== notifiedBefore) continue;
       await this.sleep(wait);
     }
+  }
+
+  private housekeepingFailed(error: unknown): void {
+    const problem = relayDatabaseProblem(this.config.tableName, error);
+    if (problem !== this.housekeepingFailure) this.logger.warn(`Outbox ${this.config.tableName}: a cleanup or backlog reading failed: ${problem}`);
+    this.housekeepingFailure = problem;
   }
 
   /** Reads the backlog for observers, and deletes sent rows past their retention, each every so often. */
