@@ -202,7 +202,7 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
 
     await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 4, 'all four handled');
     expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual([1, 4, 2, 3]);
-    await expect(publisher.publish('', queue, { id: 5 }, { priority: 256 })).rejects.toThrow('priority must be a whole number from 0 to 255');
+    await expect(publisher.publish('', queue, { id: 5 }, { priority: 256 })).rejects.toThrow('Invalid priority 256: a priority is a whole number from 0 to 255');
   });
 
   it("parks what expired in a partition in that partition's parking queue, through the handler's one dead-letter queue", async () => {

@@ -38,7 +38,7 @@ export type { RetryContext, RetryContextBase } from './core/delivery/retry.conte
 export { OutboxPublisher } from './nest/outbox.publisher.js';
 export type { OutboxReceipt } from './engine/outbox.writer.js';
 export type { OutboxOptions, InboxOptions } from './core/outbox/outbox.options.js';
-export type { OutboxAdapter, SqlResult } from './core/outbox/outbox.adapter.js';
+export type { OutboxAdapter, OutboxTransaction, SqlResult } from './core/outbox/outbox.adapter.js';
 export type { OutboxMessage, OutboxMessageProperties } from './core/outbox/outbox.message.js';
 export { outboxMigration } from './core/outbox/outbox.migration.js';
 export { pgOutboxAdapter, type PgPoolLike, type PgClientLike } from './stores/pg.outbox-adapter.js';

@@ -38,8 +38,8 @@ type SendOutcome =
 
 /**
  * A publish is sent at most this many times when channels close under it for no reason that names an exchange (a
- * lost connection, an unattributable channel error). Closes that name another publish's exchange do not count: a
- * stream of bad publishes beside it must not fail a good one.
+ * lost connection, an unattributable channel error). Closes that name another publish's exchange, or another
+ * publish's message too large, do not count: a stream of bad publishes beside it must not fail a good one.
  */
 const MAX_SENDS = 3;
 
@@ -185,10 +185,10 @@ export class ConfirmPublisher {
         return publish.failWith(this.unconfirmedReason());
       case 'closed': {
         const close = classifyChannelClose(outcome.reason, outcome.code);
-        const verdict = publishOutcomeAfterClose(close, exchange);
+        const verdict = publishOutcomeAfterClose(close, exchange, publish.content.length);
         if (verdict.action === 'fail') return publish.reject(new PublishError(exchange, routingKey, verdict.reason, verdict.code));
         publish.lastClose = `the channel closed before the broker confirmed it (${outcome.reason ?? 'connection lost'})`;
-        if (close.exchange === undefined && ++publish.sends > MAX_SENDS)
+        if (close.exchange === undefined && close.maxMessageSize === undefined && ++publish.sends > MAX_SENDS)
           return publish.reject(new PublishError(exchange, routingKey, `${publish.lastClose}, ${MAX_SENDS} times`, outcome.code));
         if (Date.now() >= publish.deadline) return publish.reject(new PublishError(exchange, routingKey, publish.lastClose, outcome.code));
         // Sent again once the close has run its course: amqplib fails a closing channel's publishes from its own

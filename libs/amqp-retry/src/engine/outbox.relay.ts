@@ -6,6 +6,9 @@ import type { OutboxConfig } from '../core/outbox/outbox.config.js';
 import { storedProperties } from '../core/outbox/outbox.message.js';
 import { classifyPublishFailure, nextRowChange, type RowChange } from '../core/outbox/outbox.row.js';
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
+import { ALONE_FROM_BYTES, SendGate } from '../core/outbox/outbox.send-gate.js';
+import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
+import { relayDatabaseProblem } from '../core/outbox/outbox.database-failure.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 
@@ -15,6 +18,8 @@ export type RelayPublish = (exchange: string, routingKey: string, content: Buffe
 /** How often a relay reads the backlog for the metrics, and cleans up sent rows. */
 const BACKLOG_EVERY_MS = 5_000;
 const CLEANUP_EVERY_MS = 60_000;
+/** Most time one loop spends on cleanup batches between two rounds; an unfinished cleanup goes on after the next round. */
+const CLEANUP_BUDGET_MS = 500;
 /** Backoff of the relay itself while the database does not answer. */
 const DATABASE_RETRY = { initialDelayMs: 200, maxDelayMs: 10_000 };
 
@@ -56,10 +61,20 @@ export class OutboxRelay {
   private readonly sleepers = new Set<() => void>();
   /** Counts NOTIFYs: a loop that sees it change during its round goes again at once. */
   private notified = 0;
+  /** Why its last publishes failed; cleared when a publish goes. */
   private failure?: string;
+  /** Why its last round failed in the database; cleared by the next round that succeeds. */
+  private databaseFailure?: string;
+  /** The last cleanup or backlog reading's failure, logged once. */
+  private housekeepingFailure?: string;
   private databaseFailures = 0;
   private lastBacklogAt = 0;
   private lastCleanupAt = 0;
+  /** A cleanup ran out of its time budget with rows left: it goes on after the next round. */
+  private cleanupUnfinished = false;
+  private cleaning = false;
+  /** Large rows go alone on the relay's channel (see ALONE_FROM_BYTES). */
+  private readonly gate = new SendGate();
 
   constructor(
     private readonly config: OutboxConfig,
@@ -89,7 +104,8 @@ export class OutboxRelay {
 
   health(): OutboxRelayHealth {
     // The health endpoint and the page show this text: a database's error may quote its connection string.
-    const problem = this.failure === undefined ? undefined : maskCredentials(this.failure);
+    const failure = this.databaseFailure ?? this.failure;
+    const problem = failure === undefined ? undefined : maskCredentials(failure);
     return { table: this.config.tableName, relaying: problem === undefined, ...(problem !== undefined && { problem }) };
   }
 
@@ -130,7 +146,8 @@ export class OutboxRelay {
     const startedAt = Date.now();
     try {
       const body = Buffer.isBuffer(row.body) ? row.body : Buffer.from(row.body as unknown as Uint8Array);
-      await this.publish(row.exchange, row.routing_key, body, storedProperties(row.properties), Number(row.remaining_delay_ms));
+      const publish = () => this.publish(row.exchange, row.routing_key, body, storedProperties(row.properties), Number(row.remaining_delay_ms));
+      await this.gate.run(body.length >= ALONE_FROM_BYTES, publish);
       if (this.observers?.active) {
         const lagMs = Number(row.age_ms) + (Date.now() - startedAt);
         this.observers.emit('outboxSent', { table: this.config.tableName, exchange: row.exchange, routingKey: row.routing_key, lagMs });
@@ -170,13 +187,20 @@ export class OutboxRelay {
         claimed = await this.round();
         if (this.databaseFailures > 0) this.logger.log(`Outbox ${this.config.tableName}: the database answers again`);
         this.databaseFailures = 0;
-        await this.housekeeping();
+        this.databaseFailure = undefined;
       } catch (error) {
         this.databaseFailures++;
         wait = Math.min(wait, reconnectDelay(this.databaseFailures, DATABASE_RETRY));
         if (this.databaseFailures === 1)
           this.logger.error(`Outbox ${this.config.tableName}: the relay's round failed (${errorMessage(error)}); trying again`);
-        this.failure = `the outbox relay of ${this.config.tableName} cannot reach the database: ${errorMessage(error)}`;
+        this.databaseFailure = relayDatabaseProblem(this.config.tableName, error);
+      }
+      // Housekeeping fails apart: logged once, its next turn tries again; rounds and health go on as they are.
+      if (this.databaseFailures === 0) {
+        await this.housekeeping().then(
+          () => (this.housekeepingFailure = undefined),
+          (error: unknown) => this.housekeepingFailed(error),
+        );
       }
       if (!this.running) break;
       // Rows were claimed: more may be due now (a full batch, or the next row of an order key that just went).
@@ -184,6 +208,12 @@ export class OutboxRelay {
       if (claimed > 0 || this.notified !== notifiedBefore) continue;
       await this.sleep(wait);
     }
+  }
+
+  private housekeepingFailed(error: unknown): void {
+    const problem = relayDatabaseProblem(this.config.tableName, error);
+    if (problem !== this.housekeepingFailure) this.logger.warn(`Outbox ${this.config.tableName}: a cleanup or backlog reading failed: ${problem}`);
+    this.housekeepingFailure = problem;
   }
 
   /** Reads the backlog for observers, and deletes sent rows past their retention, each every so often. */
@@ -199,13 +229,23 @@ export class OutboxRelay {
         waiting: Number(stats.waiting ?? 0),
         oldestAgeMs: Number(stats.oldest_ms ?? 0),
         parked: Number(stats.parked ?? 0),
+        tableBytes: Number(stats.table_bytes ?? 0),
       });
     }
-    // Every minute, or sooner for a retention shorter than that (never more often than the relay polls).
+    // Every minute, or sooner for a retention shorter than that (never more often than the relay polls); batch after
+    // batch until done, for at most CLEANUP_BUDGET_MS between two rounds of this loop (one loop at a time cleans).
     const cleanupEvery = Math.min(CLEANUP_EVERY_MS, Math.max(retentionMs, this.config.pollIntervalMs));
-    if (now - this.lastCleanupAt >= cleanupEvery) {
-      this.lastCleanupAt = now;
-      await adapter.transaction((tx) => adapter.execute(tx, sql.cleanup, [retentionMs]));
+    if (this.cleaning || (!this.cleanupUnfinished && now - this.lastCleanupAt < cleanupEvery)) return;
+    if (!this.cleanupUnfinished) this.lastCleanupAt = now;
+    this.cleaning = true;
+    try {
+      const batch = async () => {
+        const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.cleanup, [retentionMs]));
+        return Number(rows[0]?.deleted ?? 0);
+      };
+      this.cleanupUnfinished = !(await cleanUpInBatches(batch, CLEANUP_BUDGET_MS));
+    } finally {
+      this.cleaning = false;
     }
   }
 

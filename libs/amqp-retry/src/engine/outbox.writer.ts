@@ -12,12 +12,15 @@ export interface OutboxReceipt {
 
 /**
  * Writes `message` as a row of the outbox in the caller's transaction `tx`, and NOTIFYs the relays (delivered at
- * commit). With an order key, first waits for any other open transaction writing that key (see orderLock).
+ * commit). With an order key, first waits for any other open transaction writing that key (see writeMarkAndOrderLock).
+ * Throws, having written nothing, when `tx` runs its statements in no transaction block (the insert then finds no
+ * writeMark, and adds no row).
  */
 export async function writeToOutbox<Tx>(config: OutboxConfig, tx: Tx, message: OutboxMessage): Promise<OutboxReceipt> {
   const record = readOutboxMessage(message, randomUUID);
   const { adapter, sql } = config;
-  if (record.orderKey !== null) await adapter.execute(tx, sql.orderLock, [`${config.tableName}:${record.orderKey}`]);
+  if (record.orderKey === null) await adapter.execute(tx, sql.writeMark, []);
+  else await adapter.execute(tx, sql.writeMarkAndOrderLock, [`${config.tableName}:${record.orderKey}`]);
   const { rows } = await adapter.execute(tx, sql.insert, [
     record.exchange,
     record.routingKey,
@@ -26,5 +29,10 @@ export async function writeToOutbox<Tx>(config: OutboxConfig, tx: Tx, message: O
     record.orderKey,
     record.delayMs,
   ]);
-  return { id: String(rows[0]?.id), messageId: record.properties.messageId };
+  if (rows.length === 0) {
+    throw new Error(
+      `OutboxPublisher.publish: the transaction given is in no transaction block (a connection pool, a client without BEGIN, a Knex instance), so the row would commit on its own: nothing was written to ${config.tableName}. Pass what your transaction runs on: a pg client after BEGIN, the manager of dataSource.transaction(), the trx of knex.transaction()`,
+    );
+  }
+  return { id: String(rows[0].id), messageId: record.properties.messageId };
 }

@@ -16,7 +16,12 @@ export interface Publishers {
   parker: ConfirmPublisher;
   /** For the delay forwarder, whose targets may have been deleted since the message was delayed. */
   forwarder: ConfirmPublisher;
+  /** For the outbox relay: a row the broker refuses never disturbs the application's publishes. */
+  relay: ConfirmPublisher;
 }
+
+/** The confirm channels a publish of the engine may go on. */
+export type PublisherRole = 'publisher' | 'relay';
 
 /**
  * The publishing half of the engine: a connection of its own, so that a broker that blocks publishers (a memory or
@@ -52,7 +57,7 @@ export class PublishingSide {
       connection.onReconnect(async () => this.forgetLadder()); // the broker may have lost it
       const limits = { timeoutMs: publishTimeoutMs, bufferSize: publishBufferSize, confirmTimeoutMs };
       const publisher = () => new ConfirmPublisher(connection, limits);
-      const opened: Publishers = { connection, publisher: publisher(), parker: publisher(), forwarder: publisher() };
+      const opened: Publishers = { connection, publisher: publisher(), parker: publisher(), forwarder: publisher(), relay: publisher() };
       if (this.closed)
         await PublishingSide.shut(opened); // closed while connecting
       else this.openedNow = opened;
@@ -104,7 +109,7 @@ export class PublishingSide {
   }
 
   private static async shut(o: Publishers): Promise<void> {
-    await Promise.all([o.publisher.close(), o.parker.close(), o.forwarder.close()]);
+    await Promise.all([o.publisher.close(), o.parker.close(), o.forwarder.close(), o.relay.close()]);
     await o.connection.close();
   }
 }

@@ -8,7 +8,7 @@ import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { delayLadderPrefix, ladderProperties, planDelayedPublish, planDelayTopology, readPublishDelay } from '../core/delivery/delay.plan.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { readExpiration } from '../core/message/message.properties.js';
+import { checkPublishProperties } from '../core/message/message.properties.js';
 import { assertDistinctQueues } from '../core/config/handler.config.js';
 import type { IdempotencyStore } from '../core/idempotency/idempotency.store.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
@@ -24,13 +24,15 @@ import { idempotencyStoresOf } from '../core/idempotency/idempotency.config.js';
 import { drainOtherLadder } from './ladder.drain.js';
 import { HandlerRuntime, scheduleTiers, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
-import { PublishingSide } from './publishing.side.js';
+import { PublishingSide, type PublisherRole } from './publishing.side.js';
 import { ReplyAddressChecker } from './reply-address.checker.js';
 import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import { recordOrWarn } from '../amqp/handler-registry.writer.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
+import { relayPoolProblem } from '../core/outbox/outbox.pool.js';
+import { RetryConfigError } from '../errors/retry-config.error.js';
 import { OutboxRelay, type OutboxRelayHealth } from './outbox.relay.js';
-import { assertTable, createTables } from './outbox.tables.js';
+import { prepareTable } from './outbox.tables.js';
 import { writeToOutbox, type OutboxReceipt } from './outbox.writer.js';
 import { queueStateWord, readPauseBy } from '../core/breaker/queue.state.js';
 import { CONTROL_EXCHANGE, encodeControl, type ControlCommand } from '../core/breaker/control.message.js';
@@ -54,6 +56,8 @@ export interface OutboxBacklog {
   waiting: number;
   oldestAgeMs: number;
   parked: number;
+  /** The table's size on disk in bytes, indexes included. */
+  tableBytes: number;
   /** This instance's relay, when it runs one. */
   relay?: OutboxRelayHealth;
 }
@@ -165,6 +169,25 @@ export class RetryEngine {
    * always persistent, whatever `properties.persistent` says.
    */
   publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
+    return this.publishOn('publisher', exchange, routingKey, content, properties, delayMs);
+  }
+
+  /**
+   * @internal The outbox relay's publish: as `publish`, on a confirm channel of its own, so that a row the broker
+   * refuses (and the channel it closes) never disturbs the application's publishes, nor they the relay's.
+   */
+  relayPublish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
+    return this.publishOn('relay', exchange, routingKey, content, properties, delayMs);
+  }
+
+  private publishOn(
+    via: PublisherRole,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: Options.Publish,
+    delayMs: number,
+  ): Promise<void> {
     // Not async: the usual publish hands amqplib's promise chain back as it is, with no wrapper of ours to settle
     // (one promise and a microtask less a publish; a flood holds 100,000 of them). Errors still come as rejections.
     let plan: DelayedPublishPlan;
@@ -173,15 +196,16 @@ export class RetryEngine {
       if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
       prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
       plan = planDelayedPublish(delayMs, { exchange, routingKey }, Date.now(), prefix);
-      readExpiration(properties.expiration); // a malformed one is a RangeError here, not a channel closed by the broker
+      checkPublishProperties(properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
     } catch (error) {
       return Promise.reject(error);
     }
-    if (!this.observers.active) return this.send(plan, exchange, routingKey, content, properties, prefix);
-    return this.publishObserved(plan, exchange, routingKey, content, properties, delayMs, prefix);
+    if (!this.observers.active) return this.send(via, plan, exchange, routingKey, content, properties, prefix);
+    return this.publishObserved(via, plan, exchange, routingKey, content, properties, delayMs, prefix);
   }
 
   private async publishObserved(
+    via: PublisherRole,
     plan: DelayedPublishPlan,
     exchange: string,
     routingKey: string,
@@ -194,7 +218,7 @@ export class RetryEngine {
     const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
     const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
     try {
-      const send = () => this.send(plan, exchange, routingKey, content, { ...properties, headers }, prefix);
+      const send = () => this.send(via, plan, exchange, routingKey, content, { ...properties, headers }, prefix);
       await (scope?.run ? scope.run(send) : send());
     } catch (error) {
       scope?.end?.(error);
@@ -232,11 +256,13 @@ export class RetryEngine {
       waiting: Number(stats.waiting ?? 0),
       oldestAgeMs: Number(stats.oldest_ms ?? 0),
       parked: Number(stats.parked ?? 0),
+      tableBytes: Number(stats.table_bytes ?? 0),
       relay: this.relay ? this.relay.health() : undefined,
     };
   }
 
   private send(
+    via: PublisherRole,
     plan: DelayedPublishPlan,
     exchange: string,
     routingKey: string,
@@ -246,11 +272,12 @@ export class RetryEngine {
   ): Promise<void> {
     // Once open, a direct publish goes straight to the channel: no await (and no suspended frame) of ours in between.
     const open = this.publishing.openNow;
-    if (open && plan.kind === 'direct') return open.publisher.publish(exchange, routingKey, content, properties);
-    return this.sendWhenOpen(plan, exchange, routingKey, content, properties, prefix);
+    if (open && plan.kind === 'direct') return open[via].publish(exchange, routingKey, content, properties);
+    return this.sendWhenOpen(via, plan, exchange, routingKey, content, properties, prefix);
   }
 
   private async sendWhenOpen(
+    via: PublisherRole,
     plan: DelayedPublishPlan,
     exchange: string,
     routingKey: string,
@@ -258,7 +285,7 @@ export class RetryEngine {
     properties: Options.Publish,
     prefix: string | undefined,
   ): Promise<void> {
-    const { publisher } = await this.publishing.open();
+    const publisher = (await this.publishing.open())[via];
     if (plan.kind === 'direct') return publisher.publish(exchange, routingKey, content, properties);
     const delayed = ladderProperties(properties, plan.headers);
     await this.publishing.delayLadder();
@@ -570,15 +597,29 @@ export class RetryEngine {
   private async prepareTables(handlers: readonly EngineHandler[]): Promise<void> {
     const { outbox } = this.config;
     if (outbox && !this.inboxTables.has(outbox.sql.outboxName)) {
-      if (outbox.createTables) await createTables(outbox.adapter, outbox.sql, outbox.sql.outboxTables);
-      else await assertTable(outbox.adapter, outbox.sql.outboxName, outbox.tableName);
+      const { sql } = outbox;
+      const create = outbox.createTables ? sql.outboxTables : undefined;
+      await prepareTable(outbox.adapter, sql, {
+        qualified: sql.outboxName,
+        shown: outbox.tableName,
+        option: 'outbox.table',
+        create,
+        shape: sql.outboxShape,
+      });
       this.inboxTables.add(outbox.sql.outboxName);
     }
     for (const { config } of handlers) {
       const inbox = config.inbox;
       if (!inbox || this.inboxTables.has(inbox.sql.inboxName)) continue;
-      if (inbox.createTables) await createTables(inbox.adapter, inbox.sql, inbox.sql.inboxTables);
-      else await assertTable(inbox.adapter, inbox.sql.inboxName, inbox.tableName);
+      const { sql } = inbox;
+      const create = inbox.createTables ? sql.inboxTables : undefined;
+      await prepareTable(inbox.adapter, sql, {
+        qualified: sql.inboxName,
+        shown: inbox.tableName,
+        option: 'inbox.table',
+        create,
+        shape: sql.inboxShape,
+      });
       this.inboxTables.add(inbox.sql.inboxName);
     }
   }
@@ -587,10 +628,13 @@ export class RetryEngine {
   async startRelay(): Promise<void> {
     const { outbox } = this.config;
     if (!outbox?.relay || this.relay || this.closed) return;
+    const small = relayPoolProblem(outbox.adapter.maxConnections?.(), outbox.concurrency, outbox.adapter.listen !== undefined);
+    if (small?.refuse) throw new RetryConfigError('outbox.adapter', small.problem, small.fix);
+    if (small) this.logger.warn(`The outbox's adapter ${small.problem}. ${small.fix}`);
     await this.prepareTables([]);
     const relay = new OutboxRelay(
       outbox,
-      (exchange, routingKey, content, properties, delayMs) => this.publish(exchange, routingKey, content, properties, delayMs),
+      (exchange, routingKey, content, properties, delayMs) => this.relayPublish(exchange, routingKey, content, properties, delayMs),
       this.logger,
       this.observers,
     );

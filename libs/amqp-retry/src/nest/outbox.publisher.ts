@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
+import type { OutboxTransaction } from '../core/outbox/outbox.adapter.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import type { OutboxReceipt } from '../engine/outbox.writer.js';
 
@@ -14,10 +15,12 @@ export class OutboxPublisher {
   /**
    * Writes the message in the transaction `tx` (what the outbox's adapter takes: a pg PoolClient after BEGIN, a
    * TypeORM EntityManager of `dataSource.transaction()`...). Resolves with the row's id and the message id; rejects
-   * (and your transaction should roll back) on a malformed message or a database error.
+   * (and your transaction should roll back) on a malformed message or a database error. A `tx` in no transaction (a
+   * pool, a client without BEGIN, a Knex instance) is refused, with nothing written: its row would commit on its own.
+   * A pool or a Knex instance does not compile (see OutboxTransaction).
    * @example await outbox.publish(client, { exchange: 'orders', routingKey: 'order.created', body: order, orderKey: order.customerId });
    */
-  publish<Tx>(tx: Tx, message: OutboxMessage): Promise<OutboxReceipt> {
+  publish<Tx>(tx: OutboxTransaction<Tx>, message: OutboxMessage): Promise<OutboxReceipt> {
     return this.engine.writeToOutbox(tx, message);
   }
 }

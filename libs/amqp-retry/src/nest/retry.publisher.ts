@@ -31,12 +31,6 @@ export interface PublishOptions {
   priority?: number;
 }
 
-/** A priority as the AMQP property takes it, 0 to 255; a RangeError naming the value otherwise. */
-function readPriority(value: unknown): number {
-  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 255) return value;
-  throw new RangeError(`RetryPublisher.publish: priority must be a whole number from 0 to 255, not ${JSON.stringify(value)}`);
-}
-
 /** Publishes JSON messages on a confirm channel of the module's publishing connection, now or after a delay. */
 @Injectable()
 export class RetryPublisher {
@@ -70,7 +64,7 @@ export class RetryPublisher {
       };
       // Set only when given (amqplib would send an absent one as none anyway): no spread of a literal per publish.
       if (options.expiration !== undefined) properties.expiration = options.expiration;
-      if (options.priority !== undefined) properties.priority = readPriority(options.priority);
+      if (options.priority !== undefined) properties.priority = options.priority; // checked with the others (checkPublishProperties)
       const sent = this.engine.publish(exchange, routingKey, Buffer.from(json), properties, delayMs);
       // Only where a handler queue refuses publishes once full is a nack worth explaining (a wrapper per publish).
       if (!this.engine.hasQueuesThatRefuse) return sent;

@@ -78,12 +78,13 @@ describe('PrometheusObserver', () => {
     o.outboxSent({ table: 't', exchange: 'e', routingKey: 'k', lagMs: 30 });
     o.outboxSent({ table: 't', exchange: 'e', routingKey: 'k', lagMs: 10 });
     o.outboxParked({ table: 't', exchange: 'gone', routingKey: 'k', reason: 'refused' });
-    o.outboxBacklog({ table: 't', waiting: 7, oldestAgeMs: 2_500, parked: 1 });
+    o.outboxBacklog({ table: 't', waiting: 7, oldestAgeMs: 2_500, parked: 1, tableBytes: 40_960 });
     expect(await value(registry, METRIC_NAMES.outboxSent, { table: 't' })).toBe(2);
     expect(await value(registry, METRIC_NAMES.outboxParked, { table: 't' })).toBe(1);
     expect(await value(registry, METRIC_NAMES.outboxWaiting, { table: 't' })).toBe(7);
     expect(await value(registry, METRIC_NAMES.outboxOldest, { table: 't' })).toBe(2.5);
     expect(await value(registry, METRIC_NAMES.outboxParkedRows, { table: 't' })).toBe(1);
+    expect(await value(registry, METRIC_NAMES.outboxTableBytes, { table: 't' })).toBe(40_960);
     expect(await value(registry, `${METRIC_NAMES.outboxLag}_count`, { table: 't' })).toBe(2);
     expect(await value(registry, `${METRIC_NAMES.outboxLag}_sum`, { table: 't' })).toBeCloseTo(0.04);
   });

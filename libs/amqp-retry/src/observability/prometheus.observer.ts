@@ -38,6 +38,7 @@ export const METRIC_NAMES = {
   outboxWaiting: 'amqp_retry_outbox_rows_waiting',
   outboxOldest: 'amqp_retry_outbox_oldest_age_seconds',
   outboxParkedRows: 'amqp_retry_outbox_rows_parked',
+  outboxTableBytes: 'amqp_retry_outbox_table_bytes',
   outboxLag: 'amqp_retry_outbox_relay_lag_seconds',
   queueState: 'amqp_retry_queue_state',
   queueStateChanges: 'amqp_retry_queue_state_changes_total',
@@ -69,6 +70,7 @@ export class PrometheusObserver implements RetryObserver {
   private readonly outboxWaiting: Prom.Gauge<'table'>;
   private readonly outboxOldest: Prom.Gauge<'table'>;
   private readonly outboxParkedRows: Prom.Gauge<'table'>;
+  private readonly outboxTableBytes: Prom.Gauge<'table'>;
   private readonly outboxLag: Prom.Histogram<'table'>;
   private readonly queueState: Prom.Gauge<'queue'>;
   private readonly queueStateChanges: Prom.Counter<'queue' | 'to'>;
@@ -113,6 +115,7 @@ export class PrometheusObserver implements RetryObserver {
     this.outboxWaiting = gauge(METRIC_NAMES.outboxWaiting, 'Outbox rows not sent yet', ['table']);
     this.outboxOldest = gauge(METRIC_NAMES.outboxOldest, 'Age of the oldest outbox row not sent yet (0 when none waits)', ['table']);
     this.outboxParkedRows = gauge(METRIC_NAMES.outboxParkedRows, 'Outbox rows parked, waiting for an operator', ['table']);
+    this.outboxTableBytes = gauge(METRIC_NAMES.outboxTableBytes, 'Size of the outbox table on disk, indexes included', ['table']);
     this.outboxLag =
       (existing(METRIC_NAMES.outboxLag) as Prom.Histogram<'table'> | undefined) ??
       new prom.Histogram({
@@ -206,6 +209,7 @@ export class PrometheusObserver implements RetryObserver {
     this.outboxWaiting.set({ table: e.table }, e.waiting);
     this.outboxOldest.set({ table: e.table }, e.oldestAgeMs / 1000);
     this.outboxParkedRows.set({ table: e.table }, e.parked);
+    this.outboxTableBytes.set({ table: e.table }, e.tableBytes);
   }
 
   /** Labels stay bounded: `queue` is a handler queue of the application, `to` one of four states. */

@@ -2,10 +2,14 @@ import type { HandlerInvoker } from './delivery.contracts.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { requireMessageKey } from '../core/message/message-key.reader.js';
 import type { InboxConfig } from '../core/outbox/outbox.config.js';
+import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 
-/** How often (at most) a queue's inbox deletes ids past their retention, 1,000 at a time, after a handled message. */
+/**
+ * How often (at most) a queue's inbox deletes ids past their retention, after a handled message (the first handled
+ * message starts one): in batches of CLEANUP_BATCH, each in a transaction of its own, until done.
+ */
 const CLEANUP_EVERY_MS = 60_000;
 
 /**
@@ -22,13 +26,19 @@ const CLEANUP_EVERY_MS = 60_000;
  */
 export function inboxStep(invoke: HandlerInvoker, queue: string, config: InboxConfig, logger: RetryLogger): HandlerInvoker {
   const { adapter, sql } = config;
-  let lastCleanupAt = Date.now();
+  let lastCleanupAt = Number.NEGATIVE_INFINITY;
+  let cleaning = false;
+  const batch = async () => {
+    const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.inboxCleanup, [config.retentionMs]));
+    return Number(rows[0]?.deleted ?? 0);
+  };
   const cleanup = () => {
-    if (Date.now() - lastCleanupAt < CLEANUP_EVERY_MS) return;
+    if (cleaning || Date.now() - lastCleanupAt < CLEANUP_EVERY_MS) return;
     lastCleanupAt = Date.now();
-    adapter
-      .transaction((tx) => adapter.execute(tx, sql.inboxCleanup, [config.retentionMs]))
-      .catch((error: unknown) => logger.warn(`"${queue}": could not clean up the inbox ${config.tableName} (${errorMessage(error)})`));
+    cleaning = true;
+    cleanUpInBatches(batch)
+      .catch((error: unknown) => logger.warn(`"${queue}": could not clean up the inbox ${config.tableName} (${errorMessage(error)})`))
+      .finally(() => (cleaning = false));
   };
   return async (payload, context) => {
     const id = requireMessageKey(

@@ -37,6 +37,8 @@ export interface PgClientLike {
 export interface PgPoolLike {
   /** Takes a client from the pool. */
   connect(): Promise<PgClientLike>;
+  /** pg's Pool keeps its options: `max` (default 10) bounds its clients. */
+  readonly options?: { max?: number };
 }
 
 /**
@@ -55,7 +57,15 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
   return {
     execute(client, sql, params) {
       // Outside BEGIN ... COMMIT the row would commit on its own, whatever the caller's work does next: refused, as
-      // typeormOutboxAdapter refuses it (a pg older than 8.16 cannot tell, and runs it).
+      // typeormOutboxAdapter refuses it (a pg older than 8.16 cannot tell: the insert then adds no row, and the
+      // outbox refuses it).
+      if (isPool(client)) {
+        return Promise.reject(
+          new Error(
+            'pgOutboxAdapter: this is the pool, not a client in a transaction, so the outbox row would commit on its own; take a client (pool.connect()), call BEGIN on it, and publish on it',
+          ),
+        );
+      }
       if (transactionStatusOf(client) === 'I') {
         return Promise.reject(
           new Error(
@@ -93,6 +103,7 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
         client.release(broken);
       }
     },
+    maxConnections: () => (typeof pool.options?.max === 'number' ? pool.options.max : undefined),
     async listen(channel, onNotify, onLost) {
       const client = await pool.connect();
       let closed = false;
@@ -125,6 +136,12 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
 function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P'));
+}
+
+/** A pg Pool passed where a client belongs: it counts its clients, and has no release. */
+function isPool(client: PgClientLike): boolean {
+  const counted = client as unknown as { totalCount?: unknown; release?: unknown };
+  return typeof counted.totalCount === 'number' && typeof counted.release !== 'function';
 }
 
 /** What the client says of its transaction ('I', 'T', 'E'), or undefined when it cannot tell (an older pg, pg-native). */

@@ -27,6 +27,8 @@ export interface TypeormEntityManagerLike {
 
 /** What the adapter needs of a DataSource. */
 export interface TypeormDataSourceLike {
+  /** The PostgreSQL driver's pool size: `extra.max`, else `poolSize`, else pg's 10. */
+  readonly options?: { poolSize?: number; extra?: { max?: number } };
   /** Runs `run` in a transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(run: (manager: TypeormEntityManagerLike) => Promise<T>): Promise<T>;
   /** A QueryRunner of its own (the relay's LISTEN connection). */
@@ -63,6 +65,10 @@ export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxA
       return { rows: records } satisfies SqlResult;
     },
     transaction: (work) => dataSource.transaction((manager) => work(manager)),
+    maxConnections() {
+      const max: unknown = dataSource.options?.extra?.max ?? dataSource.options?.poolSize;
+      return typeof max === 'number' ? max : undefined;
+    },
     async listen(channel, onNotify, onLost) {
       const runner = dataSource.createQueryRunner();
       // The PostgreSQL driver's connect() answers the pg client itself, which LISTEN needs.

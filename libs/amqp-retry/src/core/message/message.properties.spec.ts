@@ -1,6 +1,6 @@
 import type { MessageProperties } from 'amqplib';
 import { MAX_TTL_MS } from '../time/duration.reader.js';
-import { readExpiration, republishProperties } from './message.properties.js';
+import { checkPublishProperties, MAX_PUBLISH_HEADERS_BYTES, readExpiration, republishProperties } from './message.properties.js';
 
 describe('republishProperties', () => {
   const properties: MessageProperties = {
@@ -53,4 +53,46 @@ describe('readExpiration', () => {
       expect(() => readExpiration(value)).toThrow(/from 0 to 4294967295/);
     },
   );
+});
+
+describe('checkPublishProperties', () => {
+  it('takes what amqplib and the broker take', () => {
+    const fine = {
+      contentType: 'application/json',
+      messageId: 'm'.repeat(255),
+      priority: 255,
+      persistent: true,
+      deliveryMode: 2,
+      timestamp: 1_700_000_000,
+      headers: { a: 1, b: ['x', { c: null }] },
+      expiration: '60000',
+    };
+    expect(() => checkPublishProperties(fine)).not.toThrow();
+    expect(() => checkPublishProperties({ priority: 0, headers: undefined })).not.toThrow();
+  });
+
+  it.each([
+    [{ priority: 256 }, RangeError, /Invalid priority 256/],
+    [{ priority: -1 }, RangeError, /Invalid priority -1/],
+    [{ priority: Number.NaN }, RangeError, /Invalid priority NaN/],
+    [{ priority: '3' }, RangeError, /Invalid priority "3"/],
+    [{ deliveryMode: 3 }, RangeError, /Invalid deliveryMode 3/],
+    [{ timestamp: 'now' }, TypeError, /Invalid timestamp "now"/],
+    [{ appId: 'é'.repeat(128) }, RangeError, /Invalid appId: 256 bytes, where AMQP allows at most 255/],
+    [{ replyTo: {} }, TypeError, /Invalid replyTo \(a object\)/],
+    [{ headers: 'x' }, TypeError, /Invalid headers "x"/],
+    [{ headers: { n: 10n } }, TypeError, /amqplib cannot encode them/],
+    [{ headers: { s: 'x'.repeat(MAX_PUBLISH_HEADERS_BYTES) } }, RangeError, /put large data in the body/],
+    [
+      { headers: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`h${i}`, 'x'.repeat(256 * 3)])) },
+      RangeError,
+      /put large data in the body/,
+    ],
+    [{ headers: Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`${i}`.padEnd(85, 'k'), 'é'.repeat(256)])) }, undefined, undefined],
+    [{ expiration: 'soon' }, RangeError, /Invalid expiration "soon"/],
+  ])('refuses bad properties #%# naming the property', (properties, type, error) => {
+    if (type === undefined) return void expect(() => checkPublishProperties(properties as never)).not.toThrow();
+    expect(() => checkPublishProperties(properties as never)).toThrow(type);
+    expect(() => checkPublishProperties(properties as never)).toThrow(error);
+  });
 });

@@ -1,5 +1,6 @@
 import type { MessageProperties, Options } from 'amqplib';
 import { MAX_TTL_MS } from '../time/duration.reader.js';
+import { encodedTableSize } from '../headers/field-table.size.js';
 
 /**
  * The properties of a delivered message to publish a copy with (parked, or forwarded after a delay). Two are left
@@ -38,4 +39,90 @@ export function readExpiration(expiration: unknown): string | undefined {
     `Invalid expiration ${shown}: a per-message expiration is a whole number of milliseconds from 0 to ${MAX_TTL_MS}, ` +
       `as a number or a string of digits ('60000').`,
   );
+}
+
+/**
+ * Most bytes a publish's headers may take, as measured by encodedTableSize: amqplib encodes the properties into a
+ * 64 KiB scratch buffer (a larger table cannot be sent at all), and the broker's frame_max (128 KiB by default,
+ * 4 KiB at least) bounds the header frame.
+ */
+export const MAX_PUBLISH_HEADERS_BYTES = 60 * 1024;
+
+/**
+ * Checks a publish's properties by the rules amqplib and the broker apply when it is sent, so that a bad one is
+ * refused before anything is published (or written to the outbox) instead of failing later: short strings of at
+ * most 255 bytes, a priority and a delivery mode that fit an octet, a numeric timestamp, headers amqplib can encode
+ * (see encodedTableSize) within MAX_PUBLISH_HEADERS_BYTES, and an expiration as readExpiration takes it. Throws a
+ * TypeError (wrong type) or RangeError (out of range) naming the property and what it may be. On every publish of
+ * the engine: the usual properties (a few short strings, no or a few flat headers) cost no allocation.
+ * @example checkPublishProperties({ priority: 300 }) // RangeError: Invalid priority 300: ...
+ */
+export function checkPublishProperties(properties: Options.Publish): void {
+  checkShortString('contentType', properties.contentType);
+  checkShortString('contentEncoding', properties.contentEncoding);
+  checkShortString('correlationId', properties.correlationId);
+  checkShortString('replyTo', properties.replyTo);
+  checkShortString('messageId', properties.messageId);
+  checkShortString('type', properties.type);
+  checkShortString('userId', properties.userId);
+  checkShortString('appId', properties.appId);
+  const { priority, deliveryMode, timestamp, headers } = properties;
+  if (priority != null && !(Number.isInteger(priority) && priority >= 0 && priority <= 255)) {
+    throw new RangeError(
+      `Invalid priority ${shownValue(priority)}: a priority is a whole number from 0 to 255 (a priority queue uses 0 to its x-max-priority).`,
+    );
+  }
+  if (deliveryMode != null && typeof deliveryMode !== 'boolean' && deliveryMode !== 1 && deliveryMode !== 2) {
+    throw new RangeError(`Invalid deliveryMode ${shownValue(deliveryMode)}: give 1 (transient) or 2 (persistent), or use persistent: true | false.`);
+  }
+  if (timestamp != null && !(typeof timestamp === 'number' && Number.isFinite(timestamp))) {
+    throw new TypeError(`Invalid timestamp ${shownValue(timestamp)}: give a number (seconds since the epoch).`);
+  }
+  if (headers != null) checkHeaders(headers);
+  if (properties.expiration != null) readExpiration(properties.expiration);
+}
+
+function checkShortString(key: string, value: unknown): void {
+  if (value == null) return;
+  if (typeof value !== 'string') throw new TypeError(`Invalid ${key} (a ${typeof value}): give a string of at most 255 bytes.`);
+  // At most 3 bytes a UTF-16 unit: a string of 85 units or fewer fits without counting.
+  if (value.length > 85 && Buffer.byteLength(value) > 255) {
+    throw new RangeError(`Invalid ${key}: ${Buffer.byteLength(value)} bytes, where AMQP allows at most 255.`);
+  }
+}
+
+function checkHeaders(headers: unknown): void {
+  if (typeof headers !== 'object' || Array.isArray(headers))
+    throw new TypeError(`Invalid headers ${shownValue(headers)}: give an object of header names and values.`);
+  // Flat headers of short keys and small values fit by far: counted here; anything else is measured in full.
+  let flat = 0;
+  for (const key in headers as Record<string, unknown>) {
+    const value = (headers as Record<string, unknown>)[key];
+    const type = typeof value;
+    if (
+      key.length > 85 ||
+      flat >= 32 ||
+      !(value == null || type === 'number' || type === 'boolean' || (type === 'string' && (value as string).length <= 256))
+    ) {
+      flat = -1;
+      break;
+    }
+    flat++;
+  }
+  if (flat >= 0) return; // at most 32 headers of at most 1 + 255 + 1 + 4 + 768 bytes: well under the limit
+  const size = encodedTableSize(headers as Record<string, unknown>);
+  if (!Number.isFinite(size)) {
+    throw new TypeError(
+      'Invalid headers: amqplib cannot encode them (a name over 255 bytes, a bigint, symbol or function, an undefined array element, or a cycle).',
+    );
+  }
+  if (size > MAX_PUBLISH_HEADERS_BYTES) {
+    throw new RangeError(
+      `Invalid headers: about ${size} bytes encoded, over the ${MAX_PUBLISH_HEADERS_BYTES} a publish may carry; put large data in the body.`,
+    );
+  }
+}
+
+function shownValue(value: unknown): string {
+  return typeof value === 'string' ? `"${value}"` : typeof value === 'number' ? String(value) : `(a ${typeof value})`;
 }

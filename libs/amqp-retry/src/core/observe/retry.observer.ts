@@ -230,6 +230,8 @@ export interface OutboxBacklogEvent {
   oldestAgeMs: number;
   /** Rows parked (refused by the broker), waiting for an operator. */
   parked: number;
+  /** The table's size on disk in bytes, its indexes and TOAST included (sent rows count until the cleanup deletes them). */
+  tableBytes: number;
 }
 
 /** A change of a handler queue's state (circuit breaker, pause). */

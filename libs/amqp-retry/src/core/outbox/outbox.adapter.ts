@@ -27,4 +27,23 @@ export interface OutboxAdapter<Tx = unknown> {
    * listens again). Optional: without it the relay polls.
    */
   listen?(channel: string, onNotify: () => void, onLost: (error: unknown) => void): Promise<() => Promise<void>>;
+  /**
+   * The most connections the pool behind the adapter opens, when it can tell: the start refuses a pool too small for
+   * the relay (its LISTEN holds one for good, each round takes one), which would otherwise hang. Optional.
+   */
+  maxConnections?(): number | undefined;
 }
+
+/**
+ * What `OutboxPublisher.publish` takes for `tx`: anything but what is plainly no transaction, which fails to compile
+ * with a message saying so: a connection pool (pg's Pool: it has totalCount and idleCount), or a Knex instance or a
+ * TypeORM DataSource (they have transaction and destroy, and no commit, which a Knex transaction has). Whatever
+ * compiles is still checked at run time: a publish whose statement runs in no transaction writes nothing and throws.
+ */
+export type OutboxTransaction<Tx> = Tx extends { totalCount: number; idleCount: number }
+  ? 'a connection pool is not a transaction: pass the client on which you ran BEGIN'
+  : Tx extends { transaction: unknown; destroy: unknown }
+    ? Tx extends { commit: unknown }
+      ? Tx
+      : 'not a transaction: pass what your transaction runs on (the trx of knex.transaction(), the manager of dataSource.transaction())'
+    : Tx;

@@ -43,6 +43,19 @@ describe('readOutboxMessage', () => {
     expect(() => readOutboxMessage(message as never, id)).toThrow(error);
   });
 
+  it.each([
+    [{ priority: 300 }, RangeError, /Invalid priority 300: a priority is a whole number from 0 to 255/],
+    [{ priority: 1.5 }, RangeError, /Invalid priority 1.5/],
+    [{ correlationId: 'c'.repeat(256) }, RangeError, /Invalid correlationId: 256 bytes/],
+    [{ type: 7 }, TypeError, /Invalid type \(a number\)/],
+    [{ headers: { ['k'.repeat(256)]: 1 } }, TypeError, /amqplib cannot encode them/],
+    [{ headers: { big: 'x'.repeat(70_000) } }, RangeError, /Invalid headers: about \d+ bytes encoded/],
+  ])('refuses properties the engine would refuse at publish (#%#), with its error', (properties, type, error) => {
+    const write = () => readOutboxMessage({ exchange: 'e', routingKey: 'k', body: 1, properties: properties as never }, id);
+    expect(write).toThrow(type);
+    expect(write).toThrow(error);
+  });
+
   it('refuses a bad delay or expiration with a RangeError', () => {
     expect(() => readOutboxMessage({ exchange: 'e', routingKey: 'k', body: 1, delay: 'soon' }, id)).toThrow(RangeError);
     expect(() => readOutboxMessage({ exchange: 'e', routingKey: 'k', body: 1, properties: { expiration: -1 } }, id)).toThrow(RangeError);

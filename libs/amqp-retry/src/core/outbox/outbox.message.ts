@@ -1,7 +1,7 @@
 import type { Options } from 'amqplib';
 import { readPublishDelay } from '../delivery/delay.plan.js';
 import type { Duration } from '../time/duration.reader.js';
-import { readExpiration } from '../message/message.properties.js';
+import { checkPublishProperties, readExpiration } from '../message/message.properties.js';
 
 /** The AMQP properties a row keeps (as JSON): those a publisher sets. */
 export interface OutboxMessageProperties {
@@ -74,7 +74,8 @@ const PROPERTY_KEYS = new Set([
 
 /**
  * Checks a message before it is written, so that a bad one fails the caller's transaction (a TypeError or
- * RangeError naming the field) rather than reaching the relay, which could never send it.
+ * RangeError naming the field) rather than reaching the relay, which could never send it. Its properties are checked
+ * by checkPublishProperties, as the engine's publish (RetryPublisher, RetryClient, the relay) checks them.
  * @example readOutboxMessage({ exchange: 'orders', routingKey: 'order.created', body: { id: 42 } }, randomUUID)
  */
 export function readOutboxMessage(message: OutboxMessage, newId: () => string): OutboxRecord {
@@ -109,7 +110,7 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
   if (typeof messageId !== 'string' || messageId === '')
     throw fail(`properties.messageId is ${JSON.stringify(messageId)}: give a non-empty string, or leave it out`);
   const expiration = readExpiration(properties.expiration);
-  return {
+  const record: OutboxRecord = {
     exchange,
     routingKey,
     body: isBuffer ? body : Buffer.from(json as string),
@@ -129,6 +130,10 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
     orderKey: orderKey ?? null,
     delayMs: delay === undefined ? 0 : readPublishDelay(delay),
   };
+  // The relay publishes through the engine's publish, which checks the properties so: the same rules and errors, here
+  // in the caller's transaction, rather than a row parked later as unsendable.
+  checkPublishProperties(record.properties);
+  return record;
 }
 
 /** Properties read back from a row (a driver may hand jsonb over as text). */

@@ -10,6 +10,16 @@ describe('classifyPublishFailure', () => {
     expect(classifyPublishFailure(new PublishError('x', 'k', 'ACCESS_REFUSED', 403)).kind).toBe('refused');
   });
 
+  it("a message over the broker's max_message_size (406, the close over it) is refused for good", () => {
+    const reason = 'the broker closed the channel over it (PRECONDITION_FAILED - message size 9437184 is larger than configured max size 8388608)';
+    expect(classifyPublishFailure(new PublishError('x', 'k', reason, 406))).toMatchObject({ kind: 'refused' });
+  });
+
+  it('properties the engine refuses are refused for good; another TypeError passes', () => {
+    expect(classifyPublishFailure(new TypeError('Invalid type (a number): give a string of at most 255 bytes.')).kind).toBe('refused');
+    expect(classifyPublishFailure(new TypeError("Cannot read properties of undefined (reading 'x')")).kind).toBe('transient');
+  });
+
   it('a message that cannot be sent as it is is refused: amqplib cannot encode it, an invalid delay, delays off', () => {
     expect(classifyPublishFailure(new PublishError('x', 'k', 'amqplib could not send it: frame size exceeded')).kind).toBe('refused');
     expect(classifyPublishFailure(new RangeError('Invalid delay "x"')).kind).toBe('refused');

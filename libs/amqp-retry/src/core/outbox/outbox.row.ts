@@ -13,7 +13,8 @@ export type PublishVerdict =
   | { kind: 'sent' }
   /**
    * It would fail again the same way: the broker refused it (an exchange that does not exist, 404; one the user may
-   * not write to, 403), or it cannot be sent as it is (amqplib cannot encode it, delayed delivery is off).
+   * not write to, 403; a message larger than its max_message_size, 406), or it cannot be sent as it is (amqplib
+   * cannot encode it, delayed delivery is off).
    */
   | { kind: 'refused'; reason: string }
   /** Confirmed but returned: no queue was bound for its routing key (mandatory). Perhaps not yet: tried again, parked after `maxAttempts`. */
@@ -21,8 +22,11 @@ export type PublishVerdict =
   /** Anything else: the broker away or blocking, no confirm in time, a nack. Tried again with backoff, for ever. */
   | { kind: 'transient'; reason: string };
 
-/** Broker reply codes that mean "never": NOT_FOUND and ACCESS_REFUSED. */
-const PERMANENT_CODES = new Set([403, 404]);
+/**
+ * Broker reply codes that mean "never" when the broker closed the channel over this publish (the confirm publisher
+ * gives the code only then): NOT_FOUND, ACCESS_REFUSED and PRECONDITION_FAILED (a message over max_message_size).
+ */
+const PERMANENT_CODES = new Set([403, 404, 406]);
 
 /**
  * Classifies a failed publish from what the publisher reported: its broker reply code (PublishError.brokerCode) and
@@ -35,9 +39,11 @@ export function classifyPublishFailure(error: unknown): Exclude<PublishVerdict, 
   if (typeof brokerCode === 'number' && PERMANENT_CODES.has(brokerCode)) return { kind: 'refused', reason };
   if (/returned as unroutable/.test(reason)) return { kind: 'unroutable', reason };
   // Never sendable as it is: amqplib cannot encode it (a header table too large for a frame), the engine refuses it
-  // (an invalid delay or expiration is a RangeError), or this instance has delayed delivery off.
+  // (an invalid delay or property: a RangeError, or checkPublishProperties' TypeError), or this instance has delayed
+  // delivery off.
   const name = (error as { name?: unknown } | undefined)?.name;
-  if (/amqplib could not send it|Delayed delivery is off/.test(reason) || name === 'RangeError') return { kind: 'refused', reason };
+  const invalid = name === 'RangeError' || (name === 'TypeError' && reason.startsWith('Invalid '));
+  if (/amqplib could not send it|Delayed delivery is off/.test(reason) || invalid) return { kind: 'refused', reason };
   return { kind: 'transient', reason };
 }
 

@@ -26,9 +26,9 @@ describe('outboxSql', () => {
     expect(sql.claim).toContain("p.state = 'pending' AND p.order_key = o.order_key AND p.id < o.id");
   });
 
-  it('bounds cleanups', () => {
-    expect(sql.cleanup).toMatch(/LIMIT 1000\)$/);
-    expect(sql.inboxCleanup).toMatch(/LIMIT 1000\)$/);
+  it('bounds cleanups, each batch answering how many it deleted', () => {
+    expect(sql.cleanup).toMatch(/LIMIT 1000\) RETURNING 1\)\nSELECT count\(\*\)::int AS deleted FROM gone$/);
+    expect(sql.inboxCleanup).toMatch(/LIMIT 1000\) RETURNING 1\)\nSELECT count\(\*\)::int AS deleted FROM gone$/);
   });
 
   it('takes the DDL lock inside the migration, which is idempotent', () => {

@@ -1,5 +1,5 @@
 import { DDL_LOCK_SQL } from '../sql/ddl.lock.js';
-import { qualifiedName } from '../sql/sql-identifier.reader.js';
+import { indexName, qualifiedName } from '../sql/sql-identifier.reader.js';
 
 /** The tables' names, read by readSqlIdentifier (safe to put into SQL text). */
 export interface OutboxTableNames {
@@ -10,7 +10,18 @@ export interface OutboxTableNames {
   schema?: string;
 }
 
-/** Rows deleted per cleanup statement: bounded, so that a cleanup never holds many locks for long. */
+const OUTBOX_COLUMNS: readonly string[] = [
+  'id', 'exchange', 'routing_key', 'body', 'properties', 'order_key', 'delay_ms', 'state', 'attempts', 'last_error', 'created_at', 'available_at', 'sent_at',
+]; // prettier-ignore
+const INBOX_COLUMNS: readonly string[] = ['queue', 'message_id', 'handled_at'];
+
+/** The setting, local to a transaction, by which the outbox's insert knows it runs in the caller's transaction block. */
+const WRITE_MARK = 'amqp_retry.outbox_write';
+
+/**
+ * Rows deleted per cleanup statement, each in a transaction of its own: bounded, so that a cleanup never holds many
+ * locks for long. A cleanup runs such batches until one deletes fewer.
+ */
 export const CLEANUP_BATCH = 1_000;
 
 /**
@@ -21,6 +32,12 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   const t = qualifiedName(table, schema);
   const inbox = qualifiedName(inboxTable, schema);
   const ddlLock = DDL_LOCK_SQL;
+  const index = {
+    pending: indexName(table, 'pending_idx'),
+    order: indexName(table, 'order_idx'),
+    sent: indexName(table, 'sent_idx'),
+    handledAt: indexName(inboxTable, 'handled_at_idx'),
+  };
   return {
     /** The NOTIFY channel: the table's name. */
     channel: table,
@@ -45,10 +62,12 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   available_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   sent_at timestamptz
 )`,
-      `CREATE INDEX IF NOT EXISTS "${table}_pending_idx" ON ${t} (id) WHERE state = 'pending'`,
-      `CREATE INDEX IF NOT EXISTS "${table}_order_idx" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
-      `CREATE INDEX IF NOT EXISTS "${table}_sent_idx" ON ${t} (sent_at) WHERE state = 'sent'`,
+      `CREATE INDEX IF NOT EXISTS "${index.pending}" ON ${t} (id) WHERE state = 'pending'`,
+      `CREATE INDEX IF NOT EXISTS "${index.order}" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS "${index.sent}" ON ${t} (sent_at) WHERE state = 'sent'`,
     ],
+    /** What the start checks of an existing outbox table: the columns the statements use, and the indexes above. */
+    outboxShape: { columns: OUTBOX_COLUMNS, indexes: [index.pending, index.order, index.sent] },
     /** The inbox's DDL, idempotent. */
     inboxTables: [
       ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${schema}"`]),
@@ -58,17 +77,32 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   handled_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   PRIMARY KEY (queue, message_id)
 )`,
-      `CREATE INDEX IF NOT EXISTS "${inboxTable}_handled_at_idx" ON ${inbox} (handled_at)`,
+      `CREATE INDEX IF NOT EXISTS "${index.handledAt}" ON ${inbox} (handled_at)`,
     ],
+    /** What the start checks of an existing inbox table. */
+    inboxShape: { columns: INBOX_COLUMNS, indexes: [index.handledAt] },
+    /** $1 = a table's quoted name: its columns and the names of its indexes (empty when it does not exist). */
+    tableShape: `SELECT ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
+  ARRAY(SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)) AS indexes`,
     ddlLock,
     /**
-     * Serialises the transactions that write rows of one order key: the second waits for the first to commit, so that
-     * the ids of a key's rows (drawn after the lock) follow commit order. $1 = the key.
+     * Run before the insert, in the caller's transaction: marks it (a setting local to the transaction, which the
+     * insert reads), so that a write in no transaction block (a pool, a client without BEGIN), where each statement is
+     * a transaction of its own, finds no mark and adds no row.
      */
-    orderLock: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-    /** Writes a row and wakes the relays (NOTIFY is delivered at commit, and not at all on rollback). Returns its id. */
+    writeMark: `SELECT set_config('${WRITE_MARK}', 'on', true)`,
+    /**
+     * As writeMark, and serialises the transactions that write rows of one order key: the second waits for the first
+     * to commit, so that the ids of a key's rows (drawn after the lock) follow commit order. $1 = the key.
+     */
+    writeMarkAndOrderLock: `SELECT set_config('${WRITE_MARK}', 'on', true), pg_advisory_xact_lock(hashtextextended($1, 0))`,
+    /**
+     * Writes a row and wakes the relays (NOTIFY is delivered at commit, and not at all on rollback). Returns its id; no
+     * row without writeMark earlier in the same transaction.
+     */
     insert: `WITH row AS (
-  INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms) VALUES ($1, $2, $3, $4::jsonb, $5, $6) RETURNING id
+  INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms)
+  SELECT $1::text, $2::text, $3::bytea, $4::jsonb, $5::text, $6::bigint WHERE current_setting('${WRITE_MARK}', true) = 'on' RETURNING id
 ) SELECT id::text AS id, pg_notify('${table}', '') FROM row`,
     /**
      * Claims up to $1 rows that are due, locking them (other relays skip them) until the claiming transaction ends. A
@@ -94,19 +128,22 @@ FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[]) AS u(id, attempts
     /** $1 = ids, $2 = attempts, $3 = reasons. */
     park: `UPDATE ${t} AS o SET state = 'parked', attempts = u.attempts, last_error = u.reason
 FROM unnest($1::bigint[], $2::int[], $3::text[]) AS u(id, attempts, reason) WHERE o.id = u.id`,
-    /** Deletes up to CLEANUP_BATCH rows sent more than $1 ms ago. */
-    cleanup: `DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t} WHERE state = 'sent' AND sent_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})`,
-    /** The backlog: rows waiting, the oldest one's age, rows parked. */
+    /** Deletes up to CLEANUP_BATCH rows sent more than $1 ms ago; answers how many (`deleted`). */
+    cleanup: `WITH gone AS (DELETE FROM ${t} WHERE id IN (
+  SELECT id FROM ${t} WHERE state = 'sent' AND sent_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
+SELECT count(*)::int AS deleted FROM gone`,
+    /** The backlog: rows waiting, the oldest one's age, rows parked; and the table's size on disk. */
     stats: `SELECT count(*) FILTER (WHERE state = 'pending')::text AS waiting,
   COALESCE(floor(extract(epoch FROM clock_timestamp() - min(created_at) FILTER (WHERE state = 'pending')) * 1000), 0)::bigint::text AS oldest_ms,
-  count(*) FILTER (WHERE state = 'parked')::text AS parked
+  count(*) FILTER (WHERE state = 'parked')::text AS parked,
+  pg_total_relation_size('${t}'::regclass)::text AS table_bytes
 FROM ${t} WHERE state <> 'sent'`,
     /** Records ($1 queue, $2 message id) as handled; no row back when it already was (or is being, by a transaction that then commits). */
     inboxRecord: `INSERT INTO ${inbox} (queue, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1 AS recorded`,
-    /** Deletes up to CLEANUP_BATCH inbox rows handled more than $1 ms ago. */
-    inboxCleanup: `DELETE FROM ${inbox} WHERE (queue, message_id) IN (
-  SELECT queue, message_id FROM ${inbox} WHERE handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})`,
+    /** Deletes up to CLEANUP_BATCH inbox rows handled more than $1 ms ago; answers how many (`deleted`). */
+    inboxCleanup: `WITH gone AS (DELETE FROM ${inbox} WHERE (queue, message_id) IN (
+  SELECT queue, message_id FROM ${inbox} WHERE handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
+SELECT count(*)::int AS deleted FROM gone`,
   };
 }
 

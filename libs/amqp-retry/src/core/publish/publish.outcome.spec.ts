@@ -40,6 +40,28 @@ describe('publishOutcomeAfterClose', () => {
   });
 });
 
+describe('a message larger than the broker takes', () => {
+  const reason = 'PRECONDITION_FAILED - message size 9437184 is larger than configured max size 8388608';
+  const close = classifyChannelClose(reason, 406);
+
+  it('reads the limit from the close', () => {
+    expect(close).toEqual({ reason, code: 406, exchange: undefined, maxMessageSize: 8_388_608 });
+    expect(classifyChannelClose('PRECONDITION_FAILED - message size 600000000 is larger than max size 536870912', 406).maxMessageSize).toBe(
+      536_870_912,
+    );
+  });
+
+  it('fails each publish over the limit with the 406, and sends the others again', () => {
+    expect(publishOutcomeAfterClose(close, 'orders', 9_437_184)).toEqual({
+      action: 'fail',
+      reason: `the broker closed the channel over it (${reason})`,
+      code: 406,
+    });
+    expect(publishOutcomeAfterClose(close, 'orders', 8_388_608)).toEqual({ action: 'resend' });
+    expect(publishOutcomeAfterClose(close, 'orders')).toEqual({ action: 'resend' });
+  });
+});
+
 describe('isMissingTarget', () => {
   it('is true for a 404 and for a returned publish, as the confirm publisher words it', () => {
     expect(isMissingTarget(new PublishError('x', 'k', "NOT_FOUND - no exchange 'x' in vhost '/'", 404))).toBe(true);

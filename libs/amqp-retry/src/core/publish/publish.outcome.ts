@@ -12,6 +12,11 @@ export interface ChannelClose {
   code?: number;
   /** The exchange the broker refused (404 no such exchange, 403 access refused), when the reason names one. */
   exchange?: string;
+  /**
+   * The broker's max message size (its max_message_size), when it closed the channel over a message larger than that
+   * (406 PRECONDITION_FAILED "message size N is larger than configured max size M").
+   */
+  maxMessageSize?: number;
 }
 
 /**
@@ -21,19 +26,25 @@ export interface ChannelClose {
  */
 export function classifyChannelClose(reason: string | undefined, code: number | undefined): ChannelClose {
   const named = reason?.match(/(?:no exchange|access to exchange) '((?:[^']|'(?! in vhost))*)' in vhost/);
-  return { reason, code, exchange: named?.[1] };
+  const tooLarge = reason?.match(/message size \d+ is larger than (?:configured )?max size (\d+)/);
+  return { reason, code, exchange: named?.[1], ...(tooLarge && { maxMessageSize: Number(tooLarge[1]) }) };
 }
 
 /**
  * What a publish whose channel closed before its confirm should do. A close that names the publish's own exchange
- * was caused by it (or would be by its re-send): it fails with the broker's code. Any other close says nothing about
- * this publish, which the broker may or may not have routed: it is sent again (at least once, never lost).
+ * was caused by it (or would be by its re-send): it fails with the broker's code; so does a close over a message too
+ * large when this one's body (`size` bytes) is over the broker's limit too (a re-send would be refused the same way).
+ * Any other close says nothing about this publish, which the broker may or may not have routed: it is sent again (at
+ * least once, never lost).
  */
 export function publishOutcomeAfterClose(
   close: ChannelClose,
   exchange: string,
+  size = 0,
 ): { action: 'fail'; reason: string; code?: number } | { action: 'resend' } {
-  if (close.exchange !== undefined && close.exchange === exchange) {
+  const ownExchange = close.exchange !== undefined && close.exchange === exchange;
+  const tooLarge = close.maxMessageSize !== undefined && size > close.maxMessageSize;
+  if (ownExchange || tooLarge) {
     return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
   }
   return { action: 'resend' };

@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { qualifiedName, readSqlIdentifier } from './sql-identifier.reader.js';
+import { indexName, qualifiedName, readSqlIdentifier } from './sql-identifier.reader.js';
 
 describe('readSqlIdentifier', () => {
   it('takes plain identifiers up to 63 characters', () => {
@@ -22,5 +22,21 @@ describe('readSqlIdentifier', () => {
   it('quotes with or without a schema', () => {
     expect(qualifiedName('t')).toBe('"t"');
     expect(qualifiedName('t', 's')).toBe('"s"."t"');
+  });
+});
+
+describe('indexName', () => {
+  it('keeps <table>_<suffix> when it fits', () => {
+    expect(indexName('orders_outbox', 'pending_idx')).toBe('orders_outbox_pending_idx');
+  });
+
+  it('cuts a long table name and adds a hash, within 63 bytes, distinct per table and suffix', () => {
+    const a = 'a'.repeat(63);
+    const b = `${'a'.repeat(62)}b`;
+    const names = [indexName(a, 'pending_idx'), indexName(a, 'order_idx'), indexName(a, 'sent_idx'), indexName(b, 'pending_idx')];
+    for (const name of names) expect(name.length).toBeLessThanOrEqual(63);
+    expect(new Set(names).size).toBe(4);
+    expect(names[0]).toMatch(/^a+_[0-9a-f]{8}_pending_idx$/);
+    expect(indexName(a, 'pending_idx')).toBe(names[0]); // stable
   });
 });

@@ -21,3 +21,30 @@ export function readSqlIdentifier(value: unknown, key: string): string {
 
 /** `"schema"."table"`, or `"table"` without a schema (the connection's search path). Both were read by readSqlIdentifier. */
 export const qualifiedName = (table: string, schema?: string): string => (schema === undefined ? `"${table}"` : `"${schema}"."${table}"`);
+
+/** PostgreSQL cuts longer identifiers to this many bytes (NAMEDATALEN - 1). */
+const MAX_IDENTIFIER_BYTES = 63;
+
+/**
+ * The name of an index of `table`: `<table>_<suffix>` when that fits in 63 bytes; else the table's name cut short,
+ * with 8 hex digits of a hash of the whole name, so that two long tables' indexes (and one table's several) never
+ * take the same cut name (PostgreSQL would cut it itself, and CREATE INDEX IF NOT EXISTS would then skip a clash
+ * silently). `table` is an identifier of readSqlIdentifier: ASCII, one byte a character.
+ * @example indexName('orders_outbox', 'pending_idx') // 'orders_outbox_pending_idx'
+ */
+export function indexName(table: string, suffix: string): string {
+  const plain = `${table}_${suffix}`;
+  if (plain.length <= MAX_IDENTIFIER_BYTES) return plain;
+  const hash = fnv1a(plain).toString(16).padStart(8, '0');
+  return `${table.slice(0, MAX_IDENTIFIER_BYTES - suffix.length - hash.length - 2)}_${hash}_${suffix}`;
+}
+
+/** FNV-1a, 32 bits: a short, stable hash of a name. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
