@@ -57,7 +57,7 @@ export type { Deserializer } from './core/message/body.decoder.js';
 export { NonRetryableError } from './errors/non-retryable.error.js';
 export { HandlerTimeoutError } from './errors/handler-timeout.error.js';
 export { RetryConfigError } from './errors/retry-config.error.js';
-export { TopologyMismatchError } from './errors/topology-mismatch.error.js';
+export { TopologyMismatchError, type HashKeyMismatch } from './errors/topology-mismatch.error.js';
 export { PartitionsPluginError } from './errors/partitions-plugin.error.js';
 export { PublishError } from './errors/publish.error.js';
 export { NotConnectedError } from './errors/not-connected.error.js';

@@ -8,7 +8,9 @@ export interface QueueTypeMismatch {
 
 /** A partitioned handler's hash exchange that hashes another key than the one configured (both as `partitions.key` reads). */
 export interface HashKeyMismatch {
+  /** The key the start is configured with, e.g. `{ header: 'x-customer' }`. */
   configured: string;
+  /** The key the exchange hashes, as recorded when it was declared. */
   found: string;
 }
 
@@ -29,6 +31,7 @@ export class TopologyMismatchError extends Error {
     readonly brokerMessage: string,
     /** When what differs is the queue's type: the type configured and the type found. */
     readonly queueTypes?: QueueTypeMismatch,
+    /** When what differs is what a partitioned handler's hash exchange hashes: the key configured and the key found. */
     readonly hashKeys?: HashKeyMismatch,
   ) {
     super(

@@ -38,7 +38,10 @@ export interface PgPoolLike {
   /** Takes a client from the pool. */
   connect(): Promise<PgClientLike>;
   /** pg's Pool keeps its options: `max` (default 10) bounds its clients. */
-  readonly options?: { max?: number };
+  readonly options?: {
+    /** The most clients the pool opens (pg's default: 10). */
+    max?: number;
+  };
 }
 
 /**

@@ -28,7 +28,15 @@ export interface TypeormEntityManagerLike {
 /** What the adapter needs of a DataSource. */
 export interface TypeormDataSourceLike {
   /** The PostgreSQL driver's pool size: `extra.max`, else `poolSize`, else pg's 10. */
-  readonly options?: { poolSize?: number; extra?: { max?: number } };
+  readonly options?: {
+    /** TypeORM's pool size option. */
+    poolSize?: number;
+    /** Options passed to the driver. */
+    extra?: {
+      /** pg's pool size. */
+      max?: number;
+    };
+  };
   /** Runs `run` in a transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(run: (manager: TypeormEntityManagerLike) => Promise<T>): Promise<T>;
   /** A QueryRunner of its own (the relay's LISTEN connection). */

@@ -128,10 +128,13 @@ export interface MessageParkedEvent {
   message: ConsumeMessage;
 }
 
+/** A message that expired in a handler queue or was pushed out of it, dropped (the handler's `onExpired: 'drop'`). */
 export interface MessageDroppedEvent {
   /** The handler queue the message expired in or was pushed out of. */
   queue: string;
+  /** `expired`: its own expiration or the queue's message TTL; `maxlen`: the queue's length limit. */
   reason: 'expired' | 'maxlen';
+  /** The delivery from the dead-letter queue, with the broker's death headers. */
   message: ConsumeMessage;
 }
 

@@ -40,10 +40,23 @@ export interface OutboxAdapter<Tx = unknown> {
  * TypeORM DataSource (they have transaction and destroy, and no commit, which a Knex transaction has). Whatever
  * compiles is still checked at run time: a publish whose statement runs in no transaction writes nothing and throws.
  */
-export type OutboxTransaction<Tx> = Tx extends { totalCount: number; idleCount: number }
+export type OutboxTransaction<Tx> = Tx extends {
+  /** A pg Pool's count of its clients. */
+  totalCount: number;
+  /** A pg Pool's count of its idle clients. */
+  idleCount: number;
+}
   ? 'a connection pool is not a transaction: pass the client on which you ran BEGIN'
-  : Tx extends { transaction: unknown; destroy: unknown }
-    ? Tx extends { commit: unknown }
+  : Tx extends {
+        /** Starts a transaction (a Knex instance, a TypeORM DataSource). */
+        transaction: unknown;
+        /** Closes every connection (a Knex instance, a TypeORM DataSource). */
+        destroy: unknown;
+      }
+    ? Tx extends {
+        /** Commits (a Knex transaction). */
+        commit: unknown;
+      }
       ? Tx
       : 'not a transaction: pass what your transaction runs on (the trx of knex.transaction(), the manager of dataSource.transaction())'
     : Tx;
