@@ -41,16 +41,28 @@ describe('decideDeadLetter', () => {
   });
 
   it("drops expired and pushed-out messages with onExpired: 'drop'", () => {
-    expect(decideDeadLetter(headers(['orders', 'expired']), 'orders', 'drop')).toEqual({ action: 'drop', reason: 'expired', handlerCalls: 0 });
-    expect(decideDeadLetter(headers(['orders', 'maxlen']), 'orders', 'drop')).toEqual({ action: 'drop', reason: 'maxlen', handlerCalls: 0 });
+    const expired = headers(['orders', 'expired'], undefined, [death('orders', 'expired')]);
+    const maxlen = headers(['orders', 'maxlen'], undefined, [death('orders', 'maxlen')]);
+    expect(decideDeadLetter(expired, 'orders', 'drop')).toEqual({ action: 'drop', reason: 'expired', handlerCalls: 0 });
+    expect(decideDeadLetter(maxlen, 'orders', 'drop')).toEqual({ action: 'drop', reason: 'maxlen', handlerCalls: 0 });
   });
 
   it("parks a message past a quorum queue's delivery limit as redelivery-limit, even with onExpired: 'drop'", () => {
-    expect(decideDeadLetter(headers(['orders', 'delivery_limit']), 'orders', 'drop')).toMatchObject({ action: 'park', reason: 'redelivery-limit' });
+    const limit = headers(['orders', 'delivery_limit'], undefined, [death('orders', 'delivery_limit')]);
+    expect(decideDeadLetter(limit, 'orders', 'drop')).toMatchObject({ action: 'park', reason: 'redelivery-limit' });
   });
 
   it('prefers the last death (RabbitMQ 3.13+) over a first death elsewhere', () => {
-    expect(decideDeadLetter(headers(['upstream', 'expired'], ['orders', 'maxlen']), 'orders', 'park')).toMatchObject({ reason: 'maxlen' });
+    const deaths = [death('orders', 'maxlen'), death('upstream', 'expired')];
+    expect(decideDeadLetter(headers(['upstream', 'expired'], ['orders', 'maxlen'], deaths), 'orders', 'park')).toMatchObject({ reason: 'maxlen' });
+  });
+
+  it('parks as malformed a message whose death headers name a death its x-death does not hold (published with it)', () => {
+    const forged = headers(['orders', 'expired'], undefined, [death('orders', 'rejected')]);
+    const outcome = decideDeadLetter(forged, 'orders', 'drop');
+    expect(outcome).toMatchObject({ action: 'park', reason: 'malformed', handlerCalls: 1 });
+    expect(outcome.action === 'park' && outcome.error.message).toContain('not written by the broker');
+    expect(decideDeadLetter(headers(['orders', 'maxlen'], undefined, 'junk' as never), 'orders', 'park')).toMatchObject({ reason: 'malformed' });
   });
 
   it('parks as malformed what reached the queue without a death in the handler queue', () => {

@@ -54,6 +54,14 @@ export function decideDeadLetter(headers: Record<string, unknown> | undefined, q
   const history = readDeathHistory(headers?.[BrokerHeader.death]);
   const handlerCalls = history.ok ? rejectedCount(history.deaths, queue) : 0;
   const reason = deathReasonIn(headers, queue);
+  // The death headers route a message here, and a publisher can set them (RabbitMQ 3.x keeps a client's x-first-death-*):
+  // the broker's own x-death must hold the death they name, or they are not the broker's.
+  if (reason !== undefined && reason !== 'rejected' && !(history.ok && history.deaths.some((d) => d.queue === queue && d.reason === reason))) {
+    const error = new Error(
+      `its death headers say it died in "${queue}" (${reason}), but its x-death has no such death: they were published with it, not written by the broker; parked so that it is not taken for what it claims`,
+    );
+    return { action: 'park', reason: 'malformed', error, handlerCalls };
+  }
   if (reason === 'expired' || reason === 'maxlen') {
     if (onExpired === 'drop') return { action: 'drop', reason, handlerCalls };
     const expiration = reason === 'expired' ? originalExpirationIn(headers, queue) : undefined;

@@ -130,8 +130,8 @@ export interface ParkInput {
 /**
  * The properties of the parked copy: the original ones, with the broker's death headers (BROKER_DEATH_HEADERS)
  * removed so that a replay starts afresh, and these headers added:
- * - `x-parked-reason`: `exhausted` | `non-retryable` | `malformed` | `redelivery-limit` (`undeliverable` for delayed
- *   messages);
+ * - `x-parked-reason`: `exhausted` | `non-retryable` | `malformed` | `redelivery-limit` | `expired` | `maxlen`
+ *   (`undeliverable` for delayed messages, `no-handler` for the transport);
  * - `x-exception-message` (at most 4 KiB) and `x-exception-stack` (at most 16 KiB), cut further when the headers
  *   would not fit PARKED_HEADERS_BUDGET, the stack first; the stack is left out when no room is left;
  * - `x-original-exchange`, `x-original-routing-key`: where the message was first published;

@@ -12,7 +12,7 @@ export interface ParkedFilter {
    * Without it, the parking queue of `queue`, else every parking queue in view. Replay and purge name theirs apart.
    */
   errorQueue?: string;
-  /** The park reason, exactly: `exhausted`, `non-retryable`, `malformed`, `redelivery-limit`, `undeliverable`. */
+  /** The park reason, exactly: `exhausted`, `non-retryable`, `malformed`, `redelivery-limit`, `expired`, `maxlen`, `undeliverable`, `no-handler`. */
   reason?: string;
   /** A case-insensitive substring of the exception message. */
   error?: string;

@@ -99,7 +99,7 @@ function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (
     withScope(command)
       .option('--queue <queue>', 'handler queue (its parking queue as recorded by the handler, else <queue>.error)')
       .option('--error-queue <queue>', 'the parking queue itself')
-      .option('--reason <reason>', 'park reason: exhausted, non-retryable, malformed, redelivery-limit, undeliverable')
+      .option('--reason <reason>', 'park reason: exhausted, non-retryable, malformed, redelivery-limit, expired, maxlen, undeliverable, no-handler')
       .option('--error <text>', 'substring of the exception message (case-insensitive)')
       .option('--since <time>', 'parked at or after (ISO time or epoch ms)')
       .option('--until <time>', 'parked before (ISO time or epoch ms)')

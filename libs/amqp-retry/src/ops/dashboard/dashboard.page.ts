@@ -112,7 +112,7 @@ ${banner}
       <label>Body contains <input name="text" id="f-text"></label>
       <label>Parked since <input name="since" id="f-since" type="datetime-local"></label>
       <label>Parked until <input name="until" id="f-until" type="datetime-local"></label>
-      <datalist id="reasons"><option value="exhausted"><option value="non-retryable"><option value="malformed"><option value="redelivery-limit"><option value="undeliverable"></datalist>
+      <datalist id="reasons"><option value="exhausted"><option value="non-retryable"><option value="malformed"><option value="redelivery-limit"><option value="expired"><option value="maxlen"><option value="undeliverable"><option value="no-handler"></datalist>
       <div class="actions"><button type="submit">Apply</button><button type="button" id="clear-filter">Clear</button></div>
     </form>
     <div class="bulk actions">
