@@ -160,25 +160,33 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
     expect(await suite.broker.count(`${queue}.error`)).toBe(0);
   });
 
-  it("parks as maxlen what an operator's length-limit policy pushes out, and starts with the policy in place", async () => {
+  it.each([
+    ['drop-head', { parked: [2], handled: [1, 3], refused: [] }],
+    ['reject-publish-dlx', { parked: [3], handled: [1, 2], refused: [3] }],
+    ['reject-publish', { parked: [], handled: [1, 2], refused: [3] }],
+  ] as const)("follows an operator's length-limit policy with overflow %s, and starts with the policy in place", async (overflow, outcome) => {
     const { broker, queue } = suite;
     const policy = `e2e-maxlen-${queue}`;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    await ctl('set_policy', policy, `^${queue.replace(/\./g, '\\.')}$`, '{"max-length":1}', '--apply-to', 'queues');
+    const definition = JSON.stringify({ 'max-length': 1, overflow });
+    await ctl('set_policy', policy, `^${queue.replace(/\./g, '\\.')}$`, definition, '--apply-to', 'queues');
     try {
       const Handler = handlerFor({ queue, delays: ['1s'], prefetch: 1 }, () => gate);
       suite.app = await startApp([Handler], SUITE_OPTIONS);
       await waitFor(async () => (await ctl('list_queues', 'name', 'policy', '-q', '--no-table-headers')).includes(policy), 'the policy applied');
       await broker.publish('', queue, { id: 1 });
       await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 1, 'message 1 in the handler');
-      for (const id of [2, 3]) await broker.publish('', queue, { id });
+      const refused: number[] = [];
+      for (const id of [2, 3]) await broker.publish('', queue, { id }).catch(() => refused.push(id));
 
-      const [copy] = await broker.take(`${queue}.error`, 1);
+      const copies = outcome.parked.length > 0 ? await broker.take(`${queue}.error`, outcome.parked.length) : [];
       release();
-      expect(bodyId(copy)).toBe(2);
-      expect(headersOf(copy)['x-parked-reason']).toBe('maxlen');
-      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 2, 'message 3 handled');
+      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === outcome.handled.length, 'the messages that fit handled');
+      expect({ parked: copies.map(bodyId), refused }).toEqual({ parked: outcome.parked, refused: outcome.refused });
+      for (const copy of copies) expect(headersOf(copy)['x-parked-reason']).toBe('maxlen');
+      expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual(outcome.handled);
+      expect(await left()).toEqual({ queue: 0, deadLetters: 0 });
     } finally {
       release();
       await ctl('clear_policy', policy);
@@ -202,7 +210,9 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
 
     await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 4, 'all four handled');
     expect(idsOf(handlerOf(suite.app, Handler).calls)).toEqual([1, 4, 2, 3]);
-    await expect(publisher.publish('', queue, { id: 5 }, { priority: 256 })).rejects.toThrow('Invalid priority 256: a priority is a whole number from 0 to 255');
+    await expect(publisher.publish('', queue, { id: 5 }, { priority: 256 })).rejects.toThrow(
+      'Invalid priority 256: a priority is a whole number from 0 to 255',
+    );
   });
 
   it("parks what expired in a partition in that partition's parking queue, through the handler's one dead-letter queue", async () => {

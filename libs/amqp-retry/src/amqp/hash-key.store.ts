@@ -7,20 +7,6 @@ import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
 /** Opens a channel the caller may lose to a broker error (a 404). */
 type ChannelOpener = () => Promise<Channel>;
 
-/** Whether an exchange exists: a passive declare on a channel of its own; only a 404 means no. */
-export async function exchangeExists(open: ChannelOpener, exchange: string): Promise<boolean> {
-  const channel = await open();
-  try {
-    await channel.checkExchange(exchange);
-    return true;
-  } catch (error) {
-    if ((error as { code?: unknown } | null)?.code === 404) return false;
-    throw error;
-  } finally {
-    await channel.close().catch(() => undefined); // closed by the broker already after a 404
-  }
-}
-
 /**
  * The newest record in `queue` (core/partitions/hash-key.record.ts), left there: the channel closes without acking,
  * so the broker puts the records back. Undefined when the queue does not exist or holds no readable record.

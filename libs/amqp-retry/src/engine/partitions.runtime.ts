@@ -11,13 +11,13 @@ import {
 } from './handler.runtime.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
-import { exchangeExists, readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
+import { readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
 import { decideHashKey, describeHashKey } from '../core/partitions/hash-key.record.js';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
 import { checkChannelBudget } from '../core/partitions/channel.budget.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
-import { queueExists } from '../amqp/queue-exists.probe.js';
+import { exchangeExists, queueExists } from '../amqp/queue-exists.probe.js';
 import { assignPartitions, ownerOf, partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
 import { MISSED_HEARTBEATS, type PartitionsConfig } from '../core/partitions/partitions.config.js';

@@ -596,31 +596,18 @@ export class RetryEngine {
   /** Creates (or checks) the outbox's table and the inboxes' tables, each once. */
   private async prepareTables(handlers: readonly EngineHandler[]): Promise<void> {
     const { outbox } = this.config;
-    if (outbox && !this.inboxTables.has(outbox.sql.outboxName)) {
-      const { sql } = outbox;
-      const create = outbox.createTables ? sql.outboxTables : undefined;
-      await prepareTable(outbox.adapter, sql, {
-        qualified: sql.outboxName,
-        shown: outbox.tableName,
-        option: 'outbox.table',
-        create,
-        shape: sql.outboxShape,
-      });
-      this.inboxTables.add(outbox.sql.outboxName);
-    }
-    for (const { config } of handlers) {
-      const inbox = config.inbox;
-      if (!inbox || this.inboxTables.has(inbox.sql.inboxName)) continue;
-      const { sql } = inbox;
-      const create = inbox.createTables ? sql.inboxTables : undefined;
-      await prepareTable(inbox.adapter, sql, {
-        qualified: sql.inboxName,
-        shown: inbox.tableName,
-        option: 'inbox.table',
-        create,
-        shape: sql.inboxShape,
-      });
-      this.inboxTables.add(inbox.sql.inboxName);
+    const tables = [
+      ...(outbox
+        ? [{ ...outbox, qualified: outbox.sql.outboxName, option: 'outbox.table', ddl: outbox.sql.outboxTables, shape: outbox.sql.outboxShape }]
+        : []),
+      ...handlers.flatMap(({ config: { inbox } }) =>
+        inbox ? [{ ...inbox, qualified: inbox.sql.inboxName, option: 'inbox.table', ddl: inbox.sql.inboxTables, shape: inbox.sql.inboxShape }] : [],
+      ),
+    ];
+    for (const { adapter, sql, qualified, tableName, option, createTables, ddl, shape } of tables) {
+      if (this.inboxTables.has(qualified)) continue;
+      await prepareTable(adapter, sql, { qualified, shown: tableName, option, create: createTables ? ddl : undefined, shape });
+      this.inboxTables.add(qualified);
     }
   }
 
