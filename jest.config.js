@@ -3,6 +3,8 @@ const shared = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
+  // Builds (dist/) hold copies of the package's package.json, which Jest's module map would find twice.
+  modulePathIgnorePatterns: ['<rootDir>/libs/amqp-retry/dist/'],
   moduleNameMapper: {
     '^nestjs-amqp-retry$': '<rootDir>/libs/amqp-retry/src/index.ts',
     '^nestjs-amqp-retry/health$': '<rootDir>/libs/amqp-retry/src/health/index.ts',

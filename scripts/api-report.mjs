@@ -132,4 +132,7 @@ if (update) {
 } else {
   console.log(`the public API matches the reports in ${rel(reportFolder)} (${entries.map((e) => e.name).join(', ')})`);
 }
+// The temporary folder holds a copy of the package's package.json: left in the tree, Jest's module map would find the
+// package twice (and fail every test file with "dupMap.get is not a function").
+rmSync(tempFolder, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);
