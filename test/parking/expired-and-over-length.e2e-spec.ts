@@ -246,6 +246,32 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
     }
   });
 
+  it("retries in a partition without taking the partitions' shared dead-letter queue for a deleted one", async () => {
+    const { broker, queue } = suite;
+    await requireHashExchange();
+    const logger = new RecordingLogger();
+    const Handler = handlerFor({ queue, delays: ['200ms'], partitions: { count: 2, key: 'messageId', heartbeat: '200ms' } }, (_payload, context) => {
+      if (context.attempt === 1) throw new Error('first attempt fails');
+    });
+    try {
+      const app = await createApp([Handler], SUITE_OPTIONS);
+      app.useLogger(logger);
+      suite.app = await app.init();
+      await waitFor(
+        async () => (await broker.consumers(`${queue}.p0`)) === 1 && (await broker.consumers(`${queue}.p1`)) === 1,
+        'both partitions consumed',
+      );
+      for (const id of [1, 2, 3, 4]) await broker.publish(queue, '', { id }, { messageId: `m${id}` });
+
+      await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 8, 'each message retried once and handled');
+      expect(logger.count(/was deleted; declaring the retry topology again/)).toBe(0);
+    } finally {
+      await cleanUp(() => suite.app?.close());
+      suite.app = undefined;
+      await deletePartitionedTopology(broker, queue, 2);
+    }
+  });
+
   it('fails the start with the way to migrate when a limit changed since the queue was declared', async () => {
     const { queue } = suite;
     suite.app = await startApp([slowHandler({ queue, delays: ['1s'], maxLength: 5 }, 0)], SUITE_OPTIONS);

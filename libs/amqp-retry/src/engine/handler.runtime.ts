@@ -144,7 +144,7 @@ export class HandlerRuntime {
       connection,
       {
         exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.deathSortExchange, names.firstTierExchange, names.returnExchange],
-        queues: [...schedules.flatMap(tierQueues), names.deadLetterQueue],
+        queues: [...schedules.flatMap(tierQueues), config.deadLetterQueue ?? names.deadLetterQueue],
       },
       redeclare,
       logger,
