@@ -46,7 +46,7 @@ export class DeadLetterStep {
     if (outcome.action === 'drop') {
       settle.ack();
       if (this.observers?.active) this.observers.emit('dropped', { queue, reason: outcome.reason, message });
-      this.logDrop(queue, outcome.reason);
+      this.logDrop(queue);
       return;
     }
     const history = readDeathHistory(headers?.[BrokerHeader.death]);
@@ -58,16 +58,15 @@ export class DeadLetterStep {
     await this.parker.park(message, settle, target, { queue, reason, error, handlerCalls, deaths, ...route }, signal);
   };
 
-  private logDrop(queue: string, reason: 'expired' | 'maxlen'): void {
+  private logDrop(queue: string): void {
     this.droppedSinceLine++;
     const now = this.now();
     if (now - this.lastLineAt < DROP_LOG_SPACING_MS) return;
     const count = this.droppedSinceLine;
     this.droppedSinceLine = 0;
     this.lastLineAt = now;
-    const what = reason === 'expired' ? 'expired in the queue' : "were pushed out by the queue's length limit";
     this.logger.warn(
-      `"${queue}": dropped ${count} message${count === 1 ? '' : 's'} that ${what} or before (onExpired: 'drop'); one such line a minute at most, with the count since the last`,
+      `"${queue}": dropped ${count === 1 ? '1 message that' : `${count} messages that`} expired or ${count === 1 ? 'was' : 'were'} pushed out by a length limit (onExpired: 'drop'); this line comes at most once a minute, with the count since the last`,
     );
   }
 }

@@ -1,0 +1,64 @@
+import type { ConsumeMessage } from 'amqplib';
+import { ObserverHub } from '../core/observe/observer.hub.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { DeadLetterStep } from './dead-letter.step.js';
+import type { MessageParker, ParkDetails, ParkTarget } from './park-route.steps.js';
+
+const death = (queue: string, reason: string) => ({ queue, reason, count: 1, exchange: 'shop', 'routing-keys': ['order.created'] });
+const deadLetter = (queue: string, reason: string): ConsumeMessage =>
+  ({
+    content: Buffer.from('{}'),
+    fields: { exchange: `${queue}.dlx`, routingKey: 'order.created' },
+    properties: { headers: { 'x-first-death-queue': queue, 'x-first-death-reason': reason, 'x-death': [death(queue, reason)] } },
+  }) as unknown as ConsumeMessage;
+
+function setup(onExpired: 'park' | 'drop', queues = ['orders']) {
+  const parks: Array<{ target: ParkTarget; details: ParkDetails }> = [];
+  const parker = { park: async (_m: unknown, _s: unknown, target: ParkTarget, details: ParkDetails) => void parks.push({ target, details }) };
+  const lines: string[] = [];
+  const logger = { log: () => undefined, warn: (line: string) => lines.push(line), error: () => undefined, debug: () => undefined } as RetryLogger;
+  const dropped: string[] = [];
+  const observers = new ObserverHub([{ dropped: (e) => dropped.push(`${e.queue}:${e.reason}`) }], logger);
+  let now = 0;
+  const targets = new Map(queues.map((q) => [q, { errorQueue: `${q}.error`, redeclare: async () => undefined }]));
+  const step = new DeadLetterStep(targets, onExpired, parker as unknown as MessageParker, logger, observers, () => now);
+  const acks: number[] = [];
+  const settle = { ack: () => acks.push(1), nack: () => undefined };
+  const handle = (message: ConsumeMessage) => step.handle(message, settle, new AbortController().signal);
+  return { parks, lines, dropped, acks, handle, advance: (ms: number) => (now += ms) };
+}
+
+describe('DeadLetterStep', () => {
+  it('parks each message in the parking queue of the queue it died in, with the route of its death there', async () => {
+    const { parks, acks, handle } = setup('park', ['acc.p0', 'acc.p1']);
+    await handle(deadLetter('acc.p1', 'maxlen'));
+    expect(parks).toHaveLength(1);
+    expect(parks[0].target.errorQueue).toBe('acc.p1.error');
+    expect(parks[0].details).toMatchObject({ queue: 'acc.p1', reason: 'maxlen', deliveredExchange: 'shop', deliveredRoutingKey: 'order.created' });
+    expect(acks).toEqual([]); // the parker acks, once the copy is confirmed
+  });
+
+  it("parks what died in none of its queues as malformed, in the first queue's parking queue", async () => {
+    const { parks, handle } = setup('drop', ['acc.p0', 'acc.p1']);
+    await handle(deadLetter('elsewhere', 'expired'));
+    expect(parks.map((p) => [p.target.errorQueue, p.details.reason])).toEqual([['acc.p0.error', 'malformed']]);
+  });
+
+  it("with onExpired: 'drop', acks and tells observers of each, and logs at most once a minute with the count", async () => {
+    const { parks, lines, dropped, acks, handle, advance } = setup('drop');
+    await handle(deadLetter('orders', 'expired'));
+    await handle(deadLetter('orders', 'maxlen'));
+    await handle(deadLetter('orders', 'expired'));
+    expect({ acks: acks.length, parks: parks.length, dropped }).toEqual({
+      acks: 3,
+      parks: 0,
+      dropped: ['orders:expired', 'orders:maxlen', 'orders:expired'],
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('"orders": dropped 1 message that expired or was pushed out by a length limit');
+    advance(60_000);
+    await handle(deadLetter('orders', 'maxlen'));
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain('dropped 3 messages that expired or were pushed out');
+  });
+});
