@@ -5,7 +5,7 @@ import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { POSTGRES_URL, postgresKind, redisKind, spied, uniqueSpace } from '../support/stores.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/handled-once.invoker.js';
+import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/idempotency.step.js';
 
 describe.each([redisKind, postgresKind])('handling each message once with the $name store', (kind) => {
   let broker: TestBroker;

@@ -5,7 +5,7 @@ import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { requireHashExchange, deletePartitionedTopology } from '../support/partitions.js';
 import { redisKind, uniqueSpace } from '../support/stores.js';
-import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/handled-once.invoker.js';
+import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/idempotency.step.js';
 
 type Step = { key: string; seq: number };
 

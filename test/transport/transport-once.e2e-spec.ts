@@ -1,5 +1,5 @@
 import type { INestMicroservice } from '@nestjs/common';
-import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/handled-once.invoker.js';
+import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/idempotency.step.js';
 import { redisKind, uniqueSpace } from '../support/stores.js';
 import { TestBroker, uniqueName } from '../support/broker.js';
 import { cleanUp } from '../support/suite.js';

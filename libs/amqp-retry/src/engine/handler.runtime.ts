@@ -5,7 +5,7 @@ import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.writer.js';
 import type { MessageParker, ParkTarget } from '../pipeline/park-route.steps.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
-import { DeliveryPipeline } from '../pipeline/delivery.pipeline.js';
+import { deliveryChain } from './delivery.chain.js';
 import { TierRouter } from '../pipeline/park-route.steps.js';
 import type { DeliveryRouter, HandlerInvoker } from '../pipeline/delivery.contracts.js';
 import { rebindFirstFailuresIfOwner, takeOverFirstFailures, type Retirement } from './tier.retirement.js';
@@ -20,7 +20,6 @@ import { planRetryTopology, retryNames, tierQueues } from '../core/topology/retr
 import { unsettledDeliveries } from '../core/delivery/delivery.count.js';
 import { returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
-import { withHandlerTimeout } from '../pipeline/handler-timeout.step.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { QueueState } from '../core/breaker/queue.state.js';
 import { QueueFlowControl } from './queue-flow.control.js';
@@ -150,22 +149,11 @@ export class HandlerRuntime {
       logger,
       `"${config.queue}"`,
     );
-    // The time limit bounds the handler's own call, inside ordering and idempotency (a wait for a key's turn is not the handler's).
-    // The breaker counts outside it: a call that hangs on a dead dependency and times out is an outage too.
     this.flow = new QueueFlowControl(config, { logger, observers: deps.observers });
-    const invoke = this.flow.counted(withHandlerTimeout(handler.invoke, config.timeoutMs, config.queue), config.isRetryable);
     const tiers = new TierRouter(config.queue, deps.parker.publisher, guard, redeclare, logger);
-    const delivery = new DeliveryPipeline(
-      config,
-      invoke,
-      deps.parker,
-      { errorQueue: config.errorQueue, redeclare },
-      tiers,
-      logger,
-      handler.route && this.flow.countedRoutes(handler.route),
-      deps.observers,
-      this.flow.returns,
-    );
+    const park = { errorQueue: config.errorQueue, redeclare };
+    const { invoke, route: router } = handler;
+    const gated = deliveryChain({ config, invoke, router, flow: this.flow, parker: deps.parker, park, tiers, logger, observers: deps.observers });
     // A delivery put back on purpose (paused, circuit open) is no suspect: its return was not a crash.
     const returns = this.flow.returns;
     const isSuspect =
@@ -174,7 +162,6 @@ export class HandlerRuntime {
             unsettledDeliveries(m.properties.headers, 'quorum') > 0 &&
             (returns.isEmpty || unsettledDeliveries(m.properties.headers, 'quorum', returns.of(returnIdentity(m, config.queue))) > 0)
         : undefined;
-    const gated = this.flow.gate(delivery.handle);
     this.newConsumer = () => {
       const consumer = new QueueConsumer(
         { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },

@@ -1,3 +1,4 @@
+import type { HandlerInvoker } from '../pipeline/delivery.contracts.js';
 import { jest } from '@jest/globals';
 import type { ConsumeMessage } from 'amqplib';
 import { resolveHandlerConfig } from '../core/config/handler.config.js';
@@ -20,6 +21,14 @@ function flowOf(options: object) {
   const settle = (n: number) => ({ ack: () => settled.push(`ack ${n}`), nack: (requeue: boolean) => settled.push(`nack ${n} ${requeue}`) });
   const signal = new AbortController().signal;
   return { flow, target, settled, settle, signal, tick: (ms: number) => (now += ms) };
+}
+
+/** The breaker and hand-over steps around a handler call, in the order the delivery chain puts them. */
+function counted(flow: QueueFlowControl, invoke: HandlerInvoker, isRetryable: (error: unknown) => boolean): HandlerInvoker {
+  const policy = { maxAttempts: 1, delaysMs: [], isRetryable };
+  const handOver = flow.handOverStep();
+  const inner = handOver ? handOver(invoke) : invoke;
+  return flow.breakerStep(() => policy)?.(inner) ?? inner;
 }
 
 describe('QueueFlowControl', () => {
@@ -60,7 +69,7 @@ describe('QueueFlowControl', () => {
     try {
       const { flow, target, settle, signal } = flowOf({ circuitBreaker: { consecutiveFailures: 2, openFor: '1s', halfOpenCalls: 2 } });
       let outcome: unknown = new NonRetryableError('bad order');
-      const invoke = flow.counted(
+      const invoke = counted(flow, 
         async () => {
           if (outcome) throw outcome;
         },
@@ -98,7 +107,7 @@ describe('QueueFlowControl', () => {
       const { flow, settle, signal, settled } = flowOf({ circuitBreaker: { consecutiveFailures: 1, openFor: '1s', halfOpenCalls: 1 } });
       let finishTrial!: () => void;
       const calls: number[] = [];
-      const invoke = flow.counted(
+      const invoke = counted(flow, 
         async (payload) => {
           calls.push(payload as number);
           if (payload === 0) throw new Error('503');
@@ -145,7 +154,7 @@ describe('QueueFlowControl', () => {
       const calls: number[] = [];
       let fail!: () => void;
       const running = new Promise<void>((_resolve, reject) => (fail = () => reject(new Error('503'))));
-      const invoke = flow.counted(
+      const invoke = counted(flow, 
         async (payload) => {
           calls.push(payload as number);
           if (payload === 1) await running;

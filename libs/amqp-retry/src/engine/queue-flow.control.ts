@@ -1,6 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import type { DeliveryHandler } from '../amqp/queue.consumer.js';
-import type { DeliveryRouter, HandlerInvoker } from '../pipeline/delivery.contracts.js';
+import type { Middleware, PolicyOf } from '../pipeline/delivery.contracts.js';
 import { CircuitBreakerState, type CircuitTicket, type CircuitTransition } from '../core/breaker/circuit.state.js';
 import { countsAsOutage } from '../core/breaker/outage.classify.js';
 import { type PauseRecord, type QueueFlowStatus, type QueueState, queueStateOf } from '../core/breaker/queue.state.js';
@@ -99,15 +99,23 @@ export class QueueFlowControl {
   }
 
   /**
-   * The handler's invoker (inside the idempotency and ordering wrappers): the delivery is handed over to the handler
-   * here (until then a stop takes it back), and its outcome is counted into the breaker.
+   * The hand-over step: the delivery is handed over to the handler here (until then a stop takes it back). Absent
+   * when nothing waits before the handler (see waitsBeforeHandler).
    */
-  counted(handler: HandlerInvoker, isRetryable: (error: unknown) => boolean): HandlerInvoker {
-    const invoke = this.waiting ? this.waiting.handing(handler) : handler;
+  handOverStep(): Middleware | undefined {
+    const waiting = this.waiting;
+    return waiting && ((next) => waiting.handing(next));
+  }
+
+  /**
+   * The breaker step: the outcome of the handler call is counted into the breaker, a failure by its delivery's
+   * policy (what it retries). Absent without a breaker.
+   */
+  breakerStep(policyOf: PolicyOf): Middleware | undefined {
     const breaker = this.breaker;
-    if (!breaker) return invoke;
+    if (!breaker) return undefined;
     const countsAsFailure = this.config.circuitBreaker?.countsAsFailure;
-    return (payload, context) => {
+    return (invoke) => (payload, context) => {
       const ticket = this.tickets.get(context.message);
       let running: Promise<unknown>;
       try {
@@ -123,19 +131,11 @@ export class QueueFlowControl {
         },
         (error: unknown) => {
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
-          if (countsAsOutage(error, isRetryable(error), countsAsFailure)) this.apply(breaker.record(ticket, true, this.now(), context.attempt));
+          const retryable = policyOf(context).isRetryable(error);
+          if (countsAsOutage(error, retryable, countsAsFailure)) this.apply(breaker.record(ticket, true, this.now(), context.attempt));
           throw error;
         },
       );
-    };
-  }
-
-  /** The same counting for a queue whose deliveries are routed (the transport's patterns), each with its policy's errors. */
-  countedRoutes(router: DeliveryRouter): DeliveryRouter {
-    if (!this.breaker) return router;
-    return (payload, message, deaths) => {
-      const route = router(payload, message, deaths);
-      return route.kind === 'handle' ? { ...route, invoke: this.counted(route.invoke, route.policy.isRetryable) } : route;
     };
   }
 

@@ -9,6 +9,15 @@ import type { XDeath } from '../core/delivery/x-death.parser.js';
 /** Calls the user's handler (through Nest's context: interceptors, filters). */
 export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
 
+/**
+ * One step around the handler call: given the invoker it wraps (`next`), the invoker that runs the step around it.
+ * The steps and their order are stated once, in engine/delivery.chain.ts.
+ */
+export type Middleware = (next: HandlerInvoker) => HandlerInvoker;
+
+/** The policy of one delivery: the queue's, or (a routed delivery) its pattern's own. */
+export type PolicyOf = (context: RetryContext) => RetryPolicy;
+
 /** How many attempts a message gets, and where its retries wait. */
 export interface RetryPolicy {
   maxAttempts: number;

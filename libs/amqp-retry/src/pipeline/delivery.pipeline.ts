@@ -11,19 +11,15 @@ import { DeliveryObservation } from '../core/observe/delivery.observation.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { Settle } from '../amqp/queue.consumer.js';
 import type { DeliveryRouter, HandlerInvoker, RetryPolicy } from './delivery.contracts.js';
-import { handledOnceInvoker } from './handled-once.invoker.js';
-import { orderedInvoker } from './ordered.invoker.js';
-import { inboxStep } from './inbox.step.js';
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { isRecalled } from '../core/delivery/delivery.recall.js';
 
-/** What the invoke step runs: the payload, the handler and its policy (a pattern's own, with a router). */
+/** What the invoke step runs: the payload and its policy (a pattern's own, with a router). */
 interface Handling {
   payload: unknown;
   policy: RetryPolicy;
-  invoke: HandlerInvoker;
   /** The handler's own pattern, for observers; absent for decorator handlers. */
   pattern?: string;
 }
@@ -34,31 +30,51 @@ interface Handling {
  *    every attempt, is parked before any handler or nack sees it; else it runs as attempt n;
  * 2. route (with a router, the transport's patterns): the body names the handler and its policy, a request that runs
  *    once, or a park;
- * 3. invoke: the handler runs, inside the guarantees the configuration asks (withDeliveryGuarantees: ordering,
- *    then idempotency);
+ * 3. invoke: the handler call runs with the steps around it (engine/delivery.chain.ts states them and their order);
  * 4. settle: success acks; a failure is decided again: a retryable one goes on to its tier (TierRouter: once the
  *    retry topology is known to exist, a nack, or a move into another schedule's first tier), anything else is
  *    parked (MessageParker: published to the error queue, confirmed, and only then acked).
  */
+/** What a queue's delivery pipeline is made of; engine/delivery.chain.ts assembles it. */
+export interface DeliveryPipelineParts {
+  config: HandlerConfig;
+  /** The handler call with its steps around it (the chain); for a routed queue, the call of each delivery's route. */
+  invoke: HandlerInvoker;
+  /** Chooses each delivery's route (the transport's patterns); its 'handle' routes are run by `invoke`. */
+  router?: DeliveryRouter;
+  /** The outcome steps: park, move to a tier. */
+  parker: MessageParker;
+  park: ParkTarget;
+  tiers: TierRouter;
+  logger: RetryLogger;
+  observers?: ObserverHub;
+  /** The deliveries this queue put back on purpose (paused, circuit open), which its quorum queue counts. */
+  returns?: OwnReturns;
+}
+
 export class DeliveryPipeline {
-  /** The handler's invoker with the guarantees its configuration asks (ordering, idempotency) around it. */
+  private readonly config: HandlerConfig;
   private readonly invoke: HandlerInvoker;
   private readonly router?: DeliveryRouter;
+  private readonly parker: MessageParker;
+  private readonly park: ParkTarget;
+  private readonly tiers: TierRouter;
+  private readonly logger: RetryLogger;
+  private readonly observers?: ObserverHub;
+  private readonly returns?: OwnReturns;
 
-  constructor(
-    private readonly config: HandlerConfig,
-    invoke: HandlerInvoker,
-    private readonly parker: MessageParker,
-    private readonly park: ParkTarget,
-    private readonly tiers: TierRouter,
-    private readonly logger: RetryLogger,
-    router?: DeliveryRouter,
-    private readonly observers?: ObserverHub,
-    /** The deliveries this queue put back on purpose (paused, circuit open), which its quorum queue counts. */
-    private readonly returns?: OwnReturns,
-  ) {
-    this.invoke = withDeliveryGuarantees(config, invoke, logger);
-    this.router = router && guaranteedRoutes(config, router, logger);
+  constructor(parts: DeliveryPipelineParts) {
+    ({
+      config: this.config,
+      invoke: this.invoke,
+      router: this.router,
+      parker: this.parker,
+      park: this.park,
+      tiers: this.tiers,
+      logger: this.logger,
+      observers: this.observers,
+      returns: this.returns,
+    } = parts);
   }
 
   /** Not async itself: the usual delivery (decoded, handled, acked) costs one promise reaction, not an async frame. */
@@ -74,7 +90,7 @@ export class DeliveryPipeline {
       return this.parkStep(message, settle, { queue, deaths, reason, error, handlerCalls }, signal);
     }
     if (this.router) return this.routeStep(this.router, message, settle, signal, before.payload, before.attempt, before.deaths);
-    const handling = { payload: before.payload, policy: this.config, invoke: this.invoke };
+    const handling = { payload: before.payload, policy: this.config };
     return this.invokeStep(message, settle, signal, handling, before.attempt, before.deaths);
   };
 
@@ -115,7 +131,8 @@ export class DeliveryPipeline {
     deaths: XDeath[],
   ): Promise<void> {
     const { queue } = this.config;
-    const { payload, policy, invoke, pattern } = handling;
+    const { payload, policy, pattern } = handling;
+    const invoke = this.invoke;
     const { maxAttempts } = policy;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: isExhausted(attempt, maxAttempts), queue, message, deaths, signal };
     const observed = this.observers?.active
@@ -178,50 +195,3 @@ export class DeliveryPipeline {
     return this.parker.park(message, settle, this.park, details, signal);
   }
 }
-
-/**
- * The handler call as the delivery path sees it, with what the configuration asks around it: ordering outside (a
- * message waits for its key's turn before it claims its idempotency key, so a waiting copy holds no claim), then
- * idempotency (claim, call, record) or the inbox (a transaction around the call and its record). Without any, the
- * handler's own invoker.
- */
-export function withDeliveryGuarantees(
-  config: HandlerConfig,
-  invoke: HandlerInvoker,
-  logger: RetryLogger,
-  policyOf?: (context: RetryContext) => RetryPolicy | undefined,
-): HandlerInvoker {
-  let guarded = invoke;
-  // A partition's copies are recognised under the handler's queue, not the partition's: a message that moves to
-  // another partition (a change of count, a partition deleted and declared again) is still the same message.
-  const scope = config.partitionOf?.queue ?? config.queue;
-  if (config.idempotency) guarded = handledOnceInvoker(guarded, scope, config.idempotency, logger);
-  if (config.inbox) guarded = inboxStep(guarded, scope, config.inbox, logger);
-  if (config.ordering) guarded = orderedInvoker(guarded, { ...config, ordering: config.ordering }, logger, policyOf);
-  return guarded;
-}
-
-/**
- * The same guarantees for a queue whose deliveries are routed (the transport's patterns): one guarded invoker for the
- * queue (its idempotency keys and ordering sequences are the queue's), calling each delivery's own route. Requests
- * ('once') and parks pass through untouched.
- */
-export function guaranteedRoutes(config: HandlerConfig, route: DeliveryRouter, logger: RetryLogger): DeliveryRouter {
-  if (!config.idempotency && !config.inbox && !config.ordering) return route;
-  const routed = new WeakMap<object, { invoke: HandlerInvoker; policy: RetryPolicy }>();
-  // A retry in place (a partition's 'hold') counts the attempts and waits the delays of the delivery's own policy.
-  const guarded = withDeliveryGuarantees(
-    config,
-    (payload, context) => (routed.get(context.message)?.invoke ?? missingRoute)(payload, context),
-    logger,
-    (context) => routed.get(context.message)?.policy,
-  );
-  return (payload, message, deaths) => {
-    const chosen = route(payload, message, deaths);
-    if (chosen.kind !== 'handle') return chosen;
-    routed.set(message, { invoke: chosen.invoke, policy: chosen.policy });
-    return { ...chosen, invoke: guarded };
-  };
-}
-
-const missingRoute: HandlerInvoker = () => Promise.reject(new Error('no route recorded for this delivery'));

@@ -1,4 +1,4 @@
-import type { HandlerInvoker } from './delivery.contracts.js';
+import type { Middleware } from './delivery.contracts.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { requireMessageKey } from '../core/message/message-key.reader.js';
 import type { InboxConfig } from '../core/outbox/outbox.config.js';
@@ -24,7 +24,7 @@ const CLEANUP_EVERY_MS = 60_000;
  *   usual (a throw) or redelivered (a crash).
  * A message without an id is parked as malformed: an inbox cannot tell its copies apart.
  */
-export function inboxStep(invoke: HandlerInvoker, queue: string, config: InboxConfig, logger: RetryLogger): HandlerInvoker {
+export const inboxStep = (queue: string, config: InboxConfig, logger: RetryLogger): Middleware => (invoke) => {
   const { adapter, sql } = config;
   let lastCleanupAt = Number.NEGATIVE_INFINITY;
   let cleaning = false;
@@ -61,4 +61,4 @@ export function inboxStep(invoke: HandlerInvoker, queue: string, config: InboxCo
     else cleanup();
     return result;
   };
-}
+};

@@ -25,7 +25,6 @@ import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
 import { unwrapRpcError } from './rpc.error.js';
 import { patternAsString, readPacket, type InboundPacket } from './rpc.packet.js';
-import { withHandlerTimeout } from '../pipeline/handler-timeout.step.js';
 import { sleep } from '../core/time/duration.timer.js';
 
 /** Pattern texts whose route RetryServer keeps (routeOf); beyond, a route is worked out each time, as Nest does. */
@@ -263,7 +262,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       payload: data,
       policy: once,
       pattern: entry.pattern,
-      invoke: withHandlerTimeout((d, retry) => this.runEvent(handler, d, message, pattern, retry), once.timeoutMs ?? 0, queue.queue),
+      invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry),
     };
   }
 

@@ -5,7 +5,7 @@ import type { RetryContext } from '../core/delivery/retry.context.js';
 import { decideAfterFailure, retryabilityOf } from '../core/delivery/delivery.decision.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
-import { handledOnceInvoker, storeKeyOf } from './handled-once.invoker.js';
+import { idempotencyStep, storeKeyOf } from './idempotency.step.js';
 
 /** A store in memory, with a clock the test moves. Unit tests only: the e2e tests use Redis and PostgreSQL. */
 class MemoryStore implements IdempotencyStore {
@@ -62,19 +62,18 @@ function setup(options: Record<string, unknown> = {}) {
   const store = new MemoryStore();
   const calls: unknown[] = [];
   let behaviour: () => Promise<unknown> = async () => 'done';
-  const invoke = handledOnceInvoker(
-    async (payload) => {
-      calls.push(payload);
-      return behaviour();
-    },
+  const invoke = idempotencyStep(
     'orders:eu',
     readIdempotency({ store, ...options }, (k) => k),
     logger,
-  );
+  )(async (payload) => {
+    calls.push(payload);
+    return behaviour();
+  });
   return { store, calls, invoke, set: (b: () => Promise<unknown>) => (behaviour = b) };
 }
 
-describe('handledOnceInvoker', () => {
+describe('the idempotency step', () => {
   it('runs the first copy and records it; a later copy is acknowledged without a call', async () => {
     const { store, calls, invoke } = setup();
     await expect(invoke({ n: 1 }, context('m-1'))).resolves.toBe('done');

@@ -2,12 +2,12 @@ import { getEventListeners } from 'node:events';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { HandlerInvoker } from './delivery.contracts.js';
-import { withHandlerTimeout } from './handler-timeout.step.js';
+import { withHandlerTimeout } from './time-limit.step.js';
 
 const contextWith = (signal: AbortSignal = new AbortController().signal, attempt = 2) => ({ attempt, signal }) as unknown as RetryContext;
 const later = <T>(ms: number, value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
 
-describe('withHandlerTimeout', () => {
+describe('the time-limit step (withHandlerTimeout)', () => {
   it('leaves the invoker as it is without a limit', () => {
     const invoke: HandlerInvoker = async () => 'done';
     expect(withHandlerTimeout(invoke, 0, 'orders')).toBe(invoke);

@@ -1,5 +1,4 @@
-import type { HandlerInvoker, RetryPolicy } from './delivery.contracts.js';
-import type { RetryContext } from '../core/delivery/retry.context.js';
+import type { Middleware, PolicyOf } from './delivery.contracts.js';
 import { decideAfterFailure } from '../core/delivery/delivery.decision.js';
 import { formatDuration } from '../core/time/duration.reader.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
@@ -12,17 +11,13 @@ import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { retryInPlace } from './in-place.retry.js';
 
 /**
- * Wraps a handler so that messages with the same ordering key run one at a time, in arrival order (the order in
+ * The ordering step:  messages with the same ordering key run one at a time, in arrival order (the order in
  * which the consumer's gate lets deliveries in, which is the queue's). A key function that throws or returns
  * something other than a string parks the message as malformed; undefined runs the message without a sequence.
  */
-export function orderedInvoker(
-  invoke: HandlerInvoker,
-  config: HandlerConfig & { ordering: OrderingConfig },
-  logger: RetryLogger,
-  /** The policy of a routed delivery (a transport pattern's own), when it is not the queue's. */
-  policyOf?: (context: RetryContext) => RetryPolicy | undefined,
-): HandlerInvoker {
+export const orderingStep =
+  (config: HandlerConfig & { ordering: OrderingConfig }, logger: RetryLogger, policyOf: PolicyOf): Middleware =>
+  (invoke) => {
   const { ordering, queue } = config;
   const sequencer = new KeySequencer(Math.max(0, config.prefetch - 1), ({ key, waiting, why }) =>
     logger.warn(
@@ -39,7 +34,7 @@ export function orderedInvoker(
     // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
     if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
     let hold: { owner: string; ms: number } | undefined;
-    const policy = policyOf?.(context) ?? config;
+    const policy = policyOf(context);
     const { maxAttempts, delaysMs } = policy;
     try {
       // A partition's hold retries in place, within the key's turn (see retryInPlace).
@@ -61,4 +56,4 @@ export function orderedInvoker(
       turn.leave(hold);
     }
   };
-}
+};

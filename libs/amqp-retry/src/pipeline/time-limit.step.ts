@@ -2,10 +2,27 @@ import { setMaxListeners } from 'node:events';
 import { formatDuration } from '../core/time/duration.reader.js';
 import { DeadlineClock } from '../core/time/deadline.clock.js';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
-import type { HandlerInvoker } from './delivery.contracts.js';
+import type { HandlerInvoker, Middleware, PolicyOf } from './delivery.contracts.js';
 import type { ConsumeMessage } from 'amqplib';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { XDeath } from '../core/delivery/x-death.parser.js';
+
+/**
+ * The time-limit step: each call bounded by its delivery's policy (`timeoutMs`; see withHandlerTimeout). A queue
+ * whose deliveries share one policy gets one bounded invoker; a routed queue one per distinct limit, made on first use.
+ */
+export function timeLimitStep(queue: string, policyOf: PolicyOf, fixedTimeoutMs?: number): Middleware | undefined {
+  if (fixedTimeoutMs !== undefined) return fixedTimeoutMs > 0 ? (invoke) => withHandlerTimeout(invoke, fixedTimeoutMs, queue) : undefined;
+  return (invoke) => {
+    const byLimit = new Map<number, HandlerInvoker>();
+    return (payload, context) => {
+      const timeoutMs = policyOf(context).timeoutMs ?? 0;
+      let bounded = byLimit.get(timeoutMs);
+      if (!bounded) byLimit.set(timeoutMs, (bounded = withHandlerTimeout(invoke, timeoutMs, queue)));
+      return bounded(payload, context);
+    };
+  };
+}
 
 /**
  * A handler call bounded in time: past `timeoutMs` its `signal` aborts with a HandlerTimeoutError and the call

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { HandlerInvoker } from './delivery.contracts.js';
+import type { Middleware } from './delivery.contracts.js';
 import { sleep, startInterval, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { IdempotencyConfig } from '../core/idempotency/idempotency.config.js';
@@ -34,7 +34,9 @@ async function bounded<T>(operation: string, key: string, call: () => Promise<T>
  * 3. failure: release the claim (so that the retry can claim it) and rethrow; success: record the key as handled,
  *    and only then return, so the ack comes after the record.
  */
-export function handledOnceInvoker(invoke: HandlerInvoker, queue: string, config: IdempotencyConfig, logger: RetryLogger): HandlerInvoker {
+export const idempotencyStep =
+  (queue: string, config: IdempotencyConfig, logger: RetryLogger): Middleware =>
+  (invoke) => {
   const { store, claimTtlMs, ttlMs } = config;
   return async (payload, context) => {
     const messageKey = requireMessageKey(
@@ -73,7 +75,7 @@ export function handledOnceInvoker(invoke: HandlerInvoker, queue: string, config
     );
     return result;
   };
-}
+  };
 
 /** Claims the key, waiting while another copy holds it. */
 async function claim(store: IdempotencyStore, key: string, token: string, claimTtlMs: number, signal: AbortSignal): Promise<'claimed' | 'handled'> {

@@ -1,0 +1,118 @@
+import type { ConsumeMessage } from 'amqplib';
+import { resolveHandlerConfig, type HandlerConfig } from '../core/config/handler.config.js';
+import { resolveModuleConfig } from '../core/config/module.config.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import type { IdempotencyStore } from '../core/idempotency/idempotency.store.js';
+import { partitionConfigs } from '../core/partitions/partition.plan.js';
+import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import type { RetryPolicy } from '../pipeline/delivery.contracts.js';
+import { RetriedInPlace } from '../pipeline/in-place.retry.js';
+import { handlerChain, handlerStepNames, routedChain } from './delivery.chain.js';
+import { QueueFlowControl } from './queue-flow.control.js';
+
+const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+const store: IdempotencyStore = {
+  claim: async () => 'claimed',
+  renew: async () => true,
+  release: async () => undefined,
+  markHandled: async () => undefined,
+} as unknown as IdempotencyStore;
+const configOf = (options: object): HandlerConfig => resolveHandlerConfig({ queue: 'orders', ...options }, resolveModuleConfig({}, {}), 'A.b');
+const partsOf = (config: HandlerConfig) => ({ config, logger, flow: new QueueFlowControl(config, { logger }) });
+const message = (headers: Record<string, unknown> = {}) =>
+  ({ content: Buffer.from('{}'), properties: { messageId: 'm-1', headers }, fields: { routingKey: 'k', exchange: 'e', deliveryTag: 1 } }) as unknown as ConsumeMessage;
+const contextOf = (m: ConsumeMessage, attempt = 1): RetryContext => ({
+  attempt,
+  maxAttempts: 3,
+  isLastAttempt: false,
+  queue: 'orders',
+  message: m,
+  deaths: [],
+  signal: new AbortController().signal,
+});
+
+describe('the handler chain', () => {
+  // One row per configuration: the steps that run around the call, outermost first.
+  it.each<[string, object, string[]]>([
+    ['nothing configured', {}, []],
+    ['a time limit', { timeout: '5s' }, ['time limit']],
+    ['a circuit breaker', { circuitBreaker: true }, ['breaker']],
+    ['a rate limit (a gate on the delivery, nothing around the call)', { rateLimit: { calls: 5, per: '1s' } }, []],
+    ['idempotency and a time limit', { idempotency: { store }, timeout: '1s' }, ['idempotency', 'hand-over', 'time limit']],
+    ['ordering', { ordering: { key: { header: 'x-key' } } }, ['ordering', 'hand-over']],
+    [
+      'ordering, idempotency, a breaker and a time limit',
+      { ordering: { key: { header: 'x-key' } }, idempotency: { store }, circuitBreaker: true, timeout: '1s' },
+      ['ordering', 'idempotency', 'breaker', 'hand-over', 'time limit'],
+    ],
+  ])('with %s runs %j', (_name, options, steps) => {
+    expect(handlerStepNames(partsOf(configOf(options)))).toEqual(steps);
+  });
+
+  it('a routed queue always bounds the call by each delivery’s own limit', () => {
+    expect(handlerStepNames({ ...partsOf(configOf({})), policyOf: () => configOf({}) })).toEqual(['time limit']);
+  });
+
+  it('calls the steps in the stated order: ordering waits, idempotency claims, then the call', async () => {
+    const calls: string[] = [];
+    const tracking: IdempotencyStore = {
+      ...store,
+      claim: async () => (calls.push('claim'), 'claimed'),
+      markHandled: async () => void calls.push('record'),
+    } as unknown as IdempotencyStore;
+    const config = configOf({ ordering: { key: { header: 'x-key' } }, idempotency: { store: tracking } });
+    const invoke = handlerChain(partsOf(config), async () => void calls.push('call'));
+    await invoke({}, contextOf(message({ 'x-key': 'a' })));
+    expect(calls).toEqual(['claim', 'call', 'record']);
+  });
+
+  it('without steps, the call is the handler itself', () => {
+    const call = async () => undefined;
+    expect(handlerChain(partsOf(configOf({})), call)).toBe(call);
+  });
+
+  it("a routed delivery's time limit is its route's", async () => {
+    const config = configOf({});
+    const slow = async () => new Promise((resolve) => setTimeout(resolve, 200));
+    const policy: RetryPolicy = { maxAttempts: 2, delaysMs: [5], isRetryable: () => true, timeoutMs: 20 };
+    const { router, invoke } = routedChain(partsOf(config), (payload) => ({ kind: 'handle', payload, policy, invoke: slow }));
+    const m = message();
+    expect(router({}, m, []).kind).toBe('handle');
+    await expect(invoke({}, contextOf(m))).rejects.toBeInstanceOf(HandlerTimeoutError);
+  });
+});
+
+describe('the handler chain of a partition', () => {
+  it('orders by key and hands nothing over: a partition is never paused nor opened', () => {
+    const [partition] = partitionConfigs(configOf({ exchange: 'e', partitions: { count: 2, key: { header: 'x-key' } } }));
+    expect(handlerStepNames(partsOf(partition))).toEqual(['ordering']);
+  });
+});
+
+describe('the routed chain on a partition that retries in place', () => {
+  const [partition] = partitionConfigs(
+    resolveHandlerConfig(
+      { queue: 'q', exchange: 'e', delays: ['1s'], maxAttempts: 5, partitions: { count: 1, key: { header: 'x-key' }, whileRetrying: 'hold' } },
+      resolveModuleConfig(),
+      'the RetryServer',
+    ),
+  );
+
+  it("counts the attempts and waits the delays of the route's own policy, not the queue's", async () => {
+    const policy: RetryPolicy = { maxAttempts: 2, delaysMs: [5], isRetryable: () => true };
+    const attempts: number[] = [];
+    const failing = async (_payload: unknown, context: RetryContext) => {
+      attempts.push(context.attempt);
+      throw new Error('down');
+    };
+    const { router, invoke } = routedChain(partsOf(partition), () => ({ kind: 'handle', payload: {}, policy, invoke: failing }));
+    const m = message({ 'x-key': 'k' });
+    expect(router({}, m, []).kind).toBe('handle');
+    const started = Date.now();
+    const failure = await invoke({}, { ...contextOf(m), maxAttempts: 2, queue: 'q.p0' }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(RetriedInPlace);
+    expect((failure as RetriedInPlace).attempt).toBe(2);
+    expect(attempts).toEqual([1, 2]); // the queue's 5 attempts and 1 s delay would still be waiting
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+});
