@@ -92,7 +92,7 @@ export type { MetricsOptions, MetricsRegistry } from './core/observe/metrics.opt
 export { createPrometheusObserver } from './observability/metrics.factory.js';
 export type { TracingOptions } from './core/observe/tracing.options.js';
 export { createTracingObserver } from './observability/tracing.factory.js';
-export type { EngineHealth, QueueActivity } from './engine/retry.engine.js';
+export type { EngineHealth, QueueActivity } from './engine/engine.views.js';
 export type { ActivityCounts } from './core/observe/activity.counter.js';
 export type { OutboxRelayHealth } from './engine/outbox.relay.js';
 export type { QueueStatus } from './engine/handler.runtime.js';

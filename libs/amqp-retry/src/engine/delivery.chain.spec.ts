@@ -20,7 +20,11 @@ const store: IdempotencyStore = {
 const configOf = (options: object): HandlerConfig => resolveHandlerConfig({ queue: 'orders', ...options }, resolveModuleConfig({}, {}), 'A.b');
 const partsOf = (config: HandlerConfig) => ({ config, logger, flow: new QueueFlowControl(config, { logger }) });
 const message = (headers: Record<string, unknown> = {}) =>
-  ({ content: Buffer.from('{}'), properties: { messageId: 'm-1', headers }, fields: { routingKey: 'k', exchange: 'e', deliveryTag: 1 } }) as unknown as ConsumeMessage;
+  ({
+    content: Buffer.from('{}'),
+    properties: { messageId: 'm-1', headers },
+    fields: { routingKey: 'k', exchange: 'e', deliveryTag: 1 },
+  }) as unknown as ConsumeMessage;
 const contextOf = (m: ConsumeMessage, attempt = 1): RetryContext => ({
   attempt,
   maxAttempts: 3,

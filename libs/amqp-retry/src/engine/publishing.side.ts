@@ -6,6 +6,21 @@ import type { ModuleConfig } from '../core/config/module.config.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { Channel, Options } from 'amqplib';
+import { delayLadderPrefix, ladderProperties, planDelayedPublish } from '../core/delivery/delay.plan.js';
+import { checkPublishProperties } from '../core/message/message.properties.js';
+import { isMissingTarget } from '../core/publish/publish.outcome.js';
+import type { PublishKind } from '../core/observe/retry.observer.js';
+
+/** One message to publish, as the application gives it. */
+export interface Outgoing {
+  exchange: string;
+  routingKey: string;
+  content: Buffer;
+  properties: Options.Publish;
+}
+
+type DelayedPublishPlan = ReturnType<typeof planDelayedPublish>;
 
 /** The publishing connection's confirm channels, one per purpose. */
 export interface Publishers {
@@ -38,8 +53,83 @@ export class PublishingSide {
   constructor(
     private readonly config: ModuleConfig,
     private readonly logger: RetryLogger,
-    private readonly observers?: ObserverHub,
+    private readonly observers: ObserverHub,
   ) {}
+
+  /**
+   * Publishes `out` on the confirm channel of `via` and resolves once the broker confirmed it; with `delayMs` > 0
+   * through the delay ladder (see RetryEngine.publish). Not async: the usual publish hands amqplib's promise chain
+   * back as it is, with no wrapper of ours to settle (one promise and a microtask less a publish; a flood holds
+   * 100,000 of them). Errors still come as rejections.
+   */
+  publish(via: PublisherRole, out: Outgoing, delayMs: number): Promise<void> {
+    let plan: DelayedPublishPlan;
+    try {
+      if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
+      const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
+      plan = planDelayedPublish(delayMs, out, Date.now(), prefix);
+      checkPublishProperties(out.properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (!this.observers.active) return this.send(via, plan, out);
+    return this.publishObserved(via, plan, out, delayMs);
+  }
+
+  /** The prefix of the delay ladder's names (with `.quorum` for a quorum ladder); throws when delayed delivery is off. */
+  delayLadderPrefix(): string {
+    if (this.config.delayPrefix === undefined) {
+      throw new Error('Delayed delivery is off (RetryModule option delayedDelivery: false); publish without a delay, or turn it on');
+    }
+    return delayLadderPrefix(this.config.delayPrefix, this.config.delayQueueType);
+  }
+
+  /** A plain channel on the publishing connection (see RetryEngine.publishingChannel). */
+  async channel(purpose: string, expectClose = false): Promise<Channel> {
+    const { connection } = await this.open();
+    return connection.createChannel(purpose, expectClose);
+  }
+
+  private async publishObserved(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing, delayMs: number): Promise<void> {
+    const { exchange, routingKey, properties } = out;
+    const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
+    const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
+    const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
+    try {
+      const send = () => this.send(via, plan, { ...out, properties: { ...properties, headers } });
+      await (scope?.run ? scope.run(send) : send());
+    } catch (error) {
+      scope?.end?.(error);
+      this.observers.emit('publishRejected', { kind, exchange, routingKey, error });
+      throw error;
+    }
+    scope?.end?.();
+    if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
+  }
+
+  private send(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing): Promise<void> {
+    // Once open, a direct publish goes straight to the channel: no await (and no suspended frame) of ours in between.
+    const open = this.openNow;
+    if (open && plan.kind === 'direct') return open[via].publish(out.exchange, out.routingKey, out.content, out.properties);
+    return this.sendWhenOpen(via, plan, out);
+  }
+
+  private async sendWhenOpen(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing): Promise<void> {
+    const publisher = (await this.open())[via];
+    if (plan.kind === 'direct') return publisher.publish(out.exchange, out.routingKey, out.content, out.properties);
+    const delayed = ladderProperties(out.properties, plan.headers);
+    await this.delayLadder();
+    try {
+      await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed);
+    } catch (error) {
+      if (!isMissingTarget(error)) throw error;
+      // Part of the ladder was deleted: declare it again, and try once more.
+      this.logger.error(`Part of the delay ladder "${this.delayLadderPrefix()}" is missing; declaring it again`);
+      this.forgetLadder();
+      await this.delayLadder();
+      await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed);
+    }
+  }
 
   /** Whether the publishing connection is up; undefined before it first opened. */
   get isConnected(): boolean | undefined {

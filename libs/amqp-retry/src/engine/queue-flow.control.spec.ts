@@ -69,7 +69,8 @@ describe('QueueFlowControl', () => {
     try {
       const { flow, target, settle, signal } = flowOf({ circuitBreaker: { consecutiveFailures: 2, openFor: '1s', halfOpenCalls: 2 } });
       let outcome: unknown = new NonRetryableError('bad order');
-      const invoke = counted(flow, 
+      const invoke = counted(
+        flow,
         async () => {
           if (outcome) throw outcome;
         },
@@ -107,7 +108,8 @@ describe('QueueFlowControl', () => {
       const { flow, settle, signal, settled } = flowOf({ circuitBreaker: { consecutiveFailures: 1, openFor: '1s', halfOpenCalls: 1 } });
       let finishTrial!: () => void;
       const calls: number[] = [];
-      const invoke = counted(flow, 
+      const invoke = counted(
+        flow,
         async (payload) => {
           calls.push(payload as number);
           if (payload === 0) throw new Error('503');
@@ -154,7 +156,8 @@ describe('QueueFlowControl', () => {
       const calls: number[] = [];
       let fail!: () => void;
       const running = new Promise<void>((_resolve, reject) => (fail = () => reject(new Error('503'))));
-      const invoke = counted(flow, 
+      const invoke = counted(
+        flow,
         async (payload) => {
           calls.push(payload as number);
           if (payload === 1) await running;

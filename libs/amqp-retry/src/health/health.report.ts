@@ -1,4 +1,4 @@
-import type { EngineHealth } from '../engine/retry.engine.js';
+import type { EngineHealth } from '../engine/engine.views.js';
 
 /** What a health endpoint shows of the engine: every connection and queue, and the problems in words. */
 export interface HealthReport {

@@ -22,7 +22,7 @@ import { withinTime } from '../core/time/duration.timer.js';
 import { ParkedScopeError } from '../errors/parked-scope.error.js';
 import { matchesFilter, replayPublishOptions, summarize, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
-import type { QueueActivity } from '../engine/retry.engine.js';
+import type { QueueActivity } from '../engine/engine.views.js';
 import { ConfirmWindow } from './confirm.window.js';
 import { browseParked, publishToQueue, type BrowsedMessage } from './parked-queue.browser.js';
 import type {

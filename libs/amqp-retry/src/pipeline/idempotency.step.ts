@@ -37,44 +37,44 @@ async function bounded<T>(operation: string, key: string, call: () => Promise<T>
 export const idempotencyStep =
   (queue: string, config: IdempotencyConfig, logger: RetryLogger): Middleware =>
   (invoke) => {
-  const { store, claimTtlMs, ttlMs } = config;
-  return async (payload, context) => {
-    const messageKey = requireMessageKey(
-      config.key,
-      payload,
-      context.message,
-      'idempotency key',
-      config.keyIsMessageId
-        ? 'the message has no message id, which idempotency needs to recognise its copies: publish with a messageId (RetryPublisher sets one), or give idempotency.key'
-        : 'the idempotency key function returned undefined',
-    );
-    const key = storeKeyOf(queue, messageKey);
-    const token = randomUUID();
-    if ((await claim(store, key, token, claimTtlMs, context.signal)) === 'handled') {
-      logger.debug(`"${queue}": "${messageKey}" was handled already; acking this copy without calling the handler`);
-      return undefined;
-    }
-    const renewal = renewEvery(store, key, token, claimTtlMs, (problem) =>
-      logger.warn(`"${queue}": could not renew the claim of "${messageKey}" (${problem}); another copy may run once it expires`),
-    );
-    let result: unknown;
-    try {
-      result = await invoke(payload, context);
-    } catch (error) {
-      renewal.stop();
-      await bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
-        logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
+    const { store, claimTtlMs, ttlMs } = config;
+    return async (payload, context) => {
+      const messageKey = requireMessageKey(
+        config.key,
+        payload,
+        context.message,
+        'idempotency key',
+        config.keyIsMessageId
+          ? 'the message has no message id, which idempotency needs to recognise its copies: publish with a messageId (RetryPublisher sets one), or give idempotency.key'
+          : 'the idempotency key function returned undefined',
       );
-      throw error;
-    }
-    renewal.stop();
-    await record(store, key, ttlMs, claimTtlMs, (error) =>
-      logger.error(
-        `"${queue}": handled "${messageKey}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
-      ),
-    );
-    return result;
-  };
+      const key = storeKeyOf(queue, messageKey);
+      const token = randomUUID();
+      if ((await claim(store, key, token, claimTtlMs, context.signal)) === 'handled') {
+        logger.debug(`"${queue}": "${messageKey}" was handled already; acking this copy without calling the handler`);
+        return undefined;
+      }
+      const renewal = renewEvery(store, key, token, claimTtlMs, (problem) =>
+        logger.warn(`"${queue}": could not renew the claim of "${messageKey}" (${problem}); another copy may run once it expires`),
+      );
+      let result: unknown;
+      try {
+        result = await invoke(payload, context);
+      } catch (error) {
+        renewal.stop();
+        await bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
+          logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
+        );
+        throw error;
+      }
+      renewal.stop();
+      await record(store, key, ttlMs, claimTtlMs, (error) =>
+        logger.error(
+          `"${queue}": handled "${messageKey}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
+        ),
+      );
+      return result;
+    };
   };
 
 /** Claims the key, waiting while another copy holds it. */

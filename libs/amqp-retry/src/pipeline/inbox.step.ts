@@ -24,41 +24,43 @@ const CLEANUP_EVERY_MS = 60_000;
  *   usual (a throw) or redelivered (a crash).
  * A message without an id is parked as malformed: an inbox cannot tell its copies apart.
  */
-export const inboxStep = (queue: string, config: InboxConfig, logger: RetryLogger): Middleware => (invoke) => {
-  const { adapter, sql } = config;
-  let lastCleanupAt = Number.NEGATIVE_INFINITY;
-  let cleaning = false;
-  const batch = async () => {
-    const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.inboxCleanup, [config.retentionMs]));
-    return Number(rows[0]?.deleted ?? 0);
+export const inboxStep =
+  (queue: string, config: InboxConfig, logger: RetryLogger): Middleware =>
+  (invoke) => {
+    const { adapter, sql } = config;
+    let lastCleanupAt = Number.NEGATIVE_INFINITY;
+    let cleaning = false;
+    const batch = async () => {
+      const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.inboxCleanup, [config.retentionMs]));
+      return Number(rows[0]?.deleted ?? 0);
+    };
+    const cleanup = () => {
+      if (cleaning || Date.now() - lastCleanupAt < CLEANUP_EVERY_MS) return;
+      lastCleanupAt = Date.now();
+      cleaning = true;
+      cleanUpInBatches(batch)
+        .catch((error: unknown) => logger.warn(`"${queue}": could not clean up the inbox ${config.tableName} (${errorMessage(error)})`))
+        .finally(() => (cleaning = false));
+    };
+    return async (payload, context) => {
+      const id = requireMessageKey(
+        config.key,
+        payload,
+        context.message,
+        'inbox key',
+        config.keyIsMessageId
+          ? 'the message has no message id, which the inbox needs to recognise its copies: publish with a messageId (OutboxPublisher and RetryPublisher set one), or give inbox.key'
+          : 'the inbox key function returned undefined',
+      );
+      let ran = false;
+      const result = await adapter.transaction(async (tx) => {
+        const { rows } = await adapter.execute(tx, sql.inboxRecord, [queue, id]);
+        if (rows.length === 0) return undefined; // recorded by an earlier copy, committed
+        ran = true;
+        return invoke(payload, { ...context, transaction: tx } as RetryContext);
+      });
+      if (!ran) logger.debug(`"${queue}": "${id}" is in the inbox already; acking this copy without calling the handler`);
+      else cleanup();
+      return result;
+    };
   };
-  const cleanup = () => {
-    if (cleaning || Date.now() - lastCleanupAt < CLEANUP_EVERY_MS) return;
-    lastCleanupAt = Date.now();
-    cleaning = true;
-    cleanUpInBatches(batch)
-      .catch((error: unknown) => logger.warn(`"${queue}": could not clean up the inbox ${config.tableName} (${errorMessage(error)})`))
-      .finally(() => (cleaning = false));
-  };
-  return async (payload, context) => {
-    const id = requireMessageKey(
-      config.key,
-      payload,
-      context.message,
-      'inbox key',
-      config.keyIsMessageId
-        ? 'the message has no message id, which the inbox needs to recognise its copies: publish with a messageId (OutboxPublisher and RetryPublisher set one), or give inbox.key'
-        : 'the inbox key function returned undefined',
-    );
-    let ran = false;
-    const result = await adapter.transaction(async (tx) => {
-      const { rows } = await adapter.execute(tx, sql.inboxRecord, [queue, id]);
-      if (rows.length === 0) return undefined; // recorded by an earlier copy, committed
-      ran = true;
-      return invoke(payload, { ...context, transaction: tx } as RetryContext);
-    });
-    if (!ran) logger.debug(`"${queue}": "${id}" is in the inbox already; acking this copy without calling the handler`);
-    else cleanup();
-    return result;
-  };
-};

@@ -18,42 +18,42 @@ import { retryInPlace } from './in-place.retry.js';
 export const orderingStep =
   (config: HandlerConfig & { ordering: OrderingConfig }, logger: RetryLogger, policyOf: PolicyOf): Middleware =>
   (invoke) => {
-  const { ordering, queue } = config;
-  const sequencer = new KeySequencer(Math.max(0, config.prefetch - 1), ({ key, waiting, why }) =>
-    logger.warn(
-      `"${queue}": ordering key "${key}" stops waiting for its retried message (${why === 'full' ? `the messages held behind retries would fill the prefetch of ${config.prefetch}` : 'it did not come back in time'}); ${waiting} later message(s) of the key run now, before it`,
-    ),
-  );
-  return async (payload, context) => {
-    const read = readMessageKey(ordering.key, payload, context.message, 'ordering key');
-    if (!read.ok) throw new MalformedMessageError(read.problem);
-    if (read.key === undefined) return invoke(payload, context);
-    // A hold names the retried copy it waits for (see retryOwner): this delivery's identity at the next attempt.
-    const identity = retryIdentity(context.message, context.deaths, queue);
-    const turn = await sequencer.enter(read.key, retryOwner(identity, context.attempt), context.signal);
-    // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
-    if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
-    let hold: { owner: string; ms: number } | undefined;
-    const policy = policyOf(context);
-    const { maxAttempts, delaysMs } = policy;
-    try {
-      // A partition's hold retries in place, within the key's turn (see retryInPlace).
-      if (config.retryInPlace)
-        return await retryInPlace(invoke, payload, context, { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable }, logger);
-      return await invoke(payload, context);
-    } catch (error) {
-      if (ordering.whileRetrying === 'hold' && !config.retryInPlace) {
-        const after = decideAfterFailure(context.attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
-        if (after.action === 'retry') {
-          hold = { owner: retryOwner(identity, context.attempt + 1), ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };
-          logger.debug(
-            `"${queue}": ordering key "${read.key}" holds its later messages until the retry settles (at most ${formatDuration(hold.ms)})`,
-          );
+    const { ordering, queue } = config;
+    const sequencer = new KeySequencer(Math.max(0, config.prefetch - 1), ({ key, waiting, why }) =>
+      logger.warn(
+        `"${queue}": ordering key "${key}" stops waiting for its retried message (${why === 'full' ? `the messages held behind retries would fill the prefetch of ${config.prefetch}` : 'it did not come back in time'}); ${waiting} later message(s) of the key run now, before it`,
+      ),
+    );
+    return async (payload, context) => {
+      const read = readMessageKey(ordering.key, payload, context.message, 'ordering key');
+      if (!read.ok) throw new MalformedMessageError(read.problem);
+      if (read.key === undefined) return invoke(payload, context);
+      // A hold names the retried copy it waits for (see retryOwner): this delivery's identity at the next attempt.
+      const identity = retryIdentity(context.message, context.deaths, queue);
+      const turn = await sequencer.enter(read.key, retryOwner(identity, context.attempt), context.signal);
+      // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
+      if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
+      let hold: { owner: string; ms: number } | undefined;
+      const policy = policyOf(context);
+      const { maxAttempts, delaysMs } = policy;
+      try {
+        // A partition's hold retries in place, within the key's turn (see retryInPlace).
+        if (config.retryInPlace)
+          return await retryInPlace(invoke, payload, context, { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable }, logger);
+        return await invoke(payload, context);
+      } catch (error) {
+        if (ordering.whileRetrying === 'hold' && !config.retryInPlace) {
+          const after = decideAfterFailure(context.attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
+          if (after.action === 'retry') {
+            hold = { owner: retryOwner(identity, context.attempt + 1), ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };
+            logger.debug(
+              `"${queue}": ordering key "${read.key}" holds its later messages until the retry settles (at most ${formatDuration(hold.ms)})`,
+            );
+          }
         }
+        throw error;
+      } finally {
+        turn.leave(hold);
       }
-      throw error;
-    } finally {
-      turn.leave(hold);
-    }
+    };
   };
-};

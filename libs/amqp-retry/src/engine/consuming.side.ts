@@ -1,0 +1,301 @@
+import { openConnection, type AmqpConnection } from '../amqp/amqp.connection.js';
+import { assertDistinctQueues } from '../core/config/handler.config.js';
+import { refusesWhenFull } from '../core/publish/full-queue.hint.js';
+import type { ModuleConfig } from '../core/config/module.config.js';
+import { idempotencyStoresOf } from '../core/idempotency/idempotency.config.js';
+import type { IdempotencyStore } from '../core/idempotency/idempotency.store.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { NotConnectedError } from '../errors/not-connected.error.js';
+import { MessageParker } from '../pipeline/park-route.steps.js';
+import { ControlSide } from './control.side.js';
+import type { ReplyAddressChecker } from './reply-address.checker.js';
+import type { Channel } from 'amqplib';
+import { DelayForwarding } from './delay.forwarding.js';
+import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
+import type { OutboxSide } from './outbox.side.js';
+import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
+import { explainRefusal, flowOf, queueActivity, queueStatuses, type QueueActivity } from './engine.views.js';
+import type { QueueFlowStatus } from './queue-flow.control.js';
+import type { ActivityCounter } from '../core/observe/activity.counter.js';
+import type { PublishingSide } from './publishing.side.js';
+
+/** A handler's runtime: one queue, or the partitions of a partitioned handler. */
+export type Runtime = HandlerRuntime | PartitionedRuntime;
+
+/** What the consuming side works with: the engine's other sides and its shared parts. */
+export interface ConsumingSideDeps {
+  config: ModuleConfig;
+  logger: RetryLogger;
+  observers: ObserverHub;
+  publishing: PublishingSide;
+  outbox: OutboxSide;
+  replyAddresses: ReplyAddressChecker;
+  /** Whether the engine was closed: nothing opens after that. */
+  isClosed: () => boolean;
+}
+
+/**
+ * The consuming half of the engine, mirroring PublishingSide: a connection of its own that declares the topology and
+ * runs the consumers and never publishes, so that a broker that blocks publishers (a memory or disk alarm) cannot
+ * stop it from taking and acking deliveries. It holds the handlers' runtimes (those started with the application and
+ * those attached later), the delay forwarder, and the idempotency stores, closed with it. After a reconnection every
+ * handler's topology is declared again and every consumer resumes; a handler whose recovery fails (its queue now
+ * gives a 406) is retried with backoff without holding the others back.
+ */
+export class ConsumingSide {
+  private runtimes: Runtime[] = [];
+  /** Handlers attached after the start (the transport's queue in a hybrid application): consuming from the first. */
+  private attached: Runtime[] = [];
+  readonly forwarding: DelayForwarding;
+  /** Pause and resume of these runtimes' queues, here and everywhere. */
+  readonly control: ControlSide;
+  private consuming?: Promise<AmqpConnection>;
+  private connection?: AmqpConnection;
+  private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
+  /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
+  private stores: IdempotencyStore[] = [];
+  private closed = false;
+  /** hasQueuesThatRefuse's answer, forgotten whenever a handler is added or removed. */
+  private refusing?: boolean;
+
+  constructor(private readonly sides: ConsumingSideDeps) {
+    const { config, publishing, logger, observers, replyAddresses } = sides;
+    this.forwarding = new DelayForwarding(config, publishing, logger, observers);
+    this.control = new ControlSide({
+      logger,
+      application: config.application,
+      flowOf: (queue) => flowOf(this.all, queue),
+      publish: (out) => publishing.publish('publisher', out, 0),
+      replyAddressState: (address) => replyAddresses.state(address),
+      publishingChannel: (purpose, expectClose) => this.publishingChannel(purpose, expectClose),
+    });
+  }
+
+  /** Every runtime: started with the application, then attached. */
+  get all(): Runtime[] {
+    return [...this.runtimes, ...this.attached];
+  }
+
+  /** Whether a handler queue refuses publishes once full: only then is a nacked publish worth explaining. */
+  get hasQueuesThatRefuse(): boolean {
+    this.refusing ??= this.all.some((r) => refusesWhenFull(r.handler.config));
+    return this.refusing;
+  }
+
+  /** True while every consumer consumes (or there is nothing to consume). */
+  get isConsuming(): boolean {
+    return this.all.every((r) => r.isConsuming) && (this.forwarding.consumer?.isConsuming ?? true);
+  }
+
+  /** Each handler queue's flow state (partitioned handlers have none). */
+  queueStates(): QueueFlowStatus[] {
+    return this.all.flatMap((r) => (r instanceof PartitionedRuntime ? [] : [r.flow.status()]));
+  }
+
+  /** Each partitioned handler's partitions as this instance sees them. */
+  partitions(): PartitionsStatus[] {
+    return this.all.flatMap((r) => (r instanceof PartitionedRuntime ? [r.status()] : []));
+  }
+
+  /** Each queue's deliveries in flight and the outcomes `counter` counted. */
+  activity(counter: ActivityCounter): QueueActivity[] {
+    return queueActivity(this.all, this.forwarding.consumer, counter);
+  }
+
+  /** Each queue consumed or not, for health checks. */
+  statuses(): QueueStatus[] {
+    return queueStatuses(this.all, this.forwarding.consumer);
+  }
+
+  /** A nacked publish's error, naming the full handler queues that refuse publishes and that it may reach. */
+  explainRefusal(error: unknown, exchange: string, routingKey: string): unknown {
+    return explainRefusal(
+      error,
+      exchange,
+      routingKey,
+      this.all.map((r) => r.handler.config),
+    );
+  }
+
+  /** Whether the consuming connection is up; undefined before it first opened. */
+  get isConnected(): boolean | undefined {
+    return this.connection?.isConnected;
+  }
+
+  /** Checks that these handlers' queues differ from every other's, keeps their stores, and makes sure of their tables. */
+  async admit(handlers: readonly EngineHandler[]): Promise<void> {
+    // Against the attached ones too: a hybrid app may start its microservices (attach) before its init (prepare).
+    assertDistinctQueues([...this.all.map((r) => r.handler), ...handlers]);
+    this.keepStores(handlers);
+    await this.sides.outbox.prepareTables(handlers);
+  }
+
+  /** Declares each admitted handler's topology and the delay ladder with its forwarder, without consuming yet. */
+  async prepare(handlers: readonly EngineHandler[]): Promise<void> {
+    if (handlers.length === 0 && this.sides.config.delayPrefix === undefined) return;
+    const deps = await this.runtimeDeps();
+    checkPartitionChannels([...this.all.map((r) => r.handler), ...handlers], deps.connection);
+    for (const handler of handlers) {
+      const runtime = this.runtimeOf(handler, deps);
+      this.runtimes.push(runtime);
+      this.refusing = undefined;
+      await runtime.prepare();
+    }
+    await this.forwarding.prepare(deps.connection, deps.parker);
+  }
+
+  /** Starts the consumers of what `prepare()` declared, the control listener, and the delay forwarder. */
+  async consume(): Promise<void> {
+    for (const runtime of this.runtimes) await runtime.consume();
+    if (this.runtimes.length > 0)
+      await this.control.listen(
+        (await this.consumingDeps()).connection,
+        this.all.map((r) => r.queue),
+      );
+    await this.forwarding.start();
+  }
+
+  /** Declares and consumes more handlers, whether or not the engine started (see RetryEngine.attach). */
+  async attach(handlers: readonly EngineHandler[]): Promise<void> {
+    if (this.closed) throw new NotConnectedError('the application has shut down');
+    // The attached first, so that a clash names the decorated handler's option and the transport as the owner.
+    assertDistinctQueues([...handlers, ...this.all.map((r) => r.handler)]);
+    const deps = await this.runtimeDeps();
+    checkPartitionChannels([...this.all.map((r) => r.handler), ...handlers], deps.connection);
+    this.keepStores(handlers);
+    await this.sides.outbox.prepareTables(handlers);
+    const added: Runtime[] = [];
+    try {
+      for (const handler of handlers) {
+        const runtime = this.runtimeOf(handler, deps);
+        added.push(runtime);
+        this.attached.push(runtime);
+        this.refusing = undefined;
+        await runtime.prepare();
+        await runtime.consume();
+      }
+      await this.control.listen(
+        deps.connection,
+        this.all.map((r) => r.queue),
+      );
+    } catch (error) {
+      await this.detach(added.map((r) => r.queue));
+      throw error;
+    }
+  }
+
+  /** Stops consuming the attached handlers of these queues (in-flight handlers finish, up to the shutdown timeout). */
+  async detach(queues: readonly string[]): Promise<void> {
+    const leaving = this.attached.filter((r) => queues.includes(r.queue));
+    this.attached = this.attached.filter((r) => !leaving.includes(r));
+    this.refusing = undefined;
+    await Promise.all(leaving.map((r) => r.stop(this.sides.config.shutdownTimeoutMs)));
+  }
+
+  /** Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. */
+  async stop(): Promise<void> {
+    const runtimes = [...this.runtimes.splice(0), ...this.attached.splice(0)];
+    this.refusing = undefined;
+    const timeout = this.sides.config.shutdownTimeoutMs;
+    await Promise.all([...runtimes.map((r) => r.stop(timeout)), this.forwarding.stop(timeout)]);
+  }
+
+  /** Closes the consuming connection and the idempotency stores; nothing opens again. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const consuming = this.consuming;
+    this.consuming = undefined;
+    this.deps = undefined;
+    const stores = this.stores.splice(0);
+    const { logger } = this.sides;
+    await Promise.all([
+      consuming?.then((c) => c.close()).catch(() => undefined),
+      ...stores.map((store) => store.close?.().catch((error: unknown) => logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`))),
+    ]);
+  }
+
+  /** A handler's runtime: a partitioned one runs one runtime per partition, and the membership that spreads them. */
+  private runtimeOf(handler: EngineHandler, deps: HandlerRuntimeDeps): Runtime {
+    if (handler.config.partitions === undefined) return new HandlerRuntime(handler, deps);
+    const { urls, connectTimeoutMs, shutdownTimeoutMs } = this.sides.config;
+    return new PartitionedRuntime(handler, {
+      ...deps,
+      urls,
+      connectTimeoutMs,
+      handOverTimeoutMs: shutdownTimeoutMs,
+      publishingChannel: (purpose) => this.publishingChannel(purpose, true),
+    });
+  }
+
+  /** A plain channel on the publishing connection (see RetryEngine.publishingChannel); refused once the engine closed. */
+  publishingChannel(purpose: string, expectClose = false): Promise<Channel> {
+    if (this.closed || this.sides.isClosed()) return Promise.reject(new NotConnectedError('the application has shut down'));
+    return this.sides.publishing.channel(purpose, expectClose);
+  }
+
+  /** What every handler runtime shares. */
+  private async runtimeDeps(): Promise<HandlerRuntimeDeps> {
+    const { connection, parker } = await this.consumingDeps();
+    const { logger, observers, config } = this.sides;
+    const { application, reconnect: resume } = config;
+    return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application };
+  }
+
+  /**
+   * Adds the idempotency stores of these handlers (and the module default) to those closed with the engine: attach()
+   * may run before prepare() in a hybrid application, so neither may forget the other's.
+   */
+  private keepStores(handlers: readonly EngineHandler[]): void {
+    for (const store of idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.sides.config.idempotency }])) {
+      if (!this.stores.includes(store)) this.stores.push(store);
+    }
+  }
+
+  /** The consuming connection and the parker, which publishes on the publishing connection; one parker per engine. */
+  private consumingDeps(): Promise<{ connection: AmqpConnection; parker: MessageParker }> {
+    this.deps ??= (async () => {
+      const connection = await this.consumingConnection();
+      const { parker } = await this.sides.publishing.open();
+      const { logger, observers, config } = this.sides;
+      return { connection, parker: new MessageParker(parker, logger, observers, config.parkLogs) };
+    })();
+    const deps = this.deps;
+    deps.catch(() => {
+      if (this.deps === deps) this.deps = undefined;
+    });
+    return deps;
+  }
+
+  private consumingConnection(): Promise<AmqpConnection> {
+    // After close() nothing may open a connection that nobody would close (a start that close() cut short).
+    if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
+    const { config, logger, observers } = this.sides;
+    this.consuming ??= openConnection(config, 'consume', logger, observers).then((connection) => {
+      this.connection = connection;
+      connection.onReconnect(() => this.recover());
+      return connection;
+    });
+    return this.consuming;
+  }
+
+  /**
+   * After a reconnection: every handler resumes on its own, so one whose queue now refuses its declaration (a 406)
+   * does not hold the others back; the failure is thrown, and the connection's recovery tries again with backoff
+   * (the handlers already consuming are left as they are).
+   */
+  private async recover(): Promise<void> {
+    this.sides.publishing.forgetLadder();
+    const runtimes = this.all;
+    const forwarding = this.forwarding.resume();
+    const results = await Promise.allSettled([...runtimes.map((runtime) => runtime.resume()), forwarding]);
+    this.control.restart(runtimes.map((r) => r.queue)); // its queue died with the connection; warns if it cannot
+    const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
+    this.sides.logger.log(`Resumed consuming ${runtimes.length + (forwarding ? 1 : 0) - failed.length} queue(s)`);
+    if (failed.length > 0) {
+      const names = failed.map(({ i }) => runtimes[i]?.queue ?? 'the delay forwarder').join(', ');
+      throw new Error(`could not resume ${names}: ${failed.map(({ reason }) => errorMessage(reason)).join('; ')}`);
+    }
+  }
+}

@@ -1,0 +1,125 @@
+import { hostname } from 'node:os';
+import type { Channel } from 'amqplib';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
+import { closeWhenOpen } from '../amqp/channel-close.settler.js';
+import { CONTROL_EXCHANGE, encodeControl, type ControlCommand } from '../core/breaker/control.message.js';
+import { readPauseBy } from '../core/breaker/queue.state.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { ControlListener } from './control.listener.js';
+import type { Outgoing } from './publishing.side.js';
+import type { QueueFlowControl, QueueFlowStatus } from './queue-flow.control.js';
+
+/** What the control side needs of the rest of the engine. */
+export interface ControlSideDeps {
+  logger: RetryLogger;
+  /** The application's name, in the instance's description. */
+  application?: string;
+  /** A handler queue's flow; throws a RangeError that names the queue's handlers when there is none to pause. */
+  flowOf: (queue: string) => QueueFlowControl;
+  publish: (out: Outgoing) => Promise<void>;
+  replyAddressState: (address: string) => Promise<ReplyAddressState>;
+  publishingChannel: (purpose: string, expectClose: boolean) => Promise<Channel>;
+}
+
+/**
+ * Pause and resume: here (`pause`, `resume`), everywhere (told to the other instances through the control exchange),
+ * and from other processes (the CLI, other instances: the ControlListener, with its replies).
+ */
+export class ControlSide {
+  private listener?: ControlListener;
+  private replies?: Promise<Channel>;
+
+  constructor(private readonly deps: ControlSideDeps) {}
+
+  /** Pauses a handler queue in this process (see RetryEngine.pause). */
+  pause(queue: string, who: { by: string; reason?: string }): QueueFlowStatus {
+    const read = readPauseBy(who?.by, who?.reason);
+    if ('problem' in read) throw new RangeError(`Cannot pause "${queue}": ${read.problem}; say who pauses, e.g. { by: 'alice', reason: 'INC-142' }`);
+    return this.deps.flowOf(queue).pause(read.by, read.reason);
+  }
+
+  /** Ends a pause in this process. */
+  resume(queue: string, who: { by: string }): QueueFlowStatus {
+    const read = readPauseBy(who?.by, undefined);
+    if ('problem' in read) throw new RangeError(`Cannot resume "${queue}": ${read.problem}; say who resumes, e.g. { by: 'alice' }`);
+    return this.deps.flowOf(queue).resume(read.by);
+  }
+
+  /** Pauses here, then tells the other instances, best effort (see RetryEngine.pauseEverywhere). */
+  async pauseEverywhere(queue: string, who: { by: string; reason?: string }): Promise<QueueFlowStatus> {
+    const status = this.pause(queue, who);
+    const { by, reason } = status.paused ?? who;
+    await this.tellOthers({ command: 'pause', queue, by, ...(reason !== undefined && { reason }) });
+    return status;
+  }
+
+  /** Resumes here and in the other instances. */
+  async resumeEverywhere(queue: string, who: { by: string }): Promise<QueueFlowStatus> {
+    const status = this.resume(queue, who);
+    await this.tellOthers({ command: 'resume', queue, by: who.by.trim() });
+    return status;
+  }
+
+  /** Starts taking commands for `queues` (once; later calls bind more queues), on the consuming connection. */
+  async listen(connection: AmqpConnection, queues: readonly string[]): Promise<void> {
+    if (this.listener) return this.listener.bind(queues);
+    const { application, logger } = this.deps;
+    const instance = `${hostname()} pid ${process.pid}${application ? ` (${application})` : ''}`;
+    this.listener = new ControlListener({
+      connection,
+      logger,
+      instance,
+      act: (command) => (command.command === 'pause' ? this.pause(command.queue, command) : this.resume(command.queue, command)),
+      reply: (replyTo, correlationId, body) => this.reply(replyTo, correlationId, body),
+    });
+    await this.listener.start(queues);
+  }
+
+  /** After a reconnection: its queue died with the connection; warns if it cannot start again. */
+  restart(queues: readonly string[]): void {
+    void this.listener?.start(queues);
+  }
+
+  async stop(): Promise<void> {
+    const listener = this.listener;
+    const replies = this.replies;
+    this.listener = undefined;
+    this.replies = undefined;
+    await Promise.all([listener?.stop(), closeWhenOpen(replies)]);
+  }
+
+  private async tellOthers(command: ControlCommand): Promise<void> {
+    // Validated by pause()/resume() already; this instance's own listener gets it too, and changes nothing more.
+    const out = {
+      exchange: CONTROL_EXCHANGE,
+      routingKey: command.queue,
+      content: encodeControl(command),
+      properties: { contentType: 'application/json' },
+    };
+    await this.deps
+      .publish(out)
+      .catch((error: unknown) =>
+        this.deps.logger.warn(`"${command.queue}" was ${command.command}d here, but the other instances could not be told: ${errorMessage(error)}`),
+      );
+  }
+
+  private async reply(replyTo: string, correlationId: string | undefined, body: Buffer): Promise<void> {
+    // Only to an address the broker says has its sender: a forged one must not close the publishing connection.
+    const state = await this.deps.replyAddressState(replyTo);
+    if (state.kind !== 'exists') {
+      throw new Error(`its reply address ${state.kind === 'gone' ? 'no longer exists' : `cannot be used: ${state.reason}`}`);
+    }
+    // One channel for the replies, opened again after it was lost with its connection.
+    const opening = (this.replies ??= this.deps.publishingChannel('control replies', true).then((c) => {
+      c.on('close', () => this.replies === opening && (this.replies = undefined));
+      return c;
+    }));
+    const channel = await opening.catch((error: unknown) => {
+      if (this.replies === opening) this.replies = undefined;
+      throw error;
+    });
+    channel.publish('', replyTo, body, { correlationId, contentType: 'application/json' });
+  }
+}
