@@ -4,12 +4,11 @@ import {
   distinctSchedules,
   deadLetterConsumer,
   HandlerRuntime,
-  scheduleTiers,
   type EngineHandler,
   type HandlerRuntimeDeps,
   type QueueStatus,
 } from './handler.runtime.js';
-import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { type QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
 import { readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
 import { decideHashKey, describeHashKey } from '../core/partitions/hash-key.record.js';
@@ -17,15 +16,15 @@ import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
 import { checkChannelBudget } from '../core/partitions/channel.budget.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
-import { exchangeExists, queueExists } from '../amqp/queue-exists.probe.js';
-import { assignPartitions, ownerOf, partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
+import { exchangeExists } from '../amqp/queue-exists.probe.js';
+import { assignPartitions, ownerOf, partitionConfigs, partitionNames } from '../core/partitions/partition.plan.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
 import { MISSED_HEARTBEATS, type PartitionsConfig } from '../core/partitions/partitions.config.js';
-import { type DurationTimer, sleep, startInterval, startTimer } from '../core/time/duration.timer.js';
+import { type DurationTimer, startInterval, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
-import { movedRoutingKey } from '../core/partitions/partition-move.route.js';
 import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
+import { PartitionRetirement } from './partition.retirement.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
 export interface PartitionsDeps extends HandlerRuntimeDeps {
@@ -82,14 +81,8 @@ export class PartitionedRuntime {
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
   private readonly unstarted = new Set<number>();
-  /**
-   * The partition queues beyond `count` found at start (left by a larger count) and the queue of the unpartitioned handler
-   * that partitions replace, with their parking queues and tiers: this application's parked messages there stay in its
-   * view (RetryEngine.parkingQueues) until the queues are deleted.
-   */
-  readonly retired: ScopeQueue[] = [];
-  /** Consumers moving the messages of partitions beyond `count` (left by a larger count) into the hash exchange. */
-  private movers: QueueConsumer[] = [];
+  /** The queues an earlier layout left (partitions beyond `count`, the queue before partitions), moved out. */
+  private readonly retirement: PartitionRetirement;
   /** The consumer of the dead-letter queue every partition shares: each instance runs one, owner of a partition or not. */
   private readonly deadLetters: QueueConsumer;
 
@@ -103,10 +96,16 @@ export class PartitionedRuntime {
     this.parts = partitionConfigs(handler.config).map(
       (config) => new HandlerRuntime({ ...handler, ...handler.forPartition?.(config), config }, deps),
     );
+    this.retirement = new PartitionRetirement(handler, deps);
     this.view = new MembershipView(this.member, this.partitions.heartbeatMs * MISSED_HEARTBEATS);
     const [first] = this.parts;
     const targets = new Map(this.parts.map((part) => [part.queue, part.parkTarget]));
     this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps);
+  }
+
+  /** The retired queues, with their parking queues and tiers: in this application's view until deleted. */
+  get retired(): ScopeQueue[] {
+    return this.retirement.retired;
   }
 
   get queue(): string {
@@ -141,8 +140,7 @@ export class PartitionedRuntime {
   async prepare(): Promise<void> {
     await this.declareHashExchange();
     for (const part of this.parts) await part.prepare();
-    await this.retireExtraPartitions();
-    await this.retireUnpartitionedQueue();
+    await this.retirement.prepare();
   }
 
   /**
@@ -184,7 +182,7 @@ export class PartitionedRuntime {
       this.assigned = true;
       this.rebalance();
     });
-    await Promise.all([...this.movers.map((m) => m.start()), this.deadLetters.start()]);
+    await Promise.all([this.retirement.start(), this.deadLetters.start()]);
     this.deps.logger.log(
       `"${this.queue}": ${this.parts.length} partitions, member ${this.member}; taking a share once the other instances are heard (${Math.ceil(heartbeatMs * 1.5)} ms)`,
     );
@@ -198,7 +196,7 @@ export class PartitionedRuntime {
     const results = await Promise.allSettled([
       ...this.parts.map((p) => p.resume()),
       this.listen(),
-      ...this.movers.map((m) => m.start()),
+      this.retirement.start(),
       this.deadLetters.start(),
     ]);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -212,7 +210,7 @@ export class PartitionedRuntime {
     this.firstAssignment?.cancel();
     await this.announce(true);
     await this.rebalancing?.catch(() => undefined);
-    await Promise.all([...this.parts.map((p) => p.stop(timeoutMs)), ...this.movers.map((m) => m.stop(timeoutMs)), this.deadLetters.stop(timeoutMs)]);
+    await Promise.all([...this.parts.map((p) => p.stop(timeoutMs)), this.retirement.stop(timeoutMs), this.deadLetters.stop(timeoutMs)]);
     await this.closeChannels();
   }
 
@@ -370,106 +368,5 @@ export class PartitionedRuntime {
     } finally {
       await channel?.close().catch(() => undefined);
     }
-  }
-
-  /**
-   * Partitions beyond `count` (left by an earlier, larger count) are cut from the hash exchange, and what they hold,
-   * or receive later from their own tiers and replays, is published into the hash exchange, which routes it to its
-   * partition under the new count; their queues stay for an operator to delete once empty.
-   */
-  private async retireExtraPartitions(): Promise<void> {
-    const { connection, logger } = this.deps;
-    for (let index = this.parts.length; ; index++) {
-      const queue = this.names.partition(index);
-      const retired = this.retiredPartition(index);
-      const channel = await connection.createChannel('partition check', true);
-      let depth: number;
-      try {
-        depth = (await channel.checkQueue(queue)).messageCount;
-        await channel.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT);
-      } catch {
-        // Partitions are numbered from 0 without gaps: the first missing one ends them, unless its parking queue is left.
-        if (!(await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue))) return;
-        this.retired.push(retired);
-        continue;
-      } finally {
-        await channel.close().catch(() => undefined);
-      }
-      this.retired.push(retired);
-      logger.warn(
-        `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${this.parts.length}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
-      );
-      this.moveOut(queue);
-    }
-  }
-
-  /** Partition `index` beyond the count (its parking queue and tiers as partition `index` would have them), for the scope. */
-  private retiredPartition(index: number): ScopeQueue {
-    const { handler } = this;
-    const partitions = handler.config.partitions as NonNullable<typeof handler.config.partitions>;
-    const config = partitionConfigs({ ...handler.config, partitions: { ...partitions, count: index + 1 } })[index];
-    return { queue: config.queue, errorQueue: config.errorQueue, tiers: scheduleTiers({ ...handler, ...handler.forPartition?.(config), config }) };
-  }
-
-  /**
-   * The queue of the unpartitioned handler that partitions replace (`partitions` turned on for a queue that ran
-   * without): it is cut from the handler's exchange, which would otherwise copy every message into it for nobody, and
-   * what it holds, or receives later from its tiers and replays, is moved into the hash exchange like a retired
-   * partition's. A message published during the start may reach both (handled twice, never lost); order across the
-   * change holds only for what was published after it. The queue stays for an operator to delete once empty.
-   */
-  private async retireUnpartitionedQueue(): Promise<void> {
-    const { connection, logger } = this.deps;
-    const upstream = this.parts[0]?.handler.config.upstream;
-    const channel = await connection.createChannel('unpartitioned queue check', true);
-    let depth: number;
-    try {
-      depth = (await channel.checkQueue(this.queue)).messageCount;
-    } catch {
-      await channel.close().catch(() => undefined);
-      return; // no such queue: nothing to take over
-    }
-    let unbound = '';
-    try {
-      for (const key of upstream?.routingKeys ?? []) await channel.unbindQueue(this.queue, upstream!.exchange, key);
-      if (upstream) unbound = `it no longer gets the messages of "${upstream.exchange}", and `;
-    } catch (error) {
-      unbound = `it could not be unbound from "${upstream?.exchange}" (${errorMessage(error)}): unbind it, or every message is handled twice; `;
-    } finally {
-      await channel.close().catch(() => undefined);
-    }
-    this.retired.push({ queue: this.queue, errorQueue: this.handler.config.errorQueue, tiers: scheduleTiers(this.handler) });
-    logger.warn(
-      `"${this.queue}": the queue "${this.queue}" of this handler before partitions exists; ${unbound}its ${depth} message(s) (and any coming back from its tiers) move to the partitions. Delete it and its tiers once empty.`,
-    );
-    this.moveOut(this.queue);
-  }
-
-  /**
-   * Moves what `queue` holds, and whatever reaches it later, into the hash exchange with the key it was first published
-   * with; until the queue is deleted (as the warning asks, once empty): then the mover ends, instead of trying to consume
-   * a queue that is gone with backoff for as long as the application runs.
-   */
-  private moveOut(queue: string): void {
-    const { connection, logger, resume, recordPublisher } = this.deps;
-    const hashExchange = this.names.hashExchange;
-    const redeclare = async () => {
-      if (await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)) return;
-      logger.log(`"${queue}" was deleted: nothing more to move from it`);
-      this.movers = this.movers.filter((m) => m !== mover);
-      await mover.stop(0);
-    };
-    const mover: QueueConsumer = new QueueConsumer({ queue, prefetch: 20, connection, logger, resume, redeclare }, async (message, settle) => {
-      try {
-        const { properties } = message;
-        await recordPublisher.publish(hashExchange, movedRoutingKey(message, queue), message.content, { ...properties, persistent: true });
-        settle.ack();
-      } catch (error) {
-        logger.warn(`"${queue}": could not move a message to "${hashExchange}" (${errorMessage(error)}); it stays, tried again in 1 s`);
-        await sleep(1_000);
-        settle.nack(true);
-      }
-    });
-    this.movers.push(mover);
   }
 }

@@ -1,0 +1,155 @@
+import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { queueExists } from '../amqp/queue-exists.probe.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import type { ScopeQueue } from '../core/parking/parked.scope.js';
+import { partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
+import { movedRoutingKey } from '../core/partitions/partition-move.route.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { sleep } from '../core/time/duration.timer.js';
+import { scheduleTiers, type EngineHandler, type HandlerRuntimeDeps } from './handler.runtime.js';
+
+/**
+ * What a partitioned handler leaves behind when its layout changes: partition queues beyond a smaller `count`, and
+ * the queue of the handler before partitions. Each is cut from what fed it, its messages (and whatever comes back to
+ * it from its tiers and replays) move into the hash exchange, and its parking queue stays in this application's view
+ * (`retired`, RetryEngine.parkingQueues) until an operator deletes it.
+ */
+export class PartitionRetirement {
+  /** The retired queues with their parking queues and tiers. */
+  readonly retired: ScopeQueue[] = [];
+  /** Consumers moving the messages of retired queues into the hash exchange. */
+  private movers: QueueConsumer[] = [];
+  private readonly names: ReturnType<typeof partitionNames>;
+  private readonly count: number;
+  private readonly upstream: HandlerConfig['upstream'];
+
+  constructor(
+    private readonly handler: EngineHandler,
+    private readonly deps: HandlerRuntimeDeps,
+  ) {
+    this.names = partitionNames(handler.config.queue);
+    const partitions = handler.config.partitions as NonNullable<HandlerConfig['partitions']>;
+    this.count = partitions.count;
+    this.upstream = partitionConfigs(handler.config)[0]?.upstream;
+  }
+
+  private get queue(): string {
+    return this.handler.config.queue;
+  }
+
+  /** Finds what an earlier layout left, cuts it off and starts moving it (consumed from start()). */
+  async prepare(): Promise<void> {
+    await this.retireExtraPartitions();
+    await this.retireUnpartitionedQueue();
+  }
+
+  /** Starts (or, after a reconnection, resumes) the movers. */
+  async start(): Promise<void> {
+    await Promise.all(this.movers.map((m) => m.start()));
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    await Promise.all(this.movers.map((m) => m.stop(timeoutMs)));
+  }
+
+  /**
+   * Partitions beyond `count` (left by an earlier, larger count) are cut from the hash exchange, and what they hold,
+   * or receive later from their own tiers and replays, is published into the hash exchange, which routes it to its
+   * partition under the new count; their queues stay for an operator to delete once empty.
+   */
+  private async retireExtraPartitions(): Promise<void> {
+    const { connection, logger } = this.deps;
+    for (let index = this.count; ; index++) {
+      const queue = this.names.partition(index);
+      const retired = this.retiredPartition(index);
+      const channel = await connection.createChannel('partition check', true);
+      let depth: number;
+      try {
+        depth = (await channel.checkQueue(queue)).messageCount;
+        await channel.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT);
+      } catch {
+        // Partitions are numbered from 0 without gaps: the first missing one ends them, unless its parking queue is left.
+        if (!(await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue))) return;
+        this.retired.push(retired);
+        continue;
+      } finally {
+        await channel.close().catch(() => undefined);
+      }
+      this.retired.push(retired);
+      logger.warn(
+        `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${this.count}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
+      );
+      this.moveOut(queue);
+    }
+  }
+
+  /** Partition `index` beyond the count (its parking queue and tiers as partition `index` would have them), for the scope. */
+  private retiredPartition(index: number): ScopeQueue {
+    const { handler } = this;
+    const partitions = handler.config.partitions as NonNullable<typeof handler.config.partitions>;
+    const config = partitionConfigs({ ...handler.config, partitions: { ...partitions, count: index + 1 } })[index];
+    return { queue: config.queue, errorQueue: config.errorQueue, tiers: scheduleTiers({ ...handler, ...handler.forPartition?.(config), config }) };
+  }
+
+  /**
+   * The queue of the unpartitioned handler that partitions replace (`partitions` turned on for a queue that ran
+   * without): it is cut from the handler's exchange, which would otherwise copy every message into it for nobody, and
+   * what it holds, or receives later from its tiers and replays, is moved into the hash exchange like a retired
+   * partition's. A message published during the start may reach both (handled twice, never lost); order across the
+   * change holds only for what was published after it. The queue stays for an operator to delete once empty.
+   */
+  private async retireUnpartitionedQueue(): Promise<void> {
+    const { connection, logger } = this.deps;
+    const upstream = this.upstream;
+    const channel = await connection.createChannel('unpartitioned queue check', true);
+    let depth: number;
+    try {
+      depth = (await channel.checkQueue(this.queue)).messageCount;
+    } catch {
+      await channel.close().catch(() => undefined);
+      return; // no such queue: nothing to take over
+    }
+    let unbound = '';
+    try {
+      for (const key of upstream?.routingKeys ?? []) await channel.unbindQueue(this.queue, upstream!.exchange, key);
+      if (upstream) unbound = `it no longer gets the messages of "${upstream.exchange}", and `;
+    } catch (error) {
+      unbound = `it could not be unbound from "${upstream?.exchange}" (${errorMessage(error)}): unbind it, or every message is handled twice; `;
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+    this.retired.push({ queue: this.queue, errorQueue: this.handler.config.errorQueue, tiers: scheduleTiers(this.handler) });
+    logger.warn(
+      `"${this.queue}": the queue "${this.queue}" of this handler before partitions exists; ${unbound}its ${depth} message(s) (and any coming back from its tiers) move to the partitions. Delete it and its tiers once empty.`,
+    );
+    this.moveOut(this.queue);
+  }
+
+  /**
+   * Moves what `queue` holds, and whatever reaches it later, into the hash exchange with the key it was first published
+   * with; until the queue is deleted (as the warning asks, once empty): then the mover ends, instead of trying to consume
+   * a queue that is gone with backoff for as long as the application runs.
+   */
+  private moveOut(queue: string): void {
+    const { connection, logger, resume, recordPublisher } = this.deps;
+    const hashExchange = this.names.hashExchange;
+    const redeclare = async () => {
+      if (await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)) return;
+      logger.log(`"${queue}" was deleted: nothing more to move from it`);
+      this.movers = this.movers.filter((m) => m !== mover);
+      await mover.stop(0);
+    };
+    const mover: QueueConsumer = new QueueConsumer({ queue, prefetch: 20, connection, logger, resume, redeclare }, async (message, settle) => {
+      try {
+        const { properties } = message;
+        await recordPublisher.publish(hashExchange, movedRoutingKey(message, queue), message.content, { ...properties, persistent: true });
+        settle.ack();
+      } catch (error) {
+        logger.warn(`"${queue}": could not move a message to "${hashExchange}" (${errorMessage(error)}); it stays, tried again in 1 s`);
+        await sleep(1_000);
+        settle.nack(true);
+      }
+    });
+    this.movers.push(mover);
+  }
+}
