@@ -7,6 +7,25 @@ const SRC = '^libs/amqp-retry/src/';
 const ADAPTERS = `${SRC}(nest|transport|health|observability|stores|ops)/`;
 const SPEC = '\\.spec\\.ts$';
 
+// The rooms of each feature (docs/layout.md, "Where a feature lives"): its pure part is a folder of core/, its runtime
+// files in engine/ and pipeline/ are named after it. A file in a room no feature claims fails the lint: add the
+// feature (or its new file's prefix) here and to docs/layout.md's table in the same change.
+const CORE_FOLDERS = [
+  'breaker', 'config', 'connection', 'delivery', 'headers', 'idempotency', 'message', 'observe', 'ordering', 'outbox',
+  'parking', 'partitions', 'publish', 'sql', 'text', 'time', 'topology',
+];
+const ENGINE_FILES = [
+  // the centre: the façade, its sides, the handler runtime and the one chain
+  'retry\\.engine', 'consuming\\.side', 'publishing\\.side', 'engine\\.views', 'shutdown\\.bound', 'handler\\.runtime',
+  'delivery\\.chain', 'tier\\.retirement', 'reply-address\\.checker',
+  // outage protection: the queue's flow (breaker, pause, rate limit) and pause/resume from other processes
+  'queue-flow\\.control', 'rate-limit\\.gate', 'waiting\\.deliveries', 'control\\.side', 'control\\.listener',
+  // delayed delivery, the outbox, partitions
+  'delay\\.forwarding', 'ladder\\.drain', 'outbox\\.[a-z]+', 'partitions?\\.[a-z]+',
+];
+const PIPELINE_FILES = ['delivery\\.(pipeline|contracts)', '[a-z-]+\\.steps?', 'delay\\.forwarder', 'in-place\\.retry'];
+const notIn = (folder, names) => `^libs/amqp-retry/src/${folder}/(?!(${names.join('|')})(\\.spec)?\\.ts$)`;
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -79,6 +98,27 @@ module.exports = {
       comment: 'index.ts files are the package\'s entry points; importing one from inside the library makes cycles.',
       from: { path: SRC },
       to: { path: `${SRC}(index|[a-z]+/index)\\.ts$` },
+    },
+    {
+      name: 'core-folders-are-features',
+      severity: 'error',
+      comment: 'core/ has one folder per concept (docs/layout.md): a new one is added to CORE_FOLDERS and the layout table.',
+      from: { path: `^libs/amqp-retry/src/core/(?!(${CORE_FOLDERS.join('|')})/)` },
+      to: {},
+    },
+    {
+      name: 'engine-files-name-their-feature',
+      severity: 'error',
+      comment: 'engine/ files are named after the feature they run (docs/layout.md, "Where a feature lives"): see ENGINE_FILES.',
+      from: { path: notIn('engine', ENGINE_FILES) },
+      to: {},
+    },
+    {
+      name: 'pipeline-files-are-steps',
+      severity: 'error',
+      comment: 'pipeline/ holds the delivery pipeline, its contracts and its steps (`<name>.step.ts`, one middleware each).',
+      from: { path: notIn('pipeline', PIPELINE_FILES) },
+      to: {},
     },
   ],
   options: {
