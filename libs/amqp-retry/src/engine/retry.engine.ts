@@ -20,7 +20,7 @@ import type { OutboxReceipt } from './outbox.writer.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
 import type { ControlSide } from './control.side.js';
 import { ConsumingSide } from './consuming.side.js';
-import * as views from './engine.views.js';
+import { parkingQueues, type EngineHealth, type QueueActivity } from './engine.views.js';
 
 /**
  * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it. A façade
@@ -142,7 +142,7 @@ export class RetryEngine {
 
   /** @internal The queues that park in this engine, with their parking queues and tiers (ParkedMessages' scope). */
   parkingQueues(): ScopeQueue[] {
-    return views.parkingQueues(this.consuming.all, this.config);
+    return parkingQueues(this.consuming.all, this.config);
   }
 
   /**
@@ -179,13 +179,13 @@ export class RetryEngine {
    * Each of the engine's queues with its deliveries in flight and the messages handled, retried and parked since the
    * first call: the first call starts counting, so an application whose page is never opened pays nothing for it.
    */
-  activity(): views.QueueActivity[] {
+  activity(): QueueActivity[] {
     if (!this.activityCounter) this.observers.add((this.activityCounter = new ActivityCounter()));
     return this.consuming.activity(this.activityCounter);
   }
 
   /** Each connection and each consumer, for a health check. */
-  health(): views.EngineHealth {
+  health(): EngineHealth {
     const connections = { consume: this.consuming.isConnected, publish: this.publishing.isConnected };
     const outbox = this.outbox.relayHealth;
     return { connections, queues: this.consuming.statuses(), ...(outbox && { outbox }) };

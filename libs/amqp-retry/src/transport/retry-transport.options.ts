@@ -1,5 +1,5 @@
 import type { Duration } from '../core/time/duration.reader.js';
-import type { ErrorClass, PartitionsOptions, RetryHandlerOptions, RetryModuleOptions } from '../core/config/retry.options.js';
+import type { PartitionsOptions, RetryHandlerOptions, RetryModuleOptions } from '../core/config/retry.options.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
 
 /**
@@ -41,18 +41,9 @@ export interface RetryServerOptions
  * A pattern's own retry policy: `@EventPattern('order.created', { retry: { delays: ['200ms', '1s'], maxAttempts: 3 } })`.
  * The queue, exchange and prefetch are the server's.
  */
-export interface EventRetryOptions {
-  /** One TTL tier per entry, in order; the last repeats. Give this or `backoff`, not both. */
-  delays?: Duration[];
-  /** Exponential tiers, as RetryWithBackoff's `backoff`. Give this or `delays`, not both. */
-  backoff?: RetryHandlerOptions['backoff'];
-  /** Handler calls in all, the first included. Default: the server's, else the number of tiers + 1. */
-  maxAttempts?: number;
-  /** Errors that park at once: classes (matched with instanceof) or a predicate. NonRetryableError always parks. */
-  nonRetryable?: ErrorClass[] | ((error: unknown) => boolean);
-  /** The longest one call of this pattern's handler may take (see RetryWithBackoff `timeout`); default the server's `handlerTimeout`. */
-  timeout?: Duration;
-}
+// An interface, not a type alias: the public type keeps its kind; its keys are the handler's, so the two cannot drift.
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface EventRetryOptions extends Pick<RetryHandlerOptions, 'delays' | 'backoff' | 'maxAttempts' | 'nonRetryable' | 'timeout'> {}
 
 /**
  * Options of `RetryClient` (ClientsModule `customClass`): where to send, and the connection options of RetryModule,

@@ -84,6 +84,11 @@ describe('resolveModuleConfig', () => {
     expect(resolveModuleConfig({ handlerTimeout: '30s' }).handlerTimeoutMs).toBe(30_000);
     expect(resolveModuleConfig({}, { RETRY_HANDLER_TIMEOUT: '2m' }).handlerTimeoutMs).toBe(120_000);
     expect(resolveModuleConfig({ handlerTimeout: 0 }).handlerTimeoutMs).toBe(0);
+    // `timeout`, the name of the handler option it is the default of: the same option, and it beats the environment.
+    expect(resolveModuleConfig({ timeout: '45s' }, { RETRY_HANDLER_TIMEOUT: '2m' }).handlerTimeoutMs).toBe(45_000);
+    expect(resolveModuleConfig({ timeout: '45s', handlerTimeout: '45s' }).handlerTimeoutMs).toBe(45_000);
+    expect(() => resolveModuleConfig({ timeout: '45s', handlerTimeout: '1m' })).toThrow('They are the same option: give one of them.');
+    expect(() => resolveModuleConfig({ timeout: 'soon' })).toThrow('RetryModule option "timeout" has "soon", which is not a duration.');
     expect(() => resolveModuleConfig({ handlerTimeout: 'soon' })).toThrow(
       `Invalid retry configuration: RetryModule option "handlerTimeout" has "soon", which is not a duration.`,
     );

@@ -198,7 +198,17 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
   const confirmTimeout = pick(options, env, 'confirmTimeout', 'RETRY_CONFIRM_TIMEOUT');
   const connectTimeout = pick(options, env, 'connectTimeout', 'RETRY_CONNECT_TIMEOUT');
-  const handlerTimeout = pick(options, env, 'handlerTimeout', 'RETRY_HANDLER_TIMEOUT');
+  const handlerTimeout =
+    options.handlerTimeout === undefined && options.timeout !== undefined
+      ? { value: options.timeout as unknown, key: 'RetryModule option "timeout"' }
+      : pick(options, env, 'handlerTimeout', 'RETRY_HANDLER_TIMEOUT');
+  if (options.timeout !== undefined && options.handlerTimeout !== undefined && options.timeout !== options.handlerTimeout) {
+    throw new RetryConfigError(
+      'RetryModule option "timeout"',
+      `is ${JSON.stringify(options.timeout)} and "handlerTimeout" is ${JSON.stringify(options.handlerTimeout)}`,
+      'They are the same option: give one of them.',
+    );
+  }
 
   const urls = readBrokerUrls(options, env.AMQP_URL, 'RetryModule');
   const moduleQueueType = queueType ? readQueueType(queueType.value, queueType.key) : 'classic';

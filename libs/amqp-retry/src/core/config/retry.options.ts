@@ -81,9 +81,15 @@ export interface RetryModuleOptions {
    * How long one handler call may take, for handlers without their own `timeout`: past it the call's `signal` aborts
    * and the attempt counts as failed (retried or parked by the handler's policy); what the abandoned call does later
    * changes nothing. Keep it below the broker's consumer timeout (RabbitMQ 4.3 no longer applies one to classic
-   * queues). Env `RETRY_HANDLER_TIMEOUT`; default none (0: no limit).
+   * queues). Env `RETRY_HANDLER_TIMEOUT`; default none (0: no limit). `timeout` is the same option under the name a
+   * handler's own has.
    */
   handlerTimeout?: Duration;
+  /**
+   * The same as `handlerTimeout`, under the name of the handler option it is the default of (`@RetryWithBackoff({ timeout })`).
+   * Give one of the two; both, with different values, fail the start.
+   */
+  timeout?: Duration;
   /**
    * How long a publish (yours, a parked copy, a forwarded delayed message) waits for the broker's confirm before it
    * fails; a broker that blocks publishers over a memory or disk alarm never confirms. Env `RETRY_CONFIRM_TIMEOUT`;
