@@ -175,8 +175,8 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
       return to(state, { held: false, pace });
     }
     case 'lost':
-      if (finishing || phase === 'idle') return same(state);
-      if (phase === 'down') return same(state);
+      if (phase === 'idle') return illegal(state, event);
+      if (finishing || phase === 'down') return same(state);
       return to(state, { phase: 'down' }, phase === 'held' ? NONE : [{ type: 'announce-down', reason: event.reason }]);
     case 'loss-verdict':
       if (phase !== 'down' || event.resume === 'connection') return same(state);
