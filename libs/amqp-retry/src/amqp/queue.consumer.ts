@@ -257,6 +257,7 @@ export class QueueConsumer {
       try {
         const tag = current.consumerTag;
         current.consumerTag = undefined;
+        current.batcher.flush(); // the acks of the deliveries that made it idle go before the cancel
         if (tag !== undefined) await current.channel.cancel(tag);
         if (wanted()) await this.subscribe(current);
       } catch {
