@@ -255,9 +255,10 @@ export class QueueConsumer {
       const wanted = (): boolean => this.subscription === current && this.state.phase === 'consuming';
       if (!current || !wanted() || (unlessCareful !== undefined && current.subscribedCareful === unlessCareful)) return;
       try {
+        // The cancel goes out before the acks of the deliveries that made the channel idle (they wait for the turn's
+        // end): while they are unacked, a careful consumer (prefetch 1) cannot be sent one more delivery before it.
         const tag = current.consumerTag;
         current.consumerTag = undefined;
-        current.batcher.flush(); // the acks of the deliveries that made it idle go before the cancel
         if (tag !== undefined) await current.channel.cancel(tag);
         if (wanted()) await this.subscribe(current);
       } catch {
