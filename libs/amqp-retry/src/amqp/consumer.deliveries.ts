@@ -1,0 +1,104 @@
+import type { ConsumeMessage } from 'amqplib';
+import { DeliveryGate, type GatePass } from '../core/delivery/delivery.gate.js';
+import { type DurationTimer, startTimer } from '../core/time/duration.timer.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { Delivery, type Settle, type Subscription } from './consumer.subscription.js';
+
+/**
+ * Handles one delivery and settles it through `settle`; a rejection is logged (the message stays unacked). `signal`
+ * aborts when the delivery can no longer be settled (its channel is gone) or the shutdown timeout has passed.
+ */
+export type DeliveryHandler = (message: ConsumeMessage, settle: Settle, signal: AbortSignal) => Promise<void>;
+
+/**
+ * A consumer's deliveries across its channels: each counted, run by the handler in its place in the gate, and
+ * counted off when the handler returns. The gate lives as long as the consumer: handlers of a channel that died still
+ * run (their messages are redelivered, their settlements dropped) and still count toward `prefetch`.
+ */
+export class ConsumerDeliveries {
+  private readonly gate: DeliveryGate;
+  /** Handlers running or waiting for the gate, across channels; `idle` wakes those waiting for them to finish. */
+  private running = 0;
+  private readonly idle: Array<() => void> = [];
+
+  constructor(
+    prefetch: number,
+    private readonly queue: string,
+    private readonly logger: RetryLogger,
+    private readonly handle: DeliveryHandler,
+  ) {
+    this.gate = new DeliveryGate(prefetch);
+  }
+
+  /** Deliveries taken and not yet settled (handlers running or waiting for the gate). */
+  get count(): number {
+    return this.running;
+  }
+
+  /** Counts a delivery of `subscription` as unsettled, on the channel and overall. */
+  take(subscription: Subscription, message: ConsumeMessage): Delivery {
+    this.running++;
+    subscription.unsettled++;
+    const delivery = new Delivery(message, subscription.batcher);
+    subscription.held.add(delivery);
+    return delivery;
+  }
+
+  /** Runs a delivery taken: at once if the gate admits it (every message's path, without a promise of its own), else once it does. */
+  admit(subscription: Subscription, delivery: Delivery, exclusive: boolean): void {
+    const pass = this.gate.tryEnter(exclusive);
+    if (pass) this.begin(subscription, delivery, pass);
+    else void this.gate.enter(exclusive).then((later) => this.begin(subscription, delivery, later));
+  }
+
+  /** Waits until no handler runs, at most `timeoutMs`; true when the time ran out first. */
+  async idleWithin(timeoutMs: number): Promise<boolean> {
+    let timer: DurationTimer | undefined;
+    const timedOut = await Promise.race([
+      this.whenIdle().then(() => false),
+      new Promise<boolean>((resolve) => (timer = startTimer(timeoutMs, () => resolve(true)))),
+    ]);
+    timer?.cancel();
+    return timedOut;
+  }
+
+  /** A delivery whose channel died while it waited is not handled: the broker redelivers it. */
+  private begin(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    if (subscription.abort.signal.aborted) this.finish(subscription, delivery, pass);
+    else this.run(subscription, delivery, pass);
+  }
+
+  /** Runs one delivery's handler in its place in the gate; never throws, never rejects. */
+  private run(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    subscription.passes.add(pass);
+    let running: Promise<void>;
+    try {
+      running = this.handle(delivery.message, delivery, subscription.abort.signal);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    // Promise.resolve: a handler from JavaScript that returns a plain value must still finish, not throw here.
+    Promise.resolve(running).then(
+      () => this.finish(subscription, delivery, pass),
+      (error: unknown) => {
+        this.logger.error(`Unexpected failure handling a message from "${this.queue}": ${errorMessage(error)}`);
+        this.finish(subscription, delivery, pass);
+      },
+    );
+  }
+
+  /** A delivery's handler returned (or its channel died while it waited for the gate): its place and counts are free. */
+  private finish(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    subscription.held.delete(delivery);
+    subscription.passes.delete(pass);
+    pass.leave();
+    if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();
+    if (--this.running === 0) for (const wake of this.idle.splice(0)) wake();
+  }
+
+  /** Resolves once no handler runs or waits. */
+  private whenIdle(): Promise<void> {
+    return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
+  }
+}

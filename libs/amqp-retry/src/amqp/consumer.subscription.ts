@@ -1,0 +1,115 @@
+import { setMaxListeners } from 'node:events';
+import type { Channel, ConsumeMessage } from 'amqplib';
+import type { GatePass } from '../core/delivery/delivery.gate.js';
+import type { ConsumerLossEvent } from '../core/connection/consumer-loss.classifier.js';
+import { AckBatcher } from './ack.batcher.js';
+
+/** Settles one delivery on the channel that delivered it. */
+export interface Settle {
+  ack(): void;
+  /** `requeue: false` dead-letters the message (the retry path); `true` puts it back in the queue. */
+  nack(requeue: boolean): void;
+}
+
+/** One channel's life: what it delivered and settles, and a signal that aborts when it is gone. */
+export interface Subscription {
+  channel: Channel;
+  batcher: AckBatcher;
+  abort: AbortController;
+  /** The gate passes of its handlers running now: detached when the channel dies. */
+  passes: Set<GatePass>;
+  /** Its deliveries not settled yet (running or waiting for the gate); `idle` wakes those waiting for none. */
+  unsettled: number;
+  /** Its deliveries not settled yet, with when each was delivered (the age of the oldest for a consumer timeout's log line). */
+  held: Set<Delivery>;
+  idle: Array<() => void>;
+  consumerTag?: string;
+  /** Prefetch 1 while suspects are about (quorum): a crash then finds only the suspect unsettled. */
+  careful: boolean;
+  /** The pace of the consumer subscribed now, and whether a change waits for the channel to hold no delivery. */
+  subscribedCareful?: boolean;
+  paceSwitchPending?: boolean;
+}
+
+/** A new subscription of `channel`; `dropped` hears of settlements the closed channel could not take. */
+export function newSubscription(channel: Channel, careful: boolean, dropped: (subscription: Subscription, error: unknown) => void): Subscription {
+  const abort = new AbortController();
+  // One signal is shared by every delivery of the channel, and handlers (and the parker) listen to it: up to
+  // `prefetch` listeners is normal, not the leak Node warns about past 10.
+  setMaxListeners(0, abort.signal);
+  const subscription: Subscription = {
+    channel,
+    batcher: new AckBatcher(channel, (error) => dropped(subscription, error)),
+    abort,
+    passes: new Set(),
+    unsettled: 0,
+    held: new Set(),
+    idle: [],
+    careful,
+  };
+  return subscription;
+}
+
+/** One delivery and how it is settled: on the channel that delivered it, through its batcher. */
+export class Delivery implements Settle {
+  readonly at = Date.now();
+  /** Settled once: a second settlement of a delivery tag would make the broker close the channel. */
+  private settled = false;
+
+  constructor(
+    readonly message: ConsumeMessage,
+    private readonly batcher: AckBatcher,
+  ) {}
+
+  ack(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.batcher.ack(this.message);
+  }
+
+  nack(requeue: boolean): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.batcher.nack(this.message, requeue);
+  }
+
+  /** Gives the delivery back to the broker before its handler is done (its handler's settlement then counts for nothing). */
+  giveBack(): void {
+    this.nack(true);
+  }
+}
+
+/** Tells the handlers of a subscription that their deliveries are lost or abandoned, and frees their exclusivity. */
+export function abortSubscription(subscription: Subscription, reason: string): void {
+  if (subscription.abort.signal.aborted) return;
+  subscription.abort.abort(new Error(reason));
+  for (const pass of subscription.passes) pass.detach();
+}
+
+/** What a subscription knows of a loss of its deliveries, for classifyConsumerLoss. */
+export function lossOf(subscription: Subscription, queue: string, event: ConsumerLossEvent['event']): ConsumerLossEvent {
+  let oldest: number | undefined;
+  for (const delivery of subscription.held) oldest = Math.min(oldest ?? delivery.at, delivery.at);
+  const oldestHeldMs = oldest === undefined ? undefined : Date.now() - oldest;
+  return { event, queue, unsettled: subscription.unsettled, oldestHeldMs };
+}
+
+/** Sends the acks waiting and closes the channel (the broker requeues what it did not settle). */
+export async function closeSubscription(subscription: Subscription): Promise<void> {
+  subscription.batcher.flush();
+  await subscription.channel.close().catch(() => undefined);
+}
+
+/**
+ * Retires a channel whose consumer the broker cancelled: our own `basic.cancel` first (the broker then delivers
+ * nothing more on it), then its deliveries are given back (`nack` with requeue; the broker ignores it for those it
+ * took back already) and the channel closes. Left unsettled, they would keep the channel's own consumer-timeout
+ * check busy (RabbitMQ 4.3 runs one on the channel besides the queue's), which closes the channel while the queue
+ * still delivers on it: amqplib then drops the whole connection. Their handlers run on, with aborted signals; what
+ * they settle later is dropped.
+ */
+export async function retireSubscription(subscription: Subscription, tag: string | undefined): Promise<void> {
+  if (tag) await subscription.channel.cancel(tag).catch(() => undefined);
+  for (const delivery of subscription.held) delivery.giveBack();
+  await closeSubscription(subscription);
+}

@@ -1,0 +1,340 @@
+import { EventEmitter } from 'node:events';
+import type { ConsumeMessage } from 'amqplib';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { AmqpConnection } from './amqp.connection.js';
+import { type DeliveryHandler, QueueConsumer, type QueueConsumerOptions, type Settle } from './queue.consumer.js';
+
+/** A channel that records what is done on it, in one log shared by the channels of a test. */
+class FakeChannel extends EventEmitter {
+  private readonly consumers = new Map<string, (message: ConsumeMessage | null) => void>();
+  private nextTag = 0;
+
+  constructor(
+    readonly id: number,
+    private readonly log: string[],
+    private readonly queueGone: () => boolean,
+  ) {
+    super();
+  }
+
+  private note(line: string): void {
+    this.log.push(`#${this.id} ${line}`);
+  }
+
+  prefetch(count: number): Promise<void> {
+    this.note(`prefetch ${count}`);
+    return Promise.resolve();
+  }
+
+  consume(_queue: string, onMessage: (message: ConsumeMessage | null) => void): Promise<{ consumerTag: string }> {
+    const consumerTag = `c${++this.nextTag}`;
+    this.consumers.set(consumerTag, onMessage);
+    this.note(`consume ${consumerTag}`);
+    return Promise.resolve({ consumerTag });
+  }
+
+  cancel(tag: string): Promise<void> {
+    this.consumers.delete(tag);
+    this.note(`cancel ${tag}`);
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    this.note('close');
+    this.emit('close');
+    return Promise.resolve();
+  }
+
+  ack(message: ConsumeMessage, multiple = false): void {
+    this.note(`ack ${message.fields.deliveryTag}${multiple ? '+' : ''}`);
+  }
+
+  nack(message: ConsumeMessage, _allUpTo: boolean, requeue: boolean): void {
+    this.note(`nack ${message.fields.deliveryTag}${requeue ? ' requeue' : ''}`);
+  }
+
+  checkQueue(): Promise<void> {
+    return this.queueGone() ? Promise.reject(Object.assign(new Error('NOT_FOUND'), { code: 404 })) : Promise.resolve();
+  }
+
+  /** The broker delivers to the consumer subscribed last. */
+  deliver(tag: number, suspect = false): void {
+    const onMessage = [...this.consumers.values()].at(-1);
+    if (!onMessage) throw new Error(`channel #${this.id} has no consumer`);
+    onMessage({
+      content: Buffer.from(`m${tag}`),
+      fields: { deliveryTag: tag, redelivered: suspect },
+      properties: { headers: {} },
+    } as unknown as ConsumeMessage);
+  }
+
+  /** The broker cancels the consumer (basic.cancel from the server). */
+  brokerCancel(): void {
+    for (const onMessage of this.consumers.values()) onMessage(null);
+  }
+
+  /** The broker closes the channel alone, with a reason. */
+  brokerClose(reason: string): void {
+    this.emit('error', new Error(reason));
+    this.emit('close');
+  }
+}
+
+/** One handler call the test settles by hand. */
+interface Call {
+  tag: number;
+  settle: Settle;
+  signal: AbortSignal;
+  done: () => void;
+}
+
+const turns = async (count = 5): Promise<void> => {
+  for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+function setUp(overrides: Partial<QueueConsumerOptions> = {}) {
+  const log: string[] = [];
+  const lines: string[] = [];
+  const events: string[] = [];
+  const channels: FakeChannel[] = [];
+  const calls: Call[] = [];
+  let queueGone = false;
+  let channelGate: Promise<void> | undefined;
+  const connection = {
+    isConnected: true,
+    async createChannel(purpose: string): Promise<FakeChannel> {
+      await channelGate;
+      const channel = new FakeChannel(channels.length + 1, log, () => queueGone);
+      channels.push(channel);
+      if (!purpose.endsWith('check')) log.push(`#${channel.id} open`);
+      return channel;
+    },
+  } as unknown as AmqpConnection;
+  const observers = {
+    active: true,
+    emit: (name: string, event: { reason?: string }) => events.push(event.reason ? `${name}: ${event.reason}` : name),
+  } as unknown as ObserverHub;
+  const logger = {
+    log: (line: string) => lines.push(`log ${line}`),
+    warn: (line: string) => lines.push(`warn ${line}`),
+    error: (line: string) => lines.push(`error ${line}`),
+    debug: (line: string) => lines.push(`debug ${line}`),
+  };
+  const handle: DeliveryHandler = (message, settle, signal) =>
+    new Promise<void>((done) => calls.push({ tag: message.fields.deliveryTag, settle, signal, done }));
+  const consumer = new QueueConsumer(
+    {
+      queue: 'orders',
+      prefetch: 10,
+      connection,
+      logger,
+      resume: { initialDelayMs: 5, maxDelayMs: 5, jitter: 0 },
+      redeclare: () => Promise.resolve(log.push('redeclare')),
+      observers,
+      ...overrides,
+    },
+    handle,
+  );
+  return {
+    consumer,
+    log,
+    lines,
+    events,
+    channels,
+    calls,
+    goneQueue: () => (queueGone = true),
+    holdChannels: (gate: Promise<void>) => (channelGate = gate),
+  };
+}
+
+describe('QueueConsumer', () => {
+  it('starts on a channel of its own at the configured prefetch, hands each delivery to the handler and acks on it', async () => {
+    const { consumer, log, events, channels, calls } = setUp();
+    await consumer.start();
+    expect({ consuming: consumer.isConsuming, phase: consumer.phase, log, events }).toEqual({
+      consuming: true,
+      phase: 'consuming',
+      log: ['#1 open', '#1 prefetch 10', '#1 consume c1'],
+      events: ['consumerUp'],
+    });
+    channels[0].deliver(1);
+    channels[0].deliver(2);
+    expect(calls.map((call) => call.tag)).toEqual([1, 2]);
+    expect(consumer.inFlightCount).toBe(2);
+    calls[0].settle.ack();
+    calls[1].settle.ack();
+    calls[0].done();
+    calls[1].done();
+    await turns();
+    expect(log.slice(3)).toEqual(['#1 ack 2+']);
+    expect(consumer.inFlightCount).toBe(0);
+  });
+
+  it('stops: cancels first, lets the handler running settle, then closes the channel', async () => {
+    const { consumer, log, events, channels, calls } = setUp();
+    await consumer.start();
+    channels[0].deliver(1);
+    const stopping = consumer.stop(5_000);
+    await turns();
+    expect({ log: log.slice(3), aborted: calls[0].signal.aborted }).toEqual({ log: ['#1 cancel c1'], aborted: false });
+    calls[0].settle.ack();
+    calls[0].done();
+    await stopping;
+    expect(log.slice(3)).toEqual(['#1 cancel c1', '#1 ack 1', '#1 close']);
+    expect({ phase: consumer.phase, consuming: consumer.isConsuming }).toEqual({ phase: 'stopped', consuming: false });
+    expect(events).toEqual(['consumerUp', 'consumerDown: the application is stopping']);
+    await consumer.start();
+    expect(channels).toHaveLength(1);
+  });
+
+  it('abandons a handler still running after the shutdown timeout: its signal aborts and the channel closes', async () => {
+    const { consumer, log, lines, channels, calls } = setUp();
+    await consumer.start();
+    channels[0].deliver(1);
+    await consumer.stop(10);
+    expect(calls[0].signal.aborted).toBe(true);
+    expect(log.at(-1)).toBe('#1 close');
+    expect(lines).toContain('warn "orders": 1 handler(s) still running after 10 ms; closing, their messages will be redelivered');
+  });
+
+  it('a stop while the channel opens leaves no consumer behind', async () => {
+    const { consumer, log, holdChannels } = setUp();
+    let open!: () => void;
+    holdChannels(new Promise<void>((resolve) => (open = resolve)));
+    const starting = consumer.start();
+    const stopping = consumer.stop(1_000);
+    open();
+    await Promise.all([starting, stopping]);
+    expect(log).toEqual(['#1 open', '#1 close']);
+    expect(consumer.phase).toBe('stopped');
+  });
+
+  it('holds at once (the cancel precedes any settlement after it), keeps the channel, and releases at another prefetch', async () => {
+    const { consumer, log, events, channels, calls } = setUp();
+    await consumer.start();
+    channels[0].deliver(1);
+    consumer.hold('the circuit opened');
+    calls[0].settle.ack();
+    calls[0].done();
+    await turns();
+    expect(log.slice(3)).toEqual(['#1 cancel c1', '#1 ack 1']);
+    expect({ held: consumer.isHeld, consuming: consumer.isConsuming, phase: consumer.phase }).toEqual({
+      held: true,
+      consuming: false,
+      phase: 'held',
+    });
+    consumer.release(2);
+    await turns();
+    expect(log.slice(5)).toEqual(['#1 prefetch 2', '#1 consume c2']);
+    consumer.release(2);
+    consumer.release();
+    await turns();
+    expect(log.slice(7)).toEqual(['#1 cancel c2', '#1 prefetch 10', '#1 consume c3']);
+    expect(events).toEqual(['consumerUp', 'consumerDown: the circuit opened', 'consumerUp', 'consumerUp']);
+  });
+
+  it('held before it starts: opens the channel without consuming, and consumes on release', async () => {
+    const { consumer, log } = setUp();
+    consumer.hold('paused');
+    await consumer.start();
+    expect({ log, phase: consumer.phase }).toEqual({ log: ['#1 open'], phase: 'held' });
+    consumer.release();
+    await turns();
+    expect(log).toEqual(['#1 open', '#1 prefetch 10', '#1 consume c1']);
+  });
+
+  it('hands over: no cancel, no new delivery started, signals aborted at once, the channel closed once the handler returns', async () => {
+    const { consumer, log, events, channels, calls } = setUp();
+    await consumer.start();
+    channels[0].deliver(1);
+    const handing = consumer.handOver(5_000);
+    expect(calls[0].signal.aborted).toBe(true);
+    channels[0].deliver(2);
+    await turns();
+    expect(calls.map((call) => call.tag)).toEqual([1]);
+    expect(log.slice(3)).toEqual([]);
+    calls[0].settle.ack();
+    calls[0].done();
+    await handing;
+    expect(log.slice(3)).toEqual(['#1 ack 1', '#1 close']);
+    expect(events).toEqual(['consumerUp', 'consumerDown: handed over to another consumer']);
+    expect(consumer.phase).toBe('stopped');
+  });
+
+  it('isolates a suspect: careful at prefetch 1, a suspect runs alone, full prefetch again once a delivery is not suspect', async () => {
+    const { consumer, log, channels, calls } = setUp({ isSuspect: (message) => message.fields.redelivered });
+    await consumer.start();
+    expect(log).toEqual(['#1 open', '#1 prefetch 1', '#1 consume c1']);
+    channels[0].deliver(1, true);
+    calls[0].settle.ack();
+    calls[0].done();
+    await turns();
+    channels[0].deliver(2);
+    await turns();
+    expect(log.slice(3)).toEqual(['#1 ack 1']); // the switch waits for the channel to hold no delivery
+    calls[1].settle.ack();
+    calls[1].done();
+    await turns();
+    expect(log.slice(4)).toEqual(['#1 cancel c1', '#1 prefetch 10', '#1 consume c2', '#1 ack 2']);
+    channels[0].deliver(3);
+    channels[0].deliver(4, true);
+    await turns();
+    expect(calls.map((call) => call.tag)).toEqual([1, 2, 3]); // the suspect waits for 3 to finish
+    calls[2].done();
+    await turns();
+    expect(calls.map((call) => call.tag)).toEqual([1, 2, 3, 4]);
+    calls[3].done();
+    await turns();
+    expect(log.slice(8)).toEqual(['#1 cancel c2', '#1 prefetch 1', '#1 consume c3']); // 3 and 4 were never acked here
+  });
+
+  it("resumes at once on a fresh channel after the broker's consumer timeout closed the channel", async () => {
+    const { consumer, log, lines, events, channels, calls } = setUp();
+    await consumer.start();
+    channels[0].deliver(1);
+    channels[0].brokerClose('PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value used: 2000 ms');
+    expect(calls[0].signal.aborted).toBe(true);
+    await turns();
+    expect(log.slice(3)).toEqual(['#2 open', '#2 prefetch 10', '#2 consume c1']);
+    expect(lines.some((line) => line.startsWith(`warn "orders": the broker's consumer timeout of 2s expired`))).toBe(true);
+    expect(events).toEqual(['consumerUp', expect.stringMatching(/^consumerDown: PRECONDITION_FAILED/), 'consumerUp']);
+    calls[0].settle.ack();
+    await turns();
+    expect(lines.filter((line) => line.startsWith('debug Dropped a settlement'))).toHaveLength(0); // the fake channel takes it
+  });
+
+  it('after the queue was deleted: retires the channel, declares the queue again with backoff, and resumes', async () => {
+    const { consumer, log, lines, channels, calls, goneQueue } = setUp();
+    await consumer.start();
+    channels[0].deliver(1);
+    goneQueue();
+    channels[0].brokerCancel();
+    expect(calls[0].signal.aborted).toBe(true);
+    const deadline = Date.now() + 2_000;
+    while (!log.includes('#3 consume c1') && Date.now() < deadline) await turns();
+    // #2: the passive declare that finds the queue gone
+    expect(log.slice(3)).toEqual([
+      '#1 cancel c1',
+      '#1 nack 1 requeue',
+      '#1 close',
+      '#2 close',
+      'redeclare',
+      '#3 open',
+      '#3 prefetch 10',
+      '#3 consume c1',
+    ]);
+    expect(lines).toContain('error The broker cancelled the consumer of "orders": the queue was deleted; declaring it again and resuming in 5 ms');
+    expect(consumer.phase).toBe('consuming');
+  });
+
+  it('a lost connection waits for the connection to start it again, and keeps a hold', async () => {
+    const { consumer, log, channels } = setUp();
+    await consumer.start();
+    consumer.hold('paused');
+    channels[0].emit('close');
+    await turns();
+    expect(consumer.phase).toBe('down');
+    await consumer.start();
+    expect({ log: log.slice(4), phase: consumer.phase, held: consumer.isHeld }).toEqual({ log: ['#2 open'], phase: 'held', held: true });
+  });
+});
