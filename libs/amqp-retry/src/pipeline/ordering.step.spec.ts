@@ -1,0 +1,87 @@
+import type { ConsumeMessage } from 'amqplib';
+import { resolveHandlerConfig } from '../core/config/handler.config.js';
+import { resolveModuleConfig } from '../core/config/module.config.js';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import type { OrderingConfig } from '../core/ordering/ordering.config.js';
+import { MalformedMessageError } from '../errors/malformed-message.error.js';
+import { orderingStep } from './ordering.step.js';
+
+const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+const config = resolveHandlerConfig({ queue: 'orders', prefetch: 10, ordering: { key: { header: 'x-key' } } }, resolveModuleConfig({}, {}), 'A.b');
+const ordered = config as typeof config & { ordering: OrderingConfig };
+const contextOf = (n: number, key?: unknown): RetryContext => ({
+  attempt: 1,
+  maxAttempts: 3,
+  isLastAttempt: false,
+  queue: 'orders',
+  message: {
+    content: Buffer.from('{}'),
+    properties: { messageId: `m-${n}`, headers: key === undefined ? {} : { 'x-key': key } },
+    fields: { deliveryTag: n },
+  } as unknown as ConsumeMessage,
+  deaths: [],
+  signal: new AbortController().signal,
+});
+
+describe('the ordering step', () => {
+  it('runs the messages of one key one at a time, in arrival order, and other keys beside them', async () => {
+    const log: string[] = [];
+    const gates = new Map<number, () => void>();
+    const invoke = orderingStep(
+      ordered,
+      logger,
+      () => config,
+    )(async (payload) => {
+      const n = payload as number;
+      log.push(`start ${n}`);
+      await new Promise<void>((resolve) => gates.set(n, resolve));
+      log.push(`end ${n}`);
+    });
+    const runs = [invoke(1, contextOf(1, 'a')), invoke(2, contextOf(2, 'a')), invoke(3, contextOf(3, 'b'))];
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['start 1', 'start 3']); // 2 waits for 1, its key's turn; 3 has a key of its own
+    gates.get(1)?.();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['start 1', 'start 3', 'end 1', 'start 2']);
+    gates.get(2)?.();
+    gates.get(3)?.();
+    await Promise.all(runs);
+  });
+
+  it('runs a message without a key at once, and parks one whose key cannot be read as malformed', async () => {
+    const calls: number[] = [];
+    const throwing = resolveHandlerConfig(
+      {
+        queue: 'orders',
+        ordering: {
+          key: (payload: unknown) => {
+            if (payload === 2) throw new Error('no customer');
+            return undefined;
+          },
+        },
+      },
+      resolveModuleConfig({}, {}),
+      'A.b',
+    ) as typeof ordered;
+    const invoke = orderingStep(throwing, logger, () => config)(async (payload) => void calls.push(payload as number));
+    await invoke(1, contextOf(1));
+    await expect(invoke(2, contextOf(2))).rejects.toBeInstanceOf(MalformedMessageError);
+    expect(calls).toEqual([1]);
+  });
+
+  it('lets the next message of the key run when one fails', async () => {
+    const calls: number[] = [];
+    const invoke = orderingStep(
+      ordered,
+      logger,
+      () => config,
+    )(async (payload) => {
+      calls.push(payload as number);
+      if (payload === 1) throw new Error('declined');
+    });
+    const [first, second] = [invoke(1, contextOf(1, 'a')), invoke(2, contextOf(2, 'a'))];
+    await expect(first).rejects.toThrow('declined');
+    await second;
+    expect(calls).toEqual([1, 2]);
+  });
+});
