@@ -42,6 +42,32 @@ describe('retry flow on a real broker', () => {
     expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 
+  it('resolves a publish with what it sent, the handler getting the same id and the basic properties given', async () => {
+    const Handler = handlerFor({ queue, exchange, routingKey: 'order.created', delays: [200] }, () => undefined);
+    app = await startApp([Handler]);
+    const at = new Date('2030-01-02T03:04:05.678Z');
+    const options = { correlationId: 'req-7', replyTo: 'billing.answers', type: 'order.created.v2', appId: 'shop', timestamp: at };
+    const sent = await app.get(RetryPublisher).publish(exchange, 'order.created', { id: 2 }, options);
+    expect(sent).toMatchObject({ exchange, routingKey: 'order.created', delayMs: 0 });
+    expect(sent.messageId).toMatch(/^[0-9a-f-]{36}$/);
+    const handler = handlerOf(app, Handler);
+    await waitFor(() => handler.calls.length === 1, 'the handler call');
+    expect(handler.calls[0].properties).toMatchObject({
+      messageId: sent.messageId,
+      correlationId: 'req-7',
+      replyTo: 'billing.answers',
+      type: 'order.created.v2',
+      appId: 'shop',
+      timestamp: Math.floor(at.getTime() / 1000),
+    });
+    const given = await app.get(RetryPublisher).publish(exchange, 'order.created', { id: 3 }, { messageId: 'order-3' });
+    expect(given.messageId).toBe('order-3');
+    await expect(app.get(RetryPublisher).publish(exchange, 'order.created', { id: 4 }, { timestamp: new Date('no date') })).rejects.toThrow(
+      TypeError,
+    );
+    await waitFor(() => handler.calls.length === 2, 'the second call');
+  });
+
   it('retries after each tier delay with attempts 1, 2, 3 and parks when attempts run out', async () => {
     const delays = [300, 600];
     const Handler = handlerFor({ queue, exchange, routingKey: 'order.*', delays, maxAttempts: 4 }, (_, ctx) => {

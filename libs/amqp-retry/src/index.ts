@@ -9,7 +9,7 @@
  */
 export { RetryModule } from './nest/retry.module.js';
 export { RetryWithBackoff } from './nest/retry-with-backoff.decorator.js';
-export { RetryPublisher, type PublishOptions } from './nest/retry.publisher.js';
+export { RetryPublisher, type PublishOptions, type PublishedMessage } from './nest/retry.publisher.js';
 export { RETRY_MODULE_OPTIONS } from './nest/retry-module.definition.js';
 export type {
   RetryModuleOptions,
