@@ -63,7 +63,7 @@ describe('partitions and the channels of one connection', () => {
 
     // Every channel left on A's consuming connection taken (and each one freed meanwhile, by A's depth reads say, taken
     // again), then B leaves: A owns all 8, and can start none of B's.
-    const connection = (engine as unknown as { consumeConnection: AmqpConnection }).consumeConnection;
+    const connection = (engine as unknown as { consuming: { connection: AmqpConnection } }).consuming.connection;
     const held: Channel[] = [];
     const grab = async () => {
       for (;;) {
