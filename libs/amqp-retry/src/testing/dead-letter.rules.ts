@@ -1,0 +1,98 @@
+/** Why a message left a queue other than by an ack, as RabbitMQ names the reason in `x-death`. */
+export type DeathReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
+
+/** One entry of a message's death history, as the broker keeps it (the `x-death` header is written from these). */
+export interface Death {
+  queue: string;
+  reason: DeathReason;
+  count: number;
+  /** When it first died this way (ms since the epoch; written in seconds). */
+  time: number;
+  exchange: string;
+  routingKeys: string[];
+  originalExpiration?: string;
+}
+
+/** A message inside the in-memory broker. */
+export interface BrokerMessage {
+  content: Buffer;
+  /** amqplib's message properties, `headers` always an object; `expiration` as published (a string). */
+  properties: BrokerProperties;
+  /** The exchange it was last published or dead-lettered to, and its routing keys then. */
+  exchange: string;
+  routingKeys: string[];
+  /** The broker's own death history, most recent first (RabbitMQ 3.13+/4.x). */
+  deaths: Death[];
+}
+
+/** amqplib's MessageProperties, loosely typed. */
+export type BrokerProperties = Record<string, unknown> & { headers: Record<string, unknown>; expiration?: string };
+
+/**
+ * Records a death as RabbitMQ 3.13+ and 4.x do: the entry `{queue, reason}` is counted up and moved to the front (a new
+ * one is put first with count 1); `exchange`, `routing-keys`, `time` and `original-expiration` keep the first event's
+ * values. The message's own `expiration` is removed. Client-published `x-death` headers are ignored (4.x): only the
+ * broker's history counts. RabbitMQ 3.10 differs: it updated a client's `x-death`, left the counted entry where it was,
+ * and wrote no `x-last-death-*`.
+ */
+export function recordDeath(message: BrokerMessage, queue: string, reason: DeathReason, now: number): BrokerMessage {
+  const found = message.deaths.find((death) => death.queue === queue && death.reason === reason);
+  const others = message.deaths.filter((death) => death !== found);
+  const death: Death = found
+    ? { ...found, count: found.count + 1 }
+    : {
+        queue,
+        reason,
+        count: 1,
+        time: now,
+        exchange: message.exchange,
+        routingKeys: [...message.routingKeys],
+        ...(message.properties.expiration !== undefined ? { originalExpiration: message.properties.expiration } : {}),
+      };
+  const properties = { ...message.properties, headers: { ...message.properties.headers } };
+  delete properties.expiration;
+  return { ...message, properties, deaths: [death, ...others] };
+}
+
+/** The `x-death` table of one entry, with amqplib's decoding of each field type. */
+const deathTable = (death: Death): Record<string, unknown> => ({
+  count: death.count,
+  reason: death.reason,
+  queue: death.queue,
+  time: { '!': 'timestamp', value: Math.floor(death.time / 1000) },
+  exchange: death.exchange,
+  'routing-keys': [...death.routingKeys],
+  ...(death.originalExpiration !== undefined ? { 'original-expiration': death.originalExpiration } : {}),
+});
+
+/**
+ * The headers a consumer sees: as published, and once the message has died, `x-death` (most recent first),
+ * `x-first-death-{queue,reason,exchange}` (the oldest death) and `x-last-death-{queue,reason,exchange}` (the newest).
+ */
+export function deliveredHeaders(message: BrokerMessage): Record<string, unknown> {
+  const headers = { ...message.properties.headers };
+  if (message.deaths.length === 0) return headers;
+  const first = message.deaths[message.deaths.length - 1];
+  const last = message.deaths[0];
+  return {
+    ...headers,
+    'x-death': message.deaths.map(deathTable),
+    'x-first-death-queue': first.queue,
+    'x-first-death-reason': first.reason,
+    'x-first-death-exchange': first.exchange,
+    'x-last-death-queue': last.queue,
+    'x-last-death-reason': last.reason,
+    'x-last-death-exchange': last.exchange,
+  };
+}
+
+/**
+ * RabbitMQ's dead-letter cycle rule: a dead letter that would reach a queue it already died in is dropped there when
+ * no death since then (that queue's included) was a rejection. A rejection itself is never checked.
+ */
+export function isDeadLetterCycle(message: BrokerMessage, target: string, reason: DeathReason): boolean {
+  if (reason === 'rejected') return false;
+  const at = message.deaths.findIndex((death) => death.queue === target);
+  if (at < 0) return false;
+  return message.deaths.slice(0, at + 1).every((death) => death.reason !== 'rejected');
+}
