@@ -45,5 +45,6 @@ export function channelClosedError(error: BrokerError): Error {
   return Object.assign(new Error(`Channel closed by server: ${error.closeMessage}`), { code: error.code, classId: 0, methodId: 0 });
 }
 
-export const notFound = (kind: 'queue' | 'exchange', name: string) => new BrokerError(ReplyCode.NOT_FOUND, `NOT_FOUND - no ${kind} '${name}' in vhost '/'`);
+export const notFound = (kind: 'queue' | 'exchange', name: string) =>
+  new BrokerError(ReplyCode.NOT_FOUND, `NOT_FOUND - no ${kind} '${name}' in vhost '/'`);
 export const preconditionFailed = (text: string) => new BrokerError(ReplyCode.PRECONDITION_FAILED, `PRECONDITION_FAILED - ${text}`);

@@ -58,7 +58,12 @@ export function headersMatch(bindingArguments: Record<string, unknown>, headers:
 }
 
 /** Whether a binding of an exchange of `type` takes a message with these routing keys and headers. */
-export function bindingMatches(type: ExchangeType, binding: MemoryBinding, routingKeys: readonly string[], headers?: Record<string, unknown>): boolean {
+export function bindingMatches(
+  type: ExchangeType,
+  binding: MemoryBinding,
+  routingKeys: readonly string[],
+  headers?: Record<string, unknown>,
+): boolean {
   switch (type) {
     case 'fanout':
       return true;

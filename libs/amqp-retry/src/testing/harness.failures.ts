@@ -7,7 +7,10 @@ export type PublishMatcher = { exchange?: string; routingKey?: string } | ((publ
 const matches = (matcher: PublishMatcher | undefined, publish: PublishRecord): boolean => {
   if (!matcher) return true;
   if (typeof matcher === 'function') return matcher(publish);
-  return (matcher.exchange === undefined || matcher.exchange === publish.exchange) && (matcher.routingKey === undefined || matcher.routingKey === publish.routingKey);
+  return (
+    (matcher.exchange === undefined || matcher.exchange === publish.exchange) &&
+    (matcher.routingKey === undefined || matcher.routingKey === publish.routingKey)
+  );
 };
 
 /**

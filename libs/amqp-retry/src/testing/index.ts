@@ -4,7 +4,14 @@
  * milliseconds. See docs/testing-your-handlers.md.
  * @packageDocumentation
  */
-export { RetryHarness, type RetryHarnessOptions, type HarnessMicroservice, type HarnessParked, type HarnessPublished, type HarnessPublishProperties } from './retry.harness.js';
+export {
+  RetryHarness,
+  type RetryHarnessOptions,
+  type HarnessMicroservice,
+  type HarnessParked,
+  type HarnessPublished,
+  type HarnessPublishProperties,
+} from './retry.harness.js';
 export type { HarnessAttempt, HarnessHandled, AttemptOutcome } from './harness.records.js';
 export { HarnessFailures, type PublishMatcher } from './harness.failures.js';
 export type { PublishRecord } from './memory.channel.js';

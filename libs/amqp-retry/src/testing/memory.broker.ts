@@ -97,13 +97,17 @@ export class MemoryBroker {
     const existing = this.queues.get(queueName);
     if (existing) {
       if (existing.owner !== undefined && existing.owner !== owner) {
-        throw new BrokerError(ReplyCode.RESOURCE_LOCKED, `RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '${queueName}' in vhost '/'`);
+        throw new BrokerError(
+          ReplyCode.RESOURCE_LOCKED,
+          `RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '${queueName}' in vhost '/'`,
+        );
       }
       const difference = existing.inequivalence(declaration);
       if (difference) throw preconditionFailed(difference);
       return existing;
     }
-    if (name.startsWith('amq.')) throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - queue name '${name}' contains reserved prefix 'amq.*'`);
+    if (name.startsWith('amq.'))
+      throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - queue name '${name}' contains reserved prefix 'amq.*'`);
     const queue = new MemoryQueue(queueName, { ...declaration, arguments: { ...declaration.arguments } });
     if (declaration.exclusive) queue.owner = owner;
     this.queues.set(queueName, queue);

@@ -81,7 +81,10 @@ export class MemoryChannel extends EventEmitter {
 
   assertExchange(exchange: string, type: string, options: Options.AssertExchange = {}) {
     return this.rpc('ExchangeDeclare', () => {
-      this.broker.assertExchange(exchange, type, { ...options.arguments, ...(options.alternateExchange ? { 'alternate-exchange': options.alternateExchange } : {}) });
+      this.broker.assertExchange(exchange, type, {
+        ...options.arguments,
+        ...(options.alternateExchange ? { 'alternate-exchange': options.alternateExchange } : {}),
+      });
       return { exchange };
     });
   }
@@ -115,7 +118,11 @@ export class MemoryChannel extends EventEmitter {
   checkQueue(queue: string) {
     return this.rpc('QueueDeclare', () => {
       const found = this.broker.queue(queue);
-      return { queue, messageCount: found.ready.length, consumerCount: Math.max(found.consumers.length, this.broker.replyConsumers.has(queue) ? 1 : 0) };
+      return {
+        queue,
+        messageCount: found.ready.length,
+        consumerCount: Math.max(found.consumers.length, this.broker.replyConsumers.has(queue) ? 1 : 0),
+      };
     });
   }
 
@@ -130,19 +137,31 @@ export class MemoryChannel extends EventEmitter {
   }
 
   bindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc('QueueBind', () => (this.broker.bind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}));
+    return this.rpc(
+      'QueueBind',
+      () => (this.broker.bind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
+    );
   }
 
   unbindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc('QueueUnbind', () => (this.broker.unbind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}));
+    return this.rpc(
+      'QueueUnbind',
+      () => (this.broker.unbind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
+    );
   }
 
   bindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc('ExchangeBind', () => (this.broker.bind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}));
+    return this.rpc(
+      'ExchangeBind',
+      () => (this.broker.bind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
+    );
   }
 
   unbindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc('ExchangeUnbind', () => (this.broker.unbind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}));
+    return this.rpc(
+      'ExchangeUnbind',
+      () => (this.broker.unbind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
+    );
   }
 
   prefetch(count: number, _global?: boolean) {
@@ -154,7 +173,9 @@ export class MemoryChannel extends EventEmitter {
       const consumerTag = options.consumerTag ?? `amq.ctag-memory-${++consumerTags}`;
       if (queue === DIRECT_REPLY_QUEUE) {
         if (!options.noAck) throw preconditionFailed('reply consumer cannot acknowledge');
-        this.replyAddress = this.broker.addReplyConsumer((message) => this.open && onMessage(consumeMessage(entryOf(message), 0, consumerTag, false)));
+        this.replyAddress = this.broker.addReplyConsumer(
+          (message) => this.open && onMessage(consumeMessage(entryOf(message), 0, consumerTag, false)),
+        );
         this.consumers.set(consumerTag, { queue });
         return { consumerTag };
       }
@@ -215,7 +236,13 @@ export class MemoryChannel extends EventEmitter {
     if (properties.expiration !== undefined && !/^\d+$/.test(properties.expiration)) {
       return this.failLater(preconditionFailed(`invalid expiration '${properties.expiration}'`), callback);
     }
-    const message: BrokerMessage = { content: Buffer.from(content), properties, exchange, routingKeys: routingKeysOf(routingKey, properties), deaths: [] };
+    const message: BrokerMessage = {
+      content: Buffer.from(content),
+      properties,
+      exchange,
+      routingKeys: routingKeysOf(routingKey, properties),
+      deaths: [],
+    };
     let queues: string[];
     let refused: boolean;
     try {
@@ -280,7 +307,8 @@ export class MemoryChannel extends EventEmitter {
   }
 
   nackAll(requeue = true): void {
-    for (const tag of [...this.unacked.keys()]) this.release(tag, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
+    for (const tag of [...this.unacked.keys()])
+      this.release(tag, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
   }
 
   async recover(): Promise<void> {

@@ -12,7 +12,15 @@ export function publishedProperties(options: Options.Publish = {}): BrokerProper
   if (options.CC !== undefined) headers.CC = list(options.CC);
   if (options.BCC !== undefined) headers.BCC = list(options.BCC);
   const deliveryMode =
-    options.persistent !== undefined ? (options.persistent ? 2 : 1) : typeof options.deliveryMode === 'number' ? options.deliveryMode : options.deliveryMode ? 2 : undefined;
+    options.persistent !== undefined
+      ? options.persistent
+        ? 2
+        : 1
+      : typeof options.deliveryMode === 'number'
+        ? options.deliveryMode
+        : options.deliveryMode
+          ? 2
+          : undefined;
   return {
     contentType: options.contentType,
     contentEncoding: options.contentEncoding,
@@ -84,7 +92,12 @@ export function getMessage(entry: Enqueued, deliveryTag: number, messageCount: n
 export function returnedMessage(message: BrokerMessage): ConsumeMessage {
   return {
     content: Buffer.from(message.content),
-    fields: { replyCode: 312, replyText: 'NO_ROUTE', exchange: message.exchange, routingKey: message.routingKeys[0] ?? '' } as unknown as ConsumeMessage['fields'],
+    fields: {
+      replyCode: 312,
+      replyText: 'NO_ROUTE',
+      exchange: message.exchange,
+      routingKey: message.routingKeys[0] ?? '',
+    } as unknown as ConsumeMessage['fields'],
     properties: { ...message.properties, headers: cloneHeaders(message.properties.headers) } as unknown as ConsumeMessage['properties'],
   };
 }

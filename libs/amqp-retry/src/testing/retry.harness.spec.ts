@@ -7,7 +7,13 @@ let failUntil = 4;
 
 @Injectable()
 class PaymentHandler {
-  @RetryWithBackoff({ queue: 'harness.payments', exchange: 'harness.shop', routingKey: 'order.created', delays: ['1s', '1m', '10m', '30m', '1h'], maxAttempts: 6 })
+  @RetryWithBackoff({
+    queue: 'harness.payments',
+    exchange: 'harness.shop',
+    routingKey: 'order.created',
+    delays: ['1s', '1m', '10m', '30m', '1h'],
+    maxAttempts: 6,
+  })
   async charge(order: { id: number; kind?: string }, ctx: RetryContext): Promise<void> {
     calls.push({ id: order.id, attempt: ctx.attempt, at: Date.now() });
     if (order.kind === 'fatal') throw new NonRetryableError('card stolen');
@@ -64,7 +70,12 @@ describe('the test harness on a module with a five-tier policy', () => {
     await harness.settle();
     expect(harness.attempts(fatal.messageId).map((a) => a.parkReason)).toEqual(['non-retryable']);
     expect(harness.attempts(malformed.messageId).map((a) => [a.attempt, a.parkReason])).toEqual([[0, 'malformed']]);
-    expect(harness.parked('harness.payments').map((p) => p.reason).sort()).toEqual(['malformed', 'non-retryable']);
+    expect(
+      harness
+        .parked('harness.payments')
+        .map((p) => p.reason)
+        .sort(),
+    ).toEqual(['malformed', 'non-retryable']);
   });
 
   it('delivers nothing before its time when advanced step by step', async () => {

@@ -66,15 +66,24 @@ export interface HarnessPublished extends PublishRecord {
 /** The properties `harness.publish` accepts: amqplib's, plus a delay-free JSON body. */
 export type HarnessPublishProperties = Options.Publish;
 
+/** A duration as the library reads one, or several run together ('1h30m', '29m59s'). */
 const ms = (duration: Duration): number => {
-  const value = parseDuration(duration);
+  const parts = typeof duration === 'string' ? duration.match(/\d+(?:\.\d+)?\s*[a-z]+/gi) : null;
+  const compound = parts && parts.length > 1 && parts.join('') === duration.replace(/\s+/g, '');
+  const value = compound
+    ? parts.reduce<number | undefined>((sum, part) => {
+        const one = parseDuration(part.replace(/\s+/g, ''));
+        return sum === undefined || one === undefined ? undefined : sum + one;
+      }, 0)
+    : parseDuration(duration);
   if (value === undefined) throw new Error(`harness: "${String(duration)}" is no duration: give milliseconds or a string such as '10s', '5m', '1h'`);
   return value;
 };
 
 /** The library's own bookkeeping publishes, left out of `published()`. */
 const bookkeeping = (record: PublishRecord) =>
-  record.exchange === CONTROL_EXCHANGE || (record.exchange === '' && (record.routingKey === HANDLER_REGISTRY_QUEUE || record.routingKey.endsWith('.retry.plan')));
+  record.exchange === CONTROL_EXCHANGE ||
+  (record.exchange === '' && (record.routingKey === HANDLER_REGISTRY_QUEUE || record.routingKey.endsWith('.retry.plan')));
 
 /**
  * Runs the application's own Nest module (its handlers, its `RetryModule.forRoot` options, its transport) on an

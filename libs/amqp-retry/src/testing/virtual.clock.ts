@@ -161,7 +161,8 @@ export class VirtualClock {
     for (;;) {
       const task = this.next();
       if (!task || task.due > until) break;
-      if (++ran > maxTasks) throw new Error(`the virtual clock ran ${maxTasks} tasks without reaching its target: a timer re-arms itself at no delay?`);
+      if (++ran > maxTasks)
+        throw new Error(`the virtual clock ran ${maxTasks} tasks without reaching its target: a timer re-arms itself at no delay?`);
       this.runTask(task);
       await this.flush();
     }
@@ -214,7 +215,10 @@ export class VirtualClock {
     });
     define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => {
       if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
-      return new VirtualTimeout(clock, clock.schedule(0, () => (fn as (...a: unknown[]) => void)(...args)));
+      return new VirtualTimeout(
+        clock,
+        clock.schedule(0, () => (fn as (...a: unknown[]) => void)(...args)),
+      );
     });
     define(g, 'clearTimeout', clear);
     define(g, 'clearInterval', clear);
