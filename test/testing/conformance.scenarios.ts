@@ -127,19 +127,34 @@ export interface Trace {
   parked: Array<Record<string, unknown>>;
 }
 
-export function attemptTrace(attempts: readonly HarnessAttempt[]): string[] {
-  return attempts.map((a) => [a.attempt, a.tier ?? '-', a.outcome, a.parkReason ?? '', a.retryTier ?? ''].join(':'));
+const text = (value: unknown): unknown => (Buffer.isBuffer(value) ? value.toString() : value);
+
+/** The death headers the broker wrote on a delivery: x-death in its order, the first and last death, the delivery count. */
+function deathTrace(headers: Record<string, unknown>, queue: string): string {
+  const name = (value: unknown) => String(text(value)).split(queue).join('Q');
+  const deaths = Array.isArray(headers['x-death']) ? (headers['x-death'] as Array<Record<string, unknown>>) : [];
+  const entries = deaths.map((d) => {
+    const keys = Array.isArray(d['routing-keys']) ? (d['routing-keys'] as unknown[]).map(name).join('+') : '';
+    return `${name(d.queue)}/${name(d.reason)}/${Number(d.count)}/${name(d.exchange)}/${keys}`;
+  });
+  const named = ['x-first-death-queue', 'x-first-death-reason', 'x-last-death-queue', 'x-last-death-reason', 'x-delivery-count']
+    .filter((key) => key in headers)
+    .map((key) => `${key}=${name(headers[key])}`);
+  return [entries.join(' '), ...named].join(' | ');
 }
 
-const text = (value: unknown): unknown => (Buffer.isBuffer(value) ? value.toString() : value);
+/** Each attempt: number, tier, outcome, park reason, next tier, and the death headers it was delivered with. */
+export function attemptTrace(attempts: readonly HarnessAttempt[], queue: string): string[] {
+  return attempts.map((a) =>
+    [a.attempt, a.tier ?? '-', a.outcome, a.parkReason ?? '', a.retryTier ?? '', a.redelivered, deathTrace(a.headers, queue)].join(':'),
+  );
+}
 
 export function parkedTrace(headers: Record<string, unknown>, messageId: unknown, queue: string): Record<string, unknown> {
   const name = (value: unknown) => (typeof value === 'string' ? value.split(queue).join('Q') : value);
   const picked: Record<string, unknown> = { messageId };
   for (const key of COMPARED_HEADERS) if (key in headers) picked[key] = name(text(headers[key]));
   const deaths = Array.isArray(headers['x-death']) ? (headers['x-death'] as Array<Record<string, unknown>>) : [];
-  picked.deaths = deaths
-    .map((d) => `${String(name(text(d.queue)))}/${String(text(d.reason))}/${Number(d.count)}`)
-    .sort();
+  picked.deaths = deaths.map((d) => `${String(name(text(d.queue)))}/${String(text(d.reason))}/${Number(d.count)}`).sort();
   return picked;
 }

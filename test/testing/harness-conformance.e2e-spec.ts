@@ -1,4 +1,5 @@
 import { NestFactory } from '@nestjs/core';
+import amqp from 'amqplib';
 import { RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
 import { RetryHarness } from 'nestjs-amqp-retry/testing';
 import { HarnessRecorder } from '../../libs/amqp-retry/src/testing/harness.records.js';
@@ -12,7 +13,9 @@ const terminal = (outcome: string) => outcome === 'handled' || outcome === 'park
 
 /** The scenario on the real broker at AMQP_URL (3.10 by default; 4.3 through scripts/rabbitmq.sh env 4.3). */
 async function onBroker(scenario: Scenario, broker: TestBroker, names: { queue: string; exchange: string }): Promise<Trace> {
-  const app = await NestFactory.createApplicationContext(scenarioModule(scenario, names, { url: AMQP_URL, shutdownTimeout: '2s' }), { logger: false });
+  const app = await NestFactory.createApplicationContext(scenarioModule(scenario, names, { url: AMQP_URL, shutdownTimeout: '2s' }), {
+    logger: false,
+  });
   const recorder = new HarnessRecorder(() => 0);
   (app.get(RetryEngine) as unknown as { observers: ObserverHub }).observers.add(recorder);
   try {
@@ -32,7 +35,9 @@ async function onBroker(scenario: Scenario, broker: TestBroker, names: { queue: 
     );
     const parked = scenario.parked > 0 ? await broker.take(`${names.queue}.error`, scenario.parked) : [];
     return {
-      attempts: Object.fromEntries(scenario.messages.map((m) => [m.messageId, attemptTrace(recorder.attemptsByMessage.get(m.messageId) ?? [])])),
+      attempts: Object.fromEntries(
+        scenario.messages.map((m) => [m.messageId, attemptTrace(recorder.attemptsByMessage.get(m.messageId) ?? [], names.queue)]),
+      ),
       parked: parked
         .map((p) => parkedTrace(p.properties.headers ?? {}, p.properties.messageId, names.queue))
         .sort((a, b) => String(a.messageId).localeCompare(String(b.messageId))),
@@ -43,8 +48,8 @@ async function onBroker(scenario: Scenario, broker: TestBroker, names: { queue: 
 }
 
 /** The same scenario on the harness. */
-async function onHarness(scenario: Scenario, names: { queue: string; exchange: string }): Promise<Trace> {
-  const harness = await RetryHarness.start(scenarioModule(scenario, names, {}), { logger: false });
+async function onHarness(scenario: Scenario, names: { queue: string; exchange: string }, brokerVersion: string): Promise<Trace> {
+  const harness = await RetryHarness.start(scenarioModule(scenario, names, {}), { logger: false, brokerVersion });
   try {
     for (const m of scenario.messages) {
       if (m.delay) {
@@ -59,7 +64,7 @@ async function onHarness(scenario: Scenario, names: { queue: string; exchange: s
     }
     await harness.settle();
     return {
-      attempts: Object.fromEntries(scenario.messages.map((m) => [m.messageId, attemptTrace(harness.attempts(m.messageId))])),
+      attempts: Object.fromEntries(scenario.messages.map((m) => [m.messageId, attemptTrace(harness.attempts(m.messageId), names.queue)])),
       parked: harness
         .parked(names.queue)
         .map((p) => parkedTrace(p.headers, p.messageId, names.queue))
@@ -72,9 +77,14 @@ async function onHarness(scenario: Scenario, names: { queue: string; exchange: s
 
 describe('the test harness against a real broker: the same attempts, tiers, parking reasons and headers', () => {
   let broker: TestBroker;
+  /** The real broker's version: the harness follows that version's dead-lettering rules. */
+  let version: string;
 
   beforeAll(async () => {
     broker = await TestBroker.connect();
+    const probe = await amqp.connect(AMQP_URL);
+    version = String(probe.connection.serverProperties.version);
+    await probe.close();
   });
   afterAll(async () => {
     await broker?.close();
@@ -85,8 +95,9 @@ describe('the test harness against a real broker: the same attempts, tiers, park
     const names = { queue, exchange: `${queue}.in` };
     try {
       const real = await onBroker(scenario, broker, names);
-      const simulated = await onHarness(scenario, names);
+      const simulated = await onHarness(scenario, names, version);
       expect(Object.values(real.attempts).every((list) => list.length > 0)).toBe(true);
+      if (process.env.CONFORMANCE_PRINT) console.log(JSON.stringify(real, null, 1));
       expect(simulated).toEqual(real);
     } finally {
       await cleanUp(() => broker.deleteRetryTopology(queue, { exchanges: [names.exchange] }));

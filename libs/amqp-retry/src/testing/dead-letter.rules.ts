@@ -13,6 +13,18 @@ export interface Death {
   originalExpiration?: string;
 }
 
+/**
+ * Which RabbitMQ's dead-lettering the broker follows: `current` for 3.13 and later (4.x), `legacy` for 3.12 and earlier
+ * (the 3.10 the project's tests run): see recordDeath and deliveredHeaders for what differs.
+ */
+export type DeathRules = 'current' | 'legacy';
+
+/** The rules of a RabbitMQ version (`4.1.0`, `3.10.8`): legacy before 3.13. */
+export function deathRulesOf(version: string): DeathRules {
+  const [major = 0, minor = 0] = version.split('.').map((part) => Number.parseInt(part, 10));
+  return major > 3 || (major === 3 && minor >= 13) ? 'current' : 'legacy';
+}
+
 /** A message inside the in-memory broker. */
 export interface BrokerMessage {
   content: Buffer;
@@ -35,9 +47,10 @@ export type BrokerProperties = Record<string, unknown> & { headers: Record<strin
  * broker's history counts. RabbitMQ 3.10 differs: it updated a client's `x-death`, left the counted entry where it was,
  * and wrote no `x-last-death-*`.
  */
-export function recordDeath(message: BrokerMessage, queue: string, reason: DeathReason, now: number): BrokerMessage {
-  const found = message.deaths.find((death) => death.queue === queue && death.reason === reason);
-  const others = message.deaths.filter((death) => death !== found);
+export function recordDeath(message: BrokerMessage, queue: string, reason: DeathReason, now: number, rules: DeathRules = 'current'): BrokerMessage {
+  const history = rules === 'legacy' && message.deaths.length === 0 ? clientDeaths(message.properties.headers['x-death']) : message.deaths;
+  const found = history.find((death) => death.queue === queue && death.reason === reason);
+  const others = history.filter((death) => death !== found);
   const death: Death = found
     ? { ...found, count: found.count + 1 }
     : {
@@ -51,7 +64,25 @@ export function recordDeath(message: BrokerMessage, queue: string, reason: Death
       };
   const properties = { ...message.properties, headers: { ...message.properties.headers } };
   delete properties.expiration;
-  return { ...message, properties, deaths: [death, ...others] };
+  // Legacy: a counted entry stays where it is (observed on 3.10: the docs say it moves to the front, it does not).
+  const deaths = rules === 'legacy' && found ? history.map((d) => (d === found ? death : d)) : [death, ...others];
+  return { ...message, properties, deaths };
+}
+
+/** A client's `x-death` as 3.12 and earlier read it: the entries that are tables with a queue and a reason. */
+function clientDeaths(header: unknown): Death[] {
+  if (!Array.isArray(header)) return [];
+  const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString() : typeof v === 'string' ? v : undefined);
+  return header.flatMap((entry): Death[] => {
+    if (typeof entry !== 'object' || entry === null) return [];
+    const e = entry as Record<string, unknown>;
+    const queue = text(e.queue);
+    const reason = text(e.reason) as DeathReason | undefined;
+    if (!queue || !reason) return [];
+    const time = typeof e.time === 'object' && e.time !== null ? Number((e.time as { value?: unknown }).value) * 1000 : 0;
+    const keys = Array.isArray(e['routing-keys']) ? (e['routing-keys'] as unknown[]).map((k) => String(text(k))) : [];
+    return [{ queue, reason, count: Number(e.count) || 0, time, exchange: text(e.exchange) ?? '', routingKeys: keys }];
+  });
 }
 
 /** The `x-death` table of one entry, with amqplib's decoding of each field type. */
@@ -69,11 +100,17 @@ const deathTable = (death: Death): Record<string, unknown> => ({
  * The headers a consumer sees: as published, and once the message has died, `x-death` (most recent first),
  * `x-first-death-{queue,reason,exchange}` (the oldest death) and `x-last-death-{queue,reason,exchange}` (the newest).
  */
-export function deliveredHeaders(message: BrokerMessage): Record<string, unknown> {
+export function deliveredHeaders(message: BrokerMessage, rules: DeathRules = 'current'): Record<string, unknown> {
   const headers = { ...message.properties.headers };
   if (message.deaths.length === 0) return headers;
   const first = message.deaths[message.deaths.length - 1];
   const last = message.deaths[0];
+  if (rules === 'legacy') {
+    // No x-last-death-*; x-first-death-* set once (a client's kept). The newest death is first only when it was new.
+    const kept = 'x-first-death-queue' in headers; // a client's, kept
+    const oldest = kept ? {} : { 'x-first-death-queue': first.queue, 'x-first-death-reason': first.reason, 'x-first-death-exchange': first.exchange };
+    return { ...headers, 'x-death': message.deaths.map(deathTable), ...oldest };
+  }
   return {
     ...headers,
     'x-death': message.deaths.map(deathTable),

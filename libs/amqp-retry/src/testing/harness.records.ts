@@ -28,6 +28,10 @@ export interface HarnessAttempt {
   retryDelayMs?: number;
   /** Why it was parked, when `parked`. */
   parkReason?: ParkReason;
+  /** The headers of the delivery as the broker wrote them (`x-death`, `x-first-death-*`, ...). */
+  headers: Record<string, unknown>;
+  /** Whether the broker marked the delivery redelivered (given back after a nack or a lost channel). */
+  redelivered: boolean;
 }
 
 /** A message a handler took successfully. */
@@ -76,6 +80,8 @@ export class HarnessRecorder implements RetryObserver {
       at: this.elapsed(),
       ...(before?.retryTier !== undefined ? { tier: before.retryTier } : {}),
       outcome: 'running',
+      headers: { ...event.message.properties.headers },
+      redelivered: event.message.fields.redelivered,
     };
     list.push(attempt);
     this.open.set(event.message, attempt);
@@ -118,6 +124,8 @@ export class HarnessRecorder implements RetryObserver {
         at: this.elapsed(),
         ...(before?.retryTier !== undefined ? { tier: before.retryTier } : {}),
         outcome: 'parked',
+        headers: { ...event.message.properties.headers },
+        redelivered: event.message.fields.redelivered,
       };
       list.push(attempt);
     }

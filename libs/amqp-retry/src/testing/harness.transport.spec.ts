@@ -1,4 +1,4 @@
-import { Controller, Inject, Injectable, Module } from '@nestjs/common';
+import { Controller, Injectable, Module } from '@nestjs/common';
 import { ClientsModule, Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';

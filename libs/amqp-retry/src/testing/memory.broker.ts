@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { BrokerError, notFound, preconditionFailed, ReplyCode } from './broker.error.js';
-import { deliveredHeaders, isDeadLetterCycle, recordDeath, type BrokerMessage, type DeathReason } from './dead-letter.rules.js';
+import { deliveredHeaders, isDeadLetterCycle, recordDeath, type BrokerMessage, type DeathReason, type DeathRules } from './dead-letter.rules.js';
 import { bindingMatches, type ExchangeType, type MemoryBinding } from './exchange.routing.js';
 import { MemoryQueue, type Enqueued, type QueueDeclaration } from './memory.queue.js';
 import type { VirtualClock } from './virtual.clock.js';
@@ -48,7 +48,7 @@ function replyAddress(): string {
  * The in-memory broker: exchanges (direct, topic, fanout, headers, the default one, alternate exchanges,
  * exchange-to-exchange bindings), queues (TTL per queue and per message, expiring at the head; length limits with
  * drop-head or reject-publish; classic and quorum, quorum counting deliveries; single active consumer), dead-lettering
- * with `x-death` as RabbitMQ 3.13+/4.x write it, and direct reply-to. Time is the virtual clock's. Channels
+ * with `x-death` as RabbitMQ 3.13+/4.x write it (or 3.12 and earlier, `rules`), and direct reply-to. Time is the virtual clock's. Channels
  * (memory.channel.ts) are its clients; it knows nothing of the library.
  */
 export class MemoryBroker {
@@ -63,7 +63,11 @@ export class MemoryBroker {
   private readonly pumps = new Map<string, ReturnType<VirtualClock['schedule']>>();
   private readonly expiries = new Map<string, ReturnType<VirtualClock['schedule']>>();
 
-  constructor(readonly clock: VirtualClock) {}
+  constructor(
+    readonly clock: VirtualClock,
+    /** Whose dead-lettering it follows (dead-letter.rules.ts): RabbitMQ 3.13+/4.x by default. */
+    readonly rules: DeathRules = 'current',
+  ) {}
 
   assertExchange(name: string, type: string, args: Record<string, unknown>): void {
     if (name === '' || name.startsWith('amq.')) {
@@ -171,7 +175,7 @@ export class MemoryBroker {
    */
   publish(exchange: string, message: BrokerMessage): RouteResult {
     if (exchange !== '' && !this.exchanges.has(exchange)) throw notFound('exchange', exchange);
-    const queues = this.route(exchange, message.routingKeys, deliveredHeaders(message));
+    const queues = this.route(exchange, message.routingKeys, deliveredHeaders(message, this.rules));
     let refused = false;
     const took: string[] = [];
     for (const name of queues) {
@@ -253,11 +257,11 @@ export class MemoryBroker {
   deadLetter(queue: MemoryQueue, entry: Enqueued, reason: DeathReason): void {
     const dlx = queue.args['x-dead-letter-exchange'];
     const to: string[] = [];
-    const dead = recordDeath(entry.message, queue.name, reason, this.clock.now);
+    const dead = recordDeath(entry.message, queue.name, reason, this.clock.now, this.rules);
     if (typeof dlx === 'string' && (dlx === '' || this.exchanges.has(dlx))) {
       const key = queue.args['x-dead-letter-routing-key'];
       const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
-      for (const target of this.route(dlx, message.routingKeys, deliveredHeaders(message))) {
+      for (const target of this.route(dlx, message.routingKeys, deliveredHeaders(message, this.rules))) {
         const targetQueue = this.queues.get(target);
         if (!targetQueue || isDeadLetterCycle(message, target, reason)) continue;
         if (this.enqueue(targetQueue, message)) to.push(target);

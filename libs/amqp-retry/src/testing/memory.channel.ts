@@ -174,7 +174,7 @@ export class MemoryChannel extends EventEmitter {
       if (queue === DIRECT_REPLY_QUEUE) {
         if (!options.noAck) throw preconditionFailed('reply consumer cannot acknowledge');
         this.replyAddress = this.broker.addReplyConsumer(
-          (message) => this.open && onMessage(consumeMessage(entryOf(message), 0, consumerTag, false)),
+          (message) => this.open && onMessage(consumeMessage(entryOf(message), 0, consumerTag, false, this.broker.rules)),
         );
         this.consumers.set(consumerTag, { queue });
         return { consumerTag };
@@ -193,7 +193,7 @@ export class MemoryChannel extends EventEmitter {
           const deliveryTag = this.nextTag++;
           if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, entry, consumer });
           try {
-            onMessage(consumeMessage(entry, deliveryTag, consumerTag, quorum));
+            onMessage(consumeMessage(entry, deliveryTag, consumerTag, quorum, this.broker.rules));
           } catch (error) {
             this.emit('handler-error', error, 'delivery');
           }
@@ -222,7 +222,7 @@ export class MemoryChannel extends EventEmitter {
       if (!entry) return false as const;
       const deliveryTag = this.nextTag++;
       if (!options.noAck) this.unacked.set(deliveryTag, { queue, entry });
-      return getMessage(entry, deliveryTag, found.ready.length, found.type === 'quorum');
+      return getMessage(entry, deliveryTag, found.ready.length, found.type === 'quorum', this.broker.rules);
     });
   }
 

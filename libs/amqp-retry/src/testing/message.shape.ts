@@ -1,5 +1,5 @@
 import type { ConsumeMessage, GetMessage, Options } from 'amqplib';
-import { deliveredHeaders, type BrokerMessage, type BrokerProperties } from './dead-letter.rules.js';
+import { deliveredHeaders, type BrokerMessage, type BrokerProperties, type DeathRules } from './dead-letter.rules.js';
 import type { Enqueued } from './memory.queue.js';
 
 /**
@@ -59,15 +59,15 @@ export function routingKeysOf(routingKey: string, properties: BrokerProperties):
 }
 
 /** The properties a consumer gets: the headers with the broker's death headers, and a quorum queue's delivery count. */
-function deliveredProperties(entry: Enqueued, quorum: boolean): ConsumeMessage['properties'] {
-  const headers = cloneHeaders(deliveredHeaders(entry.message));
+function deliveredProperties(entry: Enqueued, quorum: boolean, rules: DeathRules): ConsumeMessage['properties'] {
+  const headers = cloneHeaders(deliveredHeaders(entry.message, rules));
   delete headers.BCC;
   if (quorum && entry.deliveryCount > 0) headers['x-delivery-count'] = entry.deliveryCount;
   return { ...entry.message.properties, headers } as unknown as ConsumeMessage['properties'];
 }
 
 /** A delivery as amqplib hands it to a consumer's callback. */
-export function consumeMessage(entry: Enqueued, deliveryTag: number, consumerTag: string, quorum: boolean): ConsumeMessage {
+export function consumeMessage(entry: Enqueued, deliveryTag: number, consumerTag: string, quorum: boolean, rules: DeathRules): ConsumeMessage {
   return {
     content: Buffer.from(entry.message.content),
     fields: {
@@ -77,13 +77,13 @@ export function consumeMessage(entry: Enqueued, deliveryTag: number, consumerTag
       exchange: entry.message.exchange,
       routingKey: entry.message.routingKeys[0] ?? '',
     },
-    properties: deliveredProperties(entry, quorum),
+    properties: deliveredProperties(entry, quorum, rules),
   };
 }
 
 /** A message as `channel.get()` resolves with it. */
-export function getMessage(entry: Enqueued, deliveryTag: number, messageCount: number, quorum: boolean): GetMessage {
-  const { fields, content, properties } = consumeMessage(entry, deliveryTag, '', quorum);
+export function getMessage(entry: Enqueued, deliveryTag: number, messageCount: number, quorum: boolean, rules: DeathRules): GetMessage {
+  const { fields, content, properties } = consumeMessage(entry, deliveryTag, '', quorum, rules);
   const { consumerTag: _unused, ...rest } = fields;
   return { content, properties, fields: { ...rest, messageCount } };
 }

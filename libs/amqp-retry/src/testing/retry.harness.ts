@@ -10,7 +10,7 @@ import type { ObserverHub } from '../core/observe/observer.hub.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { HarnessFailures } from './harness.failures.js';
 import { HarnessRecorder, readBody, type HarnessAttempt, type HarnessHandled } from './harness.records.js';
-import { deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
+import { deathRulesOf, deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
 import { MemoryBroker } from './memory.broker.js';
 import type { PublishRecord } from './memory.channel.js';
 import { MemoryConnection } from './memory.connection.js';
@@ -37,7 +37,11 @@ export interface RetryHarnessOptions {
   startAt?: Date | number;
   /** Nest's logger option (default: errors only, so that retries and parking do not fill the test's output); false: none. */
   logger?: LoggerService | LogLevel[] | false;
-  /** The RabbitMQ version the in-memory broker says it is (default 4.1.0: it follows 3.13+/4.x rules). */
+  /**
+   * The RabbitMQ version the in-memory broker says it is and whose dead-lettering it follows (default 4.1.0): from
+   * 3.13 on, `x-death` entries move to the front when counted, `x-last-death-*` headers are written and a client's
+   * `x-death` is ignored; before 3.13 (e.g. '3.10.8') the broker follows 3.10's observed behaviour instead.
+   */
   brokerVersion?: string;
 }
 
@@ -63,19 +67,20 @@ export interface HarnessPublished extends PublishRecord {
   by: 'application' | 'harness';
 }
 
-/** The properties `harness.publish` accepts: amqplib's, plus a delay-free JSON body. */
+/** The properties `harness.publish` accepts: amqplib's publish options. */
 export type HarnessPublishProperties = Options.Publish;
 
 /** A duration as the library reads one, or several run together ('1h30m', '29m59s'). */
 const ms = (duration: Duration): number => {
   const parts = typeof duration === 'string' ? duration.match(/\d+(?:\.\d+)?\s*[a-z]+/gi) : null;
-  const compound = parts && parts.length > 1 && parts.join('') === duration.replace(/\s+/g, '');
-  const value = compound
-    ? parts.reduce<number | undefined>((sum, part) => {
-        const one = parseDuration(part.replace(/\s+/g, ''));
-        return sum === undefined || one === undefined ? undefined : sum + one;
-      }, 0)
-    : parseDuration(duration);
+  const compound = parts !== null && parts.length > 1 && parts.join('').replace(/\s+/g, '') === String(duration).replace(/\s+/g, '');
+  const value =
+    compound && parts
+      ? parts.reduce<number | undefined>((sum, part) => {
+          const one = parseDuration(part.replace(/\s+/g, ''));
+          return sum === undefined || one === undefined ? undefined : sum + one;
+        }, 0)
+      : parseDuration(duration);
   if (value === undefined) throw new Error(`harness: "${String(duration)}" is no duration: give milliseconds or a string such as '10s', '5m', '1h'`);
   return value;
 };
@@ -129,7 +134,8 @@ export class RetryHarness {
   static async start(module: Type<unknown>, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
     const startAt = options.startAt instanceof Date ? options.startAt.getTime() : options.startAt;
     const clock = new VirtualClock(startAt ?? Date.now());
-    const harness = new RetryHarness(clock, new MemoryBroker(clock), options.brokerVersion ?? '4.1.0');
+    const version = options.brokerVersion ?? '4.1.0';
+    const harness = new RetryHarness(clock, new MemoryBroker(clock, deathRulesOf(version)), version);
     clock.install();
     replaceBrokerConnect((url) => harness.connect(url));
     try {
@@ -216,7 +222,7 @@ export class RetryHarness {
     const errorQueue = this.recorder.errorQueues.get(queue) ?? (this.broker.queues.has(`${queue}.error`) ? `${queue}.error` : queue);
     const found = this.broker.queues.get(errorQueue);
     return (found?.ready ?? []).map(({ message }) => {
-      const headers = deliveredHeaders(message);
+      const headers = deliveredHeaders(message, this.broker.rules);
       return {
         messageId: message.properties.messageId as string | undefined,
         reason: headers['x-parked-reason'] as string | undefined,
