@@ -1,9 +1,14 @@
 import { Controller, Injectable, Module } from '@nestjs/common';
 import { ClientsModule, Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import { RetryEngine, RetryModule, RetryPublisher, RetryWithBackoff } from 'nestjs-amqp-retry';
-import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
-import { RetryHarness } from 'nestjs-amqp-retry/testing';
+import { RetryEngine } from '../engine/retry.engine.js';
+import { RetryWithBackoff } from '../nest/retry-with-backoff.decorator.js';
+import { RetryModule } from '../nest/retry.module.js';
+import { RetryPublisher } from '../nest/retry.publisher.js';
+import { RetryClient } from '../transport/retry.client.js';
+import type { RetryRmqContext } from '../transport/retry-rmq.context.js';
+import { RetryServer } from '../transport/retry.server.js';
+import { RetryHarness } from './retry.harness.js';
 
 const QUEUE = 'harness.shipping';
 const CLIENT = 'HARNESS_SHIPPING_CLIENT';

@@ -1,6 +1,9 @@
 import { Injectable, Module } from '@nestjs/common';
-import { NonRetryableError, RetryModule, RetryWithBackoff, type RetryContext } from 'nestjs-amqp-retry';
-import { RetryHarness } from 'nestjs-amqp-retry/testing';
+import type { RetryContext } from '../core/delivery/retry.context.js';
+import { NonRetryableError } from '../errors/non-retryable.error.js';
+import { RetryWithBackoff } from '../nest/retry-with-backoff.decorator.js';
+import { RetryModule } from '../nest/retry.module.js';
+import { RetryHarness } from './retry.harness.js';
 
 const calls: { id: number; attempt: number; at: number }[] = [];
 let failUntil = 4;

@@ -194,17 +194,16 @@ export class VirtualClock {
     const savedPerfNow = perfs.map((perf) => Object.getOwnPropertyDescriptor(perf, 'now'));
     const proc = process as unknown as Record<string, unknown>;
     const savedNextTick = Object.getOwnPropertyDescriptor(proc, 'nextTick');
-    const clock = this;
     const timer = (delay: unknown, fn: unknown, args: unknown[], every?: number) => {
       if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
       const ms = Number(delay);
       const wait = Number.isFinite(ms) && ms > 0 ? ms : 0; // Node waits at least 1 ms; here no time passes by itself
       const run = () => (fn as (...a: unknown[]) => void)(...args);
-      return new VirtualTimeout(clock, clock.schedule(wait, run, every === undefined ? {} : { every: Math.max(1, every || wait) }));
+      return new VirtualTimeout(this, this.schedule(wait, run, every === undefined ? {} : { every: Math.max(1, every || wait) }));
     };
     const clear = (handle: TimerArg) => {
-      if (handle instanceof VirtualTimeout) clock.cancel(handle.task);
-      else if (typeof handle === 'number' || typeof handle === 'string') clock.cancel(clock.tasks.get(Number(handle)));
+      if (handle instanceof VirtualTimeout) this.cancel(handle.task);
+      else if (typeof handle === 'number' || typeof handle === 'string') this.cancel(this.tasks.get(Number(handle)));
     };
     const define = (target: Record<string, unknown>, name: string, value: unknown) =>
       Object.defineProperty(target, name, { value, writable: true, configurable: true, enumerable: false });
@@ -216,8 +215,8 @@ export class VirtualClock {
     define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => {
       if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
       return new VirtualTimeout(
-        clock,
-        clock.schedule(0, () => (fn as (...a: unknown[]) => void)(...args)),
+        this,
+        this.schedule(0, () => (fn as (...a: unknown[]) => void)(...args)),
       );
     });
     define(g, 'clearTimeout', clear);
