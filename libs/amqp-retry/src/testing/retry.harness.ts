@@ -1,4 +1,4 @@
-import type { INestApplicationContext, LoggerService, LogLevel, Type } from '@nestjs/common';
+import type { INestApplication, INestApplicationContext, LoggerService, LogLevel, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel, ConsumeMessage, Options } from 'amqplib';
 import { randomUUID } from 'node:crypto';
@@ -22,6 +22,19 @@ import { VirtualClock } from './virtual.clock.js';
 export interface HarnessMicroservice {
   listen(callback: () => void): unknown;
   close(): unknown;
+}
+
+/**
+ * A module being built for a test, as `@nestjs/testing`'s `Test.createTestingModule(...)` returns it (with its
+ * `overrideProvider` calls made): the harness compiles it once the in-memory broker is in place.
+ */
+export interface HarnessModuleBuilder {
+  compile(): Promise<HarnessCompiledModule>;
+}
+
+/** What `compile()` gives (`@nestjs/testing`'s TestingModule), as far as the harness uses it. */
+export interface HarnessCompiledModule extends INestApplicationContext {
+  createNestApplication(): INestApplication;
 }
 
 /** How the harness starts the application. */
@@ -127,11 +140,12 @@ export class RetryHarness {
   }
 
   /**
-   * Starts `module` (the application's root module) on the in-memory broker. The virtual clock stands in for the
+   * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder whose providers a
+   * test overrides) on the in-memory broker. The virtual clock stands in for the
    * global timers and `Date` until `close()` (whether or not Jest's fake timers were on). One harness at a time per
    * process (Jest runs each test file in its own).
    */
-  static async start(module: Type<unknown>, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
+  static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
     const startAt = options.startAt instanceof Date ? options.startAt.getTime() : options.startAt;
     const clock = new VirtualClock(startAt ?? Date.now());
     const version = options.brokerVersion ?? '4.1.0';
@@ -276,8 +290,19 @@ export class RetryHarness {
     }
   }
 
-  private async boot(module: Type<unknown>, options: RetryHarnessOptions): Promise<INestApplicationContext> {
+  private async boot(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions): Promise<INestApplicationContext> {
     const logger = options.logger ?? (['error'] as LogLevel[]);
+    if ('compile' in module && typeof module.compile === 'function') {
+      const compiled = await module.compile();
+      if (logger !== undefined) compiled.useLogger(logger);
+      this.observe(compiled);
+      if (!options.microservices) return compiled.init();
+      const app = compiled.createNestApplication();
+      for (const strategy of options.microservices(app)) app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+      await app.startAllMicroservices();
+      return app.init();
+    }
+    module = module as Type<unknown>;
     if (!options.microservices) {
       const app = await NestFactory.createApplicationContext(module, { logger, abortOnError: false });
       this.observe(app);
