@@ -35,6 +35,8 @@ export interface BrokerMessage {
   routingKeys: string[];
   /** The broker's own death history, most recent first (RabbitMQ 3.13+/4.x). */
   deaths: Death[];
+  /** The first death ever (`x-first-death-*`): set once, never changed, whatever the order of `deaths` becomes. */
+  firstDeath?: Pick<Death, 'queue' | 'reason' | 'exchange'>;
 }
 
 /** amqplib's MessageProperties, loosely typed. */
@@ -66,7 +68,8 @@ export function recordDeath(message: BrokerMessage, queue: string, reason: Death
   delete properties.expiration;
   // Legacy: a counted entry stays where it is (observed on 3.10: the docs say it moves to the front, it does not).
   const deaths = rules === 'legacy' && found ? history.map((d) => (d === found ? death : d)) : [death, ...others];
-  return { ...message, properties, deaths };
+  const firstDeath = message.firstDeath ?? { queue: death.queue, reason: death.reason, exchange: death.exchange };
+  return { ...message, properties, deaths, firstDeath };
 }
 
 /** A client's `x-death` as 3.12 and earlier read it: the entries that are tables with a queue and a reason. */
@@ -103,7 +106,7 @@ const deathTable = (death: Death): Record<string, unknown> => ({
 export function deliveredHeaders(message: BrokerMessage, rules: DeathRules = 'current'): Record<string, unknown> {
   const headers = { ...message.properties.headers };
   if (message.deaths.length === 0) return headers;
-  const first = message.deaths[message.deaths.length - 1];
+  const first = message.firstDeath ?? message.deaths[message.deaths.length - 1];
   const last = message.deaths[0];
   if (rules === 'legacy') {
     // No x-last-death-*; x-first-death-* set once (a client's kept). The newest death is first only when it was new.
