@@ -21,6 +21,7 @@ export class HarnessFailures {
   private refusals: { left: number; matcher?: PublishMatcher }[] = [];
   private refusingUntil = -Infinity;
 
+  /** @internal */
   constructor(
     private readonly connections: () => readonly MemoryConnection[],
     private readonly now: () => number,

@@ -18,6 +18,7 @@ export interface HarnessAttempt {
   at: number;
   /** The retry tier it waited in before this attempt (1 for the first tier); undefined for the first attempt. */
   tier?: number;
+  /** What came of it (`running` while the handler runs). */
   outcome: AttemptOutcome;
   /** The error's message, when the handler failed or the message was parked. */
   error?: string;
@@ -25,6 +26,7 @@ export interface HarnessAttempt {
   thrown?: unknown;
   /** Where it goes next when `retried`: the tier's number and delay. */
   retryTier?: number;
+  /** How long it waits in that tier. */
   retryDelayMs?: number;
   /** Why it was parked, when `parked`. */
   parkReason?: ParkReason;
@@ -36,13 +38,19 @@ export interface HarnessAttempt {
 
 /** A message a handler took successfully. */
 export interface HarnessHandled {
+  /** The handler's queue. */
   queue: string;
+  /** The transport pattern, for a transport handler. */
   pattern?: string;
+  /** The message's `messageId` property. */
   messageId?: string;
+  /** The attempt that succeeded (1: the first). */
   attempt: number;
+  /** When, in virtual milliseconds since the harness started. */
   at: number;
   /** The body, parsed as JSON when it is JSON, else the text. */
   body: unknown;
+  /** The delivery as the handler got it. */
   message: ConsumeMessage;
 }
 

@@ -19,17 +19,23 @@ export interface ChannelHost {
 
 /** One publish as the harness records it. */
 export interface PublishRecord {
+  /** The exchange it was published to (`''`: the default exchange). */
   exchange: string;
+  /** Its routing key. */
   routingKey: string;
+  /** Its body. */
   content: Buffer;
+  /** Its properties as the broker took them (amqplib's, `headers` always an object). */
   properties: Record<string, unknown>;
   /** When it was published (virtual ms since the epoch). */
   at: number;
   /** The queues that took it (none: unroutable). */
   queues: string[];
+  /** Whether it was published `mandatory` (returned when no queue takes it). */
   mandatory: boolean;
   /** Set once the broker answered a confirm channel: true for an ack, false for a nack. */
   confirmed?: boolean;
+  /** Whether the broker returned it (mandatory, and no queue took it). */
   returned: boolean;
 }
 

@@ -20,7 +20,9 @@ import { VirtualClock } from './virtual.clock.js';
 
 /** A transport strategy to connect as a microservice of the application (the transport's `RetryServer`). */
 export interface HarnessMicroservice {
+  /** Starts it (Nest calls it). */
   listen(callback: () => void): unknown;
+  /** Stops it (Nest calls it). */
   close(): unknown;
 }
 
@@ -60,6 +62,7 @@ export interface RetryHarnessOptions {
 
 /** A message parked in an error queue, as the harness reads it (it stays there). */
 export interface HarnessParked {
+  /** The message's `messageId` property. */
   messageId?: string;
   /** `x-parked-reason`: exhausted, non-retryable, malformed, expired, ... */
   reason?: string;
@@ -67,9 +70,11 @@ export interface HarnessParked {
   error?: string;
   /** The body, parsed as JSON when it is JSON. */
   body: unknown;
+  /** The body as bytes. */
   content: Buffer;
   /** Every header of the parked copy (the library's `x-parked-*`, `x-original-*`, `x-retry-attempts`, `x-death`, ...). */
   headers: Record<string, unknown>;
+  /** Its properties as amqplib gives them (`headers` included). */
   properties: Record<string, unknown>;
 }
 
@@ -77,6 +82,7 @@ export interface HarnessParked {
 export interface HarnessPublished extends PublishRecord {
   /** `body` parsed as JSON when it is JSON. */
   body: unknown;
+  /** Who published it: the application (the library for it), or the test through `harness.publish`. */
   by: 'application' | 'harness';
 }
 
