@@ -6,6 +6,8 @@
  */
 export {
   RetryHarness,
+  type HarnessModuleBuilder,
+  type HarnessCompiledModule,
   type RetryHarnessOptions,
   type HarnessMicroservice,
   type HarnessParked,
