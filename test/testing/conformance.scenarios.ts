@@ -7,7 +7,8 @@ export interface ScenarioMessage {
   messageId: string;
   body: unknown;
   raw?: boolean;
-  headers?: Record<string, unknown>;
+  /** Headers as a client would send them, given the handler's queue name. */
+  headers?: (queue: string) => Record<string, unknown>;
   /** Published with RetryPublisher after this delay instead of by an outside client. */
   delay?: string;
 }
@@ -76,6 +77,22 @@ export const SCENARIOS: Scenario[] = [
     messages: [{ messageId: 'm-1', body: { succeedAt: 1 }, delay: '300ms' }],
     parked: 0,
     delayedDelivery: true,
+  },
+  {
+    name: 'a client-published (forged) x-death: the count the library reads, and what the broker does with it',
+    delays: ['200ms'],
+    maxAttempts: 4,
+    behaviour: failUntil,
+    messages: [
+      {
+        messageId: 'm-1',
+        body: {},
+        headers: (queue) => ({
+          'x-death': [{ queue, reason: 'rejected', count: 1, exchange: `${queue}.in`, 'routing-keys': ['conformance.key'] }],
+        }),
+      },
+    ],
+    parked: 1,
   },
   {
     name: 'a quorum queue: retried and exhausted like a classic one',

@@ -25,7 +25,7 @@ async function onBroker(scenario: Scenario, broker: TestBroker, names: { queue: 
         await app.get(RetryPublisher).publish(names.exchange, KEY, m.body, { delay: m.delay, messageId: m.messageId });
       } else {
         const body = m.raw ? Buffer.from(String(m.body)) : m.body;
-        await broker.publish(names.exchange, KEY, body, { messageId: m.messageId, ...(m.headers ? { headers: m.headers } : {}) });
+        await broker.publish(names.exchange, KEY, body, { messageId: m.messageId, ...(m.headers ? { headers: m.headers(names.queue) } : {}) });
       }
     }
     await waitFor(
@@ -58,7 +58,7 @@ async function onHarness(scenario: Scenario, names: { queue: string; exchange: s
         harness.publish(names.exchange, KEY, m.raw ? String(m.body) : m.body, {
           messageId: m.messageId,
           contentType: 'application/json',
-          ...(m.headers ? { headers: m.headers } : {}),
+          ...(m.headers ? { headers: m.headers(names.queue) } : {}),
         });
       }
     }

@@ -36,7 +36,7 @@ export interface BrokerMessage {
   /** The broker's own death history, most recent first (RabbitMQ 3.13+/4.x). */
   deaths: Death[];
   /** The first death ever (`x-first-death-*`): set once, never changed, whatever the order of `deaths` becomes. */
-  firstDeath?: Pick<Death, 'queue' | 'reason' | 'exchange'>;
+  firstDeath?: Pick<Death, 'queue' | 'reason' | 'exchange'> | null;
 }
 
 /** amqplib's MessageProperties, loosely typed. */
@@ -68,7 +68,14 @@ export function recordDeath(message: BrokerMessage, queue: string, reason: Death
   delete properties.expiration;
   // Legacy: a counted entry stays where it is (observed on 3.10: the docs say it moves to the front, it does not).
   const deaths = rules === 'legacy' && found ? history.map((d) => (d === found ? death : d)) : [death, ...others];
-  const firstDeath = message.firstDeath ?? { queue: death.queue, reason: death.reason, exchange: death.exchange };
+  // Legacy: a message that came with an x-death of its client's gets no x-first-death-* at all (observed on 3.10).
+  const fromClient = rules === 'legacy' && message.deaths.length === 0 && history.length > 0;
+  const firstDeath =
+    message.firstDeath !== undefined
+      ? message.firstDeath
+      : fromClient
+        ? null
+        : { queue: death.queue, reason: death.reason, exchange: death.exchange };
   return { ...message, properties, deaths, firstDeath };
 }
 
@@ -107,10 +114,11 @@ export function deliveredHeaders(message: BrokerMessage, rules: DeathRules = 'cu
   const headers = { ...message.properties.headers };
   if (message.deaths.length === 0) return headers;
   const first = message.firstDeath ?? message.deaths[message.deaths.length - 1];
+  const written = message.firstDeath !== null;
   const last = message.deaths[0];
   if (rules === 'legacy') {
     // No x-last-death-*; x-first-death-* set once (a client's kept). The newest death is first only when it was new.
-    const kept = 'x-first-death-queue' in headers; // a client's, kept
+    const kept = 'x-first-death-queue' in headers || !written; // a client's kept, or none written
     const oldest = kept ? {} : { 'x-first-death-queue': first.queue, 'x-first-death-reason': first.reason, 'x-first-death-exchange': first.exchange };
     return { ...headers, 'x-death': message.deaths.map(deathTable), ...oldest };
   }
