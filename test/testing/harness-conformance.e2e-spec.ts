@@ -1,11 +1,14 @@
 import { NestFactory } from '@nestjs/core';
 import amqp from 'amqplib';
-import { RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
+import { RetryEngine, RetryPublisher, retryTopologyNames } from 'nestjs-amqp-retry';
 import { RetryHarness } from 'nestjs-amqp-retry/testing';
+import { RetryServer, type RetryClient } from 'nestjs-amqp-retry/transport';
+import { lastValueFrom } from 'rxjs';
 import { HarnessRecorder } from '../../libs/amqp-retry/src/testing/harness.records.js';
 import type { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observer.hub.js';
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { cleanUp } from '../support/suite.js';
+import { TRANSPORT_CLIENT, transportModule } from './conformance.transport.js';
 import { attemptTrace, parkedTrace, scenarioModule, SCENARIOS, type Scenario, type Trace } from './conformance.scenarios.js';
 
 const KEY = 'conformance.key';
@@ -101,6 +104,60 @@ describe('the test harness against a real broker: the same attempts, tiers, park
       expect(simulated).toEqual(real);
     } finally {
       await cleanUp(() => broker.deleteRetryTopology(queue, { exchanges: [names.exchange] }));
+    }
+  });
+
+  it("the transport: a request answered, an event retried on its pattern's schedule", async () => {
+    const queue = uniqueName('e2e.conformance.transport');
+    const run = async (app: { get<T>(token: unknown): T }, recorder: () => string[], settle: () => Promise<void>) => {
+      const client = app.get<RetryClient>(TRANSPORT_CLIENT);
+      const reply = await lastValueFrom(client.send<string>('status', { id: 7 }));
+      await lastValueFrom(client.emit('requested', { id: 8 }), { defaultValue: undefined });
+      await settle();
+      return { reply, attempts: recorder() };
+    };
+    const server = (app: { get<T>(token: unknown): T }) => new RetryServer({ queue, delays: ['1s'], engine: app.get<RetryEngine>(RetryEngine) });
+    try {
+      const app = await NestFactory.create(transportModule(queue, { url: AMQP_URL, shutdownTimeout: '2s' }), { logger: false });
+      const recorder = new HarnessRecorder(() => 0);
+      (app.get(RetryEngine) as unknown as { observers: ObserverHub }).observers.add(recorder);
+      app.connectMicroservice({ strategy: server(app) });
+      let real;
+      try {
+        await app.startAllMicroservices();
+        await app.init();
+        const events = () => recorder.allAttempts.filter((a) => a.pattern === 'requested');
+        real = await run(
+          app,
+          () => attemptTrace(events(), queue),
+          () => waitFor(() => events().some((a) => a.outcome === 'handled'), 'the event handled', 20_000).then(() => undefined),
+        );
+      } finally {
+        await app.close();
+      }
+      const harness = await RetryHarness.start(transportModule(queue, {}), {
+        logger: false,
+        brokerVersion: version,
+        microservices: (started) => [server(started)],
+      });
+      let simulated;
+      try {
+        simulated = await run(
+          harness.application,
+          () =>
+            attemptTrace(
+              harness.attempts().filter((a) => a.pattern === 'requested'),
+              queue,
+            ),
+          () => harness.settle(),
+        );
+      } finally {
+        await harness.close();
+      }
+      expect(real.attempts.length).toBeGreaterThan(0);
+      expect(simulated).toEqual(real);
+    } finally {
+      await cleanUp(() => broker.deleteRetryTopology(queue, { queues: retryTopologyNames(queue, { delays: ['200ms'] }).tiers }));
     }
   });
 });

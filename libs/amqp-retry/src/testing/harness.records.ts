@@ -71,6 +71,8 @@ export const messageKey = (message: ConsumeMessage): string =>
 /** Records what the library's observers are told, per message, for the harness to answer with. */
 export class HarnessRecorder implements RetryObserver {
   readonly attemptsByMessage = new Map<string, HarnessAttempt[]>();
+  /** Every attempt, in the order they started. */
+  readonly allAttempts: HarnessAttempt[] = [];
   readonly handledMessages: HarnessHandled[] = [];
   /** The error queue each handler queue parks in, as the parked events name them. */
   readonly errorQueues = new Map<string, string>();
@@ -92,6 +94,7 @@ export class HarnessRecorder implements RetryObserver {
       redelivered: event.message.fields.redelivered,
     };
     list.push(attempt);
+    this.allAttempts.push(attempt);
     this.open.set(event.message, attempt);
   }
 
@@ -136,6 +139,7 @@ export class HarnessRecorder implements RetryObserver {
         redelivered: event.message.fields.redelivered,
       };
       list.push(attempt);
+      this.allAttempts.push(attempt);
     }
     attempt.outcome = 'parked';
     attempt.parkReason = event.reason;

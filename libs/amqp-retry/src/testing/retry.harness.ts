@@ -229,8 +229,12 @@ export class RetryHarness {
     return this.recorder.handledMessages.filter((h) => queue === undefined || h.queue === queue);
   }
 
-  /** Every delivery of the message `messageId` to a handler, in order: when, from which tier, what came of it. */
-  attempts(messageId: string): HarnessAttempt[] {
+  /**
+   * Every delivery of the message `messageId` to a handler, in order: when, from which tier, what came of it. Without
+   * an id, every delivery of every message, in the order they started.
+   */
+  attempts(messageId?: string): HarnessAttempt[] {
+    if (messageId === undefined) return [...this.recorder.allAttempts];
     return [...(this.recorder.attemptsByMessage.get(messageId) ?? [])];
   }
 
