@@ -25,6 +25,8 @@ export interface Scenario {
   /** How many messages end parked (read from the error queue). */
   parked: number;
   delayedDelivery?: boolean;
+  /** Ordering per key (the body's `k`): the order of every attempt of every message is compared too. */
+  ordering?: 'continue' | 'hold';
 }
 
 const failUntil = (body: Record<string, unknown>, ctx: RetryContext) => {
@@ -95,6 +97,30 @@ export const SCENARIOS: Scenario[] = [
     parked: 1,
   },
   {
+    name: "ordering per key, 'continue': a later message of the key runs while the first waits in its tier",
+    delays: ['300ms'],
+    maxAttempts: 3,
+    behaviour: failUntil,
+    messages: [
+      { messageId: 'm-1', body: { k: 'a', succeedAt: 2 } },
+      { messageId: 'm-2', body: { k: 'a', succeedAt: 1 } },
+    ],
+    parked: 0,
+    ordering: 'continue',
+  },
+  {
+    name: "ordering per key, 'hold': the later message waits until the retried one is handled",
+    delays: ['300ms'],
+    maxAttempts: 3,
+    behaviour: failUntil,
+    messages: [
+      { messageId: 'm-1', body: { k: 'a', succeedAt: 2 } },
+      { messageId: 'm-2', body: { k: 'a', succeedAt: 1 } },
+    ],
+    parked: 0,
+    ordering: 'hold',
+  },
+  {
     name: 'a quorum queue: retried and exhausted like a classic one',
     delays: ['200ms'],
     maxAttempts: 3,
@@ -116,6 +142,7 @@ export function scenarioModule(scenario: Scenario, names: { queue: string; excha
       delays: scenario.delays,
       maxAttempts: scenario.maxAttempts,
       ...(scenario.queueType ? { queueType: scenario.queueType } : {}),
+      ...(scenario.ordering ? { ordering: { key: (body: unknown) => String((body as { k?: unknown }).k), whileRetrying: scenario.ordering } } : {}),
     })
     handle(body: Record<string, unknown>, ctx: RetryContext): void {
       scenario.behaviour(body, ctx);
@@ -142,7 +169,12 @@ const COMPARED_HEADERS = [
 export interface Trace {
   attempts: Record<string, string[]>;
   parked: Array<Record<string, unknown>>;
+  /** Ordering scenarios: every attempt of every message, in the order they started. */
+  order?: string[];
 }
+
+/** The order attempts started in, with what came of each, for the ordering scenarios. */
+export const orderTrace = (attempts: readonly HarnessAttempt[]): string[] => attempts.map((a) => `${a.messageId}:${a.attempt}:${a.outcome}`);
 
 const text = (value: unknown): unknown => (Buffer.isBuffer(value) ? value.toString() : value);
 

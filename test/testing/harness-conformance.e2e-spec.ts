@@ -9,7 +9,7 @@ import type { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observe
 import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { cleanUp } from '../support/suite.js';
 import { TRANSPORT_CLIENT, transportModule } from './conformance.transport.js';
-import { attemptTrace, parkedTrace, scenarioModule, SCENARIOS, type Scenario, type Trace } from './conformance.scenarios.js';
+import { orderTrace, attemptTrace, parkedTrace, scenarioModule, SCENARIOS, type Scenario, type Trace } from './conformance.scenarios.js';
 
 const KEY = 'conformance.key';
 const terminal = (outcome: string) => outcome === 'handled' || outcome === 'parked';
@@ -44,6 +44,7 @@ async function onBroker(scenario: Scenario, broker: TestBroker, names: { queue: 
       parked: parked
         .map((p) => parkedTrace(p.properties.headers ?? {}, p.properties.messageId, names.queue))
         .sort((a, b) => String(a.messageId).localeCompare(String(b.messageId))),
+      ...(scenario.ordering ? { order: orderTrace(recorder.allAttempts) } : {}),
     };
   } finally {
     await app.close();
@@ -72,6 +73,7 @@ async function onHarness(scenario: Scenario, names: { queue: string; exchange: s
         .parked(names.queue)
         .map((p) => parkedTrace(p.headers, p.messageId, names.queue))
         .sort((a, b) => String(a.messageId).localeCompare(String(b.messageId))),
+      ...(scenario.ordering ? { order: orderTrace(harness.attempts()) } : {}),
     };
   } finally {
     await harness.close();

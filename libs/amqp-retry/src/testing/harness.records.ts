@@ -8,6 +8,8 @@ export type AttemptOutcome = 'handled' | 'retried' | 'parked' | 'failed' | 'runn
 
 /** One delivery of a message to its handler (or, for a message parked unread, the delivery that parked it). */
 export interface HarnessAttempt {
+  /** The message's `messageId` property. */
+  messageId?: string;
   /** The handler's queue. */
   queue: string;
   /** The transport pattern, for a transport handler. */
@@ -68,6 +70,9 @@ export function readBody(content: Buffer): unknown {
 export const messageKey = (message: ConsumeMessage): string =>
   String(message.properties.messageId ?? message.properties.correlationId ?? `body:${message.content.toString('utf8')}`);
 
+const idOf = (message: ConsumeMessage): { messageId?: string } =>
+  typeof message.properties.messageId === 'string' ? { messageId: message.properties.messageId } : {};
+
 /** Records what the library's observers are told, per message, for the harness to answer with. */
 export class HarnessRecorder implements RetryObserver {
   readonly attemptsByMessage = new Map<string, HarnessAttempt[]>();
@@ -84,6 +89,7 @@ export class HarnessRecorder implements RetryObserver {
     const list = this.listOf(event.message);
     const before = list.filter((a) => a.queue === event.queue).at(-1);
     const attempt: HarnessAttempt = {
+      ...idOf(event.message),
       queue: event.queue,
       ...(event.pattern !== undefined ? { pattern: event.pattern } : {}),
       attempt: event.attempt,
@@ -129,6 +135,7 @@ export class HarnessRecorder implements RetryObserver {
     if (!attempt) {
       const before = list.filter((a) => a.queue === event.queue).at(-1);
       attempt = {
+        ...idOf(event.message),
         queue: event.queue,
         ...(event.pattern !== undefined ? { pattern: event.pattern } : {}),
         attempt: 0,
