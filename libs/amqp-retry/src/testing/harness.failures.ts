@@ -2,7 +2,14 @@ import type { PublishRecord } from './memory.channel.js';
 import type { MemoryConnection } from './memory.connection.js';
 
 /** Which publishes a refusal applies to: all, or those to an exchange or routing key, or those a predicate picks. */
-export type PublishMatcher = { exchange?: string; routingKey?: string } | ((publish: PublishRecord) => boolean);
+export type PublishMatcher =
+  | {
+      /** Only publishes to this exchange. */
+      exchange?: string;
+      /** Only publishes with this routing key. */
+      routingKey?: string;
+    }
+  | ((publish: PublishRecord) => boolean);
 
 const matches = (matcher: PublishMatcher | undefined, publish: PublishRecord): boolean => {
   if (!matcher) return true;

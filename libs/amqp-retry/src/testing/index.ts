@@ -13,6 +13,8 @@ export {
   type HarnessParked,
   type HarnessPublished,
   type HarnessPublishProperties,
+  type HarnessPublishReceipt,
+  type HarnessQueueState,
 } from './retry.harness.js';
 export type { HarnessAttempt, HarnessHandled, AttemptOutcome } from './harness.records.js';
 export { HarnessFailures, type PublishMatcher } from './harness.failures.js';

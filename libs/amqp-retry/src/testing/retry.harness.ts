@@ -31,11 +31,13 @@ export interface HarnessMicroservice {
  * `overrideProvider` calls made): the harness compiles it once the in-memory broker is in place.
  */
 export interface HarnessModuleBuilder {
+  /** Builds the module (the harness calls it once the in-memory broker is in place). */
   compile(): Promise<HarnessCompiledModule>;
 }
 
 /** What `compile()` gives (`@nestjs/testing`'s TestingModule), as far as the harness uses it. */
 export interface HarnessCompiledModule extends INestApplicationContext {
+  /** An application of the module, for one with microservices. */
   createNestApplication(): INestApplication;
 }
 
@@ -84,6 +86,24 @@ export interface HarnessPublished extends PublishRecord {
   body: unknown;
   /** Who published it: the application (the library for it), or the test through `harness.publish`. */
   by: 'application' | 'harness';
+}
+
+/** What `harness.publish` returns. */
+export interface HarnessPublishReceipt {
+  /** The message's id: the one given, or a new UUID. */
+  messageId: string;
+  /** The queues that took it (none: unroutable). */
+  queues: string[];
+}
+
+/** A queue's state in the in-memory broker. */
+export interface HarnessQueueState {
+  /** Messages ready for delivery. */
+  messages: number;
+  /** Messages delivered and not yet acknowledged. */
+  unacknowledged: number;
+  /** Consumers. */
+  consumers: number;
 }
 
 /** The properties `harness.publish` accepts: amqplib's publish options. */
@@ -188,7 +208,7 @@ export class RetryHarness {
    * happens at once, without advancing time. Returns the message id (a new UUID unless `properties.messageId` is
    * given), by which `attempts()` finds it, and the queues that took it.
    */
-  publish(exchange: string, routingKey: string, body: unknown, properties: HarnessPublishProperties = {}): { messageId: string; queues: string[] } {
+  publish(exchange: string, routingKey: string, body: unknown, properties: HarnessPublishProperties = {}): HarnessPublishReceipt {
     const json = !Buffer.isBuffer(body) && typeof body !== 'string';
     const content = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
     const messageId = properties.messageId ?? randomUUID();
@@ -275,7 +295,7 @@ export class RetryHarness {
   }
 
   /** A queue's state: messages ready, unacknowledged, consumers; undefined when it does not exist. */
-  queue(name: string): { messages: number; unacknowledged: number; consumers: number } | undefined {
+  queue(name: string): HarnessQueueState | undefined {
     const found = this.broker.queues.get(name);
     return found && { messages: found.ready.length, unacknowledged: found.unackedCount, consumers: found.consumers.length };
   }
