@@ -78,8 +78,24 @@ export class HarnessDriver {
     await this.clock.runUntil(now);
   }
 
-  /** Whether anything is under way: the broker's own work, or a delivery not yet acknowledged. */
+  /** Durable queues whose consumers a lost connection took: the application will consume them again. */
+  private readonly awaitedConsumers = new Set<string>();
+
+  /** Settling waits until these queues have a consumer again (or are gone): after connections were lost. */
+  awaitConsumers(queues: readonly string[]): void {
+    for (const name of queues) this.awaitedConsumers.add(name);
+  }
+
+  /**
+   * Whether anything is under way: the broker's own work, a delivery not yet acknowledged, or a queue that lost its
+   * consumer with its connection and will have one again once the application has reconnected.
+   */
   private busy(): boolean {
+    for (const name of [...this.awaitedConsumers]) {
+      const queue = this.broker.queues.get(name);
+      if (!queue || queue.consumers.length > 0) this.awaitedConsumers.delete(name);
+    }
+    if (this.awaitedConsumers.size > 0) return true;
     if (this.clock.pending(true) > 0) return true;
     for (const queue of this.broker.queues.values()) if (queue.unackedCount > 0) return true;
     return false;

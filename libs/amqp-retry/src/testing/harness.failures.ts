@@ -32,6 +32,8 @@ export class HarnessFailures {
   constructor(
     private readonly connections: () => readonly MemoryConnection[],
     private readonly now: () => number,
+    /** Told, before connections are lost, so that settle() waits for the application to consume again. */
+    private readonly beforeLoss: () => void = () => undefined,
   ) {}
 
   /** The next `count` publishes that match are refused: their confirm is a nack (`message nacked` in amqplib). */
@@ -46,6 +48,7 @@ export class HarnessFailures {
    */
   loseConnections(refuseForMs = 0): void {
     if (refuseForMs > 0) this.refuseConnections(refuseForMs);
+    this.beforeLoss();
     for (const connection of this.connections()) connection.lose('Unexpected close');
   }
 

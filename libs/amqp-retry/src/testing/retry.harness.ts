@@ -157,12 +157,16 @@ export class RetryHarness {
     private readonly broker: MemoryBroker,
     private readonly brokerVersion: string,
   ) {
+    this.driver = new HarnessDriver(clock, broker);
     this.failures = new HarnessFailures(
       () => this.connections.filter((c) => c.isOpen),
       () => clock.now,
+      () =>
+        this.driver.awaitConsumers(
+          [...broker.queues.values()].filter((q) => q.consumers.length > 0 && !q.declaration.autoDelete && q.owner === undefined).map((q) => q.name),
+        ),
     );
     this.recorder = new HarnessRecorder(() => clock.elapsed);
-    this.driver = new HarnessDriver(clock, broker);
   }
 
   /**
