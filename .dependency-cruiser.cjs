@@ -1,10 +1,10 @@
 // The library's layers, checked on every `npm run lint` (and so on every `npm test`):
 //   errors <- core (pure) <- amqp (broker I/O) <- pipeline (delivery steps) <- engine <- adapters
-// where the adapters are nest/, transport/, health/, observability/, stores/ and ops/. No import points
+// where the adapters are nest/, transport/, health/, observability/, stores/, ops/ and testing/ (the test harness). No import points
 // upward and nothing is imported in a circle. See docs/architecture.md.
 // Text report: npx depcruise libs/amqp-retry/src --config .dependency-cruiser.cjs --output-type err-long
 const SRC = '^libs/amqp-retry/src/';
-const ADAPTERS = `${SRC}(nest|transport|health|observability|stores|ops)/`;
+const ADAPTERS = `${SRC}(nest|transport|health|observability|stores|ops|testing)/`;
 const SPEC = '\\.spec\\.ts$';
 
 // The rooms of each feature (docs/layout.md, "Where a feature lives"): its pure part is a folder of core/, its runtime
@@ -88,7 +88,7 @@ module.exports = {
     {
       name: 'fixtures-only-in-tests',
       severity: 'error',
-      comment: 'testing/ holds fixtures for unit tests; the library itself never imports them.',
+      comment: 'testing/ holds the test harness (the nestjs-amqp-retry/testing entry) and fixtures for unit tests; the library itself never imports them.',
       from: { path: SRC, pathNot: [SPEC, `${SRC}testing/`] },
       to: { path: `${SRC}testing/` },
     },

@@ -9,6 +9,7 @@ const shared = {
     '^nestjs-amqp-retry$': '<rootDir>/libs/amqp-retry/src/index.ts',
     '^nestjs-amqp-retry/health$': '<rootDir>/libs/amqp-retry/src/health/index.ts',
     '^nestjs-amqp-retry/transport$': '<rootDir>/libs/amqp-retry/src/transport/index.ts',
+    '^nestjs-amqp-retry/testing$': '<rootDir>/libs/amqp-retry/src/testing/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
 };

@@ -1,4 +1,4 @@
-// The public API of each entry of the package (`nestjs-amqp-retry`, `/transport`, `/health`), as API Extractor's
+// The public API of each entry of the package (`nestjs-amqp-retry`, `/transport`, `/health`, `/testing`), as API Extractor's
 // reports in libs/amqp-retry/api/, checked in: a change to the public API shows in review as a change to a report.
 //   node scripts/api-report.mjs --check   (npm run api:check)  fails when a report differs from the build's API
 //   node scripts/api-report.mjs --update  (npm run api:update) rewrites the reports from the build's API

@@ -1,7 +1,7 @@
 // npm run package:check: the package as it would be published, checked by the tools made for it.
 //   1. npm pack (its prepack builds dist/esm and dist/cjs) into a temporary folder: the tarball users would install;
 //   2. publint on that tarball: package.json's exports, main, types, bin and files against what the tarball holds;
-//   3. @arethetypeswrong/cli on it: each entry (`.`, `./transport`, `./health`) resolves to types of the right module
+//   3. @arethetypeswrong/cli on it: each entry (`.`, `./transport`, `./health`, `./testing`) resolves to types of the right module
 //      kind under node10, node16 from CommonJS, node16 from ESM and bundler resolution;
 //   4. npm publish --dry-run: fails on any warning of npm's about the package.json (one it would correct on publish),
 //      but the one that says a dry run is not logged in.

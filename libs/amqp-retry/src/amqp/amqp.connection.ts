@@ -1,5 +1,6 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
+import { connectBroker } from './broker.connector.js';
 import { holdChannelNumbersUntilFlushed } from './channel-numbers.guard.js';
 import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
@@ -183,7 +184,7 @@ export class AmqpConnection {
     const url = this.options.urls[index];
     // amqplib's own `timeout` is an idle timeout of the socket (a Node timer, so at most MAX_TIMER_MS: a longer one
     // would fire at once); the time limit bounds the whole handshake.
-    const connecting = amqp.connect(url, {
+    const connecting = connectBroker(url, {
       noDelay: true,
       timeout: Math.min(connectTimeoutMs, MAX_TIMER_MS),
       clientProperties: { connection_name: name },

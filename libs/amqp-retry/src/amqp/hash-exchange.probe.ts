@@ -1,5 +1,6 @@
 import { closeSettled } from './channel-close.settler.js';
-import amqp from 'amqplib';
+import type amqp from 'amqplib';
+import { connectBroker } from './broker.connector.js';
 import { MAX_TIMER_MS, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { PartitionsPluginError } from '../errors/partitions-plugin.error.js';
@@ -29,7 +30,7 @@ export async function declareHashExchange(probe: HashExchangeProbe): Promise<voi
   const failures: string[] = [];
   for (const url of probe.urls) {
     let model: amqp.ChannelModel;
-    const connecting = amqp.connect(url, { timeout: Math.min(probe.connectTimeoutMs, MAX_TIMER_MS) });
+    const connecting = connectBroker(url, { timeout: Math.min(probe.connectTimeoutMs, MAX_TIMER_MS) });
     try {
       model = await withinTime(connecting, probe.connectTimeoutMs, () => new Error(`no answer within ${probe.connectTimeoutMs} ms`));
     } catch (error) {

@@ -1,6 +1,6 @@
 /**
  * Deterministic pseudo-random numbers (mulberry32) for property-style unit tests, so a failing case can be replayed
- * from its seed. Test support only: not built into the package (tsconfig.lib.json leaves `src/testing` out).
+ * from its seed. Test support only: not built into the package (tsconfig.lib.json leaves `src/testing/*.fixture.ts` out).
  */
 export function seededRandom(seed: number): () => number {
   let a = seed;

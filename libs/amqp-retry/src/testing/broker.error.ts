@@ -1,0 +1,50 @@
+/** AMQP reply codes the in-memory broker closes channels and connections with, as RabbitMQ names them. */
+export const ReplyCode = {
+  NOT_FOUND: 404,
+  ACCESS_REFUSED: 403,
+  RESOURCE_LOCKED: 405,
+  PRECONDITION_FAILED: 406,
+  COMMAND_INVALID: 503,
+  INTERNAL_ERROR: 541,
+} as const;
+
+const CODE_NAMES: Record<number, string> = {
+  403: 'ACCESS-REFUSED',
+  404: 'NOT-FOUND',
+  405: 'RESOURCE-LOCKED',
+  406: 'PRECONDITION-FAILED',
+  503: 'COMMAND-INVALID',
+  541: 'INTERNAL-ERROR',
+};
+
+/** The broker's refusal of an operation: the channel (or, `connection`, the whole connection) closes with it. */
+export class BrokerError extends Error {
+  constructor(
+    readonly code: number,
+    /** RabbitMQ's text, e.g. `NOT_FOUND - no queue 'q' in vhost '/'`. */
+    readonly text: string,
+    readonly connection = false,
+  ) {
+    super(text);
+    this.name = 'BrokerError';
+  }
+
+  /** amqplib's wording of a close frame: `404 (NOT-FOUND) with message "NOT_FOUND - ..."`. */
+  get closeMessage(): string {
+    return `${this.code} (${CODE_NAMES[this.code] ?? 'ERROR'}) with message "${this.text}"`;
+  }
+}
+
+/** The error amqplib gives an operation the broker refused (`Operation failed: QueueDeclare; 404 (NOT-FOUND) ...`). */
+export function operationError(operation: string, error: BrokerError): Error {
+  return Object.assign(new Error(`Operation failed: ${operation}; ${error.closeMessage}`), { code: error.code, classId: 0, methodId: 0 });
+}
+
+/** The error amqplib emits as a channel's 'error' when the broker closes it. */
+export function channelClosedError(error: BrokerError): Error {
+  return Object.assign(new Error(`Channel closed by server: ${error.closeMessage}`), { code: error.code, classId: 0, methodId: 0 });
+}
+
+export const notFound = (kind: 'queue' | 'exchange', name: string) =>
+  new BrokerError(ReplyCode.NOT_FOUND, `NOT_FOUND - no ${kind} '${name}' in vhost '/'`);
+export const preconditionFailed = (text: string) => new BrokerError(ReplyCode.PRECONDITION_FAILED, `PRECONDITION_FAILED - ${text}`);

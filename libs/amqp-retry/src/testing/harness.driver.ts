@@ -1,0 +1,110 @@
+import { setTimeout as realDelay } from 'node:timers/promises';
+import type { MemoryBroker } from './memory.broker.js';
+import type { VirtualClock } from './virtual.clock.js';
+
+/** How long (real time) the driver waits for work that no virtual timer stands for, before it says what is stuck. */
+const REAL_PATIENCE_MS = 5_000;
+
+/**
+ * Moves the virtual clock for the harness: runs work to its end (the application's start and close), advances time,
+ * and settles (runs until nothing is under way).
+ */
+export class HarnessDriver {
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly broker: MemoryBroker,
+  ) {}
+
+  /**
+   * Awaits `work`, moving the clock to the next timer whenever nothing else is left to do (a start that waits for a
+   * timer takes that much virtual time, no real time).
+   */
+  async run<T>(work: Promise<T>, what: string): Promise<T> {
+    let done = false;
+    work.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    const realStart = process.hrtime.bigint();
+    while (!done) {
+      const ran = await this.clock.runUntil(this.clock.now);
+      if (done) break;
+      if (ran > 0) continue;
+      const next = this.clock.next();
+      if (next) {
+        await this.clock.runUntil(next.due);
+        continue;
+      }
+      await realDelay(1);
+      if (Number(process.hrtime.bigint() - realStart) / 1e6 > REAL_PATIENCE_MS * 6) {
+        throw new Error(`harness: waited ${REAL_PATIENCE_MS * 6} ms of real time for ${what}, with no timer left to run`);
+      }
+    }
+    return work;
+  }
+
+  async advance(ms: number): Promise<void> {
+    await this.clock.runUntil(this.clock.now + Math.max(0, ms));
+    await this.quiet(this.clock.now);
+  }
+
+  /** Runs until the broker has nothing under way (see RetryHarness.settle), at most `limitMs` of virtual time. */
+  async settle(limitMs: number): Promise<void> {
+    const until = this.clock.now + limitMs;
+    let stillSince: bigint | undefined;
+    for (;;) {
+      await this.clock.runUntil(this.clock.now);
+      if (!this.busy()) return;
+      const next = this.clock.next();
+      if (next && next.due <= until) {
+        await this.clock.runUntil(next.due);
+        stillSince = undefined;
+        continue;
+      }
+      if (next && this.clock.pending(true) > 0 && next.due > until) {
+        throw new Error(`harness: still busy after ${limitMs} ms of virtual time: ${this.describe()}`);
+      }
+      // Unacknowledged deliveries and no timer: a handler waits for something real (I/O of its own). Give it time.
+      stillSince ??= process.hrtime.bigint();
+      if (Number(process.hrtime.bigint() - stillSince) / 1e6 > REAL_PATIENCE_MS) {
+        throw new Error(`harness: nothing moved for ${REAL_PATIENCE_MS} ms of real time: ${this.describe()}`);
+      }
+      await realDelay(1);
+    }
+  }
+
+  /** Runs what is due now, so that an advance ends with every consequence of its last timer. */
+  private async quiet(now: number): Promise<void> {
+    await this.clock.runUntil(now);
+  }
+
+  /** Durable queues whose consumers a lost connection took: the application will consume them again. */
+  private readonly awaitedConsumers = new Set<string>();
+
+  /** Settling waits until these queues have a consumer again (or are gone): after connections were lost. */
+  awaitConsumers(queues: readonly string[]): void {
+    for (const name of queues) this.awaitedConsumers.add(name);
+  }
+
+  /**
+   * Whether anything is under way: the broker's own work, a delivery not yet acknowledged, or a queue that lost its
+   * consumer with its connection and will have one again once the application has reconnected.
+   */
+  private busy(): boolean {
+    for (const name of [...this.awaitedConsumers]) {
+      const queue = this.broker.queues.get(name);
+      if (!queue || queue.consumers.length > 0) this.awaitedConsumers.delete(name);
+    }
+    if (this.awaitedConsumers.size > 0) return true;
+    if (this.clock.pending(true) > 0) return true;
+    for (const queue of this.broker.queues.values()) if (queue.unackedCount > 0) return true;
+    return false;
+  }
+
+  private describe(): string {
+    const queues = [...this.broker.queues.values()]
+      .filter((q) => q.unackedCount > 0 || (q.ready.length > 0 && (q.consumers.length > 0 || q.ready.some((e) => e.expiresAt !== undefined))))
+      .map((q) => `${q.name} (${q.ready.length} ready, ${q.unackedCount} unacknowledged)`);
+    return queues.length > 0 ? queues.join(', ') : `${this.clock.pending()} timers`;
+  }
+}

@@ -1,0 +1,149 @@
+import { deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
+import { headersMatch, topicMatches } from './exchange.routing.js';
+import { MemoryBroker } from './memory.broker.js';
+import { VirtualClock } from './virtual.clock.js';
+
+const message = (routingKey: string, over: Partial<BrokerMessage> = {}): BrokerMessage => ({
+  content: Buffer.from('{}'),
+  properties: { headers: {} },
+  exchange: 'e',
+  routingKeys: [routingKey],
+  deaths: [],
+  ...over,
+});
+const queue = (broker: MemoryBroker, name: string, args: Record<string, unknown> = {}) =>
+  broker.assertQueue(name, { durable: true, exclusive: false, autoDelete: false, arguments: args }, 1);
+const bind = (
+  broker: MemoryBroker,
+  source: string,
+  destination: string,
+  pattern = '',
+  args: Record<string, unknown> = {},
+  destinationType: 'queue' | 'exchange' = 'queue',
+) => broker.bind({ source, destination, destinationType, pattern, arguments: args });
+
+describe('the in-memory broker: routing', () => {
+  it('matches topic patterns word by word, * one word, # none or more', () => {
+    expect(topicMatches('order.*', 'order.created')).toBe(true);
+    expect(topicMatches('order.*', 'order.created.eu')).toBe(false);
+    expect(topicMatches('order.#', 'order')).toBe(true);
+    expect(topicMatches('#.eu', 'order.created.eu')).toBe(true);
+    expect(topicMatches('*.created', 'created')).toBe(false);
+  });
+
+  it('matches headers bindings: all and any ignore x- arguments, the -with-x modes compare them', () => {
+    const headers = { 'x-first-death-queue': 'q', 'x-first-death-reason': 'expired', kind: 'a' };
+    expect(headersMatch({ 'x-match': 'all', kind: 'a' }, headers)).toBe(true);
+    expect(headersMatch({ 'x-match': 'all', 'x-first-death-reason': 'rejected' }, headers)).toBe(true); // no plain argument: matches all
+    expect(headersMatch({ 'x-match': 'all-with-x', 'x-first-death-reason': 'rejected' }, headers)).toBe(false);
+    expect(headersMatch({ 'x-match': 'all-with-x', 'x-first-death-queue': 'q', 'x-first-death-reason': 'expired' }, headers)).toBe(true);
+    expect(headersMatch({ 'x-match': 'any', kind: 'b', other: 'x' }, headers)).toBe(false);
+    expect(headersMatch({ 'x-match': 'any-with-x', kind: 'b', 'x-first-death-queue': 'q' }, headers)).toBe(true);
+  });
+
+  it('routes through exchange-to-exchange bindings and to the alternate exchange when no binding matches', () => {
+    const broker = new MemoryBroker(new VirtualClock(0));
+    broker.assertExchange('ae', 'fanout', {});
+    broker.assertExchange('main', 'direct', { 'alternate-exchange': 'ae' });
+    broker.assertExchange('inner', 'topic', {});
+    queue(broker, 'direct-q');
+    queue(broker, 'topic-q');
+    queue(broker, 'fallback');
+    bind(broker, 'main', 'direct-q', 'a');
+    bind(broker, 'main', 'inner', 'b', {}, 'exchange');
+    bind(broker, 'inner', 'topic-q', '#');
+    bind(broker, 'ae', 'fallback');
+    expect([...broker.route('main', ['a'], {})]).toEqual(['direct-q']);
+    expect([...broker.route('main', ['b'], {})]).toEqual(['topic-q']);
+    expect([...broker.route('main', ['c'], {})]).toEqual(['fallback']);
+    expect([...broker.route('', ['direct-q'], {})]).toEqual(['direct-q']);
+  });
+
+  it('refuses a redeclaration with other arguments (406) and a publish to a missing exchange (404)', () => {
+    const broker = new MemoryBroker(new VirtualClock(0));
+    queue(broker, 'q', { 'x-message-ttl': 1000 });
+    expect(() => queue(broker, 'q', { 'x-message-ttl': 2000 })).toThrow(/PRECONDITION_FAILED - inequivalent arg 'x-message-ttl' for queue 'q'/);
+    expect(() => broker.publish('nowhere', message('k'))).toThrow("NOT_FOUND - no exchange 'nowhere' in vhost '/'");
+  });
+});
+
+describe('the in-memory broker: expiry and dead-lettering', () => {
+  const setUp = (rules: 'current' | 'legacy' = 'current') => {
+    const clock = new VirtualClock(1_700_000_000_000);
+    clock.autoRun = false;
+    const broker = new MemoryBroker(clock, rules);
+    broker.assertExchange('dlx', 'fanout', {});
+    broker.assertExchange('back', 'fanout', {});
+    queue(broker, 'work', { 'x-dead-letter-exchange': 'dlx' });
+    queue(broker, 'wait', { 'x-message-ttl': 1000, 'x-dead-letter-exchange': 'back' });
+    bind(broker, 'dlx', 'wait');
+    bind(broker, 'back', 'work');
+    return { clock, broker, work: broker.queues.get('work')!, wait: broker.queues.get('wait')! };
+  };
+
+  it('writes x-death as 3.13+ does: the counted entry moves to the front; first and last death headers', async () => {
+    const { clock, broker, work, wait } = setUp();
+    broker.enqueue(work, message('k'));
+    for (let round = 1; round <= 2; round++) {
+      broker.reject('work', work.ready.shift()!);
+      await clock.runUntil(clock.now + 1000);
+    }
+    const headers = deliveredHeaders(work.ready[0].message);
+    const deaths = (headers['x-death'] as Array<Record<string, unknown>>).map((d) => [d.queue, d.reason, d.count]);
+    expect(deaths).toEqual([
+      ['wait', 'expired', 2],
+      ['work', 'rejected', 2],
+    ]);
+    expect([headers['x-first-death-queue'], headers['x-first-death-reason'], headers['x-last-death-queue']]).toEqual(['work', 'rejected', 'wait']);
+    expect(wait.ready).toHaveLength(0);
+  });
+
+  it('drops a dead-letter cycle with no rejection in it', async () => {
+    const { clock, broker, work, wait } = setUp();
+    // A message that expires in work (its own expiration) goes to wait, expires there, and would come back to work.
+    broker.queues.get('work')!.args['x-message-ttl'] = 10;
+    broker.enqueue(work, message('k'));
+    await clock.runUntil(clock.now + 10);
+    expect(wait.ready).toHaveLength(1);
+    await clock.runUntil(clock.now + 1000);
+    expect(work.ready).toHaveLength(0);
+  });
+
+  it('expires messages at the head only: a short expiration waits behind a long one', async () => {
+    const { clock, broker, wait } = setUp();
+    broker.deleteQueue('work');
+    broker.enqueue(wait, message('long'));
+    await clock.runUntil(clock.now + 500);
+    broker.enqueue(wait, message('short', { properties: { headers: {}, expiration: '1' } }));
+    await clock.runUntil(clock.now + 400);
+    expect(wait.ready.map((e) => e.message.routingKeys[0])).toEqual(['long', 'short']);
+    await clock.runUntil(clock.now + 100);
+    expect(wait.ready).toHaveLength(0);
+  });
+
+  it('follows 3.10 with legacy rules: a counted entry stays in place and no x-last-death is written', async () => {
+    const { clock, broker, work } = setUp('legacy');
+    broker.enqueue(work, message('k'));
+    for (let round = 1; round <= 2; round++) {
+      broker.reject('work', work.ready.shift()!);
+      await clock.runUntil(clock.now + 1000);
+    }
+    const headers = deliveredHeaders(work.ready[0].message, 'legacy');
+    expect((headers['x-death'] as Array<Record<string, unknown>>).map((d) => [d.queue, d.count])).toEqual([
+      ['wait', 2],
+      ['work', 2],
+    ]);
+    expect('x-last-death-queue' in headers).toBe(false);
+  });
+
+  it('counts redeliveries of a quorum queue and dead-letters past its delivery limit', () => {
+    const { broker } = setUp();
+    const q = queue(broker, 'qq', { 'x-queue-type': 'quorum', 'x-delivery-limit': 1, 'x-dead-letter-exchange': 'dlx' });
+    broker.enqueue(q, message('k'));
+    broker.requeue('qq', q.ready.shift()!);
+    expect(q.ready[0].deliveryCount).toBe(1);
+    broker.requeue('qq', q.ready.shift()!);
+    expect(q.ready).toHaveLength(0);
+    expect(broker.queues.get('wait')!.ready[0].message.deaths[0]).toMatchObject({ queue: 'qq', reason: 'delivery_limit' });
+  });
+});

@@ -1,0 +1,316 @@
+import { randomBytes } from 'node:crypto';
+import { BrokerError, notFound, preconditionFailed, ReplyCode } from './broker.error.js';
+import { deliveredHeaders, isDeadLetterCycle, recordDeath, type BrokerMessage, type DeathReason, type DeathRules } from './dead-letter.rules.js';
+import { bindingMatches, type ExchangeType, type MemoryBinding } from './exchange.routing.js';
+import { MemoryQueue, type Enqueued, type QueueDeclaration } from './memory.queue.js';
+import type { VirtualClock } from './virtual.clock.js';
+
+/** An exchange of the in-memory broker. */
+export interface MemoryExchange {
+  name: string;
+  type: ExchangeType;
+  arguments: Record<string, unknown>;
+}
+
+/** What became of a message that left a queue without an ack, for the harness's records. */
+export interface DeadLetterEvent {
+  queue: string;
+  reason: DeathReason;
+  /** Where it went: the queues that took it (none: dropped). */
+  to: string[];
+  message: BrokerMessage;
+}
+
+/** Where a publish went. */
+export interface RouteResult {
+  queues: string[];
+  /** A queue refused it (a length limit with `x-overflow: reject-publish`): the publisher's confirm is a nack. */
+  refused: boolean;
+}
+
+const BUILT_IN: MemoryExchange[] = [
+  { name: 'amq.direct', type: 'direct', arguments: {} },
+  { name: 'amq.topic', type: 'topic', arguments: {} },
+  { name: 'amq.fanout', type: 'fanout', arguments: {} },
+  { name: 'amq.headers', type: 'headers', arguments: {} },
+];
+const TYPES = new Set<string>(['direct', 'topic', 'fanout', 'headers']);
+export const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
+
+/** A direct reply-to address as RabbitMQ hands them out: a pid in Erlang's term format and a key, each base64. */
+function replyAddress(): string {
+  const node = Buffer.from('rabbit@memory');
+  const pid = Buffer.concat([Buffer.from([131, 88, 119, node.length]), node, randomBytes(12)]);
+  return `${DIRECT_REPLY_QUEUE}.${pid.toString('base64')}.${randomBytes(16).toString('base64')}`;
+}
+
+/**
+ * The in-memory broker: exchanges (direct, topic, fanout, headers, the default one, alternate exchanges,
+ * exchange-to-exchange bindings), queues (TTL per queue and per message, expiring at the head; length limits with
+ * drop-head or reject-publish; classic and quorum, quorum counting deliveries; single active consumer), dead-lettering
+ * with `x-death` as RabbitMQ 3.13+/4.x write it (or 3.12 and earlier, `rules`), and direct reply-to. Time is the virtual clock's. Channels
+ * (memory.channel.ts) are its clients; it knows nothing of the library.
+ */
+export class MemoryBroker {
+  readonly exchanges = new Map<string, MemoryExchange>(BUILT_IN.map((e) => [e.name, e]));
+  readonly queues = new Map<string, MemoryQueue>();
+  bindings: MemoryBinding[] = [];
+  /** Direct reply-to addresses and who consumes each. */
+  readonly replyConsumers = new Map<string, (message: BrokerMessage) => void>();
+  /** Told of every dead-lettering (also the dropped ones). */
+  onDeadLetter?: (event: DeadLetterEvent) => void;
+  private seq = 0;
+  private readonly pumps = new Map<string, ReturnType<VirtualClock['schedule']>>();
+  private readonly expiries = new Map<string, ReturnType<VirtualClock['schedule']>>();
+
+  constructor(
+    readonly clock: VirtualClock,
+    /** Whose dead-lettering it follows (dead-letter.rules.ts): RabbitMQ 3.13+/4.x by default. */
+    readonly rules: DeathRules = 'current',
+  ) {}
+
+  assertExchange(name: string, type: string, args: Record<string, unknown>): void {
+    if (name === '' || name.startsWith('amq.')) {
+      if (name === '' || this.exchanges.has(name)) return;
+      throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - exchange name '${name}' contains reserved prefix 'amq.*'`);
+    }
+    if (!TYPES.has(type)) throw new BrokerError(ReplyCode.COMMAND_INVALID, `COMMAND_INVALID - invalid exchange type '${type}'`, true);
+    const existing = this.exchanges.get(name);
+    if (!existing) return void this.exchanges.set(name, { name, type: type as ExchangeType, arguments: { ...args } });
+    if (existing.type !== type) {
+      throw preconditionFailed(`inequivalent arg 'type' for exchange '${name}' in vhost '/': received '${type}' but current is '${existing.type}'`);
+    }
+    const ae = (a: Record<string, unknown>) => String(a['alternate-exchange'] ?? '');
+    if (ae(existing.arguments) !== ae(args)) {
+      throw preconditionFailed(`inequivalent arg 'alternate-exchange' for exchange '${name}' in vhost '/'`);
+    }
+  }
+
+  checkExchange(name: string): void {
+    if (name !== '' && !this.exchanges.has(name)) throw notFound('exchange', name);
+  }
+
+  deleteExchange(name: string): void {
+    this.exchanges.delete(name);
+    this.bindings = this.bindings.filter((b) => b.source !== name && !(b.destinationType === 'exchange' && b.destination === name));
+  }
+
+  /** Declares a queue (`''`: a server-named one); returns its name. `owner`: the declaring connection, for exclusive queues. */
+  assertQueue(name: string, declaration: QueueDeclaration, owner: number): MemoryQueue {
+    const queueName = name === '' ? `amq.gen-${randomBytes(16).toString('base64url')}` : name;
+    const existing = this.queues.get(queueName);
+    if (existing) {
+      if (existing.owner !== undefined && existing.owner !== owner) {
+        throw new BrokerError(
+          ReplyCode.RESOURCE_LOCKED,
+          `RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '${queueName}' in vhost '/'`,
+        );
+      }
+      const difference = existing.inequivalence(declaration);
+      if (difference) throw preconditionFailed(difference);
+      return existing;
+    }
+    if (name.startsWith('amq.'))
+      throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - queue name '${name}' contains reserved prefix 'amq.*'`);
+    const queue = new MemoryQueue(queueName, { ...declaration, arguments: { ...declaration.arguments } });
+    if (declaration.exclusive) queue.owner = owner;
+    this.queues.set(queueName, queue);
+    return queue;
+  }
+
+  /** A queue by name; 404 when there is none. Direct reply-to addresses count as queues while their consumer lives. */
+  queue(name: string): MemoryQueue {
+    const queue = this.queues.get(name);
+    if (queue) return queue;
+    if (this.replyConsumers.has(name)) return new MemoryQueue(name, { durable: false, exclusive: true, autoDelete: true, arguments: {} });
+    if (name.startsWith(`${DIRECT_REPLY_QUEUE}.`)) {
+      // RabbitMQ closes the connection over an address it cannot decode; a well-formed one whose consumer left is a 404.
+      if (!/^amq\.rabbitmq\.reply-to\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/.test(name)) {
+        throw new BrokerError(ReplyCode.INTERNAL_ERROR, `INTERNAL_ERROR`, true);
+      }
+    }
+    throw notFound('queue', name);
+  }
+
+  deleteQueue(name: string): number {
+    const queue = this.queues.get(name);
+    if (!queue) return 0;
+    const count = queue.ready.length;
+    this.queues.delete(name);
+    this.bindings = this.bindings.filter((b) => !(b.destinationType === 'queue' && b.destination === name));
+    this.clock.cancel(this.pumps.get(name));
+    this.clock.cancel(this.expiries.get(name));
+    this.pumps.delete(name);
+    this.expiries.delete(name);
+    return count;
+  }
+
+  purgeQueue(name: string): number {
+    const queue = this.queue(name);
+    return queue.ready.splice(0).length;
+  }
+
+  bind(binding: MemoryBinding): void {
+    if (binding.source !== '' && !this.exchanges.has(binding.source)) throw notFound('exchange', binding.source);
+    if (binding.source === '') throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - operation not permitted on the default exchange`);
+    if (binding.destinationType === 'queue' && !this.queues.has(binding.destination)) throw notFound('queue', binding.destination);
+    if (binding.destinationType === 'exchange' && !this.exchanges.has(binding.destination)) throw notFound('exchange', binding.destination);
+    if (!this.bindings.some((b) => sameBinding(b, binding))) this.bindings.push({ ...binding, arguments: { ...binding.arguments } });
+  }
+
+  unbind(binding: MemoryBinding): void {
+    this.bindings = this.bindings.filter((b) => !sameBinding(b, binding));
+  }
+
+  /** A new direct reply-to address for a consumer. */
+  addReplyConsumer(deliver: (message: BrokerMessage) => void): string {
+    const address = replyAddress();
+    this.replyConsumers.set(address, deliver);
+    return address;
+  }
+
+  /**
+   * Routes and enqueues a message; 404 when the exchange does not exist. Returns the queues that took it (none:
+   * unroutable).
+   */
+  publish(exchange: string, message: BrokerMessage): RouteResult {
+    if (exchange !== '' && !this.exchanges.has(exchange)) throw notFound('exchange', exchange);
+    const queues = this.route(exchange, message.routingKeys, deliveredHeaders(message, this.rules));
+    let refused = false;
+    const took: string[] = [];
+    for (const name of queues) {
+      const reply = this.replyConsumers.get(name);
+      if (reply) {
+        this.clock.schedule(0, () => reply(message), { broker: true });
+        took.push(name);
+      } else if (this.enqueue(this.queues.get(name) as MemoryQueue, message)) took.push(name);
+      else refused = true;
+    }
+    return { queues: took, refused };
+  }
+
+  /** The queues an exchange routes these routing keys and headers to, through alternate and bound exchanges. */
+  route(exchange: string, routingKeys: readonly string[], headers: Record<string, unknown>, seen = new Set<string>()): Set<string> {
+    const found = new Set<string>();
+    if (exchange === '') {
+      for (const key of routingKeys) if (this.queues.has(key) || this.replyConsumers.has(key)) found.add(key);
+      return found;
+    }
+    const x = this.exchanges.get(exchange);
+    if (!x || seen.has(exchange)) return found;
+    seen.add(exchange);
+    const matched = this.bindings.filter((b) => b.source === exchange && bindingMatches(x.type, b, routingKeys, headers));
+    for (const b of matched) {
+      if (b.destinationType === 'queue') found.add(b.destination);
+      else for (const q of this.route(b.destination, routingKeys, headers, seen)) found.add(q);
+    }
+    const alternate = x.arguments['alternate-exchange'];
+    if (matched.length === 0 && typeof alternate === 'string') {
+      for (const q of this.route(alternate, routingKeys, headers, seen)) found.add(q);
+    }
+    return found;
+  }
+
+  /** Puts a message in a queue; false when the queue refuses it (its length limit, `x-overflow: reject-publish`). */
+  enqueue(queue: MemoryQueue, message: BrokerMessage): boolean {
+    const { maxLength } = queue;
+    if (maxLength !== undefined && queue.ready.length >= maxLength) {
+      if (queue.overflow !== 'drop-head') return false;
+      const head = queue.ready.shift();
+      if (head) this.deadLetter(queue, head, 'maxlen');
+      if (maxLength === 0) return true;
+    }
+    const now = this.clock.now;
+    const own = message.properties.expiration === undefined ? undefined : Number(message.properties.expiration);
+    const ttl = [queue.messageTtl, own].filter((t): t is number => t !== undefined && Number.isFinite(t));
+    const expiresAt = ttl.length > 0 ? now + Math.min(...ttl) : undefined;
+    queue.insert({ message, seq: ++this.seq, expiresAt, redelivered: false, deliveryCount: 0 });
+    this.pump(queue);
+    return true;
+  }
+
+  /** Gives a delivery back (a nack or reject with requeue, a closed channel): to its place, marked redelivered. */
+  requeue(queueName: string, entry: Enqueued): void {
+    const queue = this.queues.get(queueName);
+    if (!queue) return;
+    entry.redelivered = true;
+    if (queue.type === 'quorum') {
+      entry.deliveryCount++;
+      const limit = queue.deliveryLimit;
+      if (limit !== undefined && limit >= 0 && entry.deliveryCount > limit) return this.deadLetter(queue, entry, 'delivery_limit');
+    }
+    queue.insert(entry);
+    this.pump(queue);
+  }
+
+  /** A rejection without requeue: dead-lettered as `rejected`. */
+  reject(queueName: string, entry: Enqueued): void {
+    const queue = this.queues.get(queueName);
+    if (queue) this.deadLetter(queue, entry, 'rejected');
+  }
+
+  /**
+   * Dead-letters a message that left `queue` for `reason`: to the queue's `x-dead-letter-exchange` with its
+   * `x-dead-letter-routing-key` (or the message's own routing keys), its death recorded (dead-letter.rules.ts); dropped
+   * when the queue has no dead-letter exchange, the exchange does not exist, or the cycle rule says so.
+   */
+  deadLetter(queue: MemoryQueue, entry: Enqueued, reason: DeathReason): void {
+    const dlx = queue.args['x-dead-letter-exchange'];
+    const to: string[] = [];
+    const dead = recordDeath(entry.message, queue.name, reason, this.clock.now, this.rules);
+    if (typeof dlx === 'string' && (dlx === '' || this.exchanges.has(dlx))) {
+      const key = queue.args['x-dead-letter-routing-key'];
+      const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
+      for (const target of this.route(dlx, message.routingKeys, deliveredHeaders(message, this.rules))) {
+        const targetQueue = this.queues.get(target);
+        if (!targetQueue || isDeadLetterCycle(message, target, reason)) continue;
+        if (this.enqueue(targetQueue, message)) to.push(target);
+      }
+    }
+    this.onDeadLetter?.({ queue: queue.name, reason, to, message: dead });
+  }
+
+  /** Delivers what the queue's consumers can take and expires what is due, in a task of the broker's own. */
+  pump(queue: MemoryQueue): void {
+    if (this.pumps.has(queue.name)) return;
+    this.pumps.set(
+      queue.name,
+      this.clock.schedule(0, () => this.runPump(queue), { broker: true }),
+    );
+  }
+
+  private runPump(queue: MemoryQueue): void {
+    this.pumps.delete(queue.name);
+    if (this.queues.get(queue.name) !== queue) return;
+    const now = this.clock.now;
+    while (queue.ready.length > 0) {
+      const head = queue.ready[0];
+      if (head.expiresAt !== undefined && head.expiresAt <= now) {
+        queue.ready.shift();
+        this.deadLetter(queue, head, 'expired');
+        continue;
+      }
+      const consumer = queue.nextConsumer();
+      if (!consumer) break;
+      queue.ready.shift();
+      if (!consumer.noAck) consumer.unacked++;
+      consumer.deliver(head);
+    }
+    this.clock.cancel(this.expiries.get(queue.name));
+    this.expiries.delete(queue.name);
+    const next = queue.ready[0]?.expiresAt;
+    if (next !== undefined) {
+      this.expiries.set(
+        queue.name,
+        this.clock.schedule(next - now, () => this.pump(queue), { broker: true }),
+      );
+    }
+  }
+}
+
+const sameBinding = (a: MemoryBinding, b: MemoryBinding) =>
+  a.source === b.source &&
+  a.destination === b.destination &&
+  a.destinationType === b.destinationType &&
+  a.pattern === b.pattern &&
+  JSON.stringify(a.arguments ?? {}) === JSON.stringify(b.arguments ?? {});

@@ -1,0 +1,395 @@
+import { EventEmitter } from 'node:events';
+import type { ConsumeMessage, Message, Options } from 'amqplib';
+import { BrokerError, channelClosedError, operationError, preconditionFailed, ReplyCode } from './broker.error.js';
+import type { BrokerMessage } from './dead-letter.rules.js';
+import { consumeMessage, getMessage, publishedProperties, returnedMessage, routingKeysOf } from './message.shape.js';
+import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
+import type { Enqueued, QueueConsumer } from './memory.queue.js';
+
+/** What a channel asks of its connection. */
+export interface ChannelHost {
+  readonly id: number;
+  readonly broker: MemoryBroker;
+  /** The broker closed the whole connection (a connection-level error). */
+  fail(error: BrokerError): void;
+  forget(channel: MemoryChannel): void;
+  /** Told of every publish, for the harness's records; returns a refusal to inject (the confirm is then a nack). */
+  published(record: PublishRecord): boolean;
+}
+
+/** One publish as the harness records it. */
+export interface PublishRecord {
+  /** The exchange it was published to (`''`: the default exchange). */
+  exchange: string;
+  /** Its routing key. */
+  routingKey: string;
+  /** Its body. */
+  content: Buffer;
+  /** Its properties as the broker took them (amqplib's, `headers` always an object). */
+  properties: Record<string, unknown>;
+  /** When it was published (virtual ms since the epoch). */
+  at: number;
+  /** The queues that took it (none: unroutable). */
+  queues: string[];
+  /** Whether it was published `mandatory` (returned when no queue takes it). */
+  mandatory: boolean;
+  /** Set once the broker answered a confirm channel: true for an ack, false for a nack. */
+  confirmed?: boolean;
+  /** Whether the broker returned it (mandatory, and no queue took it). */
+  returned: boolean;
+}
+
+interface Unacked {
+  queue: string;
+  entry: Enqueued;
+  consumer?: QueueConsumer;
+}
+
+type Confirm = (error: Error | null) => void;
+let consumerTags = 0;
+
+/**
+ * An amqplib Channel (or ConfirmChannel, `confirm`) of the in-memory broker: the methods and events the library uses,
+ * with amqplib's errors and close sequence ('error', then 'close') when the broker refuses something.
+ */
+export class MemoryChannel extends EventEmitter {
+  private open = true;
+  private prefetchCount = 0;
+  private nextTag = 1;
+  private readonly unacked = new Map<number, Unacked>();
+  private readonly consumers = new Map<string, { queue: string; consumer?: QueueConsumer }>();
+  private readonly confirms = new Set<Confirm>();
+  private replyAddress?: string;
+
+  constructor(
+    private readonly host: ChannelHost,
+    readonly confirm: boolean,
+  ) {
+    super();
+  }
+
+  private get broker(): MemoryBroker {
+    return this.host.broker;
+  }
+
+  private async rpc<T>(operation: string, run: () => T): Promise<T> {
+    if (!this.open) throw new Error('Channel closed');
+    await Promise.resolve();
+    if (!this.open) throw new Error('Channel ended, no reply will be forthcoming');
+    try {
+      return run();
+    } catch (error) {
+      if (!(error instanceof BrokerError)) throw error;
+      this.fail(error);
+      throw operationError(operation, error);
+    }
+  }
+
+  assertExchange(exchange: string, type: string, options: Options.AssertExchange = {}) {
+    return this.rpc('ExchangeDeclare', () => {
+      this.broker.assertExchange(exchange, type, {
+        ...options.arguments,
+        ...(options.alternateExchange ? { 'alternate-exchange': options.alternateExchange } : {}),
+      });
+      return { exchange };
+    });
+  }
+
+  checkExchange(exchange: string) {
+    return this.rpc('ExchangeDeclare', () => (this.broker.checkExchange(exchange), {}));
+  }
+
+  deleteExchange(exchange: string) {
+    return this.rpc('ExchangeDelete', () => (this.broker.deleteExchange(exchange), {}));
+  }
+
+  assertQueue(queue = '', options: Options.AssertQueue = {}) {
+    return this.rpc('QueueDeclare', () => {
+      const args: Record<string, unknown> = { ...options.arguments };
+      const set = (key: string, value: unknown) => value !== undefined && (args[key] = value);
+      set('x-message-ttl', options.messageTtl);
+      set('x-expires', options.expires);
+      set('x-dead-letter-exchange', options.deadLetterExchange);
+      set('x-dead-letter-routing-key', options.deadLetterRoutingKey);
+      set('x-max-length', options.maxLength);
+      const declared = this.broker.assertQueue(
+        queue,
+        { durable: options.durable ?? true, exclusive: options.exclusive ?? false, autoDelete: options.autoDelete ?? false, arguments: args },
+        this.host.id,
+      );
+      return { queue: declared.name, messageCount: declared.ready.length, consumerCount: declared.consumers.length };
+    });
+  }
+
+  checkQueue(queue: string) {
+    return this.rpc('QueueDeclare', () => {
+      const found = this.broker.queue(queue);
+      return {
+        queue,
+        messageCount: found.ready.length,
+        consumerCount: Math.max(found.consumers.length, this.broker.replyConsumers.has(queue) ? 1 : 0),
+      };
+    });
+  }
+
+  deleteQueue(queue: string) {
+    return this.rpc('QueueDelete', () => {
+      return { messageCount: this.broker.deleteQueue(queue) };
+    });
+  }
+
+  purgeQueue(queue: string) {
+    return this.rpc('QueuePurge', () => ({ messageCount: this.broker.purgeQueue(queue) }));
+  }
+
+  bindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
+    return this.rpc(
+      'QueueBind',
+      () => (this.broker.bind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
+    );
+  }
+
+  unbindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
+    return this.rpc(
+      'QueueUnbind',
+      () => (this.broker.unbind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
+    );
+  }
+
+  bindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
+    return this.rpc(
+      'ExchangeBind',
+      () => (this.broker.bind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
+    );
+  }
+
+  unbindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
+    return this.rpc(
+      'ExchangeUnbind',
+      () => (this.broker.unbind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
+    );
+  }
+
+  prefetch(count: number, _global?: boolean) {
+    return this.rpc('BasicQos', () => ((this.prefetchCount = count), {}));
+  }
+
+  consume(queue: string, onMessage: (message: ConsumeMessage | null) => void, options: Options.Consume = {}) {
+    return this.rpc('BasicConsume', () => {
+      const consumerTag = options.consumerTag ?? `amq.ctag-memory-${++consumerTags}`;
+      if (queue === DIRECT_REPLY_QUEUE) {
+        if (!options.noAck) throw preconditionFailed('reply consumer cannot acknowledge');
+        this.replyAddress = this.broker.addReplyConsumer(
+          (message) => this.open && onMessage(consumeMessage(entryOf(message), 0, consumerTag, false, this.broker.rules)),
+        );
+        this.consumers.set(consumerTag, { queue });
+        return { consumerTag };
+      }
+      const found = this.broker.queue(queue);
+      if (found.consumers.length > 0 && options.exclusive) {
+        throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - queue '${queue}' in vhost '/' in exclusive use`);
+      }
+      const quorum = found.type === 'quorum';
+      const consumer: QueueConsumer = {
+        tag: consumerTag,
+        noAck: options.noAck ?? false,
+        prefetch: this.prefetchCount,
+        unacked: 0,
+        deliver: (entry) => {
+          const deliveryTag = this.nextTag++;
+          if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, entry, consumer });
+          try {
+            onMessage(consumeMessage(entry, deliveryTag, consumerTag, quorum, this.broker.rules));
+          } catch (error) {
+            this.emit('handler-error', error, 'delivery');
+          }
+        },
+      };
+      found.consumers.push(consumer);
+      found.hadConsumer = true;
+      this.consumers.set(consumerTag, { queue, consumer });
+      this.broker.pump(found);
+      return { consumerTag };
+    });
+  }
+
+  cancel(consumerTag: string) {
+    return this.rpc('BasicCancel', () => (this.dropConsumer(consumerTag), { consumerTag }));
+  }
+
+  get(queue: string, options: Options.Get = {}) {
+    return this.rpc('BasicGet', () => {
+      const found = this.broker.queue(queue);
+      const now = this.broker.clock.now;
+      while (found.ready[0]?.expiresAt !== undefined && (found.ready[0].expiresAt as number) <= now) {
+        this.broker.deadLetter(found, found.ready.shift() as Enqueued, 'expired');
+      }
+      const entry = found.ready.shift();
+      if (!entry) return false as const;
+      const deliveryTag = this.nextTag++;
+      if (!options.noAck) this.unacked.set(deliveryTag, { queue, entry });
+      return getMessage(entry, deliveryTag, found.ready.length, found.type === 'quorum', this.broker.rules);
+    });
+  }
+
+  publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, callback?: Confirm): boolean {
+    if (!this.open) throw new Error('Channel closed');
+    const properties = publishedProperties(options);
+    if (properties.replyTo === DIRECT_REPLY_QUEUE) {
+      if (!this.replyAddress) return this.failLater(preconditionFailed('fast reply consumer does not exist'), callback);
+      properties.replyTo = this.replyAddress;
+    }
+    if (properties.expiration !== undefined && !/^\d+$/.test(properties.expiration)) {
+      return this.failLater(preconditionFailed(`invalid expiration '${properties.expiration}'`), callback);
+    }
+    const message: BrokerMessage = {
+      content: Buffer.from(content),
+      properties,
+      exchange,
+      routingKeys: routingKeysOf(routingKey, properties),
+      deaths: [],
+    };
+    let queues: string[];
+    let refused: boolean;
+    try {
+      ({ queues, refused } = this.broker.publish(exchange, message));
+    } catch (error) {
+      if (error instanceof BrokerError) return this.failLater(error, callback);
+      throw error;
+    }
+    const record: PublishRecord = {
+      exchange,
+      routingKey,
+      content: Buffer.from(content),
+      properties,
+      at: this.broker.clock.now,
+      queues,
+      mandatory: options.mandatory ?? false,
+      returned: queues.length === 0 && (options.mandatory ?? false),
+      ...(this.confirm ? { confirmed: undefined } : {}),
+    };
+    const nack = this.host.published(record) || refused;
+    if (record.returned || this.confirm) {
+      const confirm = callback ?? (() => undefined);
+      if (this.confirm) this.confirms.add(confirm);
+      this.broker.clock.schedule(
+        0,
+        () => {
+          if (!this.open) return;
+          if (record.returned) this.emit('return', returnedMessage(message) as Message);
+          if (!this.confirm) return;
+          this.confirms.delete(confirm);
+          record.confirmed = !nack;
+          confirm(nack ? new Error('message nacked') : null);
+        },
+        { broker: true },
+      );
+    }
+    return true;
+  }
+
+  sendToQueue(queue: string, content: Buffer, options?: Options.Publish, callback?: Confirm): boolean {
+    return this.publish('', queue, content, options, callback);
+  }
+
+  async waitForConfirms(): Promise<void> {
+    while (this.confirms.size > 0) await new Promise<void>((resolve) => this.broker.clock.schedule(0, resolve, { broker: true }));
+  }
+
+  ack(message: Message, allUpTo = false): void {
+    this.settle(message, allUpTo, () => undefined);
+  }
+
+  nack(message: Message, allUpTo = false, requeue = true): void {
+    this.settle(message, allUpTo, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
+  }
+
+  reject(message: Message, requeue = true): void {
+    this.nack(message, false, requeue);
+  }
+
+  ackAll(): void {
+    for (const tag of [...this.unacked.keys()]) this.release(tag, () => undefined);
+  }
+
+  nackAll(requeue = true): void {
+    for (const tag of [...this.unacked.keys()])
+      this.release(tag, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
+  }
+
+  async recover(): Promise<void> {
+    this.nackAll(true);
+  }
+
+  async close(): Promise<void> {
+    if (!this.open) throw new Error('Channel closed');
+    await Promise.resolve();
+    this.teardown(undefined);
+  }
+
+  /** The connection closed or was lost: the channel closes with it, without an 'error'. */
+  connectionClosed(): void {
+    this.teardown(undefined);
+  }
+
+  private settle(message: Message, allUpTo: boolean, action: (u: Unacked) => void): void {
+    if (!this.open) throw new Error('Channel closed');
+    const tag = message.fields.deliveryTag;
+    if (!this.unacked.has(tag)) return void this.failLater(preconditionFailed(`unknown delivery tag ${tag}`));
+    const tags = allUpTo ? [...this.unacked.keys()].filter((t) => t <= tag) : [tag];
+    for (const t of tags) this.release(t, action);
+  }
+
+  private release(tag: number, action: (u: Unacked) => void): void {
+    const u = this.unacked.get(tag);
+    if (!u) return;
+    this.unacked.delete(tag);
+    if (u.consumer) u.consumer.unacked--;
+    action(u);
+    const queue = this.broker.queues.get(u.queue);
+    if (queue) this.broker.pump(queue);
+  }
+
+  private dropConsumer(consumerTag: string): void {
+    const known = this.consumers.get(consumerTag);
+    this.consumers.delete(consumerTag);
+    if (!known) return;
+    if (known.queue === DIRECT_REPLY_QUEUE && this.replyAddress) {
+      this.broker.replyConsumers.delete(this.replyAddress);
+      this.replyAddress = undefined;
+      return;
+    }
+    const queue = this.broker.queues.get(known.queue);
+    queue?.removeConsumer(consumerTag);
+    if (queue && queue.declaration.autoDelete && queue.hadConsumer && queue.consumers.length === 0) this.broker.deleteQueue(queue.name);
+  }
+
+  /** The broker refuses something sent without a reply (a publish, an ack): the channel closes on the next turn. */
+  private failLater(error: BrokerError, callback?: Confirm): boolean {
+    if (callback) this.confirms.add(callback);
+    this.broker.clock.schedule(0, () => this.fail(error), { broker: true });
+    return true;
+  }
+
+  private fail(error: BrokerError): void {
+    if (!this.open) return;
+    if (error.connection) return this.host.fail(error);
+    this.emit('error', channelClosedError(error));
+    this.teardown(error);
+  }
+
+  private teardown(_error: BrokerError | undefined): void {
+    if (!this.open) return;
+    this.open = false;
+    for (const tag of [...this.consumers.keys()]) this.dropConsumer(tag);
+    for (const tag of [...this.unacked.keys()].sort((a, b) => a - b)) this.release(tag, (u) => this.broker.requeue(u.queue, u.entry));
+    const closed = new Error('channel closed');
+    for (const confirm of [...this.confirms]) confirm(closed);
+    this.confirms.clear();
+    this.host.forget(this);
+    this.emit('close');
+  }
+}
+
+/** A direct reply as a queue entry, for the shape of its delivery. */
+const entryOf = (message: BrokerMessage): Enqueued => ({ message, seq: 0, redelivered: false, deliveryCount: 0 });

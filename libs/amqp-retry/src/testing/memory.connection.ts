@@ -1,0 +1,102 @@
+import { EventEmitter } from 'node:events';
+import { BrokerError } from './broker.error.js';
+import { MemoryChannel, type ChannelHost, type PublishRecord } from './memory.channel.js';
+import type { MemoryBroker } from './memory.broker.js';
+
+/** What a connection reports to whoever opened it (the harness). */
+export interface ConnectionHooks {
+  published(record: PublishRecord): boolean;
+  closed(connection: MemoryConnection): void;
+}
+
+let connectionIds = 0;
+
+/**
+ * The parts of amqplib's internal Connection that the library adapts (amqp/channel-numbers.guard.ts,
+ * amqp/socket-writes.coalescer.ts), so that it finds the shape it expects and says nothing; they do nothing here.
+ */
+function internals(version: string) {
+  const out = { cork() {}, uncork() {}, write: () => true, writableLength: 0, writableHighWaterMark: 16_384 };
+  return {
+    serverProperties: { product: 'RabbitMQ', version, platform: 'nestjs-amqp-retry/testing', capabilities: {} },
+    channelMax: 2047,
+    channels: [] as unknown[],
+    freeChannels: { set() {}, clear() {} },
+    releaseChannel() {},
+    muxer: { out, _readIncoming() {} },
+  };
+}
+
+/** An amqplib ChannelModel of the in-memory broker. */
+export class MemoryConnection extends EventEmitter implements ChannelHost {
+  readonly id = ++connectionIds;
+  readonly connection: ReturnType<typeof internals>;
+  private readonly channels = new Set<MemoryChannel>();
+  private closed = false;
+
+  constructor(
+    readonly broker: MemoryBroker,
+    private readonly hooks: ConnectionHooks,
+    version: string,
+  ) {
+    super();
+    this.connection = internals(version);
+  }
+
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+
+  async createChannel(): Promise<MemoryChannel> {
+    return this.open(false);
+  }
+
+  async createConfirmChannel(): Promise<MemoryChannel> {
+    return this.open(true);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) throw new Error('Connection closed (Error: Unexpected close)');
+    await Promise.resolve();
+    this.end(undefined);
+  }
+
+  /** The connection is lost as a socket is (no close from the broker): every channel closes, then the connection. */
+  lose(reason = 'Unexpected close'): void {
+    this.end(new Error(reason));
+  }
+
+  fail(error: BrokerError): void {
+    const closing = Object.assign(new Error(`Connection closed: ${error.closeMessage}`), { code: error.code });
+    this.emit('error', closing);
+    this.end(closing);
+  }
+
+  forget(channel: MemoryChannel): void {
+    this.channels.delete(channel);
+  }
+
+  published(record: PublishRecord): boolean {
+    return this.hooks.published(record);
+  }
+
+  private async open(confirm: boolean): Promise<MemoryChannel> {
+    if (this.closed) throw new Error('Connection closed');
+    await Promise.resolve();
+    const channel = new MemoryChannel(this, confirm);
+    this.channels.add(channel);
+    return channel;
+  }
+
+  private end(error: Error | undefined): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const channel of [...this.channels]) channel.connectionClosed();
+    this.channels.clear();
+    for (const queue of [...this.broker.queues.values()]) if (queue.owner === this.id) this.broker.deleteQueue(queue.name);
+    this.hooks.closed(this);
+    this.emit('close', error);
+  }
+}
+
+export { BrokerError };

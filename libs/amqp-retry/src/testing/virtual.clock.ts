@@ -1,0 +1,269 @@
+import { nextTick as realNextTick } from 'node:process';
+import { performance as hooksPerformance } from 'node:perf_hooks';
+import { setImmediate as realSetImmediate } from 'node:timers';
+
+/** One task on the virtual clock: a timer (once or repeated) or an immediate. */
+interface Task {
+  readonly id: number;
+  due: number;
+  /** Order among tasks due at the same time: the order they were scheduled in. */
+  seq: number;
+  readonly every?: number;
+  run: () => void;
+  cancelled: boolean;
+  /** The broker's own work (a message's expiry, a delivery), as opposed to the application's timers. */
+  readonly broker: boolean;
+}
+
+/** What Node's `setTimeout` returns, as far as code calls it. */
+class VirtualTimeout {
+  private referenced = true;
+  constructor(
+    private readonly clock: VirtualClock,
+    readonly task: Task,
+  ) {}
+  ref(): this {
+    this.referenced = true;
+    return this;
+  }
+  unref(): this {
+    this.referenced = false;
+    return this;
+  }
+  hasRef(): boolean {
+    return this.referenced;
+  }
+  refresh(): this {
+    this.clock.reschedule(this.task);
+    return this;
+  }
+  close(): this {
+    this.task.cancelled = true;
+    return this;
+  }
+  [Symbol.toPrimitive](): number {
+    return this.task.id;
+  }
+}
+
+type TimerArg = VirtualTimeout | number | string | undefined | null;
+
+/**
+ * Time for the test harness: a clock that moves only when told (`advance`), with its own timers. While installed it
+ * stands in for the global timers (`setTimeout`, `setInterval`, `setImmediate` and their `clear*`), `Date` and
+ * `performance.now()`, whatever was there before (Node's, or Jest's fake timers), and puts them back on `uninstall()`.
+ * Microtasks stay real: between two tasks the clock lets every pending promise settle (a turn of Node's real event
+ * loop), so that code that awaits runs as it would.
+ */
+export class VirtualClock {
+  /** Milliseconds since the epoch, as `Date.now()` says while installed. */
+  now: number;
+  private readonly started: number;
+  private readonly perfBase: number;
+  private readonly tasks = new Map<number, Task>();
+  private nextId = 1;
+  private nextSeq = 1;
+  private restore?: () => void;
+
+  constructor(startAt: number = Date.now()) {
+    this.now = startAt;
+    this.started = startAt;
+    this.perfBase = performance.now();
+  }
+
+  /** Milliseconds since the clock was made. */
+  get elapsed(): number {
+    return this.now - this.started;
+  }
+
+  /** Schedules `run` after `delayMs`; `broker`: work of the in-memory broker (settle waits for it). */
+  schedule(delayMs: number, run: () => void, options: { broker?: boolean; every?: number } = {}): Task {
+    const delay = Number.isFinite(delayMs) && delayMs > 0 ? delayMs : 0;
+    const task: Task = {
+      id: this.nextId++,
+      due: this.now + delay,
+      seq: this.nextSeq++,
+      every: options.every,
+      run,
+      cancelled: false,
+      broker: options.broker ?? false,
+    };
+    this.tasks.set(task.id, task);
+    if (delay === 0) this.runSoon();
+    return task;
+  }
+
+  /**
+   * Tasks due now run without being told, on the next turn of the real event loop: what takes no time (a delivery, a
+   * confirm, a zero-delay timer) happens, and only the passage of time waits for `runUntil`.
+   */
+  private runSoon(): void {
+    if (this.soon || !this.autoRun) return;
+    this.soon = true;
+    realSetImmediate(() => {
+      this.soon = false;
+      if (!this.autoRun) return;
+      const task = this.next();
+      if (task && task.due <= this.now) {
+        this.runTask(task);
+        this.runSoon();
+      }
+    });
+  }
+
+  /** Whether tasks due now run by themselves (see runSoon); off once the harness closes. */
+  autoRun = true;
+  private soon = false;
+
+  cancel(task: Task | undefined): void {
+    if (!task) return;
+    task.cancelled = true;
+    this.tasks.delete(task.id);
+  }
+
+  /** A timer's `refresh()`: due its whole delay from now again. */
+  reschedule(task: Task): void {
+    if (task.cancelled) return;
+    task.due = this.now + (task.every ?? 0);
+    task.seq = this.nextSeq++;
+    this.tasks.set(task.id, task);
+  }
+
+  /** The earliest task, or undefined when none waits; `brokerOnly`: the broker's own tasks only. */
+  next(brokerOnly = false): Task | undefined {
+    let first: Task | undefined;
+    for (const task of this.tasks.values()) {
+      if (brokerOnly && !task.broker) continue;
+      if (!first || task.due < first.due || (task.due === first.due && task.seq < first.seq)) first = task;
+    }
+    return first;
+  }
+
+  /** How many tasks wait (the broker's own, or all). */
+  pending(brokerOnly = false): number {
+    let count = 0;
+    for (const task of this.tasks.values()) if (!brokerOnly || task.broker) count++;
+    return count;
+  }
+
+  /** Lets every pending promise settle: one turn of the real event loop, repeated while tasks due now are run. */
+  async flush(): Promise<void> {
+    await new Promise<void>((resolve) => realSetImmediate(resolve));
+  }
+
+  /**
+   * Runs every task due at or before `until`, in time order, moving the clock to each; then sets the clock to
+   * `until`. Promises settle between tasks. `maxTasks` guards against a timer that re-arms itself at no delay.
+   */
+  async runUntil(until: number, maxTasks = 1_000_000): Promise<number> {
+    let ran = 0;
+    await this.flush();
+    for (;;) {
+      const task = this.next();
+      if (!task || task.due > until) break;
+      if (++ran > maxTasks)
+        throw new Error(`the virtual clock ran ${maxTasks} tasks without reaching its target: a timer re-arms itself at no delay?`);
+      this.runTask(task);
+      await this.flush();
+    }
+    if (until > this.now) this.now = until;
+    await this.flush();
+    return ran;
+  }
+
+  /** Runs one task now (the clock moves to its time first). */
+  runTask(task: Task): void {
+    this.tasks.delete(task.id);
+    if (task.cancelled) return;
+    if (task.due > this.now) this.now = task.due;
+    if (task.every !== undefined) {
+      task.due = this.now + Math.max(1, task.every);
+      task.seq = this.nextSeq++;
+      this.tasks.set(task.id, task);
+    }
+    task.run();
+  }
+
+  /** Stands in for the global timers, Date and performance.now() until uninstall(). Idempotent. */
+  install(): void {
+    if (this.restore) return;
+    const g = globalThis as unknown as Record<string, unknown>;
+    const names = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date', 'queueMicrotask'];
+    const saved = new Map(names.map((name) => [name, Object.getOwnPropertyDescriptor(g, name)]));
+    const perfs = [...new Set([performance, hooksPerformance])] as unknown as Record<string, unknown>[];
+    const savedPerfNow = perfs.map((perf) => Object.getOwnPropertyDescriptor(perf, 'now'));
+    const proc = process as unknown as Record<string, unknown>;
+    const savedNextTick = Object.getOwnPropertyDescriptor(proc, 'nextTick');
+    const timer = (delay: unknown, fn: unknown, args: unknown[], every?: number) => {
+      if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
+      const ms = Number(delay);
+      const wait = Number.isFinite(ms) && ms > 0 ? ms : 0; // Node waits at least 1 ms; here no time passes by itself
+      const run = () => (fn as (...a: unknown[]) => void)(...args);
+      return new VirtualTimeout(this, this.schedule(wait, run, every === undefined ? {} : { every: Math.max(1, every || wait) }));
+    };
+    const clear = (handle: TimerArg) => {
+      if (handle instanceof VirtualTimeout) this.cancel(handle.task);
+      else if (typeof handle === 'number' || typeof handle === 'string') this.cancel(this.tasks.get(Number(handle)));
+    };
+    const define = (target: Record<string, unknown>, name: string, value: unknown) =>
+      Object.defineProperty(target, name, { value, writable: true, configurable: true, enumerable: false });
+    define(g, 'setTimeout', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args));
+    define(g, 'setInterval', (fn: unknown, delay?: unknown, ...args: unknown[]) => {
+      const ms = Number(delay);
+      return timer(delay, fn, args, Number.isFinite(ms) && ms >= 1 ? ms : 1);
+    });
+    define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => {
+      if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
+      return new VirtualTimeout(
+        this,
+        this.schedule(0, () => (fn as (...a: unknown[]) => void)(...args)),
+      );
+    });
+    define(g, 'clearTimeout', clear);
+    define(g, 'clearInterval', clear);
+    define(g, 'clearImmediate', clear);
+    define(g, 'Date', virtualDate(this, (saved.get('Date')?.value as DateConstructor | undefined) ?? Date));
+    // Microtasks stay real, also where Jest's fake timers had replaced them.
+    define(g, 'queueMicrotask', (fn: () => void) => void Promise.resolve().then(fn));
+    define(proc, 'nextTick', realNextTick);
+    for (const perf of perfs) define(perf, 'now', () => this.perfBase + (this.now - this.started));
+    this.restore = () => {
+      for (const [name, descriptor] of saved) {
+        if (descriptor) Object.defineProperty(g, name, descriptor);
+        else delete g[name];
+      }
+      perfs.forEach((perf, i) => {
+        const descriptor = savedPerfNow[i];
+        if (descriptor) Object.defineProperty(perf, 'now', descriptor);
+        else delete perf.now;
+      });
+      if (savedNextTick) Object.defineProperty(proc, 'nextTick', savedNextTick);
+      else delete proc.nextTick;
+    };
+  }
+
+  /** Puts back what install() replaced; the clock's tasks stay (they run only when told). */
+  uninstall(): void {
+    this.restore?.();
+    this.restore = undefined;
+  }
+
+  /** Drops every task. */
+  clear(): void {
+    for (const task of this.tasks.values()) task.cancelled = true;
+    this.tasks.clear();
+  }
+}
+
+/** A `Date` whose `now()` and `new Date()` read the virtual clock; with arguments, the real one's. */
+function virtualDate(clock: VirtualClock, RealDate: DateConstructor): DateConstructor {
+  function VirtualDate(this: unknown, ...args: unknown[]): Date | string {
+    if (!new.target) return new RealDate(clock.now).toString();
+    return args.length === 0 ? new RealDate(clock.now) : new (RealDate as unknown as new (...a: unknown[]) => Date)(...args);
+  }
+  VirtualDate.prototype = RealDate.prototype;
+  VirtualDate.now = () => clock.now;
+  VirtualDate.parse = RealDate.parse.bind(RealDate);
+  VirtualDate.UTC = RealDate.UTC.bind(RealDate);
+  return VirtualDate as unknown as DateConstructor;
+}

@@ -1,0 +1,165 @@
+import { NestFactory } from '@nestjs/core';
+import amqp from 'amqplib';
+import { RetryEngine, RetryPublisher, retryTopologyNames } from 'nestjs-amqp-retry';
+import { RetryHarness } from 'nestjs-amqp-retry/testing';
+import { RetryServer, type RetryClient } from 'nestjs-amqp-retry/transport';
+import { lastValueFrom } from 'rxjs';
+import { HarnessRecorder } from '../../libs/amqp-retry/src/testing/harness.records.js';
+import type { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observer.hub.js';
+import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { cleanUp } from '../support/suite.js';
+import { TRANSPORT_CLIENT, transportModule } from './conformance.transport.js';
+import { orderTrace, attemptTrace, parkedTrace, scenarioModule, SCENARIOS, type Scenario, type Trace } from './conformance.scenarios.js';
+
+const KEY = 'conformance.key';
+const terminal = (outcome: string) => outcome === 'handled' || outcome === 'parked';
+
+/** The scenario on the real broker at AMQP_URL (3.10 by default; 4.3 through scripts/rabbitmq.sh env 4.3). */
+async function onBroker(scenario: Scenario, broker: TestBroker, names: { queue: string; exchange: string }): Promise<Trace> {
+  const app = await NestFactory.createApplicationContext(scenarioModule(scenario, names, { url: AMQP_URL, shutdownTimeout: '2s' }), {
+    logger: false,
+  });
+  const recorder = new HarnessRecorder(() => 0);
+  (app.get(RetryEngine) as unknown as { observers: ObserverHub }).observers.add(recorder);
+  try {
+    await app.init();
+    for (const m of scenario.messages) {
+      if (m.delay) {
+        await app.get(RetryPublisher).publish(names.exchange, KEY, m.body, { delay: m.delay, messageId: m.messageId });
+      } else {
+        const body = m.raw ? Buffer.from(String(m.body)) : m.body;
+        await broker.publish(names.exchange, KEY, body, { messageId: m.messageId, ...(m.headers ? { headers: m.headers(names.queue) } : {}) });
+      }
+    }
+    await waitFor(
+      () => scenario.messages.every((m) => (recorder.attemptsByMessage.get(m.messageId) ?? []).some((a) => terminal(a.outcome))),
+      `every message of "${scenario.name}" handled or parked`,
+      20_000,
+    );
+    const parked = scenario.parked > 0 ? await broker.take(`${names.queue}.error`, scenario.parked) : [];
+    return {
+      attempts: Object.fromEntries(
+        scenario.messages.map((m) => [m.messageId, attemptTrace(recorder.attemptsByMessage.get(m.messageId) ?? [], names.queue)]),
+      ),
+      parked: parked
+        .map((p) => parkedTrace(p.properties.headers ?? {}, p.properties.messageId, names.queue))
+        .sort((a, b) => String(a.messageId).localeCompare(String(b.messageId))),
+      ...(scenario.ordering ? { order: orderTrace(recorder.allAttempts) } : {}),
+    };
+  } finally {
+    await app.close();
+  }
+}
+
+/** The same scenario on the harness. */
+async function onHarness(scenario: Scenario, names: { queue: string; exchange: string }, brokerVersion: string): Promise<Trace> {
+  const harness = await RetryHarness.start(scenarioModule(scenario, names, {}), { logger: false, brokerVersion });
+  try {
+    for (const m of scenario.messages) {
+      if (m.delay) {
+        await harness.application.get(RetryPublisher).publish(names.exchange, KEY, m.body, { delay: m.delay, messageId: m.messageId });
+      } else {
+        harness.publish(names.exchange, KEY, m.raw ? String(m.body) : m.body, {
+          messageId: m.messageId,
+          contentType: 'application/json',
+          ...(m.headers ? { headers: m.headers(names.queue) } : {}),
+        });
+      }
+    }
+    await harness.settle();
+    return {
+      attempts: Object.fromEntries(scenario.messages.map((m) => [m.messageId, attemptTrace(harness.attempts(m.messageId), names.queue)])),
+      parked: harness
+        .parked(names.queue)
+        .map((p) => parkedTrace(p.headers, p.messageId, names.queue))
+        .sort((a, b) => String(a.messageId).localeCompare(String(b.messageId))),
+      ...(scenario.ordering ? { order: orderTrace(harness.attempts()) } : {}),
+    };
+  } finally {
+    await harness.close();
+  }
+}
+
+describe('the test harness against a real broker: the same attempts, tiers, parking reasons and headers', () => {
+  let broker: TestBroker;
+  /** The real broker's version: the harness follows that version's dead-lettering rules. */
+  let version: string;
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    const probe = await amqp.connect(AMQP_URL);
+    version = String(probe.connection.serverProperties.version);
+    await probe.close();
+  });
+  afterAll(async () => {
+    await broker?.close();
+  });
+
+  it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
+    const queue = uniqueName('e2e.conformance');
+    const names = { queue, exchange: `${queue}.in` };
+    try {
+      const real = await onBroker(scenario, broker, names);
+      const simulated = await onHarness(scenario, names, version);
+      expect(Object.values(real.attempts).every((list) => list.length > 0)).toBe(true);
+      if (process.env.CONFORMANCE_PRINT) console.log(JSON.stringify(real, null, 1));
+      expect(simulated).toEqual(real);
+    } finally {
+      await cleanUp(() => broker.deleteRetryTopology(queue, { exchanges: [names.exchange] }));
+    }
+  });
+
+  it("the transport: a request answered, an event retried on its pattern's schedule", async () => {
+    const queue = uniqueName('e2e.conformance.transport');
+    const run = async (app: { get<T>(token: unknown): T }, recorder: () => string[], settle: () => Promise<void>) => {
+      const client = app.get<RetryClient>(TRANSPORT_CLIENT);
+      const reply = await lastValueFrom(client.send<string>('status', { id: 7 }));
+      await lastValueFrom(client.emit('requested', { id: 8 }), { defaultValue: undefined });
+      await settle();
+      return { reply, attempts: recorder() };
+    };
+    const server = (app: { get<T>(token: unknown): T }) => new RetryServer({ queue, delays: ['1s'], engine: app.get<RetryEngine>(RetryEngine) });
+    try {
+      const app = await NestFactory.create(transportModule(queue, { url: AMQP_URL, shutdownTimeout: '2s' }), { logger: false });
+      const recorder = new HarnessRecorder(() => 0);
+      (app.get(RetryEngine) as unknown as { observers: ObserverHub }).observers.add(recorder);
+      app.connectMicroservice({ strategy: server(app) });
+      let real;
+      try {
+        await app.startAllMicroservices();
+        await app.init();
+        const events = () => recorder.allAttempts.filter((a) => a.pattern === 'requested');
+        real = await run(
+          app,
+          () => attemptTrace(events(), queue),
+          () => waitFor(() => events().some((a) => a.outcome === 'handled'), 'the event handled', 20_000).then(() => undefined),
+        );
+      } finally {
+        await app.close();
+      }
+      const harness = await RetryHarness.start(transportModule(queue, {}), {
+        logger: false,
+        brokerVersion: version,
+        microservices: (started) => [server(started)],
+      });
+      let simulated;
+      try {
+        simulated = await run(
+          harness.application,
+          () =>
+            attemptTrace(
+              harness.attempts().filter((a) => a.pattern === 'requested'),
+              queue,
+            ),
+          () => harness.settle(),
+        );
+      } finally {
+        await harness.close();
+      }
+      expect(real.attempts.length).toBeGreaterThan(0);
+      expect(simulated).toEqual(real);
+    } finally {
+      await cleanUp(() => broker.deleteRetryTopology(queue, { queues: retryTopologyNames(queue, { delays: ['200ms'] }).tiers }));
+    }
+  });
+});
