@@ -38,6 +38,9 @@ import { queueStateWord, readPauseBy } from '../core/breaker/queue.state.js';
 import { CONTROL_EXCHANGE, encodeControl, type ControlCommand } from '../core/breaker/control.message.js';
 import type { QueueFlowControl, QueueFlowStatus } from './queue-flow.control.js';
 import { ControlListener } from './control.listener.js';
+import { brokerUser, HEARTBEAT_INTERVAL_MS, HeartbeatRuntime } from './heartbeat.runtime.js';
+import { HeartbeatCollector } from '../core/observe/heartbeat/heartbeat.collector.js';
+import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import { hostname } from 'node:os';
 import { CLOSE_WAIT_MS, closeWhenOpen } from '../amqp/channel-close.settler.js';
 import { withinTime } from '../core/time/duration.timer.js';
@@ -131,6 +134,8 @@ export class RetryEngine {
   private readonly inboxTables = new Set<string>();
   /** Pause and resume commands from other processes (the CLI): opened with the consumers. */
   private control?: ControlListener;
+  /** This instance's heartbeat (see startHeartbeat). */
+  private heartbeat?: HeartbeatRuntime;
   private replies?: Promise<Channel>;
   /** The delay ladder's queue names, for parkingQueues(). */
   private ladderNames?: { readyQueue: string; errorQueue: string };
@@ -523,6 +528,31 @@ export class RetryEngine {
     return { connections, queues, ...(this.relay && { outbox: this.relay.health() }) };
   }
 
+  /**
+   * @internal
+   * Starts this instance's heartbeat on the control exchange (see HeartbeatRuntime), and with `fleet` keeps every
+   * instance's beats in it (the page's instance). Once; stopped with the consumers.
+   */
+  startHeartbeat(fleet?: FleetHistory, intervalMs = HEARTBEAT_INTERVAL_MS): void {
+    if (this.heartbeat || this.closed) return;
+    const collector = new HeartbeatCollector();
+    this.observers.add(collector);
+    this.heartbeat = new HeartbeatRuntime({
+      application: this.config.application,
+      intervalMs,
+      logger: this.logger,
+      collector,
+      fleet,
+      userId: brokerUser(this.config.urls[0]),
+      publishChannel: (purpose) => this.publishingChannel(purpose, true),
+      consumeChannel: async (purpose) => (await this.consumingConnection()).createChannel(purpose, true),
+      consumed: () => this.health().queues,
+      flows: () => this.queueStates(),
+      partitions: () => this.partitions(),
+    });
+    this.heartbeat.start();
+  }
+
   /** Each partitioned handler's partitions as this instance sees them: owners, depths, members (docs/partitions.md). */
   partitions(): PartitionsStatus[] {
     return this.allRuntimes.flatMap((r) => (r instanceof PartitionedRuntime ? [r.status()] : []));
@@ -684,6 +714,8 @@ export class RetryEngine {
     this.relay = undefined;
     const control = this.control;
     this.control = undefined;
+    const heartbeat = this.heartbeat;
+    this.heartbeat = undefined;
     const replies = this.replies;
     this.replies = undefined;
     await Promise.all([
@@ -692,6 +724,7 @@ export class RetryEngine {
       drain?.stop(timeout),
       relay?.stop(),
       control?.stop(),
+      heartbeat?.stop(),
       closeWhenOpen(replies),
     ]);
   }

@@ -45,6 +45,8 @@ import { RetryEngine, type OutboxBacklog } from '../../engine/retry.engine.js';
 import { readPauseBy } from '../../core/breaker/queue.state.js';
 import type { QueueFlowStatus } from '../../engine/queue-flow.control.js';
 import type { PartitionsStatus } from '../../engine/partitions.runtime.js';
+import { FleetWatch, type FleetView } from './fleet.watch.js';
+import type { QueueHistory } from '../../core/observe/heartbeat/fleet.history.js';
 
 const Kind = (kind: DashboardRouteKind) => SetMetadata(DASHBOARD_ROUTE_KIND, kind);
 
@@ -71,6 +73,7 @@ export function createDashboardController(path: string): Type<unknown> {
       private readonly tokens: PageTokens,
       @Inject(ParkedMessages) parked: ParkedMessages,
       @Inject(RetryEngine) private readonly engine: RetryEngine,
+      private readonly watch: FleetWatch,
     ) {
       this.parked = config.wholeVhost ? parked.wholeVhost() : parked;
     }
@@ -124,6 +127,22 @@ export function createDashboardController(path: string): Type<unknown> {
     @Kind('read')
     partitions(): PartitionsStatus[] {
       return this.engine.partitions();
+    }
+
+    /** The application's instances from their heartbeats (up, or gone since when) and the summary strip. */
+    @Get('api/fleet')
+    @Kind('read')
+    fleet(): FleetView {
+      return this.watch.view();
+    }
+
+    /** Per queue, one point a minute over the last `minutes` (default 60, at most the history kept): counts and percentiles. */
+    @Get('api/history')
+    @Kind('read')
+    history(@Query('minutes') minutes?: string): { now: number; queues: QueueHistory[] } {
+      const span = minutes === undefined ? 60 : Number(minutes);
+      if (!Number.isInteger(span) || span < 1) throw new BadRequestException(`minutes is ${JSON.stringify(minutes)}; give a whole number of minutes, e.g. 60`);
+      return this.watch.history(span);
     }
 
     @Get('api/summary')

@@ -14,6 +14,7 @@ import { DASHBOARD_CONFIG } from './dashboard.constants.js';
 import { createDashboardController } from './dashboard.controller.js';
 import { PageTokens } from './page.token.js';
 import { DashboardShutdown } from './dashboard.shutdown.js';
+import { FleetWatch } from './fleet.watch.js';
 
 /** forRootAsync: the path is needed when the module is built (it is the controller's route); the rest may wait. */
 export interface RetryDashboardAsyncOptions {
@@ -76,6 +77,7 @@ export class RetryDashboardModule implements OnModuleInit {
         },
         DashboardAccessGuard,
         DashboardShutdown,
+        FleetWatch,
         ...extra,
       ],
     };
