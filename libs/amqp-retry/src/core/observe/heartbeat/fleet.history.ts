@@ -89,6 +89,8 @@ interface Known {
 }
 
 const MINUTE = 60_000;
+/** The shortest beat interval taken (a smaller one reads as this), so that a beat cannot show gone at once. */
+const MIN_INTERVAL_MS = 250;
 
 /**
  * The application's instances and per-queue history, from their heartbeats, kept by the page's instance in memory,
@@ -119,7 +121,7 @@ export class FleetHistory {
       firstSeen: known?.firstSeen ?? now,
       lastSeen: now,
       seq: beat.seq,
-      intervalMs: Math.max(1_000, beat.intervalMs),
+      intervalMs: Math.max(MIN_INTERVAL_MS, beat.intervalMs),
       queues: queues.map(({ queue, consuming, state, partitions, breaker }) => ({
         queue,
         consuming,
