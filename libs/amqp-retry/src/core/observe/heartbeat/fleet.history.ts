@@ -1,5 +1,5 @@
 import type { QueueState } from '../../breaker/queue.state.js';
-import type { BreakerCause, Heartbeat, HeartbeatIdentity } from './heartbeat.message.js';
+import type { BreakerCause, Heartbeat, HeartbeatIdentity } from './heartbeat.types.js';
 import { LATENCY_BUCKETS, latencyQuantile } from './latency.histogram.js';
 
 /** The bounds of what the page's instance keeps from heartbeats (FleetHistory). */

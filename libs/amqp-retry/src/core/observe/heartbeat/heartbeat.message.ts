@@ -1,4 +1,5 @@
 import type { QueueState } from '../../breaker/queue.state.js';
+import type { BreakerCause, Heartbeat, HeartbeatIdentity, HeartbeatQueue } from './heartbeat.types.js';
 import { LATENCY_BUCKETS } from './latency.histogram.js';
 
 /** Routing key prefix of heartbeats on the control exchange: `amqp-retry.heartbeat.<application>`. */
@@ -18,64 +19,7 @@ const MAX_PARTITIONS = 256;
 const MAX_TEXT = 200;
 const MAX_COUNT = 1_000_000_000;
 
-/** Why a circuit breaker is open: what opened it, when, and its trials since. */
-export interface BreakerCause {
-  /** The failures that opened it, in words (as logged). */
-  reason: string;
-  /** When it opened (epoch ms). */
-  openedAt: number;
-  /** Half-open trial rounds since it first opened that failed (it opened again). */
-  failedTrials: number;
-  /** When it half-opens next (epoch ms), while open. */
-  nextTrialAt?: number;
-}
-
-/** One queue of an instance as its heartbeat tells it: state, and what it did since the previous beat. */
-export interface HeartbeatQueue {
-  queue: string;
-  /** Whether this instance consumes it now. */
-  consuming: boolean;
-  state: QueueState;
-  /** Partitions of a partitioned handler this instance consumes (their numbers). */
-  partitions?: number[];
-  /** While the circuit is open or half-open: why. */
-  breaker?: BreakerCause;
-  handled: number;
-  retried: number;
-  parked: number;
-  /** Handler calls that threw (retried or parked). */
-  failed: number;
-  /** Handler call durations, counts per LATENCY_BOUNDS_MS bucket. */
-  processing: number[];
-  /** Publish timestamp to handled, counts per LATENCY_BOUNDS_MS bucket (messages with a timestamp only). */
-  critical: number[];
-}
-
-/** Who beats. */
-export interface HeartbeatIdentity {
-  /** Unique per process start: host, pid and a random suffix. */
-  id: string;
-  host: string;
-  pid: number;
-  /** The application's version (npm_package_version), '' when unknown. */
-  version: string;
-  /** When the instance started beating (epoch ms). */
-  startedAt: number;
-}
-
-/** A heartbeat: one instance's identity, queues and counters since its previous beat. */
-export interface Heartbeat {
-  v: 1;
-  application: string;
-  instance: HeartbeatIdentity;
-  /** Increases by one per beat of this instance: a beat seen twice is counted once. */
-  seq: number;
-  /** When it was sent (epoch ms, the sender's clock). */
-  sentAt: number;
-  /** The sender's beat interval (ms). */
-  intervalMs: number;
-  queues: HeartbeatQueue[];
-}
+export type { BreakerCause, Heartbeat, HeartbeatIdentity, HeartbeatQueue } from './heartbeat.types.js';
 
 /** Encodes a heartbeat as sent. */
 export function encodeHeartbeat(beat: Heartbeat): Buffer {

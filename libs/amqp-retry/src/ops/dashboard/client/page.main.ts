@@ -5,6 +5,8 @@
 import type { ActionResult, Filter, FlowState, MessagePage, MessageView, PartitionsState, QueueState, Summary } from './api.types.js';
 import { byId, clear, el, meta } from './dom.helpers.js';
 import { renderFlow } from './flow.view.js';
+import { renderHistory, renderInstances, renderStrip } from './console.view.js';
+import type { FleetState, HistoryState } from './api.types.js';
 import { renderOutbox, type OutboxState } from './outbox.view.js';
 import { renderPartitions } from './partitions.view.js';
 import { RateHistory, renderHandlerQueues, renderLadders } from './queues.view.js';
@@ -32,6 +34,8 @@ const state = {
   live: true,
   /** The parked depths the groups and the list were last read at: they are read again only when these change. */
   listedAt: '',
+  /** The oldest parked message's age among those the groups count (ms), when known. */
+  oldestParkedMs: undefined as number | undefined,
 };
 const history = new RateHistory();
 
@@ -246,6 +250,7 @@ async function load(quiet = false): Promise<void> {
     renderQueues();
     void loadFlow(quiet);
     void loadPartitions(seq);
+    void loadConsole(seq);
     // The outbox's backlog beside the queues; a failure to read it never holds the page back.
     api<OutboxState>('outbox').then(
       (outbox) => seq === state.seq && renderOutbox(outbox),
@@ -269,7 +274,8 @@ async function load(quiet = false): Promise<void> {
     renderGroups(summary);
     renderList();
     refreshed();
-    if (!quiet) status(`Updated ${new Date().toLocaleTimeString()}.`);
+    if (!quiet) status('Updated.'); // the one clock is the refresh line's
+    renderGroupsScope();
   } catch (error) {
     if (seq === state.seq) status(`Could not load: ${(error as Error).message}`, 'error');
   }
@@ -289,12 +295,35 @@ async function tick(): Promise<void> {
     renderQueues();
     void loadFlow(true);
     void loadPartitions(seq);
+    void loadConsole(seq);
     refreshed();
     const dialogOpen = byId<HTMLDialogElement>('detail').open || byId<HTMLDialogElement>('confirm').open;
     if (listedDepths() !== state.listedAt && !dialogOpen) await load(true);
   } catch (error) {
     byId('refreshed').textContent = `Auto-refresh failed: ${(error as Error).message}`;
   }
+}
+
+/**
+ * The instances, the strip and the last hour, from the heartbeats the serving instance keeps. A failure leaves the
+ * rest of the page as it is: the strip says the heartbeats could not be read.
+ */
+async function loadConsole(seq: number): Promise<void> {
+  try {
+    const [fleet, hour] = await Promise.all([api<FleetState>('fleet'), api<HistoryState>('history?minutes=60')]);
+    if (seq !== state.seq) return;
+    renderStrip(byId('strip'), fleet, state.oldestParkedMs);
+    renderInstances(byId<HTMLTableElement>('instances').tBodies[0], byId('instances-note'), fleet);
+    renderHistory(byId<HTMLTableElement>('history').tBodies[0], hour);
+  } catch (error) {
+    byId('strip').textContent = `Could not read the instances' heartbeats: ${(error as Error).message}`;
+  }
+}
+
+/** The groups' heading says which parking queue they count. */
+function renderGroupsScope(): void {
+  const q = state.filter.queue;
+  byId('groups-scope').textContent = q ? ` · ${q}` : ' · every queue';
 }
 
 function refreshed(): void {
