@@ -120,6 +120,22 @@ ${banner}
       <div><h3>By error</h3><ul id="by-error" class="group-list"></ul></div>
     </div>
   </section>
+  <section aria-labelledby="failure-groups-title">
+    <h2 id="failure-groups-title">Failure groups</h2>
+    <p class="hint">Messages that failed alike (queue, reason, error with ids, numbers and addresses masked, top stack frame), as one unit of work: replay or purge a whole group at once. A replay returns each message to its queue once, acked here only after the broker confirmed its copy.</p>
+    <ul id="failure-groups" class="failure-groups"></ul>
+    <h3>Group history</h3>
+    <ul id="group-history" class="history-list"></ul>
+  </section>
+  <section aria-labelledby="search-title">
+    <h2 id="search-title">Find a message</h2>
+    <form id="search" autocomplete="off" role="search">
+      <label>Message id or correlation id <input name="id" id="search-id" required maxlength="200"></label>
+      <div class="actions"><button type="submit">Find</button></div>
+    </form>
+    <p id="search-summary" role="status"></p>
+    <ul id="search-results" class="messages"></ul>
+  </section>
   <section aria-labelledby="messages-title">
     <h2 id="messages-title">Messages</h2>
     <form id="filter" autocomplete="off">
@@ -147,6 +163,8 @@ ${banner}
 <dialog id="detail" aria-labelledby="detail-title">
   <div class="dialog-head"><h2 id="detail-title">Message</h2><button type="button" class="close" id="detail-close" aria-label="Close">&times;</button></div>
   <dl id="detail-facts" class="facts"></dl>
+  <h3>Timeline</h3>
+  <ol id="detail-timeline" class="timeline"></ol>
   <h3>Body</h3>
   <pre id="detail-body" class="body"></pre>
   <div id="edit-area" hidden>

@@ -3,8 +3,8 @@
  * Every time is shown against the serving instance's clock (`now` of its answer), so that the page has one clock.
  */
 import type { BreakerCause, FleetInstance, FleetState, HistoryPoint, HistoryState } from './api.types.js';
-import { clear, el, svg } from './dom.helpers.js';
-import { breakable, duration } from './view.format.js';
+import { clear, el, nameNode, svg } from './dom.helpers.js';
+import { duration } from './view.format.js';
 
 const CHART_WIDTH = 240;
 const CHART_HEIGHT = 36;
@@ -41,7 +41,7 @@ export function renderStrip(list: HTMLElement, fleet: FleetState, oldestParkedMs
     stripItem(
       'slowest',
       'Slowest queue (p95)',
-      summary.slowest ? `${breakable(summary.slowest.queue)} ${duration(summary.slowest.p95)}` : '–',
+      summary.slowest ? `${summary.slowest.queue} ${duration(summary.slowest.p95)}` : '–',
       false,
       'the highest 95th-percentile processing time over the last hour',
     ),
@@ -63,7 +63,7 @@ function instanceRow(instance: FleetInstance, now: number): HTMLTableRowElement 
   const causes = instance.queues.flatMap((q) => (q.breaker ? [breakerLine(q.queue, q.breaker, now)] : []));
   return el('tr', { 'data-instance': instance.id, className: up ? undefined : 'gone' }, [
     el('th', { scope: 'row', 'data-label': 'Instance' }, [
-      el('span', { className: 'name', text: breakable(`${instance.host} pid ${instance.pid}`), title: instance.id }),
+      el('span', { className: 'name', text: `${instance.host} pid ${instance.pid}`, title: instance.id }),
       instance.version ? el('span', { className: 'muted', text: ` v${instance.version}` }) : null,
     ]),
     el('td', { 'data-label': 'Status', 'data-col': 'status' }, [el('span', { className: `state state-${up ? 'ok' : 'bad'}`, text: status })]),
@@ -78,9 +78,11 @@ function instanceRow(instance: FleetInstance, now: number): HTMLTableRowElement 
               'ul',
               { className: 'names' },
               consumed.map((q) =>
-                el('li', {
-                  text: breakable(q.partitions && q.partitions.length > 0 ? `${q.queue} (partitions ${q.partitions.join(', ')})` : q.queue) + (q.state === 'running' ? '' : ` · ${q.state}`),
-                }),
+                el('li', {}, [
+                  nameNode(q.queue),
+                  q.partitions && q.partitions.length > 0 ? ` (partitions ${q.partitions.join(', ')})` : '',
+                  q.state === 'running' ? '' : ` · ${q.state}`,
+                ]),
               ),
             ),
           ],
@@ -122,7 +124,7 @@ export function renderHistory(body: HTMLTableSectionElement, history: HistorySta
     const hour = hourOf(points);
     body.appendChild(
       el('tr', { 'data-history': queue }, [
-        el('th', { scope: 'row', 'data-label': 'Queue', className: 'name', text: breakable(queue), title: queue }),
+        el('th', { scope: 'row', 'data-label': 'Queue' }, [nameNode(queue)]),
         el('td', { 'data-label': 'Per minute, last hour', 'data-col': 'chart' }, [hourChart(points)]),
         el('td', { 'data-label': 'Last hour', 'data-col': 'counts' }, [
           el('ul', { className: 'legend' }, OUTCOMES.map((key) => el('li', { className: `key-${key}`, 'data-count': key, text: `${hour[key]} ${key}` }))),

@@ -15,12 +15,6 @@ export const shortTier = (queue: string, tier: string): string => {
   return /^retry\.\d+\.([^.]+)\.[0-9a-z]+$/.exec(rest)?.[1] ?? rest;
 };
 
-/**
- * A name with a line-break opportunity after each separator (. - _ /), so that a long queue name wraps at its parts
- * ("shop.payments" breaks after "shop.", never inside "payments"). The zero-width spaces are for display only.
- */
-export const breakable = (name: string): string => name.replace(/([._\-/])/g, '$1\u200b');
-
 /** A duration for the console: "850 ms", "1.2 s", "42 s", "3 min", "2 h". */
 export function duration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
