@@ -73,6 +73,12 @@ describe('the retry console across three instances in separate processes, in hea
     await waitFor(async () => (await broker.count(`${orders}.error`)) === 6, 'the six poison orders parked', 20_000);
     await waitFor(async () => (await fleet()).summary.breakersOpen.includes(payments), "the payments queue's breaker open", 20_000);
 
+    // Counts reach the page with the next beat: a killed instance loses at most its last interval's, so wait for them.
+    const parkedInHistory = async () => {
+      const { queues } = (await (await fetch(`${base}/api/history`)).json()) as { queues: Array<{ queue: string; points: Array<{ parked: number }> }> };
+      return queues.find((q) => q.queue === orders)?.points.reduce((n, p) => n + p.parked, 0) ?? 0;
+    };
+    await waitFor(async () => (await parkedInHistory()) === 6, 'the six parked in the history');
     const killedAt = Date.now();
     await stop(instances[2].child, 'SIGKILL');
     await waitFor(async () => (await fleet()).summary.gone === 1, 'the killed instance shown gone', 10_000);
@@ -99,7 +105,7 @@ describe('the retry console across three instances in separate processes, in hea
       // The breaker's cause: the error that opened it, when, its trials and the next one.
       const cause = page.locator('#instances .cause', { hasText: payments }).first();
       await cause.waitFor();
-      expect(await cause.textContent()).toMatch(/opened .* ago .* by .*ECONNREFUSED.*; (no trial yet|\d+ failed trials?); next trial in/);
+      expect(await cause.textContent()).toMatch(/opened .* ago .*: 3 calls in a row failed.*, last error: connect ECONNREFUSED 10.0.0.7:443; (no trial yet|\d+ failed trials?); next trial in/);
       expect(await page.locator('[data-strip="breakers"] .strip-value').textContent()).not.toBe('0');
       // The failure groups of the orders' parking queue, with first and last seen.
       await page.locator(`#queues tr[data-queue="${orders}"] button.link`).click();

@@ -27,11 +27,12 @@ describe('HeartbeatCollector', () => {
   it("keeps an open breaker's first cause and counts its failed trials until it closes", () => {
     let now = 1_000;
     const collector = new HeartbeatCollector(() => now);
-    collector.queueStateChanged({ queue: 'orders', from: 'running', to: 'open', reason: '5 of 10 calls failed: ECONNREFUSED' });
+    collector.failed({ ...delivery('orders', 7), error: new Error('connect ECONNREFUSED amqp://bob:secret@10.0.0.7'), retryTier: 1 });
+    collector.queueStateChanged({ queue: 'orders', from: 'running', to: 'open', reason: '5 of 10 calls failed' });
     now = 2_000;
     collector.queueStateChanged({ queue: 'orders', from: 'open', to: 'half-open', reason: 'trial' });
     collector.queueStateChanged({ queue: 'orders', from: 'half-open', to: 'open', reason: 'the trial failed' });
-    expect(collector.causeOf('orders', 9_000)).toEqual({ reason: '5 of 10 calls failed: ECONNREFUSED', openedAt: 1_000, failedTrials: 1, nextTrialAt: 9_000 });
+    expect(collector.causeOf('orders', 9_000)).toEqual({ reason: '5 of 10 calls failed', error: expect.stringMatching(/^connect ECONNREFUSED amqp:\/\/bob:\*+@10\.0\.0\.7$/), openedAt: 1_000, failedTrials: 1, nextTrialAt: 9_000 });
     collector.queueStateChanged({ queue: 'orders', from: 'half-open', to: 'running', reason: 'closed' });
     expect(collector.causeOf('orders')).toBeUndefined();
   });

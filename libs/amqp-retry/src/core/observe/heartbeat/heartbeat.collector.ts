@@ -1,5 +1,7 @@
 import type { DeliveryFailedEvent, DeliveryHandledEvent, MessageParkedEvent, QueueStateEvent, RetryObserver } from '../retry.observer.js';
-import type { BreakerCause } from './heartbeat.message.js';
+import type { BreakerCause } from './heartbeat.types.js';
+import { errorMessage } from '../../text/error-message.format.js';
+import { maskCredentials } from '../../text/credentials.mask.js';
 import { LATENCY_BUCKETS, latencyBucket } from './latency.histogram.js';
 
 /** One queue's counts since the previous beat. Made once per queue, then only incremented and reset. */
@@ -10,6 +12,8 @@ class QueueCounts {
   failed = 0;
   readonly processing = new Uint32Array(LATENCY_BUCKETS);
   readonly critical = new Uint32Array(LATENCY_BUCKETS);
+  /** The last error the handler threw (a reference to it: no copy), named when the breaker opens. */
+  lastError: unknown = undefined;
 }
 
 /** What one queue did since the previous beat, as drain() hands it out. */
@@ -46,6 +50,7 @@ export class HeartbeatCollector implements RetryObserver {
   failed(event: DeliveryFailedEvent): void {
     const counts = this.of(event.queue);
     counts.failed++;
+    counts.lastError = event.error;
     counts.processing[latencyBucket(event.durationMs)]++;
     if (event.retryTier !== undefined) counts.retried++;
   }
@@ -59,7 +64,11 @@ export class HeartbeatCollector implements RetryObserver {
       const previous = this.causes.get(event.queue);
       // A failed trial (half-open to open) keeps the first opening's cause and counts the trial.
       if (previous && event.from === 'half-open') previous.failedTrials++;
-      else if (event.from !== 'paused' || !previous) this.causes.set(event.queue, { reason: event.reason, openedAt: this.now(), failedTrials: 0 });
+      else if (event.from !== 'paused' || !previous) {
+        const error = this.counts.get(event.queue)?.lastError;
+        const text = error === undefined ? '' : maskCredentials(errorMessage(error)).slice(0, 200);
+        this.causes.set(event.queue, { reason: event.reason.slice(0, 200), error: text, openedAt: this.now(), failedTrials: 0 });
+      }
     } else if (event.to === 'running') {
       this.causes.delete(event.queue);
     }

@@ -17,7 +17,7 @@ describe('Heartbeat message', () => {
   const key = heartbeatKey('shop');
 
   it('reads what an instance sends', () => {
-    const beat = sampleBeat({ queues: [{ ...sampleBeat().queues[0], breaker: { reason: 'ECONNREFUSED', openedAt: 5, failedTrials: 2, nextTrialAt: 9 }, partitions: [0, 2] }] });
+    const beat = sampleBeat({ queues: [{ ...sampleBeat().queues[0], breaker: { reason: '3 calls in a row failed', error: 'connect ECONNREFUSED', openedAt: 5, failedTrials: 2, nextTrialAt: 9 }, partitions: [0, 2] }] });
     expect(decodeHeartbeat(encodeHeartbeat(beat), key)).toEqual(beat);
     expect(heartbeatKey(undefined)).toBe('amqp-retry.heartbeat.-');
   });

@@ -120,10 +120,12 @@ function readBreaker(value: unknown): BreakerCause | Problem {
   if (!isObject(value)) return { problem: 'breaker is not an object' };
   const reason = text(value.reason, 'breaker.reason', true);
   if (typeof reason !== 'string') return reason;
+  const error = text(value.error, 'breaker.error', true);
+  if (typeof error !== 'string') return error;
   if (!isCount(value.openedAt, Number.MAX_SAFE_INTEGER)) return { problem: 'breaker.openedAt must be a time (epoch ms)' };
   if (!isCount(value.failedTrials, MAX_COUNT)) return { problem: 'breaker.failedTrials must be a count' };
   if (value.nextTrialAt !== undefined && !isCount(value.nextTrialAt, Number.MAX_SAFE_INTEGER)) return { problem: 'breaker.nextTrialAt must be a time (epoch ms)' };
-  const cause: BreakerCause = { reason, openedAt: value.openedAt as number, failedTrials: value.failedTrials as number };
+  const cause: BreakerCause = { reason, error, openedAt: value.openedAt as number, failedTrials: value.failedTrials as number };
   if (value.nextTrialAt !== undefined) cause.nextTrialAt = value.nextTrialAt as number;
   return cause;
 }

@@ -2,8 +2,10 @@ import type { QueueState } from '../../breaker/queue.state.js';
 
 /** Why a circuit breaker is open: what opened it, when, and its trials since. */
 export interface BreakerCause {
-  /** The failures that opened it, in words (as logged). */
+  /** The failures that opened it, in words (as logged): how many, or what share of the calls, failed. */
   reason: string;
+  /** The last error before it opened (credentials masked); '' when unknown. */
+  error: string;
   /** When it opened (epoch ms). */
   openedAt: number;
   /** Half-open trial rounds since it first opened that failed (it opened again). */

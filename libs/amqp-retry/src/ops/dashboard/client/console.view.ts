@@ -17,7 +17,8 @@ export const clock = (at: number): string => new Date(at).toLocaleTimeString([],
 export function breakerLine(queue: string, cause: BreakerCause, now: number): string {
   const trials = cause.failedTrials === 0 ? 'no trial yet' : `${cause.failedTrials} failed trial${cause.failedTrials === 1 ? '' : 's'}`;
   const next = cause.nextTrialAt === undefined ? '' : `; next trial ${cause.nextTrialAt <= now ? 'now' : `in ${duration(cause.nextTrialAt - now)} (${clock(cause.nextTrialAt)})`}`;
-  return `${queue}: opened ${duration(Math.max(0, now - cause.openedAt))} ago (${clock(cause.openedAt)}) by ${cause.reason}; ${trials}${next}`;
+  const error = cause.error ? `, last error: ${cause.error}` : '';
+  return `${queue}: opened ${duration(Math.max(0, now - cause.openedAt))} ago (${clock(cause.openedAt)}): ${cause.reason}${error}; ${trials}${next}`;
 }
 
 /** One item of the strip: a label, a figure, and a tone when something is wrong. */
