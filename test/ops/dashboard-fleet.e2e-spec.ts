@@ -120,12 +120,42 @@ describe('the console: every instance of the application from its heartbeats, an
 
   it('keeps the guard and the cross-site rules on the new routes', async () => {
     const closed = await instance(uniqueName('e2e-fleet-app'), 'closed');
-    for (const path of ['/retry/api/fleet', '/retry/api/history']) {
+    for (const path of ['/retry/api/fleet', '/retry/api/history', '/retry/api/groups/actions']) {
       const response = await fetch(closed.url + path, { headers: auth });
       expect([path, response.status]).toEqual([path, 403]);
     }
     const guarded = await instance(uniqueName('e2e-fleet-app'));
-    for (const path of ['/retry/api/fleet', '/retry/api/history?minutes=5']) {
+    await broker.publish('', queue, { poison: true });
+    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1, 'one parked message');
+    const html = await (await fetch(`${guarded.url}/retry`, { headers: auth })).text();
+    const token = /name="retry-dashboard-token" content="([^"]+)"/.exec(html)?.[1] ?? '';
+    const summary = await read<{ groups: Array<{ key: string }> }>(`${guarded.url}/retry/api/summary`);
+    const body = JSON.stringify({ errorQueue: `${queue}.error`, group: summary.groups[0].key });
+    for (const action of ['replay', 'purge']) {
+      const path = `/retry/api/groups/${action}`;
+      const json = { ...auth, 'content-type': 'application/json' };
+      const refusals = [
+        ['no credentials', { 'content-type': 'application/json', 'x-retry-dashboard-token': token }, 401],
+        ['no page token', json, 403],
+        ['a cross-site post', { ...json, 'x-retry-dashboard-token': token, 'sec-fetch-site': 'cross-site' }, 403],
+      ] as const;
+      for (const [what, headers, status] of refusals) {
+        const response = await fetch(guarded.url + path, { method: 'POST', headers, body });
+        expect([path, what, response.status]).toEqual([path, what, status]);
+      }
+      const scoped = await fetch(guarded.url + path, {
+        method: 'POST',
+        headers: { ...json, 'x-retry-dashboard-token': token },
+        body: JSON.stringify({ errorQueue: 'some.business.queue', group: summary.groups[0].key }),
+      });
+      expect([path, 'another queue', scoped.status]).toEqual([path, 'another queue', 400]);
+    }
+    expect(await broker.count(`${queue}.error`)).toBe(1); // nothing refused changed anything
+    const purged = await fetch(`${guarded.url}/retry/api/groups/purge`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'x-retry-dashboard-token': token }, body });
+    expect(await purged.json()).toMatchObject({ action: 'purge', matched: 1, done: 1, by: 'unknown' });
+    expect(await read<Array<{ action: string }>>(`${guarded.url}/retry/api/groups/actions`)).toMatchObject([{ action: 'purge', done: 1 }]);
+    expect((await fetch(`${guarded.url}/retry/api/groups/actions`)).status).toBe(401);
+    for (const path of ['/retry/api/fleet', '/retry/api/history?minutes=5', '/retry/api/groups/actions']) {
       expect([path, (await fetch(guarded.url + path)).status]).toEqual([path, 401]);
       const crossSite = await fetch(guarded.url + path, { headers: { ...auth, 'sec-fetch-site': 'cross-site' } });
       expect([path, crossSite.status]).toEqual([path, 403]);
