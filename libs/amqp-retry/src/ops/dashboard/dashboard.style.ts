@@ -39,10 +39,10 @@ button.link { background: none; border: none; padding: 0; min-height: 0; color: 
 button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible, summary:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .name { overflow-wrap: break-word; word-break: normal; }
 .strip { list-style: none; display: flex; flex-wrap: wrap; gap: .5rem; margin: .5rem auto 0; padding: 0 1rem; max-width: 1200px; }
-.strip-item { display: flex; flex-direction: column; background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .4rem .75rem; min-width: 9rem; flex: 1 1 9rem; }
+.strip-item { display: flex; flex-direction: column; min-width: 0; background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .4rem .75rem; min-width: 9rem; flex: 1 1 9rem; }
 .strip-item.bad { border-color: #efc2bf; background: #fbeceb; }
 .strip-label { color: var(--muted); font-size: .8rem; }
-.strip-value { font-weight: 700; font-variant-numeric: tabular-nums; }
+.strip-value { font-weight: 700; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
 .state-bad { background: #fbeceb; color: var(--danger); }
 tr.gone { color: var(--muted); }
 .names { list-style: none; margin: 0; padding: 0; }
@@ -139,7 +139,7 @@ textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
   .num { text-align: left; }
   .bulk button { flex: 1 1 45%; }
   .strip { padding: 0 .5rem; }
-  .strip-item { min-width: 45%; }
+  .strip-item { flex-basis: 40%; }
 }
 @media (max-width: 420px) { form#filter { grid-template-columns: 1fr; } }
 `;

@@ -22,11 +22,9 @@ export function breakerLine(queue: string, cause: BreakerCause, now: number): st
 }
 
 /** One item of the strip: a label, a figure, and a tone when something is wrong. */
-function stripItem(key: string, label: string, value: string, bad: boolean, title?: string): HTMLElement {
-  return el('li', { className: `strip-item${bad ? ' bad' : ''}`, 'data-strip': key, title }, [
-    el('span', { className: 'strip-label', text: label }),
-    el('span', { className: 'strip-value', text: value }),
-  ]);
+function stripItem(key: string, label: string, value: string | Node[], bad: boolean, title?: string): HTMLElement {
+  const shown = typeof value === 'string' ? el('span', { className: 'strip-value', text: value }) : el('span', { className: 'strip-value' }, value);
+  return el('li', { className: `strip-item${bad ? ' bad' : ''}`, 'data-strip': key, title }, [el('span', { className: 'strip-label', text: label }), shown]);
 }
 
 /** The summary strip: instances up and gone, breakers open, queues paused, parked in the last hour, oldest parked, slowest queue. */
@@ -42,7 +40,7 @@ export function renderStrip(list: HTMLElement, fleet: FleetState, oldestParkedMs
     stripItem(
       'slowest',
       'Slowest queue (p95)',
-      summary.slowest ? `${summary.slowest.queue} ${duration(summary.slowest.p95)}` : '–',
+      summary.slowest ? [nameNode(summary.slowest.queue), document.createTextNode(` ${duration(summary.slowest.p95)}`)] : '–',
       false,
       'the highest 95th-percentile processing time over the last hour',
     ),
