@@ -22,6 +22,8 @@ const ENGINE_FILES = [
   'queue-flow\\.control', 'rate-limit\\.gate', 'waiting\\.deliveries', 'control\\.side', 'control\\.listener',
   // delayed delivery, the outbox, partitions
   'delay\\.forwarding', 'ladder\\.drain', 'outbox\\.[a-z]+', 'partitions?\\.[a-z]+',
+  // the console's heartbeat
+  'heartbeat\\.runtime',
 ];
 const PIPELINE_FILES = ['delivery\\.(pipeline|contracts)', '[a-z-]+\\.steps?', 'delay\\.forwarder', 'in-place\\.retry'];
 const notIn = (folder, names) => `^libs/amqp-retry/src/${folder}/(?!(${names.join('|')})(\\.spec)?\\.ts$)`;

@@ -88,7 +88,7 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     const page = await fetch(`${url}/retry`, { headers: { authorization: 'Bearer ops-secret' } });
     expect(page.status).toBe(200);
     const html = await page.text();
-    expect(html).toContain('<title>Parked messages</title>');
+    expect(html).toContain('<title>Retry console</title>');
     expect(html).not.toContain('This page is open');
     expect(
       Object.fromEntries(

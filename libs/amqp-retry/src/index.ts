@@ -104,6 +104,7 @@ export type {
   ParkedMessageView,
   HandlerQueueState,
   ParkedSummary,
+  FailureGroup,
   PageRequest,
   ParkedPage,
   ParkedSelection,

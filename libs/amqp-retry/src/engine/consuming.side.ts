@@ -10,6 +10,9 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { MessageParker } from '../pipeline/park-route.steps.js';
 import { ControlSide } from './control.side.js';
+import { brokerUser, HEARTBEAT_INTERVAL_MS, HeartbeatRuntime } from './heartbeat.runtime.js';
+import { HeartbeatCollector } from '../core/observe/heartbeat/heartbeat.collector.js';
+import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import type { ReplyAddressChecker } from './reply-address.checker.js';
 import type { Channel } from 'amqplib';
 import { DelayForwarding } from './delay.forwarding.js';
@@ -57,6 +60,8 @@ export class ConsumingSide {
   /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
   private stores: IdempotencyStore[] = [];
   private closed = false;
+  /** This instance's heartbeat, once started (see startHeartbeat). */
+  private heartbeat?: HeartbeatRuntime;
   /** hasQueuesThatRefuse's answer, forgotten whenever a handler is added or removed. */
   private refusing?: boolean;
 
@@ -194,12 +199,39 @@ export class ConsumingSide {
     await Promise.all(leaving.map((r) => r.stop(this.sides.config.shutdownTimeoutMs)));
   }
 
+  /**
+   * Starts this instance's heartbeat on the control exchange (see HeartbeatRuntime), and with `fleet` keeps every
+   * instance's beats in it (the page's instance). Once; stopped with the consumers.
+   */
+  startHeartbeat(fleet?: FleetHistory, intervalMs = HEARTBEAT_INTERVAL_MS): void {
+    if (this.heartbeat || this.closed || this.sides.isClosed()) return;
+    const { config, logger, observers } = this.sides;
+    const collector = new HeartbeatCollector();
+    observers.add(collector);
+    this.heartbeat = new HeartbeatRuntime({
+      application: config.application,
+      intervalMs,
+      logger,
+      collector,
+      fleet,
+      userId: brokerUser(config.urls[0]),
+      publishChannel: (purpose) => this.publishingChannel(purpose, true),
+      consumeChannel: async (purpose) => (await this.consumingConnection()).createChannel(purpose, true),
+      consumed: () => this.statuses(),
+      flows: () => this.queueStates(),
+      partitions: () => this.partitions(),
+    });
+    this.heartbeat.start();
+  }
+
   /** Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. */
   async stop(): Promise<void> {
     const runtimes = [...this.runtimes.splice(0), ...this.attached.splice(0)];
     this.refusing = undefined;
     const timeout = this.sides.config.shutdownTimeoutMs;
-    await Promise.all([...runtimes.map((r) => r.stop(timeout)), this.forwarding.stop(timeout)]);
+    const heartbeat = this.heartbeat;
+    this.heartbeat = undefined;
+    await Promise.all([...runtimes.map((r) => r.stop(timeout)), this.forwarding.stop(timeout), heartbeat?.stop()]);
   }
 
   /** Closes the consuming connection and the idempotency stores; nothing opens again. */

@@ -12,6 +12,7 @@ import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
 import { ShutdownBound } from './shutdown.bound.js';
 import type { EngineHandler } from './handler.runtime.js';
+import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import type { PartitionsStatus } from './partitions.runtime.js';
 import { PublishingSide } from './publishing.side.js';
 import { ReplyAddressChecker } from './reply-address.checker.js';
@@ -191,12 +192,17 @@ export class RetryEngine {
     return { connections, queues: this.consuming.statuses(), ...(outbox && { outbox }) };
   }
 
+  /** @internal Starts this instance's heartbeat; with `fleet` (the page's instance) keeps every instance's beats. */
+  startHeartbeat(fleet?: FleetHistory, intervalMs?: number): void {
+    this.consuming.startHeartbeat(fleet, intervalMs);
+  }
+
   /** Each partitioned handler's partitions as this instance sees them: owners, depths, members (docs/partitions.md). */
   partitions(): PartitionsStatus[] {
     return this.consuming.partitions();
   }
 
-  /** @internal Declares every handler's topology and starts consuming, and the delay forwarder when delays are on. */
+  /** @internal Declares every handler's topology and starts consuming. */
   async start(handlers: readonly EngineHandler[]): Promise<void> {
     await this.prepare(handlers);
     await this.consume();
@@ -208,15 +214,10 @@ export class RetryEngine {
     await this.closingOnFailure(() => this.consuming.prepare(handlers));
   }
 
-  /** @internal Starts the outbox relay of this instance (once), when the outbox is configured with `relay` on. */
-  async startRelay(): Promise<void> {
-    if (!this.closed) await this.outbox.startRelay();
-  }
-
   /** @internal Starts the relay and the consumers of what `prepare()` declared. */
   consume(): Promise<void> {
     return this.closingOnFailure(async () => {
-      await this.startRelay();
+      if (!this.closed) await this.outbox.startRelay();
       await this.consuming.consume();
     });
   }

@@ -24,6 +24,7 @@ import { matchesFilter, replayPublishOptions, summarize, toJsonLine } from '../c
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
 import { ConfirmWindow } from './confirm.window.js';
+import { ParkedHeader } from '../core/headers/header.names.js';
 import { browseParked, publishToQueue, type BrowsedMessage } from './parked-queue.browser.js';
 import type {
   EditReplayOptions,
@@ -621,4 +622,10 @@ function settle(walk: Walk, browsed: BrowsedMessage): void {
 }
 
 /** A summary needs no bodies: drop them rather than hold every body of a large queue. */
-const stripBody = (view: ParkedMessageView): ParkedMessageView => ({ ...view, body: '', headers: {}, deaths: [] });
+/** What a summary keeps of a message: no body, no death history, of the headers only the stack (its failure group's frame). */
+const stripBody = (view: ParkedMessageView): ParkedMessageView => ({
+  ...view,
+  body: '',
+  headers: view.headers[ParkedHeader.exceptionStack] === undefined ? {} : { [ParkedHeader.exceptionStack]: view.headers[ParkedHeader.exceptionStack] },
+  deaths: [],
+});

@@ -22,6 +22,12 @@ export interface ParkedFilter {
   until?: Date;
   /** A case-insensitive substring of the body (decoded as UTF-8; a binary body never matches). */
   text?: string;
+  /** A failure group's key (FailureGroup.key): its messages only. */
+  group?: string;
+  /** The message's `messageId` property, exactly. */
+  messageId?: string;
+  /** The message's `correlationId` property, exactly. */
+  correlationId?: string;
 }
 
 /** One parked message as an operator reads it. */
@@ -118,6 +124,42 @@ export interface ParkedSummary {
     /** Matching messages parked with it. */
     count: number;
   }[];
+  /** Failure groups (queue, reason, normalized error, top stack frame), largest first, at most 200. */
+  groups?: FailureGroup[];
+  /** When the oldest matching message was parked, if any says. */
+  oldestParkedAt?: Date;
+}
+
+/**
+ * Parked messages that failed alike, as one unit of work: the same parking and handler queue, reason, exception
+ * message once ids, numbers and addresses are masked, and top stack frame. Replayed or purged as a whole by its key.
+ */
+export interface FailureGroup {
+  /** Stable key of the group: give it as the filter's `group` to act on the group's messages. */
+  key: string;
+  /** The handler queue its messages failed in. */
+  queue: string;
+  /** The parking queue holding them. */
+  errorQueue: string;
+  /** The park reason. */
+  reason: string;
+  /** The exception message with ids, numbers and addresses masked (`<id>`, `<n>`, `<ip>`, `<email>`). */
+  error: string;
+  /** The first frame of the stack trace (`x-exception-stack`), '' without one. */
+  frame: string;
+  /** Messages in the group. */
+  count: number;
+  /** The earliest `x-parked-at` in the group. */
+  firstSeen?: Date;
+  /** The latest `x-parked-at` in the group. */
+  lastSeen?: Date;
+  /** One message of the group: its id and its exception message as written. */
+  sample: {
+    /** The message's id (ParkedMessageView.id). */
+    id: string;
+    /** Its exception message, unmasked. */
+    error: string;
+  };
 }
 
 /** Which page of the matching messages a listing returns. */

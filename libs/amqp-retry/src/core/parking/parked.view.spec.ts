@@ -130,7 +130,7 @@ describe('summarize', () => {
       parked({ 'x-exception-message': 'a' }),
       parked({ 'x-exception-message': 'b', 'x-parked-reason': 'malformed' }),
     ].map((p) => toParkedView(p, 'e'));
-    expect(summarize(views)).toEqual({
+    expect(summarize(views)).toMatchObject({
       total: 3,
       byReason: [
         { reason: 'exhausted', count: 2 },

@@ -6,6 +6,7 @@ import { maskCredentials } from '../text/credentials.mask.js';
 import { republishProperties } from '../message/message.properties.js';
 import { BROKER_DEATH_HEADERS } from './parked-message.headers.js';
 import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
+import { groupFailures, groupKeyOf } from './failure.groups.js';
 
 /**
  * Headers a broker adds when a quorum queue hands a message out again: browsing a parking queue raises them, so they
@@ -141,7 +142,16 @@ export function matchesFilter(view: ParkedMessageView, filter: ParkedFilter = {}
   if (filter.since !== undefined && (view.parkedAt === undefined || view.parkedAt < filter.since)) return false;
   if (filter.until !== undefined && (view.parkedAt === undefined || view.parkedAt >= filter.until)) return false;
   if (filter.text !== undefined && (view.bodyEncoding !== 'utf8' || !contains(view.body, filter.text))) return false;
+  if (filter.messageId !== undefined && view.properties.messageId !== filter.messageId) return false;
+  if (filter.correlationId !== undefined && view.properties.correlationId !== filter.correlationId) return false;
+  if (filter.group !== undefined && groupKeyOf(view) !== filter.group) return false;
   return true;
+}
+
+function oldest(views: readonly ParkedMessageView[]): { oldestParkedAt?: Date } {
+  let at: Date | undefined;
+  for (const v of views) if (v.parkedAt && (!at || v.parkedAt < at)) at = v.parkedAt;
+  return at ? { oldestParkedAt: at } : {};
 }
 
 function countBy(values: readonly string[]): Array<[string, number]> {
@@ -156,6 +166,8 @@ export function summarize(views: readonly ParkedMessageView[]): ParkedSummary {
     total: views.length,
     byReason: countBy(views.map((v) => v.reason)).map(([reason, count]) => ({ reason, count })),
     byError: countBy(views.map((v) => v.error)).map(([error, count]) => ({ error, count })),
+    groups: groupFailures(views),
+    ...oldest(views),
   };
 }
 

@@ -46,6 +46,9 @@ import type { OutboxBacklog } from '../../engine/outbox.side.js';
 import { readPauseBy } from '../../core/breaker/queue.state.js';
 import type { QueueFlowStatus } from '../../engine/queue-flow.control.js';
 import type { PartitionsStatus } from '../../engine/partitions.runtime.js';
+import { FleetWatch, type FleetView } from './fleet.watch.js';
+import { GroupActions, type GroupAction } from './group.actions.js';
+import type { QueueHistory } from '../../core/observe/heartbeat/fleet.history.js';
 
 const Kind = (kind: DashboardRouteKind) => SetMetadata(DASHBOARD_ROUTE_KIND, kind);
 
@@ -72,6 +75,8 @@ export function createDashboardController(path: string): Type<unknown> {
       private readonly tokens: PageTokens,
       @Inject(ParkedMessages) parked: ParkedMessages,
       @Inject(RetryEngine) private readonly engine: RetryEngine,
+      private readonly watch: FleetWatch,
+      private readonly groupActions: GroupActions,
     ) {
       this.parked = config.wholeVhost ? parked.wholeVhost() : parked;
     }
@@ -125,6 +130,66 @@ export function createDashboardController(path: string): Type<unknown> {
     @Kind('read')
     partitions(): PartitionsStatus[] {
       return this.engine.partitions();
+    }
+
+    /** The application's instances from their heartbeats (up, or gone since when) and the summary strip. */
+    @Get('api/fleet')
+    @Kind('read')
+    fleet(): FleetView {
+      return this.watch.view();
+    }
+
+    /** Per queue, one point a minute over the last `minutes` (default 60, at most the history kept): counts and percentiles. */
+    @Get('api/history')
+    @Kind('read')
+    history(@Query('minutes') minutes?: string): { now: number; queues: QueueHistory[] } {
+      const span = minutes === undefined ? 60 : Number(minutes);
+      if (!Number.isInteger(span) || span < 1) throw new BadRequestException(`minutes is ${JSON.stringify(minutes)}; give a whole number of minutes, e.g. 60`);
+      return this.watch.history(span);
+    }
+
+    /** Who replayed or purged which failure group, when, and how many (this instance's record, newest first). */
+    @Get('api/groups/actions')
+    @Kind('read')
+    groupHistory(): GroupAction[] {
+      return this.groupActions.list();
+    }
+
+    /**
+     * Replays or purges a whole failure group in one action: `{ errorQueue, group, by? }`. A replay publishes each
+     * message once and acks it only once the broker confirmed the copy, as every replay; the action is recorded.
+     */
+    @Post('api/groups/:action')
+    @Kind('write')
+    @HttpCode(200)
+    group(@Param('action') action: string, @Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<GroupAction> {
+      return this.call(`${action} a failure group`, async () => {
+        if (action !== 'replay' && action !== 'purge') throw new NotFoundException(`No group action ${JSON.stringify(action)}; use replay or purge.`);
+        const { errorQueue, group, by } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+        const selection = readSelection({ errorQueue, filter: { group } });
+        if (!selection.filter?.group) throw new DashboardRequestError('group', 'is missing; give the key of a failure group (FailureGroup.key)');
+        const who = readPauseBy(userName(request.user) ?? by ?? 'unknown', undefined);
+        if ('problem' in who) throw new DashboardRequestError('by', who.problem.replace(/^by /, ''));
+        await this.knownParkingQueue(selection.errorQueue);
+        const [described] = (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group })).groups ?? [];
+        const result = action === 'replay' ? await this.parked.replay(selection) : await this.parked.purge(selection);
+        const done = 'replayed' in result ? result.replayed : result.purged;
+        const failed = 'failed' in result ? result.failed.length : 0;
+        const record: GroupAction = {
+          at: new Date().toISOString(),
+          by: who.by,
+          action,
+          group: selection.filter.group,
+          errorQueue: selection.errorQueue,
+          error: described?.error ?? '',
+          matched: result.matched,
+          done,
+          failed,
+        };
+        this.groupActions.record(record);
+        this.logger.log(`${who.by} ${action === 'replay' ? 'replayed' : 'purged'} ${done} of ${result.matched} of the group "${record.error}" from ${record.errorQueue}`);
+        return record;
+      });
     }
 
     @Get('api/summary')

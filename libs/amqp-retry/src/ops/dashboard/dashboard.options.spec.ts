@@ -20,7 +20,14 @@ describe('resolveDashboardConfig', () => {
       trustedOrigins: [],
       allowedHosts: [],
       wholeVhost: false,
+      heartbeatIntervalMs: 5_000,
     });
+  });
+
+  it('beats every heartbeatIntervalMs, from 250 ms to a minute, and names the key otherwise', () => {
+    expect(resolveDashboardConfig({ heartbeatIntervalMs: 1_000 }).heartbeatIntervalMs).toBe(1_000);
+    expect(() => resolveDashboardConfig({ heartbeatIntervalMs: 10 })).toThrow(/dashboard\.heartbeatIntervalMs is 10.*from 250 to 60000/s);
+    expect(() => resolveDashboardConfig({ heartbeatIntervalMs: '5s' as never })).toThrow(/dashboard\.heartbeatIntervalMs/);
   });
 
   it("shows this application's queues unless wholeVhost is true, and refuses a value that is not a boolean", () => {

@@ -45,6 +45,12 @@ export interface RetryDashboardOptions {
    * rebinding cannot turn a local page into a public one. Default none.
    */
   allowedHosts?: string[];
+  /**
+   * How often this instance sends its heartbeat (its identity, queues, states, counts and timings) to the application's
+   * other instances on the control exchange, in milliseconds. An instance that misses 3 beats shows as gone. Default
+   * 5000 (gone within 15 s of its last beat); at least 250.
+   */
+  heartbeatIntervalMs?: number;
 }
 
 /** The options once checked, with defaults. */
@@ -57,10 +63,12 @@ export interface DashboardConfig {
   trustedOrigins: string[];
   allowedHosts: string[];
   wholeVhost: boolean;
+  heartbeatIntervalMs: number;
 }
 
 export const DEFAULT_DASHBOARD_PATH = '/retry';
 export const DEFAULT_TOKEN_TTL_MS = 12 * 60 * 60 * 1000;
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 const MIN_SECRET_BYTES = 32;
 
 const fail = (key: string, problem: string, fix: string): never => {
@@ -107,8 +115,12 @@ export function resolveDashboardConfig(options: RetryDashboardOptions): Dashboar
     }
     return host.toLowerCase();
   });
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+  if (!Number.isInteger(heartbeatIntervalMs) || heartbeatIntervalMs < 250 || heartbeatIntervalMs > 60_000) {
+    fail('heartbeatIntervalMs', `is ${JSON.stringify(options.heartbeatIntervalMs)}`, 'Pass a whole number of milliseconds from 250 to 60000 (default 5000).');
+  }
   const open = guard === undefined && options.allowUnauthenticated === true;
-  return { path, guard, open, tokenSecret, tokenTtlMs, trustedOrigins, allowedHosts, wholeVhost: options.wholeVhost === true };
+  return { path, guard, open, tokenSecret, tokenTtlMs, trustedOrigins, allowedHosts, wholeVhost: options.wholeVhost === true, heartbeatIntervalMs };
 }
 
 /** `/retry`, `retry/`, `//ops//retry` -> `/retry`, `/ops/retry`; anything but plain path segments is refused. */

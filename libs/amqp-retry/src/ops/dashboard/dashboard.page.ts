@@ -36,7 +36,7 @@ export function renderPage({ base, token, open }: PageInput): string {
 <meta name="referrer" content="no-referrer">
 <meta name="retry-dashboard-token" content="${escapeHtml(token)}">
 <meta name="retry-dashboard-base" content="${escapeHtml(base)}">
-<title>Parked messages</title>
+<title>Retry console</title>
 <style>${BOOT_STYLE}</style>
 <link rel="icon" href="${at(ICON_PATH)}" type="image/svg+xml">
 <link rel="stylesheet" href="${at(STYLE_PATH)}">
@@ -44,11 +44,11 @@ export function renderPage({ base, token, open }: PageInput): string {
 </head>
 <body>
 <div id="boot" role="status">
-  <p><strong>Loading the parked-messages page…</strong></p>
+  <p><strong>Loading the retry console…</strong></p>
   <p class="later" role="alert">If this stays, this browser’s requests for the page’s own script and stylesheet (<code>${at('assets/')}…</code>) were refused. The guard given to RetryDashboardModule runs before every request under <code>${escapeHtml(base)}</code>, the page’s script, stylesheet and API included, and must accept each of them: they carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. See “Guarding the page” in the project’s docs/operations.md.</p>
 </div>
 <header>
-  <h1>Parked messages</h1>
+  <h1>Retry console</h1>
   <div class="header-actions">
     <span id="refreshed" class="muted" aria-live="off"></span>
     <button type="button" id="auto-refresh" aria-pressed="false">Pause auto-refresh</button>
@@ -62,10 +62,27 @@ ${banner}
   <p>Reload the page (a page’s token expires after a while). If it is refused again, the guard given to RetryDashboardModule refuses this browser’s requests to <code id="refused-base"></code>/api/. The page’s own requests carry only what the browser sends by itself, a session cookie or HTTP Basic credentials; a header such as a bearer token, added by hand, never reaches them. Sign in again, or see “Guarding the page” in the project’s docs/operations.md.</p>
 </div>
 <p id="status" role="status" aria-live="polite">Loading…</p>
+<ul id="strip" class="strip" aria-label="Summary"></ul>
 <main>
+  <section aria-labelledby="instances-title">
+    <h2 id="instances-title">Instances</h2>
+    <p class="hint" id="instances-note">From the instances' heartbeats.</p>
+    <div class="table-wrap"><table id="instances">
+      <thead><tr><th>Instance</th><th>Status</th><th>Last beat</th><th>Consumes</th><th>Breakers</th></tr></thead>
+      <tbody></tbody>
+    </table></div>
+  </section>
+  <section aria-labelledby="history-title">
+    <h2 id="history-title">Last hour</h2>
+    <p class="hint">Every instance's messages per minute (handled, retried, parked, failed), kept by the instance serving this page from the heartbeats, and the worst minute's 95th percentile of processing time (the handler's call) and critical time (publish to handled). Percentiles read as the bound of their histogram bucket.</p>
+    <div class="table-wrap"><table id="history">
+      <thead><tr><th>Queue</th><th>Per minute, last hour</th><th>Last hour</th><th>p95 (worst minute)</th></tr></thead>
+      <tbody></tbody>
+    </table></div>
+  </section>
   <section aria-labelledby="queues-title">
     <h2 id="queues-title">Queues</h2>
-    <p class="hint">Ready: waiting for a consumer. In flight: taken by this instance, not yet settled. Tiers: waiting for their next attempt. Rates: per minute while this page is open.</p>
+    <p class="hint">Ready: waiting for a consumer. In flight: taken by this instance, not yet settled. Tiers: waiting for their next attempt. Rates: this instance's, per minute while this page is open (the last hour of every instance is above).</p>
     <div class="table-wrap"><table id="queues">
       <thead><tr><th>Handler queue</th><th>State</th><th class="num">Ready</th><th class="num">In flight</th><th>Waiting in tiers</th><th class="num">Parked</th><th>Last 10 minutes</th></tr></thead>
       <tbody></tbody>
@@ -96,12 +113,28 @@ ${banner}
     </table></div>
   </section>
   <section aria-labelledby="groups-title">
-    <h2 id="groups-title">Parked, grouped</h2>
+    <h2 id="groups-title">Parked, grouped<span id="groups-scope" class="muted"></span></h2>
     <p class="hint">Choose a group to list its messages.</p>
     <div class="groups">
       <div><h3>By reason</h3><ul id="by-reason" class="group-list"></ul></div>
       <div><h3>By error</h3><ul id="by-error" class="group-list"></ul></div>
     </div>
+  </section>
+  <section aria-labelledby="failure-groups-title">
+    <h2 id="failure-groups-title">Failure groups</h2>
+    <p class="hint">Messages that failed alike (queue, reason, error with ids, numbers and addresses masked, top stack frame), as one unit of work: replay or purge a whole group at once. A replay returns each message to its queue once, acked here only after the broker confirmed its copy.</p>
+    <ul id="failure-groups" class="failure-groups"></ul>
+    <h3>Group history</h3>
+    <ul id="group-history" class="history-list"></ul>
+  </section>
+  <section aria-labelledby="search-title">
+    <h2 id="search-title">Find a message</h2>
+    <form id="search" autocomplete="off" role="search">
+      <label>Message id or correlation id <input name="id" id="search-id" required maxlength="200"></label>
+      <div class="actions"><button type="submit">Find</button></div>
+    </form>
+    <p id="search-summary" role="status"></p>
+    <ul id="search-results" class="messages"></ul>
   </section>
   <section aria-labelledby="messages-title">
     <h2 id="messages-title">Messages</h2>
@@ -130,6 +163,8 @@ ${banner}
 <dialog id="detail" aria-labelledby="detail-title">
   <div class="dialog-head"><h2 id="detail-title">Message</h2><button type="button" class="close" id="detail-close" aria-label="Close">&times;</button></div>
   <dl id="detail-facts" class="facts"></dl>
+  <h3>Timeline</h3>
+  <ol id="detail-timeline" class="timeline"></ol>
   <h3>Body</h3>
   <pre id="detail-body" class="body"></pre>
   <div id="edit-area" hidden>

@@ -73,6 +73,9 @@ export function readFilter(value: unknown, field = 'filter'): ParkedFilter {
     text: optionalText(input, 'text', at('text')),
     since: optionalDate(input, 'since', at('since')),
     until: optionalDate(input, 'until', at('until')),
+    group: optionalText(input, 'group', at('group')),
+    messageId: optionalText(input, 'messageId', at('messageId')),
+    correlationId: optionalText(input, 'correlationId', at('correlationId')),
   };
   for (const key of Object.keys(filter) as (keyof ParkedFilter)[]) if (filter[key] === undefined) delete filter[key];
   return filter;

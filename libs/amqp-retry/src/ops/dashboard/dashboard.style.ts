@@ -34,7 +34,35 @@ button { font: inherit; padding: .45rem .8rem; border-radius: 6px; border: 1px s
 button:hover:not(:disabled) { border-color: var(--accent); }
 button:disabled { opacity: .5; cursor: not-allowed; }
 button.danger { background: #fbeceb; border-color: #efc2bf; color: var(--danger); }
-button.link { background: none; border: none; padding: 0; min-height: 0; color: var(--accent); text-decoration: underline; text-align: left; word-break: break-all; }
+button.link { background: none; border: none; padding: 0; min-height: 0; color: var(--accent); text-decoration: underline; text-align: left; overflow-wrap: anywhere; }
+:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible, summary:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+.name { overflow-wrap: break-word; word-break: normal; }
+.strip { list-style: none; display: flex; flex-wrap: wrap; gap: .5rem; margin: .5rem auto 0; padding: 0 1rem; max-width: 1200px; }
+.strip-item { display: flex; flex-direction: column; min-width: 0; background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .4rem .75rem; min-width: 9rem; flex: 1 1 9rem; }
+.strip-item.bad { border-color: #efc2bf; background: #fbeceb; }
+.strip-label { color: var(--muted); font-size: .8rem; }
+.strip-value { font-weight: 700; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
+.state-bad { background: #fbeceb; color: var(--danger); }
+tr.gone { color: var(--muted); }
+.names { list-style: none; margin: 0; padding: 0; }
+.cause { margin: 0 0 .25rem; color: var(--danger); font-size: .85rem; }
+svg.hour { width: 100%; min-width: 160px; max-width: 360px; height: 36px; background: var(--bg); border-radius: 3px; }
+.line-handled { stroke: var(--ok); } .line-retried { stroke: #b7791f; } .line-parked { stroke: var(--danger); } .line-failed { stroke: #7b3fb3; }
+.legend { list-style: none; margin: 0; padding: 0; font-size: .85rem; font-variant-numeric: tabular-nums; }
+.key-handled::before, .key-retried::before, .key-parked::before, .key-failed::before { content: ""; display: inline-block; width: .6rem; height: .6rem; border-radius: 2px; margin-right: .3rem; }
+.key-handled::before { background: var(--ok); } .key-retried::before { background: #b7791f; } .key-parked::before { background: var(--danger); } .key-failed::before { background: #7b3fb3; }
+.failure-groups, .history-list, .timeline { margin: 0; padding: 0; list-style: none; }
+.failure-group { border: 1px solid var(--line); border-radius: 8px; padding: .6rem .75rem; margin-bottom: .6rem; }
+.fg-head { display: flex; gap: .6rem; align-items: baseline; }
+.fg-head .count { font-weight: 700; }
+.fg-error { font-weight: 600; overflow-wrap: anywhere; }
+.fg-facts, .fg-sample { margin: .2rem 0; overflow-wrap: anywhere; }
+.history-list li { margin: .2rem 0; font-size: .9rem; }
+.timeline li { border-left: 3px solid var(--line); padding: .2rem .6rem; margin: 0 0 .2rem; }
+.timeline time { color: var(--muted); font-variant-numeric: tabular-nums; }
+form#search { display: flex; gap: .5rem; align-items: flex-end; flex-wrap: wrap; }
+form#search label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); flex: 1 1 20rem; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .5rem 0; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
@@ -110,6 +138,8 @@ textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
   td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
   .num { text-align: left; }
   .bulk button { flex: 1 1 45%; }
+  .strip { padding: 0 .5rem; }
+  .strip-item { flex-basis: 40%; }
 }
 @media (max-width: 420px) { form#filter { grid-template-columns: 1fr; } }
 `;

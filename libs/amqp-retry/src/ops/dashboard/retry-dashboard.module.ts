@@ -14,6 +14,8 @@ import { DASHBOARD_CONFIG } from './dashboard.constants.js';
 import { createDashboardController } from './dashboard.controller.js';
 import { PageTokens } from './page.token.js';
 import { DashboardShutdown } from './dashboard.shutdown.js';
+import { FleetWatch } from './fleet.watch.js';
+import { GroupActions } from './group.actions.js';
 
 /** forRootAsync: the path is needed when the module is built (it is the controller's route); the rest may wait. */
 export interface RetryDashboardAsyncOptions {
@@ -76,6 +78,8 @@ export class RetryDashboardModule implements OnModuleInit {
         },
         DashboardAccessGuard,
         DashboardShutdown,
+        FleetWatch,
+        GroupActions,
         ...extra,
       ],
     };

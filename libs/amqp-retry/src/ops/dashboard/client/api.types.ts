@@ -5,6 +5,7 @@
 import type { HandlerQueueState, ParkedMessageView, ParkedSummary, PurgeResult, ReplayResult } from '../../../core/parking/parked-messages.types.js';
 import type { QueueFlowStatus } from '../../../core/breaker/queue.state.js';
 import type { PartitionsStatus } from '../../../core/partitions/partitions.status.js';
+import type { FleetInstance, FleetSummary, QueueHistory } from '../../../core/observe/heartbeat/fleet.history.js';
 
 export type QueueState = HandlerQueueState;
 export type QueueCounts = NonNullable<HandlerQueueState['activity']>;
@@ -30,3 +31,20 @@ export interface Filter {
   since?: string;
   until?: string;
 }
+
+/** `api/fleet`: the application's instances from their heartbeats, and the summary strip (times in epoch ms). */
+export interface FleetState {
+  /** The serving instance's clock: every age shown is counted from it. */
+  now: number;
+  missedBeats: number;
+  intervalMs: number;
+  instances: FleetInstance[];
+  summary: FleetSummary;
+}
+/** `api/history`: per queue, one point a minute. */
+export interface HistoryState {
+  now: number;
+  queues: QueueHistory[];
+}
+export type { FleetInstance, FleetSummary, HistoryPoint, QueueHistory } from '../../../core/observe/heartbeat/fleet.history.js';
+export type { BreakerCause } from '../../../core/observe/heartbeat/heartbeat.types.js';

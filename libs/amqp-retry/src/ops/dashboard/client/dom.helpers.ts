@@ -47,3 +47,16 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
 
 /** The content of a `<meta name>` of the page, or ''. */
 export const meta = (name: string): string => document.querySelector(`meta[name="${name}"]`)?.getAttribute('content') ?? '';
+
+/**
+ * A name that wraps only after its separators (. - _ /): its parts as text with a <wbr> after each separator, so that
+ * "shop.payments" breaks after "shop." and never inside "payments"; its textContent is the name as it is.
+ */
+export function nameNode(name: string, className = 'name'): HTMLSpanElement {
+  const span = el('span', { className, title: name });
+  for (const part of name.split(/(?<=[._\-/])/)) {
+    span.appendChild(document.createTextNode(part));
+    if (/[._\-/]$/.test(part)) span.appendChild(document.createElement('wbr'));
+  }
+  return span;
+}

@@ -5,6 +5,9 @@
 import type { ActionResult, Filter, FlowState, MessagePage, MessageView, PartitionsState, QueueState, Summary } from './api.types.js';
 import { byId, clear, el, meta } from './dom.helpers.js';
 import { renderFlow } from './flow.view.js';
+import { renderHistory, renderInstances, renderStrip } from './console.view.js';
+import { renderFailureGroups, renderGroupHistory, renderTimeline, timelineOf, type GroupActionState, type GroupState } from './groups.view.js';
+import type { FleetState, HistoryState } from './api.types.js';
 import { renderOutbox, type OutboxState } from './outbox.view.js';
 import { renderPartitions } from './partitions.view.js';
 import { RateHistory, renderHandlerQueues, renderLadders } from './queues.view.js';
@@ -32,6 +35,8 @@ const state = {
   live: true,
   /** The parked depths the groups and the list were last read at: they are read again only when these change. */
   listedAt: '',
+  /** The oldest parked message's age among those the groups count (ms), when known. */
+  oldestParkedMs: undefined as number | undefined,
 };
 const history = new RateHistory();
 
@@ -150,6 +155,62 @@ function renderGroups(summary: Summary): void {
   }
 }
 
+/** The failure groups of what the groups count, their history, and the oldest parked message's age for the strip. */
+function renderWorkGroups(summary: Summary): void {
+  const oldest = (summary as { oldestParkedAt?: string }).oldestParkedAt;
+  state.oldestParkedMs = oldest ? Math.max(0, Date.now() - Date.parse(oldest)) : undefined;
+  const groups = (summary.groups ?? []) as unknown as GroupState[];
+  renderFailureGroups(byId('failure-groups'), groups, (action, group) => void actOnGroup(action, group), (group) =>
+    void applyFilter({ queue: group.queue || undefined }),
+  );
+  api<GroupActionState[]>('groups/actions').then(
+    (actions) => renderGroupHistory(byId('group-history'), actions),
+    () => undefined,
+  );
+}
+
+/** Replays or purges a whole failure group, once confirmed; the answer is recorded by the server and shown. */
+async function actOnGroup(action: 'replay' | 'purge', group: GroupState): Promise<void> {
+  const question =
+    action === 'replay'
+      ? `Replay the ${group.count} messages of "${group.error}" to ${group.queue || 'their queue'}? Each returns once.`
+      : `Purge the ${group.count} messages of "${group.error}"? They are deleted for good.`;
+  if (!(await confirmAction(question))) return status('Cancelled.');
+  status(action === 'replay' ? 'Replaying the group…' : 'Purging the group…');
+  try {
+    const done = await api<GroupActionState>(`groups/${action}`, { errorQueue: group.errorQueue, group: group.key });
+    await load(true);
+    status(`${action === 'replay' ? 'Replayed' : 'Purged'} ${done.done} of ${done.matched} of the group${done.failed > 0 ? `; ${done.failed} left parked` : ''}.`);
+  } catch (error) {
+    status(`The group ${action} failed: ${(error as Error).message}`, 'error');
+  }
+}
+
+/** Every parked message of the application's parking queues with this message id or correlation id. */
+async function search(id: string): Promise<void> {
+  const results = byId('search-results');
+  clear(results);
+  byId('search-summary').textContent = 'Searching…';
+  try {
+    const [byMessage, byCorrelation] = await Promise.all([
+      api<MessagePage>(`messages${query({ messageId: id, limit: PAGE_SIZE })}`),
+      api<MessagePage>(`messages${query({ correlationId: id, limit: PAGE_SIZE })}`),
+    ]);
+    const seen = new Set<string>();
+    const items = [...byMessage.items, ...byCorrelation.items].filter((m) => !seen.has(m.errorQueue + m.id) && seen.add(m.errorQueue + m.id));
+    byId('search-summary').textContent = items.length === 0 ? `No parked message has the id or correlation id ${id}.` : `${plural(items.length, 'parked message')} found.`;
+    for (const item of items) {
+      results.appendChild(
+        el('li', { className: 'message', 'data-found': item.id }, [
+          el('button', { type: 'button', className: 'link', onclick: () => void openDetail(item.errorQueue, item.id), text: `${item.queue || item.errorQueue} · ${item.reason} · ${item.error}` }),
+        ]),
+      );
+    }
+  } catch (error) {
+    byId('search-summary').textContent = `Could not search: ${(error as Error).message}`;
+  }
+}
+
 function renderList(): void {
   const list = byId('messages');
   clear(list);
@@ -246,6 +307,7 @@ async function load(quiet = false): Promise<void> {
     renderQueues();
     void loadFlow(quiet);
     void loadPartitions(seq);
+    void loadConsole(seq);
     // The outbox's backlog beside the queues; a failure to read it never holds the page back.
     api<OutboxState>('outbox').then(
       (outbox) => seq === state.seq && renderOutbox(outbox),
@@ -267,9 +329,11 @@ async function load(quiet = false): Promise<void> {
     state.items = page.items;
     state.listedAt = listedDepths();
     renderGroups(summary);
+    renderWorkGroups(summary);
     renderList();
     refreshed();
-    if (!quiet) status(`Updated ${new Date().toLocaleTimeString()}.`);
+    if (!quiet) status('Updated.'); // the one clock is the refresh line's
+    renderGroupsScope();
   } catch (error) {
     if (seq === state.seq) status(`Could not load: ${(error as Error).message}`, 'error');
   }
@@ -289,12 +353,35 @@ async function tick(): Promise<void> {
     renderQueues();
     void loadFlow(true);
     void loadPartitions(seq);
+    void loadConsole(seq);
     refreshed();
     const dialogOpen = byId<HTMLDialogElement>('detail').open || byId<HTMLDialogElement>('confirm').open;
     if (listedDepths() !== state.listedAt && !dialogOpen) await load(true);
   } catch (error) {
     byId('refreshed').textContent = `Auto-refresh failed: ${(error as Error).message}`;
   }
+}
+
+/**
+ * The instances, the strip and the last hour, from the heartbeats the serving instance keeps. A failure leaves the
+ * rest of the page as it is: the strip says the heartbeats could not be read.
+ */
+async function loadConsole(seq: number): Promise<void> {
+  try {
+    const [fleet, hour] = await Promise.all([api<FleetState>('fleet'), api<HistoryState>('history?minutes=60')]);
+    if (seq !== state.seq) return;
+    renderStrip(byId('strip'), fleet, state.oldestParkedMs);
+    renderInstances(byId<HTMLTableElement>('instances').tBodies[0], byId('instances-note'), fleet);
+    renderHistory(byId<HTMLTableElement>('history').tBodies[0], hour);
+  } catch (error) {
+    byId('strip').textContent = `Could not read the instances' heartbeats: ${(error as Error).message}`;
+  }
+}
+
+/** The groups' heading says which parking queue they count. */
+function renderGroupsScope(): void {
+  const q = state.filter.queue;
+  byId('groups-scope').textContent = q ? ` · ${q}` : ' · every queue';
 }
 
 function refreshed(): void {
@@ -472,6 +559,7 @@ async function openDetail(errorQueue: string, id: string): Promise<void> {
     fact(facts, 'Parked at', item.parkedAt ? new Date(item.parkedAt).toLocaleString() : '');
     fact(facts, 'Attempts', item.attempts);
     fact(facts, 'Body encoding', item.bodyEncoding);
+    renderTimeline(byId('detail-timeline'), timelineOf(item));
     byId('detail-body').textContent = item.body;
     byId('detail-properties').textContent = json(item.properties);
     renderHeaders(item.headers);
@@ -548,6 +636,11 @@ document.addEventListener('DOMContentLoaded', () => {
     });
   });
   on('clear-filter', () => void applyFilter({}));
+  byId('search').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const id = byId<HTMLInputElement>('search-id').value.trim();
+    if (id) void search(id);
+  });
   on('prev', () => {
     state.offset = Math.max(0, state.offset - PAGE_SIZE);
     void load();

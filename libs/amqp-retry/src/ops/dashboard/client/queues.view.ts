@@ -1,5 +1,5 @@
 import type { QueueCounts, QueueState } from './api.types.js';
-import { clear, el, svg } from './dom.helpers.js';
+import { clear, el, nameNode, svg } from './dom.helpers.js';
 import { addReading, averageRate, ratesPerMinute, sparkPoints, type Reading } from './rate.series.js';
 import { depth, formatRate, optionalCount, shortTier, stateOf } from './view.format.js';
 
@@ -77,7 +77,7 @@ export function renderHandlerQueues(
     body.appendChild(
       el('tr', { 'data-queue': q.queue, className: isChosen ? 'chosen' : undefined, 'aria-current': isChosen ? 'true' : undefined }, [
         el('th', { scope: 'row', 'data-label': 'Handler queue' }, [
-          el('button', { type: 'button', className: 'link', text: q.queue, onclick: () => choose(q.queue) }),
+          el('button', { type: 'button', className: 'link', onclick: () => choose(q.queue) }, [nameNode(q.queue)]),
         ]),
         el('td', { 'data-label': 'State', 'data-slot': 'state' }, [el('span', { className: `state state-${state.tone}`, text: state.text })]),
         el('td', { className: 'num', 'data-label': 'Ready', 'data-col': 'ready', text: depth(q.messages) }),

@@ -1,4 +1,4 @@
-import { age, depth, formatRate, headerRows, optionalCount, plural, preview, query, shortTier, stateOf } from './view.format.js';
+import { age, depth, duration, formatRate, headerRows, optionalCount, plural, preview, query, shortTier, stateOf } from './view.format.js';
 
 describe('the page formatting', () => {
   it('writes depths, with a missing queue said so, and counts known only for own queues', () => {
@@ -11,8 +11,14 @@ describe('the page formatting', () => {
   });
 
   it("shortens a tier's name by its queue's, and leaves another name alone", () => {
-    expect(shortTier('orders', 'orders.retry.1.1s.ab12')).toBe('retry.1.1s.ab12');
+    expect(shortTier('orders', 'orders.retry.1.1s.ab12')).toBe('1s');
+    expect(shortTier('shop.payments', 'shop.payments.retry.3.2m30s.ec8ec91')).toBe('2m30s');
+    expect(shortTier('orders', 'orders.slow')).toBe('slow');
     expect(shortTier('orders', 'ordersx.retry.1.1s.ab12')).toBe('ordersx.retry.1.1s.ab12');
+  });
+
+  it('writes durations at a precision that fits them', () => {
+    expect([duration(850), duration(1_250), duration(42_000), duration(180_000), duration(7_200_000)]).toEqual(['850 ms', '1.3 s', '42 s', '3 min', '2 h']);
   });
 
   it('writes rates per minute with a precision that fits their size, and – before two readings', () => {

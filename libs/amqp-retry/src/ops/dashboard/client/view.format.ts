@@ -8,7 +8,21 @@ export const depth = (n: number): string => (n < 0 ? 'missing' : String(n));
 export const optionalCount = (n: number | undefined): string => (n === undefined ? '–' : String(n));
 
 /** A tier's name without its handler queue's prefix: `orders.retry.1.1s.ab12` -> `retry.1.1s.ab12`. */
-export const shortTier = (queue: string, tier: string): string => (tier.startsWith(`${queue}.`) ? tier.slice(queue.length + 1) : tier);
+export const shortTier = (queue: string, tier: string): string => {
+  if (!tier.startsWith(`${queue}.`)) return tier;
+  const rest = tier.slice(queue.length + 1);
+  // `retry.<n>.<delay>.<schedule id>`: the delay is what an operator reads ("1s"); the full name stays in the title.
+  return /^retry\.\d+\.([^.]+)\.[0-9a-z]+$/.exec(rest)?.[1] ?? rest;
+};
+
+/** A duration for the console: "850 ms", "1.2 s", "42 s", "3 min", "2 h". */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)} min`;
+  return `${Math.round(ms / 3_600_000)} h`;
+}
 
 /** How long ago, for the outbox's oldest waiting message: "850 ms", "42 s", "3 min". */
 export const age = (ms: number): string => (ms < 1000 ? `${ms} ms` : ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`);

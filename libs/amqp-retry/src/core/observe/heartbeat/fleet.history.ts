@@ -1,0 +1,258 @@
+import type { QueueState } from '../../breaker/queue.state.js';
+import type { BreakerCause, Heartbeat, HeartbeatIdentity } from './heartbeat.types.js';
+import { LATENCY_BUCKETS, latencyQuantile } from './latency.histogram.js';
+
+/** The bounds of what the page's instance keeps from heartbeats (FleetHistory). */
+export interface FleetLimits {
+  /** Instances kept (up and gone); a new one past it replaces the gone one seen longest ago, else is ignored. Default 64. */
+  maxInstances: number;
+  /** Queues with history; a queue past it gets none. Default 128. */
+  maxQueues: number;
+  /** Minutes of history per queue (one-minute buckets). Default 70. */
+  historyMinutes: number;
+  /** Beats an instance may miss before it shows as gone. Default 3. */
+  missedBeats: number;
+  /** A gone instance is forgotten this long after its last beat (ms). Default one hour. */
+  forgetAfterMs: number;
+}
+
+/** Defaults of FleetLimits: at most about 4 MB of history (128 queues x 70 minutes x 46 numbers). */
+export const FLEET_LIMITS: FleetLimits = { maxInstances: 64, maxQueues: 128, historyMinutes: 70, missedBeats: 3, forgetAfterMs: 3_600_000 };
+
+/** An instance as the page shows it. */
+export interface FleetInstance extends HeartbeatIdentity {
+  status: 'up' | 'gone';
+  firstSeen: number;
+  lastSeen: number;
+  /** When it was declared gone: its last beat plus `missedBeats` intervals. */
+  goneAt?: number;
+  intervalMs: number;
+  queues: Array<{ queue: string; consuming: boolean; state: QueueState; partitions?: number[]; breaker?: BreakerCause }>;
+}
+
+/** One minute of one queue, summed over every instance. */
+export interface HistoryPoint {
+  /** The minute's start (epoch ms). */
+  at: number;
+  handled: number;
+  retried: number;
+  parked: number;
+  failed: number;
+  /** Processing-time percentiles (ms, bucket bounds); absent when nothing was timed. */
+  processing?: Percentiles;
+  /** Critical-time percentiles (ms, bucket bounds). */
+  critical?: Percentiles;
+}
+
+export interface Percentiles {
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+export interface QueueHistory {
+  queue: string;
+  points: HistoryPoint[];
+}
+
+/** "Is anything wrong, and where?" from the heartbeats. */
+export interface FleetSummary {
+  up: number;
+  gone: number;
+  /** Queues whose breaker is open or half-open on an instance that is up. */
+  breakersOpen: string[];
+  /** Queues paused on an instance that is up. */
+  paused: string[];
+  /** Messages parked in the last hour, every queue. */
+  parkedLastHour: number;
+  /** The queue with the highest p95 processing time over the last hour, if any was timed. */
+  slowest?: { queue: string; p95: number };
+}
+
+interface Bucket {
+  minute: number;
+  handled: number;
+  retried: number;
+  parked: number;
+  failed: number;
+  processing: Float64Array;
+  critical: Float64Array;
+}
+
+interface Known {
+  identity: HeartbeatIdentity;
+  firstSeen: number;
+  lastSeen: number;
+  seq: number;
+  intervalMs: number;
+  queues: FleetInstance['queues'];
+}
+
+const MINUTE = 60_000;
+/** The shortest beat interval taken (a smaller one reads as this), so that a beat cannot show gone at once. */
+const MIN_INTERVAL_MS = 250;
+
+/**
+ * The application's instances and per-queue history, from their heartbeats, kept by the page's instance in memory,
+ * within FleetLimits. Pure: the caller gives the times. A beat already counted (same instance, same or lower seq) is
+ * ignored, so a duplicate cannot count twice; queues outside `inScope` are dropped.
+ */
+export class FleetHistory {
+  private readonly instances = new Map<string, Known>();
+  private readonly history = new Map<string, Bucket[]>();
+  readonly limits: FleetLimits;
+
+  constructor(
+    limits: Partial<FleetLimits> = {},
+    private readonly inScope: (queue: string) => boolean = () => true,
+  ) {
+    this.limits = { ...FLEET_LIMITS, ...limits };
+  }
+
+  /** Takes a decoded heartbeat received at `now`; false when ignored (a duplicate, or past the instance cap). */
+  accept(beat: Heartbeat, now: number): boolean {
+    this.forget(now);
+    const known = this.instances.get(beat.instance.id);
+    if (known && beat.seq <= known.seq) return false;
+    if (!known && this.instances.size >= this.limits.maxInstances && !this.evictGone(now)) return false;
+    const queues = beat.queues.filter((q) => this.inScope(q.queue));
+    const entry: Known = {
+      identity: { ...beat.instance },
+      firstSeen: known?.firstSeen ?? now,
+      lastSeen: now,
+      seq: beat.seq,
+      intervalMs: Math.max(MIN_INTERVAL_MS, beat.intervalMs),
+      queues: queues.map(({ queue, consuming, state, partitions, breaker }) => ({
+        queue,
+        consuming,
+        state,
+        ...(partitions && { partitions }),
+        ...(breaker && { breaker }),
+      })),
+    };
+    this.instances.set(beat.instance.id, entry);
+    const minute = Math.floor(now / MINUTE) * MINUTE;
+    for (const q of queues) {
+      if (q.handled + q.retried + q.parked + q.failed === 0 && !this.history.has(q.queue)) continue;
+      const bucket = this.bucketOf(q.queue, minute);
+      if (!bucket) continue;
+      bucket.handled += q.handled;
+      bucket.retried += q.retried;
+      bucket.parked += q.parked;
+      bucket.failed += q.failed;
+      for (let i = 0; i < LATENCY_BUCKETS; i++) {
+        bucket.processing[i] += q.processing[i];
+        bucket.critical[i] += q.critical[i];
+      }
+    }
+    return true;
+  }
+
+  /** Every instance kept, up first, then gone by last seen. */
+  instancesAt(now: number): FleetInstance[] {
+    this.forget(now);
+    return [...this.instances.values()]
+      .map((k): FleetInstance => {
+        const goneAt = k.lastSeen + this.limits.missedBeats * k.intervalMs;
+        const up = now < goneAt;
+        return { ...k.identity, status: up ? 'up' : 'gone', firstSeen: k.firstSeen, lastSeen: k.lastSeen, intervalMs: k.intervalMs, queues: k.queues, ...(!up && { goneAt }) };
+      })
+      .sort((a, b) => (a.status === b.status ? b.lastSeen - a.lastSeen : a.status === 'up' ? -1 : 1));
+  }
+
+  /** Each queue's minutes of the last `minutes` (at most historyMinutes), oldest first, empty minutes included as zeros. */
+  historyAt(now: number, minutes = 60): QueueHistory[] {
+    const span = Math.min(Math.max(1, Math.floor(minutes)), this.limits.historyMinutes);
+    const last = Math.floor(now / MINUTE) * MINUTE;
+    const first = last - (span - 1) * MINUTE;
+    return [...this.history.entries()]
+      .map(([queue, buckets]) => {
+        const byMinute = new Map(buckets.map((b) => [b.minute, b]));
+        const points: HistoryPoint[] = [];
+        for (let at = first; at <= last; at += MINUTE) {
+          const b = byMinute.get(at);
+          points.push(b ? pointOf(b) : { at, handled: 0, retried: 0, parked: 0, failed: 0 });
+        }
+        return { queue, points };
+      })
+      .sort((a, b) => a.queue.localeCompare(b.queue));
+  }
+
+  summaryAt(now: number): FleetSummary {
+    const instances = this.instancesAt(now);
+    const up = instances.filter((i) => i.status === 'up');
+    const distinct = (pick: (q: FleetInstance['queues'][number]) => boolean) =>
+      [...new Set(up.flatMap((i) => i.queues.filter(pick).map((q) => q.queue)))].sort();
+    let parkedLastHour = 0;
+    let slowest: FleetSummary['slowest'];
+    const since = now - 60 * MINUTE;
+    for (const [queue, buckets] of this.history) {
+      const processing = new Float64Array(LATENCY_BUCKETS);
+      for (const b of buckets) {
+        if (b.minute < since - MINUTE) continue;
+        parkedLastHour += b.parked;
+        for (let i = 0; i < LATENCY_BUCKETS; i++) processing[i] += b.processing[i];
+      }
+      const p95 = latencyQuantile(processing, 0.95);
+      if (p95 !== undefined && (!slowest || p95 > slowest.p95)) slowest = { queue, p95 };
+    }
+    return {
+      up: up.length,
+      gone: instances.length - up.length,
+      breakersOpen: distinct((q) => q.state === 'open' || q.state === 'half-open'),
+      paused: distinct((q) => q.state === 'paused'),
+      parkedLastHour,
+      ...(slowest && { slowest }),
+    };
+  }
+
+  /** The bucket of `queue` for `minute`, made when missing; undefined past the queue cap. Old minutes are dropped. */
+  private bucketOf(queue: string, minute: number): Bucket | undefined {
+    let buckets = this.history.get(queue);
+    if (!buckets) {
+      if (this.history.size >= this.limits.maxQueues) return undefined;
+      this.history.set(queue, (buckets = []));
+    }
+    let bucket = buckets.find((b) => b.minute === minute);
+    if (!bucket) {
+      bucket = { minute, handled: 0, retried: 0, parked: 0, failed: 0, processing: new Float64Array(LATENCY_BUCKETS), critical: new Float64Array(LATENCY_BUCKETS) };
+      buckets.push(bucket);
+      buckets.sort((a, b) => a.minute - b.minute);
+      const oldest = minute - (this.limits.historyMinutes - 1) * MINUTE;
+      while (buckets.length > 0 && buckets[0].minute < oldest) buckets.shift();
+    }
+    return bucket;
+  }
+
+  private forget(now: number): void {
+    for (const [id, k] of this.instances) if (now - k.lastSeen > this.limits.forgetAfterMs) this.instances.delete(id);
+  }
+
+  /** Makes room by dropping the gone instance seen longest ago; false when every instance is up. */
+  private evictGone(now: number): boolean {
+    let oldest: [string, Known] | undefined;
+    for (const entry of this.instances) {
+      const [, k] = entry;
+      const gone = now >= k.lastSeen + this.limits.missedBeats * k.intervalMs;
+      if (gone && (!oldest || k.lastSeen < oldest[1].lastSeen)) oldest = entry;
+    }
+    if (!oldest) return false;
+    this.instances.delete(oldest[0]);
+    return true;
+  }
+}
+
+function pointOf(b: Bucket): HistoryPoint {
+  const point: HistoryPoint = { at: b.minute, handled: b.handled, retried: b.retried, parked: b.parked, failed: b.failed };
+  const processing = percentiles(b.processing);
+  const critical = percentiles(b.critical);
+  if (processing) point.processing = processing;
+  if (critical) point.critical = critical;
+  return point;
+}
+
+function percentiles(counts: Float64Array): Percentiles | undefined {
+  const p50 = latencyQuantile(counts, 0.5);
+  if (p50 === undefined) return undefined;
+  return { p50, p95: latencyQuantile(counts, 0.95) as number, p99: latencyQuantile(counts, 0.99) as number };
+}

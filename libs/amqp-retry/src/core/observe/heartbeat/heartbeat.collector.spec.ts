@@ -1,0 +1,61 @@
+import type { ConsumeMessage } from 'amqplib';
+import { HeartbeatCollector, publishedAt } from './heartbeat.collector.js';
+import { LATENCY_BUCKETS, latencyBucket, latencyQuantile } from './latency.histogram.js';
+
+const message = (timestamp?: number) => ({ properties: { timestamp }, fields: {}, content: Buffer.alloc(0) }) as unknown as ConsumeMessage;
+const delivery = (queue: string, durationMs: number, timestamp?: number) => ({ queue, attempt: 1, maxAttempts: 3, message: message(timestamp), deaths: [], durationMs });
+
+describe('HeartbeatCollector', () => {
+  it('counts outcomes and times per queue between two drains, then starts again from zero', () => {
+    let now = 1_700_000_010_000;
+    const collector = new HeartbeatCollector(() => now);
+    collector.handled(delivery('orders', 3, 1_700_000_000)); // published 10 s before (seconds, as AMQP says)
+    collector.handled(delivery('orders', 40)); // no timestamp: no critical time
+    collector.failed({ ...delivery('orders', 7), error: new Error('x'), retryTier: 1 });
+    collector.failed({ ...delivery('orders', 7), error: new Error('x') }); // parks: its parked event follows
+    collector.parked({ queue: 'orders', errorQueue: 'orders.error', reason: 'exhausted', error: new Error('x'), handlerCalls: 3, message: message() });
+    const first = collector.drain('orders');
+    expect(first).toMatchObject({ handled: 2, retried: 1, parked: 1, failed: 2 });
+    expect(first.processing.reduce((a, b) => a + b)).toBe(4);
+    expect(first.critical[latencyBucket(10_000)]).toBe(1);
+    expect(first.critical.reduce((a, b) => a + b)).toBe(1);
+    now += 1;
+    expect(collector.drain('orders')).toMatchObject({ handled: 0, retried: 0, parked: 0, failed: 0 });
+    expect(collector.drain('never-seen').processing).toHaveLength(LATENCY_BUCKETS);
+  });
+
+  it("keeps an open breaker's first cause and counts its failed trials until it closes", () => {
+    let now = 1_000;
+    const collector = new HeartbeatCollector(() => now);
+    collector.failed({ ...delivery('orders', 7), error: new Error('connect ECONNREFUSED amqp://bob:secret@10.0.0.7'), retryTier: 1 });
+    collector.queueStateChanged({ queue: 'orders', from: 'running', to: 'open', reason: '5 of 10 calls failed' });
+    now = 2_000;
+    collector.queueStateChanged({ queue: 'orders', from: 'open', to: 'half-open', reason: 'trial' });
+    collector.queueStateChanged({ queue: 'orders', from: 'half-open', to: 'open', reason: 'the trial failed' });
+    expect(collector.causeOf('orders', 9_000)).toEqual({ reason: '5 of 10 calls failed', error: expect.stringMatching(/^connect ECONNREFUSED amqp:\/\/bob:\*+@10\.0\.0\.7$/), openedAt: 1_000, failedTrials: 1, nextTrialAt: 9_000 });
+    collector.queueStateChanged({ queue: 'orders', from: 'half-open', to: 'running', reason: 'closed' });
+    expect(collector.causeOf('orders')).toBeUndefined();
+  });
+
+  it('reads a publish timestamp in seconds, or in milliseconds when too large for seconds', () => {
+    expect(publishedAt(1_700_000_000)).toBe(1_700_000_000_000);
+    expect(publishedAt(1_700_000_000_123)).toBe(1_700_000_000_123);
+    expect(publishedAt(undefined)).toBeUndefined();
+    expect(publishedAt(0)).toBeUndefined();
+  });
+});
+
+describe('Latency histogram', () => {
+  it('puts a duration in the first bucket whose bound holds it, and reads quantiles as bucket bounds', () => {
+    expect(latencyBucket(0)).toBe(0);
+    expect(latencyBucket(1)).toBe(0);
+    expect(latencyBucket(1.5)).toBe(1);
+    expect(latencyBucket(10_000_000)).toBe(LATENCY_BUCKETS - 1);
+    const counts = new Array<number>(LATENCY_BUCKETS).fill(0);
+    expect(latencyQuantile(counts, 0.5)).toBeUndefined();
+    counts[latencyBucket(8)] = 90; // 90 calls of up to 10 ms
+    counts[latencyBucket(800)] = 10; // 10 of up to 1 s
+    expect(latencyQuantile(counts, 0.5)).toBe(10);
+    expect(latencyQuantile(counts, 0.95)).toBe(1_000);
+  });
+});

@@ -1,0 +1,120 @@
+import type { DeliveryFailedEvent, DeliveryHandledEvent, MessageParkedEvent, QueueStateEvent, RetryObserver } from '../retry.observer.js';
+import type { BreakerCause } from './heartbeat.types.js';
+import { errorMessage } from '../../text/error-message.format.js';
+import { maskCredentials } from '../../text/credentials.mask.js';
+import { LATENCY_BUCKETS, latencyBucket } from './latency.histogram.js';
+
+/** One queue's counts since the previous beat. Made once per queue, then only incremented and reset. */
+class QueueCounts {
+  handled = 0;
+  retried = 0;
+  parked = 0;
+  failed = 0;
+  readonly processing = new Uint32Array(LATENCY_BUCKETS);
+  readonly critical = new Uint32Array(LATENCY_BUCKETS);
+  /** The last error the handler threw (a reference to it: no copy), named when the breaker opens. */
+  lastError: unknown = undefined;
+}
+
+/** What one queue did since the previous beat, as drain() hands it out. */
+export interface QueueBeatCounts {
+  handled: number;
+  retried: number;
+  parked: number;
+  failed: number;
+  processing: number[];
+  critical: number[];
+}
+
+/**
+ * Collects what each heartbeat carries: per queue, the messages handled, retried, parked and failed, and histograms of
+ * the handler's duration (processing time) and of the time from the message's publish timestamp to its handling
+ * (critical time); and why each open circuit breaker opened. On the delivery path it only looks its queue up and
+ * increments numbers: it allocates nothing per message (its counts are made once per queue, then reset in place).
+ * The queues are the engine's own (its handlers and delay ladder): bounded.
+ */
+export class HeartbeatCollector implements RetryObserver {
+  private readonly counts = new Map<string, QueueCounts>();
+  private readonly causes = new Map<string, BreakerCause>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  handled(event: DeliveryHandledEvent): void {
+    const counts = this.of(event.queue);
+    counts.handled++;
+    counts.processing[latencyBucket(event.durationMs)]++;
+    const sent = publishedAt(event.message.properties.timestamp);
+    if (sent !== undefined) counts.critical[latencyBucket(Math.max(0, this.now() - sent))]++;
+  }
+
+  failed(event: DeliveryFailedEvent): void {
+    const counts = this.of(event.queue);
+    counts.failed++;
+    counts.lastError = event.error;
+    counts.processing[latencyBucket(event.durationMs)]++;
+    if (event.retryTier !== undefined) counts.retried++;
+  }
+
+  parked(event: MessageParkedEvent): void {
+    this.of(event.queue).parked++;
+  }
+
+  queueStateChanged(event: QueueStateEvent): void {
+    if (event.to === 'open') {
+      const previous = this.causes.get(event.queue);
+      // A failed trial (half-open to open) keeps the first opening's cause and counts the trial.
+      if (previous && event.from === 'half-open') previous.failedTrials++;
+      else if (event.from !== 'paused' || !previous) {
+        const error = this.counts.get(event.queue)?.lastError;
+        const text = error === undefined ? '' : maskCredentials(errorMessage(error)).slice(0, 200);
+        this.causes.set(event.queue, { reason: event.reason.slice(0, 200), error: text, openedAt: this.now(), failedTrials: 0 });
+      }
+    } else if (event.to === 'running') {
+      this.causes.delete(event.queue);
+    }
+  }
+
+  /** Why `queue`'s breaker is open, with `nextTrialAt` (epoch ms) when known; undefined when it is not open. */
+  causeOf(queue: string, nextTrialAt?: number): BreakerCause | undefined {
+    const cause = this.causes.get(queue);
+    if (!cause) return undefined;
+    return nextTrialAt === undefined ? { ...cause } : { ...cause, nextTrialAt };
+  }
+
+  /** The counts of `queue` since the previous drain, then zero. Called once per beat per queue. */
+  drain(queue: string): QueueBeatCounts {
+    const counts = this.counts.get(queue);
+    if (!counts) return { handled: 0, retried: 0, parked: 0, failed: 0, processing: zeros(), critical: zeros() };
+    const taken = {
+      handled: counts.handled,
+      retried: counts.retried,
+      parked: counts.parked,
+      failed: counts.failed,
+      processing: Array.from(counts.processing),
+      critical: Array.from(counts.critical),
+    };
+    counts.handled = counts.retried = counts.parked = counts.failed = 0;
+    counts.processing.fill(0);
+    counts.critical.fill(0);
+    return taken;
+  }
+
+  private of(queue: string): QueueCounts {
+    let counts = this.counts.get(queue);
+    if (!counts) this.counts.set(queue, (counts = new QueueCounts()));
+    return counts;
+  }
+}
+
+function zeros(): number[] {
+  return new Array<number>(LATENCY_BUCKETS).fill(0);
+}
+
+/**
+ * A message's publish time in epoch ms from its AMQP `timestamp` property: seconds by the AMQP specification (what
+ * most clients set), milliseconds when it is too large to be seconds. Undefined without one.
+ */
+export function publishedAt(timestamp: unknown): number | undefined {
+  if (typeof timestamp !== 'number' || !Number.isFinite(timestamp) || timestamp <= 0) return undefined;
+  return timestamp > 100_000_000_000 ? timestamp : timestamp * 1_000;
+}

@@ -1,0 +1,34 @@
+/**
+ * Upper bounds (milliseconds) of the buckets the heartbeat counts durations in; one more bucket takes what is longer.
+ * Fixed, so that every instance's counts add up bucket by bucket, and a percentile is read as its bucket's bound.
+ */
+export const LATENCY_BOUNDS_MS: readonly number[] = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000,
+];
+
+/** Buckets per histogram: one per bound and one past the last. */
+export const LATENCY_BUCKETS = LATENCY_BOUNDS_MS.length + 1;
+
+/** The bucket of a duration: the first whose bound is at least `ms` (a short linear scan; no allocation). */
+export function latencyBucket(ms: number): number {
+  const bounds = LATENCY_BOUNDS_MS;
+  for (let i = 0; i < bounds.length; i++) if (ms <= bounds[i]) return i;
+  return bounds.length;
+}
+
+/**
+ * The `q` quantile (0 < q <= 1) of counts per bucket, as the upper bound of the bucket it falls in (the last bucket
+ * reads as its lower bound: longer than an hour); undefined when nothing was counted.
+ */
+export function latencyQuantile(counts: ArrayLike<number>, q: number): number | undefined {
+  let total = 0;
+  for (let i = 0; i < counts.length; i++) total += counts[i];
+  if (total === 0) return undefined;
+  const rank = Math.max(1, Math.ceil(q * total));
+  let seen = 0;
+  for (let i = 0; i < counts.length; i++) {
+    seen += counts[i];
+    if (seen >= rank) return LATENCY_BOUNDS_MS[Math.min(i, LATENCY_BOUNDS_MS.length - 1)];
+  }
+  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1];
+}

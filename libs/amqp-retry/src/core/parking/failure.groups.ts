@@ -1,0 +1,81 @@
+import type { FailureGroup, ParkedMessageView } from './parked-messages.types.js';
+import { ParkedHeader } from '../headers/header.names.js';
+
+/** Most failure groups a summary lists (the largest); the others are counted in the total only. */
+export const MAX_FAILURE_GROUPS = 200;
+
+/**
+ * An exception message with what varies between messages of one failure masked, so that "connect ECONNREFUSED
+ * 10.0.0.7:443 for order 8812" and "... 10.0.0.9:443 for order 8813" read alike: UUIDs and long hex ids as `<id>`,
+ * e-mail addresses as `<email>`, IP addresses (with a port) as `<ip>`, URLs' hosts kept and their paths' ids masked,
+ * other numbers as `<n>`; whitespace collapsed.
+ */
+export function normalizeError(message: string): string {
+  return message
+    .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>')
+    .replace(/[\w.+-]+@[\w-]+(\.[\w-]+)+/g, '<email>')
+    .replace(/\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b/g, '<ip>')
+    .replace(/\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b/gi, '<id>')
+    .replace(/\d+(\.\d+)?/g, '<n>')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 300);
+}
+
+/** The first frame of a stack trace ("at PaymentsClient.charge (payments.client.ts:<n>:<n>)"), lines masked; '' without one. */
+export function topFrame(stack: unknown): string {
+  if (typeof stack !== 'string') return '';
+  const frame = stack.split('\n').find((line) => /^\s*at\s/.test(line));
+  return frame ? frame.trim().replace(/:\d+(:\d+)?\)?$/, (m) => (m.endsWith(')') ? ':<n>)' : ':<n>')).slice(0, 200) : '';
+}
+
+/** A short, stable key of a group (FNV-1a of its parts), for a filter naming it in a URL or a request. */
+export function groupKeyOf(view: ParkedMessageView): string {
+  return fnv(`${view.errorQueue}\u0000${view.queue}\u0000${view.reason}\u0000${normalizeError(view.error)}\u0000${topFrame(view.headers[ParkedHeader.exceptionStack])}`);
+}
+
+/**
+ * The parked messages as failure groups, units of work: by parking queue, queue, reason, normalized error and top
+ * stack frame, with the count, the first and last parked times, and one sample; the largest first, at most
+ * MAX_FAILURE_GROUPS.
+ */
+export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup[] {
+  const groups = new Map<string, FailureGroup>();
+  for (const view of views) {
+    const key = groupKeyOf(view);
+    let group = groups.get(key);
+    if (!group) {
+      group = {
+        key,
+        queue: view.queue,
+        errorQueue: view.errorQueue,
+        reason: view.reason,
+        error: normalizeError(view.error),
+        frame: topFrame(view.headers[ParkedHeader.exceptionStack]),
+        count: 0,
+        sample: { id: view.id, error: view.error },
+      };
+      groups.set(key, group);
+    }
+    group.count++;
+    if (view.parkedAt) {
+      if (!group.firstSeen || view.parkedAt < group.firstSeen) group.firstSeen = view.parkedAt;
+      if (!group.lastSeen || view.parkedAt > group.lastSeen) group.lastSeen = view.parkedAt;
+    }
+  }
+  return [...groups.values()].sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)).slice(0, MAX_FAILURE_GROUPS);
+}
+
+/** 64 bits as two FNV-1a hashes of different bases: two groups of one summary never share a key in practice. */
+function fnv(text: string): string {
+  return fnv32(text, 0x811c9dc5) + fnv32(text, 0x050c5d1f);
+}
+
+function fnv32(text: string, basis: number): string {
+  let hash = basis;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, '0');
+}

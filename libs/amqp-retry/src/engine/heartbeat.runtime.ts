@@ -1,0 +1,199 @@
+import type { Channel, ConsumeMessage } from 'amqplib';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { CONTROL_EXCHANGE } from '../core/breaker/control.message.js';
+import type { QueueFlowStatus } from '../core/breaker/queue.state.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { HeartbeatCollector } from '../core/observe/heartbeat/heartbeat.collector.js';
+import {
+  decodeHeartbeat,
+  encodeHeartbeat,
+  heartbeatKey,
+  MAX_HEARTBEAT_QUEUES,
+  type Heartbeat,
+  type HeartbeatQueue,
+} from '../core/observe/heartbeat/heartbeat.message.js';
+import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
+import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
+import type { PartitionsStatus } from './partitions.runtime.js';
+
+/** Default beat interval. */
+export const HEARTBEAT_INTERVAL_MS = 5_000;
+/** Beats waiting in the page instance's heartbeat queue at most (older ones dropped by the broker). */
+const LISTEN_QUEUE_LENGTH = 1_000;
+
+/** What the heartbeat reads from the engine at each beat. */
+export interface HeartbeatSources {
+  /** Each consumed queue and whether it is consumed now (EngineHealth.queues). */
+  consumed: () => Array<{ queue: string; consuming: boolean }>;
+  /** The flows of the unpartitioned handler queues (RetryEngine.queueStates). */
+  flows: () => QueueFlowStatus[];
+  /** The partitioned handlers (RetryEngine.partitions). */
+  partitions: () => PartitionsStatus[];
+}
+
+export interface HeartbeatDeps extends HeartbeatSources {
+  application?: string;
+  intervalMs: number;
+  logger: RetryLogger;
+  collector: HeartbeatCollector;
+  /** A plain channel on the publishing connection (for the beats). */
+  publishChannel: (purpose: string) => Promise<Channel>;
+  /** A plain channel on the consuming connection (to listen to the beats). */
+  consumeChannel: (purpose: string) => Promise<Channel>;
+  /**
+   * The broker user beats are published as (AMQP `user_id`, which the broker checks against the connection's user):
+   * the listener takes only beats from this user, so that another user who may write to the control exchange cannot
+   * show instances of this application.
+   */
+  userId: string;
+  /** The page's instance keeps every instance's beats here; without it this instance only beats. */
+  fleet?: FleetHistory;
+  now?: () => number;
+}
+
+/**
+ * This instance's heartbeat: every `intervalMs`, one small message on the control exchange (routing key
+ * `amqp-retry.heartbeat.<application>`) with its identity, its queues' states and what they did since the previous
+ * beat (HeartbeatCollector); and, on the page's instance, a private queue that takes the application's beats into a
+ * FleetHistory. Best effort: a failure is a warning, tried again at the next beat (a channel lost with its connection
+ * is opened again then).
+ */
+export class HeartbeatRuntime {
+  private readonly identity: Heartbeat['instance'];
+  private timer?: NodeJS.Timeout;
+  private seq = 0;
+  private publisher?: Promise<Channel>;
+  private listener?: Promise<Channel>;
+  private warned = false;
+  /** When a bad heartbeat was last logged: at most one line a minute. */
+  private lastIgnored = -Infinity;
+  private readonly now: () => number;
+
+  constructor(private readonly deps: HeartbeatDeps) {
+    this.now = deps.now ?? Date.now;
+    const host = hostname().slice(0, 100);
+    this.identity = {
+      id: `${host}:${process.pid}:${randomBytes(4).toString('hex')}`,
+      host,
+      pid: process.pid,
+      version: (process.env.npm_package_version ?? '').slice(0, 100),
+      startedAt: this.now(),
+    };
+  }
+
+  get instanceId(): string {
+    return this.identity.id;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.beat(), this.deps.intervalMs);
+    this.timer.unref();
+    void this.beat();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    const channels = [this.publisher, this.listener];
+    this.publisher = this.listener = undefined;
+    await Promise.all(channels.map((c) => c?.then((ch) => ch.close()).catch(() => undefined)));
+  }
+
+  /** Publishes one beat (and makes sure the listener runs); never throws. */
+  async beat(): Promise<void> {
+    try {
+      if (this.deps.fleet) await this.listen();
+      const channel = await this.open('publisher', () => this.deps.publishChannel('heartbeat'));
+      const beat: Heartbeat = {
+        v: 1,
+        application: this.deps.application ?? '-',
+        instance: this.identity,
+        seq: ++this.seq,
+        sentAt: this.now(),
+        intervalMs: this.deps.intervalMs,
+        queues: this.queues(),
+      };
+      channel.publish(CONTROL_EXCHANGE, heartbeatKey(this.deps.application), encodeHeartbeat(beat), {
+        contentType: 'application/json',
+        userId: this.deps.userId,
+        expiration: String(this.deps.intervalMs * 3),
+      });
+      this.warned = false;
+    } catch (error) {
+      if (!this.warned) this.deps.logger.warn(`Heartbeat not sent (tried again every ${this.deps.intervalMs} ms): ${errorMessage(error)}`);
+      this.warned = true;
+    }
+  }
+
+  /** This instance's queues for a beat: each consumed queue with its state and counts, and each partitioned handler. */
+  private queues(): HeartbeatQueue[] {
+    const { collector } = this.deps;
+    const flows = new Map(this.deps.flows().map((f) => [f.queue, f]));
+    const queues: HeartbeatQueue[] = this.deps.consumed().map(({ queue, consuming }) => {
+      const flow = flows.get(queue);
+      const nextTrialAt = flow?.openUntil ? Date.parse(flow.openUntil) : undefined;
+      const breaker = flow && flow.circuit !== undefined && flow.circuit !== 'closed' ? collector.causeOf(queue, nextTrialAt) : undefined;
+      return { queue, consuming, state: flow?.state ?? 'running', ...collector.drain(queue), ...(breaker && { breaker }) };
+    });
+    for (const handler of this.deps.partitions()) {
+      const mine = handler.partitions.filter((p) => p.mine).map((p) => p.index);
+      queues.push({ queue: handler.queue, consuming: mine.length > 0, state: 'running', partitions: mine, ...collector.drain(handler.queue) });
+    }
+    return queues.slice(0, MAX_HEARTBEAT_QUEUES);
+  }
+
+  /** The page's side: a private queue bound to the application's heartbeat key, consumed into the fleet. */
+  private async listen(): Promise<void> {
+    const fleet = this.deps.fleet as FleetHistory;
+    await this.open('listener', async () => {
+      const channel = await this.deps.consumeChannel('heartbeats');
+      await channel.assertExchange(CONTROL_EXCHANGE, 'direct', { durable: true });
+      const { queue } = await channel.assertQueue('', {
+        ...PRIVATE_QUEUE_OPTIONS,
+        arguments: { ...PRIVATE_QUEUE_OPTIONS.arguments, 'x-max-length': LISTEN_QUEUE_LENGTH, 'x-message-ttl': this.deps.intervalMs * 3 },
+      });
+      await channel.bindQueue(queue, CONTROL_EXCHANGE, heartbeatKey(this.deps.application));
+      await channel.consume(queue, (message) => message && this.take(fleet, message), { noAck: true });
+      return channel;
+    });
+  }
+
+  private take(fleet: FleetHistory, message: ConsumeMessage): void {
+    if (message.properties.userId !== this.deps.userId) return; // not from this application's broker user
+    const beat = decodeHeartbeat(message.content, message.fields.routingKey);
+    if ('problem' in beat) {
+      if (this.now() - this.lastIgnored < 60_000) return;
+      this.lastIgnored = this.now();
+      this.deps.logger.warn(`Ignored a heartbeat (at most one such line a minute): ${beat.problem}`);
+      return;
+    }
+    fleet.accept(beat, this.now());
+  }
+
+  /** The channel kept in `slot`, opened when missing or closed (it is forgotten when it closes). */
+  private open(slot: 'publisher' | 'listener', make: () => Promise<Channel>): Promise<Channel> {
+    const kept = this[slot];
+    if (kept) return kept;
+    const opening = make().then((channel) => {
+      channel.on('close', () => this[slot] === opening && (this[slot] = undefined));
+      channel.on('error', () => undefined);
+      return channel;
+    });
+    this[slot] = opening;
+    opening.catch(() => this[slot] === opening && (this[slot] = undefined));
+    return opening;
+  }
+}
+
+/** The user name of the first broker URL (amqplib's default, guest, without one): who the beats are published as. */
+export function brokerUser(url: string | undefined): string {
+  try {
+    const user = url ? decodeURIComponent(new URL(url).username) : '';
+    return user === '' ? 'guest' : user;
+  } catch {
+    return 'guest';
+  }
+}
