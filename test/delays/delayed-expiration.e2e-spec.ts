@@ -1,11 +1,11 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { RmqRecordBuilder } from '@nestjs/microservices';
 import type { ConsumeMessage } from 'amqplib';
 import { lastValueFrom } from 'rxjs';
 import { RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 /** A message as a plain consumer of the target queue received it, with when. */
 interface Arrival {
@@ -18,47 +18,30 @@ interface Arrival {
  * and its expiration applies from the moment it is delivered to its target.
  */
 describe('delayed delivery of messages with an expiration', () => {
-  let broker: TestBroker;
+  const suite = useSuite('e2e.delay-exp.target');
   let prefix: string;
-  let queue: string;
-  let app: INestApplicationContext | undefined;
-  let client: RetryClient | undefined;
   const arrivals: Arrival[] = [];
 
   async function listen(): Promise<void> {
-    await broker.channel.consume(queue, (message) => {
+    await suite.broker.channel.consume(suite.queue, (message) => {
       if (!message) return;
       arrivals.push({ at: Date.now(), message });
-      broker.channel.ack(message);
+      suite.broker.channel.ack(message);
     });
   }
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(async () => {
     prefix = uniqueName('e2e.delay-exp');
-    queue = uniqueName('e2e.delay-exp.target');
     arrivals.length = 0;
-    await broker.channel.assertQueue(queue, { durable: true });
-  });
-  afterEach(async () => {
-    await client?.close();
-    client = undefined;
-    await app?.close();
-    app = undefined;
-    await broker.channel.deleteQueue(queue);
-    await broker.deleteDelayLadder(prefix);
+    await suite.broker.channel.assertQueue(suite.queue, { durable: true });
+    suite.afterThis(() => suite.broker.deleteDelayLadder(prefix));
   });
 
   it('RetryPublisher: a 3 s delay with expiration 200 arrives after 3 s, still carrying expiration 200', async () => {
     await listen();
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
     const sent = Date.now();
-    await app.get(RetryPublisher).publish('', queue, { id: 1 }, { delay: 3000, expiration: '200' });
+    await suite.app.get(RetryPublisher).publish('', suite.queue, { id: 1 }, { delay: 3000, expiration: '200' });
 
     const [arrival] = await waitFor(() => arrivals.length === 1 && arrivals, 'the delayed message', 8_000);
     expect(arrival.at - sent).toBeGreaterThanOrEqual(3000);
@@ -71,9 +54,9 @@ describe('delayed delivery of messages with an expiration', () => {
 
   it('RetryEngine.publish: properties with a numeric expiration wait the whole delay too', async () => {
     await listen();
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
     const sent = Date.now();
-    await app.get(RetryEngine).publish('', queue, Buffer.from('{"id":2}'), { expiration: 50, contentType: 'application/json' }, 1500);
+    await suite.app.get(RetryEngine).publish('', suite.queue, Buffer.from('{"id":2}'), { expiration: 50, contentType: 'application/json' }, 1500);
 
     const [arrival] = await waitFor(() => arrivals.length === 1 && arrivals, 'the delayed message', 6_000);
     expect(arrival.at - sent).toBeGreaterThanOrEqual(1500);
@@ -82,7 +65,8 @@ describe('delayed delivery of messages with an expiration', () => {
 
   it('RetryClient: a delayed emit of an RmqRecord with expiration 200 arrives after 3 s, still carrying it', async () => {
     await listen();
-    client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: { prefix } });
+    const client = new RetryClient({ url: AMQP_URL, queue: suite.queue, delayedDelivery: { prefix } });
+    suite.clients.push(client);
     await client.connect();
     const record = new RmqRecordBuilder({ id: 3 }).setOptions({ expiration: '200', headers: { tenant: 'acme' } }).build();
     const sent = Date.now();
@@ -97,23 +81,23 @@ describe('delayed delivery of messages with an expiration', () => {
   });
 
   it('the expiration runs from delivery: an unconsumed message is in its queue after the delay and expires after it', async () => {
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
     const sent = Date.now();
-    await app.get(RetryPublisher).publish('', queue, { id: 4 }, { delay: 1000, expiration: 600 });
+    await suite.app.get(RetryPublisher).publish('', suite.queue, { id: 4 }, { delay: 1000, expiration: 600 });
 
-    const inQueue = await waitFor(async () => (await broker.count(queue)) === 1 && Date.now(), 'the delivered message', 5_000);
+    const inQueue = await waitFor(async () => (await suite.broker.count(suite.queue)) === 1 && Date.now(), 'the delivered message', 5_000);
     expect(inQueue - sent).toBeGreaterThanOrEqual(1000);
-    const gone = await waitFor(async () => (await broker.count(queue)) === 0 && Date.now(), 'its expiry', 5_000);
+    const gone = await waitFor(async () => (await suite.broker.count(suite.queue)) === 0 && Date.now(), 'its expiry', 5_000);
     // Expired 600 ms after delivery (the broker checks a little late, never early), not during the delay.
     expect(gone - sent).toBeGreaterThanOrEqual(1000 + 600 - 25);
   });
 
   it.each([['-1'], ['soon'], ['1.5'], [-5], [2 ** 32]])('refuses an expiration of %p with a RangeError and publishes nothing', async (expiration) => {
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
-    const engine = app.get(RetryEngine);
-    await expect(engine.publish('', queue, Buffer.from('{}'), { expiration }, 500)).rejects.toThrow(RangeError);
-    await expect(engine.publish('', queue, Buffer.from('{}'), { expiration })).rejects.toThrow(/expiration/);
+    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    const engine = suite.app.get(RetryEngine);
+    await expect(engine.publish('', suite.queue, Buffer.from('{}'), { expiration }, 500)).rejects.toThrow(RangeError);
+    await expect(engine.publish('', suite.queue, Buffer.from('{}'), { expiration })).rejects.toThrow(/expiration/);
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(await broker.count(queue)).toBe(0);
+    expect(await suite.broker.count(suite.queue)).toBe(0);
   });
 });

@@ -1,97 +1,89 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import pg from 'pg';
 import { IdempotencyStoreError, retryTopologyNames, type PostgresIdempotencyStore, type IdempotencyStore } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 import { POSTGRES_URL, postgresKind, redisKind, spied, uniqueSpace } from '../support/stores.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/idempotency.step.js';
 
 describe.each([redisKind, postgresKind])('handling each message once with the $name store', (kind) => {
-  let broker: TestBroker;
-  const apps: INestApplicationContext[] = [];
+  const suite = useSuite('e2e.once');
   const proxies: TcpProxy[] = [];
-  let queue: string;
   let space: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(() => {
-    queue = uniqueName('e2e.once');
     space = uniqueSpace();
-  });
-  afterEach(async () => {
-    for (const app of apps.splice(0)) await app.close();
-    for (const proxy of proxies.splice(0)) await proxy.stop();
-    await broker.deleteRetryTopology(queue);
-    await kind.cleanUp(space);
+    suite.afterThis(async () => {
+      for (const proxy of proxies.splice(0)) await proxy.stop();
+      await kind.cleanUp(space);
+    });
   });
 
   const start = async (Handler: ReturnType<typeof handlerFor>, store: IdempotencyStore) => {
     const app = await startApp([Handler], { ...TEST_OPTIONS, idempotency: { store } });
-    apps.push(app);
+    suite.apps.push(app);
     return handlerOf(app, Handler);
   };
 
   it('publishing the same message id twice calls the handler once; the copy is acked', async () => {
-    const Handler = handlerFor({ queue, prefetch: 1, delays: [100] }, () => undefined);
+    const Handler = handlerFor({ queue: suite.queue, prefetch: 1, delays: [100] }, () => undefined);
     const handler = await start(Handler, kind.create(space));
-    await broker.publish('', queue, { n: 1 }, { messageId: 'dup-1' });
-    await broker.publish('', queue, { n: 1 }, { messageId: 'dup-1' });
-    await broker.publish('', queue, { n: 2 }, { messageId: 'after' }); // prefetch 1: the copy was settled before this runs
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'dup-1' });
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'dup-1' });
+    await suite.broker.publish('', suite.queue, { n: 2 }, { messageId: 'after' }); // prefetch 1: the copy was settled before this runs
     await waitFor(() => handler.calls.length === 2, 'two handler calls');
-    await apps.pop()!.close();
+    await suite.apps.pop()!.close();
     expect(handler.calls.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 2 }]);
-    expect(await broker.count(queue)).toBe(0); // both copies acked
-    expect(await kind.holds(space, storeKeyOf(queue, 'dup-1'))).toBe(true);
+    expect(await suite.broker.count(suite.queue)).toBe(0); // both copies acked
+    expect(await kind.holds(space, storeKeyOf(suite.queue, 'dup-1'))).toBe(true);
   });
 
   it('a copy delivered to a second application while the first runs waits, and is acked without a call', async () => {
     let release!: () => void;
     const running = new Promise<void>((resolve) => (release = resolve));
-    const Handler = handlerFor({ queue, prefetch: 1, delays: [100] }, () => running);
+    const Handler = handlerFor({ queue: suite.queue, prefetch: 1, delays: [100] }, () => running);
     const store = spied(kind.create(space));
     const first = await start(Handler, store);
     const second = await start(Handler, store);
-    await broker.publish('', queue, { n: 1 }, { messageId: 'both' });
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'both' });
     await waitFor(() => first.calls.length + second.calls.length === 1, 'the first copy running');
-    await broker.publish('', queue, { n: 1 }, { messageId: 'both' }); // the busy consumer has prefetch 1: the other gets it
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'both' }); // the busy consumer has prefetch 1: the other gets it
     await waitFor(() => store.claims.includes('busy'), 'the second copy finding the claim');
     release();
-    await waitFor(async () => store.claims.includes('handled') && (await broker.count(queue)) === 0, 'the copy acked');
-    for (const app of apps.splice(0)) await app.close();
+    await waitFor(async () => store.claims.includes('handled') && (await suite.broker.count(suite.queue)) === 0, 'the copy acked');
+    for (const app of suite.apps.splice(0)) await app.close();
     expect(first.calls.length + second.calls.length).toBe(1);
-    expect(await broker.count(queue)).toBe(0); // nothing was left unacked (it would be back in the queue)
+    expect(await suite.broker.count(suite.queue)).toBe(0); // nothing was left unacked (it would be back in the queue)
   });
 
   it('a store that is down: the message is retried through the tiers, not handled, and handled once the store is back', async () => {
     const proxy = await new TcpProxy('127.0.0.1', kind.port).start();
     proxies.push(proxy);
     await proxy.cut(); // the port is closed now
-    const Handler = handlerFor({ queue, delays: ['400ms'], maxAttempts: 20 }, () => undefined);
+    const Handler = handlerFor({ queue: suite.queue, delays: ['400ms'], maxAttempts: 20 }, () => undefined);
     const handler = await start(Handler, kind.create(space, proxy.port));
-    await broker.publish('', queue, { n: 1 }, { messageId: 'down-1' });
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'down-1' });
     // In the tier: the failed claim was a retryable failure; the handler has not run.
-    await waitFor(async () => (await broker.count(retryTopologyNames(queue, { delays: [400] }).tiers[0])) === 1, 'the message in the retry tier');
+    await waitFor(
+      async () => (await suite.broker.count(retryTopologyNames(suite.queue, { delays: [400] }).tiers[0])) === 1,
+      'the message in the retry tier',
+    );
     expect(handler.calls).toEqual([]);
     await proxy.restore();
     await waitFor(() => handler.calls.length === 1, 'the call once the store is back', 20_000);
     expect(handler.calls[0].attempt).toBeGreaterThanOrEqual(2);
-    expect(await broker.count(`${queue}.error`)).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
   });
 
   it('a store that stays down: the message is parked as exhausted after its attempts, naming the store, never handled', async () => {
     const proxy = await new TcpProxy('127.0.0.1', kind.port).start();
     proxies.push(proxy);
     await proxy.cut();
-    const Handler = handlerFor({ queue, delays: [100], maxAttempts: 3 }, () => undefined);
+    const Handler = handlerFor({ queue: suite.queue, delays: [100], maxAttempts: 3 }, () => undefined);
     const handler = await start(Handler, kind.create(space, proxy.port));
-    await broker.publish('', queue, { n: 1 }, { messageId: 'down-2' });
-    const [parked] = await broker.take(`${queue}.error`, 1, 20_000);
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'down-2' });
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1, 20_000);
     expect(handler.calls).toEqual([]);
     expect(parked.properties.headers?.['x-parked-reason']).toBe('exhausted');
     expect(String(parked.properties.headers?.['x-exception-message'])).toContain('the idempotency store failed to claim');
@@ -101,42 +93,42 @@ describe.each([redisKind, postgresKind])('handling each message once with the $n
 
   it('after ttl a copy is handled again', async () => {
     const Handler = handlerFor(
-      { queue, prefetch: 1, delays: [100], idempotency: { store: kind.create(space), ttl: '1500ms', claimTtl: '1s' } },
+      { queue: suite.queue, prefetch: 1, delays: [100], idempotency: { store: kind.create(space), ttl: '1500ms', claimTtl: '1s' } },
       () => undefined,
     );
     const app = await startApp([Handler], TEST_OPTIONS);
-    apps.push(app);
+    suite.apps.push(app);
     const handler = handlerOf(app, Handler);
-    await broker.publish('', queue, { n: 1 }, { messageId: 'ttl-1' });
-    await broker.publish('', queue, { n: 1 }, { messageId: 'ttl-1' });
-    await broker.publish('', queue, { n: 'marker' }, { messageId: 'marker' });
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'ttl-1' });
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'ttl-1' });
+    await suite.broker.publish('', suite.queue, { n: 'marker' }, { messageId: 'marker' });
     await waitFor(() => handler.calls.length === 2, 'the first copy and the marker');
     const recordedAt = handler.calls[0].at;
-    await waitFor(async () => !(await kind.holds(space, storeKeyOf(queue, 'ttl-1'))), 'the record to expire', 5_000);
+    await waitFor(async () => !(await kind.holds(space, storeKeyOf(suite.queue, 'ttl-1'))), 'the record to expire', 5_000);
     expect(Date.now() - recordedAt).toBeGreaterThanOrEqual(1_400);
-    await broker.publish('', queue, { n: 1 }, { messageId: 'ttl-1' });
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'ttl-1' });
     await waitFor(() => handler.calls.length === 3, 'the copy after ttl');
     expect(handler.calls.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 'marker' }, { n: 1 }]);
   });
 
   it('a failure releases the claim: the retry runs after the tier delay, not after the claim expires', async () => {
-    const Handler = handlerFor({ queue, delays: [200], maxAttempts: 3 }, (_, ctx) => {
+    const Handler = handlerFor({ queue: suite.queue, delays: [200], maxAttempts: 3 }, (_, ctx) => {
       if (ctx.attempt === 1) throw new Error('first attempt fails');
     });
     const handler = await start(Handler, kind.create(space)); // claims last 30 s
-    await broker.publish('', queue, { n: 1 }, { messageId: 'fail-1' });
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'fail-1' });
     await waitFor(() => handler.calls.length === 2, 'the retry', 10_000);
     expect(handler.calls.map((c) => c.attempt)).toEqual([1, 2]);
     expect(handler.calls[1].at - handler.calls[0].at).toBeLessThan(2_000);
-    await waitFor(async () => (await broker.count(queue)) === 0, 'the ack');
-    expect(await kind.holds(space, storeKeyOf(queue, 'fail-1'))).toBe(true);
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'the ack');
+    expect(await kind.holds(space, storeKeyOf(suite.queue, 'fail-1'))).toBe(true);
   });
 
   it('a message without a message id is parked as malformed, naming the fix', async () => {
-    const Handler = handlerFor({ queue, delays: [100] }, () => undefined);
+    const Handler = handlerFor({ queue: suite.queue, delays: [100] }, () => undefined);
     const handler = await start(Handler, kind.create(space));
-    await broker.publish('', queue, { n: 1 });
-    const [parked] = await broker.take(`${queue}.error`, 1);
+    await suite.broker.publish('', suite.queue, { n: 1 });
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
     expect(handler.calls).toEqual([]);
     expect(parked.properties.headers?.['x-parked-reason']).toBe('malformed');
     expect(String(parked.properties.headers?.['x-exception-message'])).toContain('give idempotency.key');

@@ -4,8 +4,8 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { of, throwError } from 'rxjs';
 import { RetryEngine, RetryModule, RetryWithBackoff } from 'nestjs-amqp-retry';
 import { RetryRpcExceptionFilter, RetryServer } from 'nestjs-amqp-retry/transport';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { cleanUp, settleWindow } from '../support/suite.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { settleWindow, useSuite } from '../support/suite.js';
 
 /** What a global filter does with every error: answers a failure in some form, or marks the message handled. */
 const FILTERS: Record<string, { filter?: () => ExceptionFilter; handled: boolean }> = {
@@ -63,48 +63,35 @@ function hybridModule(decoratorQueue: string) {
  * failed, retried then parked. The same on both paths, the decorator's and RetryServer's, in one hybrid application.
  */
 describe('global exception filters on failed handlers, decorator and transport alike', () => {
-  let broker: TestBroker;
-  let app: INestApplication | undefined;
-  let decoratorQueue: string;
+  const suite = useSuite<INestApplication>('e2e.filters.decorator');
   let transportQueue: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(() => {
-    decoratorQueue = uniqueName('e2e.filters.decorator');
     transportQueue = uniqueName('e2e.filters.transport');
-  });
-  afterEach(async () => {
-    const started = app;
-    app = undefined;
-    await cleanUp(
-      () => started?.close(),
-      () => broker.deleteRetryTopology(decoratorQueue),
-      () => broker.deleteRetryTopology(transportQueue),
-    );
+    suite.afterThis(() => suite.broker.deleteRetryTopology(transportQueue));
   });
 
   it.each(Object.entries(FILTERS))('%s', async (_name, { filter, handled }) => {
-    const { HybridModule, FailingHandler, FailingController } = hybridModule(decoratorQueue);
-    app = await NestFactory.create(HybridModule, { logger: false });
-    if (filter) app.useGlobalFilters(filter());
-    const server = new RetryServer({ queue: transportQueue, engine: app.get(RetryEngine), delays: [300], maxAttempts: 2 });
-    app.connectMicroservice({ strategy: server }, { inheritAppConfig: true });
-    await app.startAllMicroservices();
-    await app.init();
-    const decorated = app.get(FailingHandler);
-    const patterns = app.get(FailingController);
+    const { HybridModule, FailingHandler, FailingController } = hybridModule(suite.queue);
+    suite.app = await NestFactory.create(HybridModule, { logger: false });
+    if (filter) suite.app.useGlobalFilters(filter());
+    const server = new RetryServer({ queue: transportQueue, engine: suite.app.get(RetryEngine), delays: [300], maxAttempts: 2 });
+    suite.app.connectMicroservice({ strategy: server }, { inheritAppConfig: true });
+    await suite.app.startAllMicroservices();
+    await suite.app.init();
+    const decorated = suite.app.get(FailingHandler);
+    const patterns = suite.app.get(FailingController);
 
-    await broker.publish('', decoratorQueue, { id: 1 });
-    await broker.publish('', transportQueue, { pattern: 'invoice.issued', data: { id: 2 } });
+    await suite.broker.publish('', suite.queue, { id: 1 });
+    await suite.broker.publish('', transportQueue, { pattern: 'invoice.issued', data: { id: 2 } });
     const expected = handled ? { calls: 1, parked: 0 } : { calls: 2, parked: 1 };
     const outcome = async () => ({
-      decorator: { calls: decorated.calls, parked: await broker.count(`${decoratorQueue}.error`), waiting: await broker.count(decoratorQueue) },
-      transport: { calls: patterns.calls, parked: await broker.count(`${transportQueue}.error`), waiting: await broker.count(transportQueue) },
+      decorator: { calls: decorated.calls, parked: await suite.broker.count(`${suite.queue}.error`), waiting: await suite.broker.count(suite.queue) },
+      transport: {
+        calls: patterns.calls,
+        parked: await suite.broker.count(`${transportQueue}.error`),
+        waiting: await suite.broker.count(transportQueue),
+      },
     });
     const settled = { ...expected, waiting: 0 };
     await waitFor(

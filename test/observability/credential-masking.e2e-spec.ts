@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import type { INestApplication } from '@nestjs/common';
 import { NonRetryableError, RetryConfigError } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { startDashboardApp } from '../support/dashboard-app.js';
-import { SUITE_OPTIONS } from '../support/suite.js';
+import { SUITE_OPTIONS, useSuite } from '../support/suite.js';
 import { buildCli } from '../support/cli.js';
 
 /**
@@ -89,28 +89,11 @@ describe('credentials are masked everywhere they could leave the process', () =>
   });
 
   describe('log lines, parked copies and the parked-messages page', () => {
-    let broker: TestBroker;
-    let app: INestApplication | undefined;
-    let queue: string;
-
-    beforeAll(async () => {
-      broker = await TestBroker.connect();
-    });
-    afterAll(async () => {
-      await broker.close();
-    });
-    beforeEach(() => {
-      queue = uniqueName('e2e.masking');
-    });
-    afterEach(async () => {
-      await app?.close();
-      app = undefined;
-      await broker.deleteRetryTopology(queue);
-    });
+    const suite = useSuite<INestApplication>('e2e.masking');
 
     it.each(HOSTILE)('a password with %s in a handler error is masked in the logs, the parked copy and the page', async (_name, password) => {
       const leak = `could not reach postgres://billing:${password}@db.internal:5432/billing`;
-      const Handler = handlerFor({ queue, delays: [100] }, () => {
+      const Handler = handlerFor({ queue: suite.queue, delays: [100] }, () => {
         throw new NonRetryableError(leak);
       });
       const logger = new RecordingLogger();
@@ -119,42 +102,44 @@ describe('credentials are masked everywhere they could leave the process', () =>
         ...SUITE_OPTIONS,
         logging: { parked: 'stack' },
       });
-      app = started.app;
-      app.useLogger(logger);
+      suite.app = started.app;
+      suite.app.useLogger(logger);
       const masked = 'could not reach postgres://billing:***@db.internal:5432/billing';
 
       // A copy parked by this version: masked when written.
-      await broker.publish('', queue, { n: 1 });
-      const [copy] = await broker.take(`${queue}.error`, 1, 15_000);
+      await suite.broker.publish('', suite.queue, { n: 1 });
+      const [copy] = await suite.broker.take(`${suite.queue}.error`, 1, 15_000);
       expect(copy.properties.headers?.['x-exception-message']).toBe(masked);
-      await broker.channel.sendToQueue(`${queue}.error`, copy.content, copy.properties);
+      await suite.broker.channel.sendToQueue(`${suite.queue}.error`, copy.content, copy.properties);
       // A copy parked by an older version: masked when shown.
-      await broker.publish(
+      await suite.broker.publish(
         '',
-        `${queue}.error`,
+        `${suite.queue}.error`,
         { n: 2 },
         {
           headers: {
             'x-parked-reason': 'non-retryable',
-            'x-original-queue': queue,
+            'x-original-queue': suite.queue,
             'x-exception-message': leak,
             'x-exception-stack': `Error: ${leak}\n    at x`,
           },
         },
       );
-      await waitFor(async () => (await broker.count(`${queue}.error`)) === 2, 'two parked copies');
+      await waitFor(async () => (await suite.broker.count(`${suite.queue}.error`)) === 2, 'two parked copies');
 
       const get = async (path: string) => {
         const response = await fetch(`${started.url}/retry/api/${path}`);
         expect([path, response.status, response.status === 200 ? '' : await response.clone().text()]).toEqual([path, 200, '']);
         return response.text();
       };
-      const list = await get(`messages?queue=${encodeURIComponent(queue)}`);
+      const list = await get(`messages?queue=${encodeURIComponent(suite.queue)}`);
       const page = JSON.parse(list) as { items: Array<{ id: string; error: string }> };
       expect(page.items.map((m) => m.error)).toEqual([masked, masked]);
-      const shown = await Promise.all(page.items.map(({ id }) => get(`messages/${encodeURIComponent(`${queue}.error`)}/${encodeURIComponent(id)}`)));
-      const summary = await get(`summary?queue=${encodeURIComponent(queue)}`);
-      const exported = await get(`export?errorQueue=${encodeURIComponent(`${queue}.error`)}`);
+      const shown = await Promise.all(
+        page.items.map(({ id }) => get(`messages/${encodeURIComponent(`${suite.queue}.error`)}/${encodeURIComponent(id)}`)),
+      );
+      const summary = await get(`summary?queue=${encodeURIComponent(suite.queue)}`);
+      const exported = await get(`export?errorQueue=${encodeURIComponent(`${suite.queue}.error`)}`);
       expect(exported.trim().split('\n')).toHaveLength(2);
       for (const text of [list, ...shown, summary, exported, logger.lines.join('\n')]) {
         expect(text).not.toContain(`:${password}@`);

@@ -5,7 +5,8 @@ import { of } from 'rxjs';
 import { NonRetryableError, ParkedMessages, RetryDashboardModule } from 'nestjs-amqp-retry';
 import { handlerFor } from '../support/app.js';
 import { launchBrowser } from '../support/browser.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { uniqueName, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 import { BearerGuard, startDashboardApp } from '../support/dashboard-app.js';
 
 /** A service the guard injects, from a module of the user's. */
@@ -30,36 +31,23 @@ const TOKEN_HEADER = 'x-retry-dashboard-token';
 const tokenOf = (html: string) => /name="retry-dashboard-token" content="([^"]+)"/.exec(html)?.[1] ?? '';
 
 describe('parked-messages page: closed unless opened, and refuses cross-site calls', () => {
-  let broker: TestBroker;
-  let app: INestApplication | undefined;
-  let queue: string;
+  const suite = useSuite<INestApplication>('e2e.dash');
   let exchange: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(() => {
-    queue = uniqueName('e2e.dash');
     exchange = uniqueName('e2e.dash.x');
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { exchanges: [exchange] });
+    suite.extraExchanges.push(exchange);
   });
 
   /** A handler that parks everything at once, and one parked message in its parking queue. */
   async function startWithOneParked(dashboard: Parameters<typeof startDashboardApp>[1]) {
-    const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, () => {
+    const Handler = handlerFor({ queue: suite.queue, exchange, routingKey: 'k', delays: [100] }, () => {
       throw new NonRetryableError('card expired');
     });
     const started = await startDashboardApp([Handler], dashboard);
-    app = started.app;
-    await broker.publish(exchange, 'k', { id: 1 });
-    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1, 'one parked message');
+    suite.app = started.app;
+    await suite.broker.publish(exchange, 'k', { id: 1 });
+    await waitFor(async () => (await suite.broker.count(`${suite.queue}.error`)) === 1, 'one parked message');
     return started;
   }
 
@@ -74,10 +62,10 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     const post = await fetch(`${url}/ops/retry/api/purge`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', [TOKEN_HEADER]: 'x' },
-      body: JSON.stringify({ errorQueue: `${queue}.error`, filter: {} }),
+      body: JSON.stringify({ errorQueue: `${suite.queue}.error`, filter: {} }),
     });
     expect(post.status).toBe(403);
-    expect(await broker.count(`${queue}.error`)).toBe(1);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(1);
   });
 
   it("runs the user's guard before every route: 401 without the bearer token, the page with it", async () => {
@@ -105,19 +93,19 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     const script = await fetch(`${url}/retry/assets/app.js`, { headers: { authorization: 'Bearer ops-secret' } });
     expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
     // A guard instance works as well as a class.
-    await app!.close();
+    await suite.app!.close();
     const refusing = await startDashboardApp([], { path: '/retry', guard: { canActivate: () => false } });
-    app = refusing.app;
+    suite.app = refusing.app;
     expect((await fetch(`${refusing.url}/retry`)).status).toBe(403);
-    await app.close();
+    await suite.app.close();
     const observing = await startDashboardApp([], { path: '/retry', guard: { canActivate: () => of(true) } }); // an Observable answer
-    app = observing.app;
+    suite.app = observing.app;
     expect((await fetch(`${observing.url}/retry`)).status).toBe(200);
   });
 
   it('resolves a guard class with the services it injects from imports, and fails the start when they are missing', async () => {
     const started = await startDashboardApp([], { path: '/retry', guard: KeyGuard, imports: [OperatorKeysModule] });
-    app = started.app;
+    suite.app = started.app;
     expect((await fetch(`${started.url}/retry/api/queues`)).status).toBe(403);
     expect((await fetch(`${started.url}/retry/api/queues`, { headers: { authorization: 'Bearer ops-secret' } })).status).toBe(200);
     await expect(startDashboardApp([], { path: '/retry', guard: KeyGuard })).rejects.toThrow(/KeyGuard/);
@@ -126,7 +114,7 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
   it('takes its options from a factory with forRootAsync', async () => {
     const module = RetryDashboardModule.forRootAsync({ path: '/async/retry', useFactory: async () => ({ guard: BearerGuard }) });
     const { app: started, url } = await startDashboardApp([], module);
-    app = started;
+    suite.app = started;
     expect((await fetch(`${url}/async/retry`)).status).toBe(401);
     expect((await fetch(`${url}/async/retry`, { headers: { authorization: 'Bearer ops-secret' } })).status).toBe(200);
     expect(() => RetryDashboardModule.forRootAsync({ path: '/retry/:id', useFactory: () => ({}) })).toThrow(/dashboard\.path/);
@@ -138,7 +126,7 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     expect(html).toContain('This page is open.');
     const token = tokenOf(html);
     expect(token).not.toBe('');
-    const body = JSON.stringify({ errorQueue: `${queue}.error`, filter: {} });
+    const body = JSON.stringify({ errorQueue: `${suite.queue}.error`, filter: {} });
     const json = { 'content-type': 'application/json' };
     const attempts: Array<[string, RequestInit]> = [
       ['no token', { headers: json }],
@@ -151,39 +139,39 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
       const response = await fetch(`${url}/retry/api/purge`, { method: 'POST', body, ...init });
       expect([what, response.status]).toEqual([what, 403]);
     }
-    expect((await fetch(`${url}/retry/api/purge?errorQueue=${queue}.error`)).status).toBe(404); // no GET that changes state
+    expect((await fetch(`${url}/retry/api/purge?errorQueue=${suite.queue}.error`)).status).toBe(404); // no GET that changes state
     const crossSiteRead = await fetch(`${url}/retry/api/queues`, { headers: { 'sec-fetch-site': 'cross-site' } });
     expect(crossSiteRead.status).toBe(403);
-    expect(await broker.count(`${queue}.error`)).toBe(1);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(1);
 
     // With the token, only parking queues of known handler queues may be named: not the business queue itself.
-    await app!.close();
-    await broker.channel.sendToQueue(queue, Buffer.from('{"id":2}')); // a live message, its handler stopped
+    await suite.app!.close();
+    await suite.broker.channel.sendToQueue(suite.queue, Buffer.from('{"id":2}')); // a live message, its handler stopped
     // No handler: the live message stays. wholeVhost: this application runs no handler, so only a page that looks at
     // every application's recorded queues may reach the earlier one's parking queue.
     const reopened = await startDashboardApp([], { path: '/retry', allowUnauthenticated: true, wholeVhost: true });
-    app = reopened.app;
+    suite.app = reopened.app;
     const url2 = reopened.url;
     const fresh = tokenOf(await (await fetch(`${url2}/retry`)).text());
     const purgeBusiness = await fetch(`${url2}/retry/api/purge`, {
       method: 'POST',
       headers: { ...json, [TOKEN_HEADER]: fresh },
-      body: JSON.stringify({ errorQueue: queue, filter: {} }),
+      body: JSON.stringify({ errorQueue: suite.queue, filter: {} }),
     });
     expect([purgeBusiness.status, ((await purgeBusiness.json()) as { message: string }).message]).toEqual([
       400,
-      `errorQueue "${queue}" is not the parking queue of a known handler queue`,
+      `errorQueue "${suite.queue}" is not the parking queue of a known handler queue`,
     ]);
-    expect((await fetch(`${url2}/retry/api/export?errorQueue=${queue}`)).status).toBe(400);
-    expect((await fetch(`${url2}/retry/api/messages/${queue}/x`)).status).toBe(400);
+    expect((await fetch(`${url2}/retry/api/export?errorQueue=${suite.queue}`)).status).toBe(400);
+    expect((await fetch(`${url2}/retry/api/messages/${suite.queue}/x`)).status).toBe(400);
     const purgeParked = await fetch(`${url2}/retry/api/purge`, {
       method: 'POST',
       headers: { ...json, [TOKEN_HEADER]: fresh },
-      body: JSON.stringify({ errorQueue: `${queue}.error`, filter: {} }),
+      body: JSON.stringify({ errorQueue: `${suite.queue}.error`, filter: {} }),
     });
     expect([purgeParked.status, await purgeParked.json()]).toEqual([200, { matched: 1, purged: 1, dryRun: false }]);
-    await waitFor(async () => (await broker.count(`${queue}.error`)) === 0, 'the parked message purged');
-    expect(await broker.count(queue)).toBe(1);
+    await waitFor(async () => (await suite.broker.count(`${suite.queue}.error`)) === 0, 'the parked message purged');
+    expect(await suite.broker.count(suite.queue)).toBe(1);
   });
 
   it('an open page answers loopback host names only: a DNS-rebound name gets 403, a listed host the page', async () => {
@@ -208,7 +196,7 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
     // Port 1 refuses connections: ParkedMessages fails with its URL in the message.
     const unreachable = new ParkedMessages({ url: 'amqp://ops:s3cret-pw@127.0.0.1:1/' });
     const started = await startDashboardApp([], { path: '/retry', allowUnauthenticated: true }, unreachable);
-    app = started.app;
+    suite.app = started.app;
     const html = await (await fetch(`${started.url}/retry`)).text();
     const answers = [
       await fetch(`${started.url}/retry/api/queues`),
@@ -226,34 +214,34 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
   });
 
   it('a cancelled export lets go of its parking queue: the next list answers, and nothing was taken away', async () => {
-    const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, () => {
+    const Handler = handlerFor({ queue: suite.queue, exchange, routingKey: 'k', delays: [100] }, () => {
       throw new NonRetryableError('card expired');
     });
     const started = await startDashboardApp([Handler], { path: '/retry', allowUnauthenticated: true });
-    app = started.app;
+    suite.app = started.app;
     const padding = 'x'.repeat(1024); // 1,500 lines of over 1 KiB: more than the socket buffers take unread
-    await broker.channel.assertExchange(exchange, 'topic', { durable: true });
+    await suite.broker.channel.assertExchange(exchange, 'topic', { durable: true });
     for (let id = 1; id <= 1500; id++)
-      broker.channel.publish(exchange, 'k', Buffer.from(JSON.stringify({ id, padding })), { contentType: 'application/json' });
-    await (broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
-    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1500, '1,500 parked messages', 60_000);
+      suite.broker.channel.publish(exchange, 'k', Buffer.from(JSON.stringify({ id, padding })), { contentType: 'application/json' });
+    await (suite.broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+    await waitFor(async () => (await suite.broker.count(`${suite.queue}.error`)) === 1500, '1,500 parked messages', 60_000);
 
     const cancel = new AbortController();
-    const download = await fetch(`${started.url}/retry/api/export?errorQueue=${queue}.error`, { signal: cancel.signal });
-    expect([download.status, download.headers.get('content-disposition')]).toEqual([200, `attachment; filename="${queue}.error.jsonl"`]);
+    const download = await fetch(`${started.url}/retry/api/export?errorQueue=${suite.queue}.error`, { signal: cancel.signal });
+    expect([download.status, download.headers.get('content-disposition')]).toEqual([200, `attachment; filename="${suite.queue}.error.jsonl"`]);
     cancel.abort(); // the operator cancels the download after its first bytes
 
     const startedAt = Date.now();
-    const list = await fetch(`${started.url}/retry/api/messages?queue=${queue}&limit=1`, { signal: AbortSignal.timeout(30_000) });
+    const list = await fetch(`${started.url}/retry/api/messages?queue=${suite.queue}&limit=1`, { signal: AbortSignal.timeout(30_000) });
     expect([list.status, ((await list.json()) as { total: number }).total]).toEqual([200, 1500]);
     expect(Date.now() - startedAt).toBeLessThan(20_000);
-    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1500, 'every parked message back in its queue');
+    await waitFor(async () => (await suite.broker.count(`${suite.queue}.error`)) === 1500, 'every parked message back in its queue');
   }, 120_000);
 
   it('a page on another origin cannot purge through the browser: form posts and fetches are refused', async () => {
     const started = await startWithOneParked({ path: '/retry', allowUnauthenticated: true });
     const target = `${started.url}/retry/api/purge`;
-    const payload = JSON.stringify({ errorQueue: `${queue}.error`, filter: {} });
+    const payload = JSON.stringify({ errorQueue: `${suite.queue}.error`, filter: {} });
     // The attacker's page: a no-cors fetch, then a text/plain form whose body is JSON (the classic trick).
     const attacker: Server = createServer((_, response) => {
       response.setHeader('content-type', 'text/html');
@@ -277,6 +265,6 @@ describe('parked-messages page: closed unless opened, and refuses cross-site cal
       { method: 'POST', path: '/retry/api/purge', status: 403 },
       { method: 'POST', path: '/retry/api/purge', status: 403 },
     ]);
-    expect(await broker.count(`${queue}.error`)).toBe(1);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(1);
   });
 });

@@ -5,7 +5,8 @@ import { NonRetryableError, type RetryDashboardOptions } from 'nestjs-amqp-retry
 import type { Page } from 'playwright-core';
 import { handlerFor } from '../support/app.js';
 import { launchBrowser } from '../support/browser.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 import { startDashboardApp } from '../support/dashboard-app.js';
 
 // ---- The guard recipe of docs/operations.md ("Guarding the page"), as written there. ----
@@ -49,39 +50,27 @@ const apiRefused: CanActivate = {
 };
 
 describe('the parked-messages page behind a guard, in headless Chromium', () => {
-  let broker: TestBroker;
-  let app: INestApplication | undefined;
-  let queue: string;
+  const suite = useSuite<INestApplication>('e2e.guard');
   const env = { OPS_USER: process.env.OPS_USER, OPS_PASSWORD: process.env.OPS_PASSWORD };
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.guard');
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue);
-    process.env.OPS_USER = env.OPS_USER;
-    process.env.OPS_PASSWORD = env.OPS_PASSWORD;
-    if (env.OPS_USER === undefined) delete process.env.OPS_USER;
-    if (env.OPS_PASSWORD === undefined) delete process.env.OPS_PASSWORD;
-  });
+  beforeEach(() =>
+    suite.afterThis(() => {
+      process.env.OPS_USER = env.OPS_USER;
+      process.env.OPS_PASSWORD = env.OPS_PASSWORD;
+      if (env.OPS_USER === undefined) delete process.env.OPS_USER;
+      if (env.OPS_PASSWORD === undefined) delete process.env.OPS_PASSWORD;
+    }),
+  );
 
   /** The application with one parked message, its page behind `guard`. */
   async function start(guard: RetryDashboardOptions['guard']): Promise<string> {
-    const Handler = handlerFor({ queue, delays: [100] }, () => {
+    const Handler = handlerFor({ queue: suite.queue, delays: [100] }, () => {
       throw new NonRetryableError('card expired');
     });
     const started = await startDashboardApp([Handler], { path: '/retry', guard });
-    app = started.app;
-    await broker.publish('', queue, { id: 1 });
-    await waitFor(async () => (await broker.count(`${queue}.error`)) === 1, 'one parked message');
+    suite.app = started.app;
+    await suite.broker.publish('', suite.queue, { id: 1 });
+    await waitFor(async () => (await suite.broker.count(`${suite.queue}.error`)) === 1, 'one parked message');
     return started.url;
   }
 
@@ -127,9 +116,9 @@ describe('the parked-messages page behind a guard, in headless Chromium', () => 
       await browser.close();
     }
 
-    await app!.close();
+    await suite.app!.close();
     const forbidding = await startDashboardApp([], { path: '/retry', guard: { canActivate: (c) => destinationOf(c) !== 'empty' } });
-    app = forbidding.app;
+    suite.app = forbidding.app;
     const again = await launchBrowser();
     try {
       const page = await again.context.newPage();
@@ -158,14 +147,14 @@ describe('the parked-messages page behind a guard, in headless Chromium', () => 
       await page.goto(`${url}/retry`);
       await page.locator('#status', { hasText: /Updated|Could not|Not/ }).waitFor();
       expect(await page.locator('#status').textContent()).toMatch(/^Updated/);
-      expect(await page.locator(`tr[data-queue="${queue}"]`).count()).toBe(1);
+      expect(await page.locator(`tr[data-queue="${suite.queue}"]`).count()).toBe(1);
       expect(await page.locator('#messages li.message').count()).toBe(1);
       expect(await page.locator('#refused').isHidden()).toBe(true);
       // A state change from the page goes through too: the browser sends the credentials with the page's own POST.
       await page.locator('#purge-filtered').click();
       await page.locator('#confirm-ok').click();
       await page.locator('#status', { hasText: /^Purged/ }).waitFor();
-      await waitFor(async () => (await broker.count(`${queue}.error`)) === 0, 'the parked message purged');
+      await waitFor(async () => (await suite.broker.count(`${suite.queue}.error`)) === 0, 'the parked message purged');
     } finally {
       await browser.close();
     }

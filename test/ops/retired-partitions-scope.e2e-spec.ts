@@ -1,43 +1,20 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, ParkedMessages, RetryEngine, type RetryHandlerOptions } from 'nestjs-amqp-retry';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { deletePartitionedTopology, requireHashExchange } from '../support/partitions.js';
-import { cleanUp } from '../support/suite.js';
+import { waitFor } from '../support/broker.js';
+import { usePartitionSuite } from '../support/partitions.js';
 
 /** After a smaller partitions.count, the parking queues of the partitions beyond it stay in the application's view. */
 describe("an application's parked messages in the partitions it retired", () => {
-  let broker: TestBroker;
-  let queue: string;
-  let app: INestApplicationContext | undefined;
-
-  beforeAll(async () => {
-    await requireHashExchange();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker?.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.parts.retired');
-  });
-  afterEach(async () => {
-    const running = app;
-    app = undefined;
-    await cleanUp(
-      () => running?.close(),
-      () => deletePartitionedTopology(broker, queue, 8),
-    );
-  });
+  const suite = usePartitionSuite('e2e.parts.retired', 8);
 
   const options = (count: number): RetryHandlerOptions => ({
-    queue,
+    queue: suite.queue,
     delays: ['200ms'],
     partitions: { count, key: { header: 'x-key' }, heartbeat: '200ms' },
   });
   const parkedIn = async (from: number, to: number) => {
     let sum = 0;
-    for (let i = from; i < to; i++) sum += (await broker.count(`${queue}.p${i}.error`)) ?? 0;
+    for (let i = from; i < to; i++) sum += (await suite.broker.count(`${suite.queue}.p${i}.error`)) ?? 0;
     return sum;
   };
 
@@ -51,7 +28,7 @@ describe("an application's parked messages in the partitions it retired", () => 
       ],
       TEST_OPTIONS,
     );
-    app = failing;
+    suite.app = failing;
     await waitFor(
       () =>
         failing
@@ -61,26 +38,30 @@ describe("an application's parked messages in the partitions it retired", () => 
       'all partitions taken',
       5_000,
     );
-    for (let i = 0; i < 40; i++) await broker.publish(queue, '', { i }, { headers: { 'x-key': `k${i}` } });
+    for (let i = 0; i < 40; i++) await suite.broker.publish(suite.queue, '', { i }, { headers: { 'x-key': `k${i}` } });
     await waitFor(async () => (await parkedIn(0, 8)) === 40, '40 parked', 15_000);
     const retiredParked = await parkedIn(4, 8);
     expect(retiredParked).toBeGreaterThan(0);
-    app = undefined;
+    suite.app = undefined;
     await failing.close();
 
     // Four partitions: p4..p7 are retired; their parked messages are still this application's to see and replay.
     const calls: number[] = [];
-    app = await startApp([handlerFor(options(4), (payload) => void calls.push((payload as { i: number }).i))], TEST_OPTIONS);
-    const parked = app.get(ParkedMessages);
+    suite.app = await startApp([handlerFor(options(4), (payload) => void calls.push((payload as { i: number }).i))], TEST_OPTIONS);
+    const parked = suite.app.get(ParkedMessages);
     const listed = (await parked.queues()).map((q) => [q.queue, q.errorQueue, q.parked]);
     for (let i = 4; i < 8; i++) {
-      expect(listed).toContainEqual([`${queue}.p${i}`, `${queue}.p${i}.error`, (await broker.count(`${queue}.p${i}.error`)) as number]);
+      expect(listed).toContainEqual([
+        `${suite.queue}.p${i}`,
+        `${suite.queue}.p${i}.error`,
+        (await suite.broker.count(`${suite.queue}.p${i}.error`)) as number,
+      ]);
     }
-    const retired = Array.from({ length: 4 }, (_, i) => `${queue}.p${i + 4}.error`);
+    const retired = Array.from({ length: 4 }, (_, i) => `${suite.queue}.p${i + 4}.error`);
     const withParked = [];
-    for (const errorQueue of retired) if (((await broker.count(errorQueue)) ?? 0) > 0) withParked.push(errorQueue);
+    for (const errorQueue of retired) if (((await suite.broker.count(errorQueue)) ?? 0) > 0) withParked.push(errorQueue);
     const page = await parked.list({ errorQueue: withParked[0] });
-    expect(page.total).toBe(await broker.count(withParked[0]));
+    expect(page.total).toBe(await suite.broker.count(withParked[0]));
     let replayed = 0;
     for (const errorQueue of withParked) replayed += (await parked.replay({ errorQueue })).replayed;
     expect(replayed).toBe(retiredParked);
@@ -89,7 +70,7 @@ describe("an application's parked messages in the partitions it retired", () => 
     expect(await parkedIn(4, 8)).toBe(0);
 
     // Deleted once empty: they leave the view.
-    for (let i = 4; i < 8; i++) await broker.deleteRetryTopology(`${queue}.p${i}`);
-    expect((await parked.queues()).map((q) => q.queue)).toEqual([0, 1, 2, 3].map((i) => `${queue}.p${i}`));
+    for (let i = 4; i < 8; i++) await suite.broker.deleteRetryTopology(`${suite.queue}.p${i}`);
+    expect((await parked.queues()).map((q) => q.queue)).toEqual([0, 1, 2, 3].map((i) => `${suite.queue}.p${i}`));
   });
 });

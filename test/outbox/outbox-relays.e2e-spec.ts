@@ -1,56 +1,35 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { Registry } from 'prom-client';
 import { OutboxPublisher, RetryEngine, type RetryObserver } from 'nestjs-amqp-retry';
 import { describeHealth } from '../../libs/amqp-retry/src/health/health.report.js';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { dropTables, pgKind, sql, uniqueTable, type OutboxKind } from '../support/outbox.js';
+import { waitFor } from '../support/broker.js';
+import { sql, useOutboxSuite } from '../support/outbox.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { cleanUp } from '../support/suite.js';
 
 describe('outbox relays: two instances, a broker outage', () => {
-  let kind: OutboxKind;
-  let broker: TestBroker;
-  const apps: INestApplicationContext[] = [];
+  const suite = useOutboxSuite('e2e.outbox.sink');
   const proxies: TcpProxy[] = [];
-  let sinkQueue: string;
-  let table: string;
 
-  beforeAll(async () => {
-    kind = await pgKind();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => broker?.close(),
-      () => kind?.close(),
-    );
-  });
-  beforeEach(() => {
-    sinkQueue = uniqueName('e2e.outbox.sink');
-    table = uniqueTable('e2e_outbox');
-  });
-  afterEach(async () => {
-    for (const app of apps.splice(0)) await app.close();
-    for (const proxy of proxies.splice(0)) await proxy.stop();
-    await broker.channel.deleteQueue(sinkQueue);
-    await dropTables(table);
-  });
+  beforeEach(() =>
+    suite.afterThis(async () => {
+      for (const proxy of proxies.splice(0)) await proxy.stop();
+    }),
+  );
 
   const sink = async () => {
-    await broker.declareQueue(sinkQueue);
+    await suite.broker.declareQueue(suite.queue);
     const got: ConsumeMessage[] = [];
-    await broker.channel.consume(sinkQueue, (message) => message && (got.push(message), broker.channel.ack(message)));
+    await suite.broker.channel.consume(suite.queue, (message) => message && (got.push(message), suite.broker.channel.ack(message)));
     return got;
   };
 
   const writeRows = async (outbox: OutboxPublisher, transactions: number, perTransaction: number, prefix = 'm') => {
     await Promise.all(
       Array.from({ length: transactions }, (_, t) =>
-        kind.inTransaction(async (tx) => {
+        suite.kind.inTransaction(async (tx) => {
           for (let r = 0; r < perTransaction; r++) {
-            await outbox.publish(tx, { exchange: '', routingKey: sinkQueue, body: { t, r }, properties: { messageId: `${prefix}-${t}-${r}` } });
+            await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { t, r }, properties: { messageId: `${prefix}-${t}-${r}` } });
           }
         }),
       ),
@@ -61,8 +40,12 @@ describe('outbox relays: two instances, a broker outage', () => {
     const sent = [0, 0];
     const start = async (i: number) => {
       const counter: RetryObserver = { outboxSent: () => void sent[i]++ };
-      const app = await startApp([], { ...TEST_OPTIONS, observers: [counter], outbox: { adapter: kind.adapter, table, batchSize: 20 } });
-      apps.push(app);
+      const app = await startApp([], {
+        ...TEST_OPTIONS,
+        observers: [counter],
+        outbox: { adapter: suite.kind.adapter, table: suite.table, batchSize: 20 },
+      });
+      suite.apps.push(app);
       return app.get(OutboxPublisher);
     };
     const [outbox] = await Promise.all([start(0), start(1)]);
@@ -75,7 +58,7 @@ describe('outbox relays: two instances, a broker outage', () => {
     expect(ids).toHaveLength(1_000);
     expect(new Set(ids).size).toBe(1_000);
     expect(sent[0] + sent[1]).toBe(1_000);
-    expect(await sql(`SELECT state, count(*)::int AS n FROM "${table}" GROUP BY state`)).toEqual([{ state: 'sent', n: 1_000 }]);
+    expect(await sql(`SELECT state, count(*)::int AS n FROM "${suite.table}" GROUP BY state`)).toEqual([{ state: 'sent', n: 1_000 }]);
   });
 
   it('while the broker is away rows wait (health down, backlog in the metrics); once back, each is sent once', async () => {
@@ -88,30 +71,32 @@ describe('outbox relays: two instances, a broker outage', () => {
       publishTimeout: '500ms',
       reconnect: { initialDelay: '100ms', maxDelay: '500ms' },
       metrics: { registry },
-      outbox: { adapter: kind.adapter, table, retryDelay: { initial: '100ms', max: '400ms' }, pollInterval: '100ms' },
+      outbox: { adapter: suite.kind.adapter, table: suite.table, retryDelay: { initial: '100ms', max: '400ms' }, pollInterval: '100ms' },
     });
-    apps.push(app);
+    suite.apps.push(app);
     const outbox = app.get(OutboxPublisher);
     const engine = app.get(RetryEngine);
     const got = await sink();
     await writeRows(outbox, 1, 1, 'before');
     await waitFor(() => got.length === 1, 'the first message, before the outage');
     // Confirmed and marked: a cut before the confirm would make the relay send it again (at least once).
-    await waitFor(async () => (await sql(`SELECT 1 FROM "${table}" WHERE state = 'sent'`)).length === 1, 'the first row marked sent');
+    await waitFor(async () => (await sql(`SELECT 1 FROM "${suite.table}" WHERE state = 'sent'`)).length === 1, 'the first row marked sent');
     await proxy.cut();
     await writeRows(outbox, 4, 5);
     await waitFor(() => describeHealth(engine.health()).outbox === 'cannot publish', 'the relay reported as unable to publish', 15_000);
     const report = describeHealth(engine.health());
     expect(report.healthy).toBe(false);
     expect(report.problems.join('\n')).toMatch(
-      new RegExp(`the outbox relay of ${table} cannot publish: Publish to exchange "" with routing key "${sinkQueue.replace(/\./g, '\\.')}" failed`),
+      new RegExp(
+        `the outbox relay of ${suite.table} cannot publish: Publish to exchange "" with routing key "${suite.queue.replace(/\./g, '\\.')}" failed`,
+      ),
     );
     const waiting = async () =>
-      (await registry.getSingleMetric('amqp_retry_outbox_rows_waiting')?.get())?.values.find((v) => v.labels.table === table)?.value;
+      (await registry.getSingleMetric('amqp_retry_outbox_rows_waiting')?.get())?.values.find((v) => v.labels.table === suite.table)?.value;
     await waitFor(async () => (await waiting()) === 20, 'the backlog of 20 in the metrics', 15_000);
     const oldest = (await registry.getSingleMetric('amqp_retry_outbox_oldest_age_seconds')?.get())?.values[0]?.value ?? 0;
     expect(oldest).toBeGreaterThan(0);
-    const [{ attempts }] = await sql<{ attempts: number }>(`SELECT min(attempts)::int AS attempts FROM "${table}" WHERE state = 'pending'`);
+    const [{ attempts }] = await sql<{ attempts: number }>(`SELECT min(attempts)::int AS attempts FROM "${suite.table}" WHERE state = 'pending'`);
     expect(attempts).toBeGreaterThanOrEqual(1);
     await proxy.restore();
     await waitFor(() => got.length === 21, 'the 20 rows after the outage', 30_000);

@@ -8,7 +8,7 @@ import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { resolveModuleConfig } from '../../libs/amqp-retry/src/core/config/module.config.js';
 import { readOutbox } from '../../libs/amqp-retry/src/core/outbox/outbox.config.js';
-import { dropTables, knexKind, pgKind, sql, typeormKind, uniqueTable, type OutboxKind } from '../support/outbox.js';
+import { dropTables, knexKind, pgKind, sql, typeormKind, uniqueTable, useOutboxSuite, type OutboxKind } from '../support/outbox.js';
 import { cleanUp } from '../support/suite.js';
 
 describe.each([
@@ -16,57 +16,35 @@ describe.each([
   ['typeorm', typeormKind, true],
   ['knex (the docs example, without listen)', knexKind, false],
 ] as const)('the outbox and inbox with the %s adapter', (_name, makeKind, listens) => {
-  let kind: OutboxKind;
-  let broker: TestBroker;
-  const apps: INestApplicationContext[] = [];
-  let queue: string;
-  let table: string;
-  let inboxTable: string;
+  const suite = useOutboxSuite('e2e.outbox', { kind: makeKind, extraQueues: (queue) => [`${queue}.sink`] });
   let effects: string;
 
-  beforeAll(async () => {
-    kind = await makeKind();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => broker?.close(),
-      () => kind?.close(),
-    );
-  });
   beforeEach(async () => {
-    queue = uniqueName('e2e.outbox');
-    table = uniqueTable('e2e_outbox');
-    inboxTable = uniqueTable('e2e_inbox');
     effects = uniqueTable('e2e_effects');
+    suite.tables.push(effects);
     await sql(`CREATE TABLE "${effects}" (id text PRIMARY KEY, n integer NOT NULL)`);
-  });
-  afterEach(async () => {
-    for (const app of apps.splice(0)) await app.close();
-    await broker.deleteRetryTopology(queue, { queues: [`${queue}.sink`] });
-    await dropTables(table, inboxTable, effects);
   });
 
   const startWriter = async (extra: object = {}, providers: Parameters<typeof startApp>[0] = []) => {
-    const app = await startApp(providers, { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table, ...extra } });
-    apps.push(app);
+    const app = await startApp(providers, { ...TEST_OPTIONS, outbox: { adapter: suite.kind.adapter, table: suite.table, ...extra } });
+    suite.apps.push(app);
     return app.get(OutboxPublisher);
   };
 
   /** Collects what arrives in a queue of the test's, with the time of arrival. */
   const sink = async () => {
-    const name = `${queue}.sink`;
-    await broker.declareQueue(name);
+    const name = `${suite.queue}.sink`;
+    await suite.broker.declareQueue(name);
     const got: Array<{ message: ConsumeMessage; at: number }> = [];
-    await broker.channel.consume(name, (message) => message && (got.push({ message, at: Date.now() }), broker.channel.ack(message)));
+    await suite.broker.channel.consume(name, (message) => message && (got.push({ message, at: Date.now() }), suite.broker.channel.ack(message)));
     return { name, got };
   };
 
   it('publishes what committed, never what rolled back; rows end sent', async () => {
     const outbox = await startWriter();
     const { name, got } = await sink();
-    await kind.inTransaction(async (tx) => {
-      await kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ('a', 1)`);
+    await suite.kind.inTransaction(async (tx) => {
+      await suite.kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ('a', 1)`);
       await outbox.publish(tx, {
         exchange: '',
         routingKey: name,
@@ -75,12 +53,12 @@ describe.each([
       });
     });
     await expect(
-      kind.inTransaction(async (tx) => {
+      suite.kind.inTransaction(async (tx) => {
         await outbox.publish(tx, { exchange: '', routingKey: name, body: { order: 'b' }, properties: { messageId: 'm-b' } });
         throw new Error('the business change failed');
       }),
     ).rejects.toThrow('the business change failed');
-    await kind.inTransaction((tx) =>
+    await suite.kind.inTransaction((tx) =>
       outbox.publish(tx, { exchange: '', routingKey: name, body: Buffer.from('raw'), properties: { messageId: 'm-c' } }),
     );
     await waitFor(() => got.length === 2, 'two messages');
@@ -89,8 +67,8 @@ describe.each([
     expect(JSON.parse(got[0].message.content.toString())).toEqual({ order: 'a' });
     expect(got[0].message.properties).toMatchObject({ contentType: 'application/json', deliveryMode: 2, headers: { 'x-tenant': 't1' } });
     expect(got[1].message.content.toString()).toBe('raw');
-    await waitFor(async () => (await sql(`SELECT state FROM "${table}" WHERE state <> 'sent'`)).length === 0, 'both rows marked sent');
-    expect(await sql(`SELECT count(*)::int AS n FROM "${table}"`)).toEqual([{ n: 2 }]);
+    await waitFor(async () => (await sql(`SELECT state FROM "${suite.table}" WHERE state <> 'sent'`)).length === 0, 'both rows marked sent');
+    expect(await sql(`SELECT count(*)::int AS n FROM "${suite.table}"`)).toEqual([{ n: 2 }]);
   });
 
   it(
@@ -104,13 +82,13 @@ describe.each([
       await new Promise((resolve) => setTimeout(resolve, 200)); // the relay's first round (at start) is over
       const committed: number[] = [];
       for (let i = 0; i < 5; i++) {
-        await kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: name, body: { i } }));
+        await suite.kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: name, body: { i } }));
         committed.push(Date.now());
         await waitFor(() => got.length === i + 1, `message ${i}`, 5_000);
       }
       const lags = got.map((g, i) => g.at - committed[i]);
       expect(Math.max(...lags)).toBeLessThan(listens ? 1_000 : pollMs + 1_000);
-      expect(typeof kind.adapter.listen === 'function').toBe(listens);
+      expect(typeof suite.kind.adapter.listen === 'function').toBe(listens);
     },
   );
 
@@ -118,12 +96,12 @@ describe.each([
     const outbox = await startWriter();
     const { name, got } = await sink();
     const missing = uniqueName('e2e.no-such-exchange');
-    await kind.inTransaction((tx) => outbox.publish(tx, { exchange: missing, routingKey: 'k', body: { doomed: true } }));
-    await kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: name, body: { fine: true } }));
+    await suite.kind.inTransaction((tx) => outbox.publish(tx, { exchange: missing, routingKey: 'k', body: { doomed: true } }));
+    await suite.kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: name, body: { fine: true } }));
     await waitFor(() => got.length === 1, 'the good row');
     const [parked] = await waitFor(async () => {
       const rows = await sql<{ state: string; last_error: string; attempts: number }>(
-        `SELECT state, last_error, attempts FROM "${table}" WHERE exchange = $1`,
+        `SELECT state, last_error, attempts FROM "${suite.table}" WHERE exchange = $1`,
         [missing],
       );
       return rows[0]?.state === 'parked' && rows;
@@ -136,12 +114,16 @@ describe.each([
     const outbox = await startWriter({ retention: '300ms', pollInterval: '100ms' });
     const { name, got } = await sink();
     const missing = uniqueName('e2e.no-such-exchange');
-    await kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: name, body: { kept: false } }));
+    await suite.kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: name, body: { kept: false } }));
     await waitFor(() => got.length === 1, 'the good row sent');
-    await kind.inTransaction((tx) => outbox.publish(tx, { exchange: missing, routingKey: 'k', body: { parked: true } }));
-    await waitFor(async () => (await sql(`SELECT state FROM "${table}"`)).map((r) => r.state).join() === 'parked', 'the sent row deleted', 5_000);
+    await suite.kind.inTransaction((tx) => outbox.publish(tx, { exchange: missing, routingKey: 'k', body: { parked: true } }));
+    await waitFor(
+      async () => (await sql(`SELECT state FROM "${suite.table}"`)).map((r) => r.state).join() === 'parked',
+      'the sent row deleted',
+      5_000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 600)); // two more retentions: the parked row stays
-    expect((await sql(`SELECT state FROM "${table}"`)).map((r) => r.state)).toEqual(['parked']);
+    expect((await sql(`SELECT state FROM "${suite.table}"`)).map((r) => r.state)).toEqual(['parked']);
   });
 
   it('sends the rows of one order key in commit order, one at a time', async () => {
@@ -151,7 +133,7 @@ describe.each([
     const committed: number[] = [];
     await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
-        kind
+        suite.kind
           .inTransaction(async (tx) => {
             await outbox.publish(tx, { exchange: '', routingKey: name, body: { i }, orderKey: 'customer-1' });
             await new Promise((resolve) => setTimeout(resolve, (i * 7) % 11)); // commits in another order than they started
@@ -166,53 +148,62 @@ describe.each([
 
   it('the inbox: runs the handler in the transaction, once per message id; a failure rolls back and retries', async () => {
     let failNext = true;
-    const Handler = handlerFor({ queue, delays: ['100ms'], inbox: { adapter: kind.adapter, table: inboxTable } }, async (payload, context) => {
-      const { id } = payload as { id: string };
-      const tx = (context as RetryContext<unknown>).transaction;
-      await kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ($1, 1) ON CONFLICT (id) DO UPDATE SET n = "${effects}".n + 1`, [id]);
-      if (id === 'flaky' && failNext) {
-        failNext = false;
-        throw new Error('fails after its write: the write must roll back');
-      }
-    });
+    const Handler = handlerFor(
+      { queue: suite.queue, delays: ['100ms'], inbox: { adapter: suite.kind.adapter, table: suite.inboxTable } },
+      async (payload, context) => {
+        const { id } = payload as { id: string };
+        const tx = (context as RetryContext<unknown>).transaction;
+        await suite.kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ($1, 1) ON CONFLICT (id) DO UPDATE SET n = "${effects}".n + 1`, [id]);
+        if (id === 'flaky' && failNext) {
+          failNext = false;
+          throw new Error('fails after its write: the write must roll back');
+        }
+      },
+    );
     const app = await startApp([Handler], TEST_OPTIONS);
-    apps.push(app);
+    suite.apps.push(app);
     const handler = handlerOf(app, Handler);
-    await broker.publish('', queue, { id: 'once' }, { messageId: 'm-once' });
-    await broker.publish('', queue, { id: 'once' }, { messageId: 'm-once' }); // a duplicate
-    await broker.publish('', queue, { id: 'flaky' }, { messageId: 'm-flaky' });
-    await broker.publish('', queue, { id: 'no-id' }); // parked: the inbox cannot recognise its copies
+    await suite.broker.publish('', suite.queue, { id: 'once' }, { messageId: 'm-once' });
+    await suite.broker.publish('', suite.queue, { id: 'once' }, { messageId: 'm-once' }); // a duplicate
+    await suite.broker.publish('', suite.queue, { id: 'flaky' }, { messageId: 'm-flaky' });
+    await suite.broker.publish('', suite.queue, { id: 'no-id' }); // parked: the inbox cannot recognise its copies
     await waitFor(
-      async () => (await sql(`SELECT 1 FROM "${effects}"`)).length === 2 && (await broker.count(`${queue}.error`)) === 1,
+      async () => (await sql(`SELECT 1 FROM "${effects}"`)).length === 2 && (await suite.broker.count(`${suite.queue}.error`)) === 1,
       'the effects and the park',
     );
-    await waitFor(async () => (await broker.count(queue)) === 0, 'everything settled');
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'everything settled');
     expect(await sql(`SELECT id, n FROM "${effects}" ORDER BY id`)).toEqual([
       { id: 'flaky', n: 1 },
       { id: 'once', n: 1 },
     ]);
     expect(handler.calls.filter((c) => (c.payload as { id: string }).id === 'once')).toHaveLength(1);
     expect(handler.calls.filter((c) => (c.payload as { id: string }).id === 'flaky').map((c) => c.attempt)).toEqual([1, 2]);
-    const [parked] = await broker.drain(`${queue}.error`);
+    const [parked] = await suite.broker.drain(`${suite.queue}.error`);
     expect(parked.properties.headers?.['x-parked-reason']).toBe('malformed');
     expect(String(parked.properties.headers?.['x-exception-message'])).toMatch(/no message id, which the inbox needs/);
-    expect((await sql(`SELECT queue, message_id FROM "${inboxTable}" ORDER BY message_id`)).map((r) => r.message_id)).toEqual(['m-flaky', 'm-once']);
+    expect((await sql(`SELECT queue, message_id FROM "${suite.inboxTable}" ORDER BY message_id`)).map((r) => r.message_id)).toEqual([
+      'm-flaky',
+      'm-once',
+    ]);
   });
 
   it('end to end: a business row and its message commit together, and the consumer applies it once', async () => {
-    const Handler = handlerFor({ queue, delays: ['100ms'], inbox: { adapter: kind.adapter, table: inboxTable } }, async (payload, context) => {
-      const { id } = payload as { id: string };
-      await kind.exec((context as RetryContext<unknown>).transaction, `INSERT INTO "${effects}" (id, n) VALUES ($1, 1)`, [`applied-${id}`]);
-    });
+    const Handler = handlerFor(
+      { queue: suite.queue, delays: ['100ms'], inbox: { adapter: suite.kind.adapter, table: suite.inboxTable } },
+      async (payload, context) => {
+        const { id } = payload as { id: string };
+        await suite.kind.exec((context as RetryContext<unknown>).transaction, `INSERT INTO "${effects}" (id, n) VALUES ($1, 1)`, [`applied-${id}`]);
+      },
+    );
     const outbox = await startWriter({}, [Handler]);
     for (let i = 0; i < 20; i++) {
-      await kind.inTransaction(async (tx) => {
-        await kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ($1, 0)`, [`order-${i}`]);
-        await outbox.publish(tx, { exchange: '', routingKey: queue, body: { id: `order-${i}` } });
+      await suite.kind.inTransaction(async (tx) => {
+        await suite.kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ($1, 0)`, [`order-${i}`]);
+        await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { id: `order-${i}` } });
       });
     }
     await waitFor(async () => (await sql(`SELECT 1 FROM "${effects}" WHERE id LIKE 'applied-%'`)).length === 20, '20 effects', 15_000);
-    expect(await sql(`SELECT count(*)::int AS n FROM "${inboxTable}"`)).toEqual([{ n: 20 }]);
+    expect(await sql(`SELECT count(*)::int AS n FROM "${suite.inboxTable}"`)).toEqual([{ n: 20 }]);
   });
 });
 
@@ -294,49 +285,31 @@ describe('the outbox with pg: a client that is in no transaction', () => {
 });
 
 describe('the outbox with a delay', () => {
-  let kind: OutboxKind;
-  let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
-  const table = uniqueTable('e2e_outbox');
-  const sinkQueue = uniqueName('e2e.outbox.sink');
+  const suite = useOutboxSuite('e2e.outbox.sink');
   const prefix = uniqueName('e2e.outbox.delay');
-
-  beforeAll(async () => {
-    kind = await pgKind();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => broker?.channel.deleteQueue(sinkQueue),
-      () => broker?.deleteDelayLadder(prefix),
-      () => broker?.close(),
-      () => dropTables(table),
-      () => kind?.close(),
-    );
-  });
+  beforeEach(() => suite.afterThis(() => suite.broker.deleteDelayLadder(prefix)));
 
   it('delivers a delayed row after its delay from the commit, never early; a delay with delays off fails the publish', async () => {
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix }, outbox: { adapter: kind.adapter, table } });
-    const outbox = app.get(OutboxPublisher);
-    await broker.declareQueue(sinkQueue);
+    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix }, outbox: { adapter: suite.kind.adapter, table: suite.table } });
+    const outbox = suite.app.get(OutboxPublisher);
+    await suite.broker.declareQueue(suite.queue);
     const got: Array<{ body: { n: string }; at: number }> = [];
-    await broker.channel.consume(
-      sinkQueue,
-      (m) => m && (got.push({ body: JSON.parse(m.content.toString()), at: Date.now() }), broker.channel.ack(m)),
+    await suite.broker.channel.consume(
+      suite.queue,
+      (m) => m && (got.push({ body: JSON.parse(m.content.toString()), at: Date.now() }), suite.broker.channel.ack(m)),
     );
-    await kind.inTransaction(async (tx) => {
-      await outbox.publish(tx, { exchange: '', routingKey: sinkQueue, body: { n: 'later' }, delay: '800ms' });
-      await outbox.publish(tx, { exchange: '', routingKey: sinkQueue, body: { n: 'now' } });
+    await suite.kind.inTransaction(async (tx) => {
+      await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { n: 'later' }, delay: '800ms' });
+      await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { n: 'now' } });
     });
     const committed = Date.now();
     await waitFor(() => got.length === 2, 'both messages', 10_000);
     expect(got.map((g) => g.body.n)).toEqual(['now', 'later']);
     expect(got[1].at - committed).toBeGreaterThanOrEqual(800 - 50); // counted from the row's insert, a moment before the commit
-    const plain = await startApp([], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table, relay: false } });
+    const plain = await startApp([], { ...TEST_OPTIONS, outbox: { adapter: suite.kind.adapter, table: suite.table, relay: false } });
     try {
       await expect(
-        kind.inTransaction((tx) => plain.get(OutboxPublisher).publish(tx, { exchange: '', routingKey: sinkQueue, body: {}, delay: '1s' })),
+        suite.kind.inTransaction((tx) => plain.get(OutboxPublisher).publish(tx, { exchange: '', routingKey: suite.queue, body: {}, delay: '1s' })),
       ).rejects.toThrow(/Delayed delivery is off/);
     } finally {
       await plain.close();

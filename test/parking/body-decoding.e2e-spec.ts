@@ -8,7 +8,7 @@ import { headersOf, settleWindow, SUITE_OPTIONS, useSuite } from '../support/sui
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 describe('strict body decoding and the deserializer option', () => {
-  const suite = useSuite('e2e.hard.body');
+  const suite = useSuite('e2e.body');
 
   /**
    * Starts a handler that always succeeds, publishes `body` and then a good message (prefetch 1, so the good one is

@@ -20,7 +20,7 @@ const sameProperties = ({ properties: p }: GetMessage): Options.Publish => ({
 });
 
 describe('a parked message replayed to its queue starts afresh', () => {
-  const suite = useSuite('e2e.hard.replay');
+  const suite = useSuite('e2e.replayed');
 
   /** Starts a handler that always fails (maxAttempts 2) and waits for the park of one message. */
   async function parkOne() {

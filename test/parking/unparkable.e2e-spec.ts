@@ -12,7 +12,7 @@ function droppedHeaders(value: unknown): string[] {
 }
 
 describe('a park that cannot complete as first tried never re-runs the handler', () => {
-  const suite = useSuite('e2e.hard.unpark');
+  const suite = useSuite('e2e.unparkable');
 
   /** Starts a handler that always throws `error()`, publishes one message, and waits for its park (or gives up). */
   async function failAndPark(error: () => Error, headers: Record<string, unknown> = {}, beforePublish?: () => Promise<unknown>) {

@@ -10,7 +10,7 @@ import { headersOf, SUITE_OPTIONS, useSuite } from '../support/suite.js';
  * such a message is parked all the same.
  */
 describe('long (int64) headers beyond 2^53', () => {
-  const suite = useSuite('e2e.hard.int64');
+  const suite = useSuite('e2e.int64');
 
   it('reach the handler and the parked copy rounded to the nearest double; safe and representable values are exact', async () => {
     const { broker, queue } = suite;

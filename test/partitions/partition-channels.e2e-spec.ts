@@ -3,35 +3,17 @@ import type { Channel } from 'amqplib';
 import { RetryConfigError, RetryEngine, type RetryHandlerOptions } from 'nestjs-amqp-retry';
 import type { AmqpConnection } from '../../libs/amqp-retry/src/amqp/amqp.connection.js';
 import { createApp, handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { deletePartitionedTopology, requireHashExchange } from '../support/partitions.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
+import { usePartitionSuite } from '../support/partitions.js';
 import { RecordingLogger } from '../support/recording-logger.js';
-import { cleanUp } from '../support/suite.js';
 
 /** The consuming connection's channels: a start that cannot hold its partitions, and partitions whose consumer could not start. */
 describe('partitions and the channels of one connection', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let apps: INestApplicationContext[] = [];
+  const suite = usePartitionSuite('e2e.parts.channels', 24);
   const withChannelMax = (max: number) => `${AMQP_URL}${AMQP_URL.includes('?') ? '&' : '?'}channelMax=${max}`;
 
-  beforeAll(async () => {
-    await requireHashExchange();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker?.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.parts.channels');
-    apps = [];
-  });
-  afterEach(async () => {
-    await cleanUp(...apps.map((app) => () => app.close()), () => deletePartitionedTopology(broker, queue, 24));
-  });
-
   const partitioned = (count: number): RetryHandlerOptions & { queue: string } => ({
-    queue,
+    queue: suite.queue,
     delays: ['200ms'],
     partitions: { count, key: { header: 'x-key' }, heartbeat: '200ms' },
   });
@@ -39,12 +21,12 @@ describe('partitions and the channels of one connection', () => {
   it('refuses a start whose partitions one instance could not consume within channel_max, declaring nothing', async () => {
     const Handler = handlerFor(partitioned(24), () => undefined);
     const failure = await startApp([Handler], { ...TEST_OPTIONS, url: withChannelMax(40) }).catch((error: unknown) => error);
-    if (!(failure instanceof Error)) apps.push(failure as INestApplicationContext);
+    if (!(failure instanceof Error)) suite.apps.push(failure as INestApplicationContext);
     expect(failure).toBeInstanceOf(RetryConfigError);
-    expect((failure as Error).message).toContain(`"${queue}" (TestHandler.handle): 24 needs 50 channels on the consuming connection`);
+    expect((failure as Error).message).toContain(`"${suite.queue}" (TestHandler.handle): 24 needs 50 channels on the consuming connection`);
     expect((failure as Error).message).toContain('the connection allows 40');
     expect((failure as Error).message).toContain('Use at most 13 partitions');
-    expect(await broker.exists(`${queue}.p0`)).toBe(false);
+    expect(await suite.broker.exists(`${suite.queue}.p0`)).toBe(false);
   });
 
   it('reports a partition whose consumer could not start as unconsumed, and consumes it once a channel is free', async () => {
@@ -56,7 +38,7 @@ describe('partitions and the channels of one connection', () => {
     const a = await createApp([Handler], { ...TEST_OPTIONS, url: withChannelMax(60) });
     a.useLogger(logger);
     await a.init();
-    apps.push(a);
+    suite.apps.push(a);
     const engine = a.get(RetryEngine);
     const consumed = () => engine.partitions()[0].partitions.filter((p) => p.consuming).length;
     await waitFor(() => consumed() === 4, 'A consuming its half', 10_000);
@@ -89,7 +71,7 @@ describe('partitions and the channels of one connection', () => {
     const status = engine.partitions()[0].partitions;
     const idle = status.filter((p) => !p.consuming).map((p) => p.queue);
     expect(idle.length).toBeGreaterThan(0);
-    for (const p of status) expect(await broker.consumers(p.queue)).toBe(p.consuming ? 1 : 0);
+    for (const p of status) expect(await suite.broker.consumers(p.queue)).toBe(p.consuming ? 1 : 0);
     expect(
       engine
         .health()
@@ -98,18 +80,18 @@ describe('partitions and the channels of one connection', () => {
     ).toEqual(idle);
     expect(logger.matching(/could not start consuming/)[0].line).toMatch(
       new RegExp(
-        `"${queue}": could not start consuming p\\d(, p\\d)* \\(No channels left to allocate\\); (it stays|they stay) this instance's and unconsumed, tried again each heartbeat`,
+        `"${suite.queue}": could not start consuming p\\d(, p\\d)* \\(No channels left to allocate\\); (it stays|they stay) this instance's and unconsumed, tried again each heartbeat`,
       ),
     );
 
-    for (let i = 0; i < 100; i++) await broker.publish(queue, '', { i }, { headers: { 'x-key': `k${i}` } });
+    for (let i = 0; i < 100; i++) await suite.broker.publish(suite.queue, '', { i }, { headers: { 'x-key': `k${i}` } });
     hogging = false;
     await hog;
     for (const channel of held) await channel.close();
     await waitFor(() => consumed() === 8, 'every partition consumed', 15_000);
     await waitFor(() => calls.length === 100, 'every message handled', 20_000);
-    expect(new Set(calls)).toEqual(new Set(Array.from({ length: 8 }, (_, i) => `${queue}.p${i}`)));
+    expect(new Set(calls)).toEqual(new Set(Array.from({ length: 8 }, (_, i) => `${suite.queue}.p${i}`)));
     expect(logger.count(/could not start consuming/)).toBe(1); // once, not each heartbeat
-    expect(logger.count(new RegExp(`"${queue}": consuming p\\d(, p\\d)* now`))).toBeGreaterThanOrEqual(1);
+    expect(logger.count(new RegExp(`"${suite.queue}": consuming p\\d(, p\\d)* now`))).toBeGreaterThanOrEqual(1);
   });
 });

@@ -2,33 +2,15 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { RetryEngine, TopologyMismatchError, type RetryHandlerOptions } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { RecordingLogger } from '../support/recording-logger.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { deletePartitionedTopology, requireHashExchange } from '../support/partitions.js';
-import { cleanUp } from '../support/suite.js';
+import { waitFor } from '../support/broker.js';
+import { usePartitionSuite } from '../support/partitions.js';
 
 /** What a partitioned handler hashes and orders by: a changed key, the empty key, keys over 512 characters. */
 describe('partition keys on a real broker', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let apps: INestApplicationContext[] = [];
-
-  beforeAll(async () => {
-    await requireHashExchange();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker?.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.parts.keys');
-    apps = [];
-  });
-  afterEach(async () => {
-    await cleanUp(...apps.map((app) => () => app.close()), () => deletePartitionedTopology(broker, queue, 4));
-  });
+  const suite = usePartitionSuite('e2e.parts.keys', 4);
 
   const options = (header: string, extra: Partial<RetryHandlerOptions> = {}): RetryHandlerOptions => ({
-    queue,
+    queue: suite.queue,
     delays: ['200ms'],
     prefetch: 50,
     partitions: { count: 4, key: { header }, heartbeat: '200ms' },
@@ -53,35 +35,35 @@ describe('partition keys on a real broker', () => {
     const calls: string[] = [];
     const Changed = handlerFor(options('x-customer'), (_payload, ctx) => void calls.push(ctx.queue));
     const failure = await startApp([Changed], TEST_OPTIONS).catch((error: unknown) => error);
-    if (!(failure instanceof Error)) apps.push(failure as INestApplicationContext); // started: closed after the test
+    if (!(failure instanceof Error)) suite.apps.push(failure as INestApplicationContext); // started: closed after the test
     expect(failure).toBeInstanceOf(TopologyMismatchError);
     const message = (failure as Error).message;
     expect(message).toContain("partitions.key { header: 'x-customer' }");
     expect(message).toContain("was declared with partitions.key { header: 'x-key' }");
-    expect(message).toContain(`delete the exchange "${queue}"`);
+    expect(message).toContain(`delete the exchange "${suite.queue}"`);
     expect(message).toContain("set partitions.key back to { header: 'x-key' }");
 
     // The documented way to change the key: every instance stopped, the exchange deleted, the start declares it anew.
-    await broker.channel.deleteExchange(queue);
+    await suite.broker.channel.deleteExchange(suite.queue);
     const app = await startApp([Changed], TEST_OPTIONS);
-    apps.push(app);
+    suite.apps.push(app);
     await allTaken(app);
-    for (let i = 0; i < 40; i++) await broker.publish(queue, '', { i }, { headers: { 'x-customer': `c${i}` } });
+    for (let i = 0; i < 40; i++) await suite.broker.publish(suite.queue, '', { i }, { headers: { 'x-customer': `c${i}` } });
     await waitFor(() => calls.length === 40, '40 calls', 15_000);
     // Hashed by x-customer: 40 customers over 4 partitions (by x-key, absent, all would land in one).
     expect(new Set(calls).size).toBeGreaterThanOrEqual(3);
   });
 
   it('takes a hash exchange without a record (an older start) to hash the configured key, warns, and holds later starts to it', async () => {
-    await broker.channel.assertExchange(queue, 'x-consistent-hash', { durable: true, arguments: { 'hash-header': 'x-key' } });
+    await suite.broker.channel.assertExchange(suite.queue, 'x-consistent-hash', { durable: true, arguments: { 'hash-header': 'x-key' } });
     const logger = new RecordingLogger();
     const first = await createApp([handlerFor(options('x-key'), () => undefined)], TEST_OPTIONS);
     first.useLogger(logger);
     await first.init();
     await first.close();
-    expect(logger.count(new RegExp(`"${queue}": the hash exchange "${queue}" exists without a record of what it hashes`))).toBe(1);
+    expect(logger.count(new RegExp(`"${suite.queue}": the hash exchange "${suite.queue}" exists without a record of what it hashes`))).toBe(1);
     const failure = await startApp([handlerFor(options('x-customer'), () => undefined)], TEST_OPTIONS).catch((error: unknown) => error);
-    if (!(failure instanceof Error)) apps.push(failure as INestApplicationContext);
+    if (!(failure instanceof Error)) suite.apps.push(failure as INestApplicationContext);
     expect(failure).toBeInstanceOf(TopologyMismatchError);
   });
 
@@ -97,11 +79,14 @@ describe('partition keys on a real broker', () => {
       finished.push(seq);
     });
     const app = await startApp([Handler], TEST_OPTIONS);
-    apps.push(app);
+    suite.apps.push(app);
     await allTaken(app);
     for (let seq = 0; seq < 30; seq++)
-      broker.channel.publish(queue, '', Buffer.from(JSON.stringify({ seq })), { headers: { 'x-key': '' }, contentType: 'application/json' });
-    await (broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+      suite.broker.channel.publish(suite.queue, '', Buffer.from(JSON.stringify({ seq })), {
+        headers: { 'x-key': '' },
+        contentType: 'application/json',
+      });
+    await (suite.broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
     await waitFor(() => finished.length === 30, '30 calls', 15_000);
     expect(overlap).toBe(0);
     expect(finished).toEqual(Array.from({ length: 30 }, (_, i) => i));
@@ -115,13 +100,16 @@ describe('partition keys on a real broker', () => {
       seen.push((payload as { seq: number }).seq);
     });
     const app = await startApp([Handler], TEST_OPTIONS);
-    apps.push(app);
+    suite.apps.push(app);
     await allTaken(app);
     for (let seq = 0; seq < 10; seq++)
-      broker.channel.publish(queue, '', Buffer.from(JSON.stringify({ seq })), { headers: { 'x-key': long }, contentType: 'application/json' });
-    await (broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+      suite.broker.channel.publish(suite.queue, '', Buffer.from(JSON.stringify({ seq })), {
+        headers: { 'x-key': long },
+        contentType: 'application/json',
+      });
+    await (suite.broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
     await waitFor(() => seen.length === 10, '10 calls', 15_000);
     expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => i));
-    for (let i = 0; i < 4; i++) expect(await broker.count(`${queue}.p${i}.error`)).toBe(0);
+    for (let i = 0; i < 4; i++) expect(await suite.broker.count(`${suite.queue}.p${i}.error`)).toBe(0);
   });
 });

@@ -2,8 +2,8 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { PartitionsPluginError, RetryEngine, type RetryHandlerOptions } from 'nestjs-amqp-retry';
 import { declareHashExchange } from '../../libs/amqp-retry/src/amqp/hash-exchange.probe.js';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { requireHashExchange, deletePartitionedTopology } from '../support/partitions.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { usePartitionSuite } from '../support/partitions.js';
 import { redisKind, uniqueSpace } from '../support/stores.js';
 import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/idempotency.step.js';
 
@@ -16,38 +16,18 @@ type Step = { key: string; seq: number };
 const failsFirst = ({ key, seq }: Step) => (Number(key.slice(1)) * 31 + seq * 17) % 10 === 3;
 
 describe('partitioned queues on a real broker', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let apps: INestApplicationContext[] = [];
-  let counts: number[] = [];
-
-  beforeAll(async () => {
-    await requireHashExchange();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker?.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.parts');
-    apps = [];
-    counts = [];
-  });
-  afterEach(async () => {
-    for (const app of apps) await app.close();
-    await deletePartitionedTopology(broker, queue, Math.max(0, ...counts));
-  });
+  const suite = usePartitionSuite('e2e.parts', 0);
 
   /** Runs a handler that records every call (per app) and fails the first attempt of every 10th message. */
   function partitionedHandler(options: Partial<RetryHandlerOptions> & { count: number }) {
-    counts.push(options.count);
+    suite.uses(options.count);
     const running = new Map<string, number>();
     const seen: Array<Step & { attempt: number; app: string }> = [];
     let overlap = 0;
     const make = (app: string) =>
       handlerFor(
         {
-          queue,
+          queue: suite.queue,
           delays: ['200ms'],
           maxAttempts: 3,
           prefetch: 100,
@@ -87,7 +67,7 @@ describe('partitioned queues on a real broker', () => {
   const untilEveryAppOwnsAPartition = () =>
     waitFor(
       () =>
-        apps.every((app) =>
+        suite.apps.every((app) =>
           app
             .get(RetryEngine)
             .partitions()[0]
@@ -98,26 +78,26 @@ describe('partitioned queues on a real broker', () => {
     );
   const successes = (seen: Array<Step & { attempt: number }>) => seen.filter((s) => !(s.attempt === 1 && failsFirst(s))).length;
 
-  async function publish(keys: number, perKey: number, exchange = queue) {
+  async function publish(keys: number, perKey: number, exchange = suite.queue) {
     for (let seq = 0; seq < perKey; seq++) {
       for (let k = 0; k < keys; k++) {
-        broker.channel.publish(exchange, 'any', Buffer.from(JSON.stringify({ key: `k${k}`, seq })), {
+        suite.broker.channel.publish(exchange, 'any', Buffer.from(JSON.stringify({ key: `k${k}`, seq })), {
           headers: { 'x-key': `k${k}` },
           contentType: 'application/json',
           persistent: true,
         });
       }
     }
-    await (broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+    await (suite.broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
   }
 
   it('spreads the partitions over two instances, keeps each key in order through retries (hold), loses nothing', async () => {
     const run = partitionedHandler({ count: 4 });
     const A = run.make('a');
     const B = run.make('b');
-    apps.push(await startApp([A], TEST_OPTIONS), await startApp([B], TEST_OPTIONS));
+    suite.apps.push(await startApp([A], TEST_OPTIONS), await startApp([B], TEST_OPTIONS));
     await untilEveryAppOwnsAPartition();
-    const [a, b] = apps.map((app) => app.get(RetryEngine).partitions()[0]);
+    const [a, b] = suite.apps.map((app) => app.get(RetryEngine).partitions()[0]);
     expect(a.partitions.filter((p) => p.consuming).length).toBe(2);
     expect(b.partitions.filter((p) => p.consuming).length).toBe(2);
     expect(a.partitions.map((p) => p.owner)).toEqual(b.partitions.map((p) => p.owner)); // the same view
@@ -125,7 +105,7 @@ describe('partitioned queues on a real broker', () => {
     // Depths and consumers as the broker says, each heartbeat: one active consumer per partition, none waiting.
     await waitFor(
       () =>
-        apps[0]
+        suite.apps[0]
           .get(RetryEngine)
           .partitions()[0]
           .partitions.every((p) => p.consumers === 1 && p.depth === 0),
@@ -139,18 +119,18 @@ describe('partitioned queues on a real broker', () => {
     expect(violations(run.seen, 20)).toEqual({ outOfOrder: 0, missing: 0 });
     const byApp = new Set(run.seen.map((s) => s.app));
     expect(byApp).toEqual(new Set(['a', 'b']));
-    for (let i = 0; i < 4; i++) expect(await broker.consumers(`${queue}.p${i}`)).toBeGreaterThanOrEqual(1);
+    for (let i = 0; i < 4; i++) expect(await suite.broker.consumers(`${suite.queue}.p${i}`)).toBeGreaterThanOrEqual(1);
   });
 
   it("hands a stopping instance's partitions to the other at once, between messages", async () => {
     const run = partitionedHandler({ count: 4 });
-    apps.push(await startApp([run.make('a')], TEST_OPTIONS), await startApp([run.make('b')], TEST_OPTIONS));
+    suite.apps.push(await startApp([run.make('a')], TEST_OPTIONS), await startApp([run.make('b')], TEST_OPTIONS));
     await untilEveryAppOwnsAPartition();
     await publish(20, 30);
     await waitFor(() => run.seen.length > 100, 'a first part handled', 20_000);
-    const stopping = apps.shift() as INestApplicationContext;
+    const stopping = suite.apps.shift() as INestApplicationContext;
     const stoppedAt = Date.now();
-    const survivor = apps[0].get(RetryEngine);
+    const survivor = suite.apps[0].get(RetryEngine);
     const closing = stopping.close().then(() => Date.now());
     // It announces its leaving first: the survivor subscribes at once (no wait for missed heartbeats), and becomes the
     // active consumer of each partition once the leaver has finished what it runs there (holds included).
@@ -163,72 +143,72 @@ describe('partitioned queues on a real broker', () => {
   });
 
   it('after a smaller count, moves what the partitions beyond it hold into the new ones', async () => {
-    counts.push(4);
+    suite.uses(4);
     // Four partitions declared by a first start, then filled while nobody consumes.
-    const first = handlerFor({ queue, partitions: { count: 4, key: { header: 'x-key' } } }, () => undefined);
+    const first = handlerFor({ queue: suite.queue, partitions: { count: 4, key: { header: 'x-key' } } }, () => undefined);
     const app = await startApp([first], TEST_OPTIONS);
     await app.get(RetryEngine).stopConsuming();
     await publish(40, 5);
-    const beyond = (await broker.count(`${queue}.p2`))! + (await broker.count(`${queue}.p3`))!;
+    const beyond = (await suite.broker.count(`${suite.queue}.p2`))! + (await suite.broker.count(`${suite.queue}.p3`))!;
     expect(beyond).toBeGreaterThan(0);
     await app.close();
 
     const run = partitionedHandler({ count: 2 });
     const A = run.make('a');
-    apps.push(await startApp([A], TEST_OPTIONS));
+    suite.apps.push(await startApp([A], TEST_OPTIONS));
     await waitFor(() => successes(run.seen) >= 200, 'every message handled, moved ones too', 20_000);
-    expect(await broker.count(`${queue}.p2`)).toBe(0);
-    expect(await broker.count(`${queue}.p3`)).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.p2`)).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.p3`)).toBe(0);
     expect(successes(run.seen)).toBe(200);
   });
 
   it('runs on quorum partition queues as well: in order, nothing lost, every partition with one consumer', async () => {
     const run = partitionedHandler({ count: 2, queueType: 'quorum' });
-    apps.push(await startApp([run.make('a')], TEST_OPTIONS), await startApp([run.make('b')], TEST_OPTIONS));
+    suite.apps.push(await startApp([run.make('a')], TEST_OPTIONS), await startApp([run.make('b')], TEST_OPTIONS));
     await untilEveryAppOwnsAPartition();
     await publish(100, 5);
     await waitFor(() => successes(run.seen) >= 500, 'every message handled', 30_000);
     expect(run.overlap()).toBe(0);
     expect(violations(run.seen, 5)).toEqual({ outOfOrder: 0, missing: 0 });
-    for (let i = 0; i < 2; i++) expect(await broker.consumers(`${queue}.p${i}`)).toBe(1);
+    for (let i = 0; i < 2; i++) expect(await suite.broker.consumers(`${suite.queue}.p${i}`)).toBe(1);
   });
 
   it("'continue' retries through the tiers: the key's later messages run meanwhile and the retried one after them", async () => {
-    counts.push(1);
+    suite.uses(1);
     const order: string[] = [];
     const Handler = handlerFor(
-      { queue, delays: ['200ms'], maxAttempts: 3, partitions: { count: 1, key: { header: 'x-key' }, heartbeat: '200ms' } },
+      { queue: suite.queue, delays: ['200ms'], maxAttempts: 3, partitions: { count: 1, key: { header: 'x-key' }, heartbeat: '200ms' } },
       (payload, ctx) => {
         const { seq } = payload as Step;
         order.push(`${seq}.${ctx.attempt}`);
         if (seq === 3 && ctx.attempt === 1) throw new Error('seq 3 fails once');
       },
     );
-    apps.push(await startApp([Handler], TEST_OPTIONS));
-    await waitFor(() => apps[0].get(RetryEngine).partitions()[0].partitions[0].consuming, 'the partition taken', 5_000);
-    for (const seq of [1, 2, 3, 4, 5]) await broker.publish(queue, '', { key: 'k', seq }, { headers: { 'x-key': 'k' } });
+    suite.apps.push(await startApp([Handler], TEST_OPTIONS));
+    await waitFor(() => suite.apps[0].get(RetryEngine).partitions()[0].partitions[0].consuming, 'the partition taken', 5_000);
+    for (const seq of [1, 2, 3, 4, 5]) await suite.broker.publish(suite.queue, '', { key: 'k', seq }, { headers: { 'x-key': 'k' } });
     await waitFor(() => order.length === 6, 'six calls', 10_000);
     expect(order).toEqual(['1.1', '2.1', '3.1', '4.1', '5.1', '3.2']);
-    expect(await broker.count(`${queue}.p0.error`)).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.p0.error`)).toBe(0);
     // No pause and no breaker on partitions (docs/outage-protection.md): refused clearly, and the page lists none.
-    const engine = apps[0].get(RetryEngine);
-    expect(() => engine.pause(queue, { by: 'alice' })).toThrow(`"${queue}" is partitioned, and partitioned handlers cannot be paused`);
-    expect(() => engine.pause(`${queue}.p0`, { by: 'alice' })).toThrow(`"${queue}.p0" is a partition of "${queue}"`);
+    const engine = suite.apps[0].get(RetryEngine);
+    expect(() => engine.pause(suite.queue, { by: 'alice' })).toThrow(`"${suite.queue}" is partitioned, and partitioned handlers cannot be paused`);
+    expect(() => engine.pause(`${suite.queue}.p0`, { by: 'alice' })).toThrow(`"${suite.queue}.p0" is a partition of "${suite.queue}"`);
     expect(engine.queueStates()).toEqual([]);
-    expect(engine.activity().find((q) => q.queue === `${queue}.p0`)).toMatchObject({ inFlight: 0 });
-    expect(engine.activity().find((q) => q.queue === `${queue}.p0`)).not.toHaveProperty('state');
+    expect(engine.activity().find((q) => q.queue === `${suite.queue}.p0`)).toMatchObject({ inFlight: 0 });
+    expect(engine.activity().find((q) => q.queue === `${suite.queue}.p0`)).not.toHaveProperty('state');
   });
 
   it("recognises a handled message in any partition: idempotency keys are the handler queue's, not the partition's", async () => {
-    counts.push(2);
+    suite.uses(2);
     const space = uniqueSpace();
     const calls: string[] = [];
     const Handler = handlerFor(
-      { queue, delays: ['200ms'], partitions: { count: 2, key: { header: 'x-key' }, heartbeat: '200ms' } },
+      { queue: suite.queue, delays: ['200ms'], partitions: { count: 2, key: { header: 'x-key' }, heartbeat: '200ms' } },
       (_payload, ctx) => void calls.push(ctx.queue),
     );
     const app = await startApp([Handler], { ...TEST_OPTIONS, idempotency: { store: redisKind.create(space) } });
-    apps.push(app);
+    suite.apps.push(app);
     try {
       await waitFor(
         () =>
@@ -239,26 +219,26 @@ describe('partitioned queues on a real broker', () => {
         'both partitions taken',
         5_000,
       );
-      await broker.publish(queue, '', { n: 1 }, { messageId: 'moved-1', headers: { 'x-key': 'k1' } });
+      await suite.broker.publish(suite.queue, '', { n: 1 }, { messageId: 'moved-1', headers: { 'x-key': 'k1' } });
       await waitFor(() => calls.length === 1, 'the first call', 5_000);
       // The same message reaches the other partition (as after a change of count): it was handled, so it is acked uncalled.
-      const other = calls[0] === `${queue}.p0` ? `${queue}.p1` : `${queue}.p0`;
-      await broker.publish('', other, { n: 1 }, { messageId: 'moved-1', headers: { 'x-key': 'k1' } });
-      await broker.publish('', other, { n: 2 }, { messageId: 'after-1', headers: { 'x-key': 'k1' } });
+      const other = calls[0] === `${suite.queue}.p0` ? `${suite.queue}.p1` : `${suite.queue}.p0`;
+      await suite.broker.publish('', other, { n: 1 }, { messageId: 'moved-1', headers: { 'x-key': 'k1' } });
+      await suite.broker.publish('', other, { n: 2 }, { messageId: 'after-1', headers: { 'x-key': 'k1' } });
       await waitFor(() => calls.length === 2, 'the next message handled', 5_000);
-      await waitFor(async () => (await broker.count(other)) === 0, 'the copy acked', 5_000);
+      await waitFor(async () => (await suite.broker.count(other)) === 0, 'the copy acked', 5_000);
       expect(calls).toEqual([calls[0], other]);
-      expect(await redisKind.holds(space, storeKeyOf(queue, 'moved-1'))).toBe(true);
+      expect(await redisKind.holds(space, storeKeyOf(suite.queue, 'moved-1'))).toBe(true);
     } finally {
       await redisKind.cleanUp(space);
     }
   });
 
   it('fails clearly, naming the command, where the broker lacks the exchange type', async () => {
-    const probe = { urls: [AMQP_URL], connectTimeoutMs: 5_000, queue, exchange: uniqueName('e2e.parts.none'), arguments: {} };
+    const probe = { urls: [AMQP_URL], connectTimeoutMs: 5_000, queue: suite.queue, exchange: uniqueName('e2e.parts.none'), arguments: {} };
     const failure = await declareHashExchange({ ...probe, type: 'x-amqp-retry-no-such-type' }).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(PartitionsPluginError);
     expect((failure as Error).message).toContain('rabbitmq-plugins enable rabbitmq_consistent_hash_exchange');
-    expect((failure as Error).message).toContain(`"${queue}" is partitioned`);
+    expect((failure as Error).message).toContain(`"${suite.queue}" is partitioned`);
   });
 });

@@ -4,8 +4,8 @@ import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RmqRecordBuilder
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { ParkedMessages, RetryConfigError, RetryEngine, RetryModule, retryTopologyNames } from 'nestjs-amqp-retry';
 import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { deletePartitionedTopology, requireHashExchange } from '../support/partitions.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
+import { usePartitionSuite } from '../support/partitions.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
@@ -89,39 +89,32 @@ function accountsModule(recorder: Recorder, app: string): DynamicModule {
 }
 
 describe('a partitioned RetryServer queue (the microservices transport)', () => {
-  let broker: TestBroker;
-  let queue: string;
+  const suite = usePartitionSuite('e2e.srvparts', COUNT);
   let exchange: string;
   let apps: Array<{ app: INestMicroservice; server: RetryServer }> = [];
   const clients: Array<{ close(): unknown }> = [];
 
-  beforeAll(async () => {
-    await requireHashExchange();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker?.close();
-  });
   beforeEach(() => {
-    queue = uniqueName('e2e.srvparts');
+    const { broker, queue } = suite;
     exchange = `${queue}.in`;
     apps = [];
-  });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close();
-    for (const { app } of apps) await app.close();
-    await deletePartitionedTopology(broker, queue, COUNT);
-    for (let i = 0; i < COUNT; i++) {
-      for (const tier of retryTopologyNames(`${queue}.p${i}`, { delays: AUDIT_DELAYS }).tiers) await broker.channel.deleteQueue(tier);
-    }
-    await broker.channel.deleteExchange(exchange);
-    // Nothing is declared under the server's own queue name but the hash exchange; should a regression declare it, no trace stays.
-    await broker.deleteRetryTopology(queue, { queues: retryTopologyNames(queue, { delays: AUDIT_DELAYS }).tiers });
+    suite.afterThis(async () => {
+      for (const client of clients.splice(0)) await client.close();
+      for (const { app } of apps) await app.close();
+    });
+    suite.afterThis(async () => {
+      for (let i = 0; i < COUNT; i++) {
+        for (const tier of retryTopologyNames(`${queue}.p${i}`, { delays: AUDIT_DELAYS }).tiers) await broker.channel.deleteQueue(tier);
+      }
+      await broker.channel.deleteExchange(exchange);
+      // Nothing is declared under the server's own queue name but the hash exchange; should a regression declare it, no trace stays.
+      await broker.deleteRetryTopology(queue, { queues: retryTopologyNames(queue, { delays: AUDIT_DELAYS }).tiers });
+    });
   });
 
   const serverOptions = (whileRetrying: 'hold' | 'continue'): RetryServerOptions => ({
     url: AMQP_URL,
-    queue,
+    queue: suite.queue,
     exchange,
     delays: ['200ms'],
     maxAttempts: 3,
@@ -181,7 +174,7 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
         } else {
           // Nest's envelope, or (bare) the body alone, whose pattern is the routing key it was published with.
           const body = bare ? step : { pattern, data: step };
-          broker.channel.publish(exchange, pattern, Buffer.from(JSON.stringify(body)), {
+          suite.broker.channel.publish(exchange, pattern, Buffer.from(JSON.stringify(body)), {
             headers,
             contentType: 'application/json',
             persistent: true,
@@ -190,7 +183,7 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
       }
       await Promise.all(sends);
     }
-    await (broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+    await (suite.broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
   }
 
   /** The successful calls of each key, in the order they ran, must be 0, 1, 2, ... */
@@ -210,8 +203,8 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     const b = await startInstance(recorder, 'b', serverOptions('hold'));
     await waitFor(() => ownedBy(a) === 2 && ownedBy(b) === 2, 'two partitions on each server', 10_000);
     const [sa, sb] = [statusOf(a), statusOf(b)];
-    expect(sa.queue).toBe(queue);
-    expect(sa.partitions.map((p) => p.queue)).toEqual([0, 1, 2, 3].map((i) => `${queue}.p${i}`));
+    expect(sa.queue).toBe(suite.queue);
+    expect(sa.partitions.map((p) => p.queue)).toEqual([0, 1, 2, 3].map((i) => `${suite.queue}.p${i}`));
     expect(sa.partitions.map((p) => p.owner)).toEqual(sb.partitions.map((p) => p.owner)); // one view
     expect(sa.partitions.map((p) => p.mine)).toEqual(sb.partitions.map((p) => !p.mine));
 
@@ -241,7 +234,7 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     expect(byServer.a).toBeGreaterThan(0);
     expect(byServer.b).toBeGreaterThan(0);
     for (const s of successes) expect(statusOf(s.app === 'a' ? a : b).partitions.find((p) => p.queue === s.queue)?.consuming).toBe(true);
-    const perPartition = [0, 1, 2, 3].map((i) => successes.filter((s) => s.queue === `${queue}.p${i}`).length);
+    const perPartition = [0, 1, 2, 3].map((i) => successes.filter((s) => s.queue === `${suite.queue}.p${i}`).length);
     expect(perPartition.every((n) => n > 0)).toBe(true);
 
     // A request is answered from whichever partition its key hashes to.
@@ -252,13 +245,13 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     // A poison message: its pattern's own 2 attempts (in place), then parked in its partition's parking queue.
     await lastValueFrom(retryClient.emit('account.poison', { key: 'k7', seq: 0 }, { headers: { [KEY_HEADER]: 'k7' } }), { defaultValue: undefined });
     const home = successes.find((s) => s.key === 'k7')!.queue;
-    const [parked] = await broker.take(`${home}.error`, 1, 10_000);
+    const [parked] = await suite.broker.take(`${home}.error`, 1, 10_000);
     expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-original-queue': home });
     expect(recorder.calls.filter((c) => c.pattern === 'account.poison').map((c) => [c.attempt, c.queue])).toEqual([
       [1, home],
       [2, home],
     ]);
-    for (let i = 0; i < COUNT; i++) expect(await broker.count(`${queue}.p${i}.error`)).toBe(0);
+    for (let i = 0; i < COUNT; i++) expect(await suite.broker.count(`${suite.queue}.p${i}.error`)).toBe(0);
 
     console.log(
       `transport partitions (hold): ${KEYS * PER_KEY} messages over ${KEYS} keys, ${failed.length} retried in place, handled in ${tookMs} ms; ` +
@@ -327,7 +320,7 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
       expect(s.deaths).toContain(retryTopologyNames(s.queue, { delays: AUDIT_DELAYS }).tiers[0]);
     }
     expect(new Set(audits.map((s) => s.queue)).size).toBeGreaterThan(1);
-    for (let i = 0; i < COUNT; i++) expect(await broker.count(`${queue}.p${i}.error`)).toBe(0);
+    for (let i = 0; i < COUNT; i++) expect(await suite.broker.count(`${suite.queue}.p${i}.error`)).toBe(0);
   });
 
   it("partitions a hybrid application's RetryServer on the module's engine: its page's figures and parking list show the partitions", async () => {
@@ -345,14 +338,14 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
       await app.init();
       await waitFor(() => engine.partitions()[0]?.partitions.every((p) => p.consuming), 'every partition on the one instance', 10_000);
       const [status] = engine.partitions();
-      expect(status.queue).toBe(queue);
-      expect(status.partitions.map((p) => [p.queue, p.mine])).toEqual([0, 1, 2, 3].map((i) => [`${queue}.p${i}`, true]));
+      expect(status.queue).toBe(suite.queue);
+      expect(status.partitions.map((p) => [p.queue, p.mine])).toEqual([0, 1, 2, 3].map((i) => [`${suite.queue}.p${i}`, true]));
       // What the page and ParkedMessages list: each partition with its parking queue and its patterns' tiers.
       const listed = await app.get(ParkedMessages).queues();
       for (let i = 0; i < COUNT; i++) {
-        const part = listed.find((q) => q.queue === `${queue}.p${i}`);
-        expect(part?.errorQueue).toBe(`${queue}.p${i}.error`);
-        expect(part?.tiers.map((t) => t.queue)).toContain(retryTopologyNames(`${queue}.p${i}`, { delays: AUDIT_DELAYS }).tiers[0]);
+        const part = listed.find((q) => q.queue === `${suite.queue}.p${i}`);
+        expect(part?.errorQueue).toBe(`${suite.queue}.p${i}.error`);
+        expect(part?.tiers.map((t) => t.queue)).toContain(retryTopologyNames(`${suite.queue}.p${i}`, { delays: AUDIT_DELAYS }).tiers[0]);
       }
       await publish(client(), 'account.event', 6, 3);
       await waitFor(() => recorder.successes().length >= 18, 'every message handled', 10_000);
@@ -361,7 +354,7 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     } finally {
       await app.close();
     }
-    for (let i = 0; i < COUNT; i++) expect(await broker.consumers(`${queue}.p${i}`)).toBe(0);
+    for (let i = 0; i < COUNT; i++) expect(await suite.broker.consumers(`${suite.queue}.p${i}`)).toBe(0);
   });
 
   it('takes over the queue of the unpartitioned server it replaces: what waited there is handled once, and the exchange no longer feeds it', async () => {
@@ -381,7 +374,7 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     await apps.shift()!.app.close();
     const retryClient = client();
     await publish(retryClient, 'account.event', 4, 2, { bare: true }); // 8 left waiting in the old queue
-    expect(await broker.count(queue)).toBe(8);
+    expect(await suite.broker.count(suite.queue)).toBe(8);
 
     const recorder = new Recorder();
     const logger = new RecordingLogger();
@@ -389,8 +382,8 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     await waitFor(() => ownedBy(a) === COUNT, 'every partition on the one server', 10_000);
     await publish(retryClient, 'account.event', 4, 1); // published after the change: seq 0 of each key again
     await waitFor(() => recorder.successes().length >= 12, 'what waited in the old queue handled too', 15_000);
-    await waitFor(async () => (await broker.count(queue)) === 0, 'the old queue emptied', 5_000);
-    expect(logger.count(new RegExp(`the queue "${queue}" of this handler before partitions exists`))).toBe(1);
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'the old queue emptied', 5_000);
+    expect(logger.count(new RegExp(`the queue "${suite.queue}" of this handler before partitions exists`))).toBe(1);
     for (const { app } of apps.splice(0)) await app.close();
     const successes = recorder.successes();
     expect(successes.length).toBe(12); // none twice
@@ -405,24 +398,24 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
       ), // none lost: seq 0 before and after the change
     );
     // The old queue is cut from the exchange: a message published now (and confirmed) is not copied there.
-    broker.channel.publish(exchange, 'account.event', Buffer.from(JSON.stringify({ key: 'k0', seq: 9 })), {
+    suite.broker.channel.publish(exchange, 'account.event', Buffer.from(JSON.stringify({ key: 'k0', seq: 9 })), {
       headers: { [KEY_HEADER]: 'k0' },
       persistent: true,
     });
-    await (broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
-    expect(await broker.count(queue)).toBe(0);
+    await (suite.broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+    expect(await suite.broker.count(suite.queue)).toBe(0);
 
     // Deleted once empty, as the warning asks: the mover ends, rather than trying to consume it again for ever.
     const again = new RecordingLogger();
     await startInstance(new Recorder(), 'b', serverOptions('hold'), again);
     await waitFor(
-      () => again.count(new RegExp(`the queue "${queue}" of this handler before partitions exists`)) === 1,
+      () => again.count(new RegExp(`the queue "${suite.queue}" of this handler before partitions exists`)) === 1,
       'the old queue found',
       10_000,
     );
-    await broker.channel.deleteQueue(queue);
-    await waitFor(() => again.count(new RegExp(`"${queue}" was deleted: nothing more to move`)) === 1, 'the mover ending', 10_000);
-    expect(again.count(new RegExp(`Could not resume consuming "${queue}"`))).toBe(0);
+    await suite.broker.channel.deleteQueue(suite.queue);
+    await waitFor(() => again.count(new RegExp(`"${suite.queue}" was deleted: nothing more to move`)) === 1, 'the mover ending', 10_000);
+    expect(again.count(new RegExp(`Could not resume consuming "${suite.queue}"`))).toBe(0);
   });
 
   it('declares a deleted partition queue again and warns that the broker hashes most keys elsewhere from then on', async () => {
@@ -430,10 +423,10 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     const recorder = new Recorder();
     const a = await startInstance(recorder, 'a', serverOptions('hold'), logger);
     await waitFor(() => ownedBy(a) === COUNT, 'every partition on the one server', 10_000);
-    await broker.channel.deleteQueue(`${queue}.p1`);
-    const warning = new RegExp(`"${queue}.p1" was deleted and is declared again: .*most keys`);
+    await suite.broker.channel.deleteQueue(`${suite.queue}.p1`);
+    const warning = new RegExp(`"${suite.queue}.p1" was deleted and is declared again: .*most keys`);
     await waitFor(() => logger.count(warning) === 1, 'the warning', 15_000);
-    await waitFor(async () => (await broker.consumers(`${queue}.p1`)) === 1, 'the partition consumed again', 10_000);
+    await waitFor(async () => (await suite.broker.consumers(`${suite.queue}.p1`)) === 1, 'the partition consumed again', 10_000);
     await publish(client(), 'account.event', 8, 2);
     await waitFor(() => recorder.successes().length >= 16, 'every message handled', 10_000);
   });
@@ -493,7 +486,7 @@ describe('a partitioned RetryServer queue (the microservices transport)', () => 
     })();
     expect(failure).toBeInstanceOf(RetryConfigError);
     expect((failure as Error).message).toContain('RetryServer option "partitions" is given without "exchange"');
-    expect((failure as Error).message).toContain(`add exchange, e.g. exchange: '${queue}.in', and publish there`);
+    expect((failure as Error).message).toContain(`add exchange, e.g. exchange: '${suite.queue}.in', and publish there`);
     expect(() => new RetryServer({ ...serverOptions('hold'), circuitBreaker: true })).toThrow(
       'RetryServer option "circuitBreaker" is given together with "partitions"',
     );

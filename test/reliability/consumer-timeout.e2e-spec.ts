@@ -8,7 +8,7 @@ const CONSUMER_TIMEOUT_MS = 2_000;
 const HANDLER_MS = 5_000;
 
 /**
- * A handler that outlives the broker's consumer timeout on a quorum queue (issue 22, finding 1). RabbitMQ 3.10 and 4.0
+ * A handler that outlives the broker's consumer timeout on a quorum queue. RabbitMQ 3.10 and 4.0
  * close the channel and count the return in `x-delivery-count`; 4.3 cancels the consumer and counts it only in
  * `x-acquired-count`. Either way the message must end parked after a bounded number of runs, the consuming
  * connection must stay up, and the other handlers on it must keep consuming, each message once.

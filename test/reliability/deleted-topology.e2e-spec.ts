@@ -8,7 +8,7 @@ const MESSAGES = 20;
 const DELAYS_MS = [200];
 
 describe('an operator deletes a queue or exchange the library owns; no message is lost', () => {
-  const suite = useSuite('e2e.hard.deleted');
+  const suite = useSuite('e2e.deleted');
 
   /**
    * Starts a handler that fails each message on attempt 1 and succeeds on attempt 2, deletes something with `remove`,

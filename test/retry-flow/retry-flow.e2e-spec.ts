@@ -1,56 +1,41 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, RetryPublisher, retryTopologyNames } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { uniqueName, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 describe('retry flow on a real broker', () => {
-  let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
-  let queue: string;
+  const suite = useSuite('e2e.flow');
   let exchange: string;
-  const extraQueues: string[] = [];
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(() => {
-    queue = uniqueName('e2e.flow');
     exchange = uniqueName('e2e.shop');
-    extraQueues.length = 0;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { queues: extraQueues, exchanges: [exchange] });
+    suite.extraExchanges.push(exchange);
   });
 
   it('acks a successful message once: one handler call, nothing left in any queue', async () => {
-    const Handler = handlerFor({ queue, exchange, routingKey: 'order.created', delays: [200] }, () => undefined);
-    app = await startApp([Handler]);
-    await app.get(RetryPublisher).publish(exchange, 'order.created', { id: 1 });
+    const Handler = handlerFor({ queue: suite.queue, exchange: exchange, routingKey: 'order.created', delays: [200] }, () => undefined);
+    suite.app = await startApp([Handler]);
+    await suite.app.get(RetryPublisher).publish(exchange, 'order.created', { id: 1 });
 
-    const handler = handlerOf(app, Handler);
+    const handler = handlerOf(suite.app, Handler);
     await waitFor(() => handler.calls.length === 1, 'the handler call');
-    await app.close();
-    app = undefined;
+    await suite.app.close();
+    suite.app = undefined;
     expect(handler.calls.map((c) => [c.payload, c.attempt])).toEqual([[{ id: 1 }, 1]]);
-    expect(await broker.count(queue)).toBe(0); // acked: not back in the queue after the consumer stopped
-    expect(await broker.count(retryTopologyNames(queue, { delays: [200] }).tiers[0])).toBe(0);
-    expect(await broker.count(`${queue}.error`)).toBe(0);
+    expect(await suite.broker.count(suite.queue)).toBe(0); // acked: not back in the queue after the consumer stopped
+    expect(await suite.broker.count(retryTopologyNames(suite.queue, { delays: [200] }).tiers[0])).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
   });
 
   it('resolves a publish with what it sent, the handler getting the same id and the basic properties given', async () => {
-    const Handler = handlerFor({ queue, exchange, routingKey: 'order.created', delays: [200] }, () => undefined);
-    app = await startApp([Handler]);
+    const Handler = handlerFor({ queue: suite.queue, exchange, routingKey: 'order.created', delays: [200] }, () => undefined);
+    suite.app = await startApp([Handler]);
     const at = new Date('2030-01-02T03:04:05.678Z');
     const options = { correlationId: 'req-7', replyTo: 'billing.answers', type: 'order.created.v2', appId: 'shop', timestamp: at };
-    const sent = await app.get(RetryPublisher).publish(exchange, 'order.created', { id: 2 }, options);
+    const sent = await suite.app.get(RetryPublisher).publish(exchange, 'order.created', { id: 2 }, options);
     expect(sent).toMatchObject({ exchange, routingKey: 'order.created', delayMs: 0 });
     expect(sent.messageId).toMatch(/^[0-9a-f-]{36}$/);
-    const handler = handlerOf(app, Handler);
+    const handler = handlerOf(suite.app, Handler);
     await waitFor(() => handler.calls.length === 1, 'the handler call');
     expect(handler.calls[0].properties).toMatchObject({
       messageId: sent.messageId,
@@ -60,9 +45,9 @@ describe('retry flow on a real broker', () => {
       appId: 'shop',
       timestamp: Math.floor(at.getTime() / 1000),
     });
-    const given = await app.get(RetryPublisher).publish(exchange, 'order.created', { id: 3 }, { messageId: 'order-3' });
+    const given = await suite.app.get(RetryPublisher).publish(exchange, 'order.created', { id: 3 }, { messageId: 'order-3' });
     expect(given.messageId).toBe('order-3');
-    await expect(app.get(RetryPublisher).publish(exchange, 'order.created', { id: 4 }, { timestamp: new Date('no date') })).rejects.toThrow(
+    await expect(suite.app.get(RetryPublisher).publish(exchange, 'order.created', { id: 4 }, { timestamp: new Date('no date') })).rejects.toThrow(
       TypeError,
     );
     await waitFor(() => handler.calls.length === 2, 'the second call');
@@ -70,15 +55,15 @@ describe('retry flow on a real broker', () => {
 
   it('retries after each tier delay with attempts 1, 2, 3 and parks when attempts run out', async () => {
     const delays = [300, 600];
-    const Handler = handlerFor({ queue, exchange, routingKey: 'order.*', delays, maxAttempts: 4 }, (_, ctx) => {
+    const Handler = handlerFor({ queue: suite.queue, exchange: exchange, routingKey: 'order.*', delays, maxAttempts: 4 }, (_, ctx) => {
       throw new Error(`payment declined on attempt ${ctx.attempt}`);
     });
-    app = await startApp([Handler]);
+    suite.app = await startApp([Handler]);
     const body = Buffer.from('{"id":7,"note":"héllo"}');
-    await broker.publish(exchange, 'order.created', body, { messageId: 'm-7', correlationId: 'c-7', headers: { tenant: 'acme' } });
+    await suite.broker.publish(exchange, 'order.created', body, { messageId: 'm-7', correlationId: 'c-7', headers: { tenant: 'acme' } });
 
-    const [parked] = await broker.take(`${queue}.error`, 1);
-    const calls = handlerOf(app, Handler).calls;
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
+    const calls = handlerOf(suite.app, Handler).calls;
     expect(calls.map((c) => [c.attempt, c.isLastAttempt])).toEqual([
       [1, false],
       [2, false],
@@ -107,35 +92,35 @@ describe('retry flow on a real broker', () => {
     expect(Date.now() - Date.parse(headers['x-parked-at'] as string)).toBeLessThan(5_000);
     expect(headers['x-death']).toBeUndefined(); // moved, so that a replayed copy starts afresh
     const deaths = headers['x-retry-death-history'] as unknown as Array<Record<string, unknown>>;
-    expect(deaths.find((d) => d.queue === queue && d.reason === 'rejected')?.count).toBe(3);
-    expect(await broker.count(queue)).toBe(0);
+    expect(deaths.find((d) => d.queue === suite.queue && d.reason === 'rejected')?.count).toBe(3);
+    expect(await suite.broker.count(suite.queue)).toBe(0);
   });
 
   it('gives a sibling queue bound with the same key exactly one copy while the handler retries', async () => {
-    const sibling = `${queue}.sibling`;
-    extraQueues.push(sibling);
-    const Handler = handlerFor({ queue, exchange, exchangeType: 'fanout', delays: [100], maxAttempts: 3 }, (_, ctx) => {
+    const sibling = `${suite.queue}.sibling`;
+    suite.extraQueues.push(sibling);
+    const Handler = handlerFor({ queue: suite.queue, exchange: exchange, exchangeType: 'fanout', delays: [100], maxAttempts: 3 }, (_, ctx) => {
       if (ctx.attempt < 3) throw new Error('not yet');
     });
-    app = await startApp([Handler]);
-    await broker.declareQueue(sibling, { exchange, key: '' });
-    await broker.publish(exchange, 'anything', { id: 3 });
+    suite.app = await startApp([Handler]);
+    await suite.broker.declareQueue(sibling, { exchange: exchange, key: '' });
+    await suite.broker.publish(exchange, 'anything', { id: 3 });
 
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 3, 'the third attempt');
-    await waitFor(async () => (await broker.count(queue)) === 0, 'the acked message');
-    expect(await broker.count(sibling)).toBe(1);
-    expect(await broker.count(`${queue}.error`)).toBe(0);
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 3, 'the third attempt');
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'the acked message');
+    expect(await suite.broker.count(sibling)).toBe(1);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
   });
 
   it('parks a NonRetryableError at once, after one call', async () => {
-    const Handler = handlerFor({ queue, exchange, delays: [100] }, () => {
+    const Handler = handlerFor({ queue: suite.queue, exchange: exchange, delays: [100] }, () => {
       throw new NonRetryableError('unknown customer');
     });
-    app = await startApp([Handler]);
-    await broker.publish(exchange, 'x', { id: 4 });
+    suite.app = await startApp([Handler]);
+    await suite.broker.publish(exchange, 'x', { id: 4 });
 
-    const [parked] = await broker.take(`${queue}.error`, 1);
-    expect(handlerOf(app, Handler).calls).toHaveLength(1);
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
+    expect(handlerOf(suite.app, Handler).calls).toHaveLength(1);
     expect(parked.properties.headers).toMatchObject({
       'x-parked-reason': 'non-retryable',
       'x-exception-message': 'unknown customer',
@@ -146,45 +131,48 @@ describe('retry flow on a real broker', () => {
 
   it('parks errors matched by nonRetryable classes and retries the others', async () => {
     class Declined extends Error {}
-    const Handler = handlerFor({ queue, exchange, delays: [100], maxAttempts: 3, nonRetryable: [Declined] }, (payload, ctx) => {
-      if ((payload as { kind: string }).kind === 'declined') throw new Declined('card declined');
-      if (ctx.attempt === 1) throw new Error('timeout');
-    });
-    app = await startApp([Handler]);
-    await broker.publish(exchange, 'x', { kind: 'declined' });
-    await broker.publish(exchange, 'x', { kind: 'flaky' });
+    const Handler = handlerFor(
+      { queue: suite.queue, exchange: exchange, delays: [100], maxAttempts: 3, nonRetryable: [Declined] },
+      (payload, ctx) => {
+        if ((payload as { kind: string }).kind === 'declined') throw new Declined('card declined');
+        if (ctx.attempt === 1) throw new Error('timeout');
+      },
+    );
+    suite.app = await startApp([Handler]);
+    await suite.broker.publish(exchange, 'x', { kind: 'declined' });
+    await suite.broker.publish(exchange, 'x', { kind: 'flaky' });
 
-    const [parked] = await broker.take(`${queue}.error`, 1);
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
     expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'non-retryable', 'x-exception-message': 'card declined' });
-    const handler = handlerOf(app, Handler);
+    const handler = handlerOf(suite.app, Handler);
     await waitFor(() => handler.calls.filter((c) => (c.payload as { kind: string }).kind === 'flaky').length === 2, 'the flaky retry');
     expect(handler.calls.map((c) => `${(c.payload as { kind: string }).kind}:${c.attempt}`).sort()).toEqual(['declined:1', 'flaky:1', 'flaky:2']);
   });
 
   it('parks a malformed body without calling the handler, and keeps consuming', async () => {
-    const Handler = handlerFor({ queue, exchange, delays: [100] }, () => undefined);
-    app = await startApp([Handler]);
+    const Handler = handlerFor({ queue: suite.queue, exchange: exchange, delays: [100] }, () => undefined);
+    suite.app = await startApp([Handler]);
     const garbage = Buffer.from('{"id": 5,');
-    await broker.publish(exchange, 'k', garbage, { messageId: 'bad' });
-    await broker.publish(exchange, 'k', { id: 6 });
+    await suite.broker.publish(exchange, 'k', garbage, { messageId: 'bad' });
+    await suite.broker.publish(exchange, 'k', { id: 6 });
 
-    const [parked] = await broker.take(`${queue}.error`, 1);
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
     expect(parked.content.equals(garbage)).toBe(true);
     expect(parked.properties.messageId).toBe('bad');
     expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'malformed', 'x-retry-attempts': 0 });
     expect(parked.properties.headers?.['x-exception-message']).toMatch(/^body is not valid JSON: /);
-    const handler = handlerOf(app, Handler);
+    const handler = handlerOf(suite.app, Handler);
     await waitFor(() => handler.calls.length === 1, 'the valid message');
     expect(handler.calls[0].payload).toEqual({ id: 6 });
   });
 
   it('works without an exchange: publish to the queue by name', async () => {
-    const Handler = handlerFor({ queue, delays: [100] }, (_, ctx) => {
+    const Handler = handlerFor({ queue: suite.queue, delays: [100] }, (_, ctx) => {
       if (ctx.attempt === 1) throw new Error('once');
     });
-    app = await startApp([Handler]);
-    await app.get(RetryPublisher).publish('', queue, { id: 8 });
-    const handler = handlerOf(app, Handler);
+    suite.app = await startApp([Handler]);
+    await suite.app.get(RetryPublisher).publish('', suite.queue, { id: 8 });
+    const handler = handlerOf(suite.app, Handler);
     await waitFor(() => handler.calls.length === 2, 'the retry');
     expect(handler.calls.map((c) => c.attempt)).toEqual([1, 2]);
   });

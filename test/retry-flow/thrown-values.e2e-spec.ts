@@ -54,7 +54,7 @@ const SHAPES: Array<[string, () => unknown]> = [
 ];
 
 describe('any thrown value retries or parks, and every delivery is settled', () => {
-  const suite = useSuite('e2e.hard.thrown');
+  const suite = useSuite('e2e.thrown');
 
   it.each(SHAPES)('%s: 2 handler calls, parked once as exhausted, and the queue keeps going (prefetch 1)', async (_, shape) => {
     const { broker, queue } = suite;

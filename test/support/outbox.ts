@@ -5,6 +5,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { pgOutboxAdapter, typeormOutboxAdapter, type OutboxAdapter } from 'nestjs-amqp-retry';
 import { knexOutboxAdapter } from './knex.outbox-adapter.js';
 import { POSTGRES_URL } from './stores.js';
+import { useSuite, type Suite, type SuiteOptions } from './suite.js';
 
 /** A table name no other test uses. */
 export const uniqueTable = (prefix: string) => `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
@@ -83,3 +84,40 @@ export async function sql<T = Record<string, unknown>>(text: string, params: unk
 }
 
 export const dropTables = (...tables: string[]) => sql(`DROP TABLE IF EXISTS ${tables.map((t) => `"${t}"`).join(', ')}`);
+
+/** A suite of outbox tests: a database library, and per test an outbox table and an inbox table of fresh names. */
+export interface OutboxSuite extends Suite {
+  kind: OutboxKind;
+  /** The test's outbox table (not created: the outbox creates it), dropped after the test. */
+  table: string;
+  /** The test's inbox table, dropped after the test. */
+  inboxTable: string;
+  /** More tables of the test's, dropped after it. */
+  tables: string[];
+}
+
+/** How an outbox suite differs from the default: its database library (pg), the prefix of its table names. */
+export interface OutboxSuiteOptions extends Omit<SuiteOptions, 'afterAll'> {
+  kind?: () => Promise<OutboxKind>;
+  tablePrefix?: string;
+}
+
+/**
+ * The frame of an outbox test file: the suite's broker and queue, `makeKind`'s database library for the file (closed
+ * after it), and per test fresh table names, the tables dropped after the test once its applications have closed.
+ */
+export function useOutboxSuite(prefix: string, options: OutboxSuiteOptions = {}): OutboxSuite {
+  const { kind: makeKind = pgKind, tablePrefix = 'e2e_outbox', ...suiteOptions } = options;
+  const suite = useSuite(prefix, { ...suiteOptions, afterAll: () => (suite as OutboxSuite).kind?.close() }) as OutboxSuite;
+  suite.tables = [];
+  beforeAll(async () => {
+    suite.kind = await makeKind();
+  });
+  beforeEach(() => {
+    suite.table = uniqueTable(tablePrefix);
+    suite.inboxTable = uniqueTable(tablePrefix.replace('outbox', 'inbox'));
+    suite.tables = [];
+    suite.afterThis(() => dropTables(suite.table, suite.inboxTable, ...suite.tables));
+  });
+  return suite;
+}

@@ -1,6 +1,7 @@
 import { declareHashExchange } from '../../libs/amqp-retry/src/amqp/hash-exchange.probe.js';
 import { PartitionsPluginError } from '../../libs/amqp-retry/src/errors/partitions-plugin.error.js';
 import { AMQP_URL, type TestBroker } from './broker.js';
+import { useSuite, type Suite } from './suite.js';
 
 /**
  * Fails (never skips) when the test broker lacks the consistent-hash exchange, naming the fix. The tests never enable
@@ -36,4 +37,30 @@ export async function deletePartitionedTopology(broker: TestBroker, queue: strin
   await broker.channel.deleteQueue(`${queue}.partitions.key`);
   await broker.channel.deleteQueue(`${queue}.dlx.dead`); // the dead-letter queue the partitions share
   for (const name of [queue, `${queue}.partitions.members`]) await broker.channel.deleteExchange(name);
+}
+
+/** A suite of partitioned handlers. */
+export interface PartitionSuite extends Suite {
+  /** The partitions of the test's queue to delete after it: the file's count, raised by `uses`. */
+  partitions: number;
+  /** Says the test declares `count` partitions: the topology's deletion covers them. */
+  uses(count: number): void;
+}
+
+/**
+ * The frame of a partition test file: the hash exchange required (failing, not skipping, without it), and after each
+ * test its apps closed and the partitioned topology of its queue deleted for `partitions` partitions (a test that
+ * that uses more raises it with `uses`).
+ */
+export function usePartitionSuite(prefix: string, partitions: number): PartitionSuite {
+  const suite = useSuite(prefix, {
+    requires: requireHashExchange,
+    deleteTopology: (broker, queue) => deletePartitionedTopology(broker, queue, (suite as PartitionSuite).partitions),
+  }) as PartitionSuite;
+  suite.partitions = partitions;
+  suite.uses = (count) => void (suite.partitions = Math.max(suite.partitions, count));
+  beforeEach(() => {
+    suite.partitions = partitions;
+  });
+  return suite;
 }

@@ -5,39 +5,85 @@ import { TEST_OPTIONS } from './app.js';
 import { TestBroker, uniqueName } from './broker.js';
 
 /**
- * The frame of a test file that runs one application per test: a TestBroker, a fresh queue name per test, and
- * cleanup (the app closed, the retry topology and any extra queues and exchanges deleted).
+ * The frame of a test file that runs its applications per test: a TestBroker, a fresh queue name per test, and
+ * cleanup after each test (the clients and apps closed, the steps registered with `afterThis` run, the retry topology and any
+ * extra queues and exchanges deleted), the broker closed after the file.
  */
-export interface Suite {
+export interface Suite<App extends Closable = INestApplicationContext> {
   broker: TestBroker;
   queue: string;
-  app?: INestApplicationContext;
+  /** The test's application, closed after it. */
+  app?: App;
+  /** More applications of the test, closed after it in the order they were pushed (after `app`). */
+  apps: App[];
+  /** The test's clients of its applications (a RetryClient, a ClientRMQ), closed after it before the applications. */
+  clients: Closable[];
   extraQueues: string[];
   extraExchanges: string[];
+  /** Registers a step for the end of this test: it runs after the apps close, before the topology is deleted. */
+  afterThis(step: () => unknown): void;
+}
+
+/** What a suite may close after each test: a Nest application or microservice, a client, a proxy. */
+export interface Closable {
+  close(): unknown;
+}
+
+/** How a suite differs from the default. */
+export interface SuiteOptions {
+  /** Runs before the broker connects, once per file (a precondition such as a broker plugin). */
+  requires?: () => Promise<void>;
+  /** Queues to delete with the test's retry topology, given its queue (a transport's pattern tiers, say). */
+  extraQueues?: (queue: string) => string[];
+  /** Deletes the test's topology in place of deleteRetryTopology (partitioned queues, a queue of the test's own). */
+  deleteTopology?: (broker: TestBroker, queue: string) => Promise<unknown>;
+  /** Steps after the broker closes, once per file (a database pool). */
+  afterAll?: () => unknown;
 }
 
 /** Module options for such suites: no delay ladder, and a short shutdown so a stuck handler cannot hold cleanup. */
 export const SUITE_OPTIONS: RetryModuleOptions = { ...TEST_OPTIONS, shutdownTimeout: '2s' };
 
-export function useSuite(prefix: string): Suite {
-  const suite: Suite = { broker: undefined as unknown as TestBroker, queue: '', extraQueues: [], extraExchanges: [] };
+export function useSuite<App extends Closable = INestApplicationContext>(prefix: string, options: SuiteOptions = {}): Suite<App> {
+  const pending: Array<() => unknown> = [];
+  const suite: Suite<App> = {
+    broker: undefined as unknown as TestBroker,
+    queue: '',
+    apps: [],
+    clients: [],
+    extraQueues: [],
+    extraExchanges: [],
+    afterThis: (step) => void pending.push(step),
+  };
   beforeAll(async () => {
+    await options.requires?.();
     suite.broker = await TestBroker.connect();
   });
   afterAll(async () => {
-    await suite.broker?.close();
+    await cleanUp(
+      () => suite.broker?.close(),
+      () => options.afterAll?.(),
+    );
   });
   beforeEach(() => {
     suite.queue = uniqueName(prefix);
+    suite.apps = [];
+    suite.clients = [];
     suite.extraQueues.length = 0;
     suite.extraExchanges.length = 0;
+    pending.length = 0;
   });
   afterEach(async () => {
-    const app = suite.app;
+    const apps = [suite.app, ...suite.apps];
     suite.app = undefined;
+    const queues = () => [...(options.extraQueues?.(suite.queue) ?? []), ...suite.extraQueues];
     await cleanUp(
-      () => app?.close(),
-      () => suite.broker.deleteRetryTopology(suite.queue, { queues: suite.extraQueues, exchanges: suite.extraExchanges }),
+      ...suite.clients.splice(0).map((client) => () => client.close()),
+      ...apps.map((app) => () => app?.close()),
+      ...pending.splice(0),
+      options.deleteTopology
+        ? () => options.deleteTopology!(suite.broker, suite.queue)
+        : () => suite.broker.deleteRetryTopology(suite.queue, { queues: queues(), exchanges: suite.extraExchanges }),
     );
   });
   return suite;

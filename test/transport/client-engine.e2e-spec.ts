@@ -6,7 +6,8 @@ import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { NotConnectedError, planDelayTopology, RetryEngine, RetryModule, RetryPublisher } from 'nestjs-amqp-retry';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
 import { connectionsNamed } from '../support/broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
 const CLIENT = 'ORDERS_CLIENT';
@@ -34,11 +35,9 @@ export function emitThroughClientProxy(client: ClientProxy) {
  * one pair of connections and one delay forwarder for the application, and a shutdown that closes each once.
  */
 describe("RetryClient on a RetryModule's engine", () => {
-  let broker: TestBroker;
+  const suite = useSuite('e2e.client-engine');
   let prefix: string;
-  let queue: string;
   let connectionName: string;
-  let app: INestApplicationContext | undefined;
   let logger: RecordingLogger;
   const arrivals: { at: number; message: ConsumeMessage }[] = [];
 
@@ -54,7 +53,7 @@ describe("RetryClient on a RetryModule's engine", () => {
             // The connection options a user would also give a client of its own: with `engine`, they are not used.
             useFactory: (engine: RetryEngine) => ({
               customClass: RetryClient,
-              options: { url: AMQP_URL, queue, engine, connectionName, delayedDelivery: { prefix } },
+              options: { url: AMQP_URL, queue: suite.queue, engine, connectionName, delayedDelivery: { prefix } },
             }),
           },
         ]),
@@ -67,41 +66,29 @@ describe("RetryClient on a RetryModule's engine", () => {
     return started;
   }
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(async () => {
     prefix = uniqueName('e2e.client-engine.delay');
-    queue = uniqueName('e2e.client-engine');
     connectionName = uniqueName('e2e-client-engine');
     logger = new RecordingLogger();
     arrivals.length = 0;
-    await broker.channel.assertQueue(queue, { durable: true });
-    await broker.channel.consume(queue, (message) => {
+    suite.afterThis(() => suite.broker.deleteDelayLadder(prefix));
+    await suite.broker.channel.assertQueue(suite.queue, { durable: true });
+    await suite.broker.channel.consume(suite.queue, (message) => {
       if (!message) return;
       arrivals.push({ at: Date.now(), message });
-      broker.channel.ack(message);
+      suite.broker.channel.ack(message);
       // A request: answer it as a Nest server would, through direct reply-to.
       const { replyTo, correlationId } = message.properties;
       if (typeof replyTo === 'string' && replyTo !== '') {
         const reply = { err: null, response: { served: true }, isDisposed: true, id: correlationId };
-        broker.channel.publish('', replyTo, Buffer.from(JSON.stringify(reply)), { correlationId });
+        suite.broker.channel.publish('', replyTo, Buffer.from(JSON.stringify(reply)), { correlationId });
       }
     });
   });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.channel.deleteQueue(queue);
-    await broker.deleteDelayLadder(prefix);
-  });
 
   it('opens no connection and no forwarder of its own, and its delayed emits arrive on time', async () => {
-    app = await start();
-    const { client } = app.get(Holder);
+    suite.app = await start();
+    const { client } = suite.app.get(Holder);
     await client.connect();
     await lastValueFrom(client.emit('order.created', { id: 1 }), { defaultValue: undefined });
     const sent = Date.now();
@@ -114,32 +101,32 @@ describe("RetryClient on a RetryModule's engine", () => {
     // One pair for the whole application: the module's consuming and publishing connections.
     expect((await connectionsNamed(connectionName)).sort()).toEqual([`${connectionName} consume`, `${connectionName} publish`]);
     // One forwarder on the ladder's ready queue: the module's.
-    expect(await broker.consumers(planDelayTopology(prefix).readyQueue)).toBe(1);
-    expect(client.unwrap<RetryEngine>() === app.get(RetryEngine)).toBe(true);
+    expect(await suite.broker.consumers(planDelayTopology(prefix).readyQueue)).toBe(1);
+    expect(client.unwrap<RetryEngine>() === suite.app.get(RetryEngine)).toBe(true);
 
     // A request opens the client's reply channel, on the module's publishing connection: still one pair.
     expect(await firstValueFrom(client.send('order.get', { id: 3 }))).toEqual({ served: true });
     expect((await connectionsNamed(connectionName)).length).toBe(2);
 
     // Nest's own shutdown order (ClientsModule closes the client, RetryModule its engine): every connection closes, quietly.
-    await app.close();
-    app = undefined;
+    await suite.app.close();
+    suite.app = undefined;
     await waitFor(async () => (await connectionsNamed(connectionName)).length === 0, 'every connection closed');
     expect(logger.lines.filter((line) => /^(error|warn)/.test(line))).toEqual([]);
   });
 
   it("closing the client leaves the module's engine publishing; app.close() then closes every connection, once, quietly", async () => {
-    app = await start();
-    const { client } = app.get(Holder);
+    suite.app = await start();
+    const { client } = suite.app.get(Holder);
     await lastValueFrom(client.emit('order.created', { id: 1 }), { defaultValue: undefined });
     await client.close();
-    await app.get(RetryPublisher).publish('', queue, { id: 2 }, { delay: 200 });
+    await suite.app.get(RetryPublisher).publish('', suite.queue, { id: 2 }, { delay: 200 });
     await waitFor(() => arrivals.length === 2, 'the event and the module publish after the client closed', 5_000);
     expect((await connectionsNamed(connectionName)).length).toBe(2);
 
-    const engine = app.get(RetryEngine);
-    await app.close(); // ClientsModule closes the client again (its shutdown hook); the module closes its engine
-    app = undefined;
+    const engine = suite.app.get(RetryEngine);
+    await suite.app.close(); // ClientsModule closes the client again (its shutdown hook); the module closes its engine
+    suite.app = undefined;
     await waitFor(async () => (await connectionsNamed(connectionName)).length === 0, 'every connection closed');
     expect(logger.lines.filter((line) => line.startsWith('error'))).toEqual([]);
     // Nothing opens again after the shutdown: the client and the engine both refuse, naming why.

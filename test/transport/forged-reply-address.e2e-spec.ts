@@ -5,9 +5,9 @@ import amqp from 'amqplib';
 import { firstValueFrom, timeout } from 'rxjs';
 import type { RetryObserver } from 'nestjs-amqp-retry';
 import { RetryClient, RetryServer } from 'nestjs-amqp-retry/transport';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
-import { cleanUp, settleWindow } from '../support/suite.js';
+import { settleWindow, useSuite } from '../support/suite.js';
 
 @Controller()
 class OrdersController {
@@ -57,53 +57,31 @@ function wellFormedForgery(address: string): string {
  * nothing else, neither the server's publishing connection nor an honest caller's answer.
  */
 describe('requests with a forged direct reply-to address', () => {
-  let broker: TestBroker;
-  let app: INestMicroservice | undefined;
-  let client: RetryClient | undefined;
-  let queue: string;
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.transport.forged');
-  });
-  afterEach(async () => {
-    const [started, caller] = [app, client];
-    app = undefined;
-    client = undefined;
-    await cleanUp(
-      () => caller?.close(),
-      () => started?.close(),
-      () => broker.deleteRetryTopology(queue),
-    );
-  });
+  const suite = useSuite<INestMicroservice>('e2e.transport.forged');
 
   it("drops only the forged requests' replies: honest callers in flight get theirs, the publishing connection stays up", async () => {
     const lost: string[] = [];
     const watcher: RetryObserver = { connectionLost: (event) => void lost.push(event.role) };
     const logger = new RecordingLogger();
-    const server = new RetryServer({ url: AMQP_URL, queue, delayedDelivery: false, observers: [watcher] });
-    app = await NestFactory.createMicroservice(OrdersModule, { strategy: server, logger: false });
-    app.useLogger(logger);
-    await app.listen();
-    client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: false });
+    const server = new RetryServer({ url: AMQP_URL, queue: suite.queue, delayedDelivery: false, observers: [watcher] });
+    suite.app = await NestFactory.createMicroservice(OrdersModule, { strategy: server, logger: false });
+    suite.app.useLogger(logger);
+    await suite.app.listen();
+    const client = new RetryClient({ url: AMQP_URL, queue: suite.queue, delayedDelivery: false });
+    suite.clients.push(client);
     await client.connect();
 
     const malformed = 'amq.rabbitmq.reply-to.g1h2AA==.forged';
     const forged = wellFormedForgery(await brokerAddress());
     const forge = (id: number, replyTo: string) =>
-      broker.publish('', queue, { pattern: 'order.get', data: { id }, id: `forged-${id}` }, { replyTo, correlationId: `forged-${id}` });
+      suite.broker.publish('', suite.queue, { pattern: 'order.get', data: { id }, id: `forged-${id}` }, { replyTo, correlationId: `forged-${id}` });
     // Honest requests whose replies come before, between and after the forged ones' (each handler waits `ms`).
-    const honest = [1, 2, 3].map((id) => firstValueFrom(client!.send('order.get', { id, ms: [0, 150, 600][id - 1] }).pipe(timeout(15_000))));
+    const honest = [1, 2, 3].map((id) => firstValueFrom(client.send('order.get', { id, ms: [0, 150, 600][id - 1] }).pipe(timeout(15_000))));
     await forge(101, forged);
     await forge(102, malformed);
     await forge(103, forged);
     expect(await Promise.all(honest)).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }]);
-    const controller = app.get(OrdersController);
+    const controller = suite.app.get(OrdersController);
     await waitFor(() => controller.served.length === 6, 'every request served');
 
     // One warning per forged request, saying why its reply was dropped; none about an honest caller.
@@ -118,8 +96,8 @@ describe('requests with a forged direct reply-to address', () => {
     );
     // Neither of the server's own connections went down: only its reply probes' did, once per well-formed forgery.
     expect(lost).toEqual([]);
-    await waitFor(async () => (await broker.count(queue)) === 0, 'every request acked');
-    expect(await broker.count(`${queue}.error`)).toBe(0);
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'every request acked');
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
 
     // After the forgeries, a request is answered as before (the probes' connection is back).
     await expect(firstValueFrom(client.send('order.get', { id: 4 }).pipe(timeout(15_000)))).resolves.toEqual({ id: 4 });

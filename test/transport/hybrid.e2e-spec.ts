@@ -117,3 +117,38 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
     expect(await broker.count(`${transportQueue}.error`)).toBe(0);
   });
 });
+
+const sharedQueue = uniqueName('e2e.hybrid.shared');
+
+@Injectable()
+class SharedQueueHandler {
+  @RetryWithBackoff({ queue: sharedQueue, delays: [100], maxAttempts: 2 })
+  handle(): void {}
+}
+
+@Module({ imports: [RetryModule.forRoot({ url: AMQP_URL, delayedDelivery: false })], providers: [SharedQueueHandler] })
+class SharedQueueModule {}
+
+describe("a hybrid application whose transport queue is a decorator handler's", () => {
+  afterAll(async () => {
+    const broker = await TestBroker.connect();
+    await broker.deleteRetryTopology(sharedQueue);
+    await broker.close();
+  });
+
+  for (const order of ['microservices first', 'init first'] as const) {
+    it(`refuses to start, naming the queue (${order})`, async () => {
+      const hybrid = await NestFactory.create(SharedQueueModule, { logger: false });
+      try {
+        hybrid.connectMicroservice({ strategy: new RetryServer({ queue: sharedQueue, engine: hybrid.get(RetryEngine) }) });
+        const starting =
+          order === 'microservices first'
+            ? hybrid.startAllMicroservices().then(() => hybrid.init())
+            : hybrid.init().then(() => hybrid.startAllMicroservices());
+        await expect(starting).rejects.toThrow(/SharedQueueHandler\.handle is "e2e\.hybrid\.shared\.\w+", which RetryServer/);
+      } finally {
+        await hybrid.close().catch(() => undefined);
+      }
+    });
+  }
+});

@@ -5,7 +5,8 @@ import amqp from 'amqplib';
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { of } from 'rxjs';
 import { RetryClient, RetryServer } from 'nestjs-amqp-retry/transport';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
 @Controller()
@@ -34,40 +35,26 @@ class AnsweringModule {}
 const REPLY_WARNING = /^warn .*(Could not reply|caller .*gone|reply .*dropped)/;
 
 describe('replies to requests: warnings only for callers that are really gone', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let app: INestMicroservice | undefined;
+  const suite = useSuite<INestMicroservice>('e2e.transport.replies');
   let logger: RecordingLogger;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(async () => {
-    queue = uniqueName('e2e.transport.replies');
     logger = new RecordingLogger();
-    const server = new RetryServer({ url: AMQP_URL, queue, delayedDelivery: false });
-    app = await NestFactory.createMicroservice(AnsweringModule, { strategy: server, logger: false });
-    app.useLogger(logger);
-    await app.listen();
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue);
+    const server = new RetryServer({ url: AMQP_URL, queue: suite.queue, delayedDelivery: false });
+    suite.app = await NestFactory.createMicroservice(AnsweringModule, { strategy: server, logger: false });
+    suite.app.useLogger(logger);
+    await suite.app.listen();
   });
 
   it('logs nothing about replies when the caller got its answers (single values and streams, 20 requests)', async () => {
-    const client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: false });
+    const client = new RetryClient({ url: AMQP_URL, queue: suite.queue, delayedDelivery: false });
     try {
       for (let n = 0; n < 10; n++) await expect(firstValueFrom(client.send('answer.now', n))).resolves.toBe(n * 2);
       for (let n = 0; n < 10; n++) await expect(lastValueFrom(client.send('answer.stream', n).pipe(toArray()))).resolves.toEqual([n, n + 1, n + 2]);
     } finally {
       await client.close();
     }
-    await waitFor(async () => (await broker.count(queue)) === 0, 'every request acked');
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'every request acked');
     expect(logger.matching(REPLY_WARNING)).toEqual([]);
     expect(logger.count(/^(warn|error) /)).toBe(0);
   });
@@ -77,11 +64,11 @@ describe('replies to requests: warnings only for callers that are really gone', 
     try {
       const channel = await connection.createChannel();
       await channel.consume('amq.rabbitmq.reply-to', () => undefined, { noAck: true });
-      channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'answer.slowly', data: { ms: 600 }, id: 'r-gone' })), {
+      channel.sendToQueue(suite.queue, Buffer.from(JSON.stringify({ pattern: 'answer.slowly', data: { ms: 600 }, id: 'r-gone' })), {
         replyTo: 'amq.rabbitmq.reply-to',
         correlationId: 'r-gone',
       });
-      await waitFor(async () => (await broker.count(queue)) === 0, 'the request taken by the server');
+      await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'the request taken by the server');
     } finally {
       await connection.close(); // the caller is gone while the handler still runs (and closed whatever failed)
     }
@@ -91,13 +78,13 @@ describe('replies to requests: warnings only for callers that are really gone', 
     expect(more).toEqual([]);
     expect(line).toMatch(/"answer\.slowly"/);
     expect(line).toMatch(/gone/);
-    expect(await broker.count(queue)).toBe(0);
-    expect(await broker.count(`${queue}.error`)).toBe(0);
+    expect(await suite.broker.count(suite.queue)).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
   });
 
   it('warns once when the reply queue (not direct reply-to) does not exist', async () => {
     const replyTo = uniqueName('e2e.nobody');
-    await broker.publish('', queue, { pattern: 'answer.now', data: 1, id: 'r-1' }, { replyTo, correlationId: 'r-1' });
+    await suite.broker.publish('', suite.queue, { pattern: 'answer.now', data: 1, id: 'r-1' }, { replyTo, correlationId: 'r-1' });
     await waitFor(() => logger.count(REPLY_WARNING) > 0, 'the warning about the missing reply queue');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(logger.count(REPLY_WARNING)).toBe(1);

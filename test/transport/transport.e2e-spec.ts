@@ -1,57 +1,35 @@
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClientRMQ, EventPattern, MessagePattern, Payload, Transport } from '@nestjs/microservices';
-import type { GetMessage } from 'amqplib';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { RetryClient, retryQueueOptions } from 'nestjs-amqp-retry/transport';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { headersOf, useSuite } from '../support/suite.js';
 import { OrdersController, patternTiers, startRetryMicroservice, type TransportCall } from './transport-app.js';
 
-const headersOf = (m: GetMessage) => m.properties.headers as Record<string, unknown>;
 const gaps = (calls: TransportCall[]) => calls.slice(1).map((c, i) => c.at - calls[i].at);
 
 describe('RetryServer and RetryClient: the @nestjs/microservices transport', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let app: INestMicroservice | undefined;
-  const clients: Array<{ close(): unknown }> = [];
-  const cleanup: Array<() => Promise<void>> = [];
+  const suite = useSuite<INestMicroservice>('e2e.transport', { extraQueues: patternTiers });
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.transport');
-  });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close();
-    await app?.close();
-    app = undefined;
-    for (const step of cleanup.splice(0)) await step();
-    await broker.deleteRetryTopology(queue, { queues: patternTiers(queue) });
-  });
-
-  const retryClient = (options: ConstructorParameters<typeof RetryClient>[0] = { queue }) => {
+  const retryClient = (options: ConstructorParameters<typeof RetryClient>[0] = { queue: suite.queue }) => {
     const client = new RetryClient({ url: AMQP_URL, delayedDelivery: false, ...options });
-    clients.push(client);
+    suite.clients.push(client);
     return client;
   };
   const nestClient = (options: { queueOptions?: object } = {}) => {
     const client = new ClientRMQ({
       urls: [AMQP_URL],
-      queue,
+      queue: suite.queue,
       ...(options.queueOptions ? { queueOptions: options.queueOptions } : { noAssert: true }),
     });
-    clients.push(client);
+    suite.clients.push(client);
     return client;
   };
-  const callsOf = (pattern: string) => app!.get(OrdersController).calls.filter((c) => c.pattern === pattern);
+  const callsOf = (pattern: string) => suite.app!.get(OrdersController).calls.filter((c) => c.pattern === pattern);
 
   it("retries each pattern with its own policy: attempts, gaps, then parks with the decorator's headers", async () => {
-    app = await startRetryMicroservice({ queue }, { passErrorsThrough: true });
+    suite.app = await startRetryMicroservice({ queue: suite.queue }, { passErrorsThrough: true });
     const client = retryClient();
     await lastValueFrom(client.emit('order.created', { id: 1, failures: 99 }), { defaultValue: undefined });
     await lastValueFrom(client.emit('order.paid', { id: 2, failures: 1 }), { defaultValue: undefined });
@@ -59,7 +37,7 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
 
     const [parkedCreated, parkedShipped] = await Promise.all([
       waitFor(() => callsOf('order.created').length >= 3 && callsOf('order.shipped').length >= 4, 'every attempt', 15_000),
-    ]).then(() => broker.take(`${queue}.error`, 2, 15_000));
+    ]).then(() => suite.broker.take(`${suite.queue}.error`, 2, 15_000));
     await waitFor(() => callsOf('order.paid').length >= 2, 'order.paid retried');
 
     // order.created: its own policy, 3 attempts 200 ms apart
@@ -94,21 +72,25 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
       headers: headersOf(m),
     }));
     const byPattern = Object.fromEntries(parked.map((p) => [p.body.pattern, p.headers]));
-    expect(byPattern['order.created']).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 3, 'x-original-routing-key': queue });
+    expect(byPattern['order.created']).toMatchObject({
+      'x-parked-reason': 'exhausted',
+      'x-retry-attempts': 3,
+      'x-original-routing-key': suite.queue,
+    });
     expect(byPattern['order.created']['x-exception-message']).toBe('order.created failure 3 of order 1');
     expect(byPattern['order.shipped']).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 4 });
     for (const headers of Object.values(byPattern)) {
       expect(headers['x-death']).toBeUndefined();
       expect(headers['x-retry-first-failure']).toBeUndefined();
     }
-    expect(await broker.count(queue)).toBe(0);
-    expect(await broker.count(`${queue}.error`)).toBe(0);
+    expect(await suite.broker.count(suite.queue)).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
   });
 
   it('parks at once on NonRetryableError wrapped in an RpcException', async () => {
-    app = await startRetryMicroservice({ queue });
+    suite.app = await startRetryMicroservice({ queue: suite.queue });
     await lastValueFrom(retryClient().emit('order.created', { id: 4, nonRetryable: 'wrapped' }), { defaultValue: undefined });
-    const [parked] = await broker.take(`${queue}.error`, 1);
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
     expect(headersOf(parked)).toMatchObject({
       'x-parked-reason': 'non-retryable',
       'x-retry-attempts': 1,
@@ -118,21 +100,21 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
   });
 
   it('parks a plain NonRetryableError at once when RetryRpcExceptionFilter lets it through; without it, retries', async () => {
-    app = await startRetryMicroservice({ queue }, { passErrorsThrough: true });
+    suite.app = await startRetryMicroservice({ queue: suite.queue }, { passErrorsThrough: true });
     await lastValueFrom(retryClient().emit('order.created', { id: 13, nonRetryable: 'plain' }), { defaultValue: undefined });
-    const [parked] = await broker.take(`${queue}.error`, 1);
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
     expect(headersOf(parked)).toMatchObject({
       'x-parked-reason': 'non-retryable',
       'x-retry-attempts': 1,
       'x-exception-message': 'order 13 is invalid',
     });
     expect(callsOf('order.created')).toHaveLength(1);
-    await app.close();
+    await suite.app.close();
 
     // Nest's default filter turns it into { status: 'error', message: 'Internal server error' }: an ordinary failure.
-    app = await startRetryMicroservice({ queue });
+    suite.app = await startRetryMicroservice({ queue: suite.queue });
     await lastValueFrom(retryClient().emit('order.created', { id: 14, nonRetryable: 'plain' }), { defaultValue: undefined });
-    const [exhausted] = await broker.take(`${queue}.error`, 1, 10_000);
+    const [exhausted] = await suite.broker.take(`${suite.queue}.error`, 1, 10_000);
     expect(headersOf(exhausted)).toMatchObject({
       'x-parked-reason': 'exhausted',
       'x-retry-attempts': 3,
@@ -141,12 +123,12 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
   });
 
   it("parks a pattern nobody handles as no-handler, from Nest's own ClientRMQ, and keeps consuming", async () => {
-    app = await startRetryMicroservice({ queue });
+    suite.app = await startRetryMicroservice({ queue: suite.queue });
     const client = nestClient();
     await client.connect();
     await lastValueFrom(client.emit('order.refunded', { id: 5 }), { defaultValue: undefined });
     await lastValueFrom(client.emit('order.paid', { id: 6 }), { defaultValue: undefined });
-    const [parked] = await broker.take(`${queue}.error`, 1);
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
     expect(headersOf(parked)).toMatchObject({ 'x-parked-reason': 'no-handler', 'x-retry-attempts': 0 });
     expect(String(headersOf(parked)['x-exception-message'])).toContain('"order.refunded"');
     expect(JSON.parse(parked.content.toString())).toEqual({ pattern: 'order.refunded', data: { id: 5 } });
@@ -157,12 +139,12 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
   it("takes events from Nest's ClientRMQ declaring the queue with retryQueueOptions (classic and quorum)", async () => {
     for (const queueType of ['classic', 'quorum'] as const) {
       if (queueType === 'quorum') {
-        await app?.close();
-        await broker.deleteRetryTopology(queue, { queues: patternTiers(queue) });
-        queue = uniqueName('e2e.transport.quorum');
+        await suite.app?.close();
+        await suite.broker.deleteRetryTopology(suite.queue, { queues: patternTiers(suite.queue) });
+        suite.queue = uniqueName('e2e.transport.quorum');
       }
-      app = await startRetryMicroservice({ queue, queueType });
-      const client = nestClient({ queueOptions: retryQueueOptions(queue, { queueType }) });
+      suite.app = await startRetryMicroservice({ queue: suite.queue, queueType });
+      const client = nestClient({ queueOptions: retryQueueOptions(suite.queue, { queueType }) });
       await client.connect();
       await lastValueFrom(client.emit('order.paid', { id: 20 }), { defaultValue: undefined });
       await waitFor(() => callsOf('order.paid').length === 1, `the event on a ${queueType} queue`);
@@ -171,7 +153,7 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
   });
 
   it("answers requests from Nest's ClientRMQ and from RetryClient, errors included, over direct reply-to", async () => {
-    app = await startRetryMicroservice({ queue });
+    suite.app = await startRetryMicroservice({ queue: suite.queue });
     const nest = nestClient();
     await nest.connect();
     expect(await firstValueFrom(nest.send('order.get', { id: 7 }))).toEqual({ id: 7, status: 'paid' });
@@ -183,16 +165,16 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     expect(await firstValueFrom(ours.send({ cmd: 'sum' }, [4, 5]))).toBe(9);
     await expect(firstValueFrom(ours.send('order.get', { id: -2 }))).rejects.toMatchObject({ message: 'no order -2' });
     await expect(firstValueFrom(ours.send('order.unknown', {}))).rejects.toBe('There is no matching message handler defined in the remote service.');
-    const [parked] = await broker.take(`${queue}.error`, 1);
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1);
     expect(headersOf(parked)['x-parked-reason']).toBe('no-handler');
-    expect(await broker.count(queue)).toBe(0);
+    expect(await suite.broker.count(suite.queue)).toBe(0);
   });
 
   it('delivers a delayed emit after its delay, through the ladder', async () => {
     const prefix = uniqueName('e2e.transport.delay');
-    cleanup.push(() => broker.deleteDelayLadder(prefix));
-    app = await startRetryMicroservice({ queue });
-    const client = retryClient({ queue, delayedDelivery: { prefix } });
+    suite.afterThis(() => suite.broker.deleteDelayLadder(prefix));
+    suite.app = await startRetryMicroservice({ queue: suite.queue });
+    const client = retryClient({ queue: suite.queue, delayedDelivery: { prefix } });
     const sent = Date.now();
     await lastValueFrom(client.emit('order.paid', { id: 10 }, { delay: 700 }), { defaultValue: undefined });
     await lastValueFrom(client.emit('order.paid', { id: 11 }), { defaultValue: undefined });
@@ -234,32 +216,28 @@ class PlainRmqController {
 class PlainRmqModule {}
 
 describe("RetryClient to Nest's own ServerRMQ", () => {
+  const suite = useSuite<INestMicroservice>('e2e.transport.nest');
+
   it('emits (also delayed) and sends to a queue that ServerRMQ consumes', async () => {
-    const broker = await TestBroker.connect();
-    const queue = uniqueName('e2e.transport.nest');
+    const { broker, queue } = suite;
     const prefix = uniqueName('e2e.transport.nest-delay');
+    suite.afterThis(() => broker.deleteDelayLadder(prefix));
     const server = await NestFactory.createMicroservice(PlainRmqModule, {
       transport: Transport.RMQ,
       options: { urls: [AMQP_URL], queue, queueOptions: { durable: true } },
       logger: ['error'],
     });
+    suite.app = server;
     await server.listen();
     const client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: { prefix } });
-    try {
-      await lastValueFrom(client.emit('order.paid', { id: 1 }), { defaultValue: undefined });
-      const sent = Date.now();
-      await lastValueFrom(client.emit('order.paid', { id: 2 }, { delay: 500 }), { defaultValue: undefined });
-      const controller = server.get(PlainRmqController);
-      await waitFor(() => controller.events.length === 2, 'both events at ServerRMQ', 10_000);
-      expect(controller.events).toEqual([{ id: 1 }, { id: 2 }]);
-      expect(Date.now() - sent).toBeGreaterThanOrEqual(500);
-      expect(await firstValueFrom(client.send('order.get', { id: 3 }))).toEqual({ id: 3, via: 'ServerRMQ' });
-    } finally {
-      await client.close();
-      await server.close();
-      await broker.channel.deleteQueue(queue);
-      await broker.deleteDelayLadder(prefix);
-      await broker.close();
-    }
+    suite.clients.push(client);
+    await lastValueFrom(client.emit('order.paid', { id: 1 }), { defaultValue: undefined });
+    const sent = Date.now();
+    await lastValueFrom(client.emit('order.paid', { id: 2 }, { delay: 500 }), { defaultValue: undefined });
+    const controller = server.get(PlainRmqController);
+    await waitFor(() => controller.events.length === 2, 'both events at ServerRMQ', 10_000);
+    expect(controller.events).toEqual([{ id: 1 }, { id: 2 }]);
+    expect(Date.now() - sent).toBeGreaterThanOrEqual(500);
+    expect(await firstValueFrom(client.send('order.get', { id: 3 }))).toEqual({ id: 3, via: 'ServerRMQ' });
   });
 });

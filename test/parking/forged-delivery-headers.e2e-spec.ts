@@ -25,8 +25,8 @@ const FORGED: Array<[string, (queue: string) => unknown]> = [
   ['a table instead of an array', (queue) => death(queue, 1)],
 ];
 
-describe('x-death headers the broker did not write', () => {
-  const suite = useSuite('e2e.hard.xdeath');
+describe('x-death and x-delivery-count headers the broker did not write', () => {
+  const suite = useSuite('e2e.forged.xdeath');
 
   /** Starts a handler that always succeeds: any call of it for a forged message is a call too many. */
   async function start() {

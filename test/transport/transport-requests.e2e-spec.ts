@@ -1,0 +1,150 @@
+import { Controller, Module, type INestMicroservice, type LoggerService } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ClientRMQ, Ctx, EventPattern, MessagePattern, Payload, RmqRecordBuilder, RpcException } from '@nestjs/microservices';
+import { from, lastValueFrom, timeout, toArray, type Observable } from 'rxjs';
+import { RetryClient, RetryRmqContext, RetryServer, type RetryServerOptions } from 'nestjs-amqp-retry/transport';
+import { closeConnections, connectionsNamed } from '../support/broker-control.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { useSuite } from '../support/suite.js';
+
+@Controller()
+class RequestsController {
+  readonly events: number[] = [];
+  readonly rpcFailures: number[] = [];
+
+  @MessagePattern('three')
+  three(): Observable<number> {
+    return from([1, 2, 3]);
+  }
+
+  @MessagePattern('bigint')
+  bigint(): { n: bigint } {
+    return { n: 1n };
+  }
+
+  @MessagePattern('slow')
+  async slow(@Payload() ms: number): Promise<string> {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return 'late';
+  }
+
+  readonly headers: Array<Record<string, unknown> | undefined> = [];
+
+  @EventPattern<string>('ping')
+  ping(@Payload() id: number, @Ctx() ctx: RetryRmqContext): void {
+    this.events.push(id);
+    this.headers.push(ctx.getMessage().properties.headers as Record<string, unknown> | undefined);
+  }
+
+  @MessagePattern('echo')
+  echo(@Payload() data: unknown, @Ctx() ctx: RetryRmqContext): { data: unknown; tenant: unknown; priority: unknown } {
+    const { headers, priority } = ctx.getMessage().properties;
+    return { data, tenant: (headers as Record<string, unknown> | undefined)?.['x-tenant'], priority };
+  }
+
+  @EventPattern<string>('rpc.fails')
+  rpcFails(@Payload() id: number, @Ctx() ctx: RetryRmqContext): void {
+    if (ctx.getRetryContext().attempt === 1) {
+      this.rpcFailures.push(id);
+      throw new RpcException('expected, retried');
+    }
+    this.events.push(id);
+  }
+}
+
+@Module({ controllers: [RequestsController] })
+class RequestsModule {}
+
+describe('requests and the client of the transport', () => {
+  const suite = useSuite<INestMicroservice>('e2e.transport.requests');
+
+  const start = async (options: Partial<RetryServerOptions> = {}, logger: LoggerService | false = false) => {
+    const server = new RetryServer({ url: AMQP_URL, queue: suite.queue, delays: [100], maxAttempts: 2, delayedDelivery: false, ...options });
+    suite.app = await NestFactory.createMicroservice(RequestsModule, { strategy: server, logger });
+    await suite.app.listen();
+    return suite.app.get(RequestsController);
+  };
+  const retryClient = (options: Partial<ConstructorParameters<typeof RetryClient>[0]> = {}) => {
+    const client = new RetryClient({ url: AMQP_URL, queue: suite.queue, delayedDelivery: false, ...options });
+    suite.clients.push(client);
+    return client;
+  };
+
+  it('answers a stream of values in order, then ends it, to RetryClient and to ClientRMQ', async () => {
+    await start();
+    expect(await lastValueFrom(retryClient().send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]);
+    const nest = new ClientRMQ({ urls: [AMQP_URL], queue: suite.queue, noAssert: true });
+    suite.clients.push(nest);
+    expect(await lastValueFrom(nest.send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]);
+  });
+
+  it('answers with an error when the response cannot be written as JSON, rather than leaving the caller waiting', async () => {
+    await start();
+    const client = retryClient();
+    const answered = lastValueFrom(client.send('bigint', {}).pipe(timeout(5_000)));
+    await expect(answered).rejects.toMatchObject({ message: expect.stringMatching(/JSON|serialize|BigInt/i) });
+    expect(await lastValueFrom(client.send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]); // the server goes on
+  });
+
+  it("sends Nest's RmqRecord as ClientRMQ does: its data is the payload, its options the message's properties", async () => {
+    const controller = await start();
+    const client = retryClient();
+    const record = (data: unknown) => new RmqRecordBuilder(data).setOptions({ headers: { 'x-tenant': 'acme' }, priority: 3 }).build();
+    await lastValueFrom(client.emit('ping', record(11)), { defaultValue: undefined });
+    await waitFor(() => controller.events.includes(11), 'the event');
+    expect(controller.headers[0]).toMatchObject({ 'x-tenant': 'acme' });
+    expect(await lastValueFrom(client.send('echo', record({ id: 12 })))).toEqual({ data: { id: 12 }, tenant: 'acme', priority: 3 });
+  });
+
+  it('fails the requests in flight at once when the client closes', async () => {
+    await start();
+    const client = retryClient();
+    const pending = lastValueFrom(client.send('slow', 3_000));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the request is on its way
+    const failed = expect(pending).rejects.toThrow(/closed/);
+    const closedAt = Date.now();
+    await client.close();
+    await failed;
+    expect(Date.now() - closedAt).toBeLessThan(1_000);
+  });
+
+  it('fails a request in flight when its connection is lost, and sends the next after the reconnection', async () => {
+    await start();
+    const connectionName = uniqueName('e2e-requests-client');
+    const client = retryClient({ connectionName });
+    expect(await lastValueFrom(client.send('three', {}))).toBe(3); // connected, reply channel open
+    const pending = lastValueFrom(client.send('slow', 8_000)); // longer than rabbitmqctl takes to close the connection
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const failed = expect(pending).rejects.toThrow(/RetryClient.send/);
+    expect(await closeConnections(connectionName)).toBeGreaterThan(0);
+    const lostAt = Date.now();
+    await failed;
+    expect(Date.now() - lostAt).toBeLessThan(1_000);
+    const again = await waitFor(
+      async () => lastValueFrom(client.send('three', {}).pipe(toArray())).catch(() => undefined),
+      'a request after the reconnection',
+      15_000,
+    );
+    expect(again).toEqual([1, 2, 3]);
+  });
+
+  it('leaves no connection open when it is closed while connecting', async () => {
+    const connectionName = uniqueName('e2e-requests-closing');
+    const client = new RetryClient({ url: AMQP_URL, queue: suite.queue, connectionName }); // delayed delivery on: it also consumes
+    const connecting = client.connect().catch(() => undefined);
+    await client.close();
+    await connecting;
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // a connection opened late would be up by now
+    expect(await connectionsNamed(connectionName)).toEqual([]);
+  });
+
+  it('does not have Nest log an RpcException of an event handler as unhandled: the transport retries it', async () => {
+    const logger = new RecordingLogger();
+    const controller = await start({}, logger);
+    await suite.broker.publish('', suite.queue, { pattern: 'rpc.fails', data: 9 });
+    await waitFor(() => controller.events.includes(9), 'the second attempt');
+    expect(controller.rpcFailures).toEqual([9]);
+    expect(logger.lines.filter((line) => line.startsWith('error') && line.includes('expected, retried'))).toEqual([]);
+  });
+});
