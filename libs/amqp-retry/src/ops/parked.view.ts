@@ -1,0 +1,112 @@
+import type { ConnectionSettings } from '../amqp/amqp.connection.js';
+import { readHandlerRegistry } from '../amqp/handler-registry.writer.js';
+import { readBrokerUrls } from '../core/config/broker-urls.reader.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RECONNECT } from '../core/config/module.config.js';
+import type { ParkedFilter, ParkedMessagesOptions } from '../core/parking/parked-messages.types.js';
+import {
+  describeScope,
+  mayUseParkingQueue,
+  namesNothing,
+  parkingQueueOf,
+  queuesInScope,
+  type ParkedScope,
+  type ScopeQueue,
+} from '../core/parking/parked.scope.js';
+import type { HandlerRecord } from '../core/topology/handler-registry.record.js';
+import { ParkedScopeError } from '../errors/parked-scope.error.js';
+import type { ParkedConnection } from './parked.connection.js';
+
+/** What a ParkedMessages may see: its scope as given, the application's own queues, the records on the broker. */
+export class ParkedView {
+  constructor(
+    private readonly options: ParkedMessagesOptions,
+    private readonly scope: Omit<ParkedScope, 'own'>,
+    private readonly internals: { own?: () => readonly ScopeQueue[]; broker?: Omit<ConnectionSettings, 'connectionName'> },
+    private readonly broker: () => ParkedConnection,
+  ) {}
+
+  /** The parking queue of a handler queue in scope; ParkedScopeError for one out of it. */
+  async parkingQueueOf(queue: string): Promise<string> {
+    const errorQueue = parkingQueueOf(this.currentScope(), await this.known(), queue);
+    if (errorQueue === undefined) throw this.outOfScope(queue, 'handler queue');
+    return errorQueue;
+  }
+
+  /**
+   * The module's broker settings, else the options read as the module reads its own (readBrokerUrls: `url` may be a
+   * comma-separated list of a cluster's nodes, as AMQP_URL is) with the module's defaults.
+   */
+  settings(): Omit<ConnectionSettings, 'connectionName'> {
+    if (this.internals.broker) return this.internals.broker;
+    const urls = readBrokerUrls({ url: this.options.url }, process.env.AMQP_URL, 'ParkedMessages', true);
+    return { urls, reconnect: DEFAULT_RECONNECT, connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS };
+  }
+
+  /**
+   * The handler queues in scope (see queuesInScope), the application's own as its engine runs them now. The registry
+   * is read every time, so that a broker that cannot be reached fails the call; a view given no scope at all fails
+   * once it could have read it.
+   */
+  async known(): Promise<ScopeQueue[]> {
+    const records = await this.records();
+    const scope = this.currentScope();
+    if (namesNothing(scope)) {
+      throw new ParkedScopeError(
+        '',
+        describeScope(scope),
+        'ParkedMessages was given no scope: name the handler queues (queues), an application (application, as in RetryModule), or pass wholeVhost: true to see every application of the vhost',
+      );
+    }
+    return queuesInScope(scope, records);
+  }
+
+  currentScope(): ParkedScope {
+    return { ...this.scope, own: this.internals.own?.() };
+  }
+
+  records(): Promise<HandlerRecord[]> {
+    return readHandlerRegistry(() => this.broker().channel());
+  }
+
+  /** Throws ParkedScopeError unless the parking queue is one of a queue in scope (or any, for the whole vhost). */
+  async checkParkingQueue(errorQueue: string): Promise<void> {
+    if (!mayUseParkingQueue(this.currentScope(), await this.known(), errorQueue)) throw this.outOfScope(errorQueue, 'parking queue');
+  }
+
+  outOfScope(name: string, what: 'handler queue' | 'parking queue'): ParkedScopeError {
+    const scope = describeScope(this.currentScope());
+    return new ParkedScopeError(
+      name,
+      scope,
+      `${JSON.stringify(name)} is not a ${what} this view may use (it looks at ${scope}); nothing was read or changed. Name the queue or its application in the options, or use wholeVhost to see every application's`,
+    );
+  }
+
+  /**
+   * The parking queues to read for a filter: `filter.errorQueue` (if in view), else that of `filter.queue`, else those
+   * of every queue in scope (each once).
+   */
+  async errorQueuesFor(filter: ParkedFilter): Promise<string[]> {
+    const { errorQueue } = filter;
+    if (errorQueue !== undefined) {
+      await this.checkParkingQueue(errorQueue);
+      // A name that no handler recorded and that does not exist is a typing mistake, not an empty parking queue.
+      const recorded = (await this.known()).some((q) => q.errorQueue === errorQueue);
+      if (!recorded && (await this.broker().depth(errorQueue)) < 0) throw this.outOfScope(errorQueue, 'parking queue');
+      return [errorQueue];
+    }
+    if (filter.queue !== undefined) return [await this.parkingQueueOf(filter.queue)];
+    return [...new Set((await this.known()).map((q) => q.errorQueue))];
+  }
+
+  /**
+   * The handler queue that parks in `errorQueue` when only one does: the target of copies parked without
+   * `x-original-queue`. Read from every record (and the application's own queues): it names where a message goes,
+   * not what the view may see.
+   */
+  async fallbackQueue(errorQueue: string): Promise<string> {
+    const candidates = [...(this.internals.own?.() ?? []), ...(await this.records())];
+    const owners = new Set(candidates.filter((q) => q.errorQueue === errorQueue).map((q) => q.queue));
+    return owners.size === 1 ? [...owners][0] : '';
+  }
+}
