@@ -132,12 +132,12 @@ export class ParkedMessages {
     return this.broker.during(() => this.view.parkingQueueOf(queue));
   }
 
-  /** How many parked messages match, by reason and by exception message. */
-  async summary(filter: ParkedFilter = {}): Promise<ParkedSummary> {
+  /** How many parked messages match, by reason and by exception message; with `{ groups: true }` also the failure groups and the oldest park (the console). */
+  async summary(filter: ParkedFilter = {}, options: { groups?: boolean } = {}): Promise<ParkedSummary> {
     return this.broker.during(async () => {
       const views: ParkedMessageView[] = [];
       await this.read(filter, (view) => void views.push(stripBody(view)));
-      return summarize(views);
+      return summarize(views, options.groups === true);
     });
   }
 

@@ -26,12 +26,19 @@ export function normalizeError(message: string): string {
 export function topFrame(stack: unknown): string {
   if (typeof stack !== 'string') return '';
   const frame = stack.split('\n').find((line) => /^\s*at\s/.test(line));
-  return frame ? frame.trim().replace(/:\d+(:\d+)?\)?$/, (m) => (m.endsWith(')') ? ':<n>)' : ':<n>')).slice(0, 200) : '';
+  return frame
+    ? frame
+        .trim()
+        .replace(/:\d+(:\d+)?\)?$/, (m) => (m.endsWith(')') ? ':<n>)' : ':<n>'))
+        .slice(0, 200)
+    : '';
 }
 
 /** A short, stable key of a group (FNV-1a of its parts), for a filter naming it in a URL or a request. */
 export function groupKeyOf(view: ParkedMessageView): string {
-  return fnv(`${view.errorQueue}\u0000${view.queue}\u0000${view.reason}\u0000${normalizeError(view.error)}\u0000${topFrame(view.headers[ParkedHeader.exceptionStack])}`);
+  return fnv(
+    `${view.errorQueue}\u0000${view.queue}\u0000${view.reason}\u0000${normalizeError(view.error)}\u0000${topFrame(view.headers[ParkedHeader.exceptionStack])}`,
+  );
 }
 
 /**

@@ -124,9 +124,9 @@ export interface ParkedSummary {
     /** Matching messages parked with it. */
     count: number;
   }[];
-  /** Failure groups (queue, reason, normalized error, top stack frame), largest first, at most 200. */
+  /** Failure groups (queue, reason, normalized error, top stack frame), largest first, at most 200; asked with `{ groups: true }`. */
   groups?: FailureGroup[];
-  /** When the oldest matching message was parked, if any says. */
+  /** When the oldest matching message was parked, if any says; asked with `{ groups: true }`. */
   oldestParkedAt?: Date;
 }
 

@@ -160,15 +160,14 @@ function countBy(values: readonly string[]): Array<[string, number]> {
   return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
 }
 
-/** Counts by reason and by exception message, largest first (ties by name). */
-export function summarize(views: readonly ParkedMessageView[]): ParkedSummary {
-  return {
+/** Counts by reason and by exception message, largest first (ties by name); `withGroups`: the failure groups and the oldest park too. */
+export function summarize(views: readonly ParkedMessageView[], withGroups = false): ParkedSummary {
+  const summary: ParkedSummary = {
     total: views.length,
     byReason: countBy(views.map((v) => v.reason)).map(([reason, count]) => ({ reason, count })),
     byError: countBy(views.map((v) => v.error)).map(([error, count]) => ({ error, count })),
-    groups: groupFailures(views),
-    ...oldest(views),
   };
+  return withGroups ? { ...summary, groups: groupFailures(views), ...oldest(views) } : summary;
 }
 
 /** Where and when a copy is replayed, and the content type of an edited body. */

@@ -144,7 +144,8 @@ export function createDashboardController(path: string): Type<unknown> {
     @Kind('read')
     history(@Query('minutes') minutes?: string): { now: number; queues: QueueHistory[] } {
       const span = minutes === undefined ? 60 : Number(minutes);
-      if (!Number.isInteger(span) || span < 1) throw new BadRequestException(`minutes is ${JSON.stringify(minutes)}; give a whole number of minutes, e.g. 60`);
+      if (!Number.isInteger(span) || span < 1)
+        throw new BadRequestException(`minutes is ${JSON.stringify(minutes)}; give a whole number of minutes, e.g. 60`);
       return this.watch.history(span);
     }
 
@@ -171,7 +172,8 @@ export function createDashboardController(path: string): Type<unknown> {
         const who = readPauseBy(userName(request.user) ?? by ?? 'unknown', undefined);
         if ('problem' in who) throw new DashboardRequestError('by', who.problem.replace(/^by /, ''));
         await this.knownParkingQueue(selection.errorQueue);
-        const [described] = (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group })).groups ?? [];
+        const [described] =
+          (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group }, { groups: true })).groups ?? [];
         const result = action === 'replay' ? await this.parked.replay(selection) : await this.parked.purge(selection);
         const done = 'replayed' in result ? result.replayed : result.purged;
         const failed = 'failed' in result ? result.failed.length : 0;
@@ -187,7 +189,9 @@ export function createDashboardController(path: string): Type<unknown> {
           failed,
         };
         this.groupActions.record(record);
-        this.logger.log(`${who.by} ${action === 'replay' ? 'replayed' : 'purged'} ${done} of ${result.matched} of the group "${record.error}" from ${record.errorQueue}`);
+        this.logger.log(
+          `${who.by} ${action === 'replay' ? 'replayed' : 'purged'} ${done} of ${result.matched} of the group "${record.error}" from ${record.errorQueue}`,
+        );
         return record;
       });
     }
@@ -195,7 +199,7 @@ export function createDashboardController(path: string): Type<unknown> {
     @Get('api/summary')
     @Kind('read')
     summary(@Query() query: unknown): Promise<ParkedSummary> {
-      return this.call('count parked messages', () => this.parked.summary(readFilter(query, 'query')));
+      return this.call('count parked messages', () => this.parked.summary(readFilter(query, 'query'), { groups: true }));
     }
 
     @Get('api/messages')
