@@ -53,6 +53,8 @@ describe('the retry console across three instances in separate processes, in hea
   const shoot = async (page: Page, name: string) => {
     if (!SCREENSHOTS) return;
     await mkdir(SCREENSHOTS, { recursive: true });
+    // From the top: a full-page shot of a scrolled page draws the sticky header where the scroll left it.
+    await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
   };
 
