@@ -239,7 +239,8 @@ describe('ConfirmPublisher on a channel that closes, fills and drains as amqplib
 
   it('lets a flood through a buffer of 100 one drain at a time, in order, and settles every publish', async () => {
     const { connection, channels } = amqplibLike(100);
-    const publisher = new ConfirmPublisher(connection, limits);
+    // Its confirms come at the end, after 200 drains: limits that a loaded machine cannot reach (the test is of order).
+    const publisher = new ConfirmPublisher(connection, { ...limits, timeoutMs: 120_000, confirmTimeoutMs: 120_000 });
     const first = publisher.publish('', 'q', Buffer.from('0'));
     await until(() => channels[0]?.published.length === 1);
     const flood = Array.from({ length: 20_000 }, (_, n) => publisher.publish('', `q${n}`, Buffer.from(String(n))));
