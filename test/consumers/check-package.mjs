@@ -29,7 +29,7 @@ try {
   const allowed =
     /^(LICENSE|README\.md|package\.json|bin\/amqp-retry\.js|dist\/cjs\/package\.json|dist\/(esm|cjs)\/.+\.(js|d\.ts)|migrations\/[^/]+\.sql)$/;
   for (const file of files) {
-    if (!allowed.test(file) || /\.spec\.|\/testing\/|node_modules/.test(file)) problems.push(`ships ${file}, which users do not need`);
+    if (!allowed.test(file) || /\.spec\.|\.fixture\.|node_modules/.test(file)) problems.push(`ships ${file}, which users do not need`);
   }
 
   const targets = [];

@@ -45,7 +45,9 @@ export interface PublishOptions {
 export interface PublishedMessage {
   /** The message id it was sent with: the one given, or the UUID the publisher made. */
   messageId: string;
+  /** The exchange it was published to ('' for the default exchange). */
   exchange: string;
+  /** The routing key it was published with. */
   routingKey: string;
   /** How long it waits in the delay ladder, in ms; 0 when it was published at once. */
   delayMs: number;
@@ -64,11 +66,12 @@ export class RetryPublisher {
    * (nothing published) for an invalid delay; with NotConnectedError after the application has shut down. A delayed
    * message is confirmed when it enters the delay ladder; when it is due, it is published to `exchange` with
    * `routingKey` as if published then (headers x-delay-* added), and parked if no queue takes it.
-   * Resolves with what it sent (PublishedMessage: the message id among others).
+   * Resolves with what it sent (PublishedMessage: the message id among others), typed `void & PublishedMessage` so that
+   * code written when it resolved nothing (`(): Promise<void> => publisher.publish(...)`) compiles as before.
    * @example const { messageId } = await publisher.publish('orders', 'order.created', { id: 42 });
    * @example await publisher.publish('orders', 'order.cancel-if-unpaid', { id: 42 }, { delay: '30m' });
    */
-  publish(exchange: string, routingKey: string, payload: unknown, options: PublishOptions = {}): Promise<PublishedMessage> {
+  publish(exchange: string, routingKey: string, payload: unknown, options: PublishOptions = {}): Promise<void & PublishedMessage> {
     // Not async, so that a publish waiting for its confirm holds no wrapper promise of ours; whatever is thrown here
     // (a bad delay, a payload with no JSON form) still comes as a rejection, with nothing published.
     try {
@@ -100,7 +103,7 @@ export class RetryPublisher {
       const explained = this.engine.hasQueuesThatRefuse
         ? sent.catch((error: unknown) => Promise.reject(this.engine.explainRefusal(error, exchange, routingKey)))
         : sent;
-      return explained.then(() => receipt);
+      return explained.then(() => receipt as void & PublishedMessage);
     } catch (error) {
       return Promise.reject(error);
     }
