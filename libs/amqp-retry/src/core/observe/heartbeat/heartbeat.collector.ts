@@ -1,5 +1,5 @@
 import type { DeliveryFailedEvent, DeliveryHandledEvent, MessageParkedEvent, QueueStateEvent, RetryObserver } from '../retry.observer.js';
-import type { BreakerCause } from './heartbeat.types.js';
+import type { BreakerCause, QueueBeatCounts } from './heartbeat.types.js';
 import { errorMessage } from '../../text/error-message.format.js';
 import { maskCredentials } from '../../text/credentials.mask.js';
 import { LATENCY_BUCKETS, latencyBucket } from './latency.histogram.js';
@@ -14,16 +14,6 @@ class QueueCounts {
   readonly critical = new Uint32Array(LATENCY_BUCKETS);
   /** The last error the handler threw (a reference to it: no copy), named when the breaker opens. */
   lastError: unknown = undefined;
-}
-
-/** What one queue did since the previous beat, as drain() hands it out. */
-export interface QueueBeatCounts {
-  handled: number;
-  retried: number;
-  parked: number;
-  failed: number;
-  processing: number[];
-  critical: number[];
 }
 
 /**

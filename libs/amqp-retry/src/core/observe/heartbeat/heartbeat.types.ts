@@ -14,16 +14,8 @@ export interface BreakerCause {
   nextTrialAt?: number;
 }
 
-/** One queue of an instance as its heartbeat tells it: state, and what it did since the previous beat. */
-export interface HeartbeatQueue {
-  queue: string;
-  /** Whether this instance consumes it now. */
-  consuming: boolean;
-  state: QueueState;
-  /** Partitions of a partitioned handler this instance consumes (their numbers). */
-  partitions?: number[];
-  /** While the circuit is open or half-open: why. */
-  breaker?: BreakerCause;
+/** What one queue did since the previous beat (HeartbeatCollector.drain). */
+export interface QueueBeatCounts {
   handled: number;
   retried: number;
   parked: number;
@@ -33,6 +25,18 @@ export interface HeartbeatQueue {
   processing: number[];
   /** Publish timestamp to handled, counts per LATENCY_BOUNDS_MS bucket (messages with a timestamp only). */
   critical: number[];
+}
+
+/** One queue of an instance as its heartbeat tells it: state, and what it did since the previous beat. */
+export interface HeartbeatQueue extends QueueBeatCounts {
+  queue: string;
+  /** Whether this instance consumes it now. */
+  consuming: boolean;
+  state: QueueState;
+  /** Partitions of a partitioned handler this instance consumes (their numbers). */
+  partitions?: number[];
+  /** While the circuit is open or half-open: why. */
+  breaker?: BreakerCause;
 }
 
 /** Who beats. */
