@@ -1,3 +1,4 @@
+import type { MessageProperties } from 'amqplib';
 import { lastValueFrom, Observable } from 'rxjs';
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -19,11 +20,19 @@ export interface TransportCall {
   attempt: number;
   maxAttempts: number;
   at: number;
+  properties: MessageProperties;
 }
 
 function act(calls: TransportCall[], pattern: string, order: Order, ctx: RetryRmqContext): void {
   const retry = ctx.getRetryContext();
-  calls.push({ pattern: ctx.getPattern(), data: order, attempt: retry.attempt, maxAttempts: retry.maxAttempts, at: Date.now() });
+  calls.push({
+    pattern: ctx.getPattern(),
+    data: order,
+    attempt: retry.attempt,
+    maxAttempts: retry.maxAttempts,
+    at: Date.now(),
+    properties: ctx.getMessage().properties,
+  });
   if (order.nonRetryable === 'wrapped') throw new RpcException(new NonRetryableError(`order ${order.id} is invalid`));
   if (order.nonRetryable === 'plain') throw new NonRetryableError(`order ${order.id} is invalid`);
   if (retry.attempt <= (order.failures ?? 0)) throw new Error(`${pattern} failure ${retry.attempt} of order ${order.id}`);

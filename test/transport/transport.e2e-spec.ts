@@ -2,7 +2,7 @@ import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClientRMQ, EventPattern, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
-import { RetryClient, retryQueueOptions } from 'nestjs-amqp-retry/transport';
+import { RetryClient, retryQueueOptions, type PublishedMessage } from 'nestjs-amqp-retry/transport';
 import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { headersOf, useSuite } from '../support/suite.js';
 import { OrdersController, patternTiers, startRetryMicroservice, type TransportCall } from './transport-app.js';
@@ -184,6 +184,31 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     expect(later.data).toEqual({ id: 10 });
     expect(later.at - sent).toBeGreaterThanOrEqual(700);
     expect(later.at - sent).toBeLessThan(3_000);
+  });
+
+  it('emits with the basic properties given and resolves with what it sent; a bad property is refused, nothing sent', async () => {
+    suite.app = await startRetryMicroservice({ queue: suite.queue });
+    const client = retryClient();
+    const at = new Date('2030-01-02T03:04:05.678Z');
+    const options = { correlationId: 'req-9', type: 'order.paid.v2', appId: 'shop', timestamp: at, priority: 3, messageId: 'paid-9' };
+    const sent = await lastValueFrom(client.emit<PublishedMessage>('order.paid', { id: 9 }, options));
+    expect(sent).toMatchObject({ messageId: 'paid-9', exchange: '', routingKey: suite.queue, delayMs: 0 });
+    const generated = await lastValueFrom(client.emit<PublishedMessage>('order.paid', { id: 10 }));
+    expect(generated.messageId).toMatch(/^[0-9a-f-]{36}$/);
+    await expect(lastValueFrom(client.emit('order.paid', { id: 11 }, { priority: 256 }))).rejects.toThrow(RangeError);
+    await waitFor(() => callsOf('order.paid').length === 2, 'both events');
+    const [first, second] = callsOf('order.paid');
+    expect(first.properties).toMatchObject({
+      messageId: 'paid-9',
+      correlationId: 'req-9',
+      type: 'order.paid.v2',
+      appId: 'shop',
+      priority: 3,
+      timestamp: Math.floor(at.getTime() / 1000),
+      contentType: 'application/json',
+    });
+    expect(second.properties.messageId).toBe(generated.messageId);
+    expect(callsOf('order.paid').map((c) => c.data)).toEqual([{ id: 9 }, { id: 10 }]); // the refused one never arrived
   });
 
   it('rejects an emit that no queue takes, and fails a request that no queue takes at once', async () => {

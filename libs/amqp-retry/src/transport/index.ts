@@ -11,3 +11,4 @@ export { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 export { RetryRpcExceptionFilter } from './retry-rpc-exception.filter.js';
 export type { RetryServerOptions, RetryClientOptions, RetryEmitOptions, EventRetryOptions } from './retry-transport.options.js';
 export { retryQueueOptions } from './retry-queue.options.js';
+export type { PublishedMessage, PublishOptions } from '../core/publish/publish.options.js';

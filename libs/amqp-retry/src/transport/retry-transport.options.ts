@@ -1,6 +1,7 @@
 import type { Duration } from '../core/time/duration.reader.js';
 import type { PartitionsOptions, RetryHandlerOptions, RetryModuleOptions } from '../core/config/retry.options.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
+import type { PublishOptions } from '../core/publish/publish.options.js';
 
 /**
  * Options of `new RetryServer()`: where to listen (a queue, optionally bound to an exchange), the queue's default
@@ -65,7 +66,10 @@ export interface RetryClientOptions extends RetryModuleOptions {
 }
 
 /** The third argument of `RetryClient.emit`. */
-export interface RetryEmitOptions {
+export interface RetryEmitOptions extends Pick<
+  PublishOptions,
+  'persistent' | 'expiration' | 'priority' | 'correlationId' | 'replyTo' | 'type' | 'appId' | 'timestamp'
+> {
   /** Deliver after this long (through the delay ladder): ms or a duration ('30m'). */
   delay?: Duration;
   /** Headers of the message, besides those the library sets. */

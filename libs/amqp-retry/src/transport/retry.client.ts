@@ -12,7 +12,7 @@ import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
-import { newMessageId } from '../core/message/message-id.factory.js';
+import { publishProperties, type PublishedMessage } from '../core/publish/publish.options.js';
 
 /**
  * Nest's RmqRecord (`new RmqRecordBuilder(data).setOptions({ headers, priority }).build()`), read as ClientRMQ reads
@@ -98,8 +98,10 @@ export class RetryClient extends ClientProxy {
   }
 
   /**
-   * Publishes an event; the returned observable completes once the broker confirmed it (errors: PublishError,
-   * NotConnectedError, RangeError for a bad delay). Hot, like Nest's: it is sent even if nobody subscribes.
+   * Publishes an event; the returned observable emits what was sent (a PublishedMessage: the message id among others)
+   * and completes once the broker confirmed it (errors: PublishError, NotConnectedError, RangeError for a bad delay or
+   * property). Hot, like Nest's: it is sent even if nobody subscribes.
+   * @example const { messageId } = await lastValueFrom(client.emit<PublishedMessage>('order.created', order, { correlationId }));
    */
   override emit<TResult = unknown, TInput = unknown>(pattern: unknown, data: TInput, options: RetryEmitOptions = {}): Observable<TResult> {
     if (pattern === undefined || pattern === null || data === undefined || data === null) {
@@ -160,22 +162,25 @@ export class RetryClient extends ClientProxy {
     this._status$?.next('connected');
   }
 
-  private async dispatch(event: ReadPacket, options: RetryEmitOptions): Promise<unknown> {
+  private async dispatch(event: ReadPacket, options: RetryEmitOptions): Promise<PublishedMessage> {
     const engine = this.engine;
     if (!engine) throw new Error('RetryClient is closed');
     const delayMs = options.delay === undefined ? 0 : readPublishDelay(options.delay);
     const { packet, options: record } = fromRecord(event);
     const { exchange, routingKey } = this.target(packet.pattern);
     const content = Buffer.from(JSON.stringify(this.serializer.serialize(packet)));
-    const properties = {
-      persistent: this.options.persistent ?? true,
-      ...record,
-      contentType: 'application/json',
-      messageId: options.messageId ?? record?.messageId ?? newMessageId(),
-      headers: record?.headers || options.headers ? { ...record?.headers, ...options.headers } : undefined,
-    };
+    // The emit's options over the RmqRecord's, over the client's: the record's other properties are kept as given.
+    const properties = publishProperties(
+      {
+        ...options,
+        persistent: options.persistent ?? record?.persistent ?? this.options.persistent,
+        messageId: options.messageId ?? record?.messageId,
+        headers: record?.headers || options.headers ? { ...record?.headers, ...options.headers } : undefined,
+      },
+      { ...record, contentType: 'application/json' },
+    );
     await engine.publish(exchange, routingKey, content, properties, delayMs);
-    return undefined;
+    return { messageId: properties.messageId, exchange, routingKey, delayMs, properties };
   }
 
   /** To the exchange with the pattern as routing key, or to the queue by name. */
