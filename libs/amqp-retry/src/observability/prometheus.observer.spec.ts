@@ -2,9 +2,10 @@ import * as prom from 'prom-client';
 import { PrometheusObserver, METRIC_NAMES } from './prometheus.observer.js';
 import type { DeliveryEvent } from '../core/observe/retry.observer.js';
 
-const delivery = (queue: string, pattern?: string) => ({ queue, pattern, attempt: 1, maxAttempts: 3 }) as DeliveryEvent;
+const delivery = (queue: string, pattern?: string, properties: Record<string, unknown> = {}) =>
+  ({ queue, pattern, attempt: 1, maxAttempts: 3, message: { properties } }) as unknown as DeliveryEvent;
 const value = async (registry: prom.Registry, name: string, labels: Record<string, string>) => {
-  const base = name.replace(/_(count|sum)$/, '');
+  const base = name.replace(/_(count|sum|bucket)$/, '');
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name || m.name === base);
   const values = (metric?.values ?? []) as Array<{ value: number; metricName?: string; labels: Record<string, string | number> }>;
   return values.find((v) => (v.metricName ?? metric?.name) === name && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))?.value;
@@ -30,6 +31,19 @@ describe('PrometheusObserver', () => {
     expect(await value(registry, `${METRIC_NAMES.duration}_count`, { queue: 'orders', outcome: 'retried' })).toBe(1);
     expect(await value(registry, `${METRIC_NAMES.duration}_sum`, { queue: 'orders', outcome: 'handled' })).toBeCloseTo(0.012);
     expect(await value(registry, `${METRIC_NAMES.duration}_count`, { queue: 'rpc', pattern: 'sum', outcome: 'parked' })).toBe(1);
+  });
+
+  it('observes critical time from the AMQP timestamp of each handled message, and none for a message without one', async () => {
+    const registry = new prom.Registry();
+    const o = new PrometheusObserver(prom, { registry, criticalTimeBuckets: [1, 60, 3600] });
+    const secondsAgo = (seconds: number) => Math.floor(Date.now() / 1000) - seconds;
+    o.handled({ ...delivery('orders', undefined, { timestamp: secondsAgo(120) }), durationMs: 5 });
+    o.handled({ ...delivery('orders', undefined, { timestamp: Date.now() - 30_000 }), durationMs: 5 }); // in ms: read as ms
+    o.handled({ ...delivery('orders'), durationMs: 5 });
+    expect(await value(registry, `${METRIC_NAMES.criticalTime}_count`, { queue: 'orders' })).toBe(2);
+    expect(await value(registry, `${METRIC_NAMES.criticalTime}_bucket`, { queue: 'orders', le: '60' })).toBe(1);
+    expect(await value(registry, `${METRIC_NAMES.criticalTime}_bucket`, { queue: 'orders', le: '3600' })).toBe(2);
+    expect(await value(registry, `${METRIC_NAMES.criticalTime}_sum`, { queue: 'orders' })).toBeGreaterThanOrEqual(149);
   });
 
   it("shows each handler queue's state as a number and counts its changes by the state it went to", async () => {

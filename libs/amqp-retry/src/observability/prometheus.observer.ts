@@ -1,6 +1,7 @@
 import type * as Prom from 'prom-client';
 import type { MetricsOptions } from '../core/observe/metrics.options.js';
 import { QUEUE_STATE_VALUE } from '../core/breaker/queue.state.js';
+import { publishedAt } from '../core/message/message.properties.js';
 import type {
   ConnectionEvent,
   ConsumerDownEvent,
@@ -30,6 +31,7 @@ export const METRIC_NAMES = {
   forwarded: 'amqp_retry_delayed_forwarded_total',
   publishRejected: 'amqp_retry_publishes_rejected_total',
   duration: 'amqp_retry_handler_duration_seconds',
+  criticalTime: 'amqp_retry_critical_time_seconds',
   inFlight: 'amqp_retry_handlers_in_flight',
   consumersUp: 'amqp_retry_consumers_up',
   connectionUp: 'amqp_retry_connection_up',
@@ -45,6 +47,9 @@ export const METRIC_NAMES = {
   partitionDepth: 'amqp_retry_partition_depth',
   partitionOwned: 'amqp_retry_partition_owned',
 } as const;
+
+/** Critical time's buckets, in seconds: from a message handled at once to one retried for hours. */
+const CRITICAL_TIME_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600];
 
 type Prometheus = typeof Prom;
 
@@ -62,6 +67,7 @@ export class PrometheusObserver implements RetryObserver {
   private readonly forwardedTotal: Prom.Counter;
   private readonly rejectedTotal: Prom.Counter<'kind'>;
   private readonly duration: Prom.Histogram<'queue' | 'pattern' | 'outcome'>;
+  private readonly criticalTime: Prom.Histogram<'queue' | 'pattern'>;
   private readonly inFlight: Prom.Gauge<'queue' | 'pattern'>;
   private readonly consumers: Prom.Gauge<'queue'>;
   private readonly connections: Prom.Gauge<'role'>;
@@ -107,6 +113,15 @@ export class PrometheusObserver implements RetryObserver {
         ...(options.durationBuckets && { buckets: options.durationBuckets }),
         registers,
       });
+    this.criticalTime =
+      (existing(METRIC_NAMES.criticalTime) as Prom.Histogram<'queue' | 'pattern'> | undefined) ??
+      new prom.Histogram({
+        name: METRIC_NAMES.criticalTime,
+        help: "From a handled message's publish (its AMQP timestamp) to its handling, retries and delays included",
+        labelNames: byQueue,
+        buckets: options.criticalTimeBuckets ?? CRITICAL_TIME_BUCKETS,
+        registers,
+      });
     this.inFlight = gauge(METRIC_NAMES.inFlight, 'Handlers running now', byQueue);
     this.consumers = gauge(METRIC_NAMES.consumersUp, '1 while a consumer consumes the queue, else 0', ['queue']);
     this.connections = gauge(METRIC_NAMES.connectionUp, '1 while the connection (consume or publish) is up, else 0', ['role']);
@@ -145,6 +160,8 @@ export class PrometheusObserver implements RetryObserver {
     this.inFlight.dec(labels);
     this.handledTotal.inc(labels);
     this.duration.observe({ ...labels, outcome: 'handled' }, e.durationMs / 1000);
+    const sent = publishedAt(e.message.properties.timestamp);
+    if (sent !== undefined) this.criticalTime.observe(labels, Math.max(0, Date.now() - sent) / 1000);
   }
 
   failed(e: DeliveryFailedEvent): void {

@@ -126,3 +126,12 @@ function checkHeaders(headers: unknown): void {
 function shownValue(value: unknown): string {
   return typeof value === 'string' ? `"${value}"` : typeof value === 'number' ? String(value) : `(a ${typeof value})`;
 }
+
+/**
+ * A message's publish time in epoch ms from its AMQP `timestamp` property: seconds by the AMQP specification (what
+ * most clients set), milliseconds when it is too large to be seconds. Undefined without one.
+ */
+export function publishedAt(timestamp: unknown): number | undefined {
+  if (typeof timestamp !== 'number' || !Number.isFinite(timestamp) || timestamp <= 0) return undefined;
+  return timestamp > 100_000_000_000 ? timestamp : timestamp * 1_000;
+}

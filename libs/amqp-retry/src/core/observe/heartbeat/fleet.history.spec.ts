@@ -14,7 +14,18 @@ function beat(id: string, seq: number, queues: Partial<Heartbeat['queues'][numbe
     seq,
     sentAt: 0,
     intervalMs: 5_000,
-    queues: queues.map((q) => ({ queue: 'orders', consuming: true, state: 'running', handled: 0, retried: 0, parked: 0, failed: 0, processing: zeros(), critical: zeros(), ...q })),
+    queues: queues.map((q) => ({
+      queue: 'orders',
+      consuming: true,
+      state: 'running',
+      handled: 0,
+      retried: 0,
+      parked: 0,
+      failed: 0,
+      processing: zeros(),
+      critical: zeros(),
+      ...q,
+    })),
   };
 }
 
@@ -65,7 +76,13 @@ describe('Fleet history', () => {
 
   it("shows the breakers open and the queues paused on instances that are up, and drops queues out of the page's scope", () => {
     const fleet = new FleetHistory({}, (queue) => queue !== 'other-app');
-    fleet.accept(beat('a', 1, [{ state: 'open', breaker: { reason: '3 calls in a row failed', error: 'ECONNREFUSED', openedAt: 1, failedTrials: 0 } }, { queue: 'other-app', handled: 9 }]), T0);
+    fleet.accept(
+      beat('a', 1, [
+        { state: 'open', breaker: { reason: '3 calls in a row failed', error: 'ECONNREFUSED', openedAt: 1, failedTrials: 0 } },
+        { queue: 'other-app', handled: 9 },
+      ]),
+      T0,
+    );
     fleet.accept(beat('b', 1, [{ queue: 'billing', state: 'paused' }]), T0);
     expect(fleet.summaryAt(T0 + 1)).toMatchObject({ breakersOpen: ['orders'], paused: ['billing'] });
     expect(fleet.instancesAt(T0 + 1).flatMap((i) => i.queues.map((q) => q.queue))).not.toContain('other-app');

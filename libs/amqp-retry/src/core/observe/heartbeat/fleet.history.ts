@@ -155,7 +155,15 @@ export class FleetHistory {
       .map((k): FleetInstance => {
         const goneAt = k.lastSeen + this.limits.missedBeats * k.intervalMs;
         const up = now < goneAt;
-        return { ...k.identity, status: up ? 'up' : 'gone', firstSeen: k.firstSeen, lastSeen: k.lastSeen, intervalMs: k.intervalMs, queues: k.queues, ...(!up && { goneAt }) };
+        return {
+          ...k.identity,
+          status: up ? 'up' : 'gone',
+          firstSeen: k.firstSeen,
+          lastSeen: k.lastSeen,
+          intervalMs: k.intervalMs,
+          queues: k.queues,
+          ...(!up && { goneAt }),
+        };
       })
       .sort((a, b) => (a.status === b.status ? b.lastSeen - a.lastSeen : a.status === 'up' ? -1 : 1));
   }
@@ -215,7 +223,15 @@ export class FleetHistory {
     }
     let bucket = buckets.find((b) => b.minute === minute);
     if (!bucket) {
-      bucket = { minute, handled: 0, retried: 0, parked: 0, failed: 0, processing: new Float64Array(LATENCY_BUCKETS), critical: new Float64Array(LATENCY_BUCKETS) };
+      bucket = {
+        minute,
+        handled: 0,
+        retried: 0,
+        parked: 0,
+        failed: 0,
+        processing: new Float64Array(LATENCY_BUCKETS),
+        critical: new Float64Array(LATENCY_BUCKETS),
+      };
       buckets.push(bucket);
       buckets.sort((a, b) => a.minute - b.minute);
       const oldest = minute - (this.limits.historyMinutes - 1) * MINUTE;

@@ -1,9 +1,17 @@
 import type { ConsumeMessage } from 'amqplib';
-import { HeartbeatCollector, publishedAt } from './heartbeat.collector.js';
+import { HeartbeatCollector } from './heartbeat.collector.js';
+import { publishedAt } from '../../message/message.properties.js';
 import { LATENCY_BUCKETS, latencyBucket, latencyQuantile } from './latency.histogram.js';
 
 const message = (timestamp?: number) => ({ properties: { timestamp }, fields: {}, content: Buffer.alloc(0) }) as unknown as ConsumeMessage;
-const delivery = (queue: string, durationMs: number, timestamp?: number) => ({ queue, attempt: 1, maxAttempts: 3, message: message(timestamp), deaths: [], durationMs });
+const delivery = (queue: string, durationMs: number, timestamp?: number) => ({
+  queue,
+  attempt: 1,
+  maxAttempts: 3,
+  message: message(timestamp),
+  deaths: [],
+  durationMs,
+});
 
 describe('HeartbeatCollector', () => {
   it('counts outcomes and times per queue between two drains, then starts again from zero', () => {
@@ -13,7 +21,14 @@ describe('HeartbeatCollector', () => {
     collector.handled(delivery('orders', 40)); // no timestamp: no critical time
     collector.failed({ ...delivery('orders', 7), error: new Error('x'), retryTier: 1 });
     collector.failed({ ...delivery('orders', 7), error: new Error('x') }); // parks: its parked event follows
-    collector.parked({ queue: 'orders', errorQueue: 'orders.error', reason: 'exhausted', error: new Error('x'), handlerCalls: 3, message: message() });
+    collector.parked({
+      queue: 'orders',
+      errorQueue: 'orders.error',
+      reason: 'exhausted',
+      error: new Error('x'),
+      handlerCalls: 3,
+      message: message(),
+    });
     const first = collector.drain('orders');
     expect(first).toMatchObject({ handled: 2, retried: 1, parked: 1, failed: 2 });
     expect(first.processing.reduce((a, b) => a + b)).toBe(4);
@@ -32,7 +47,13 @@ describe('HeartbeatCollector', () => {
     now = 2_000;
     collector.queueStateChanged({ queue: 'orders', from: 'open', to: 'half-open', reason: 'trial' });
     collector.queueStateChanged({ queue: 'orders', from: 'half-open', to: 'open', reason: 'the trial failed' });
-    expect(collector.causeOf('orders', 9_000)).toEqual({ reason: '5 of 10 calls failed', error: expect.stringMatching(/^connect ECONNREFUSED amqp:\/\/bob:\*+@10\.0\.0\.7$/), openedAt: 1_000, failedTrials: 1, nextTrialAt: 9_000 });
+    expect(collector.causeOf('orders', 9_000)).toEqual({
+      reason: '5 of 10 calls failed',
+      error: expect.stringMatching(/^connect ECONNREFUSED amqp:\/\/bob:\*+@10\.0\.0\.7$/),
+      openedAt: 1_000,
+      failedTrials: 1,
+      nextTrialAt: 9_000,
+    });
     collector.queueStateChanged({ queue: 'orders', from: 'half-open', to: 'running', reason: 'closed' });
     expect(collector.causeOf('orders')).toBeUndefined();
   });

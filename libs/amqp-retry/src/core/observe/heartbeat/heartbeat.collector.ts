@@ -3,6 +3,7 @@ import type { BreakerCause, QueueBeatCounts } from './heartbeat.types.js';
 import { errorMessage } from '../../text/error-message.format.js';
 import { maskCredentials } from '../../text/credentials.mask.js';
 import { LATENCY_BUCKETS, latencyBucket } from './latency.histogram.js';
+import { publishedAt } from '../../message/message.properties.js';
 
 /** One queue's counts since the previous beat. Made once per queue, then only incremented and reset. */
 class QueueCounts {
@@ -98,13 +99,4 @@ export class HeartbeatCollector implements RetryObserver {
 
 function zeros(): number[] {
   return new Array<number>(LATENCY_BUCKETS).fill(0);
-}
-
-/**
- * A message's publish time in epoch ms from its AMQP `timestamp` property: seconds by the AMQP specification (what
- * most clients set), milliseconds when it is too large to be seconds. Undefined without one.
- */
-export function publishedAt(timestamp: unknown): number | undefined {
-  if (typeof timestamp !== 'number' || !Number.isFinite(timestamp) || timestamp <= 0) return undefined;
-  return timestamp > 100_000_000_000 ? timestamp : timestamp * 1_000;
 }

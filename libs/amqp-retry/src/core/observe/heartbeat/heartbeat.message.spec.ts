@@ -9,7 +9,9 @@ const sampleBeat = (over: Partial<Heartbeat> = {}): Heartbeat => ({
   seq: 1,
   sentAt: 2_000,
   intervalMs: 5_000,
-  queues: [{ queue: 'orders', consuming: true, state: 'running', handled: 3, retried: 1, parked: 0, failed: 1, processing: zeros(), critical: zeros() }],
+  queues: [
+    { queue: 'orders', consuming: true, state: 'running', handled: 3, retried: 1, parked: 0, failed: 1, processing: zeros(), critical: zeros() },
+  ],
   ...over,
 });
 
@@ -17,7 +19,15 @@ describe('Heartbeat message', () => {
   const key = heartbeatKey('shop');
 
   it('reads what an instance sends', () => {
-    const beat = sampleBeat({ queues: [{ ...sampleBeat().queues[0], breaker: { reason: '3 calls in a row failed', error: 'connect ECONNREFUSED', openedAt: 5, failedTrials: 2, nextTrialAt: 9 }, partitions: [0, 2] }] });
+    const beat = sampleBeat({
+      queues: [
+        {
+          ...sampleBeat().queues[0],
+          breaker: { reason: '3 calls in a row failed', error: 'connect ECONNREFUSED', openedAt: 5, failedTrials: 2, nextTrialAt: 9 },
+          partitions: [0, 2],
+        },
+      ],
+    });
     expect(decodeHeartbeat(encodeHeartbeat(beat), key)).toEqual(beat);
     expect(heartbeatKey(undefined)).toBe('amqp-retry.heartbeat.-');
   });

@@ -33,7 +33,8 @@ type Problem = { problem: string };
  * its bounds, and the application the routing key names. Anything else is a problem in words and changes nothing.
  */
 export function decodeHeartbeat(content: Buffer, routingKey: string): Heartbeat | Problem {
-  if (content.length > MAX_HEARTBEAT_BYTES) return { problem: `the body has ${content.length} bytes; a heartbeat has at most ${MAX_HEARTBEAT_BYTES}` };
+  if (content.length > MAX_HEARTBEAT_BYTES)
+    return { problem: `the body has ${content.length} bytes; a heartbeat has at most ${MAX_HEARTBEAT_BYTES}` };
   let body: unknown;
   try {
     body = JSON.parse(content.toString('utf8'));
@@ -44,13 +45,15 @@ export function decodeHeartbeat(content: Buffer, routingKey: string): Heartbeat 
   if (body.v !== 1) return { problem: `v is ${JSON.stringify(body.v)}; this version reads 1` };
   const application = text(body.application, 'application');
   if (typeof application !== 'string') return application;
-  if (heartbeatKey(application === '-' ? undefined : application) !== routingKey) return { problem: 'application must be the one the routing key names' };
+  if (heartbeatKey(application === '-' ? undefined : application) !== routingKey)
+    return { problem: 'application must be the one the routing key names' };
   const instance = readIdentity(body.instance);
   if ('problem' in instance) return instance;
   for (const key of ['seq', 'sentAt', 'intervalMs'] as const) {
     if (!isCount(body[key], Number.MAX_SAFE_INTEGER)) return { problem: `${key} must be a non-negative integer` };
   }
-  if (!Array.isArray(body.queues) || body.queues.length > MAX_HEARTBEAT_QUEUES) return { problem: `queues must be a list of at most ${MAX_HEARTBEAT_QUEUES}` };
+  if (!Array.isArray(body.queues) || body.queues.length > MAX_HEARTBEAT_QUEUES)
+    return { problem: `queues must be a list of at most ${MAX_HEARTBEAT_QUEUES}` };
   const queues: HeartbeatQueue[] = [];
   for (const [i, entry] of body.queues.entries()) {
     const queue = readQueue(entry);
@@ -124,7 +127,8 @@ function readBreaker(value: unknown): BreakerCause | Problem {
   if (typeof error !== 'string') return error;
   if (!isCount(value.openedAt, Number.MAX_SAFE_INTEGER)) return { problem: 'breaker.openedAt must be a time (epoch ms)' };
   if (!isCount(value.failedTrials, MAX_COUNT)) return { problem: 'breaker.failedTrials must be a count' };
-  if (value.nextTrialAt !== undefined && !isCount(value.nextTrialAt, Number.MAX_SAFE_INTEGER)) return { problem: 'breaker.nextTrialAt must be a time (epoch ms)' };
+  if (value.nextTrialAt !== undefined && !isCount(value.nextTrialAt, Number.MAX_SAFE_INTEGER))
+    return { problem: 'breaker.nextTrialAt must be a time (epoch ms)' };
   const cause: BreakerCause = { reason, error, openedAt: value.openedAt as number, failedTrials: value.failedTrials as number };
   if (value.nextTrialAt !== undefined) cause.nextTrialAt = value.nextTrialAt as number;
   return cause;
