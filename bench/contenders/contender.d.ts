@@ -14,6 +14,8 @@ export interface VariantOptions {
   module?: Record<string, unknown>;
   handler?: Record<string, unknown>;
   pattern?: Record<string, unknown>;
+  /** The retry console's module (RetryDashboardModule.forRoot's options) imported beside RetryModule. */
+  console?: Record<string, unknown>;
 }
 
 export interface ConsumerOptions {

@@ -41,6 +41,12 @@ export const VARIANTS: Variant[] = [
     contender: 'ours',
     options: { handler: { rateLimit: { calls: 1_000_000, per: '1s' } } },
   },
+  {
+    id: 'console-heartbeat',
+    label: "decorator, the retry console's module (its heartbeat every 5 s, its collector observing each delivery)",
+    contender: 'ours',
+    options: { console: {} },
+  },
   // Not here: partitions (a partitioned handler consumes partition queues behind a hash exchange, not the pre-filled
   // queue this scenario measures: npm run bench:partitions), and the outbox relay (its own scenario, outbox).
 ];

@@ -159,7 +159,7 @@ export class PrometheusObserver implements RetryObserver {
     const labels = { queue: e.queue, pattern: e.pattern ?? '' };
     this.inFlight.dec(labels);
     this.handledTotal.inc(labels);
-    this.duration.observe({ ...labels, outcome: 'handled' }, e.durationMs / 1000);
+    this.duration.observe({ queue: labels.queue, pattern: labels.pattern, outcome: 'handled' }, e.durationMs / 1000);
     const sent = publishedAt(e.message.properties.timestamp);
     if (sent !== undefined) this.criticalTime.observe(labels, Math.max(0, Date.now() - sent) / 1000);
   }
@@ -168,8 +168,12 @@ export class PrometheusObserver implements RetryObserver {
     const labels = { queue: e.queue, pattern: e.pattern ?? '' };
     this.inFlight.dec(labels);
     this.failedTotal.inc(labels);
-    if (e.retryTier !== undefined) this.retriedTotal.inc({ ...labels, tier: String(e.retryTier) });
-    this.duration.observe({ ...labels, outcome: e.retryTier === undefined ? 'parked' : 'retried' }, e.durationMs / 1000);
+    // Labels written out, not spread: see DeliveryObservation.handled.
+    if (e.retryTier !== undefined) this.retriedTotal.inc({ queue: labels.queue, pattern: labels.pattern, tier: String(e.retryTier) });
+    this.duration.observe(
+      { queue: labels.queue, pattern: labels.pattern, outcome: e.retryTier === undefined ? 'parked' : 'retried' },
+      e.durationMs / 1000,
+    );
   }
 
   dropped(e: MessageDroppedEvent): void {

@@ -52,7 +52,9 @@ export class DelayForwardHandler {
     }
     // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
     const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));
-    const copy = { ...republishProperties(message.properties, kept), ...(expiration !== undefined && { expiration }), mandatory: true };
+    const copy = republishProperties(message.properties, kept); // a new object: set here rather than spread (docs/performance.md)
+    if (expiration !== undefined) copy.expiration = expiration;
+    copy.mandatory = true;
     if (this.refused.isHeld(target.exchange, Date.now())) return this.giveBack(target, settle, signal);
     const observers = this.observers?.active ? this.observers : undefined;
     let scope: PublishScope | undefined;

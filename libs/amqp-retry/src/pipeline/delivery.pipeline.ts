@@ -140,7 +140,7 @@ export class DeliveryPipeline {
       : undefined;
     let running: Promise<unknown>;
     try {
-      running = observed ? observed.run(() => invoke(payload, context)) : invoke(payload, context);
+      running = observed?.scope ? observed.run(() => invoke(payload, context)) : invoke(payload, context);
     } catch (error) {
       return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed }, error);
     }

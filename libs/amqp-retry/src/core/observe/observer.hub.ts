@@ -13,6 +13,8 @@ type EventOf<K extends Notification> = Parameters<NonNullable<RetryObserver[K]>>
 export class ObserverHub {
   /** Read at each delivery: true once there is an observer (add() may turn it on later). */
   active: boolean;
+  /** True once an observer has `deliveryStarted`: only then does a handler call ask for scopes. */
+  scoping: boolean;
   private readonly faulty = new Set<RetryObserver>();
   private readonly observers: RetryObserver[];
 
@@ -22,6 +24,7 @@ export class ObserverHub {
   ) {
     this.observers = [...observers];
     this.active = observers.length > 0;
+    this.scoping = observers.some((o) => o.deliveryStarted !== undefined);
   }
 
   /**
@@ -31,6 +34,7 @@ export class ObserverHub {
   add(observer: RetryObserver): void {
     this.observers.push(observer);
     this.active = true;
+    if (observer.deliveryStarted !== undefined) this.scoping = true;
   }
 
   /** No observers: every notification is skipped. */
