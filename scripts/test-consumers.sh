@@ -16,6 +16,9 @@ read -r -a fixtures <<<"${CONSUMER_FIXTURES:-nest11-cjs nest12-esm nest12-cjs ne
 npm_quiet=(--no-audit --no-fund --loglevel=error)
 
 bash "$ROOT/scripts/ensure-broker.sh" </dev/null
+# examples/outbox-typeorm needs PostgreSQL (POSTGRES_URL, as for the e2e tests; given to the examples as DATABASE_URL)
+if [[ " ${fixtures[*]} " == *" examples "* ]]; then bash "$ROOT/scripts/ensure-services.sh" </dev/null; fi
+examples_database="${DATABASE_URL:-${POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}}"
 mkdir -p "$WORK"
 rm -f "$WORK"/nestjs-amqp-retry-*.tgz
 # prepack builds both module systems afresh
@@ -78,7 +81,7 @@ run_fixture() {
     local examples_rc=0 main
     for main in "$dir"/*/main.ts; do
       example="$(basename "$(dirname "$main")")"
-      step "$fixture" "$example (EXAMPLE_SMOKE=1)" env EXAMPLE_SMOKE=1 node "dist/$example/main.js" || {
+      step "$fixture" "$example (EXAMPLE_SMOKE=1)" env EXAMPLE_SMOKE=1 DATABASE_URL="$examples_database" node "dist/$example/main.js" || {
         local example_rc=$?
         ((examples_rc != 0)) || examples_rc=$example_rc
       }

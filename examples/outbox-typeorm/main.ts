@@ -19,7 +19,9 @@ const POLICY = { delays: ['250ms'] };
 // the connection's search_path, and drops it afterwards; yours live in the database's default schema.
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SCHEMA = `outbox_example_${suffix.slice(1)}`;
-const url = SMOKE ? `${DATABASE_URL}?options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}` : DATABASE_URL;
+const url = SMOKE
+  ? `${DATABASE_URL}${DATABASE_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`
+  : DATABASE_URL;
 
 @Entity('orders')
 export class OrderEntity {
