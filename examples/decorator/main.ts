@@ -46,6 +46,7 @@ export class OrdersHandler {
 export class AppModule {}
 
 async function smoke(): Promise<void> {
+  warehouse.open = false; // order 2 is parked first, whatever WAREHOUSE says
   const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error'] });
   try {
     const publisher = app.get(RetryPublisher);
