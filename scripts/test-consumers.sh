@@ -4,16 +4,21 @@
 # its own tsc settings and runs its own test against the broker (test/consumers/README.md lists them).
 # A fixture is copied outside the repository first, so that Node and TypeScript can find nothing in the workspace's
 # node_modules: every package it loads is its own. Its dependencies come from its committed lock file (npm ci, skipped
-# when the copy already holds that lock file's install). CONSUMER_FIXTURES="nest11-cjs" runs a subset.
+# when the copy already holds that lock file's install). The fixture `examples` is the repository's examples/ folder
+# (examples/README.md): one Nest 12 app per sub-folder, built together, each run once with EXAMPLE_SMOKE=1, which
+# runs its flow against the broker, checks the outcome and exits. CONSUMER_FIXTURES="nest11-cjs examples" runs a subset.
 # Every fixture runs even after one fails; the exit code is the first failure's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HERE="$ROOT/test/consumers"
 WORK="${CONSUMERS_WORK_DIR:-${TMPDIR:-/tmp}/nestjs-amqp-retry-consumers}"
-read -r -a fixtures <<<"${CONSUMER_FIXTURES:-nest11-cjs nest12-esm nest12-cjs nest10-cjs}"
+read -r -a fixtures <<<"${CONSUMER_FIXTURES:-nest11-cjs nest12-esm nest12-cjs nest10-cjs examples}"
 npm_quiet=(--no-audit --no-fund --loglevel=error)
 
 bash "$ROOT/scripts/ensure-broker.sh" </dev/null
+# examples/outbox-typeorm needs PostgreSQL (POSTGRES_URL, as for the e2e tests; given to the examples as DATABASE_URL)
+if [[ " ${fixtures[*]} " == *" examples "* ]]; then bash "$ROOT/scripts/ensure-services.sh" </dev/null; fi
+examples_database="${DATABASE_URL:-${POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}}"
 mkdir -p "$WORK"
 rm -f "$WORK"/nestjs-amqp-retry-*.tgz
 # prepack builds both module systems afresh
@@ -37,19 +42,23 @@ step() { # step <fixture> <what> <command...>: runs one step in the fixture's co
 }
 
 run_fixture() {
-  local fixture="$1" dir="$WORK/$1"
-  local lock_hash
-  if [[ ! -f "$HERE/$fixture/package-lock.json" ]]; then
-    echo "consumers: no fixture test/consumers/$fixture with a package-lock.json"
+  local fixture="$1" dir="$WORK/$1" source="$HERE/$1"
+  local lock_hash example
+  [[ "$fixture" != examples ]] || source="$ROOT/examples"
+  if [[ ! -f "$source/package-lock.json" ]]; then
+    echo "consumers: no fixture ${source#"$ROOT/"} with a package-lock.json"
     return 1
   fi
-  lock_hash="$(sha256sum "$HERE/$fixture/package-lock.json" | cut -d' ' -f1)"
+  lock_hash="$(sha256sum "$source/package-lock.json" | cut -d' ' -f1)"
   mkdir -p "$dir"
-  # the fixture's own files, afresh; node_modules stays while the lock file is the same
+  # the fixture's own files, afresh (a checkout's examples/dist and examples/node_modules left out); node_modules
+  # stays while the lock file is the same
   find "$dir" -mindepth 1 -maxdepth 1 ! -name node_modules ! -name .installed-lock -exec rm -rf {} +
-  cp -R "$HERE/$fixture/." "$dir/"
-  mkdir -p "$dir/src/shared"
-  cp "$HERE"/shared/*.ts "$dir/src/shared/"
+  (cd "$source" && find . -mindepth 1 -maxdepth 1 ! -name node_modules ! -name dist -exec cp -R {} "$dir/" \;)
+  if [[ "$fixture" != examples ]]; then
+    mkdir -p "$dir/src/shared"
+    cp "$HERE"/shared/*.ts "$dir/src/shared/"
+  fi
   if [[ "$(cat "$dir/.installed-lock" 2>/dev/null)" != "$lock_hash" ]]; then
     step "$fixture" "npm ci" npm ci "${npm_quiet[@]}" || return
     echo "$lock_hash" >"$dir/.installed-lock"
@@ -65,7 +74,20 @@ run_fixture() {
   if grep -q '"start"' "$dir/package.json"; then
     step "$fixture" "start (the compiled app under plain node)" npm start --silent || return
   fi
-  step "$fixture" "test" npm test --silent || return
+  if grep -q '"test"' "$dir/package.json"; then
+    step "$fixture" "test" npm test --silent || return
+  fi
+  if [[ "$fixture" == examples ]]; then # each example runs even after one failed; the first failure's code is returned
+    local examples_rc=0 main
+    for main in "$dir"/*/main.ts; do
+      example="$(basename "$(dirname "$main")")"
+      step "$fixture" "$example (EXAMPLE_SMOKE=1)" env EXAMPLE_SMOKE=1 DATABASE_URL="$examples_database" node "dist/$example/main.js" || {
+        local example_rc=$?
+        ((examples_rc != 0)) || examples_rc=$example_rc
+      }
+    done
+    return "$examples_rc"
+  fi
 }
 
 for fixture in "${fixtures[@]}"; do tally_run consumers "$fixture" run_fixture "$fixture"; done
