@@ -15,8 +15,10 @@ describe('the outbox and inbox on an injected TypeORM DataSource', () => {
   let broker: TestBroker;
   let app: INestApplicationContext | undefined;
   const queue = uniqueName('e2e.outbox.di');
+  const auditQueue = uniqueName('e2e.outbox.di-audit');
   const outboxTable = uniqueTable('e2e_outbox_di');
   const inboxTable = uniqueTable('e2e_inbox_di');
+  const auditInbox = uniqueTable('e2e_inbox_di_audit');
   const invoices = uniqueTable('e2e_invoices_di');
 
   beforeAll(async () => {
@@ -26,8 +28,9 @@ describe('the outbox and inbox on an injected TypeORM DataSource', () => {
   afterAll(async () => {
     await app?.close();
     await broker.deleteRetryTopology(queue, { exchanges: [`${queue}.orders`] });
+    await broker.deleteRetryTopology(auditQueue);
     await broker.close();
-    await dropTables(outboxTable, inboxTable, invoices);
+    await dropTables(outboxTable, inboxTable, auditInbox, invoices);
   });
 
   it('forRootAsync with inject: [DataSource]: a service publishes in its transaction, the handler runs in the inbox transaction', async () => {
@@ -68,6 +71,18 @@ describe('the outbox and inbox on an injected TypeORM DataSource', () => {
       }
     }
 
+    // A handler's own inbox table, on the module's adapter: the injected DataSource reaches a decorator this way.
+    @Injectable()
+    class AuditHandler {
+      readonly handled: number[] = [];
+
+      @RetryWithBackoff({ queue: auditQueue, exchange: `${queue}.orders`, routingKey: 'order.created', delays: [100], inbox: { table: auditInbox } })
+      async onOrderCreated(order: { id: number }, ctx: RetryContext<EntityManager>) {
+        const [{ n }] = (await ctx.transaction.query(`SELECT count(*)::int AS n FROM "${auditInbox}"`)) as Array<{ n: number }>;
+        this.handled.push(order.id, n); // its record, not committed yet: this is the inbox's transaction
+      }
+    }
+
     const moduleRef = await Test.createTestingModule({
       imports: [
         DatabaseModule,
@@ -82,19 +97,22 @@ describe('the outbox and inbox on an injected TypeORM DataSource', () => {
           }),
         }),
       ],
-      providers: [OrdersService, BillingHandler],
+      providers: [OrdersService, BillingHandler, AuditHandler],
     }).compile();
     moduleRef.useLogger(false);
     app = await moduleRef.init();
 
     await app.get(OrdersService).place(42);
     const handler = app.get(BillingHandler);
-    await waitFor(() => handler.handled.length === 1, 'the order handled', 15_000);
+    const audit = app.get(AuditHandler);
+    await waitFor(() => handler.handled.length === 1 && audit.handled.length === 2, 'the order handled by both', 15_000);
     await app.close();
     app = undefined;
 
     expect(handler.handled).toEqual([42]);
     expect(await sql(`SELECT order_id FROM "${invoices}"`)).toEqual([{ order_id: 42 }]);
     expect(await sql(`SELECT count(*)::int AS n FROM "${inboxTable}"`)).toEqual([{ n: 1 }]); // recorded with the invoice
+    expect(audit.handled).toEqual([42, 1]);
+    expect(await sql(`SELECT count(*)::int AS n FROM "${auditInbox}"`)).toEqual([{ n: 1 }]); // its own table, the module's DataSource
   });
 });

@@ -26,6 +26,18 @@ describe('resolveHandlerConfig', () => {
     expect(config.isRetryable(new NonRetryableError('x'))).toBe(false);
   });
 
+  it("gives a handler's inbox without an adapter the module's inbox adapter, and its own table", () => {
+    const adapter = { execute: async () => ({ rows: [] }), transaction: async <T>(work: (tx: unknown) => Promise<T>) => work(undefined) };
+    const withInbox = resolveModuleConfig({ inbox: { adapter } });
+    const own = resolve({ queue: 'billing', inbox: { table: 'billing_inbox' } }, withInbox).inbox;
+    expect(own?.adapter).toBe(adapter);
+    expect(own?.tableName).toBe('billing_inbox');
+    expect(resolve({ queue: 'billing' }, withInbox).inbox?.tableName).toBe('amqp_retry_inbox');
+    expect(() => resolve({ queue: 'billing', inbox: { table: 'billing_inbox' } })).toThrow(
+      `${prefix('inbox.adapter')} is missing. Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md), or give the module an inbox (RetryModule's inbox: { adapter }) whose adapter it then uses.`,
+    );
+  });
+
   it("takes the handler's timeout, else the module's, and 0 turns a module's off", () => {
     expect(resolve({ queue: 'q' }).timeoutMs).toBe(0);
     expect(resolve({ queue: 'q', timeout: '1500ms' }).timeoutMs).toBe(1_500);

@@ -5,7 +5,7 @@ import type { RetryObserver } from '../observe/retry.observer.js';
 import type { TracingOptions } from '../observe/tracing.options.js';
 import type { IdempotencyStore } from '../idempotency/idempotency.store.js';
 import type { MessageKeyFn } from '../message/message-key.reader.js';
-import type { InboxOptions, OutboxOptions } from '../outbox/outbox.options.js';
+import type { HandlerInboxOptions, InboxOptions, OutboxOptions } from '../outbox/outbox.options.js';
 import type { QueueType } from '../topology/topology.types.js';
 import type { QueueLimitsOptions } from './queue-limits.config.js';
 import type { ErrorClass } from '../delivery/delivery.decision.js';
@@ -288,9 +288,10 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
   /**
    * Run the handler in a database transaction (`context.transaction`) that also records the message as handled; it
    * commits before the ack, and a copy already recorded is acked without running (docs/outbox.md). Default the
-   * module's; `false` turns it off for this handler. Not with `idempotency`.
+   * module's; `false` turns it off for this handler. Not with `idempotency`. Without an `adapter`, the module's inbox
+   * adapter is used (its table and other options are this handler's own).
    */
-  inbox?: InboxOptions | false;
+  inbox?: HandlerInboxOptions | false;
   /** Handle messages with the same key one at a time, in arrival order (within this consumer). */
   ordering?: OrderingOptions;
   /**

@@ -48,14 +48,16 @@ const POLL_RANGE: DurationRange = {
 };
 const RETRY_RANGE: DurationRange = { min: 10, below: 'a relay retrying faster than every 10 ms loops hot', max: 3_600_000, above: 'an hour' };
 
-function readAdapter(adapter: unknown, at: (key: string) => string): OutboxAdapter {
+function readAdapter(adapter: unknown, at: (key: string) => string, orModuleInbox = false): OutboxAdapter {
   const given = adapter as Partial<Record<string, unknown>> | undefined;
   const missing = ADAPTER_METHODS.filter((m) => typeof given?.[m] !== 'function');
   if (missing.length > 0) {
+    const orModule =
+      orModuleInbox && adapter === undefined ? ", or give the module an inbox (RetryModule's inbox: { adapter }) whose adapter it then uses" : '';
     throw new RetryConfigError(
       at('adapter'),
       adapter === undefined ? 'is missing' : `lacks ${missing.join(', ')}`,
-      'Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md).',
+      `Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md)${orModule}.`,
     );
   }
   if (given?.listen !== undefined && typeof given.listen !== 'function') {
@@ -114,9 +116,11 @@ export function readOutbox(value: unknown, at: (key: string) => string): OutboxC
 }
 
 /** Reads a handler's (or the module's) `inbox`. */
-export function readInbox(value: unknown, at: (key: string) => string): InboxConfig {
+export function readInbox(value: unknown, at: (key: string) => string, forHandler?: { moduleAdapter?: OutboxAdapter }): InboxConfig {
   const options = objectOf(value, at('inbox'), '{ adapter: pgOutboxAdapter(pool) }') as Partial<InboxOptions>;
-  const adapter = readAdapter(options.adapter, (k) => at(`inbox.${k}`));
+  // A handler's inbox without an adapter of its own uses the module's (made from an injected DataSource, say).
+  const inherited = options.adapter === undefined ? forHandler?.moduleAdapter : undefined;
+  const adapter = inherited ?? readAdapter(options.adapter, (k) => at(`inbox.${k}`), forHandler !== undefined);
   const table = options.table === undefined ? DEFAULT_INBOX_TABLE : readSqlIdentifier(options.table, at('inbox.table'));
   const schema = options.schema === undefined ? undefined : readSqlIdentifier(options.schema, at('inbox.schema'));
   if (options.key !== undefined && typeof options.key !== 'function') {

@@ -66,3 +66,13 @@ export interface InboxOptions<Tx = unknown> {
   /** How long handled ids are kept; a copy arriving later runs again. Default '7d'. */
   retention?: Duration;
 }
+
+/**
+ * A handler's own inbox: InboxOptions whose `adapter` may be left out to use the module's inbox adapter (the one
+ * `RetryModule.forRootAsync` made from an injected `DataSource`), e.g. for a table of its own.
+ * @example @RetryWithBackoff({ queue: 'billing', inbox: { table: 'billing_inbox' } }) // the module's adapter
+ */
+export interface HandlerInboxOptions<Tx = unknown> extends Omit<InboxOptions<Tx>, 'adapter'> {
+  /** The database; default the module's inbox adapter (RetryModuleOptions.inbox). */
+  adapter?: OutboxAdapter<Tx>;
+}
