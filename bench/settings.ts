@@ -36,7 +36,7 @@ export const settings = {
     /** Lateness is measured at this steady publish rate, well below what the consumer can take: see RESULTS.md. */
     pacedPerSecond: quick ? 500 : 1_000,
   },
-  // The load: 1,000 delayed messages a second.
+  // The target's load: 1,000 delayed messages a second.
   delays: { messages: quick ? 500 : 10_000, maxDelayMs: quick ? 2_000 : 10_000, blockers: 1_000, ratePerSecond: 1_000 },
   memory: { backlogs: quick ? [1_000, 5_000] : [10_000, 100_000] },
   publish: {
@@ -51,8 +51,8 @@ export const settings = {
   /** The transactional outbox (needs PostgreSQL): paced writes for commit-to-delivery latency, and a relay's drain. */
   outbox: { messages: quick ? 500 : 10_000, perSecond: Number(process.env.BENCH_OUTBOX_RATE ?? 1_000), drainRows: quick ? 2_000 : 20_000 },
   /**
-   * The outage scenario (docs/outage-protection.md): one run, not rounds (it takes the outage's length). The issue's
-   * figures; BENCH_QUICK: 300 messages and a 6 s outage (a smoke run: the e2e test checks the figures). OUTAGE_N,
+   * The outage scenario (docs/outage-protection.md): one run, not rounds (it takes the outage's length). The full
+   * figures of docs/outage-protection.md; BENCH_QUICK: 300 messages and a 6 s outage (a smoke run: the e2e test checks the figures). OUTAGE_N,
    * OUTAGE_RATE, OUTAGE_SECONDS and OUTAGE_START_SECONDS override them.
    */
   outage: quick ? SMOKE_OUTAGE : FULL_OUTAGE,

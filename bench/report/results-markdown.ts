@@ -271,7 +271,7 @@ export function renderMarkdown(env: Environment, results: ScenarioResults, failu
       '',
       ...targets(results),
       '',
-      'A missed target is not left there: [docs/performance.md](../docs/performance.md) ("Issue 27: what changed, and what remains") gives, for each, the profiles and A/B runs that show what the remaining cost is, why it stays and the best figure measured.',
+      'A missed target is not left there: [docs/performance.md](../docs/performance.md) ("Where the CPU goes, path by path") gives, for each, the profiles and A/B runs that show what the remaining cost is, why it stays and the best figure measured.',
     ],
     results['happy-path'] ? happyPath(results['happy-path']) : [],
     results['retry-path'] ? retryPath(results['retry-path']) : [],

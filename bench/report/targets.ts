@@ -6,7 +6,7 @@ export const TARGETS = {
   rawCpuRatio: 1.1,
   /** p99 lateness of a retry (and of a delayed message), under. */
   latenessP99Ms: 50,
-  /** p99 lateness of a delayed message on the classic ladder (issue 27: 1,000/s, 100 ms to 10 s), at most. */
+  /** p99 lateness of a delayed message on the classic ladder (1,000/s, 100 ms to 10 s), at most. */
   delayLatenessP99Ms: 20,
   /** The transport's happy-path throughput relative to the decorator path's, at least; and to Nest's ServerRMQ. */
   transportVsDecorator: 0.8,
@@ -20,7 +20,7 @@ export const TARGETS = {
   publishCpuRatio: 1.3,
   /** Peak RSS under a flood of publishes relative to raw's, at most. */
   floodRssRatio: 1.5,
-  /** p99 lateness of a delayed message on the quorum ladder (issue 27: 1,000/s), at most. */
+  /** p99 lateness of a delayed message on the quorum ladder (1,000/s), at most. */
   quorumLatenessP99Ms: 60,
   /** Peak RSS at the largest backlog over the smallest, at most: "flat in backlog size". */
   memoryGrowth: 1.1,

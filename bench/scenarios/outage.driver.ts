@@ -46,7 +46,7 @@ export interface OutageFigures {
   transitions: number;
 }
 
-/** The scenario, each figure overridable from the environment so that CI can run a smaller one. */
+/** The outage scenario (docs/outage-protection.md), each figure overridable from the environment so that CI can run a smaller one. */
 export function outageSettings(env: Record<string, string | undefined>, url: string): OutageSettings {
   const number = (name: string, fallback: number) => {
     const raw = env[name];

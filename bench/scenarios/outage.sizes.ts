@@ -1,5 +1,5 @@
 // The outage scenario's two sizes, as the environment variables outageSettings() reads (docs/outage-protection.md).
-// FULL: the issue's run, whose figures README "Outage protection" states (5,000 messages at 100/s, a 60 s outage).
+// FULL: the full run, whose figures README "Outage protection" states (5,000 messages at 100/s, a 60 s outage).
 // SMALL: 1,500 messages and a 20 s outage from 3 s, which still outlasts the tiers (16 s): the e2e test's default
 // (so that `npm test` stays fast; OUTAGE_FULL=1 runs the full one).
 // SMOKE: BENCH_QUICK's, which only shows that the scenario still runs (the e2e test checks the figures): 300 messages

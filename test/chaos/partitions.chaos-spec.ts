@@ -5,11 +5,11 @@ import { deletePartitionedTopology, requireHashExchange } from '../support/parti
 import { buildLibrary, stopWith } from './consumer-process.js';
 
 /**
- * Issue 26's done-when, on the broker AMQP_URL names (it kills only its own child processes): PARTS_N messages
- * (default 4,000 inside npm test; `npm run test:partitions` runs the issue's 20,000) over PARTS_KEYS keys (500) into PARTS_COUNT partitions (8), three instances, handlers of 5 ms
+ * Partitions under process loss, on the broker AMQP_URL names (it kills only its own child processes): PARTS_N messages
+ * (default 4,000 inside npm test; `npm run test:partitions` runs 20,000) over PARTS_KEYS keys (500) into PARTS_COUNT partitions (8), three instances, handlers of 5 ms
  * that fail a tenth of first attempts; one instance SIGKILLed a third of the way, a fourth started half way. `npm run test:partitions`; CI may run it smaller (PARTS_N=4000).
  */
-const N = Number(process.env.PARTS_N ?? 4_000); // npm run test:partitions runs the issue's 20,000
+const N = Number(process.env.PARTS_N ?? 4_000); // npm run test:partitions runs 20,000
 const KEYS = Number(process.env.PARTS_KEYS ?? 500);
 const COUNT = Number(process.env.PARTS_COUNT ?? 8);
 /** The default heartbeat (1 s): an instance is gone after 3 missed, noticed at the next; plus a margin for 2 busy cores. */

@@ -158,8 +158,8 @@ describe('close() leaves no connection behind', () => {
       ); // opens the connection
       if (afterMs > 0) await settleWindow(afterMs);
       await parked.close();
-      // The call settles at once, whatever it was waiting for (before, at some points it never did: a page request
-      // that Nest's HTTP server waits for at app.close() would hang the shutdown), and opens no connection again.
+      // The call settles at once, whatever it was waiting for (a call that never settled would be a page request that
+      // Nest's HTTP server waits for at app.close(), hanging the shutdown), and opens no connection again.
       const outcome = await Promise.race([reading, settleWindow(1_000).then(() => 'still waiting 1 s after close()')]);
       expect([`${afterMs} ms: answered`, `${afterMs} ms: ended by close`]).toContain(`${afterMs} ms: ${outcome}`);
       await expectNoConnection(`ParkedMessages.close() ${afterMs} ms after its first call`);
@@ -262,7 +262,7 @@ describe('close() leaves no connection behind', () => {
       await started.app.close();
       const closeMs = Date.now() - closingAt;
       const status = await request;
-      // Before: app.close() waited for the request, which waited for the connect timeout (10 s).
+      // Under 5 s: well before the connect timeout (10 s) the request would wait for were close() not to end it.
       expect({ closeMs: closeMs < 5_000 ? 'under 5 s' : closeMs, failed: status >= 500 }).toEqual({ closeMs: 'under 5 s', failed: true });
     } finally {
       for (const socket of held) socket.destroy();

@@ -11,7 +11,7 @@ import { cleanUp } from '../support/suite.js';
 const texts = (page: Page, selector: string) => page.locator(selector).evaluateAll((nodes) => nodes.map((n) => (n.textContent ?? '').trim()));
 
 /**
- * The page's Partitions section (issues 26 and 28): for a partitioned handler, each partition queue, the instance that
+ * The page's Partitions section: for a partitioned handler, each partition queue, the instance that
  * owns it and its ready depth, as `RetryEngine.partitions()` has them; with two instances, the other one's partitions
  * are shown as its. Messages are held by the handler (prefetch 1), so that each partition keeps some ready.
  */

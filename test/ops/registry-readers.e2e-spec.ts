@@ -5,9 +5,10 @@ import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js'
 import { cleanUp } from '../support/suite.js';
 
 /**
- * The handler registry is read whole and unacked, so a reader used to see it empty while another process read it:
- * an operator's page or CLI listed no queues while an application started, or while another operator looked. Readers
- * and starts now take turns (an exclusive queue as the lock): every one of many readers at once sees the application.
+ * The handler registry is read whole and unacked, so a reader would see it empty while another process read it (an
+ * operator's page or CLI listing no queues while an application starts, or while another operator looks) were reads
+ * and starts not to take turns. They do (an exclusive queue as the lock): every one of many readers at once sees the
+ * application.
  */
 describe('the handler registry read by many processes at once', () => {
   let broker: TestBroker;

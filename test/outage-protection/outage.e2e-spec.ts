@@ -1,4 +1,4 @@
-// The issue's outage: 5,000 messages at 100/s to a handler whose dependency fails every call for 60 s in the middle
+// The outage: 5,000 messages at 100/s to a handler whose dependency fails every call for 60 s in the middle
 // of the run, delays 1s, 5s, 10s and 4 attempts; one queue without a circuit breaker, one with. The figures of
 // README "Outage protection" are those of that full run: OUTAGE_FULL=1. By default (CI, `npm test`) the test runs the
 // small one, 1,500 messages and a 20 s outage from 3 s (bench/scenarios/outage.sizes.ts), which still outlasts the

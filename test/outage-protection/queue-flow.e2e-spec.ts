@@ -174,7 +174,7 @@ describe('queue flow: pause, resume, circuit breaker, rate limit', () => {
   it('a quorum queue paused and resumed again and again: its own returns are not counted as crashes, nothing is parked', async () => {
     // Deliveries over the rate limit wait for a turn; each pause gives them back to the broker at once (not after their
     // turn), and the quorum queue counts each such return (x-delivery-count, or x-acquired-count on 4.3) as it counts a
-    // crash. 12 pauses: before, the library parked them as 'redelivery-limit' at the 10th.
+    // crash. 12 pauses: more than the 10 returns at which a crash-looping message is parked as 'redelivery-limit'.
     const { broker, queue } = suite;
     const Handler = handlerFor({ queue, queueType: 'quorum', rateLimit: { calls: 1, per: '10s' }, prefetch: 3 }, () => undefined);
     const app = (suite.app = await startApp([Handler], TEST_OPTIONS));

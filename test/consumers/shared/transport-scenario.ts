@@ -72,7 +72,7 @@ export async function runTransportScenario({ AMQP_URL, waitFor, deleteRetryTopol
   @Module({ controllers: [OrdersController] })
   class RpcModule {}
 
-  // Issue 28: injected the Nest way, typed as RetryClient (not ClientProxy), so that emit() takes { delay }.
+  // Injected the Nest way, typed as RetryClient (not ClientProxy), so that emit() takes { delay }.
   @Injectable()
   class Reminders {
     constructor(@Inject('ORDERS') private readonly orders: RetryClient) {}

@@ -31,8 +31,8 @@ const COALESCED = Symbol('nestjs-amqp-retry.coalesced-writes');
  * Corked for the length of that one synchronous pass, the socket hands the frames to the kernel in one `writev`: the
  * same bytes, in the same order, sent when the pass ends or when a batch reaches the socket's `writableHighWaterMark`
  * (16 KiB on Node 20, 64 KiB from 22), whichever comes first (a pass takes microseconds; a frame written straight to
- * the socket outside a pass, a heartbeat or a connection-level method, is not held at all). Back-pressure is as
- * before: a write says "full" only when the kernel did not take the batch, and the multiplexer goes on at 'drain'.
+ * the socket outside a pass, a heartbeat or a connection-level method, is not held at all). Back-pressure is
+ * amqplib's own: a write says "full" only when the kernel did not take the batch, and the multiplexer goes on at 'drain'.
  * Over TLS the gain is smaller: a TLS socket's writes complete asynchronously, so Node batched them already.
  *
  * Returns false, and changes nothing, when `model` has no such multiplexer (an amqplib whose internals differ): its
