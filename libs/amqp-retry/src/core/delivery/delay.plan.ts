@@ -278,9 +278,15 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
   const { expiration, ...rest } = properties;
   const kept = readExpiration(expiration);
   // The library's header only: one the caller's headers carry (a copy of a delivered message) must not come back.
-  const { [DelayHeader.expiration]: _stale, ...own } = { ...properties.headers, ...headers } as Record<string, unknown>;
+  // Object.assign and plain assignments on the fresh objects, not spreads followed by keys (docs/performance.md).
+  const { [DelayHeader.expiration]: _stale, ...own } = Object.assign({}, properties.headers, headers) as Record<string, unknown>;
   void _stale;
-  return { ...rest, persistent: true, mandatory: true, headers: kept === undefined ? own : { ...own, [DelayHeader.expiration]: kept } };
+  if (kept !== undefined) own[DelayHeader.expiration] = kept;
+  const ladder: Options.Publish = rest;
+  ladder.persistent = true;
+  ladder.mandatory = true;
+  ladder.headers = own;
+  return ladder;
 }
 
 /**
