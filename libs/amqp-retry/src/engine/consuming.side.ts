@@ -10,7 +10,8 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { MessageParker } from '../pipeline/park-route.steps.js';
 import { ControlSide } from './control.side.js';
-import { brokerUser, HEARTBEAT_INTERVAL_MS, HeartbeatRuntime } from './heartbeat.runtime.js';
+import { brokerUser, HeartbeatRuntime } from './heartbeat.runtime.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../core/observe/heartbeat/heartbeat.config.js';
 import { HeartbeatCollector } from '../core/observe/heartbeat/heartbeat.collector.js';
 import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import type { ReplyAddressChecker } from './reply-address.checker.js';
@@ -21,7 +22,7 @@ import type { OutboxSide } from './outbox.side.js';
 import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
 import { explainRefusal, flowOf, queueActivity, queueStatuses, type QueueActivity } from './engine.views.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
-import type { ActivityCounter } from '../core/observe/activity.counter.js';
+import { ActivityCounter } from '../core/observe/activity.counter.js';
 import type { PublishingSide } from './publishing.side.js';
 
 /** A handler's runtime: one queue, or the partitions of a partitioned handler. */
@@ -60,6 +61,8 @@ export class ConsumingSide {
   /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
   private stores: IdempotencyStore[] = [];
   private closed = false;
+  /** Counts outcomes per queue for the page; made by the first activity() call. */
+  private activityCounter?: ActivityCounter;
   /** This instance's heartbeat, once started (see startHeartbeat). */
   private heartbeat?: HeartbeatRuntime;
   /** hasQueuesThatRefuse's answer, forgotten whenever a handler is added or removed. */
@@ -104,9 +107,13 @@ export class ConsumingSide {
     return this.all.flatMap((r) => (r instanceof PartitionedRuntime ? [r.status()] : []));
   }
 
-  /** Each queue's deliveries in flight and the outcomes `counter` counted. */
-  activity(counter: ActivityCounter): QueueActivity[] {
-    return queueActivity(this.all, this.forwarding.consumer, counter);
+  /**
+   * Each queue's deliveries in flight and the outcomes counted since the first call: the first call starts counting
+   * (its counter joins the observers), so an application whose page is never opened pays nothing for it.
+   */
+  activity(): QueueActivity[] {
+    if (!this.activityCounter) this.sides.observers.add((this.activityCounter = new ActivityCounter()));
+    return queueActivity(this.all, this.forwarding.consumer, this.activityCounter);
   }
 
   /** Each queue consumed or not, for health checks. */
@@ -154,12 +161,20 @@ export class ConsumingSide {
   /** Starts the consumers of what `prepare()` declared, the control listener, and the delay forwarder. */
   async consume(): Promise<void> {
     for (const runtime of this.runtimes) await runtime.consume();
-    if (this.runtimes.length > 0)
+    if (this.runtimes.length > 0) {
       await this.control.listen(
         (await this.consumingDeps()).connection,
         this.all.map((r) => r.queue),
       );
+      this.beatIfConfigured();
+    }
     await this.forwarding.start();
+  }
+
+  /** With RetryModuleOptions.heartbeat, an instance that consumes beats whether or not it serves the page. */
+  private beatIfConfigured(): void {
+    const { heartbeat } = this.sides.config;
+    if (heartbeat) this.startHeartbeat(undefined, heartbeat.intervalMs);
   }
 
   /** Declares and consumes more handlers, whether or not the engine started (see RetryEngine.attach). */
@@ -185,6 +200,7 @@ export class ConsumingSide {
         deps.connection,
         this.all.map((r) => r.queue),
       );
+      this.beatIfConfigured();
     } catch (error) {
       await this.detach(added.map((r) => r.queue));
       throw error;
@@ -203,8 +219,12 @@ export class ConsumingSide {
    * Starts this instance's heartbeat on the control exchange (see HeartbeatRuntime), and with `fleet` keeps every
    * instance's beats in it (the page's instance). Once; stopped with the consumers.
    */
-  startHeartbeat(fleet?: FleetHistory, intervalMs = HEARTBEAT_INTERVAL_MS): void {
-    if (this.heartbeat || this.closed || this.sides.isClosed()) return;
+  startHeartbeat(fleet?: FleetHistory, intervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS): void {
+    if (this.closed || this.sides.isClosed()) return;
+    if (this.heartbeat) {
+      if (fleet) this.heartbeat.watch(fleet); // beating already (RetryModuleOptions.heartbeat): the page listens too
+      return;
+    }
     const { config, logger, observers } = this.sides;
     const collector = new HeartbeatCollector();
     observers.add(collector);

@@ -18,8 +18,6 @@ import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
 import type { PartitionsStatus } from './partitions.runtime.js';
 
-/** Default beat interval. */
-export const HEARTBEAT_INTERVAL_MS = 5_000;
 /** Beats waiting in the page instance's heartbeat queue at most (older ones dropped by the broker). */
 const LISTEN_QUEUE_LENGTH = 1_000;
 
@@ -70,9 +68,12 @@ export class HeartbeatRuntime {
   /** When a bad heartbeat was last logged: at most one line a minute. */
   private lastIgnored = -Infinity;
   private readonly now: () => number;
+  /** Where every instance's beats are kept, on the page's instance: from then on it listens too. */
+  private fleet?: FleetHistory;
 
   constructor(private readonly deps: HeartbeatDeps) {
     this.now = deps.now ?? Date.now;
+    this.fleet = deps.fleet;
     const host = hostname().slice(0, 100);
     this.identity = {
       id: `${host}:${process.pid}:${randomBytes(4).toString('hex')}`,
@@ -85,6 +86,11 @@ export class HeartbeatRuntime {
 
   get instanceId(): string {
     return this.identity.id;
+  }
+
+  /** Keeps every instance's beats in `fleet` from the next beat on (the page, imported beside an instance that beats). */
+  watch(fleet: FleetHistory): void {
+    this.fleet ??= fleet;
   }
 
   start(): void {
@@ -105,7 +111,7 @@ export class HeartbeatRuntime {
   /** Publishes one beat (and makes sure the listener runs); never throws. */
   async beat(): Promise<void> {
     try {
-      if (this.deps.fleet) await this.listen();
+      if (this.fleet) await this.listen();
       const channel = await this.open('publisher', () => this.deps.publishChannel('heartbeat'));
       const beat: Heartbeat = {
         v: 1,
@@ -147,7 +153,7 @@ export class HeartbeatRuntime {
 
   /** The page's side: a private queue bound to the application's heartbeat key, consumed into the fleet. */
   private async listen(): Promise<void> {
-    const fleet = this.deps.fleet as FleetHistory;
+    const fleet = this.fleet as FleetHistory;
     await this.open('listener', async () => {
       const channel = await this.deps.consumeChannel('heartbeats');
       await channel.assertExchange(CONTROL_EXCHANGE, 'direct', { durable: true });

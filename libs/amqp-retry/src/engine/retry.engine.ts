@@ -5,7 +5,6 @@ import { maskingLogger } from '../core/text/credentials.mask.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
-import { ActivityCounter } from '../core/observe/activity.counter.js';
 import { ObserverHub } from '../core/observe/observer.hub.js';
 import type { RetryObserver } from '../core/observe/retry.observer.js';
 import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
@@ -42,8 +41,6 @@ export class RetryEngine {
   private readonly logger: RetryLogger;
   private closed = false;
   private readonly shutdown: ShutdownBound;
-  /** Counts outcomes per queue for the page; made (and added to the observers) by the first activity() call. */
-  private activityCounter?: ActivityCounter;
 
   private constructor(
     private readonly config: ModuleConfig,
@@ -97,6 +94,11 @@ export class RetryEngine {
   /** @internal The prefix of the delay ladder's names (with `.quorum` for a quorum ladder); throws when delayed delivery is off. */
   delayLadderPrefix(): string {
     return this.publishing.delayLadderPrefix();
+  }
+
+  /** @internal The application name of the module (RetryModuleOptions.application), if given. */
+  get application(): string | undefined {
+    return this.config.application;
   }
 
   /** True while the consuming connection is up and every consumer consumes (or there is nothing to consume). */
@@ -176,13 +178,9 @@ export class RetryEngine {
     return this.consuming.queueStates();
   }
 
-  /**
-   * Each of the engine's queues with its deliveries in flight and the messages handled, retried and parked since the
-   * first call: the first call starts counting, so an application whose page is never opened pays nothing for it.
-   */
+  /** Each queue's deliveries in flight and messages handled, retried and parked since the first call (which starts counting). */
   activity(): QueueActivity[] {
-    if (!this.activityCounter) this.observers.add((this.activityCounter = new ActivityCounter()));
-    return this.consuming.activity(this.activityCounter);
+    return this.consuming.activity();
   }
 
   /** Each connection and each consumer, for a health check. */

@@ -155,7 +155,12 @@ export function resolveHandlerConfig(
   }
   const idempotency =
     options.idempotency === false ? undefined : options.idempotency === undefined ? module.idempotency : readIdempotency(options.idempotency, at);
-  const inbox = options.inbox === false ? undefined : options.inbox === undefined ? module.inbox : readInbox(options.inbox, at, { moduleAdapter: module.inbox?.adapter });
+  const inbox =
+    options.inbox === false
+      ? undefined
+      : options.inbox === undefined
+        ? module.inbox
+        : readInbox(options.inbox, at, { moduleAdapter: module.inbox?.adapter });
   if (inbox && idempotency) {
     throw new RetryConfigError(
       at(options.inbox === undefined ? 'idempotency' : 'inbox'),

@@ -17,6 +17,7 @@ import type { ReconnectPolicy } from '../connection/reconnect.policy.js';
 import type { ParkLogs, RetryLogs, QueueType, RetryModuleOptions } from './retry.options.js';
 import { readInbox, readOutbox, type InboxConfig, type OutboxConfig } from '../outbox/outbox.config.js';
 import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
+import { readHeartbeat, type HeartbeatConfig } from '../observe/heartbeat/heartbeat.config.js';
 
 /** The module's configuration after defaults, environment and validation. */
 export interface ModuleConfig {
@@ -59,6 +60,8 @@ export interface ModuleConfig {
   circuitBreaker?: CircuitBreakerConfig;
   /** The default of handlers without their own `rateLimit`. */
   rateLimit?: RateLimitConfig;
+  /** This instance's heartbeat to the retry console, when turned on (RetryModuleOptions.heartbeat). */
+  heartbeat?: HeartbeatConfig;
 }
 
 export const DEFAULT_DELAYS = ['1s', '10s', '1m'] as const;
@@ -247,5 +250,6 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     inbox: options.inbox === undefined ? undefined : readInbox(options.inbox, moduleKey),
     circuitBreaker: readCircuitBreaker(options.circuitBreaker, moduleKey),
     rateLimit: readRateLimit(options.rateLimit, moduleKey),
+    heartbeat: readHeartbeat(options.heartbeat, moduleKey),
   };
 }

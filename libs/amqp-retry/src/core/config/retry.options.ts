@@ -149,6 +149,14 @@ export interface RetryModuleOptions {
   circuitBreaker?: boolean | CircuitBreakerOptions;
   /** At most `calls` handler calls per `per`, for every handler without its own `rateLimit` (each its own bucket). */
   rateLimit?: RateLimitOptions;
+  /**
+   * Beat to the retry console (docs/console.md): this instance's identity, queues, states, counts and timings on the
+   * control exchange, every `intervalMs` (default 5000, 250 to 60000), so that the page served by another instance of
+   * the application shows it. For instances that do not import `RetryDashboardModule` (workers, microservices), which
+   * beats without it. Default false.
+   * @example heartbeat: true
+   */
+  heartbeat?: boolean | { intervalMs?: number };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, HEARTBEAT_INTERVAL_RANGE } from '../../core/observe/heartbeat/heartbeat.config.js';
 
 /**
  * Options of `RetryDashboardModule.forRoot()`. The page and its JSON API are closed unless `guard` is given or
@@ -68,7 +69,6 @@ export interface DashboardConfig {
 
 export const DEFAULT_DASHBOARD_PATH = '/retry';
 export const DEFAULT_TOKEN_TTL_MS = 12 * 60 * 60 * 1000;
-export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 const MIN_SECRET_BYTES = 32;
 
 const fail = (key: string, problem: string, fix: string): never => {
@@ -116,8 +116,13 @@ export function resolveDashboardConfig(options: RetryDashboardOptions): Dashboar
     return host.toLowerCase();
   });
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
-  if (!Number.isInteger(heartbeatIntervalMs) || heartbeatIntervalMs < 250 || heartbeatIntervalMs > 60_000) {
-    fail('heartbeatIntervalMs', `is ${JSON.stringify(options.heartbeatIntervalMs)}`, 'Pass a whole number of milliseconds from 250 to 60000 (default 5000).');
+  const { min, max } = HEARTBEAT_INTERVAL_RANGE;
+  if (!Number.isInteger(heartbeatIntervalMs) || heartbeatIntervalMs < min || heartbeatIntervalMs > max) {
+    fail(
+      'heartbeatIntervalMs',
+      `is ${JSON.stringify(options.heartbeatIntervalMs)}`,
+      'Pass a whole number of milliseconds from 250 to 60000 (default 5000).',
+    );
   }
   const open = guard === undefined && options.allowUnauthenticated === true;
   return { path, guard, open, tokenSecret, tokenTtlMs, trustedOrigins, allowedHosts, wholeVhost: options.wholeVhost === true, heartbeatIntervalMs };

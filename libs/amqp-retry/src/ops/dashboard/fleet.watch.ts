@@ -1,6 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { FleetHistory, type FleetInstance, type FleetSummary, type QueueHistory } from '../../core/observe/heartbeat/fleet.history.js';
 import { RetryEngine } from '../../engine/retry.engine.js';
+import { readHandlerRegistry } from '../../amqp/handler-registry.writer.js';
 import { DASHBOARD_CONFIG } from './dashboard.constants.js';
 import type { DashboardConfig } from './dashboard.options.js';
 
@@ -16,14 +17,23 @@ export interface FleetView {
   summary: FleetSummary;
 }
 
+/** How often, at most, the handler registry is read again for a queue a beat names and the page does not know. */
+const RECORDED_QUEUES_REFRESH_MS = 5_000;
+
 /**
  * The page's instance: starts the heartbeat of this instance and keeps every instance's beats (FleetHistory), for the
- * application's queues only (those it parks for, and its partitioned handlers): a beat naming another queue adds
- * nothing for it.
+ * application's queues only (those this instance parks for, its partitioned handlers, and those the handler registry
+ * records for the application, as the page's queue table shows them): a beat naming another queue adds nothing for
+ * it. A queue the page does not know yet has the registry read again, at most every 5 s, and counts from the next beat.
  */
 @Injectable()
 export class FleetWatch implements OnApplicationBootstrap {
   readonly fleet: FleetHistory;
+
+  /** The application's handler queues as the registry last recorded them. */
+  private recorded: ReadonlySet<string> = new Set();
+  private recordedAt = -Infinity;
+  private reading = false;
 
   constructor(
     @Inject(RetryEngine) private readonly engine: RetryEngine,
@@ -33,11 +43,18 @@ export class FleetWatch implements OnApplicationBootstrap {
   }
 
   onApplicationBootstrap(): void {
+    this.readRecorded();
     this.engine.startHeartbeat(this.fleet, this.config.heartbeatIntervalMs);
   }
 
   view(now = Date.now()): FleetView {
-    return { now, missedBeats: this.fleet.limits.missedBeats, intervalMs: this.config.heartbeatIntervalMs, instances: this.fleet.instancesAt(now), summary: this.fleet.summaryAt(now) };
+    return {
+      now,
+      missedBeats: this.fleet.limits.missedBeats,
+      intervalMs: this.config.heartbeatIntervalMs,
+      instances: this.fleet.instancesAt(now),
+      summary: this.fleet.summaryAt(now),
+    };
   }
 
   history(minutes: number, now = Date.now()): { now: number; queues: QueueHistory[] } {
@@ -45,6 +62,25 @@ export class FleetWatch implements OnApplicationBootstrap {
   }
 
   private inScope(queue: string): boolean {
-    return this.engine.parkingQueues().some((q) => q.queue === queue) || this.engine.partitions().some((p) => p.queue === queue);
+    const own = this.engine.parkingQueues().some((q) => q.queue === queue) || this.engine.partitions().some((p) => p.queue === queue);
+    if (own || this.recorded.has(queue)) return true;
+    this.readRecorded();
+    return false;
+  }
+
+  /** Reads the application's recorded handler queues again, unless a read is under way or one ended less than 5 s ago. */
+  private readRecorded(): void {
+    const { application } = this.engine;
+    if (application === undefined) return; // no name to find its queues by: this instance's own queues only
+    const now = Date.now();
+    if (this.reading || now - this.recordedAt < RECORDED_QUEUES_REFRESH_MS) return;
+    this.reading = true;
+    this.recordedAt = now;
+    readHandlerRegistry(() => this.engine.publishingChannel('the console: recorded queues', true))
+      .then(
+        (records) => void (this.recorded = new Set(records.filter((r) => r.applications.includes(application)).map((r) => r.queue))),
+        () => undefined, // the broker out of reach: the next unknown queue asks again
+      )
+      .finally(() => (this.reading = false));
   }
 }

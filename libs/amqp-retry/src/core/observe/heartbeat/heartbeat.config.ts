@@ -1,0 +1,36 @@
+import { RetryConfigError } from '../../../errors/retry-config.error.js';
+
+/** How often an instance beats unless told otherwise, in ms. */
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+/** The range of a beat interval, in ms: at least 250 (a beat is a publish), at most a minute (gone within 3 minutes). */
+export const HEARTBEAT_INTERVAL_RANGE = { min: 250, max: 60_000 } as const;
+
+/** This instance's heartbeat, when the module turns it on (RetryModuleOptions.heartbeat). */
+export interface HeartbeatConfig {
+  intervalMs: number;
+}
+
+/**
+ * Reads RetryModuleOptions.heartbeat: `true` (every 5 s), `{ intervalMs }`, or `false`/absent (none). Anything else
+ * throws a RetryConfigError naming the option and the fix.
+ * @example readHeartbeat({ intervalMs: 2000 }, (key) => `RetryModule option "${key}"`) // { intervalMs: 2000 }
+ */
+export function readHeartbeat(value: unknown, at: (key: string) => string): HeartbeatConfig | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { intervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS };
+  const fix = `Give true (a beat every ${DEFAULT_HEARTBEAT_INTERVAL_MS} ms), false, or { intervalMs } with a whole number of milliseconds from ${HEARTBEAT_INTERVAL_RANGE.min} to ${HEARTBEAT_INTERVAL_RANGE.max}.`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new RetryConfigError(at('heartbeat'), `is ${JSON.stringify(value)}`, fix);
+  const unknown = Object.keys(value).filter((k) => k !== 'intervalMs');
+  if (unknown.length > 0) throw new RetryConfigError(at('heartbeat'), `has ${unknown.join(', ')}`, fix);
+  const { intervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS } = value as { intervalMs?: unknown };
+  if (
+    typeof intervalMs !== 'number' ||
+    !Number.isInteger(intervalMs) ||
+    intervalMs < HEARTBEAT_INTERVAL_RANGE.min ||
+    intervalMs > HEARTBEAT_INTERVAL_RANGE.max
+  ) {
+    throw new RetryConfigError(at('heartbeat.intervalMs'), `is ${JSON.stringify(intervalMs)}`, fix);
+  }
+  return { intervalMs };
+}
