@@ -20,6 +20,10 @@ export interface Suite<App extends Closable = INestApplicationContext> {
   clients: Closable[];
   extraQueues: string[];
   extraExchanges: string[];
+  /** With the option `routed`: the test's direct exchange, its queue bound to it by key 'k'. */
+  exchange: string;
+  /** A delay ladder prefix of the test's own (a uuid name), its ladder deleted after the test. */
+  ladder(): string;
   /** Registers a step for the end of this test: it runs after the apps close, before the topology is deleted. */
   afterThis(step: () => unknown): void;
 }
@@ -39,6 +43,8 @@ export interface SuiteOptions {
   deleteTopology?: (broker: TestBroker, queue: string) => Promise<unknown>;
   /** Steps after the broker closes, once per file (a database pool). */
   afterAll?: () => unknown;
+  /** Per test, a direct exchange (`exchange`) and the test's queue, declared durable and bound to it by key 'k'. */
+  routed?: boolean;
 }
 
 /** Module options for such suites: no delay ladder, and a short shutdown so a stuck handler cannot hold cleanup. */
@@ -53,6 +59,12 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
     clients: [],
     extraQueues: [],
     extraExchanges: [],
+    exchange: '',
+    ladder: () => {
+      const ladder = uniqueName(`${prefix}.delay`);
+      pending.push(() => suite.broker.deleteDelayLadder(ladder));
+      return ladder;
+    },
     afterThis: (step) => void pending.push(step),
   };
   beforeAll(async () => {
@@ -65,13 +77,19 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
       () => options.afterAll?.(),
     );
   });
-  beforeEach(() => {
+  beforeEach(async () => {
     suite.queue = uniqueName(prefix);
     suite.apps = [];
     suite.clients = [];
     suite.extraQueues.length = 0;
     suite.extraExchanges.length = 0;
     pending.length = 0;
+    if (options.routed) {
+      suite.exchange = uniqueName(`${prefix}.x`);
+      suite.extraExchanges.push(suite.exchange);
+      await suite.broker.channel.assertExchange(suite.exchange, 'direct', { durable: true });
+      await suite.broker.declareQueue(suite.queue, { exchange: suite.exchange, key: 'k' });
+    }
   });
   afterEach(async () => {
     const apps = [suite.app, ...suite.apps];
@@ -134,40 +152,3 @@ export const headersOf = (message: GetMessage): Record<string, unknown> => messa
  * wait for the final state by polling, then give the broker this short, bounded window to do anything more.
  */
 export const settleWindow = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * The frame of a test file that publishes to a queue of its own: a TestBroker, and per test a direct exchange with one
- * durable queue bound by key 'k' (uuid names from `prefix`), deleted after the test, its application closed first.
- */
-export interface RoutedQueue {
-  broker: TestBroker;
-  exchange: string;
-  queue: string;
-  app?: INestApplicationContext;
-}
-
-export function useRoutedQueue(prefix: string): RoutedQueue {
-  const routed: RoutedQueue = { broker: undefined as unknown as TestBroker, exchange: '', queue: '' };
-  beforeAll(async () => {
-    routed.broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await routed.broker?.close();
-  });
-  beforeEach(async () => {
-    routed.queue = uniqueName(prefix);
-    routed.exchange = uniqueName(`${prefix}.x`);
-    await routed.broker.channel.assertExchange(routed.exchange, 'direct', { durable: true });
-    await routed.broker.declareQueue(routed.queue, { exchange: routed.exchange, key: 'k' });
-  });
-  afterEach(async () => {
-    const app = routed.app;
-    routed.app = undefined;
-    await cleanUp(
-      () => app?.close(),
-      () => routed.broker.channel.deleteQueue(routed.queue),
-      () => routed.broker.channel.deleteExchange(routed.exchange),
-    );
-  });
-  return routed;
-}
