@@ -99,11 +99,10 @@ describe('a failed publish fails alone', () => {
   });
 
   it('parks beside a handler whose own publishes fail: a park is never failed by a neighbour', async () => {
-    const handled = uniqueName('e2e.isolate.h');
+    const handled = suite.retryQueue();
     const Handler = handlerFor({ queue: handled, delays: ['50ms'], maxAttempts: 1 }, () => {
       throw new Error('always');
     });
-    suite.afterThis(() => suite.broker.deleteRetryTopology(handled));
     suite.app = await startApp([Handler], TEST_OPTIONS);
     const publisher = suite.app.get(RetryPublisher);
     const bad = Array.from({ length: 20 }, () => publisher.publish(uniqueName('missing'), 'k', {}).catch((e: unknown) => e));

@@ -24,6 +24,8 @@ export interface Suite<App extends Closable = INestApplicationContext> {
   exchange: string;
   /** A delay ladder prefix of the test's own (a uuid name), its ladder deleted after the test. */
   ladder(): string;
+  /** A further handler queue of the test (by default a uuid name from the suite's prefix), its retry topology deleted after the test. */
+  retryQueue(name?: string): string;
   /** Registers a step for the end of this test: it runs after the apps close, before the topology is deleted. */
   afterThis(step: () => unknown): void;
 }
@@ -64,6 +66,10 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
       const ladder = uniqueName(`${prefix}.delay`);
       pending.push(() => suite.broker.deleteDelayLadder(ladder));
       return ladder;
+    },
+    retryQueue: (name = uniqueName(prefix)) => {
+      pending.push(() => suite.broker.deleteRetryTopology(name));
+      return name;
     },
     afterThis: (step) => void pending.push(step),
   };
