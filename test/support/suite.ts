@@ -3,6 +3,7 @@ import type { GetMessage } from 'amqplib';
 import type { RetryModuleOptions } from 'nestjs-amqp-retry';
 import { TEST_OPTIONS } from './app.js';
 import { TestBroker, uniqueName } from './broker.js';
+import { PrivateBroker } from './private-broker.js';
 
 /**
  * The frame of a test file that runs its applications per test: a TestBroker, a fresh queue name per test, and
@@ -11,6 +12,8 @@ import { TestBroker, uniqueName } from './broker.js';
  */
 export interface Suite<App extends Closable = INestApplicationContext> {
   broker: TestBroker;
+  /** With the option `privateNode`: the node of the file's own that `broker` is connected to (its `url` for the apps). */
+  node?: PrivateBroker;
   queue: string;
   /** The test's application, closed after it. */
   app?: App;
@@ -45,6 +48,11 @@ export interface SuiteOptions {
   deleteTopology?: (broker: TestBroker, queue: string) => Promise<unknown>;
   /** Steps after the broker closes, once per file (a database pool). */
   afterAll?: () => unknown;
+  /**
+   * The file's broker is a node of its own (a PrivateBroker, for what must not happen to a broker others use: a
+   * restart, an alarm, a setting), started before the broker connects, set up by the function given, stopped after.
+   */
+  privateNode?: boolean | ((node: PrivateBroker) => Promise<unknown>);
   /** Per test, a direct exchange (`exchange`) and the test's queue, declared durable and bound to it by key 'k'. */
   routed?: boolean;
 }
@@ -73,16 +81,29 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
     },
     afterThis: (step) => void pending.push(step),
   };
-  beforeAll(async () => {
-    await options.requires?.();
-    suite.broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => suite.broker?.close(),
-      () => options.afterAll?.(),
-    );
-  });
+  const { privateNode } = options;
+  // A private node starts in seconds, or in 1-2 minutes the first time a 4.x chroot is made.
+  beforeAll(
+    async () => {
+      await options.requires?.();
+      if (privateNode) {
+        suite.node = await PrivateBroker.start();
+        if (typeof privateNode === 'function') await privateNode(suite.node);
+      }
+      suite.broker = await TestBroker.connect(suite.node?.url);
+    },
+    privateNode ? 600_000 : undefined,
+  );
+  afterAll(
+    async () => {
+      await cleanUp(
+        () => suite.broker?.close(),
+        () => suite.node?.stop(),
+        () => options.afterAll?.(),
+      );
+    },
+    privateNode ? 120_000 : undefined,
+  );
   beforeEach(async () => {
     suite.queue = uniqueName(prefix);
     suite.apps = [];
