@@ -1,11 +1,10 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import amqp from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { OutboxPublisher } from 'nestjs-amqp-retry';
 import { ctl } from '../support/broker-control.js';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
-import { dropTables, pgKind, sql, uniqueTable, type OutboxKind } from '../support/outbox.js';
+import { sql, useOutboxSuite } from '../support/outbox.js';
 import { cleanUp } from '../support/suite.js';
 
 /**
@@ -18,7 +17,6 @@ describe('the outbox relay and a row the broker refuses with 403', () => {
   const password = randomUUID();
   const forbidden = 'guarded.orders';
   const allowed = 'open.sink';
-  const table = uniqueTable('e2e_outbox');
   const urlOf = (name: string, secret: string) => {
     const url = new URL(AMQP_URL);
     url.username = name;
@@ -26,11 +24,15 @@ describe('the outbox relay and a row the broker refuses with 403', () => {
     url.pathname = `/${encodeURIComponent(vhost)}`;
     return url.toString();
   };
-  let kind: OutboxKind;
-  let app: INestApplicationContext | undefined;
+  const suite = useOutboxSuite('e2e.outbox.refused', {
+    afterAll: () =>
+      cleanUp(
+        () => ctl('delete_vhost', vhost),
+        () => ctl('delete_user', user),
+      ),
+  });
 
   beforeAll(async () => {
-    kind = await pgKind();
     await ctl('add_vhost', vhost);
     await ctl('add_user', user, password);
     // The application may configure and read anything, and write anything but the guarded names.
@@ -48,19 +50,11 @@ describe('the outbox relay and a row the broker refuses with 403', () => {
       await connection.close();
     }
   });
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => ctl('delete_vhost', vhost),
-      () => ctl('delete_user', user),
-      () => dropTables(table),
-      () => kind?.close(),
-    );
-  });
 
   it('parks the refused row with the 403 in its reason, after one send, and sends the rows after it', async () => {
-    app = await startApp([], { ...TEST_OPTIONS, url: urlOf(user, password), delayedDelivery: false, outbox: { adapter: kind.adapter, table } });
-    const outbox = app.get(OutboxPublisher);
+    const { kind, table } = suite;
+    suite.app = await startApp([], { ...TEST_OPTIONS, url: urlOf(user, password), delayedDelivery: false, outbox: { adapter: kind.adapter, table } });
+    const outbox = suite.app.get(OutboxPublisher);
     await kind.inTransaction((tx) => outbox.publish(tx, { exchange: forbidden, routingKey: '', body: { doomed: true } }));
     await kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: allowed, body: { fine: true } }));
     const rows = await waitFor(async () => {
