@@ -2,7 +2,8 @@ import type { INestApplicationContext } from '@nestjs/common';
 import type { GetMessage } from 'amqplib';
 import type { RetryModuleOptions } from 'nestjs-amqp-retry';
 import { TEST_OPTIONS } from './app.js';
-import { TestBroker, uniqueName } from './broker.js';
+import { ctl } from './broker-control.js';
+import { AMQP_URL, TestBroker, uniqueName } from './broker.js';
 import { PrivateBroker } from './private-broker.js';
 
 /**
@@ -27,10 +28,21 @@ export interface Suite<App extends Closable = INestApplicationContext> {
   exchange: string;
   /** A delay ladder prefix of the test's own (a uuid name), its ladder deleted after the test. */
   ladder(): string;
+  /**
+   * A vhost of the test's own (a uuid name; `args` go to add_vhost), on which the test broker's user may do anything,
+   * deleted after the test with everything in it. `url(user, password)` is the AMQP URL of another user there.
+   */
+  vhost(...args: string[]): Promise<Vhost>;
   /** A further handler queue of the test (by default a uuid name from the suite's prefix), its retry topology deleted after the test. */
   retryQueue(name?: string): string;
   /** Registers a step for the end of this test: it runs after the apps close, before the topology is deleted. */
   afterThis(step: () => unknown): void;
+}
+
+/** A vhost of a test's own: its name, the AMQP URL of the test broker's user on it, or of another user. */
+export interface Vhost {
+  name: string;
+  url(user?: string, password?: string): string;
 }
 
 /** What a suite may close after each test: a Nest application or microservice, a client, a proxy. */
@@ -74,6 +86,20 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
       const ladder = uniqueName(`${prefix}.delay`);
       pending.push(() => suite.broker.deleteDelayLadder(ladder));
       return ladder;
+    },
+    vhost: async (...args) => {
+      const name = uniqueName(`${prefix}.vhost`);
+      await ctl('add_vhost', name, ...args);
+      pending.push(() => ctl('delete_vhost', name));
+      const at = new URL(AMQP_URL);
+      await ctl('set_permissions', '-p', name, decodeURIComponent(at.username) || 'guest', '.*', '.*', '.*');
+      at.pathname = `/${encodeURIComponent(name)}`;
+      const url = (user?: string, password?: string) => {
+        const as = new URL(at);
+        if (user !== undefined) [as.username, as.password] = [user, password ?? ''];
+        return as.toString();
+      };
+      return { name, url };
     },
     retryQueue: (name = uniqueName(prefix)) => {
       pending.push(() => suite.broker.deleteRetryTopology(name));
