@@ -1,7 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { PublishError, RetryPublisher, type RetryObserver } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { ctl } from '../support/broker-control.js';
 import { AMQP_URL, uniqueName } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -79,14 +77,11 @@ describe('a failed publish fails alone', () => {
   });
 
   it('rejects only the publish a user may not write to (403); the others resolve', async () => {
-    const user = `e2e-${randomUUID().slice(0, 8)}`;
     const forbidden = uniqueName('e2e.isolate.forbidden');
     suite.extraExchanges.push(forbidden);
     await suite.broker.channel.assertExchange(forbidden, 'direct', { durable: true });
-    await ctl('add_user', user, 'secret');
-    suite.afterThis(() => ctl('delete_user', user));
-    await ctl('set_permissions', '-p', '/', user, '.*', `^(?!${forbidden.replace(/\./g, '\\.')}$).*`, '.*');
-    const url = AMQP_URL.replace('guest:guest', `${user}:secret`);
+    const user = await suite.user('/', ['.*', `^(?!${forbidden.replace(/\./g, '\\.')}$).*`, '.*']);
+    const url = AMQP_URL.replace('guest:guest', `${user.name}:${user.password}`);
     suite.app = await startApp([], { ...TEST_OPTIONS, url });
     const publisher = suite.app.get(RetryPublisher);
     const results = await Promise.allSettled(

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { GetMessage } from 'amqplib';
 import type { RetryModuleOptions } from 'nestjs-amqp-retry';
@@ -33,6 +34,8 @@ export interface Suite<App extends Closable = INestApplicationContext> {
    * deleted after the test with everything in it. `url(user, password)` is the AMQP URL of another user there.
    */
   vhost(...args: string[]): Promise<Vhost>;
+  /** A user of the test's own (a uuid name) with the permissions configure, write, read on `vhost`, deleted after the test. */
+  user(vhost: string, permissions: [string, string, string]): Promise<{ name: string; password: string }>;
   /** A further handler queue of the test (by default a uuid name from the suite's prefix), its retry topology deleted after the test. */
   retryQueue(name?: string): string;
   /** Registers a step for the end of this test: it runs after the apps close, before the topology is deleted. */
@@ -100,6 +103,13 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
         return as.toString();
       };
       return { name, url };
+    },
+    user: async (vhost, permissions) => {
+      const [name, password] = [uniqueName(`${prefix}.user`), randomUUID()];
+      await ctl('add_user', name, password);
+      pending.push(() => ctl('delete_user', name));
+      await ctl('set_permissions', '-p', vhost, name, ...permissions);
+      return { name, password };
     },
     retryQueue: (name = uniqueName(prefix)) => {
       pending.push(() => suite.broker.deleteRetryTopology(name));
