@@ -35,7 +35,7 @@ export interface Suite<App extends Closable = INestApplicationContext> {
    */
   vhost(...args: string[]): Promise<Vhost>;
   /** A user of the test's own (a uuid name) with the permissions configure, write, read on `vhost`, deleted after the test. */
-  user(vhost: string, permissions: [string, string, string]): Promise<{ name: string; password: string }>;
+  user(vhost: string, permissions: [string, string, string]): Promise<BrokerUser>;
   /** A further handler queue of the test (by default a uuid name from the suite's prefix), its retry topology deleted after the test. */
   retryQueue(name?: string): string;
   /** Registers a step for the end of this test: it runs after the apps close, before the topology is deleted. */
@@ -46,6 +46,12 @@ export interface Suite<App extends Closable = INestApplicationContext> {
 export interface Vhost {
   name: string;
   url(user?: string, password?: string): string;
+}
+
+/** A broker user of a test's own. */
+export interface BrokerUser {
+  name: string;
+  password: string;
 }
 
 /** What a suite may close after each test: a Nest application or microservice, a client, a proxy. */
