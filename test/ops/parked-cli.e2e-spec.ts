@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, type ParkedMessageView } from 'nestjs-amqp-retry';
 import { REPLAY_WINDOW } from '../../libs/amqp-retry/src/ops/confirm.window.js';
 import { handlerFor, handlerOf, startApp } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor, type TestBroker } from '../support/broker.js';
 import { buildCli } from '../support/cli.js';
+import { useSuite } from '../support/suite.js';
 
 /** The bin as `npx --no-install amqp-retry` runs it: the workspace's link, to the committed launcher. */
 const CLI = 'node_modules/.bin/amqp-retry';
@@ -30,33 +30,24 @@ function cli(args: string[], env: Record<string, string> = {}): { child: ChildPr
 const run = (...args: string[]) => cli(args).done;
 
 describe('the amqp-retry CLI, run as a child process', () => {
+  const suite = useSuite('e2e.cli');
   let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
   let queue: string;
   let exchange: string;
   let sibling: string;
   let errorQueue: string;
   let failing: boolean;
 
-  beforeAll(async () => {
-    // The bin is the compiled library, as users run it.
-    buildCli();
-    broker = await TestBroker.connect();
-  }, 120_000);
-  afterAll(async () => {
-    await broker.close();
-  });
+  // The bin is the compiled library, as users run it.
+  beforeAll(() => buildCli(), 120_000);
   beforeEach(() => {
-    queue = uniqueName('e2e.cli');
+    ({ broker, queue } = suite);
     exchange = uniqueName('e2e.cli.shop');
     sibling = `${queue}.sibling`;
     errorQueue = `${queue}.error`;
     failing = true;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { queues: [sibling], exchanges: [exchange] });
+    suite.extraQueues.push(sibling);
+    suite.extraExchanges.push(exchange);
   });
 
   async function start() {
@@ -66,8 +57,8 @@ describe('the amqp-retry CLI, run as a child process', () => {
     });
     await broker.channel.assertExchange(exchange, 'topic', { durable: true });
     await broker.declareQueue(sibling, { exchange, key: 'order.created' });
-    app = await startApp([Handler]);
-    return handlerOf(app, Handler);
+    suite.app = await startApp([Handler]);
+    return handlerOf(suite.app, Handler);
   }
 
   async function park(bodies: (object | Buffer)[]) {
