@@ -1,8 +1,8 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, ParkedMessages, retryTopologyNames, type ParkedMessageView } from 'nestjs-amqp-retry';
 import { HANDLER_REGISTRY_QUEUE } from '../../libs/amqp-retry/src/core/topology/handler-registry.record.js';
 import { handlerFor, handlerOf, startApp } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor, type TestBroker } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 /** What each test body makes the handler do: fail (non-retryable, with the payload's `error`) or succeed. */
 interface Payload {
@@ -11,37 +11,26 @@ interface Payload {
 }
 
 describe('ParkedMessages on a real broker', () => {
+  const suite = useSuite('e2e.parked');
   let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
   let parked: ParkedMessages;
   let queue: string;
   let exchange: string;
   let sibling: string;
   let errorQueue: string;
   let failing: boolean;
-  const extraQueues: string[] = [];
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(async () => {
-    queue = uniqueName('e2e.parked');
+    ({ broker, queue } = suite);
     exchange = uniqueName('e2e.parked.shop');
     sibling = `${queue}.sibling`;
     errorQueue = `${queue}.error`;
     failing = true;
-    extraQueues.length = 0;
+    suite.extraQueues.push(sibling);
+    suite.extraExchanges.push(exchange);
     // The whole vhost: these tests find handler queues from the registry, as an operator's view does.
     parked = await ParkedMessages.connect({ url: AMQP_URL, wholeVhost: true });
-  });
-  afterEach(async () => {
-    await parked.close();
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { queues: [sibling, ...extraQueues], exchanges: [exchange] });
+    suite.clients.push(parked);
   });
 
   /** Starts a handler that parks every message at once while `failing`, and a sibling queue on the same key. */
@@ -55,8 +44,8 @@ describe('ParkedMessages on a real broker', () => {
     );
     await broker.channel.assertExchange(exchange, 'topic', { durable: true });
     await broker.declareQueue(sibling, { exchange, key: 'order.created' });
-    app = await startApp([Handler]);
-    return handlerOf(app, Handler);
+    suite.app = await startApp([Handler]);
+    return handlerOf(suite.app, Handler);
   }
 
   /** Publishes and waits until `parkedCount` messages in all are parked; empties the sibling queue. */
@@ -86,7 +75,7 @@ describe('ParkedMessages on a real broker', () => {
   it('a start removes the record of a queue deleted since, and keeps those of queues that exist', async () => {
     const gone = uniqueName('e2e.parked.gone');
     const kept = uniqueName('e2e.parked.kept');
-    extraQueues.push(kept);
+    suite.extraQueues.push(kept);
     await broker.channel.assertQueue(kept, { durable: true });
     // Only test records live in the registry on the test broker; a start checks the 10 oldest, so begin empty.
     await broker.channel.assertQueue(HANDLER_REGISTRY_QUEUE, { durable: true });
@@ -316,7 +305,7 @@ describe('ParkedMessages on a real broker', () => {
     });
     await broker.channel.assertExchange(exchange, 'topic', { durable: true });
     await broker.declareQueue(sibling, { exchange, key: 'order.created' });
-    app = await startApp([Handler]);
+    suite.app = await startApp([Handler]);
     await park(
       [
         { n: 1, error: 'a' },
