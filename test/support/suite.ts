@@ -166,7 +166,7 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
     const queues = () => [...(options.extraQueues?.(suite.queue) ?? []), ...suite.extraQueues];
     await cleanUp(
       ...suite.clients.splice(0).map((client) => () => client.close()),
-      ...apps.map((app) => () => app?.close()),
+      ...apps.map((app) => () => closeApp(app, prefix)),
       ...pending.splice(0),
       options.deleteTopology
         ? () => options.deleteTopology!(suite.broker, suite.queue)
@@ -197,7 +197,7 @@ export async function cleanUp(...steps: Array<() => unknown>): Promise<void> {
  * Closes a Nest application; should that take longer than 10 s (a shutdown waiting on something), says every 10 s
  * what the process still has open, so that a hook's timeout in CI comes with the evidence of what held it.
  */
-export async function closeApp(app: { close(): Promise<void> } | undefined, what: string): Promise<void> {
+export async function closeApp(app: Closable | undefined, what: string): Promise<void> {
   if (!app) return;
   const began = Date.now();
   const watch = setInterval(() => {
