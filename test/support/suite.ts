@@ -100,7 +100,7 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
       const name = uniqueName(`${prefix}.vhost`);
       await ctl('add_vhost', name, ...args);
       pending.push(() => ctl('delete_vhost', name));
-      const at = new URL(AMQP_URL);
+      const at = new URL(AMQP_URL.split(',')[0]); // the first node of a cluster's URL list
       await ctl('set_permissions', '-p', name, decodeURIComponent(at.username) || 'guest', '.*', '.*', '.*');
       at.pathname = `/${encodeURIComponent(name)}`;
       const url = (user?: string, password?: string) => {
