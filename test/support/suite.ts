@@ -74,6 +74,11 @@ export interface SuiteOptions {
    * restart, an alarm, a setting), started before the broker connects, set up by the function given, stopped after.
    */
   privateNode?: boolean | ((node: PrivateBroker) => Promise<unknown>);
+  /**
+   * The frame (queue, apps, clients, steps, extra names) is the file's, not each test's: made before its first test,
+   * cleaned up after its last, for applications that every test of the file shares.
+   */
+  perFile?: boolean;
   /** Per test, a direct exchange (`exchange`) and the test's queue, declared durable and bound to it by key 'k'. */
   routed?: boolean;
 }
@@ -123,30 +128,8 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
     },
     afterThis: (step) => void pending.push(step),
   };
-  const { privateNode } = options;
-  // A private node starts in seconds, or in 1-2 minutes the first time a 4.x chroot is made.
-  beforeAll(
-    async () => {
-      await options.requires?.();
-      if (privateNode) {
-        suite.node = await PrivateBroker.start();
-        if (typeof privateNode === 'function') await privateNode(suite.node);
-      }
-      suite.broker = await TestBroker.connect(suite.node?.url);
-    },
-    privateNode ? 600_000 : undefined,
-  );
-  afterAll(
-    async () => {
-      await cleanUp(
-        () => suite.broker?.close(),
-        () => suite.node?.stop(),
-        () => options.afterAll?.(),
-      );
-    },
-    privateNode ? 120_000 : undefined,
-  );
-  beforeEach(async () => {
+  /** Opens the frame of a test (of the file, with `perFile`). */
+  const begin = async () => {
     suite.queue = uniqueName(prefix);
     suite.apps = [];
     suite.clients = [];
@@ -159,8 +142,9 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
       await suite.broker.channel.assertExchange(suite.exchange, 'direct', { durable: true });
       await suite.broker.declareQueue(suite.queue, { exchange: suite.exchange, key: 'k' });
     }
-  });
-  afterEach(async () => {
+  };
+  /** Closes it: clients, then apps, then the registered steps, then the topology. */
+  const end = async () => {
     const apps = [suite.app, ...suite.apps];
     suite.app = undefined;
     const queues = () => [...(options.extraQueues?.(suite.queue) ?? []), ...suite.extraQueues];
@@ -172,7 +156,36 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
         ? () => options.deleteTopology!(suite.broker, suite.queue)
         : () => suite.broker.deleteRetryTopology(suite.queue, { queues: queues(), exchanges: suite.extraExchanges }),
     );
-  });
+  };
+  const { privateNode, perFile } = options;
+  // A private node starts in seconds, or in 1-2 minutes the first time a 4.x chroot is made.
+  beforeAll(
+    async () => {
+      await options.requires?.();
+      if (privateNode) {
+        suite.node = await PrivateBroker.start();
+        if (typeof privateNode === 'function') await privateNode(suite.node);
+      }
+      suite.broker = await TestBroker.connect(suite.node?.url);
+      if (perFile) await begin();
+    },
+    privateNode ? 600_000 : undefined,
+  );
+  afterAll(
+    async () => {
+      await cleanUp(
+        () => (perFile && suite.broker ? end() : undefined),
+        () => suite.broker?.close(),
+        () => suite.node?.stop(),
+        () => options.afterAll?.(),
+      );
+    },
+    privateNode ? 120_000 : undefined,
+  );
+  if (!perFile) {
+    beforeEach(begin);
+    afterEach(end);
+  }
   return suite;
 }
 
