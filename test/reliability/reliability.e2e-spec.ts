@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { RetryPublisher } from 'nestjs-amqp-retry';
+import type { INestApplicationContext, Provider } from '@nestjs/common';
+import { RetryPublisher, type RetryModuleOptions } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { closeConnections } from '../support/broker-control.js';
 import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
@@ -25,11 +26,15 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     expect(unhandled).toEqual([]); // declared after the suite's cleanup: what the app's close left unhandled counts too
   });
 
-  /** Runs `work` with a TCP proxy in front of the broker; the suite closes the app before it stops the proxy. */
-  const throughProxy = async (work: (proxy: TcpProxy) => Promise<void>) => {
+  type Start = (providers: Provider[], options: RetryModuleOptions) => Promise<INestApplicationContext>;
+  /**
+   * Runs `work` with a TCP proxy in front of the broker, and `start`, which starts the test's app through it (with
+   * TEST_OPTIONS and `options`); the suite closes the app before it stops the proxy.
+   */
+  const throughProxy = async (work: (proxy: TcpProxy, start: Start) => Promise<void>) => {
     const proxy = await new TcpProxy().start();
     suite.afterThis(() => proxy.stop());
-    await work(proxy);
+    await work(proxy, async (providers, options) => (suite.app = await startApp(providers, { ...TEST_OPTIONS, url: proxy.url, ...options })));
   };
 
   it('reconnects after the broker closes its connections, resumes consuming, and logs outage and recovery once per connection', async () => {
@@ -77,10 +82,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
   });
 
   it('redelivers the messages whose handlers were running when the network dropped: none lost', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
       const { broker, queue } = suite;
       const Handler = handlerFor({ queue }, () => new Promise((resolve) => setTimeout(resolve, 1_000)));
-      const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' } }));
+      const app = await start([Handler], { reconnect: { initialDelay: '50ms' } });
       for (let n = 0; n < 10; n++) await broker.publish('', queue, { n });
       // All ten delivered before the cut (each handler runs 1 s): a message still on its way when the network drops
       // comes back marked redelivered although no handler ran it, which is right, but not what this test counts.
@@ -99,14 +104,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     }));
 
   it('keeps trying to recover after a reconnection until the topology can be declared again', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
       const { broker, queue } = suite;
       const Handler = handlerFor({ queue }, () => undefined);
-      const app = (suite.app = await startApp([Handler], {
-        ...TEST_OPTIONS,
-        url: proxy.url,
-        reconnect: { initialDelay: '50ms', maxDelay: '200ms' },
-      }));
+      const app = await start([Handler], { reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
       const logger = new RecordingLogger();
       app.useLogger(logger);
       await proxy.cut();
@@ -126,16 +127,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     }));
 
   it('holds publishes while the connection is down, resolves them when it is back, and bounds the wait', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
       const { queue } = suite;
       const Handler = handlerFor({ queue }, () => undefined);
-      const app = (suite.app = await startApp([Handler], {
-        ...TEST_OPTIONS,
-        url: proxy.url,
-        reconnect: { initialDelay: '100ms', maxDelay: '200ms' },
-        publishTimeout: '400ms',
-        publishBufferSize: 2,
-      }));
+      const app = await start([Handler], { reconnect: { initialDelay: '100ms', maxDelay: '200ms' }, publishTimeout: '400ms', publishBufferSize: 2 });
       const publisher = app.get(RetryPublisher);
       await proxy.cut();
       await waitFor(
@@ -161,14 +156,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     }));
 
   it('sends a publish whose channel was opening when the connection dropped once the connection is back', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
       const { queue } = suite;
       const Handler = handlerFor({ queue }, () => undefined);
-      const app = (suite.app = await startApp([Handler], {
-        ...TEST_OPTIONS,
-        url: proxy.url,
-        reconnect: { initialDelay: '50ms', maxDelay: '200ms' },
-      }));
+      const app = await start([Handler], { reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
       const publisher = app.get(RetryPublisher);
       await expect(publisher.publish(uniqueName('e2e.missing'), 'k', {})).rejects.toThrow(/NOT_FOUND/); // the channel closed
       proxy.stall(); // the Open of the next channel waits in the link
