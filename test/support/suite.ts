@@ -1,16 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { GetMessage } from 'amqplib';
 import type { RetryModuleOptions } from 'nestjs-amqp-retry';
 import { TEST_OPTIONS } from './app.js';
-import { ctl } from './broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName } from './broker.js';
+import { addUser, addVhost, type BrokerUser, type Vhost } from './broker-access.js';
+import { TestBroker, uniqueName } from './broker.js';
 import { PrivateBroker } from './private-broker.js';
 
 /**
  * The frame of a test file that runs its applications per test: a TestBroker, a fresh queue name per test, and
  * cleanup after each test (the clients and apps closed, the steps registered with `afterThis` run, the retry topology and any
- * extra queues and exchanges deleted), the broker closed after the file.
+ * extra queues and exchanges deleted), the broker closed after the file. With `perFile`, one such frame for the whole
+ * file. What a test makes on the broker through the suite (ladders, vhosts, users, further handler queues) goes with it.
  */
 export interface Suite<App extends Closable = INestApplicationContext> {
   broker: TestBroker;
@@ -42,17 +42,7 @@ export interface Suite<App extends Closable = INestApplicationContext> {
   afterThis(step: () => unknown): void;
 }
 
-/** A vhost of a test's own: its name, the AMQP URL of the test broker's user on it, or of another user. */
-export interface Vhost {
-  name: string;
-  url(user?: string, password?: string): string;
-}
-
-/** A broker user of a test's own. */
-export interface BrokerUser {
-  name: string;
-  password: string;
-}
+export type { BrokerUser, Vhost };
 
 /** What a suite may close after each test: a Nest application or microservice, a client, a proxy. */
 export interface Closable {
@@ -101,27 +91,8 @@ export function useSuite<App extends Closable = INestApplicationContext>(prefix:
       pending.push(() => suite.broker.deleteDelayLadder(ladder));
       return ladder;
     },
-    vhost: async (...args) => {
-      const name = uniqueName(`${prefix}.vhost`);
-      await ctl('add_vhost', name, ...args);
-      pending.push(() => ctl('delete_vhost', name));
-      const at = new URL(AMQP_URL.split(',')[0]); // the first node of a cluster's URL list
-      await ctl('set_permissions', '-p', name, decodeURIComponent(at.username) || 'guest', '.*', '.*', '.*');
-      at.pathname = `/${encodeURIComponent(name)}`;
-      const url = (user?: string, password?: string) => {
-        const as = new URL(at);
-        if (user !== undefined) [as.username, as.password] = [user, password ?? ''];
-        return as.toString();
-      };
-      return { name, url };
-    },
-    user: async (vhost, permissions) => {
-      const [name, password] = [uniqueName(`${prefix}.user`), randomUUID()];
-      await ctl('add_user', name, password);
-      pending.push(() => ctl('delete_user', name));
-      await ctl('set_permissions', '-p', vhost, name, ...permissions);
-      return { name, password };
-    },
+    vhost: (...args) => addVhost(uniqueName(`${prefix}.vhost`), args, (remove) => pending.push(remove)),
+    user: (vhost, permissions) => addUser(uniqueName(`${prefix}.user`), vhost, permissions, (remove) => pending.push(remove)),
     retryQueue: (name = uniqueName(prefix)) => {
       pending.push(() => suite.broker.deleteRetryTopology(name));
       return name;
