@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { NonRetryableError, type ParkedMessageView } from 'nestjs-amqp-retry';
+import type { ParkedMessageView } from 'nestjs-amqp-retry';
 import { REPLAY_WINDOW } from '../../libs/amqp-retry/src/ops/confirm.window.js';
-import { handlerFor, handlerOf, startApp } from '../support/app.js';
-import { AMQP_URL, uniqueName, waitFor, type TestBroker } from '../support/broker.js';
+import { AMQP_URL, waitFor, type TestBroker } from '../support/broker.js';
 import { buildCli } from '../support/cli.js';
+import { useParkingShop } from '../support/parking-shop.js';
 import { useSuite } from '../support/suite.js';
 
 /** The bin as `npx --no-install amqp-retry` runs it: the workspace's link, to the committed launcher. */
@@ -31,42 +31,19 @@ const run = (...args: string[]) => cli(args).done;
 
 describe('the amqp-retry CLI, run as a child process', () => {
   const suite = useSuite('e2e.cli');
+  const shop = useParkingShop(suite, 'e2e.cli.shop');
+  const { start, park } = shop;
   let broker: TestBroker;
   let queue: string;
-  let exchange: string;
   let sibling: string;
   let errorQueue: string;
-  let failing: boolean;
 
   // The bin is the compiled library, as users run it.
   beforeAll(() => buildCli(), 120_000);
   beforeEach(() => {
     ({ broker, queue } = suite);
-    exchange = uniqueName('e2e.cli.shop');
-    sibling = `${queue}.sibling`;
-    errorQueue = `${queue}.error`;
-    failing = true;
-    suite.extraQueues.push(sibling);
-    suite.extraExchanges.push(exchange);
+    ({ sibling, errorQueue } = shop);
   });
-
-  async function start() {
-    const Handler = handlerFor({ queue, exchange, routingKey: 'order.created', delays: [100] }, (payload) => {
-      const { error } = payload as { error?: string };
-      if (failing && error) throw new NonRetryableError(error);
-    });
-    await broker.channel.assertExchange(exchange, 'topic', { durable: true });
-    await broker.declareQueue(sibling, { exchange, key: 'order.created' });
-    suite.app = await startApp([Handler]);
-    return handlerOf(suite.app, Handler);
-  }
-
-  async function park(bodies: (object | Buffer)[]) {
-    for (const body of bodies) await broker.publish(exchange, 'order.created', body);
-    await waitFor(async () => (await broker.count(errorQueue)) === bodies.length, `${bodies.length} parked`, 30_000);
-    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies', 30_000);
-    await broker.drain(sibling);
-  }
 
   it('lists with counts and filters, shows one, and exits 3 when nothing matches', async () => {
     await start();
@@ -117,7 +94,7 @@ describe('the amqp-retry CLI, run as a child process', () => {
       { n: 2, error: 'timeout' },
       { n: 3, error: 'card declined' },
     ]);
-    failing = false;
+    shop.failing = false;
     const calls = handler.calls.length;
 
     const dry = await run('parked', 'replay', '--queue', queue, '--error', 'card', '--dry-run', '--json');
