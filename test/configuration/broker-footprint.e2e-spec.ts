@@ -1,11 +1,10 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { ParkedMessages, partitionNames, planDelayTopology, QueueControl, RetryPublisher, retryTopologyNames } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { ctl } from '../support/broker-control.js';
-import { requireHashExchange } from '../support/partitions.js';
-import { cleanUp } from '../support/suite.js';
+import { usePartitionSuite } from '../support/partitions.js';
+import type { BrokerUser } from '../support/suite.js';
 
 /** What rabbitmqctl lists of a queue or an exchange, its arguments as JSON. */
 interface Listed {
@@ -39,19 +38,6 @@ const listBindings = (vhost = '/') => rows<ListedBinding>(vhost, 'list_bindings'
 
 /** A name as a literal in a permission's regular expression. */
 const literal = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-/** AMQP_URL (its first node) with another user's credentials, on another vhost. */
-const urlAs = (user: string, password: string, vhost: string) => {
-  const url = new URL(AMQP_URL.split(',')[0]);
-  url.username = encodeURIComponent(user);
-  url.password = encodeURIComponent(password);
-  url.pathname = `/${encodeURIComponent(vhost)}`;
-  return url.toString();
-};
-/** The user and password of AMQP_URL, who administers the test's vhost. */
-const admin = () => {
-  const url = new URL(AMQP_URL.split(',')[0]);
-  return [decodeURIComponent(url.username || 'guest'), decodeURIComponent(url.password || 'guest')] as const;
-};
 
 const under = (prefixes: readonly string[]) => (name: string) => prefixes.some((prefix) => name === prefix || name.startsWith(`${prefix}.`));
 const sorted = (names: Iterable<string>) => [...names].sort();
@@ -63,49 +49,17 @@ const sorted = (names: Iterable<string>) => [...names].sort();
  * once the application stops is what the page says to delete, and the page's deletion sequence leaves nothing.
  */
 describe('the broker footprint', () => {
-  let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
-  let plain = '';
-  let parted = '';
   const delays = { plain: ['1s', '10s', '1m'], parted: ['1s'] };
   const P = 2;
+  /** The suite's queue is the partitioned handler's, `plain` another handler's: the suite deletes both topologies. */
+  const suite = usePartitionSuite('e2e.footprint.parted', P);
+  let broker: TestBroker;
+  let plain = '';
+  let parted = '';
 
-  beforeAll(async () => {
-    await requireHashExchange();
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker?.close();
-  });
-  const users: string[] = [];
-  const vhosts: string[] = [];
-  const brokers: TestBroker[] = [];
   beforeEach(() => {
-    plain = uniqueName('e2e.footprint');
-    parted = uniqueName('e2e.footprint.parted');
-  });
-  afterEach(async () => {
-    const running = app;
-    app = undefined;
-    await cleanUp(
-      () => running?.close(),
-      async () => {
-        for (const user of users.splice(0)) await ctl('delete_user', user);
-      },
-      async () => {
-        for (const opened of brokers.splice(0)) await opened.close();
-      },
-      async () => {
-        for (const vhost of vhosts.splice(0)) await ctl('delete_vhost', vhost); // and everything declared in it
-      },
-      () => broker.deleteRetryTopology(plain),
-      async () => {
-        for (let i = 0; i < P; i++) await broker.deleteRetryTopology(partitionNames(parted).partition(i));
-        await broker.channel.deleteQueue(partitionNames(parted).deadLetterQueue);
-        await broker.channel.deleteQueue(partitionNames(parted).keyRecord);
-        for (const name of [parted, partitionNames(parted).membersExchange]) await broker.channel.deleteExchange(name);
-      },
-    );
+    ({ broker, queue: parted } = suite);
+    plain = suite.retryQueue(uniqueName('e2e.footprint'));
   });
 
   it('declares per handler and per partition what the page lists, with its arguments, and deletes to nothing', async () => {
@@ -114,7 +68,7 @@ describe('the broker footprint', () => {
       { queue: parted, delays: delays.parted, partitions: { count: P, key: { header: 'x-key' }, heartbeat: '200ms' } },
       () => undefined,
     );
-    app = await startApp([Plain, Parted], TEST_OPTIONS);
+    const app = (suite.app = await startApp([Plain, Parted], TEST_OPTIONS));
 
     const ours = under([plain, parted]);
     const plainNames = retryTopologyNames(plain, { delays: delays.plain });
@@ -216,7 +170,7 @@ describe('the broker footprint', () => {
 
     // Once the application stops: the presence and private queues are gone, the durable ones stay.
     await app.close();
-    app = undefined;
+    suite.app = undefined;
     const left = await waitFor(
       async () => {
         const listed = (await listQueues()).filter((q) => ours(q.name));
@@ -236,36 +190,25 @@ describe('the broker footprint', () => {
   });
   it("runs an application under the page's application permissions, and the CLI's reads, replay and pause under its own", async () => {
     // A vhost of its own: no other application's records in its registry (see the page's note on RabbitMQ 4.x).
-    const vhost = uniqueName('e2e-footprint');
-    await ctl('add_vhost', vhost);
-    vhosts.push(vhost);
-    const [adminUser, adminPassword] = admin();
-    await ctl('set_permissions', '-p', vhost, adminUser, '.*', '.*', '.*');
-    const guest = await TestBroker.connect(urlAs(adminUser, adminPassword, vhost));
-    brokers.push(guest);
+    const ownVhost = await suite.vhost();
+    const vhost = ownVhost.name;
+    const guest = await TestBroker.connect(ownVhost.url());
+    suite.clients.push(guest);
     const shop = uniqueName('e2e.footprint.shop'); // the handler's own exchange: a name outside its queue's
     const ladder = uniqueName('e2e.footprint.delay'); // a delay ladder of its own
     const application = uniqueName('footprint-app');
-    const [appUser, cliUser] = [uniqueName('e2e-footprint-app'), uniqueName('e2e-footprint-cli')];
-    users.push(appUser, cliUser);
-    const password = 'footprint';
 
     // The page's regular expressions, for handler queues `plain` and `parted`, the exchange `shop` and the ladder.
     const handlers = `(${literal(plain)}|${literal(parted)})`;
     const own = `${handlers}(\\..+)?|${literal(shop)}|amqp-retry\\..+|${literal(ladder)}\\..+|amq\\.gen-.+`;
-    const appPermissions = [`^(${own})$`, `^(${own}|amq\\.default)$`, `^(${own})$`];
-    const cliPermissions = [
+    const appPermissions: [string, string, string] = [`^(${own})$`, `^(${own}|amq\\.default)$`, `^(${own})$`];
+    const cliPermissions: [string, string, string] = [
       '^amqp-retry\\.handlers\\.lock$',
       '^(amq\\.default|amqp-retry\\.control)$',
       `^(amqp-retry\\.handlers|${handlers}(\\.p[0-9]+)?\\.error|${literal(ladder)}\\.error)$`,
     ];
-    for (const [user, [configure, write, read]] of [
-      [appUser, appPermissions],
-      [cliUser, cliPermissions],
-    ] as const) {
-      await ctl('add_user', user, password);
-      await ctl('set_permissions', '-p', vhost, user, configure, write, read);
-    }
+    const [appUser, cliUser] = [await suite.user(vhost, appPermissions), await suite.user(vhost, cliPermissions)];
+    const urlAs = (user: BrokerUser) => ownVhost.url(user.name, user.password);
 
     const calls = { plain: 0, parted: [] as unknown[] };
     const Plain = handlerFor({ queue: plain, exchange: shop, routingKey: 'k', delays: ['200ms'], maxAttempts: 2 }, () => {
@@ -277,9 +220,9 @@ describe('the broker footprint', () => {
       (payload) => void calls.parted.push(payload),
     );
     const logger = new RecordingLogger();
-    const created = await createApp([Plain, Parted], { url: urlAs(appUser, password, vhost), application, delayedDelivery: { prefix: ladder } });
+    const created = await createApp([Plain, Parted], { url: urlAs(appUser), application, delayedDelivery: { prefix: ladder } });
     created.useLogger(logger);
-    app = await created.init();
+    const app = (suite.app = await created.init());
     const refused = () => logger.lines.filter((line) => /^(warn|error) /.test(line) && /ACCESS_REFUSED|refused|unavailable|could not/i.test(line));
     expect(refused()).toEqual([]);
 
@@ -305,7 +248,7 @@ describe('the broker footprint', () => {
     expect(calls.parted).toEqual([{ late: true }]);
 
     // The CLI's user: finds the application's queues in the registry, reads and replays the parked message, pauses.
-    const parked = await ParkedMessages.connect({ url: urlAs(cliUser, password, vhost), application });
+    const parked = await ParkedMessages.connect({ url: urlAs(cliUser), application });
     try {
       const queues = await parked.queues();
       expect(queues.map((q) => q.queue)).toEqual(
@@ -324,7 +267,7 @@ describe('the broker footprint', () => {
       'the replayed message run twice and parked again',
       15_000,
     );
-    const control = QueueControl.create({ url: urlAs(cliUser, password, vhost) });
+    const control = QueueControl.create({ url: urlAs(cliUser) });
     const paused = await control.pause(plain, { by: 'footprint test' });
     expect([paused.routed, paused.replies.length]).toEqual([true, 1]);
     const resumed = await control.resume(plain, { by: 'footprint test' });
@@ -333,9 +276,9 @@ describe('the broker footprint', () => {
 
     // Without the application's permissions, the same start is refused: the check above is not vacuous.
     await app.close();
-    app = undefined;
+    suite.app = undefined;
     const refusedStart = await createApp([handlerFor({ queue: plain, exchange: shop, routingKey: 'k', delays: ['200ms'] }, () => undefined)], {
-      url: urlAs(cliUser, password, vhost),
+      url: urlAs(cliUser),
       delayedDelivery: false,
     });
     refusedStart.useLogger(false);

@@ -1,4 +1,3 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { planDelayTopology, RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
 import { resolveModuleConfig } from '../../libs/amqp-retry/src/core/config/module.config.js';
@@ -6,7 +5,7 @@ import { createApp, startApp, TEST_OPTIONS } from '../support/app.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { ctl } from '../support/broker-control.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { PrivateBroker } from '../support/private-broker.js';
+import { useSuite } from '../support/suite.js';
 
 /** A message as a plain consumer of a target queue received it, with when. */
 interface Arrival {
@@ -17,17 +16,16 @@ interface Arrival {
 }
 
 describe('delayed delivery through the TTL ladder', () => {
+  const suite = useSuite('e2e.delay');
   let broker: TestBroker;
   let prefix: string;
   let exchange: string;
-  let app: INestApplicationContext | undefined;
-  const queues: string[] = [];
   const arrivals: Arrival[] = [];
 
   /** Declares a queue bound to the test exchange and records every message it receives. */
   async function listen(key: string, args?: Record<string, unknown>): Promise<string> {
     const queue = uniqueName('e2e.delay.target');
-    queues.push(queue);
+    suite.extraQueues.push(queue);
     await broker.channel.assertQueue(queue, { durable: true });
     await broker.channel.bindQueue(queue, exchange, key, args);
     await broker.channel.consume(queue, (message) => {
@@ -40,33 +38,21 @@ describe('delayed delivery through the TTL ladder', () => {
 
   const start = () => startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(() => {
-    prefix = uniqueName('e2e.delay');
+    broker = suite.broker;
+    prefix = suite.ladder();
     exchange = uniqueName('e2e.delay.x');
-    queues.length = 0;
+    suite.extraExchanges.push(exchange);
     arrivals.length = 0;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    for (const queue of queues) await broker.channel.deleteQueue(queue);
-    await broker.channel.deleteExchange(exchange);
-    await broker.deleteDelayLadder(prefix);
   });
 
   it('delivers to every queue a topic exchange routes to, on time, with body, properties and headers unchanged', async () => {
     await broker.channel.assertExchange(exchange, 'topic', { durable: true });
     const [a, b] = [await listen('order.*'), await listen('#')];
     await listen('invoice.*'); // routes elsewhere: must get nothing
-    app = await start();
+    suite.app = await start();
     const sent = Date.now();
-    await app.get(RetryPublisher).publish(exchange, 'order.created', { id: 1 }, { delay: 700, messageId: 'm-1', headers: { tenant: 'acme' } });
+    await suite.app.get(RetryPublisher).publish(exchange, 'order.created', { id: 1 }, { delay: 700, messageId: 'm-1', headers: { tenant: 'acme' } });
 
     await waitFor(() => arrivals.length === 2, 'both copies');
     await new Promise((resolve) => setTimeout(resolve, 100)); // a third copy would show up by now
@@ -95,8 +81,8 @@ describe('delayed delivery through the TTL ladder', () => {
   ] as const)('delivers through a %s exchange as it would route the message then', async (type, key, args) => {
     await broker.channel.assertExchange(exchange, type, { durable: true });
     const queue = await listen(key, args);
-    app = await start();
-    const publisher = app.get(RetryPublisher);
+    suite.app = await start();
+    const publisher = suite.app.get(RetryPublisher);
     await publisher.publish(exchange, 'k', { id: 2 }, { delay: 150, headers: { kind: 'order' } });
     if (type === 'headers') await publisher.publish(exchange, 'k', { id: 3 }, { delay: 150, headers: { kind: 'invoice' } });
 
@@ -108,8 +94,8 @@ describe('delayed delivery through the TTL ladder', () => {
   it('delivers mixed delays in delay order: 200 ms published after 2 s arrives first', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await start();
-    const publisher = app.get(RetryPublisher);
+    suite.app = await start();
+    const publisher = suite.app.get(RetryPublisher);
     const sent = Date.now();
     await publisher.publish(exchange, 'k', { delay: '2s' }, { delay: '2s' });
     await publisher.publish(exchange, 'k', { delay: '200ms' }, { delay: '200ms' });
@@ -125,8 +111,8 @@ describe('delayed delivery through the TTL ladder', () => {
   it('runs a ladder of quorum queues when asked: on time, never early, nothing in a classic ladder', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } });
-    const publisher = app.get(RetryPublisher);
+    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } });
+    const publisher = suite.app.get(RetryPublisher);
     // 1 to 4 nonzero base-8 digits: 1, 2, 3 and 4 hops through the ladder before the forwarder.
     const delays = [150, 700, 1_234, 2_777];
     const sent = new Map<number, number>();
@@ -157,15 +143,15 @@ describe('delayed delivery through the TTL ladder', () => {
   it('forwards what waits in a classic ladder after the app moves to a quorum ladder, until that ladder is deleted', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await start(); // the classic ladder
+    suite.app = await start(); // the classic ladder
     const sent = Date.now();
-    await app.get(RetryPublisher).publish(exchange, 'k', { id: 'old' }, { delay: 1_200 });
-    await app.close();
+    await suite.app.get(RetryPublisher).publish(exchange, 'k', { id: 'old' }, { delay: 1_200 });
+    await suite.app.close();
 
     const logger = new RecordingLogger();
-    app = await createApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } });
-    app.useLogger(logger);
-    await app.init();
+    suite.app = await createApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } });
+    suite.app.useLogger(logger);
+    await suite.app.init();
     expect(logger.count(/Found a classic delay ladder/)).toBe(1);
     await waitFor(() => arrivals.length === 1, 'the message from the classic ladder', 5_000);
     expect(arrivals[0].body).toEqual({ id: 'old' });
@@ -175,7 +161,7 @@ describe('delayed delivery through the TTL ladder', () => {
     const classic = planDelayTopology(prefix);
     for (const { name } of classic.queues) await broker.channel.deleteQueue(name);
     await waitFor(() => logger.count(/no longer forwarding from it/) === 1, 'the old forwarder to stop', 10_000);
-    await app.get(RetryPublisher).publish(exchange, 'k', { id: 'new' }, { delay: 150 });
+    await suite.app.get(RetryPublisher).publish(exchange, 'k', { id: 'new' }, { delay: 150 });
     await waitFor(() => arrivals.length === 2, 'the message through the quorum ladder');
     await new Promise((resolve) => setTimeout(resolve, 1_500)); // an old forwarder trying to resume would log again by now
     expect(logger.count(/no longer forwarding from it/)).toBe(1);
@@ -183,9 +169,9 @@ describe('delayed delivery through the TTL ladder', () => {
   });
 
   it('starts even when the old ladder it found is deleted before it consumes', async () => {
-    app = await start(); // the classic ladder
-    await app.close();
-    app = undefined;
+    suite.app = await start(); // the classic ladder
+    await suite.app.close();
+    suite.app = undefined;
     const logger = new RecordingLogger();
     const engine = RetryEngine.fromConfig(resolveModuleConfig({ ...TEST_OPTIONS, delayedDelivery: { prefix, queueType: 'quorum' } }), logger);
     try {
@@ -203,15 +189,15 @@ describe('delayed delivery through the TTL ladder', () => {
   it('keeps a delayed message in the broker while the app is closed, and delivers it once the app runs again', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await start();
+    suite.app = await start();
     const sent = Date.now();
-    await app.get(RetryPublisher).publish(exchange, 'k', { id: 4 }, { delay: 1_000 });
-    await app.close();
-    app = undefined;
+    await suite.app.get(RetryPublisher).publish(exchange, 'k', { id: 4 }, { delay: 1_000 });
+    await suite.app.close();
+    suite.app = undefined;
     await new Promise((resolve) => setTimeout(resolve, 1_300)); // due while no forwarder runs
     expect(arrivals).toHaveLength(0);
 
-    app = await start();
+    suite.app = await start();
     await waitFor(() => arrivals.length === 1, 'the message after the restart');
     expect(arrivals[0].body).toEqual({ id: 4 });
     expect(arrivals[0].at - sent).toBeGreaterThanOrEqual(1_300);
@@ -220,8 +206,8 @@ describe('delayed delivery through the TTL ladder', () => {
   it('publishes a delay of 0 at once, without the ladder', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await start();
-    await app.get(RetryPublisher).publish(exchange, 'k', { id: 5 }, { delay: 0 });
+    suite.app = await start();
+    await suite.app.get(RetryPublisher).publish(exchange, 'k', { id: 5 }, { delay: 0 });
     await waitFor(() => arrivals.length === 1, 'the message', 1_000);
     expect(arrivals[0].message.properties.headers?.['x-delay-ms']).toBeUndefined();
   });
@@ -229,8 +215,8 @@ describe('delayed delivery through the TTL ladder', () => {
   it('does not hold a 100 ms message behind a thousand 1-hour ones', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await start();
-    const publisher = app.get(RetryPublisher);
+    suite.app = await start();
+    const publisher = suite.app.get(RetryPublisher);
     await Promise.all(Array.from({ length: 1_000 }, (_, id) => publisher.publish(exchange, 'k', { id }, { delay: '1h' })));
     const sent = Date.now();
     await publisher.publish(exchange, 'k', { id: 'soon' }, { delay: 100 });
@@ -248,8 +234,8 @@ describe('delayed delivery through the TTL ladder', () => {
   ])('rejects the delay %p with a RangeError and publishes nothing', async (delay, message) => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await start();
-    const publishing = app.get(RetryPublisher).publish(exchange, 'k', { id: 6 }, { delay });
+    suite.app = await start();
+    const publishing = suite.app.get(RetryPublisher).publish(exchange, 'k', { id: 6 }, { delay });
     await expect(publishing).rejects.toThrow(RangeError);
     await expect(publishing).rejects.toThrow(message);
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -261,8 +247,8 @@ describe('delayed delivery through the TTL ladder', () => {
     await listen('k');
     const doomed = uniqueName('e2e.delay.doomed');
     await broker.channel.assertExchange(doomed, 'direct', { durable: true });
-    app = await start();
-    const publisher = app.get(RetryPublisher);
+    suite.app = await start();
+    const publisher = suite.app.get(RetryPublisher);
     await publisher.publish(doomed, 'k', { id: 'lost?' }, { delay: 200 });
     await broker.channel.deleteExchange(doomed);
     await publisher.publish(exchange, 'k', { id: 'after' }, { delay: 300 });
@@ -282,49 +268,36 @@ describe('delayed delivery through the TTL ladder', () => {
   it('rejects a delayed publish when delayed delivery is off, and publishes nothing', async () => {
     await broker.channel.assertExchange(exchange, 'direct', { durable: true });
     await listen('k');
-    app = await startApp([], TEST_OPTIONS);
-    await expect(app.get(RetryPublisher).publish(exchange, 'k', {}, { delay: 100 })).rejects.toThrow(/^Delayed delivery is off/);
-    await app.get(RetryPublisher).publish(exchange, 'k', { id: 7 }); // without a delay it works
+    suite.app = await startApp([], TEST_OPTIONS);
+    await expect(suite.app.get(RetryPublisher).publish(exchange, 'k', {}, { delay: 100 })).rejects.toThrow(/^Delayed delivery is off/);
+    await suite.app.get(RetryPublisher).publish(exchange, 'k', { id: 7 }); // without a delay it works
     await waitFor(() => arrivals.length === 1, 'the immediate message');
   });
 });
 
 /** The restart happens on a node of the test's own (the version under test), never on the broker others use. */
 describe('delayed delivery through a broker restart', () => {
-  let node: PrivateBroker;
-  beforeAll(async () => {
-    node = await PrivateBroker.start();
-  }, 600_000);
-  afterAll(async () => {
-    await node?.stop(); // its data goes with it
-  }, 120_000);
+  const suite = useSuite('e2e.delay.target', { privateNode: true, routed: true }); // its data goes with the node
 
   it('keeps a delayed message through a restart of the broker, and delivers it once due', async () => {
-    const [prefix, exchange, queue] = [uniqueName('e2e.delay'), uniqueName('e2e.delay.x'), uniqueName('e2e.delay.target')];
-    let broker = await TestBroker.connect(node.url);
-    let app: INestApplicationContext | undefined;
-    try {
-      await broker.channel.assertExchange(exchange, 'direct', { durable: true });
-      await broker.declareQueue(queue, { exchange, key: 'k' });
-      app = await startApp([], {
-        ...TEST_OPTIONS,
-        url: node.url,
-        delayedDelivery: { prefix },
-        reconnect: { initialDelay: '100ms', maxDelay: '500ms' },
-      });
-      const sent = Date.now();
-      await app.get(RetryPublisher).publish(exchange, 'k', { id: 8 }, { delay: '4s' });
-      await node.restart();
-      await broker.close();
-      broker = await TestBroker.connect(node.url); // the old connection died with the broker
+    const { exchange, queue } = suite;
+    const node = suite.node!;
+    const prefix = uniqueName('e2e.delay');
+    suite.app = await startApp([], {
+      ...TEST_OPTIONS,
+      url: node.url,
+      delayedDelivery: { prefix },
+      reconnect: { initialDelay: '100ms', maxDelay: '500ms' },
+    });
+    const sent = Date.now();
+    await suite.app.get(RetryPublisher).publish(exchange, 'k', { id: 8 }, { delay: '4s' });
+    await node.restart();
+    await suite.broker.close();
+    const broker = (suite.broker = await TestBroker.connect(node.url)); // the old connection died with the broker
 
-      await waitFor(async () => (await broker.count(queue)) === 1, 'the message after the broker restart', 15_000);
-      expect(Date.now() - sent).toBeGreaterThanOrEqual(4_000);
-      const [message] = await broker.drain(queue);
-      expect(JSON.parse(message.content.toString())).toEqual({ id: 8 });
-    } finally {
-      await app?.close();
-      await broker.close();
-    }
+    await waitFor(async () => (await broker.count(queue)) === 1, 'the message after the broker restart', 15_000);
+    expect(Date.now() - sent).toBeGreaterThanOrEqual(4_000);
+    const [message] = await broker.drain(queue);
+    expect(JSON.parse(message.content.toString())).toEqual({ id: 8 });
   });
 });

@@ -4,7 +4,7 @@ import { lastValueFrom } from 'rxjs';
 import { RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
 
 /** A message as a plain consumer of the target queue received it, with when. */
@@ -31,10 +31,9 @@ describe('delayed delivery of messages with an expiration', () => {
   }
 
   beforeEach(async () => {
-    prefix = uniqueName('e2e.delay-exp');
+    prefix = suite.ladder();
     arrivals.length = 0;
     await suite.broker.channel.assertQueue(suite.queue, { durable: true });
-    suite.afterThis(() => suite.broker.deleteDelayLadder(prefix));
   });
 
   it('RetryPublisher: a 3 s delay with expiration 200 arrives after 3 s, still carrying expiration 200', async () => {

@@ -1,10 +1,10 @@
-import { Injectable, Module, type INestApplicationContext } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { randomUUID } from 'node:crypto';
 import { planDelayTopology, RetryModule, RetryPublisher, RetryWithBackoff, type RetryObserver } from 'nestjs-amqp-retry';
 import { ctl } from '../support/broker-control.js';
-import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { waitFor } from '../support/broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { useSuite, type BrokerUser, type Vhost } from '../support/suite.js';
 
 /** Ready plus unacked messages of a queue of `vhost`, as the broker counts them. */
 async function held(vhost: string, queue: string): Promise<number> {
@@ -22,21 +22,14 @@ async function held(vhost: string, queue: string): Promise<number> {
  * none parked, a clear log line at A, and no hot loop of publishes while B is away.
  */
 describe('a delay ladder shared by two applications whose users may not publish to each other', () => {
-  const vhost = uniqueName('e2e-shared-vhost');
-  const teamA = `e2e-a-${randomUUID().slice(0, 8)}`;
-  const teamB = `e2e-b-${randomUUID().slice(0, 8)}`;
-  const password = randomUUID();
   const exchangeB = 'teamb.orders';
   const queueB = 'teamb.orders.paid';
   const ladder = planDelayTopology(); // the default, shared, ladder
-  const urlOf = (user: string) => {
-    const url = new URL(AMQP_URL);
-    url.username = user;
-    url.password = password;
-    url.pathname = `/${encodeURIComponent(vhost)}`;
-    return url.toString();
-  };
-  const apps: INestApplicationContext[] = [];
+  const suite = useSuite('e2e.shared-ladder');
+  /** The test's vhost (deleted after it with every queue and exchange of the test), and the teams' users on it. */
+  let vhost: Vhost;
+  let teamA: BrokerUser;
+  let teamB: BrokerUser;
   const arrivals: number[] = [];
 
   @Injectable()
@@ -50,27 +43,20 @@ describe('a delay ladder shared by two applications whose users may not publish 
   /** Nest's Logger is one per process: every application of the test logs to this one. */
   const logger = new RecordingLogger();
 
-  async function start(user: string, application: string, providers: unknown[], observers: RetryObserver[] = []) {
-    @Module({ imports: [RetryModule.forRoot({ url: urlOf(user), application, observers })], providers: providers as [] })
+  async function start(user: BrokerUser, application: string, providers: unknown[], observers: RetryObserver[] = []) {
+    const url = vhost.url(user.name, user.password);
+    @Module({ imports: [RetryModule.forRoot({ url, application, observers })], providers: providers as [] })
     class TeamModule {}
     const app = await NestFactory.createApplicationContext(TeamModule, { logger });
-    apps.push(app);
+    suite.apps.push(app);
     return app;
   }
 
-  beforeAll(async () => {
-    await ctl('add_vhost', vhost);
-    await ctl('add_user', teamA, password);
-    await ctl('add_user', teamB, password);
+  beforeEach(async () => {
+    vhost = await suite.vhost();
     // Team A may configure and read anything, and write anything but team B's names.
-    await ctl('set_permissions', '-p', vhost, teamA, '.*', '^(?!teamb\\.).*', '.*');
-    await ctl('set_permissions', '-p', vhost, teamB, '.*', '.*', '.*');
-  });
-  afterAll(async () => {
-    for (const app of apps.splice(0)) await app.close().catch(() => undefined);
-    await ctl('delete_vhost', vhost); // every queue and exchange of the test with it
-    await ctl('delete_user', teamA);
-    await ctl('delete_user', teamB);
+    teamA = await suite.user(vhost.name, ['.*', '^(?!teamb\\.).*', '.*']);
+    teamB = await suite.user(vhost.name, ['.*', '.*', '.*']);
   });
 
   it("gives B's due messages back to the ladder while only A forwards, loses none, says so once, and B gets them all once back", async () => {
@@ -82,12 +68,12 @@ describe('a delay ladder shared by two applications whose users may not publish 
     const b = await start(teamB, 'team-b', [PaidHandler]);
     for (let n = 0; n < 10; n++) await b.get(RetryPublisher).publish(exchangeB, 'order.paid', { n }, { delay: 400 });
     await b.close();
-    apps.splice(apps.indexOf(b), 1);
+    suite.apps.splice(suite.apps.indexOf(b), 1);
 
     const refused = new RegExp(`may not publish to exchange "${exchangeB}"`);
     await waitFor(() => loggerA.count(refused) > 0, "A's line about the refused exchange", 20_000).catch((error: unknown) => {
       console.log(loggerA.lines.join('\n'));
-      void Promise.all([held(vhost, queueB), held(vhost, ladder.readyQueue), held(vhost, ladder.errorQueue)]).then((h) =>
+      void Promise.all([held(vhost.name, queueB), held(vhost.name, ladder.readyQueue), held(vhost.name, ladder.errorQueue)]).then((h) =>
         console.log('held', h, 'arrivals', arrivals, 'refused', refusedPublishes),
       );
       throw error;
@@ -104,9 +90,9 @@ describe('a delay ladder shared by two applications whose users may not publish 
     const since = Date.now();
     await waitFor(() => Date.now() - since >= 5_000, 'five seconds', 10_000);
     const refusedInFiveSeconds = refusedPublishes;
-    expect(await held(vhost, ladder.readyQueue)).toBe(10);
-    expect(await held(vhost, ladder.errorQueue)).toBe(0);
-    expect(await held(vhost, queueB)).toBe(0);
+    expect(await held(vhost.name, ladder.readyQueue)).toBe(10);
+    expect(await held(vhost.name, ladder.errorQueue)).toBe(0);
+    expect(await held(vhost.name, queueB)).toBe(0);
     expect(refusedInFiveSeconds).toBeGreaterThan(0);
     // A round of at most 10 per hold (holds of 1 s, 2 s, 4 s with 20% jitter: the fourth round comes 5.8 s at the
     // earliest after the first), so 3 rounds, 4 with slack for the log line's polling; a hot loop makes hundreds.
@@ -117,9 +103,11 @@ describe('a delay ladder shared by two applications whose users may not publish 
     await start(teamB, 'team-b', [PaidHandler]);
     const back = Date.now();
     await waitFor(() => arrivals.length >= 10, "B's ten messages delivered", 60_000);
-    console.log(`shared ladder: ${refusedInFiveSeconds} refused publishes at A in the five seconds, ${refusedPublishes} in all; B's 10 messages delivered ${Date.now() - back} ms after B came back`);
-    await waitFor(async () => (await held(vhost, ladder.readyQueue)) === 0, 'the ready queue empty', 20_000);
+    console.log(
+      `shared ladder: ${refusedInFiveSeconds} refused publishes at A in the five seconds, ${refusedPublishes} in all; B's 10 messages delivered ${Date.now() - back} ms after B came back`,
+    );
+    await waitFor(async () => (await held(vhost.name, ladder.readyQueue)) === 0, 'the ready queue empty', 20_000);
     expect([...arrivals].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(await held(vhost, ladder.errorQueue)).toBe(0);
+    expect(await held(vhost.name, ladder.errorQueue)).toBe(0);
   }, 120_000);
 });

@@ -67,8 +67,7 @@ describe('global exception filters on failed handlers, decorator and transport a
   let transportQueue: string;
 
   beforeEach(() => {
-    transportQueue = uniqueName('e2e.filters.transport');
-    suite.afterThis(() => suite.broker.deleteRetryTopology(transportQueue));
+    transportQueue = suite.retryQueue(uniqueName('e2e.filters.transport'));
   });
 
   it.each(Object.entries(FILTERS))('%s', async (_name, { filter, handled }) => {

@@ -1,16 +1,9 @@
-import {
-  Catch,
-  Injectable,
-  UseFilters,
-  type ArgumentsHost,
-  type ExceptionFilter,
-  type INestApplicationContext,
-  type LoggerService,
-} from '@nestjs/common';
+import { Catch, Injectable, UseFilters, type ArgumentsHost, type ExceptionFilter, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { NonRetryableError, RetryModule, RetryWithBackoff, type RetryContext, type RetryModuleOptions } from 'nestjs-amqp-retry';
 import { TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { waitFor } from '../support/broker.js';
+import { useSuite, type Suite } from '../support/suite.js';
 
 interface Entry {
   level: string;
@@ -64,32 +57,30 @@ function failingHandler(queue: string, seenByFilter?: string[]) {
   return Failing;
 }
 
-async function runFlow(logging: RetryModuleOptions['logging'], withFilter = false) {
-  const queue = uniqueName('obs.logs');
+/** Runs a failing handler on the suite's queue until its message is parked: what was logged, and the parked copy's headers. */
+async function runFlow(suite: Suite, logging: RetryModuleOptions['logging'], withFilter = false) {
+  const { broker, queue } = suite;
   const seenByFilter: string[] = [];
   const Failing = failingHandler(queue, withFilter ? seenByFilter : undefined);
   const logger = new CapturingLogger();
-  const broker = await TestBroker.connect();
-  let app: INestApplicationContext | undefined;
-  try {
-    app = await Test.createTestingModule({ imports: [RetryModule.forRoot({ ...TEST_OPTIONS, logging })], providers: [Failing] }).compile();
-    app.useLogger(logger);
-    await app.init();
-    await broker.publish('', queue, { n: 1 }, { messageId: 'logs-1' });
-    const [copy] = await broker.take(`${queue}.error`, 1);
-    await waitFor(() => logger.entries.some((e) => e.text.startsWith('Parked a message')), 'the park line');
-    const parked = copy.properties.headers ?? {};
-    return { entries: logger.entries.filter((e) => e.context !== 'InstanceLoader' && e.context !== 'NestFactory'), seenByFilter, queue, parked };
-  } finally {
-    await app?.close();
-    await broker.deleteRetryTopology(queue);
-    await broker.close();
-  }
+  const app = (suite.app = await Test.createTestingModule({
+    imports: [RetryModule.forRoot({ ...TEST_OPTIONS, logging })],
+    providers: [Failing],
+  }).compile());
+  app.useLogger(logger);
+  await app.init();
+  await broker.publish('', queue, { n: 1 }, { messageId: 'logs-1' });
+  const [copy] = await broker.take(`${queue}.error`, 1);
+  await waitFor(() => logger.entries.some((e) => e.text.startsWith('Parked a message')), 'the park line');
+  const parked = copy.properties.headers ?? {};
+  return { entries: logger.entries.filter((e) => e.context !== 'InstanceLoader' && e.context !== 'NestFactory'), seenByFilter, queue, parked };
 }
 
 describe('failure logs', () => {
+  const suite = useSuite('obs.logs');
+
   it('default: one warning per retry, one warning line when parked (the stack only in the parked copy), no ExceptionsHandler stacks', async () => {
-    const { entries, queue, parked } = await runFlow(undefined);
+    const { entries, queue, parked } = await runFlow(suite, undefined);
     expect(entries.filter((e) => e.context === 'ExceptionsHandler')).toEqual([]);
     const retries = entries.filter((e) => e.text.includes('failed: boom'));
     expect(retries).toEqual([{ level: 'warn', context: 'RetryModule', text: `"${queue}" attempt 1/2 failed: boom on attempt 1; retrying in 50ms` }]);
@@ -106,7 +97,7 @@ describe('failure logs', () => {
   });
 
   it('default: 40 NonRetryableError parks make 40 log lines, each one warning line', async () => {
-    const queue = uniqueName('obs.logs');
+    const { broker, queue } = suite;
     @Injectable()
     class Refusing {
       @RetryWithBackoff({ queue })
@@ -115,35 +106,27 @@ describe('failure logs', () => {
       }
     }
     const logger = new CapturingLogger();
-    const broker = await TestBroker.connect();
-    let app: INestApplicationContext | undefined;
-    try {
-      app = await Test.createTestingModule({ imports: [RetryModule.forRoot(TEST_OPTIONS)], providers: [Refusing] }).compile();
-      app.useLogger(logger);
-      await app.init();
-      const before = logger.entries.length;
-      for (let n = 0; n < 40; n++) await broker.publish('', queue, { n }, { messageId: `refused-${n}` });
-      await broker.take(`${queue}.error`, 40, 20_000);
-      await waitFor(() => logger.entries.filter((e) => e.text.startsWith('Parked a message')).length === 40, 'the 40 park lines');
-      await new Promise((resolve) => setTimeout(resolve, 200)); // a settle window: no further line
-      const lines = logger.entries.slice(before).flatMap((e) => e.text.split('\n').map((text) => `${e.level} ${text}`));
-      expect(lines).toHaveLength(40);
-      expect(
-        lines.filter((line) =>
-          /^warn Parked a message from "[^"]+" in "[^"]+" \(non-retryable after 1 attempt, message id "refused-\d+", parked id "[0-9a-f-]{36}"\): unknown customer$/.test(
-            line,
-          ),
+    const app = (suite.app = await Test.createTestingModule({ imports: [RetryModule.forRoot(TEST_OPTIONS)], providers: [Refusing] }).compile());
+    app.useLogger(logger);
+    await app.init();
+    const before = logger.entries.length;
+    for (let n = 0; n < 40; n++) await broker.publish('', queue, { n }, { messageId: `refused-${n}` });
+    await broker.take(`${queue}.error`, 40, 20_000);
+    await waitFor(() => logger.entries.filter((e) => e.text.startsWith('Parked a message')).length === 40, 'the 40 park lines');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // a settle window: no further line
+    const lines = logger.entries.slice(before).flatMap((e) => e.text.split('\n').map((text) => `${e.level} ${text}`));
+    expect(lines).toHaveLength(40);
+    expect(
+      lines.filter((line) =>
+        /^warn Parked a message from "[^"]+" in "[^"]+" \(non-retryable after 1 attempt, message id "refused-\d+", parked id "[0-9a-f-]{36}"\): unknown customer$/.test(
+          line,
         ),
-      ).toHaveLength(40);
-    } finally {
-      await app?.close();
-      await broker.deleteRetryTopology(queue);
-      await broker.close();
-    }
+      ),
+    ).toHaveLength(40);
   });
 
   it("logging.parked 'stack': the park's warning line is followed by the handler's stack", async () => {
-    const { entries, queue, parked } = await runFlow({ parked: 'stack' });
+    const { entries, queue, parked } = await runFlow(suite, { parked: 'stack' });
     const parks = entries.filter((e) => e.text.startsWith('Parked a message'));
     expect(parks.map((e) => e.level)).toEqual(['warn']);
     const [line, ...stack] = parks[0].text.split('\n');
@@ -156,13 +139,13 @@ describe('failure logs', () => {
   });
 
   it("default ('line'): the application's own exception filter still sees every failure", async () => {
-    const { seenByFilter, entries } = await runFlow(undefined, true);
+    const { seenByFilter, entries } = await runFlow(suite, undefined, true);
     expect(seenByFilter).toEqual(['boom on attempt 1', 'boom on attempt 2']);
     expect(entries.filter((e) => e.text.includes('failed: boom'))).toHaveLength(1);
   });
 
   it("'nest': Nest's ExceptionsHandler logs each failure with its stack, the retry line is debug", async () => {
-    const { entries, seenByFilter } = await runFlow({ retries: 'nest' });
+    const { entries, seenByFilter } = await runFlow(suite, { retries: 'nest' });
     const nest = entries.filter((e) => e.context === 'ExceptionsHandler');
     expect(nest).toHaveLength(2);
     expect(nest[0].text).toContain('boom on attempt 1');

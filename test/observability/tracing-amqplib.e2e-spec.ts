@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { AMQP_URL, TestBroker, uniqueName } from '../support/broker.js';
+import { AMQP_URL, uniqueName } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 const run = promisify(execFile);
 const root = process.cwd();
@@ -27,9 +28,8 @@ const CONSUMER = 4;
  * registered before the library loads amqplib, as an application's main would.
  */
 describe('tracing beside @opentelemetry/instrumentation-amqplib', () => {
-  let broker: TestBroker;
+  const suite = useSuite('obs.otel.amqplib', { afterAll: () => rm(built, { recursive: true, force: true }) });
   beforeAll(async () => {
-    broker = await TestBroker.connect();
     await run(
       process.execPath,
       [
@@ -52,47 +52,39 @@ describe('tracing beside @opentelemetry/instrumentation-amqplib', () => {
     await mkdir(built, { recursive: true });
     await writeFile(join(built, 'package.json'), '{"type":"module"}'); // below node_modules, .js is CommonJS without it
   }, 120_000);
-  afterAll(async () => {
-    await rm(built, { recursive: true, force: true });
-    await broker.close();
-  });
 
   for (const [mode, flags] of [
     ['without a loader hook', []],
     ['with the import-in-the-middle hook', ['--import', '@opentelemetry/instrumentation/hook.mjs']],
   ] as const) {
     it(`gives one consumer span per attempt (the instrumentation's, with our attributes), all in one trace, ${mode}`, async () => {
-      const queue = uniqueName('obs.otel.amqplib');
-      try {
-        const { stdout } = await run(process.execPath, [...flags, 'test/observability/fixtures/amqplib-instrumented.mjs', built, AMQP_URL, queue], {
-          cwd: root,
-          timeout: 30_000,
-        });
-        const { calls, spans } = JSON.parse(stdout) as { calls: number[]; spans: SpanSeen[] };
-        expect(calls).toEqual([1, 2]);
-        const request = spans.find((s) => s.name === 'request')!;
-        const ours = spans.find((s) => s.scope === 'nestjs-amqp-retry' && s.kind === PRODUCER)!;
-        expect(ours.parent).toBe(request.spanId);
-        // The instrumentation's publish of our message nests under our producer span: one chain, not two siblings.
-        const theirs = spans.filter(
-          (s) => s.scope === '@opentelemetry/instrumentation-amqplib' && s.kind === PRODUCER && s.traceId === request.traceId,
-        );
-        expect(theirs).toHaveLength(1);
-        expect(theirs[0].parent).toBe(ours.spanId);
-        // No second consumer span: ours is not made, theirs carries the attempt.
-        const consumers = spans.filter((s) => s.kind === CONSUMER);
-        expect(consumers).toHaveLength(2);
-        expect(consumers.every((s) => s.scope === '@opentelemetry/instrumentation-amqplib')).toBe(true);
-        expect(consumers.map((s) => s.attributes['amqp_retry.attempt']).sort()).toEqual([1, 2]);
-        for (const consumer of consumers) {
-          expect(consumer.traceId).toBe(request.traceId);
-          expect(consumer.parent).toBe(theirs[0].spanId);
-          expect(consumer.attributes['messaging.message.id']).toBe('m-1');
-          const work = spans.find((s) => s.name === `user work ${String(consumer.attributes['amqp_retry.attempt'])}`)!;
-          expect(work.parent).toBe(consumer.spanId); // the handler runs in the consumer span's context
-        }
-      } finally {
-        await broker.deleteRetryTopology(queue);
+      const { queue } = suite;
+      const { stdout } = await run(process.execPath, [...flags, 'test/observability/fixtures/amqplib-instrumented.mjs', built, AMQP_URL, queue], {
+        cwd: root,
+        timeout: 30_000,
+      });
+      const { calls, spans } = JSON.parse(stdout) as { calls: number[]; spans: SpanSeen[] };
+      expect(calls).toEqual([1, 2]);
+      const request = spans.find((s) => s.name === 'request')!;
+      const ours = spans.find((s) => s.scope === 'nestjs-amqp-retry' && s.kind === PRODUCER)!;
+      expect(ours.parent).toBe(request.spanId);
+      // The instrumentation's publish of our message nests under our producer span: one chain, not two siblings.
+      const theirs = spans.filter(
+        (s) => s.scope === '@opentelemetry/instrumentation-amqplib' && s.kind === PRODUCER && s.traceId === request.traceId,
+      );
+      expect(theirs).toHaveLength(1);
+      expect(theirs[0].parent).toBe(ours.spanId);
+      // No second consumer span: ours is not made, theirs carries the attempt.
+      const consumers = spans.filter((s) => s.kind === CONSUMER);
+      expect(consumers).toHaveLength(2);
+      expect(consumers.every((s) => s.scope === '@opentelemetry/instrumentation-amqplib')).toBe(true);
+      expect(consumers.map((s) => s.attributes['amqp_retry.attempt']).sort()).toEqual([1, 2]);
+      for (const consumer of consumers) {
+        expect(consumer.traceId).toBe(request.traceId);
+        expect(consumer.parent).toBe(theirs[0].spanId);
+        expect(consumer.attributes['messaging.message.id']).toBe('m-1');
+        const work = spans.find((s) => s.name === `user work ${String(consumer.attributes['amqp_retry.attempt'])}`)!;
+        expect(work.parent).toBe(consumer.spanId); // the handler runs in the consumer span's context
       }
     });
   }

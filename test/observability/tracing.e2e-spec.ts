@@ -1,129 +1,107 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { onFreshQueue } from '../support/fresh-queue.js';
+import { waitFor } from '../support/broker.js';
 import { installTracing, parentOf } from '../support/tracing.js';
-import { cleanUp } from '../support/suite.js';
+import { useSuite } from '../support/suite.js';
 
 describe('OpenTelemetry tracing', () => {
-  let broker: TestBroker;
   let tracing: ReturnType<typeof installTracing>;
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
+  const suite = useSuite('obs.trace', { afterAll: () => tracing?.uninstall() });
+  beforeAll(() => {
     tracing = installTracing();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => tracing?.uninstall(),
-      () => broker?.close(),
-    );
   });
   beforeEach(() => tracing.exporter.reset());
 
   it("puts every attempt of a retried message in the producer's trace, as child spans, current in the handler", async () => {
-    const queue = uniqueName('obs.trace');
-    let app: INestApplicationContext | undefined;
-    try {
-      const Handler = handlerFor({ queue, delays: ['100ms'], maxAttempts: 3 }, async (_payload, ctx) => {
-        await trace.getTracer('test').startActiveSpan(`user work ${ctx.attempt}`, async (span) => {
-          span.end();
-        });
-        if (ctx.attempt < 3) throw new Error(`attempt ${ctx.attempt} fails`);
+    const { queue } = suite;
+    const Handler = handlerFor({ queue, delays: ['100ms'], maxAttempts: 3 }, async (_payload, ctx) => {
+      await trace.getTracer('test').startActiveSpan(`user work ${ctx.attempt}`, async (span) => {
+        span.end();
       });
-      app = await startApp([Handler], { ...TEST_OPTIONS, tracing: true });
-      const publisher = app.get(RetryPublisher);
-      const root = trace.getTracer('test').startSpan('request');
-      await context.with(trace.setSpan(context.active(), root), () => publisher.publish('', queue, { n: 1 }, { messageId: 'm-1' }));
-      root.end();
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 3, 'three attempts', 15_000);
-      await waitFor(() => tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER).length === 3, 'three consumer spans');
+      if (ctx.attempt < 3) throw new Error(`attempt ${ctx.attempt} fails`);
+    });
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, tracing: true }));
+    const publisher = app.get(RetryPublisher);
+    const root = trace.getTracer('test').startSpan('request');
+    await context.with(trace.setSpan(context.active(), root), () => publisher.publish('', queue, { n: 1 }, { messageId: 'm-1' }));
+    root.end();
+    await waitFor(() => handlerOf(app, Handler).calls.length === 3, 'three attempts', 15_000);
+    await waitFor(() => tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER).length === 3, 'three consumer spans');
 
-      const spans = tracing.spans();
-      const producer = spans.find((s) => s.kind === SpanKind.PRODUCER);
-      expect(producer?.name).toBe(`publish ${queue}`);
-      expect(parentOf(producer!)).toBe(root.spanContext().spanId);
-      expect(producer?.attributes).toMatchObject({
+    const spans = tracing.spans();
+    const producer = spans.find((s) => s.kind === SpanKind.PRODUCER);
+    expect(producer?.name).toBe(`publish ${queue}`);
+    expect(parentOf(producer!)).toBe(root.spanContext().spanId);
+    expect(producer?.attributes).toMatchObject({
+      'messaging.system': 'rabbitmq',
+      'messaging.destination.name': queue,
+      'messaging.rabbitmq.destination.routing_key': queue,
+      'messaging.message.id': 'm-1',
+    });
+    const traceId = root.spanContext().traceId;
+    const consumers = spans
+      .filter((s) => s.kind === SpanKind.CONSUMER)
+      .sort((a, b) => Number(a.attributes['amqp_retry.attempt']) - Number(b.attributes['amqp_retry.attempt']));
+    expect(consumers.map((s) => s.attributes['amqp_retry.attempt'])).toEqual([1, 2, 3]);
+    for (const span of consumers) {
+      expect(span.spanContext().traceId).toBe(traceId);
+      expect(parentOf(span)).toBe(producer?.spanContext().spanId);
+      expect(span.name).toBe(`process ${queue}`);
+      expect(span.attributes).toMatchObject({
         'messaging.system': 'rabbitmq',
-        'messaging.destination.name': queue,
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': `${queue}:${queue}`,
         'messaging.rabbitmq.destination.routing_key': queue,
         'messaging.message.id': 'm-1',
+        'amqp_retry.max_attempts': 3,
       });
-      const traceId = root.spanContext().traceId;
-      const consumers = spans
-        .filter((s) => s.kind === SpanKind.CONSUMER)
-        .sort((a, b) => Number(a.attributes['amqp_retry.attempt']) - Number(b.attributes['amqp_retry.attempt']));
-      expect(consumers.map((s) => s.attributes['amqp_retry.attempt'])).toEqual([1, 2, 3]);
-      for (const span of consumers) {
-        expect(span.spanContext().traceId).toBe(traceId);
-        expect(parentOf(span)).toBe(producer?.spanContext().spanId);
-        expect(span.name).toBe(`process ${queue}`);
-        expect(span.attributes).toMatchObject({
-          'messaging.system': 'rabbitmq',
-          'messaging.operation.type': 'process',
-          'messaging.destination.name': `${queue}:${queue}`,
-          'messaging.rabbitmq.destination.routing_key': queue,
-          'messaging.message.id': 'm-1',
-          'amqp_retry.max_attempts': 3,
-        });
-      }
-      expect(consumers.map((s) => s.status.code)).toEqual([SpanStatusCode.ERROR, SpanStatusCode.ERROR, SpanStatusCode.UNSET]);
-      expect(consumers[0].events.map((e) => e.name)).toEqual(['exception']);
-      // The handler's own spans are children of the attempt that ran them.
-      for (const [i, consumer] of consumers.entries()) {
-        const work = spans.find((s) => s.name === `user work ${i + 1}`);
-        expect(parentOf(work!)).toBe(consumer.spanContext().spanId);
-        expect(work?.spanContext().traceId).toBe(traceId);
-      }
-      // The header the attempts read is the producer's.
-      const traceparent = handlerOf(app, Handler).calls[2].properties.headers?.traceparent as string;
-      expect(traceparent).toBe(`00-${traceId}-${producer?.spanContext().spanId}-01`);
-    } finally {
-      await app?.close();
-      await broker.deleteRetryTopology(queue);
     }
+    expect(consumers.map((s) => s.status.code)).toEqual([SpanStatusCode.ERROR, SpanStatusCode.ERROR, SpanStatusCode.UNSET]);
+    expect(consumers[0].events.map((e) => e.name)).toEqual(['exception']);
+    // The handler's own spans are children of the attempt that ran them.
+    for (const [i, consumer] of consumers.entries()) {
+      const work = spans.find((s) => s.name === `user work ${i + 1}`);
+      expect(parentOf(work!)).toBe(consumer.spanContext().spanId);
+      expect(work?.spanContext().traceId).toBe(traceId);
+    }
+    // The header the attempts read is the producer's.
+    const traceparent = handlerOf(app, Handler).calls[2].properties.headers?.traceparent as string;
+    expect(traceparent).toBe(`00-${traceId}-${producer?.spanContext().spanId}-01`);
   });
 
   it('keeps the trace context through parking and through the delay ladder', async () => {
-    const queue = uniqueName('obs.trace.park');
-    const prefix = uniqueName('obs.trace.delay');
-    let app: INestApplicationContext | undefined;
-    try {
-      const Handler = handlerFor({ queue }, (payload) => {
-        if ((payload as { bad?: boolean }).bad) throw new NonRetryableError('refused');
-      });
-      app = await startApp([Handler], { ...TEST_OPTIONS, delayedDelivery: { prefix }, tracing: true });
-      const publisher = app.get(RetryPublisher);
-      await publisher.publish('', queue, { bad: true });
-      const [parked] = await broker.take(`${queue}.error`, 1);
-      const parkProducer = tracing.spans().find((s) => s.kind === SpanKind.PRODUCER);
-      expect(parked.properties.headers?.traceparent).toBe(`00-${parkProducer?.spanContext().traceId}-${parkProducer?.spanContext().spanId}-01`);
+    const { broker, queue } = suite;
+    const prefix = suite.ladder();
+    const Handler = handlerFor({ queue }, (payload) => {
+      if ((payload as { bad?: boolean }).bad) throw new NonRetryableError('refused');
+    });
+    suite.app = await startApp([Handler], { ...TEST_OPTIONS, delayedDelivery: { prefix }, tracing: true });
+    const publisher = suite.app.get(RetryPublisher);
+    await publisher.publish('', queue, { bad: true });
+    const [parked] = await broker.take(`${queue}.error`, 1);
+    const parkProducer = tracing.spans().find((s) => s.kind === SpanKind.PRODUCER);
+    expect(parked.properties.headers?.traceparent).toBe(`00-${parkProducer?.spanContext().traceId}-${parkProducer?.spanContext().spanId}-01`);
 
-      tracing.exporter.reset();
-      await publisher.publish('', queue, { bad: false }, { delay: '200ms' });
-      await waitFor(() => tracing.spans().some((s) => s.kind === SpanKind.CONSUMER), 'the delayed delivery', 10_000);
-      const producer = tracing.spans().find((s) => s.kind === SpanKind.PRODUCER);
-      const consumer = tracing.spans().find((s) => s.kind === SpanKind.CONSUMER);
-      expect(producer?.attributes['amqp_retry.delayed']).toBe(true);
-      expect(consumer?.spanContext().traceId).toBe(producer?.spanContext().traceId);
-      expect(parentOf(consumer!)).toBe(producer?.spanContext().spanId);
-    } finally {
-      await app?.close();
-      await broker.deleteRetryTopology(queue);
-      await broker.deleteDelayLadder(prefix);
-    }
+    tracing.exporter.reset();
+    await publisher.publish('', queue, { bad: false }, { delay: '200ms' });
+    await waitFor(() => tracing.spans().some((s) => s.kind === SpanKind.CONSUMER), 'the delayed delivery', 10_000);
+    const producer = tracing.spans().find((s) => s.kind === SpanKind.PRODUCER);
+    const consumer = tracing.spans().find((s) => s.kind === SpanKind.CONSUMER);
+    expect(producer?.attributes['amqp_retry.delayed']).toBe(true);
+    expect(consumer?.spanContext().traceId).toBe(producer?.spanContext().traceId);
+    expect(parentOf(consumer!)).toBe(producer?.spanContext().spanId);
   });
 
-  it('adds nothing to the headers when tracing is off', () =>
-    onFreshQueue(broker, 'obs.trace.off', async (queue, own) => {
-      const Handler = handlerFor({ queue }, () => undefined);
-      const app = own(await startApp([Handler], TEST_OPTIONS));
-      const root = trace.getTracer('test').startSpan('request');
-      await context.with(trace.setSpan(context.active(), root), () => app.get(RetryPublisher).publish('', queue, {}));
-      root.end();
-      await waitFor(() => handlerOf(app, Handler).calls.length === 1, 'the delivery');
-      expect(handlerOf(app, Handler).calls[0].properties.headers?.traceparent).toBeUndefined();
-      expect(tracing.spans().map((s) => s.name)).toEqual(['request']);
-    }));
+  it('adds nothing to the headers when tracing is off', async () => {
+    const { queue } = suite;
+    const Handler = handlerFor({ queue }, () => undefined);
+    const app = (suite.app = await startApp([Handler], TEST_OPTIONS));
+    const root = trace.getTracer('test').startSpan('request');
+    await context.with(trace.setSpan(context.active(), root), () => app.get(RetryPublisher).publish('', queue, {}));
+    root.end();
+    await waitFor(() => handlerOf(app, Handler).calls.length === 1, 'the delivery');
+    expect(handlerOf(app, Handler).calls[0].properties.headers?.traceparent).toBeUndefined();
+    expect(tracing.spans().map((s) => s.name)).toEqual(['request']);
+  });
 });

@@ -3,8 +3,8 @@ import type { ConfirmChannel } from 'amqplib';
 import { lastValueFrom } from 'rxjs';
 import { Registry } from 'prom-client';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
-import { ctl } from '../support/broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 import { patternTiers, startRetryMicroservice } from '../transport/transport-app.js';
 
 /** The value of one sample, labels in any order. */
@@ -16,79 +16,62 @@ async function sample(registry: Registry, name: string, labels: Record<string, s
 }
 
 describe('metrics of the microservices transport', () => {
+  const suite = useSuite<INestMicroservice>('obs.transport', { extraQueues: patternTiers });
+
   it('labels deliveries, retries and parks with the pattern', async () => {
-    const queue = uniqueName('obs.transport');
+    const { queue } = suite;
     const registry = new Registry();
-    const broker = await TestBroker.connect();
-    let app: INestMicroservice | undefined;
     const client = new RetryClient({ url: AMQP_URL, delayedDelivery: false, queue });
-    try {
-      app = await startRetryMicroservice({ queue, metrics: { registry } });
-      for (const id of [1, 2]) await lastValueFrom(client.emit('order.paid', { id, failures: 1 }), { defaultValue: undefined });
-      await lastValueFrom(client.emit('order.created', { id: 3, nonRetryable: 'wrapped' }), { defaultValue: undefined });
-      await waitFor(
-        async () =>
-          (await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: 'order.paid' })) === 2 &&
-          (await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: 'order.created' })) === 1,
-        'the events to be counted',
-        15_000,
-      );
-      expect(await sample(registry, 'amqp_retry_deliveries_failed_total', { queue, pattern: 'order.paid' })).toBe(2);
-      expect(await sample(registry, 'amqp_retry_deliveries_retried_total', { queue, pattern: 'order.paid', tier: '1' })).toBe(2);
-      expect(await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: 'order.created', reason: 'non-retryable' })).toBe(1);
-      expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { queue, pattern: 'order.created', outcome: 'parked' })).toBe(1);
-      expect(await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: '' })).toBeUndefined();
-      expect(await sample(registry, 'amqp_retry_consumers_up', { queue })).toBe(1);
-    } finally {
-      await client.close();
-      await app?.close();
-      await broker.deleteRetryTopology(queue);
-      // The patterns' own tiers are not in the queue's plan record: find them by name.
-      const left = (await ctl('list_queues', 'name', '-q', '--no-table-headers')).split('\n').filter((name) => name.startsWith(`${queue}.`));
-      for (const name of left) await broker.channel.deleteQueue(name);
-      await broker.close();
-    }
+    suite.clients.push(client);
+    suite.app = await startRetryMicroservice({ queue, metrics: { registry } });
+    for (const id of [1, 2]) await lastValueFrom(client.emit('order.paid', { id, failures: 1 }), { defaultValue: undefined });
+    await lastValueFrom(client.emit('order.created', { id: 3, nonRetryable: 'wrapped' }), { defaultValue: undefined });
+    await waitFor(
+      async () =>
+        (await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: 'order.paid' })) === 2 &&
+        (await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: 'order.created' })) === 1,
+      'the events to be counted',
+      15_000,
+    );
+    expect(await sample(registry, 'amqp_retry_deliveries_failed_total', { queue, pattern: 'order.paid' })).toBe(2);
+    expect(await sample(registry, 'amqp_retry_deliveries_retried_total', { queue, pattern: 'order.paid', tier: '1' })).toBe(2);
+    expect(await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: 'order.created', reason: 'non-retryable' })).toBe(1);
+    expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { queue, pattern: 'order.created', outcome: 'parked' })).toBe(1);
+    expect(await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: '' })).toBeUndefined();
+    expect(await sample(registry, 'amqp_retry_consumers_up', { queue })).toBe(1);
   });
 
   it("labels with the handler's own pattern only: 500 spellings of one pattern and 500 unknown patterns add no series", async () => {
-    const queue = uniqueName('obs.transport.cardinality');
+    const { broker, queue } = suite;
     const registry = new Registry();
-    const broker = await TestBroker.connect();
-    let app: INestMicroservice | undefined;
-    try {
-      app = await startRetryMicroservice({ queue, metrics: { registry } });
-      // Events for @MessagePattern({ cmd: 'sum' }): JSON with 0..499 spaces is one pattern to Nest, and to its handler.
-      for (let i = 0; i < 500; i++)
-        broker.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: `{"cmd":${' '.repeat(i)}"sum"}`, data: [i] })));
-      for (let i = 0; i < 500; i++) broker.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: `unknown.${i}`, data: i })));
-      await (broker.channel as ConfirmChannel).waitForConfirms();
-      const seriesOf = async () =>
-        (await registry.getMetricsAsJSON())
-          .flatMap((metric) =>
-            (metric.values as Array<{ value: number; labels: Record<string, string | number> }>).map((v) => ({ metric: metric.name, ...v })),
-          )
-          .filter((v) => v.labels.queue === queue);
-      const total = (series: Awaited<ReturnType<typeof seriesOf>>, metric: string) =>
-        series.filter((v) => v.metric === metric).reduce((sum, v) => sum + v.value, 0);
-      const series = await waitFor(
-        async () => {
-          const now = await seriesOf();
-          const done = total(now, 'amqp_retry_deliveries_handled_total') === 500 && total(now, 'amqp_retry_messages_parked_total') === 500;
-          return done && now;
-        },
-        '1,000 messages handled or parked',
-        60_000,
-      );
-      expect(await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: '{"cmd":"sum"}' })).toBe(500);
-      expect(await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: '', reason: 'no-handler' })).toBe(500);
-      const patterns = new Set(series.filter((v) => 'pattern' in v.labels).map((v) => v.labels.pattern));
-      expect([...patterns].sort()).toEqual(['', '{"cmd":"sum"}']);
-      // handled, in flight, duration (buckets, sum, count) for the one pattern; parked for the unmatched; consumers up.
-      expect(series.length).toBeLessThanOrEqual(30);
-    } finally {
-      await app?.close();
-      await broker.deleteRetryTopology(queue, { queues: patternTiers(queue) });
-      await broker.close();
-    }
+    suite.app = await startRetryMicroservice({ queue, metrics: { registry } });
+    // Events for @MessagePattern({ cmd: 'sum' }): JSON with 0..499 spaces is one pattern to Nest, and to its handler.
+    for (let i = 0; i < 500; i++)
+      broker.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: `{"cmd":${' '.repeat(i)}"sum"}`, data: [i] })));
+    for (let i = 0; i < 500; i++) broker.channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: `unknown.${i}`, data: i })));
+    await (broker.channel as ConfirmChannel).waitForConfirms();
+    const seriesOf = async () =>
+      (await registry.getMetricsAsJSON())
+        .flatMap((metric) =>
+          (metric.values as Array<{ value: number; labels: Record<string, string | number> }>).map((v) => ({ metric: metric.name, ...v })),
+        )
+        .filter((v) => v.labels.queue === queue);
+    const total = (series: Awaited<ReturnType<typeof seriesOf>>, metric: string) =>
+      series.filter((v) => v.metric === metric).reduce((sum, v) => sum + v.value, 0);
+    const series = await waitFor(
+      async () => {
+        const now = await seriesOf();
+        const done = total(now, 'amqp_retry_deliveries_handled_total') === 500 && total(now, 'amqp_retry_messages_parked_total') === 500;
+        return done && now;
+      },
+      '1,000 messages handled or parked',
+      60_000,
+    );
+    expect(await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: '{"cmd":"sum"}' })).toBe(500);
+    expect(await sample(registry, 'amqp_retry_messages_parked_total', { queue, pattern: '', reason: 'no-handler' })).toBe(500);
+    const patterns = new Set(series.filter((v) => 'pattern' in v.labels).map((v) => v.labels.pattern));
+    expect([...patterns].sort()).toEqual(['', '{"cmd":"sum"}']);
+    // handled, in flight, duration (buckets, sum, count) for the one pattern; parked for the unmatched; consumers up.
+    expect(series.length).toBeLessThanOrEqual(30);
   });
 });

@@ -3,7 +3,8 @@ import { mkdir } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { buildLibrary } from '../chaos/consumer-process.js';
 import { launchBrowser } from '../support/browser.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 /** Screenshots for the README and docs, written only when UPDATE_SCREENSHOTS=1 (CI leaves the committed ones alone). */
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? new URL('../../docs/images/', import.meta.url).pathname : undefined;
@@ -17,7 +18,10 @@ interface Fleet {
 /** Starts one instance in a child process and resolves with its port once it listens. */
 function startInstance(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
   const output = process.env.CHAOS_VERBOSE ? 'inherit' : 'ignore';
-  const child = fork(new URL('./console-instance.mjs', import.meta.url).pathname, [], { env: { ...process.env, ...env }, stdio: ['ignore', output, output, 'ipc'] });
+  const child = fork(new URL('./console-instance.mjs', import.meta.url).pathname, [], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', output, output, 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', (message: { port: number }) => resolve({ child, port: message.port }));
     child.once('exit', (code) => reject(new Error(`console-instance.mjs exited with ${code} before it listened`)));
@@ -32,23 +36,10 @@ const stop = (child: ChildProcess, signal: NodeJS.Signals) =>
   });
 
 describe('the retry console across three instances in separate processes, in headless Chromium', () => {
-  let broker: TestBroker;
-  const children: ChildProcess[] = [];
-  const orders = uniqueName('e2e.console.orders');
-  const payments = uniqueName('e2e.console.payments');
-  const results = uniqueName('e2e.console.results');
+  const suite = useSuite('e2e.console.orders');
   const application = uniqueName('e2e-console');
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-    await buildLibrary();
-  }, 180_000);
-  afterAll(async () => {
-    await Promise.all(children.map((c) => stop(c, 'SIGKILL')));
-    await broker.deleteRetryTopology(orders, { queues: [results] });
-    await broker.deleteRetryTopology(payments);
-    await broker.close();
-  });
+  beforeAll(() => buildLibrary(), 180_000);
 
   const shoot = async (page: Page, name: string) => {
     if (!SCREENSHOTS) return;
@@ -59,25 +50,36 @@ describe('the retry console across three instances in separate processes, in hea
   };
 
   it('after an outage and a poison burst, a fresh page shows the hour, the instances, the cause, the groups; a group replays once; a message is found by id', async () => {
+    const { broker, queue: orders } = suite;
+    const payments = suite.retryQueue(uniqueName('e2e.console.payments'));
+    const results = uniqueName('e2e.console.results');
+    suite.extraQueues.push(results);
     await broker.declareQueue(results);
     const env = { CONSOLE_URL: AMQP_URL, CONSOLE_APP: application, CONSOLE_QUEUE: orders, CONSOLE_OUTAGE_QUEUE: payments, CONSOLE_RESULTS: results };
     const instances = [];
-    for (let i = 0; i < 3; i++) instances.push(await startInstance(env));
-    children.push(...instances.map((i) => i.child));
+    for (let i = 0; i < 3; i++) {
+      const instance = await startInstance(env);
+      suite.clients.push({ close: () => stop(instance.child, 'SIGKILL') }); // killed after the test, before its queues go
+      instances.push(instance);
+    }
     const base = `http://127.0.0.1:${instances[0].port}/retry`;
     const fleet = async () => (await (await fetch(`${base}/api/fleet`)).json()) as Fleet;
     await waitFor(async () => (await fleet()).summary.up === 3, 'three instances up');
 
     const now = () => Math.floor(Date.now() / 1000);
-    for (let i = 0; i < 60; i++) await broker.publish('', orders, { id: i }, { messageId: `order-${i}`, correlationId: `ticket-${i}`, timestamp: now() });
-    for (let i = 100; i < 106; i++) await broker.publish('', orders, { id: i, poison: true }, { messageId: `order-${i}`, correlationId: `ticket-${i}`, timestamp: now() });
+    for (let i = 0; i < 60; i++)
+      await broker.publish('', orders, { id: i }, { messageId: `order-${i}`, correlationId: `ticket-${i}`, timestamp: now() });
+    for (let i = 100; i < 106; i++)
+      await broker.publish('', orders, { id: i, poison: true }, { messageId: `order-${i}`, correlationId: `ticket-${i}`, timestamp: now() });
     for (let i = 0; i < 12; i++) await broker.publish('', payments, { id: i }, { messageId: `payment-${i}`, timestamp: now() });
     await waitFor(async () => (await broker.count(`${orders}.error`)) === 6, 'the six poison orders parked', 20_000);
     await waitFor(async () => (await fleet()).summary.breakersOpen.includes(payments), "the payments queue's breaker open", 20_000);
 
     // Counts reach the page with the next beat: a killed instance loses at most its last interval's, so wait for them.
     const parkedInHistory = async () => {
-      const { queues } = (await (await fetch(`${base}/api/history`)).json()) as { queues: Array<{ queue: string; points: Array<{ parked: number }> }> };
+      const { queues } = (await (await fetch(`${base}/api/history`)).json()) as {
+        queues: Array<{ queue: string; points: Array<{ parked: number }> }>;
+      };
       return queues.find((q) => q.queue === orders)?.points.reduce((n, p) => n + p.parked, 0) ?? 0;
     };
     await waitFor(async () => (await parkedInHistory()) === 6, 'the six parked in the history');
@@ -107,7 +109,9 @@ describe('the retry console across three instances in separate processes, in hea
       // The breaker's cause: the error that opened it, when, its trials and the next one.
       const cause = page.locator('#instances .cause', { hasText: payments }).first();
       await cause.waitFor();
-      expect(await cause.textContent()).toMatch(/opened .* ago .*: 3 calls in a row failed.*, last error: connect ECONNREFUSED 10.0.0.7:443; (no trial yet|\d+ failed trials?); next trial in/);
+      expect(await cause.textContent()).toMatch(
+        /opened .* ago .*: 3 calls in a row failed.*, last error: connect ECONNREFUSED 10.0.0.7:443; (no trial yet|\d+ failed trials?); next trial in/,
+      );
       expect(await page.locator('[data-strip="breakers"] .strip-value').textContent()).not.toBe('0');
       // The failure groups of the orders' parking queue, with first and last seen.
       await page.locator(`#queues tr[data-queue="${orders}"] button.link`).click();
@@ -148,11 +152,22 @@ describe('the retry console across three instances in separate processes, in hea
       await page.locator('#strip').waitFor();
       // Nothing sticks out to the right: the page does not scroll sideways, and the elements whose content would are named.
       const outside = await page.evaluate(() => {
-        type Box = { id: string; className: unknown; tagName: string; scrollWidth: number; clientWidth: number; getBoundingClientRect(): { right: number } };
+        type Box = {
+          id: string;
+          className: unknown;
+          tagName: string;
+          scrollWidth: number;
+          clientWidth: number;
+          getBoundingClientRect(): { right: number };
+        };
         const doc = (globalThis as unknown as { document: { documentElement: Box; querySelectorAll(s: string): ArrayLike<Box> } }).document;
         const width = doc.documentElement.clientWidth;
         const named = Array.from(doc.querySelectorAll('body *'))
-          .filter((n) => n.getBoundingClientRect().right > width + 1 || (n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1 && !/table-wrap|^pre$/i.test(`${String(n.className)}${n.tagName}`)))
+          .filter(
+            (n) =>
+              n.getBoundingClientRect().right > width + 1 ||
+              (n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1 && !/table-wrap|^pre$/i.test(`${String(n.className)}${n.tagName}`)),
+          )
           .map((n) => `${n.tagName.toLowerCase()}#${n.id}.${String(n.className)} ${n.scrollWidth}/${n.clientWidth}`);
         return { overflow: doc.documentElement.scrollWidth - width, named };
       });

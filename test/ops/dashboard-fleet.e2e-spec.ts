@@ -1,9 +1,8 @@
-import type { INestApplication } from '@nestjs/common';
 import { NonRetryableError } from 'nestjs-amqp-retry';
 import { handlerFor } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { uniqueName, waitFor } from '../support/broker.js';
 import { BearerGuard, OPERATOR_AUTHORIZATION, startDashboardApp } from '../support/dashboard-app.js';
-import { SUITE_OPTIONS } from '../support/suite.js';
+import { SUITE_OPTIONS, useSuite } from '../support/suite.js';
 
 interface Fleet {
   now: number;
@@ -20,35 +19,19 @@ const INTERVAL_MS = 500;
 const auth = { authorization: OPERATOR_AUTHORIZATION };
 
 describe('the console: every instance of the application from its heartbeats, and the last hour per queue', () => {
-  let broker: TestBroker;
-  const apps: INestApplication[] = [];
-  let queue: string;
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
-  beforeEach(() => {
-    queue = uniqueName('e2e.fleet');
-  });
-  afterEach(async () => {
-    await Promise.all(apps.splice(0).map((app) => app.close()));
-    await broker.deleteRetryTopology(queue);
-  });
+  const suite = useSuite('e2e.fleet');
 
   /** An instance of one application: its handler parks messages whose body says so, and its page beats every 500 ms. */
   async function instance(application: string, access: 'guarded' | 'closed' = 'guarded') {
     const guard = access === 'guarded' ? BearerGuard : undefined;
-    const Handler = handlerFor({ queue, delays: [100] }, (body) => {
+    const Handler = handlerFor({ queue: suite.queue, delays: [100] }, (body) => {
       if ((body as { poison?: boolean }).poison) throw new NonRetryableError('poison');
     });
     const started = await startDashboardApp([Handler], { path: '/retry', guard, heartbeatIntervalMs: INTERVAL_MS }, undefined, undefined, {
       ...SUITE_OPTIONS,
       application,
     });
-    apps.push(started.app);
+    suite.apps.push(started.app);
     return started;
   }
 
@@ -59,6 +42,7 @@ describe('the console: every instance of the application from its heartbeats, an
   };
 
   it("shows both instances and their queue, sums their counts per minute, and shows one gone within its missed beats' bound", async () => {
+    const { broker, queue } = suite;
     const application = uniqueName('e2e-fleet-app');
     const page = await instance(application);
     const other = await instance(application);
@@ -79,7 +63,7 @@ describe('the console: every instance of the application from its heartbeats, an
     expect(fleet.instances.every((i) => i.queues.some((q) => q.queue === queue && q.consuming))).toBe(true);
     expect(fleet.summary.parkedLastHour).toBe(4);
 
-    const [closed] = apps.splice(1, 1);
+    const [closed] = suite.apps.splice(1, 1);
     const stoppedAt = Date.now(); // its last beat was sent before
     await closed.close();
     await waitFor(async () => (await read<Fleet>(`${page.url}/retry/api/fleet`)).summary.gone === 1, 'the closed instance gone', 10_000);
@@ -92,6 +76,7 @@ describe('the console: every instance of the application from its heartbeats, an
   });
 
   it('ignores a forged heartbeat: from another broker user, malformed, or for a queue out of the application', async () => {
+    const { broker, queue } = suite;
     const application = uniqueName('e2e-fleet-app');
     const page = await instance(application);
     await waitFor(async () => (await read<Fleet>(`${page.url}/retry/api/fleet`)).summary.up === 1, 'the instance up');
@@ -119,6 +104,7 @@ describe('the console: every instance of the application from its heartbeats, an
   });
 
   it('keeps the guard and the cross-site rules on the new routes', async () => {
+    const { broker, queue } = suite;
     const closed = await instance(uniqueName('e2e-fleet-app'), 'closed');
     for (const path of ['/retry/api/fleet', '/retry/api/history', '/retry/api/groups/actions']) {
       const response = await fetch(closed.url + path, { headers: auth });
@@ -151,7 +137,11 @@ describe('the console: every instance of the application from its heartbeats, an
       expect([path, 'another queue', scoped.status]).toEqual([path, 'another queue', 400]);
     }
     expect(await broker.count(`${queue}.error`)).toBe(1); // nothing refused changed anything
-    const purged = await fetch(`${guarded.url}/retry/api/groups/purge`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'x-retry-dashboard-token': token }, body });
+    const purged = await fetch(`${guarded.url}/retry/api/groups/purge`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', 'x-retry-dashboard-token': token },
+      body,
+    });
     expect(await purged.json()).toMatchObject({ action: 'purge', matched: 1, done: 1, by: 'unknown' });
     expect(await read<Array<{ action: string }>>(`${guarded.url}/retry/api/groups/actions`)).toMatchObject([{ action: 'purge', done: 1 }]);
     expect((await fetch(`${guarded.url}/retry/api/groups/actions`)).status).toBe(401);

@@ -1,12 +1,11 @@
-import type { INestApplication } from '@nestjs/common';
 import { NonRetryableError, planDelayTopology, RetryEngine, retryTopologyNames } from 'nestjs-amqp-retry';
 import type { Page } from 'playwright-core';
 import { handlerFor, TEST_OPTIONS } from '../support/app.js';
 import { ctl } from '../support/broker-control.js';
 import { launchBrowser } from '../support/browser.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { uniqueName, waitFor } from '../support/broker.js';
 import { BearerGuard, OPERATOR_AUTHORIZATION, startDashboardApp } from '../support/dashboard-app.js';
-import { cleanUp } from '../support/suite.js';
+import { useSuite } from '../support/suite.js';
 
 /** What the broker says of a queue: ready, and taken by a consumer but not yet acked. */
 async function brokerFigures(queue: string): Promise<{ ready: string; unacked: string }> {
@@ -24,34 +23,22 @@ const texts = (page: Page, selector: string) => page.locator(selector).evaluateA
  * itself until paused; the delay ladder apart; no request of the page fails (its icon included).
  */
 describe('the parked-messages page at a glance, in headless Chromium', () => {
-  let broker: TestBroker;
-  let app: INestApplication | undefined;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
-  const busy = uniqueName('e2e.glance.busy');
-  const flaky = uniqueName('e2e.glance.flaky');
-  const exchange = uniqueName('e2e.glance.x');
-  const prefix = uniqueName('e2e.glance.delay');
   let release: () => void = () => undefined;
+  afterEach(() => release()); // before the suite's cleanup: the held handlers return, and the app closes at once
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined; // undefined when Chromium could not start
+  const suite = useSuite('e2e.glance.busy', { afterAll: () => browser?.close() });
 
   beforeAll(async () => {
-    broker = await TestBroker.connect();
     browser = await launchBrowser();
     await browser.context.setExtraHTTPHeaders({ authorization: OPERATOR_AUTHORIZATION });
   });
-  afterAll(async () => {
-    release();
-    await cleanUp(
-      () => app?.close(),
-      () => browser?.close(), // undefined when Chromium could not start
-      () => broker?.deleteRetryTopology(busy),
-      () => broker?.deleteRetryTopology(flaky),
-      () => broker?.channel.deleteExchange(exchange),
-      () => broker?.deleteDelayLadder(prefix),
-      () => broker?.close(),
-    );
-  });
 
   it("shows each queue's ready, in-flight, tier and parked counts as the broker has them, and the rates, refreshing until paused", async () => {
+    const { broker, queue: busy } = suite;
+    const flaky = suite.retryQueue(uniqueName('e2e.glance.flaky'));
+    const exchange = uniqueName('e2e.glance.x');
+    suite.extraExchanges.push(exchange);
+    const prefix = suite.ladder();
     const gate = new Promise<void>((resolve) => (release = resolve));
     // Holds each message until released: 3 in flight (prefetch), the rest ready.
     const Busy = handlerFor({ queue: busy, exchange, routingKey: 'job.busy', delays: [100], prefetch: 3 }, () => gate);
@@ -65,7 +52,7 @@ describe('the parked-messages page at a glance, in headless Chromium', () => {
       ...TEST_OPTIONS,
       delayedDelivery: { prefix },
     });
-    app = started.app;
+    suite.app = started.app;
     const ladder = planDelayTopology(prefix);
     const flakyTier = retryTopologyNames(flaky, { delays: [60_000] }).tiers[0];
 
@@ -80,7 +67,7 @@ describe('the parked-messages page at a glance, in headless Chromium', () => {
 
     const failed: string[] = [];
     const queueReads: number[] = [];
-    const page = await browser.context.newPage();
+    const page = await browser!.context.newPage();
     page.on('response', (response) => {
       if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
     });

@@ -4,9 +4,9 @@ import { readFile } from 'node:fs/promises';
 import type { BrowserContext, Page } from 'playwright-core';
 import { handlerFor, handlerOf } from '../support/app.js';
 import { launchBrowser } from '../support/browser.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { uniqueName, waitFor, type TestBroker } from '../support/broker.js';
 import { BearerGuard, OPERATOR_AUTHORIZATION, startDashboardApp } from '../support/dashboard-app.js';
-import { cleanUp, closeApp } from '../support/suite.js';
+import { useSuite } from '../support/suite.js';
 
 /** A payload fails with its `error` until its id is in `fixed`; `fatal` failures are not retried. */
 interface Payload {
@@ -20,46 +20,27 @@ const XSS_PROBE = `window.__xss = [];
 document.addEventListener('securitypolicyviolation', (e) => window.__xss.push('csp:' + e.violatedDirective));`;
 
 describe('parked-messages page in headless Chromium', () => {
+  let browser: { context: BrowserContext; close: () => Promise<void> } | undefined; // undefined when Chromium could not start
+  const suite = useSuite<INestApplication>('e2e.page', { afterAll: () => browser?.close() });
   let broker: TestBroker;
-  let app: INestApplication | undefined;
-  let browser: { context: BrowserContext; close: () => Promise<void> };
-  let queues: string[] = [];
   let exchange: string;
   let fixed: Set<number>;
 
   beforeAll(async () => {
-    broker = await TestBroker.connect();
     browser = await launchBrowser();
     await browser.context.setExtraHTTPHeaders({ authorization: OPERATOR_AUTHORIZATION });
     await browser.context.addInitScript(XSS_PROBE);
   });
-  afterAll(async () => {
-    await cleanUp(
-      () => browser?.close(), // undefined when Chromium could not start
-      () => broker?.close(),
-    );
-  });
   beforeEach(() => {
-    queues = [];
+    broker = suite.broker;
     exchange = uniqueName('e2e.page.x');
+    suite.extraExchanges.push(exchange);
     fixed = new Set();
-  });
-  afterEach(async () => {
-    const started = app;
-    app = undefined;
-    // Jest runs afterEach even when beforeAll failed and beforeEach did not run: then there is nothing to delete (a
-    // deleteExchange(undefined) would wait for the hook's timeout, once per test).
-    await cleanUp(
-      () => closeApp(started, 'dashboard-page'),
-      ...queues.map((queue) => () => broker.deleteRetryTopology(queue)),
-      () => exchange && broker.channel.deleteExchange(exchange),
-    );
   });
 
   /** A handler on `<prefix>.<id>` bound to key `routingKey`: two attempts (after `delay` ms), then parked (at once when `fatal`). */
   function handlerOn(prefix: string, routingKey: string, delay = 100) {
-    const queue = uniqueName(prefix);
-    queues.push(queue);
+    const queue = suite.retryQueue(uniqueName(prefix));
     const Handler = handlerFor({ queue, exchange, routingKey, delays: [delay], maxAttempts: 2 }, (payload) => {
       const { id, error, fatal } = payload as Payload;
       if (error && !fixed.has(id)) throw fatal ? new NonRetryableError(error) : new Error(error);
@@ -72,7 +53,7 @@ describe('parked-messages page in headless Chromium', () => {
       handlers.map((h) => h.Handler),
       dashboard,
     );
-    app = started.app;
+    suite.app = started.app;
     return started.url;
   }
 
@@ -80,7 +61,7 @@ describe('parked-messages page in headless Chromium', () => {
     waitFor(async () => (await broker.count(`${queue}.error`)) === n, `${n} parked in ${queue}.error`, 20_000);
 
   async function openPage(url: string, queue?: string): Promise<Page> {
-    const page = await browser.context.newPage();
+    const page = await browser!.context.newPage();
     await page.goto(`${url}/retry`);
     await page.locator('#status', { hasText: /Updated|Could not/ }).waitFor();
     if (queue) {
@@ -137,15 +118,7 @@ describe('parked-messages page in headless Chromium', () => {
       '1',
       rates,
     ]);
-    expect(await row(invoices.queue)).toEqual([
-      invoices.queue,
-      'consuming (1)',
-      '0',
-      '0',
-      '1m 1',
-      '1',
-      rates,
-    ]);
+    expect(await row(invoices.queue)).toEqual([invoices.queue, 'consuming (1)', '0', '0', '1m 1', '1', rates]);
     expect(await texts(page, '#by-reason button')).toEqual(['exhausted2', 'non-retryable1']);
     expect(await texts(page, '#by-error button')).toEqual(['payment gateway timeout2', 'card expired1']);
     expect(await page.locator('#messages li.message').count()).toBe(3);
@@ -169,7 +142,7 @@ describe('parked-messages page in headless Chromium', () => {
     // A group narrows the list; replay its one message from the page once the cause is fixed.
     await page.locator('#by-error button', { hasText: 'card expired' }).click();
     await page.locator('#list-summary', { hasText: 'of 1 matching' }).waitFor();
-    const handler = handlerOf(app!, payments.Handler);
+    const handler = handlerOf(suite.app!, payments.Handler);
     const callsBefore = handler.calls.length;
     fixed.add(3);
     await confirm(
@@ -244,7 +217,7 @@ describe('parked-messages page in headless Chromium', () => {
     await page.locator('#edit-body').fill(JSON.stringify(corrected));
     await confirm(page, page.locator('#detail-send-edit'), 'with the corrected body', 'Replayed 1 of 1 matching.');
     await parkedIn(payments.queue, 0);
-    const handler = handlerOf(app!, payments.Handler);
+    const handler = handlerOf(suite.app!, payments.Handler);
     await waitFor(
       () => handler.calls.some((c) => (c.payload as Payload).id === 7 && !('error' in (c.payload as object))),
       'the corrected body to be handled',
@@ -273,7 +246,7 @@ describe('parked-messages page in headless Chromium', () => {
     await parkedIn(payments.queue, 1);
     await confirm(page, page.locator('#purge-filtered'), `Purge all 1 message parked in ${payments.queue}.error`, 'Purged 1 of 1 matching.');
     await parkedIn(payments.queue, 0);
-    expect(handlerOf(app!, payments.Handler).calls.length).toBe(2); // purged, never replayed
+    expect(handlerOf(suite.app!, payments.Handler).calls.length).toBe(2); // purged, never replayed
     await page.close();
   });
 
@@ -303,10 +276,10 @@ describe('parked-messages page in headless Chromium', () => {
   it('works under the application global prefix: assets and API calls follow the path the page was served at', async () => {
     const payments = handlerOn('e2e.prefix', 'order.paid');
     const started = await startDashboardApp([payments.Handler], { guard: BearerGuard }, undefined, 'internal');
-    app = started.app;
+    suite.app = started.app;
     await broker.publish(exchange, 'order.paid', { id: 1, error: 'card expired', fatal: true });
     await parkedIn(payments.queue, 1);
-    const page = await browser.context.newPage();
+    const page = await browser!.context.newPage();
     await page.goto(`${started.url}/internal/retry/`);
     await page.locator('#status', { hasText: 'Updated' }).waitFor();
     await page.locator(`tr[data-queue="${payments.queue}"] button.link`).click();
@@ -329,7 +302,7 @@ describe('parked-messages page in headless Chromium', () => {
       fatal: true,
     });
     await parkedIn(payments.queue, 1);
-    const page = await browser.context.newPage();
+    const page = await browser!.context.newPage();
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${url}/retry`);
     await page.locator('#status', { hasText: 'Updated' }).waitFor();

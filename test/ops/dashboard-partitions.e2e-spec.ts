@@ -1,12 +1,10 @@
-import type { INestApplication, INestApplicationContext } from '@nestjs/common';
 import { RetryEngine, type PartitionsStatus, type RetryHandlerOptions } from 'nestjs-amqp-retry';
 import type { Page } from 'playwright-core';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { launchBrowser } from '../support/browser.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { waitFor } from '../support/broker.js';
 import { BearerGuard, OPERATOR_AUTHORIZATION, startDashboardApp } from '../support/dashboard-app.js';
-import { deletePartitionedTopology, requireHashExchange } from '../support/partitions.js';
-import { cleanUp } from '../support/suite.js';
+import { usePartitionSuite } from '../support/partitions.js';
 
 const texts = (page: Page, selector: string) => page.locator(selector).evaluateAll((nodes) => nodes.map((n) => (n.textContent ?? '').trim()));
 
@@ -16,31 +14,18 @@ const texts = (page: Page, selector: string) => page.locator(selector).evaluateA
  * are shown as its. Messages are held by the handler (prefetch 1), so that each partition keeps some ready.
  */
 describe("the parked-messages page's partitions, in headless Chromium", () => {
-  let broker: TestBroker;
-  let app: INestApplication | undefined;
-  let other: INestApplicationContext | undefined;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
-  const queue = uniqueName('e2e.partpage');
   let release: () => void = () => undefined;
+  afterEach(() => release()); // before the suite's cleanup: the held handlers return, and the apps close at once
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined; // undefined when Chromium could not start
+  const suite = usePartitionSuite('e2e.partpage', 3, { afterAll: () => browser?.close() });
 
   beforeAll(async () => {
-    await requireHashExchange();
-    broker = await TestBroker.connect();
     browser = await launchBrowser();
     await browser.context.setExtraHTTPHeaders({ authorization: OPERATOR_AUTHORIZATION });
   });
-  afterAll(async () => {
-    release();
-    await cleanUp(
-      () => app?.close(),
-      () => other?.close(),
-      () => browser?.close(), // undefined when Chromium could not start
-      () => broker && deletePartitionedTopology(broker, queue, 3),
-      () => broker?.close(),
-    );
-  });
 
   it('lists the 3 partitions with their owners and ready depths as the engine has them, and follows them by itself', async () => {
+    const { broker, queue } = suite;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let started = 0;
     const options = {
@@ -54,8 +39,9 @@ describe("the parked-messages page's partitions, in headless Chromium", () => {
       return gate;
     };
     const served = await startDashboardApp([handlerFor(options, hold)], { guard: BearerGuard });
-    app = served.app;
-    other = await startApp([handlerFor(options, hold)], TEST_OPTIONS);
+    const app = (suite.app = served.app);
+    const other = await startApp([handlerFor(options, hold)], TEST_OPTIONS);
+    suite.apps.push(other);
     const engines = [app.get(RetryEngine), other.get(RetryEngine)];
     const view = (): PartitionsStatus => engines[0].partitions()[0];
     await waitFor(
@@ -81,7 +67,7 @@ describe("the parked-messages page's partitions, in headless Chromium", () => {
     expect(depths.reduce((a: number, b) => a + (b ?? 0), 0)).toBeGreaterThanOrEqual(9);
 
     const problems: string[] = [];
-    const page = await browser.context.newPage();
+    const page = await browser!.context.newPage();
     page.on('response', (response) => {
       if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`);
     });

@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import { RetryDashboardModule, RetryModule } from 'nestjs-amqp-retry';
 import { launchBrowser } from '../support/browser.js';
 import { waitFor } from '../support/broker.js';
-import { cleanUp, SUITE_OPTIONS } from '../support/suite.js';
+import { SUITE_OPTIONS, useSuite } from '../support/suite.js';
 
 /** A route of the application's own, answering in two parts 1.5 s apart: a request in flight during app.close(). */
 @Controller('slow')
@@ -72,7 +72,7 @@ async function unusedConnection(url: string): Promise<{ socket: Socket; closed: 
   return { socket, closed };
 }
 
-/** How long app.close() took, or Infinity if it had not returned after 10 s (the afterEach then closes it). */
+/** How long app.close() took, or Infinity if it had not returned after 10 s (the suite then closes it). */
 async function timedClose(app: INestApplication): Promise<number> {
   const started = Date.now();
   const closed = await Promise.race([app.close().then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 10_000))]);
@@ -85,30 +85,19 @@ async function timedClose(app: INestApplication): Promise<number> {
  * its own bounds (SUITE_OPTIONS: a 2 s shutdownTimeout), and no answer in flight may be cut.
  */
 describe('the page does not hold app.close()', () => {
-  let app: INestApplication | undefined;
-  let sockets: Socket[] = [];
-  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
-
-  afterEach(async () => {
-    for (const socket of sockets) socket.destroy();
-    sockets = [];
-    await cleanUp(
-      () => app?.close(),
-      () => browser?.close(),
-    );
-    app = undefined;
-    browser = undefined;
-  });
+  const suite = useSuite<INestApplication>('e2e.page-shutdown');
+  /** A socket of the test's, destroyed after it before the app closes (when the test's own close did not return). */
+  const own = (socket: Socket) => suite.clients.push({ close: () => socket.destroy() });
 
   it('closes a connection that never sent a byte, and lets a request in flight on another route finish its answer', async () => {
     const started = await startApp();
-    app = started.app;
+    const app = (suite.app = started.app);
     const unused = await unusedConnection(started.url);
-    sockets.push(unused.socket);
+    own(unused.socket);
     const { answered, body } = askSlow(started.url);
     await waitFor(() => body().startsWith('part1;'), 'the first part of the slow answer', 5_000);
     const took = await timedClose(app);
-    if (took !== Infinity) app = undefined;
+    if (took !== Infinity) suite.app = undefined;
     expect(await answered).toBe('part1;part2'); // not cut: the whole answer
     expect(took).toBeGreaterThan(1_000); // it waited for that answer...
     expect(took).toBeLessThan(5_000); // ...and not for the unused connection (without end before)
@@ -117,26 +106,27 @@ describe('the page does not hold app.close()', () => {
 
   it('stops within its bounds while Chromium has the page open and refreshing', async () => {
     const started = await startApp();
-    app = started.app;
-    browser = await launchBrowser();
+    const app = (suite.app = started.app);
+    const browser = await launchBrowser();
+    suite.afterThis(() => browser.close());
     const page = await browser.context.newPage();
     await page.goto(`${started.url}/retry`);
     await page.waitForLoadState('networkidle');
     // The browser's own preconnect is a guess of Chromium's: one of ours makes sure there is one.
-    sockets.push((await unusedConnection(started.url)).socket);
+    own((await unusedConnection(started.url)).socket);
     const took = await timedClose(app);
-    if (took !== Infinity) app = undefined;
+    if (took !== Infinity) suite.app = undefined;
     expect(took).toBeLessThan(5_000);
   });
 
   it('over HTTPS, lets a request in flight finish its whole answer (only idle connections are closed there)', async () => {
     const started = await startApp(selfSigned());
-    app = started.app;
+    const app = (suite.app = started.app);
     expect(started.url).toMatch(/^https:/);
     const { answered, body } = askSlow(started.url);
     await waitFor(() => body().startsWith('part1;'), 'the first part of the slow answer', 5_000);
     const took = await timedClose(app);
-    if (took !== Infinity) app = undefined;
+    if (took !== Infinity) suite.app = undefined;
     expect(await answered).toBe('part1;part2');
     expect(took).toBeLessThan(5_000);
   });

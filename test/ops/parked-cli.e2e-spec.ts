@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { INestApplicationContext } from '@nestjs/common';
-import { NonRetryableError, type ParkedMessageView } from 'nestjs-amqp-retry';
+import type { ParkedMessageView } from 'nestjs-amqp-retry';
 import { REPLAY_WINDOW } from '../../libs/amqp-retry/src/ops/confirm.window.js';
-import { handlerFor, handlerOf, startApp } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, waitFor, type TestBroker } from '../support/broker.js';
 import { buildCli } from '../support/cli.js';
+import { useParkingShop } from '../support/parking-shop.js';
+import { useSuite } from '../support/suite.js';
 
 /** The bin as `npx --no-install amqp-retry` runs it: the workspace's link, to the committed launcher. */
 const CLI = 'node_modules/.bin/amqp-retry';
@@ -30,52 +30,20 @@ function cli(args: string[], env: Record<string, string> = {}): { child: ChildPr
 const run = (...args: string[]) => cli(args).done;
 
 describe('the amqp-retry CLI, run as a child process', () => {
+  const suite = useSuite('e2e.cli');
+  const shop = useParkingShop(suite, 'e2e.cli.shop');
+  const { start, park } = shop;
   let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
   let queue: string;
-  let exchange: string;
   let sibling: string;
   let errorQueue: string;
-  let failing: boolean;
 
-  beforeAll(async () => {
-    // The bin is the compiled library, as users run it.
-    buildCli();
-    broker = await TestBroker.connect();
-  }, 120_000);
-  afterAll(async () => {
-    await broker.close();
-  });
+  // The bin is the compiled library, as users run it.
+  beforeAll(() => buildCli(), 120_000);
   beforeEach(() => {
-    queue = uniqueName('e2e.cli');
-    exchange = uniqueName('e2e.cli.shop');
-    sibling = `${queue}.sibling`;
-    errorQueue = `${queue}.error`;
-    failing = true;
+    ({ broker, queue } = suite);
+    ({ sibling, errorQueue } = shop);
   });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { queues: [sibling], exchanges: [exchange] });
-  });
-
-  async function start() {
-    const Handler = handlerFor({ queue, exchange, routingKey: 'order.created', delays: [100] }, (payload) => {
-      const { error } = payload as { error?: string };
-      if (failing && error) throw new NonRetryableError(error);
-    });
-    await broker.channel.assertExchange(exchange, 'topic', { durable: true });
-    await broker.declareQueue(sibling, { exchange, key: 'order.created' });
-    app = await startApp([Handler]);
-    return handlerOf(app, Handler);
-  }
-
-  async function park(bodies: (object | Buffer)[]) {
-    for (const body of bodies) await broker.publish(exchange, 'order.created', body);
-    await waitFor(async () => (await broker.count(errorQueue)) === bodies.length, `${bodies.length} parked`, 30_000);
-    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies', 30_000);
-    await broker.drain(sibling);
-  }
 
   it('lists with counts and filters, shows one, and exits 3 when nothing matches', async () => {
     await start();
@@ -126,7 +94,7 @@ describe('the amqp-retry CLI, run as a child process', () => {
       { n: 2, error: 'timeout' },
       { n: 3, error: 'card declined' },
     ]);
-    failing = false;
+    shop.failing = false;
     const calls = handler.calls.length;
 
     const dry = await run('parked', 'replay', '--queue', queue, '--error', 'card', '--dry-run', '--json');

@@ -1,8 +1,9 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, ParkedMessages, retryTopologyNames, type ParkedMessageView } from 'nestjs-amqp-retry';
 import { HANDLER_REGISTRY_QUEUE } from '../../libs/amqp-retry/src/core/topology/handler-registry.record.js';
-import { handlerFor, handlerOf, startApp } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { handlerFor, startApp } from '../support/app.js';
+import { AMQP_URL, uniqueName, waitFor, type TestBroker } from '../support/broker.js';
+import { useParkingShop } from '../support/parking-shop.js';
+import { useSuite } from '../support/suite.js';
 
 /** What each test body makes the handler do: fail (non-retryable, with the payload's `error`) or succeed. */
 interface Payload {
@@ -11,61 +12,23 @@ interface Payload {
 }
 
 describe('ParkedMessages on a real broker', () => {
+  const suite = useSuite('e2e.parked');
+  const shop = useParkingShop(suite, 'e2e.parked.shop', { headers: { tenant: 'acme' }, messageId: 'same-id' });
+  const { start, park } = shop;
   let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
   let parked: ParkedMessages;
   let queue: string;
   let exchange: string;
   let sibling: string;
   let errorQueue: string;
-  let failing: boolean;
-  const extraQueues: string[] = [];
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await broker.close();
-  });
   beforeEach(async () => {
-    queue = uniqueName('e2e.parked');
-    exchange = uniqueName('e2e.parked.shop');
-    sibling = `${queue}.sibling`;
-    errorQueue = `${queue}.error`;
-    failing = true;
-    extraQueues.length = 0;
+    ({ broker, queue } = suite);
+    ({ exchange, sibling, errorQueue } = shop);
     // The whole vhost: these tests find handler queues from the registry, as an operator's view does.
     parked = await ParkedMessages.connect({ url: AMQP_URL, wholeVhost: true });
+    suite.clients.push(parked);
   });
-  afterEach(async () => {
-    await parked.close();
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { queues: [sibling, ...extraQueues], exchanges: [exchange] });
-  });
-
-  /** Starts a handler that parks every message at once while `failing`, and a sibling queue on the same key. */
-  async function start(options: { maxAttempts?: number; delays?: number[] } = {}) {
-    const Handler = handlerFor(
-      { queue, exchange, routingKey: 'order.created', delays: options.delays ?? [100], maxAttempts: options.maxAttempts },
-      (payload) => {
-        const { error } = payload as Payload;
-        if (failing && error) throw options.maxAttempts ? new Error(error) : new NonRetryableError(error);
-      },
-    );
-    await broker.channel.assertExchange(exchange, 'topic', { durable: true });
-    await broker.declareQueue(sibling, { exchange, key: 'order.created' });
-    app = await startApp([Handler]);
-    return handlerOf(app, Handler);
-  }
-
-  /** Publishes and waits until `parkedCount` messages in all are parked; empties the sibling queue. */
-  async function park(bodies: (Payload | Buffer)[], parkedCount: number) {
-    for (const body of bodies) await broker.publish(exchange, 'order.created', body, { headers: { tenant: 'acme' }, messageId: 'same-id' });
-    await waitFor(async () => (await broker.count(errorQueue)) === parkedCount, `${parkedCount} parked`, 30_000);
-    await waitFor(async () => (await broker.count(sibling)) === bodies.length, 'the sibling copies', 30_000);
-    await broker.drain(sibling);
-  }
 
   const ids = (items: ParkedMessageView[]) => items.map((v) => v.id);
 
@@ -86,7 +49,7 @@ describe('ParkedMessages on a real broker', () => {
   it('a start removes the record of a queue deleted since, and keeps those of queues that exist', async () => {
     const gone = uniqueName('e2e.parked.gone');
     const kept = uniqueName('e2e.parked.kept');
-    extraQueues.push(kept);
+    suite.extraQueues.push(kept);
     await broker.channel.assertQueue(kept, { durable: true });
     // Only test records live in the registry on the test broker; a start checks the 10 oldest, so begin empty.
     await broker.channel.assertQueue(HANDLER_REGISTRY_QUEUE, { durable: true });
@@ -111,7 +74,7 @@ describe('ParkedMessages on a real broker', () => {
       const channel = await holder.createChannel();
       await channel.deleteQueue(HANDLER_REGISTRY_QUEUE); // only test records live there on the test broker
       await channel.assertQueue(HANDLER_REGISTRY_QUEUE, { exclusive: true, durable: false });
-      failing = false;
+      shop.failing = false;
       const handler = await start();
       await broker.publish(exchange, 'order.created', { n: 1 });
       await waitFor(() => handler.calls.length === 1, 'the handler call');
@@ -196,7 +159,7 @@ describe('ParkedMessages on a real broker', () => {
     const callsBefore = handler.calls.length;
     expect(callsBefore).toBe(6); // two attempts each
 
-    failing = false;
+    shop.failing = false;
     const dry = await parked.replay({ errorQueue, filter: { error: 'card' } }, { dryRun: true });
     expect(dry).toEqual({ matched: 2, replayed: 0, failed: [], dryRun: true });
     expect(await broker.count(errorQueue)).toBe(3);
@@ -232,7 +195,7 @@ describe('ParkedMessages on a real broker', () => {
       2,
     );
     const [, second] = (await parked.list({ queue })).items;
-    failing = false;
+    shop.failing = false;
     const calls = handler.calls.length;
     expect(await parked.replay({ errorQueue, ids: [second.id] })).toMatchObject({ matched: 1, replayed: 1 });
     await waitFor(() => handler.calls.length === calls + 1, 'the replayed call');
@@ -316,7 +279,7 @@ describe('ParkedMessages on a real broker', () => {
     });
     await broker.channel.assertExchange(exchange, 'topic', { durable: true });
     await broker.declareQueue(sibling, { exchange, key: 'order.created' });
-    app = await startApp([Handler]);
+    suite.app = await startApp([Handler]);
     await park(
       [
         { n: 1, error: 'a' },

@@ -4,9 +4,9 @@ import { HANDLER_REGISTRY_QUEUE } from '../../libs/amqp-retry/src/core/topology/
 import { runCli } from '../../libs/amqp-retry/src/ops/cli/cli.program.js';
 import type { CliIo } from '../../libs/amqp-retry/src/ops/cli/parked.commands.js';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor, type TestBroker } from '../support/broker.js';
 import { BearerGuard, OPERATOR_AUTHORIZATION, startDashboardApp } from '../support/dashboard-app.js';
-import { cleanUp } from '../support/suite.js';
+import { useSuite } from '../support/suite.js';
 
 const TOKEN_HEADER = 'x-retry-dashboard-token';
 const tokenOf = (html: string) => /name="retry-dashboard-token" content="([^"]+)"/.exec(html)?.[1] ?? '';
@@ -32,17 +32,16 @@ async function cli(...args: string[]): Promise<{ code: number; out: string; err:
  * scoped to A never reach B's parked messages, whatever names are typed in; the whole-vhost options do.
  */
 describe("the parked-messages page, ParkedMessages and the CLI see one application's queues", () => {
+  // The applications, queues and parked messages are the file's: every test looks at the same two applications.
+  const suite = useSuite('e2e.scope.a', { perFile: true });
   let broker: TestBroker;
   let appA: INestApplication;
   let urlA: string;
   let appB: INestApplicationContext;
-  const queueA = uniqueName('e2e.scope.a');
+  let queueA: string;
   const queueB = uniqueName('e2e.scope.b');
   const errorB = `${queueB}.parked`; // a parking queue of its own name: nothing to guess from A's
   const nameB = uniqueName('billing-service');
-  const HandlerA = handlerFor({ queue: queueA, delays: [100] }, () => {
-    throw new NonRetryableError('a: card expired');
-  });
   const HandlerB = handlerFor({ queue: queueB, errorQueue: errorB, delays: [100] }, () => {
     throw new NonRetryableError('b: secret ledger entry refused');
   });
@@ -61,9 +60,16 @@ describe("the parked-messages page, ParkedMessages and the CLI see one applicati
   }
 
   beforeAll(async () => {
-    broker = await TestBroker.connect();
+    ({ broker, queue: queueA } = suite);
+    suite.retryQueue(queueB);
+    suite.extraQueues.push(errorB);
+    const HandlerA = handlerFor({ queue: queueA, delays: [100] }, () => {
+      throw new NonRetryableError('a: card expired');
+    });
     appB = await startApp([HandlerB], { ...TEST_OPTIONS, application: nameB });
+    suite.apps.push(appB);
     ({ app: appA, url: urlA } = await startDashboardApp([HandlerA], { path: '/retry', guard: BearerGuard }));
+    suite.app = appA;
     await broker.publish('', queueA, { from: 'a' });
     await broker.publish('', queueB, { from: 'b', ledger: 'private' });
     await waitFor(async () => (await broker.count(`${queueA}.error`)) === 1 && (await broker.count(errorB)) === 1, 'one message parked by each');
@@ -75,15 +81,6 @@ describe("the parked-messages page, ParkedMessages and the CLI see one applicati
       await operator.close();
     }
   }, 60_000);
-  afterAll(async () => {
-    await cleanUp(
-      () => appA?.close(),
-      () => appB?.close(),
-      () => broker?.deleteRetryTopology(queueA),
-      () => broker?.deleteRetryTopology(queueB, { queues: [errorB] }),
-      () => broker?.close(),
-    );
-  });
 
   /** B's parked message is still there, untouched, and B's handler was not called again. */
   async function expectBUntouched(): Promise<void> {

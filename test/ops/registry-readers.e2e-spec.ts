@@ -1,8 +1,7 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, ParkedMessages } from 'nestjs-amqp-retry';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { cleanUp } from '../support/suite.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 /**
  * The handler registry is read whole and unacked, so a reader would see it empty while another process read it (an
@@ -11,27 +10,19 @@ import { cleanUp } from '../support/suite.js';
  * application.
  */
 describe('the handler registry read by many processes at once', () => {
-  let broker: TestBroker;
-  let app: INestApplicationContext;
-  const queue = uniqueName('e2e.registry.readers');
-  const application = uniqueName('registry-app');
-  const Handler = handlerFor({ queue, delays: [100] }, () => {
-    throw new NonRetryableError('refused');
-  });
+  const suite = useSuite('e2e.registry.readers');
+  let application: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-    app = await startApp([Handler], { ...TEST_OPTIONS, application });
+  beforeEach(async () => {
+    const { broker, queue } = suite;
+    application = uniqueName('registry-app');
+    const Handler = handlerFor({ queue, delays: [100] }, () => {
+      throw new NonRetryableError('refused');
+    });
+    suite.app = await startApp([Handler], { ...TEST_OPTIONS, application });
     await broker.publish('', queue, { n: 1 });
     await waitFor(async () => (await broker.count(`${queue}.error`)) === 1, 'the message parked');
   }, 60_000);
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => broker?.deleteRetryTopology(queue),
-      () => broker?.close(),
-    );
-  });
 
   it('gives every one of eight concurrent readers (separate connections) the application’s queue, five rounds running', async () => {
     const readers = await Promise.all(Array.from({ length: 8 }, () => ParkedMessages.connect({ url: AMQP_URL, application })));
@@ -42,11 +33,11 @@ describe('the handler registry read by many processes at once', () => {
         seen.push(...lists.map((list) => list.sort()));
       }
       expect(seen).toHaveLength(40);
-      expect(seen.filter((list) => list.join() !== `${queue}:1`)).toEqual([]);
+      expect(seen.filter((list) => list.join() !== `${suite.queue}:1`)).toEqual([]);
     } finally {
       await Promise.all(readers.map((reader) => reader.close()));
     }
     // the lock is gone once every reader is done: it never outlives its holder
-    await waitFor(async () => !(await broker.exists('amqp-retry.handlers.lock')), 'the lock released');
+    await waitFor(async () => !(await suite.broker.exists('amqp-retry.handlers.lock')), 'the lock released');
   });
 });

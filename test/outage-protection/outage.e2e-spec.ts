@@ -6,28 +6,21 @@
 // OUTAGE_START_SECONDS override either size.
 import { describeOutage, outageQueues, outageSettings, runOutage } from '../../bench/scenarios/outage.driver.js';
 import { outageTestEnv } from '../../bench/scenarios/outage.sizes.js';
-import { AMQP_URL, TestBroker } from '../support/broker.js';
+import { AMQP_URL } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 const settings = outageSettings(outageTestEnv(process.env), AMQP_URL);
 const runMs = (settings.messages / settings.ratePerSecond) * 1_000 + settings.outageStartMs + settings.outageMs;
 
 describe('outage protection: a dependency down in the middle of a run', () => {
-  let broker: TestBroker;
-  const used: string[] = [];
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    for (const queue of used) await broker.deleteRetryTopology(queue);
-    await broker.close();
-  });
+  const suite = useSuite('e2e.outage');
 
   it(
     'with the breaker: no good message parked, none lost, few handler calls during the outage, all handled soon after',
     async () => {
       const names = outageQueues('e2e.outage');
-      used.push(names.without, names.with);
+      suite.retryQueue(names.without);
+      suite.retryQueue(names.with);
       const figures = await runOutage(settings, names, (line) => process.stdout.write(`${line}\n`));
       process.stdout.write(`${describeOutage(figures.without)}\n${describeOutage(figures.with)}\n`);
 
@@ -42,7 +35,7 @@ describe('outage protection: a dependency down in the middle of a run', () => {
       expect(breaker.callsDuringOutage).toBeLessThan(0.03 * settings.messages); // README: under 3% of the messages
       expect(breaker.lastHandledAfterRecoveryMs).toBeLessThanOrEqual(settings.settleWithinMs);
       expect(breaker.transitions).toBeGreaterThanOrEqual(3); // open, half-open, ..., running again
-      expect(await broker.count(breaker.queue)).toBe(0);
+      expect(await suite.broker.count(breaker.queue)).toBe(0);
     },
     runMs + settings.settleWithinMs + 120_000,
   );

@@ -1,9 +1,9 @@
-import { Global, Injectable, Module, type INestApplicationContext } from '@nestjs/common';
+import { Global, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DataSource, type EntityManager } from 'typeorm';
 import { OutboxPublisher, RetryModule, RetryWithBackoff, typeormOutboxAdapter, type RetryContext } from 'nestjs-amqp-retry';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { dropTables, sql, uniqueTable } from '../support/outbox.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
+import { sql, uniqueTable, useOutboxSuite } from '../support/outbox.js';
 import { POSTGRES_URL } from '../support/stores.js';
 
 /**
@@ -12,28 +12,20 @@ import { POSTGRES_URL } from '../support/stores.js';
  * `TypeOrmModule.forRoot()`, which provides the DataSource the same way: an async provider of a global module.
  */
 describe('the outbox and inbox on an injected TypeORM DataSource', () => {
-  let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
-  const queue = uniqueName('e2e.outbox.di');
-  const auditQueue = uniqueName('e2e.outbox.di-audit');
-  const outboxTable = uniqueTable('e2e_outbox_di');
-  const inboxTable = uniqueTable('e2e_inbox_di');
-  const auditInbox = uniqueTable('e2e_inbox_di_audit');
-  const invoices = uniqueTable('e2e_invoices_di');
+  const suite = useOutboxSuite('e2e.outbox.di', { tablePrefix: 'e2e_outbox_di' });
+  let invoices: string;
+  let auditInbox: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
+  beforeEach(async () => {
+    invoices = uniqueTable('e2e_invoices_di');
+    auditInbox = uniqueTable('e2e_inbox_di_audit');
+    suite.tables.push(invoices, auditInbox);
+    suite.extraExchanges.push(`${suite.queue}.orders`);
     await sql(`CREATE TABLE "${invoices}" (order_id integer PRIMARY KEY)`);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await broker.deleteRetryTopology(queue, { exchanges: [`${queue}.orders`] });
-    await broker.deleteRetryTopology(auditQueue);
-    await broker.close();
-    await dropTables(outboxTable, inboxTable, auditInbox, invoices);
   });
 
   it('forRootAsync with inject: [DataSource]: a service publishes in its transaction, the handler runs in the inbox transaction', async () => {
+    const { queue, table: outboxTable, inboxTable } = suite;
     @Global()
     @Module({
       providers: [
@@ -72,6 +64,7 @@ describe('the outbox and inbox on an injected TypeORM DataSource', () => {
     }
 
     // A handler's own inbox table, on the module's adapter: the injected DataSource reaches a decorator this way.
+    const auditQueue = suite.retryQueue();
     @Injectable()
     class AuditHandler {
       readonly handled: number[] = [];
@@ -100,14 +93,14 @@ describe('the outbox and inbox on an injected TypeORM DataSource', () => {
       providers: [OrdersService, BillingHandler, AuditHandler],
     }).compile();
     moduleRef.useLogger(false);
-    app = await moduleRef.init();
+    const app = (suite.app = await moduleRef.init());
 
     await app.get(OrdersService).place(42);
     const handler = app.get(BillingHandler);
     const audit = app.get(AuditHandler);
     await waitFor(() => handler.handled.length === 1 && audit.handled.length === 2, 'the order handled by both', 15_000);
     await app.close();
-    app = undefined;
+    suite.app = undefined;
 
     expect(handler.handled).toEqual([42]);
     expect(await sql(`SELECT order_id FROM "${invoices}"`)).toEqual([{ order_id: 42 }]);

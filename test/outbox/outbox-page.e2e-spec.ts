@@ -1,35 +1,21 @@
-import type { INestApplication } from '@nestjs/common';
 import { OutboxPublisher } from 'nestjs-amqp-retry';
 import { TEST_OPTIONS } from '../support/app.js';
 import { launchBrowser } from '../support/browser.js';
 import { BearerGuard, OPERATOR_AUTHORIZATION, startDashboardApp } from '../support/dashboard-app.js';
-import { dropTables, pgKind, uniqueTable, type OutboxKind } from '../support/outbox.js';
-import { cleanUp } from '../support/suite.js';
+import { useOutboxSuite } from '../support/outbox.js';
 
 describe('the outbox on the parked-messages page', () => {
-  let kind: OutboxKind;
-  let app: INestApplication | undefined;
-  const table = uniqueTable('e2e_outbox');
-
-  beforeAll(async () => {
-    kind = await pgKind();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => dropTables(table),
-      () => kind?.close(),
-    );
-  });
+  const suite = useOutboxSuite('e2e.outbox.page');
 
   it('shows the backlog: rows waiting, the oldest one, parked rows, and whether this instance relays', async () => {
+    const { kind, table } = suite;
     // A writer without a relay: its rows wait.
     const started = await startDashboardApp([], { guard: BearerGuard }, undefined, undefined, {
       ...TEST_OPTIONS,
       outbox: { adapter: kind.adapter, table, relay: false },
     });
-    app = started.app;
-    const outbox = app.get(OutboxPublisher);
+    suite.app = started.app;
+    const outbox = started.app.get(OutboxPublisher);
     await kind.inTransaction(async (tx) => {
       for (let i = 0; i < 3; i++) await outbox.publish(tx, { exchange: '', routingKey: 'nowhere', body: { i } });
     });

@@ -1,10 +1,8 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import pg from 'pg';
 import { pgOutboxAdapter, RetryConfigError } from 'nestjs-amqp-retry';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
-import { dropTables, uniqueTable } from '../support/outbox.js';
+import { pgKind, useOutboxSuite } from '../support/outbox.js';
 import { POSTGRES_URL } from '../support/stores.js';
-import { cleanUp } from '../support/suite.js';
 
 /**
  * A relay on a pool of one: its LISTEN would keep the only client for good, the application's own `pool.connect()`
@@ -12,22 +10,13 @@ import { cleanUp } from '../support/suite.js';
  * needs and what to change, and leaves the pool as it found it.
  */
 describe('the outbox relay on a pool too small for it', () => {
-  const table = uniqueTable('e2e_outbox_pool');
   const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
-  let app: INestApplicationContext | undefined;
-
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => pool.end(),
-      () => dropTables(table),
-    );
-  });
+  const suite = useOutboxSuite('e2e.outbox.pool', { kind: () => pgKind(pool), tablePrefix: 'e2e_outbox_pool' });
 
   it('fails the start with a pool of one, naming the option and the size it needs; the pool answers the application after', async () => {
-    const starting = startApp([], { ...TEST_OPTIONS, outbox: { adapter: pgOutboxAdapter(pool), table } });
+    const starting = startApp([], { ...TEST_OPTIONS, outbox: { adapter: pgOutboxAdapter(pool), table: suite.table } });
     const failed = await starting.then(
-      (started) => ((app = started), undefined),
+      (started) => ((suite.app = started), undefined),
       (error: Error) => error,
     );
     expect(failed).toBeInstanceOf(RetryConfigError);

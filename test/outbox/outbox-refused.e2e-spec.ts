@@ -1,66 +1,37 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import amqp from 'amqplib';
-import { randomUUID } from 'node:crypto';
 import { OutboxPublisher } from 'nestjs-amqp-retry';
 import { ctl } from '../support/broker-control.js';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
-import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
-import { dropTables, pgKind, sql, uniqueTable, type OutboxKind } from '../support/outbox.js';
-import { cleanUp } from '../support/suite.js';
+import { TestBroker, waitFor } from '../support/broker.js';
+import { sql, useOutboxSuite } from '../support/outbox.js';
+import type { Vhost } from '../support/suite.js';
 
 /**
  * A row whose exchange the application's user may not write to: the broker refuses it with a 403 (ACCESS_REFUSED),
  * for good. The relay parks it with the reason, once, and goes on with the rows after it.
  */
 describe('the outbox relay and a row the broker refuses with 403', () => {
-  const vhost = uniqueName('e2e-outbox-403');
-  const user = `e2e-outbox-${randomUUID().slice(0, 8)}`;
-  const password = randomUUID();
   const forbidden = 'guarded.orders';
   const allowed = 'open.sink';
-  const table = uniqueTable('e2e_outbox');
-  const urlOf = (name: string, secret: string) => {
-    const url = new URL(AMQP_URL);
-    url.username = name;
-    url.password = secret;
-    url.pathname = `/${encodeURIComponent(vhost)}`;
-    return url.toString();
-  };
-  let kind: OutboxKind;
-  let app: INestApplicationContext | undefined;
+  const suite = useOutboxSuite('e2e.outbox.refused');
+  let vhost: Vhost;
+  let url: string;
 
-  beforeAll(async () => {
-    kind = await pgKind();
-    await ctl('add_vhost', vhost);
-    await ctl('add_user', user, password);
+  beforeEach(async () => {
+    vhost = await suite.vhost();
     // The application may configure and read anything, and write anything but the guarded names.
-    await ctl('set_permissions', '-p', vhost, user, '.*', '^(?!guarded\\.).*', '.*');
-    const broker = new URL(AMQP_URL); // the tests' own user sets up what the application may not write to
-    const admin = { name: decodeURIComponent(broker.username) || 'guest', secret: decodeURIComponent(broker.password) || 'guest' };
-    await ctl('set_permissions', '-p', vhost, admin.name, '.*', '.*', '.*');
-    const connection = await amqp.connect(urlOf(admin.name, admin.secret));
-    try {
-      const channel = await connection.createChannel();
-      await channel.assertExchange(forbidden, 'fanout', { durable: true });
-      await channel.assertQueue(allowed, { durable: true });
-      await channel.bindQueue(allowed, forbidden, '');
-    } finally {
-      await connection.close();
-    }
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => ctl('delete_vhost', vhost),
-      () => ctl('delete_user', user),
-      () => dropTables(table),
-      () => kind?.close(),
-    );
+    const user = await suite.user(vhost.name, ['.*', '^(?!guarded\\.).*', '.*']);
+    url = vhost.url(user.name, user.password);
+    // The tests' own user sets up what the application may not write to.
+    const admin = await TestBroker.connect(vhost.url());
+    suite.clients.push(admin);
+    await admin.channel.assertExchange(forbidden, 'fanout', { durable: true });
+    await admin.declareQueue(allowed, { exchange: forbidden, key: '' });
   });
 
   it('parks the refused row with the 403 in its reason, after one send, and sends the rows after it', async () => {
-    app = await startApp([], { ...TEST_OPTIONS, url: urlOf(user, password), delayedDelivery: false, outbox: { adapter: kind.adapter, table } });
-    const outbox = app.get(OutboxPublisher);
+    const { kind, table } = suite;
+    suite.app = await startApp([], { ...TEST_OPTIONS, url, delayedDelivery: false, outbox: { adapter: kind.adapter, table } });
+    const outbox = suite.app.get(OutboxPublisher);
     await kind.inTransaction((tx) => outbox.publish(tx, { exchange: forbidden, routingKey: '', body: { doomed: true } }));
     await kind.inTransaction((tx) => outbox.publish(tx, { exchange: '', routingKey: allowed, body: { fine: true } }));
     const rows = await waitFor(async () => {
@@ -78,7 +49,7 @@ describe('the outbox relay and a row the broker refuses with 403', () => {
   });
 
   async function ctlCount(queue: string): Promise<number> {
-    const out = await ctl('list_queues', '-p', vhost, '-q', '--no-table-headers', 'name', 'messages');
+    const out = await ctl('list_queues', '-p', vhost.name, '-q', '--no-table-headers', 'name', 'messages');
     const line = out
       .split('\n')
       .map((l) => l.split('\t'))

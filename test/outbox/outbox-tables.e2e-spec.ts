@@ -1,12 +1,10 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { pgOutboxAdapter, RetryEngine } from 'nestjs-amqp-retry';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
-import { dropTables, pgKind, sql, type OutboxKind } from '../support/outbox.js';
+import { sql, useOutboxSuite } from '../support/outbox.js';
 import { POSTGRES_URL } from '../support/stores.js';
-import { cleanUp } from '../support/suite.js';
 
 /** Index names of a table, as PostgreSQL holds them. */
 const indexesOf = async (table: string) =>
@@ -19,40 +17,24 @@ const indexesOf = async (table: string) =>
  * succeeds.
  */
 describe('the outbox and inbox tables at the start', () => {
-  let kind: OutboxKind;
-  let app: INestApplicationContext | undefined;
-  const dropped: string[] = [];
-
-  beforeAll(async () => {
-    kind = await pgKind();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => dropTables(...dropped),
-      () => kind?.close(),
-    );
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const suite = useOutboxSuite('e2e.outbox.names');
 
   it('gives tables of 63 characters all their indexes', async () => {
     const id = randomUUID().replace(/-/g, '').slice(0, 12);
     const table = `e2e_outbox_${id}_`.padEnd(63, 'o');
     const inboxTable = `e2e_inbox_${id}_`.padEnd(63, 'i');
-    dropped.push(table, inboxTable);
-    const Handler = handlerFor({ queue: `e2e.outbox.names.${id}`, inbox: { adapter: kind.adapter, table: inboxTable } }, () => undefined);
-    app = await startApp([Handler], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table } });
+    const { kind } = suite;
+    suite.tables.push(table, inboxTable);
+    const Handler = handlerFor({ queue: suite.queue, inbox: { adapter: kind.adapter, table: inboxTable } }, () => undefined);
+    suite.app = await startApp([Handler], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table } });
     const outboxIndexes = await indexesOf(table);
     expect(outboxIndexes).toHaveLength(4); // the primary key and the three of the relay and the cleanup
     expect(outboxIndexes.filter((name) => /_(pending|order|sent)_idx$/.test(name))).toHaveLength(3);
     const inboxIndexes = await indexesOf(inboxTable);
     expect(inboxIndexes).toHaveLength(2); // the primary key and handled_at's
     expect(inboxIndexes.some((name) => name.endsWith('_handled_at_idx'))).toBe(true);
-    await app.close();
-    app = undefined;
+    await suite.app.close();
+    suite.app = undefined;
     // An index dropped behind the library's back fails the next start with createTables: false, naming it.
     await sql(`DROP INDEX "${outboxIndexes.find((name) => name.endsWith('_sent_idx'))}"`);
     await expect(startApp([], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table, createTables: false } })).rejects.toThrow(
@@ -62,7 +44,8 @@ describe('the outbox and inbox tables at the start', () => {
 
   it('fails the start on a table of another shape, naming the table, the option and the fix', async () => {
     const table = `e2e_debezium_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-    dropped.push(table);
+    const { kind } = suite;
+    suite.tables.push(table);
     await sql(`CREATE TABLE "${table}" (id uuid PRIMARY KEY, aggregatetype text, aggregateid text, type text, payload jsonb)`);
     await expect(startApp([], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table } })).rejects.toThrow(
       `The table ${table} (option outbox.table) is not one of this library's: it lacks the columns exchange, routing_key, body, properties, order_key, delay_ms, state, attempts, last_error, created_at, available_at, sent_at. Give outbox.table the name of a table of the library's own`,
@@ -73,37 +56,36 @@ describe('the outbox and inbox tables at the start', () => {
     const id = randomUUID().replace(/-/g, '').slice(0, 12);
     const table = `e2e_outbox_perm_${id}`;
     const role = `e2e_outbox_role_${id}`;
-    dropped.push(table);
+    const { kind } = suite;
+    suite.tables.push(table);
     await sql(`CREATE ROLE "${role}" LOGIN`);
     const url = new URL(POSTGRES_URL);
     url.username = role;
     url.password = '';
     const pool = new pg.Pool({ connectionString: url.toString(), max: 5 });
     pool.on('error', () => undefined);
-    try {
-      // The table made by the owner; the application's role may read its shape, not its rows.
-      app = await startApp([], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table, relay: false } });
-      await app.close();
-      app = undefined;
-      app = await startApp([], { ...TEST_OPTIONS, outbox: { adapter: pgOutboxAdapter(pool), table, createTables: false, pollInterval: '100ms' } });
-      const engine = app.get(RetryEngine);
-      const problem = await waitFor(() => engine.health().outbox?.problem, 'the relay reporting a problem');
-      expect(problem).toMatch(
-        new RegExp(
-          `^the outbox relay of ${table} is refused by the database: permission denied for table ${table} \\(SQLSTATE 42501, insufficient privilege: grant`,
-        ),
-      );
-      expect(problem).not.toMatch(/cannot reach the database/);
-      // Granted: the next round succeeds, and health is up again though no row was there to send.
-      await sql(`GRANT SELECT, UPDATE, DELETE ON "${table}" TO "${role}"`);
-      await waitFor(() => engine.health().outbox?.relaying === true, 'the relay healthy again');
-      expect(engine.health().outbox?.problem).toBeUndefined();
-    } finally {
-      await app?.close();
-      app = undefined;
-      await pool.end();
-      await sql(`DROP OWNED BY "${role}"`).catch(() => undefined);
-      await sql(`DROP ROLE IF EXISTS "${role}"`);
-    }
+    suite.afterThis(() => pool.end());
+    suite.afterThis(() => sql(`DROP OWNED BY "${role}"`).catch(() => undefined));
+    suite.afterThis(() => sql(`DROP ROLE IF EXISTS "${role}"`));
+    // The table made by the owner; the application's role may read its shape, not its rows.
+    suite.app = await startApp([], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table, relay: false } });
+    await suite.app.close();
+    suite.app = undefined;
+    suite.app = await startApp([], {
+      ...TEST_OPTIONS,
+      outbox: { adapter: pgOutboxAdapter(pool), table, createTables: false, pollInterval: '100ms' },
+    });
+    const engine = suite.app.get(RetryEngine);
+    const problem = await waitFor(() => engine.health().outbox?.problem, 'the relay reporting a problem');
+    expect(problem).toMatch(
+      new RegExp(
+        `^the outbox relay of ${table} is refused by the database: permission denied for table ${table} \\(SQLSTATE 42501, insufficient privilege: grant`,
+      ),
+    );
+    expect(problem).not.toMatch(/cannot reach the database/);
+    // Granted: the next round succeeds, and health is up again though no row was there to send.
+    await sql(`GRANT SELECT, UPDATE, DELETE ON "${table}" TO "${role}"`);
+    await waitFor(() => engine.health().outbox?.relaying === true, 'the relay healthy again');
+    expect(engine.health().outbox?.problem).toBeUndefined();
   });
 });

@@ -1,14 +1,13 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import knexFactory from 'knex';
 import pg from 'pg';
 import { OutboxPublisher, pgOutboxAdapter, type OutboxAdapter } from 'nestjs-amqp-retry';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { waitFor } from '../support/broker.js';
 import { knexOutboxAdapter } from '../support/knex.outbox-adapter.js';
-import { dropTables, sql, uniqueTable } from '../support/outbox.js';
+import { pgKind, sql, useOutboxSuite } from '../support/outbox.js';
 import { POSTGRES_URL } from '../support/stores.js';
-import { cleanUp, settleWindow } from '../support/suite.js';
+import { settleWindow } from '../support/suite.js';
 
 /**
  * A publish to the outbox on what is no transaction (the pg Pool itself, the knex instance) would write a row that
@@ -17,39 +16,14 @@ import { cleanUp, settleWindow } from '../support/suite.js';
  * `@ts-expect-error` lines below fail the typecheck if it does).
  */
 describe('the outbox refuses what is no transaction', () => {
-  let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
   const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 5 });
   const knex = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 5 } });
-  let table: string;
-  let queue: string;
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => broker?.close(),
-      () => pool.end(),
-      () => knex.destroy(),
-    );
-  });
-  beforeEach(() => {
-    table = uniqueTable('e2e_outbox_notx');
-    queue = uniqueName('e2e.outbox.notx');
-  });
-  afterEach(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => broker.channel.deleteQueue(queue),
-      () => dropTables(table),
-    );
-    app = undefined;
-  });
+  const suite = useOutboxSuite('e2e.outbox.notx', { kind: () => pgKind(pool), tablePrefix: 'e2e_outbox_notx', afterAll: () => knex.destroy() });
 
   /** Starts a writer and relay on `adapter`, a queue to send to, and what arrives there. */
   const start = async (adapter: OutboxAdapter) => {
-    app = await startApp([], { ...TEST_OPTIONS, outbox: { adapter, table, pollInterval: '100ms' } });
+    const { broker, queue, table } = suite;
+    const app = (suite.app = await startApp([], { ...TEST_OPTIONS, outbox: { adapter, table, pollInterval: '100ms' } }));
     await broker.declareQueue(queue);
     const got: ConsumeMessage[] = [];
     await broker.channel.consume(queue, (message) => message && (got.push(message), broker.channel.ack(message)));
@@ -58,7 +32,7 @@ describe('the outbox refuses what is no transaction', () => {
 
   /** Nothing was written, and nothing is sent; then a publish in a transaction goes, to show the relay runs. */
   const expectNothingWritten = async (got: ConsumeMessage[], sendInTransaction: () => Promise<unknown>) => {
-    expect(await sql(`SELECT id FROM "${table}"`)).toEqual([]);
+    expect(await sql(`SELECT id FROM "${suite.table}"`)).toEqual([]);
     await sendInTransaction();
     await waitFor(() => got.length >= 1, 'the message published in a transaction');
     await settleWindow(300);
@@ -66,6 +40,7 @@ describe('the outbox refuses what is no transaction', () => {
   };
 
   it('pg: refuses the Pool itself, naming it, and writes nothing', async () => {
+    const { queue } = suite;
     const { outbox, got } = await start(pgOutboxAdapter(pool));
     // @ts-expect-error a pg Pool is not a transaction
     const refused = outbox.publish(pool, { exchange: '', routingKey: queue, body: { n: 1 }, properties: { messageId: 'on-the-pool' } });
@@ -83,6 +58,7 @@ describe('the outbox refuses what is no transaction', () => {
   });
 
   it('knex (the documented adapter): refuses the knex instance, and writes nothing', async () => {
+    const { queue } = suite;
     const { outbox, got } = await start(knexOutboxAdapter(knex));
     // @ts-expect-error a Knex instance outside knex.transaction() is not a transaction
     const refused = outbox.publish(knex, { exchange: '', routingKey: queue, body: { n: 1 }, properties: { messageId: 'on-the-instance' } });

@@ -1,11 +1,9 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { OutboxPublisher, RetryEngine } from 'nestjs-amqp-retry';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { dropTables, pgKind, sql, uniqueTable, type OutboxKind } from '../support/outbox.js';
-import { PrivateBroker } from '../support/private-broker.js';
-import { cleanUp, settleWindow } from '../support/suite.js';
+import { waitFor } from '../support/broker.js';
+import { sql, useOutboxSuite } from '../support/outbox.js';
+import { settleWindow } from '../support/suite.js';
 
 /** The node's max_message_size: small, so that a row over it stays cheap. */
 const MAX_MESSAGE_SIZE = 1024 * 1024;
@@ -17,37 +15,28 @@ const MAX_MESSAGE_SIZE = 1024 * 1024;
  * rows around it are each sent once. On a node of the test's own, whose max_message_size is lowered.
  */
 describe('the outbox and messages the broker cannot carry', () => {
-  let node: PrivateBroker;
-  let broker: TestBroker;
-  let kind: OutboxKind;
-  let app: INestApplicationContext | undefined;
-  const table = uniqueTable('e2e_outbox_unsendable');
-  const sink = uniqueName('e2e.outbox.unsendable');
-
-  beforeAll(async () => {
-    node = await PrivateBroker.start();
+  const suite = useOutboxSuite('e2e.outbox.unsendable', {
+    tablePrefix: 'e2e_outbox_unsendable',
     // Set before the application connects: 3.10 reads the setting as each channel opens, 4.x keeps it in a
     // persistent term from its boot.
-    await node.ctl(
-      'eval',
-      `application:set_env(rabbit, max_message_size, ${MAX_MESSAGE_SIZE}), persistent_term:put(max_message_size, ${MAX_MESSAGE_SIZE}).`,
-    );
-    broker = await TestBroker.connect(node.url);
-    await broker.declareQueue(sink);
-    kind = await pgKind();
-    app = await startApp([], { ...TEST_OPTIONS, url: node.url, outbox: { adapter: kind.adapter, table, pollInterval: '200ms' } });
-  }, 600_000);
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => broker?.close(),
-      () => node?.stop(),
-      () => dropTables(table),
-      () => kind?.close(),
-    );
-  }, 120_000);
+    privateNode: (node) =>
+      node.ctl(
+        'eval',
+        `application:set_env(rabbit, max_message_size, ${MAX_MESSAGE_SIZE}), persistent_term:put(max_message_size, ${MAX_MESSAGE_SIZE}).`,
+      ),
+  });
+
+  beforeEach(async () => {
+    await suite.broker.declareQueue(suite.queue); // the sink
+    suite.app = await startApp([], {
+      ...TEST_OPTIONS,
+      url: suite.node!.url,
+      outbox: { adapter: suite.kind.adapter, table: suite.table, pollInterval: '200ms' },
+    });
+  });
 
   it('refuses a property the broker cannot carry in the caller transaction, with the error of the engine publish', async () => {
+    const { kind, queue: sink, app } = suite;
     const outbox = app!.get(OutboxPublisher);
     const engine = app!.get(RetryEngine);
     const published = await engine.publish('', sink, Buffer.from('{}'), { priority: 300 }).then(
@@ -72,10 +61,11 @@ describe('the outbox and messages the broker cannot carry', () => {
         (error: Error) => error,
       );
     expect(tooLong?.message).toMatch(/Invalid correlationId: 300 bytes, where AMQP allows at most 255/);
-    expect(await sql(`SELECT id FROM "${table}"`)).toEqual([]); // both transactions rolled back: no row
+    expect(await sql(`SELECT id FROM "${suite.table}"`)).toEqual([]); // both transactions rolled back: no row
   });
 
   it('parks a row over max_message_size at its first send with the broker reason; the rows around it go once each', async () => {
+    const { broker, kind, table, queue: sink, app } = suite;
     const outbox = app!.get(OutboxPublisher);
     const got: ConsumeMessage[] = [];
     await broker.channel.consume(sink, (message) => message && (got.push(message), broker.channel.ack(message)));

@@ -286,8 +286,8 @@ describe('the outbox with pg: a client that is in no transaction', () => {
 
 describe('the outbox with a delay', () => {
   const suite = useOutboxSuite('e2e.outbox.sink');
-  const prefix = uniqueName('e2e.outbox.delay');
-  beforeEach(() => suite.afterThis(() => suite.broker.deleteDelayLadder(prefix)));
+  let prefix: string;
+  beforeEach(() => (prefix = suite.ladder()));
 
   it('delivers a delayed row after its delay from the commit, never early; a delay with delays off fails the publish', async () => {
     suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix }, outbox: { adapter: suite.kind.adapter, table: suite.table } });

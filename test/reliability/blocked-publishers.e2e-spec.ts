@@ -1,8 +1,7 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { NonRetryableError, PublishError, RetryPublisher } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { PrivateBroker } from '../support/private-broker.js';
+import { waitFor } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 
 /**
  * Finding 9: under a memory or disk alarm the broker blocks every connection that publishes, acks included. The
@@ -10,47 +9,33 @@ import { PrivateBroker } from '../support/private-broker.js';
  * alarm is raised on a node of the test's own (the version under test), never on the broker others use.
  */
 describe('a broker that blocks publishers', () => {
-  let node: PrivateBroker;
-  let broker: TestBroker;
-  let queue: string;
-  let app: INestApplicationContext | undefined;
-  let restore: (() => Promise<void>) | undefined; // also run from afterEach, should the test time out mid-alarm
+  let restore: (() => Promise<void>) | undefined; // also run after the test, should it time out mid-alarm
+  afterEach(async () => {
+    // Declared before the suite's cleanup, so it runs first: the apps close without the alarm.
+    await restore?.();
+    restore = undefined;
+  });
+  const suite = useSuite('e2e.blocked', { privateNode: true });
 
   /** Ready and unacknowledged messages of a queue, as the broker counts them. */
   async function messagesIn(queue: string): Promise<number | undefined> {
-    const line = (await node.ctl('list_queues', 'name', 'messages', '-q', '--no-table-headers')).split('\n').find((l) => l.startsWith(`${queue}\t`));
+    const lines = (await suite.node!.ctl('list_queues', 'name', 'messages', '-q', '--no-table-headers')).split('\n');
+    const line = lines.find((l) => l.startsWith(`${queue}\t`));
     return line === undefined ? undefined : Number(line.split('\t')[1]);
   }
 
-  beforeAll(async () => {
-    node = await PrivateBroker.start();
-    broker = await TestBroker.connect(node.url);
-  }, 600_000);
-  afterAll(async () => {
-    await broker?.close();
-    await node?.stop();
-  }, 120_000);
-  beforeEach(() => {
-    queue = uniqueName('e2e.blocked');
-  });
-  afterEach(async () => {
-    await restore?.();
-    restore = undefined;
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue);
-  });
-
   it('keeps consuming and acking while publishers are blocked; parks wait, bounded, and complete after', async () => {
+    const { broker, queue } = suite;
+    const node = suite.node!;
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
     const Handler = handlerFor({ queue, prefetch: 50 }, async (payload) => {
       await released;
       if ((payload as { n: number }).n % 10 === 0) throw new NonRetryableError('parked on purpose');
     });
-    app = await startApp([Handler], { ...TEST_OPTIONS, url: node.url, confirmTimeout: '500ms', publishTimeout: '1s' });
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, url: node.url, confirmTimeout: '500ms', publishTimeout: '1s' }));
     for (let n = 0; n < 40; n++) await broker.publish('', queue, { n });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 40, 'every handler started');
+    await waitFor(() => handlerOf(app, Handler).calls.length === 40, 'every handler started');
 
     restore = await node.raiseMemoryAlarm();
     let publishFailure: unknown;
@@ -79,21 +64,29 @@ describe('a broker that blocks publishers', () => {
     // A park whose confirm timed out during the alarm may still have been written: at least once, so dedupe by id.
     const parked = await broker.take(`${queue}.error`, 4, 30_000);
     expect([...new Set(parked.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n))].sort((a, b) => a - b)).toEqual([0, 10, 20, 30]);
-    const numbered = () => handlerOf(app!, Handler).calls.filter((c) => typeof (c.payload as { n: unknown }).n === 'number');
+    const numbered = () => handlerOf(app, Handler).calls.filter((c) => typeof (c.payload as { n: unknown }).n === 'number');
     expect(numbered()).toHaveLength(40); // no handler ran twice
     await waitFor(async () => (await broker.consumers(queue)) === 1 && (await broker.count(queue)) === 0, 'a drained queue');
   });
 
   it('app.close() during the alarm ends in bounded time, though the blocked connection answers no channel.open', async () => {
+    const { broker, queue } = suite;
+    const node = suite.node!;
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
     const Handler = handlerFor({ queue, prefetch: 10 }, async () => {
       await released;
       throw new NonRetryableError('parked on purpose');
     });
-    app = await startApp([Handler], { ...TEST_OPTIONS, url: node.url, confirmTimeout: '300ms', publishTimeout: '600ms', shutdownTimeout: '1s' });
+    const app = (suite.app = await startApp([Handler], {
+      ...TEST_OPTIONS,
+      url: node.url,
+      confirmTimeout: '300ms',
+      publishTimeout: '600ms',
+      shutdownTimeout: '1s',
+    }));
     for (let n = 0; n < 5; n++) await broker.publish('', queue, { n });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 5, 'every handler started');
+    await waitFor(() => handlerOf(app, Handler).calls.length === 5, 'every handler started');
 
     restore = await node.raiseMemoryAlarm();
     let closeMs: number | undefined;
@@ -103,13 +96,13 @@ describe('a broker that blocks publishers', () => {
       const publisher = app.get(RetryPublisher);
       for (let i = 0; i < 3; i++) await publisher.publish('', queue, { n: `during the alarm ${i}` }).catch(() => undefined);
       release(); // 5 parks, on the blocked connection
-      await waitFor(() => handlerOf(app!, Handler).calls.length >= 5, 'the parks under way');
+      await waitFor(() => handlerOf(app, Handler).calls.length >= 5, 'the parks under way');
       const startedAt = Date.now();
       const closing = app.close().then(() => Date.now() - startedAt);
       let timer: NodeJS.Timeout | undefined;
       closeMs = await Promise.race([closing, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 20_000)))]);
       clearTimeout(timer);
-      app = undefined;
+      suite.app = undefined;
     } finally {
       release();
       await restore();

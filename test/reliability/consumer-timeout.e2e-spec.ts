@@ -1,8 +1,8 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { createApp, handlerFor, handlerOf } from '../support/app.js';
-import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { PrivateBroker } from '../support/private-broker.js';
+import { uniqueName, waitFor } from '../support/broker.js';
+import type { PrivateBroker } from '../support/private-broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { useSuite } from '../support/suite.js';
 
 const CONSUMER_TIMEOUT_MS = 2_000;
 const HANDLER_MS = 5_000;
@@ -19,29 +19,18 @@ const HANDLER_MS = 5_000;
  * once, and needs neither.
  */
 describe('consumer timeouts', () => {
-  let node: PrivateBroker;
-  let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
-
-  beforeAll(async () => {
-    node = await PrivateBroker.start();
+  /** Shortens the node's consumer timeout (and, before 4.3, the channel tick that checks it). */
+  const setUp = async (node: PrivateBroker) => {
     // 4.3 enforces a quorum queue's consumer timeout in the queue itself; 3.10 and 4.0 only on the channel tick.
     if (node.version !== '4.3') await node.ctl('eval', 'application:set_env(rabbit, channel_tick_interval, 500).');
     if (node.version === '3.10') await node.ctl('eval', `application:set_env(rabbit, consumer_timeout, ${CONSUMER_TIMEOUT_MS}).`);
     else await node.ctl('set_policy', 'e2e-consumer-timeout', '^e2e\\.ct\\.', `{"consumer-timeout":${CONSUMER_TIMEOUT_MS}}`, '--apply-to', 'queues');
-    broker = await TestBroker.connect(node.url);
-  }, 600_000);
-  afterAll(async () => {
-    await broker?.close();
-    await node?.stop(); // its queues go with it
-  }, 120_000);
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  };
+  const suite = useSuite('e2e.ct.slow', { privateNode: setUp });
 
   it('parks a message whose quorum handler outlives the consumer timeout, while another handler on the connection keeps consuming', async () => {
-    const slow = uniqueName('e2e.ct.slow');
+    const { broker, queue: slow } = suite;
+    const node = suite.node!;
     const other = uniqueName('e2e.ct.other');
     const aborted: string[] = [];
     const Slow = handlerFor({ queue: slow, queueType: 'quorum' }, async (_, ctx) => {
@@ -50,7 +39,7 @@ describe('consumer timeouts', () => {
     });
     const Other = handlerFor({ queue: other, queueType: 'quorum' }, () => new Promise((resolve) => setTimeout(resolve, 100)));
     const logger = new RecordingLogger();
-    app = await createApp([Slow, Other], { url: node.url, delayedDelivery: false, shutdownTimeout: '100ms' });
+    const app = (suite.app = await createApp([Slow, Other], { url: node.url, delayedDelivery: false, shutdownTimeout: '100ms' }));
     app.useLogger(logger);
     await app.init();
 

@@ -1,30 +1,28 @@
-import { randomUUID } from 'node:crypto';
 import { PublishError, RetryPublisher, type RetryObserver } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { ctl } from '../support/broker-control.js';
 import { AMQP_URL, uniqueName } from '../support/broker.js';
-import { useRoutedQueue } from '../support/suite.js';
+import { useSuite } from '../support/suite.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 /** Finding 1: one failed publish must fail alone; its neighbours on the same channel resolve and are delivered. */
 describe('a failed publish fails alone', () => {
-  const routed = useRoutedQueue('e2e.isolate');
+  const suite = useSuite('e2e.isolate', { routed: true });
 
   const ids = (messages: { content: Buffer }[]) => new Set(messages.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n));
 
   it('rejects only the publish to a missing exchange (404); the 300 beside it resolve and arrive', async () => {
-    routed.app = await startApp([], TEST_OPTIONS);
-    const publisher = routed.app.get(RetryPublisher);
+    suite.app = await startApp([], TEST_OPTIONS);
+    const publisher = suite.app.get(RetryPublisher);
     const results = await Promise.allSettled(
       Array.from({ length: 301 }, (_, n) =>
-        n === 150 ? publisher.publish(uniqueName('missing'), 'k', { n }) : publisher.publish(routed.exchange, 'k', { n }),
+        n === 150 ? publisher.publish(uniqueName('missing'), 'k', { n }) : publisher.publish(suite.exchange, 'k', { n }),
       ),
     );
     const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
     expect(rejected.map((r) => r.n)).toEqual([150]);
     expect(rejected[0].reason).toBeInstanceOf(PublishError);
     expect(rejected[0].reason.brokerCode).toBe(404);
-    const delivered = await routed.broker.take(routed.queue, 300);
+    const delivered = await suite.broker.take(suite.queue, 300);
     expect(ids(delivered).size).toBe(300); // at least once: a re-sent neighbour may arrive twice, none is missing
   });
 
@@ -36,101 +34,77 @@ describe('a failed publish fails alone', () => {
     const proxy = await new TcpProxy().start();
     const lost: string[] = [];
     const observer: RetryObserver = { connectionLost: (event) => lost.push(event.reason ?? '?') };
-    try {
-      routed.app = await startApp([], { ...TEST_OPTIONS, url: proxy.url, observers: [observer] });
-      const publisher = routed.app.get(RetryPublisher);
-      await publisher.publish(routed.exchange, 'k', { n: -1 }); // the publishing channel is open
-      proxy.stall();
-      const pad = 'x'.repeat(64 * 1024);
-      const settling = Promise.allSettled([
-        publisher.publish(uniqueName('missing'), 'k', { n: 'doomed' }),
-        ...Array.from({ length: 300 }, (_, n) => publisher.publish(routed.exchange, 'k', { n, pad })),
-      ]);
-      await new Promise((resolve) => setTimeout(resolve, 300)); // the stall lasts 300 ms: 19 MB wait in the client
-      proxy.resume();
-      const [doomed, ...results] = await settling;
-      expect(doomed.status === 'rejected' && (doomed.reason as PublishError).brokerCode).toBe(404);
-      expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
-      const delivered = await routed.broker.take(routed.queue, 301);
-      expect(ids(delivered).size).toBe(301);
-      expect(lost).toEqual([]);
-    } finally {
-      await routed.app?.close();
-      routed.app = undefined;
-      await proxy.stop();
-    }
+    suite.afterThis(() => proxy.stop());
+    suite.app = await startApp([], { ...TEST_OPTIONS, url: proxy.url, observers: [observer] });
+    const publisher = suite.app.get(RetryPublisher);
+    await publisher.publish(suite.exchange, 'k', { n: -1 }); // the publishing channel is open
+    proxy.stall();
+    const pad = 'x'.repeat(64 * 1024);
+    const settling = Promise.allSettled([
+      publisher.publish(uniqueName('missing'), 'k', { n: 'doomed' }),
+      ...Array.from({ length: 300 }, (_, n) => publisher.publish(suite.exchange, 'k', { n, pad })),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the stall lasts 300 ms: 19 MB wait in the client
+    proxy.resume();
+    const [doomed, ...results] = await settling;
+    expect(doomed.status === 'rejected' && (doomed.reason as PublishError).brokerCode).toBe(404);
+    expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
+    const delivered = await suite.broker.take(suite.queue, 301);
+    expect(ids(delivered).size).toBe(301);
+    expect(lost).toEqual([]);
   });
 
   it('forwards every good delayed message when one due beside them targets a deleted exchange', async () => {
-    const prefix = uniqueName('e2e.isolate.ladder');
+    const prefix = suite.ladder();
     const doomed = uniqueName('e2e.isolate.doomed');
-    await routed.broker.channel.assertExchange(doomed, 'direct', { durable: true });
-    routed.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
-    try {
-      const publisher = routed.app.get(RetryPublisher);
-      await Promise.all(
-        Array.from({ length: 200 }, (_, n) =>
-          n === 100 ? publisher.publish(doomed, 'k', { n }, { delay: 300 }) : publisher.publish(routed.exchange, 'k', { n }, { delay: 300 }),
-        ),
-      );
-      await routed.broker.channel.deleteExchange(doomed);
-      const delivered = await routed.broker.take(routed.queue, 199);
-      expect(ids(delivered).size).toBe(199);
-      const [parked] = await routed.broker.take(`${prefix}.error`, 1);
-      expect(parked.properties.headers?.['x-parked-reason']).toBe('undeliverable');
-      expect(JSON.parse(parked.content.toString())).toEqual({ n: 100 });
-      await new Promise((resolve) => setTimeout(resolve, 300)); // a settle window: nothing more is parked
-      expect(await routed.broker.count(`${prefix}.error`)).toBe(0);
-    } finally {
-      await routed.app.close();
-      routed.app = undefined;
-      await routed.broker.deleteDelayLadder(prefix);
-    }
+    suite.extraExchanges.push(doomed);
+    await suite.broker.channel.assertExchange(doomed, 'direct', { durable: true });
+    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    const publisher = suite.app.get(RetryPublisher);
+    await Promise.all(
+      Array.from({ length: 200 }, (_, n) =>
+        n === 100 ? publisher.publish(doomed, 'k', { n }, { delay: 300 }) : publisher.publish(suite.exchange, 'k', { n }, { delay: 300 }),
+      ),
+    );
+    await suite.broker.channel.deleteExchange(doomed);
+    const delivered = await suite.broker.take(suite.queue, 199);
+    expect(ids(delivered).size).toBe(199);
+    const [parked] = await suite.broker.take(`${prefix}.error`, 1);
+    expect(parked.properties.headers?.['x-parked-reason']).toBe('undeliverable');
+    expect(JSON.parse(parked.content.toString())).toEqual({ n: 100 });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // a settle window: nothing more is parked
+    expect(await suite.broker.count(`${prefix}.error`)).toBe(0);
   });
 
   it('rejects only the publish a user may not write to (403); the others resolve', async () => {
-    const user = `e2e-${randomUUID().slice(0, 8)}`;
     const forbidden = uniqueName('e2e.isolate.forbidden');
-    await routed.broker.channel.assertExchange(forbidden, 'direct', { durable: true });
-    await ctl('add_user', user, 'secret');
-    try {
-      await ctl('set_permissions', '-p', '/', user, '.*', `^(?!${forbidden.replace(/\./g, '\\.')}$).*`, '.*');
-      const url = AMQP_URL.replace('guest:guest', `${user}:secret`);
-      routed.app = await startApp([], { ...TEST_OPTIONS, url });
-      const publisher = routed.app.get(RetryPublisher);
-      const results = await Promise.allSettled(
-        Array.from({ length: 101 }, (_, n) => (n === 50 ? publisher.publish(forbidden, 'k', { n }) : publisher.publish(routed.exchange, 'k', { n }))),
-      );
-      const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
-      expect(rejected.map((r) => r.n)).toEqual([50]);
-      expect(rejected[0].reason.brokerCode).toBe(403);
-      expect(ids(await routed.broker.take(routed.queue, 100)).size).toBe(100);
-    } finally {
-      await routed.app?.close();
-      routed.app = undefined;
-      await ctl('delete_user', user);
-      await routed.broker.channel.deleteExchange(forbidden);
-    }
+    suite.extraExchanges.push(forbidden);
+    await suite.broker.channel.assertExchange(forbidden, 'direct', { durable: true });
+    const user = await suite.user('/', ['.*', `^(?!${forbidden.replace(/\./g, '\\.')}$).*`, '.*']);
+    const url = AMQP_URL.replace('guest:guest', `${user.name}:${user.password}`);
+    suite.app = await startApp([], { ...TEST_OPTIONS, url });
+    const publisher = suite.app.get(RetryPublisher);
+    const results = await Promise.allSettled(
+      Array.from({ length: 101 }, (_, n) => (n === 50 ? publisher.publish(forbidden, 'k', { n }) : publisher.publish(suite.exchange, 'k', { n }))),
+    );
+    const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
+    expect(rejected.map((r) => r.n)).toEqual([50]);
+    expect(rejected[0].reason.brokerCode).toBe(403);
+    expect(ids(await suite.broker.take(suite.queue, 100)).size).toBe(100);
   });
 
   it('parks beside a handler whose own publishes fail: a park is never failed by a neighbour', async () => {
-    const handled = uniqueName('e2e.isolate.h');
+    const handled = suite.retryQueue();
     const Handler = handlerFor({ queue: handled, delays: ['50ms'], maxAttempts: 1 }, () => {
       throw new Error('always');
     });
-    routed.app = await startApp([Handler], TEST_OPTIONS);
-    const publisher = routed.app.get(RetryPublisher);
-    try {
-      const bad = Array.from({ length: 20 }, () => publisher.publish(uniqueName('missing'), 'k', {}).catch((e: unknown) => e));
-      for (let n = 0; n < 20; n++) await routed.broker.publish('', handled, { n });
-      expect((await Promise.all(bad)).every((e) => e instanceof PublishError && e.brokerCode === 404)).toBe(true);
-      const parked = await routed.broker.take(`${handled}.error`, 20);
-      expect(ids(parked).size).toBe(20);
-      expect(handlerOf(routed.app, Handler).calls).toHaveLength(20);
-    } finally {
-      await routed.app.close();
-      routed.app = undefined;
-      await routed.broker.deleteRetryTopology(handled);
-    }
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    const publisher = suite.app.get(RetryPublisher);
+    const bad = Array.from({ length: 20 }, () => publisher.publish(uniqueName('missing'), 'k', {}).catch((e: unknown) => e));
+    for (let n = 0; n < 20; n++) await suite.broker.publish('', handled, { n });
+    expect((await Promise.all(bad)).every((e) => e instanceof PublishError && e.brokerCode === 404)).toBe(true);
+    const parked = await suite.broker.take(`${handled}.error`, 20);
+    expect(ids(parked).size).toBe(20);
+    expect(handlerOf(suite.app, Handler).calls).toHaveLength(20);
   });
 });

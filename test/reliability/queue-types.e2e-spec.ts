@@ -1,8 +1,8 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { TopologyMismatchError } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp } from '../support/app.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
 import { ctl } from '../support/broker-control.js';
+import { useSuite, type Vhost } from '../support/suite.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 /**
@@ -12,40 +12,31 @@ import { TcpProxy } from '../support/tcp-proxy.js';
  * with another type stops the start with an error naming both.
  */
 describe('queue types on a vhost whose default queue type is quorum', () => {
-  let vhost: string;
+  const suite = useSuite('e2e.typed');
+  let vhost: Vhost;
   let url: string;
   let broker: TestBroker;
-  let app: INestApplicationContext | undefined;
 
   beforeEach(async () => {
-    vhost = uniqueName('e2e.quorum-first');
-    await ctl('add_vhost', vhost, '--default-queue-type', 'quorum');
-    await ctl('set_permissions', '-p', vhost, 'guest', '.*', '.*', '.*');
-    const at = new URL(AMQP_URL);
-    at.pathname = `/${encodeURIComponent(vhost)}`;
-    url = at.toString();
+    vhost = await suite.vhost('--default-queue-type', 'quorum'); // deleted after the test, with every queue and exchange in it
+    url = vhost.url();
     broker = await TestBroker.connect(url);
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.close();
-    await ctl('delete_vhost', vhost); // and with it every queue and exchange of the test
+    suite.clients.push(broker);
   });
 
   /** Every queue of the vhost with its type, as the broker lists them. */
   async function queueTypes(): Promise<Record<string, string>> {
-    const out = await ctl('list_queues', '-p', vhost, 'name', 'type', '-q', '--no-table-headers');
+    const out = await ctl('list_queues', '-p', vhost.name, 'name', 'type', '-q', '--no-table-headers');
     const lines = out.split('\n').filter((line) => line.trim() !== '');
     return Object.fromEntries(lines.map((line) => line.split('\t') as [string, string]));
   }
 
   it('declares every queue classic by default (handler, tiers, error, plan, presence, registry, delay ladder) and parks a failing message', async () => {
-    const queue = uniqueName('e2e.typed');
+    const { queue } = suite;
     const Handler = handlerFor({ queue, delays: [100, 200] }, (_, ctx) => {
       throw new Error(`declined ${ctx.attempt}`);
     });
-    app = await startApp([Handler], { url, delayedDelivery: { prefix: uniqueName('e2e.typed-delay') } });
+    const app = (suite.app = await startApp([Handler], { url, delayedDelivery: { prefix: uniqueName('e2e.typed-delay') } }));
 
     const types = await queueTypes();
     expect(Object.keys(types).length).toBeGreaterThan(10); // the ladder alone has dozens
@@ -59,12 +50,12 @@ describe('queue types on a vhost whose default queue type is quorum', () => {
   });
 
   it('fails the start with a TopologyMismatchError naming both types when a queue exists as quorum and is configured classic', async () => {
-    const queue = uniqueName('e2e.typed');
+    const { queue } = suite;
     // What a version that stated no type left on such a vhost: the handler queue became a quorum queue.
     await broker.channel.assertQueue(queue, { durable: true, arguments: { 'x-dead-letter-exchange': `${queue}.dlx` } });
     expect((await queueTypes())[queue]).toBe('quorum');
 
-    app = await createApp([handlerFor({ queue }, () => undefined)], { url, delayedDelivery: false });
+    const app = (suite.app = await createApp([handlerFor({ queue }, () => undefined)], { url, delayedDelivery: false }));
     const failure = await app.init().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(TopologyMismatchError);
     expect(failure).toMatchObject({ kind: 'queue', entity: queue, queueTypes: { configured: 'classic', found: 'quorum' } });
@@ -74,39 +65,34 @@ describe('queue types on a vhost whose default queue type is quorum', () => {
     expect((failure as Error).message).toContain("set queueType: 'quorum'");
     expect((failure as Error).message).toContain(`rabbitmqctl delete_queue ${queue}`);
     await app.close().catch(() => undefined);
-    app = undefined;
+    suite.app = undefined;
   });
 
   it('a quorum handler there parks a message that crashes its consumer every time as redelivery-limit, losing nothing', async () => {
-    const queue = uniqueName('e2e.typed');
+    const { queue } = suite;
     const proxy = await new TcpProxy().start();
+    suite.afterThis(() => proxy.stop());
     const through = new URL(proxy.url);
-    through.pathname = `/${encodeURIComponent(vhost)}`;
-    try {
-      const Handler = handlerFor({ queue, queueType: 'quorum' }, () => new Promise(() => undefined)); // hangs, as if crashing
-      app = await startApp([Handler], {
-        url: through.toString(),
-        delayedDelivery: false,
-        reconnect: { initialDelay: '20ms', maxDelay: '50ms' },
-        shutdownTimeout: '50ms',
-      });
-      await broker.publish('', queue, { id: 'poison' });
-      const calls = handlerOf(app, Handler).calls;
-      const poisonCalls = () => calls.length;
-      for (let delivery = 1; delivery <= 10; delivery++) {
-        await waitFor(() => poisonCalls() === delivery, `delivery ${delivery} of the poison message`);
-        await proxy.cut(); // nothing is settled: the quorum queue counts the delivery
-        await proxy.restore();
-      }
-      const [parked] = await broker.take(`${queue}.error`, 1);
-      expect(poisonCalls()).toBe(10);
-      expect(JSON.parse(parked.content.toString())).toEqual({ id: 'poison' });
-      expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'redelivery-limit' });
-      expect(await broker.count(queue)).toBe(0);
-    } finally {
-      await app?.close();
-      app = undefined;
-      await proxy.stop();
+    through.pathname = `/${encodeURIComponent(vhost.name)}`;
+    const Handler = handlerFor({ queue, queueType: 'quorum' }, () => new Promise(() => undefined)); // hangs, as if crashing
+    const app = (suite.app = await startApp([Handler], {
+      url: through.toString(),
+      delayedDelivery: false,
+      reconnect: { initialDelay: '20ms', maxDelay: '50ms' },
+      shutdownTimeout: '50ms',
+    }));
+    await broker.publish('', queue, { id: 'poison' });
+    const calls = handlerOf(app, Handler).calls;
+    const poisonCalls = () => calls.length;
+    for (let delivery = 1; delivery <= 10; delivery++) {
+      await waitFor(() => poisonCalls() === delivery, `delivery ${delivery} of the poison message`);
+      await proxy.cut(); // nothing is settled: the quorum queue counts the delivery
+      await proxy.restore();
     }
+    const [parked] = await broker.take(`${queue}.error`, 1);
+    expect(poisonCalls()).toBe(10);
+    expect(JSON.parse(parked.content.toString())).toEqual({ id: 'poison' });
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'redelivery-limit' });
+    expect(await broker.count(queue)).toBe(0);
   });
 });

@@ -1,69 +1,57 @@
 import { randomUUID } from 'node:crypto';
-import { type INestApplicationContext } from '@nestjs/common';
-import { RetryPublisher } from 'nestjs-amqp-retry';
+import type { INestApplicationContext, Provider } from '@nestjs/common';
+import { RetryPublisher, type RetryModuleOptions } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { closeConnections } from '../support/broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { useSuite } from '../support/suite.js';
 
 /** AMQP_URL as the logs must show it, as a pattern: the password masked, the rest as given. */
 const shownUrl = AMQP_URL.replace(/^(amqps?:\/\/[^:@/]*:)[^@/]*@/i, '$1***@').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 describe('reliability: reconnects, publishing while down, shutdown', () => {
-  let broker: TestBroker;
-  let queue: string;
-  let app: INestApplicationContext | undefined;
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const suite = useSuite('e2e.reliable', { afterAll: () => process.off('unhandledRejection', onUnhandled) });
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
+  beforeAll(() => {
     process.on('unhandledRejection', onUnhandled);
   });
-  afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
-    await broker.close();
-  });
-  const extraExchanges: string[] = [];
   beforeEach(() => {
-    queue = uniqueName('e2e.reliable');
     unhandled.length = 0;
-    extraExchanges.length = 0;
   });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { exchanges: extraExchanges });
-    expect(unhandled).toEqual([]);
+  afterEach(() => {
+    expect(unhandled).toEqual([]); // declared after the suite's cleanup: what the app's close left unhandled counts too
   });
 
-  /** Runs `work` with a TCP proxy in front of the broker; the app closes before the proxy stops, whatever happens. */
-  const throughProxy = async (work: (proxy: TcpProxy) => Promise<void>) => {
+  type Start = (providers: Provider[], options: RetryModuleOptions) => Promise<INestApplicationContext>;
+  /**
+   * Runs `work` with a TCP proxy in front of the broker, and `start`, which starts the test's app through it (with
+   * TEST_OPTIONS and `options`); the suite closes the app before it stops the proxy.
+   */
+  const throughProxy = async (work: (proxy: TcpProxy, start: Start) => Promise<void>) => {
     const proxy = await new TcpProxy().start();
-    try {
-      await work(proxy);
-    } finally {
-      await app?.close();
-      app = undefined;
-      await proxy.stop();
-    }
+    suite.afterThis(() => proxy.stop());
+    await work(proxy, async (providers, options) => (suite.app = await startApp(providers, { ...TEST_OPTIONS, url: proxy.url, ...options })));
   };
 
   it('reconnects after the broker closes its connections, resumes consuming, and logs outage and recovery once per connection', async () => {
+    const { broker, queue } = suite;
     const connectionName = `e2e-${randomUUID()}`;
     const Handler = handlerFor({ queue }, () => undefined);
-    app = await startApp([Handler], { ...TEST_OPTIONS, connectionName, reconnect: { initialDelay: '50ms' } });
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, connectionName, reconnect: { initialDelay: '50ms' } }));
     const logger = new RecordingLogger();
     app.useLogger(logger);
     await broker.publish('', queue, { n: 1 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the first message');
+    await waitFor(() => handlerOf(app, Handler).calls.length === 1, 'the first message');
 
     expect(await closeConnections(connectionName)).toBe(2); // the consuming and the publishing connection
     await broker.publish('', queue, { n: 2 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the message after the outage');
+    await waitFor(() => handlerOf(app, Handler).calls.length === 2, 'the message after the outage');
     await app.get(RetryPublisher).publish('', queue, { n: 3 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 3, 'a message published after the outage');
+    await waitFor(() => handlerOf(app, Handler).calls.length === 3, 'a message published after the outage');
 
     expect(logger.count(new RegExp(`^error Lost the connection to RabbitMQ at ${shownUrl} \\(.*CONNECTION_FORCED.*\\); reconnecting$`))).toBe(2);
     expect(logger.count(new RegExp(`^log Reconnected to RabbitMQ at ${shownUrl} after \\d+ ms \\(\\d+ attempts?\\)$`))).toBe(2);
@@ -75,31 +63,33 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
   });
 
   it('declares a deleted queue again and resumes consuming, without touching the connection', async () => {
+    const { broker, queue } = suite;
     const exchange = uniqueName('e2e.reliable.x');
     const Handler = handlerFor({ queue, exchange, routingKey: 'k', delays: [100] }, (_, ctx) => {
       if (ctx.attempt === 1) throw new Error('once');
     });
-    extraExchanges.push(exchange);
-    app = await startApp([Handler], { ...TEST_OPTIONS, reconnect: { initialDelay: '50ms' } });
+    suite.extraExchanges.push(exchange);
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, reconnect: { initialDelay: '50ms' } }));
     const logger = new RecordingLogger();
     app.useLogger(logger);
     await broker.channel.deleteQueue(queue);
     // consuming again means declared again, bindings included: the consumer starts after the topology
     await waitFor(async () => logger.count(/cancelled the consumer/) === 1 && (await broker.consumers(queue)) === 1, 'a consumer on the queue again');
     await broker.publish(exchange, 'k', { n: 1 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the message and its retry');
+    await waitFor(() => handlerOf(app, Handler).calls.length === 2, 'the message and its retry');
     expect(handlerOf(app, Handler).calls.map((c) => c.attempt)).toEqual([1, 2]);
     expect(logger.count(/Lost the connection/)).toBe(0);
   });
 
   it('redelivers the messages whose handlers were running when the network dropped: none lost', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
+      const { broker, queue } = suite;
       const Handler = handlerFor({ queue }, () => new Promise((resolve) => setTimeout(resolve, 1_000)));
-      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms' } });
+      const app = await start([Handler], { reconnect: { initialDelay: '50ms' } });
       for (let n = 0; n < 10; n++) await broker.publish('', queue, { n });
       // All ten delivered before the cut (each handler runs 1 s): a message still on its way when the network drops
       // comes back marked redelivered although no handler ran it, which is right, but not what this test counts.
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 10, 'ten handlers in flight');
+      await waitFor(() => handlerOf(app, Handler).calls.length === 10, 'ten handlers in flight');
       await proxy.cut(); // their acks can no longer reach the broker, which requeues the messages
       await proxy.restore();
 
@@ -114,9 +104,10 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
     }));
 
   it('keeps trying to recover after a reconnection until the topology can be declared again', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
+      const { broker, queue } = suite;
       const Handler = handlerFor({ queue }, () => undefined);
-      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
+      const app = await start([Handler], { reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
       const logger = new RecordingLogger();
       app.useLogger(logger);
       await proxy.cut();
@@ -132,19 +123,14 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
 
       await waitFor(async () => (await broker.consumers(queue)) === 1, 'the consumer back');
       await broker.publish('', queue, { n: 1 });
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the message after recovery');
+      await waitFor(() => handlerOf(app, Handler).calls.length === 1, 'the message after recovery');
     }));
 
   it('holds publishes while the connection is down, resolves them when it is back, and bounds the wait', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
+      const { queue } = suite;
       const Handler = handlerFor({ queue }, () => undefined);
-      app = await startApp([Handler], {
-        ...TEST_OPTIONS,
-        url: proxy.url,
-        reconnect: { initialDelay: '100ms', maxDelay: '200ms' },
-        publishTimeout: '400ms',
-        publishBufferSize: 2,
-      });
+      const app = await start([Handler], { reconnect: { initialDelay: '100ms', maxDelay: '200ms' }, publishTimeout: '400ms', publishBufferSize: 2 });
       const publisher = app.get(RetryPublisher);
       await proxy.cut();
       await waitFor(
@@ -165,14 +151,15 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       await expect(publisher.publish('', queue, { held: 3 })).rejects.toThrow(/2 publishes already wait for it \(publishBufferSize\)/);
       await proxy.restore();
       await Promise.all([first, second]);
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 2, 'the held messages');
+      await waitFor(() => handlerOf(app, Handler).calls.length === 2, 'the held messages');
       expect(handlerOf(app, Handler).calls.map((c) => c.payload)).toEqual([{ held: 1 }, { held: 2 }]);
     }));
 
   it('sends a publish whose channel was opening when the connection dropped once the connection is back', () =>
-    throughProxy(async (proxy) => {
+    throughProxy(async (proxy, start) => {
+      const { queue } = suite;
       const Handler = handlerFor({ queue }, () => undefined);
-      app = await startApp([Handler], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
+      const app = await start([Handler], { reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
       const publisher = app.get(RetryPublisher);
       await expect(publisher.publish(uniqueName('e2e.missing'), 'k', {})).rejects.toThrow(/NOT_FOUND/); // the channel closed
       proxy.stall(); // the Open of the next channel waits in the link
@@ -185,20 +172,21 @@ describe('reliability: reconnects, publishing while down, shutdown', () => {
       await proxy.cut(); // and the connection drops under it
       await proxy.restore();
       expect(await outcome).toBe('sent');
-      await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the message');
+      await waitFor(() => handlerOf(app, Handler).calls.length === 1, 'the message');
       expect(handlerOf(app, Handler).calls.map((c) => c.payload)).toEqual([{ n: 1 }]);
     }));
 
   it('bounds graceful shutdown: a handler still running after shutdownTimeout is abandoned and its message stays', async () => {
+    const { broker, queue } = suite;
     let release: () => void = () => undefined;
     const stuck = new Promise<void>((resolve) => (release = resolve));
     const Handler = handlerFor({ queue }, () => stuck);
-    app = await startApp([Handler], { ...TEST_OPTIONS, shutdownTimeout: '200ms' });
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, shutdownTimeout: '200ms' }));
     await broker.publish('', queue, { n: 1 });
-    await waitFor(() => handlerOf(app!, Handler).calls.length === 1, 'the handler to start');
+    await waitFor(() => handlerOf(app, Handler).calls.length === 1, 'the handler to start');
     const started = Date.now();
     await app.close();
-    app = undefined;
+    suite.app = undefined;
     expect(Date.now() - started).toBeLessThan(1_500);
     await waitFor(async () => (await broker.count(queue)) === 1, 'the message back in the queue');
     release(); // the abandoned handler ends; its ack is dropped, the message stays

@@ -4,7 +4,7 @@ import { RetryPublisher } from 'nestjs-amqp-retry';
 import { coalesceSocketWrites } from '../../libs/amqp-retry/src/amqp/socket-writes.coalescer.js';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL } from '../support/broker.js';
-import { useRoutedQueue } from '../support/suite.js';
+import { useSuite } from '../support/suite.js';
 
 type WriteMethod = (this: Socket, ...args: unknown[]) => unknown;
 
@@ -37,7 +37,7 @@ const inOrder = (count: number) => Array.from({ length: count }, (_, n) => n);
  */
 describe('socket writes', () => {
   const COUNT = 2_000;
-  const routed = useRoutedQueue('e2e.writes');
+  const suite = useSuite('e2e.writes', { routed: true });
 
   it('applies to the installed amqplib: a connection is coalesced, and its publishes arrive complete and in order', async () => {
     const model = await amqp.connect(AMQP_URL, { noDelay: true });
@@ -45,26 +45,26 @@ describe('socket writes', () => {
       expect(coalesceSocketWrites(model)).toBe(true); // false would mean amqplib's internals moved: see the coalescer
       const channel = await model.createConfirmChannel();
       const writes = await countSocketWrites(async () => {
-        for (let n = 0; n < COUNT; n++) channel.publish(routed.exchange, 'k', Buffer.from(JSON.stringify({ n })), { persistent: true });
+        for (let n = 0; n < COUNT; n++) channel.publish(suite.exchange, 'k', Buffer.from(JSON.stringify({ n })), { persistent: true });
         await channel.waitForConfirms();
       });
       expect(writes).toBeLessThan(COUNT / 10);
-      expect(bodies(await routed.broker.take(routed.queue, COUNT))).toEqual(inOrder(COUNT));
+      expect(bodies(await suite.broker.take(suite.queue, COUNT))).toEqual(inOrder(COUNT));
     } finally {
       await model.close();
     }
   });
 
   it("RetryPublisher: 2,000 publishes called at once resolve in a tenth of amqplib's writes, delivered once each, in order", async () => {
-    const app = (routed.app = await startApp([], TEST_OPTIONS));
+    const app = (suite.app = await startApp([], TEST_OPTIONS));
     const publisher = app.get(RetryPublisher);
-    await publisher.publish(routed.exchange, 'k', { n: -1 }); // the publishing connection and its channel open first
-    await routed.broker.take(routed.queue, 1);
+    await publisher.publish(suite.exchange, 'k', { n: -1 }); // the publishing connection and its channel open first
+    await suite.broker.take(suite.queue, 1);
     const writes = await countSocketWrites(async () => {
-      await Promise.all(inOrder(COUNT).map((n) => publisher.publish(routed.exchange, 'k', { n })));
+      await Promise.all(inOrder(COUNT).map((n) => publisher.publish(suite.exchange, 'k', { n })));
     });
     // amqplib alone: one write per publish (2,000 and more); coalesced, one per pass (up to the socket's high-water mark).
     expect(writes).toBeLessThan(COUNT / 10);
-    expect(bodies(await routed.broker.take(routed.queue, COUNT))).toEqual(inOrder(COUNT));
+    expect(bodies(await suite.broker.take(suite.queue, COUNT))).toEqual(inOrder(COUNT));
   });
 });

@@ -5,7 +5,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { pgOutboxAdapter, typeormOutboxAdapter, type OutboxAdapter } from 'nestjs-amqp-retry';
 import { knexOutboxAdapter } from './knex.outbox-adapter.js';
 import { POSTGRES_URL } from './stores.js';
-import { useSuite, type Suite, type SuiteOptions } from './suite.js';
+import { cleanUp, useSuite, type Suite, type SuiteOptions } from './suite.js';
 
 /** A table name no other test uses. */
 export const uniqueTable = (prefix: string) => `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
@@ -21,8 +21,8 @@ export interface OutboxKind {
   close(): Promise<void>;
 }
 
-export async function pgKind(): Promise<OutboxKind> {
-  const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 10 });
+/** pg as the outbox's user, on `pool` (a test's own, a pool of one say), ended with the kind. */
+export async function pgKind(pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 10 })): Promise<OutboxKind> {
   pool.on('error', () => undefined);
   return {
     name: 'pg',
@@ -97,7 +97,7 @@ export interface OutboxSuite extends Suite {
 }
 
 /** How an outbox suite differs from the default: its database library (pg), the prefix of its table names. */
-export interface OutboxSuiteOptions extends Omit<SuiteOptions, 'afterAll'> {
+export interface OutboxSuiteOptions extends SuiteOptions {
   kind?: () => Promise<OutboxKind>;
   tablePrefix?: string;
 }
@@ -107,8 +107,15 @@ export interface OutboxSuiteOptions extends Omit<SuiteOptions, 'afterAll'> {
  * after it), and per test fresh table names, the tables dropped after the test once its applications have closed.
  */
 export function useOutboxSuite(prefix: string, options: OutboxSuiteOptions = {}): OutboxSuite {
-  const { kind: makeKind = pgKind, tablePrefix = 'e2e_outbox', ...suiteOptions } = options;
-  const suite = useSuite(prefix, { ...suiteOptions, afterAll: () => (suite as OutboxSuite).kind?.close() }) as OutboxSuite;
+  const { kind: makeKind = () => pgKind(), tablePrefix = 'e2e_outbox', afterAll: after, ...suiteOptions } = options;
+  const suite = useSuite(prefix, {
+    ...suiteOptions,
+    afterAll: () =>
+      cleanUp(
+        () => (suite as OutboxSuite).kind?.close(),
+        () => after?.(),
+      ),
+  }) as OutboxSuite;
   suite.tables = [];
   beforeAll(async () => {
     suite.kind = await makeKind();

@@ -1,7 +1,7 @@
 import { declareHashExchange } from '../../libs/amqp-retry/src/amqp/hash-exchange.probe.js';
 import { PartitionsPluginError } from '../../libs/amqp-retry/src/errors/partitions-plugin.error.js';
 import { AMQP_URL, type TestBroker } from './broker.js';
-import { useSuite, type Suite } from './suite.js';
+import { useSuite, type Suite, type SuiteOptions } from './suite.js';
 
 /**
  * Fails (never skips) when the test broker lacks the consistent-hash exchange, naming the fix. The tests never enable
@@ -50,10 +50,15 @@ export interface PartitionSuite extends Suite {
 /**
  * The frame of a partition test file: the hash exchange required (failing, not skipping, without it), and after each
  * test its apps closed and the partitioned topology of its queue deleted for `partitions` partitions (a test that
- * that uses more raises it with `uses`).
+ * uses more raises it with `uses`); `options` as useSuite's.
  */
-export function usePartitionSuite(prefix: string, partitions: number): PartitionSuite {
+export function usePartitionSuite(
+  prefix: string,
+  partitions: number,
+  options: Omit<SuiteOptions, 'requires' | 'deleteTopology'> = {},
+): PartitionSuite {
   const suite = useSuite(prefix, {
+    ...options,
     requires: requireHashExchange,
     deleteTopology: (broker, queue) => deletePartitionedTopology(broker, queue, (suite as PartitionSuite).partitions),
   }) as PartitionSuite;

@@ -6,8 +6,8 @@ import { RetryServer, type RetryClient } from 'nestjs-amqp-retry/transport';
 import { lastValueFrom } from 'rxjs';
 import { HarnessRecorder } from '../../libs/amqp-retry/src/testing/harness.records.js';
 import type { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observer.hub.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
-import { cleanUp } from '../support/suite.js';
+import { AMQP_URL, waitFor, type TestBroker } from '../support/broker.js';
+import { useSuite } from '../support/suite.js';
 import { TRANSPORT_CLIENT, transportModule } from './conformance.transport.js';
 import { orderTrace, attemptTrace, parkedTrace, scenarioModule, SCENARIOS, type Scenario, type Trace } from './conformance.scenarios.js';
 
@@ -81,36 +81,30 @@ async function onHarness(scenario: Scenario, names: { queue: string; exchange: s
 }
 
 describe('the test harness against a real broker: the same attempts, tiers, parking reasons and headers', () => {
-  let broker: TestBroker;
+  const suite = useSuite('e2e.conformance');
   /** The real broker's version: the harness follows that version's dead-lettering rules. */
   let version: string;
 
   beforeAll(async () => {
-    broker = await TestBroker.connect();
     const probe = await amqp.connect(AMQP_URL);
     version = String(probe.connection.serverProperties.version);
     await probe.close();
   });
-  afterAll(async () => {
-    await broker?.close();
-  });
 
   it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
-    const queue = uniqueName('e2e.conformance');
+    const { broker, queue } = suite;
     const names = { queue, exchange: `${queue}.in` };
-    try {
-      const real = await onBroker(scenario, broker, names);
-      const simulated = await onHarness(scenario, names, version);
-      expect(Object.values(real.attempts).every((list) => list.length > 0)).toBe(true);
-      if (process.env.CONFORMANCE_PRINT) console.log(JSON.stringify(real, null, 1));
-      expect(simulated).toEqual(real);
-    } finally {
-      await cleanUp(() => broker.deleteRetryTopology(queue, { exchanges: [names.exchange] }));
-    }
+    suite.extraExchanges.push(names.exchange);
+    const real = await onBroker(scenario, broker, names);
+    const simulated = await onHarness(scenario, names, version);
+    expect(Object.values(real.attempts).every((list) => list.length > 0)).toBe(true);
+    if (process.env.CONFORMANCE_PRINT) console.log(JSON.stringify(real, null, 1));
+    expect(simulated).toEqual(real);
   });
 
   it("the transport: a request answered, an event retried on its pattern's schedule", async () => {
-    const queue = uniqueName('e2e.conformance.transport');
+    const { queue } = suite;
+    suite.extraQueues.push(...retryTopologyNames(queue, { delays: ['200ms'] }).tiers);
     const run = async (app: { get<T>(token: unknown): T }, recorder: () => string[], settle: () => Promise<void>) => {
       const client = app.get<RetryClient>(TRANSPORT_CLIENT);
       const reply = await lastValueFrom(client.send<string>('status', { id: 7 }));
@@ -119,47 +113,43 @@ describe('the test harness against a real broker: the same attempts, tiers, park
       return { reply, attempts: recorder() };
     };
     const server = (app: { get<T>(token: unknown): T }) => new RetryServer({ queue, delays: ['1s'], engine: app.get<RetryEngine>(RetryEngine) });
+    const app = await NestFactory.create(transportModule(queue, { url: AMQP_URL, shutdownTimeout: '2s' }), { logger: false });
+    const recorder = new HarnessRecorder(() => 0);
+    (app.get(RetryEngine) as unknown as { observers: ObserverHub }).observers.add(recorder);
+    app.connectMicroservice({ strategy: server(app) });
+    let real;
     try {
-      const app = await NestFactory.create(transportModule(queue, { url: AMQP_URL, shutdownTimeout: '2s' }), { logger: false });
-      const recorder = new HarnessRecorder(() => 0);
-      (app.get(RetryEngine) as unknown as { observers: ObserverHub }).observers.add(recorder);
-      app.connectMicroservice({ strategy: server(app) });
-      let real;
-      try {
-        await app.startAllMicroservices();
-        await app.init();
-        const events = () => recorder.allAttempts.filter((a) => a.pattern === 'requested');
-        real = await run(
-          app,
-          () => attemptTrace(events(), queue),
-          () => waitFor(() => events().some((a) => a.outcome === 'handled'), 'the event handled', 20_000).then(() => undefined),
-        );
-      } finally {
-        await app.close();
-      }
-      const harness = await RetryHarness.start(transportModule(queue, {}), {
-        logger: false,
-        brokerVersion: version,
-        microservices: (started) => [server(started)],
-      });
-      let simulated;
-      try {
-        simulated = await run(
-          harness.application,
-          () =>
-            attemptTrace(
-              harness.attempts().filter((a) => a.pattern === 'requested'),
-              queue,
-            ),
-          () => harness.settle(),
-        );
-      } finally {
-        await harness.close();
-      }
-      expect(real.attempts.length).toBeGreaterThan(0);
-      expect(simulated).toEqual(real);
+      await app.startAllMicroservices();
+      await app.init();
+      const events = () => recorder.allAttempts.filter((a) => a.pattern === 'requested');
+      real = await run(
+        app,
+        () => attemptTrace(events(), queue),
+        () => waitFor(() => events().some((a) => a.outcome === 'handled'), 'the event handled', 20_000).then(() => undefined),
+      );
     } finally {
-      await cleanUp(() => broker.deleteRetryTopology(queue, { queues: retryTopologyNames(queue, { delays: ['200ms'] }).tiers }));
+      await app.close();
     }
+    const harness = await RetryHarness.start(transportModule(queue, {}), {
+      logger: false,
+      brokerVersion: version,
+      microservices: (started) => [server(started)],
+    });
+    let simulated;
+    try {
+      simulated = await run(
+        harness.application,
+        () =>
+          attemptTrace(
+            harness.attempts().filter((a) => a.pattern === 'requested'),
+            queue,
+          ),
+        () => harness.settle(),
+      );
+    } finally {
+      await harness.close();
+    }
+    expect(real.attempts.length).toBeGreaterThan(0);
+    expect(simulated).toEqual(real);
   });
 });

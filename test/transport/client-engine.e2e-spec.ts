@@ -67,11 +67,10 @@ describe("RetryClient on a RetryModule's engine", () => {
   }
 
   beforeEach(async () => {
-    prefix = uniqueName('e2e.client-engine.delay');
+    prefix = suite.ladder();
     connectionName = uniqueName('e2e-client-engine');
     logger = new RecordingLogger();
     arrivals.length = 0;
-    suite.afterThis(() => suite.broker.deleteDelayLadder(prefix));
     await suite.broker.channel.assertQueue(suite.queue, { durable: true });
     await suite.broker.channel.consume(suite.queue, (message) => {
       if (!message) return;

@@ -14,9 +14,9 @@ import {
 } from 'nestjs-amqp-retry';
 import { RetryClient, RetryRmqContext, RetryServer } from 'nestjs-amqp-retry/transport';
 import { connectionsNamed } from '../support/broker-control.js';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { RecordingLogger } from '../support/recording-logger.js';
-import { cleanUp } from '../support/suite.js';
+import { useSuite } from '../support/suite.js';
 
 const decoratorQueue = uniqueName('e2e.hybrid.decorator');
 const transportQueue = uniqueName('e2e.hybrid.transport');
@@ -52,24 +52,16 @@ class PatternController {
 class HybridModule {}
 
 describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern handlers', () => {
-  let app: INestApplication | undefined;
-  let broker: TestBroker;
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-  });
-  afterAll(async () => {
-    await cleanUp(
-      () => app?.close(),
-      () => broker?.deleteRetryTopology(decoratorQueue),
-      () => broker?.deleteRetryTopology(transportQueue, { queues: retryTopologyNames(transportQueue, { delays: [150] }).tiers }), // the pattern's own schedule
-      () => broker?.close(),
-    );
-  });
+  // The handlers' queues are named where their classes are declared: the suite deletes their topology.
+  const suite = useSuite<INestApplication>('e2e.hybrid');
 
   it("shares the module's connections, and retries both kinds of handler", async () => {
+    const { broker } = suite;
+    suite.retryQueue(decoratorQueue);
+    suite.retryQueue(transportQueue);
+    suite.extraQueues.push(...retryTopologyNames(transportQueue, { delays: [150] }).tiers); // the pattern's own schedule
     const logger = new RecordingLogger();
-    app = await NestFactory.create(HybridModule, { logger });
+    const app = (suite.app = await NestFactory.create(HybridModule, { logger }));
     const engine = app.get(RetryEngine);
     // The transport's store, attached before the module's init: it must still be closed with the engine.
     let storeClosed = 0;
@@ -111,7 +103,7 @@ describe('a hybrid application: @RetryWithBackoff handlers and @EventPattern han
     expect((await connectionsNamed(connectionName)).sort()).toEqual([`${connectionName} consume`, `${connectionName} publish`]);
 
     await app.close();
-    app = undefined;
+    suite.app = undefined;
     expect(await broker.consumers(transportQueue)).toBe(0);
     expect(storeClosed).toBe(1);
     expect(await broker.count(`${transportQueue}.error`)).toBe(0);
@@ -130,25 +122,19 @@ class SharedQueueHandler {
 class SharedQueueModule {}
 
 describe("a hybrid application whose transport queue is a decorator handler's", () => {
-  afterAll(async () => {
-    const broker = await TestBroker.connect();
-    await broker.deleteRetryTopology(sharedQueue);
-    await broker.close();
-  });
+  const suite = useSuite('e2e.hybrid.shared');
 
   for (const order of ['microservices first', 'init first'] as const) {
     it(`refuses to start, naming the queue (${order})`, async () => {
       const hybrid = await NestFactory.create(SharedQueueModule, { logger: false });
-      try {
-        hybrid.connectMicroservice({ strategy: new RetryServer({ queue: sharedQueue, engine: hybrid.get(RetryEngine) }) });
-        const starting =
-          order === 'microservices first'
-            ? hybrid.startAllMicroservices().then(() => hybrid.init())
-            : hybrid.init().then(() => hybrid.startAllMicroservices());
-        await expect(starting).rejects.toThrow(/SharedQueueHandler\.handle is "e2e\.hybrid\.shared\.\w+", which RetryServer/);
-      } finally {
-        await hybrid.close().catch(() => undefined);
-      }
+      suite.afterThis(() => hybrid.close().catch(() => undefined)); // a refused start may fail its close too
+      suite.retryQueue(sharedQueue);
+      hybrid.connectMicroservice({ strategy: new RetryServer({ queue: sharedQueue, engine: hybrid.get(RetryEngine) }) });
+      const starting =
+        order === 'microservices first'
+          ? hybrid.startAllMicroservices().then(() => hybrid.init())
+          : hybrid.init().then(() => hybrid.startAllMicroservices());
+      await expect(starting).rejects.toThrow(/SharedQueueHandler\.handle is "e2e\.hybrid\.shared\.\w+", which RetryServer/);
     });
   }
 });

@@ -4,8 +4,9 @@ import { NestFactory } from '@nestjs/core';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { ParkedMessages } from 'nestjs-amqp-retry';
 import { RetryServer } from 'nestjs-amqp-retry/transport';
-import { AMQP_URL, TestBroker, uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { buildCli } from '../support/cli.js';
+import { useSuite } from '../support/suite.js';
 
 /** What the handler saw: the order, and whether the call succeeded. */
 interface Call {
@@ -47,37 +48,23 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
  * publisher's key, or the replayed message is parked again as no-handler instead of running its handler.
  */
 describe('RetryServer: a replayed message runs the handler of the pattern it was published with', () => {
-  let broker: TestBroker;
-  let queue: string;
+  const suite = useSuite<INestMicroservice>('e2e.transport.replay');
   let exchange: string;
   let errorQueue: string;
-  let app: INestMicroservice | undefined;
   let parked: ParkedMessages | undefined;
 
-  beforeAll(async () => {
-    buildCli();
-    broker = await TestBroker.connect();
-  }, 120_000);
-  afterAll(async () => {
-    await broker.close();
-  });
+  beforeAll(() => buildCli(), 120_000);
   beforeEach(() => {
-    queue = uniqueName('e2e.transport.replay');
     exchange = uniqueName('e2e.transport.replay.shop');
-    errorQueue = `${queue}.error`;
-  });
-  afterEach(async () => {
-    await parked?.close();
-    parked = undefined;
-    await app?.close();
-    app = undefined;
-    await broker.deleteRetryTopology(queue, { exchanges: [exchange] });
+    suite.extraExchanges.push(exchange);
+    errorQueue = `${suite.queue}.error`;
   });
 
   /** Starts the server (2 attempts, 100 ms apart), publishes a bare and an enveloped order, and waits until both are parked. */
   async function parkBoth(): Promise<ReplayedOrders> {
+    const { broker, queue } = suite;
     const server = new RetryServer({ url: AMQP_URL, queue, exchange, delays: [100], maxAttempts: 2, delayedDelivery: false });
-    app = await NestFactory.createMicroservice(ReplayedOrdersModule, { strategy: server, logger: ['error'] });
+    const app = (suite.app = await NestFactory.createMicroservice(ReplayedOrdersModule, { strategy: server, logger: ['error'] }));
     await app.listen();
     await broker.publish(exchange, 'order.created', { id: 1 }); // bare: named by its routing key
     await broker.publish(exchange, 'order.created', { pattern: 'order.created', data: { id: 2 } }); // Nest's envelope
@@ -85,14 +72,20 @@ describe('RetryServer: a replayed message runs the handler of the pattern it was
     const orders = app.get(ReplayedOrders);
     expect(orders.calls.map((c) => c.id).sort()).toEqual([1, 1, 2, 2]); // both ran their two attempts
     parked = await ParkedMessages.connect({ url: AMQP_URL, queues: [queue] });
+    suite.clients.push(parked);
     expect((await parked.list({ queue })).items.map((v) => v.reason)).toEqual(['exhausted', 'exhausted']);
     return orders;
   }
 
   /** After a replay: each order ran once more and succeeded, and nothing is parked again (no no-handler park). */
   async function expectHandledOnce(orders: ReplayedOrders, callsBefore: number): Promise<void> {
+    const { broker, queue } = suite;
     // Either both replayed calls happen, or a message is parked again: wait for whichever, then compare.
-    await waitFor(async () => orders.calls.length - callsBefore + ((await broker.count(errorQueue)) ?? 0) >= 2, 'both replayed messages settled', 15_000);
+    await waitFor(
+      async () => orders.calls.length - callsBefore + ((await broker.count(errorQueue)) ?? 0) >= 2,
+      'both replayed messages settled',
+      15_000,
+    );
     const reparked = (await parked!.list({ queue })).items.map((v) => `${v.reason}: ${v.error}`);
     expect(reparked).toEqual([]);
     expect(
@@ -110,6 +103,7 @@ describe('RetryServer: a replayed message runs the handler of the pattern it was
   }
 
   it('through ParkedMessages.replay, also when it fails again: retried, parked as exhausted, replayed once more', async () => {
+    const { broker, queue } = suite;
     const orders = await parkBoth();
     // Replayed while the cause is still there: both get their two attempts again (the bare one's retry named by the route it kept).
     expect(await parked!.replay({ errorQueue })).toMatchObject({ matched: 2, replayed: 2, failed: [] });
@@ -120,7 +114,12 @@ describe('RetryServer: a replayed message runs the handler of the pattern it was
       ['exhausted', 2, 'order.created'],
       ['exhausted', 2, 'order.created'],
     ]);
-    expect(orders.calls.slice(4).map((c) => c.id).sort()).toEqual([1, 1, 2, 2]);
+    expect(
+      orders.calls
+        .slice(4)
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual([1, 1, 2, 2]);
 
     orders.failing = false;
     const callsBefore = orders.calls.length;
@@ -132,7 +131,7 @@ describe('RetryServer: a replayed message runs the handler of the pattern it was
     const orders = await parkBoth();
     orders.failing = false;
     const callsBefore = orders.calls.length;
-    const replayed = await runCli(['parked', 'replay', '--queue', queue, '--all']);
+    const replayed = await runCli(['parked', 'replay', '--queue', suite.queue, '--all']);
     expect(replayed.stderr).toBe('');
     expect(replayed.code).toBe(0);
     expect(replayed.stdout).toContain('Replayed 2 of 2');

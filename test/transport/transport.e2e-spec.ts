@@ -171,8 +171,7 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
   });
 
   it('delivers a delayed emit after its delay, through the ladder', async () => {
-    const prefix = uniqueName('e2e.transport.delay');
-    suite.afterThis(() => suite.broker.deleteDelayLadder(prefix));
+    const prefix = suite.ladder();
     suite.app = await startRetryMicroservice({ queue: suite.queue });
     const client = retryClient({ queue: suite.queue, delayedDelivery: { prefix } });
     const sent = Date.now();
@@ -244,9 +243,8 @@ describe("RetryClient to Nest's own ServerRMQ", () => {
   const suite = useSuite<INestMicroservice>('e2e.transport.nest');
 
   it('emits (also delayed) and sends to a queue that ServerRMQ consumes', async () => {
-    const { broker, queue } = suite;
-    const prefix = uniqueName('e2e.transport.nest-delay');
-    suite.afterThis(() => broker.deleteDelayLadder(prefix));
+    const { queue } = suite;
+    const prefix = suite.ladder();
     const server = await NestFactory.createMicroservice(PlainRmqModule, {
       transport: Transport.RMQ,
       options: { urls: [AMQP_URL], queue, queueOptions: { durable: true } },
