@@ -192,7 +192,9 @@ describe('RetryServer and RetryClient: the @nestjs/microservices transport', () 
     const options = { correlationId: 'req-9', type: 'order.paid.v2', appId: 'shop', timestamp: at, priority: 3, messageId: 'paid-9' };
     const sent = await lastValueFrom(client.emit<PublishedMessage>('order.paid', { id: 9 }, options));
     expect(sent).toMatchObject({ messageId: 'paid-9', exchange: '', routingKey: suite.queue, delayMs: 0 });
-    const generated = await lastValueFrom(client.emit<PublishedMessage>('order.paid', { id: 10 }));
+    const emitted = client.emit<PublishedMessage>('order.paid', { id: 10 }); // hot: sent at once
+    await waitFor(() => callsOf('order.paid').length === 2, 'the second event handled, before anyone subscribed');
+    const generated = await lastValueFrom(emitted); // a late subscriber still gets what was sent
     expect(generated.messageId).toMatch(/^[0-9a-f-]{36}$/);
     await expect(lastValueFrom(client.emit('order.paid', { id: 11 }, { priority: 256 }))).rejects.toThrow(RangeError);
     await waitFor(() => callsOf('order.paid').length === 2, 'both events');

@@ -8,6 +8,7 @@ import type { AmqpConnection } from './amqp.connection.js';
 import { findReturnedPublish, type PendingPublish } from './returned-publish.matcher.js';
 import { type QueuedWrite, WriteQueue } from '../core/publish/pending-writes.queue.js';
 import { DeadlineClock, type DeadlineWait } from '../core/time/deadline.clock.js';
+import { copyOwn } from '../core/headers/own-keys.copy.js';
 
 interface OpenChannel {
   channel: ConfirmChannel;
@@ -42,7 +43,8 @@ type SendOutcome =
  * publish's message too large, do not count: a stream of bad publishes beside it must not fail a good one.
  */
 const MAX_SENDS = 3;
-const MANDATORY: Options.Publish = Object.freeze({ mandatory: true });
+/** The caller's options, copied (never changed), with `mandatory` (copyOwn: no spread, see docs/performance.md). */
+const withMandatory = (options: Options.Publish): Options.Publish => Object.assign(copyOwn(options), { mandatory: true });
 
 const CLOSED_REASON = 'the publisher is closed (the application is shutting down)';
 
@@ -89,7 +91,7 @@ export class ConfirmPublisher {
   publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, patience?: PublishPatience): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       // The caller's options as they are when they already say `mandatory` (RetryPublisher's do): no copy per publish.
-      const sent = options.mandatory === undefined ? Object.assign({}, options, MANDATORY) : options; // not a spread: docs/performance.md
+      const sent = options.mandatory === undefined ? withMandatory(options) : options;
       this.attempt(new Publish(this, exchange, routingKey, content, sent, patience, Date.now() + this.limits.timeoutMs, resolve, reject));
     });
   }

@@ -61,6 +61,8 @@ export class ConsumingSide {
   /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
   private stores: IdempotencyStore[] = [];
   private closed = false;
+  /** True once stop() began: the heartbeat does not start after it. */
+  private stopping = false;
   /** Counts outcomes per queue for the page; made by the first activity() call. */
   private activityCounter?: ActivityCounter;
   /** This instance's heartbeat, once started (see startHeartbeat). */
@@ -220,7 +222,7 @@ export class ConsumingSide {
    * instance's beats in it (the page's instance). Once; stopped with the consumers.
    */
   startHeartbeat(fleet?: FleetHistory, intervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS): void {
-    if (this.closed || this.sides.isClosed()) return;
+    if (this.closed || this.stopping || this.sides.isClosed()) return;
     if (this.heartbeat) {
       if (fleet) this.heartbeat.watch(fleet); // beating already (RetryModuleOptions.heartbeat): the page listens too
       return;
@@ -246,6 +248,7 @@ export class ConsumingSide {
 
   /** Stops every consumer; handlers in flight finish (up to the shutdown timeout) and settle. */
   async stop(): Promise<void> {
+    this.stopping = true; // no heartbeat starts from now on (an attach() that ends during the stop)
     const runtimes = [...this.runtimes.splice(0), ...this.attached.splice(0)];
     this.refusing = undefined;
     const timeout = this.sides.config.shutdownTimeoutMs;
@@ -257,12 +260,15 @@ export class ConsumingSide {
   /** Closes the consuming connection and the idempotency stores; nothing opens again. */
   async close(): Promise<void> {
     this.closed = true;
+    const heartbeat = this.heartbeat; // stopped with the consumers, unless close() came without stop()
+    this.heartbeat = undefined;
     const consuming = this.consuming;
     this.consuming = undefined;
     this.deps = undefined;
     const stores = this.stores.splice(0);
     const { logger } = this.sides;
     await Promise.all([
+      heartbeat?.stop(),
       consuming?.then((c) => c.close()).catch(() => undefined),
       ...stores.map((store) => store.close?.().catch((error: unknown) => logger.warn(`Closing an idempotency store failed: ${errorMessage(error)}`))),
     ]);

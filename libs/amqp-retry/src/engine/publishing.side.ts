@@ -11,6 +11,7 @@ import { delayLadderPrefix, ladderProperties, planDelayedPublish } from '../core
 import { checkPublishProperties } from '../core/message/message.properties.js';
 import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import type { PublishKind } from '../core/observe/retry.observer.js';
+import { copyOwn } from '../core/headers/own-keys.copy.js';
 
 /** One message to publish, as the application gives it. */
 export interface Outgoing {
@@ -93,10 +94,12 @@ export class PublishingSide {
   private async publishObserved(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing, delayMs: number): Promise<void> {
     const { exchange, routingKey, properties } = out;
     const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
-    const headers: Record<string, unknown> = { ...properties.headers }; // the caller's object is left as it was
+    const headers = copyOwn(properties.headers); // the caller's object is left as it was
     const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
     try {
-      const send = () => this.send(via, plan, { ...out, properties: { ...properties, headers } });
+      const sent: Options.Publish = copyOwn(properties); // not spreads: docs/performance.md
+      sent.headers = headers;
+      const send = () => this.send(via, plan, { exchange, routingKey, content: out.content, properties: sent });
       await (scope?.run ? scope.run(send) : send());
     } catch (error) {
       scope?.end?.(error);

@@ -60,7 +60,8 @@ export class DelayForwardHandler {
     let scope: PublishScope | undefined;
     if (observers) {
       copy.headers ??= {};
-      scope = observers.publishing({ ...target, kind: 'forward', headers: copy.headers, messageId: message.properties.messageId });
+      const { exchange, routingKey } = target;
+      scope = observers.publishing({ exchange, routingKey, kind: 'forward', headers: copy.headers, messageId: message.properties.messageId });
     }
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { ClientProxy, RmqRecord, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import type { ConsumeMessage, Options } from 'amqplib';
-import { connectable, defer, mergeMap, Subject, throwError, type Observable } from 'rxjs';
+import { AsyncSubject, connectable, defer, mergeMap, throwError, type Observable } from 'rxjs';
 import { DirectReplyChannel } from '../amqp/direct-reply.channel.js';
 import { readPublishDelay } from '../core/delivery/delay.plan.js';
 import { errorMessage } from '../core/text/error-message.format.js';
@@ -13,6 +13,7 @@ import { resolveObservers } from '../observability/observers.resolve.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
 import { publishProperties, type PublishedMessage } from '../core/publish/publish.options.js';
+import { copyOwn } from '../core/headers/own-keys.copy.js';
 
 /**
  * Nest's RmqRecord (`new RmqRecordBuilder(data).setOptions({ headers, priority }).build()`), read as ClientRMQ reads
@@ -108,7 +109,8 @@ export class RetryClient extends ClientProxy {
       return throwError(() => new Error('RetryClient.emit: give a pattern and data (neither may be null or undefined)'));
     }
     const source = defer(async () => this.connect()).pipe(mergeMap(() => this.dispatch({ pattern, data }, options) as Promise<TResult>));
-    const hot = connectable(source, { connector: () => new Subject<TResult>(), resetOnDisconnect: false });
+    // AsyncSubject: a subscriber that comes after the confirm still gets what was sent (and an error, as Nest's does).
+    const hot = connectable(source, { connector: () => new AsyncSubject<TResult>(), resetOnDisconnect: false });
     hot.connect();
     return hot;
   }
@@ -169,16 +171,12 @@ export class RetryClient extends ClientProxy {
     const { packet, options: record } = fromRecord(event);
     const { exchange, routingKey } = this.target(packet.pattern);
     const content = Buffer.from(JSON.stringify(this.serializer.serialize(packet)));
-    // The emit's options over the RmqRecord's, over the client's: the record's other properties are kept as given.
-    const properties = publishProperties(
-      {
-        ...options,
-        persistent: options.persistent ?? record?.persistent ?? this.options.persistent,
-        messageId: options.messageId ?? record?.messageId,
-        headers: record?.headers || options.headers ? { ...record?.headers, ...options.headers } : undefined,
-      },
-      { ...record, contentType: 'application/json' },
-    );
+    // The emit's options over the RmqRecord's (kept as given but for these), over the client's `persistent`.
+    const given: RetryEmitOptions = copyOwn(options);
+    given.persistent = options.persistent ?? record?.persistent ?? this.options.persistent;
+    given.messageId = options.messageId ?? record?.messageId;
+    given.headers = record?.headers || options.headers ? copyOwn(record?.headers, options.headers) : undefined;
+    const properties = publishProperties(given, Object.assign(copyOwn(record), { contentType: 'application/json' }));
     await engine.publish(exchange, routingKey, content, properties, delayMs);
     return { messageId: properties.messageId, exchange, routingKey, delayMs, properties };
   }

@@ -33,8 +33,11 @@ describe('resolveHandlerConfig', () => {
     expect(own?.adapter).toBe(adapter);
     expect(own?.tableName).toBe('billing_inbox');
     expect(resolve({ queue: 'billing' }, withInbox).inbox?.tableName).toBe('amqp_retry_inbox');
+    const withOutbox = resolveModuleConfig({ outbox: { adapter } }); // the outbox's adapter when the module has no inbox
+    expect(resolve({ queue: 'billing', inbox: { table: 'billing_inbox' } }, withOutbox).inbox?.adapter).toBe(adapter);
+    expect(resolve({ queue: 'orders' }, withOutbox).inbox).toBeUndefined(); // no inbox for the others
     expect(() => resolve({ queue: 'billing', inbox: { table: 'billing_inbox' } })).toThrow(
-      `${prefix('inbox.adapter')} is missing. Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md), or give the module an inbox (RetryModule's inbox: { adapter }) whose adapter it then uses.`,
+      `${prefix('inbox.adapter')} is missing. Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md), or give the module an inbox or an outbox (RetryModule's inbox: { adapter } or outbox: { adapter }), whose adapter it then uses.`,
     );
   });
 

@@ -160,7 +160,7 @@ export function resolveHandlerConfig(
       ? undefined
       : options.inbox === undefined
         ? module.inbox
-        : readInbox(options.inbox, at, { moduleAdapter: module.inbox?.adapter });
+        : readInbox(options.inbox, at, { moduleAdapter: module.inbox?.adapter ?? module.outbox?.adapter });
   if (inbox && idempotency) {
     throw new RetryConfigError(
       at(options.inbox === undefined ? 'idempotency' : 'inbox'),

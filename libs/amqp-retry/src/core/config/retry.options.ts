@@ -153,7 +153,8 @@ export interface RetryModuleOptions {
    * Beat to the retry console (docs/console.md): this instance's identity, queues, states, counts and timings on the
    * control exchange, every `intervalMs` (default 5000, 250 to 60000), so that the page served by another instance of
    * the application shows it. For instances that do not import `RetryDashboardModule` (workers, microservices), which
-   * beats without it. Default false.
+   * beats without it (its `heartbeatIntervalMs` then wins). A `RetryClient` has no handlers and never beats; a
+   * `RetryServer` given a module's `engine` beats as that module says. Default false.
    * @example heartbeat: true
    */
   heartbeat?: boolean | { intervalMs?: number };
@@ -297,7 +298,7 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
    * Run the handler in a database transaction (`context.transaction`) that also records the message as handled; it
    * commits before the ack, and a copy already recorded is acked without running (docs/outbox.md). Default the
    * module's; `false` turns it off for this handler. Not with `idempotency`. Without an `adapter`, the module's inbox
-   * adapter is used (its table and other options are this handler's own).
+   * adapter is used, else its outbox adapter (the table and other options are this handler's own).
    */
   inbox?: HandlerInboxOptions | false;
   /** Handle messages with the same key one at a time, in arrival order (within this consumer). */

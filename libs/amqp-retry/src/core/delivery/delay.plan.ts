@@ -28,6 +28,7 @@ import type { QueueType } from '../topology/topology.types.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from '../topology/topology.types.js';
 import { queueTypeArgument } from '../topology/queue-type.mismatch.js';
 import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.names.js';
+import { copyOwn } from '../headers/own-keys.copy.js';
 
 /** Layout of the delay ladder. */
 export const DELAY_LADDER = {
@@ -278,8 +279,8 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
   const { expiration, ...rest } = properties;
   const kept = readExpiration(expiration);
   // The library's header only: one the caller's headers carry (a copy of a delivered message) must not come back.
-  // Object.assign and plain assignments on the fresh objects, not spreads followed by keys (docs/performance.md).
-  const { [DelayHeader.expiration]: _stale, ...own } = Object.assign({}, properties.headers, headers) as Record<string, unknown>;
+  // copyOwn and plain assignments on the fresh objects, not spreads followed by keys (docs/performance.md).
+  const { [DelayHeader.expiration]: _stale, ...own } = copyOwn(properties.headers, headers);
   void _stale;
   if (kept !== undefined) own[DelayHeader.expiration] = kept;
   const ladder: Options.Publish = rest;

@@ -1,6 +1,7 @@
 import { firstRejection, type XDeath } from './x-death.parser.js';
 import { FirstFailureHeader, ParkedHeader } from '../headers/header.names.js';
 import { replayedRoute } from './replayed-route.reader.js';
+import { copyOwn } from '../headers/own-keys.copy.js';
 
 /*
  * Several retry schedules on one queue (the transport: each pattern may have its own delays). The queue's own
@@ -38,8 +39,7 @@ export function firstFailureHeaders(
   delivered: { exchange: string; routingKey: string },
   expiration?: unknown,
 ): Record<string, unknown> {
-  // Object.assign, not a spread followed by keys (docs/performance.md, "Spreads on the per-message paths").
-  const copy: Record<string, unknown> = Object.assign({}, headers);
+  const copy = copyOwn(headers); // not a spread followed by keys (docs/performance.md)
   copy[FirstFailureHeader.queue] = queue;
   copy[FirstFailureHeader.exchange] = delivered.exchange;
   copy[FirstFailureHeader.routingKey] = delivered.routingKey;

@@ -53,7 +53,9 @@ function readAdapter(adapter: unknown, at: (key: string) => string, orModuleInbo
   const missing = ADAPTER_METHODS.filter((m) => typeof given?.[m] !== 'function');
   if (missing.length > 0) {
     const orModule =
-      orModuleInbox && adapter === undefined ? ", or give the module an inbox (RetryModule's inbox: { adapter }) whose adapter it then uses" : '';
+      orModuleInbox && adapter === undefined
+        ? ", or give the module an inbox or an outbox (RetryModule's inbox: { adapter } or outbox: { adapter }), whose adapter it then uses"
+        : '';
     throw new RetryConfigError(
       at('adapter'),
       adapter === undefined ? 'is missing' : `lacks ${missing.join(', ')}`,

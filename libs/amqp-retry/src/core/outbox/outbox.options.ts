@@ -68,11 +68,11 @@ export interface InboxOptions<Tx = unknown> {
 }
 
 /**
- * A handler's own inbox: InboxOptions whose `adapter` may be left out to use the module's inbox adapter (the one
- * `RetryModule.forRootAsync` made from an injected `DataSource`), e.g. for a table of its own.
+ * A handler's own inbox: InboxOptions whose `adapter` may be left out to use the module's inbox adapter, else its
+ * outbox adapter (the one `RetryModule.forRootAsync` made from an injected `DataSource`), e.g. for a table of its own.
  * @example @RetryWithBackoff({ queue: 'billing', inbox: { table: 'billing_inbox' } }) // the module's adapter
  */
 export interface HandlerInboxOptions<Tx = unknown> extends Omit<InboxOptions<Tx>, 'adapter'> {
-  /** The database; default the module's inbox adapter (RetryModuleOptions.inbox). */
+  /** The database; default the module's inbox adapter (RetryModuleOptions.inbox), else its outbox adapter. */
   adapter?: OutboxAdapter<Tx>;
 }

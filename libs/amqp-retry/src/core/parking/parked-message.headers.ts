@@ -8,6 +8,7 @@ import { FIRST_FAILURE_HEADERS, firstRoute } from '../delivery/first-failure.hea
 import { firstRejection, readDeathHistory, type XDeath } from '../delivery/x-death.parser.js';
 import { maskCredentials } from '../text/credentials.mask.js';
 import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
+import { copyOwn } from '../headers/own-keys.copy.js';
 
 export { encodedTableSize } from '../headers/field-table.size.js';
 
@@ -175,9 +176,9 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
     delete kept[ParkedHeader.droppedHeaders];
     own[ParkedHeader.droppedHeaders] = truncateUtf8([...before, ...dropped].join(','), MAX_DROPPED_LIST_BYTES);
   }
-  // Object.assign, not spreads (docs/performance.md, "Spreads on the per-message paths"); the same keys win.
-  const exception = fitException(PARKED_HEADERS_BUDGET - encodedTableSize(Object.assign({}, kept, own)), message, maskCredentials(errorStack(error)));
-  return republishProperties(properties, Object.assign({}, kept, exception, own));
+  // copyOwn, not spreads (docs/performance.md); the same keys win.
+  const exception = fitException(PARKED_HEADERS_BUDGET - encodedTableSize(copyOwn(kept, own)), message, maskCredentials(errorStack(error)));
+  return republishProperties(properties, copyOwn(kept, exception, own));
 }
 
 /**

@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common'
 import { FleetHistory, type FleetInstance, type FleetSummary, type QueueHistory } from '../../core/observe/heartbeat/fleet.history.js';
 import { RetryEngine } from '../../engine/retry.engine.js';
 import { readHandlerRegistry } from '../../amqp/handler-registry.writer.js';
+import { RecordedScope } from '../../core/observe/heartbeat/recorded.scope.js';
 import { DASHBOARD_CONFIG } from './dashboard.constants.js';
 import type { DashboardConfig } from './dashboard.options.js';
 
@@ -17,22 +18,18 @@ export interface FleetView {
   summary: FleetSummary;
 }
 
-/** How often, at most, the handler registry is read again for a queue a beat names and the page does not know. */
-const RECORDED_QUEUES_REFRESH_MS = 5_000;
-
 /**
  * The page's instance: starts the heartbeat of this instance and keeps every instance's beats (FleetHistory), for the
  * application's queues only (those this instance parks for, its partitioned handlers, and those the handler registry
- * records for the application, as the page's queue table shows them): a beat naming another queue adds nothing for
- * it. A queue the page does not know yet has the registry read again, at most every 5 s, and counts from the next beat.
+ * records under the application's name, see RecordedScope): a beat naming another queue adds nothing for it. A queue
+ * the page does not know yet has the registry read again (at most every 5 s) and counts from the next beat.
  */
 @Injectable()
 export class FleetWatch implements OnApplicationBootstrap {
   readonly fleet: FleetHistory;
 
-  /** The application's handler queues as the registry last recorded them. */
-  private recorded: ReadonlySet<string> = new Set();
-  private recordedAt = -Infinity;
+  /** The application's handler queues as the registry records them; none without an application name. */
+  private readonly recorded?: RecordedScope;
   private reading = false;
 
   constructor(
@@ -40,6 +37,8 @@ export class FleetWatch implements OnApplicationBootstrap {
     @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
   ) {
     this.fleet = new FleetHistory({}, (queue) => this.inScope(queue));
+    const { application } = engine;
+    if (application !== undefined) this.recorded = new RecordedScope(application);
   }
 
   onApplicationBootstrap(): void {
@@ -63,23 +62,22 @@ export class FleetWatch implements OnApplicationBootstrap {
 
   private inScope(queue: string): boolean {
     const own = this.engine.parkingQueues().some((q) => q.queue === queue) || this.engine.partitions().some((p) => p.queue === queue);
-    if (own || this.recorded.has(queue)) return true;
-    this.readRecorded();
+    if (own || this.recorded?.has(queue)) return true;
+    this.readRecorded(queue);
     return false;
   }
 
-  /** Reads the application's recorded handler queues again, unless a read is under way or one ended less than 5 s ago. */
-  private readRecorded(): void {
-    const { application } = this.engine;
-    if (application === undefined) return; // no name to find its queues by: this instance's own queues only
+  /** Reads the handler registry for the application's queues, when RecordedScope says so and no read is under way. */
+  private readRecorded(asked?: string): void {
+    const recorded = this.recorded;
     const now = Date.now();
-    if (this.reading || now - this.recordedAt < RECORDED_QUEUES_REFRESH_MS) return;
+    if (!recorded || this.reading || !recorded.wantsRead(asked, now)) return;
     this.reading = true;
-    this.recordedAt = now;
+    recorded.reading(now);
     readHandlerRegistry(() => this.engine.publishingChannel('the console: recorded queues', true))
       .then(
-        (records) => void (this.recorded = new Set(records.filter((r) => r.applications.includes(application)).map((r) => r.queue))),
-        () => undefined, // the broker out of reach: the next unknown queue asks again
+        (records) => recorded.learn(records, asked, Date.now()),
+        () => undefined, // the broker out of reach: what was learned stays, and a later beat asks again
       )
       .finally(() => (this.reading = false));
   }
