@@ -114,7 +114,11 @@ export class ConsumingSide {
    * (its counter joins the observers), so an application whose page is never opened pays nothing for it.
    */
   activity(): QueueActivity[] {
-    if (!this.activityCounter) this.sides.observers.add((this.activityCounter = new ActivityCounter()));
+    if (!this.activityCounter) {
+      this.activityCounter = new ActivityCounter();
+      this.sides.observers.add(this.activityCounter); // parks
+      this.sides.observers.count(this.activityCounter); // handler calls, without events
+    }
     return queueActivity(this.all, this.forwarding.consumer, this.activityCounter);
   }
 
@@ -229,7 +233,8 @@ export class ConsumingSide {
     }
     const { config, logger, observers } = this.sides;
     const collector = new HeartbeatCollector();
-    observers.add(collector);
+    observers.add(collector); // parks and breaker changes
+    observers.count(collector); // handler calls, without events
     this.heartbeat = new HeartbeatRuntime({
       application: config.application,
       intervalMs,

@@ -73,7 +73,7 @@ export class PublishingSide {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (!this.observers.active) return this.send(via, plan, out);
+    if (!this.observers.publishes) return this.send(via, plan, out);
     return this.publishObserved(via, plan, out, delayMs);
   }
 

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { ConsumeMessage } from 'amqplib';
 import { decideAfterFailure, decideBeforeHandling, exhaustedBeforeHandling, isExhausted } from '../core/delivery/delivery.decision.js';
 import { movedFirstFailures } from '../core/delivery/first-failure.headers.js';
@@ -8,13 +9,19 @@ import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { XDeath } from '../core/delivery/x-death.parser.js';
 import { DeliveryObservation } from '../core/observe/delivery.observation.js';
-import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { DeliveryCounter, ObserverHub } from '../core/observe/observer.hub.js';
 import type { Settle } from '../amqp/queue.consumer.js';
 import type { DeliveryRouter, HandlerInvoker, RetryPolicy } from './delivery.contracts.js';
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { isRecalled } from '../core/delivery/delivery.recall.js';
+
+/** A handler call the heartbeat counts: its counter, and when the call began (performance.now()). */
+interface Counted {
+  counter: DeliveryCounter;
+  started: number;
+}
 
 /** What the invoke step runs: the payload and its policy (a pattern's own, with a router). */
 interface Handling {
@@ -135,19 +142,22 @@ export class DeliveryPipeline {
     const invoke = this.invoke;
     const { maxAttempts } = policy;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: isExhausted(attempt, maxAttempts), queue, message, deaths, signal };
-    const observed = this.observers?.active
-      ? new DeliveryObservation(this.observers, { queue, pattern, attempt, maxAttempts, message, deaths })
-      : undefined;
+    const hub = this.observers;
+    const observed = hub?.deliveries ? new DeliveryObservation(hub, { queue, pattern, attempt, maxAttempts, message, deaths }) : undefined;
+    const counter = hub?.counter; // the heartbeat's: two clock reads, no event
+    const started = counter ? performance.now() : 0;
+    const counted = counter ? { counter, started } : undefined;
     let running: Promise<unknown>;
     try {
       running = observed?.scope ? observed.run(() => invoke(payload, context)) : invoke(payload, context);
     } catch (error) {
-      return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed }, error);
+      return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
     }
     // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
     return Promise.resolve(running).then(
       () => {
         observed?.handled();
+        if (counter) counter.countHandled(queue, performance.now() - started, message);
         settle.ack();
       },
       (error: unknown) => {
@@ -155,8 +165,8 @@ export class DeliveryPipeline {
         if (isRecalled(signal)) return;
         const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
         return inPlace
-          ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed }, inPlace.failure)
-          : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed }, error);
+          ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed, counted }, inPlace.failure)
+          : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
       },
     );
   }
@@ -172,13 +182,15 @@ export class DeliveryPipeline {
       attempt,
       deaths,
       observed,
-    }: { policy: RetryPolicy; pattern?: string; attempt: number; deaths: XDeath[]; observed?: DeliveryObservation },
+      counted,
+    }: { policy: RetryPolicy; pattern?: string; attempt: number; deaths: XDeath[]; observed?: DeliveryObservation; counted?: Counted },
     error: unknown,
   ): Promise<void> {
     const { queue } = this.config;
     const { maxAttempts, delaysMs } = policy;
     const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
     observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
+    if (counted) counted.counter.countFailed(queue, performance.now() - counted.started, error, after.action === 'retry');
     if (after.action === 'park') {
       const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
       return this.parkStep(message, settle, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);

@@ -1,4 +1,5 @@
-import type { DeliveryFailedEvent, DeliveryHandledEvent, MessageParkedEvent, RetryObserver } from './retry.observer.js';
+import type { DeliveryCounter } from './observer.hub.js';
+import type { MessageParkedEvent, RetryObserver } from './retry.observer.js';
 
 /** Messages one queue has seen settled since counting began, by outcome. */
 export interface ActivityCounts {
@@ -12,17 +13,18 @@ export interface ActivityCounts {
 
 /**
  * Counts handled, retried and parked messages per queue, for the page's rates (it samples the counts and charts the
- * differences). Keys are the engine's own queues (its handlers' and its delay ladder's ready queue): bounded.
+ * differences). Keys are the engine's own queues (its handlers' and its delay ladder's ready queue): bounded. Handler
+ * calls reach it as the hub's DeliveryCounter (no event per call), parks as an observer.
  */
-export class ActivityCounter implements RetryObserver {
+export class ActivityCounter implements RetryObserver, DeliveryCounter {
   private readonly counts = new Map<string, ActivityCounts>();
 
-  handled(event: DeliveryHandledEvent): void {
-    this.of(event.queue).handled++;
+  countHandled(queue: string): void {
+    this.of(queue).handled++;
   }
 
-  failed(event: DeliveryFailedEvent): void {
-    if (event.retryTier !== undefined) this.of(event.queue).retried++;
+  countFailed(queue: string, _durationMs: number, _error: unknown, retried: boolean): void {
+    if (retried) this.of(queue).retried++;
   }
 
   parked(event: MessageParkedEvent): void {

@@ -13,6 +13,39 @@ describe('ObserverHub', () => {
     expect(new ObserverHub([{}], logger()).active).toBe(true);
   });
 
+  it('says which per-message paths an observer asks for: handler calls, publishes, scopes', () => {
+    const flags = (observer: RetryObserver) => {
+      const hub = new ObserverHub([observer], logger());
+      return { active: hub.active, deliveries: hub.deliveries, publishes: hub.publishes, scoping: hub.scoping };
+    };
+    expect(flags({ parked: () => undefined })).toEqual({ active: true, deliveries: false, publishes: false, scoping: false });
+    expect(flags({ handled: () => undefined })).toEqual({ active: true, deliveries: true, publishes: false, scoping: false });
+    expect(flags({ deliveryStarted: () => undefined })).toEqual({ active: true, deliveries: true, publishes: false, scoping: true });
+    expect(flags({ publishRejected: () => undefined })).toEqual({ active: true, deliveries: false, publishes: true, scoping: false });
+    const hub = new ObserverHub([], logger());
+    hub.add({ failed: () => undefined });
+    expect([hub.active, hub.deliveries, hub.publishes]).toEqual([true, true, false]);
+    const counter = { countHandled: () => undefined, countFailed: () => undefined };
+    hub.count(counter);
+    expect(hub.counter).toBe(counter);
+    expect(hub.deliveries).toBe(true); // the observer's; a counter alone turns nothing on
+  });
+
+  it('tells every counter of each handler call, two through one pair', () => {
+    const hub = new ObserverHub([], logger());
+    const calls: string[] = [];
+    const counter = (name: string) => ({
+      countHandled: (queue: string, durationMs: number) => void calls.push(`${name} handled ${queue} ${durationMs}`),
+      countFailed: (queue: string, _ms: number, _error: unknown, retried: boolean) => void calls.push(`${name} failed ${queue} ${retried}`),
+    });
+    hub.count(counter('beat'));
+    hub.count(counter('page'));
+    hub.counter?.countHandled('q', 5, {} as never);
+    hub.counter?.countFailed('q', 6, new Error('x'), true);
+    expect(calls).toEqual(['beat handled q 5', 'page handled q 5', 'beat failed q true', 'page failed q true']);
+    expect(hub.active).toBe(false);
+  });
+
   it('calls every observer, and one that throws neither stops the others nor is logged twice', () => {
     const log = logger();
     const seen: string[] = [];

@@ -1,20 +1,42 @@
+import type { ConsumeMessage } from 'amqplib';
 import { errorMessage } from '../text/error-message.format.js';
 import type { RetryLogger } from './retry.logger.js';
 import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from './retry.observer.js';
 
 type Notification = Exclude<keyof RetryObserver, 'deliveryStarted' | 'publishing'>;
+
+/**
+ * Counts handler calls without observer events: the console's heartbeat (HeartbeatCollector). The delivery path calls
+ * it with what it has at hand (no event object, no DeliveryObservation), so counting costs two clock reads and a few
+ * increments per call.
+ */
+export interface DeliveryCounter {
+  countHandled(queue: string, durationMs: number, message: ConsumeMessage): void;
+  /** `retried`: the message goes to a retry tier (else it is parked). */
+  countFailed(queue: string, durationMs: number, error: unknown, retried: boolean): void;
+}
+
+/** The notifications of handler calls, and of publishes: the two that would cost something per message. */
+const DELIVERY_NOTIFICATIONS = ['deliveryStarted', 'handled', 'failed'] as const;
+const PUBLISH_NOTIFICATIONS = ['publishing', 'publishRejected', 'delayedPublished'] as const;
 type EventOf<K extends Notification> = Parameters<NonNullable<RetryObserver[K]>>[0];
 
 /**
  * The engine's side of the observers: calls each one, and keeps a throwing observer from touching message handling
- * (its error is logged once per observer, then ignored). Callers check `active` before building an event, so that
- * the delivery path allocates nothing for observers when there are none.
+ * (its error is logged once per observer, then ignored). Callers check `active` (or, per message, `deliveries` and
+ * `publishes`) before building an event, so that a path allocates nothing for observers that do not ask for it.
  */
 export class ObserverHub {
-  /** Read at each delivery: true once there is an observer (add() may turn it on later). */
-  active: boolean;
+  /** True once there is an observer (add() may turn it on later). */
+  active = false;
+  /** Read at each handler call: true once an observer has `deliveryStarted`, `handled` or `failed`. */
+  deliveries = false;
+  /** Read at each publish: true once an observer has `publishing`, `publishRejected` or `delayedPublished`. */
+  publishes = false;
   /** True once an observer has `deliveryStarted`: only then does a handler call ask for scopes. */
-  scoping: boolean;
+  scoping = false;
+  /** The counters of handler calls (the heartbeat's, the page's activity), once there is one (count()). */
+  counter?: DeliveryCounter;
   private readonly faulty = new Set<RetryObserver>();
   private readonly observers: RetryObserver[];
 
@@ -22,9 +44,8 @@ export class ObserverHub {
     observers: readonly RetryObserver[],
     private readonly logger: RetryLogger,
   ) {
-    this.observers = [...observers];
-    this.active = observers.length > 0;
-    this.scoping = observers.some((o) => o.deliveryStarted !== undefined);
+    this.observers = [];
+    for (const observer of observers) this.add(observer);
   }
 
   /**
@@ -34,7 +55,15 @@ export class ObserverHub {
   add(observer: RetryObserver): void {
     this.observers.push(observer);
     this.active = true;
+    if (DELIVERY_NOTIFICATIONS.some((name) => observer[name] !== undefined)) this.deliveries = true;
+    if (PUBLISH_NOTIFICATIONS.some((name) => observer[name] !== undefined)) this.publishes = true;
     if (observer.deliveryStarted !== undefined) this.scoping = true;
+  }
+
+  /** Counts every handler call from now on with `counter` too: one counter is called as it is, two through a pair. */
+  count(counter: DeliveryCounter): void {
+    const before = this.counter;
+    this.counter = before === undefined ? counter : bothCounters(before, counter);
   }
 
   /** No observers: every notification is skipped. */
@@ -115,4 +144,18 @@ export class ObserverHub {
     const kind = (observer as { constructor?: { name?: string } }).constructor?.name ?? 'an observer';
     this.logger.error(`A RetryObserver (${kind}) threw in ${name}: ${errorMessage(error)}; its later errors are not logged`);
   }
+}
+
+/** Two counters as one: each told of every handler call. Counters only increment numbers: neither throws. */
+function bothCounters(first: DeliveryCounter, second: DeliveryCounter): DeliveryCounter {
+  return {
+    countHandled: (queue, durationMs, message) => {
+      first.countHandled(queue, durationMs, message);
+      second.countHandled(queue, durationMs, message);
+    },
+    countFailed: (queue, durationMs, error, retried) => {
+      first.countFailed(queue, durationMs, error, retried);
+      second.countFailed(queue, durationMs, error, retried);
+    },
+  };
 }

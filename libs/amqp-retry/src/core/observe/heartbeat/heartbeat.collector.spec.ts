@@ -4,23 +4,15 @@ import { publishedAt } from '../../message/message.properties.js';
 import { LATENCY_BUCKETS, latencyBucket, latencyQuantile } from './latency.histogram.js';
 
 const message = (timestamp?: number) => ({ properties: { timestamp }, fields: {}, content: Buffer.alloc(0) }) as unknown as ConsumeMessage;
-const delivery = (queue: string, durationMs: number, timestamp?: number) => ({
-  queue,
-  attempt: 1,
-  maxAttempts: 3,
-  message: message(timestamp),
-  deaths: [],
-  durationMs,
-});
 
 describe('HeartbeatCollector', () => {
   it('counts outcomes and times per queue between two drains, then starts again from zero', () => {
     let now = 1_700_000_010_000;
     const collector = new HeartbeatCollector(() => now);
-    collector.handled(delivery('orders', 3, 1_700_000_000)); // published 10 s before (seconds, as AMQP says)
-    collector.handled(delivery('orders', 40)); // no timestamp: no critical time
-    collector.failed({ ...delivery('orders', 7), error: new Error('x'), retryTier: 1 });
-    collector.failed({ ...delivery('orders', 7), error: new Error('x') }); // parks: its parked event follows
+    collector.countHandled('orders', 3, message(1_700_000_000)); // published 10 s before (seconds, as AMQP says)
+    collector.countHandled('orders', 40, message()); // no timestamp: no critical time
+    collector.countFailed('orders', 7, new Error('x'), true);
+    collector.countFailed('orders', 7, new Error('x'), false); // parks: its parked event follows
     collector.parked({
       queue: 'orders',
       errorQueue: 'orders.error',
@@ -42,7 +34,7 @@ describe('HeartbeatCollector', () => {
   it("keeps an open breaker's first cause and counts its failed trials until it closes", () => {
     let now = 1_000;
     const collector = new HeartbeatCollector(() => now);
-    collector.failed({ ...delivery('orders', 7), error: new Error('connect ECONNREFUSED amqp://bob:secret@10.0.0.7'), retryTier: 1 });
+    collector.countFailed('orders', 7, new Error('connect ECONNREFUSED amqp://bob:secret@10.0.0.7'), true);
     collector.queueStateChanged({ queue: 'orders', from: 'running', to: 'open', reason: '5 of 10 calls failed' });
     now = 2_000;
     collector.queueStateChanged({ queue: 'orders', from: 'open', to: 'half-open', reason: 'trial' });

@@ -1,4 +1,6 @@
-import type { DeliveryFailedEvent, DeliveryHandledEvent, MessageParkedEvent, QueueStateEvent, RetryObserver } from '../retry.observer.js';
+import type { ConsumeMessage } from 'amqplib';
+import type { MessageParkedEvent, QueueStateEvent, RetryObserver } from '../retry.observer.js';
+import type { DeliveryCounter } from '../observer.hub.js';
 import type { BreakerCause, QueueBeatCounts } from './heartbeat.types.js';
 import { errorMessage } from '../../text/error-message.format.js';
 import { maskCredentials } from '../../text/credentials.mask.js';
@@ -20,30 +22,31 @@ class QueueCounts {
 /**
  * Collects what each heartbeat carries: per queue, the messages handled, retried, parked and failed, and histograms of
  * the handler's duration (processing time) and of the time from the message's publish timestamp to its handling
- * (critical time); and why each open circuit breaker opened. On the delivery path it only looks its queue up and
- * increments numbers: it allocates nothing per message (its counts are made once per queue, then reset in place).
+ * (critical time); and why each open circuit breaker opened. Handler calls reach it as the hub's DeliveryCounter, not
+ * as observer events; it only looks their queue up and increments numbers: nothing is allocated per message (its
+ * counts are made once per queue, then reset in place). Parks and breaker changes reach it as an observer.
  * The queues are the engine's own (its handlers and delay ladder): bounded.
  */
-export class HeartbeatCollector implements RetryObserver {
+export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
   private readonly counts = new Map<string, QueueCounts>();
   private readonly causes = new Map<string, BreakerCause>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  handled(event: DeliveryHandledEvent): void {
-    const counts = this.of(event.queue);
+  countHandled(queue: string, durationMs: number, message: ConsumeMessage): void {
+    const counts = this.of(queue);
     counts.handled++;
-    counts.processing[latencyBucket(event.durationMs)]++;
-    const sent = publishedAt(event.message.properties.timestamp);
+    counts.processing[latencyBucket(durationMs)]++;
+    const sent = publishedAt(message.properties.timestamp);
     if (sent !== undefined) counts.critical[latencyBucket(Math.max(0, this.now() - sent))]++;
   }
 
-  failed(event: DeliveryFailedEvent): void {
-    const counts = this.of(event.queue);
+  countFailed(queue: string, durationMs: number, error: unknown, retried: boolean): void {
+    const counts = this.of(queue);
     counts.failed++;
-    counts.lastError = event.error;
-    counts.processing[latencyBucket(event.durationMs)]++;
-    if (event.retryTier !== undefined) counts.retried++;
+    counts.lastError = error;
+    counts.processing[latencyBucket(durationMs)]++;
+    if (retried) counts.retried++;
   }
 
   parked(event: MessageParkedEvent): void {
