@@ -157,7 +157,12 @@ export interface RetryModuleOptions {
    * `RetryServer` given a module's `engine` beats as that module says. Default false.
    * @example heartbeat: true
    */
-  heartbeat?: boolean | { intervalMs?: number };
+  heartbeat?:
+    | boolean
+    | {
+        /** Milliseconds between two beats, 250 to 60000; default 5000. An instance shows as gone after 3 missed beats. */
+        intervalMs?: number;
+      };
 }
 
 /**
