@@ -146,12 +146,17 @@ export class DeliveryPipeline {
     const observed = hub?.deliveries ? new DeliveryObservation(hub, { queue, pattern, attempt, maxAttempts, message, deaths }) : undefined;
     const counter = hub?.counter; // the heartbeat's: two clock reads, no event
     const started = counter ? performance.now() : 0;
-    const counted = counter ? { counter, started } : undefined;
     let running: Promise<unknown>;
     try {
       running = observed?.scope ? observed.run(() => invoke(payload, context)) : invoke(payload, context);
     } catch (error) {
-      return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
+      return this.failedStep(
+        message,
+        settle,
+        signal,
+        { policy, pattern, attempt, deaths, observed, counted: counter && { counter, started } },
+        error,
+      );
     }
     // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
     return Promise.resolve(running).then(
@@ -164,6 +169,7 @@ export class DeliveryPipeline {
         // Taken back before its handler was called (the queue stopped while it waited): already in the broker.
         if (isRecalled(signal)) return;
         const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
+        const counted = counter && { counter, started }; // made on a failure only: a success allocates nothing for it
         return inPlace
           ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed, counted }, inPlace.failure)
           : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
