@@ -91,7 +91,9 @@ describe('long durations (30 days, 100 days) work as written', () => {
   it('claimTtl 100d: a claim held for a second is not renewed in a loop (Redis commands counted with MONITOR)', async () => {
     const space = uniqueSpace();
     const store = new RedisIdempotencyStore({ url: REDIS_URL, keyPrefix: `${space}:` });
-    const client = new Redis(REDIS_URL);
+    // No ready check: ioredis would send INFO on the monitor's connection, and a MONITOR line arriving before its reply
+    // fails the connection ("Command queue state error").
+    const client = new Redis(REDIS_URL, { enableReadyCheck: false });
     const monitor = await client.monitor(); // a connection of its own
     const commands: string[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
