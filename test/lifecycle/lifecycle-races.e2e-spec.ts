@@ -5,6 +5,7 @@ import { AmqpConnection } from '../../libs/amqp-retry/src/amqp/amqp.connection.j
 import { QueueConsumer } from '../../libs/amqp-retry/src/amqp/queue.consumer.js';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { ctl } from '../support/broker-control.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -17,7 +18,7 @@ async function connectionsNamed(prefix: string): Promise<number> {
   return lines.filter((line) => line.includes(`{"connection_name","${prefix}`)).length;
 }
 
-/** Finding 11: lifecycle races. */
+/** Races between the application's lifecycle (start, stop, close) and the broker's connection. */
 describe('lifecycle races', () => {
   const suite = useSuite('e2e.races');
 
@@ -66,10 +67,13 @@ describe('lifecycle races', () => {
   it('after a reconnection, one handler whose queue now refuses its declaration (406) does not keep the others down', async () => {
     const proxy = await new TcpProxy().start();
     const other = uniqueName('e2e.races.other');
+    const logger = new RecordingLogger();
     try {
       const Broken = handlerFor({ queue: suite.queue }, () => undefined);
       const Healthy = handlerFor({ queue: other }, () => undefined);
-      suite.app = await startApp([Broken, Healthy], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
+      suite.app = await createApp([Broken, Healthy], { ...TEST_OPTIONS, url: proxy.url, reconnect: { initialDelay: '50ms', maxDelay: '200ms' } });
+      suite.app.useLogger(logger);
+      await suite.app.init();
       await proxy.cut();
       await suite.broker.channel.deleteQueue(suite.queue);
       await suite.broker.declareQueue(suite.queue); // in the way: without the dead-letter argument the library declares
@@ -78,7 +82,9 @@ describe('lifecycle races', () => {
       await suite.broker.publish('', other, { n: 1 });
       await waitFor(() => handlerOf(suite.app!, Healthy).calls.length === 1, 'the healthy handler handling');
       await suite.broker.channel.deleteQueue(suite.queue); // out of the way: the broken one recovers too
-      await waitFor(async () => (await suite.broker.consumers(suite.queue)) === 1, 'the broken handler back', 15_000);
+      await waitFor(async () => (await suite.broker.consumers(suite.queue)) === 1, 'the broken handler back', 15_000).catch((error: Error) => {
+        throw new Error(`${error.message}; the library logged:\n${logger.lines.join('\n')}`);
+      });
     } finally {
       await suite.app?.close();
       suite.app = undefined;

@@ -22,6 +22,7 @@ async function step<T>(
   name: string,
   args: Readonly<Record<string, unknown>> | undefined,
   run: () => Promise<T>,
+  probeTypes: boolean,
 ): Promise<T> {
   try {
     return await run();
@@ -29,7 +30,8 @@ async function step<T>(
     if (!isAmqpError(error, PRECONDITION_FAILED)) throw error;
     const brokerMessage = refusalText(error);
     const configured = kind === 'queue' ? declaredQueueType(args) : undefined;
-    const types = configured && args && (await findTypeMismatch(connection, name, configured, args, brokerMessage).catch(() => undefined));
+    const probe = probeTypes && configured && args;
+    const types = probe ? await findTypeMismatch(connection, name, configured, args, brokerMessage).catch(() => undefined) : undefined;
     throw new TopologyMismatchError(kind, name, brokerMessage, types);
   }
 }
@@ -80,17 +82,27 @@ const bind = (channel: Channel, b: BindingDeclaration) =>
 /**
  * Declares a plan in its order on a channel of its own. A 406 closes the channel, so it surfaces as a
  * TopologyMismatchError naming the queue or exchange, and nothing after it is declared.
+ *
+ * `probeTypes` (default true): on a queue's 406, find its real type (findTypeMismatch) for the error. A probe that
+ * is accepted creates the queue should it have been deleted since its check, with the arguments of the queue in the
+ * way: declarations tried again in a loop (after a reconnection, or a lost queue) pass false, so that an operator
+ * deleting that queue to let the library declare its own never races a probe that puts it back.
  */
-export async function declareTopology(connection: AmqpConnection, plan: TopologyPlan): Promise<void> {
+export async function declareTopology(connection: AmqpConnection, plan: TopologyPlan, probeTypes = true): Promise<void> {
   const channel = await connection.createChannel('topology declaration', true);
   try {
     for (const e of plan.exchanges) {
-      await step(connection, 'exchange', e.name, e.arguments, () =>
-        channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments }),
+      await step(
+        connection,
+        'exchange',
+        e.name,
+        e.arguments,
+        () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments }),
+        false,
       );
     }
     for (const q of plan.queues) {
-      await step(connection, 'queue', q.name, q.arguments, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }));
+      await step(connection, 'queue', q.name, q.arguments, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }), probeTypes);
     }
     for (const b of plan.bindings) await bind(channel, b);
   } finally {

@@ -299,7 +299,8 @@ export class HandlerRuntime {
     // A partition deleted under a running application: declared again, it is bound to the hash exchange last.
     const deleted =
       partitionOf !== undefined && !(await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue).catch(() => true));
-    for (const { schedule } of this.presences) await declareTopology(connection, planRetryTopology(schedule, { firstFailures: false }));
+    // Tried again in a loop until it succeeds: no type probe (see declareTopology), the refusal is reported as it is.
+    for (const { schedule } of this.presences) await declareTopology(connection, planRetryTopology(schedule, { firstFailures: false }), false);
     await rebindFirstFailuresIfOwner(connection, this.handler.config);
     if (deleted && partitionOf) {
       logger.warn(
