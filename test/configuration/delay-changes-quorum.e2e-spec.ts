@@ -5,7 +5,7 @@ import { useSuite } from '../support/suite.js';
 import { retryTopologyNames } from 'nestjs-amqp-retry';
 
 /**
- * Finding 10: changing delays on quorum queues must not kill the connection (deleteQueue ifEmpty is not implemented
+ * Changing delays on quorum queues must not kill the connection (deleteQueue ifEmpty is not implemented
  * for them), a first failure must never land in two first tiers, and two versions running side by side (a rolling
  * deploy) must not take first failures back and forth nor delete each other's tiers.
  */

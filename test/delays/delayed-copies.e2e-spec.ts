@@ -5,7 +5,7 @@ import { uniqueName, waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
 
 /**
- * Finding 15: copies waiting in the delay ladder must be persistent whatever the publish said (a broker restart
+ * Copies waiting in the delay ladder must be persistent whatever the publish said (a broker restart
  * must not lose them), and a due message that no queue takes must be parked, as an immediate publish would reject.
  */
 describe('delayed copies', () => {

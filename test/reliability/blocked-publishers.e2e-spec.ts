@@ -4,7 +4,7 @@ import { waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
 
 /**
- * Finding 9: under a memory or disk alarm the broker blocks every connection that publishes, acks included. The
+ * Under a memory or disk alarm the broker blocks every connection that publishes, acks included. The
  * consumers must keep draining (their connection never publishes), and publishes must fail in bounded time. The
  * alarm is raised on a node of the test's own (the version under test), never on the broker others use.
  */

@@ -4,7 +4,7 @@ import { AMQP_URL, uniqueName } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
-/** Finding 1: one failed publish must fail alone; its neighbours on the same channel resolve and are delivered. */
+/** One failed publish must fail alone; its neighbours on the same channel resolve and are delivered. */
 describe('a failed publish fails alone', () => {
   const suite = useSuite('e2e.isolate', { routed: true });
 
