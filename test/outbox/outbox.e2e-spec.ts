@@ -43,13 +43,13 @@ describe.each([
   it('publishes what committed, never what rolled back; rows end sent', async () => {
     const outbox = await startWriter();
     const { name, got } = await sink();
-    await suite.kind.inTransaction(async (tx) => {
+    const receipt = await suite.kind.inTransaction(async (tx) => {
       await suite.kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ('a', 1)`);
-      await outbox.publish(tx, {
+      return outbox.publish(tx, {
         exchange: '',
         routingKey: name,
         body: { order: 'a' },
-        properties: { messageId: 'm-a', headers: { 'x-tenant': 't1' } },
+        properties: { messageId: 'm-a', headers: { 'x-tenant': 't1' }, correlationId: 'req-7', type: 'order.created.v2', appId: 'shop' },
       });
     });
     await expect(
@@ -65,7 +65,32 @@ describe.each([
     await new Promise((resolve) => setTimeout(resolve, 300)); // nothing more comes
     expect(got.map((g) => g.message.properties.messageId)).toEqual(['m-a', 'm-c']);
     expect(JSON.parse(got[0].message.content.toString())).toEqual({ order: 'a' });
-    expect(got[0].message.properties).toMatchObject({ contentType: 'application/json', deliveryMode: 2, headers: { 'x-tenant': 't1' } });
+    expect(got[0].message.properties).toMatchObject({
+      contentType: 'application/json',
+      deliveryMode: 2,
+      headers: { 'x-tenant': 't1' },
+      correlationId: 'req-7',
+      type: 'order.created.v2',
+      appId: 'shop',
+    });
+    // The receipt says what was written and then sent: the row, the address and the properties with their defaults.
+    expect(receipt).toEqual({
+      id: expect.stringMatching(/^\d+$/),
+      messageId: 'm-a',
+      exchange: '',
+      routingKey: name,
+      delayMs: 0,
+      properties: {
+        messageId: 'm-a',
+        persistent: true,
+        contentType: 'application/json',
+        headers: { 'x-tenant': 't1' },
+        correlationId: 'req-7',
+        type: 'order.created.v2',
+        appId: 'shop',
+      },
+    });
+    expect(await sql(`SELECT id::text AS id FROM "${suite.table}" WHERE id = $1`, [receipt.id])).toEqual([{ id: receipt.id }]);
     expect(got[1].message.content.toString()).toBe('raw');
     await waitFor(async () => (await sql(`SELECT state FROM "${suite.table}" WHERE state <> 'sent'`)).length === 0, 'both rows marked sent');
     expect(await sql(`SELECT count(*)::int AS n FROM "${suite.table}"`)).toEqual([{ n: 2 }]);
@@ -298,10 +323,11 @@ describe('the outbox with a delay', () => {
       suite.queue,
       (m) => m && (got.push({ body: JSON.parse(m.content.toString()), at: Date.now() }), suite.broker.channel.ack(m)),
     );
-    await suite.kind.inTransaction(async (tx) => {
-      await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { n: 'later' }, delay: '800ms' });
-      await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { n: 'now' } });
-    });
+    const receipts = await suite.kind.inTransaction(async (tx) => [
+      await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { n: 'later' }, delay: '800ms' }),
+      await outbox.publish(tx, { exchange: '', routingKey: suite.queue, body: { n: 'now' } }),
+    ]);
+    expect(receipts.map((r) => r.delayMs)).toEqual([800, 0]);
     const committed = Date.now();
     await waitFor(() => got.length === 2, 'both messages', 10_000);
     expect(got.map((g) => g.body.n)).toEqual(['now', 'later']);

@@ -1,13 +1,25 @@
 import { randomUUID } from 'node:crypto';
+import type { Options } from 'amqplib';
 import type { OutboxConfig } from '../core/outbox/outbox.config.js';
 import { readOutboxMessage, type OutboxMessage } from '../core/outbox/outbox.message.js';
 
-/** What a publish to the outbox wrote: the row's id and the message id the consumer will see. */
+/**
+ * What a publish to the outbox wrote, to log, store or correlate: the row's id and the message as the relay will send it
+ * after the commit (the same fields as `RetryPublisher.publish`'s `PublishedMessage`).
+ */
 export interface OutboxReceipt {
   /** The row's id in the outbox table. */
   id: string;
   /** The message's AMQP message id: the one the consumer sees, and its inbox recognises copies by. */
   messageId: string;
+  /** The exchange the relay publishes it to ('' for the default exchange). */
+  exchange: string;
+  /** The routing key the relay publishes it with. */
+  routingKey: string;
+  /** How long after the commit it is delivered, in ms (through the delay ladder); 0 for at once. */
+  delayMs: number;
+  /** The AMQP properties the relay publishes it with: those given, with the defaults filled in (message id, persistent, content type). */
+  properties: Readonly<Options.Publish>;
 }
 
 /**
@@ -34,5 +46,6 @@ export async function writeToOutbox<Tx>(config: OutboxConfig, tx: Tx, message: O
       `OutboxPublisher.publish: the transaction given is in no transaction block (a connection pool, a client without BEGIN, a Knex instance), so the row would commit on its own: nothing was written to ${config.tableName}. Pass what your transaction runs on: a pg client after BEGIN, the manager of dataSource.transaction(), the trx of knex.transaction()`,
     );
   }
-  return { id: String(rows[0].id), messageId: record.properties.messageId };
+  const { exchange, routingKey, delayMs, properties } = record;
+  return { id: String(rows[0].id), messageId: properties.messageId, exchange, routingKey, delayMs, properties };
 }

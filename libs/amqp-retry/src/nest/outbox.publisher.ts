@@ -14,7 +14,7 @@ export class OutboxPublisher {
 
   /**
    * Writes the message in the transaction `tx` (what the outbox's adapter takes: a pg PoolClient after BEGIN, a
-   * TypeORM EntityManager of `dataSource.transaction()`...). Resolves with the row's id and the message id; rejects
+   * TypeORM EntityManager of `dataSource.transaction()`...). Resolves with the row's id and what the relay will send (OutboxReceipt); rejects
    * (and your transaction should roll back) on a malformed message or a database error. A `tx` in no transaction (a
    * pool, a client without BEGIN, a Knex instance) is refused, with nothing written: its row would commit on its own.
    * A pool or a Knex instance does not compile (see OutboxTransaction).
