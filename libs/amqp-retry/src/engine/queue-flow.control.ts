@@ -132,7 +132,7 @@ export class QueueFlowControl {
         (error: unknown) => {
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
           const retryable = policyOf(context).isRetryable(error);
-          if (countsAsOutage(error, retryable, countsAsFailure)) this.apply(breaker.record(ticket, true, this.now(), context.attempt));
+          if (countsAsOutage(error, retryable, countsAsFailure)) this.apply(breaker.record(ticket, true, this.now(), context.attempt), error);
           throw error;
         },
       );
@@ -266,7 +266,8 @@ export class QueueFlowControl {
     for (const wake of this.waiters.splice(0)) wake();
   }
 
-  private apply(transition: CircuitTransition | undefined): void {
+  /** `failure`: the error of the call whose outcome made the transition, told with an opening. */
+  private apply(transition: CircuitTransition | undefined, failure?: unknown): void {
     if (!transition || this.stopped) return;
     this.timer?.cancel();
     this.timer = undefined;
@@ -278,11 +279,11 @@ export class QueueFlowControl {
         this.apply(this.breaker?.halfOpen());
       }).unref();
     }
-    this.changed(transition.reason);
+    this.changed(transition.reason, undefined, transition.to === 'open' ? failure : undefined);
   }
 
   /** Holds or releases the consumer as the state says, and logs and reports a change of state once. */
-  private changed(reason: string, by?: string): void {
+  private changed(reason: string, by?: string, failure?: unknown): void {
     const to = queueStateOf(this.paused, this.breaker?.state);
     if (!this.stopped) {
       if (to === 'paused' || to === 'open') this.limiter?.interrupt(); // what waits for a turn goes back to the broker
@@ -300,6 +301,13 @@ export class QueueFlowControl {
     if (to === 'open' || to === 'paused') this.deps.logger.warn(line);
     else this.deps.logger.log(line);
     if (this.deps.observers?.active)
-      this.deps.observers.emit('queueStateChanged', { queue: this.queue, from, to, reason, ...(by !== undefined && { by }) });
+      this.deps.observers.emit('queueStateChanged', {
+        queue: this.queue,
+        from,
+        to,
+        reason,
+        ...(by !== undefined && { by }),
+        ...(failure !== undefined && { error: failure }),
+      });
   }
 }

@@ -50,6 +50,18 @@ describe('HeartbeatCollector', () => {
     expect(collector.causeOf('orders')).toBeUndefined();
   });
 
+  it("names the failure that opened the breaker, told with the opening, before any failure was counted", () => {
+    const collector = new HeartbeatCollector(() => 5_000);
+    const error = new Error('connect ECONNREFUSED 10.0.0.7:443');
+    collector.queueStateChanged({ queue: 'payments', from: 'running', to: 'open', reason: '3 calls in a row failed', error });
+    expect(collector.causeOf('payments')).toEqual({
+      reason: '3 calls in a row failed',
+      error: 'connect ECONNREFUSED 10.0.0.7:443',
+      openedAt: 5_000,
+      failedTrials: 0,
+    });
+  });
+
   it('reads a publish timestamp in seconds, or in milliseconds when too large for seconds', () => {
     expect(publishedAt(1_700_000_000)).toBe(1_700_000_000_000);
     expect(publishedAt(1_700_000_000_123)).toBe(1_700_000_000_123);
