@@ -50,7 +50,7 @@ describe('HeartbeatCollector', () => {
     expect(collector.causeOf('orders')).toBeUndefined();
   });
 
-  it("names the failure that opened the breaker, told with the opening, before any failure was counted", () => {
+  it('names the failure that opened the breaker, told with the opening, before any failure was counted', () => {
     const collector = new HeartbeatCollector(() => 5_000);
     const error = new Error('connect ECONNREFUSED 10.0.0.7:443');
     collector.queueStateChanged({ queue: 'payments', from: 'running', to: 'open', reason: '3 calls in a row failed', error });
