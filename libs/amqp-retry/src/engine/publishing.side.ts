@@ -49,6 +49,8 @@ export class PublishingSide {
   /** The publishers once `opened` resolved: the usual publish takes them without awaiting a promise. */
   private openedNow?: Publishers;
   private ladder?: Promise<DelayTopology>;
+  /** Declarations of the ladder begun: only the first explains a refused queue's type (see declareTopology). */
+  private ladderDeclarations = 0;
   private closed = false;
 
   constructor(
@@ -178,7 +180,7 @@ export class PublishingSide {
     if (this.ladder) return this.ladder;
     const declaring = this.open().then(async ({ connection }) => {
       const ladder = planDelayTopology(prefix, this.config.delayQueueType);
-      await declareTopology(connection, ladder);
+      await declareTopology(connection, ladder, this.ladderDeclarations++ === 0);
       return ladder;
     });
     this.ladder = declaring;
