@@ -7,7 +7,12 @@ import { SUITE_OPTIONS, useSuite } from '../support/suite.js';
 import { patternTiers, startRetryMicroservice } from '../transport/transport-app.js';
 
 interface Fleet {
-  instances: Array<{ id: string; status: 'up' | 'gone'; intervalMs: number; queues: Array<{ queue: string; consuming: boolean; handled: number }> }>;
+  instances: Array<{
+    id: string;
+    status: 'up' | 'gone';
+    intervalMs: number;
+    queues: Array<{ queue: string; consuming: boolean; handled: number; breaker?: { reason: string; error: string } }>;
+  }>;
   summary: { up: number; gone: number };
 }
 
@@ -69,6 +74,33 @@ describe('the heartbeat option: instances without the page in the console', () =
     const { instances } = await fleetOf(page.url);
     expect(instances.every((i) => i.status === 'up' && i.intervalMs === INTERVAL_MS)).toBe(true);
     expect(instances.filter((i) => i.queues.some((q) => q.queue === serviceQueue && q.consuming))).toHaveLength(1);
+  });
+
+  it('names the error of a breaker opened by calls that failed side by side, before any of their failures was settled', async () => {
+    // Five calls in flight fail in the same turn: the breaker counts three and opens before the pipeline settles any.
+    const inFlight: Array<() => void> = [];
+    const Handler = handlerFor(
+      { queue: suite.queue, delays: ['10s'], prefetch: 10, circuitBreaker: { consecutiveFailures: 3, openFor: '1m' } },
+      () =>
+        new Promise<void>((_resolve, reject) => {
+          inFlight.push(() => reject(new Error('connect ECONNREFUSED 10.0.0.9:443')));
+          if (inFlight.length === 5) for (const fail of inFlight.splice(0)) fail();
+        }),
+    );
+    const page = await startDashboardApp(
+      [Handler],
+      { path: '/retry', guard: BearerGuard, heartbeatIntervalMs: INTERVAL_MS },
+      undefined,
+      undefined,
+      SUITE_OPTIONS,
+    );
+    suite.app = page.app;
+    for (let i = 0; i < 5; i++) await page.app.get(RetryPublisher).publish('', suite.queue, { i });
+    const breaker = await waitFor(async () => {
+      const queues = (await fleetOf(page.url)).instances.flatMap((i) => i.queues);
+      return queues.find((q) => q.queue === suite.queue)?.breaker;
+    }, 'the open breaker in the fleet');
+    expect(breaker).toMatchObject({ reason: expect.stringMatching(/3 calls in a row failed/), error: 'connect ECONNREFUSED 10.0.0.9:443' });
   });
 
   it('refuses a heartbeat interval out of range at start, naming the option', async () => {

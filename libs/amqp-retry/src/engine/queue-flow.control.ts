@@ -132,7 +132,11 @@ export class QueueFlowControl {
         (error: unknown) => {
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
           const retryable = policyOf(context).isRetryable(error);
-          if (countsAsOutage(error, retryable, countsAsFailure)) this.apply(breaker.record(ticket, true, this.now(), context.attempt), error);
+          if (countsAsOutage(error, retryable, countsAsFailure)) {
+            // Before the change it may cause: the console names this error as the opening's cause.
+            this.deps.observers?.counter?.outageCounted?.(this.queue, error);
+            this.apply(breaker.record(ticket, true, this.now(), context.attempt));
+          }
           throw error;
         },
       );
@@ -266,8 +270,7 @@ export class QueueFlowControl {
     for (const wake of this.waiters.splice(0)) wake();
   }
 
-  /** `failure`: the error of the call whose outcome made the transition, told with an opening. */
-  private apply(transition: CircuitTransition | undefined, failure?: unknown): void {
+  private apply(transition: CircuitTransition | undefined): void {
     if (!transition || this.stopped) return;
     this.timer?.cancel();
     this.timer = undefined;
@@ -279,11 +282,11 @@ export class QueueFlowControl {
         this.apply(this.breaker?.halfOpen());
       }).unref();
     }
-    this.changed(transition.reason, undefined, transition.to === 'open' ? failure : undefined);
+    this.changed(transition.reason);
   }
 
   /** Holds or releases the consumer as the state says, and logs and reports a change of state once. */
-  private changed(reason: string, by?: string, failure?: unknown): void {
+  private changed(reason: string, by?: string): void {
     const to = queueStateOf(this.paused, this.breaker?.state);
     if (!this.stopped) {
       if (to === 'paused' || to === 'open') this.limiter?.interrupt(); // what waits for a turn goes back to the broker
@@ -301,13 +304,6 @@ export class QueueFlowControl {
     if (to === 'open' || to === 'paused') this.deps.logger.warn(line);
     else this.deps.logger.log(line);
     if (this.deps.observers?.active)
-      this.deps.observers.emit('queueStateChanged', {
-        queue: this.queue,
-        from,
-        to,
-        reason,
-        ...(by !== undefined && { by }),
-        ...(failure !== undefined && { error: failure }),
-      });
+      this.deps.observers.emit('queueStateChanged', { queue: this.queue, from, to, reason, ...(by !== undefined && { by }) });
   }
 }

@@ -14,6 +14,11 @@ export interface DeliveryCounter {
   countHandled(queue: string, durationMs: number, message: ConsumeMessage): void;
   /** `retried`: the message goes to a retry tier (else it is parked). */
   countFailed(queue: string, durationMs: number, error: unknown, retried: boolean): void;
+  /**
+   * The circuit breaker counted a call's failure as an outage: told before the breaker's change of state (which this
+   * failure may cause) and before the failure is settled and counted (countFailed).
+   */
+  outageCounted?(queue: string, error: unknown): void;
 }
 
 /** The notifications of handler calls, and of publishes: the two that would cost something per message. */
@@ -156,6 +161,10 @@ function bothCounters(first: DeliveryCounter, second: DeliveryCounter): Delivery
     countFailed: (queue, durationMs, error, retried) => {
       first.countFailed(queue, durationMs, error, retried);
       second.countFailed(queue, durationMs, error, retried);
+    },
+    outageCounted: (queue, error) => {
+      first.outageCounted?.(queue, error);
+      second.outageCounted?.(queue, error);
     },
   };
 }

@@ -249,11 +249,6 @@ export interface QueueStateEvent {
   reason: string;
   /** Who paused or resumed it; absent for the circuit breaker's own changes. */
   by?: string;
-  /**
-   * When the circuit breaker opened it on a failure (`to: 'open'`): the error of that failure, the last one the
-   * breaker counted. It is told before the failure's own `failed` event, which comes once the message is settled.
-   */
-  error?: unknown;
 }
 
 /** One partition of a partitioned handler, as one instance saw it at a heartbeat. */

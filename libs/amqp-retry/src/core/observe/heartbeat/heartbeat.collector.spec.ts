@@ -50,16 +50,17 @@ describe('HeartbeatCollector', () => {
     expect(collector.causeOf('orders')).toBeUndefined();
   });
 
-  it('names the failure that opened the breaker, told with the opening, before any failure was counted', () => {
+  it('names the failure the breaker counted before its opening, though no failure was settled and counted yet', () => {
     const collector = new HeartbeatCollector(() => 5_000);
-    const error = new Error('connect ECONNREFUSED 10.0.0.7:443');
-    collector.queueStateChanged({ queue: 'payments', from: 'running', to: 'open', reason: '3 calls in a row failed', error });
+    collector.outageCounted('payments', new Error('connect ECONNREFUSED 10.0.0.7:443'));
+    collector.queueStateChanged({ queue: 'payments', from: 'running', to: 'open', reason: '3 calls in a row failed' });
     expect(collector.causeOf('payments')).toEqual({
       reason: '3 calls in a row failed',
       error: 'connect ECONNREFUSED 10.0.0.7:443',
       openedAt: 5_000,
       failedTrials: 0,
     });
+    expect(collector.drain('payments')).toMatchObject({ failed: 0 }); // told, not counted: countFailed counts it
   });
 
   it('reads a publish timestamp in seconds, or in milliseconds when too large for seconds', () => {

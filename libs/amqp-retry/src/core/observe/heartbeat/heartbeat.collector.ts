@@ -49,6 +49,14 @@ export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
     if (retried) counts.retried++;
   }
 
+  /**
+   * The breaker's failure, told before the change of state it may cause: calls running side by side can open the
+   * circuit before any of their failures is settled and counted (countFailed), and the cause names this error.
+   */
+  outageCounted(queue: string, error: unknown): void {
+    this.of(queue).lastError = error;
+  }
+
   parked(event: MessageParkedEvent): void {
     this.of(event.queue).parked++;
   }
@@ -59,9 +67,7 @@ export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
       // A failed trial (half-open to open) keeps the first opening's cause and counts the trial.
       if (previous && event.from === 'half-open') previous.failedTrials++;
       else if (event.from !== 'paused' || !previous) {
-        // The failure that opened it comes with the event: calls running side by side can open the circuit before any
-        // of their failures is counted here.
-        const error = event.error ?? this.counts.get(event.queue)?.lastError;
+        const error = this.counts.get(event.queue)?.lastError;
         const text = error === undefined ? '' : maskCredentials(errorMessage(error)).slice(0, 200);
         this.causes.set(event.queue, { reason: event.reason.slice(0, 200), error: text, openedAt: this.now(), failedTrials: 0 });
       }
