@@ -41,18 +41,24 @@ describe('the heartbeat option: instances without the page in the console', () =
     return (await response.json()) as Fleet;
   };
 
+  /** An instance that serves the page (guarded, beating every INTERVAL_MS), as the suite's app. */
+  const startPage = async (providers: Parameters<typeof startDashboardApp>[0], moduleOptions: typeof SUITE_OPTIONS) => {
+    const page = await startDashboardApp(
+      providers,
+      { path: '/retry', guard: BearerGuard, heartbeatIntervalMs: INTERVAL_MS },
+      undefined,
+      undefined,
+      moduleOptions,
+    );
+    suite.app = page.app;
+    return page;
+  };
+
   it('shows a worker and a microservice that beat, with their queues and what they handled, beside the page instance', async () => {
     const application = uniqueName('e2e-beat-app');
     const options = { ...SUITE_OPTIONS, application };
     const Handler = handlerFor({ queue: suite.queue, delays: [100] }, () => undefined);
-    const page = await startDashboardApp(
-      [Handler],
-      { path: '/retry', guard: BearerGuard, heartbeatIntervalMs: INTERVAL_MS },
-      undefined,
-      undefined,
-      options,
-    );
-    suite.app = page.app;
+    const page = await startPage([Handler], options);
     const Worker = handlerFor({ queue: suite.queue, delays: [100] }, () => undefined);
     const worker = await startApp([Worker], { ...options, heartbeat: { intervalMs: INTERVAL_MS } });
     others.push(worker);
@@ -87,14 +93,7 @@ describe('the heartbeat option: instances without the page in the console', () =
           if (inFlight.length === 5) for (const fail of inFlight.splice(0)) fail();
         }),
     );
-    const page = await startDashboardApp(
-      [Handler],
-      { path: '/retry', guard: BearerGuard, heartbeatIntervalMs: INTERVAL_MS },
-      undefined,
-      undefined,
-      SUITE_OPTIONS,
-    );
-    suite.app = page.app;
+    const page = await startPage([Handler], SUITE_OPTIONS);
     for (let i = 0; i < 5; i++) await page.app.get(RetryPublisher).publish('', suite.queue, { i });
     const breaker = await waitFor(async () => {
       const queues = (await fleetOf(page.url)).instances.flatMap((i) => i.queues);
