@@ -43,11 +43,9 @@ export function originalExpirationIn(headers: Record<string, unknown> | undefine
 }
 
 /**
- * Decides what becomes of a message in a handler queue's dead-letter queue: it expired in `queue` (its own
- * `expiration`, or the queue's message TTL), was pushed out or refused by the queue's length limit, or (a quorum
- * queue) passed its delivery limit. Expired and pushed-out messages are parked (`onExpired: 'park'`) or dropped
- * (`'drop'`); past the delivery limit is always parked, as `redelivery-limit`; anything else (a message someone
- * published there) is parked as malformed. Never throws.
+ * Decides what becomes of a message in a handler queue's dead-letter queue: expired or pushed out by the length limit,
+ * it is parked or dropped as `onExpired` says; past a quorum queue's delivery limit, parked as `redelivery-limit`;
+ * anything else (published there) is parked as malformed. Never throws.
  * @example decideDeadLetter({ 'x-first-death-queue': 'orders', 'x-first-death-reason': 'expired' }, 'orders', 'park').reason // 'expired'
  */
 export function decideDeadLetter(headers: Record<string, unknown> | undefined, queue: string, onExpired: DeadLetterAction): DeadLetterOutcome {

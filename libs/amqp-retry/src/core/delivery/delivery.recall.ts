@@ -1,7 +1,6 @@
 /**
- * The abort reason of a delivery its queue took back before its handler was called: the queue was paused or its
- * circuit opened while the delivery waited (for its ordering key's turn, for another copy's idempotency claim). The
- * delivery is already back in the broker (nack with requeue); the steps that waited give up without settling it.
+ * The abort reason of a delivery its queue took back (nack with requeue: paused, or circuit opened) while it waited
+ * before its handler; the steps that waited give up without settling it.
  */
 export class DeliveryRecalled extends Error {
   constructor(queue: string, why: string) {

@@ -2,10 +2,8 @@ import { reconnectDelay, type ReconnectPolicy } from '../connection/reconnect.po
 
 /**
  * How long a due delayed message whose exchange this application may not publish to (403 ACCESS_REFUSED) is held
- * before it is given back to the ladder's ready queue: long enough that a lone forwarder does not spin on it (at most
- * prefetch / 5 s give-backs a second, and no publish while the exchange is held), short enough that the application
- * that may deliver it, sharing the ladder, gets it soon (each time it lands here it waits up to 5 s more: with 30 s,
- * ten such messages took over a minute to reach their application in the e2e test).
+ * before it is given back to the ready queue: long enough that a lone forwarder does not spin, short enough that the
+ * application that may deliver it, sharing the ladder, gets it soon (with 30 s, ten took over a minute in the e2e test).
  */
 export const REFUSED_HOLD: ReconnectPolicy = { initialDelayMs: 1_000, maxDelayMs: 5_000 };
 
@@ -27,9 +25,8 @@ interface Refusal {
 }
 
 /**
- * What the forwarder knows of the exchanges it was refused, per exchange: whether to try a publish now, how long to
- * hold a message before giving it back, and when to say so in the log. Pure (time is passed in); the forwarder does
- * the I/O.
+ * What the forwarder knows of the exchanges it was refused: whether to try a publish now, how long to hold a message
+ * before giving it back, and when to log it. Pure: time is passed in.
  */
 export class RefusedTargets {
   private readonly byExchange = new Map<string, Refusal>();
