@@ -5,10 +5,8 @@ import { ParkedHeader } from '../headers/header.names.js';
 export const MAX_FAILURE_GROUPS = 200;
 
 /**
- * An exception message with what varies between messages of one failure masked, so that "connect ECONNREFUSED
- * 10.0.0.7:443 for order 8812" and "... 10.0.0.9:443 for order 8813" read alike: UUIDs and long hex ids as `<id>`,
- * e-mail addresses as `<email>`, IP addresses (with a port) as `<ip>`, URLs' hosts kept and their paths' ids masked,
- * other numbers as `<n>`; whitespace collapsed.
+ * An exception message with what varies between messages of one failure masked (ids, e-mail and IP addresses,
+ * numbers), so that "connect ECONNREFUSED 10.0.0.7:443 for order 8812" and "... 10.0.0.9:443 for order 8813" read alike.
  */
 export function normalizeError(message: string): string {
   return message
@@ -41,11 +39,7 @@ export function groupKeyOf(view: ParkedMessageView): string {
   );
 }
 
-/**
- * The parked messages as failure groups, units of work: by parking queue, queue, reason, normalized error and top
- * stack frame, with the count, the first and last parked times, and one sample; the largest first, at most
- * MAX_FAILURE_GROUPS.
- */
+/** The parked messages as failure groups (see FailureGroup), the largest first, at most MAX_FAILURE_GROUPS. */
 export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup[] {
   const groups = new Map<string, FailureGroup>();
   for (const view of views) {
