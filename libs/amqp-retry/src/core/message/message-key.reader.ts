@@ -48,10 +48,7 @@ export const messageIdKey: MessageKeyFn = (_payload, message) => {
   return typeof id === 'string' && id !== '' ? id : undefined;
 };
 
-/**
- * The key a feature cannot do without (idempotency, the inbox): readMessageKey's key, else a MalformedMessageError
- * (the message is parked as malformed) with readMessageKey's problem, or `noKey` when there is no key at all.
- */
+/** The key a feature cannot do without (idempotency, the inbox), else a MalformedMessageError: its problem, or `noKey`. */
 export function requireMessageKey(keyFn: MessageKeyFn, payload: unknown, message: ConsumeMessage, what: string, noKey: string): string {
   const read = readMessageKey(keyFn, payload, message, what);
   if (!read.ok) throw new MalformedMessageError(read.problem);

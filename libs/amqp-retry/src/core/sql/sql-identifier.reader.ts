@@ -26,10 +26,9 @@ export const qualifiedName = (table: string, schema?: string): string => (schema
 const MAX_IDENTIFIER_BYTES = 63;
 
 /**
- * The name of an index of `table`: `<table>_<suffix>` when that fits in 63 bytes; else the table's name cut short,
- * with 8 hex digits of a hash of the whole name, so that two long tables' indexes (and one table's several) never
- * take the same cut name (PostgreSQL would cut it itself, and CREATE INDEX IF NOT EXISTS would then skip a clash
- * silently). `table` is an identifier of readSqlIdentifier: ASCII, one byte a character.
+ * The name of an index of `table`: `<table>_<suffix>` when that fits in 63 bytes; else the table's name cut short, with
+ * a hash of the whole name, so that two long names never take the same cut name (CREATE INDEX IF NOT EXISTS would
+ * skip the clash silently). `table` is ASCII (readSqlIdentifier), one byte a character.
  * @example indexName('orders_outbox', 'pending_idx') // 'orders_outbox_pending_idx'
  */
 export function indexName(table: string, suffix: string): string {

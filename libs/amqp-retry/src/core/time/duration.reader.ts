@@ -36,9 +36,8 @@ export type DurationReading =
   { ok: true; ms: number } | { ok: false; problem: 'not-a-duration' } | { ok: false; problem: 'below' | 'above'; ms: number };
 
 /**
- * The library's one duration reader: parses `value` (see parseDuration) and checks it against [min, max]. The
- * configuration (readDuration: RetryConfigError) and the publish call's `delay` (readPublishDelay: RangeError, an
- * argument rather than configuration) word their errors from its answer.
+ * The library's one duration reader: parses `value` (see parseDuration) and checks it against [min, max]; its callers
+ * word their own errors from the answer.
  */
 export function readDurationWithin(value: unknown, min: number, max: number): DurationReading {
   const ms = parseDuration(value);
