@@ -20,7 +20,7 @@ import { type Duration, MAX_TTL_MS, readDurationWithin } from '../time/duration.
 import { readExpiration } from '../message/message.properties.js';
 import type { QueueType } from '../topology/topology.types.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from '../topology/topology.types.js';
-import { queueTypeArgument } from '../topology/queue-type.mismatch.js';
+import { QUORUM_DEAD_LETTERING, queueTypeArgument } from '../topology/queue-type.mismatch.js';
 import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 
@@ -171,15 +171,8 @@ export function delayLevels(delayMs: number): readonly DelayLevel[] {
  */
 export const delayLadderPrefix = (prefix: string, queueType: QueueType = 'classic'): string => (queueType === 'quorum' ? `${prefix}.quorum` : prefix);
 
-/**
- * Quorum ladder queues dead-letter at least once (the default, at most once, loses a message with a node lost between
- * two levels), which requires `reject-publish` overflow (docs/design.md section 16).
- */
-const QUORUM_LEVEL = {
-  [QueueArgument.queueType]: 'quorum',
-  [QueueArgument.deadLetterStrategy]: 'at-least-once',
-  [QueueArgument.overflow]: 'reject-publish',
-} as const;
+/** A node lost between two levels must not lose the message (docs/design.md section 16). */
+const QUORUM_LEVEL = { ...queueTypeArgument('quorum'), ...QUORUM_DEAD_LETTERING };
 const CLASSIC_LEVEL = queueTypeArgument('classic');
 
 /**

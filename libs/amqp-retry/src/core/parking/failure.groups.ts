@@ -1,5 +1,6 @@
 import type { FailureGroup, ParkedMessageView } from './parked-messages.types.js';
 import { ParkedHeader } from '../headers/header.names.js';
+import { fnv1a } from '../text/fnv.hash.js';
 
 /** Most failure groups a summary lists (the largest); the others are counted in the total only. */
 export const MAX_FAILURE_GROUPS = 200;
@@ -69,14 +70,5 @@ export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup
 
 /** 64 bits as two FNV-1a hashes of different bases: two groups of one summary never share a key in practice. */
 function fnv(text: string): string {
-  return fnv32(text, 0x811c9dc5) + fnv32(text, 0x050c5d1f);
-}
-
-function fnv32(text: string, basis: number): string {
-  let hash = basis;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, '0');
+  return fnv1a(text, 0x811c9dc5) + fnv1a(text, 0x050c5d1f);
 }

@@ -10,8 +10,6 @@ import { maskCredentials } from '../text/credentials.mask.js';
 import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 
-export { encodedTableSize } from '../headers/field-table.size.js';
-
 /**
  * Most bytes the parked copy's headers may take (encodedTableSize). amqplib encodes a header table into a 64 KiB
  * scratch buffer, and the content header must fit one frame (frame_max, 128 KiB by default): a copy over either could

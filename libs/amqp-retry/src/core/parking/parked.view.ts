@@ -5,11 +5,12 @@ import type { ParkedFilter, ParkedMessageView, ParkedSummary } from './parked-me
 import { maskCredentials } from '../text/credentials.mask.js';
 import { republishProperties } from '../message/message.properties.js';
 import { BROKER_DEATH_HEADERS, headersOf } from './parked-message.headers.js';
-import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
+import { ParkedHeader } from '../headers/header.names.js';
+import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
 import { groupFailures, groupKeyOf } from './failure.groups.js';
 
 /** A quorum queue's delivery counters: browsing a parking queue raises them, so a view, an id and a replay leave them out. */
-export const BROWSE_COUNT_HEADERS: readonly string[] = [BrokerHeader.deliveryCount, BrokerHeader.acquiredCount];
+export const BROWSE_COUNT_HEADERS: readonly string[] = DELIVERY_COUNT_HEADERS;
 
 /** The headers the library writes on a parked copy: a replayed copy starts without them, but for REPLAY_ROUTE_HEADERS. */
 export const PARKING_HEADERS: readonly string[] = [

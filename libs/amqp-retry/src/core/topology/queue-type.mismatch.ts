@@ -11,6 +11,15 @@ export type { QueueTypeMismatch };
  */
 export const queueTypeArgument = (type: QueueType): { [QueueArgument.queueType]: QueueType } => ({ [QueueArgument.queueType]: type });
 
+/**
+ * What every quorum queue of the library adds: dead-lettering that waits for the target's confirm (the default, at
+ * most once, loses a message with a node lost in between), which requires `reject-publish` overflow.
+ */
+export const QUORUM_DEAD_LETTERING = {
+  [QueueArgument.deadLetterStrategy]: 'at-least-once',
+  [QueueArgument.overflow]: 'reject-publish',
+} as const;
+
 // The forms of RabbitMQ's 406 text for x-queue-type (3.10.8, 4.0.5, 4.3.6), e.g.
 //   inequivalent arg 'x-queue-type' for queue 'q' in vhost '/': received 'classic' but current is 'quorum'
 //   ... received the value 'quorum' of type 'longstr' but current is none

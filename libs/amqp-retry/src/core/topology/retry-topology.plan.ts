@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { QUORUM_DELIVERY_LIMIT } from '../delivery/delivery.decision.js';
 import { formatDuration } from '../time/duration.reader.js';
 import type { HandlerConfig } from '../config/handler.config.js';
-import { queueTypeArgument } from './queue-type.mismatch.js';
+import { QUORUM_DEAD_LETTERING, queueTypeArgument } from './queue-type.mismatch.js';
 import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
 import { BrokerHeader, QueueArgument } from '../headers/header.names.js';
 import { queueLimitArguments, type QueueLimitsConfig } from '../config/queue-limits.config.js';
@@ -50,7 +50,7 @@ export function businessQueueArguments(
     ...queueLimitArguments(limits),
     [QueueArgument.deadLetterExchange]: retryNames(queue).deadLetterExchange,
     ...queueTypeArgument(quorum ? 'quorum' : 'classic'),
-    ...(quorum ? { [QueueArgument.deadLetterStrategy]: 'at-least-once', [QueueArgument.overflow]: 'reject-publish' } : {}),
+    ...(quorum ? QUORUM_DEAD_LETTERING : {}),
     ...(quorum ? { [QueueArgument.deliveryLimit]: QUORUM_DELIVERY_LIMIT } : {}),
   };
 }
@@ -98,12 +98,9 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
   const { queue } = handler;
   const names = retryNames(queue);
   const tiers = tierQueues(handler);
-  // Quorum queues dead-letter at least once, which needs reject-publish overflow.
   const quorum = handler.queueType === 'quorum';
   const typed = queueTypeArgument(quorum ? 'quorum' : 'classic');
-  const safeDeadLettering = quorum
-    ? { ...typed, [QueueArgument.deadLetterStrategy]: 'at-least-once', [QueueArgument.overflow]: 'reject-publish' }
-    : typed;
+  const safeDeadLettering = quorum ? { ...typed, ...QUORUM_DEAD_LETTERING } : typed;
 
   const exchanges: TopologyPlan['exchanges'] = [
     ...(handler.upstream ? [{ name: handler.upstream.exchange, type: handler.upstream.exchangeType }] : []),
