@@ -24,10 +24,7 @@ export function unsettledDeliveries(headers: Readonly<Record<string, unknown>> |
   return most;
 }
 
-/**
- * The broker's own `x-delivery-count` of a delivery of a quorum queue (0 elsewhere, or unreadable): the count its
- * delivery limit (`x-delivery-limit`) acts on, whoever made the returns.
- */
+/** The broker's own `x-delivery-count` of a quorum queue's delivery (else 0): what its `x-delivery-limit` acts on. */
 export function brokerDeliveryCount(headers: Readonly<Record<string, unknown>> | undefined, queueType: QueueType): number {
   if (queueType !== 'quorum' || headers === undefined) return 0;
   return readStrictInteger(headers[BrokerHeader.deliveryCount]) ?? 0;

@@ -43,10 +43,7 @@ export interface BeforeHandlingInput {
   ownReturns?: (deaths: readonly XDeath[]) => number;
 }
 
-/**
- * What happens to a delivery before the handler runs: the handler gets the payload on this attempt (1-based), or
- * the message is parked. `deaths` is the broker's death history, empty when the header was malformed.
- */
+/** What happens to a delivery before the handler runs. `deaths` is empty when the header was malformed. */
 export type BeforeHandling =
   | { action: 'handle'; payload: unknown; attempt: number; deaths: XDeath[] }
   | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number; deaths: XDeath[] };

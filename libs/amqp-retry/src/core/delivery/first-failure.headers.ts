@@ -22,9 +22,8 @@ export function movedFirstFailures(headers: Record<string, unknown> | undefined,
 }
 
 /**
- * The headers of the copy published into a schedule's first tier, for a delivery published to `exchange` with
- * `routingKey`. The copy has no `expiration` (it would cut the tier's delay short): the delivery's own is kept as
- * `x-original-expiration`, as the broker keeps it in `x-death` when it dead-letters, so that a park can tell it.
+ * The headers of the copy published into a schedule's first tier. The copy has no `expiration` (it would cut the tier's
+ * delay short): the delivery's own is kept as `x-original-expiration`, as the broker keeps it in `x-death`.
  */
 export function firstFailureHeaders(
   headers: Record<string, unknown> | undefined,

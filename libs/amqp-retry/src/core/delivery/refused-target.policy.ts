@@ -43,10 +43,7 @@ export class RefusedTargets {
     return refusal !== undefined && now < refusal.retryAt;
   }
 
-  /**
-   * A publish to `exchange` was refused: the next try waits longer. Refusals of publishes that were under way together
-   * (a burst of due messages) count once: the hold grows per round of tries, not per message.
-   */
+  /** A publish to `exchange` was refused: the next try waits longer. The hold grows per round of tries, not per message. */
   refused(exchange: string, now: number): void {
     let refusal = this.byExchange.get(exchange);
     if (!refusal) {
@@ -63,10 +60,7 @@ export class RefusedTargets {
     this.byExchange.delete(exchange);
   }
 
-  /**
-   * A message for `exchange` is given back: how long to hold it first, and the count to log when a line is due (the
-   * first refusal, then at most one line per `logEveryMs`), else undefined.
-   */
+  /** A message for `exchange` is given back: how long to hold it first, and the count to log when a line is due. */
   giveBack(exchange: string, now: number): { holdMs: number; log?: number } {
     const refusal = this.byExchange.get(exchange);
     const holdMs = Math.max(this.hold.initialDelayMs, Math.min((refusal?.retryAt ?? now) - now, this.hold.maxDelayMs));

@@ -10,10 +10,8 @@ export interface IdentifiedDelivery {
 }
 
 /**
- * Properties the broker keeps when it dead-letters a message, and the library keeps when it moves a first failure into
- * a tier (republishProperties). Left out: `expiration` (the broker removes it when it dead-letters), `userId` (a moved
- * copy drops it), `deliveryMode` (a moved copy is persistent), and the headers, to which the broker adds its death
- * records and a quorum queue its delivery counts.
+ * Properties both the broker's dead-lettering and the library's moved copy (republishProperties) keep as they were:
+ * not `expiration`, `userId`, `deliveryMode`, nor the headers, to which the broker adds its death records.
  */
 const STABLE_PROPERTIES = ['contentType', 'contentEncoding', 'correlationId', 'replyTo', 'timestamp', 'type', 'appId', 'priority'] as const;
 type StableProperty = (typeof STABLE_PROPERTIES)[number];

@@ -47,10 +47,7 @@ export function queuesInScope(scope: ParkedScope, records: readonly HandlerRecor
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
 
-/**
- * The parking queue to read for a handler queue: the one in scope, else (whole vhost only) `<queue>.error`; undefined
- * when the queue is out of scope.
- */
+/** The parking queue of a handler queue in scope, else (whole vhost only) `<queue>.error`, else undefined. */
 export function parkingQueueOf(scope: ParkedScope, inScope: readonly ScopeQueue[], queue: string): string | undefined {
   const found = inScope.find((q) => q.queue === queue);
   if (found) return found.errorQueue;
