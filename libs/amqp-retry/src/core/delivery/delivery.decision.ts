@@ -62,8 +62,7 @@ function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined
 export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
   const { message, queue, maxAttempts } = input;
   const headers = headersOf(message);
-  // First, before anything that could nack: the broker must never dead-letter a forged history again (RabbitMQ 3.10
-  // crashes the queue process on a non-table entry), and without a history the attempt number is unknown.
+  // First, before anything that could nack: a forged history must never be dead-lettered again (see readDeathHistory).
   const history = readDeathHistory(headers?.[BrokerHeader.death]);
   if (!history.ok) {
     const error = new Error(
