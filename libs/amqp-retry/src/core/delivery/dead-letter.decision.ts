@@ -19,10 +19,7 @@ function deathReasonIn(headers: Record<string, unknown> | undefined, queue: stri
   return undefined;
 }
 
-/**
- * Which of `queues` a dead letter died in, by the death headers (the last death first, RabbitMQ 3.13+); undefined
- * when none of them: a partitioned handler's partitions share one dead-letter queue.
- */
+/** Which of `queues` a dead letter died in (the last death first, 3.13+): a partitioned handler's partitions share one dead-letter queue. */
 export function deathQueueOf(headers: Record<string, unknown> | undefined, queues: ReadonlySet<string>): string | undefined {
   const last = headers?.[BrokerHeader.lastDeathQueue];
   if (typeof last === 'string' && queues.has(last)) return last;

@@ -41,10 +41,7 @@ export const DELAY_LADDER = {
   positions: 11,
 } as const;
 
-/**
- * Longest delay: 2^32 - 1 ms, about 49.7 days, RabbitMQ's limit for expiry timers (`MAX_EXPIRY_TIMER`). Position 10
- * has digits 1..3 only, so no level's TTL passes it.
- */
+/** Longest delay: 2^32 - 1 ms (about 49.7 days), RabbitMQ's limit for expiry timers; position 10 has digits 1..3 only. */
 export const MAX_DELAY_MS = MAX_TTL_MS;
 
 /** Headers the library adds to a message it sends through the ladder. */

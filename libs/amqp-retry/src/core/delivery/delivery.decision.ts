@@ -94,10 +94,7 @@ interface Unsettled {
   atBrokerLimit: boolean;
 }
 
-/**
- * Unsettled deliveries (quorum only), less the application's own returns; never discounted past the broker's own
- * limit (QUORUM_DELIVERY_LIMIT), whose passing would lose the message.
- */
+/** Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT. */
 function unsettledOf(
   input: BeforeHandlingInput,
   headers: Record<string, unknown> | undefined,
@@ -145,10 +142,7 @@ export function exhaustedBeforeHandling(
 /** What happens to a delivery whose handler failed. */
 export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };
 
-/**
- * Decides between another attempt and parking. `tier` is 1-based: the failure of attempt n waits in tier n, and the
- * last tier repeats. A MalformedMessageError parks at once as such.
- */
+/** Another attempt (tier n after attempt n, the last tier repeating) or a park; a MalformedMessageError parks at once. */
 export function decideAfterFailure(attempt: number, maxAttempts: number, retryable: boolean, tiers: number, error?: unknown): AfterFailure {
   if (isMalformed(error)) return { action: 'park', reason: 'malformed' };
   if (!retryable) return { action: 'park', reason: 'non-retryable' };

@@ -1,7 +1,4 @@
-/**
- * The abort reason of a delivery its queue took back (nack with requeue: paused, or circuit opened) while it waited
- * before its handler; the steps that waited give up without settling it.
- */
+/** The abort reason of a delivery taken back (paused, circuit opened) while it waited for its handler: the waiting steps do not settle it. */
 export class DeliveryRecalled extends Error {
   constructor(queue: string, why: string) {
     super(`"${queue}": the delivery went back to the broker before its handler was called (${why})`);

@@ -24,10 +24,7 @@ interface Refusal {
   loggedAt?: number;
 }
 
-/**
- * What the forwarder knows of the exchanges it was refused: whether to try a publish now, how long to hold a message
- * before giving it back, and when to log it. Pure: time is passed in.
- */
+/** What the forwarder knows of the exchanges it was refused: when to try again, how long to hold a message, when to log. Pure. */
 export class RefusedTargets {
   private readonly byExchange = new Map<string, Refusal>();
 

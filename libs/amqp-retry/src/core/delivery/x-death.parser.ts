@@ -31,10 +31,7 @@ const INTEGER_TAGS: ReadonlySet<unknown> = new Set([
 /** The latest time a Date can hold, in seconds. */
 const MAX_DATE_SECONDS = 8.64e12;
 
-/**
- * A field table as amqplib decodes it: a plain object. Arrays, byte arrays (Buffers), Dates and class instances are
- * not tables, although typeof calls them objects.
- */
+/** A field table as amqplib decodes it: a plain object, not an array, Buffer, Date or class instance. */
 function isTable(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value) || ArrayBuffer.isView(value)) return false;
   const prototype: unknown = Object.getPrototypeOf(value);

@@ -1,10 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { MalformedMessageError } from '../../errors/malformed-message.error.js';
 
-/**
- * A function of the decoded payload and the delivery that names a message (idempotency) or the sequence it
- * belongs to (ordering). Return undefined when the message has none.
- */
+/** Names a message (idempotency) or its sequence (ordering) from its payload and delivery; undefined when it has none. */
 export type MessageKeyFn = (payload: unknown, message: ConsumeMessage) => string | undefined;
 
 /** A message's key, or why it has none that can be used. */

@@ -85,10 +85,7 @@ function deathHistoryValue(header: unknown): unknown {
   return truncateUtf8(readableText(header), MAX_DEATH_HISTORY_BYTES - encodedHeaderSize(ParkedHeader.deathHistory, ''));
 }
 
-/**
- * The `expiration` the message was published with: the delivery's own, else (dead-lettering removes it) the
- * `original-expiration` of the queue's `rejected` entry, else of any entry that has one.
- */
+/** The `expiration` the message was published with: its own, else the `original-expiration` its x-death kept (rejected entry first). */
 function originalExpiration(properties: MessageProperties, deaths: readonly XDeath[], queue: string): string | undefined {
   const own: unknown = properties.expiration; // amqplib types it as any
   if (own !== undefined && own !== null) return String(own);

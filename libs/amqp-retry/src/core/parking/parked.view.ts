@@ -29,10 +29,7 @@ export const PARKING_HEADERS: readonly string[] = [
   ParkedHeader.droppedHeaders,
 ];
 
-/**
- * Parking headers a replayed copy keeps: its first route and its queue, which its delivery by name does not tell
- * (see replayedRoute). They count no attempt.
- */
+/** Parking headers a replayed copy keeps: its first route and queue, which its delivery by name does not tell (see replayedRoute). */
 export const REPLAY_ROUTE_HEADERS: readonly string[] = [ParkedHeader.originalExchange, ParkedHeader.originalRoutingKey, ParkedHeader.originalQueue];
 
 /** A parked message as read from the broker. */

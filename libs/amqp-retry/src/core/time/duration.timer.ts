@@ -114,10 +114,7 @@ export function sleep(ms: number, options: { signal?: AbortSignal; unref?: boole
   });
 }
 
-/**
- * Settles as `work` does, or rejects with `onTimeout()` once `ms` passed first. The timer is cancelled either way;
- * `work` itself is not (the caller decides what a late result means).
- */
+/** Settles as `work` does, or rejects with `onTimeout()` once `ms` passed first; `work` itself is not cancelled. */
 export function withinTime<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
   let timer: DurationTimer | undefined;
   const expired = new Promise<never>((_, reject) => {

@@ -68,10 +68,7 @@ export function latestRecords(records: readonly HandlerRecord[]): HandlerRecord[
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
 
-/**
- * Which of the records read (by position) a start that wrote a new record for `queue` may remove: the older records
- * of the same queue. The others stay, so the queue keeps one record per handler queue.
- */
+/** The records (by position) a start that wrote a new record for `queue` may remove: the older ones of that queue, and unreadable ones. */
 export function supersededRecords(contents: readonly (HandlerRecord | undefined)[], queue: string): number[] {
   return contents.flatMap((record, index) => (record === undefined || record.queue === queue ? [index] : []));
 }
