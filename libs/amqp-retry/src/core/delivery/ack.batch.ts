@@ -9,11 +9,9 @@ export interface AckFlush {
 }
 
 /**
- * Plans the acks of one flush. `outstanding` holds the unsettled delivery tags of a channel in delivery order (the
- * broker numbers them upwards), `ready` those of them whose handlers succeeded. The longest run of ready tags at the
- * front is acked with one `multiple` ack, which is safe because it covers exactly that run; ready tags behind a
- * delivery still in flight are acked singly, so that a slow handler never holds back other acks (and the prefetch
- * window with them).
+ * Plans the acks of one flush. `outstanding` holds a channel's unsettled delivery tags in delivery order, `ready` those
+ * whose handlers succeeded. The run of ready tags at the front gets one `multiple` ack; ready tags behind a delivery
+ * still in flight are acked singly, so that a slow handler never holds back other acks (and the prefetch window).
  */
 export function planAckFlush(outstanding: readonly number[], ready: ReadonlySet<number>): AckFlush {
   // One pass, no intermediate arrays: it runs once per event-loop turn of a busy consumer.

@@ -19,10 +19,7 @@ function deathReasonIn(headers: Record<string, unknown> | undefined, queue: stri
   return undefined;
 }
 
-/**
- * Which of `queues` a dead letter died in, by the death headers (the last death first, RabbitMQ 3.13+); undefined
- * when none of them: a partitioned handler's partitions share one dead-letter queue.
- */
+/** Which of `queues` a dead letter died in (the last death first, 3.13+): a partitioned handler's partitions share one dead-letter queue. */
 export function deathQueueOf(headers: Record<string, unknown> | undefined, queues: ReadonlySet<string>): string | undefined {
   const last = headers?.[BrokerHeader.lastDeathQueue];
   if (typeof last === 'string' && queues.has(last)) return last;
@@ -43,11 +40,9 @@ export function originalExpirationIn(headers: Record<string, unknown> | undefine
 }
 
 /**
- * Decides what becomes of a message in a handler queue's dead-letter queue: it expired in `queue` (its own
- * `expiration`, or the queue's message TTL), was pushed out or refused by the queue's length limit, or (a quorum
- * queue) passed its delivery limit. Expired and pushed-out messages are parked (`onExpired: 'park'`) or dropped
- * (`'drop'`); past the delivery limit is always parked, as `redelivery-limit`; anything else (a message someone
- * published there) is parked as malformed. Never throws.
+ * Decides what becomes of a message in a handler queue's dead-letter queue: expired or pushed out by the length limit,
+ * it is parked or dropped as `onExpired` says; past a quorum queue's delivery limit, parked as `redelivery-limit`;
+ * anything else (published there) is parked as malformed. Never throws.
  * @example decideDeadLetter({ 'x-first-death-queue': 'orders', 'x-first-death-reason': 'expired' }, 'orders', 'park').reason // 'expired'
  */
 export function decideDeadLetter(headers: Record<string, unknown> | undefined, queue: string, onExpired: DeadLetterAction): DeadLetterOutcome {

@@ -1,24 +1,18 @@
 /**
  * Delayed delivery without broker plugins: a fixed ladder of TTL queues (docs/design.md section 3).
  *
- * A delay, in whole milliseconds, is written in base 8. Each digit position p has one queue per digit
- * value d, holding every message for d * 8^p ms; a message waits in the queue of each nonzero digit,
- * highest position first, and skips zero digits by routing straight on. After position 0 it reaches the
- * ready queue, whose consumer (the forwarder) republishes it to the exchange and routing key named in its
- * headers. All waiting happens in the broker, and every message in a queue has the same TTL, so messages
- * leave in arrival order: a short delay never waits behind a long one.
+ * A delay in ms is written in base 8. Position p has one queue per digit d, holding every message for d * 8^p ms; a
+ * message waits in the queue of each nonzero digit, highest first, then reaches the ready queue, whose consumer (the
+ * forwarder) republishes it to the target named in its headers. Every message in a queue has the same TTL, so
+ * messages leave in arrival order: a short delay never waits behind a long one.
  *
  * Why base 8 and a 1 ms unit (RabbitMQ 3.10, 1,000 msgs/s, persistent; bench/measure-delay-hops.mjs):
- * - every hop adds about 1.5 ms at the median, whatever the TTL: a classic queue arms its expiry timer
- *   rounded up to the next whole millisecond ("always fire later", rabbit_amqqueue_process). Lateness
- *   grows with the number of nonzero digits, so the base bounds the worst case.
- * - a message crosses one topic exchange per position and each matches the whole key (one word per
- *   position), so broker CPU grows with the square of the positions. Base 2 (32 positions) saturated the
- *   broker: p50 4-15 ms for 1 hop, 370-440 ms for 32. Base 4 reached p99 42-47 ms at its worst (16 hops)
- *   before the forwarder; base 8 stays at p99 22 ms at its worst (11 hops); base 16 would gain 8 ms
- *   more for 121 queues instead of 74.
- * - with a 1 ms unit, whole-millisecond delays need no rounding; a coarser unit removes hops only by
- *   adding about as much rounding.
+ * - every hop adds about 1.5 ms at the median (a classic queue rounds its expiry timer up to the next ms), so the
+ *   base bounds the worst-case lateness.
+ * - each position's topic exchange matches the whole key, so broker CPU grows with the square of the positions. Base
+ *   2 saturated the broker (p50 370-440 ms for 32 hops); base 4 reached p99 42-47 ms at 16 hops; base 8 stays at p99
+ *   22 ms at 11 hops; base 16 would gain 8 ms more for 121 queues instead of 74.
+ * - a coarser unit removes hops only by adding about as much rounding.
  */
 
 import type { Options } from 'amqplib';
@@ -26,7 +20,7 @@ import { type Duration, MAX_TTL_MS, readDurationWithin } from '../time/duration.
 import { readExpiration } from '../message/message.properties.js';
 import type { QueueType } from '../topology/topology.types.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from '../topology/topology.types.js';
-import { queueTypeArgument } from '../topology/queue-type.mismatch.js';
+import { QUORUM_DEAD_LETTERING, queueTypeArgument } from '../topology/queue-type.mismatch.js';
 import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 
@@ -35,9 +29,8 @@ export const DELAY_LADDER = {
   /** Default prefix of every exchange and queue the ladder declares. */
   prefix: 'amqp-retry.delay',
   /**
-   * Part of every level's name. Bump it whenever `base`, `positions` or `unitMs` change: the new layout
-   * then declares new names instead of failing with 406 PRECONDITION_FAILED or inheriting the old
-   * layout's bindings, and messages in the old levels still drain into the shared ready queue.
+   * Part of every level's name. Bump it whenever `base`, `positions` or `unitMs` change: new names avoid a 406 or the
+   * old layout's bindings, and messages in the old levels still drain into the shared ready queue.
    */
   version: 1,
   /** Resolution of a delay; delays are rounded up to it, never down. */
@@ -48,11 +41,7 @@ export const DELAY_LADDER = {
   positions: 11,
 } as const;
 
-/**
- * Longest delay: 2^32 - 1 ms, about 49.7 days. It is RabbitMQ's limit for expiry timers
- * (`MAX_EXPIRY_TIMER`, from `erlang:send_after`; the RabbitMQ JMS client caps TTLs at it). 3.10 accepted
- * a larger `x-message-ttl` unchecked; the ladder does not rely on that: position 10 has digits 1..3 only.
- */
+/** Longest delay: 2^32 - 1 ms (about 49.7 days), RabbitMQ's limit for expiry timers; position 10 has digits 1..3 only. */
 export const MAX_DELAY_MS = MAX_TTL_MS;
 
 /** Headers the library adds to a message it sends through the ladder. */
@@ -108,9 +97,8 @@ const maxDigitAt = (position: number): number => Math.min(base - 1, Math.floor(M
 const readyName = (prefix: string): string => `${prefix}.ready`;
 
 /**
- * Whether a queue the handler registry or an engine names is a delay ladder's ready queue (`<prefix>.ready`, parking in
- * `<prefix>.error`, no tiers) rather than a handler queue: the page shows it apart, since nothing handles it but the
- * forwarder, and its parked messages are delayed messages that could not be delivered.
+ * Whether a registered queue is a delay ladder's ready queue (`<prefix>.ready`, parking in `<prefix>.error`, no tiers)
+ * rather than a handler queue: the page shows it apart, as its parked messages are undeliverable delayed messages.
  */
 export const isDelayLadderQueue = ({ queue, errorQueue, tiers }: { queue: string; errorQueue: string; tiers: readonly string[] }): boolean =>
   tiers.length === 0 && queue.endsWith('.ready') && errorQueue === errorName(queue.slice(0, -'.ready'.length));
@@ -138,8 +126,8 @@ export function assertValidDelay(delayMs: unknown): asserts delayMs is number {
 }
 
 /**
- * Reads a publish's `delay` option: a Duration from 0 to MAX_DELAY_MS, rounded up to whole milliseconds. Throws a
- * RangeError naming the value and the valid range otherwise.
+ * Reads a publish's `delay` option: a Duration from 0 to MAX_DELAY_MS, rounded up to whole milliseconds; else throws a
+ * RangeError.
  * @example readPublishDelay('90s') // 90000
  */
 export function readPublishDelay(delay: Duration): number {
@@ -180,28 +168,16 @@ export function delayLevels(delayMs: number): readonly DelayLevel[] {
  */
 export const delayLadderPrefix = (prefix: string, queueType: QueueType = 'classic'): string => (queueType === 'quorum' ? `${prefix}.quorum` : prefix);
 
-/**
- * What the queues of a quorum ladder need beyond classic ones: dead-lettering that waits for the next queue's confirm
- * (the default for quorum queues, like classic ones', is at most once: a node lost between two levels would lose the
- * message), which requires `reject-publish` overflow (docs/design.md section 16).
- */
-const QUORUM_LEVEL = {
-  [QueueArgument.queueType]: 'quorum',
-  [QueueArgument.deadLetterStrategy]: 'at-least-once',
-  [QueueArgument.overflow]: 'reject-publish',
-} as const;
+/** A node lost between two levels must not lose the message (docs/design.md section 16). */
+const QUORUM_LEVEL = { ...queueTypeArgument('quorum'), ...QUORUM_DEAD_LETTERING };
 const CLASSIC_LEVEL = queueTypeArgument('classic');
 
 /**
- * The ladder's exchanges, queues and bindings: the same fixed set whatever delays are used.
- * Position p has a topic exchange that routes on the key's word for p: digit d to the level queue
- * (p, d), digit 0 on to position p-1's exchange. Each level queue dead-letters (keeping the key) to
- * position p-1's exchange; below position 0 sits the ready exchange (fanout) and queue.
- *
- * `queueType: 'quorum'` makes every queue a replicated quorum queue that dead-letters at least once, for a cluster
- * that must not lose a delayed message with a node; its names start with `delayLadderPrefix(prefix, 'quorum')`. Its
- * ready queue dead-letters into the error queue, so that a message the broker's delivery limit (20 by default on
- * RabbitMQ 4) takes from it is parked, not dropped.
+ * The ladder's exchanges, queues and bindings, the same fixed set whatever delays are used. Position p has a topic
+ * exchange that routes on the key's word for p: digit d to the level queue (p, d), digit 0 on to position p-1's
+ * exchange. Each level queue dead-letters (keeping the key) to position p-1's exchange; below position 0 sits the
+ * ready exchange (fanout) and queue. A quorum ladder's ready queue dead-letters into the error queue, so that a
+ * message its delivery limit (20 by default on RabbitMQ 4) takes is parked, not dropped.
  */
 export function planDelayTopology(configuredPrefix: string = DELAY_LADDER.prefix, queueType: QueueType = 'classic'): DelayTopology {
   const prefix = delayLadderPrefix(configuredPrefix, queueType);
@@ -240,11 +216,9 @@ export function planDelayTopology(configuredPrefix: string = DELAY_LADDER.prefix
 }
 
 /**
- * Where to publish a message due in `delayMs`: for 0, straight to the target; otherwise into the ladder,
- * at the exchange of the highest nonzero digit (the zero positions above it have nothing to do), with
- * the digits as the routing key and the target in headers.
- * The message must carry no `expiration` (see ladderProperties): a per-message TTL shorter than a level's would
- * dead-letter it early. Throws a RangeError for an invalid delay.
+ * Where to publish a message due in `delayMs`: for 0, straight to the target; otherwise into the ladder, at the
+ * exchange of the highest nonzero digit, with the digits as the routing key and the target in headers. The message
+ * must carry no `expiration` (see ladderProperties). Throws a RangeError for an invalid delay.
  * @example
  * planDelayedPublish(1500, { exchange: 'orders', routingKey: 'order.created' }, Date.now())
  * // { kind: 'ladder', exchange: 'amqp-retry.delay.v1.p03', routingKey: '0.0.0.0.0.0.0.2.7.3.4', headers: {...} }
@@ -270,10 +244,8 @@ export function planDelayedPublish(delayMs: number, target: DelayTarget, nowMs: 
 
 /**
  * The properties to send a delayed message into the ladder with: persistent (it may wait for weeks), the plan's headers
- * over the caller's, and no `expiration`. A per-message TTL would count in the ladder: the message would leave its
- * first level after that TTL instead of the level's, and arrive early. It rides in DelayHeader.expiration instead and
- * applies from delivery (see forwardedExpiration). The caller's object is left as it was. Throws a RangeError for a
- * malformed expiration (see readExpiration).
+ * over the caller's, and no `expiration`, which would make it leave its first level early: it rides in
+ * DelayHeader.expiration and applies from delivery (see forwardedExpiration). Throws a RangeError for a malformed one.
  */
 export function ladderProperties(properties: Options.Publish, headers: DelayHeaders): Options.Publish {
   const { expiration, ...rest } = properties;
@@ -291,9 +263,8 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
 }
 
 /**
- * What the forwarder delivers a due message with: its headers without DelayHeader.expiration, and the expiration
- * that header carried, restored as the property (undefined when there was none, or when it is malformed: a message
- * published by another client must still be delivered, and without a TTL nothing is lost).
+ * What the forwarder delivers a due message with: its headers without DelayHeader.expiration, and the expiration that
+ * header carried (undefined when malformed: a message published by another client must still be delivered).
  */
 export function forwardedExpiration(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; expiration?: string } {
   const { [DelayHeader.expiration]: carried, ...rest } = headers;
@@ -314,13 +285,10 @@ export function readDelayTarget(headers: Readonly<Record<string, unknown>> | und
 }
 
 /**
- * A due message's headers without the ladder's dead-letter history, for the forwarder to republish.
- * Each level adds an `x-death` entry (reason `expired`). On 3.x the broker reads a published message's
- * `x-death` and silently drops a message that would be dead-lettered into a queue already listed there
- * without a rejection since: so a message delayed again with the same digits would vanish (observed on
- * 3.10). Entries from other queues (e.g. the handler queue's `rejected` count) are kept. The delivery counts a quorum
- * ready queue adds when it redelivers (`x-delivery-count`, `x-acquired-count`) go too: they count the forwarder's
- * deliveries, and a quorum handler queue would read them as its own (a suspect, then `redelivery-limit`).
+ * A due message's headers without the ladder's dead-letter history, for the forwarder to republish. On 3.x the broker
+ * silently drops a message dead-lettered into a queue its `x-death` already lists without a rejection since, so a
+ * message delayed again with the same digits would vanish (observed on 3.10). Entries of other queues are kept. A
+ * quorum ready queue's delivery counts go too: a quorum handler queue would read them as its own.
  */
 export function withoutDelayDeaths(headers: Readonly<Record<string, unknown>>, prefix: string = DELAY_LADDER.prefix): Record<string, unknown> {
   const isLadder = (queue: unknown): boolean => typeof queue === 'string' && queue.startsWith(`${prefix}.`);

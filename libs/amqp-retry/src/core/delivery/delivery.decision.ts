@@ -13,20 +13,17 @@ import { BrokerHeader } from '../headers/header.names.js';
 export type ErrorClass = new (...args: any[]) => Error;
 
 /**
- * Why a message was parked, as written to `x-parked-reason`: attempts ran out, the error was non-retryable, the
- * body or the `x-death` header (or, for a delayed message, its target headers) could not be read, a delayed
- * message's target exchange no longer exists, a quorum queue delivered it REDELIVERY_LIMIT times unsettled, (the
- * transport) no handler takes its pattern, it expired in its queue (its own `expiration`, or the queue's message TTL),
- * or the queue's length limit pushed it out or refused it.
+ * Why a message was parked, as written to `x-parked-reason`. `malformed`: its body, `x-death` or delay target headers
+ * could not be read; `undeliverable`: a delayed message's target exchange is gone; `redelivery-limit`: a quorum queue
+ * delivered it REDELIVERY_LIMIT times unsettled; `no-handler`: no transport handler takes its pattern; `expired`,
+ * `maxlen`: its queue's TTL or length limit took it.
  */
 export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit' | 'no-handler' | 'expired' | 'maxlen';
 
 /**
- * A quorum queue counts the deliveries of a message that were never settled (`x-delivery-count`): a handler that
- * crashes its process or channel every time. At this count the message is parked instead of handled again. The
- * queue's own `x-delivery-limit` is set higher (QUORUM_DELIVERY_LIMIT), so the library acts before the broker,
- * which would dead-letter the message into the tiers, from where its return to the queue would be dropped by the
- * dead-letter cycle rule.
+ * Unsettled deliveries (a handler that crashes its process or channel every time) at which a quorum queue's message is
+ * parked instead of handled again. The queues' own `x-delivery-limit` is higher (QUORUM_DELIVERY_LIMIT), so the library
+ * acts before the broker, whose dead-lettering into the tiers would end with the dead-letter cycle rule dropping it.
  */
 export const REDELIVERY_LIMIT = 10;
 export const QUORUM_DELIVERY_LIMIT = 2 * REDELIVERY_LIMIT;
@@ -42,18 +39,11 @@ export interface BeforeHandlingInput {
   queueType: QueueType;
   /** How the body becomes the payload; default 'json'. */
   deserializer?: Deserializer;
-  /**
-   * How many returns of this delivery the application made on purpose (OwnReturns: nacks with requeue while its queue
-   * was paused or its circuit open), which the quorum queue counted as unsettled deliveries; asked only of a delivery
-   * the broker counts any for. Absent: none.
-   */
+  /** The returns of this delivery the application made on purpose (see OwnReturns); asked only when the broker counts any. */
   ownReturns?: (deaths: readonly XDeath[]) => number;
 }
 
-/**
- * What happens to a delivery before the handler runs: the handler gets the payload on this attempt (1-based), or
- * the message is parked. `deaths` is the broker's death history, empty when the header was malformed.
- */
+/** What happens to a delivery before the handler runs. `deaths` is empty when the header was malformed. */
 export type BeforeHandling =
   | { action: 'handle'; payload: unknown; attempt: number; deaths: XDeath[] }
   | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number; deaths: XDeath[] };
@@ -65,19 +55,14 @@ function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined
 }
 
 /**
- * Decides whether a delivery reaches the handler, in this order:
- * 1. an `x-death` header the broker did not write parks the message as malformed (see readDeathHistory);
- * 2. on a quorum queue, a message delivered REDELIVERY_LIMIT times without being settled parks as 'redelivery-limit';
- * 3. a message that already had every attempt (maxAttempts lowered since it failed) parks as exhausted;
- * 4. a body the deserializer cannot read parks as malformed (see decodeBody).
- * Otherwise the handler runs with the payload. The attempt number is 1 + the count of the queue's `rejected` entry.
- * Never throws.
+ * Decides whether a delivery reaches the handler. In order, it is parked: as malformed, for an `x-death` the broker did
+ * not write; as `redelivery-limit` (quorum only); as exhausted (maxAttempts lowered since it failed); as malformed, for
+ * a body the deserializer cannot read. The attempt number is 1 + the count of the queue's `rejected` entry. Never throws.
  */
 export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
   const { message, queue, maxAttempts } = input;
   const headers = headersOf(message);
-  // First, before anything that could nack: the broker must never dead-letter a forged history again (RabbitMQ 3.10
-  // crashes the queue process on a non-table entry), and without a history the attempt number is unknown.
+  // First, before anything that could nack: a forged history must never be dead-lettered again (see readDeathHistory).
   const history = readDeathHistory(headers?.[BrokerHeader.death]);
   if (!history.ok) {
     const error = new Error(
@@ -109,11 +94,7 @@ interface Unsettled {
   atBrokerLimit: boolean;
 }
 
-/**
- * Unsettled deliveries (quorum only), less the application's own returns. Those are never discounted past the
- * broker's own limit: the return that passes `x-delivery-limit` makes the broker dead-letter the message into a tier,
- * from where the dead-letter cycle rule drops its way back, so it is parked (and kept) before that.
- */
+/** Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT. */
 function unsettledOf(
   input: BeforeHandlingInput,
   headers: Record<string, unknown> | undefined,
@@ -145,16 +126,10 @@ function earlyPark(
   return exhausted && { action: 'park', ...exhausted };
 }
 
-/**
- * The one test of "no attempts left", before and after a handler call: a message allowed `maxAttempts` calls has
- * none left once `attemptsMade` reach it. Before attempt n runs it has made n - 1; after attempt n failed, n.
- */
+/** The one test of "no attempts left": before attempt n runs `attemptsMade` is n - 1; after attempt n failed, n. */
 export const isExhausted = (attemptsMade: number, maxAttempts: number): boolean => attemptsMade >= maxAttempts;
 
-/**
- * Before attempt `attempt` (1-based) runs: the park of a message that already had every attempt (maxAttempts
- * lowered since it failed, or a pattern whose policy allows fewer), else undefined.
- */
+/** Before attempt `attempt` (1-based) runs: the park of a message that already had every attempt, else undefined. */
 export function exhaustedBeforeHandling(
   attempt: number,
   maxAttempts: number,
@@ -167,10 +142,7 @@ export function exhaustedBeforeHandling(
 /** What happens to a delivery whose handler failed. */
 export type AfterFailure = { action: 'retry'; tier: number } | { action: 'park'; reason: ParkReason };
 
-/**
- * Decides between another attempt and parking. `tier` is 1-based: the failure of attempt n waits in tier n, and
- * the last tier repeats. `error`, when given, may say the message itself is malformed (parked at once as such).
- */
+/** Another attempt (tier n after attempt n, the last tier repeating) or a park; a MalformedMessageError parks at once. */
 export function decideAfterFailure(attempt: number, maxAttempts: number, retryable: boolean, tiers: number, error?: unknown): AfterFailure {
   if (isMalformed(error)) return { action: 'park', reason: 'malformed' };
   if (!retryable) return { action: 'park', reason: 'non-retryable' };
@@ -201,7 +173,6 @@ export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) =
         : (error: unknown) => nonRetryable.some((errorClass) => error instanceof errorClass);
   return (error) => {
     try {
-      // Inside the try: `instanceof` on a thrown Proxy can throw (its getPrototypeOf trap).
       if (error instanceof IdempotencyStoreError) return true;
       return !(error instanceof NonRetryableError) && !matches(error);
     } catch {

@@ -2,21 +2,14 @@
 export interface GatePass {
   /** The handler returned: its place is free. */
   leave(): void;
-  /**
-   * The handler's delivery can no longer be settled (its channel died): it still holds its place until it returns,
-   * but no longer keeps an exclusive handler waiting, since nothing it does can count against the next delivery.
-   */
+  /** The handler's delivery can no longer be settled (its channel died): it keeps its place, but does not block an exclusive one. */
   detach(): void;
 }
 
 /**
- * Admits handlers to run: up to `limit` at once, and an exclusive one only while no other attached handler runs and
- * none starts beside it. Waiting handlers are admitted in arrival order, so an exclusive one is never starved by a
- * stream of shared ones behind it.
- *
- * The consumer keeps one gate for its whole life, across channels: handlers of a channel that died still run (their
- * messages are redelivered, their acks dropped) and still count toward `limit`, so a flapping connection cannot
- * pile up more than `limit` handlers.
+ * Admits handlers to run: up to `limit` at once, and an exclusive one only alone among attached handlers; in arrival
+ * order, so an exclusive one is never starved. One gate lives across channels: handlers of a dead channel still count
+ * toward `limit`, so a flapping connection cannot pile up more than `limit` handlers.
  */
 export class DeliveryGate {
   private running = 0;

@@ -1,8 +1,4 @@
-/**
- * The abort reason of a delivery its queue took back before its handler was called: the queue was paused or its
- * circuit opened while the delivery waited (for its ordering key's turn, for another copy's idempotency claim). The
- * delivery is already back in the broker (nack with requeue); the steps that waited give up without settling it.
- */
+/** The abort reason of a delivery taken back (paused, circuit opened) while it waited for its handler: the waiting steps do not settle it. */
 export class DeliveryRecalled extends Error {
   constructor(queue: string, why: string) {
     super(`"${queue}": the delivery went back to the broker before its handler was called (${why})`);

@@ -4,18 +4,11 @@ import { replayedRoute } from './replayed-route.reader.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 
 /*
- * Several retry schedules on one queue (the transport: each pattern may have its own delays). The queue's own
- * schedule takes first failures the pure-broker way: a nack, which the dead-letter exchange's alternate exchange
- * routes to its first tier. Another schedule's first tier cannot be reached by a nack (dead-lettering keeps the
- * publisher's routing key, and the broker cannot read the pattern in the body), so a first failure of a pattern with
- * its own schedule is published to that tier, confirmed, and only then acked. That copy was never rejected by the
- * queue, so its `x-death` counts one attempt fewer: FirstFailureHeader.queue, naming the queue, stands for the
- * missing one. From the second failure on, the tier's own dead-letter routing key names the next tier and a nack
- * suffices.
- *
- * The header counts only on a delivery that has waited in one of the queue's tiers (an `expired` entry of
- * `Q.retry.*` in its x-death), as every moved copy has: a publisher that sets it on a fresh message, or a replay that
- * copies it, costs the message no attempt (with maxAttempts 1 it would have cost the only one, unhandled).
+ * Several retry schedules on one queue (the transport: each pattern may have its own delays). A nack reaches only the
+ * queue's own first tier (dead-lettering keeps the publisher's routing key, and the broker cannot read the pattern in
+ * the body), so a first failure of a pattern with its own schedule is published to that tier, confirmed, then acked.
+ * That copy's `x-death` counts one attempt fewer: FirstFailureHeader.queue stands for the missing one. It counts only
+ * on a delivery that has waited in one of the queue's tiers, so a publisher or a replay that sets it costs no attempt.
  */
 
 /** Attempt bookkeeping that a parked copy (and so a replay) must not carry. */
@@ -29,9 +22,8 @@ export function movedFirstFailures(headers: Record<string, unknown> | undefined,
 }
 
 /**
- * The headers of the copy published into a schedule's first tier, for a delivery published to `exchange` with
- * `routingKey`. The copy has no `expiration` (it would cut the tier's delay short): the delivery's own is kept as
- * `x-original-expiration`, as the broker keeps it in `x-death` when it dead-letters, so that a park can tell it.
+ * The headers of the copy published into a schedule's first tier. The copy has no `expiration` (it would cut the tier's
+ * delay short): the delivery's own is kept as `x-original-expiration`, as the broker keeps it in `x-death`.
  */
 export function firstFailureHeaders(
   headers: Record<string, unknown> | undefined,
@@ -39,7 +31,7 @@ export function firstFailureHeaders(
   delivered: { exchange: string; routingKey: string },
   expiration?: unknown,
 ): Record<string, unknown> {
-  const copy = copyOwn(headers); // not a spread followed by keys (docs/performance.md)
+  const copy = copyOwn(headers);
   copy[FirstFailureHeader.queue] = queue;
   copy[FirstFailureHeader.exchange] = delivered.exchange;
   copy[FirstFailureHeader.routingKey] = delivered.routingKey;
@@ -60,11 +52,9 @@ export function movedFrom(
 }
 
 /**
- * The exchange and routing key a delivery on `queue` was first published with. A retry comes back to the queue keyed
- * by the name of the tier it waited in, so only its first failure tells the publisher's key: the moved copy's
- * headers, else the queue's `rejected` entry in `x-death` (the broker keeps that entry's first keys), else the
- * delivery itself (a first attempt). A replayed copy reached the queue by its name: the route its parked copy
- * recorded stands for that (replayedRoute), on its first attempt and its retries alike.
+ * The exchange and routing key a delivery on `queue` was first published with (a retry comes back keyed by its tier's
+ * name): the moved copy's headers, else the queue's `rejected` entry in `x-death`, else the delivery itself; for a
+ * replayed copy, the route its parked copy recorded (replayedRoute).
  */
 export function firstRoute(
   headers: Record<string, unknown> | undefined,

@@ -6,11 +6,9 @@ import { readDeathHistory } from './x-death.parser.js';
 export const OWN_RETURNS_CAPACITY = 10_000;
 
 /**
- * The deliveries one handler queue put back on purpose (nack with requeue, while it is paused or its circuit is open),
- * counted by identity. A quorum queue counts those returns as it counts a crash (`x-acquired-count` on RabbitMQ 4.3,
- * `x-delivery-count` on 3.10 and 4.0), so a message at the head of a queue paused and resumed, or opened and closed,
- * ten times would be parked as `redelivery-limit` by the pause itself; the decision subtracts what this ledger holds.
- * Bounded, in memory: a restart forgets it, which only makes the count as strict as it was without it.
+ * The deliveries one handler queue put back on purpose (nack with requeue, while paused or its circuit open), counted
+ * by identity. A quorum queue counts those returns as crashes, so ten pauses would park the message at the head as
+ * `redelivery-limit`; the decision subtracts what this ledger holds. In memory: a restart only makes the count stricter.
  */
 export class OwnReturns {
   private readonly counts = new Map<string, number>();
@@ -35,10 +33,7 @@ export class OwnReturns {
     return this.counts.get(identity) ?? 0;
   }
 
-  /**
-   * The returns of `identity`, forgotten once read: the delivery they were counted for is decided now (handled,
-   * retried or parked), and a later copy with the same identity (a replay, a message id used again) starts from none.
-   */
+  /** The returns of `identity`, forgotten once read: a later copy with the same identity (a replay) starts from none. */
   take(identity: string): number {
     const count = this.counts.get(identity) ?? 0;
     this.counts.delete(identity);
@@ -46,10 +41,7 @@ export class OwnReturns {
   }
 }
 
-/**
- * The identity a delivery of `queue` is counted under: that of retryIdentity, which its redelivery keeps (a
- * redelivery carries the same body, properties and death history). A malformed death history reads as none.
- */
+/** The identity a delivery of `queue` is counted under (retryIdentity); a malformed death history reads as none. */
 export function returnIdentity(message: IdentifiedDelivery, queue: string): string {
   const history = readDeathHistory(message.properties.headers?.[BrokerHeader.death]);
   return retryIdentity(message, history.ok ? history.deaths : [], queue);

@@ -2,10 +2,8 @@ import { reconnectDelay, type ReconnectPolicy } from '../connection/reconnect.po
 
 /**
  * How long a due delayed message whose exchange this application may not publish to (403 ACCESS_REFUSED) is held
- * before it is given back to the ladder's ready queue: long enough that a lone forwarder does not spin on it (at most
- * prefetch / 5 s give-backs a second, and no publish while the exchange is held), short enough that the application
- * that may deliver it, sharing the ladder, gets it soon (each time it lands here it waits up to 5 s more: with 30 s,
- * ten such messages took over a minute to reach their application in the e2e test).
+ * before it is given back to the ready queue: long enough that a lone forwarder does not spin, short enough that the
+ * application that may deliver it, sharing the ladder, gets it soon (with 30 s, ten took over a minute in the e2e test).
  */
 export const REFUSED_HOLD: ReconnectPolicy = { initialDelayMs: 1_000, maxDelayMs: 5_000 };
 
@@ -26,11 +24,7 @@ interface Refusal {
   loggedAt?: number;
 }
 
-/**
- * What the forwarder knows of the exchanges it was refused, per exchange: whether to try a publish now, how long to
- * hold a message before giving it back, and when to say so in the log. Pure (time is passed in); the forwarder does
- * the I/O.
- */
+/** What the forwarder knows of the exchanges it was refused: when to try again, how long to hold a message, when to log. Pure. */
 export class RefusedTargets {
   private readonly byExchange = new Map<string, Refusal>();
 
@@ -46,10 +40,7 @@ export class RefusedTargets {
     return refusal !== undefined && now < refusal.retryAt;
   }
 
-  /**
-   * A publish to `exchange` was refused: the next try waits longer. Refusals of publishes that were under way together
-   * (a burst of due messages) count once: the hold grows per round of tries, not per message.
-   */
+  /** A publish to `exchange` was refused: the next try waits longer. The hold grows per round of tries, not per message. */
   refused(exchange: string, now: number): void {
     let refusal = this.byExchange.get(exchange);
     if (!refusal) {
@@ -66,10 +57,7 @@ export class RefusedTargets {
     this.byExchange.delete(exchange);
   }
 
-  /**
-   * A message for `exchange` is given back: how long to hold it first, and the count to log when a line is due (the
-   * first refusal, then at most one line per `logEveryMs`), else undefined.
-   */
+  /** A message for `exchange` is given back: how long to hold it first, and the count to log when a line is due. */
   giveBack(exchange: string, now: number): { holdMs: number; log?: number } {
     const refusal = this.byExchange.get(exchange);
     const holdMs = Math.max(this.hold.initialDelayMs, Math.min((refusal?.retryAt ?? now) - now, this.hold.maxDelayMs));

@@ -10,20 +10,16 @@ export interface IdentifiedDelivery {
 }
 
 /**
- * Properties the broker keeps when it dead-letters a message, and the library keeps when it moves a first failure into
- * a tier (republishProperties). Left out: `expiration` (the broker removes it when it dead-letters), `userId` (a moved
- * copy drops it), `deliveryMode` (a moved copy is persistent), and the headers, to which the broker adds its death
- * records and a quorum queue its delivery counts.
+ * Properties both the broker's dead-lettering and the library's moved copy (republishProperties) keep as they were:
+ * not `expiration`, `userId`, `deliveryMode`, nor the headers, to which the broker adds its death records.
  */
 const STABLE_PROPERTIES = ['contentType', 'contentEncoding', 'correlationId', 'replyTo', 'timestamp', 'type', 'appId', 'priority'] as const;
 type StableProperty = (typeof STABLE_PROPERTIES)[number];
 
 /**
  * What identifies a message on `queue` across its retries: its message id when it has one, else a digest of what the
- * tiers leave as it was: the body, the stable properties, and the exchange and routing key it was first published
- * with (a retry comes back through the queue's return exchange keyed by its tier's name; firstRoute reads the first
- * ones from `x-death` or from the library's moved-copy headers). Two messages published byte for byte alike, without
- * ids, get the same identity: `retryOwner` tells them apart by attempt.
+ * tiers leave as it was: the body, the stable properties, and its first route (firstRoute). Two messages published
+ * byte for byte alike, without ids, get the same identity: `retryOwner` tells them apart by attempt.
  * @example retryIdentity(message, deaths, 'orders') // 'sha256:9f…' or 'id:order-42'
  */
 export function retryIdentity(message: IdentifiedDelivery, deaths: readonly XDeath[], queue: string): string {
@@ -38,9 +34,8 @@ export function retryIdentity(message: IdentifiedDelivery, deaths: readonly XDea
 }
 
 /**
- * The owner of a delivery's turn: its identity at this attempt. A hold left by attempt n waits for the owner at
- * attempt n + 1, the retried copy; a new message alike (attempt 1), or a duplicate of a message id published again,
- * is not mistaken for it and waits its turn.
+ * The owner of a delivery's turn: its identity at this attempt. A hold left by attempt n waits for attempt n + 1, so a
+ * new message alike (attempt 1) is not mistaken for the retried copy.
  * @example retryOwner('id:order-42', 2) // 'id:order-42#2'
  */
 export const retryOwner = (identity: string, attempt: number): string => `${identity}#${attempt}`;

@@ -12,11 +12,7 @@ export interface XDeath {
   routingKeys: string[];
   /** When it was first dead-lettered from that queue for that reason. */
   time?: Date;
-  /**
-   * The message's `expiration` when the broker dead-lettered it for this entry's first event: the broker removes the
-   * property at dead-lettering and records it here (`original-expiration`), so only the first dead-lettering of a
-   * message with a per-message TTL has it.
-   */
+  /** The `expiration` the broker removed at this entry's first dead-lettering (`original-expiration`), if it had one. */
   originalExpiration?: string;
 }
 
@@ -35,10 +31,7 @@ const INTEGER_TAGS: ReadonlySet<unknown> = new Set([
 /** The latest time a Date can hold, in seconds. */
 const MAX_DATE_SECONDS = 8.64e12;
 
-/**
- * A field table as amqplib decodes it: a plain object. Arrays, byte arrays (Buffers), Dates and class instances are
- * not tables, although typeof calls them objects.
- */
+/** A field table as amqplib decodes it: a plain object, not an array, Buffer, Date or class instance. */
 function isTable(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value) || ArrayBuffer.isView(value)) return false;
   const prototype: unknown = Object.getPrototypeOf(value);
@@ -72,14 +65,14 @@ function shown(value: unknown): string {
   return kind(value);
 }
 
+/** The value of an integer field, out of amqplib's integer wrapper if it has one. */
+const unwrapped = (value: unknown): unknown => (INTEGER_TAGS.has(wrapperTag(value)) ? (value as { value: unknown }).value : value);
+
 /** An integer from a JS number (amqplib decodes every AMQP integer as one) or amqplib's integer wrapper. */
 export function readStrictInteger(value: unknown): number | undefined {
-  const raw = INTEGER_TAGS.has(wrapperTag(value)) ? (value as { value: unknown }).value : value;
+  const raw = unwrapped(value);
   return typeof raw === 'number' && Number.isSafeInteger(raw) ? raw : undefined;
 }
-
-/** The value of an integer field, unwrapped, for a problem sentence. */
-const unwrapped = (value: unknown): unknown => (INTEGER_TAGS.has(wrapperTag(value)) ? (value as { value: unknown }).value : value);
 
 /** One entry, checked field by field; a string is the problem with it. */
 function readStrictEntry(entry: unknown, at: string): XDeath | string {
@@ -112,8 +105,7 @@ function readStrictEntry(entry: unknown, at: string): XDeath | string {
     time = new Date(seconds * 1000);
   }
   const death: XDeath = { queue: entry.queue as string, reason: entry.reason as string, count, exchange, routingKeys, time };
-  // Informative only (it counts nothing): kept when it is text, ignored otherwise. Other fields are left alone: a
-  // newer broker may add more.
+  // Informative only: kept when it is text, ignored otherwise. Other fields are ignored: a newer broker may add more.
   const expiration = entry['original-expiration'];
   if (typeof expiration === 'string' || Buffer.isBuffer(expiration)) death.originalExpiration = expiration.toString();
   return death;
@@ -135,13 +127,10 @@ function readStrict(header: unknown): DeathHistory {
 }
 
 /**
- * Reads the `x-death` header strictly: it must be exactly what RabbitMQ writes, an array of tables each with a
- * `queue` and `reason` (strings) and a `count` (a whole number from 1), and optionally an `exchange` (a string),
- * `routing-keys` (strings) and a `time` (an AMQP timestamp); other fields are ignored. An absent header is an empty
- * history. Anything else is refused with a short sentence naming the first problem, e.g.
- * `x-death[2] is a string, not a table`: the attempt count comes from this header, so a forged or damaged one must
- * not be half-read, and such a message must never reach the broker's dead-lettering again (RabbitMQ 3.10 crashes
- * the queue process on a non-table entry). Never throws.
+ * Reads the `x-death` header strictly, as RabbitMQ writes it (see XDeath); absent, it is an empty history. Anything
+ * else is refused with a sentence naming the first problem, e.g. `x-death[2] is a string, not a table`: the attempt
+ * count comes from it, so a forged one must not be half-read, and such a message must never be dead-lettered again
+ * (RabbitMQ 3.10 crashes the queue process on a non-table entry). Never throws.
  */
 export function readDeathHistory(header: unknown): DeathHistory {
   try {

@@ -1,7 +1,6 @@
 /**
- * Upper bounds of the bytes amqplib needs to encode a value into an AMQP field table (amqplib's lib/codec.js). A
- * publish whose headers do not fit amqplib's 64 KiB encoding buffer or the negotiated frame_max cannot be sent at
- * all, so the parked copy's headers are measured with this before publishing (see PARKED_HEADERS_BUDGET).
+ * Upper bounds of the bytes amqplib needs to encode a value into an AMQP field table (amqplib's lib/codec.js): headers
+ * that do not fit its 64 KiB buffer or the frame_max cannot be sent at all (see PARKED_HEADERS_BUDGET).
  */
 
 /** A shortstr table key holds at most 255 bytes; amqplib cannot encode a longer one. */
@@ -73,11 +72,8 @@ function tableSize(table: Record<string, unknown>, path: Set<object>): number {
 }
 
 /**
- * An upper bound of the bytes amqplib encodes `headers` into (a field table: a 4-byte length, then per entry a
- * shortstr key, a type byte and the value). Strings and byte arrays count their length plus 4, numbers 8, booleans
- * 1, null nothing, arrays and nested tables 4 plus their entries. Infinity for a table amqplib cannot encode at
- * all: a key over 255 bytes, a bigint, symbol or function, an undefined array element, a cycle, or a value whose
- * reading throws. Never throws.
+ * An upper bound of the bytes amqplib encodes `headers` into; Infinity for a table it cannot encode at all (a key over
+ * 255 bytes, a bigint, symbol or function, an undefined array element, a cycle, a throwing read). Never throws.
  */
 export function encodedTableSize(headers: Record<string, unknown>): number {
   try {

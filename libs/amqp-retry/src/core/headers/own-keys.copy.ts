@@ -1,8 +1,6 @@
 /**
- * A new object with the own enumerable string keys of `sources`, later sources winning: what `{ ...a, ...b }` makes,
- * a key named `__proto__` included as an own key (never as the copy's prototype, which `Object.assign` would make it),
- * without the spread. On Node 20 a spread followed by keys of its own takes V8's slow path (docs/performance.md,
- * "Spreads on the per-message paths"); this loop does not, and the copy can take more keys at no extra cost.
+ * What `{ ...a, ...b }` makes (a `__proto__` key included as an own key, unlike `Object.assign`), without the spread:
+ * on Node 20 a spread followed by keys of its own takes V8's slow path (docs/performance.md); this loop does not.
  * @example copyOwn(message.properties.headers, { 'x-first-queue': 'orders' })
  */
 export function copyOwn(...sources: ReadonlyArray<object | null | undefined>): Record<string, unknown> {

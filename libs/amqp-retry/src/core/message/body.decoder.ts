@@ -85,10 +85,7 @@ const COMPRESSIONS: ReadonlySet<string> = new Set(['gzip', 'x-gzip', 'deflate', 
 /** Content encodings that say nothing the 'json' deserializer must undo: none, or a name of UTF-8 (Spring AMQP writes "UTF-8"). */
 const PLAIN_ENCODINGS: ReadonlySet<string> = new Set(['', 'identity', 'utf-8', 'utf8']);
 
-/**
- * Why a content encoding keeps the 'json' deserializer from reading the body, or undefined if it does not: a
- * compressed body (gzip, deflate, br, ...) is refused by name, without reading its bytes.
- */
+/** Why a content encoding keeps the 'json' deserializer from reading the body: a compression is refused by name. */
 export function jsonContentEncodingProblem(contentEncoding: string | undefined): string | undefined {
   const coding = contentEncoding?.trim().toLowerCase() ?? '';
   if (!COMPRESSIONS.has(coding)) return undefined;
@@ -112,14 +109,10 @@ const BOM = 0xfeff;
 const REPLACEMENT = '\ufffd';
 
 /**
- * Decodes a body as the 'json' deserializer does: the content type must be absent or JSON with no charset other than
- * UTF-8, the content encoding no compression (jsonContentEncodingProblem), the bytes strict UTF-8 (a leading
- * byte-order mark is dropped), the text JSON. A problem with a body whose content encoding is another word than
- * `identity` or UTF-8 names that encoding. Never throws.
- *
- * The bytes are decoded leniently first: Node replaces every ill-formed sequence with U+FFFD, so a text without one
- * came from valid UTF-8 (and V8 answers that search at once for the usual ASCII text). Only a text that holds U+FFFD,
- * which valid UTF-8 may also encode, has its bytes checked by Node's native `isUtf8`.
+ * Decodes a body as the 'json' deserializer does: a JSON content type (or none), no compression, strict UTF-8 (a
+ * leading byte-order mark dropped), JSON text. Never throws. The bytes are decoded leniently first: only a text that
+ * holds U+FFFD (Node's replacement for an ill-formed sequence) has its bytes checked by `isUtf8`, which the usual
+ * ASCII text never costs.
  */
 export function decodeJsonBody(content: Buffer, contentType: string | undefined, contentEncoding?: string): DecodedBody {
   const contentProblem = jsonContentTypeProblem(contentType) ?? jsonContentEncodingProblem(contentEncoding);
@@ -139,9 +132,8 @@ export function decodeJsonBody(content: Buffer, contentType: string | undefined,
 }
 
 /**
- * Turns a delivery's body into the handler's payload with the given deserializer (see Deserializer), or says why it
- * cannot, e.g. `body is not valid UTF-8 (byte 0xff at offset 3)` or `the deserializer threw: <message>`. Never
- * throws, so a bad body is parked, never retried: it would fail the same way on every attempt.
+ * Turns a delivery's body into the handler's payload with the given deserializer, or says why it cannot. Never throws,
+ * so a bad body is parked, never retried: it would fail the same way on every attempt.
  */
 export function decodeBody(message: ConsumeMessage, deserializer: Deserializer = 'json'): DecodedBody {
   if (deserializer === 'json') {

@@ -1,10 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { MalformedMessageError } from '../../errors/malformed-message.error.js';
 
-/**
- * A function of the decoded payload and the delivery that names a message (idempotency) or the sequence it
- * belongs to (ordering). Return undefined when the message has none.
- */
+/** Names a message (idempotency) or its sequence (ordering) from its payload and delivery; undefined when it has none. */
 export type MessageKeyFn = (payload: unknown, message: ConsumeMessage) => string | undefined;
 
 /** A message's key, or why it has none that can be used. */
@@ -48,10 +45,7 @@ export const messageIdKey: MessageKeyFn = (_payload, message) => {
   return typeof id === 'string' && id !== '' ? id : undefined;
 };
 
-/**
- * The key a feature cannot do without (idempotency, the inbox): readMessageKey's key, else a MalformedMessageError
- * (the message is parked as malformed) with readMessageKey's problem, or `noKey` when there is no key at all.
- */
+/** The key a feature cannot do without (idempotency, the inbox), else a MalformedMessageError: its problem, or `noKey`. */
 export function requireMessageKey(keyFn: MessageKeyFn, payload: unknown, message: ConsumeMessage, what: string, noKey: string): string {
   const read = readMessageKey(keyFn, payload, message, what);
   if (!read.ok) throw new MalformedMessageError(read.problem);

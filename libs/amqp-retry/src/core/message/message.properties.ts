@@ -3,9 +3,8 @@ import { MAX_TTL_MS } from '../time/duration.reader.js';
 import { encodedTableSize } from '../headers/field-table.size.js';
 
 /**
- * The properties of a delivered message to publish a copy with (parked, or forwarded after a delay). Two are left
- * out on purpose: `expiration`, which would let the copy expire (or leave a delay level early), and `userId`, which
- * the broker refuses unless it is the publishing connection's user. The copy is always persistent.
+ * The properties of a delivered message to publish a persistent copy with (parked, or forwarded after a delay), but
+ * `expiration` (the copy would expire) and `userId` (the broker refuses another user's).
  */
 export function republishProperties(properties: MessageProperties, headers: Record<string, unknown>): Options.Publish {
   return {
@@ -24,10 +23,8 @@ export function republishProperties(properties: MessageProperties, headers: Reco
 }
 
 /**
- * A publish's `expiration` as the broker takes it: a whole number of milliseconds from 0 to MAX_TTL_MS (RabbitMQ's largest TTL), as a
- * string of digits; undefined when none is given. Anything else throws a RangeError naming the value, before anything
- * is published: the broker would close the channel (406) on a malformed one, and a delayed copy carrying one could
- * never be forwarded.
+ * A publish's `expiration` as the broker takes it: a string of digits, from 0 to MAX_TTL_MS ms; undefined when none is
+ * given. Anything else throws a RangeError before anything is published: the broker would close the channel (406).
  * @example readExpiration(200) // '200'
  */
 export function readExpiration(expiration: unknown): string | undefined {
@@ -41,20 +38,13 @@ export function readExpiration(expiration: unknown): string | undefined {
   );
 }
 
-/**
- * Most bytes a publish's headers may take, as measured by encodedTableSize: amqplib encodes the properties into a
- * 64 KiB scratch buffer (a larger table cannot be sent at all), and the broker's frame_max (128 KiB by default,
- * 4 KiB at least) bounds the header frame.
- */
+/** Most bytes a publish's headers may take (encodedTableSize): amqplib encodes the properties into a 64 KiB scratch buffer. */
 export const MAX_PUBLISH_HEADERS_BYTES = 60 * 1024;
 
 /**
- * Checks a publish's properties by the rules amqplib and the broker apply when it is sent, so that a bad one is
- * refused before anything is published (or written to the outbox) instead of failing later: short strings of at
- * most 255 bytes, a priority and a delivery mode that fit an octet, a numeric timestamp, headers amqplib can encode
- * (see encodedTableSize) within MAX_PUBLISH_HEADERS_BYTES, and an expiration as readExpiration takes it. Throws a
- * TypeError (wrong type) or RangeError (out of range) naming the property and what it may be. On every publish of
- * the engine: the usual properties (a few short strings, no or a few flat headers) cost no allocation.
+ * Checks a publish's properties by the rules amqplib and the broker apply, so that a bad one is refused before anything
+ * is published (or written to the outbox). Throws a TypeError or RangeError naming the property. On every publish:
+ * the usual properties (a few short strings, a few flat headers) cost no allocation.
  * @example checkPublishProperties({ priority: 300 }) // RangeError: Invalid priority 300: ...
  */
 export function checkPublishProperties(properties: Options.Publish): void {

@@ -1,14 +1,13 @@
 import type { FailureGroup, ParkedMessageView } from './parked-messages.types.js';
 import { ParkedHeader } from '../headers/header.names.js';
+import { fnv1a } from '../text/fnv.hash.js';
 
 /** Most failure groups a summary lists (the largest); the others are counted in the total only. */
 export const MAX_FAILURE_GROUPS = 200;
 
 /**
- * An exception message with what varies between messages of one failure masked, so that "connect ECONNREFUSED
- * 10.0.0.7:443 for order 8812" and "... 10.0.0.9:443 for order 8813" read alike: UUIDs and long hex ids as `<id>`,
- * e-mail addresses as `<email>`, IP addresses (with a port) as `<ip>`, URLs' hosts kept and their paths' ids masked,
- * other numbers as `<n>`; whitespace collapsed.
+ * An exception message with what varies between messages of one failure masked (ids, e-mail and IP addresses,
+ * numbers), so that "connect ECONNREFUSED 10.0.0.7:443 for order 8812" and "... 10.0.0.9:443 for order 8813" read alike.
  */
 export function normalizeError(message: string): string {
   return message
@@ -41,11 +40,7 @@ export function groupKeyOf(view: ParkedMessageView): string {
   );
 }
 
-/**
- * The parked messages as failure groups, units of work: by parking queue, queue, reason, normalized error and top
- * stack frame, with the count, the first and last parked times, and one sample; the largest first, at most
- * MAX_FAILURE_GROUPS.
- */
+/** The parked messages as failure groups (see FailureGroup), the largest first, at most MAX_FAILURE_GROUPS. */
 export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup[] {
   const groups = new Map<string, FailureGroup>();
   for (const view of views) {
@@ -75,14 +70,5 @@ export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup
 
 /** 64 bits as two FNV-1a hashes of different bases: two groups of one summary never share a key in practice. */
 function fnv(text: string): string {
-  return fnv32(text, 0x811c9dc5) + fnv32(text, 0x050c5d1f);
-}
-
-function fnv32(text: string, basis: number): string {
-  let hash = basis;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, '0');
+  return fnv1a(text, 0x811c9dc5) + fnv1a(text, 0x050c5d1f);
 }

@@ -26,8 +26,7 @@ const oneLine = (text: string) => text.replace(/\s*[\r\n\u2028\u2029]\s*/g, ' ')
 
 /**
  * The one line a park logs: `Parked a message from "orders" in "orders.error" (non-retryable after 1 attempt,
- * message id "m-7", parked id "5c0f..."): unknown customer`. The error message is put on one line and cut at
- * MAX_LOGGED_ERROR_BYTES; the stack is not part of it (option `logging.parked: 'stack'` logs it after the line).
+ * message id "m-7", parked id "5c0f..."): unknown customer`, the error cut at MAX_LOGGED_ERROR_BYTES.
  */
 export function parkLogLine(facts: ParkLogFacts): string {
   const { queue, errorQueue, reason, handlerCalls } = facts;

@@ -1,9 +1,9 @@
 import type { MessageProperties } from 'amqplib';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { encodedTableSize } from '../headers/field-table.size.js';
 import {
   BROKER_DEATH_HEADERS,
-  encodedTableSize,
   MAX_DEATH_HISTORY_BYTES,
   MAX_EXCEPTION_MESSAGE_BYTES,
   MAX_EXCEPTION_STACK_BYTES,

@@ -10,14 +10,10 @@ import { maskCredentials } from '../text/credentials.mask.js';
 import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 
-export { encodedTableSize } from '../headers/field-table.size.js';
-
 /**
- * Most bytes the parked copy's headers may take, as measured by encodedTableSize. amqplib encodes a header table
- * into a 64 KiB scratch buffer, and the whole content header (headers and the other properties) must fit one frame
- * of the negotiated frame_max (128 KiB by default); a copy over either limit cannot be published at all, and its park
- * would fail on every try. 48 KiB leaves the other properties (a few short strings of at most 255 bytes) far more
- * room than they can use under the smaller of the two.
+ * Most bytes the parked copy's headers may take (encodedTableSize). amqplib encodes a header table into a 64 KiB
+ * scratch buffer, and the content header must fit one frame (frame_max, 128 KiB by default): a copy over either could
+ * never be published. 48 KiB leaves the other properties (short strings) far more room than they can use.
  */
 export const PARKED_HEADERS_BUDGET = 48 * 1024;
 
@@ -34,12 +30,9 @@ const MAX_DROPPED_LIST_BYTES = 1024;
 const MAX_NAME_BYTES = 255;
 
 /**
- * Headers the broker sets when it dead-letters a message, and the counters a quorum queue adds when it hands a message
- * out again (`x-delivery-count`; `x-acquired-count` on RabbitMQ 4.3+: DELIVERY_COUNT_HEADERS). The parked copy must
- * not carry them: an operator replays it to start afresh, but the attempt number is counted from `x-death`, and the
- * unsettled deliveries from the counters, so a replayed copy that still had them would be parked again at once as
- * exhausted (or as malformed, or at the redelivery limit), or start with deliveries it never had. The history is kept
- * under `x-retry-death-history` instead.
+ * Headers the broker sets when it dead-letters a message, and a quorum queue's delivery counters. The parked copy must
+ * not carry them: attempts are counted from them, so a replayed copy would be parked again at once. The history is
+ * kept under `x-retry-death-history` instead.
  */
 export const BROKER_DEATH_HEADERS: readonly string[] = [
   BrokerHeader.death,
@@ -50,7 +43,7 @@ export const BROKER_DEATH_HEADERS: readonly string[] = [
   BrokerHeader.lastDeathReason,
   BrokerHeader.lastDeathExchange,
   ...DELIVERY_COUNT_HEADERS,
-  // Not the broker's, but an attempt counter all the same (see core/delivery/first-failure.headers.ts): a replay must start afresh.
+  // Not the broker's, but an attempt counter all the same.
   ...FIRST_FAILURE_HEADERS,
 ];
 
@@ -86,20 +79,13 @@ function readableText(value: unknown): string {
   return errorMessage(value);
 }
 
-/**
- * The value kept under `x-retry-death-history`: the broker's `x-death` as it was if it is a valid history that fits
- * MAX_DEATH_HISTORY_BYTES, else (malformed, or too long) its text form, capped, so that operators can still see it.
- */
+/** The value kept under `x-retry-death-history`: `x-death` as it was if valid and within its cap, else its capped text. */
 function deathHistoryValue(header: unknown): unknown {
   if (readDeathHistory(header).ok && encodedHeaderSize(ParkedHeader.deathHistory, header) <= MAX_DEATH_HISTORY_BYTES) return header;
   return truncateUtf8(readableText(header), MAX_DEATH_HISTORY_BYTES - encodedHeaderSize(ParkedHeader.deathHistory, ''));
 }
 
-/**
- * The `expiration` the message was published with: the delivery's own, else what the broker recorded when it first
- * dead-lettered it (a retried message has waited in a tier, and dead-lettering removes the property): the
- * `original-expiration` of the queue's `rejected` entry, else of any entry that has one. Undefined when it had none.
- */
+/** The `expiration` the message was published with: its own, else the `original-expiration` its x-death kept (rejected entry first). */
 function originalExpiration(properties: MessageProperties, deaths: readonly XDeath[], queue: string): string | undefined {
   const own: unknown = properties.expiration; // amqplib types it as any
   if (own !== undefined && own !== null) return String(own);
@@ -107,7 +93,7 @@ function originalExpiration(properties: MessageProperties, deaths: readonly XDea
 }
 
 /** The delivery's headers as a table ({} when there are none). */
-function headersOf(properties: MessageProperties): Record<string, unknown> {
+export function headersOf(properties: MessageProperties): Record<string, unknown> {
   const headers: unknown = properties.headers; // amqplib types it as any
   return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : {};
 }
@@ -129,25 +115,11 @@ export interface ParkInput {
 }
 
 /**
- * The properties of the parked copy: the original ones, with the broker's death headers (BROKER_DEATH_HEADERS)
- * removed so that a replay starts afresh, and these headers added:
- * - `x-parked-reason`: `exhausted` | `non-retryable` | `malformed` | `redelivery-limit` | `expired` | `maxlen`
- *   (`undeliverable` for delayed messages, `no-handler` for the transport);
- * - `x-exception-message` (at most 4 KiB) and `x-exception-stack` (at most 16 KiB), cut further when the headers
- *   would not fit PARKED_HEADERS_BUDGET, the stack first; the stack is left out when no room is left;
- * - `x-original-exchange`, `x-original-routing-key`: where the message was first published;
- * - `x-retry-attempts`: handler calls made; `x-parked-at`: ISO time;
- * - `x-original-queue`: the queue it failed in, where a replay sends it; `x-parked-id`: the copy's id, when given;
- * - `x-retry-death-history`: the `x-death` the message had, as it was (an array of tables), or as capped text when it
- *   was malformed or longer than 8 KiB; absent when the message had none;
- * - `x-original-expiration`, `x-original-user-id`: see below;
- * - `x-parked-dropped-headers`: when the original headers alone would not fit the budget, the largest are dropped
- *   (never the ones above) and named here, comma-separated (capped at 1 KiB). Headers amqplib cannot encode at all
- *   (a bigint, a cycle, a key over 255 bytes) are always dropped.
- * Two properties change so that the copy cannot vanish: it is persistent, and a per-message `expiration` is dropped
- * (kept as `x-original-expiration`, also for a message that waited in a tier, which the broker stripped of it: see
- * originalExpiration). `userId` is dropped (kept as `x-original-user-id`) because the broker rejects a
- * publish whose user_id is not the publishing connection's user.
+ * The properties of the parked copy: the original ones without BROKER_DEATH_HEADERS, plus the ParkedHeader headers.
+ * Within PARKED_HEADERS_BUDGET, the exception stack is cut first, then the message; when the original headers alone
+ * would not fit, the largest are dropped and named in `x-parked-dropped-headers` (headers amqplib cannot encode always
+ * are). The copy is persistent, without `expiration` (so that it cannot vanish) or `userId` (the broker rejects
+ * another user's): both are kept as headers.
  */
 export function parkedPublishOptions(input: ParkInput): Options.Publish {
   const { properties, error } = input;

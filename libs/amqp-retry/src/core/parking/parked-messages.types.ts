@@ -1,16 +1,10 @@
-/**
- * Public types of the parked-messages API (ParkedMessages), shared by the CLI and the dashboard. Plain data only:
- * every value here survives JSON.stringify (dates as Date objects, which serialise as ISO strings).
- */
+/** Public types of the parked-messages API, shared by the CLI and the dashboard: plain data that survives JSON.stringify. */
 
 /** Which parked messages an operation looks at. Every field narrows; an empty filter matches all. */
 export interface ParkedFilter {
   /** The handler queue the message failed in (its `x-original-queue`). */
   queue?: string;
-  /**
-   * The parking queue to read (list and summary): one parking queue of the view, whichever handler queue it serves.
-   * Without it, the parking queue of `queue`, else every parking queue in view. Replay and purge name theirs apart.
-   */
+  /** The parking queue to list or summarize; default: that of `queue`, else every parking queue in view. */
   errorQueue?: string;
   /** The park reason, exactly: `exhausted`, `non-retryable`, `malformed`, `redelivery-limit`, `expired`, `maxlen`, `undeliverable`, `no-handler`. */
   reason?: string;
@@ -62,24 +56,15 @@ export interface ParkedMessageView {
 export interface HandlerQueueState {
   /** The handler queue (or the delay ladder's ready queue). */
   queue: string;
-  /**
-   * `handler` for a handler queue; `delay-ladder` for a delay ladder's ready queue, which only the forwarder consumes
-   * and whose parked messages are delayed messages that could not be delivered.
-   */
+  /** `handler`, or `delay-ladder` for a delay ladder's ready queue, whose parked messages are undeliverable delayed messages. */
   role: 'handler' | 'delay-ladder';
   /** Ready messages in the handler queue; -1 when the queue does not exist. */
   messages: number;
   /** Consumers of the queue, as the broker counts them (every instance's); absent when the queue does not exist. */
   consumers?: number;
-  /**
-   * Deliveries this instance has taken from the queue and not yet settled (the broker's "unacked" for a single
-   * instance). Only for the application's own queues, as the one RetryModule provides sees them.
-   */
+  /** Deliveries this instance has taken from the queue and not yet settled; only for the application's own queues. */
   inFlight?: number;
-  /**
-   * Messages of the queue this instance handled (acked), retried (sent to a tier) and parked, counted since its page
-   * first asked (the page charts the rates from successive readings). Only for the application's own queues.
-   */
+  /** Messages this instance handled, retried and parked since its page first asked; only for the application's own queues. */
   activity?: {
     /** Messages handled and acked. */
     handled: number;
@@ -88,10 +73,7 @@ export interface HandlerQueueState {
     /** Messages parked. */
     parked: number;
   };
-  /**
-   * A word on the queue's consuming state set by a feature that can stop it (for example "paused" or "breaker open"),
-   * shown in the page's State column; absent when there is nothing to say beyond the consumer count.
-   */
+  /** A word on the queue's consuming state (for example "paused" or "breaker open"), shown in the page's State column. */
   state?: string;
   /** Tier queues, tier 1 first, with the messages waiting in each; the tiers of patterns with a schedule of their own too. */
   tiers: {
@@ -232,19 +214,14 @@ export interface EditReplayOptions {
 }
 
 /**
- * Where ParkedMessages connects, and which handler queues it may see and act on (its scope). A view sees only the
- * queues it is given: the `ParkedMessages` that RetryModule provides sees that application's handler queues (and its
- * delay ladder's); one made with `connect()` sees the queues named here, and at least one of `queues`,
- * `application` and `wholeVhost` must be given. Naming a queue or a parking queue outside the scope throws
- * ParkedScopeError, and nothing is read or changed.
+ * Where ParkedMessages connects, and which handler queues it may see and act on. One made with `connect()` sees the
+ * queues named here (at least one of `queues`, `application` and `wholeVhost`); RetryModule's sees its application's.
+ * Naming a queue outside the scope throws ParkedScopeError.
  */
 export interface ParkedMessagesOptions {
   /** amqp(s):// URL, or the nodes of a cluster comma-separated (the first that answers). Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
   url?: string;
-  /**
-   * Handler queues to look at. Each is a name (its parking queue is the recorded one, else `<queue>.error`) or
-   * `{ queue, errorQueue }`.
-   */
+  /** Handler queues to look at: a name (its parking queue is the recorded one, else `<queue>.error`) or `{ queue, errorQueue }`. */
   queues?: (
     | string
     | {
@@ -254,14 +231,8 @@ export interface ParkedMessagesOptions {
         errorQueue?: string;
       }
   )[];
-  /**
-   * The handler queues recorded on the broker by the applications of this name (RetryModule option `application`),
-   * besides `queues`.
-   */
+  /** The handler queues recorded on the broker by the applications of this name (RetryModule option `application`). */
   application?: string;
-  /**
-   * Every handler queue recorded on the vhost, whichever application runs it, and any parking queue named in a call.
-   * For operators who look after every application of a vhost. Default false.
-   */
+  /** Every handler queue recorded on the vhost, and any parking queue named in a call. Default false. */
   wholeVhost?: boolean;
 }

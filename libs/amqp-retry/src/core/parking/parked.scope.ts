@@ -8,8 +8,8 @@ export interface ScopeQueue {
 }
 
 /**
- * Which handler queues a parked-messages view may see and act on. One application's page must not reach another's
- * parked messages (replay them, purge them), so a view sees only what it was given, unless it asks for the whole vhost.
+ * Which handler queues a parked-messages view may see and act on: only what it was given, unless it asks for the whole
+ * vhost, so that one application's page cannot replay or purge another's parked messages.
  */
 export interface ParkedScope {
   /** The queues of the application the view belongs to (its engine's handlers and delay ladder), authoritative. */
@@ -22,7 +22,7 @@ export interface ParkedScope {
   wholeVhost: boolean;
 }
 
-/** True when the scope names nothing at all: no application of its own, no queue, no application, not the whole vhost. */
+/** True when the scope names nothing at all. */
 export const namesNothing = (scope: ParkedScope): boolean =>
   scope.own === undefined && scope.named.length === 0 && scope.applications.length === 0 && !scope.wholeVhost;
 
@@ -47,10 +47,7 @@ export function queuesInScope(scope: ParkedScope, records: readonly HandlerRecor
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
 
-/**
- * The parking queue to read for a handler queue: the one in scope, else (whole vhost only) `<queue>.error`; undefined
- * when the queue is out of scope.
- */
+/** The parking queue of a handler queue in scope, else (whole vhost only) `<queue>.error`, else undefined. */
 export function parkingQueueOf(scope: ParkedScope, inScope: readonly ScopeQueue[], queue: string): string | undefined {
   const found = inScope.find((q) => q.queue === queue);
   if (found) return found.errorQueue;

@@ -4,20 +4,15 @@ import type { MessageProperties, Options } from 'amqplib';
 import type { ParkedFilter, ParkedMessageView, ParkedSummary } from './parked-messages.types.js';
 import { maskCredentials } from '../text/credentials.mask.js';
 import { republishProperties } from '../message/message.properties.js';
-import { BROKER_DEATH_HEADERS } from './parked-message.headers.js';
-import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
+import { BROKER_DEATH_HEADERS, headersOf } from './parked-message.headers.js';
+import { ParkedHeader } from '../headers/header.names.js';
+import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
 import { groupFailures, groupKeyOf } from './failure.groups.js';
 
-/**
- * Headers a broker adds when a quorum queue hands a message out again: browsing a parking queue raises them, so they
- * count browses, not failures. They are left out of a view, of an id and of a replayed copy.
- */
-export const BROWSE_COUNT_HEADERS: readonly string[] = [BrokerHeader.deliveryCount, BrokerHeader.acquiredCount];
+/** A quorum queue's delivery counters: browsing a parking queue raises them, so a view, an id and a replay leave them out. */
+export const BROWSE_COUNT_HEADERS: readonly string[] = DELIVERY_COUNT_HEADERS;
 
-/**
- * The headers the library writes on a parked copy (see parkedPublishOptions): a replayed copy starts without them,
- * but for REPLAY_ROUTE_HEADERS.
- */
+/** The headers the library writes on a parked copy: a replayed copy starts without them, but for REPLAY_ROUTE_HEADERS. */
 export const PARKING_HEADERS: readonly string[] = [
   ParkedHeader.reason,
   ParkedHeader.exceptionMessage,
@@ -34,23 +29,13 @@ export const PARKING_HEADERS: readonly string[] = [
   ParkedHeader.droppedHeaders,
 ];
 
-/**
- * Parking headers a replayed copy keeps: where the message was first published, and the queue it failed in, which
- * the replay publishes to by name. The transport names a body without its envelope by the publisher's routing key,
- * which the replayed delivery no longer tells (see core/delivery/replayed-route.reader.ts); parked again, the copy
- * gets them anew. They count no attempt: a replay still starts afresh.
- */
+/** Parking headers a replayed copy keeps: its first route and queue, which its delivery by name does not tell (see replayedRoute). */
 export const REPLAY_ROUTE_HEADERS: readonly string[] = [ParkedHeader.originalExchange, ParkedHeader.originalRoutingKey, ParkedHeader.originalQueue];
 
 /** A parked message as read from the broker. */
 export interface ParkedDelivery {
   content: Buffer;
   properties: MessageProperties;
-}
-
-function headersOf(properties: MessageProperties): Record<string, unknown> {
-  const headers: unknown = properties.headers;
-  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : {};
 }
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : '');
@@ -71,11 +56,9 @@ function identityHeaders(properties: MessageProperties): Record<string, unknown>
 }
 
 /**
- * A parked message's id: its `x-parked-id` (written at park time since this version, unique per park), else, for a
- * copy parked by an older version, `h-` and a digest of the body and the properties (browse counters left out), which
- * stays the same from one browse to the next. The message id is not used: publishers reuse it (the same message
- * failing twice, or none set), and two copies that are byte for byte the same may share a digest id, which is harmless
- * since either may stand for the other.
+ * A parked message's id: its `x-parked-id`, else (a copy parked without one) `h-` and a digest of the body and the
+ * properties but the browse counters, the same from one browse to the next. Not the message id: publishers reuse it.
+ * Two copies byte for byte alike may share a digest id, which is harmless: either may stand for the other.
  */
 export function parkedIdOf({ content, properties }: ParkedDelivery): string {
   const own = headersOf(properties)[ParkedHeader.id];
@@ -95,10 +78,7 @@ function parkedAtOf(value: unknown): Date | undefined {
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
-/**
- * The headers with the exception texts masked: copies parked by earlier versions (or by other tools) may hold a
- * `user:password@` that the page, its export and the CLI must not show.
- */
+/** The headers with the exception texts masked: a copy parked by another tool may hold a `user:password@`. */
 function maskedExceptionHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const masked = { ...headers };
   for (const key of [ParkedHeader.exceptionMessage, ParkedHeader.exceptionStack]) {
@@ -179,12 +159,9 @@ export interface ReplayTarget {
 }
 
 /**
- * The properties of a replayed copy: the original properties and the user's headers, without the parking headers and
- * the broker's death and delivery counters, so that the handler counts its attempts from one again. `x-replayed-at`
- * says when (kept if the copy is parked again). The route it was first published with stays
- * (`x-original-exchange`, `x-original-routing-key`), and `x-original-queue` names the queue it goes to: the transport
- * reads a body without its envelope by that key (REPLAY_ROUTE_HEADERS). The original `expiration` is not restored (it
- * would have lapsed) and neither is `userId` (the broker refuses another user's).
+ * The properties of a replayed copy: the original properties and the user's headers, without the parking headers
+ * (but REPLAY_ROUTE_HEADERS) and the broker's counters, so that its attempts count from one again; `x-replayed-at` says
+ * when. Neither `expiration` (it would have lapsed) nor `userId` (the broker refuses another user's) is restored.
  */
 export function replayPublishOptions(properties: MessageProperties, target: ReplayTarget): Options.Publish {
   const kept = new Set(REPLAY_ROUTE_HEADERS);

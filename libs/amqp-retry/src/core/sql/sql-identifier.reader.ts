@@ -1,4 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { fnv1a } from '../text/fnv.hash.js';
 
 /** A PostgreSQL identifier the library will quote into SQL: letters, digits and _, at most 63 bytes (NAMEDATALEN - 1). */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -26,25 +27,14 @@ export const qualifiedName = (table: string, schema?: string): string => (schema
 const MAX_IDENTIFIER_BYTES = 63;
 
 /**
- * The name of an index of `table`: `<table>_<suffix>` when that fits in 63 bytes; else the table's name cut short,
- * with 8 hex digits of a hash of the whole name, so that two long tables' indexes (and one table's several) never
- * take the same cut name (PostgreSQL would cut it itself, and CREATE INDEX IF NOT EXISTS would then skip a clash
- * silently). `table` is an identifier of readSqlIdentifier: ASCII, one byte a character.
+ * The name of an index of `table`: `<table>_<suffix>` when that fits in 63 bytes; else the table's name cut short, with
+ * a hash of the whole name, so that two long names never take the same cut name (CREATE INDEX IF NOT EXISTS would
+ * skip the clash silently). `table` is ASCII (readSqlIdentifier), one byte a character.
  * @example indexName('orders_outbox', 'pending_idx') // 'orders_outbox_pending_idx'
  */
 export function indexName(table: string, suffix: string): string {
   const plain = `${table}_${suffix}`;
   if (plain.length <= MAX_IDENTIFIER_BYTES) return plain;
-  const hash = fnv1a(plain).toString(16).padStart(8, '0');
+  const hash = fnv1a(plain);
   return `${table.slice(0, MAX_IDENTIFIER_BYTES - suffix.length - hash.length - 2)}_${hash}_${suffix}`;
-}
-
-/** FNV-1a, 32 bits: a short, stable hash of a name. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
 }

@@ -18,9 +18,7 @@ export function describePolicy({ maxAttempts, delaysMs }: PolicyLine): string {
 }
 
 /**
- * The line a handler queue logs once it is consumed: the queue's policy, then each pattern that runs its own (the
- * transport's `retry` extras), so that an operator reading the log sees the policy that applies to each message and
- * not only the server's default.
+ * The line a handler queue logs once it is consumed: the queue's policy, then each pattern's that runs its own.
  * @example consumingLine({ queue: 'shipping', errorQueue: 'shipping.error', maxAttempts: 2, delaysMs: [1000] }, [{ pattern: 'ship', maxAttempts: 3, delaysMs: [300] }])
  * // 'Consuming "shipping": 2 attempts, retries after 1s, parking in "shipping.error"; pattern "ship": 3 attempts, retries after 300ms'
  */

@@ -1,14 +1,9 @@
 import type { RetryLogger } from '../observe/retry.logger.js';
 
 /**
- * The library's one masker of credentials, for every URL and every text that leaves the process: log lines,
- * configuration errors, the CLI's output, the parked-messages page and its export, traces, parked copies.
- *
- * Passwords are masked wherever they are written before an `@`, also when they hold characters a URL should have
- * percent-encoded: a generated password with an unencoded `/`, `@` or `:` makes the URL unparseable (or parse as
- * something else), so the masker does not parse. It reads `user:password@` as "everything from the first `:` after
- * the user to the LAST `@` before the next whitespace", which may mask more than the password (a port and a path when
- * a later `@` follows them), never less.
+ * The library's one masker of credentials, for every text that leaves the process. It does not parse URLs: a generated
+ * password with an unencoded `/`, `@` or `:` would break the parse. It masks from the first `:` after the user to the
+ * LAST `@` before the next whitespace, which may mask more than the password, never less.
  */
 
 /** `scheme://user:password@`: the user may be empty (`redis://:pw@host`); the password runs to the last `@`. */

@@ -51,11 +51,7 @@ function describe(error: unknown, depth: number): string {
   return text ?? UNPRINTABLE;
 }
 
-/**
- * The message of anything thrown: an Error's message (its name if the message is empty), a string as it is, any
- * other value as text. Never throws, whatever was thrown: objects without `toString`, throwing getters, Proxies that
- * throw on every trap, symbols, circular objects. The last resort is UNPRINTABLE.
- */
+/** The message of anything thrown: an Error's message (its name if empty), any other value as text. Never throws. */
 export function errorMessage(error: unknown): string {
   return attempt(() => describe(error, 0)) ?? UNPRINTABLE;
 }

@@ -6,22 +6,16 @@ export interface DeadlineWait {
   sentAt: number;
   /** When its current wait ends. */
   due: number;
-  /**
-   * Runs when the wait ends before `stop()`: true waits another `timeoutMs` (a patient send, told how long it has
-   * waited), false ends it.
-   */
+  /** Runs when the wait ends before `stop()`: true waits another `timeoutMs` (a patient send), false ends it. */
   onTimeout(waitedMs: number): boolean;
 }
 
 /**
- * Deadlines of waits that all last the same `timeoutMs` (the confirms of one channel's sends, the calls of one
- * handler under its time limit), on one timer instead of one per wait. Their deadlines come in the order they
- * started: the waits are kept in a Set (which iterates in insertion order), the timer is armed for the oldest, and
- * when it fires every wait that is due times out, then it is armed again for the next. A wait that goes on (a patient
- * send) goes to the back, due `timeoutMs` later, which is never before any other. Starting and stopping a wait are
- * O(1). The timer is not cancelled when the last wait stops: it runs out and is not armed again (cancelling and
- * arming a Node timer for each of a stream of short waits cost microseconds each, measured: most of a handler time
- * limit's cost). It is unref'd, so an idle clock keeps no process alive; clear() cancels it.
+ * Deadlines of waits that all last the same `timeoutMs` (one channel's confirms, one handler's calls under its time
+ * limit), on one timer: as every wait lasts the same, a Set in insertion order is in deadline order, and the timer is
+ * armed for the oldest. Starting and stopping a wait are O(1). The timer is not cancelled when the last wait stops
+ * (cancelling and arming one per short wait cost microseconds, measured: most of a handler time limit's cost); it is
+ * unref'd, so an idle clock keeps no process alive.
  */
 export class DeadlineClock {
   private readonly waits = new Set<DeadlineWait>();

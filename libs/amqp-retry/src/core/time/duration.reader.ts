@@ -16,10 +16,7 @@ export const MAX_TTL_MS = 2 ** 32 - 1;
 /** What a valid duration looks like, for error messages. */
 export const DURATION_HINT = "milliseconds (1500) or a number with a unit: '250ms', '5s', '2m', '1h', '3d'";
 
-/**
- * Converts a duration to whole milliseconds, rounding up so that a delay is never shorter than asked.
- * Returns undefined for anything that is not a finite, non-negative duration.
- */
+/** A duration in whole milliseconds, rounded up (a delay is never shorter than asked); undefined unless finite and non-negative. */
 export function parseDuration(value: unknown): number | undefined {
   if (typeof value === 'number') {
     return Number.isFinite(value) && value >= 0 ? Math.ceil(value) : undefined;
@@ -35,11 +32,7 @@ export function parseDuration(value: unknown): number | undefined {
 export type DurationReading =
   { ok: true; ms: number } | { ok: false; problem: 'not-a-duration' } | { ok: false; problem: 'below' | 'above'; ms: number };
 
-/**
- * The library's one duration reader: parses `value` (see parseDuration) and checks it against [min, max]. The
- * configuration (readDuration: RetryConfigError) and the publish call's `delay` (readPublishDelay: RangeError, an
- * argument rather than configuration) word their errors from its answer.
- */
+/** The library's one duration reader: `value` (see parseDuration) checked against [min, max]; callers word their own errors. */
 export function readDurationWithin(value: unknown, min: number, max: number): DurationReading {
   const ms = parseDuration(value);
   if (ms === undefined) return { ok: false, problem: 'not-a-duration' };

@@ -1,9 +1,6 @@
 /**
- * The one place where the library turns a duration into a timer.
- *
- * Node's timers take at most 2^31-1 ms (about 24.8 days): a longer delay fires after 1 ms, with only a
- * TimeoutOverflowWarning. The configuration accepts longer durations (a tier delay, a time limit, a claim of up to a
- * year), so every timer the library arms from one goes through here, and a long one is a chain of shorter ones.
+ * The one place where the library turns a duration into a timer. Node's timers take at most 2^31-1 ms (about 24.8
+ * days): a longer delay fires after 1 ms. The configuration accepts longer durations, so a long timer is a chain.
  */
 
 /** The longest delay a single Node timer waits; a longer one fires after 1 ms. */
@@ -101,10 +98,7 @@ export function startInterval(ms: number, callback: () => void): DurationTimer {
   return timer;
 }
 
-/**
- * Resolves after `ms`, or as soon as `signal` aborts (never rejects). `unref`: the wait does not keep the process
- * alive.
- */
+/** Resolves after `ms`, or as soon as `signal` aborts (never rejects). `unref`: the wait does not keep the process alive. */
 export function sleep(ms: number, options: { signal?: AbortSignal; unref?: boolean } = {}): Promise<void> {
   const { signal, unref = false } = options;
   return new Promise((resolve) => {
@@ -120,10 +114,7 @@ export function sleep(ms: number, options: { signal?: AbortSignal; unref?: boole
   });
 }
 
-/**
- * Settles as `work` does, or rejects with `onTimeout()` once `ms` passed first. The timer is cancelled either way;
- * `work` itself is not (the caller decides what a late result means).
- */
+/** Settles as `work` does, or rejects with `onTimeout()` once `ms` passed first; `work` itself is not cancelled. */
 export function withinTime<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
   let timer: DurationTimer | undefined;
   const expired = new Promise<never>((_, reject) => {

@@ -6,13 +6,13 @@
 export const HANDLER_REGISTRY_QUEUE = 'amqp-retry.handlers';
 
 /**
- * An exclusive, auto-deleted queue held while the registry is read: a read takes every record unacked, so a second
- * reader at that moment would see none of them. RabbitMQ refuses a second connection's declare of an exclusive queue
- * (405 RESOURCE_LOCKED) and deletes it when its connection dies, so it is a lock that a crash cannot leave behind.
+ * An exclusive queue held while the registry is read (a read takes every record unacked, so a second reader would see
+ * none): the broker refuses it to a second connection (405 RESOURCE_LOCKED) and deletes it with its connection, so a
+ * crash cannot leave the lock behind.
  */
 export const HANDLER_REGISTRY_LOCK = 'amqp-retry.handlers.lock';
 
-/** How long a registry reader waits for another's read to finish before it reads anyway (as it did before the lock). */
+/** How long a registry reader waits for another's read to finish before it reads anyway. */
 export const REGISTRY_LOCK_WAIT_MS = 5_000;
 
 /** The pause between two tries to take the registry's lock: a read takes a few milliseconds. */
@@ -30,11 +30,7 @@ export interface HandlerRecord {
   /** The tier queues of the newest start, tier 1 first. */
   tiers: string[];
   queueType: 'classic' | 'quorum';
-  /**
-   * The applications (RetryModule option `application`) whose starts recorded the queue, the newest first: one for a
-   * handler queue, every application that shares it for a shared one (the default delay ladder's). Empty in records
-   * written by versions without it, or by starts without an application name.
-   */
+  /** The applications (RetryModule option `application`) whose starts recorded the queue (several for a shared ladder), newest first. */
   applications: string[];
   /** ISO time of the start that wrote it. */
   recordedAt: string;
@@ -72,10 +68,7 @@ export function latestRecords(records: readonly HandlerRecord[]): HandlerRecord[
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
 
-/**
- * Which of the records read (by position) a start that wrote a new record for `queue` may remove: the older records
- * of the same queue. The others stay, so the queue keeps one record per handler queue.
- */
+/** The records (by position) a start that wrote a new record for `queue` may remove: the older ones of that queue, and unreadable ones. */
 export function supersededRecords(contents: readonly (HandlerRecord | undefined)[], queue: string): number[] {
   return contents.flatMap((record, index) => (record === undefined || record.queue === queue ? [index] : []));
 }
@@ -84,18 +77,16 @@ export function supersededRecords(contents: readonly (HandlerRecord | undefined)
 export const PRUNE_CHECKS_PER_START = 10;
 
 /**
- * Which records (by position) a start checks: those of other queues, the oldest `max`. A record whose handler queue
- * and parking queue are both gone is removed (a queue deleted for good leaves no record behind for ever; one deleted
- * for a moment is recorded again by its next start).
+ * Which records (by position) a start checks: those of other queues, the oldest `max`. A record whose handler queue and
+ * parking queue are both gone is removed (one deleted for a moment is recorded again by its next start).
  */
 export function pruneCandidates(contents: readonly (HandlerRecord | undefined)[], queue: string, max = PRUNE_CHECKS_PER_START): number[] {
   return contents.flatMap((record, index) => (record !== undefined && record.queue !== queue ? [index] : [])).slice(0, max);
 }
 
 /**
- * The applications a new record of `queue` names: `mine` (if any) first, then those of the queue's earlier records,
- * newest first, each once, at most MAX_RECORDED_APPLICATIONS. So a queue several applications share (the default delay
- * ladder) stays known to each of them, whichever started last.
+ * The applications a new record of `queue` names: `mine` (if any) first, then those of its earlier records, newest
+ * first, each once: a queue several applications share stays known to each, whichever started last.
  */
 export function recordedApplications(contents: readonly (HandlerRecord | undefined)[], queue: string, mine: string | undefined): string[] {
   const earlier = contents.flatMap((record) => (record?.queue === queue ? [record.applications] : [])).reverse();

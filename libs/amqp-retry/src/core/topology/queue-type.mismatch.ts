@@ -5,12 +5,20 @@ import { QueueArgument } from '../headers/header.names.js';
 export type { QueueTypeMismatch };
 
 /**
- * The argument every queue the library declares carries: its type, stated even for classic queues. Without it the
- * vhost's default queue type decides (RabbitMQ 3.10+ `rabbitmqctl add_vhost --default-queue-type quorum`, or
- * `default_queue_type` in rabbitmq.conf), and the library would run quorum queues believing them classic. Redeclaring
- * a classic queue made without the argument is accepted (observed on 3.10.8, 4.0.5 and 4.3.6).
+ * The argument every queue the library declares carries, even classic ones: without it the vhost's default queue type
+ * decides, and the library would run quorum queues believing them classic. Redeclaring a classic queue made without
+ * it is accepted (observed on 3.10.8, 4.0.5 and 4.3.6).
  */
 export const queueTypeArgument = (type: QueueType): { [QueueArgument.queueType]: QueueType } => ({ [QueueArgument.queueType]: type });
+
+/**
+ * What every quorum queue of the library adds: dead-lettering that waits for the target's confirm (the default, at
+ * most once, loses a message with a node lost in between), which requires `reject-publish` overflow.
+ */
+export const QUORUM_DEAD_LETTERING = {
+  [QueueArgument.deadLetterStrategy]: 'at-least-once',
+  [QueueArgument.overflow]: 'reject-publish',
+} as const;
 
 // The forms of RabbitMQ's 406 text for x-queue-type (3.10.8, 4.0.5, 4.3.6), e.g.
 //   inequivalent arg 'x-queue-type' for queue 'q' in vhost '/': received 'classic' but current is 'quorum'
@@ -48,11 +56,9 @@ export function declaredQueueType(args: Readonly<Record<string, unknown>> | unde
 const INEQUIVALENT_ARG = /inequivalent arg '([^']+)' for queue .*?: received .+? but current is (none|'[^']*'|the value (.+?) of type '([^']+)')"?$/s;
 
 /**
- * The next declaration to try when the broker refused one for another argument than the type: the refused argument
- * set as the queue has it (or removed if it has none), the type kept. The broker checks the arguments in a fixed
- * order, the type after `x-dead-letter-strategy` and the limits, so a queue made quorum by an earlier configuration
- * is refused first for those; a few such steps reach the type, or show that only other arguments differ. Undefined
- * when the refusal cannot be read or the value cannot be written back as the broker has it.
+ * The next declaration to try when the broker refused one for another argument than the type: that argument as the
+ * queue has it, the type kept. The broker checks the type after `x-dead-letter-strategy` and the limits, so a few such
+ * steps reach it. Undefined when the refusal or the value cannot be read back.
  */
 export function nextTypeProbe(args: Readonly<Record<string, unknown>>, brokerMessage: string): Record<string, unknown> | undefined {
   const match = INEQUIVALENT_ARG.exec(brokerMessage);

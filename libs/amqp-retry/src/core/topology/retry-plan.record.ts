@@ -30,10 +30,7 @@ export function readPlanRecord(content: Buffer | undefined): RetryPlanRecord | u
   }
 }
 
-/**
- * A schedule's id: the digest that ends its first tier's name, which covers every delay of the schedule
- * (`Q.retry.1.<delay>.<id>`, see tierQueues).
- */
+/** A schedule's id: the digest that ends its first tier's name (`Q.retry.1.<delay>.<id>`, see tierQueues). */
 export const scheduleIdOf = (tiers: readonly string[]): string => (tiers[0] ?? '').slice((tiers[0] ?? '').lastIndexOf('.') + 1);
 
 /** The schedules the records name besides `own`, each once, to check whether a version still runs them. */

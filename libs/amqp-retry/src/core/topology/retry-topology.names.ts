@@ -35,12 +35,10 @@ export interface RetryTopologyNames {
 }
 
 /**
- * The names of the queues and exchanges the library declares for a handler on `queue`, from the same plan it
- * declares them by: for tests, dashboards, alerts and clean-up scripts that must name a tier or the parking queue
- * without copying the naming rule (a tier's name carries a digest of its schedule). Pure: reads no environment and
- * touches no broker. Without `delays` or `backoff` the tiers are the library's default ones (`['1s', '10s', '1m']`);
- * give the module's `delays` when it sets others (`RETRY_DELAYS` included). Invalid options throw the
- * `RetryConfigError` the decorator would.
+ * The names of the queues and exchanges the library declares for a handler on `queue`, from the same plan it declares
+ * them by, for tests, dashboards and scripts that must not copy the naming rule. Pure. Without `delays` or `backoff`
+ * the tiers are the default ones (`['1s', '10s', '1m']`): give the module's `delays` when it sets others (`RETRY_DELAYS`
+ * included). Invalid options throw the `RetryConfigError` the decorator would.
  * @example retryTopologyNames('orders', { delays: ['1s', '10s'] }).tiers // ['orders.retry.1.1s.<id>', 'orders.retry.2.10s.<id>']
  * @example retryTopologyNames('orders').errorQueue // 'orders.error'
  */

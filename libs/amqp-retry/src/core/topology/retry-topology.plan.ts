@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { QUORUM_DELIVERY_LIMIT } from '../delivery/delivery.decision.js';
 import { formatDuration } from '../time/duration.reader.js';
 import type { HandlerConfig } from '../config/handler.config.js';
-import { queueTypeArgument } from './queue-type.mismatch.js';
+import { QUORUM_DEAD_LETTERING, queueTypeArgument } from './queue-type.mismatch.js';
 import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
 import { BrokerHeader, QueueArgument } from '../headers/header.names.js';
 import { queueLimitArguments, type QueueLimitsConfig } from '../config/queue-limits.config.js';
@@ -28,9 +28,8 @@ export const retryNames = (queue: string) => ({
 const scheduleId = (delaysMs: readonly number[]) => createHash('sha256').update(delaysMs.join(',')).digest('hex').slice(0, 6);
 
 /**
- * The tier queues of a handler, tier 1 first: `Q.retry.<position>.<delay>.<schedule>`. A tier's arguments are its
- * delay and the name of the next tier, which depends on every later delay; the name carries all of them (the last
- * part digests the delays from this tier on), so any change of configuration makes new queues, never a 406.
+ * The tier queues of a handler, tier 1 first: `Q.retry.<position>.<delay>.<schedule>`. The last part digests the delays
+ * from this tier on, on which its arguments depend, so any change of configuration makes new queues, never a 406.
  * @example tierQueues({ queue: 'orders', delaysMs: [1000, 10000] }) // ['orders.retry.1.1s.<id>', 'orders.retry.2.10s.<id>']
  */
 export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): string[] =>
@@ -51,21 +50,17 @@ export function businessQueueArguments(
     ...queueLimitArguments(limits),
     [QueueArgument.deadLetterExchange]: retryNames(queue).deadLetterExchange,
     ...queueTypeArgument(quorum ? 'quorum' : 'classic'),
-    ...(quorum ? { [QueueArgument.deadLetterStrategy]: 'at-least-once', [QueueArgument.overflow]: 'reject-publish' } : {}),
+    ...(quorum ? QUORUM_DEAD_LETTERING : {}),
     ...(quorum ? { [QueueArgument.deliveryLimit]: QUORUM_DELIVERY_LIMIT } : {}),
   };
 }
 
-/**
- * The deaths in Q that are no rejection by the library, as RabbitMQ names their reasons: expired (the message's own
- * `expiration`, or the queue's TTL), pushed out or refused by a length limit, and (quorum) past the delivery limit.
- */
+/** The deaths in Q that are no rejection by the library, as RabbitMQ names their reasons. */
 export const DEATHS_TO_SORT_OUT = ['expired', 'maxlen', 'delivery_limit'] as const;
 
 /**
- * The bindings of Q.dlx.sort to Q.dlx.dead: one per reason, on the death headers the broker writes. `all-with-x`
- * matches on `x-` headers (plain `all` ignores them). `x-first-death-*` (every version) catches a message whose first
- * death was in Q; `x-last-death-*` (RabbitMQ 3.13+) also one that died elsewhere before.
+ * The bindings of Q.dlx.sort to Q.dlx.dead, on the death headers the broker writes: `all-with-x` matches on `x-`
+ * headers (plain `all` ignores them); `x-last-death-*` (RabbitMQ 3.13+) also catches a message that died elsewhere first.
  */
 function deathSortBindings(queue: string, deadLetterQueue: string): BindingDeclaration[] {
   const { deathSortExchange } = retryNames(queue);
@@ -93,29 +88,19 @@ function deathSortBindings(queue: string, deadLetterQueue: string): BindingDecla
  *     Q.dlx --T_k--> T_k                          every tier is bound by its own name
  *   T_k (TTL delay_k) --expires, key T_(k+1) (the last tier: its own name)--> Q.return (fanout) --> Q only
  *
- * So a failing message carries the name of its next tier as its routing key, and Q.dlx routes by names alone: a
- * binding can never point a message at the wrong tier, whatever configurations came before. Changing delays
- * creates new tiers; messages waiting in the old ones finish the old schedule (their keys name old tiers, which
- * keep their bindings). The one binding that can go stale is Q.dlx.first-tier's to the old first tier, which the plan
- * record lets a later start remove (planRetirement). `firstFailures: false` leaves that binding out, for a start that
- * must cut the old one first (two first tiers bound at once would each get a copy of a first failure).
- *
- * A message that expires in Q or is pushed out by its length limit is dead-lettered like a rejection, but had it
- * gone on to a tier, the broker's dead-letter cycle rule would drop it on its way back (a cycle with no rejection in
- * it): so Q.dlx.sort takes it out of the way of the tiers, by the death headers, before it reaches one.
+ * A failing message carries its next tier's name as its routing key, so a binding can never point it at the wrong
+ * tier, and messages in the tiers of old delays finish their old schedule. The one binding that can go stale,
+ * Q.dlx.first-tier's, is removed by a later start (planRetirement); `firstFailures: false` leaves it out, for a start
+ * that must cut the old one first. Q.dlx.sort keeps expired and pushed-out messages out of the tiers, where the
+ * broker's dead-letter cycle rule would drop them on their way back.
  */
 export function planRetryTopology(handler: HandlerConfig, { firstFailures = true }: { firstFailures?: boolean } = {}): TopologyPlan {
   const { queue } = handler;
   const names = retryNames(queue);
   const tiers = tierQueues(handler);
-  // Quorum queues dead-letter at least once (the message leaves only when the target took it), which needs
-  // reject-publish overflow; without it the broker may drop a dead letter that the target could not take.
-  // Every queue states its type (see queueTypeArgument): a vhost's default type must not decide it.
   const quorum = handler.queueType === 'quorum';
   const typed = queueTypeArgument(quorum ? 'quorum' : 'classic');
-  const safeDeadLettering = quorum
-    ? { ...typed, [QueueArgument.deadLetterStrategy]: 'at-least-once', [QueueArgument.overflow]: 'reject-publish' }
-    : typed;
+  const safeDeadLettering = quorum ? { ...typed, ...QUORUM_DEAD_LETTERING } : typed;
 
   const exchanges: TopologyPlan['exchanges'] = [
     ...(handler.upstream ? [{ name: handler.upstream.exchange, type: handler.upstream.exchangeType }] : []),
