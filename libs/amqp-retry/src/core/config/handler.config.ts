@@ -190,9 +190,7 @@ export function resolveHandlerConfig(
       'Each partition queue has a single active consumer already; leave singleActiveConsumer out.',
     );
   }
-  // A breaker or a pause cancels the consumer, and a partition queue's standby consumer (another instance) would take
-  // over while this one's deliveries still run: the key's order would break. A partitioned handler has neither, and
-  // the module's defaults skip it (docs/outage-protection.md).
+  // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
   const circuitBreaker =
     options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
   if (partitions !== undefined && circuitBreaker !== undefined) {

@@ -19,10 +19,8 @@ export interface RetryModuleOptions {
   /** Broker URL. Env `AMQP_URL`; default `amqp://guest:guest@localhost:5672`. For a cluster, give `urls` instead. */
   url?: string;
   /**
-   * The nodes of a cluster, instead of `url`. At start-up the first that answers is used; when the connection is lost,
-   * reconnection tries the next node after the lost one, then the others round-robin (the lost node last), with the
-   * usual `reconnect` backoff and `connectTimeout` per attempt. The publishing and consuming connections fail over
-   * independently. Env `AMQP_URL` as a comma-separated list.
+   * The nodes of a cluster, instead of `url`: the first that answers is used; a lost connection tries the next node,
+   * then the others round-robin (the lost one last). Env `AMQP_URL` as a comma-separated list.
    */
   urls?: string[];
   /** One retry tier per entry, in order; the last repeats. Env `RETRY_DELAYS` ("1s,10s,1m"); default `['1s', '10s', '1m']`. */
@@ -60,12 +58,9 @@ export interface RetryModuleOptions {
   /** How many publishes may wait for the connection at once; more reject at once. Default 1000. */
   publishBufferSize?: number;
   /**
-   * Delayed delivery (`RetryPublisher.publish(..., { delay })`): the ladder of TTL queues is declared and its
-   * forwarder consumes in every application that has it on. Default true, with the prefix 'amqp-retry.delay'
-   * shared by every application on the vhost; `false` turns it off, `{ prefix }` uses a ladder of its own.
-   * `queueType` (default: the module's `queueType`) 'quorum' makes the ladder's queues replicated quorum queues that
-   * dead-letter at least once: on a cluster, a delayed message then survives the loss of a node. Its names start
-   * with `<prefix>.quorum.`, so both kinds of ladder can share a vhost.
+   * Delayed delivery (`RetryPublisher.publish(..., { delay })`) through a ladder of TTL queues. Default true, with the
+   * prefix 'amqp-retry.delay' shared by the vhost's applications; `false` turns it off, `{ prefix }` uses a ladder of
+   * its own. `queueType: 'quorum'` makes a delayed message survive the loss of a node (names start `<prefix>.quorum.`).
    */
   delayedDelivery?:
     | boolean
@@ -79,16 +74,11 @@ export interface RetryModuleOptions {
   shutdownTimeout?: Duration;
   /**
    * How long one handler call may take, for handlers without their own `timeout`: past it the call's `signal` aborts
-   * and the attempt counts as failed (retried or parked by the handler's policy); what the abandoned call does later
-   * changes nothing. Keep it below the broker's consumer timeout (RabbitMQ 4.3 no longer applies one to classic
-   * queues). Env `RETRY_HANDLER_TIMEOUT`; default none (0: no limit). `timeout` is the same option under the name a
-   * handler's own has.
+   * and the attempt counts as failed. Keep it below the broker's consumer timeout. Env `RETRY_HANDLER_TIMEOUT`;
+   * default none (0: no limit).
    */
   handlerTimeout?: Duration;
-  /**
-   * The same as `handlerTimeout`, under the name of the handler option it is the default of (`@RetryWithBackoff({ timeout })`).
-   * Give one of the two; both, with different values, fail the start.
-   */
+  /** The same as `handlerTimeout`, named as the handler option (`@RetryWithBackoff({ timeout })`); give one of the two. */
   timeout?: Duration;
   /**
    * How long a publish (yours, a parked copy, a forwarded delayed message) waits for the broker's confirm before it
@@ -120,17 +110,14 @@ export interface RetryModuleOptions {
    * Default off.
    */
   tracing?: boolean | TracingOptions;
-  /**
-   * How handler failures are logged. `retries: 'line'` (default): a warning for each retry; Nest's ExceptionsHandler,
-   * which would print every failure's stack first, stays quiet (your exception filters still see every error).
-   * `'nest'`: Nest's ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
-   * `parked: 'line'` (default): a park is one warning line (reason, queue, message id, parked id, error message); the
-   * stack is in the parked copy (`x-exception-stack`). `'stack'`: the same warning followed by the handler's stack.
-   */
+  /** How handler failures and parks are logged. */
   logging?: {
-    /** How a handler's failure is logged: `'line'` (default) or `'nest'`. */
+    /**
+     * `'line'` (default): a warning for each retry, and Nest's ExceptionsHandler stays quiet (your exception filters
+     * still see every error); `'nest'`: Nest's ExceptionsHandler logs each failure with its stack, retry lines are debug.
+     */
     retries?: RetryLogs;
-    /** How a park is logged: `'line'` (default: one warning line) or `'stack'` (the line, then the handler's stack). */
+    /** `'line'` (default): one warning line, the stack kept in the parked copy (`x-exception-stack`); `'stack'`: then the stack. */
     parked?: ParkLogs;
   };
   /** Handle each message once, for every handler without its own `idempotency` (see IdempotencyOptions). */
@@ -150,11 +137,9 @@ export interface RetryModuleOptions {
   /** At most `calls` handler calls per `per`, for every handler without its own `rateLimit` (each its own bucket). */
   rateLimit?: RateLimitOptions;
   /**
-   * Beat to the retry console (docs/console.md): this instance's identity, queues, states, counts and timings on the
-   * control exchange, every `intervalMs` (default 5000, 250 to 60000), so that the page served by another instance of
-   * the application shows it. For instances that do not import `RetryDashboardModule` (workers, microservices), which
-   * beats without it (its `heartbeatIntervalMs` then wins). A `RetryClient` has no handlers and never beats; a
-   * `RetryServer` given a module's `engine` beats as that module says. Default false.
+   * Beat to the retry console (docs/console.md): this instance's queues, states, counts and timings on the control
+   * exchange, so that the page served by another instance shows it. For instances without `RetryDashboardModule`
+   * (which beats anyway, at its `heartbeatIntervalMs`). Default false.
    * @example heartbeat: true
    */
   heartbeat?:
@@ -322,11 +307,8 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
   /** At most `calls` handler calls per `per` in this process; `false` turns the module's default off. */
   rateLimit?: RateLimitOptions | false;
   /**
-   * Splits the queue into `count` partition queues by a stable hash of `key` (the broker's consistent-hash exchange,
-   * plugin `rabbitmq_consistent_hash_exchange`): each key's messages run in order, one partition on one instance at a
-   * time, and the partitions spread over the running instances (docs/partitions.md). Not with `ordering` or
-   * `singleActiveConsumer`, which it implies.
-   * @example { count: 8, key: { header: 'x-account-id' }, whileRetrying: 'hold' }
+   * Splits the queue into partition queues (plugin `rabbitmq_consistent_hash_exchange`; see PartitionsOptions). Not
+   * with `ordering` or `singleActiveConsumer`, which it implies.
    */
   partitions?: PartitionsOptions;
 }
