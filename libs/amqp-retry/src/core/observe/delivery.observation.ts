@@ -2,11 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { ObserverHub } from './observer.hub.js';
 import type { DeliveryEvent, DeliveryScope } from './retry.observer.js';
 
-/**
- * One handler call as the observers see it: started, run inside their scopes, then handled or failed. Created only
- * when there are observers, so the delivery path without them allocates nothing for it; with observers that only
- * count (no `deliveryStarted`, as the heartbeat's collector), it is this object and one event per call.
- */
+/** One handler call as the observers see it: started, run inside their scopes, then handled or failed. Made only with observers. */
 export class DeliveryObservation {
   private readonly started: number;
   /** The observers' scopes around the call; undefined when none gives one, and then the call runs as it is. */

@@ -1,7 +1,4 @@
-/**
- * A prom-client `Registry` (structurally, so that the library's types do not need prom-client installed). Pass
- * your own to keep the library's metrics apart; without one they go to prom-client's default registry.
- */
+/** A prom-client `Registry`, structurally (the library's types do not need prom-client installed). */
 export interface MetricsRegistry {
   /** Registers one metric (prom-client's `Registry.registerMetric`). */
   registerMetric(metric: never): void;

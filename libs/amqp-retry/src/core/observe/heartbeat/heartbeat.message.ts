@@ -28,10 +28,7 @@ export function encodeHeartbeat(beat: Heartbeat): Buffer {
 
 type Problem = { problem: string };
 
-/**
- * Reads a heartbeat as the control path reads a command: a bounded JSON object, every field of its type and within
- * its bounds, and the application the routing key names. Anything else is a problem in words and changes nothing.
- */
+/** Reads a heartbeat: a bounded JSON object, each field typed and within bounds, of the application its routing key names. */
 export function decodeHeartbeat(content: Buffer, routingKey: string): Heartbeat | Problem {
   if (content.length > MAX_HEARTBEAT_BYTES)
     return { problem: `the body has ${content.length} bytes; a heartbeat has at most ${MAX_HEARTBEAT_BYTES}` };
