@@ -1,9 +1,7 @@
 /**
- * What a partitioned handler's consistent-hash exchange hashes, recorded beside it. RabbitMQ keeps an existing
- * exchange's arguments when it is declared again with others (observed on 3.10.8 and 4.3.6: a redeclare with another
- * `hash-header` is accepted, and the exchange goes on hashing the first), and AMQP cannot read an exchange's arguments
- * back. So the start that declares the exchange leaves a record of its arguments in a queue of its own
- * (`<queue>.partitions.key`, see partitionNames), and every later start compares its key with it.
+ * What a partitioned handler's hash exchange hashes, recorded in `<queue>.partitions.key`: a redeclare with another
+ * `hash-header` is accepted and ignored (observed on 3.10.8 and 4.3.6), and AMQP cannot read arguments back, so every
+ * later start compares its key with this record.
  */
 export interface HashKeyRecord {
   /** The consistent-hash exchange's arguments: `{ 'hash-header': name }` or `{ 'hash-property': 'message_id' }`. */
