@@ -21,9 +21,8 @@ const limitText = ({ maxLength, maxLengthBytes }: QueueLimitsConfig) =>
     .join(', ');
 
 /**
- * Why the broker nacked a publish to `exchange` with `routingKey`, when a handler queue it may reach refuses
- * publishes once full (overflow 'reject-publish'): the queues, their limits and what to do. Undefined when no such
- * queue can be reached that way (by name through the default exchange, or through the exchange it is bound to).
+ * Why the broker nacked a publish to `exchange` with `routingKey`, when a handler queue it reaches refuses publishes
+ * once full: the queues, their limits and what to do; else undefined.
  * @example fullQueueHint('', 'orders', [{ queue: 'orders', queueType: 'classic', limits }]) // 'the queue "orders" is full (maxLength 2, ...'
  */
 export function fullQueueHint(exchange: string, routingKey: string, queues: readonly LimitedQueue[]): string | undefined {

@@ -53,10 +53,8 @@ export interface PublishedMessage {
 }
 
 /**
- * The AMQP properties of a message published with `options`, over `base` (what the caller always sets): the message id
- * given or a new one, persistent unless told otherwise, and each other property only when given (amqplib sends an
- * absent one as none anyway: no spread of a literal per publish). Their values are checked where every publish is
- * (checkPublishProperties), with the same errors whichever publisher sent them.
+ * The AMQP properties of a message published with `options`, written into `base`: each property only when given (no
+ * spread per publish); checkPublishProperties checks them later, as for every publish.
  * @example publishProperties({ correlationId: 'req-7' }, { contentType: 'application/json' }).messageId // a new UUID
  */
 export function publishProperties(options: Omit<PublishOptions, 'delay'>, base: Options.Publish): Options.Publish & { messageId: string } {
