@@ -113,6 +113,13 @@ export function readName(value: unknown, key: string, reserve: number, example: 
   return value;
 }
 
+/** Reads true or false; `fallback` when absent. */
+export function readFlag(value: unknown, key: string, fallback = false): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
+  return value;
+}
+
 /** Reads a queue type: 'classic' or 'quorum'. */
 export function readQueueType(value: unknown, key: string): QueueType {
   if (value === 'classic' || value === 'quorum') return value;

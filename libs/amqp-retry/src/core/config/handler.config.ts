@@ -6,6 +6,7 @@ import {
   readDelays,
   readDeserializer,
   readDuration,
+  readFlag,
   readInteger,
   readName,
   readNumber,
@@ -232,12 +233,6 @@ export function resolveHandlerConfig(
     partitions,
     limits: readQueueLimits(options, queueType, at),
   };
-}
-
-function readFlag(value: unknown, key: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
-  return value;
 }
 
 /**
