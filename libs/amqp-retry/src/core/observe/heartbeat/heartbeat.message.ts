@@ -1,6 +1,7 @@
 import type { QueueState } from '../../breaker/queue.state.js';
 import type { BreakerCause, Heartbeat, HeartbeatIdentity, HeartbeatQueue } from './heartbeat.types.js';
 import { LATENCY_BUCKETS } from './latency.histogram.js';
+import { MAX_PARTITIONS } from '../../partitions/partitions.config.js';
 
 /** Routing key prefix of heartbeats on the control exchange: `amqp-retry.heartbeat.<application>`. */
 export const HEARTBEAT_KEY_PREFIX = 'amqp-retry.heartbeat.';
@@ -14,8 +15,7 @@ export function heartbeatKey(application: string | undefined): string {
 export const MAX_HEARTBEAT_BYTES = 65_536;
 /** Most queues one heartbeat may name. */
 export const MAX_HEARTBEAT_QUEUES = 64;
-/** Most partitions one queue of a heartbeat may name. */
-const MAX_PARTITIONS = 256;
+
 const MAX_TEXT = 200;
 const MAX_COUNT = 1_000_000_000;
 
