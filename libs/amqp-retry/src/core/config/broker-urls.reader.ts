@@ -49,10 +49,7 @@ export function readUrl(value: unknown, key: string): string {
   return value;
 }
 
-/**
- * Reads a list of broker URLs: the `urls` option (an array) or AMQP_URL (comma-separated; a comma inside a password
- * is written %2C, as in any URL). Every entry must be an AMQP URL, and none may appear twice.
- */
+/** Reads a list of distinct AMQP URLs: `urls` (an array) or AMQP_URL (comma-separated; a comma in a password is %2C). */
 export function readUrlList(value: unknown, key: string): string[] {
   const fromEnv = typeof value === 'string';
   const entries = fromEnv ? value.split(',').map((entry) => entry.trim()) : value;

@@ -11,10 +11,7 @@ function text(value: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * A warning to log at connection when the broker is a RabbitMQ version known to lose retried messages (pre-releases
- * included), else undefined; unreadable `serverProperties` give none.
- */
+/** A warning when the broker is a RabbitMQ version that loses retried messages (pre-releases included), else undefined. */
 export function brokerVersionWarning(serverProperties: Record<string, unknown> | undefined): string | undefined {
   if (typeof serverProperties !== 'object' || serverProperties === null) return undefined;
   const product = text(serverProperties.product);

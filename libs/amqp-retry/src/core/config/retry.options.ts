@@ -30,17 +30,15 @@ export interface RetryModuleOptions {
   /** Unacknowledged deliveries per consumer. Env `RETRY_PREFETCH`; default 20. */
   prefetch?: number;
   /**
-   * The type of the queues the library declares for handlers. 'quorum' dead-letters at least once between the
-   * queue and its tiers, and parks a message that keeps coming back unsettled (a handler that crashes the process).
-   * Env `RETRY_QUEUE_TYPE`; default 'classic'.
+   * The type of the handlers' queues: 'quorum' dead-letters at least once, and parks a message that keeps crashing the
+   * process. Env `RETRY_QUEUE_TYPE`; default 'classic'.
    */
   queueType?: QueueType;
   /** The connection's name in the management UI and `rabbitmqctl list_connections`; default `nestjs-amqp-retry (pid <pid>)`. */
   connectionName?: string;
   /**
-   * The application's name, recorded with its handler queues on the broker, so that `amqp-retry parked --app <name>`
-   * finds them (and no other application's). Env `RETRY_APPLICATION`; default none (the queues are then found by
-   * name, `--queue`). Printable text, at most 200 characters.
+   * The application's name (printable, at most 200 characters), recorded with its handler queues, so that
+   * `amqp-retry parked --app <name>` finds them. Env `RETRY_APPLICATION`; default none.
    */
   application?: string;
   /** Spacing of reconnection attempts after a connection loss: capped exponential backoff with 20% jitter. */
@@ -50,10 +48,7 @@ export interface RetryModuleOptions {
     /** The longest wait between attempts. Default '30s'. */
     maxDelay?: Duration;
   };
-  /**
-   * How long a publish may wait for a lost connection to come back (re-sends included), for a channel, or for a full
-   * socket buffer to drain, before it rejects. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'.
-   */
+  /** How long a publish may wait for the connection, a channel or a full socket buffer. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'. */
   publishTimeout?: Duration;
   /** How many publishes may wait for the connection at once; more reject at once. Default 1000. */
   publishBufferSize?: number;
@@ -81,33 +76,24 @@ export interface RetryModuleOptions {
   /** The same as `handlerTimeout`, named as the handler option (`@RetryWithBackoff({ timeout })`); give one of the two. */
   timeout?: Duration;
   /**
-   * How long a publish (yours, a parked copy, a forwarded delayed message) waits for the broker's confirm before it
-   * fails; a broker that blocks publishers over a memory or disk alarm never confirms. Env `RETRY_CONFIRM_TIMEOUT`;
-   * default '10s'.
+   * How long a publish waits for the broker's confirm (a broker blocking publishers over an alarm never confirms).
+   * Env `RETRY_CONFIRM_TIMEOUT`; default '10s'.
    */
   confirmTimeout?: Duration;
   /** How long one attempt to connect may take (TCP and AMQP handshake). Env `RETRY_CONNECT_TIMEOUT`; default '10s'. */
   connectTimeout?: Duration;
   /**
-   * How a body becomes the handler's payload, for handlers without their own: 'json' (default: strict UTF-8, and a
-   * content type that is absent or JSON; anything else is parked as malformed), 'raw' (the Buffer as it came), or a
-   * function `(content, message) => payload` (a throw parks the message as malformed).
+   * How a body becomes the payload, for handlers without their own: 'json' (default: strict UTF-8 JSON), 'raw' (the
+   * Buffer), or `(content, message) => payload`. What cannot be read is parked as malformed.
    */
   deserializer?: Deserializer;
-  /**
-   * Told of every handled, retried and parked delivery, publish, and connection or consumer change (see
-   * RetryObserver): for alerts and audit. An observer that throws is logged once and never disturbs a message.
-   */
+  /** Told of deliveries, publishes, connection and consumer changes (see RetryObserver): for alerts and audit. */
   observers?: RetryObserver[];
-  /**
-   * Prometheus metrics with prom-client (an optional peer dependency, loaded only when this is on): `true` registers
-   * them in prom-client's default registry, `{ registry }` in yours. Default off. See docs/operations.md, Observability.
-   */
+  /** Prometheus metrics (prom-client, loaded only when on): `true` in its default registry, `{ registry }` in yours. Default off. */
   metrics?: boolean | MetricsOptions;
   /**
-   * OpenTelemetry tracing with @opentelemetry/api (an optional peer dependency, loaded only when this is on): trace
-   * context in the headers of every publish, a consumer span per attempt. Your application registers the SDK.
-   * Default off.
+   * OpenTelemetry tracing (@opentelemetry/api, loaded only when on): trace context in every publish's headers, a span per
+   * attempt. Your application registers the SDK. Default off.
    */
   tracing?: boolean | TracingOptions;
   /** How handler failures and parks are logged. */
@@ -122,17 +108,11 @@ export interface RetryModuleOptions {
   };
   /** Handle each message once, for every handler without its own `idempotency` (see IdempotencyOptions). */
   idempotency?: IdempotencyOptions;
-  /**
-   * The transactional outbox (docs/outbox.md): `OutboxPublisher.publish(tx, message)` writes in your transaction, and
-   * a relay in this instance publishes committed rows with confirms.
-   */
+  /** The transactional outbox (see OutboxOptions). */
   outbox?: OutboxOptions;
   /** The transactional inbox for every handler without its own `inbox` (see InboxOptions). */
   inbox?: InboxOptions;
-  /**
-   * A circuit breaker on every handler queue without its own `circuitBreaker`: `true` for the defaults, or options
-   * (docs/outage-protection.md). Default off.
-   */
+  /** A circuit breaker on every handler queue without its own: `true` for the defaults, or options. Default off. */
   circuitBreaker?: boolean | CircuitBreakerOptions;
   /** At most `calls` handler calls per `per`, for every handler without its own `rateLimit` (each its own bucket). */
   rateLimit?: RateLimitOptions;
@@ -158,17 +138,11 @@ export interface RetryModuleOptions {
 export interface IdempotencyOptions {
   /** Where handled keys are recorded: RedisIdempotencyStore, PostgresIdempotencyStore or your own. */
   store: IdempotencyStore;
-  /**
-   * Names a message: default its AMQP message id (RetryPublisher always sets one). A message without a key is
-   * parked as malformed, so give a function for publishers that set no message id.
-   */
+  /** Names a message: default its AMQP message id; a message without a key is parked as malformed. */
   key?: MessageKeyFn;
   /** How long a key stays recorded as handled: a copy arriving later runs again. Default '1d'. */
   ttl?: Duration;
-  /**
-   * How long a claim lasts without renewal. A running handler renews it every third of this; a crashed one's claim
-   * frees after it, so copies it had in flight wait up to this long. Default '30s'.
-   */
+  /** How long a claim lasts without renewal (renewed every third of it): a crashed handler's copies wait this long. Default '30s'. */
   claimTtl?: Duration;
 }
 
@@ -185,19 +159,15 @@ export interface OrderingOptions {
         header: string;
       };
   /**
-   * When a message fails and waits in a retry tier: 'continue' (default) lets the key's later messages run meanwhile,
-   * so the retried one ends up after them; 'hold' keeps them waiting in the consumer until the retry comes back and
-   * settles, for at most its tier delay plus `holdGrace`, and at most prefetch - 1 messages.
+   * While a message waits in a retry tier: 'continue' (default) lets its key's later messages run, so the retried one
+   * ends up after them; 'hold' keeps them waiting (at most its tier delay plus `holdGrace`, and prefetch - 1 messages).
    */
   whileRetrying?: 'continue' | 'hold';
   /** How long past its tier delay a held key waits for its retry to come back before it lets the others run. Default '10s'. */
   holdGrace?: Duration;
 }
 
-/**
- * What routes a message to its partition, read by the broker (RabbitMQ's consistent-hash exchange), so that every
- * publisher's messages land in the right partition, not only ours: a header, or the AMQP message id.
- */
+/** What the broker hashes to route a message to its partition, whoever published it: a header, or the AMQP message id. */
 export type PartitionKey =
   | {
       /** The header whose value the broker hashes. */
@@ -215,17 +185,11 @@ export interface PartitionsOptions {
   count: number;
   /** What the broker hashes: `{ header: 'x-account-id' }`, or `'messageId'`. Messages of a key run in order. */
   key: PartitionKey;
-  /**
-   * While a message waits in a retry tier: 'continue' (default) lets its key's later messages run, so the retried one
-   * ends up after them; 'hold' keeps them waiting until it comes back (README "Ordering").
-   */
+  /** As OrderingOptions.whileRetrying: 'continue' (default) or 'hold'. */
   whileRetrying?: 'continue' | 'hold';
   /** With 'hold': how long past its tier delay a key waits for its retry. Default '10s'. */
   holdGrace?: Duration;
-  /**
-   * How often each instance announces itself to the others; an instance not heard from for 3 heartbeats is gone and
-   * its partitions move. Default '1s' (from '100ms' to '1m').
-   */
+  /** How often each instance announces itself; after 3 missed, its partitions move. Default '1s' (from '100ms' to '1m'). */
   heartbeat?: Duration;
 }
 
@@ -267,9 +231,8 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
   /** Handler calls in all, the first included. Default: the module's, else the number of tiers + 1. */
   maxAttempts?: number;
   /**
-   * How long one call of this handler may take: past it the call's `signal` aborts (with a HandlerTimeoutError as its
-   * reason) and the attempt counts as failed, retried or parked like any failure; the abandoned call's late result
-   * changes nothing. Default: the module's `handlerTimeout` (none); 0 turns it off for this handler.
+   * How long one call may take: past it the call's `signal` aborts (reason: a HandlerTimeoutError) and the attempt
+   * fails like any other. Default: the module's `handlerTimeout`; 0 turns it off for this handler.
    */
   timeout?: Duration;
   /** Where exhausted, non-retryable and malformed messages are parked; default `${queue}.error`. */
@@ -285,24 +248,18 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
   /** Handle each message once; default the module's. `false` turns the module's default off for this handler. */
   idempotency?: IdempotencyOptions | false;
   /**
-   * Run the handler in a database transaction (`context.transaction`) that also records the message as handled; it
-   * commits before the ack, and a copy already recorded is acked without running (docs/outbox.md). Default the
-   * module's; `false` turns it off for this handler. Not with `idempotency`. Without an `adapter`, the module's inbox
-   * adapter is used, else its outbox adapter (the table and other options are this handler's own).
+   * Run the handler in a transaction (`context.transaction`) that records the message as handled (see InboxOptions).
+   * Default the module's; `false` turns it off. Not with `idempotency`.
    */
   inbox?: HandlerInboxOptions | false;
   /** Handle messages with the same key one at a time, in arrival order (within this consumer). */
   ordering?: OrderingOptions;
   /**
-   * Declares the queue with `x-single-active-consumer`: one consumer of all instances gets deliveries, the others
-   * stand by, so ordering holds across instances. RabbitMQ cannot change the arguments of an existing queue: turning
-   * this on or off for a queue that exists fails the start with TopologyMismatchError. Default false.
+   * Declares the queue with `x-single-active-consumer`, so ordering holds across instances. Changing it for an existing
+   * queue fails the start (TopologyMismatchError). Default false.
    */
   singleActiveConsumer?: boolean;
-  /**
-   * Stops consuming this queue while its handler keeps failing (a dependency is down), and tries again later:
-   * `true` for the defaults, options, or `false` to turn the module's default off (docs/outage-protection.md).
-   */
+  /** Stops consuming while the handler keeps failing: `true`, options, or `false` to turn the module's default off. */
   circuitBreaker?: boolean | CircuitBreakerOptions;
   /** At most `calls` handler calls per `per` in this process; `false` turns the module's default off. */
   rateLimit?: RateLimitOptions | false;
