@@ -15,7 +15,6 @@ export function heartbeatKey(application: string | undefined): string {
 export const MAX_HEARTBEAT_BYTES = 65_536;
 /** Most queues one heartbeat may name. */
 export const MAX_HEARTBEAT_QUEUES = 64;
-
 const MAX_TEXT = 200;
 const MAX_COUNT = 1_000_000_000;
 
