@@ -12,10 +12,7 @@ export interface SqlResult {
 export interface OutboxAdapter<Tx = unknown> {
   /** Runs one statement in the caller's transaction `tx` (the outbox's publish; the inbox's record). */
   execute(tx: Tx, sql: string, params: readonly unknown[]): Promise<SqlResult>;
-  /**
-   * Runs `work` in a new transaction: commits when it resolves, rolls back when it throws (and rethrows). The relay
-   * claims and marks rows in one; the inbox runs a handler in one.
-   */
+  /** Runs `work` in a new transaction: commits when it resolves, rolls back when it throws (and rethrows). */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /**
    * Calls `onNotify` for each NOTIFY on `channel`, on a connection of its own, until the returned function is called;

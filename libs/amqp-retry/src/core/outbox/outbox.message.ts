@@ -41,10 +41,7 @@ export interface OutboxMessage {
   properties?: OutboxMessageProperties;
   /** Deliver this long after the commit (through the delay ladder); default at once. */
   delay?: Duration;
-  /**
-   * Rows with the same key are sent in commit order, one at a time: the next is published once the broker confirmed
-   * the previous one (or it was parked). Transactions writing the same key wait for each other's commit.
-   */
+  /** Rows with the same key are sent one at a time, in commit order (transactions writing it wait for each other's commit). */
   orderKey?: string;
 }
 

@@ -5,20 +5,16 @@ export type PublishVerdict =
   | { kind: 'sent' }
   /** It would fail again the same way: the broker refused it (404, 403, 406), or it cannot be sent as it is. */
   | { kind: 'refused'; reason: string }
-  /** Confirmed but returned: no queue was bound for its routing key (mandatory). Perhaps not yet: tried again, parked after `maxAttempts`. */
+  /** Returned: no queue is bound for its routing key, perhaps not yet. Tried again, parked after `maxUnroutableAttempts`. */
   | { kind: 'unroutable'; reason: string }
   /** Anything else: the broker away or blocking, no confirm in time, a nack. Tried again with backoff, for ever. */
   | { kind: 'transient'; reason: string };
 
-/**
- * Broker reply codes that mean "never" when the broker closed the channel over this publish (the confirm publisher
- * gives the code only then): NOT_FOUND, ACCESS_REFUSED and PRECONDITION_FAILED (a message over max_message_size).
- */
+/** Reply codes of a channel closed over this publish that mean "never": ACCESS_REFUSED, NOT_FOUND, PRECONDITION_FAILED. */
 const PERMANENT_CODES = new Set([403, 404, 406]);
 
 /**
- * Classifies a failed publish from what the publisher reported: its broker reply code (PublishError.brokerCode) and
- * its message.
+ * Classifies a failed publish by its broker reply code (PublishError.brokerCode) and its message.
  * @example classifyPublishFailure({ brokerCode: 404, message: "...no exchange 'x'..." }) // { kind: 'refused', ... }
  */
 export function classifyPublishFailure(error: unknown): Exclude<PublishVerdict, { kind: 'sent' }> {

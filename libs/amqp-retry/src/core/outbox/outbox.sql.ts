@@ -5,7 +5,6 @@ import { indexName, qualifiedName } from '../sql/sql-identifier.reader.js';
 export interface OutboxTableNames {
   /** The outbox table; also the NOTIFY channel. */
   table: string;
-  /** The inbox table. */
   inboxTable: string;
   schema?: string;
 }
@@ -25,7 +24,6 @@ export const CLEANUP_BATCH = 1_000;
 export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   const t = qualifiedName(table, schema);
   const inbox = qualifiedName(inboxTable, schema);
-  const ddlLock = DDL_LOCK_SQL;
   const index = {
     pending: indexName(table, 'pending_idx'),
     order: indexName(table, 'order_idx'),
@@ -78,7 +76,7 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
     /** $1 = a table's quoted name: its columns and the names of its indexes (empty when it does not exist). */
     tableShape: `SELECT ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
   ARRAY(SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)) AS indexes`,
-    ddlLock,
+    ddlLock: DDL_LOCK_SQL,
     /** Run before the insert: a write in no transaction block (each statement its own transaction) finds no mark, adds no row. */
     writeMark: `SELECT set_config('${WRITE_MARK}', 'on', true)`,
     /** As writeMark, and serialises the writers of order key $1, so that its rows' ids follow commit order. */
