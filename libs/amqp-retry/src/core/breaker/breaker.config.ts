@@ -50,10 +50,7 @@ const RATE_PERIOD_RANGE: DurationRange = {
 };
 const KEYS = ['failureRate', 'minimumCalls', 'window', 'consecutiveFailures', 'openFor', 'maxOpenFor', 'halfOpenCalls', 'countsAsFailure'];
 
-/**
- * Reads `circuitBreaker` of the module or a handler: `true` (the defaults), `false` or absent (off), or options.
- * `at(key)` names an option as the user wrote it.
- */
+/** Reads `circuitBreaker` of the module or a handler: `true` (the defaults), `false` or absent (off), or options. */
 export function readCircuitBreaker(value: unknown, at: (key: string) => string): CircuitBreakerConfig | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return readCircuitBreaker({}, at);

@@ -13,10 +13,7 @@ export interface CircuitBreakerOptions {
   minimumCalls?: number;
   /** The sliding window over which the failure rate is taken. Default '30s'. */
   window?: Duration;
-  /**
-   * Also opens after this many counted failures in a row, however long the window: a total outage of a busy queue
-   * is noticed after this many calls, not after `window`'s worth of them. Default: `minimumCalls`.
-   */
+  /** Also opens after this many counted failures in a row, so that a busy queue's outage is noticed early. Default: `minimumCalls`. */
   consecutiveFailures?: number;
   /** How long the breaker stays open the first time; each failed trial doubles it, up to `maxOpenFor`. Default '5s'. */
   openFor?: Duration;
@@ -24,10 +21,7 @@ export interface CircuitBreakerOptions {
   maxOpenFor?: Duration;
   /** Messages let through (the prefetch) while half-open; all must succeed to close. Default 1. */
   halfOpenCalls?: number;
-  /**
-   * Whether a retryable error counts as an outage (default: every one does). Not asked for errors that park the
-   * message (non-retryable, malformed): those never count. A predicate that throws counts the error.
-   */
+  /** Whether a retryable error counts as an outage (default: every one; a predicate that throws counts it). */
   countsAsFailure?: (error: unknown) => boolean;
 }
 

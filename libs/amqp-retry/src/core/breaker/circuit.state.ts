@@ -13,10 +13,7 @@ export interface CircuitTransition {
   openForMs?: number;
 }
 
-/**
- * A delivery let through, from `admit()`: its outcome is recorded with it. Outcomes of tickets from an earlier state
- * (a call that started before the breaker opened and ends after) change nothing.
- */
+/** A delivery let through by `admit()`; the outcome of a ticket from an earlier state changes nothing. */
 export interface CircuitTicket {
   readonly epoch: number;
   readonly trial: boolean;
@@ -86,10 +83,7 @@ export class CircuitBreakerState {
     if (ticket.trial && ticket.epoch === this.epoch && this.current === 'half-open') this.trialsAdmitted--;
   }
 
-  /**
-   * The counted outcome of an admitted delivery's handler call, on the delivery's `attempt` (1-based); returns the
-   * transition it caused, if any.
-   */
+  /** The counted outcome of an admitted delivery's call on its `attempt` (1-based); returns the transition it caused, if any. */
   record(ticket: CircuitTicket, failed: boolean, now: number, attempt = 1): CircuitTransition | undefined {
     if (ticket.settled) return undefined;
     ticket.settled = true;
