@@ -34,10 +34,7 @@ export class WriteQueue {
     return this.full || this.passing > 0 || this.size > 0;
   }
 
-  /**
-   * Puts a write in line (after mustWait() said so): `go` when its turn comes, `fail` when the buffer stayed full for
-   * `stallMs`. The write itself is what waits, not a promise of ours: a flood of 100,000 holds 100,000 small records.
-   */
+  /** Puts a write in line (after mustWait()): no promise of ours per write, so a flood holds only small records. */
   enqueue(write: QueuedWrite): void {
     if (this.full) this.armStallTimer(); // also after an earlier stall: every wait is bounded
     this.waiting.push(write);

@@ -9,10 +9,7 @@ export const DIRECT_REPLY_PREFIX = 'amq.rabbitmq.reply-to.';
 /** True for an address handed out by direct reply-to. */
 export const isDirectReplyAddress = (replyTo: string): boolean => replyTo.startsWith(DIRECT_REPLY_PREFIX);
 
-/**
- * How to send a reply to `replyTo`: with `mandatory` only where a return means "no queue took it"; `probe`: ask first
- * whether the caller is still there (a direct reply-to address, whose returns mean nothing).
- */
+/** How to reply to `replyTo`: `mandatory` where a return means "no queue took it", else `probe` whether the caller is there. */
 export function replyRoute(replyTo: string): { mandatory: boolean; probe: boolean } {
   const direct = isDirectReplyAddress(replyTo);
   return { mandatory: !direct, probe: direct };
