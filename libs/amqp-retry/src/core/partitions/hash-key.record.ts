@@ -38,13 +38,8 @@ const sameArguments = (a: Record<string, string>, b: Record<string, string>): bo
 };
 
 /**
- * What a start does about the record, given whether the hash exchange existed before it, the newest record (if any)
- * and the arguments configured:
- * - `record`: the exchange is new (this start declares it with the configured key): write the record.
- * - `keep`: the exchange exists and hashes the configured key.
- * - `unverified`: the exchange exists without a record (declared by a version that kept none, or by someone else):
- *   what it hashes cannot be known; the configured key is recorded, and the start warns.
- * - `mismatch`: the exchange hashes another key than the configured one: the start must fail, changing nothing.
+ * What a start does about the record: `record` it (a new exchange), `keep` it (the same key), `unverified` (an
+ * exchange without a record: record the key and warn), or `mismatch` (another key: fail, changing nothing).
  */
 export type HashKeyDecision =
   { action: 'record' } | { action: 'keep' } | { action: 'unverified' } | { action: 'mismatch'; found: Record<string, string> };

@@ -1,7 +1,4 @@
-/**
- * What a partitioned handler looks like from one instance, for the page (`api/partitions`), the API
- * (`RetryEngine.partitions()`) and the metrics. Types only: the page's browser code imports them type-only.
- */
+// Types only: the page's browser code imports them.
 
 /** One partition as this instance sees it. */
 export interface PartitionStatus {

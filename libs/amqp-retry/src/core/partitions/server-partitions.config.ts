@@ -41,7 +41,7 @@ export function checkServerPartitions(options: ServerPartitionsInput, at: (key: 
 
 /** RabbitMQ's default `channel_max`: the channels one connection may open. */
 export const BROKER_CHANNEL_MAX = 2047;
-/** The most channels a partitioned server may need on the consuming connection, leaving room for everything else on it. */
+/** The most channels a partitioned server may need on the consuming connection, leaving room for the rest. */
 export const PARTITION_CHANNEL_BUDGET = 1_500;
 
 /**
