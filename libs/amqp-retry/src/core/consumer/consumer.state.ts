@@ -1,13 +1,7 @@
 /**
- * Where a queue consumer is in its life:
- * - `idle`: never started; `start` opens a channel.
- * - `starting`: a channel is opening.
- * - `consuming`: the channel is open and subscribed (or subscribing) to the queue.
- * - `held`: the channel is open and not subscribed, on purpose (`hold` until `release`).
- * - `down`: the channel or its consumer was lost; waiting to resume (at once, after a backoff, or when the
- *   connection's recovery calls `start`).
- * - `stopping`, `handing-over`: the one stop sequence runs (see {@link WindDown}); `drained` ends it.
- * - `stopped`: finished for good; nothing starts it again.
+ * Where a queue consumer is in its life. `held`: the channel is open and not subscribed on purpose (`hold` until
+ * `release`); `down`: the channel or consumer was lost, waiting to resume; `stopping`, `handing-over`: the one stop
+ * sequence (see {@link WindDown}), which `drained` ends in `stopped`, for good.
  */
 export type ConsumerPhase = 'idle' | 'starting' | 'consuming' | 'held' | 'down' | 'stopping' | 'handing-over' | 'stopped';
 

@@ -2,10 +2,7 @@ import { startTimer } from '../time/duration.timer.js';
 
 /** A message's turn on its key: it runs until `leave()`. */
 export interface KeyTurn {
-  /**
-   * The message is done. `hold`: it failed and waits in a retry tier; the key's later messages wait until a copy of
-   * `owner` comes back and leaves without a hold, or `ms` pass.
-   */
+  /** The message is done; `hold`: it waits in a retry tier, and the key waits for `owner`'s copy, at most `ms`. */
   leave(hold?: { owner: string; ms: number }): void;
 }
 
@@ -51,10 +48,7 @@ export class KeySequencer {
     return this.keys.size;
   }
 
-  /**
-   * Resolves with the turn of a message of `key` identified by `owner`, or undefined if `signal` aborted while it
-   * waited. The place in line is taken synchronously, so the order of calls is the order of turns.
-   */
+  /** Resolves with `owner`'s turn on `key` (undefined if `signal` aborted); the place in line is taken synchronously. */
   enter(key: string, owner: string, signal?: AbortSignal): Promise<KeyTurn | undefined> {
     let state = this.keys.get(key);
     if (state === undefined) {
