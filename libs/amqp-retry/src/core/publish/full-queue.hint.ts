@@ -1,13 +1,7 @@
+import type { HandlerConfig } from '../config/handler.config.js';
 import type { QueueLimitsConfig } from '../config/queue-limits.config.js';
-import type { QueueType } from '../topology/topology.types.js';
 
-/** What the hint needs of a handler: its queue, the exchange it is bound to, its type and its limits. */
-export interface LimitedQueue {
-  queue: string;
-  exchange?: string;
-  queueType: QueueType;
-  limits?: QueueLimitsConfig;
-}
+type LimitedQueue = Pick<HandlerConfig, 'queue' | 'exchange' | 'queueType' | 'limits'>;
 
 /** Whether a full queue refuses publishes: overflow 'reject-publish' (a quorum queue with a limit always does). */
 export function refusesWhenFull({ limits, queueType }: LimitedQueue): boolean {
