@@ -78,10 +78,8 @@ function readQueue(value: unknown): HeartbeatQueue | Problem {
   if (typeof queue !== 'string') return queue;
   if (typeof value.consuming !== 'boolean') return { problem: 'consuming must be true or false' };
   if (!STATES.includes(value.state as QueueState)) return { problem: `state must be one of ${STATES.join(', ')}` };
-  const counts: Record<string, number> = {};
   for (const key of ['handled', 'retried', 'parked', 'failed'] as const) {
     if (!isCount(value[key], MAX_COUNT)) return { problem: `${key} must be an integer from 0 to ${MAX_COUNT}` };
-    counts[key] = value[key] as number;
   }
   for (const key of ['processing', 'critical'] as const) {
     const list = value[key];
@@ -93,10 +91,10 @@ function readQueue(value: unknown): HeartbeatQueue | Problem {
     queue,
     consuming: value.consuming,
     state: value.state as QueueState,
-    handled: counts.handled,
-    retried: counts.retried,
-    parked: counts.parked,
-    failed: counts.failed,
+    handled: value.handled as number,
+    retried: value.retried as number,
+    parked: value.parked as number,
+    failed: value.failed as number,
     processing: value.processing as number[],
     critical: value.critical as number[],
   };
