@@ -35,13 +35,12 @@ export class ObserverHub {
   /** The counters of handler calls (the heartbeat's, the page's activity), once there is one (count()). */
   counter?: DeliveryCounter;
   private readonly faulty = new Set<RetryObserver>();
-  private readonly observers: RetryObserver[];
+  private readonly observers: RetryObserver[] = [];
 
   constructor(
     observers: readonly RetryObserver[],
     private readonly logger: RetryLogger,
   ) {
-    this.observers = [];
     for (const observer of observers) this.add(observer);
   }
 
@@ -58,11 +57,6 @@ export class ObserverHub {
   count(counter: DeliveryCounter): void {
     const before = this.counter;
     this.counter = before === undefined ? counter : bothCounters(before, counter);
-  }
-
-  /** No observers: every notification is skipped. */
-  static none(logger: RetryLogger): ObserverHub {
-    return new ObserverHub([], logger);
   }
 
   emit<K extends Notification>(name: K, event: EventOf<K>): void {
