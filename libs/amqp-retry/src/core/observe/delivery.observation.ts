@@ -24,8 +24,7 @@ export class DeliveryObservation {
   handled(): void {
     this.scope?.end?.();
     const { queue, pattern, attempt, maxAttempts, message, deaths } = this.event;
-    // Each field named, not `{ ...this.event, durationMs }`: on Node 20 a spread followed by a key costs about 0.7 µs
-    // (docs/performance.md, "Spreads on the per-message paths"); this literal, about 20 ns.
+    // Each field named, not spread: on Node 20 a spread plus a key costs about 0.7 µs, this literal 20 ns (docs/performance.md).
     this.hub.emit('handled', { queue, pattern, attempt, maxAttempts, message, deaths, durationMs: performance.now() - this.started });
   }
 
