@@ -20,7 +20,7 @@ export interface ConsumerLossEvent {
 /** What the consumer does about it. */
 export interface ConsumerLossVerdict {
   cause: 'consumer-timeout' | 'queue-deleted' | 'consumer-cancelled' | 'channel-closed' | 'connection-lost';
-  /** The broker took the channel's deliveries back: their settlements no longer count, their handlers' signals abort. */
+  /** The broker took the channel's deliveries back: their settlements count for nothing, their signals abort. */
   lost: boolean;
   /** `at-once`: consume again on a fresh channel now; `backoff`: declare again and resume with backoff; `connection`: the connection's recovery restarts the consumer. */
   resume: 'at-once' | 'backoff' | 'connection';
