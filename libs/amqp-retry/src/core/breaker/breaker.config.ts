@@ -50,10 +50,7 @@ const RATE_PERIOD_RANGE: DurationRange = {
 };
 const KEYS = ['failureRate', 'minimumCalls', 'window', 'consecutiveFailures', 'openFor', 'maxOpenFor', 'halfOpenCalls', 'countsAsFailure'];
 
-/**
- * Reads `circuitBreaker` of the module or a handler: `true` (the defaults), `false` or absent (off), or options.
- * `at(key)` names an option as the user wrote it.
- */
+/** Reads `circuitBreaker` of the module or a handler: `true` (the defaults), `false` or absent (off), or options. */
 export function readCircuitBreaker(value: unknown, at: (key: string) => string): CircuitBreakerConfig | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return readCircuitBreaker({}, at);
@@ -126,10 +123,8 @@ export function readRateLimit(value: unknown, at: (key: string) => string): Rate
 }
 
 /**
- * The bucket's size when none is given: the calls of RATE_TIMER_SLACK_MS, at least 1. A delivery over the limit
- * waits for a timer, and a Node timer is not on time to the millisecond: a bucket of one token then caps the rate at
- * what the timer delivers (about 700 calls a second whatever `calls` says, measured). With this size a late timer lets
- * through what came due meanwhile. Any limit up to 100 calls a second keeps a bucket of 1 (calls evenly spaced).
+ * The bucket's size when none is given: the calls of RATE_TIMER_SLACK_MS, at least 1. A bucket of one caps the rate
+ * at what a late Node timer delivers (about 700 calls a second, measured); this size lets a late timer catch up.
  */
 export function defaultBurst(calls: number, perMs: number): number {
   return Math.min(calls, Math.max(1, Math.floor((calls * RATE_TIMER_SLACK_MS) / perMs)));

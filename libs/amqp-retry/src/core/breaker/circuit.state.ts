@@ -13,10 +13,7 @@ export interface CircuitTransition {
   openForMs?: number;
 }
 
-/**
- * A delivery let through, from `admit()`: its outcome is recorded with it. Outcomes of tickets from an earlier state
- * (a call that started before the breaker opened and ends after) change nothing.
- */
+/** A delivery let through by `admit()`; the outcome of a ticket from an earlier state changes nothing. */
 export interface CircuitTicket {
   readonly epoch: number;
   readonly trial: boolean;
@@ -36,24 +33,17 @@ interface Bucket {
  * A circuit breaker's state machine, pure: the caller passes the time, runs the timers, and stops or starts the
  * consumer on each transition it returns.
  *
- * Closed -> open: over the sliding `window`, at least `minimumCalls` counted calls of which at least `failureRate`
- * failed, or `consecutiveFailures` counted failures in a row. Open -> half-open: when the caller's timer (`openForMs`
- * of the transition) fires. Half-open -> closed: `halfOpenCalls` trial calls all succeeded. Half-open -> open: a
- * trial call of a message on its first attempt failed, or `consecutiveFailures` trials of retried messages failed in
- * a row; the open time doubles, up to `maxOpenFor`. Closing resets the window and the open time.
+ * Closed -> open: `failureRate` of at least `minimumCalls` counted calls in `window` failed, or `consecutiveFailures`
+ * in a row. Open -> half-open: the caller's timer (`openForMs`). Half-open -> closed: `halfOpenCalls` trials all
+ * succeeded. Half-open -> open: a first attempt's trial failed, or `consecutiveFailures` retried trials in a row; the
+ * open time doubles, up to `maxOpenFor`.
  *
- * A dependency that is down fails every message; a bad message fails every time. So the failure of a message that
- * failed before (attempt > 1) is the message's own repeated failure, not news about the dependency: while closed it is
- * not counted (a success always is), and while half-open it frees its trial place for another message instead of
- * reopening, up to `consecutiveFailures` of them in a row. A backlog of poison messages then goes through its tiers at
- * their pace instead of holding the circuit open, and a dependency that is down is still found out by the messages
- * that reach it for the first time (`repeatedFailure`).
+ * A bad message fails every time, so a retried message's failure says nothing about the dependency: while closed it
+ * is not counted, while half-open it frees its trial place. A poison backlog then goes through its tiers instead of
+ * holding the circuit open, and first attempts still find a dependency that is down.
  *
- * Why not cockatiel's CircuitBreakerPolicy: it leaves the open state lazily, on the next call after the backoff,
- * while an open queue here receives no calls (it is not consumed) and needs a timer; its half-open state lets one
- * call through, not `halfOpenCalls`; its SamplingBreaker counts a minimum rate, not a minimum of calls; it reads
- * Date.now() itself; and it admits and records in one `execute()`, where a delivery here is admitted before its body
- * is read and its outcome known after the retry policy classified the error.
+ * Not cockatiel's CircuitBreakerPolicy: it leaves the open state lazily on the next call (an open queue here gets
+ * none), lets one trial through, counts a minimum rate, reads Date.now(), and admits and records in one `execute()`.
  */
 export class CircuitBreakerState {
   private current: CircuitState = 'closed';
@@ -93,10 +83,7 @@ export class CircuitBreakerState {
     if (ticket.trial && ticket.epoch === this.epoch && this.current === 'half-open') this.trialsAdmitted--;
   }
 
-  /**
-   * The counted outcome of an admitted delivery's handler call, on the delivery's `attempt` (1-based); returns the
-   * transition it caused, if any.
-   */
+  /** The counted outcome of an admitted delivery's call on its `attempt` (1-based); returns the transition it caused, if any. */
   record(ticket: CircuitTicket, failed: boolean, now: number, attempt = 1): CircuitTransition | undefined {
     if (ticket.settled) return undefined;
     ticket.settled = true;
@@ -190,8 +177,5 @@ export class CircuitBreakerState {
   }
 }
 
-/**
- * Whether a failure on `attempt` is a message's repeated failure: it failed before, and fails again. That says the
- * message may be bad; it does not say the dependency is down (see CircuitBreakerState).
- */
+/** Whether a failure on `attempt` is a message's repeated failure (see CircuitBreakerState). */
 export const repeatedFailure = (attempt: number): boolean => attempt > 1;

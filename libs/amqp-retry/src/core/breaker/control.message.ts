@@ -1,10 +1,8 @@
 import { readPauseBy } from './queue.state.js';
 
 /**
- * The exchange on which operators (the `amqp-retry pause|resume` CLI) reach running applications: direct, durable,
- * bound by every engine to a queue of its own (exclusive, gone with its connection) with each of its handler queues'
- * names as binding keys. A command for queue Q reaches every running instance that consumes Q, and no other.
- * Whoever may write to this exchange may pause and resume: restrict it with the vhost's write permissions.
+ * The direct exchange on which operators (`amqp-retry pause|resume`) reach every instance consuming queue Q: each
+ * engine binds an exclusive queue with its handler queues' names. Whoever may write to it may pause and resume.
  */
 export const CONTROL_EXCHANGE = 'amqp-retry.control';
 
@@ -18,10 +16,7 @@ export function encodeControl(command: ControlCommand): Buffer {
   return Buffer.from(JSON.stringify(command));
 }
 
-/**
- * Reads a control message: JSON `{ command: 'pause' | 'resume', queue, by, reason? }` routed with `queue` as its key.
- * Anything else is a problem in words (logged by the engine, answered to the sender, never acted upon).
- */
+/** Reads a control message, JSON `{ command: 'pause' | 'resume', queue, by, reason? }` keyed by `queue`, or a problem in words. */
 export function decodeControl(content: Buffer, routingKey: string): ControlCommand | { problem: string } {
   if (content.length > MAX_BODY) return { problem: `the body has ${content.length} bytes; a command has at most ${MAX_BODY}` };
   let body: unknown;

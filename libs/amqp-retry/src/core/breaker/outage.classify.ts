@@ -1,9 +1,8 @@
 import { decideAfterFailure } from '../delivery/delivery.decision.js';
 
 /**
- * Whether a handler's failure counts toward opening the breaker: only an error the policy would retry (never a
- * NonRetryableError, a `nonRetryable` class or a malformed message: those say the message is bad, not that a
- * dependency is down), and then as `countsAsFailure` says (default yes; a predicate that throws counts the error).
+ * Whether a handler's failure counts toward opening the breaker: only a retryable error (the others say the message
+ * is bad), and then as `countsAsFailure` says (a predicate that throws counts the error).
  */
 export function countsAsOutage(error: unknown, retryable: boolean, countsAsFailure?: (error: unknown) => boolean): boolean {
   if (decideAfterFailure(1, Infinity, retryable, 1, error).action !== 'retry') return false;

@@ -2,9 +2,8 @@
 export type CircuitState = 'closed' | 'open' | 'half-open';
 
 /**
- * What a handler queue's consumer does, as operators see it: running (closed circuit or none), half-open (trial
- * deliveries only), open (not consumed: the circuit breaker stopped it), paused (not consumed: someone paused it).
- * A pause wins over the circuit: a paused queue stays stopped whatever its circuit does meanwhile.
+ * What a handler queue's consumer does, as operators see it: running (closed circuit or none), half-open, open (the
+ * breaker stopped it), paused (someone did). A pause wins over the circuit, whatever it does meanwhile.
  */
 export type QueueState = 'running' | 'half-open' | 'open' | 'paused';
 
@@ -54,10 +53,7 @@ export function queueStateOf(paused: PauseRecord | undefined, circuit: CircuitSt
 
 const MAX_TEXT = 200;
 
-/**
- * Reads who pauses and why, from code, the CLI, a control message or the page: printable text of at most 200
- * characters each (they reach log lines and the page). Returns a problem in words instead when they are not.
- */
+/** Reads who pauses and why: printable text of at most 200 characters each (they reach logs and the page), else a problem. */
 export function readPauseBy(by: unknown, reason: unknown): { by: string; reason?: string } | { problem: string } {
   const text = (value: unknown, name: string, required: boolean): string | undefined | { problem: string } => {
     if (value === undefined || value === null || value === '') return required ? { problem: `${name} is missing` } : undefined;
@@ -74,10 +70,7 @@ export function readPauseBy(by: unknown, reason: unknown): { by: string; reason?
   return why === undefined ? { by: who } : { by: who, reason: why };
 }
 
-/**
- * The word the page's State column shows for a queue's state (QueueActivity.state): nothing while running, else the
- * state and, for a pause, who paused it.
- */
+/** The word the page's State column shows for a queue's state: nothing while running, else the state and who paused. */
 export function queueStateWord(state: QueueState, pausedBy?: string): string | undefined {
   if (state === 'running') return undefined;
   if (state === 'paused') return pausedBy === undefined ? 'paused' : `paused by ${pausedBy}`;

@@ -1,10 +1,6 @@
 import type { RateLimitConfig } from './breaker.config.js';
 
-/**
- * A token bucket, pure: refilled evenly at `calls` per `perMs`, holding at most `burst` tokens; the caller passes the
- * time. Starts full, so a burst of `burst` calls goes at once. With a burst of 1, calls are spaced `perMs / calls`
- * apart: no stretch of `perMs` holds more than `calls`.
- */
+/** A token bucket, pure: refilled evenly at `calls` per `perMs`, at most `burst` tokens, starting full; the caller passes the time. */
 export class TokenBucket {
   private tokens: number;
   private at: number;

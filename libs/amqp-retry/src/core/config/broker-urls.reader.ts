@@ -23,9 +23,8 @@ export const ENCODE_CREDENTIALS_FIX =
   "Percent-encode the user and password (encodeURIComponent): '/' is %2F, '?' %3F, '#' %23, '@' %40, ':' %3A, '%' %25; an '@' in a vhost is %40.";
 
 /**
- * What is wrong with a string that should be an AMQP URL, or undefined when nothing is. A `/`, `?` or `#` before the
- * last `@` (a generated password that was not percent-encoded) ends the host part early: the URL does not parse, or
- * parses as another host. Named as such, rather than as "not an AMQP URL" or amqplib's "Expected amqp:".
+ * What is wrong with a string that should be an AMQP URL, or undefined. A `/`, `?` or `#` before the last `@` (a
+ * password not percent-encoded) ends the host part early, so it is named as such rather than as "not an AMQP URL".
  */
 export function amqpUrlProblem(url: string): { problem: string; fix?: string } | undefined {
   const scheme = /^amqps?:\/\//i.exec(url);
@@ -50,10 +49,7 @@ export function readUrl(value: unknown, key: string): string {
   return value;
 }
 
-/**
- * Reads a list of broker URLs: the `urls` option (an array) or AMQP_URL (comma-separated; a comma inside a password
- * is written %2C, as in any URL). Every entry must be an AMQP URL, and none may appear twice.
- */
+/** Reads a list of distinct AMQP URLs: `urls` (an array) or AMQP_URL (comma-separated; a comma in a password is %2C). */
 export function readUrlList(value: unknown, key: string): string[] {
   const fromEnv = typeof value === 'string';
   const entries = fromEnv ? value.split(',').map((entry) => entry.trim()) : value;
@@ -70,10 +66,8 @@ export function readUrlList(value: unknown, key: string): string[] {
 }
 
 /**
- * The node to try at reconnection attempt `attempt` (1, 2, ...) after losing node `lostIndex` of `count`: the next
- * node first, then round-robin, the lost node last. A node that crashed is the least likely to answer at once, and
- * the connections of many clients that lost the same node spread over the survivors instead of all landing on the
- * first URL of the list. With one URL it is always that one.
+ * The node to try at reconnection attempt `attempt` (1, 2, ...) after losing node `lostIndex` of `count`: the next one,
+ * then round-robin, the lost node last (the least likely to answer), so that clients that lost it spread over the rest.
  */
 export function nodeForAttempt(lostIndex: number, attempt: number, count: number): number {
   return (lostIndex + attempt) % count;
@@ -95,10 +89,9 @@ export interface BrokerUrlOptions {
 }
 
 /**
- * Where the broker is, read one way for every caller (RetryModule, ParkedMessages and its CLI): `urls`, else `url`,
- * else AMQP_URL (one URL or a comma-separated list), else DEFAULT_URL. `owner` names the options in errors.
- * `listInUrl`: `url` may itself be a comma-separated list, and trailing commas are ignored (ParkedMessages' `url`
- * and the CLI's --url take a list, as AMQP_URL does); else `url` is one URL and a trailing comma is an empty entry.
+ * Where the broker is, for every caller (RetryModule, ParkedMessages, the CLI): `urls`, else `url`, else AMQP_URL (one
+ * URL or a comma-separated list), else DEFAULT_URL. `owner` names the options in errors. `listInUrl`: `url` may be a
+ * comma-separated list and trailing commas are ignored (ParkedMessages' `url`, the CLI's --url).
  */
 export function readBrokerUrls(given: BrokerUrlOptions, amqpUrl: string | undefined, owner: string, listInUrl = false): string[] {
   if (given.url !== undefined && given.urls !== undefined) {

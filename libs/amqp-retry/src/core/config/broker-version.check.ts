@@ -1,7 +1,6 @@
 /**
- * RabbitMQ versions that lose messages in the retry loop itself: 3.13.0 to 3.13.2 drop a message that is rejected
- * and then expires in a dead-letter cycle (rabbitmq-server issue #11159), which is what every retry of this library
- * does (nack into a tier queue, expire back to the queue).
+ * 3.13.0 to 3.13.2 drop a message that is rejected and then expires in a dead-letter cycle (rabbitmq-server #11159):
+ * exactly how every retry goes (nack into a tier queue, expire back).
  */
 const AFFECTED = /^3\.13\.[0-2](?![0-9])/;
 
@@ -12,11 +11,7 @@ function text(value: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * A warning to log at connection when the broker is a RabbitMQ version known to lose retried messages, else
- * undefined. `serverProperties` is the connection's `serverProperties` as amqplib gives it (product and version as
- * strings or Buffers); anything unreadable gives no warning. Pre-releases of an affected version count as affected.
- */
+/** A warning when the broker is a RabbitMQ version that loses retried messages (pre-releases included), else undefined. */
 export function brokerVersionWarning(serverProperties: Record<string, unknown> | undefined): string | undefined {
   if (typeof serverProperties !== 'object' || serverProperties === null) return undefined;
   const product = text(serverProperties.product);

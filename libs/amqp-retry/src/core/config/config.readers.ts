@@ -22,14 +22,14 @@ export interface DurationRange {
   min?: number;
   below?: string;
   belowFix?: string;
-  /** Most milliseconds, and why no more. Every timer armed from a duration works up to any length (core/duration.timer). */
+  /** Most milliseconds, and why no more (not setTimeout's limit: core/time/duration.timer arms any length). */
   max: number;
   above: string;
 }
 
 /** Tier and delay TTLs: RabbitMQ takes no longer one. */
 export const TTL_RANGE: DurationRange = { max: MAX_TTL_MS, above: "RabbitMQ's largest TTL (about 49 days)" };
-/** Time limits and intervals: a longer one is no limit at all; the bound keeps every limit a TTL could carry. */
+/** Time limits and intervals: bounded so that every limit fits in a TTL. */
 export const TIME_LIMIT_RANGE: DurationRange = { max: MAX_TTL_MS, above: 'the longest time limit the library takes (about 49 days)' };
 /** Time limits that cannot be 0 (a limit of 0 would fail everything at once). */
 export const POSITIVE_TIME_LIMIT_RANGE: DurationRange = {
@@ -110,6 +110,13 @@ export function readName(value: unknown, key: string, reserve: number, example: 
       `Use at most ${255 - reserve} bytes: AMQP names are limited to 255 and the library appends suffixes.`,
     );
   }
+  return value;
+}
+
+/** Reads true or false; `fallback` when absent. */
+export function readFlag(value: unknown, key: string, fallback = false): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
   return value;
 }
 

@@ -6,6 +6,7 @@ import {
   readDelays,
   readDeserializer,
   readDuration,
+  readFlag,
   readInteger,
   readName,
   readNumber,
@@ -42,7 +43,6 @@ export interface HandlerConfig {
   queueType: QueueType;
   deserializer: Deserializer;
   isRetryable: (error: unknown) => boolean;
-  /** The module's logging.retries: a warning per retry ('line') or a debug line ('nest'). */
   retryLogs: RetryLogs;
   /** Handle each message once (this handler's, else the module's); absent: every copy runs. */
   idempotency?: IdempotencyConfig;
@@ -50,7 +50,6 @@ export interface HandlerConfig {
   inbox?: InboxConfig;
   /** One at a time per key, in arrival order; absent: deliveries run side by side up to prefetch. */
   ordering?: OrderingConfig;
-  /** Declare the queue with x-single-active-consumer. */
   singleActiveConsumer: boolean;
   /** Stop consuming while the handler keeps failing (this handler's, else the module's); absent: never. */
   circuitBreaker?: CircuitBreakerConfig;
@@ -58,17 +57,11 @@ export interface HandlerConfig {
   rateLimit?: RateLimitConfig;
   /** Split into partition queues (docs/partitions.md); the engine runs one handler per partition. */
   partitions?: PartitionsConfig;
-  /**
-   * Retry a failed message in the consumer, unacked at its place, instead of through the tiers: a partition with
-   * `whileRetrying: 'hold'` (docs/partitions.md).
-   */
+  /** Retry a failed message in the consumer, unacked at its place, instead of through the tiers (a partition that holds). */
   retryInPlace?: boolean;
   /** Set on a partition's own configuration: which partition of which handler it is. */
   partitionOf?: PartitionOf;
-  /**
-   * Where the queue's expired and over-length messages are sorted out to (see retry-topology.plan.ts); absent:
-   * `<queue>.dlx.dead`. A partition's is its handler's, which one consumer serves for all of them.
-   */
+  /** Where the queue's expired and over-length messages go; absent: `<queue>.dlx.dead`. Partitions share their handler's. */
   deadLetterQueue?: string;
   /** The queue's limits and arguments, and what happens to a message that expired or was pushed out of it. */
   limits?: QueueLimitsConfig;
@@ -190,9 +183,7 @@ export function resolveHandlerConfig(
       'Each partition queue has a single active consumer already; leave singleActiveConsumer out.',
     );
   }
-  // A breaker or a pause cancels the consumer, and a partition queue's standby consumer (another instance) would take
-  // over while this one's deliveries still run: the key's order would break. A partitioned handler has neither, and
-  // the module's defaults skip it (docs/outage-protection.md).
+  // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
   const circuitBreaker =
     options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
   if (partitions !== undefined && circuitBreaker !== undefined) {
@@ -236,16 +227,7 @@ export function resolveHandlerConfig(
   };
 }
 
-function readFlag(value: unknown, key: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
-  return value;
-}
-
-/**
- * Checks the handlers together: one handler per queue, and no queue used as another's error queue (its parked
- * messages would be consumed and retried again).
- */
+/** Checks the handlers together: one handler per queue, and no queue another's error queue (its parks would be retried). */
 export function assertDistinctQueues(handlers: ReadonlyArray<{ config: HandlerConfig; where: string }>): void {
   const owners = new Map<string, string>();
   for (const { config, where } of handlers) {

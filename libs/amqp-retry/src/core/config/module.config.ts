@@ -46,13 +46,10 @@ export interface ModuleConfig {
   /** The longest handler call of handlers without their own `timeout`, in ms; 0: no limit. */
   handlerTimeoutMs: number;
   deserializer: Deserializer;
-  /** How handler failures are logged (RetryModuleOptions.logging.retries). */
   retryLogs: RetryLogs;
-  /** How parks are logged (RetryModuleOptions.logging.parked). */
   parkLogs: ParkLogs;
   /** The default of handlers without their own `idempotency`. */
   idempotency?: IdempotencyConfig;
-  /** The transactional outbox, when configured. */
   outbox?: OutboxConfig;
   /** The default inbox of handlers without their own. */
   inbox?: InboxConfig;
@@ -188,10 +185,7 @@ function readApplication(source: { value: unknown; key: string } | undefined): s
 
 const moduleKey = (key: string) => `RetryModule option "${key}"`;
 
-/**
- * Resolves the module configuration: each option from `options` if given, else from `env`, else the default;
- * throws RetryConfigError naming the option or variable at fault. Never mutates `options`.
- */
+/** Resolves the module configuration: each option from `options`, else `env`, else the default; never mutates `options`. */
 export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}): ModuleConfig {
   const delays = pick(options, env, 'delays', 'RETRY_DELAYS');
   const maxAttempts = pick(options, env, 'maxAttempts', 'RETRY_MAX_ATTEMPTS');

@@ -1,12 +1,9 @@
 import { formatDuration } from '../time/duration.reader.js';
 
 /**
- * What took a consumer's deliveries away, as the consumer saw it:
- * - `cancelled`: the broker sent `basic.cancel`. RabbitMQ does so when the queue is deleted, and RabbitMQ 4.3 also when
- *   a quorum queue's consumer timeout expires (it returns the message, raising only `x-acquired-count`).
- * - `channel-closed`: the channel closed. `brokerReason` is the broker's reason when it closed the channel alone
- *   (RabbitMQ 3.10 and 4.0 close it with a 406 "delivery acknowledgement on channel N timed out" on a consumer
- *   timeout); without one, the channel died with its connection.
+ * What took a consumer's deliveries away: `cancelled` (`basic.cancel`: a deleted queue, or on 4.3 a quorum queue's
+ * consumer timeout) or `channel-closed` (`brokerReason` when the broker closed it alone, as 3.10 and 4.0 do on a
+ * consumer timeout with a 406; without one, the connection died).
  */
 export interface ConsumerLossEvent {
   event: 'cancelled' | 'channel-closed';
@@ -23,10 +20,7 @@ export interface ConsumerLossEvent {
 /** What the consumer does about it. */
 export interface ConsumerLossVerdict {
   cause: 'consumer-timeout' | 'queue-deleted' | 'consumer-cancelled' | 'channel-closed' | 'connection-lost';
-  /**
-   * The channel's deliveries are lost: the broker took them back and will deliver them again, so no settlement of
-   * theirs counts any more. Their handlers are told through their signal.
-   */
+  /** The broker took the channel's deliveries back: their settlements count for nothing, their signals abort. */
   lost: boolean;
   /** `at-once`: consume again on a fresh channel now; `backoff`: declare again and resume with backoff; `connection`: the connection's recovery restarts the consumer. */
   resume: 'at-once' | 'backoff' | 'connection';
@@ -45,9 +39,8 @@ const ADVICE =
 const consumerTimeout = (line: string): ConsumerLossVerdict => ({ cause: 'consumer-timeout', lost: true, resume: 'at-once', level: 'warn', line });
 
 /**
- * Classifies the loss of a consumer's deliveries, so that the consumer logs the real cause once and resumes as fits:
- * a consumer timeout (the handler outlived the broker's `consumer_timeout` or `consumer-timeout` policy) resumes on a
- * fresh channel at once, the connection untouched; a deleted queue is declared again, with backoff. Never throws.
+ * Classifies the loss of a consumer's deliveries, so that the real cause is logged once: a consumer timeout resumes on
+ * a fresh channel at once, a deleted queue is declared again with backoff. Never throws.
  * @example classifyConsumerLoss({ event: 'cancelled', queue: 'orders', unsettled: 1, oldestHeldMs: 2004, queueExists: true })
  * // { cause: 'consumer-timeout', lost: true, resume: 'at-once', level: 'warn', line: '"orders": the broker cancelled ...' }
  */

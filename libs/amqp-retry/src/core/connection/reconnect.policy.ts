@@ -8,10 +8,7 @@ export interface ReconnectPolicy {
   jitter?: number;
 }
 
-/**
- * The wait before reconnection attempt `attempt` (1-based): initial * factor^(attempt-1), capped at max, of which
- * a `jitter` fraction is random (never more than max). `random` returns [0, 1), as Math.random.
- */
+/** The wait before reconnection attempt `attempt` (1-based): initial * factor^(attempt-1), capped at max, `jitter` of it random. */
 export function reconnectDelay(attempt: number, policy: ReconnectPolicy, random: () => number = Math.random): number {
   const { initialDelayMs, maxDelayMs, factor = 2, jitter = 0.2 } = policy;
   const exponent = Math.min(Math.max(attempt - 1, 0), 64); // beyond this the cap wins anyway

@@ -1,13 +1,7 @@
 /**
- * Where a queue consumer is in its life:
- * - `idle`: never started; `start` opens a channel.
- * - `starting`: a channel is opening.
- * - `consuming`: the channel is open and subscribed (or subscribing) to the queue.
- * - `held`: the channel is open and not subscribed, on purpose (`hold` until `release`).
- * - `down`: the channel or its consumer was lost; waiting to resume (at once, after a backoff, or when the
- *   connection's recovery calls `start`).
- * - `stopping`, `handing-over`: the one stop sequence runs (see {@link WindDown}); `drained` ends it.
- * - `stopped`: finished for good; nothing starts it again.
+ * Where a queue consumer is in its life. `held`: the channel is open and not subscribed on purpose (`hold` until
+ * `release`); `down`: the channel or consumer was lost, waiting to resume; `stopping`, `handing-over`: the one stop
+ * sequence (see {@link WindDown}), which `drained` ends in `stopped`, for good.
  */
 export type ConsumerPhase = 'idle' | 'starting' | 'consuming' | 'held' | 'down' | 'stopping' | 'handing-over' | 'stopped';
 
@@ -53,9 +47,8 @@ export type ConsumerStateEvent =
 export interface WindDown {
   readonly timeoutMs: number;
   /**
-   * `stop`: cancel the consumer first (basic.cancel), so nothing more is delivered. `hand-over`: keep the subscription
-   * until the channel closes, so that a single-active-consumer queue activates the next consumer only once this one's
-   * unsettled deliveries are requeued in their places.
+   * `stop`: basic.cancel first. `hand-over`: keep the subscription until the channel closes, so that a single active
+   * consumer queue activates the next one only once this one's deliveries are requeued in their places.
    */
   readonly cancelFirst: boolean;
   /** `hand-over`: deliveries are no longer started, and those waiting give up at once (their signal aborts with this). */
@@ -134,13 +127,9 @@ function windDown(state: ConsumerState, phase: 'stopping' | 'handing-over', plan
 }
 
 /**
- * A queue consumer's state machine, pure: given its state and an event, the next state and the effects to carry out,
- * in order. The consumer (amqp/queue.consumer.ts) interprets the effects on its channel and reports back what the
- * channel does (`opened`, `subscribed`, `lost`, ...); the time (`now`) comes with the events that need it.
- *
- * Events that come late, from I/O started before a change (a channel opening while `stop` began, a subscribe that
- * completes after `hold`), are legal and undo what they would do; an event that cannot happen in a phase (a channel
- * that opened though none was opening) is `illegal`.
+ * A queue consumer's state machine, pure: the next state and the effects to carry out, in order, which
+ * amqp/queue.consumer.ts interprets. Late events from I/O started before a change (a channel opening after `stop`) are
+ * legal and undo what they would do; an event that cannot happen in a phase is `illegal`.
  * @example transition(INITIAL_CONSUMER_STATE, { type: 'start' }) // { state: { phase: 'starting', ... }, effects: [{ type: 'open-channel' }] }
  */
 export function transition(state: ConsumerState, event: ConsumerStateEvent): ConsumerTransition {

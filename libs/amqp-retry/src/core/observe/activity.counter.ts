@@ -11,11 +11,7 @@ export interface ActivityCounts {
   parked: number;
 }
 
-/**
- * Counts handled, retried and parked messages per queue, for the page's rates (it samples the counts and charts the
- * differences). Keys are the engine's own queues (its handlers' and its delay ladder's ready queue): bounded. Handler
- * calls reach it as the hub's DeliveryCounter (no event per call), parks as an observer.
- */
+/** Counts handled, retried and parked messages per engine queue (bounded), for the page's rates. */
 export class ActivityCounter implements RetryObserver, DeliveryCounter {
   private readonly counts = new Map<string, ActivityCounts>();
 

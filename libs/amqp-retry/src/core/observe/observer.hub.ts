@@ -5,19 +5,12 @@ import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, Retry
 
 type Notification = Exclude<keyof RetryObserver, 'deliveryStarted' | 'publishing'>;
 
-/**
- * Counts handler calls without observer events: the console's heartbeat (HeartbeatCollector). The delivery path calls
- * it with what it has at hand (no event object, no DeliveryObservation), so counting costs two clock reads and a few
- * increments per call.
- */
+/** Counts handler calls without observer events (HeartbeatCollector): no event object is made per call. */
 export interface DeliveryCounter {
   countHandled(queue: string, durationMs: number, message: ConsumeMessage): void;
   /** `retried`: the message goes to a retry tier (else it is parked). */
   countFailed(queue: string, durationMs: number, error: unknown, retried: boolean): void;
-  /**
-   * The circuit breaker counted a call's failure as an outage: told before the breaker's change of state (which this
-   * failure may cause) and before the failure is settled and counted (countFailed).
-   */
+  /** The breaker counted a call's failure as an outage: told before the change of state it may cause, and before countFailed. */
   outageCounted?(queue: string, error: unknown): void;
 }
 
@@ -28,8 +21,7 @@ type EventOf<K extends Notification> = Parameters<NonNullable<RetryObserver[K]>>
 
 /**
  * The engine's side of the observers: calls each one, and keeps a throwing observer from touching message handling
- * (its error is logged once per observer, then ignored). Callers check `active` (or, per message, `deliveries` and
- * `publishes`) before building an event, so that a path allocates nothing for observers that do not ask for it.
+ * (logged once per observer). Callers check `active`, `deliveries` or `publishes` before building an event.
  */
 export class ObserverHub {
   /** True once there is an observer (add() may turn it on later). */
@@ -43,20 +35,16 @@ export class ObserverHub {
   /** The counters of handler calls (the heartbeat's, the page's activity), once there is one (count()). */
   counter?: DeliveryCounter;
   private readonly faulty = new Set<RetryObserver>();
-  private readonly observers: RetryObserver[];
+  private readonly observers: RetryObserver[] = [];
 
   constructor(
     observers: readonly RetryObserver[],
     private readonly logger: RetryLogger,
   ) {
-    this.observers = [];
     for (const observer of observers) this.add(observer);
   }
 
-  /**
-   * Adds an observer from now on (the engine's activity counter, once the page first asks for it): an application that
-   * never opens the page pays nothing for it on the delivery path.
-   */
+  /** Adds an observer from now on (the activity counter, once the page first asks: until then it costs nothing). */
   add(observer: RetryObserver): void {
     this.observers.push(observer);
     this.active = true;
@@ -69,11 +57,6 @@ export class ObserverHub {
   count(counter: DeliveryCounter): void {
     const before = this.counter;
     this.counter = before === undefined ? counter : bothCounters(before, counter);
-  }
-
-  /** No observers: every notification is skipped. */
-  static none(logger: RetryLogger): ObserverHub {
-    return new ObserverHub([], logger);
   }
 
   emit<K extends Notification>(name: K, event: EventOf<K>): void {

@@ -1,7 +1,4 @@
-/**
- * What the engine logs through: Nest's Logger fits it, and so does any console-like logger, so the engine and the
- * broker layer need no Nest.
- */
+/** What the engine logs through: Nest's Logger or any console-like logger, so that the engine needs no Nest. */
 export interface RetryLogger {
   /** A line at the info level: starts, stops, recoveries. */
   log(message: string): void;

@@ -2,10 +2,7 @@ import { startTimer } from '../time/duration.timer.js';
 
 /** A message's turn on its key: it runs until `leave()`. */
 export interface KeyTurn {
-  /**
-   * The message is done. `hold`: it failed and waits in a retry tier; the key's later messages wait until a copy of
-   * `owner` comes back and leaves without a hold, or `ms` pass.
-   */
+  /** The message is done; `hold`: it waits in a retry tier, and the key waits for `owner`'s copy, at most `ms`. */
   leave(hold?: { owner: string; ms: number }): void;
 }
 
@@ -33,12 +30,9 @@ const defaultSchedule: Schedule = (run, ms) => {
 /**
  * Runs messages with the same key one at a time, in the order they called `enter()`; different keys run side by side.
  *
- * A hold (ordering `whileRetrying: 'hold'`): a message that failed and went to a retry tier leaves with a hold, and
- * the key's later messages keep waiting; its copy, when it comes back, runs first (ahead of them), and the key moves
- * on once it leaves without a hold (succeeded or parked). A hold ends early when `ms` pass (the retry went to another
- * consumer, or was lost to an operator), or when the messages waiting behind holds would reach `maxHeldWaiting`:
- * each of them takes one of the consumer's prefetch slots, and the retried copy needs a free one to come back at all,
- * so the oldest hold gives way rather than the consumer stalling. `onBreak` is told.
+ * A hold (`whileRetrying: 'hold'`) keeps a key's later messages waiting until the retried copy comes back, runs first
+ * and leaves without a hold. It ends early (`onBreak`) after `ms`, or when more than `maxHeldWaiting` messages wait
+ * behind holds: each takes a prefetch slot, and the retried copy needs a free one to come back at all.
  */
 export class KeySequencer {
   private readonly keys = new Map<string, KeyState>();
@@ -54,10 +48,7 @@ export class KeySequencer {
     return this.keys.size;
   }
 
-  /**
-   * Resolves with the turn of a message of `key` identified by `owner`, or undefined if `signal` aborted while it
-   * waited. The place in line is taken synchronously, so the order of calls is the order of turns.
-   */
+  /** Resolves with `owner`'s turn on `key` (undefined if `signal` aborted); the place in line is taken synchronously. */
   enter(key: string, owner: string, signal?: AbortSignal): Promise<KeyTurn | undefined> {
     let state = this.keys.get(key);
     if (state === undefined) {

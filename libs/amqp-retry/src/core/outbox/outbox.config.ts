@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { readDuration, readInteger, type DurationRange } from '../config/config.readers.js';
+import { readDuration, readFlag, readInteger, type DurationRange } from '../config/config.readers.js';
 import type { MessageKeyFn } from '../message/message-key.reader.js';
 import { messageIdKey } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
@@ -66,12 +66,6 @@ function readAdapter(adapter: unknown, at: (key: string) => string, orModuleInbo
     throw new RetryConfigError(at('adapter.listen'), 'is not a function', 'Leave it out (the relay then polls) or implement it.');
   }
   return adapter as OutboxAdapter;
-}
-
-function readFlag(value: unknown, key: string, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
-  return value;
 }
 
 function objectOf(value: unknown, key: string, example: string): Record<string, unknown> {

@@ -1,9 +1,8 @@
 import { errorMessage } from '../text/error-message.format.js';
 
 /**
- * What the relay's health says when a round failed in the database, by the error's SQLSTATE: a permission refused
- * (42501) says so and what to grant; another statement the database refused gives its code; only the rest (no
- * code, a connection's failure: class 08, 57P, 53) is "cannot reach the database".
+ * What the relay's health says of a round that failed in the database, by SQLSTATE: 42501 names the grants; another
+ * refusal its code; only the rest (none, 08, 57P, 53) is "cannot reach the database".
  * @example relayDatabaseProblem('amqp_retry_outbox', { code: '42501', message: 'permission denied for table amqp_retry_outbox' })
  */
 export function relayDatabaseProblem(table: string, error: unknown): string {

@@ -41,10 +41,7 @@ export interface OutboxMessage {
   properties?: OutboxMessageProperties;
   /** Deliver this long after the commit (through the delay ladder); default at once. */
   delay?: Duration;
-  /**
-   * Rows with the same key are sent in commit order, one at a time: the next is published once the broker confirmed
-   * the previous one (or it was parked). Transactions writing the same key wait for each other's commit.
-   */
+  /** Rows with the same key are sent one at a time, in commit order (transactions writing it wait for each other's commit). */
   orderKey?: string;
 }
 
@@ -73,9 +70,8 @@ const PROPERTY_KEYS = new Set([
 ]);
 
 /**
- * Checks a message before it is written, so that a bad one fails the caller's transaction (a TypeError or
- * RangeError naming the field) rather than reaching the relay, which could never send it. Its properties are checked
- * by checkPublishProperties, as the engine's publish (RetryPublisher, RetryClient, the relay) checks them.
+ * Checks a message before it is written, so that a bad one fails the caller's transaction (a TypeError or RangeError
+ * naming the field) rather than reaching the relay, which could never send it.
  * @example readOutboxMessage({ exchange: 'orders', routingKey: 'order.created', body: { id: 42 } }, randomUUID)
  */
 export function readOutboxMessage(message: OutboxMessage, newId: () => string): OutboxRecord {
@@ -130,8 +126,7 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
     orderKey: orderKey ?? null,
     delayMs: delay === undefined ? 0 : readPublishDelay(delay),
   };
-  // The relay publishes through the engine's publish, which checks the properties so: the same rules and errors, here
-  // in the caller's transaction, rather than a row parked later as unsendable.
+  // The engine's publish checks them so too: here, the caller's transaction fails rather than the row parking later.
   checkPublishProperties(record.properties);
   return record;
 }

@@ -3,8 +3,8 @@ import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './outbox.config.js';
 import { migrationScript } from './outbox.sql.js';
 
 /**
- * The SQL that creates the outbox and inbox tables, for your migrations (with `createTables: false`). Names as in
- * OutboxOptions and InboxOptions; the defaults' script ships as libs/amqp-retry/migrations/001_outbox_inbox.sql.
+ * The SQL that creates the outbox and inbox tables, for your migrations (with `createTables: false`); the defaults'
+ * script ships as libs/amqp-retry/migrations/001_outbox_inbox.sql.
  * @example writeFileSync('migrations/042_outbox.sql', outboxMigration({ table: 'orders_outbox' }))
  */
 export function outboxMigration(names: { table?: string; inboxTable?: string; schema?: string } = {}): string {

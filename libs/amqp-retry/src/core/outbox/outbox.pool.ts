@@ -6,11 +6,8 @@ export interface RelayPoolProblem {
 }
 
 /**
- * Whether a relay fits a pool of `max` connections. Its LISTEN holds one for as long as it runs, and each of its
- * `concurrency` rounds takes one while it runs. A pool no larger than what LISTEN holds for good is refused: no round
- * would ever get a connection, nor would the application's `pool.connect()`, and the relay's stop would hang. A pool
- * the relay can fill at once (fewer than its need plus one) is a warning: the application's transactions then wait
- * for a round to end, as long as a round waits for the broker. Undefined when it fits, or its size is unknown.
+ * Whether a relay (its LISTEN and `concurrency` rounds, a connection each) fits a pool of `max`: one no larger than
+ * LISTEN holds is refused (everything would hang), one it can fill is a warning; undefined when it fits or is unknown.
  * @example relayPoolProblem(1, 2, true) // { refuse: true, problem: 'is on a pool of at most 1 connection, ...' }
  */
 export function relayPoolProblem(max: number | undefined, concurrency: number, listens: boolean): RelayPoolProblem | undefined {

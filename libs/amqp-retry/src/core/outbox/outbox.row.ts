@@ -1,36 +1,20 @@
 import { reconnectDelay, type ReconnectPolicy } from '../connection/reconnect.policy.js';
 
-/**
- * A row of the outbox: 'pending' until the broker confirmed it ('sent') or refused it for good ('parked', with the
- * reason). A pending row whose publish failed for a passing reason (the broker away, a confirm that did not come)
- * stays pending with a later `available_at`. Only an operator moves a parked row back to pending (an UPDATE, after
- * fixing the exchange or the permission: docs/outbox.md).
- */
-export type OutboxRowState = 'pending' | 'sent' | 'parked';
-
 /** What became of one publish of a row, as the relay saw it. */
 export type PublishVerdict =
   | { kind: 'sent' }
-  /**
-   * It would fail again the same way: the broker refused it (an exchange that does not exist, 404; one the user may
-   * not write to, 403; a message larger than its max_message_size, 406), or it cannot be sent as it is (amqplib
-   * cannot encode it, delayed delivery is off).
-   */
+  /** It would fail again the same way: the broker refused it (404, 403, 406), or it cannot be sent as it is. */
   | { kind: 'refused'; reason: string }
-  /** Confirmed but returned: no queue was bound for its routing key (mandatory). Perhaps not yet: tried again, parked after `maxAttempts`. */
+  /** Returned: no queue is bound for its routing key, perhaps not yet. Tried again, parked after `maxUnroutableAttempts`. */
   | { kind: 'unroutable'; reason: string }
   /** Anything else: the broker away or blocking, no confirm in time, a nack. Tried again with backoff, for ever. */
   | { kind: 'transient'; reason: string };
 
-/**
- * Broker reply codes that mean "never" when the broker closed the channel over this publish (the confirm publisher
- * gives the code only then): NOT_FOUND, ACCESS_REFUSED and PRECONDITION_FAILED (a message over max_message_size).
- */
+/** Reply codes of a channel closed over this publish that mean "never": ACCESS_REFUSED, NOT_FOUND, PRECONDITION_FAILED. */
 const PERMANENT_CODES = new Set([403, 404, 406]);
 
 /**
- * Classifies a failed publish from what the publisher reported: its broker reply code (PublishError.brokerCode) and
- * its message.
+ * Classifies a failed publish by its broker reply code (PublishError.brokerCode) and its message.
  * @example classifyPublishFailure({ brokerCode: 404, message: "...no exchange 'x'..." }) // { kind: 'refused', ... }
  */
 export function classifyPublishFailure(error: unknown): Exclude<PublishVerdict, { kind: 'sent' }> {
@@ -38,9 +22,7 @@ export function classifyPublishFailure(error: unknown): Exclude<PublishVerdict, 
   const reason = typeof message === 'string' ? message : String(error);
   if (typeof brokerCode === 'number' && PERMANENT_CODES.has(brokerCode)) return { kind: 'refused', reason };
   if (/returned as unroutable/.test(reason)) return { kind: 'unroutable', reason };
-  // Never sendable as it is: amqplib cannot encode it (a header table too large for a frame), the engine refuses it
-  // (an invalid delay or property: a RangeError, or checkPublishProperties' TypeError), or this instance has delayed
-  // delivery off.
+  // Never sendable as it is: amqplib cannot encode it, the engine refuses a delay or property, or delayed delivery is off.
   const name = (error as { name?: unknown } | undefined)?.name;
   const invalid = name === 'RangeError' || (name === 'TypeError' && reason.startsWith('Invalid '));
   if (/amqplib could not send it|Delayed delivery is off/.test(reason) || invalid) return { kind: 'refused', reason };
@@ -61,8 +43,7 @@ export type RowChange =
   | { state: 'parked'; attempts: number; reason: string };
 
 /**
- * The row's next state after a publish of attempt `attempts + 1`. Only a pending row is published, so every change
- * starts from 'pending'.
+ * The row's next state after the publish of attempt `attempts + 1` (always from 'pending').
  * @example nextRowChange(0, { kind: 'transient', reason: 'down' }, policy) // { state: 'pending', attempts: 1, retryInMs: ~1000, ... }
  */
 export function nextRowChange(attempts: number, verdict: PublishVerdict, policy: OutboxRetryPolicy, random?: () => number): RowChange {

@@ -1,15 +1,12 @@
 /**
- * Rows at least this large are published alone on the relay's channel. The broker closes the channel over a message
- * larger than its max_message_size (a 406; 16 MiB by default on RabbitMQ 4.x, 128 MiB on 3.x, and an operator may
- * lower it), and a close fails every publish on the channel still awaiting its confirm: published alone, such a row
- * is parked with the broker's reason and no row beside it is sent again.
+ * Rows at least this large are published alone: the broker closes the channel over a message past max_message_size
+ * (16 MiB on 4.x, 128 MiB on 3.x, or lower), failing every publish awaiting its confirm beside it.
  */
 export const ALONE_FROM_BYTES = 1024 * 1024;
 
 /**
- * Lets the relay's publishes go together, except those that must go alone: an `alone` run waits until no run is in
- * flight, and the runs that come while it waits or runs wait for it to end. Runs that go alone go one at a time, in
- * the order they came. No I/O: it only orders promises.
+ * Lets the relay's publishes go together, except `alone` runs: one at a time, in order, each once no run is in flight,
+ * while the runs that come meanwhile wait for it.
  * @example await gate.run(row.body.length >= ALONE_FROM_BYTES, () => publish(row))
  */
 export class SendGate {

@@ -5,7 +5,6 @@ import { indexName, qualifiedName } from '../sql/sql-identifier.reader.js';
 export interface OutboxTableNames {
   /** The outbox table; also the NOTIFY channel. */
   table: string;
-  /** The inbox table. */
   inboxTable: string;
   schema?: string;
 }
@@ -18,20 +17,13 @@ const INBOX_COLUMNS: readonly string[] = ['queue', 'message_id', 'handled_at'];
 /** The setting, local to a transaction, by which the outbox's insert knows it runs in the caller's transaction block. */
 const WRITE_MARK = 'amqp_retry.outbox_write';
 
-/**
- * Rows deleted per cleanup statement, each in a transaction of its own: bounded, so that a cleanup never holds many
- * locks for long. A cleanup runs such batches until one deletes fewer.
- */
+/** Rows deleted per cleanup statement, each in a transaction of its own: a cleanup never holds many locks for long. */
 export const CLEANUP_BATCH = 1_000;
 
-/**
- * Every statement of the outbox and the inbox, as pure text: the relay, the publisher, the inbox step and the
- * migration file all take them from here. `$n` are bind parameters.
- */
+/** Every statement of the outbox and the inbox, as pure text; `$n` are bind parameters. */
 export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   const t = qualifiedName(table, schema);
   const inbox = qualifiedName(inboxTable, schema);
-  const ddlLock = DDL_LOCK_SQL;
   const index = {
     pending: indexName(table, 'pending_idx'),
     order: indexName(table, 'order_idx'),
@@ -84,31 +76,17 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
     /** $1 = a table's quoted name: its columns and the names of its indexes (empty when it does not exist). */
     tableShape: `SELECT ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
   ARRAY(SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)) AS indexes`,
-    ddlLock,
-    /**
-     * Run before the insert, in the caller's transaction: marks it (a setting local to the transaction, which the
-     * insert reads), so that a write in no transaction block (a pool, a client without BEGIN), where each statement is
-     * a transaction of its own, finds no mark and adds no row.
-     */
+    ddlLock: DDL_LOCK_SQL,
+    /** Run before the insert: a write in no transaction block (each statement its own transaction) finds no mark, adds no row. */
     writeMark: `SELECT set_config('${WRITE_MARK}', 'on', true)`,
-    /**
-     * As writeMark, and serialises the transactions that write rows of one order key: the second waits for the first
-     * to commit, so that the ids of a key's rows (drawn after the lock) follow commit order. $1 = the key.
-     */
+    /** As writeMark, and serialises the writers of order key $1, so that its rows' ids follow commit order. */
     writeMarkAndOrderLock: `SELECT set_config('${WRITE_MARK}', 'on', true), pg_advisory_xact_lock(hashtextextended($1, 0))`,
-    /**
-     * Writes a row and wakes the relays (NOTIFY is delivered at commit, and not at all on rollback). Returns its id; no
-     * row without writeMark earlier in the same transaction.
-     */
+    /** Writes a row (only after writeMark) and wakes the relays at commit; returns its id. */
     insert: `WITH row AS (
   INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms)
   SELECT $1::text, $2::text, $3::bytea, $4::jsonb, $5::text, $6::bigint WHERE current_setting('${WRITE_MARK}', true) = 'on' RETURNING id
 ) SELECT id::text AS id, pg_notify('${table}', '') FROM row`,
-    /**
-     * Claims up to $1 rows that are due, locking them (other relays skip them) until the claiming transaction ends. A
-     * row with an order key is taken only when no earlier row of its key is still pending (being sent by another
-     * relay, waiting for a retry): a key's rows go one at a time, in id order.
-     */
+    /** Claims and locks up to $1 due rows; a row with an order key only when no earlier row of its key is pending. */
     claim: `SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, o.attempts,
   GREATEST(0, o.delay_ms - floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000))::bigint::text AS remaining_delay_ms,
   floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000)::bigint::text AS age_ms

@@ -13,10 +13,8 @@ export interface ChannelNeed {
 }
 
 /**
- * The channels a handler holds when this instance owns every partition (its peers stopped or gone): per queue (each
- * partition, or the one queue) its consumer and a presence consumer per schedule, each on a channel of its own; the
- * consumer of its dead-letter queue (one per handler, shared by its partitions); and a partitioned handler's members'
- * listener.
+ * The channels a handler holds when this instance owns every partition: per queue its consumer and a presence consumer
+ * per schedule, its dead-letter consumer, and a partitioned handler's members' listener.
  */
 export const channelsOf = ({ partitions, schedules }: ChannelNeed): number =>
   (partitions ?? 1) * (1 + schedules) + 1 + (partitions === undefined ? 0 : 1);
@@ -24,17 +22,12 @@ export const channelsOf = ({ partitions, schedules }: ChannelNeed): number =>
 /** A partitioned handler's channels besides its partitions': the members' listener and the dead-letter consumer. */
 const PER_PARTITIONED_HANDLER = 2;
 
-/**
- * The channels the handlers' consumers may take of a connection allowed `channelMax`: the share RetryServer keeps of
- * RabbitMQ's default (PARTITION_CHANNEL_BUDGET of 2047), the rest left for what opens besides them (declarations,
- * topology checks, depth reads, the control listener).
- */
+/** The channels consumers may take of `channelMax`: RetryServer's share of the default, the rest kept for declarations and reads. */
 export const consumerChannels = (channelMax: number): number => Math.floor((channelMax * PARTITION_CHANNEL_BUDGET) / BROKER_CHANNEL_MAX);
 
 /**
- * Refuses, at start, handlers whose partitions one instance could not consume on its one consuming connection:
- * past the channels it may open, the last partitions' consumers cannot start while that instance owns them. No-op
- * without a partitioned handler. `channelMax`: the connection's, as negotiated (undefined: not known, no check).
+ * Refuses, at start, partitions one instance owning them all could not consume on its consuming connection (past its
+ * channels, the last ones never start). `channelMax`: as negotiated (undefined: no check).
  */
 export function checkChannelBudget(needs: readonly ChannelNeed[], channelMax: number | undefined): void {
   const partitioned = needs.filter((n) => n.partitions !== undefined);

@@ -1,9 +1,7 @@
 /**
- * What a partitioned handler's consistent-hash exchange hashes, recorded beside it. RabbitMQ keeps an existing
- * exchange's arguments when it is declared again with others (observed on 3.10.8 and 4.3.6: a redeclare with another
- * `hash-header` is accepted, and the exchange goes on hashing the first), and AMQP cannot read an exchange's arguments
- * back. So the start that declares the exchange leaves a record of its arguments in a queue of its own
- * (`<queue>.partitions.key`, see partitionNames), and every later start compares its key with it.
+ * What a partitioned handler's hash exchange hashes, recorded in `<queue>.partitions.key`: a redeclare with another
+ * `hash-header` is accepted and ignored (observed on 3.10.8 and 4.3.6), and AMQP cannot read arguments back, so every
+ * later start compares its key with this record.
  */
 export interface HashKeyRecord {
   /** The consistent-hash exchange's arguments: `{ 'hash-header': name }` or `{ 'hash-property': 'message_id' }`. */
@@ -40,13 +38,8 @@ const sameArguments = (a: Record<string, string>, b: Record<string, string>): bo
 };
 
 /**
- * What a start does about the record, given whether the hash exchange existed before it, the newest record (if any)
- * and the arguments configured:
- * - `record`: the exchange is new (this start declares it with the configured key): write the record.
- * - `keep`: the exchange exists and hashes the configured key.
- * - `unverified`: the exchange exists without a record (declared by a version that kept none, or by someone else):
- *   what it hashes cannot be known; the configured key is recorded, and the start warns.
- * - `mismatch`: the exchange hashes another key than the configured one: the start must fail, changing nothing.
+ * What a start does about the record: `record` it (a new exchange), `keep` it (the same key), `unverified` (an
+ * exchange without a record: record the key and warn), or `mismatch` (another key: fail, changing nothing).
  */
 export type HashKeyDecision =
   { action: 'record' } | { action: 'keep' } | { action: 'unverified' } | { action: 'mismatch'; found: Record<string, string> };

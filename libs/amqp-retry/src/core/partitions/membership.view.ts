@@ -18,10 +18,7 @@ export function readAnnouncement(content: Buffer): MemberAnnouncement | undefine
   }
 }
 
-/**
- * Who is alive, as this member hears it: itself always, and each other member until `expiryMs` after its last
- * announcement, or until it announces that it leaves. Time is passed in, so tests control it.
- */
+/** Who is alive as this member hears it: itself, and each other until `expiryMs` after its last announcement, or it leaves. */
 export class MembershipView {
   private readonly lastSeen = new Map<string, number>();
 

@@ -4,12 +4,9 @@ import { MAX_KEY_LENGTH, type MessageKeyFn } from '../message/message-key.reader
 import type { PartitionKey } from '../config/retry.options.js';
 
 /**
- * The ordering key of a partitioned handler's delivery: the value the broker hashed, so that the messages the broker
- * puts in one partition for one key also run one at a time inside it, whatever that value is. The consistent-hash
- * exchange hashes any value, the empty string and a string of any length included; the ordering lanes take keys of 1
- * to MAX_KEY_LENGTH characters, so such a key runs in the lane of its SHA-256 digest, `sha256:<64 hex digits>` (the
- * name logs give it). Strings as they are, numbers as decimals; a header missing or of another type is no key (those
- * messages run side by side), as is a missing message id.
+ * The ordering key of a partitioned handler's delivery: the value the broker hashed, so that one key also runs one at
+ * a time inside its partition. A value the lanes cannot take ('' or longer than MAX_KEY_LENGTH) runs in the lane of
+ * its digest, `sha256:<hex>`; a missing header or message id is no key.
  */
 export function partitionLaneKey(key: PartitionKey): MessageKeyFn {
   if (key === 'messageId') return (_payload, message) => laneOf(message.properties.messageId);

@@ -9,11 +9,9 @@ export interface MovingMessage {
 }
 
 /**
- * The routing key a message leaving `from` (a partition beyond `count`, or the queue of the unpartitioned handler that
- * partitions replace) is published into the hash exchange with: the key it was first published with. A retry comes
- * back to `from` keyed by the tier it waited in, and the partition it moves to reads a body without the envelope (the
- * transport) by that key: the publisher's must go with it. The hash exchange hashes the partition key, never this.
- * An unreadable `x-death` keeps the delivered key (the partition parks such a message as malformed).
+ * The routing key a message leaving `from` (a retired partition, or the queue partitions replace) goes into the hash
+ * exchange with: the one it was first published with, since a retry comes back keyed by its tier and the transport
+ * reads a body by that key. An unreadable `x-death` keeps the delivered key.
  */
 export function movedRoutingKey(message: MovingMessage, from: string): string {
   const headers = message.properties.headers as Record<string, unknown> | undefined;

@@ -19,9 +19,8 @@ export const partitionNames = (queue: string) => ({
 export const PARTITION_WEIGHT = '1';
 
 /**
- * The handler configuration of each partition: queue `Q.p<i>`, parking in `Q.p<i>.error` (or `<errorQueue>.p<i>` when
- * the handler names its parking queue), single active consumer, ordering by the partition key, fed by the hash
- * exchange, which the handler's own exchange (if any) feeds with the handler's binding keys.
+ * The handler configuration of each partition: queue `Q.p<i>` parking in `Q.p<i>.error` (or `<errorQueue>.p<i>`),
+ * single active consumer, ordered by the partition key, fed by the hash exchange (fed by the handler's own, if any).
  */
 export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
   const partitions = config.partitions;
@@ -49,10 +48,7 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
   });
 }
 
-/**
- * Which partitions `self` consumes, given the members alive (itself included): members sorted by id, partition i to
- * member i mod k, so each holds count/k or one more, and every member computes the same answer from the same view.
- */
+/** Which partitions `self` consumes: partition i to member i mod k of the sorted members, the same answer from the same view. */
 export function assignPartitions(count: number, members: readonly string[], self: string): number[] {
   const sorted = [...new Set([...members, self])].sort();
   const at = sorted.indexOf(self);

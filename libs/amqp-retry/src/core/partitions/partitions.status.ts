@@ -1,7 +1,4 @@
-/**
- * What a partitioned handler looks like from one instance, for the page (`api/partitions`), the API
- * (`RetryEngine.partitions()`) and the metrics. Types only: the page's browser code imports them type-only.
- */
+// Types only: the page's browser code imports them.
 
 /** One partition as this instance sees it. */
 export interface PartitionStatus {
@@ -13,13 +10,9 @@ export interface PartitionStatus {
   owner?: string;
   /** Whether this instance owns it. */
   mine: boolean;
-  /**
-   * Whether this instance consumes it now: owns it and its consumer is subscribed (on the broker it may still wait for
-   * the previous owner to let go). False for a partition it owns whose consumer could not start (no channel left,
-   * say), which it tries again each heartbeat.
-   */
+  /** Whether this instance owns it and its consumer is subscribed (false while a start failed: tried each heartbeat). */
   consuming: boolean;
-  /** Ready messages and consumers, as the broker last said (each heartbeat); undefined before the first look. */
+  /** Ready messages, as the broker last said (each heartbeat); undefined before the first look. */
   depth?: number;
   /** Consumers of the partition's queue, as the broker last said; undefined before the first look. */
   consumers?: number;

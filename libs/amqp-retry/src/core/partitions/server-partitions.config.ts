@@ -10,12 +10,8 @@ export interface ServerPartitionsInput {
 }
 
 /**
- * What a RetryServer (the microservices transport) with `partitions` requires beyond a partitioned handler's rules
- * (handler.config.ts): an `exchange`, since Nest's ClientRMQ and RetryClient with `queue` send to the queue by name
- * through the default exchange, which cannot hash, and the partitioned queue's name is its hash exchange's (no queue
- * has it: those messages would be dropped); and no `circuitBreaker` or `rateLimit`, which on a RetryServer are given
- * for its own queue (not a module default that partitioned handlers skip), so they would be ignored in silence.
- * `at(key)` names an option as the user wrote it. No-op without `partitions`.
+ * What a RetryServer with `partitions` requires beyond a partitioned handler's rules: an `exchange` (the default
+ * exchange cannot hash), and no `circuitBreaker` or `rateLimit` (they would be ignored in silence).
  */
 export function checkServerPartitions(options: ServerPartitionsInput, at: (key: string) => string): void {
   const { queue, partitions, exchange, circuitBreaker, rateLimit } = options;
@@ -45,15 +41,12 @@ export function checkServerPartitions(options: ServerPartitionsInput, at: (key: 
 
 /** RabbitMQ's default `channel_max`: the channels one connection may open. */
 export const BROKER_CHANNEL_MAX = 2047;
-/** The most channels a partitioned server may need on the consuming connection, leaving room for everything else on it. */
+/** The most channels a partitioned server may need on the consuming connection, leaving room for the rest. */
 export const PARTITION_CHANNEL_BUDGET = 1_500;
 
 /**
- * A partitioned RetryServer's channels when one instance owns every partition (the others stopped or gone): per
- * partition its consumer and one presence consumer per retry schedule (the server's, and each pattern's with delays
- * of its own), each on a channel of its own, and the server's dead-letter consumer. Past the broker's `channel_max` the channels of the last partitions
- * cannot open, and those partitions would stay unconsumed while this instance owns them: refused at start, naming
- * the count that fits. `schedules` counts the server's own.
+ * Refuses a partitioned RetryServer whose channels, when one instance owns every partition (a consumer and one per
+ * retry schedule each, and the dead-letter consumer), pass PARTITION_CHANNEL_BUDGET. `schedules` counts the server's own.
  */
 export function checkPartitionChannels(count: number, schedules: number, at: (key: string) => string): void {
   const channels = count * (schedules + 1) + 1;

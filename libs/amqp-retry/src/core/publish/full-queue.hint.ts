@@ -1,13 +1,7 @@
+import type { HandlerConfig } from '../config/handler.config.js';
 import type { QueueLimitsConfig } from '../config/queue-limits.config.js';
-import type { QueueType } from '../topology/topology.types.js';
 
-/** What the hint needs of a handler: its queue, the exchange it is bound to, its type and its limits. */
-export interface LimitedQueue {
-  queue: string;
-  exchange?: string;
-  queueType: QueueType;
-  limits?: QueueLimitsConfig;
-}
+type LimitedQueue = Pick<HandlerConfig, 'queue' | 'exchange' | 'queueType' | 'limits'>;
 
 /** Whether a full queue refuses publishes: overflow 'reject-publish' (a quorum queue with a limit always does). */
 export function refusesWhenFull({ limits, queueType }: LimitedQueue): boolean {
@@ -21,9 +15,8 @@ const limitText = ({ maxLength, maxLengthBytes }: QueueLimitsConfig) =>
     .join(', ');
 
 /**
- * Why the broker nacked a publish to `exchange` with `routingKey`, when a handler queue it may reach refuses
- * publishes once full (overflow 'reject-publish'): the queues, their limits and what to do. Undefined when no such
- * queue can be reached that way (by name through the default exchange, or through the exchange it is bound to).
+ * Why the broker nacked a publish to `exchange` with `routingKey`, when a handler queue it reaches refuses publishes
+ * once full: the queues, their limits and what to do; else undefined.
  * @example fullQueueHint('', 'orders', [{ queue: 'orders', queueType: 'classic', limits }]) // 'the queue "orders" is full (maxLength 2, ...'
  */
 export function fullQueueHint(exchange: string, routingKey: string, queues: readonly LimitedQueue[]): string | undefined {

@@ -7,11 +7,9 @@ export interface QueuedWrite {
 }
 
 /**
- * Orders the writes to one channel while its socket's write buffer is full. amqplib's `publish()` returns false when
- * the buffer is full and buffers the message anyway, so a flood of publishes would otherwise pile up in memory.
- * Here the publishes that come while the buffer is full wait in line and are let through, one write at a time, once
- * it drains, until a write fills it again.
- * One timer per channel, not one per publish: a buffer that stays full for `stallMs` fails every waiting publish.
+ * Orders the writes to one channel while its socket's write buffer is full: amqplib's `publish()` buffers anyway, so a
+ * flood would pile up in memory. Waiting writes go one at a time once it drains, until one fills it again. One timer
+ * per channel: a buffer full for `stallMs` fails every waiting write.
  */
 export class WriteQueue {
   private full = false;
@@ -36,10 +34,7 @@ export class WriteQueue {
     return this.full || this.passing > 0 || this.size > 0;
   }
 
-  /**
-   * Puts a write in line (after mustWait() said so): `go` when its turn comes, `fail` when the buffer stayed full for
-   * `stallMs`. The write itself is what waits, not a promise of ours: a flood of 100,000 holds 100,000 small records.
-   */
+  /** Puts a write in line (after mustWait()): no promise of ours per write, so a flood holds only small records. */
   enqueue(write: QueuedWrite): void {
     if (this.full) this.armStallTimer(); // also after an earlier stall: every wait is bounded
     this.waiting.push(write);
@@ -75,10 +70,8 @@ export class WriteQueue {
   }
 
   /**
-   * Lets the waiting writes through one at a time, each once the one before it has written (a write calls written()
-   * from its `go`, as the confirm publisher's do), until one fills the buffer again: then the rest wait for the next
-   * drain. A loop, not a recursion through written(): a long line never deepens the stack, and never passes a full
-   * buffer by more than the one write that filled it.
+   * Lets waiting writes through one at a time (each `go` calls written()) until one fills the buffer. A loop, not a
+   * recursion through written(): a long line never deepens the stack.
    */
   private releaseNext(): void {
     if (this.releasing) return;

@@ -12,17 +12,13 @@ export interface ChannelClose {
   code?: number;
   /** The exchange the broker refused (404 no such exchange, 403 access refused), when the reason names one. */
   exchange?: string;
-  /**
-   * The broker's max message size (its max_message_size), when it closed the channel over a message larger than that
-   * (406 PRECONDITION_FAILED "message size N is larger than configured max size M").
-   */
+  /** The broker's max_message_size, when it closed the channel over a larger message (406 "message size N is larger..."). */
   maxMessageSize?: number;
 }
 
 /**
- * Reads a broker's channel-close reason. RabbitMQ names the exchange when it closes a channel over a publish to a
- * missing one (`NOT_FOUND - no exchange 'x' in vhost '/'`) or a forbidden one (`ACCESS_REFUSED - access to exchange
- * 'x' in vhost '/' refused for user 'u'`). A close without a reason is a lost connection.
+ * Reads a channel-close reason: RabbitMQ names the exchange of a publish to a missing or forbidden one (`NOT_FOUND - no
+ * exchange 'x' in vhost '/'`, `ACCESS_REFUSED - access to exchange 'x' in vhost '/' refused for user 'u'`).
  */
 export function classifyChannelClose(reason: string | undefined, code: number | undefined): ChannelClose {
   const named = reason?.match(/(?:no exchange|access to exchange) '((?:[^']|'(?! in vhost))*)' in vhost/);
@@ -31,11 +27,8 @@ export function classifyChannelClose(reason: string | undefined, code: number | 
 }
 
 /**
- * What a publish whose channel closed before its confirm should do. A close that names the publish's own exchange
- * was caused by it (or would be by its re-send): it fails with the broker's code; so does a close over a message too
- * large when this one's body (`size` bytes) is over the broker's limit too (a re-send would be refused the same way).
- * Any other close says nothing about this publish, which the broker may or may not have routed: it is sent again (at
- * least once, never lost).
+ * What a publish whose channel closed before its confirm does: it fails when the close names its own exchange, or its
+ * `size` is over the broker's limit too (a re-send would be refused alike); else it is sent again (at least once).
  */
 export function publishOutcomeAfterClose(
   close: ChannelClose,

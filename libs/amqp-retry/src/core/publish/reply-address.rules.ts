@@ -1,12 +1,7 @@
 /**
- * Where a request's reply goes, and what the broker's answer to a reply says about its caller.
- *
- * RabbitMQ's direct reply-to (`replyTo: amq.rabbitmq.reply-to`, Nest's and RetryClient's default) hands the server an
- * address `amq.rabbitmq.reply-to.<id>` that is no queue. A `mandatory` publish to it says nothing about the caller:
- * RabbitMQ 3.10 and 4.0 both deliver it and return it as unroutable, whether the caller is there or gone; 4.3 never
- * returns it (observed; docs/design.md). A passive declare of the address does tell: it succeeds while the caller's
- * channel consumes it and fails with 404 once that channel is gone (on 3.10, 4.0 and 4.3; RabbitMQ's direct reply-to
- * docs suggest it). Replies to an ordinary queue keep `mandatory`, whose return means what it says.
+ * Where a request's reply goes. A `mandatory` publish to a direct reply-to address says nothing about the caller
+ * (3.10 and 4.0 deliver it and return it as unroutable either way; 4.3 never returns it: docs/design.md), but a
+ * passive declare of the address fails with 404 once the caller's channel is gone (3.10, 4.0, 4.3).
  */
 
 export const DIRECT_REPLY_PREFIX = 'amq.rabbitmq.reply-to.';
@@ -14,10 +9,7 @@ export const DIRECT_REPLY_PREFIX = 'amq.rabbitmq.reply-to.';
 /** True for an address handed out by direct reply-to. */
 export const isDirectReplyAddress = (replyTo: string): boolean => replyTo.startsWith(DIRECT_REPLY_PREFIX);
 
-/**
- * How to send a reply to `replyTo`: with `mandatory` only where a return means "no queue took it"; `probe`: ask first
- * whether the caller is still there (a direct reply-to address, whose returns mean nothing).
- */
+/** How to reply to `replyTo`: `mandatory` where a return means "no queue took it", else `probe` whether the caller is there. */
 export function replyRoute(replyTo: string): { mandatory: boolean; probe: boolean } {
   const direct = isDirectReplyAddress(replyTo);
   return { mandatory: !direct, probe: direct };
@@ -44,14 +36,10 @@ const PID_TAIL_BYTES = new Map([
 const isCanonicalBase64 = (text: string): boolean => text.length > 0 && Buffer.from(text, 'base64').toString('base64') === text;
 
 /**
- * Why `address` cannot be a direct reply-to address that RabbitMQ handed out, or undefined when its form is one.
- *
- * The broker hands out `amq.rabbitmq.reply-to.<pid>.<key>`: the caller's channel process in Erlang's external term
- * format and a random key, each in base64 (observed on 3.10.8 and 4.3.6). Any client can send a request with a
- * `replyTo` of its own making, and an address the broker cannot decode makes it close the whole connection that
- * asks about it or publishes to it (541 INTERNAL_ERROR; a passive declare on 3.10 and 4.3, a publish on 3.10).
- * Such an address is refused here, before any I/O. A well-formed address can still name no node of the broker (the
- * broker closes that connection too): the probe runs on a connection of its own for that (engine/reply-address.checker.ts).
+ * Why `address` cannot be a direct reply-to address RabbitMQ handed out (`amq.rabbitmq.reply-to.<pid>.<key>`, an
+ * Erlang pid term and a key in base64, observed on 3.10.8 and 4.3.6), or undefined. The broker closes the whole
+ * connection (541) that asks about or publishes to an address it cannot decode, so such an address is refused before
+ * any I/O; a well-formed one naming no node still does, hence the probe's connection of its own.
  */
 export function directReplyAddressProblem(address: string): string | undefined {
   const parts = address.slice(DIRECT_REPLY_PREFIX.length).split('.');
@@ -72,12 +60,9 @@ export function directReplyAddressProblem(address: string): string | undefined {
 const INTERNAL_ERROR = 541;
 
 /**
- * What the failure of one passive declare of a direct reply-to address says, given the code the broker closed the
- * probe's channel with (`channelCode`; 404: no such address) or, when the whole connection went, the connection's
- * (`lossCode`; none when the socket was lost). Probes run one at a time, so the one in flight is the one the broker
- * answered. 'refused': the broker closed the channel or the connection over this address, whose reply cannot
- * succeed; 'again': the connection went for another reason (a lost socket, a broker shutting down), so the probe is
- * sent again once it is back.
+ * What the failure of one passive declare of a direct reply-to address says, from the probe channel's close code
+ * (404: gone) or the connection's (`lossCode`; none for a lost socket). Probes run one at a time, so the broker
+ * answered the one in flight. 'refused': closed over this address; 'again': lost for another reason, probe again.
  */
 export function probeFailure(channelCode: number | undefined, lossCode: number | undefined): 'gone' | 'refused' | 'again' {
   if (channelCode === 404) return 'gone';

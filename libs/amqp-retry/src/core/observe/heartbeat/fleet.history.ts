@@ -93,9 +93,8 @@ const MINUTE = 60_000;
 const MIN_INTERVAL_MS = 250;
 
 /**
- * The application's instances and per-queue history, from their heartbeats, kept by the page's instance in memory,
- * within FleetLimits. Pure: the caller gives the times. A beat already counted (same instance, same or lower seq) is
- * ignored, so a duplicate cannot count twice; queues outside `inScope` are dropped.
+ * The application's instances and per-queue history from their heartbeats, in memory within FleetLimits. Pure: the
+ * caller gives the times. A beat of an instance with no higher seq is ignored; queues outside `inScope` are dropped.
  */
 export class FleetHistory {
   private readonly instances = new Map<string, Known>();

@@ -20,12 +20,8 @@ class QueueCounts {
 }
 
 /**
- * Collects what each heartbeat carries: per queue, the messages handled, retried, parked and failed, and histograms of
- * the handler's duration (processing time) and of the time from the message's publish timestamp to its handling
- * (critical time); and why each open circuit breaker opened. Handler calls reach it as the hub's DeliveryCounter, not
- * as observer events; it only looks their queue up and increments numbers: nothing is allocated per message (its
- * counts are made once per queue, then reset in place). Parks and breaker changes reach it as an observer.
- * The queues are the engine's own (its handlers and delay ladder): bounded.
+ * Collects what each heartbeat carries, per engine queue (bounded): messages handled, retried, parked and failed,
+ * histograms of processing and critical time, and why an open breaker opened. Nothing is allocated per message.
  */
 export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
   private readonly counts = new Map<string, QueueCounts>();
@@ -49,10 +45,7 @@ export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
     if (retried) counts.retried++;
   }
 
-  /**
-   * The breaker's failure, told before the change of state it may cause: calls running side by side can open the
-   * circuit before any of their failures is settled and counted (countFailed), and the cause names this error.
-   */
+  /** Calls side by side can open the circuit before any failure reaches countFailed: the cause names this error. */
   outageCounted(queue: string, error: unknown): void {
     this.of(queue).lastError = error;
   }

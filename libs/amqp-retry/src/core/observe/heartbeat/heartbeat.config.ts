@@ -11,8 +11,7 @@ export interface HeartbeatConfig {
 }
 
 /**
- * Reads RetryModuleOptions.heartbeat: `true` (every 5 s), `{ intervalMs }`, or `false`/absent (none). Anything else
- * throws a RetryConfigError naming the option and the fix.
+ * Reads RetryModuleOptions.heartbeat: `true` (every 5 s), `{ intervalMs }`, or `false`/absent (none).
  * @example readHeartbeat({ intervalMs: 2000 }, (key) => `RetryModule option "${key}"`) // { intervalMs: 2000 }
  */
 export function readHeartbeat(value: unknown, at: (key: string) => string): HeartbeatConfig | undefined {

@@ -1,6 +1,7 @@
 import type { QueueState } from '../../breaker/queue.state.js';
 import type { BreakerCause, Heartbeat, HeartbeatIdentity, HeartbeatQueue } from './heartbeat.types.js';
 import { LATENCY_BUCKETS } from './latency.histogram.js';
+import { MAX_PARTITIONS } from '../../partitions/partitions.config.js';
 
 /** Routing key prefix of heartbeats on the control exchange: `amqp-retry.heartbeat.<application>`. */
 export const HEARTBEAT_KEY_PREFIX = 'amqp-retry.heartbeat.';
@@ -14,8 +15,6 @@ export function heartbeatKey(application: string | undefined): string {
 export const MAX_HEARTBEAT_BYTES = 65_536;
 /** Most queues one heartbeat may name. */
 export const MAX_HEARTBEAT_QUEUES = 64;
-/** Most partitions one queue of a heartbeat may name. */
-const MAX_PARTITIONS = 256;
 const MAX_TEXT = 200;
 const MAX_COUNT = 1_000_000_000;
 
@@ -28,10 +27,7 @@ export function encodeHeartbeat(beat: Heartbeat): Buffer {
 
 type Problem = { problem: string };
 
-/**
- * Reads a heartbeat as the control path reads a command: a bounded JSON object, every field of its type and within
- * its bounds, and the application the routing key names. Anything else is a problem in words and changes nothing.
- */
+/** Reads a heartbeat: a bounded JSON object, each field typed and within bounds, of the application its routing key names. */
 export function decodeHeartbeat(content: Buffer, routingKey: string): Heartbeat | Problem {
   if (content.length > MAX_HEARTBEAT_BYTES)
     return { problem: `the body has ${content.length} bytes; a heartbeat has at most ${MAX_HEARTBEAT_BYTES}` };
@@ -82,10 +78,8 @@ function readQueue(value: unknown): HeartbeatQueue | Problem {
   if (typeof queue !== 'string') return queue;
   if (typeof value.consuming !== 'boolean') return { problem: 'consuming must be true or false' };
   if (!STATES.includes(value.state as QueueState)) return { problem: `state must be one of ${STATES.join(', ')}` };
-  const counts: Record<string, number> = {};
   for (const key of ['handled', 'retried', 'parked', 'failed'] as const) {
     if (!isCount(value[key], MAX_COUNT)) return { problem: `${key} must be an integer from 0 to ${MAX_COUNT}` };
-    counts[key] = value[key] as number;
   }
   for (const key of ['processing', 'critical'] as const) {
     const list = value[key];
@@ -97,10 +91,10 @@ function readQueue(value: unknown): HeartbeatQueue | Problem {
     queue,
     consuming: value.consuming,
     state: value.state as QueueState,
-    handled: counts.handled,
-    retried: counts.retried,
-    parked: counts.parked,
-    failed: counts.failed,
+    handled: value.handled as number,
+    retried: value.retried as number,
+    parked: value.parked as number,
+    failed: value.failed as number,
     processing: value.processing as number[],
     critical: value.critical as number[],
   };

@@ -1,7 +1,4 @@
-/**
- * Upper bounds (milliseconds) of the buckets the heartbeat counts durations in; one more bucket takes what is longer.
- * Fixed, so that every instance's counts add up bucket by bucket, and a percentile is read as its bucket's bound.
- */
+/** Upper bounds (ms) of the heartbeat's duration buckets, plus one past them: fixed, so that instances' counts add up. */
 export const LATENCY_BOUNDS_MS: readonly number[] = [
   1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000,
 ];
@@ -16,10 +13,7 @@ export function latencyBucket(ms: number): number {
   return bounds.length;
 }
 
-/**
- * The `q` quantile (0 < q <= 1) of counts per bucket, as the upper bound of the bucket it falls in (the last bucket
- * reads as its lower bound: longer than an hour); undefined when nothing was counted.
- */
+/** The `q` quantile (0 < q <= 1) of counts per bucket as its bucket's upper bound (the last: its lower); undefined if empty. */
 export function latencyQuantile(counts: ArrayLike<number>, q: number): number | undefined {
   let total = 0;
   for (let i = 0; i < counts.length; i++) total += counts[i];

@@ -8,15 +8,10 @@ export const UNKNOWN_QUEUE_MS = 60_000;
 export const MAX_UNKNOWN_QUEUES = 1_000;
 
 /**
- * The queues of an application as the handler registry records them, for the console's page: which beats' queues
- * count. Pure: the page reads the registry when `wantsRead` says so and hands the records to `learn`.
- *
- * - A recorded partition queue (`orders.p3`) also makes its handler's name (`orders`) known: beats name a partitioned
- *   handler by it.
- * - What was learned stays: a read that fails or finds fewer records (the broker restarted, a record lost) forgets
- *   nothing, so a worker's counts are not dropped for a missing record.
- * - A queue that a read did not find is not asked about again for a minute: a beat naming it (a queue whose record
- *   could not be written, another application's) does not make every beat a registry read.
+ * The queues of an application as the handler registry records them: which beats' queues the page counts. Pure: the
+ * page reads the registry when `wantsRead` says so and hands the records to `learn`. A partition queue (`orders.p3`)
+ * makes its handler (`orders`) known; what was learned stays (a lost record drops no counts); a queue not found is not
+ * asked about again for UNKNOWN_QUEUE_MS.
  */
 export class RecordedScope {
   private readonly known = new Set<string>();
