@@ -61,9 +61,8 @@ export class PublishingSide {
 
   /**
    * Publishes `out` on the confirm channel of `via` and resolves once the broker confirmed it; with `delayMs` > 0
-   * through the delay ladder (see RetryEngine.publish). Not async: the usual publish hands amqplib's promise chain
-   * back as it is, with no wrapper of ours to settle (one promise and a microtask less a publish; a flood holds
-   * 100,000 of them). Errors still come as rejections.
+   * through the delay ladder. Not async: the usual publish hands amqplib's promise back as it is (one promise and a
+   * microtask less a publish; a flood holds 100,000 of them). Errors still come as rejections.
    */
   publish(via: PublisherRole, out: Outgoing, delayMs: number): Promise<void> {
     let plan: DelayedPublishPlan;
@@ -170,10 +169,7 @@ export class PublishingSide {
     return this.closed ? undefined : this.openedNow;
   }
 
-  /**
-   * The delay ladder, declared once per connection (again after a reconnection, or when a publish found part of it
-   * deleted); undefined when delayed delivery is off.
-   */
+  /** The delay ladder, declared once per connection and when a publish found part of it deleted; undefined when off. */
   delayLadder(): Promise<DelayTopology | undefined> {
     const prefix = this.config.delayPrefix;
     if (prefix === undefined) return Promise.resolve(undefined);

@@ -62,10 +62,7 @@ export class RateLimitGate {
     this.interrupt('gone');
   }
 
-  /**
-   * Every waiter leaves at once, without a turn ('interrupted'): the queue was paused or its circuit opened, and what
-   * waits here goes back to the broker instead of waiting in memory for tokens.
-   */
+  /** Every waiter leaves at once without a turn: the queue was paused or its circuit opened, so they go back to the broker. */
   interrupt(turn: Exclude<Turn, 'go'> = 'interrupted'): void {
     this.timer?.cancel();
     this.timer = undefined;

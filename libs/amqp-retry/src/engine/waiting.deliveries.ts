@@ -17,21 +17,14 @@ export const waitsBeforeHandler = (config: HandlerConfig): boolean =>
   config.partitionOf === undefined && (config.ordering !== undefined || config.idempotency !== undefined || config.inbox !== undefined);
 
 /**
- * The deliveries of one queue admitted by its flow whose handler was not called yet: waiting for their ordering key's
- * turn, for another copy's idempotency claim, for the inbox's transaction. When the queue stops (paused, circuit open)
- * they are taken back (`recall`): each is given back to the broker in delivery order and its signal aborts with
- * DeliveryRecalled, which ends its wait; a recalled delivery never reaches the handler, and one that reached it is no
- * longer recalled (it finishes and settles as usual).
+ * The deliveries of one queue admitted by its flow whose handler was not called yet. When the queue stops (paused,
+ * circuit open) they are taken back: each is given back to the broker in delivery order and its signal aborts with
+ * DeliveryRecalled; a delivery that reached the handler is no longer recalled (it finishes and settles as usual).
  */
 export class WaitingDeliveries {
   private readonly waiting = new Map<ConsumeMessage, Waiting>();
 
   constructor(private readonly queue: string) {}
-
-  /** How many deliveries wait. */
-  get size(): number {
-    return this.waiting.size;
-  }
 
   /** Runs `handle` for the delivery with a signal of its own: the channel's, which also aborts when it is recalled. */
   run(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> {
