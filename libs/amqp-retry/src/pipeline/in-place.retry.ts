@@ -31,11 +31,10 @@ export class RetriedInPlace extends Error {
 }
 
 /**
- * Retries in place (partitions with `whileRetrying: 'hold'`, docs/partitions.md): the message stays unacked at its
- * place in the queue, waits its tier's delay in the consumer and runs again, while its key's later messages wait
- * behind it and other keys go on. Nothing has to come back through the queue, so a deep queue cannot starve the
- * hold, and a crash or hand-over requeues the message ahead of its key's later ones: order holds through both.
- * The attempts are counted here, in memory: after a crash or hand-over they start again from the broker's count.
+ * Retries in place (partitions with `whileRetrying: 'hold'`): the message stays unacked at its place in the queue and
+ * runs again after its tier's delay, while its key's later messages wait. Nothing comes back through the queue, so a
+ * deep queue cannot starve the hold, and a crash or hand-over requeues it ahead of its key's later ones. Attempts are
+ * counted in memory: after a crash they start again from the broker's count.
  */
 export async function retryInPlace(
   invoke: HandlerInvoker,
