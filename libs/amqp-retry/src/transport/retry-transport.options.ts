@@ -17,11 +17,7 @@ export interface RetryServerOptions
    * the queue receives what this service handles and no more.
    */
   routingKey?: string | string[];
-  /**
-   * How long a `@MessagePattern` handler may take (its stream to complete) before the caller gets an error and the
-   * request is acked: a handler that never answers would otherwise hold its delivery and a prefetch slot for good.
-   * Default '30s'.
-   */
+  /** How long a `@MessagePattern` handler may take (its stream to complete) before the caller gets an error. Default '30s'. */
   requestTimeout?: Duration;
   /** A RetryModule's engine (`app.get(RetryEngine)`): one connection pair for the module's handlers and the transport's. */
   engine?: RetryEngine;
@@ -58,9 +54,8 @@ export interface RetryClientOptions extends RetryModuleOptions {
   /** Default true: messages survive a broker restart. */
   persistent?: boolean;
   /**
-   * A RetryModule's engine (`RetryEngine`, injected through `ClientsModule.registerAsync`): the client publishes on the
-   * module's connections and delays through the module's ladder, whose forwarder the module runs; it opens no
-   * connection of its own, its connection options are not used, and closing it leaves the engine to the module.
+   * A RetryModule's engine (injected through `ClientsModule.registerAsync`): the client publishes on the module's
+   * connections and delay ladder, opens none of its own, and closing it leaves the engine to the module.
    */
   engine?: RetryEngine;
 }

@@ -20,11 +20,8 @@ function isEnvelope(body: unknown): body is { pattern: unknown; data?: unknown; 
   return keys.includes('pattern') && keys.every((k) => ENVELOPE_KEYS.has(k));
 }
 
-/** Nest's string form of a pattern: a string as it is, anything else as JSON (see Server.getPatternAsString). */
-export type PatternText = (pattern: unknown) => string;
-
 /**
- * The PatternText the server uses, as Nest 11+'s `Server.getPatternAsString` reads a pattern (Nest 10's Server lacks
+ * Nest's string form of a pattern, as Nest 11+'s `Server.getPatternAsString` reads a pattern (Nest 10's Server lacks
  * that method): a pattern that JSON.stringify cannot serialize (nested too deep) becomes a key no handler has.
  */
 export function patternAsString(pattern: unknown): string {
@@ -43,7 +40,7 @@ export function patternAsString(pattern: unknown): string {
 export function readPacket(
   body: unknown,
   delivery: { routingKey: string; replyTo?: unknown; correlationId?: unknown },
-  patternText: PatternText,
+  patternText: (pattern: unknown) => string,
 ): InboundPacket {
   if (!isEnvelope(body)) return { kind: 'event', pattern: delivery.routingKey, data: body };
   const pattern = patternText(body.pattern);
