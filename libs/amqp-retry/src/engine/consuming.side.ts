@@ -117,12 +117,8 @@ export class ConsumingSide {
 
   /** A nacked publish's error, naming the full handler queues that refuse publishes and that it may reach. */
   explainRefusal(error: unknown, exchange: string, routingKey: string): unknown {
-    return explainRefusal(
-      error,
-      exchange,
-      routingKey,
-      this.all.map((r) => r.handler.config),
-    );
+    const handlers = this.all.map((r) => r.handler.config);
+    return explainRefusal(error, exchange, routingKey, handlers);
   }
 
   /** Whether the consuming connection is up; undefined before it first opened. */
@@ -283,7 +279,6 @@ export class ConsumingSide {
     return this.sides.publishing.channel(purpose, expectClose);
   }
 
-  /** What every handler runtime shares. */
   private async runtimeDeps(): Promise<HandlerRuntimeDeps> {
     const { connection, parker } = await this.consumingDeps();
     const { logger, observers, config } = this.sides;

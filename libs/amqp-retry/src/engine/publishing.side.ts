@@ -113,7 +113,7 @@ export class PublishingSide {
 
   private send(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing): Promise<void> {
     // Once open, a direct publish goes straight to the channel: no await (and no suspended frame) of ours in between.
-    const open = this.openNow;
+    const open = this.closed ? undefined : this.openedNow;
     if (open && plan.kind === 'direct') return open[via].publish(out.exchange, out.routingKey, out.content, out.properties);
     return this.sendWhenOpen(via, plan, out);
   }
@@ -162,11 +162,6 @@ export class PublishingSide {
       if (this.opened === opening) this.opened = undefined; // a failed connect can be tried again
     });
     return opening;
-  }
-
-  /** The publishers if open now (no await), else undefined: then `open()`. */
-  get openNow(): Publishers | undefined {
-    return this.closed ? undefined : this.openedNow;
   }
 
   /** The delay ladder, declared once per connection and when a publish found part of it deleted; undefined when off. */
