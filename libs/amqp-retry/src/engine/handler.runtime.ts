@@ -29,10 +29,7 @@ import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
 const DEAD_LETTER_PREFETCH = 10;
 
-/**
- * The consumer of a handler's dead-letter queue, parking (or dropping) into `targets` by the queue each message died
- * in: the handler's own queue, or (a partitioned handler) each partition's.
- */
+/** The consumer of a handler's dead-letter queue, parking into `targets` by the queue each message died in. */
 export function deadLetterConsumer(
   config: HandlerConfig,
   targets: ReadonlyMap<string, ParkTarget>,

@@ -23,10 +23,7 @@ export interface OutboxBacklog {
   relay?: OutboxRelayHealth;
 }
 
-/**
- * The engine's outbox and inboxes: the writes in the caller's transaction, the relay that publishes what committed
- * (on a confirm channel of its own), the backlog the page shows, and the tables, made sure of once each.
- */
+/** The engine's outbox and inboxes: writes in the caller's transaction, the relay, the backlog, and the tables. */
 export class OutboxSide {
   private relay?: OutboxRelay;
   /** Tables made sure of (by their quoted names), once per engine. */

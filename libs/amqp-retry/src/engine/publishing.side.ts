@@ -40,9 +40,8 @@ export interface Publishers {
 export type PublisherRole = 'publisher' | 'relay';
 
 /**
- * The publishing half of the engine: a connection of its own, so that a broker that blocks publishers (a memory or
- * disk alarm blocks every connection that publishes, acks included) never stops the consumers. It opens on first use
- * and, once closed, refuses to open again: a publish after shutdown fails instead of leaving a connection behind.
+ * The publishing half of the engine: a connection of its own, so that a broker alarm that blocks publishers never
+ * stops the consumers. Opens on first use; once closed, a publish fails instead of leaving a connection behind.
  */
 export class PublishingSide {
   private opened?: Promise<Publishers>;

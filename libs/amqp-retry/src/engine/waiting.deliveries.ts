@@ -9,10 +9,7 @@ interface Waiting {
   recall: AbortController;
 }
 
-/**
- * Whether the queue's deliveries may wait between their admission and their handler call (for an ordering key's turn,
- * an idempotency claim, the inbox's transaction) while the queue can stop (a partition is never paused nor opened).
- */
+/** Whether deliveries may wait between admission and handler (ordering, idempotency, inbox) on a queue that can stop. */
 export const waitsBeforeHandler = (config: HandlerConfig): boolean =>
   config.partitionOf === undefined && (config.ordering !== undefined || config.idempotency !== undefined || config.inbox !== undefined);
 
@@ -59,10 +56,7 @@ export class WaitingDeliveries {
     };
   }
 
-  /**
-   * Takes back every waiting delivery, in delivery order (so that a key's messages go back, and return, in their order):
-   * `giveBack` settles one and answers true, or answers false and it stays (it runs on).
-   */
+  /** Takes back every waiting delivery in delivery order, so that a key's messages return in order; `giveBack` false: it stays. */
   recall(why: string, giveBack: (message: ConsumeMessage, settle: Settle) => boolean): void {
     for (const [message, entry] of [...this.waiting]) {
       if (!giveBack(message, entry.settle)) continue;

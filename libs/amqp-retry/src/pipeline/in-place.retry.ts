@@ -7,10 +7,7 @@ import { formatDuration } from '../core/time/duration.reader.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 
-/**
- * The last failure of a message retried in place, with the attempt it was: the pipeline parks it (or, when the
- * delivery was abandoned meanwhile, leaves it for the broker to requeue in its place).
- */
+/** The last failure of a message retried in place, with the attempt it was: the pipeline parks it. */
 export class RetriedInPlace extends Error {
   constructor(
     readonly failure: unknown,

@@ -42,10 +42,9 @@ export interface CopyDeps {
 }
 
 /**
- * The step shared by a park and a move into a tier: publishes the copy until the broker confirms it, then acks the
- * original (at least once, never lost). A failed publish is tried again with backoff while the delivery stays
- * unsettled, never by requeueing it (which would run the handler again); a missing target is declared again first.
- * False if the delivery's channel died first (`signal`): the broker then redelivers the message.
+ * Publishes the copy until the broker confirms it, then acks the original (at least once, never lost). A failed
+ * publish is tried again with backoff, never by requeueing (which would run the handler again); a missing target is
+ * declared again first. False if the delivery's channel died first: the broker then redelivers the message.
  */
 export async function publishCopyThenAck(
   deps: CopyDeps,

@@ -23,12 +23,9 @@ export interface RetryServerOptions
   engine?: RetryEngine;
   /**
    * Splits the queue into `count` partition queues `<queue>.p<i>` by a stable hash of `key` (docs/partitions.md): each
-   * key's messages run in order, each partition on one instance at a time, spread over the running servers; every
-   * partition runs the server's patterns with their policies, tiers of its own and its parking queue
-   * `<queue>.p<i>.error`. Requires `exchange` (publish there: `RetryClient({ exchange })`, Nest's
-   * `ClientRMQ({ exchange, wildcards: true })`, or amqplib), since a send to the queue by name cannot be hashed; not with `circuitBreaker` or
-   * `rateLimit`. `@MessagePattern` requests are answered as they arrive, beside their key's events, not in their
-   * order (docs/transport.md#partitions).
+   * key's messages run in order, each partition on one instance at a time. Requires `exchange`, since a send to the
+   * queue by name cannot be hashed; not with `circuitBreaker` or `rateLimit`. `@MessagePattern` requests are answered
+   * as they arrive, not in their key's order (docs/transport.md#partitions).
    * @example new RetryServer({ queue: 'accounts', exchange: 'bank', partitions: { count: 8, key: { header: 'x-account-id' }, whileRetrying: 'hold' } })
    */
   partitions?: PartitionsOptions;

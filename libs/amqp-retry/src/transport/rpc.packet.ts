@@ -1,8 +1,6 @@
 /**
- * What a delivery on the transport's queue asks for, read from its decoded body. Nest's RMQ clients wrap the payload
- * in an envelope, `{ pattern, data }` for an event and `{ pattern, data, id }` for a request (the reply goes to the
- * `replyTo` queue, with `correlationId`). A body without that envelope (another client published it) is an event
- * whose pattern is its routing key, and its whole body is the payload.
+ * What a delivery on the transport's queue asks for: Nest's RMQ envelope, `{ pattern, data }` for an event and
+ * `{ pattern, data, id }` for a request; a body without it is an event named by its routing key.
  */
 export type InboundPacket =
   | { kind: 'event'; pattern: string; data: unknown }
