@@ -56,11 +56,7 @@ export async function prepareTable(adapter: OutboxAdapter, sql: Pick<OutboxState
 /** A text[] as the driver hands it: an array, or PostgreSQL's text form '{a,b}'. */
 function textArray(value: unknown): string[] {
   if (Array.isArray(value)) return value.map(String);
-  if (typeof value === 'string' && value.startsWith('{'))
-    return value
-      .slice(1, -1)
-      .split(',')
-      .filter((part) => part !== '')
-      .map((part) => part.replace(/^"|"$/g, ''));
-  return [];
+  if (typeof value !== 'string' || !value.startsWith('{')) return [];
+  const parts = value.slice(1, -1).split(',');
+  return parts.filter((part) => part !== '').map((part) => part.replace(/^"|"$/g, ''));
 }
