@@ -106,7 +106,6 @@ export class HandlerRuntime {
   /** The circuit breaker, the pause and the rate limit of the queue (a partition has none of them: see handler.config). */
   readonly flow: QueueFlowControl;
   private readonly newConsumer: () => QueueConsumer;
-  /** Whether this instance consumes the queue: always, but a partition only while it owns it (acquire/release). */
   private owned: boolean;
   /** The consumer of the queue's dead-letter queue; a partition has none: its handler's one serves every partition. */
   private readonly deadLetters?: QueueConsumer;
@@ -184,7 +183,7 @@ export class HandlerRuntime {
     );
   }
 
-  /** Whether this instance consumes the queue (a partition: whether it owns it now). */
+  /** Whether this instance consumes the queue: always, but a partition only while it owns it (acquire/release). */
   get isOwned(): boolean {
     return this.owned;
   }
