@@ -20,13 +20,10 @@ import { DelayForwarding } from './delay.forwarding.js';
 import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import type { OutboxSide } from './outbox.side.js';
 import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
-import { explainRefusal, flowOf, queueActivity, queueStatuses, type QueueActivity } from './engine.views.js';
+import { explainRefusal, flowOf, queueActivity, queueStatuses, type QueueActivity, type Runtime } from './engine.views.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
 import { ActivityCounter } from '../core/observe/activity.counter.js';
 import type { PublishingSide } from './publishing.side.js';
-
-/** A handler's runtime: one queue, or the partitions of a partitioned handler. */
-export type Runtime = HandlerRuntime | PartitionedRuntime;
 
 /** What the consuming side works with: the engine's other sides and its shared parts. */
 export interface ConsumingSideDeps {
@@ -41,12 +38,8 @@ export interface ConsumingSideDeps {
 }
 
 /**
- * The consuming half of the engine, mirroring PublishingSide: a connection of its own that declares the topology and
- * runs the consumers and never publishes, so that a broker that blocks publishers (a memory or disk alarm) cannot
- * stop it from taking and acking deliveries. It holds the handlers' runtimes (those started with the application and
- * those attached later), the delay forwarder, and the idempotency stores, closed with it. After a reconnection every
- * handler's topology is declared again and every consumer resumes; a handler whose recovery fails (its queue now
- * gives a 406) is retried with backoff without holding the others back.
+ * The consuming half of the engine: a connection of its own that declares the topology, runs the consumers and never
+ * publishes, so that a broker that blocks publishers (a memory or disk alarm) cannot stop it from acking deliveries.
  */
 export class ConsumingSide {
   private runtimes: Runtime[] = [];
@@ -63,9 +56,7 @@ export class ConsumingSide {
   private closed = false;
   /** True once stop() began: the heartbeat does not start after it. */
   private stopping = false;
-  /** Counts outcomes per queue for the page; made by the first activity() call. */
   private activityCounter?: ActivityCounter;
-  /** This instance's heartbeat, once started (see startHeartbeat). */
   private heartbeat?: HeartbeatRuntime;
   /** hasQueuesThatRefuse's answer, forgotten whenever a handler is added or removed. */
   private refusing?: boolean;
@@ -109,10 +100,7 @@ export class ConsumingSide {
     return this.all.flatMap((r) => (r instanceof PartitionedRuntime ? [r.status()] : []));
   }
 
-  /**
-   * Each queue's deliveries in flight and the outcomes counted since the first call: the first call starts counting
-   * (its counter joins the observers), so an application whose page is never opened pays nothing for it.
-   */
+  /** Each queue's deliveries in flight and outcomes; counting starts on the first call, so an unopened page costs nothing. */
   activity(): QueueActivity[] {
     if (!this.activityCounter) {
       this.activityCounter = new ActivityCounter();
@@ -129,12 +117,8 @@ export class ConsumingSide {
 
   /** A nacked publish's error, naming the full handler queues that refuse publishes and that it may reach. */
   explainRefusal(error: unknown, exchange: string, routingKey: string): unknown {
-    return explainRefusal(
-      error,
-      exchange,
-      routingKey,
-      this.all.map((r) => r.handler.config),
-    );
+    const handlers = this.all.map((r) => r.handler.config);
+    return explainRefusal(error, exchange, routingKey, handlers);
   }
 
   /** Whether the consuming connection is up; undefined before it first opened. */
@@ -221,10 +205,7 @@ export class ConsumingSide {
     await Promise.all(leaving.map((r) => r.stop(this.sides.config.shutdownTimeoutMs)));
   }
 
-  /**
-   * Starts this instance's heartbeat on the control exchange (see HeartbeatRuntime), and with `fleet` keeps every
-   * instance's beats in it (the page's instance). Once; stopped with the consumers.
-   */
+  /** Starts this instance's heartbeat (once; stopped with the consumers); with `fleet`, keeps every instance's beats in it. */
   startHeartbeat(fleet?: FleetHistory, intervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS): void {
     if (this.closed || this.stopping || this.sides.isClosed()) return;
     if (this.heartbeat) {
@@ -298,7 +279,6 @@ export class ConsumingSide {
     return this.sides.publishing.channel(purpose, expectClose);
   }
 
-  /** What every handler runtime shares. */
   private async runtimeDeps(): Promise<HandlerRuntimeDeps> {
     const { connection, parker } = await this.consumingDeps();
     const { logger, observers, config } = this.sides;
@@ -306,10 +286,7 @@ export class ConsumingSide {
     return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application };
   }
 
-  /**
-   * Adds the idempotency stores of these handlers (and the module default) to those closed with the engine: attach()
-   * may run before prepare() in a hybrid application, so neither may forget the other's.
-   */
+  /** Keeps these handlers' idempotency stores (and the module default) to close: attach() may run before prepare(). */
   private keepStores(handlers: readonly EngineHandler[]): void {
     for (const store of idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.sides.config.idempotency }])) {
       if (!this.stores.includes(store)) this.stores.push(store);
@@ -344,9 +321,8 @@ export class ConsumingSide {
   }
 
   /**
-   * After a reconnection: every handler resumes on its own, so one whose queue now refuses its declaration (a 406)
-   * does not hold the others back; the failure is thrown, and the connection's recovery tries again with backoff
-   * (the handlers already consuming are left as they are).
+   * After a reconnection every handler resumes on its own, so one whose queue now refuses its declaration (a 406) does
+   * not hold the others back; the failure is thrown, and the connection's recovery tries again with backoff.
    */
   private async recover(): Promise<void> {
     this.sides.publishing.forgetLadder();

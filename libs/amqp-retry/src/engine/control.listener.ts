@@ -18,9 +18,8 @@ interface ControlDeps {
 }
 
 /**
- * Takes pause and resume commands from operators in other processes (`amqp-retry pause --queue Q`): a queue of this
- * connection's own (exclusive: gone with it, declared again after a reconnection) bound to CONTROL_EXCHANGE with each
- * handler queue's name. Every running instance that consumes Q acts on a command for Q and answers with its state.
+ * Takes pause and resume commands from other processes (`amqp-retry pause --queue Q`) on an exclusive queue bound to
+ * CONTROL_EXCHANGE with each handler queue's name: every instance that consumes Q acts and answers with its state.
  * Unavailable (the user may not declare the exchange, say) is a warning, never a failed start.
  */
 export class ControlListener {

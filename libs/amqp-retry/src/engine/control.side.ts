@@ -23,10 +23,7 @@ export interface ControlSideDeps {
   publishingChannel: (purpose: string, expectClose: boolean) => Promise<Channel>;
 }
 
-/**
- * Pause and resume: here (`pause`, `resume`), everywhere (told to the other instances through the control exchange),
- * and from other processes (the CLI, other instances: the ControlListener, with its replies).
- */
+/** Pause and resume: here, everywhere (told to the other instances through the control exchange), and from other processes. */
 export class ControlSide {
   private listener?: ControlListener;
   private replies?: Promise<Channel>;

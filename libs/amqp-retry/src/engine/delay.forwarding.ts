@@ -14,9 +14,8 @@ import type { PublishingSide } from './publishing.side.js';
 const FORWARDER_PREFETCH = 100;
 
 /**
- * The consuming half of delayed delivery: the forwarder of the delay ladder's ready queue (each due message goes on to
- * its target; what cannot be delivered is parked in the ladder's error queue) and the drain of the ladder of the
- * other queue type, left by an earlier configuration.
+ * The consuming half of delayed delivery: the forwarder of the delay ladder's ready queue, and the drain of the ladder
+ * of the other queue type left by an earlier configuration.
  */
 export class DelayForwarding {
   private forwarder?: QueueConsumer;

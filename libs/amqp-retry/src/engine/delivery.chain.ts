@@ -58,7 +58,7 @@ const HANDLER_STEPS: ReadonlyArray<{ name: string; step: (parts: ChainParts) => 
  */
 const scopeOf = (config: HandlerConfig): string => config.partitionOf?.queue ?? config.queue;
 
-/** The names of the steps around the call that apply to a queue, outermost first (for tests and the start line). */
+/** The names of the steps around the call that apply to a queue, outermost first (for tests). */
 export const handlerStepNames = (parts: ChainParts): string[] => HANDLER_STEPS.filter(({ step }) => step(parts)).map(({ name }) => name);
 
 /** `call` with the steps that apply around it, in HANDLER_STEPS's order. */

@@ -7,18 +7,17 @@ import type { ActivityCounter, ActivityCounts } from '../core/observe/activity.c
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { fullQueueHint } from '../core/publish/full-queue.hint.js';
 import { PublishError } from '../errors/publish.error.js';
-import type { HandlerRuntime as QueueRuntime } from './handler.runtime.js';
-
-/** A handler's runtime: one queue, or the partitions of a partitioned handler. */
-type Runtime = QueueRuntime | PartitionedRuntime;
 import { scheduleTiers, type HandlerRuntime, type QueueStatus } from './handler.runtime.js';
 import type { OutboxRelayHealth } from './outbox.relay.js';
 import { PartitionedRuntime } from './partitions.runtime.js';
 import type { QueueFlowControl } from './queue-flow.control.js';
 
+/** A handler's runtime: one queue, or the partitions of a partitioned handler. */
+export type Runtime = HandlerRuntime | PartitionedRuntime;
+
 // What the engine shows of its queues (the page, health checks, the parked-messages scope), read off its runtimes.
 
-/** What a health check needs: each connection up or not (undefined before it first opened), each queue consumed or not. */
+/** What a health check needs: each connection up or not, each queue consumed or not. */
 export interface EngineHealth {
   /** Each of the two connections: up or not; undefined before it first opened. */
   connections: {
@@ -39,10 +38,7 @@ export interface QueueActivity extends ActivityCounts {
   queue: string;
   /** Deliveries taken by this instance and not yet settled. */
   inFlight: number;
-  /**
-   * A word on the queue's consuming state from a feature that can stop it (a breaker: "breaker open", a pause:
-   * "paused"), shown in the page's State column; absent when consuming as usual.
-   */
+  /** The page's State word from a feature that can stop the queue ("breaker open", "paused"); absent when consuming as usual. */
   state?: string;
 }
 

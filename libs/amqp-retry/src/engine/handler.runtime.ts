@@ -29,10 +29,7 @@ import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
 const DEAD_LETTER_PREFETCH = 10;
 
-/**
- * The consumer of a handler's dead-letter queue, parking (or dropping) into `targets` by the queue each message died
- * in: the handler's own queue, or (a partitioned handler) each partition's.
- */
+/** The consumer of a handler's dead-letter queue, parking into `targets` by the queue each message died in. */
 export function deadLetterConsumer(
   config: HandlerConfig,
   targets: ReadonlyMap<string, ParkTarget>,
@@ -65,17 +62,13 @@ export interface EngineHandler {
   where: string;
   /** Chooses handler and policy per delivery (the transport's patterns); absent: `invoke` with `config`'s policy. */
   route?: DeliveryRouter;
-  /**
-   * Schedules besides `config`'s whose tiers this queue's messages use (patterns with delays of their own): declared
-   * and kept alive with the queue, but first failures reach them by publishing (see core/delivery/first-failure.headers.ts).
-   */
+  /** Schedules besides `config`'s whose tiers this queue's messages use (patterns with delays of their own). */
   schedules?: HandlerConfig[];
   /** The patterns whose policy is not the queue's (the transport's `retry` extras): named in the start line. */
   patterns?: readonly PatternPolicyLine[];
   /**
-   * A partitioned handler whose routing depends on the queue (the transport: a pattern's own schedule has tiers per
-   * partition queue, and a retried body names its pattern through the partition's `x-death`): the route, schedules
-   * and patterns of the partition whose configuration is `config`. Absent: every partition shares the handler's.
+   * The route, schedules and patterns of the partition whose configuration is `config`, for a handler whose routing
+   * depends on the queue (the transport: a pattern's schedule has tiers per partition). Absent: every partition shares the handler's.
    */
   forPartition?: (config: HandlerConfig) => Pick<EngineHandler, 'route' | 'schedules' | 'patterns'>;
 }
@@ -98,34 +91,23 @@ export interface HandlerRuntimeDeps {
 export interface QueueStatus {
   /** The handler queue (or partition queue). */
   queue: string;
-  /**
-   * True while consumed, also while paused or open on purpose (see `state`) as long as its channel is there, or (a
-   * partition) while another instance owns it.
-   */
+  /** True while consumed, also while paused or open on purpose (see `state`), or (a partition) while another instance owns it. */
   consuming: boolean;
   /** A handler queue's state: running, half-open, open (its circuit breaker) or paused (by someone). */
   state?: QueueState;
 }
 
 /**
- * One handler at run time: its topology (declared at start, again after a reconnection or a deletion), the consumer
- * of its queue, and a consumer of its schedule's presence queue, which tells other versions' starts that its tiers
- * are in use.
+ * One handler at run time: its topology, the consumer of its queue, and a consumer of each schedule's presence queue,
+ * which tells other versions' starts that its tiers are in use.
  */
 export class HandlerRuntime {
   private consumer: QueueConsumer;
   /** The circuit breaker, the pause and the rate limit of the queue (a partition has none of them: see handler.config). */
   readonly flow: QueueFlowControl;
   private readonly newConsumer: () => QueueConsumer;
-  /**
-   * Whether this instance consumes the queue: always, but for a partition (config.partitionOf), which it consumes
-   * only while it owns it (acquire/release).
-   */
   private owned: boolean;
-  /**
-   * The consumer of the queue's dead-letter queue: what expired or was pushed out of it (see DeadLetterStep). A
-   * partition has none: its handler's one consumer serves every partition (PartitionedRuntime).
-   */
+  /** The consumer of the queue's dead-letter queue; a partition has none: its handler's one serves every partition. */
   private readonly deadLetters?: QueueConsumer;
   /** One per schedule: the queue's own first. */
   private readonly presences: Array<{ schedule: HandlerConfig; consumer: QueueConsumer }>;
@@ -201,7 +183,7 @@ export class HandlerRuntime {
     );
   }
 
-  /** Whether this instance consumes the queue (a partition: whether it owns it now). */
+  /** Whether this instance consumes the queue: always, but a partition only while it owns it (acquire/release). */
   get isOwned(): boolean {
     return this.owned;
   }
@@ -249,10 +231,9 @@ export class HandlerRuntime {
   }
 
   /**
-   * After a reconnection: declares again (first failures only if no newer version took them) and consumes. The
-   * business consumer does not wait for the presence marker: that is a classic queue, which on a cluster lives on one
-   * node, and while that node is down it cannot be declared anywhere (404 "home node ... is down"); the failure is
-   * thrown after the consumer started, so that the connection's recovery declares the marker again later.
+   * After a reconnection: declares again (first failures only if no newer version took them) and consumes. The consumer
+   * does not wait for the presence queue: a classic queue cannot be declared while its cluster node is down (404 "home
+   * node ... is down"); that failure is thrown after the consumer started, and the recovery tries again later.
    */
   async resume(): Promise<void> {
     await this.declare();

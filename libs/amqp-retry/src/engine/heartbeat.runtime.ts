@@ -41,9 +41,8 @@ export interface HeartbeatDeps extends HeartbeatSources {
   /** A plain channel on the consuming connection (to listen to the beats). */
   consumeChannel: (purpose: string) => Promise<Channel>;
   /**
-   * The broker user beats are published as (AMQP `user_id`, which the broker checks against the connection's user):
-   * the listener takes only beats from this user, so that another user who may write to the control exchange cannot
-   * show instances of this application.
+   * The broker user beats are published as (AMQP `user_id`, checked by the broker): the listener takes only this
+   * user's beats, so that another user who may write to the control exchange cannot show instances of this application.
    */
   userId: string;
   /** The page's instance keeps every instance's beats here; without it this instance only beats. */
@@ -52,11 +51,9 @@ export interface HeartbeatDeps extends HeartbeatSources {
 }
 
 /**
- * This instance's heartbeat: every `intervalMs`, one small message on the control exchange (routing key
- * `amqp-retry.heartbeat.<application>`) with its identity, its queues' states and what they did since the previous
- * beat (HeartbeatCollector); and, on the page's instance, a private queue that takes the application's beats into a
- * FleetHistory. Best effort: a failure is a warning, tried again at the next beat (a channel lost with its connection
- * is opened again then).
+ * This instance's heartbeat: every `intervalMs`, one message on the control exchange with its identity, its queues'
+ * states and what they did since the previous beat; on the page's instance, a private queue takes the application's
+ * beats into a FleetHistory. Best effort: a failure is a warning, tried again at the next beat.
  */
 export class HeartbeatRuntime {
   private readonly identity: Heartbeat['instance'];
@@ -68,7 +65,7 @@ export class HeartbeatRuntime {
   /** When a bad heartbeat was last logged: at most one line a minute. */
   private lastIgnored = -Infinity;
   private readonly now: () => number;
-  /** Where every instance's beats are kept, on the page's instance: from then on it listens too. */
+  /** On the page's instance: where every instance's beats are kept. */
   private fleet?: FleetHistory;
 
   constructor(private readonly deps: HeartbeatDeps) {
@@ -82,10 +79,6 @@ export class HeartbeatRuntime {
       version: (process.env.npm_package_version ?? '').slice(0, 100),
       startedAt: this.now(),
     };
-  }
-
-  get instanceId(): string {
-    return this.identity.id;
   }
 
   /** Keeps every instance's beats in `fleet` from the next beat on (the page, imported beside an instance that beats). */

@@ -21,12 +21,9 @@ export interface LadderDrainDeps {
 }
 
 /**
- * The ladder of the other queue type under the same prefix, when one exists: it holds delayed messages published
- * before `delayedDelivery.queueType` (or the module's `queueType`) changed, which nothing else would ever forward
- * once due. Its ready queue gets a forwarder of its own, as in any application of that type (another application
- * that still uses it only gains a second forwarder), until the ladder is deleted: then that forwarder stops with one
- * line. Nothing is declared for it; what it cannot deliver is parked in this application's own ladder's error queue.
- * Undefined when there is none, or when the check failed (a warning says so: start-up goes on).
+ * A forwarder for the ladder of the other queue type under the same prefix: it holds delayed messages published before
+ * the queue type changed, which nothing else would forward once due. It runs until that ladder is deleted; nothing is
+ * declared for it. Undefined when there is none, or when the check failed (a warning says so: start-up goes on).
  */
 export async function drainOtherLadder(ladder: DelayTopology, configuredPrefix: string, deps: LadderDrainDeps): Promise<QueueConsumer | undefined> {
   const other = planDelayTopology(configuredPrefix, ladder.queueType === 'quorum' ? 'classic' : 'quorum');
@@ -47,7 +44,6 @@ export async function drainOtherLadder(ladder: DelayTopology, configuredPrefix: 
     void consumer?.stop(0);
     throw new Error(gone);
   };
-  // What cannot be delivered is parked in this application's own ladder's error queue, which it declares again if needed.
   const forward = new DelayForwardHandler(other, deps.forwarder, deps.parker, deps.park, logger);
   consumer = new QueueConsumer(
     { queue: other.readyQueue, prefetch: deps.prefetch, connection, logger, resume: deps.resume, redeclare: stillThere },

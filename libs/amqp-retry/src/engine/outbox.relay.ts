@@ -33,6 +33,19 @@ export interface OutboxRelayHealth {
   problem?: string;
 }
 
+/** The outbox table's backlog now: rows waiting, the oldest one's age, rows parked, and its size on disk. */
+export async function readBacklog({ adapter, sql, tableName }: OutboxConfig) {
+  const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.stats, []));
+  const stats = rows[0] ?? {};
+  return {
+    table: tableName,
+    waiting: Number(stats.waiting ?? 0),
+    oldestAgeMs: Number(stats.oldest_ms ?? 0),
+    parked: Number(stats.parked ?? 0),
+    tableBytes: Number(stats.table_bytes ?? 0),
+  };
+}
+
 interface ClaimedRow {
   id: string;
   exchange: string;
@@ -45,12 +58,11 @@ interface ClaimedRow {
 }
 
 /**
- * The outbox relay of one instance: wakes on NOTIFY (and polls every `pollInterval` as the fallback), claims due rows
- * with FOR UPDATE SKIP LOCKED in a transaction of its own (`concurrency` rounds at once: one claims what committed
- * while another waits for its confirms), publishes them with confirms, and marks them in the same
- * transaction: sent, rescheduled with backoff, or parked. Another instance's relay skips the rows this one holds, so
- * two relays never send one row in the normal case; a relay that dies mid-round leaves its rows locked only until
- * its connection closes, and they are sent again by another (at least once: the inbox recognises the copy).
+ * The outbox relay of one instance: wakes on NOTIFY (polling as the fallback), claims due rows with FOR UPDATE SKIP
+ * LOCKED in a transaction of its own (`concurrency` rounds at once: one claims while another waits for its confirms),
+ * publishes them with confirms, and marks them in the same transaction: sent, rescheduled with backoff, or parked.
+ * A relay that dies mid-round leaves its rows locked until its connection closes; another then sends them again (at
+ * least once: the inbox recognises the copy).
  */
 export class OutboxRelay {
   private running = false;
@@ -219,18 +231,10 @@ export class OutboxRelay {
   /** Reads the backlog for observers, and deletes sent rows past their retention, each every so often. */
   private async housekeeping(): Promise<void> {
     const now = Date.now();
-    const { adapter, sql, tableName, retentionMs } = this.config;
+    const { adapter, sql, retentionMs } = this.config;
     if (this.observers?.active && now - this.lastBacklogAt >= BACKLOG_EVERY_MS) {
       this.lastBacklogAt = now;
-      const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.stats, []));
-      const stats = rows[0] ?? {};
-      this.observers.emit('outboxBacklog', {
-        table: tableName,
-        waiting: Number(stats.waiting ?? 0),
-        oldestAgeMs: Number(stats.oldest_ms ?? 0),
-        parked: Number(stats.parked ?? 0),
-        tableBytes: Number(stats.table_bytes ?? 0),
-      });
+      this.observers.emit('outboxBacklog', await readBacklog(this.config));
     }
     // Every minute, or sooner for a retention shorter than that (never more often than the relay polls); batch after
     // batch until done, for at most CLEANUP_BUDGET_MS between two rounds of this loop (one loop at a time cleans).

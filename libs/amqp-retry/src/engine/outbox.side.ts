@@ -6,7 +6,7 @@ import { relayPoolProblem } from '../core/outbox/outbox.pool.js';
 import { readPublishDelay } from '../core/delivery/delay.plan.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { EngineHandler } from './handler.runtime.js';
-import { OutboxRelay, type OutboxRelayHealth } from './outbox.relay.js';
+import { OutboxRelay, readBacklog, type OutboxRelayHealth } from './outbox.relay.js';
 import { prepareTable } from './outbox.tables.js';
 import { writeToOutbox, type OutboxReceipt } from './outbox.writer.js';
 import type { Outgoing, PublishingSide } from './publishing.side.js';
@@ -23,12 +23,8 @@ export interface OutboxBacklog {
   relay?: OutboxRelayHealth;
 }
 
-/**
- * The engine's outbox and inboxes: the writes in the caller's transaction, the relay that publishes what committed
- * (on a confirm channel of its own), the backlog the page shows, and the tables, made sure of once each.
- */
+/** The engine's outbox and inboxes: writes in the caller's transaction, the relay, the backlog, and the tables. */
 export class OutboxSide {
-  /** The relay, while it runs. */
   private relay?: OutboxRelay;
   /** Tables made sure of (by their quoted names), once per engine. */
   private readonly tables = new Set<string>();
@@ -53,16 +49,7 @@ export class OutboxSide {
   async backlog(): Promise<OutboxBacklog | undefined> {
     const { outbox } = this.config;
     if (!outbox) return undefined;
-    const { rows } = await outbox.adapter.transaction((tx) => outbox.adapter.execute(tx, outbox.sql.stats, []));
-    const stats = rows[0] ?? {};
-    return {
-      table: outbox.tableName,
-      waiting: Number(stats.waiting ?? 0),
-      oldestAgeMs: Number(stats.oldest_ms ?? 0),
-      parked: Number(stats.parked ?? 0),
-      tableBytes: Number(stats.table_bytes ?? 0),
-      relay: this.relay?.health(),
-    };
+    return { ...(await readBacklog(outbox)), relay: this.relay?.health() };
   }
 
   /** The relay's health, while it runs. */

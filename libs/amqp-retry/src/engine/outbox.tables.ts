@@ -15,12 +15,10 @@ export interface TableSpec {
 }
 
 /**
- * Makes sure of a table at start-up, in one transaction under the library's DDL lock (pg_advisory_xact_lock), so that
- * instances starting at once take turns and none fails with PostgreSQL's "duplicate key value violates unique
- * constraint pg_type_typname_nsp_index" (two CREATE TABLE IF NOT EXISTS racing on the table's row type): creates it
- * if missing (createTables on), then checks that it has the columns the library's statements use (a table of
- * another shape under that name fails the start naming the table and the option) and the indexes the relay and the
- * cleanups need (CREATE INDEX IF NOT EXISTS skips silently an index whose name another one took).
+ * Makes sure of a table at start-up: creates it if missing (createTables on), then checks its columns and indexes
+ * (CREATE INDEX IF NOT EXISTS silently skips an index whose name another one took). One transaction under the DDL
+ * lock (pg_advisory_xact_lock): two CREATE TABLE IF NOT EXISTS racing on the row type fail with "duplicate key value
+ * violates unique constraint pg_type_typname_nsp_index".
  */
 export async function prepareTable(adapter: OutboxAdapter, sql: Pick<OutboxStatements, 'ddlLock' | 'tableShape'>, spec: TableSpec): Promise<void> {
   await adapter.transaction(async (tx) => {
@@ -58,11 +56,7 @@ export async function prepareTable(adapter: OutboxAdapter, sql: Pick<OutboxState
 /** A text[] as the driver hands it: an array, or PostgreSQL's text form '{a,b}'. */
 function textArray(value: unknown): string[] {
   if (Array.isArray(value)) return value.map(String);
-  if (typeof value === 'string' && value.startsWith('{'))
-    return value
-      .slice(1, -1)
-      .split(',')
-      .filter((part) => part !== '')
-      .map((part) => part.replace(/^"|"$/g, ''));
-  return [];
+  if (typeof value !== 'string' || !value.startsWith('{')) return [];
+  const parts = value.slice(1, -1).split(',');
+  return parts.filter((part) => part !== '').map((part) => part.replace(/^"|"$/g, ''));
 }

@@ -23,10 +23,9 @@ export interface OutboxReceipt {
 }
 
 /**
- * Writes `message` as a row of the outbox in the caller's transaction `tx`, and NOTIFYs the relays (delivered at
- * commit). With an order key, first waits for any other open transaction writing that key (see writeMarkAndOrderLock).
- * Throws, having written nothing, when `tx` runs its statements in no transaction block (the insert then finds no
- * writeMark, and adds no row).
+ * Writes `message` as a row of the outbox in the caller's transaction `tx`, and NOTIFYs the relays (at commit). With an
+ * order key, first waits for any other open transaction writing that key. Throws, having written nothing, when `tx`
+ * is in no transaction block (the insert then finds no writeMark, and adds no row).
  */
 export async function writeToOutbox<Tx>(config: OutboxConfig, tx: Tx, message: OutboxMessage): Promise<OutboxReceipt> {
   const record = readOutboxMessage(message, randomUUID);

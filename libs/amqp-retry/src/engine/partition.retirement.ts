@@ -9,15 +9,13 @@ import { sleep } from '../core/time/duration.timer.js';
 import { scheduleTiers, type EngineHandler, type HandlerRuntimeDeps } from './handler.runtime.js';
 
 /**
- * What a partitioned handler leaves behind when its layout changes: partition queues beyond a smaller `count`, and
- * the queue of the handler before partitions. Each is cut from what fed it, its messages (and whatever comes back to
- * it from its tiers and replays) move into the hash exchange, and its parking queue stays in this application's view
- * (`retired`, RetryEngine.parkingQueues) until an operator deletes it.
+ * What a partitioned handler leaves behind when its layout changes: partition queues beyond a smaller `count`, and the
+ * queue of the handler before partitions. Each is cut from what fed it, its messages move into the hash exchange, and
+ * its parking queue stays in this application's view (`retired`) until an operator deletes it.
  */
 export class PartitionRetirement {
   /** The retired queues with their parking queues and tiers. */
   readonly retired: ScopeQueue[] = [];
-  /** Consumers moving the messages of retired queues into the hash exchange. */
   private movers: QueueConsumer[] = [];
   private readonly names: ReturnType<typeof partitionNames>;
   private readonly count: number;
@@ -52,11 +50,7 @@ export class PartitionRetirement {
     await Promise.all(this.movers.map((m) => m.stop(timeoutMs)));
   }
 
-  /**
-   * Partitions beyond `count` (left by an earlier, larger count) are cut from the hash exchange, and what they hold,
-   * or receive later from their own tiers and replays, is published into the hash exchange, which routes it to its
-   * partition under the new count; their queues stay for an operator to delete once empty.
-   */
+  /** Partitions beyond `count` (an earlier, larger count) are cut from the hash exchange, and what they hold moves out. */
   private async retireExtraPartitions(): Promise<void> {
     const { connection, logger } = this.deps;
     for (let index = this.count; ; index++) {
@@ -92,11 +86,9 @@ export class PartitionRetirement {
   }
 
   /**
-   * The queue of the unpartitioned handler that partitions replace (`partitions` turned on for a queue that ran
-   * without): it is cut from the handler's exchange, which would otherwise copy every message into it for nobody, and
-   * what it holds, or receives later from its tiers and replays, is moved into the hash exchange like a retired
-   * partition's. A message published during the start may reach both (handled twice, never lost); order across the
-   * change holds only for what was published after it. The queue stays for an operator to delete once empty.
+   * The queue of the handler before partitions: cut from the handler's exchange, which would otherwise copy every
+   * message into it for nobody, and moved out like a retired partition. A message published during the start may reach
+   * both (handled twice, never lost); order across the change holds only for what was published after it.
    */
   private async retireUnpartitionedQueue(): Promise<void> {
     const { connection, logger } = this.deps;
@@ -126,9 +118,8 @@ export class PartitionRetirement {
   }
 
   /**
-   * Moves what `queue` holds, and whatever reaches it later, into the hash exchange with the key it was first published
-   * with; until the queue is deleted (as the warning asks, once empty): then the mover ends, instead of trying to consume
-   * a queue that is gone with backoff for as long as the application runs.
+   * Moves what `queue` holds, and whatever reaches it later (from its tiers, replays), into the hash exchange with the
+   * key it was first published with, until the queue is deleted: then the mover ends instead of retrying forever.
    */
   private moveOut(queue: string): void {
     const { connection, logger, resume, recordPublisher } = this.deps;

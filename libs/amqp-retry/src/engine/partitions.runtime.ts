@@ -53,14 +53,11 @@ export function checkPartitionChannels(handlers: readonly EngineHandler[], conne
 }
 
 /**
- * A partitioned handler at run time (docs/partitions.md): one HandlerRuntime per partition queue, each with its own
- * tiers and parking queue, and the membership that spreads the partitions over the running instances.
- *
- * Every instance announces itself on the members' exchange each heartbeat and hears the others on an exclusive queue
- * of its own; from the members alive (heard within 3 heartbeats), each computes the same assignment and consumes the
- * partitions it owns. A partition changes owner only between messages: the old owner hands over (no new message
- * starts, those running finish, then its channel closes, requeueing the rest in place), and the partition queues
- * have a single active consumer, so two owners at once (views that disagree for a heartbeat) never both run.
+ * A partitioned handler at run time (docs/partitions.md): one HandlerRuntime per partition queue, and the membership
+ * that spreads the partitions over the running instances. Every instance announces itself each heartbeat; from the
+ * members heard within 3 heartbeats, each computes the same assignment. A partition changes owner only between
+ * messages (the old owner hands over), and partition queues have a single active consumer, so two owners at once
+ * (views that disagree for a heartbeat) never both run.
  */
 export class PartitionedRuntime {
   readonly parts: HandlerRuntime[];
@@ -81,7 +78,6 @@ export class PartitionedRuntime {
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
   private readonly unstarted = new Set<number>();
-  /** The queues an earlier layout left (partitions beyond `count`, the queue before partitions), moved out. */
   private readonly retirement: PartitionRetirement;
   /** The consumer of the dead-letter queue every partition shares: each instance runs one, owner of a partition or not. */
   private readonly deadLetters: QueueConsumer;
@@ -133,10 +129,7 @@ export class PartitionedRuntime {
     };
   }
 
-  /**
-   * Declares the hash exchange (failing clearly without its plugin, or when it hashes another key than the configured
-   * one), then each partition, then moves what partitions beyond `count` and the unpartitioned queue hold.
-   */
+  /** Declares the hash exchange, then each partition, then retires what an earlier layout left. */
   async prepare(): Promise<void> {
     await this.declareHashExchange();
     for (const part of this.parts) await part.prepare();
@@ -145,8 +138,7 @@ export class PartitionedRuntime {
 
   /**
    * RabbitMQ keeps an existing consistent-hash exchange's arguments on a redeclare with others, and AMQP cannot read
-   * them: what it hashes is recorded beside it when it is declared (core/partitions/hash-key.record.ts), and a start
-   * configured with another key fails before it declares anything.
+   * them: what it hashes is recorded beside it, and a start configured with another key fails before declaring.
    */
   private async declareHashExchange(): Promise<void> {
     const { urls, connectTimeoutMs, connection, recordPublisher, logger } = this.deps;
@@ -322,11 +314,7 @@ export class PartitionedRuntime {
     this.noteStarts(starting, results);
   }
 
-  /**
-   * Keeps count of the partitions owned whose consumer did not start: the status shows them unconsumed (`consuming`
-   * false), a warning names them when they first fail, the next heartbeat's pass tries them again, and a line says
-   * when they run.
-   */
+  /** Keeps count of the partitions owned whose consumer did not start (tried again each heartbeat); warns when they first fail. */
   private noteStarts(parts: HandlerRuntime[], results: PromiseSettledResult<void>[]): void {
     const name = (p: HandlerRuntime) => p.queue.slice(this.queue.length + 1);
     const failed = parts.flatMap((p, i) =>

@@ -40,9 +40,8 @@ export interface Publishers {
 export type PublisherRole = 'publisher' | 'relay';
 
 /**
- * The publishing half of the engine: a connection of its own, so that a broker that blocks publishers (a memory or
- * disk alarm blocks every connection that publishes, acks included) never stops the consumers. It opens on first use
- * and, once closed, refuses to open again: a publish after shutdown fails instead of leaving a connection behind.
+ * The publishing half of the engine: a connection of its own, so that a broker alarm that blocks publishers never
+ * stops the consumers. Opens on first use; once closed, a publish fails instead of leaving a connection behind.
  */
 export class PublishingSide {
   private opened?: Promise<Publishers>;
@@ -61,9 +60,8 @@ export class PublishingSide {
 
   /**
    * Publishes `out` on the confirm channel of `via` and resolves once the broker confirmed it; with `delayMs` > 0
-   * through the delay ladder (see RetryEngine.publish). Not async: the usual publish hands amqplib's promise chain
-   * back as it is, with no wrapper of ours to settle (one promise and a microtask less a publish; a flood holds
-   * 100,000 of them). Errors still come as rejections.
+   * through the delay ladder. Not async: the usual publish hands amqplib's promise back as it is (one promise and a
+   * microtask less a publish; a flood holds 100,000 of them). Errors still come as rejections.
    */
   publish(via: PublisherRole, out: Outgoing, delayMs: number): Promise<void> {
     let plan: DelayedPublishPlan;
@@ -114,7 +112,7 @@ export class PublishingSide {
 
   private send(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing): Promise<void> {
     // Once open, a direct publish goes straight to the channel: no await (and no suspended frame) of ours in between.
-    const open = this.openNow;
+    const open = this.closed ? undefined : this.openedNow;
     if (open && plan.kind === 'direct') return open[via].publish(out.exchange, out.routingKey, out.content, out.properties);
     return this.sendWhenOpen(via, plan, out);
   }
@@ -165,15 +163,7 @@ export class PublishingSide {
     return opening;
   }
 
-  /** The publishers if open now (no await), else undefined: then `open()`. */
-  get openNow(): Publishers | undefined {
-    return this.closed ? undefined : this.openedNow;
-  }
-
-  /**
-   * The delay ladder, declared once per connection (again after a reconnection, or when a publish found part of it
-   * deleted); undefined when delayed delivery is off.
-   */
+  /** The delay ladder, declared once per connection and when a publish found part of it deleted; undefined when off. */
   delayLadder(): Promise<DelayTopology | undefined> {
     const prefix = this.config.delayPrefix;
     if (prefix === undefined) return Promise.resolve(undefined);

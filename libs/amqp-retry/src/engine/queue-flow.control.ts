@@ -32,15 +32,10 @@ interface Dependencies {
 /**
  * One handler queue's flow: its circuit breaker, its pause (the operator's kill switch) and its rate limit.
  *
- * Open or paused: the consumer is cancelled (`hold`), so messages, returning retries included, wait in the broker;
- * handlers in flight finish and settle as usual, and every delivery not yet handed to the handler is put back (nack
- * with requeue: no attempt is spent): one already on its way, one waiting for its turn under the rate limit, and one
- * waiting between admission and handler (for its ordering key's turn, an idempotency claim: WaitingDeliveries).
- * Half-open: the consumer takes `halfOpenCalls` deliveries at a time (its prefetch) and exactly that many reach the
- * handler; one more waits in memory for a trial's place, never in a loop. A failed trial is an ordinary failed
- * attempt (retried or parked by the policy): the breaker never parks a message.
- *
- * The state is this process's: each instance counts its own calls and decides alone (README "Outage protection").
+ * Open or paused: the consumer is cancelled, so messages wait in the broker; handlers in flight finish, and every
+ * delivery not yet handed to the handler is put back (nack with requeue: no attempt is spent). Half-open: exactly
+ * `halfOpenCalls` deliveries reach the handler at a time; a failed trial is an ordinary failed attempt. The state is
+ * this process's: each instance counts its own calls and decides alone.
  */
 export class QueueFlowControl {
   private readonly breaker?: CircuitBreakerState;
@@ -98,19 +93,13 @@ export class QueueFlowControl {
     };
   }
 
-  /**
-   * The hand-over step: the delivery is handed over to the handler here (until then a stop takes it back). Absent
-   * when nothing waits before the handler (see waitsBeforeHandler).
-   */
+  /** The hand-over step: until it, a stop takes the delivery back. Absent when nothing waits before the handler. */
   handOverStep(): Middleware | undefined {
     const waiting = this.waiting;
     return waiting && ((next) => waiting.handing(next));
   }
 
-  /**
-   * The breaker step: the outcome of the handler call is counted into the breaker, a failure by its delivery's
-   * policy (what it retries). Absent without a breaker.
-   */
+  /** The breaker step: counts the call's outcome into the breaker, a failure by its delivery's policy. Absent without a breaker. */
   breakerStep(policyOf: PolicyOf): Middleware | undefined {
     const breaker = this.breaker;
     if (!breaker) return undefined;
@@ -194,9 +183,6 @@ export class QueueFlowControl {
     const ticket = await this.admit(signal);
     if (ticket === 'gone') return;
     if (ticket === 'refused') {
-      // Back to the queue, whose consumer is cancelled: it waits there. Noted, so that the return is not counted as a
-      // crash when it comes back (a quorum queue counts it). But one more return past the queue's delivery limit and
-      // the broker would drop it: then it goes to the pipeline, which parks it (redelivery-limit) unread.
       if (!this.giveBack(message, settle)) return handle(message, settle, signal);
       return;
     }
@@ -252,10 +238,9 @@ export class QueueFlowControl {
   }
 
   /**
-   * Puts a delivery back in the queue (nack with requeue: no attempt spent), noted so that the return is not counted as
-   * a crash when it comes back (a quorum queue counts it). False, and nothing done, when one more return would take it
-   * past the quorum queue's delivery limit (the broker would drop it): it goes on to the pipeline, which parks it
-   * (redelivery-limit) unread.
+   * Puts a delivery back in the queue, noted so that its return is not counted as a crash (a quorum queue counts it).
+   * False, and nothing done, when one more return would pass the quorum delivery limit (the broker would drop it):
+   * the pipeline then parks it (redelivery-limit) unread.
    */
   private giveBack(message: ConsumeMessage, settle: Parameters<DeliveryHandler>[1]): boolean {
     if (this.config.queueType === 'quorum') {
@@ -289,8 +274,8 @@ export class QueueFlowControl {
   private changed(reason: string, by?: string): void {
     const to = queueStateOf(this.paused, this.breaker?.state);
     if (!this.stopped) {
-      if (to === 'paused' || to === 'open') this.limiter?.interrupt(); // what waits for a turn goes back to the broker
       if (to === 'paused' || to === 'open') {
+        this.limiter?.interrupt(); // what waits for a turn goes back to the broker
         this.target?.hold(`the queue is ${to}`);
         // After the cancel, so that these returns cannot make room for more deliveries.
         this.waiting?.recall(`the queue is ${to}`, (message, settle) => this.giveBack(message, settle));

@@ -33,10 +33,7 @@ export class RateLimitGate {
     return this.waiting.length;
   }
 
-  /**
-   * Resolves 'go' when the call may go; 'gone' if `signal` aborted first or the gate closed (the delivery is not
-   * handled); 'interrupted' when interrupt() let it go without a turn (the queue was paused or its circuit opened).
-   */
+  /** Resolves 'go' when the call may go; 'gone' if `signal` aborted or the gate closed; 'interrupted' by interrupt(). */
   wait(signal: AbortSignal): Promise<Turn> {
     if (this.closed || signal.aborted) return Promise.resolve('gone');
     if (this.waiting.length === 0 && this.bucket.take(this.now()) === 0) return Promise.resolve('go');
@@ -62,10 +59,7 @@ export class RateLimitGate {
     this.interrupt('gone');
   }
 
-  /**
-   * Every waiter leaves at once, without a turn ('interrupted'): the queue was paused or its circuit opened, and what
-   * waits here goes back to the broker instead of waiting in memory for tokens.
-   */
+  /** Every waiter leaves at once without a turn: the queue was paused or its circuit opened, so they go back to the broker. */
   interrupt(turn: Exclude<Turn, 'go'> = 'interrupted'): void {
     this.timer?.cancel();
     this.timer = undefined;

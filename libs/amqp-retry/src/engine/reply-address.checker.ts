@@ -5,13 +5,10 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { directReplyAddressProblem, type ReplyAddressState } from '../core/publish/reply-address.rules.js';
 
 /**
- * What the engine knows of a direct reply-to address before anything replies to it (RetryServer's replies, the answers
- * to control messages). Any client can send a request with a `replyTo` of its own making, and RabbitMQ closes the
- * whole connection that asks about, or (on 3.10) publishes to, an address it cannot decode. So an address whose form
- * the broker never hands out is refused here without I/O, and the others are asked about (a passive declare) on a
- * connection of their own, `<connectionName> replies`, opened at the first: a forged address that the broker still
- * cannot decode closes only that connection, never the one that carries the application's publishes, parked copies
- * and replies. The replies themselves go to an address the broker said exists, on the publishing connection.
+ * Checks a direct reply-to address before anything replies to it. RabbitMQ closes the whole connection that asks
+ * about, or (on 3.10) publishes to, an address it cannot decode, and any client can forge a `replyTo`. So a form the
+ * broker never hands out is refused without I/O, and the others are probed (a passive declare) on a connection of
+ * their own, `<connectionName> replies`: a forged address closes only that one, never the publishing connection.
  */
 export class ReplyAddressChecker {
   private connection?: Promise<AmqpConnection>;

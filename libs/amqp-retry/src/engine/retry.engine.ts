@@ -24,11 +24,8 @@ import { parkingQueues, type EngineHealth, type QueueActivity } from './engine.v
 
 /**
  * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it. A façade
- * over its sides, each in a file of its own: the consuming side (ConsumingSide: the handlers' runtimes, the delay
- * forwarder, on a connection that never publishes) and the publishing side (PublishingSide: the application's
- * publishes, parked copies, forwarded delayed messages), pause and resume (ControlSide), the outbox (OutboxSide), and
- * the checker of direct reply-to addresses (ReplyAddressChecker, on a third connection, `<connectionName> replies`,
- * opened only when something replies to such an address).
+ * over its sides: consuming, publishing (each on a connection of its own), pause and resume, the outbox, and the
+ * checker of direct reply-to addresses.
  */
 export class RetryEngine {
   private readonly publishing: PublishingSide;
@@ -149,9 +146,8 @@ export class RetryEngine {
   }
 
   /**
-   * Pauses a handler queue in this process (the operator's kill switch): its consumer is cancelled, so its messages,
-   * returning retries included, wait in the broker; handlers in flight finish. It stays paused across reconnections
-   * until `resume()`. `by` (required) and `reason` are shown in the log line, the page and `queueStates()`.
+   * Pauses a handler queue in this process (the operator's kill switch): its messages wait in the broker, handlers in
+   * flight finish; it stays paused across reconnections until `resume()`. `by` and `reason` are shown in the log line.
    * @example engine.pause('orders', { by: 'alice', reason: 'payments API down, INC-142' })
    */
   pause(queue: string, who: { by: string; reason?: string }): QueueFlowStatus {

@@ -14,11 +14,10 @@ const endsWithin = (work: Promise<unknown>, limitMs: number): Promise<boolean> =
   ).catch(() => false);
 
 /**
- * The engine's stops, bounded: a broker that blocks this process's publishing (a memory or disk alarm) answers none of
- * its channel opens and declarations, and a stop that waits on one (a partition's announcement, an outbox round, a
- * control reply) would otherwise hold the shutdown until the alarm clears. Past twice the shutdown timeout (a
- * partition's rebalance under way, then its stop, may each take it) and STOP_MARGIN_MS a stop is left with a
- * warning; once the connections are closed under it, which ends it, `closed()` waits for it a little.
+ * The engine's stops, bounded: a broker that blocks publishing (a memory or disk alarm) answers no channel open, and a
+ * stop waiting on one would hold the shutdown until the alarm clears. Past twice the shutdown timeout (a partition's
+ * rebalance, then its stop, may each take it) plus STOP_MARGIN_MS, a stop is left with a warning; closing the
+ * connections under it ends it.
  */
 export class ShutdownBound {
   /** Stops that did not end within their bound. */

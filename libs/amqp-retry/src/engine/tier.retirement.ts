@@ -46,15 +46,13 @@ async function readRecords(connection: AmqpConnection, planQueue: string): Promi
 
 /**
  * Takes first failures for this start's tiers and retires the tiers of schedules nobody runs any more, using the plan
- * queue as the record. In order: read every record; cut every other first tier off the first-failure exchange, and
- * only then bind our own (never two at once: a first failure would land in both); cut the retired tiers off the
- * dead-letter exchange, so nothing new enters them, and delete those that are empty; write the new record; and only
- * then consume the old ones. Every step is idempotent, so a start that fails half-way leaves a record the next
- * completes. A schedule whose presence queue has a consumer is run by another version (a rolling deploy): its
- * tiers are kept, and its messages keep their schedule.
+ * queue as the record: read every record; move the first-failure binding to our first tier; cut the retired tiers off
+ * the dead-letter exchange and delete those that are empty; write the new record; only then consume the old ones.
+ * Every step is idempotent, so a start that fails half-way leaves a record the next completes. A schedule whose
+ * presence queue has a consumer is run by another version (a rolling deploy): its tiers are kept.
  *
  * Quorum queues cannot be deleted "if empty" (the broker answers 540 and closes the connection): they are deleted
- * after a check shows them empty, which is safe because nothing can enter them once unbound.
+ * after a check shows them empty, safe because nothing can enter them once unbound.
  */
 export async function takeOverFirstFailures(connection: AmqpConnection, publisher: ConfirmPublisher, handler: HandlerConfig): Promise<Retirement> {
   const names = retryNames(handler.queue);

@@ -9,29 +9,19 @@ interface Waiting {
   recall: AbortController;
 }
 
-/**
- * Whether the queue's deliveries may wait between their admission and their handler call (for an ordering key's turn,
- * an idempotency claim, the inbox's transaction) while the queue can stop (a partition is never paused nor opened).
- */
+/** Whether deliveries may wait between admission and handler (ordering, idempotency, inbox) on a queue that can stop. */
 export const waitsBeforeHandler = (config: HandlerConfig): boolean =>
   config.partitionOf === undefined && (config.ordering !== undefined || config.idempotency !== undefined || config.inbox !== undefined);
 
 /**
- * The deliveries of one queue admitted by its flow whose handler was not called yet: waiting for their ordering key's
- * turn, for another copy's idempotency claim, for the inbox's transaction. When the queue stops (paused, circuit open)
- * they are taken back (`recall`): each is given back to the broker in delivery order and its signal aborts with
- * DeliveryRecalled, which ends its wait; a recalled delivery never reaches the handler, and one that reached it is no
- * longer recalled (it finishes and settles as usual).
+ * The deliveries of one queue admitted by its flow whose handler was not called yet. When the queue stops (paused,
+ * circuit open) they are taken back: each is given back to the broker in delivery order and its signal aborts with
+ * DeliveryRecalled; a delivery that reached the handler is no longer recalled (it finishes and settles as usual).
  */
 export class WaitingDeliveries {
   private readonly waiting = new Map<ConsumeMessage, Waiting>();
 
   constructor(private readonly queue: string) {}
-
-  /** How many deliveries wait. */
-  get size(): number {
-    return this.waiting.size;
-  }
 
   /** Runs `handle` for the delivery with a signal of its own: the channel's, which also aborts when it is recalled. */
   run(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> {
@@ -66,10 +56,7 @@ export class WaitingDeliveries {
     };
   }
 
-  /**
-   * Takes back every waiting delivery, in delivery order (so that a key's messages go back, and return, in their order):
-   * `giveBack` settles one and answers true, or answers false and it stays (it runs on).
-   */
+  /** Takes back every waiting delivery in delivery order, so that a key's messages return in order; `giveBack` false: it stays. */
   recall(why: string, giveBack: (message: ConsumeMessage, settle: Settle) => boolean): void {
     for (const [message, entry] of [...this.waiting]) {
       if (!giveBack(message, entry.settle)) continue;

@@ -1,8 +1,6 @@
 /**
- * The idempotency store could not be reached, or did not answer in time, before the handler ran (or when releasing
- * a failed attempt's claim). Always retryable, whatever `nonRetryable` says: the message goes through the retry
- * tiers like any failure, and is parked as exhausted if the store stays down through the last attempt. It is never
- * handled without the store's answer.
+ * The idempotency store could not be reached, or did not answer in time. Always retryable, whatever `nonRetryable`
+ * says: a message is never handled without the store's answer.
  */
 export class IdempotencyStoreError extends Error {
   constructor(operation: string, key: string, cause: unknown) {

@@ -15,11 +15,9 @@ export interface HashKeyMismatch {
 }
 
 /**
- * The broker refused to declare a queue or exchange because one of that name already exists with other
- * arguments (AMQP 406 PRECONDITION_FAILED). Nothing is changed on the broker. `queueTypes` is set when what differs
- * is the queue's type (classic, quorum, stream): the one configured and the one found. `hashKeys` is set when what
- * differs is what a partitioned handler's consistent-hash exchange hashes: RabbitMQ accepts that redeclare and keeps
- * the exchange's first key, so the library refuses the start itself (core/partitions/hash-key.record.ts).
+ * The broker refused to declare a queue or exchange because one of that name already exists with other arguments
+ * (AMQP 406 PRECONDITION_FAILED); nothing is changed on the broker. `hashKeys`: RabbitMQ accepts a redeclare of a
+ * consistent-hash exchange with another key and keeps the first, so the library refuses the start itself.
  */
 export class TopologyMismatchError extends Error {
   constructor(

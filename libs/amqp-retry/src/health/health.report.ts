@@ -15,10 +15,8 @@ export interface HealthReport {
 }
 
 /**
- * Down while a connection is down, a queue is not consumed, or the outbox relay cannot publish (its last rows failed,
- * or the database does not answer); a connection not opened yet is no problem. A queue that is paused or whose
- * circuit is open is shown as such and is no problem: the application does what it was told or protects itself from
- * a failing dependency, and an orchestrator that restarted it would only lose that state.
+ * Down while a connection is down, a queue is not consumed, or the outbox relay cannot publish. A paused or open
+ * queue is no problem: an orchestrator that restarted the application would only lose that state.
  */
 export function describeHealth({ connections, queues, outbox }: EngineHealth): HealthReport {
   const problems: string[] = [];

@@ -1,7 +1,6 @@
 /**
- * The `nestjs-amqp-retry/health` entry: `RetryHealthIndicator` for `@nestjs/terminus`. It is the only entry that
- * imports terminus, so that applications without health checks never load it (the indicator needs terminus's
- * HealthIndicatorService as an injection token, which a lazy import cannot give Nest's dependency injection).
+ * The `nestjs-amqp-retry/health` entry: `RetryHealthIndicator` for `@nestjs/terminus`, an entry of its own so that
+ * applications without health checks never load terminus (its injection token cannot be imported lazily).
  *
  * @packageDocumentation
  * @module nestjs-amqp-retry/health

@@ -21,10 +21,7 @@ export class RetryHealthIndicator {
     private readonly indicators: HealthIndicatorService,
   ) {}
 
-  /**
-   * Terminus's result under `key` (default 'rabbitmq'): up or down as the HealthReport's `healthy` says, with the rest
-   * of the report (connections, queues, outbox, problems) as its details.
-   */
+  /** Terminus's result under `key` (default 'rabbitmq'): up or down as the HealthReport says, with the rest of it as details. */
   isHealthy<const Key extends string = 'rabbitmq'>(key: Key = 'rabbitmq' as Key): HealthIndicatorResult<Key> {
     const indicator = this.indicators.check(key);
     const { healthy, ...data } = describeHealth(this.engine.health());

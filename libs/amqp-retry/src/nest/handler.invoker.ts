@@ -24,16 +24,12 @@ const noFilters = (handler: unknown): boolean => typeof handler === 'object' && 
 
 /**
  * The invoker of a `@RetryWithBackoff` method in Nest's external context, which applies the application's guards,
- * interceptors and exception filters (global, class and method ones).
+ * interceptors and exception filters.
  *
- * That context costs four async layers on every message, for nothing when the handler has no enhancer at all: the
- * usual case, and a fifth of the library's CPU per message in the happy-path bench. So the context is created as
- * always, while `create` is watched: when Nest's own creators resolve no guard, no interceptor and no filter for the
- * handler, the method is called directly, as Nest would call it then (an Observable it returns is awaited to its last
- * value, and an error reaches the caller unchanged). Anything else, including a Nest version whose internals are
- * named otherwise, gets Nest's context, with what it answers awaited (awaitingAnswers: an exception filter's
- * Observable or Promise). `direct: false` (retry logs 'nest', where Nest's fallback filter logs the error) always
- * takes Nest's.
+ * That context costs four async layers on every message (a fifth of the library's CPU per message in the happy-path
+ * bench), for nothing when the handler has no enhancer, the usual case. So while the context is created, `create` is
+ * watched: when Nest resolves no guard, interceptor or filter, the method is called directly, as Nest would call it.
+ * Anything else, including unknown Nest internals, or `direct: false` (retry logs 'nest'), gets Nest's context.
  */
 export function handlerInvoker(
   creator: ExternalContextCreator,
@@ -72,11 +68,8 @@ export function handlerInvoker(
 const lastValueIfObservable = (value: unknown): unknown => (isObservable(value) ? lastValueFrom(value) : value);
 
 /**
- * Nest's context awaits the handler's Observable, but hands back what an exception filter returns as it is: an
- * Observable (RetryRpcExceptionFilter's `throwError`, an `RpcExceptionFilter`'s usual answer), or a Promise inside
- * the context's own. That answer is awaited here, an Observable to its last value (or none): one that errors fails
- * the call as a throw does, so no filter can turn a failed handler into an ack by returning an error that nobody
- * reads. A filter's plain value, or a stream that completes, marks the message handled.
+ * Nest's context hands back what an exception filter returns as it is (an Observable, a Promise): it is awaited here,
+ * so that a filter's erroring stream fails the call as a throw does rather than turning it into an ack.
  */
 function awaitingAnswers(invoke: HandlerInvoker): HandlerInvoker {
   return (payload, context) => invoke(payload, context).then(answerOf);

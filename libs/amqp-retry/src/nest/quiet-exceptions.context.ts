@@ -12,11 +12,9 @@ interface FiltersContext {
 }
 
 /**
- * A context creator whose exception handlers run the application's filters (class, method and global ones) as
- * Nest's do, but skip Nest's fallback, which logs every failure's stack under "ExceptionsHandler" before rethrowing
- * it: the engine logs one line per decision instead, and the stack when it parks. A filter that handles the error
- * still decides the outcome, and an error no filter handles still reaches the engine. Should a Nest version name
- * these internals differently, the creator is returned as it was (Nest's logging stays, nothing breaks).
+ * A context creator whose exception handlers run the application's filters as Nest's do, but skip Nest's fallback,
+ * which logs every failure's stack before rethrowing it: the engine logs one line per decision instead. Should a
+ * Nest version name these internals differently, the creator is returned as it was (Nest's logging stays).
  */
 export function withoutExceptionLogs(creator: ExternalContextCreator): ExternalContextCreator {
   const filters = (creator as unknown as { filtersContextCreator?: FiltersContext }).filtersContextCreator;
@@ -28,8 +26,7 @@ export function withoutExceptionLogs(creator: ExternalContextCreator): ExternalC
     const runFilters = handler.invokeCustomFilters.bind(handler);
     handler.next = async (exception, host) => {
       const result = runFilters(exception, host);
-      // Nest 12 answers undefined for "no filter handled it", Nest 10 and 11 null: with null taken as an answer,
-      // every failure on Nest 10/11 counted as handled and was acked, never retried (test/consumers found it)
+      // "No filter handled it" is undefined on Nest 12, null on Nest 10 and 11: neither is an answer
       if (result !== undefined && result !== null) return result; // a filter handled it (or rethrew): its answer stands
       throw exception;
     };

@@ -9,10 +9,8 @@ import { withoutExceptionLogs } from './quiet-exceptions.context.js';
 import { RETRY_HANDLER_METADATA, RETRY_MODULE_CONFIG } from './retry.constants.js';
 
 /**
- * Finds the @RetryWithBackoff methods of every provider and controller of this application (not of the process:
- * several applications each see their own), validates them together, and wraps each in Nest's external context so
- * that the application's interceptors, guards and exception filters apply (called directly when it has none: see
- * handlerInvoker).
+ * Finds the @RetryWithBackoff methods of every provider and controller of this application, validates them together,
+ * and wraps each in Nest's external context (see handlerInvoker).
  */
 @Injectable()
 export class RetryHandlerExplorer {
@@ -56,10 +54,9 @@ export class RetryHandlerExplorer {
   }
 
   /**
-   * Nest's ExternalContextCreator finds a host's module among providers only (`hasProvider`), so class-referenced
-   * interceptors and filters on a controller's method would be looked up in no module and silently dropped. The
-   * explorer knows the module of each instance: a creator that delegates to Nest's and answers that module's key
-   * makes controllers behave as providers do. It changes nothing of Nest's own object.
+   * Nest's ExternalContextCreator finds a host's module among providers only, so class-referenced interceptors and
+   * filters on a controller's method would be silently dropped: a creator that answers the instance's module key makes
+   * controllers behave as providers do.
    */
   private creatorFor(moduleKey: string | undefined): ExternalContextCreator {
     const base = this.moduleConfig.retryLogs === 'line' ? withoutExceptionLogs(this.contextCreator) : this.contextCreator;

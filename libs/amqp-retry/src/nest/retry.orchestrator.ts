@@ -4,15 +4,9 @@ import { RetryEngine } from '../engine/retry.engine.js';
 import { RetryHandlerExplorer } from './retry-handler.explorer.js';
 
 /**
- * Ties the engine to Nest's lifecycle: handlers are found and validated at module init (a bad configuration fails
- * before anything is declared) and declared there, so that any module may publish from its own bootstrap hook;
- * consumed at bootstrap (so `app.init()` resolves with every consumer running); stopped at module destroy (handlers
- * in flight finish); and the connections closed at application shutdown, so that other modules can still publish
- * from their own destroy hooks.
- *
- * RetryModule runs its hooks around every other module's (see RetryModule): consumers start after every other
- * module has bootstrapped and stop before any other module is destroyed, so a handler never uses a provider that
- * is not ready or already closed.
+ * Ties the engine to Nest's lifecycle: handlers are declared at module init, so that any module may publish from its
+ * bootstrap hook; consumed at bootstrap; stopped at module destroy (handlers in flight finish); and the connections
+ * closed at application shutdown, so that other modules can still publish from their destroy hooks.
  */
 @Injectable()
 export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
@@ -23,7 +17,6 @@ export class RetryOrchestrator implements OnModuleInit, OnApplicationBootstrap, 
     private readonly engine: RetryEngine,
   ) {}
 
-  /** Declares everything at init, so that other modules may publish from their own bootstrap hooks. */
   async onModuleInit(): Promise<void> {
     this.handlers = this.explorer.explore();
     await this.engine.prepare(this.handlers);

@@ -16,8 +16,8 @@ export class RetryPublisher {
    * (nothing published) for an invalid delay; with NotConnectedError after the application has shut down. A delayed
    * message is confirmed when it enters the delay ladder; when it is due, it is published to `exchange` with
    * `routingKey` as if published then (headers x-delay-* added), and parked if no queue takes it.
-   * Resolves with what it sent (PublishedMessage: the message id among others), typed `void & PublishedMessage` so that
-   * code written when it resolved nothing (`(): Promise<void> => publisher.publish(...)`) compiles as before.
+   * Resolves with what it sent (PublishedMessage), typed `void & PublishedMessage` so that
+   * `(): Promise<void> => publisher.publish(...)` compiles.
    * @example const { messageId } = await publisher.publish('orders', 'order.created', { id: 42 });
    * @example await publisher.publish('orders', 'order.cancel-if-unpaid', { id: 42 }, { delay: '30m' });
    */

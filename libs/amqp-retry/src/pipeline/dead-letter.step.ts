@@ -12,11 +12,10 @@ import type { MessageParker, ParkTarget } from './park-route.steps.js';
 const DROP_LOG_SPACING_MS = 60_000;
 
 /**
- * The consumer of a handler's dead-letter queue (Q.dlx.dead): what expired in the queue, or was pushed out or refused
- * by its length limit, or passed a quorum queue's delivery limit. Each is parked with its reason (the copy keeps the
- * death history and the original expiration), or, with `onExpired: 'drop'`, acked, counted (the `dropped` observer
- * event) and logged at most once a minute. `targets` maps each queue whose dead letters come here (the handler's, or
- * each of its partitions) to where its messages park; the first is named for a message that died in none of them.
+ * The consumer of a handler's dead-letter queue: what expired, was pushed out by a length limit, or passed a quorum
+ * queue's delivery limit. Each is parked with its reason, or, with `onExpired: 'drop'`, acked, counted and logged at
+ * most once a minute. `targets` maps each queue whose dead letters come here to where its messages park; the first
+ * is named for a message that died in none of them.
  */
 export class DeadLetterStep {
   private droppedSinceLine = 0;

@@ -16,20 +16,13 @@ import { sleep } from '../core/time/duration.timer.js';
 import type { Settle } from '../amqp/queue.consumer.js';
 
 /**
- * The last step of a delayed delivery: a due message from the ladder's ready queue is published to the exchange and
- * routing key its headers name, as if published now (every exchange type routes it as it would have then), and
- * acked once the broker confirmed the copy. The ladder's dead-letter history is dropped from the copy, and the
- * message's own `expiration`, carried through the ladder in a header, is its property again: it runs from delivery.
+ * The last step of a delayed delivery: a due message from the ladder's ready queue is published (mandatory) to the
+ * exchange and routing key its headers name, as if published now, and acked once confirmed. A message without a
+ * target, or that no queue takes, is parked in the ladder's error queue; any other failure is tried again with backoff.
  *
- * The copy is mandatory, as an immediate publish is: a message without target headers, whose target exchange no
- * longer exists, or that no queue takes, is parked in the ladder's error queue (`undeliverable`), never dropped. Any
- * other failure is tried again with backoff while the message stays unsettled (at least once, never lost).
- *
- * A ladder shared by several applications on a vhost carries each one's messages to every forwarder. A publish this
- * application's user may not make (403 ACCESS_REFUSED: another team's exchange) is not retried in place, which would
- * keep the message from the application that may deliver it: the message is held a while (growing with the refusals,
- * see RefusedTargets; no publish is tried meanwhile) and given back to the ready queue, where any forwarder may take
- * it. Logged at once, then once a minute per exchange.
+ * A ladder shared by several applications carries each one's messages to every forwarder: a publish this user may not
+ * make (403) is not retried in place, which would keep the message from the application that may deliver it; it is
+ * held a while and given back to the ready queue, where any forwarder may take it.
  */
 export class DelayForwardHandler {
   constructor(

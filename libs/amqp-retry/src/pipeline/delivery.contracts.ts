@@ -9,10 +9,7 @@ import type { XDeath } from '../core/delivery/x-death.parser.js';
 /** Calls the user's handler (through Nest's context: interceptors, filters). */
 export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
 
-/**
- * One step around the handler call: given the invoker it wraps (`next`), the invoker that runs the step around it.
- * The steps and their order are stated once, in engine/delivery.chain.ts.
- */
+/** One step around the handler call, wrapping the invoker `next`; the steps and their order are in engine/delivery.chain.ts. */
 export type Middleware = (next: HandlerInvoker) => HandlerInvoker;
 
 /** The policy of one delivery: the queue's, or (a routed delivery) its pattern's own. */
@@ -26,10 +23,7 @@ export interface RetryPolicy {
   isRetryable: (error: unknown) => boolean;
   /** The longest one handler call may take, in ms (see withHandlerTimeout); 0 or absent: no limit. */
   timeoutMs?: number;
-  /**
-   * The first tier of this policy's own schedule, when it is not the queue's: a first failure is published there
-   * (see core/delivery/first-failure.headers.ts). Absent: the queue's schedule, reached by a nack.
-   */
+  /** The first tier of this policy's own schedule, when it is not the queue's: a first failure is published there. */
   firstTier?: string;
 }
 

@@ -31,17 +31,6 @@ interface Handling {
   pattern?: string;
 }
 
-/**
- * What a handler queue does with each delivery, step by step:
- * 1. decide (core/delivery/delivery.decision.ts): a delivery that cannot be read (body, death history), or that had
- *    every attempt, is parked before any handler or nack sees it; else it runs as attempt n;
- * 2. route (with a router, the transport's patterns): the body names the handler and its policy, a request that runs
- *    once, or a park;
- * 3. invoke: the handler call runs with the steps around it (engine/delivery.chain.ts states them and their order);
- * 4. settle: success acks; a failure is decided again: a retryable one goes on to its tier (TierRouter: once the
- *    retry topology is known to exist, a nack, or a move into another schedule's first tier), anything else is
- *    parked (MessageParker: published to the error queue, confirmed, and only then acked).
- */
 /** What a queue's delivery pipeline is made of; engine/delivery.chain.ts assembles it. */
 export interface DeliveryPipelineParts {
   config: HandlerConfig;
@@ -49,7 +38,6 @@ export interface DeliveryPipelineParts {
   invoke: HandlerInvoker;
   /** Chooses each delivery's route (the transport's patterns); its 'handle' routes are run by `invoke`. */
   router?: DeliveryRouter;
-  /** The outcome steps: park, move to a tier. */
   parker: MessageParker;
   park: ParkTarget;
   tiers: TierRouter;
@@ -59,6 +47,11 @@ export interface DeliveryPipelineParts {
   returns?: OwnReturns;
 }
 
+/**
+ * What a handler queue does with each delivery: 1. decide: one that cannot be read, or had every attempt, is parked
+ * before any handler sees it; 2. route (the transport's patterns); 3. invoke the handler chain; 4. settle: ack, or a
+ * retryable failure goes on to its tier, anything else is parked.
+ */
 export class DeliveryPipeline {
   private readonly config: HandlerConfig;
   private readonly invoke: HandlerInvoker;

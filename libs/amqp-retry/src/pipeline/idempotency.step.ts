@@ -10,7 +10,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
 
 /** A store call that takes longer than this counts as the store being down. */
-export const STORE_TIMEOUT_MS = 5_000;
+const STORE_TIMEOUT_MS = 5_000;
 /** Spacing of the checks of a key another copy has claimed. */
 const BUSY_POLL: ReconnectPolicy = { initialDelayMs: 25, maxDelayMs: 1_000 };
 
@@ -26,13 +26,9 @@ async function bounded<T>(operation: string, key: string, call: () => Promise<T>
 }
 
 /**
- * Wraps a handler so that each message runs once (see docs/idempotency-and-ordering.md, "Handling each message once"):
- * 1. claim the key (a store error is an IdempotencyStoreError: retried through the tiers, the handler not called);
- *    'handled': return at once, so the copy is acked; 'busy': another copy runs, check again with backoff until it
- *    is handled (ack), released (claim and run) or its claim expired (claim and run);
- * 2. run the handler, renewing the claim every third of claimTtl;
- * 3. failure: release the claim (so that the retry can claim it) and rethrow; success: record the key as handled,
- *    and only then return, so the ack comes after the record.
+ * Wraps a handler so that each message runs once (docs/idempotency-and-ordering.md): claim the key ('handled': the
+ * copy is acked uncalled; 'busy': check again with backoff); run the handler, renewing the claim; on failure release
+ * the claim and rethrow, on success record the key as handled before returning, so the ack comes after the record.
  */
 export const idempotencyStep =
   (queue: string, config: IdempotencyConfig, logger: RetryLogger): Middleware =>
@@ -106,10 +102,8 @@ function renewEvery(store: IdempotencyStore, key: string, token: string, claimTt
 }
 
 /**
- * Records the key as handled, trying again with backoff for up to claimTtl (while the claim still keeps other copies
- * away); then gives up, and the message is acked all the same: its work is done, and running it again is what this
- * whole feature avoids. Never throws. It goes on when the delivery's channel died: its redelivered copy waits on the
- * claim and is acked once it finds the record.
+ * Records the key as handled, trying again with backoff for up to claimTtl (while the claim keeps other copies away);
+ * then gives up, and the message is acked all the same: its work is done. Never throws.
  */
 async function record(store: IdempotencyStore, key: string, ttlMs: number, claimTtlMs: number, giveUp: (error: unknown) => void) {
   const deadline = Date.now() + claimTtlMs;

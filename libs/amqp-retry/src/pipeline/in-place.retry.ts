@@ -7,10 +7,7 @@ import { formatDuration } from '../core/time/duration.reader.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 
-/**
- * The last failure of a message retried in place, with the attempt it was: the pipeline parks it (or, when the
- * delivery was abandoned meanwhile, leaves it for the broker to requeue in its place).
- */
+/** The last failure of a message retried in place, with the attempt it was: the pipeline parks it. */
 export class RetriedInPlace extends Error {
   constructor(
     readonly failure: unknown,
@@ -31,11 +28,10 @@ export class RetriedInPlace extends Error {
 }
 
 /**
- * Retries in place (partitions with `whileRetrying: 'hold'`, docs/partitions.md): the message stays unacked at its
- * place in the queue, waits its tier's delay in the consumer and runs again, while its key's later messages wait
- * behind it and other keys go on. Nothing has to come back through the queue, so a deep queue cannot starve the
- * hold, and a crash or hand-over requeues the message ahead of its key's later ones: order holds through both.
- * The attempts are counted here, in memory: after a crash or hand-over they start again from the broker's count.
+ * Retries in place (partitions with `whileRetrying: 'hold'`): the message stays unacked at its place in the queue and
+ * runs again after its tier's delay, while its key's later messages wait. Nothing comes back through the queue, so a
+ * deep queue cannot starve the hold, and a crash or hand-over requeues it ahead of its key's later ones. Attempts are
+ * counted in memory: after a crash they start again from the broker's count.
  */
 export async function retryInPlace(
   invoke: HandlerInvoker,

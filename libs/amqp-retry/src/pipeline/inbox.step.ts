@@ -6,23 +6,13 @@ import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 
-/**
- * How often (at most) a queue's inbox deletes ids past their retention, after a handled message (the first handled
- * message starts one): in batches of CLEANUP_BATCH, each in a transaction of its own, until done.
- */
+/** How often (at most) a queue's inbox deletes ids past their retention, after a handled message. */
 const CLEANUP_EVERY_MS = 60_000;
 
 /**
- * The transactional inbox as a step of the delivery pipeline: opens a transaction, records the message's id as
- * handled in it, runs the handler with the transaction in `context.transaction`, and commits; only then does the
- * pipeline ack. So the handler's writes and the record commit together or not at all:
- * - a copy whose id is recorded (a redelivery after a crash past the commit, a duplicate publish) finds the row and
- *   is acked without running: the record's INSERT answers no row;
- * - two copies at once: the second's INSERT waits on the first's uncommitted row, then finds it (first committed:
- *   acked without running) or takes it (first rolled back: runs);
- * - the handler throws, or the process dies before the commit: nothing was written, and the message is retried as
- *   usual (a throw) or redelivered (a crash).
- * A message without an id is parked as malformed: an inbox cannot tell its copies apart.
+ * The transactional inbox: records the message's id and runs the handler in one transaction (`context.transaction`),
+ * committed before the ack, so the handler's writes and the record commit together or not at all. A copy whose id is
+ * recorded is acked without running (the INSERT answers no row); a second copy at once waits on the first's row.
  */
 export const inboxStep =
   (queue: string, config: InboxConfig, logger: RetryLogger): Middleware =>

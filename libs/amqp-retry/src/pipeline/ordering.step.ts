@@ -11,9 +11,8 @@ import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { retryInPlace } from './in-place.retry.js';
 
 /**
- * The ordering step:  messages with the same ordering key run one at a time, in arrival order (the order in
- * which the consumer's gate lets deliveries in, which is the queue's). A key function that throws or returns
- * something other than a string parks the message as malformed; undefined runs the message without a sequence.
+ * The ordering step: messages with the same ordering key run one at a time, in arrival order. A key function that
+ * throws or returns something other than a string parks the message as malformed; undefined runs it unsequenced.
  */
 export const orderingStep =
   (config: HandlerConfig & { ordering: OrderingConfig }, logger: RetryLogger, policyOf: PolicyOf): Middleware =>

@@ -23,10 +23,7 @@ import type { RetryPolicy } from './delivery.contracts.js';
 // The steps that end a delivery that did not succeed: the park (MessageParker), the route into the tier of the next
 // attempt (TierRouter), and the confirmed copy both publish before they ack the original (publishCopyThenAck).
 
-/**
- * Spacing of the tries of a step whose delivery waits unsettled (a park, a move into a tier, a forward, the wait for
- * the retry topology): soon at first, then at most every 30 s.
- */
+/** Spacing of the tries of a step whose delivery waits unsettled (a park, a move into a tier, a forward). */
 export const REPUBLISH_RETRY: ReconnectPolicy = { initialDelayMs: 200, maxDelayMs: 30_000 };
 
 /** A copy of a delivery to publish in its place, and how to name it and its target in log lines. */
@@ -45,10 +42,9 @@ export interface CopyDeps {
 }
 
 /**
- * The step shared by a park and a move into a tier: publishes the copy until the broker confirms it, then acks the
- * original (at least once, never lost). A failed publish is tried again with backoff while the delivery stays
- * unsettled, never by requeueing it (which would run the handler again); a missing target is declared again first.
- * False if the delivery's channel died first (`signal`): the broker then redelivers the message.
+ * Publishes the copy until the broker confirms it, then acks the original (at least once, never lost). A failed
+ * publish is tried again with backoff, never by requeueing (which would run the handler again); a missing target is
+ * declared again first. False if the delivery's channel died first: the broker then redelivers the message.
  */
 export async function publishCopyThenAck(
   deps: CopyDeps,
@@ -104,21 +100,14 @@ export interface ParkTarget {
 /** Parks whose error the handler threw: the ones with a stack worth logging (option `logging.parked: 'stack'`). */
 const HANDLER_FAILURES: ReadonlySet<ParkReason> = new Set(['exhausted', 'non-retryable']);
 
-/**
- * The park step: parks a delivery at least once. The copy (body and properties kept, parking headers added) is
- * published to the error queue and confirmed, and only then is the original acked (see publishCopyThenAck: a failed
- * park is tried again while the delivery stays unsettled, a missing error queue declared again first).
- */
+/** The park step: a copy with parking headers goes to the error queue, confirmed, and only then is the original acked. */
 export class MessageParker {
   constructor(
     /** Also writes the plan records: one confirm channel for the library's own publishes. */
     readonly publisher: ConfirmPublisher,
     private readonly logger: RetryLogger,
     private readonly observers?: ObserverHub,
-    /**
-     * 'line': a park is one warning line (parkLogLine); 'stack': the same warning followed by the handler's stack, for
-     * a park whose error the handler threw. The stack is always in the parked copy.
-     */
+    /** 'stack': a park whose error the handler threw also logs its stack (always in the parked copy). */
     private readonly parkLogs: ParkLogs = 'line',
   ) {}
 
@@ -179,10 +168,9 @@ export class MessageParker {
 }
 
 /**
- * The steps that send a failed delivery on to the tier of its next attempt: `ready` waits until the retry topology is
- * known to exist (a nack into a missing tier would drop the message), then `route` nacks it into the queue's own
- * schedule, or, for the first failure of a schedule that is not the queue's (a transport pattern with delays of its
- * own), publishes it into that schedule's first tier and acks it once confirmed (see first-failure.headers.ts).
+ * Sends a failed delivery on to the tier of its next attempt: `ready` waits until the retry topology exists (a nack
+ * into a missing tier would drop the message), then `route` nacks it into the queue's own schedule, or publishes the
+ * first failure of another schedule (a transport pattern with delays of its own) into that schedule's first tier.
  */
 export class TierRouter {
   constructor(

@@ -9,11 +9,7 @@ import type { EventRetryOptions, RetryServerOptions } from './retry-transport.op
 
 const POLICY_KEYS: ReadonlyArray<keyof EventRetryOptions> = ['delays', 'backoff', 'maxAttempts', 'nonRetryable', 'timeout'];
 
-/**
- * The queue's configuration: the server's options as one handler's (the queue's own schedule takes first failures).
- * With `partitions`, the partitioned handler's (the engine runs one queue per partition), after the server's own rules
- * for it (checkServerPartitions: an exchange, no breaker or rate limit).
- */
+/** The queue's configuration: the server's options as one handler's (with `partitions`, after the server's own rules for them). */
 export function queueConfig(options: RetryServerOptions, module: ModuleConfig, bindings: string[]): HandlerConfig {
   const { queue, exchange, exchangeType, errorQueue, nonRetryable, backoff, prefetch, queueType, deserializer, partitions } = options;
   const at = (key: string) => `RetryServer option "${key}"`;
@@ -37,9 +33,8 @@ export function queueConfig(options: RetryServerOptions, module: ModuleConfig, b
 }
 
 /**
- * The extras that carry a pattern's `retry` policy, among those of its handlers: Nest chains every `@EventPattern` of
- * one pattern after the first (all run on each attempt, so they share one policy), and the first need not be the one
- * that gives it. Two that give one fail at start, naming the pattern: which should win is not ours to guess.
+ * The extras that carry a pattern's `retry` policy among those of its handlers: Nest chains every `@EventPattern` of one
+ * pattern after the first, and all share one policy. Two that give one fail at start: which should win is not ours to guess.
  */
 export function policyExtras(pattern: string, chain: readonly unknown[]): unknown {
   const giving = chain.filter((extras) => (extras as { retry?: unknown } | undefined)?.retry !== undefined);
@@ -55,8 +50,7 @@ export function policyExtras(pattern: string, chain: readonly unknown[]): unknow
 
 /**
  * A pattern's policy: its `retry` extras over the server's. Its schedule is the queue's when the delays are the same
- * (first failures by nack), else one of its own (first failures published to its first tier). Invalid extras fail at
- * start, naming the pattern.
+ * (first failures by nack), else one of its own (first failures published to its first tier).
  */
 export function patternPolicy(
   pattern: string,

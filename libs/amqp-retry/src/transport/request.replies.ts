@@ -30,10 +30,8 @@ function wireError(error: unknown): unknown {
 
 /**
  * Answers requests as Nest's RMQ transport does: one reply per value of the handler's stream, then one that ends it
- * (`isDisposed`), or one with the error; each to the request's `replyTo` with its `correlationId`, in order. A reply
- * that cannot be delivered (the caller is gone, or its direct reply-to address is forged: see
- * engine/reply-address.checker.ts) is dropped, with one warning per request: requests are not retried.
- * A caller that got its answer is never warned about (see core/publish/reply-address.rules.ts for how "gone" is told apart).
+ * (`isDisposed`), or one with the error, in order. A reply that cannot be delivered (the caller is gone, or its
+ * address is forged) is dropped, with one warning per request: requests are not retried.
  */
 export class RequestReplies {
   constructor(
@@ -44,11 +42,9 @@ export class RequestReplies {
   ) {}
 
   /**
-   * Runs the handler's stream to its end, or to `timeoutMs`: a handler that never answers (a stream that never
-   * completes, a promise that never settles) would otherwise hold its delivery, and a prefetch slot, for good.
-   * `signal` (the delivery's) ends the wait without an answer: the server is closing and has abandoned the request
-   * (past its shutdown timeout), whose message the broker gives to another consumer; its timer must not keep the
-   * process alive.
+   * Runs the handler's stream to its end, or to `timeoutMs`: a handler that never answers would otherwise hold its
+   * delivery and a prefetch slot for good. `signal` (the delivery's) ends the wait without an answer: the server
+   * abandoned the request at shutdown, and its timer must not keep the process alive.
    */
   async answer(request: Request, produce: () => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<void> {
     const reply = this.replyTo(request);
@@ -131,10 +127,9 @@ export class RequestReplies {
   }
 
   /**
-   * The replies of one request: to a direct reply-to address, the engine is asked about it once, before the first
-   * reply (a reply comes only after it, so a caller that closes on receiving its answer is never taken for gone), and
-   * the replies go without `mandatory`, only when the broker said the address exists; to an ordinary queue, with
-   * `mandatory`. One warning at most per request.
+   * The replies of one request: a direct reply-to address is checked once, before the first reply (so a caller that
+   * closes on receiving its answer is never taken for gone), and replied to only if it exists; an ordinary queue gets
+   * `mandatory` replies. One warning at most per request.
    */
   private replyTo(request: Request): Reply {
     const route = replyRoute(request.replyTo);

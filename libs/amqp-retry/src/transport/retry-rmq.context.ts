@@ -3,10 +3,8 @@ import type { ConsumeMessage } from 'amqplib';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 
 /**
- * What `getChannelRef()` gives: the transport acks, retries and parks every message itself, so a handler written for
- * Nest's RMQ transport with manual acks (`channel.ack(message)`) must not settle it a second time (the broker would
- * close the channel with 406 PRECONDITION_FAILED, and every delivery on it would come back). These calls do nothing
- * but say so once.
+ * What `getChannelRef()` gives: the transport settles every message itself, and a second ack from a handler written for
+ * manual acks would make the broker close the channel (406 PRECONDITION_FAILED). These calls do nothing but say so once.
  */
 export interface RetryChannelRef {
   /** Does nothing (the transport acks): logs once that it was called. */

@@ -35,9 +35,8 @@ const ROUTE_CACHE_KEY_MAX = 256;
 interface PatternEntry {
   handler: MessageHandler;
   /**
-   * The handler's own pattern, as the code declared it (Nest's string form). Metrics and traces are labelled with it,
-   * never with a client's spelling of it: `{"cmd":  "sum"}` and `{"cmd":"sum"}` reach one handler, and a label per
-   * spelling would let any client grow /metrics without bound.
+   * The handler's own pattern (Nest's string form), which metrics and traces are labelled with: a label per client
+   * spelling (`{"cmd":  "sum"}`, `{"cmd":"sum"}`) would let any client grow /metrics without bound.
    */
   pattern: string;
 }
@@ -179,10 +178,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     this._status$?.next('connected');
   }
 
-  /**
-   * The route, schedules and pattern lines of one queue the server's patterns run on: the server's queue, or one of
-   * its partitions. A pattern's policy names its own schedule's first tier, which is the queue's.
-   */
+  /** The route, schedules and pattern lines of one queue the server's patterns run on: its queue, or a partition. */
   private routingOf(queue: HandlerConfig): Required<Pick<EngineHandler, 'route' | 'schedules' | 'patterns'>> {
     const schedules: HandlerConfig[] = [];
     const patterns: PatternPolicyLine[] = [];
@@ -200,10 +196,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   }
 
   /**
-   * Nest's getRouteFromPattern, once per pattern text: it JSON.parses the text first, so a plain name such as
-   * 'order.created' throws and catches a SyntaxError on every message (a fifth of the transport's CPU time in the
-   * bench's profile). The route is a function of the text alone, so it is kept; only for texts that name a handler,
-   * and at most ROUTE_CACHE_SIZE of them, since publishers choose the texts.
+   * Nest's getRouteFromPattern, once per pattern text: it JSON.parses the text, so a plain name throws and catches a
+   * SyntaxError on every message (a fifth of the transport's CPU time in the bench's profile). Kept only for texts that
+   * name a handler, and at most ROUTE_CACHE_SIZE of them, since publishers choose the texts.
    */
   private routeOf(pattern: string): string {
     const cached = this.routes.get(pattern);
@@ -214,10 +209,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     return route;
   }
 
-  /**
-   * The route of a delivery from `queue` (the server's, or a partition's), whose patterns have `policies`. Never
-   * throws: a pattern that cannot be read parks the message as malformed.
-   */
+  /** The route of a delivery from `queue`; never throws: a pattern that cannot be read parks the message as malformed. */
   private route(
     queue: HandlerConfig,
     policies: ReadonlyMap<string, RetryPolicy>,

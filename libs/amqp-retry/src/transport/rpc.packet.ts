@@ -1,8 +1,6 @@
 /**
- * What a delivery on the transport's queue asks for, read from its decoded body. Nest's RMQ clients wrap the payload
- * in an envelope, `{ pattern, data }` for an event and `{ pattern, data, id }` for a request (the reply goes to the
- * `replyTo` queue, with `correlationId`). A body without that envelope (another client published it) is an event
- * whose pattern is its routing key, and its whole body is the payload.
+ * What a delivery on the transport's queue asks for: Nest's RMQ envelope, `{ pattern, data }` for an event and
+ * `{ pattern, data, id }` for a request; a body without it is an event named by its routing key.
  */
 export type InboundPacket =
   | { kind: 'event'; pattern: string; data: unknown }
@@ -20,11 +18,8 @@ function isEnvelope(body: unknown): body is { pattern: unknown; data?: unknown; 
   return keys.includes('pattern') && keys.every((k) => ENVELOPE_KEYS.has(k));
 }
 
-/** Nest's string form of a pattern: a string as it is, anything else as JSON (see Server.getPatternAsString). */
-export type PatternText = (pattern: unknown) => string;
-
 /**
- * The PatternText the server uses, as Nest 11+'s `Server.getPatternAsString` reads a pattern (Nest 10's Server lacks
+ * Nest's string form of a pattern, as Nest 11+'s `Server.getPatternAsString` reads a pattern (Nest 10's Server lacks
  * that method): a pattern that JSON.stringify cannot serialize (nested too deep) becomes a key no handler has.
  */
 export function patternAsString(pattern: unknown): string {
@@ -43,7 +38,7 @@ export function patternAsString(pattern: unknown): string {
 export function readPacket(
   body: unknown,
   delivery: { routingKey: string; replyTo?: unknown; correlationId?: unknown },
-  patternText: PatternText,
+  patternText: (pattern: unknown) => string,
 ): InboundPacket {
   if (!isEnvelope(body)) return { kind: 'event', pattern: delivery.routingKey, data: body };
   const pattern = patternText(body.pattern);
