@@ -45,7 +45,7 @@ export class TracingObserver implements RetryObserver {
   publishing(e: PublishingEvent): PublishScope | void {
     // Parked copies and forwarded delayed messages keep the context they were published with.
     if (e.kind !== 'publish' && e.kind !== 'delayed') return;
-    const { trace, context, propagation, SpanKind, SpanStatusCode } = this.otel;
+    const { trace, context, propagation, SpanKind } = this.otel;
     const destination = [e.exchange, e.routingKey].filter((part) => part !== '').join(':');
     const span = this.tracer.startSpan(`publish ${destination || '(default)'}`, {
       kind: SpanKind.PRODUCER,
@@ -61,13 +61,7 @@ export class TracingObserver implements RetryObserver {
     });
     const active = trace.setSpan(context.active(), span);
     propagation.inject(active, e.headers, headerSetter);
-    return {
-      run: (fn) => context.with(active, fn),
-      end: (error?: unknown) => {
-        if (error !== undefined) fail(span, error, SpanStatusCode.ERROR);
-        span.end();
-      },
-    };
+    return this.around(span, active);
   }
 
   deliveryStarted(e: DeliveryEvent): DeliveryScope {
@@ -100,11 +94,15 @@ export class TracingObserver implements RetryObserver {
       return { end: (error?: unknown) => error !== undefined && fail(current, error, SpanStatusCode.ERROR) };
     }
     const span = this.tracer.startSpan(`process ${e.queue}`, { kind: SpanKind.CONSUMER, attributes }, producer);
-    const active = trace.setSpan(producer, span);
+    return this.around(span, trace.setSpan(producer, span));
+  }
+
+  /** The span's scope: calls run in its context; it ends with the error, if any. */
+  private around(span: Otel.Span, active: Otel.Context): DeliveryScope & PublishScope {
     return {
-      run: (fn) => context.with(active, fn),
+      run: (fn) => this.otel.context.with(active, fn),
       end: (error?: unknown) => {
-        if (error !== undefined) fail(span, error, SpanStatusCode.ERROR);
+        if (error !== undefined) fail(span, error, this.otel.SpanStatusCode.ERROR);
         span.end();
       },
     };
