@@ -1,16 +1,11 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { createPrometheusObserver } from './metrics.factory.js';
-import type { MetricsOptions } from '../core/observe/metrics.options.js';
+import type { RetryModuleOptions } from '../core/config/retry.options.js';
 import type { RetryObserver } from '../core/observe/retry.observer.js';
 import { createTracingObserver } from './tracing.factory.js';
-import type { TracingOptions } from '../core/observe/tracing.options.js';
 
 /** The observability part of the module options. */
-export interface ObservabilityOptions {
-  observers?: RetryObserver[];
-  metrics?: boolean | MetricsOptions;
-  tracing?: boolean | TracingOptions;
-}
+export type ObservabilityOptions = Pick<RetryModuleOptions, 'observers' | 'metrics' | 'tracing'>;
 
 /**
  * The observers the engine reports to: the application's own, then the built-in ones it turned on, whose optional

@@ -27,10 +27,9 @@ const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = {
  * Traces with the OpenTelemetry API only (the application brings the SDK): the application's publishes get a
  * producer span whose W3C context (`traceparent`, `tracestate`) travels in the message headers; each attempt at a
  * delivery gets a consumer span, child of that context, current while the handler runs. Dead-lettering keeps the
- * headers, so every attempt of a retried message lands in the producer's trace.
- *
- * Beside @opentelemetry/instrumentation-amqplib, which makes its own consumer span for each delivery and runs the
- * consume callback inside it: that span is taken and given the attempt's attributes instead of a second one.
+ * headers, so every attempt of a retried message lands in the producer's trace. When the consumer span of the
+ * delivery that @opentelemetry/instrumentation-amqplib makes is current, it is given the attempt's attributes instead
+ * of a second one.
  */
 export class TracingObserver implements RetryObserver {
   private readonly tracer: Otel.Tracer;
@@ -86,7 +85,6 @@ export class TracingObserver implements RetryObserver {
       ...(properties.messageId !== undefined && { 'messaging.message.id': String(properties.messageId) }),
       ...(e.pattern !== undefined && { 'amqp_retry.pattern': e.pattern }),
     };
-    // An instrumentation of amqplib already made this delivery's consumer span, from the same headers: enrich it.
     const current = trace.getSpan(context.active());
     const producerTrace = trace.getSpanContext(producer)?.traceId;
     if (current?.isRecording() && producerTrace !== undefined && current.spanContext().traceId === producerTrace) {
