@@ -51,9 +51,8 @@ export interface ParkedMessagesInternals {
  * scope throws ParkedScopeError before it reads or changes anything.
  *
  * Browsing takes each message without acking it and gives it back (closing its channel): nothing is lost, copied or
- * reordered. A replay publishes a fresh copy to the queue the message failed in, waits for the broker's confirm, and
- * only then removes the parked one. Calls on one parking queue run one after the other within an instance (a walk
- * holds the messages it has taken, so a concurrent walk would not see them).
+ * reordered. Calls on one parking queue run one after the other within an instance (a walk holds the messages it has
+ * taken, so a concurrent walk would not see them).
  */
 export class ParkedMessages {
   /** The connection, shared with the views made from this instance, and the walks of its parking queues. */
