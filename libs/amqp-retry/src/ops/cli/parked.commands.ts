@@ -2,7 +2,7 @@ import { CliUsageError } from '../../errors/cli-usage.error.js';
 import type { ParkedMessages } from '../parked-messages.service.js';
 import type { OperationOptions, ParkedFilter } from '../../core/parking/parked-messages.types.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
-import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags } from './cli.input.js';
+import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags, type ScopeFlags } from './cli.input.js';
 
 /** A progress reporter: called with each step, stopped at the end. */
 export type Progress = NonNullable<OperationOptions['onProgress']> & { stop(): void };
@@ -19,10 +19,7 @@ export interface CliIo {
   progress(label: string): Progress | undefined;
 }
 
-export interface CommonFlags extends FilterFlags {
-  errorQueue?: string;
-  app?: string;
-  wholeVhost?: boolean;
+export interface CommonFlags extends FilterFlags, ScopeFlags {
   json?: boolean;
 }
 
