@@ -14,9 +14,9 @@ const SWEEP_LIMIT_MS = 10 * 60_000;
  * only those idle at the call. A browser with the page open holds two kinds:
  * - the keep-alive connection the page polls on: from this hook on, every answer says `Connection: close`, and once
  *   the server is closing, Node's `closeIdleConnections()` runs every SWEEP_MS (idle: no request parsed and unanswered);
- * - one preconnected and never sent a byte on (Chromium): Node never counts it idle, and app.close() waited for it
- *   without end (CI page tests gave up at their 60 s hooks). Once the server is closing it is destroyed: no request
- *   can have started on it.
+ * - one preconnected and never sent a byte on (Chromium): Node never counts it idle, so app.close() would wait for it
+ *   without end (past the page tests' 60 s hooks). Once the server is closing it is destroyed: no request can have
+ *   started on it.
  * Nothing is half-closed (a request arriving after a FIN would run unanswered); a request in flight gets its whole
  * answer. Over HTTPS the sockets are TCP under TLS, whose bytes say nothing of requests: only idle connections are
  * closed there. Upgraded connections (WebSockets) are not idle to Node and send bytes: they are left alone.
