@@ -1,16 +1,11 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { createPrometheusObserver } from './metrics.factory.js';
-import type { MetricsOptions } from '../core/observe/metrics.options.js';
+import type { RetryModuleOptions } from '../core/config/retry.options.js';
 import type { RetryObserver } from '../core/observe/retry.observer.js';
 import { createTracingObserver } from './tracing.factory.js';
-import type { TracingOptions } from '../core/observe/tracing.options.js';
 
 /** The observability part of the module options. */
-export interface ObservabilityOptions {
-  observers?: RetryObserver[];
-  metrics?: boolean | MetricsOptions;
-  tracing?: boolean | TracingOptions;
-}
+export type ObservabilityOptions = Pick<RetryModuleOptions, 'observers' | 'metrics' | 'tracing'>;
 
 /**
  * The observers the engine reports to: the application's own, then the built-in ones it turned on, whose optional
@@ -26,24 +21,20 @@ export async function resolveObservers(options: ObservabilityOptions): Promise<R
     );
   }
   const resolved = [...observers];
-  if (metrics !== undefined && metrics !== false) {
-    if (metrics !== true && (typeof metrics !== 'object' || metrics === null)) {
-      throw new RetryConfigError(
-        'RetryModule option "metrics"',
-        `is ${String(metrics)}`,
-        'Use true, false, or { registry } with a prom-client Registry.',
-      );
-    }
-    resolved.push(await loading('prom-client', 'metrics', () => createPrometheusObserver(metrics === true ? {} : metrics)));
-  }
-  if (tracing !== undefined && tracing !== false) {
-    if (tracing !== true && (typeof tracing !== 'object' || tracing === null)) {
-      throw new RetryConfigError('RetryModule option "tracing"', `is ${String(tracing)}`, "Use true, false, or { tracerName: 'orders' }.");
-    }
-    // Tracing comes first, so that its span is current while the other observers (and the handler) run.
-    resolved.unshift(await loading('@opentelemetry/api', 'tracing', () => createTracingObserver(tracing === true ? {} : tracing)));
-  }
+  const metricsOptions = settingsOf('metrics', metrics, 'Use true, false, or { registry } with a prom-client Registry.');
+  if (metricsOptions) resolved.push(await loading('prom-client', 'metrics', () => createPrometheusObserver(metricsOptions)));
+  const tracingOptions = settingsOf('tracing', tracing, "Use true, false, or { tracerName: 'orders' }.");
+  // Tracing comes first, so that its span is current while the other observers (and the handler) run.
+  if (tracingOptions) resolved.unshift(await loading('@opentelemetry/api', 'tracing', () => createTracingObserver(tracingOptions)));
   return resolved;
+}
+
+/** A built-in observer's option: undefined when off, `{}` for true, else the settings object; any other value is refused. */
+function settingsOf<T extends object>(option: string, value: boolean | T | undefined, fix: string): T | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return {} as T;
+  if (typeof value !== 'object' || value === null) throw new RetryConfigError(`RetryModule option "${option}"`, `is ${String(value)}`, fix);
+  return value;
 }
 
 /** Runs a loader of an optional dependency; a missing package becomes an error that says what to install. */

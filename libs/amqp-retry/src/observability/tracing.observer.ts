@@ -27,10 +27,9 @@ const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = {
  * Traces with the OpenTelemetry API only (the application brings the SDK): the application's publishes get a
  * producer span whose W3C context (`traceparent`, `tracestate`) travels in the message headers; each attempt at a
  * delivery gets a consumer span, child of that context, current while the handler runs. Dead-lettering keeps the
- * headers, so every attempt of a retried message lands in the producer's trace.
- *
- * Beside @opentelemetry/instrumentation-amqplib, which makes its own consumer span for each delivery and runs the
- * consume callback inside it: that span is taken and given the attempt's attributes instead of a second one.
+ * headers, so every attempt of a retried message lands in the producer's trace. When the consumer span of the
+ * delivery that @opentelemetry/instrumentation-amqplib makes is current, it is given the attempt's attributes instead
+ * of a second one.
  */
 export class TracingObserver implements RetryObserver {
   private readonly tracer: Otel.Tracer;
@@ -45,7 +44,7 @@ export class TracingObserver implements RetryObserver {
   publishing(e: PublishingEvent): PublishScope | void {
     // Parked copies and forwarded delayed messages keep the context they were published with.
     if (e.kind !== 'publish' && e.kind !== 'delayed') return;
-    const { trace, context, propagation, SpanKind, SpanStatusCode } = this.otel;
+    const { trace, context, propagation, SpanKind } = this.otel;
     const destination = [e.exchange, e.routingKey].filter((part) => part !== '').join(':');
     const span = this.tracer.startSpan(`publish ${destination || '(default)'}`, {
       kind: SpanKind.PRODUCER,
@@ -61,13 +60,7 @@ export class TracingObserver implements RetryObserver {
     });
     const active = trace.setSpan(context.active(), span);
     propagation.inject(active, e.headers, headerSetter);
-    return {
-      run: (fn) => context.with(active, fn),
-      end: (error?: unknown) => {
-        if (error !== undefined) fail(span, error, SpanStatusCode.ERROR);
-        span.end();
-      },
-    };
+    return this.around(span, active);
   }
 
   deliveryStarted(e: DeliveryEvent): DeliveryScope {
@@ -92,7 +85,6 @@ export class TracingObserver implements RetryObserver {
       ...(properties.messageId !== undefined && { 'messaging.message.id': String(properties.messageId) }),
       ...(e.pattern !== undefined && { 'amqp_retry.pattern': e.pattern }),
     };
-    // An instrumentation of amqplib already made this delivery's consumer span, from the same headers: enrich it.
     const current = trace.getSpan(context.active());
     const producerTrace = trace.getSpanContext(producer)?.traceId;
     if (current?.isRecording() && producerTrace !== undefined && current.spanContext().traceId === producerTrace) {
@@ -100,11 +92,15 @@ export class TracingObserver implements RetryObserver {
       return { end: (error?: unknown) => error !== undefined && fail(current, error, SpanStatusCode.ERROR) };
     }
     const span = this.tracer.startSpan(`process ${e.queue}`, { kind: SpanKind.CONSUMER, attributes }, producer);
-    const active = trace.setSpan(producer, span);
+    return this.around(span, trace.setSpan(producer, span));
+  }
+
+  /** The span's scope: calls run in its context; it ends with the error, if any. */
+  private around(span: Otel.Span, active: Otel.Context): DeliveryScope & PublishScope {
     return {
-      run: (fn) => context.with(active, fn),
+      run: (fn) => this.otel.context.with(active, fn),
       end: (error?: unknown) => {
-        if (error !== undefined) fail(span, error, SpanStatusCode.ERROR);
+        if (error !== undefined) fail(span, error, this.otel.SpanStatusCode.ERROR);
         span.end();
       },
     };

@@ -51,9 +51,8 @@ export interface ParkedMessagesInternals {
  * scope throws ParkedScopeError before it reads or changes anything.
  *
  * Browsing takes each message without acking it and gives it back (closing its channel): nothing is lost, copied or
- * reordered. A replay publishes a fresh copy to the queue the message failed in, waits for the broker's confirm, and
- * only then removes the parked one. Calls on one parking queue run one after the other within an instance (a walk
- * holds the messages it has taken, so a concurrent walk would not see them).
+ * reordered. Calls on one parking queue run one after the other within an instance (a walk holds the messages it has
+ * taken, so a concurrent walk would not see them).
  */
 export class ParkedMessages {
   /** The connection, shared with the views made from this instance, and the walks of its parking queues. */
@@ -113,7 +112,7 @@ export class ParkedMessages {
             messages,
             ...(consumers !== undefined && { consumers }),
             ...(mine && { inFlight: mine.inFlight, activity: { handled: mine.handled, retried: mine.retried, parked: mine.parked } }),
-            ...(mine?.state !== undefined && { state: mine.state }), // the page's State column
+            ...(mine?.state !== undefined && { state: mine.state }),
             tiers: await Promise.all(q.tiers.map(async (tier) => ({ queue: tier, messages: await this.broker.depth(tier) }))),
             errorQueue: q.errorQueue,
             parked: await this.broker.depth(q.errorQueue),
@@ -324,10 +323,9 @@ export class ParkedMessages {
   }
 
   /**
-   * Nest calls this at shutdown when ParkedMessages is a provider, before it closes the HTTP server. Nest 12 closes the
-   * HTTP server before the onApplicationShutdown hooks run, and that close waits for the requests in flight: a page
-   * request waiting on this instance (a connect to a broker that does not answer, a walk behind another) would hold
-   * app.close(). Ended here, it answers with an error at once.
+   * Nest calls this at shutdown when ParkedMessages is a provider. Nest 12 closes the HTTP server before the
+   * onApplicationShutdown hooks, waiting for the requests in flight: a page request waiting on this instance (a connect
+   * to a broker that does not answer, a walk behind another) would hold app.close(). Ended here, it fails at once.
    */
   async beforeApplicationShutdown(): Promise<void> {
     await this.close();
@@ -372,7 +370,6 @@ function selected(view: ParkedMessageView, selection: ParkedSelection): boolean 
   return matchesFilter(view, selection.filter ?? {});
 }
 
-/** A summary needs no bodies: drop them rather than hold every body of a large queue. */
 /** What a summary keeps of a message: no body, no death history, of the headers only the stack (its failure group's frame). */
 const stripBody = (view: ParkedMessageView): ParkedMessageView => ({
   ...view,

@@ -83,8 +83,6 @@ export async function* browseParked(
 async function refresh(channel: ConfirmChannel, errorQueue: string, message: GetMessage, id: string): Promise<void> {
   const headers = Object.fromEntries(Object.entries(message.properties.headers ?? {}).filter(([key]) => !BROWSE_COUNT_HEADERS.includes(key)));
   const { headers: _headers, deliveryMode: _mode, ...properties } = message.properties;
-  void _headers;
-  void _mode;
   const options: Options.Publish = { ...stripUndefined(properties), persistent: true, headers: { ...headers, [ParkedHeader.id]: id } };
   if ((await publishToQueue(channel, errorQueue, message.content, options)) === 'routed') channel.ack(message);
 }

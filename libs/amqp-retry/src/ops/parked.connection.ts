@@ -8,9 +8,6 @@ import { withinTime } from '../core/time/duration.timer.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { browseParked, type BrowsedMessage } from './parked-queue.browser.js';
 
-// ParkedMessages' broker side: the connection its views share, the calls that close() ends, and the walks of a
-// parking queue, one at a time per queue.
-
 /** Shown in the broker's management UI and `rabbitmqctl list_connections`. */
 const CONNECTION_NAME = 'amqp-retry parked messages';
 /** Longest wait for a parking queue to take back a walk's messages (someone else may be consuming it). */
@@ -53,10 +50,7 @@ export class ParkedConnection {
     private readonly fallbackQueue: (errorQueue: string) => Promise<string>,
   ) {}
 
-  /**
-   * Closes the connection (shared with the views made from this instance); a later call opens a new one. A call still
-   * running when close() came does not: it fails with NotConnectedError (export() excepted).
-   */
+  /** See ParkedMessages.close. */
   async close(): Promise<void> {
     this.session.closes++;
     // A call in flight ends now, whatever it waits for: a confirm or a reply that the closed connection will never
@@ -73,16 +67,15 @@ export class ParkedConnection {
     if (closed) await withinTime(closed, CLOSE_WAIT_MS, () => new Error('still connecting')).catch(() => undefined);
   }
 
-  /**
-   * The library's one connection implementation (AmqpConnection): the first node that answers, kept alive while this
-   * instance is open. Opened on first use; a failed open is tried again by the next call. Nothing is logged: a
-   * failure reaches the caller through the call that fails.
-   */
-  /** Opens the connection now (ParkedMessages.connect: a wrong URL fails there rather than at the first call). */
+  /** Opens the connection now (ParkedMessages.connect). */
   async open(): Promise<void> {
     await this.connection();
   }
 
+  /**
+   * Opened on first use and kept while this instance is open; a failed open is tried again by the next call. Nothing
+   * is logged: a failure reaches the caller through the call that fails.
+   */
   private connection(): Promise<AmqpConnection> {
     const { session } = this;
     const began = this.calls.getStore();
@@ -127,10 +120,6 @@ export class ParkedConnection {
     return (await this.connected()).createChannel('parked messages', true);
   }
 
-  async confirmChannel(): Promise<ConfirmChannel> {
-    return (await this.connected()).createConfirmChannel();
-  }
-
   /** Ready messages in a queue, or -1 when it does not exist (a passive declare on a channel of its own). */
   async depth(queue: string): Promise<number> {
     return (await this.stats(queue)).messages;
@@ -162,7 +151,7 @@ export class ParkedConnection {
     const before = locks.get(errorQueue) ?? Promise.resolve();
     const run = before.then(async () => {
       const fallback = await this.fallbackQueue(errorQueue);
-      const channel = await this.confirmChannel();
+      const channel = await (await this.connected()).createConfirmChannel();
       let acked = 0;
       let held = 0;
       try {

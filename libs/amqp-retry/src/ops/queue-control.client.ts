@@ -62,7 +62,6 @@ export class QueueControl {
    * answers for up to `waitMs`, or until none came for 300 ms after the last.
    */
   private async send(command: ControlCommand, waitMs: number): Promise<ControlOutcome> {
-    // The library's one connection implementation: the first node that answers; its error names each, masked.
     const settings = { urls: this.urls, name: CONNECTION_NAME, reconnect: DEFAULT_RECONNECT, connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS };
     const connection = await AmqpConnection.open(settings, SILENT_LOGGER);
     try {

@@ -59,9 +59,8 @@ export interface PgPoolLike {
 export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
   return {
     execute(client, sql, params) {
-      // Outside BEGIN ... COMMIT the row would commit on its own, whatever the caller's work does next: refused, as
-      // typeormOutboxAdapter refuses it (a pg older than 8.16 cannot tell: the insert then adds no row, and the
-      // outbox refuses it).
+      // A pg older than 8.16 cannot tell whether the client is in a transaction: the insert then adds no row, and the
+      // outbox refuses it.
       if (isPool(client)) {
         return Promise.reject(
           new Error(

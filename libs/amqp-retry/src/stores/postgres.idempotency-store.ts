@@ -51,18 +51,11 @@ function readIdentifier(value: string | undefined, fallback: string | undefined,
 }
 
 /**
- * An IdempotencyStore in PostgreSQL: one row per message key, created by the store on first use:
- *
- *   CREATE TABLE IF NOT EXISTS amqp_retry_idempotency (
- *     key text PRIMARY KEY,                                  -- "<queue>:<message key>"
- *     state text NOT NULL CHECK (state IN ('claimed', 'handled')),
- *     token text,                                            -- the claim's holder; NULL once handled
- *     expires_at timestamptz NOT NULL);                      -- the claim's expiry, or the record's
- *   CREATE INDEX IF NOT EXISTS amqp_retry_idempotency_expires_at_idx ON amqp_retry_idempotency (expires_at);
- *
- * Times come from the database's clock (clock_timestamp()), so instances with skewed clocks agree. Expired rows
- * count as absent at once and are deleted every `cleanupInterval`. Needs the optional dependency `pg` when given a
- * `connectionString` (loaded on first use).
+ * An IdempotencyStore in PostgreSQL: one row per message key (`key` "<queue>:<message key>", `state` claimed or
+ * handled, `token` the claim's holder, `expires_at` the claim's expiry or the record's), in a table the store creates
+ * on first use (see migration()). Times come from the database's clock (clock_timestamp()), so instances with skewed
+ * clocks agree. Expired rows count as absent at once and are deleted every `cleanupInterval`. Needs the optional
+ * dependency `pg` when given a `connectionString` (loaded on first use).
  * @example new PostgresIdempotencyStore({ connectionString: 'postgres://postgres@127.0.0.1:5432/app' })
  */
 export class PostgresIdempotencyStore implements IdempotencyStore {
@@ -83,7 +76,6 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const table = readIdentifier(options.table, 'amqp_retry_idempotency', 'table') as string;
     const schema = readIdentifier(options.schema, undefined, 'schema');
     this.table = schema === undefined ? `"${table}"` : `"${schema}"."${table}"`;
-    // 0: never (purgeExpired() on demand).
     this.cleanupMs =
       options.cleanupInterval === undefined
         ? 60_000

@@ -19,8 +19,6 @@ export interface RedisIdempotencyStoreOptions {
   keyPrefix?: string;
 }
 
-// Each state change is one script, so that it is atomic against another instance's. Values: "c:<token>" (claimed
-// by token, PX = the claim's expiry) or "h" (handled, PX = the record's ttl).
 const CLAIM = `local v = redis.call('GET', KEYS[1])
 if not v then redis.call('SET', KEYS[1], 'c:' .. ARGV[1], 'PX', ARGV[2]) return 'claimed' end
 if v == 'h' then return 'handled' end

@@ -18,14 +18,13 @@ export function formatQueues(states: readonly HandlerQueueState[]): string {
 }
 
 export function formatSummary(summary: ParkedSummary): string {
-  const rows = [
+  return [
     `${summary.total} parked`,
     'By reason:',
     ...summary.byReason.map((r) => `  ${String(r.count).padStart(6)}  ${line(r.reason || '(no reason)', 60)}`),
     'By error:',
     ...summary.byError.map((e) => `  ${String(e.count).padStart(6)}  ${line(e.error || '(no message)', 100)}`),
-  ];
-  return rows.join('\n');
+  ].join('\n');
 }
 
 /** One line per message: id, parked at, reason, error, body. */

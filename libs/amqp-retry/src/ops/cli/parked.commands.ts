@@ -2,7 +2,10 @@ import { CliUsageError } from '../../errors/cli-usage.error.js';
 import type { ParkedMessages } from '../parked-messages.service.js';
 import type { OperationOptions, ParkedFilter } from '../../core/parking/parked-messages.types.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
-import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags } from './cli.input.js';
+import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags, type ScopeFlags } from './cli.input.js';
+
+/** A progress reporter: called with each step, stopped at the end. */
+export type Progress = NonNullable<OperationOptions['onProgress']> & { stop(): void };
 
 /** What the commands read and write: the process in the CLI, buffers in tests. */
 export interface CliIo {
@@ -13,13 +16,10 @@ export interface CliIo {
   /** Asks a yes/no question on the terminal. */
   confirm(question: string): Promise<boolean>;
   /** A progress reporter, or undefined when none should be shown (stderr is not a terminal). */
-  progress(label: string): (((done: number, total: number) => void) & { stop(): void }) | undefined;
+  progress(label: string): Progress | undefined;
 }
 
-export interface CommonFlags extends FilterFlags {
-  errorQueue?: string;
-  app?: string;
-  wholeVhost?: boolean;
+export interface CommonFlags extends FilterFlags, ScopeFlags {
   json?: boolean;
 }
 
@@ -58,15 +58,13 @@ export async function assertKnownQueue(parked: ParkedMessages, queue: string): P
 
 /** The filter of a replay or a purge; acting on every message of a queue must be asked for with --all. */
 function selectionFilter(flags: SelectionFlags, verb: string): { filter: ParkedFilter; ids?: string[] } {
+  // The queue chose the parking queue; within it, a message that failed elsewhere is still selected.
   const { queue: _queue, ...rest } = readFilter(flags);
-  void _queue; // the queue chose the parking queue; within it, a message that failed elsewhere is still selected
   const ids = flags.id && flags.id.length > 0 ? flags.id : undefined;
   if (!ids && !narrows(rest) && !flags.all)
     throw new CliUsageError('--all', 'is missing', `To ${verb} every parked message of the queue, say --all; else select with --id or a filter.`);
   return { filter: rest, ids };
 }
-
-type Progress = NonNullable<OperationOptions['onProgress']> & { stop(): void };
 
 /** A progress bar for a person at a terminal (io decides), never beside --json output. */
 function withProgress(io: CliIo, flags: CommonFlags, label: string): Progress {
@@ -151,7 +149,6 @@ function report(io: CliIo, flags: SelectionFlags, result: { matched: number; pur
 /** JSON lines on stdout, of one parking queue or (no --queue) of every one in scope (--app, --whole-vhost). */
 export async function exportCommand(parked: ParkedMessages, flags: CommonFlags, io: CliIo): Promise<number> {
   const { queue: _queue, ...filter } = readFilter(flags);
-  void _queue;
   const errorQueues =
     flags.errorQueue !== undefined || flags.queue !== undefined
       ? [await errorQueueOf(parked, flags)]

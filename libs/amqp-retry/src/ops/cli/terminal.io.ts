@@ -1,8 +1,6 @@
 import { createInterface } from 'node:readline/promises';
-import type { CliIo } from './parked.commands.js';
+import type { CliIo, Progress } from './parked.commands.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
-
-type Reporter = ((done: number, total: number) => void) & { stop(): void };
 
 /**
  * The process's streams, every line masked of URL credentials. The progress bar (cli-progress, an optional peer
@@ -36,7 +34,7 @@ export async function terminalIo(): Promise<CliIo> {
         started = true;
         bar.update(done);
       };
-      return Object.assign(report, { stop: () => started && bar.stop() }) as Reporter;
+      return Object.assign(report, { stop: () => started && bar.stop() }) as Progress;
     },
   };
 }

@@ -11,11 +11,10 @@ import { DashboardShutdown } from './dashboard.shutdown.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
 
 /**
- * Runs before every route of the dashboard, in this order: security headers on the response (so refusals carry
- * them too); closed unless a guard or allowUnauthenticated was given; an open page answers loopback hosts only (DNS
- * rebinding); cross-site checks on the API and the page token
- * on state-changing calls; then the user's guard. The checks that need no identity come first so that a forged
- * cross-site call is refused before the user's guard sees it.
+ * Runs before every route of the dashboard, in this order: security headers on the response (so refusals carry them
+ * too); closed unless a guard or allowUnauthenticated was given; an open page answers loopback hosts only (DNS
+ * rebinding); cross-site checks on the API and the page token on state-changing calls; then the user's guard, last so
+ * that a forged cross-site call is refused before it sees it.
  */
 @Injectable()
 export class DashboardAccessGuard implements CanActivate {

@@ -9,21 +9,17 @@ const SWEEP_MS = 100;
 const SWEEP_LIMIT_MS = 10 * 60_000;
 
 /**
- * Keeps a page left open in a browser from holding `app.close()`.
- *
- * Nest closes its HTTP server after `beforeApplicationShutdown`, and Node's server.close() waits for every open
- * connection; it closes those idle after an answer once, at the call, and from then on enforces no timeout at all
- * (its headers and request timeouts stop with it). A browser with the page open holds two kinds:
- * - the keep-alive connection the page asks for fresh figures on every few seconds: from this hook on, every answer of
- *   the page says `Connection: close`, and once the server is closing, Node's own `closeIdleConnections()` runs every
- *   100 ms (Node's notion of idle: no request parsed and unanswered, pipelining included);
- * - one the browser opened ahead of need and never sent a byte on (Chromium preconnects): Node never counts it idle,
- *   so app.close() waited for it without end (two CI runs' page tests gave up at their 60 s hooks). Once the server is
- *   closing, such a connection is destroyed: no request can have started on it, so none is cut.
- * Nothing is half-closed (a request arriving after a FIN would run unanswered) and a request in flight, on any route,
- * gets its whole answer. Only a plain HTTP server is looked after this way: over HTTPS the connection Node hands out is
- * the TCP socket under the TLS one, whose bytes say nothing of requests; there only the idle ones are closed.
- * Connections upgraded to another protocol (WebSockets) are not idle to Node and send bytes: they are left alone.
+ * Keeps a page left open in a browser from holding `app.close()`. Nest closes its HTTP server after
+ * `beforeApplicationShutdown`, and Node's server.close() waits for every open connection without a timeout, closing
+ * only those idle at the call. A browser with the page open holds two kinds:
+ * - the keep-alive connection the page polls on: from this hook on, every answer says `Connection: close`, and once
+ *   the server is closing, Node's `closeIdleConnections()` runs every SWEEP_MS (idle: no request parsed and unanswered);
+ * - one preconnected and never sent a byte on (Chromium): Node never counts it idle, so app.close() would wait for it
+ *   without end (past the page tests' 60 s hooks). Once the server is closing it is destroyed: no request can have
+ *   started on it.
+ * Nothing is half-closed (a request arriving after a FIN would run unanswered); a request in flight gets its whole
+ * answer. Over HTTPS the sockets are TCP under TLS, whose bytes say nothing of requests: only idle connections are
+ * closed there. Upgraded connections (WebSockets) are not idle to Node and send bytes: they are left alone.
  */
 @Injectable()
 export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicationShutdown {

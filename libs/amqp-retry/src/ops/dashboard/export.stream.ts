@@ -1,11 +1,9 @@
 import { Readable } from 'node:stream';
 
 /**
- * An export's body: the lines of `lines` each with a newline, starting with `first` (already read, so that a
- * failure before the first line could still be answered with an error status). When the reader goes away (the
- * browser cancels the download, the connection drops), the stream is destroyed and the export is told to stop
- * (`return()`): an export that waits for its reader would otherwise hold its parking queue, and every later call on
- * that queue would wait behind it.
+ * An export's body: `first` (read already, so that a failure before it was still an error status), then `lines`, each
+ * with a newline. When the reader goes away (a cancelled download, a dropped connection), the export is told to stop
+ * (`return()`): one waiting for its reader would hold its parking queue, and every later call on it would wait behind.
  */
 export function jsonLinesStream(first: IteratorResult<string>, lines: AsyncIterator<string>, onError: (error: unknown) => void): Readable {
   async function* body(): AsyncGenerator<string> {

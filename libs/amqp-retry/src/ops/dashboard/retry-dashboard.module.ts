@@ -31,10 +31,10 @@ export interface RetryDashboardAsyncOptions {
 
 /**
  * The parked-messages page: the application's handler queues with their depths (every application's with
- * `wholeVhost`), parked messages grouped by reason and error, a message's detail, replay, edit-and-replay and purge. Served by the application's HTTP server (Express) under
- * `path`; plain HTML, CSS and JavaScript, no build step. It needs `ParkedMessages`, which RetryModule provides.
- *
- * Closed unless `guard` is given (or `allowUnauthenticated: true`, for local use only).
+ * `wholeVhost`), parked messages grouped by reason and error, a message's detail, replay, edit-and-replay and purge.
+ * Served by the application's HTTP server (Express) under `path`; plain HTML, CSS and JavaScript, no build step. It
+ * needs `ParkedMessages`, which RetryModule provides. Closed unless `guard` is given (or `allowUnauthenticated: true`,
+ * for local use only).
  *
  * @example
  * ```ts
@@ -48,7 +48,7 @@ export class RetryDashboardModule implements OnModuleInit {
 
   /** The page with these options; bad options throw here, when the application module is built. */
   static forRoot(options: RetryDashboardOptions = {}): DynamicModule {
-    const config = resolveDashboardConfig(options); // bad options fail here, when the application module is built
+    const config = resolveDashboardConfig(options);
     // A guard class becomes a provider of this module: a dependency it cannot get fails the start, not the first request.
     const guard = typeof config.guard === 'function' ? [config.guard] : [];
     return RetryDashboardModule.build(config.path, options.imports, { provide: DASHBOARD_CONFIG, useValue: config }, guard);
