@@ -55,10 +55,12 @@ import { RetryPublisher } from './retry.publisher.js';
 })
 export class RetryModule extends ConfigurableRetryModule {
   /**
-   * Nest runs lifecycle hooks by distance from the root, so a global module's `onModuleDestroy` runs after every other
-   * module's and consumers would still take deliveries while the application's modules close their pools. Distance 0
-   * puts this module last for init and bootstrap and first for destroy. Distances are read when `init()` starts, after
-   * module classes are instantiated, so this is the place to set it.
+   * Nest runs lifecycle hooks module by module, by distance from the root: a global module's `onModuleDestroy` runs
+   * after every other module's, so consumers would still take deliveries while the application's own modules close
+   * their pools. Distance 0 puts this module last for init and bootstrap and first for destroy: consumers start once
+   * everything else is ready and stop before anything else closes. Distances are read when `init()` starts, after
+   * module classes are instantiated, so this is the place to set it. The connections close in
+   * `onApplicationShutdown`, after every module's destroy hooks, so those can still publish.
    */
   constructor(modules: ModulesContainer) {
     super();

@@ -17,15 +17,22 @@ export interface RetryServerOptions
    * the queue receives what this service handles and no more.
    */
   routingKey?: string | string[];
-  /** How long a `@MessagePattern` handler may take (its stream to complete) before the caller gets an error. Default '30s'. */
+  /**
+   * How long a `@MessagePattern` handler may take (its stream to complete) before the caller gets an error and the
+   * request is acked: a handler that never answers would otherwise hold its delivery and a prefetch slot for good.
+   * Default '30s'.
+   */
   requestTimeout?: Duration;
   /** A RetryModule's engine (`app.get(RetryEngine)`): one connection pair for the module's handlers and the transport's. */
   engine?: RetryEngine;
   /**
    * Splits the queue into `count` partition queues `<queue>.p<i>` by a stable hash of `key` (docs/partitions.md): each
-   * key's messages run in order, each partition on one instance at a time. Requires `exchange`, since a send to the
-   * queue by name cannot be hashed; not with `circuitBreaker` or `rateLimit`. `@MessagePattern` requests are answered
-   * as they arrive, not in their key's order (docs/transport.md#partitions).
+   * key's messages run in order, each partition on one instance at a time, spread over the running servers; every
+   * partition runs the server's patterns with their policies, tiers of its own and its parking queue
+   * `<queue>.p<i>.error`. Requires `exchange` (publish there: `RetryClient({ exchange })`, Nest's
+   * `ClientRMQ({ exchange, wildcards: true })`, or amqplib), since a send to the queue by name cannot be hashed; not with `circuitBreaker` or
+   * `rateLimit`. `@MessagePattern` requests are answered as they arrive, beside their key's events, not in their
+   * order (docs/transport.md#partitions).
    * @example new RetryServer({ queue: 'accounts', exchange: 'bank', partitions: { count: 8, key: { header: 'x-account-id' }, whileRetrying: 'hold' } })
    */
   partitions?: PartitionsOptions;
@@ -51,8 +58,9 @@ export interface RetryClientOptions extends RetryModuleOptions {
   /** Default true: messages survive a broker restart. */
   persistent?: boolean;
   /**
-   * A RetryModule's engine (injected through `ClientsModule.registerAsync`): the client publishes on the module's
-   * connections and delay ladder, opens none of its own, and closing it leaves the engine to the module.
+   * A RetryModule's engine (`RetryEngine`, injected through `ClientsModule.registerAsync`): the client publishes on the
+   * module's connections and delays through the module's ladder, whose forwarder the module runs; it opens no
+   * connection of its own, its connection options are not used, and closing it leaves the engine to the module.
    */
   engine?: RetryEngine;
 }

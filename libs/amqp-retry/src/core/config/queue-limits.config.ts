@@ -12,23 +12,33 @@ export type DeadLetterAction = 'park' | 'drop';
 
 /** The limits and arguments of a handler's own queue, as the options of `@RetryWithBackoff` give them. */
 export interface QueueLimitsOptions {
-  /** At most this many messages ready in the queue (`x-max-length`); one more goes as `overflow` says. Default none. */
+  /**
+   * At most this many messages ready in the queue (`x-max-length`); what happens to one more is `overflow`'s. Default
+   * none.
+   */
   maxLength?: number;
   /** At most this many bytes of message bodies ready in the queue (`x-max-length-bytes`). Default none. */
   maxLengthBytes?: number;
   /**
-   * What a full queue does with one more message (`x-overflow`): 'drop-head' (default: the oldest is parked as
-   * `maxlen`), 'reject-publish' (the publish rejects; the only one a quorum queue takes), 'reject-publish-dlx' (the new
-   * one is parked as `maxlen`). Needs `maxLength` or `maxLengthBytes`.
+   * What a full queue does with one more message (`x-overflow`): 'drop-head' (RabbitMQ's default: the oldest leaves
+   * and is parked with reason `maxlen`), 'reject-publish' (the broker refuses the new one: `RetryPublisher.publish`
+   * rejects), 'reject-publish-dlx' (the new one is refused and parked with reason `maxlen`). A quorum queue takes
+   * only 'reject-publish' (its at-least-once dead-lettering needs it) and 'drop-head' is refused there. Needs
+   * `maxLength` or `maxLengthBytes`.
    */
   overflow?: QueueOverflow;
-  /** How long a message may wait in the queue (`x-message-ttl`), e.g. '10m', before it expires (see `onExpired`). Default none. */
+  /**
+   * How long a message may wait in the queue before it expires (`x-message-ttl`), e.g. '10m'; an expired message is
+   * parked with reason `expired` (or dropped, `onExpired`). Default none.
+   */
   messageTtl?: Duration;
   /** Declares a priority queue (`x-max-priority`, 1 to 255; RabbitMQ advises at most 10): higher `priority` first. Classic queues only. */
   maxPriority?: number;
   /**
-   * What happens to a message that expired in the queue or was pushed out by a length limit: 'park' (default: reason
-   * `expired` or `maxlen`) or 'drop' (counted in the `dropped` event and metrics, logged at most once a minute).
+   * What happens to a message that expired in the queue (its own `expiration`, or `messageTtl`) or was pushed out by
+   * a length limit: 'park' (default: parked with reason `expired` or `maxlen`, its original expiration and death
+   * history kept) or 'drop' (acked, counted in the `dropped` observer event and the metrics, and logged at most once a
+   * minute per queue with the count).
    */
   onExpired?: DeadLetterAction;
 }
@@ -106,7 +116,10 @@ export function queueLimitArguments(limits: QueueLimitsConfig | undefined): Reco
   };
 }
 
-/** What a start warns of for these limits: where the broker, not the library, may drop a retried message. */
+/**
+ * What a start warns of for these limits: the cases where the broker, not the library, may drop a message that has
+ * been retried (docs/retries-and-parking.md, "Expired and over-length messages"). Empty when nothing to say.
+ */
 export function queueLimitWarnings(queue: string, limits: QueueLimitsConfig | undefined, queueType: QueueType): string[] {
   if (!limits) return [];
   const warnings: string[] = [];

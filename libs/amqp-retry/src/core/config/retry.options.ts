@@ -19,8 +19,10 @@ export interface RetryModuleOptions {
   /** Broker URL. Env `AMQP_URL`; default `amqp://guest:guest@localhost:5672`. For a cluster, give `urls` instead. */
   url?: string;
   /**
-   * The nodes of a cluster, instead of `url`: the first that answers is used; a lost connection tries the next node,
-   * then the others round-robin (the lost one last). Env `AMQP_URL` as a comma-separated list.
+   * The nodes of a cluster, instead of `url`. At start-up the first that answers is used; when the connection is lost,
+   * reconnection tries the next node after the lost one, then the others round-robin (the lost node last), with the
+   * usual `reconnect` backoff and `connectTimeout` per attempt. The publishing and consuming connections fail over
+   * independently. Env `AMQP_URL` as a comma-separated list.
    */
   urls?: string[];
   /** One retry tier per entry, in order; the last repeats. Env `RETRY_DELAYS` ("1s,10s,1m"); default `['1s', '10s', '1m']`. */
@@ -30,15 +32,17 @@ export interface RetryModuleOptions {
   /** Unacknowledged deliveries per consumer. Env `RETRY_PREFETCH`; default 20. */
   prefetch?: number;
   /**
-   * The type of the handlers' queues: 'quorum' dead-letters at least once, and parks a message that keeps crashing the
-   * process. Env `RETRY_QUEUE_TYPE`; default 'classic'.
+   * The type of the queues the library declares for handlers. 'quorum' dead-letters at least once between the
+   * queue and its tiers, and parks a message that keeps coming back unsettled (a handler that crashes the process).
+   * Env `RETRY_QUEUE_TYPE`; default 'classic'.
    */
   queueType?: QueueType;
   /** The connection's name in the management UI and `rabbitmqctl list_connections`; default `nestjs-amqp-retry (pid <pid>)`. */
   connectionName?: string;
   /**
-   * The application's name (printable, at most 200 characters), recorded with its handler queues, so that
-   * `amqp-retry parked --app <name>` finds them. Env `RETRY_APPLICATION`; default none.
+   * The application's name, recorded with its handler queues on the broker, so that `amqp-retry parked --app <name>`
+   * finds them (and no other application's). Env `RETRY_APPLICATION`; default none (the queues are then found by
+   * name, `--queue`). Printable text, at most 200 characters.
    */
   application?: string;
   /** Spacing of reconnection attempts after a connection loss: capped exponential backoff with 20% jitter. */
@@ -48,14 +52,20 @@ export interface RetryModuleOptions {
     /** The longest wait between attempts. Default '30s'. */
     maxDelay?: Duration;
   };
-  /** How long a publish may wait for the connection, a channel or a full socket buffer. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'. */
+  /**
+   * How long a publish may wait for a lost connection to come back (re-sends included), for a channel, or for a full
+   * socket buffer to drain, before it rejects. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'.
+   */
   publishTimeout?: Duration;
   /** How many publishes may wait for the connection at once; more reject at once. Default 1000. */
   publishBufferSize?: number;
   /**
-   * Delayed delivery (`RetryPublisher.publish(..., { delay })`) through a ladder of TTL queues. Default true, with the
-   * prefix 'amqp-retry.delay' shared by the vhost's applications; `false` turns it off, `{ prefix }` uses a ladder of
-   * its own. `queueType: 'quorum'` makes a delayed message survive the loss of a node (names start `<prefix>.quorum.`).
+   * Delayed delivery (`RetryPublisher.publish(..., { delay })`): the ladder of TTL queues is declared and its
+   * forwarder consumes in every application that has it on. Default true, with the prefix 'amqp-retry.delay'
+   * shared by every application on the vhost; `false` turns it off, `{ prefix }` uses a ladder of its own.
+   * `queueType` (default: the module's `queueType`) 'quorum' makes the ladder's queues replicated quorum queues that
+   * dead-letter at least once: on a cluster, a delayed message then survives the loss of a node. Its names start
+   * with `<prefix>.quorum.`, so both kinds of ladder can share a vhost.
    */
   delayedDelivery?:
     | boolean
@@ -69,57 +79,82 @@ export interface RetryModuleOptions {
   shutdownTimeout?: Duration;
   /**
    * How long one handler call may take, for handlers without their own `timeout`: past it the call's `signal` aborts
-   * and the attempt counts as failed. Keep it below the broker's consumer timeout. Env `RETRY_HANDLER_TIMEOUT`;
-   * default none (0: no limit).
+   * and the attempt counts as failed (retried or parked by the handler's policy); what the abandoned call does later
+   * changes nothing. Keep it below the broker's consumer timeout (RabbitMQ 4.3 no longer applies one to classic
+   * queues). Env `RETRY_HANDLER_TIMEOUT`; default none (0: no limit). `timeout` is the same option under the name a
+   * handler's own has.
    */
   handlerTimeout?: Duration;
-  /** The same as `handlerTimeout`, named as the handler option (`@RetryWithBackoff({ timeout })`); give one of the two. */
+  /**
+   * The same as `handlerTimeout`, under the name of the handler option it is the default of (`@RetryWithBackoff({ timeout })`).
+   * Give one of the two; both, with different values, fail the start.
+   */
   timeout?: Duration;
   /**
-   * How long a publish waits for the broker's confirm (a broker blocking publishers over an alarm never confirms).
-   * Env `RETRY_CONFIRM_TIMEOUT`; default '10s'.
+   * How long a publish (yours, a parked copy, a forwarded delayed message) waits for the broker's confirm before it
+   * fails; a broker that blocks publishers over a memory or disk alarm never confirms. Env `RETRY_CONFIRM_TIMEOUT`;
+   * default '10s'.
    */
   confirmTimeout?: Duration;
   /** How long one attempt to connect may take (TCP and AMQP handshake). Env `RETRY_CONNECT_TIMEOUT`; default '10s'. */
   connectTimeout?: Duration;
   /**
-   * How a body becomes the payload, for handlers without their own: 'json' (default: strict UTF-8 JSON), 'raw' (the
-   * Buffer), or `(content, message) => payload`. What cannot be read is parked as malformed.
+   * How a body becomes the handler's payload, for handlers without their own: 'json' (default: strict UTF-8, and a
+   * content type that is absent or JSON; anything else is parked as malformed), 'raw' (the Buffer as it came), or a
+   * function `(content, message) => payload` (a throw parks the message as malformed).
    */
   deserializer?: Deserializer;
-  /** Told of deliveries, publishes, connection and consumer changes (see RetryObserver): for alerts and audit. */
+  /**
+   * Told of every handled, retried and parked delivery, publish, and connection or consumer change (see
+   * RetryObserver): for alerts and audit. An observer that throws is logged once and never disturbs a message.
+   */
   observers?: RetryObserver[];
-  /** Prometheus metrics (prom-client, loaded only when on): `true` in its default registry, `{ registry }` in yours. Default off. */
+  /**
+   * Prometheus metrics with prom-client (an optional peer dependency, loaded only when this is on): `true` registers
+   * them in prom-client's default registry, `{ registry }` in yours. Default off. See docs/operations.md, Observability.
+   */
   metrics?: boolean | MetricsOptions;
   /**
-   * OpenTelemetry tracing (@opentelemetry/api, loaded only when on): trace context in every publish's headers, a span per
-   * attempt. Your application registers the SDK. Default off.
+   * OpenTelemetry tracing with @opentelemetry/api (an optional peer dependency, loaded only when this is on): trace
+   * context in the headers of every publish, a consumer span per attempt. Your application registers the SDK.
+   * Default off.
    */
   tracing?: boolean | TracingOptions;
-  /** How handler failures and parks are logged. */
+  /**
+   * How handler failures are logged. `retries: 'line'` (default): a warning for each retry; Nest's ExceptionsHandler,
+   * which would print every failure's stack first, stays quiet (your exception filters still see every error).
+   * `'nest'`: Nest's ExceptionsHandler logs each failure with its stack, and the retry lines are debug.
+   * `parked: 'line'` (default): a park is one warning line (reason, queue, message id, parked id, error message); the
+   * stack is in the parked copy (`x-exception-stack`). `'stack'`: the same warning followed by the handler's stack.
+   */
   logging?: {
-    /**
-     * `'line'` (default): a warning for each retry, and Nest's ExceptionsHandler stays quiet (your exception filters
-     * still see every error); `'nest'`: Nest's ExceptionsHandler logs each failure with its stack, retry lines are debug.
-     */
+    /** How a handler's failure is logged: `'line'` (default) or `'nest'`. */
     retries?: RetryLogs;
-    /** `'line'` (default): one warning line, the stack kept in the parked copy (`x-exception-stack`); `'stack'`: then the stack. */
+    /** How a park is logged: `'line'` (default: one warning line) or `'stack'` (the line, then the handler's stack). */
     parked?: ParkLogs;
   };
   /** Handle each message once, for every handler without its own `idempotency` (see IdempotencyOptions). */
   idempotency?: IdempotencyOptions;
-  /** The transactional outbox (see OutboxOptions). */
+  /**
+   * The transactional outbox (docs/outbox.md): `OutboxPublisher.publish(tx, message)` writes in your transaction, and
+   * a relay in this instance publishes committed rows with confirms.
+   */
   outbox?: OutboxOptions;
   /** The transactional inbox for every handler without its own `inbox` (see InboxOptions). */
   inbox?: InboxOptions;
-  /** A circuit breaker on every handler queue without its own: `true` for the defaults, or options. Default off. */
+  /**
+   * A circuit breaker on every handler queue without its own `circuitBreaker`: `true` for the defaults, or options
+   * (docs/outage-protection.md). Default off.
+   */
   circuitBreaker?: boolean | CircuitBreakerOptions;
   /** At most `calls` handler calls per `per`, for every handler without its own `rateLimit` (each its own bucket). */
   rateLimit?: RateLimitOptions;
   /**
-   * Beat to the retry console (docs/console.md): this instance's queues, states, counts and timings on the control
-   * exchange, so that the page served by another instance shows it. For instances without `RetryDashboardModule`
-   * (which beats anyway, at its `heartbeatIntervalMs`). Default false.
+   * Beat to the retry console (docs/console.md): this instance's identity, queues, states, counts and timings on the
+   * control exchange, every `intervalMs` (default 5000, 250 to 60000), so that the page served by another instance of
+   * the application shows it. For instances that do not import `RetryDashboardModule` (workers, microservices), which
+   * beats without it (its `heartbeatIntervalMs` then wins). A `RetryClient` has no handlers and never beats; a
+   * `RetryServer` given a module's `engine` beats as that module says. Default false.
    * @example heartbeat: true
    */
   heartbeat?:
@@ -138,11 +173,17 @@ export interface RetryModuleOptions {
 export interface IdempotencyOptions {
   /** Where handled keys are recorded: RedisIdempotencyStore, PostgresIdempotencyStore or your own. */
   store: IdempotencyStore;
-  /** Names a message: default its AMQP message id; a message without a key is parked as malformed. */
+  /**
+   * Names a message: default its AMQP message id (RetryPublisher always sets one). A message without a key is
+   * parked as malformed, so give a function for publishers that set no message id.
+   */
   key?: MessageKeyFn;
   /** How long a key stays recorded as handled: a copy arriving later runs again. Default '1d'. */
   ttl?: Duration;
-  /** How long a claim lasts without renewal (renewed every third of it): a crashed handler's copies wait this long. Default '30s'. */
+  /**
+   * How long a claim lasts without renewal. A running handler renews it every third of this; a crashed one's claim
+   * frees after it, so copies it had in flight wait up to this long. Default '30s'.
+   */
   claimTtl?: Duration;
 }
 
@@ -159,15 +200,19 @@ export interface OrderingOptions {
         header: string;
       };
   /**
-   * While a message waits in a retry tier: 'continue' (default) lets its key's later messages run, so the retried one
-   * ends up after them; 'hold' keeps them waiting (at most its tier delay plus `holdGrace`, and prefetch - 1 messages).
+   * When a message fails and waits in a retry tier: 'continue' (default) lets the key's later messages run meanwhile,
+   * so the retried one ends up after them; 'hold' keeps them waiting in the consumer until the retry comes back and
+   * settles, for at most its tier delay plus `holdGrace`, and at most prefetch - 1 messages.
    */
   whileRetrying?: 'continue' | 'hold';
   /** How long past its tier delay a held key waits for its retry to come back before it lets the others run. Default '10s'. */
   holdGrace?: Duration;
 }
 
-/** What the broker hashes to route a message to its partition, whoever published it: a header, or the AMQP message id. */
+/**
+ * What routes a message to its partition, read by the broker (RabbitMQ's consistent-hash exchange), so that every
+ * publisher's messages land in the right partition, not only ours: a header, or the AMQP message id.
+ */
 export type PartitionKey =
   | {
       /** The header whose value the broker hashes. */
@@ -185,11 +230,17 @@ export interface PartitionsOptions {
   count: number;
   /** What the broker hashes: `{ header: 'x-account-id' }`, or `'messageId'`. Messages of a key run in order. */
   key: PartitionKey;
-  /** As OrderingOptions.whileRetrying: 'continue' (default) or 'hold'. */
+  /**
+   * While a message waits in a retry tier: 'continue' (default) lets its key's later messages run, so the retried one
+   * ends up after them; 'hold' keeps them waiting until it comes back (README "Ordering").
+   */
   whileRetrying?: 'continue' | 'hold';
   /** With 'hold': how long past its tier delay a key waits for its retry. Default '10s'. */
   holdGrace?: Duration;
-  /** How often each instance announces itself; after 3 missed, its partitions move. Default '1s' (from '100ms' to '1m'). */
+  /**
+   * How often each instance announces itself to the others; an instance not heard from for 3 heartbeats is gone and
+   * its partitions move. Default '1s' (from '100ms' to '1m').
+   */
   heartbeat?: Duration;
 }
 
@@ -231,8 +282,9 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
   /** Handler calls in all, the first included. Default: the module's, else the number of tiers + 1. */
   maxAttempts?: number;
   /**
-   * How long one call may take: past it the call's `signal` aborts (reason: a HandlerTimeoutError) and the attempt
-   * fails like any other. Default: the module's `handlerTimeout`; 0 turns it off for this handler.
+   * How long one call of this handler may take: past it the call's `signal` aborts (with a HandlerTimeoutError as its
+   * reason) and the attempt counts as failed, retried or parked like any failure; the abandoned call's late result
+   * changes nothing. Default: the module's `handlerTimeout` (none); 0 turns it off for this handler.
    */
   timeout?: Duration;
   /** Where exhausted, non-retryable and malformed messages are parked; default `${queue}.error`. */
@@ -248,24 +300,33 @@ export interface RetryHandlerOptions extends QueueLimitsOptions {
   /** Handle each message once; default the module's. `false` turns the module's default off for this handler. */
   idempotency?: IdempotencyOptions | false;
   /**
-   * Run the handler in a transaction (`context.transaction`) that records the message as handled (see InboxOptions).
-   * Default the module's; `false` turns it off. Not with `idempotency`.
+   * Run the handler in a database transaction (`context.transaction`) that also records the message as handled; it
+   * commits before the ack, and a copy already recorded is acked without running (docs/outbox.md). Default the
+   * module's; `false` turns it off for this handler. Not with `idempotency`. Without an `adapter`, the module's inbox
+   * adapter is used, else its outbox adapter (the table and other options are this handler's own).
    */
   inbox?: HandlerInboxOptions | false;
   /** Handle messages with the same key one at a time, in arrival order (within this consumer). */
   ordering?: OrderingOptions;
   /**
-   * Declares the queue with `x-single-active-consumer`, so ordering holds across instances. Changing it for an existing
-   * queue fails the start (TopologyMismatchError). Default false.
+   * Declares the queue with `x-single-active-consumer`: one consumer of all instances gets deliveries, the others
+   * stand by, so ordering holds across instances. RabbitMQ cannot change the arguments of an existing queue: turning
+   * this on or off for a queue that exists fails the start with TopologyMismatchError. Default false.
    */
   singleActiveConsumer?: boolean;
-  /** Stops consuming while the handler keeps failing: `true`, options, or `false` to turn the module's default off. */
+  /**
+   * Stops consuming this queue while its handler keeps failing (a dependency is down), and tries again later:
+   * `true` for the defaults, options, or `false` to turn the module's default off (docs/outage-protection.md).
+   */
   circuitBreaker?: boolean | CircuitBreakerOptions;
   /** At most `calls` handler calls per `per` in this process; `false` turns the module's default off. */
   rateLimit?: RateLimitOptions | false;
   /**
-   * Splits the queue into partition queues (plugin `rabbitmq_consistent_hash_exchange`; see PartitionsOptions). Not
-   * with `ordering` or `singleActiveConsumer`, which it implies.
+   * Splits the queue into `count` partition queues by a stable hash of `key` (the broker's consistent-hash exchange,
+   * plugin `rabbitmq_consistent_hash_exchange`): each key's messages run in order, one partition on one instance at a
+   * time, and the partitions spread over the running instances (docs/partitions.md). Not with `ordering` or
+   * `singleActiveConsumer`, which it implies.
+   * @example { count: 8, key: { header: 'x-account-id' }, whileRetrying: 'hold' }
    */
   partitions?: PartitionsOptions;
 }

@@ -1,4 +1,7 @@
-/** A prom-client `Registry`, structurally (the library's types do not need prom-client installed). */
+/**
+ * A prom-client `Registry` (structurally, so that the library's types do not need prom-client installed). Pass
+ * your own to keep the library's metrics apart; without one they go to prom-client's default registry.
+ */
 export interface MetricsRegistry {
   /** Registers one metric (prom-client's `Registry.registerMetric`). */
   registerMetric(metric: never): void;
@@ -12,6 +15,9 @@ export interface MetricsOptions {
   registry?: MetricsRegistry;
   /** Buckets of the handler duration histogram, in seconds; default prom-client's (5 ms to 10 s). */
   durationBuckets?: number[];
-  /** Buckets of `amqp_retry_critical_time_seconds` (AMQP `timestamp` to handling), in seconds; default 10 ms to 6 hours. */
+  /**
+   * Buckets of the critical time histogram (`amqp_retry_critical_time_seconds`: from a message's publish, its AMQP
+   * `timestamp`, to its handling), in seconds; default 10 ms to 6 hours.
+   */
   criticalTimeBuckets?: number[];
 }

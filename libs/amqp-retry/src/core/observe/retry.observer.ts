@@ -4,8 +4,9 @@ import type { XDeath } from '../delivery/x-death.parser.js';
 import type { QueueState } from '../breaker/queue.state.js';
 
 /**
- * What the engine tells observers (metrics, tracing, your alerts). Every method is optional and called synchronously
- * on the delivery path: keep it quick. A throw is logged once per observer and changes nothing.
+ * What the engine tells observers: metrics and tracing are built on it, and an application may add its own (alerts,
+ * audit). Every method is optional. Calls are synchronous and happen on the delivery path: keep them quick, and do
+ * slow work (I/O) later. A throw is caught and logged once per observer; it never changes what happens to a message.
  *
  * @example
  * ```ts
@@ -24,7 +25,10 @@ export interface RetryObserver {
   parked?(event: MessageParkedEvent): void;
   /** A message that expired in its queue or was pushed out by a length limit was dropped (the handler's `onExpired: 'drop'`). */
   dropped?(event: MessageDroppedEvent): void;
-  /** A message is about to be published: `headers` may be added to. What it returns is ended at the confirm or refusal. */
+  /**
+   * A message is about to be published: `headers` may be added to (a tracer adds `traceparent`). What it returns is
+   * ended once the broker confirmed the message, or refused it (with the error).
+   */
   publishing?(event: PublishingEvent): PublishScope | void;
   /** A delayed message entered the delay ladder (confirmed). */
   delayedPublished?(event: PublishedEvent): void;
@@ -46,7 +50,10 @@ export interface RetryObserver {
   outboxParked?(event: OutboxParkedEvent): void;
   /** The outbox's backlog, read every few seconds by each relay. */
   outboxBacklog?(event: OutboxBacklogEvent): void;
-  /** A handler queue's state changed: its circuit breaker moved, or someone paused or resumed it (`by`). */
+  /**
+   * A handler queue's state changed: its circuit breaker opened, half-opened or closed, or someone paused or resumed
+   * it (`by`). One event per change, as the log line.
+   */
   queueStateChanged?(event: QueueStateEvent): void;
   /** Each heartbeat, for each partition of a partitioned handler: its depth and whether this instance consumes it. */
   partitionObserved?(event: PartitionObservedEvent): void;
@@ -60,7 +67,10 @@ export interface DeliveryScope {
   end?(error?: unknown): void;
 }
 
-/** Wraps one publish: `run` around it, `end` once the broker confirmed it, or with the error. */
+/**
+ * Wraps one publish: `run` around the application's publish (a tracer makes its producer span current, so that
+ * an instrumentation of amqplib nests under it), `end` once the broker confirmed it, or with the error.
+ */
 export interface PublishScope {
   /** Runs the publish (`fn`) and returns what it returns; a tracer runs it inside its producer span's context. */
   run?<T>(fn: () => T): T;

@@ -3,8 +3,8 @@ import type { MessageKeyFn } from '../message/message-key.reader.js';
 import type { OutboxAdapter } from './outbox.adapter.js';
 
 /**
- * The transactional outbox (docs/outbox.md): `OutboxPublisher.publish(tx, message)` writes in your transaction, and a
- * relay publishes committed rows with confirms.
+ * The transactional outbox (docs/outbox.md): `OutboxPublisher.publish(tx, message)` writes the message in your
+ * transaction, and a relay in each instance publishes committed rows with confirms.
  * @example { adapter: pgOutboxAdapter(pool) }
  */
 export interface OutboxOptions<Tx = unknown> {
@@ -14,13 +14,19 @@ export interface OutboxOptions<Tx = unknown> {
   table?: string;
   /** Its schema; default the connection's search path. */
   schema?: string;
-  /** Create missing tables at start-up (default true); false: run the migration yourself (`outboxMigration()`). */
+  /**
+   * true (default): the tables are created at start-up if missing (safe with instances starting at once). false: you
+   * run the migration yourself (libs/amqp-retry/migrations/, or `outboxMigration()`), and the start fails if it is missing.
+   */
   createTables?: boolean;
   /** Whether this instance runs a relay; default true. Turn it off in processes that only write. */
   relay?: boolean;
   /** Rows claimed per round; default 100. */
   batchSize?: number;
-  /** Rounds the relay runs at once, each in a transaction of its own, so that one claims while another awaits confirms. Default 2. */
+  /**
+   * Rounds the relay runs at once, each in a transaction (and a pool client) of its own: one claims what just
+   * committed while another waits for the broker's confirms. Default 2. Order keys hold whatever the number.
+   */
   concurrency?: number;
   /** How often the relay looks for rows without a NOTIFY (the fallback); default '1s'. */
   pollInterval?: Duration;
@@ -38,8 +44,9 @@ export interface OutboxOptions<Tx = unknown> {
 }
 
 /**
- * The transactional inbox of a handler (docs/outbox.md): the handler runs in `context.transaction`, which records the
- * message as handled and commits before the ack; a copy already recorded is acked without running.
+ * The transactional inbox of a handler (docs/outbox.md): the handler runs inside a transaction it is handed as
+ * `context.transaction`; the message is recorded as handled in that same transaction, which commits before the ack.
+ * A copy already recorded is acked without running.
  * @example @RetryWithBackoff({ queue: 'payments', inbox: { adapter: pgOutboxAdapter(pool) } })
  */
 export interface InboxOptions<Tx = unknown> {
@@ -51,14 +58,18 @@ export interface InboxOptions<Tx = unknown> {
   schema?: string;
   /** As OutboxOptions.createTables; default true. */
   createTables?: boolean;
-  /** Names a message: default its AMQP message id; a message without a key is parked as malformed. */
+  /**
+   * Names a message: default its AMQP message id (OutboxPublisher and RetryPublisher always set one). A message
+   * without one is parked as malformed: give a function for publishers that set none.
+   */
   key?: MessageKeyFn;
   /** How long handled ids are kept; a copy arriving later runs again. Default '7d'. */
   retention?: Duration;
 }
 
 /**
- * A handler's own inbox: InboxOptions whose `adapter` defaults to the module's inbox adapter, else its outbox adapter.
+ * A handler's own inbox: InboxOptions whose `adapter` may be left out to use the module's inbox adapter, else its
+ * outbox adapter (the one `RetryModule.forRootAsync` made from an injected `DataSource`), e.g. for a table of its own.
  * @example @RetryWithBackoff({ queue: 'billing', inbox: { table: 'billing_inbox' } }) // the module's adapter
  */
 export interface HandlerInboxOptions<Tx = unknown> extends Omit<InboxOptions<Tx>, 'adapter'> {

@@ -4,7 +4,10 @@ import { newMessageId } from '../message/message-id.factory.js';
 
 /** Options of RetryPublisher.publish (and, but for the delay's range, of RetryClient.emit). */
 export interface PublishOptions {
-  /** Deliver after this long (ms or '90s', '3d'; at most about 49.7 days), never early (docs/delays.md). Default: at once. */
+  /**
+   * Deliver after this long instead of now: milliseconds or a duration ('90s', '30m', '3d'), from 0 to about 49.7
+   * days. 0 or absent publishes at once. Never early; see docs/delays.md for the lateness measured.
+   */
   delay?: Duration;
   /** Headers of the message, besides those the library sets. */
   headers?: Record<string, unknown>;
@@ -13,11 +16,15 @@ export interface PublishOptions {
   /** Default: true. A delayed message waits persistent in the ladder whatever this says, and is delivered with it. */
   persistent?: boolean;
   /**
-   * A per-message TTL in ms (AMQP `expiration`), 0 to 2^32 - 1, as a number or digits; for a delayed message it runs
-   * from delivery. Anything else is a RangeError.
+   * A per-message TTL in milliseconds (the AMQP `expiration` property): the broker drops (or dead-letters) the message
+   * if it waits longer in its queue. For a delayed message it runs from delivery, after the delay, never during it.
+   * A whole number from 0 to 2^32 - 1 (a number or a string of digits); anything else is a RangeError.
    */
   expiration?: number | string;
-  /** The AMQP `priority`, 0 to 255 (first in a queue with `maxPriority`); anything else is a RangeError. */
+  /**
+   * The message's priority (the AMQP `priority` property), a whole number from 0 to 255: in a handler queue declared
+   * with `maxPriority`, higher priorities are delivered first. Anything else is a RangeError.
+   */
   priority?: number;
   /** The AMQP `correlationId` property, e.g. the request or the business transaction this message belongs to. */
   correlationId?: string;
@@ -46,8 +53,10 @@ export interface PublishedMessage {
 }
 
 /**
- * The AMQP properties of a message published with `options`, written into `base`: each property only when given (no
- * spread per publish); checkPublishProperties checks them later, as for every publish.
+ * The AMQP properties of a message published with `options`, over `base` (what the caller always sets): the message id
+ * given or a new one, persistent unless told otherwise, and each other property only when given (amqplib sends an
+ * absent one as none anyway: no spread of a literal per publish). Their values are checked where every publish is
+ * (checkPublishProperties), with the same errors whichever publisher sent them.
  * @example publishProperties({ correlationId: 'req-7' }, { contentType: 'application/json' }).messageId // a new UUID
  */
 export function publishProperties(options: Omit<PublishOptions, 'delay'>, base: Options.Publish): Options.Publish & { messageId: string } {
