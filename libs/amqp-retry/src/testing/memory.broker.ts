@@ -12,15 +12,6 @@ export interface MemoryExchange {
   arguments: Record<string, unknown>;
 }
 
-/** What became of a message that left a queue without an ack, for the harness's records. */
-export interface DeadLetterEvent {
-  queue: string;
-  reason: DeathReason;
-  /** Where it went: the queues that took it (none: dropped). */
-  to: string[];
-  message: BrokerMessage;
-}
-
 /** Where a publish went. */
 export interface RouteResult {
   queues: string[];
@@ -57,8 +48,6 @@ export class MemoryBroker {
   bindings: MemoryBinding[] = [];
   /** Direct reply-to addresses and who consumes each. */
   readonly replyConsumers = new Map<string, (message: BrokerMessage) => void>();
-  /** Told of every dead-lettering (also the dropped ones). */
-  onDeadLetter?: (event: DeadLetterEvent) => void;
   private seq = 0;
   private readonly pumps = new Map<string, ReturnType<VirtualClock['schedule']>>();
   private readonly expiries = new Map<string, ReturnType<VirtualClock['schedule']>>();
@@ -88,11 +77,6 @@ export class MemoryBroker {
 
   checkExchange(name: string): void {
     if (name !== '' && !this.exchanges.has(name)) throw notFound('exchange', name);
-  }
-
-  deleteExchange(name: string): void {
-    this.exchanges.delete(name);
-    this.bindings = this.bindings.filter((b) => b.source !== name && !(b.destinationType === 'exchange' && b.destination === name));
   }
 
   /** Declares a queue (`''`: a server-named one); returns its name. `owner`: the declaring connection, for exclusive queues. */
@@ -146,8 +130,7 @@ export class MemoryBroker {
   }
 
   purgeQueue(name: string): number {
-    const queue = this.queue(name);
-    return queue.ready.splice(0).length;
+    return this.queue(name).ready.splice(0).length;
   }
 
   bind(binding: MemoryBinding): void {
@@ -256,18 +239,14 @@ export class MemoryBroker {
    */
   deadLetter(queue: MemoryQueue, entry: Enqueued, reason: DeathReason): void {
     const dlx = queue.args['x-dead-letter-exchange'];
-    const to: string[] = [];
+    if (typeof dlx !== 'string' || (dlx !== '' && !this.exchanges.has(dlx))) return;
     const dead = recordDeath(entry.message, queue.name, reason, this.clock.now, this.rules);
-    if (typeof dlx === 'string' && (dlx === '' || this.exchanges.has(dlx))) {
-      const key = queue.args['x-dead-letter-routing-key'];
-      const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
-      for (const target of this.route(dlx, message.routingKeys, deliveredHeaders(message, this.rules))) {
-        const targetQueue = this.queues.get(target);
-        if (!targetQueue || isDeadLetterCycle(message, target, reason)) continue;
-        if (this.enqueue(targetQueue, message)) to.push(target);
-      }
+    const key = queue.args['x-dead-letter-routing-key'];
+    const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
+    for (const target of this.route(dlx, message.routingKeys, deliveredHeaders(message, this.rules))) {
+      const targetQueue = this.queues.get(target);
+      if (targetQueue && !isDeadLetterCycle(message, target, reason)) this.enqueue(targetQueue, message);
     }
-    this.onDeadLetter?.({ queue: queue.name, reason, to, message: dead });
   }
 
   /** Delivers what the queue's consumers can take and expires what is due, in a task of the broker's own. */

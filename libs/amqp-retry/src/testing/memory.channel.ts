@@ -99,10 +99,6 @@ export class MemoryChannel extends EventEmitter {
     return this.rpc('ExchangeDeclare', () => (this.broker.checkExchange(exchange), {}));
   }
 
-  deleteExchange(exchange: string) {
-    return this.rpc('ExchangeDelete', () => (this.broker.deleteExchange(exchange), {}));
-  }
-
   assertQueue(queue = '', options: Options.AssertQueue = {}) {
     return this.rpc('QueueDeclare', () => {
       const args: Record<string, unknown> = { ...options.arguments };
@@ -133,9 +129,7 @@ export class MemoryChannel extends EventEmitter {
   }
 
   deleteQueue(queue: string) {
-    return this.rpc('QueueDelete', () => {
-      return { messageCount: this.broker.deleteQueue(queue) };
-    });
+    return this.rpc('QueueDelete', () => ({ messageCount: this.broker.deleteQueue(queue) }));
   }
 
   purgeQueue(queue: string) {
@@ -160,13 +154,6 @@ export class MemoryChannel extends EventEmitter {
     return this.rpc(
       'ExchangeBind',
       () => (this.broker.bind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
-    );
-  }
-
-  unbindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'ExchangeUnbind',
-      () => (this.broker.unbind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
     );
   }
 
@@ -288,10 +275,6 @@ export class MemoryChannel extends EventEmitter {
     return true;
   }
 
-  sendToQueue(queue: string, content: Buffer, options?: Options.Publish, callback?: Confirm): boolean {
-    return this.publish('', queue, content, options, callback);
-  }
-
   async waitForConfirms(): Promise<void> {
     while (this.confirms.size > 0) await new Promise<void>((resolve) => this.broker.clock.schedule(0, resolve, { broker: true }));
   }
@@ -304,32 +287,15 @@ export class MemoryChannel extends EventEmitter {
     this.settle(message, allUpTo, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
   }
 
-  reject(message: Message, requeue = true): void {
-    this.nack(message, false, requeue);
-  }
-
-  ackAll(): void {
-    for (const tag of [...this.unacked.keys()]) this.release(tag, () => undefined);
-  }
-
-  nackAll(requeue = true): void {
-    for (const tag of [...this.unacked.keys()])
-      this.release(tag, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
-  }
-
-  async recover(): Promise<void> {
-    this.nackAll(true);
-  }
-
   async close(): Promise<void> {
     if (!this.open) throw new Error('Channel closed');
     await Promise.resolve();
-    this.teardown(undefined);
+    this.teardown();
   }
 
   /** The connection closed or was lost: the channel closes with it, without an 'error'. */
   connectionClosed(): void {
-    this.teardown(undefined);
+    this.teardown();
   }
 
   private settle(message: Message, allUpTo: boolean, action: (u: Unacked) => void): void {
@@ -375,10 +341,10 @@ export class MemoryChannel extends EventEmitter {
     if (!this.open) return;
     if (error.connection) return this.host.fail(error);
     this.emit('error', channelClosedError(error));
-    this.teardown(error);
+    this.teardown();
   }
 
-  private teardown(_error: BrokerError | undefined): void {
+  private teardown(): void {
     if (!this.open) return;
     this.open = false;
     for (const tag of [...this.consumers.keys()]) this.dropConsumer(tag);

@@ -1,13 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { BrokerError } from './broker.error.js';
+import type { BrokerError } from './broker.error.js';
 import { MemoryChannel, type ChannelHost, type PublishRecord } from './memory.channel.js';
 import type { MemoryBroker } from './memory.broker.js';
-
-/** What a connection reports to whoever opened it (the harness). */
-export interface ConnectionHooks {
-  published(record: PublishRecord): boolean;
-  closed(connection: MemoryConnection): void;
-}
 
 let connectionIds = 0;
 
@@ -36,7 +30,8 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
 
   constructor(
     readonly broker: MemoryBroker,
-    private readonly hooks: ConnectionHooks,
+    /** ChannelHost.published: the harness's records and injected refusals. */
+    readonly published: (record: PublishRecord) => boolean,
     version: string,
   ) {
     super();
@@ -76,10 +71,6 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
     this.channels.delete(channel);
   }
 
-  published(record: PublishRecord): boolean {
-    return this.hooks.published(record);
-  }
-
   private async open(confirm: boolean): Promise<MemoryChannel> {
     if (this.closed) throw new Error('Connection closed');
     await Promise.resolve();
@@ -94,9 +85,6 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
     for (const channel of [...this.channels]) channel.connectionClosed();
     this.channels.clear();
     for (const queue of [...this.broker.queues.values()]) if (queue.owner === this.id) this.broker.deleteQueue(queue.name);
-    this.hooks.closed(this);
     this.emit('close', error);
   }
 }
-
-export { BrokerError };

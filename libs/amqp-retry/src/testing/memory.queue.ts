@@ -82,11 +82,8 @@ export class MemoryQueue {
   }
 
   get unackedCount(): number {
-    return this.consumers.reduce((sum, consumer) => sum + consumer.unacked, 0) + this.orphanedUnacked;
+    return this.consumers.reduce((sum, consumer) => sum + consumer.unacked, 0);
   }
-
-  /** Deliveries still unacknowledged whose consumer was cancelled (their channel still holds them). */
-  orphanedUnacked = 0;
 
   /** Puts a message in at its place (a new one last, a requeued one back where it was). */
   insert(entry: Enqueued): void {
@@ -108,11 +105,9 @@ export class MemoryQueue {
     return undefined;
   }
 
-  removeConsumer(tag: string): QueueConsumer | undefined {
+  removeConsumer(tag: string): void {
     const at = this.consumers.findIndex((consumer) => consumer.tag === tag);
-    if (at < 0) return undefined;
-    const [consumer] = this.consumers.splice(at, 1);
-    return consumer;
+    if (at >= 0) this.consumers.splice(at, 1);
   }
 
   /**
