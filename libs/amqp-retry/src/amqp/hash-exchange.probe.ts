@@ -16,15 +16,14 @@ export interface HashExchangeProbe {
   queue: string;
   exchange: string;
   arguments: Record<string, unknown>;
-  /** Only for tests: a type the broker lacks, to see the failure on a broker that has the plugin. */
+  /** Only for tests: a type the broker lacks. */
   type?: string;
 }
 
 /**
- * Declares a partitioned handler's consistent-hash exchange on a connection of its own, opened for this and closed
- * after: a broker without the plugin answers an unknown exchange type with 503, which closes the whole connection,
- * and that must not be the application's. Throws PartitionsPluginError then (naming the command that enables it),
- * TopologyMismatchError when an exchange of that name exists with another type or arguments.
+ * Declares a partitioned handler's consistent-hash exchange on a connection of its own: a broker without the plugin
+ * answers with 503, which closes the whole connection. Throws PartitionsPluginError then, TopologyMismatchError when
+ * the exchange exists with another type or arguments.
  */
 export async function declareHashExchange(probe: HashExchangeProbe): Promise<void> {
   const failures: string[] = [];
@@ -42,8 +41,7 @@ export async function declareHashExchange(probe: HashExchangeProbe): Promise<voi
       failures.push(errorMessage(error));
       continue;
     }
-    // The 503 closes this connection only; amqplib rejects the declaration with "channel ended" and tells the reason
-    // through the connection's 'error', which may come a moment later.
+    // amqplib rejects the declaration with "channel ended"; the connection's 'error', a moment later, has the reason.
     let closedWith: Error | undefined;
     const closed = new Promise<void>((resolve) => model.once('close', () => resolve()));
     model.on('error', (error: Error) => (closedWith = error));
