@@ -13,10 +13,7 @@ export interface Death {
   originalExpiration?: string;
 }
 
-/**
- * Which RabbitMQ's dead-lettering the broker follows: `current` for 3.13 and later (4.x), `legacy` for 3.12 and earlier
- * (the 3.10 the project's tests run): see recordDeath and deliveredHeaders for what differs.
- */
+/** Which RabbitMQ's dead-lettering the broker follows: `current` (3.13 and later), `legacy` (3.12 and earlier, e.g. 3.10). */
 export type DeathRules = 'current' | 'legacy';
 
 /** The rules of a RabbitMQ version (`4.1.0`, `3.10.8`): legacy before 3.13. */

@@ -15,10 +15,7 @@ export class HarnessDriver {
     private readonly broker: MemoryBroker,
   ) {}
 
-  /**
-   * Awaits `work`, moving the clock to the next timer whenever nothing else is left to do (a start that waits for a
-   * timer takes that much virtual time, no real time).
-   */
+  /** Awaits `work`, moving the clock to the next timer whenever nothing else is left to do. */
   async run<T>(work: Promise<T>, what: string): Promise<T> {
     let done = false;
     work.then(
@@ -81,10 +78,7 @@ export class HarnessDriver {
     for (const name of queues) this.awaitedConsumers.add(name);
   }
 
-  /**
-   * Whether anything is under way: the broker's own work, a delivery not yet acknowledged, or a queue that lost its
-   * consumer with its connection and will have one again once the application has reconnected.
-   */
+  /** Whether anything is under way: the broker's own work, an unacknowledged delivery, or an awaited consumer. */
   private busy(): boolean {
     for (const name of [...this.awaitedConsumers]) {
       const queue = this.broker.queues.get(name);

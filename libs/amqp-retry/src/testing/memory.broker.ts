@@ -36,11 +36,9 @@ function replyAddress(): string {
 }
 
 /**
- * The in-memory broker: exchanges (direct, topic, fanout, headers, the default one, alternate exchanges,
- * exchange-to-exchange bindings), queues (TTL per queue and per message, expiring at the head; length limits with
- * drop-head or reject-publish; classic and quorum, quorum counting deliveries; single active consumer), dead-lettering
- * with `x-death` as RabbitMQ 3.13+/4.x write it (or 3.12 and earlier, `rules`), and direct reply-to. Time is the virtual clock's. Channels
- * (memory.channel.ts) are its clients; it knows nothing of the library.
+ * The in-memory broker: exchanges (the built-in types, alternate exchanges, exchange-to-exchange bindings), queues
+ * (TTLs expiring at the head; length limits; classic and quorum; single active consumer), dead-lettering with
+ * `x-death` as RabbitMQ writes it (`rules`), and direct reply-to, on the virtual clock. It knows nothing of the library.
  */
 export class MemoryBroker {
   readonly exchanges = new Map<string, MemoryExchange>(BUILT_IN.map((e) => [e.name, e]));
@@ -152,10 +150,7 @@ export class MemoryBroker {
     return address;
   }
 
-  /**
-   * Routes and enqueues a message; 404 when the exchange does not exist. Returns the queues that took it (none:
-   * unroutable).
-   */
+  /** Routes and enqueues a message; 404 when the exchange does not exist. */
   publish(exchange: string, message: BrokerMessage): RouteResult {
     if (exchange !== '' && !this.exchanges.has(exchange)) throw notFound('exchange', exchange);
     const queues = this.route(exchange, message.routingKeys, deliveredHeaders(message, this.rules));

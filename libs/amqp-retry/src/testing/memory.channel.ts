@@ -48,10 +48,7 @@ interface Unacked {
 type Confirm = (error: Error | null) => void;
 let consumerTags = 0;
 
-/**
- * An amqplib Channel (or ConfirmChannel, `confirm`) of the in-memory broker: the methods and events the library uses,
- * with amqplib's errors and close sequence ('error', then 'close') when the broker refuses something.
- */
+/** An amqplib Channel (or ConfirmChannel) of the in-memory broker: the methods and events the library uses, with amqplib's errors. */
 export class MemoryChannel extends EventEmitter {
   private open = true;
   private prefetchCount = 0;

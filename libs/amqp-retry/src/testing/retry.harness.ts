@@ -26,10 +26,7 @@ export interface HarnessMicroservice {
   close(): unknown;
 }
 
-/**
- * A module being built for a test, as `@nestjs/testing`'s `Test.createTestingModule(...)` returns it (with its
- * `overrideProvider` calls made): the harness compiles it once the in-memory broker is in place.
- */
+/** A module being built for a test, as `Test.createTestingModule(...)` of `@nestjs/testing` returns it. */
 export interface HarnessModuleBuilder {
   /** Builds the module (the harness calls it once the in-memory broker is in place). */
   compile(): Promise<HarnessCompiledModule>;
@@ -55,9 +52,8 @@ export interface RetryHarnessOptions {
   /** Nest's logger option (default: errors only, so that retries and parking do not fill the test's output); false: none. */
   logger?: LoggerService | LogLevel[] | false;
   /**
-   * The RabbitMQ version the in-memory broker says it is and whose dead-lettering it follows (default 4.1.0): from
-   * 3.13 on, `x-death` entries move to the front when counted, `x-last-death-*` headers are written and a client's
-   * `x-death` is ignored; before 3.13 (e.g. '3.10.8') the broker follows 3.10's observed behaviour instead.
+   * The RabbitMQ version the in-memory broker says it is and whose dead-lettering it follows (default 4.1.0); before
+   * 3.13 (e.g. '3.10.8') it follows 3.10's observed `x-death` handling.
    */
   brokerVersion?: string;
 }
@@ -180,9 +176,8 @@ export class RetryHarness {
   }
 
   /**
-   * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder whose providers a
-   * test overrides) on the in-memory broker. The virtual clock stands in for the
-   * global timers and `Date` until `close()` (whether or not Jest's fake timers were on). One harness at a time per
+   * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder) on the in-memory
+   * broker. The virtual clock stands in for the global timers and `Date` until `close()`. One harness at a time per
    * process (Jest runs each test file in its own).
    */
   static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
@@ -294,10 +289,8 @@ export class RetryHarness {
   }
 
   /**
-   * What was published, in order: by the application (its `RetryPublisher`, its transport client, and the library on
-   * its behalf: parked copies, delayed messages and their forwarding), with whether the broker confirmed or returned
-   * it, and by the harness. The library's own bookkeeping (its handler registry, retry plans, control messages) is
-   * left out.
+   * What was published, in order, by the application (the library on its behalf included) and by the harness, with
+   * whether the broker confirmed or returned it. The library's own bookkeeping is left out.
    */
   published(filter: { exchange?: string; routingKey?: string; by?: HarnessPublished['by'] } = {}): HarnessPublished[] {
     return this.publishes.filter(
@@ -353,7 +346,7 @@ export class RetryHarness {
     return startHybrid(app, microservices);
   }
 
-  /** Adds the recorder to the application's engine (before it starts consuming: every delivery is seen). */
+  /** Adds the recorder to the application's engine before it consumes. */
   private observe(app: INestApplicationContext): void {
     let engine: RetryEngine | undefined;
     try {
