@@ -14,3 +14,10 @@ export function getSettled(channel: Channel, queue: string, options?: Options.Ge
       .finally(() => channel.off('close', closed));
   });
 }
+
+/** Every message of `queue`, in order, got unacked through getSettled until none is left. */
+export async function getAll(channel: Channel, queue: string): Promise<GetMessage[]> {
+  const messages: GetMessage[] = [];
+  for (let message = await getSettled(channel, queue); message; message = await getSettled(channel, queue)) messages.push(message);
+  return messages;
+}

@@ -1,6 +1,5 @@
-import { getSettled } from './channel-get.settler.js';
+import { getAll } from './channel-get.settler.js';
 import { type ChannelOpener, queueExists } from './queue-exists.probe.js';
-import type { GetMessage } from 'amqplib';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import { sleep } from '../core/time/duration.timer.js';
@@ -84,9 +83,7 @@ export async function recordHandler(open: ChannelOpener, publisher: ConfirmPubli
 async function recordLocked(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, now: Date): Promise<void> {
   const channel = await open();
   try {
-    const seen: GetMessage[] = [];
-    for (let message = await getSettled(channel, HANDLER_REGISTRY_QUEUE); message; message = await getSettled(channel, HANDLER_REGISTRY_QUEUE))
-      seen.push(message);
+    const seen = await getAll(channel, HANDLER_REGISTRY_QUEUE);
     const records = seen.map((message) => readHandlerRecord(message.content));
     const { application, ...fields } = entry;
     const record: HandlerRecord = { ...fields, applications: recordedApplications(records, entry.queue, application), recordedAt: now.toISOString() };
@@ -142,12 +139,8 @@ export async function readHandlerRegistry(open: ChannelOpener): Promise<HandlerR
 async function readLocked(open: ChannelOpener): Promise<HandlerRecord[]> {
   const channel = await open();
   try {
-    const records: HandlerRecord[] = [];
-    for (let message = await getSettled(channel, HANDLER_REGISTRY_QUEUE); message; message = await getSettled(channel, HANDLER_REGISTRY_QUEUE)) {
-      const record = readHandlerRecord(message.content);
-      if (record) records.push(record);
-    }
-    return latestRecords(records);
+    const records = (await getAll(channel, HANDLER_REGISTRY_QUEUE)).map((message) => readHandlerRecord(message.content));
+    return latestRecords(records.filter((record) => record !== undefined));
   } finally {
     await channel.close().catch(() => undefined);
   }

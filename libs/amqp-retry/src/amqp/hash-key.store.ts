@@ -1,4 +1,4 @@
-import { getSettled } from './channel-get.settler.js';
+import { getAll } from './channel-get.settler.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import { readHashKeyRecord, writeHashKeyRecord, type HashKeyRecord } from '../core/partitions/hash-key.record.js';
 import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
@@ -10,9 +10,7 @@ export async function readHashKey(open: ChannelOpener, queue: string): Promise<H
   try {
     await channel.checkQueue(queue);
     let newest: HashKeyRecord | undefined;
-    for (let message = await getSettled(channel, queue); message; message = await getSettled(channel, queue)) {
-      newest = readHashKeyRecord(message.content) ?? newest;
-    }
+    for (const message of await getAll(channel, queue)) newest = readHashKeyRecord(message.content) ?? newest;
     return newest;
   } catch (error) {
     if ((error as { code?: unknown } | null)?.code === 404) return undefined;
