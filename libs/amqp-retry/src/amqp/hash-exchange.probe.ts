@@ -5,6 +5,7 @@ import { MAX_TIMER_MS, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { PartitionsPluginError } from '../errors/partitions-plugin.error.js';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
+import { refusalText } from './topology.declarer.js';
 
 const COMMAND_INVALID = 503;
 const PRECONDITION_FAILED = 406;
@@ -57,8 +58,7 @@ export async function declareHashExchange(probe: HashExchangeProbe): Promise<voi
       const text = errorMessage(error);
       if (code === COMMAND_INVALID || /unknown exchange type/i.test(text))
         throw new PartitionsPluginError(probe.queue, text.replace(/^.*?COMMAND_INVALID - /, ''));
-      if (code === PRECONDITION_FAILED)
-        throw new TopologyMismatchError('exchange', probe.exchange, text.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, ''));
+      if (code === PRECONDITION_FAILED) throw new TopologyMismatchError('exchange', probe.exchange, refusalText(text));
       throw error;
     } finally {
       await closeSettled(model).catch(() => undefined);

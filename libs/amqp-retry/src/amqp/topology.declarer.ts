@@ -10,7 +10,8 @@ function isAmqpError(error: unknown, code: number): error is Error & { code: num
   return error instanceof Error && (error as { code?: unknown }).code === code;
 }
 
-const refusalText = (error: Error) => error.message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, '');
+/** The broker's text of a 406, without amqplib's wording around it. */
+export const refusalText = (message: string) => message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, '');
 
 /** Runs one declaration; a 406 becomes a TopologyMismatchError (naming both types of a queue whose type differs). */
 async function step<T>(
@@ -25,7 +26,7 @@ async function step<T>(
     return await run();
   } catch (error) {
     if (!isAmqpError(error, PRECONDITION_FAILED)) throw error;
-    const brokerMessage = refusalText(error);
+    const brokerMessage = refusalText(error.message);
     const configured = kind === 'queue' ? declaredQueueType(args) : undefined;
     const probe = probeTypes && configured && args;
     const types = probe ? await findTypeMismatch(connection, name, configured, args, brokerMessage).catch(() => undefined) : undefined;
@@ -62,7 +63,7 @@ async function findTypeMismatch(
       return undefined; // accepted: the type is the configured one, other arguments differ
     } catch (error) {
       if (!isAmqpError(error, PRECONDITION_FAILED)) return undefined;
-      refusal = refusalText(error);
+      refusal = refusalText(error.message);
     } finally {
       await channel.close().catch(() => undefined);
     }
