@@ -86,14 +86,8 @@ export async function declareTopology(connection: AmqpConnection, plan: Topology
   const channel = await connection.createChannel('topology declaration', true);
   try {
     for (const e of plan.exchanges) {
-      await step(
-        connection,
-        'exchange',
-        e.name,
-        e.arguments,
-        () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments }),
-        false,
-      );
+      const declare = () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments });
+      await step(connection, 'exchange', e.name, e.arguments, declare, false);
     }
     for (const q of plan.queues) {
       await step(connection, 'queue', q.name, q.arguments, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }), probeTypes);

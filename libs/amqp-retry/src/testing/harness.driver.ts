@@ -18,10 +18,8 @@ export class HarnessDriver {
   /** Awaits `work`, moving the clock to the next timer whenever nothing else is left to do. */
   async run<T>(work: Promise<T>, what: string): Promise<T> {
     let done = false;
-    work.then(
-      () => (done = true),
-      () => (done = true),
-    );
+    const finished = () => (done = true);
+    work.then(finished, finished);
     const realStart = process.hrtime.bigint();
     while (!done) {
       const ran = await this.clock.runUntil(this.clock.now);

@@ -105,11 +105,9 @@ export class MemoryBroker {
     const queue = this.queues.get(name);
     if (queue) return queue;
     if (this.replyConsumers.has(name)) return new MemoryQueue(name, { durable: false, exclusive: true, autoDelete: true, arguments: {} });
-    if (name.startsWith(`${DIRECT_REPLY_QUEUE}.`)) {
-      // RabbitMQ closes the connection over an address it cannot decode; a well-formed one whose consumer left is a 404.
-      if (!/^amq\.rabbitmq\.reply-to\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/.test(name)) {
-        throw new BrokerError(ReplyCode.INTERNAL_ERROR, `INTERNAL_ERROR`, true);
-      }
+    // RabbitMQ closes the connection over an address it cannot decode; a well-formed one whose consumer left is a 404.
+    if (name.startsWith(`${DIRECT_REPLY_QUEUE}.`) && !/^amq\.rabbitmq\.reply-to\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/.test(name)) {
+      throw new BrokerError(ReplyCode.INTERNAL_ERROR, `INTERNAL_ERROR`, true);
     }
     throw notFound('queue', name);
   }
@@ -247,10 +245,8 @@ export class MemoryBroker {
   /** Delivers what the queue's consumers can take and expires what is due, in a task of the broker's own. */
   pump(queue: MemoryQueue): void {
     if (this.pumps.has(queue.name)) return;
-    this.pumps.set(
-      queue.name,
-      this.clock.schedule(0, () => this.runPump(queue), { broker: true }),
-    );
+    const task = this.clock.schedule(0, () => this.runPump(queue), { broker: true });
+    this.pumps.set(queue.name, task);
   }
 
   private runPump(queue: MemoryQueue): void {
@@ -273,12 +269,9 @@ export class MemoryBroker {
     this.clock.cancel(this.expiries.get(queue.name));
     this.expiries.delete(queue.name);
     const next = queue.ready[0]?.expiresAt;
-    if (next !== undefined) {
-      this.expiries.set(
-        queue.name,
-        this.clock.schedule(next - now, () => this.pump(queue), { broker: true }),
-      );
-    }
+    if (next === undefined) return;
+    const expiry = this.clock.schedule(next - now, () => this.pump(queue), { broker: true });
+    this.expiries.set(queue.name, expiry);
   }
 }
 

@@ -5,6 +5,7 @@ import type { BrokerMessage } from './dead-letter.rules.js';
 import { consumeMessage, getMessage, publishedProperties, returnedMessage, routingKeysOf } from './message.shape.js';
 import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
 import type { Enqueued, QueueConsumer } from './memory.queue.js';
+import type { MemoryBinding } from './exchange.routing.js';
 
 /** What a channel asks of its connection. */
 export interface ChannelHost {
@@ -134,24 +135,18 @@ export class MemoryChannel extends EventEmitter {
   }
 
   bindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'QueueBind',
-      () => (this.broker.bind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
-    );
+    const binding: MemoryBinding = { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} };
+    return this.rpc('QueueBind', () => (this.broker.bind(binding), {}));
   }
 
   unbindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'QueueUnbind',
-      () => (this.broker.unbind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
-    );
+    const binding: MemoryBinding = { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} };
+    return this.rpc('QueueUnbind', () => (this.broker.unbind(binding), {}));
   }
 
   bindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'ExchangeBind',
-      () => (this.broker.bind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
-    );
+    const binding: MemoryBinding = { source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} };
+    return this.rpc('ExchangeBind', () => (this.broker.bind(binding), {}));
   }
 
   prefetch(count: number, _global?: boolean) {
@@ -256,18 +251,15 @@ export class MemoryChannel extends EventEmitter {
     if (record.returned || this.confirm) {
       const confirm = callback ?? (() => undefined);
       if (this.confirm) this.confirms.add(confirm);
-      this.broker.clock.schedule(
-        0,
-        () => {
-          if (!this.open) return;
-          if (record.returned) this.emit('return', returnedMessage(message) as Message);
-          if (!this.confirm) return;
-          this.confirms.delete(confirm);
-          record.confirmed = !nack;
-          confirm(nack ? new Error('message nacked') : null);
-        },
-        { broker: true },
-      );
+      const answer = () => {
+        if (!this.open) return;
+        if (record.returned) this.emit('return', returnedMessage(message) as Message);
+        if (!this.confirm) return;
+        this.confirms.delete(confirm);
+        record.confirmed = !nack;
+        confirm(nack ? new Error('message nacked') : null);
+      };
+      this.broker.clock.schedule(0, answer, { broker: true });
     }
     return true;
   }
