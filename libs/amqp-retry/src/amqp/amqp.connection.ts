@@ -1,6 +1,6 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
-import { connectBroker } from './broker.connector.js';
+import { closeWhenLate, connectBroker } from './broker.connector.js';
 import { holdChannelNumbersUntilFlushed } from './channel-numbers.guard.js';
 import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
@@ -181,10 +181,7 @@ export class AmqpConnection {
       this.nodeIndex = index;
       return model;
     } catch (error) {
-      void connecting.then(
-        (late) => late.close().catch(() => undefined),
-        () => undefined,
-      ); // a late success is closed
+      closeWhenLate(connecting);
       throw error;
     }
   }

@@ -22,3 +22,11 @@ export function replaceBrokerConnect(connect: BrokerConnect | undefined): void {
   if (connect) (globalThis as Holder)[CONNECTOR] = connect;
   else delete (globalThis as Holder)[CONNECTOR];
 }
+
+/** Closes a connection that opens after its caller gave up on it: its socket would keep the process alive. */
+export function closeWhenLate(connecting: Promise<ChannelModel>): void {
+  void connecting.then(
+    (late) => late.close().catch(() => undefined),
+    () => undefined,
+  );
+}

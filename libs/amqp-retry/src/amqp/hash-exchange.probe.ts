@@ -1,6 +1,6 @@
 import { closeSettled } from './channel-close.settler.js';
 import type amqp from 'amqplib';
-import { connectBroker } from './broker.connector.js';
+import { closeWhenLate, connectBroker } from './broker.connector.js';
 import { MAX_TIMER_MS, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { PartitionsPluginError } from '../errors/partitions-plugin.error.js';
@@ -34,11 +34,7 @@ export async function declareHashExchange(probe: HashExchangeProbe): Promise<voi
     try {
       model = await withinTime(connecting, probe.connectTimeoutMs, () => new Error(`no answer within ${probe.connectTimeoutMs} ms`));
     } catch (error) {
-      // A connection that opens after the time limit is closed, or its socket would keep the process alive.
-      void connecting.then(
-        (late) => late.close().catch(() => undefined),
-        () => undefined,
-      );
+      closeWhenLate(connecting);
       failures.push(errorMessage(error));
       continue;
     }
