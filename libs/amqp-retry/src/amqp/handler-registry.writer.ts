@@ -75,11 +75,6 @@ async function releaseRegistryLock(open: ChannelOpener): Promise<void> {
  * of the same queue and those (a few per start) of queues whose handler and parking queues are both gone; the others
  * go back when the channel closes. Two racing starts leave both records until the next; readers keep the newest.
  */
-export async function recordHandler(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, now = new Date()): Promise<void> {
-  await ensureRegistry(open);
-  await withRegistryLock(open, () => recordLocked(open, publisher, entry, now));
-}
-
 async function recordLocked(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, now: Date): Promise<void> {
   const channel = await open();
   try {
@@ -115,8 +110,10 @@ export const handlerEntry = (config: HandlerConfig, application?: string): Handl
  * must not stop a start, since the record only helps tools find a queue that `--queue` can name as well.
  */
 export async function recordOrWarn(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, logger: RetryLogger): Promise<void> {
+  const now = new Date();
   try {
-    await recordHandler(open, publisher, entry);
+    await ensureRegistry(open);
+    await withRegistryLock(open, () => recordLocked(open, publisher, entry, now));
   } catch (error) {
     logger.warn(
       `"${entry.queue}": could not record the queue in the registry "${HANDLER_REGISTRY_QUEUE}" (${errorMessage(error)}); tools must name it`,
