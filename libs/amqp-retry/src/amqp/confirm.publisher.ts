@@ -70,7 +70,7 @@ export interface PublishPatience {
  */
 export class ConfirmPublisher {
   private current?: Promise<OpenChannel>;
-  /** The channel once open, until it closes: the usual publish takes it without waiting on a promise. */
+  /** The channel while open: the usual publish takes it without waiting on a promise. */
   private open?: OpenChannel;
   private waiting = 0;
   private closed = false;
@@ -82,7 +82,7 @@ export class ConfirmPublisher {
 
   /**
    * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, closed the channel
-   * over it, (with `mandatory`, the default) no queue took it, or no confirm came in time.
+   * over it, no queue took it (`mandatory`, the default), or no confirm came in time.
    */
   publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, patience?: PublishPatience): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -92,7 +92,7 @@ export class ConfirmPublisher {
     });
   }
 
-  /** Rejects every later publish; closes the channel. Publishes awaiting a confirm settle with the channel. */
+  /** Rejects every later publish and closes the channel, with which the publishes awaiting a confirm settle. */
   async close(): Promise<void> {
     this.closed = true;
     const current = this.current;
@@ -146,7 +146,7 @@ export class ConfirmPublisher {
     open.writes.written(written);
   }
 
-  /** @internal The broker answered a send (amqplib's callback: no error is an ack). */
+  /** @internal amqplib's callback of a send: no error is an ack. */
   answered(publish: Publish, error: unknown): void {
     const open = publish.channel as OpenChannel;
     if (!error) this.settle(publish, publish.returned ? { kind: 'failed', failure: { reason: UNROUTABLE_REASON } } : { kind: 'confirmed' });
@@ -288,13 +288,13 @@ export class ConfirmPublisher {
  */
 class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
   readonly messageId?: string;
-  /** Marked by a basic.return of this send (mandatory: no queue took it); its ack follows. */
+  /** Marked by a basic.return of this send (no queue took it); its ack follows. */
   returned = false;
-  /** How many sends closed under it without naming its exchange, this one included. */
+  /** Sends closed under it without naming its exchange, this one included. */
   sends = 1;
-  /** Why its last send ended with the channel, for the error when it cannot be sent again. */
+  /** Why its last send ended with the channel, for the error if it cannot be sent again. */
   lastClose = '';
-  /** The channel of its current (or next) send; undefined while no send is under way. */
+  /** The channel of its current (or next) send. */
   channel?: OpenChannel;
   sentAt = 0;
   due = 0;
@@ -323,7 +323,7 @@ class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
     this.publisher.write(this, this.channel as OpenChannel);
   }
 
-  /** The write line gave up on it (a buffer that stayed full). */
+  /** The write line gave up on it (the buffer stayed full). */
   fail(error: Error): void {
     this.failWith(errorMessage(error));
   }

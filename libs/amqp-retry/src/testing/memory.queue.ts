@@ -110,10 +110,7 @@ export class MemoryQueue {
     if (at >= 0) this.consumers.splice(at, 1);
   }
 
-  /**
-   * The equivalence check of a redeclaration: the first argument that differs, worded as RabbitMQ words its 406, or
-   * undefined when the declaration is equivalent.
-   */
+  /** A redeclaration's first argument that differs, worded as RabbitMQ's 406; undefined when equivalent. */
   inequivalence(declaration: QueueDeclaration): string | undefined {
     const describe = (value: unknown) =>
       value === undefined ? 'none' : `the value '${String(value)}' of type '${typeof value === 'number' ? 'signedint' : 'longstr'}'`;

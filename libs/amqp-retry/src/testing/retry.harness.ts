@@ -159,7 +159,6 @@ export class RetryHarness {
 
   private constructor(
     private readonly clock: VirtualClock,
-    /** The in-memory broker, for assertions the harness has no method for. */
     private readonly broker: MemoryBroker,
     private readonly brokerVersion: string,
   ) {
@@ -213,9 +212,8 @@ export class RetryHarness {
   }
 
   /**
-   * Publishes a message as another service would: `body` an object (sent as JSON), a string or a Buffer. Delivery
-   * happens at once, without advancing time. Returns the message id (a new UUID unless `properties.messageId` is
-   * given), by which `attempts()` finds it, and the queues that took it.
+   * Publishes a message as another service would: `body` an object (sent as JSON), a string or a Buffer, delivered at
+   * once. Returns its message id (a new UUID unless given), by which `attempts()` finds it, and the queues that took it.
    */
   publish(exchange: string, routingKey: string, body: unknown, properties: HarnessPublishProperties = {}): HarnessPublishReceipt {
     const json = !Buffer.isBuffer(body) && typeof body !== 'string';
@@ -258,19 +256,13 @@ export class RetryHarness {
     return this.recorder.handledMessages.filter((h) => queue === undefined || h.queue === queue);
   }
 
-  /**
-   * Every delivery of the message `messageId` to a handler, in order: when, from which tier, what came of it. Without
-   * an id, every delivery of every message, in the order they started.
-   */
+  /** Every delivery of the message `messageId` (of every message, without an id) to a handler, in order: when, from which tier, what came of it. */
   attempts(messageId?: string): HarnessAttempt[] {
     if (messageId === undefined) return [...this.recorder.allAttempts];
     return [...(this.recorder.attemptsByMessage.get(messageId) ?? [])];
   }
 
-  /**
-   * The messages parked for `queue`: a handler's queue (its error queue is read) or an error queue's own name. They
-   * stay parked.
-   */
+  /** The messages parked for `queue` (a handler's queue, or an error queue's own name); they stay parked. */
   parked(queue: string): HarnessParked[] {
     const errorQueue = this.recorder.errorQueues.get(queue) ?? (this.broker.queues.has(`${queue}.error`) ? `${queue}.error` : queue);
     const found = this.broker.queues.get(errorQueue);

@@ -91,7 +91,7 @@ export class VirtualClock {
     return task;
   }
 
-  /** Tasks due now (a delivery, a confirm, a zero-delay timer) run by themselves on the next real turn; only time waits for `runUntil`. */
+  /** Tasks due now (a delivery, a zero-delay timer) run by themselves on the next real turn; only time waits for `runUntil`. */
   private runSoon(): void {
     if (this.soon || !this.autoRun) return;
     this.soon = true;
