@@ -220,10 +220,7 @@ export class AmqpConnection {
     this.wakeWaiters();
   }
 
-  /**
-   * Attempt n goes to the n-th node after the lost one (`nodeForAttempt`): the survivors first. Every attempt waits
-   * the backoff delay first, so that a cluster that is down is not hammered.
-   */
+  /** Attempt n goes to the n-th node after the lost one (survivors first), each after the backoff delay: a cluster down is not hammered. */
   private async reconnect(): Promise<void> {
     const started = Date.now();
     const lost = this.nodeIndex;

@@ -212,10 +212,7 @@ export class ConfirmPublisher {
     startTimer(this.limits.confirmTimeoutMs, () => void open.channel.close().catch(() => undefined)).unref();
   }
 
-  /**
-   * The channel, once the connection is up (within the deadline). A connection that drops while the channel opens is
-   * waited for again: the publish was not sent yet.
-   */
+  /** The channel, once the connection is up (within the deadline); a connection that drops while it opens is waited for again. */
   private async ready(deadline: number): Promise<OpenChannel> {
     for (;;) {
       if (!this.connection.isConnected) await this.connected(deadline);
@@ -282,10 +279,7 @@ export class ConfirmPublisher {
   }
 }
 
-/**
- * One publish from the call to its outcome: the message, its send, the caller's resolve and reject. Its own entry in
- * the write line, the confirm clock and the returns' matcher.
- */
+/** One publish from the call to its outcome; its own entry in the write line, the confirm clock and the returns' matcher. */
 class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
   readonly messageId?: string;
   /** Marked by a basic.return of this send (no queue took it); its ack follows. */

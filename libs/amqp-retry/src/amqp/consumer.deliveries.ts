@@ -5,10 +5,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { Delivery, type Settle, type Subscription } from './consumer.subscription.js';
 
-/**
- * Handles one delivery and settles it; a rejection is logged (the message stays unacked). `signal` aborts when the
- * delivery can no longer be settled or the shutdown timeout has passed.
- */
+/** Handles and settles one delivery; `signal` aborts when it can no longer be settled or the shutdown timeout has passed. */
 export type DeliveryHandler = (message: ConsumeMessage, settle: Settle, signal: AbortSignal) => Promise<void>;
 
 /**

@@ -130,10 +130,7 @@ export class QueueConsumer {
     return this.finishing ?? Promise.resolve();
   }
 
-  /**
-   * Moves the state machine and carries out its effects in order: those before the first that waits for I/O run at
-   * once. `subscription`: the channel the event is about.
-   */
+  /** Moves the state machine and carries out its effects in order; `subscription`: the channel the event is about. */
   private dispatch(event: ConsumerStateEvent, subscription = this.subscription): Promise<void> | undefined {
     const { state, effects, illegal } = transition(this.state, event);
     if (illegal) return void this.options.logger.debug(`"${this.options.queue}": ${illegal}; ignored`);
@@ -228,10 +225,7 @@ export class QueueConsumer {
     return cancelled;
   }
 
-  /**
-   * Cancels and subscribes again at the current pace, after a start in progress and earlier re-subscriptions.
-   * `unlessCareful`: skipped when the consumer already runs at that pace.
-   */
+  /** Subscribes again at the current pace, after a start in progress; `unlessCareful`: unless already at that pace. */
   private resubscribe(subscription: Subscription | undefined, unlessCareful?: boolean): void {
     this.switching = this.switching.then(async () => {
       await this.starting?.catch(ignore);

@@ -5,10 +5,7 @@ import type { VirtualClock } from './virtual.clock.js';
 /** How long (real time) the driver waits for work that no virtual timer stands for, before it says what is stuck. */
 const REAL_PATIENCE_MS = 5_000;
 
-/**
- * Moves the virtual clock for the harness: runs work to its end (the application's start and close), advances time,
- * and settles (runs until nothing is under way).
- */
+/** Moves the virtual clock for the harness: runs work (a start, a close) to its end, advances time, and settles. */
 export class HarnessDriver {
   constructor(
     private readonly clock: VirtualClock,

@@ -5,10 +5,7 @@ import type { MemoryBroker } from './memory.broker.js';
 
 let connectionIds = 0;
 
-/**
- * The parts of amqplib's internal Connection that the library adapts (amqp/channel-numbers.guard.ts,
- * amqp/socket-writes.coalescer.ts), so that it finds the shape it expects and says nothing; they do nothing here.
- */
+/** The amqplib internals the library adapts (channel numbers, socket writes), so that it finds them and says nothing; no-ops here. */
 function internals(version: string) {
   const out = { cork() {}, uncork() {}, write: () => true, writableLength: 0, writableHighWaterMark: 16_384 };
   return {

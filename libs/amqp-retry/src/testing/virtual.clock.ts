@@ -146,10 +146,7 @@ export class VirtualClock {
     await new Promise<void>((resolve) => realSetImmediate(resolve));
   }
 
-  /**
-   * Runs every task due by `until` in time order, moving the clock to each, then to `until`; promises settle between
-   * tasks. `maxTasks` guards against a timer that re-arms itself at no delay.
-   */
+  /** Runs every task due by `until` in time order, moving the clock to each, then to `until`; `maxTasks` stops a timer re-arming at no delay. */
   async runUntil(until: number, maxTasks = 1_000_000): Promise<number> {
     let ran = 0;
     await this.flush();
