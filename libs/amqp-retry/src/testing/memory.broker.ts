@@ -68,16 +68,14 @@ export class MemoryBroker {
       throw preconditionFailed(`inequivalent arg 'type' for exchange '${name}' in vhost '/': received '${type}' but current is '${existing.type}'`);
     }
     const ae = (a: Record<string, unknown>) => String(a['alternate-exchange'] ?? '');
-    if (ae(existing.arguments) !== ae(args)) {
-      throw preconditionFailed(`inequivalent arg 'alternate-exchange' for exchange '${name}' in vhost '/'`);
-    }
+    if (ae(existing.arguments) !== ae(args)) throw preconditionFailed(`inequivalent arg 'alternate-exchange' for exchange '${name}' in vhost '/'`);
   }
 
   checkExchange(name: string): void {
     if (name !== '' && !this.exchanges.has(name)) throw notFound('exchange', name);
   }
 
-  /** Declares a queue (`''`: a server-named one); returns its name. `owner`: the declaring connection, for exclusive queues. */
+  /** Declares a queue (`''`: a server-named one) and returns it. `owner`: the declaring connection, for exclusive queues. */
   assertQueue(name: string, declaration: QueueDeclaration, owner: number): MemoryQueue {
     const queueName = name === '' ? `amq.gen-${randomBytes(16).toString('base64url')}` : name;
     const existing = this.queues.get(queueName);
