@@ -222,18 +222,8 @@ export class RetryHarness {
     const props = publishedProperties({ ...(json ? { contentType: 'application/json' } : {}), persistent: true, ...properties, messageId });
     const message: BrokerMessage = { content, properties: props, exchange, routingKeys: routingKeysOf(routingKey, props), deaths: [] };
     const { queues } = this.broker.publish(exchange, message);
-    this.publishes.push({
-      exchange,
-      routingKey,
-      content,
-      properties: props,
-      at: this.clock.now,
-      queues,
-      mandatory: false,
-      returned: false,
-      body: readBody(content),
-      by: 'harness',
-    });
+    const record: PublishRecord = { exchange, routingKey, content, properties: props, at: this.clock.now, queues, mandatory: false, returned: false };
+    this.publishes.push({ ...record, body: readBody(content), by: 'harness' });
     return { messageId, queues };
   }
 
