@@ -20,7 +20,10 @@ const matches = (matcher: PublishMatcher | undefined, publish: PublishRecord): b
   );
 };
 
-/** Failures a test injects into the in-memory broker: publisher confirms refused (nacked), connections lost or refused. */
+/**
+ * Failures a test injects into the in-memory broker, to see how the application reacts: a publisher confirm refused
+ * (a nack, as RabbitMQ sends when it cannot take a message), the connections lost, new connections refused.
+ */
 export class HarnessFailures {
   private refusals: { left: number; matcher?: PublishMatcher }[] = [];
   private refusingUntil = -Infinity;
@@ -39,8 +42,9 @@ export class HarnessFailures {
   }
 
   /**
-   * Every open connection is lost (as when the network drops): unacknowledged deliveries go back to their queues, and
-   * the library reconnects with its backoff. `refuseForMs`: new connections fail for that long of virtual time.
+   * Every open connection is lost (as when the network drops): channels close, unacknowledged deliveries go back to
+   * their queues, and the library reconnects with its backoff. `refuseForMs`: new connections fail for that long of
+   * virtual time (advance the clock past it).
    */
   loseConnections(refuseForMs = 0): void {
     if (refuseForMs > 0) this.refuseConnections(refuseForMs);

@@ -26,7 +26,10 @@ export interface HarnessMicroservice {
   close(): unknown;
 }
 
-/** A module being built for a test, as `Test.createTestingModule(...)` of `@nestjs/testing` returns it. */
+/**
+ * A module being built for a test, as `@nestjs/testing`'s `Test.createTestingModule(...)` returns it (with its
+ * `overrideProvider` calls made): the harness compiles it once the in-memory broker is in place.
+ */
 export interface HarnessModuleBuilder {
   /** Builds the module (the harness calls it once the in-memory broker is in place). */
   compile(): Promise<HarnessCompiledModule>;
@@ -52,8 +55,9 @@ export interface RetryHarnessOptions {
   /** Nest's logger option (default: errors only, so that retries and parking do not fill the test's output); false: none. */
   logger?: LoggerService | LogLevel[] | false;
   /**
-   * The RabbitMQ version the in-memory broker says it is and whose dead-lettering it follows (default 4.1.0); before
-   * 3.13 (e.g. '3.10.8') it follows 3.10's observed `x-death` handling.
+   * The RabbitMQ version the in-memory broker says it is and whose dead-lettering it follows (default 4.1.0): from
+   * 3.13 on, `x-death` entries move to the front when counted, `x-last-death-*` headers are written and a client's
+   * `x-death` is ignored; before 3.13 (e.g. '3.10.8') the broker follows 3.10's observed behaviour instead.
    */
   brokerVersion?: string;
 }
@@ -175,8 +179,9 @@ export class RetryHarness {
   }
 
   /**
-   * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder) on the in-memory
-   * broker. The virtual clock stands in for the global timers and `Date` until `close()`. One harness at a time per
+   * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder whose providers a
+   * test overrides) on the in-memory broker. The virtual clock stands in for the global timers and `Date` until
+   * `close()` (whether or not Jest's fake timers were on). One harness at a time per
    * process (Jest runs each test file in its own).
    */
   static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
@@ -212,8 +217,9 @@ export class RetryHarness {
   }
 
   /**
-   * Publishes a message as another service would: `body` an object (sent as JSON), a string or a Buffer, delivered at
-   * once. Returns its message id (a new UUID unless given), by which `attempts()` finds it, and the queues that took it.
+   * Publishes a message as another service would: `body` an object (sent as JSON), a string or a Buffer. Delivery
+   * happens at once, without advancing time. Returns the message id (a new UUID unless `properties.messageId` is
+   * given), by which `attempts()` finds it, and the queues that took it.
    */
   publish(exchange: string, routingKey: string, body: unknown, properties: HarnessPublishProperties = {}): HarnessPublishReceipt {
     const json = !Buffer.isBuffer(body) && typeof body !== 'string';
@@ -246,13 +252,19 @@ export class RetryHarness {
     return this.recorder.handledMessages.filter((h) => queue === undefined || h.queue === queue);
   }
 
-  /** Every delivery of the message `messageId` (of every message, without an id) to a handler, in order: when, from which tier, what came of it. */
+  /**
+   * Every delivery of the message `messageId` to a handler, in order: when, from which tier, what came of it. Without
+   * an id, every delivery of every message, in the order they started.
+   */
   attempts(messageId?: string): HarnessAttempt[] {
     if (messageId === undefined) return [...this.recorder.allAttempts];
     return [...(this.recorder.attemptsByMessage.get(messageId) ?? [])];
   }
 
-  /** The messages parked for `queue` (a handler's queue, or an error queue's own name); they stay parked. */
+  /**
+   * The messages parked for `queue`: a handler's queue (its error queue is read) or an error queue's own name. They
+   * stay parked.
+   */
   parked(queue: string): HarnessParked[] {
     const errorQueue = this.recorder.errorQueues.get(queue) ?? (this.broker.queues.has(`${queue}.error`) ? `${queue}.error` : queue);
     const found = this.broker.queues.get(errorQueue);
@@ -271,8 +283,10 @@ export class RetryHarness {
   }
 
   /**
-   * What was published, in order, by the application (the library on its behalf included) and by the harness, with
-   * whether the broker confirmed or returned it. The library's own bookkeeping is left out.
+   * What was published, in order: by the application (its `RetryPublisher`, its transport client, and the library on
+   * its behalf: parked copies, delayed messages and their forwarding), with whether the broker confirmed or returned
+   * it, and by the harness. The library's own bookkeeping (its handler registry, retry plans, control messages) is
+   * left out.
    */
   published(filter: { exchange?: string; routingKey?: string; by?: HarnessPublished['by'] } = {}): HarnessPublished[] {
     return this.publishes.filter(
@@ -328,7 +342,7 @@ export class RetryHarness {
     return startHybrid(app, microservices);
   }
 
-  /** Adds the recorder to the application's engine before it consumes. */
+  /** Adds the recorder to the application's engine (before it starts consuming: every delivery is seen). */
   private observe(app: INestApplicationContext): void {
     let engine: RetryEngine | undefined;
     try {
