@@ -2,12 +2,10 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import { planAckFlush } from '../core/delivery/ack.batch.js';
 
 /**
- * Settles the deliveries of one channel, coalescing acks: the acks of one event-loop turn go out together, a run of
- * them as one `multiple` ack (see planAckFlush). One socket write per ack is most of a consumer's CPU cost
- * (bench/README.md); this makes it one per turn. Nacks go out at once.
+ * Settles one channel's deliveries, the acks of one event-loop turn together (a run of them as one `multiple` ack):
+ * one socket write per ack is most of a consumer's CPU cost (bench/README.md). Nacks go out at once.
  *
- * A settlement on a channel that is gone throws in amqplib; it is reported to `onDropped` and dropped: the broker
- * has requeued the message and redelivers it (acks are valid only on the channel that delivered).
+ * A settlement on a channel that is gone throws in amqplib; it goes to `onDropped`: the broker redelivers the message.
  */
 export class AckBatcher {
   private outstanding: number[] = [];

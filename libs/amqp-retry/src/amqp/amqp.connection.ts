@@ -1,6 +1,6 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
-import { connectBroker } from './broker.connector.js';
+import { closeWhenLate, connectBroker } from './broker.connector.js';
 import { holdChannelNumbersUntilFlushed } from './channel-numbers.guard.js';
 import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
@@ -14,12 +14,12 @@ import type { ModuleConfig } from '../core/config/module.config.js';
 import { closeSettled, withSettledClose } from './channel-close.settler.js';
 
 export interface AmqpConnectionOptions {
-  /** One broker, or the nodes of a cluster: see `connect` and `reconnect` for the order in which they are tried. */
+  /** One broker, or the nodes of a cluster (tried as `open` and `reconnect` say). */
   urls: readonly string[];
   /** Shown in the broker's management UI and `rabbitmqctl list_connections`. */
   name: string;
   reconnect: ReconnectPolicy;
-  /** How long one attempt to connect may take, TCP and AMQP handshake together: a black-holed broker fails it. */
+  /** How long one attempt to connect may take, TCP and AMQP handshake together. */
   connectTimeoutMs: number;
   /** Told of losses and recoveries, as the connection of this role. */
   observers?: ObserverHub;
@@ -36,11 +36,9 @@ export interface ConnectionLoss {
 }
 
 /**
- * The application's AMQP connection, kept alive: when the broker or the network drops it, it reconnects with capped
- * exponential backoff and jitter, then runs the `onReconnect` listeners (re-declare, resume consuming). Given the
- * nodes of a cluster, it fails over: each reconnection attempt goes to another node (the next after the lost one,
- * then round-robin). The node it is on, the outage and the recovery are logged once each, passwords masked. Every channel gets an 'error' listener: without one, a channel closed by
- * the broker (a 406, a 404) would tear down the whole connection.
+ * The application's AMQP connection, kept alive: when dropped, it reconnects with capped exponential backoff and
+ * jitter (failing over across a cluster's nodes), then runs the `onReconnect` listeners. Every channel gets an 'error'
+ * listener: without one, a channel closed by the broker (a 406, a 404) would tear down the whole connection.
  */
 export class AmqpConnection {
   private model?: ChannelModel;
@@ -48,11 +46,10 @@ export class AmqpConnection {
   private readonly reconnectListeners: Listener[] = [];
   private readonly waiters = new Set<() => void>();
   private cancelWait?: () => void;
-  /** The node of `options.urls` this connection is on, or was on last. */
+  /** The index in `options.urls` of the node this connection is, or was last, on. */
   private nodeIndex = 0;
-  /** Whether the warning that amqplib's internals differ was logged (once per connection, not per reconnect). */
+  /** Whether the warning that amqplib's internals differ was logged (once per connection). */
   private saidInternals = false;
-  /** How many times the connection was lost, and the last loss: the broker's close code, when the broker closed it. */
   private loss: ConnectionLoss = { count: 0 };
 
   private constructor(
@@ -60,10 +57,7 @@ export class AmqpConnection {
     private readonly logger: RetryLogger,
   ) {}
 
-  /**
-   * Connects to the first node that answers, in the order given, each once; when none does, rejects at once
-   * (start-up should fail loudly, not wait) naming every node and why.
-   */
+  /** Connects to the first node that answers, each tried once; else rejects at once (start-up fails loudly), naming every node and why. */
   static async open(options: AmqpConnectionOptions, logger: RetryLogger): Promise<AmqpConnection> {
     if (options.urls.length === 0) throw new Error('No RabbitMQ URL to connect to');
     const connection = new AmqpConnection(options, logger);
@@ -91,12 +85,12 @@ export class AmqpConnection {
     return this.model ? describeNode(this.options.urls, this.nodeIndex) : undefined;
   }
 
-  /** What the broker said of itself when this connection opened (product, version), for version checks. */
+  /** What the broker said of itself (product, version), for version checks. */
   get serverProperties(): Record<string, unknown> | undefined {
     return this.model?.connection.serverProperties as Record<string, unknown> | undefined;
   }
 
-  /** The channels this connection may open (channel_max as negotiated with the broker), or undefined while it is down. */
+  /** The negotiated channel_max, or undefined while it is down. */
   get channelMax(): number | undefined {
     return (this.model?.connection as { channelMax?: number } | undefined)?.channelMax;
   }
@@ -111,10 +105,7 @@ export class AmqpConnection {
     this.reconnectListeners.push(listener);
   }
 
-  /**
-   * Resolves when connected; rejects with NotConnectedError after `timeoutMs`, or when the connection is closed.
-   * `limitMs` is the limit the caller was given, named in the error (the time left of it may be a little less).
-   */
+  /** Resolves when connected; rejects with NotConnectedError after `timeoutMs`, or on close. `limitMs`: the limit the error names. */
   whenConnected(timeoutMs: number, limitMs = timeoutMs): Promise<void> {
     if (this.model) return Promise.resolve();
     if (this.closing) return Promise.reject(new NotConnectedError('the connection is closed'));
@@ -142,7 +133,7 @@ export class AmqpConnection {
     });
   }
 
-  /** Confirm channels report their failures through the publishes they fail, hence no logging here. */
+  /** Not logged: confirm channels report their failures through the publishes they fail. */
   async createConfirmChannel(): Promise<ConfirmChannel> {
     const channel = withSettledClose(await this.current().createConfirmChannel());
     this.keepConnection(channel, 'publishing');
@@ -150,9 +141,8 @@ export class AmqpConnection {
   }
 
   /**
-   * amqplib throws what a channel's listeners throw (a consumer callback, its own `Unknown consumer` for a
-   * `basic.cancel` of a consumer it already forgot) into the connection, which then closes with every other channel.
-   * With a 'handler-error' listener it hands them to it instead: logged, and the connection stays up.
+   * amqplib throws what a channel's listeners throw (a consumer callback, its `Unknown consumer`) into the connection,
+   * which then closes with every other channel; with a 'handler-error' listener it hands them there instead.
    */
   private keepConnection(channel: Channel, purpose: string): void {
     channel.on('handler-error', (error: unknown, event: string) =>
@@ -175,15 +165,11 @@ export class AmqpConnection {
     return this.model;
   }
 
-  /**
-   * Nagle's algorithm off: acks, nacks and confirms are small frames, and with Nagle on each waits for the next
-   * packet (docs/design.md section 6: a 200 ms retry came back 60 ms late instead of 12 ms).
-   */
+  /** Nagle's algorithm off: with it, each small frame waits for the next packet (docs/design.md section 6: a retry 60 ms late, not 12). */
   private async connect(index: number): Promise<ChannelModel> {
     const { name, connectTimeoutMs } = this.options;
     const url = this.options.urls[index];
-    // amqplib's own `timeout` is an idle timeout of the socket (a Node timer, so at most MAX_TIMER_MS: a longer one
-    // would fire at once); the time limit bounds the whole handshake.
+    // amqplib's `timeout` is the socket's idle timeout (a Node timer: at most MAX_TIMER_MS); withinTime bounds the handshake.
     const connecting = connectBroker(url, {
       noDelay: true,
       timeout: Math.min(connectTimeoutMs, MAX_TIMER_MS),
@@ -195,19 +181,12 @@ export class AmqpConnection {
       this.nodeIndex = index;
       return model;
     } catch (error) {
-      void connecting.then(
-        (late) => late.close().catch(() => undefined),
-        () => undefined,
-      ); // a late success is closed
+      closeWhenLate(connecting);
       throw error;
     }
   }
 
-  /**
-   * Two changes to one connection's amqplib internals, each checked before use: a closed channel's number waits for its
-   * last frame to leave (amqp/channel-numbers.guard.ts), and frames go to the socket one write per pass of amqplib's
-   * multiplexer (amqp/socket-writes.coalescer.ts). Where this amqplib differs, said once per connection.
-   */
+  /** Adapts amqplib's internals (channel-numbers.guard.ts, socket-writes.coalescer.ts); where they differ, says so once. */
   private fitInternals(model: ChannelModel): void {
     const missing = [
       !holdChannelNumbersUntilFlushed(model) &&
@@ -241,11 +220,7 @@ export class AmqpConnection {
     this.wakeWaiters();
   }
 
-  /**
-   * Attempt n goes to the n-th node after the lost one (core/config/broker-urls.reader.ts `nodeForAttempt`): with one URL always the
-   * same, with a cluster the survivors first. Every attempt waits the backoff delay first, so that a whole cluster
-   * that is down is not hammered.
-   */
+  /** Attempt n goes to the n-th node after the lost one (survivors first), each after the backoff delay: a cluster down is not hammered. */
   private async reconnect(): Promise<void> {
     const started = Date.now();
     const lost = this.nodeIndex;
@@ -276,8 +251,8 @@ export class AmqpConnection {
   }
 
   /**
-   * Runs the reconnect listeners until they all succeed (they are idempotent: declare, resume), with the same
-   * backoff, as long as this connection lives; a broker that has just restarted may refuse a declaration for a moment.
+   * Runs the (idempotent) reconnect listeners until they all succeed, with backoff, while this connection lives: a
+   * broker that has just restarted may refuse a declaration for a moment.
    */
   private async recover(model: ChannelModel): Promise<void> {
     for (let attempt = 1; this.model === model && !this.closing; attempt++) {
@@ -309,13 +284,12 @@ export class AmqpConnection {
   }
 }
 
-/** What opening a connection takes of the module's settings (ParkedMessages has the same without a module). */
+/** What opening a connection takes of the module's settings. */
 export type ConnectionSettings = Pick<ModuleConfig, 'urls' | 'reconnect' | 'connectTimeoutMs' | 'connectionName'>;
 
 /**
  * Opens an AMQP connection with the module's settings; the publishing one warns about a broker version known to lose
- * messages. 'replies': the connection that asks the broker about direct reply-to addresses, which a forged address
- * gets closed (engine/reply-address.checker.ts); observers are not told of it.
+ * messages. 'replies': the reply-address probes' connection (engine/reply-address.checker.ts), not observed.
  */
 export async function openConnection(
   config: ConnectionSettings,

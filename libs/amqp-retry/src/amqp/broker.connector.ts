@@ -3,15 +3,12 @@ import amqp, { type ChannelModel, type Options } from 'amqplib';
 /** What opens a connection to a broker: amqplib's `connect`, or a stand-in for it. */
 export type BrokerConnect = (url: string, socketOptions?: Record<string, unknown>) => Promise<ChannelModel>;
 
-/** Where the stand-in is kept: on the global object, so that every copy of the library in a process sees the same one. */
+/** On the global object, so that every copy of the library in a process sees the same stand-in. */
 const CONNECTOR = Symbol.for('nestjs-amqp-retry.broker-connector');
 
 type Holder = { [CONNECTOR]?: BrokerConnect };
 
-/**
- * Opens a connection: through amqplib, unless a stand-in is set (the in-memory broker of `nestjs-amqp-retry/testing`).
- * Every connection the library opens goes through here.
- */
+/** Opens every connection of the library: through amqplib, unless a stand-in is set (`nestjs-amqp-retry/testing`). */
 export function connectBroker(url: string, socketOptions?: Record<string, unknown>): Promise<ChannelModel> {
   const standIn = (globalThis as Holder)[CONNECTOR];
   return standIn ? standIn(url, socketOptions) : amqp.connect(url, socketOptions as Options.Connect);
@@ -19,9 +16,17 @@ export function connectBroker(url: string, socketOptions?: Record<string, unknow
 
 /**
  * Sets the stand-in every connection opens on from now on (undefined: amqplib again).
- * @internal The test harness's seam, not a user option.
+ * @internal The test harness's seam.
  */
 export function replaceBrokerConnect(connect: BrokerConnect | undefined): void {
   if (connect) (globalThis as Holder)[CONNECTOR] = connect;
   else delete (globalThis as Holder)[CONNECTOR];
+}
+
+/** Closes a connection that opens after its caller gave up on it: its socket would keep the process alive. */
+export function closeWhenLate(connecting: Promise<ChannelModel>): void {
+  void connecting.then(
+    (late) => late.close().catch(() => undefined),
+    () => undefined,
+  );
 }

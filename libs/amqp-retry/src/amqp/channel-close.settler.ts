@@ -7,10 +7,8 @@ export interface Closable {
 }
 
 /**
- * Closes a channel or connection and settles once it is closed, whatever closed it. amqplib's `close()` resolves on
- * the broker's CloseOk only: when the connection closes first (close() on the connection while a channel's close is
- * under way, or a lost socket), amqplib ignores that reply or never gets it, and the promise never settles (a start
- * cut short by `app.close()` then waited for ever). Its 'close' event does come, and settles it here.
+ * Closes a channel or connection and settles once it is closed, whatever closed it: amqplib's `close()` resolves on
+ * the broker's CloseOk only, which never comes when the connection closes first; its 'close' event does.
  */
 export function closeSettled(closable: Closable): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -36,10 +34,8 @@ export function withSettledClose<T extends Closable>(channel: T): T {
 export const CLOSE_WAIT_MS = 1_000;
 
 /**
- * Closes a channel that may still be opening, waiting at most `waitMs` for the open and the close together. A
- * broker that blocks publishing on this connection (a memory or disk alarm) answers no `channel.open`: the close
- * must not wait for the alarm to clear. Closing the connection then ends the open; should the connection stay
- * up, the channel is closed once it opens, so that nothing is left open.
+ * Closes a channel that may still be opening, waiting at most `waitMs` for both: a broker that blocks the connection
+ * answers no `channel.open`. Should the connection stay up, the channel is closed once it opens.
  */
 export async function closeWhenOpen(opening: Promise<Closable> | undefined, waitMs = CLOSE_WAIT_MS): Promise<void> {
   if (!opening) return;

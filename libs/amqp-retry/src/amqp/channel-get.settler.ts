@@ -1,10 +1,8 @@
 import type { Channel, GetMessage, Options } from 'amqplib';
 
 /**
- * amqplib's `get()`, ended by the channel's close. Once the broker answered that a message comes, amqplib waits for
- * its header and body frames with no pending reply left to reject: should the connection end between them (a lost
- * socket, a missed heartbeat, our own close; more likely the larger the body, since its frames span several reads),
- * the promise never settles, and whoever waits on it (a parking queue's walk and its lock) waits for good.
+ * amqplib's `get()`, ended by the channel's close: should the connection end between the broker's answer and the
+ * message's body frames, amqplib's promise never settles, and whoever waits on it (a walk and its lock) waits for good.
  */
 export function getSettled(channel: Channel, queue: string, options?: Options.Get): Promise<GetMessage | false> {
   return new Promise<GetMessage | false>((resolve, reject) => {
@@ -15,4 +13,11 @@ export function getSettled(channel: Channel, queue: string, options?: Options.Ge
       .then(resolve, reject)
       .finally(() => channel.off('close', closed));
   });
+}
+
+/** Every message of `queue`, in order, got unacked through getSettled until none is left. */
+export async function getAll(channel: Channel, queue: string): Promise<GetMessage[]> {
+  const messages: GetMessage[] = [];
+  for (let message = await getSettled(channel, queue); message; message = await getSettled(channel, queue)) messages.push(message);
+  return messages;
 }

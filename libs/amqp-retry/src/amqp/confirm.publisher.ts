@@ -14,12 +14,12 @@ interface OpenChannel {
   channel: ConfirmChannel;
   /** Mandatory publishes awaiting their confirm, in publish order (a Set iterates in insertion order). */
   pending: Set<PendingPublish>;
-  /** Why and with which code the broker closed the channel, once it has (the 'error' event comes before 'close'). */
+  /** Why and with which code the broker closed the channel ('error' comes before 'close'). */
   closedBecause?: string;
   closedWithCode?: number;
-  /** Publishes wait here while the socket's write buffer is full, instead of piling up in memory. */
+  /** Publishes wait here while the socket's write buffer is full. */
   writes: WriteQueue;
-  /** The confirm deadline of each send awaiting its confirm: one timer for the channel. */
+  /** The confirm deadlines of the sends: one timer for the channel. */
   confirms: DeadlineClock;
 }
 
@@ -27,7 +27,7 @@ interface OpenChannel {
 export interface PublishLimits {
   /** How long a publish may wait for the connection (re-sends included), or for a full write buffer to drain. */
   timeoutMs: number;
-  /** How many publishes may wait for the connection at once; more reject at once. Never an unbounded queue in memory. */
+  /** How many publishes may wait for the connection at once; more reject at once. */
   bufferSize: number;
   /** How long one send waits for the broker's confirm; a broker that blocks publishers (memory or disk alarm) never sends it. */
   confirmTimeoutMs: number;
@@ -38,9 +38,8 @@ type SendOutcome =
   { kind: 'confirmed' } | { kind: 'failed'; failure: PublishFailure } | { kind: 'closed'; reason?: string; code?: number } | { kind: 'timeout' };
 
 /**
- * A publish is sent at most this many times when channels close under it for no reason that names an exchange (a
- * lost connection, an unattributable channel error). Closes that name another publish's exchange, or another
- * publish's message too large, do not count: a stream of bad publishes beside it must not fail a good one.
+ * Sends of one publish whose channel closed for no reason naming an exchange (a lost connection). Closes over another
+ * publish's exchange or size do not count: bad publishes beside it must not fail a good one.
  */
 const MAX_SENDS = 3;
 /** The caller's options, copied (never changed), with `mandatory` (copyOwn: no spread, see docs/performance.md). */
@@ -49,9 +48,8 @@ const withMandatory = (options: Options.Publish): Options.Publish => Object.assi
 const CLOSED_REASON = 'the publisher is closed (the application is shutting down)';
 
 /**
- * For publishes that must not be sent twice when the broker is slow (parked copies, forwarded delayed messages): a
- * confirm that takes longer than confirmTimeout is waited for, reported through `onSlowConfirm`, until it comes or
- * `signal` aborts. A re-send after a timeout would add a copy when the broker finally reads the first one.
+ * For publishes that must not be sent twice (parked copies, forwarded delayed messages): a confirm slower than
+ * confirmTimeout is reported through `onSlowConfirm` and waited for until `signal` aborts, since a re-send would add a copy.
  */
 export interface PublishPatience {
   signal: AbortSignal;
@@ -61,20 +59,18 @@ export interface PublishPatience {
 /**
  * Publishes on a confirm channel; each publish settles when the broker has taken responsibility for the message.
  *
- * One publish's failure never fails its neighbours. The broker closes the whole channel over one bad publish (a
- * missing exchange is a 404, a forbidden one a 403), and amqplib then fails every unconfirmed publish on it, although
- * the broker had routed many of them. So a close is judged per publish: the one it names fails with the broker's
- * code; the others are sent again on a fresh channel (their outcome is unknown: at least once, never lost).
- * A lost connection likewise re-sends once it is back. Every publish is bounded in time: `timeoutMs` in all, and
- * `confirmTimeoutMs` per send, so a broker that blocks publishers gives a clear error instead of a hang.
+ * One publish's failure never fails its neighbours. The broker closes the whole channel over one bad publish (a 404,
+ * a 403), and amqplib then fails every unconfirmed publish on it, although the broker had routed many. So a close is
+ * judged per publish: the one it names fails with the broker's code; the others are sent again on a fresh channel (at
+ * least once, never lost), as after a lost connection. Every publish is bounded in time (`timeoutMs` in all,
+ * `confirmTimeoutMs` per send), so a broker that blocks publishers gives an error, not a hang.
  *
- * Each publish is one record (Publish, below) from the call to its outcome: it waits in the channel's write line, is
- * the entry of the confirm clock and of the returns' matcher, and holds the caller's resolve and reject. No async
- * frame of ours is suspended per publish, so a flood of 100,000 holds 100,000 small records and their messages.
+ * Each publish is one record (Publish) from call to outcome, and no async frame is suspended per publish: a flood of
+ * 100,000 holds 100,000 small records.
  */
 export class ConfirmPublisher {
   private current?: Promise<OpenChannel>;
-  /** The channel once open, until it closes: the usual publish takes it without waiting on a promise. */
+  /** The channel while open: the usual publish takes it without waiting on a promise. */
   private open?: OpenChannel;
   private waiting = 0;
   private closed = false;
@@ -86,28 +82,27 @@ export class ConfirmPublisher {
 
   /**
    * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, closed the channel
-   * over it, (with `mandatory`, the default) no queue took it, or no confirm came in time.
+   * over it, no queue took it (`mandatory`, the default), or no confirm came in time.
    */
   publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, patience?: PublishPatience): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      // The caller's options as they are when they already say `mandatory` (RetryPublisher's do): no copy per publish.
+      // Options that already say `mandatory` (RetryPublisher's) are not copied.
       const sent = options.mandatory === undefined ? withMandatory(options) : options;
       this.attempt(new Publish(this, exchange, routingKey, content, sent, patience, Date.now() + this.limits.timeoutMs, resolve, reject));
     });
   }
 
-  /** Rejects every later publish; closes the channel. Publishes awaiting a confirm settle with the channel. */
+  /** Rejects every later publish and closes the channel, with which the publishes awaiting a confirm settle. */
   async close(): Promise<void> {
     this.closed = true;
     const current = this.current;
     this.current = undefined;
     this.open = undefined;
-    // Already closed with the connection; or still opening, or closing, on a broker that blocks publishers (which
-    // answers neither): the connection's close then ends it.
+    // A broker that blocks publishers answers neither open nor close: the connection's close then ends it.
     await closeWhenOpen(current?.then((open) => open.channel));
   }
 
-  /** One send of `publish`: on the open channel at once (or in its write line), else once a channel is open. */
+  /** One send of `publish`, once a channel is open. */
   private attempt(publish: Publish): void {
     if (this.closed) return publish.failWith(CLOSED_REASON);
     const open = this.open;
@@ -118,7 +113,7 @@ export class ConfirmPublisher {
     );
   }
 
-  /** Writes now while the socket's buffer has room, else the publish waits in line (its `go` writes it). */
+  /** Writes now while the socket's buffer has room, else the publish waits in line. */
   private writeOrQueue(publish: Publish, open: OpenChannel): void {
     publish.channel = open;
     if (open.writes.mustWait()) open.writes.enqueue(publish);
@@ -126,8 +121,7 @@ export class ConfirmPublisher {
   }
 
   /**
-   * One send, settled by whichever comes first: the broker's confirm (or nack, or the channel's close), or the end of
-   * its wait on the channel's confirm clock (one timer per channel, not one per send).
+   * One send, settled by the broker's answer or the channel's confirm clock, whichever comes first.
    * @internal Publish's turn in the write line.
    */
   write(publish: Publish, open: OpenChannel): void {
@@ -152,7 +146,7 @@ export class ConfirmPublisher {
     open.writes.written(written);
   }
 
-  /** @internal The broker answered a send (amqplib's callback: no error is an ack). */
+  /** @internal amqplib's callback of a send: no error is an ack. */
   answered(publish: Publish, error: unknown): void {
     const open = publish.channel as OpenChannel;
     if (!error) this.settle(publish, publish.returned ? { kind: 'failed', failure: { reason: UNROUTABLE_REASON } } : { kind: 'confirmed' });
@@ -207,10 +201,9 @@ export class ConfirmPublisher {
   }
 
   /**
-   * After a nack the channel is not used again: the next publish opens a fresh one. RabbitMQ 3.10 nacks every
-   * publish, for good, on a channel whose first publish to a quorum queue came during that queue's leader election
-   * (a node lost, a client that failed over within 100 ms), while a fresh channel is confirmed at once (docs/design.md,
-   * "Running on a cluster"). The old channel is closed once its other publishes had time to settle.
+   * After a nack the next publish opens a fresh channel: RabbitMQ 3.10 nacks every publish, for good, on a channel
+   * whose first publish to a quorum queue came during its leader election (docs/design.md, "Running on a cluster").
+   * The old channel closes once its other publishes had time to settle.
    */
   private retire(open: OpenChannel): void {
     if (this.open !== open) return;
@@ -219,10 +212,7 @@ export class ConfirmPublisher {
     startTimer(this.limits.confirmTimeoutMs, () => void open.channel.close().catch(() => undefined)).unref();
   }
 
-  /**
-   * The channel, once the connection is up (within the publish's deadline). A connection that drops while the channel
-   * opens ("Channel ended") is waited for again: the publish was not sent yet, so it goes once the connection is back.
-   */
+  /** The channel, once the connection is up (within the deadline); a connection that drops while it opens is waited for again. */
   private async ready(deadline: number): Promise<OpenChannel> {
     for (;;) {
       if (!this.connection.isConnected) await this.connected(deadline);
@@ -235,8 +225,7 @@ export class ConfirmPublisher {
           () => new Error(`no channel could be opened within ${this.limits.timeoutMs} ms (publishTimeout)`),
         );
       } catch (error) {
-        // Loops only after a loss of the connection: the next turn then waits for AmqpConnection to reconnect, which
-        // takes a backoff delay (whenConnected never resolves while isConnected is false).
+        // Loops only after a loss of the connection: the next turn waits for the reconnection.
         if (this.closed || this.connection.isConnected || Date.now() >= deadline) throw error;
       }
     }
@@ -290,26 +279,22 @@ export class ConfirmPublisher {
   }
 }
 
-/**
- * One publish from the call to its outcome (see ConfirmPublisher): the message, where its send stands, and the
- * caller's resolve and reject. It is its own entry in the write line (QueuedWrite), the confirm clock (DeadlineWait)
- * and the returns' matcher (PendingPublish).
- */
+/** One publish from the call to its outcome; its own entry in the write line, the confirm clock and the returns' matcher. */
 class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
   readonly messageId?: string;
-  /** Marked by a basic.return of this send (mandatory: no queue took it); its ack follows. */
+  /** Marked by a basic.return of this send (no queue took it); its ack follows. */
   returned = false;
-  /** How many sends closed under it without naming its exchange, this one included. */
+  /** Sends closed under it without naming its exchange, this one included. */
   sends = 1;
-  /** Why its last send ended with the channel, for the error when it cannot be sent again. */
+  /** Why its last send ended with the channel, for the error if it cannot be sent again. */
   lastClose = '';
-  /** The channel of its current (or next) send; undefined while no send is under way. */
+  /** The channel of its current (or next) send. */
   channel?: OpenChannel;
   sentAt = 0;
   due = 0;
   private sending = false;
   private abortListener?: () => void;
-  /** amqplib's callback for this publish's sends; made at the first send, so that a publish waiting in line holds none. */
+  /** amqplib's callback, made at the first send: a publish waiting in line holds none. */
   private callback?: (error: unknown) => void;
 
   constructor(
@@ -319,7 +304,7 @@ class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
     readonly content: Buffer,
     readonly options: Options.Publish,
     readonly patience: PublishPatience | undefined,
-    /** When the whole publish gives up (publishTimeout from the call). */
+    /** When the whole publish gives up (publishTimeout). */
     readonly deadline: number,
     readonly resolve: () => void,
     readonly reject: (error: Error) => void,
@@ -332,7 +317,7 @@ class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
     this.publisher.write(this, this.channel as OpenChannel);
   }
 
-  /** The write line gave up on it (a buffer that stayed full). */
+  /** The write line gave up on it (the buffer stayed full). */
   fail(error: Error): void {
     this.failWith(errorMessage(error));
   }
@@ -352,7 +337,7 @@ class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
     this.sending = true;
   }
 
-  /** amqplib's callback for this publish's sends (the broker's confirm, nack, or the channel's close). */
+  /** amqplib's callback for this publish's sends. */
   get confirmed(): (error: unknown) => void {
     return (this.callback ??= (error) => this.publisher.answered(this, error));
   }
@@ -363,7 +348,7 @@ class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
     return this.abortListener;
   }
 
-  /** The send is over: its channel, or undefined if it was over already (a second outcome changes nothing). */
+  /** Ends the send: its channel, or undefined if it was over already. */
   end(): OpenChannel | undefined {
     if (!this.sending) return undefined;
     this.sending = false;

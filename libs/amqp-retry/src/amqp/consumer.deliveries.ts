@@ -5,20 +5,16 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { Delivery, type Settle, type Subscription } from './consumer.subscription.js';
 
-/**
- * Handles one delivery and settles it through `settle`; a rejection is logged (the message stays unacked). `signal`
- * aborts when the delivery can no longer be settled (its channel is gone) or the shutdown timeout has passed.
- */
+/** Handles and settles one delivery; `signal` aborts when it can no longer be settled or the shutdown timeout has passed. */
 export type DeliveryHandler = (message: ConsumeMessage, settle: Settle, signal: AbortSignal) => Promise<void>;
 
 /**
- * A consumer's deliveries across its channels: each counted, run by the handler in its place in the gate, and
- * counted off when the handler returns. The gate lives as long as the consumer: handlers of a channel that died still
- * run (their messages are redelivered, their settlements dropped) and still count toward `prefetch`.
+ * A consumer's deliveries across its channels, each run in its place in the gate. The gate outlives channels: handlers
+ * of a dead channel run on (their settlements dropped) and still count toward `prefetch`.
  */
 export class ConsumerDeliveries {
   private readonly gate: DeliveryGate;
-  /** Handlers running or waiting for the gate, across channels; `idle` wakes those waiting for them to finish. */
+  /** Handlers running or waiting for the gate; `idle` wakes those waiting for none. */
   private running = 0;
   private readonly idle: Array<() => void> = [];
 
@@ -31,7 +27,7 @@ export class ConsumerDeliveries {
     this.gate = new DeliveryGate(prefetch);
   }
 
-  /** Deliveries taken and not yet settled (handlers running or waiting for the gate). */
+  /** Deliveries taken and not yet settled. */
   get count(): number {
     return this.running;
   }
@@ -45,7 +41,7 @@ export class ConsumerDeliveries {
     return delivery;
   }
 
-  /** Runs a delivery taken: at once if the gate admits it (every message's path, without a promise of its own), else once it does. */
+  /** Runs a delivery taken: at once if the gate admits it (without a promise), else once it does. */
   admit(subscription: Subscription, delivery: Delivery, exclusive: boolean): void {
     const pass = this.gate.tryEnter(exclusive);
     if (pass) this.begin(subscription, delivery, pass);
@@ -69,7 +65,7 @@ export class ConsumerDeliveries {
     else this.run(subscription, delivery, pass);
   }
 
-  /** Runs one delivery's handler in its place in the gate; never throws, never rejects. */
+  /** Runs one delivery's handler; never throws, never rejects. */
   private run(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     subscription.passes.add(pass);
     let running: Promise<void>;
@@ -88,7 +84,7 @@ export class ConsumerDeliveries {
     );
   }
 
-  /** A delivery's handler returned (or its channel died while it waited for the gate): its place and counts are free. */
+  /** A delivery's handler returned (or its channel died while it waited): its place and counts are free. */
   private finish(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     subscription.held.delete(delivery);
     subscription.passes.delete(pass);
@@ -97,7 +93,6 @@ export class ConsumerDeliveries {
     if (--this.running === 0) for (const wake of this.idle.splice(0)) wake();
   }
 
-  /** Resolves once no handler runs or waits. */
   private whenIdle(): Promise<void> {
     return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
   }

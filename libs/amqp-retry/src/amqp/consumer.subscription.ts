@@ -20,7 +20,7 @@ export interface Subscription {
   passes: Set<GatePass>;
   /** Its deliveries not settled yet (running or waiting for the gate); `idle` wakes those waiting for none. */
   unsettled: number;
-  /** Its deliveries not settled yet, with when each was delivered (the age of the oldest for a consumer timeout's log line). */
+  /** Its deliveries not settled yet, with when each was delivered (for a consumer timeout's log line). */
   held: Set<Delivery>;
   idle: Array<() => void>;
   consumerTag?: string;
@@ -31,11 +31,10 @@ export interface Subscription {
   paceSwitchPending?: boolean;
 }
 
-/** A new subscription of `channel`; `dropped` hears of settlements the closed channel could not take. */
+/** A new subscription of `channel`; `dropped` hears of settlements a closed channel could not take. */
 export function newSubscription(channel: Channel, careful: boolean, dropped: (subscription: Subscription, error: unknown) => void): Subscription {
   const abort = new AbortController();
-  // One signal is shared by every delivery of the channel, and handlers (and the parker) listen to it: up to
-  // `prefetch` listeners is normal, not the leak Node warns about past 10.
+  // Every delivery's handler listens to this one signal: up to `prefetch` listeners is no leak.
   setMaxListeners(0, abort.signal);
   const subscription: Subscription = {
     channel,
@@ -50,7 +49,7 @@ export function newSubscription(channel: Channel, careful: boolean, dropped: (su
   return subscription;
 }
 
-/** One delivery and how it is settled: on the channel that delivered it, through its batcher. */
+/** One delivery, settled on the channel that delivered it. */
 export class Delivery implements Settle {
   readonly at = Date.now();
   /** Settled once: a second settlement of a delivery tag would make the broker close the channel. */
@@ -73,7 +72,7 @@ export class Delivery implements Settle {
     this.batcher.nack(this.message, requeue);
   }
 
-  /** Gives the delivery back to the broker before its handler is done (its handler's settlement then counts for nothing). */
+  /** Gives the delivery back before its handler is done (whose settlement then counts for nothing). */
   giveBack(): void {
     this.nack(true);
   }
@@ -101,12 +100,9 @@ export async function closeSubscription(subscription: Subscription): Promise<voi
 }
 
 /**
- * Retires a channel whose consumer the broker cancelled: our own `basic.cancel` first (the broker then delivers
- * nothing more on it), then its deliveries are given back (`nack` with requeue; the broker ignores it for those it
- * took back already) and the channel closes. Left unsettled, they would keep the channel's own consumer-timeout
- * check busy (RabbitMQ 4.3 runs one on the channel besides the queue's), which closes the channel while the queue
- * still delivers on it: amqplib then drops the whole connection. Their handlers run on, with aborted signals; what
- * they settle later is dropped.
+ * Retires a channel whose consumer the broker cancelled: our own `basic.cancel`, then its deliveries given back and
+ * the channel closed. Left unsettled, they would trip the channel's own consumer-timeout check (RabbitMQ 4.3), which
+ * closes the channel while the queue still delivers on it: amqplib then drops the whole connection.
  */
 export async function retireSubscription(subscription: Subscription, tag: string | undefined): Promise<void> {
   if (tag) await subscription.channel.cancel(tag).catch(() => undefined);

@@ -11,14 +11,13 @@ export interface ReplyListener {
   reply(message: ConsumeMessage): void;
   /** A request came back unrouted: no queue took it. */
   returned(correlationId: string): void;
-  /** The channel is gone (connection lost, or closed): no reply will come for the requests sent on it. */
+  /** The channel is gone: no reply will come for the requests sent on it. */
   lost(reason: string): void;
 }
 
 /**
- * One channel for request-response: requests are published on it with `replyTo: amq.rabbitmq.reply-to` (and
- * `mandatory`, so that a request no queue takes comes back at once instead of waiting for the caller's timeout),
- * and replies arrive on it. Opened at the first request, and again at the next one after it was lost.
+ * One channel for request-response: requests go out with `replyTo: amq.rabbitmq.reply-to` and `mandatory` (a request
+ * no queue takes comes back at once, not at the caller's timeout); replies arrive on it. Opened again after a loss.
  */
 export class DirectReplyChannel {
   private channel?: Promise<Channel>;
@@ -36,7 +35,7 @@ export class DirectReplyChannel {
   async close(): Promise<void> {
     const channel = this.channel;
     this.channel = undefined;
-    await closeWhenOpen(channel); // at most CLOSE_WAIT_MS: a blocked connection answers no channel.open
+    await closeWhenOpen(channel);
   }
 
   private ready(): Promise<Channel> {

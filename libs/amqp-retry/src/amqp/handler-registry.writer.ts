@@ -1,6 +1,5 @@
-import { getSettled } from './channel-get.settler.js';
-import { queueExists } from './queue-exists.probe.js';
-import type { Channel, GetMessage } from 'amqplib';
+import { getAll } from './channel-get.settler.js';
+import { type ChannelOpener, queueExists } from './queue-exists.probe.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import { sleep } from '../core/time/duration.timer.js';
@@ -22,14 +21,7 @@ import { tierQueues } from '../core/topology/retry-topology.plan.js';
 import { PRIVATE_QUEUE_OPTIONS, queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 
-/** Opens a channel the caller may lose to a broker error (a 404, a 406). */
-export type ChannelOpener = () => Promise<Channel>;
-
-/**
- * Makes sure the registry queue exists: declared durable and classic (its type stated, whatever the vhost's default)
- * if missing. One that exists is used whatever its type: a start before types were stated may have made it a quorum
- * queue on a vhost whose default type is quorum, and it serves as well.
- */
+/** Declares the registry queue, durable and classic, if missing; one that exists serves whatever its type. */
 async function ensureRegistry(open: ChannelOpener): Promise<void> {
   if (await queueExists(open, HANDLER_REGISTRY_QUEUE)) return;
   const channel = await open();
@@ -41,10 +33,9 @@ async function ensureRegistry(open: ChannelOpener): Promise<void> {
 }
 
 /**
- * Runs `work` while this connection holds the registry's lock (HANDLER_REGISTRY_LOCK), so that no other process reads
- * the registry, which it takes whole and unacked, at the same moment and sees it empty. Waits up to
- * REGISTRY_LOCK_WAIT_MS for another holder, then works without the lock, as readers did before it existed; a user not
- * allowed to declare the lock works without it too. Within one connection the lock excludes nothing.
+ * Runs `work` while this connection holds the registry's lock, so that no other process, reading the registry whole
+ * and unacked at the same moment, sees it empty. Waits up to REGISTRY_LOCK_WAIT_MS for another holder, then works
+ * without the lock, as does a user not allowed to declare it. Within one connection the lock excludes nothing.
  */
 export async function withRegistryLock<T>(open: ChannelOpener, work: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + REGISTRY_LOCK_WAIT_MS;
@@ -80,23 +71,14 @@ async function releaseRegistryLock(open: ChannelOpener): Promise<void> {
 }
 
 /**
- * Records a handler queue in the registry: reads the records (unacked), publishes this start's record (confirmed),
- * then removes the older records of the same queue, so the registry keeps one per handler queue, and the records
- * (up to PRUNE_CHECKS_PER_START, oldest first) of queues whose handler and parking queues were both deleted. Records
- * of other queues go back when the channel closes. Should two starts of the same queue race, both records stay until the next
- * start; readers keep the newest of each queue.
+ * Records a handler queue: reads the records (unacked), publishes this start's (confirmed), then acks the older ones
+ * of the same queue and those (a few per start) of queues whose handler and parking queues are both gone; the others
+ * go back when the channel closes. Two racing starts leave both records until the next; readers keep the newest.
  */
-export async function recordHandler(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, now = new Date()): Promise<void> {
-  await ensureRegistry(open);
-  await withRegistryLock(open, () => recordLocked(open, publisher, entry, now));
-}
-
 async function recordLocked(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, now: Date): Promise<void> {
   const channel = await open();
   try {
-    const seen: GetMessage[] = [];
-    for (let message = await getSettled(channel, HANDLER_REGISTRY_QUEUE); message; message = await getSettled(channel, HANDLER_REGISTRY_QUEUE))
-      seen.push(message);
+    const seen = await getAll(channel, HANDLER_REGISTRY_QUEUE);
     const records = seen.map((message) => readHandlerRecord(message.content));
     const { application, ...fields } = entry;
     const record: HandlerRecord = { ...fields, applications: recordedApplications(records, entry.queue, application), recordedAt: now.toISOString() };
@@ -124,13 +106,14 @@ export const handlerEntry = (config: HandlerConfig, application?: string): Handl
 });
 
 /**
- * Records a queue that parks (a handler's, or the delay ladder's ready queue), logging rather than throwing: a
- * failure (a user allowed to configure only its own queues, a registry declared otherwise) must not stop a start,
- * since the record only helps tools find a queue that `--queue` can name as well.
+ * Records a queue that parks, logging rather than throwing: a failure (a user allowed to configure only its own queues)
+ * must not stop a start, since the record only helps tools find a queue that `--queue` can name as well.
  */
 export async function recordOrWarn(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, logger: RetryLogger): Promise<void> {
+  const now = new Date();
   try {
-    await recordHandler(open, publisher, entry);
+    await ensureRegistry(open);
+    await withRegistryLock(open, () => recordLocked(open, publisher, entry, now));
   } catch (error) {
     logger.warn(
       `"${entry.queue}": could not record the queue in the registry "${HANDLER_REGISTRY_QUEUE}" (${errorMessage(error)}); tools must name it`,
@@ -153,12 +136,8 @@ export async function readHandlerRegistry(open: ChannelOpener): Promise<HandlerR
 async function readLocked(open: ChannelOpener): Promise<HandlerRecord[]> {
   const channel = await open();
   try {
-    const records: HandlerRecord[] = [];
-    for (let message = await getSettled(channel, HANDLER_REGISTRY_QUEUE); message; message = await getSettled(channel, HANDLER_REGISTRY_QUEUE)) {
-      const record = readHandlerRecord(message.content);
-      if (record) records.push(record);
-    }
-    return latestRecords(records);
+    const records = (await getAll(channel, HANDLER_REGISTRY_QUEUE)).map((message) => readHandlerRecord(message.content));
+    return latestRecords(records.filter((record) => record !== undefined));
   } finally {
     await channel.close().catch(() => undefined);
   }

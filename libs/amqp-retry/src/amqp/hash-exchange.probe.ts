@@ -1,10 +1,11 @@
 import { closeSettled } from './channel-close.settler.js';
 import type amqp from 'amqplib';
-import { connectBroker } from './broker.connector.js';
+import { closeWhenLate, connectBroker } from './broker.connector.js';
 import { MAX_TIMER_MS, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { PartitionsPluginError } from '../errors/partitions-plugin.error.js';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
+import { refusalText } from './topology.declarer.js';
 
 const COMMAND_INVALID = 503;
 const PRECONDITION_FAILED = 406;
@@ -16,15 +17,14 @@ export interface HashExchangeProbe {
   queue: string;
   exchange: string;
   arguments: Record<string, unknown>;
-  /** Only for tests: a type the broker lacks, to see the failure on a broker that has the plugin. */
+  /** Only for tests: a type the broker lacks. */
   type?: string;
 }
 
 /**
- * Declares a partitioned handler's consistent-hash exchange on a connection of its own, opened for this and closed
- * after: a broker without the plugin answers an unknown exchange type with 503, which closes the whole connection,
- * and that must not be the application's. Throws PartitionsPluginError then (naming the command that enables it),
- * TopologyMismatchError when an exchange of that name exists with another type or arguments.
+ * Declares a partitioned handler's consistent-hash exchange on a connection of its own: a broker without the plugin
+ * answers with 503, which closes the whole connection. Throws PartitionsPluginError then, TopologyMismatchError when
+ * the exchange exists with another type or arguments.
  */
 export async function declareHashExchange(probe: HashExchangeProbe): Promise<void> {
   const failures: string[] = [];
@@ -34,16 +34,11 @@ export async function declareHashExchange(probe: HashExchangeProbe): Promise<voi
     try {
       model = await withinTime(connecting, probe.connectTimeoutMs, () => new Error(`no answer within ${probe.connectTimeoutMs} ms`));
     } catch (error) {
-      // A connection that opens after the time limit is closed, or its socket would keep the process alive.
-      void connecting.then(
-        (late) => late.close().catch(() => undefined),
-        () => undefined,
-      );
+      closeWhenLate(connecting);
       failures.push(errorMessage(error));
       continue;
     }
-    // The 503 closes this connection only; amqplib rejects the declaration with "channel ended" and tells the reason
-    // through the connection's 'error', which may come a moment later.
+    // amqplib rejects the declaration with "channel ended"; the connection's 'error', a moment later, has the reason.
     let closedWith: Error | undefined;
     const closed = new Promise<void>((resolve) => model.once('close', () => resolve()));
     model.on('error', (error: Error) => (closedWith = error));
@@ -59,8 +54,7 @@ export async function declareHashExchange(probe: HashExchangeProbe): Promise<voi
       const text = errorMessage(error);
       if (code === COMMAND_INVALID || /unknown exchange type/i.test(text))
         throw new PartitionsPluginError(probe.queue, text.replace(/^.*?COMMAND_INVALID - /, ''));
-      if (code === PRECONDITION_FAILED)
-        throw new TopologyMismatchError('exchange', probe.exchange, text.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, ''));
+      if (code === PRECONDITION_FAILED) throw new TopologyMismatchError('exchange', probe.exchange, refusalText(text));
       throw error;
     } finally {
       await closeSettled(model).catch(() => undefined);

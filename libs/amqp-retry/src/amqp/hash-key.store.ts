@@ -1,24 +1,16 @@
-import type { Channel } from 'amqplib';
-import { getSettled } from './channel-get.settler.js';
+import { getAll } from './channel-get.settler.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 import { readHashKeyRecord, writeHashKeyRecord, type HashKeyRecord } from '../core/partitions/hash-key.record.js';
 import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
+import type { ChannelOpener } from './queue-exists.probe.js';
 
-/** Opens a channel the caller may lose to a broker error (a 404). */
-type ChannelOpener = () => Promise<Channel>;
-
-/**
- * The newest record in `queue` (core/partitions/hash-key.record.ts), left there: the channel closes without acking,
- * so the broker puts the records back. Undefined when the queue does not exist or holds no readable record.
- */
+/** The newest record in `queue`, left there (the channel closes without acking); undefined when there is none. */
 export async function readHashKey(open: ChannelOpener, queue: string): Promise<HashKeyRecord | undefined> {
   const channel = await open();
   try {
     await channel.checkQueue(queue);
     let newest: HashKeyRecord | undefined;
-    for (let message = await getSettled(channel, queue); message; message = await getSettled(channel, queue)) {
-      newest = readHashKeyRecord(message.content) ?? newest;
-    }
+    for (const message of await getAll(channel, queue)) newest = readHashKeyRecord(message.content) ?? newest;
     return newest;
   } catch (error) {
     if ((error as { code?: unknown } | null)?.code === 404) return undefined;

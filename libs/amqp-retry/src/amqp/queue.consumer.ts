@@ -21,7 +21,6 @@ import { abortSubscription, closeSubscription, lossOf, newSubscription, retireSu
 import { queueExists } from './queue-exists.probe.js';
 
 export type { Settle } from './consumer.subscription.js';
-
 export type { DeliveryHandler } from './consumer.deliveries.js';
 
 export interface QueueConsumerOptions {
@@ -33,11 +32,7 @@ export interface QueueConsumerOptions {
   resume: ReconnectPolicy;
   /** Declares the queue's topology again before resuming (it may have been deleted). */
   redeclare: () => Promise<unknown>;
-  /**
-   * A delivery that may have crashed its process before (a quorum queue's redelivery): handled alone, with nothing
-   * else unsettled where possible, so that a crash counts against it only (core/consumer/suspect.pace.ts). Absent: no
-   * delivery is suspect.
-   */
+  /** A delivery that may have crashed its process before: handled alone, so that a crash counts against it only (core/consumer/suspect.pace.ts). */
   isSuspect?: (message: ConsumeMessage) => boolean;
   /** Told when the consumer goes up or down. */
   observers?: ObserverHub;
@@ -46,24 +41,21 @@ export interface QueueConsumerOptions {
 const ignore = (): undefined => undefined;
 
 /**
- * One consumer on one queue, on a channel of its own, with the channel's whole life: prefetch, deliveries in
- * flight, graceful stop, and resumption. Its states and their changes are the pure state machine of
- * core/consumer/consumer.state.ts: this class feeds it what its owner asks and what the channel does, and carries out
- * the effects it returns on the channel.
+ * One consumer on one queue, on a channel of its own: prefetch, deliveries in flight, graceful stop, resumption. Its
+ * states are the pure state machine of core/consumer/consumer.state.ts; this class feeds it events and carries out
+ * its effects on the channel.
  *
- * The channel can die under it: with the connection (the connection's recovery calls `start()` again) or alone,
- * closed by the broker, or its consumer be cancelled (the queue was deleted): then it declares the topology again
- * and resumes, with backoff. Deliveries of a dead channel are never settled on another one (acks are valid only
- * on the channel that delivered): the broker requeued them, and they come back redelivered. Their handlers are told
- * through their AbortSignal, and still count toward `prefetch` until they return.
+ * The channel can die with the connection (whose recovery calls `start()` again) or alone (closed by the broker, or
+ * its consumer cancelled): then it declares the topology again and resumes, with backoff. Deliveries of a dead
+ * channel are never settled on another one (acks are valid only on the channel that delivered): the broker
+ * redelivers them. Their handlers are told through their AbortSignal, and count toward `prefetch` until they return.
  */
 export class QueueConsumer {
   private state: ConsumerState = INITIAL_CONSUMER_STATE;
   private subscription?: Subscription;
   private starting?: Promise<void>;
-  /** Re-subscriptions (a change of pace), one after the other. */
+  /** Re-subscriptions (a change of pace), in turn. */
   private switching: Promise<void> = Promise.resolve();
-  /** The stop sequence, once begun. */
   private finishing?: Promise<void>;
   private resumeTimer?: DurationTimer;
   private readonly deliveries: ConsumerDeliveries;
@@ -94,24 +86,20 @@ export class QueueConsumer {
     return this.state.held;
   }
 
-  /** The state machine's phase now (for tests and diagnostics). */
+  /** The state machine's phase (for tests and diagnostics). */
   get phase(): ConsumerState['phase'] {
     return this.state.phase;
   }
 
   /**
-   * Stops taking deliveries (basic.cancel) and stays so, across reconnections, until release(). The channel stays
-   * open: deliveries in flight finish and settle on it. The cancel goes out at once, before any settlement that
-   * follows the call, so a settlement cannot make room for one more delivery.
+   * Stops taking deliveries (basic.cancel), across reconnections, until release(); deliveries in flight settle on the
+   * open channel. The cancel goes out before any later settlement, which could otherwise make room for one more delivery.
    */
   hold(reason: string): void {
     void this.dispatch({ type: 'hold', reason });
   }
 
-  /**
-   * Consumes again after hold(), at `prefetch` (default: the configured one); while consuming at another prefetch,
-   * subscribes again at this one (a prefetch applies to consumers subscribed after it is set).
-   */
+  /** Consumes again after hold(), at `prefetch` (a new prefetch needs a new subscription: it applies to consumers subscribed after it). */
   release(prefetch: number = this.options.prefetch): void {
     void this.dispatch({ type: 'release', prefetch, configured: this.options.prefetch });
   }
@@ -123,9 +111,8 @@ export class QueueConsumer {
   }
 
   /**
-   * Stops taking deliveries, lets the deliveries in flight finish and settle for up to `timeoutMs`, then closes the
-   * channel. Handlers still running then are told through their signal and abandoned: the broker requeues their
-   * messages when the channel closes.
+   * Stops taking deliveries, lets those in flight settle for up to `timeoutMs`, then closes the channel; handlers still
+   * running are told through their signal, and the broker requeues their messages.
    */
   stop(timeoutMs: number): Promise<void> {
     void this.dispatch({ type: 'stop', timeoutMs });
@@ -133,23 +120,17 @@ export class QueueConsumer {
   }
 
   /**
-   * Gives the queue up to another consumer (a partition moving to another instance) without two of them ever handling
-   * its messages at once: the subscription stays, so a single-active-consumer queue keeps delivering here and nowhere
-   * else; no delivery starts any more; the deliveries' signal aborts at once, so those waiting (for their key's turn,
-   * for a retry in place) give up unsettled; the handlers running finish and settle for up to `timeoutMs`; then the
-   * channel closes without a cancel first, so the broker requeues what was not settled in its places and only then
-   * activates the next consumer. After the timeout, handlers still running are abandoned (their messages are
-   * redelivered to the next consumer). The consumer is finished afterwards, like after stop().
+   * Gives the queue up to another consumer (a partition moving) without two ever handling its messages at once: the
+   * subscription stays, so a single-active-consumer queue delivers nowhere else; the signal aborts at once, so waiting
+   * deliveries give up unsettled; running handlers settle for up to `timeoutMs`; then the channel closes without a
+   * cancel, so the broker requeues the rest in place before it activates the next consumer. Finished afterwards.
    */
   handOver(timeoutMs: number): Promise<void> {
     void this.dispatch({ type: 'hand-over', timeoutMs });
     return this.finishing ?? Promise.resolve();
   }
 
-  /**
-   * Moves the state machine and carries out its effects in order; the effects that wait for I/O are awaited in turn,
-   * those before the first of them run at once. `subscription`: the channel the event is about (default: the current one).
-   */
+  /** Moves the state machine and carries out its effects in order; `subscription`: the channel the event is about. */
   private dispatch(event: ConsumerStateEvent, subscription = this.subscription): Promise<void> | undefined {
     const { state, effects, illegal } = transition(this.state, event);
     if (illegal) return void this.options.logger.debug(`"${this.options.queue}": ${illegal}; ignored`);
@@ -234,7 +215,7 @@ export class QueueConsumer {
     if (this.subscription === subscription) await this.dispatch({ type: 'subscribed' }, subscription);
   }
 
-  /** basic.cancel of the consumer subscribed now; the channel stays. Sent at once, before anything that follows. */
+  /** basic.cancel, sent at once, before anything that follows; the channel stays. */
   private cancelConsumer(subscription: Subscription | undefined, downReason: string | undefined): Promise<void> | undefined {
     const tag = subscription?.consumerTag;
     if (!subscription || tag === undefined) return undefined;
@@ -244,10 +225,7 @@ export class QueueConsumer {
     return cancelled;
   }
 
-  /**
-   * Cancels the consumer and subscribes again (at the pace now), after a start in progress (which subscribes by
-   * itself) and the re-subscriptions before. `unlessCareful`: skipped when the consumer already runs at that pace.
-   */
+  /** Subscribes again at the current pace, after a start in progress; `unlessCareful`: unless already at that pace. */
   private resubscribe(subscription: Subscription | undefined, unlessCareful?: boolean): void {
     this.switching = this.switching.then(async () => {
       await this.starting?.catch(ignore);
@@ -267,7 +245,7 @@ export class QueueConsumer {
     });
   }
 
-  /** The one stop sequence, for stop() and handOver() (their differences are the plan's, from the state machine). */
+  /** The stop sequence of stop() and handOver(); the state machine's plan holds their differences. */
   private async windDown(plan: WindDown): Promise<void> {
     if (plan.abortAtOnce !== undefined && this.subscription) abortSubscription(this.subscription, plan.abortAtOnce);
     await this.starting?.catch(ignore);
@@ -312,10 +290,9 @@ export class QueueConsumer {
   }
 
   /**
-   * Re-subscribes at prefetch 1 (a suspect came) or at full prefetch (the suspects are through), once the channel
-   * holds no delivery: a consumer cancelled while it holds deliveries is one the broker can no longer tell of a
-   * consumer timeout (RabbitMQ 4.3 then closes the channel and still delivers on it, which costs amqplib the whole
-   * connection). Until then the gate keeps a suspect alone.
+   * Re-subscribes at prefetch 1 (a suspect came) or full prefetch (suspects through) once the channel holds no
+   * delivery: a consumer cancelled while holding deliveries cannot be told of a consumer timeout (RabbitMQ 4.3 then
+   * closes the channel and still delivers on it, costing amqplib the connection). Meanwhile the gate keeps a suspect alone.
    */
   private changePace(subscription: Subscription, careful: boolean): void {
     subscription.careful = careful;
@@ -346,11 +323,9 @@ export class QueueConsumer {
   }
 
   /**
-   * The broker cancelled the consumer: the queue was deleted, or (RabbitMQ 4.3, quorum queues) a consumer timeout
-   * expired and took the unsettled deliveries back. Their handlers are told through their signal. The channel stays
-   * open until they return (closing a channel the broker may still deliver on can cost the whole connection), with a
-   * `basic.cancel` of our own, so that the broker forgets the consumer too (4.3 keeps a timed-out one and cancels it
-   * again later, which amqplib would not know); a fresh channel takes over.
+   * The broker cancelled the consumer: the queue was deleted, or (RabbitMQ 4.3, quorum) a consumer timeout took the
+   * unsettled deliveries back. The channel is retired with a `basic.cancel` of our own (4.3 keeps a timed-out consumer
+   * and cancels it again later, which amqplib would not know); a fresh channel takes over.
    */
   private onCancelled(subscription: Subscription): void {
     if (this.subscription !== subscription) return;
@@ -368,7 +343,7 @@ export class QueueConsumer {
       .then((exists) => this.resumeAfter(classifyConsumerLoss({ ...loss, queueExists: exists })));
   }
 
-  /** Hands the loss's verdict to the state machine: it logs its one line and resumes at once, or with backoff, or not. */
+  /** The state machine logs the verdict's line and resumes at once, with backoff, or not. */
   private resumeAfter(verdict: ConsumerLossVerdict): void {
     void this.dispatch({ type: 'loss-verdict', resume: verdict.resume, now: Date.now(), why: verdict.line, level: verdict.level });
   }

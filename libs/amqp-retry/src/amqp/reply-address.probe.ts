@@ -7,29 +7,28 @@ import type { AmqpConnection } from './amqp.connection.js';
 /** How many times one address is asked about while connections are lost under its probe for other reasons. */
 const MAX_PROBES = 3;
 
-/** An open probe channel, and the code the broker closed it with, once it has. */
+/** A probe channel, and the code the broker closed it with. */
 interface ProbeChannel {
   channel: Channel;
   closedWithCode?: number;
 }
 
 /**
- * Asks the broker whether a direct reply-to address still has its caller: a passive declare, on one channel reused
- * while it stays open (one round trip per request, not three), on a connection that carries nothing else (the
- * broker closes the whole connection over an address it cannot decode: see core/publish/reply-address.rules.ts).
+ * Asks the broker whether a direct reply-to address still has its caller: a passive declare, on one reused channel,
+ * on a connection that carries nothing else (the broker closes the whole connection over an address it cannot decode:
+ * core/publish/reply-address.rules.ts).
  *
- * One probe at a time, in the order asked: the probe in flight when the broker closes the channel or the connection
- * is the one it answered. That address is refused, never asked about again; the probes waiting behind it go out once
- * the connection is back. A 404 closes the channel (the caller is gone); the next probe opens another.
+ * One probe at a time, so that the probe in flight when the broker closes the channel or connection is the one it
+ * answered: that address is refused; the probes behind it go out once the connection is back.
  */
 export class ReplyAddressProbe {
   private channel?: Promise<ProbeChannel>;
-  /** The probes in order: each starts when the one before it has settled. */
+  /** The probes in order, each after the one before. */
   private line: Promise<unknown> = Promise.resolve();
   private closed = false;
 
   constructor(
-    /** The connection of the probes, opened at the first. */
+    /** The probes' connection, opened at the first. */
     private readonly connection: () => Promise<AmqpConnection>,
     /** How long a probe waits for the connection (the first connect, or a reconnection). */
     private readonly waitMs: number,
@@ -45,7 +44,7 @@ export class ReplyAddressProbe {
     this.closed = true;
     const channel = this.channel;
     this.channel = undefined;
-    await closeWhenOpen(channel?.then((open) => open.channel)); // at most CLOSE_WAIT_MS: a blocked connection answers no channel.open
+    await closeWhenOpen(channel?.then((open) => open.channel));
   }
 
   private async probe(address: string): Promise<ReplyAddressState> {

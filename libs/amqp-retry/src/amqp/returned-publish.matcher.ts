@@ -11,10 +11,8 @@ export interface PendingPublish {
 
 /**
  * Finds the publish a basic.return belongs to: the earliest pending one with the same exchange, routing key, message
- * id and body that is not marked returned yet. A return carries no sequence number, but the broker routes a
- * channel's publishes in order and sends a return before the ack of the same message, so the earliest match is it.
- * Two identical messages to one exchange and key route alike (bar a binding change in between), so taking the
- * earlier of them is right. This keeps the user's messages free of any correlation header of ours.
+ * id and body not marked returned yet. A return has no sequence number, but the broker routes a channel's publishes in
+ * order and returns before it acks, so the earliest match is it; this keeps the user's messages free of our headers.
  */
 export function findReturnedPublish(pending: Iterable<PendingPublish>, returned: Message): PendingPublish | undefined {
   const { exchange, routingKey } = returned.fields;

@@ -10,9 +10,8 @@ interface CorkableStream {
 }
 
 /**
- * The part of amqplib's frame multiplexer (lib/mux.js, amqplib 0.10 to 2.x) this relies on: `out`, the socket, and
- * `_readIncoming`, the synchronous pass that writes every frame the channels have queued, one `out.write` each. It is
- * not public API, so it is checked before use.
+ * The part of amqplib's frame multiplexer (lib/mux.js, 0.10 to 2.x) this relies on: `_readIncoming` writes every
+ * queued frame to `out`, the socket, one `write` each. Not public API, so checked before use.
  */
 interface FrameMux {
   out: CorkableStream;
@@ -25,18 +24,13 @@ const COALESCED = Symbol('nestjs-amqp-retry.coalesced-writes');
 /**
  * One socket write per pass of amqplib's frame multiplexer instead of one per frame.
  *
- * amqplib queues each channel's frames and, on a setImmediate, writes them to the socket one `write` each. On
- * loopback or any fast link each such write completes at once, so each is a system call of its own: a publish, an ack,
- * a nack. Profiles of a publishing process put 40-50% of its CPU there (docs/performance.md, "Socket writes").
- * Corked for the length of that one synchronous pass, the socket hands the frames to the kernel in one `writev`: the
- * same bytes, in the same order, sent when the pass ends or when a batch reaches the socket's `writableHighWaterMark`
- * (16 KiB on Node 20, 64 KiB from 22), whichever comes first (a pass takes microseconds; a frame written straight to
- * the socket outside a pass, a heartbeat or a connection-level method, is not held at all). Back-pressure is
- * amqplib's own: a write says "full" only when the kernel did not take the batch, and the multiplexer goes on at 'drain'.
- * Over TLS the gain is smaller: a TLS socket's writes complete asynchronously, so Node batched them already.
+ * On a fast link each of amqplib's per-frame writes is a system call of its own: 40-50% of a publishing process's CPU
+ * (docs/performance.md, "Socket writes"). Corked for that one synchronous pass, the socket hands the frames to the
+ * kernel in one `writev`: the same bytes, in order, sent when the pass ends or a batch reaches `writableHighWaterMark`.
+ * Back-pressure stays amqplib's: a write says "full" only when the kernel did not take the batch.
  *
- * Returns false, and changes nothing, when `model` has no such multiplexer (an amqplib whose internals differ): its
- * frames then go out one write each, as amqplib sends them; slower, never wrong.
+ * Returns false, and changes nothing, when `model` has no such multiplexer (an amqplib whose internals differ): frames
+ * then go out one write each; slower, never wrong.
  */
 export function coalesceSocketWrites(model: unknown): boolean {
   const mux = frameMuxOf(model);
@@ -44,15 +38,13 @@ export function coalesceSocketWrites(model: unknown): boolean {
   if ((mux as unknown as Record<symbol, unknown>)[COALESCED]) return true;
   const pass = mux._readIncoming;
   const out = mux.out;
-  // An own property of this one multiplexer: amqplib's prototype, and every other connection, stay as they are.
+  // An own property of this one multiplexer: amqplib's prototype stays as it is.
   mux._readIncoming = function corkedPass(this: FrameMux): void {
     const ownWrite = Object.prototype.hasOwnProperty.call(out, 'write') ? out.write : undefined;
     const write = out.write;
     out.cork();
-    // A corked socket says "full" at its high-water mark although nothing was offered to the kernel yet. amqplib
-    // takes "full" to mean the kernel's buffer is, and moves the channels still waiting behind the others, so a
-    // closing channel's CloseOk could follow the Open of the channel that reuses its number (the broker then ignores
-    // that Open). So the batch goes to the kernel there and then, and "full" is said only if the kernel left some.
+    // A corked socket says "full" at its high-water mark before the kernel saw anything, and amqplib would reorder its
+    // channels on that (a CloseOk could follow the Open that reuses its number): the batch goes to the kernel at once.
     out.write = function batchedWrite(chunk: unknown, ...rest: unknown[]): boolean {
       if (write.call(out, chunk, ...rest)) return true;
       out.uncork();

@@ -10,12 +10,10 @@ function isAmqpError(error: unknown, code: number): error is Error & { code: num
   return error instanceof Error && (error as { code?: unknown }).code === code;
 }
 
-const refusalText = (error: Error) => error.message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, '');
+/** The broker's text of a 406, without amqplib's wording around it. */
+export const refusalText = (message: string) => message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, '');
 
-/**
- * `args`: what the queue or exchange is declared with. A 406 becomes a TopologyMismatchError; for a queue whose type
- * differs from the configured one, the error names both types (see findTypeMismatch).
- */
+/** Runs one declaration; a 406 becomes a TopologyMismatchError (naming both types of a queue whose type differs). */
 async function step<T>(
   connection: AmqpConnection,
   kind: 'queue' | 'exchange',
@@ -28,7 +26,7 @@ async function step<T>(
     return await run();
   } catch (error) {
     if (!isAmqpError(error, PRECONDITION_FAILED)) throw error;
-    const brokerMessage = refusalText(error);
+    const brokerMessage = refusalText(error.message);
     const configured = kind === 'queue' ? declaredQueueType(args) : undefined;
     const probe = probeTypes && configured && args;
     const types = probe ? await findTypeMismatch(connection, name, configured, args, brokerMessage).catch(() => undefined) : undefined;
@@ -39,11 +37,10 @@ async function step<T>(
 const MAX_TYPE_PROBES = 8;
 
 /**
- * The queue's real type when it differs from the configured one. The broker names the type in its refusal only when
- * the type is the first argument that differs in its order of checks; otherwise (a queue made quorum by an earlier
- * configuration differs first in `x-dead-letter-strategy`) the declaration is tried again on channels of its own,
- * each time with the refused argument as the queue has it, until the refusal names the type or the declaration is
- * accepted (the type is the same; an equivalent declaration changes nothing). Runs only on a start that fails anyway.
+ * The queue's real type when it differs from the configured one. The broker names the type only when it is the first
+ * argument that differs in its order of checks; otherwise the declaration is tried again on channels of its own, each
+ * time with the refused argument as the queue has it, until the refusal names the type or the declaration is
+ * accepted (same type). Runs only on a start that fails anyway.
  */
 async function findTypeMismatch(
   connection: AmqpConnection,
@@ -66,7 +63,7 @@ async function findTypeMismatch(
       return undefined; // accepted: the type is the configured one, other arguments differ
     } catch (error) {
       if (!isAmqpError(error, PRECONDITION_FAILED)) return undefined;
-      refusal = refusalText(error);
+      refusal = refusalText(error.message);
     } finally {
       await channel.close().catch(() => undefined);
     }
@@ -80,26 +77,17 @@ const bind = (channel: Channel, b: BindingDeclaration) =>
     : channel.bindExchange(b.destination, b.source, b.pattern, b.arguments);
 
 /**
- * Declares a plan in its order on a channel of its own. A 406 closes the channel, so it surfaces as a
- * TopologyMismatchError naming the queue or exchange, and nothing after it is declared.
+ * Declares a plan in its order on a channel of its own; a 406 surfaces as a TopologyMismatchError and ends it.
  *
- * `probeTypes` (default true): on a queue's 406, find its real type (findTypeMismatch) for the error. A probe that
- * is accepted creates the queue should it have been deleted since its check, with the arguments of the queue in the
- * way: declarations tried again in a loop (after a reconnection, or a lost queue) pass false, so that an operator
- * deleting that queue to let the library declare its own never races a probe that puts it back.
+ * `probeTypes`: on a queue's 406, find its real type for the error. An accepted probe recreates a queue deleted since
+ * its check, so declarations repeated in a loop pass false: an operator deleting that queue never races a probe.
  */
 export async function declareTopology(connection: AmqpConnection, plan: TopologyPlan, probeTypes = true): Promise<void> {
   const channel = await connection.createChannel('topology declaration', true);
   try {
     for (const e of plan.exchanges) {
-      await step(
-        connection,
-        'exchange',
-        e.name,
-        e.arguments,
-        () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments }),
-        false,
-      );
+      const declare = () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments });
+      await step(connection, 'exchange', e.name, e.arguments, declare, false);
     }
     for (const q of plan.queues) {
       await step(connection, 'queue', q.name, q.arguments, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }), probeTypes);

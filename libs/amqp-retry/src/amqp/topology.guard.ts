@@ -10,13 +10,11 @@ export interface GuardedTopology {
 }
 
 /**
- * Makes sure what a nack dead-letters into still exists. A classic queue dead-letters without confirms: a message
- * nacked into a deleted exchange or tier queue is dropped silently by the broker. So before nacking, the consumer
- * asks the guard, which checks every exchange and queue of the retry path (passively, on a channel of its own, as a
- * 404 closes the channel), declares the whole topology again if an operator deleted any of it, and logs that.
+ * Makes sure what a nack dead-letters into still exists: a classic queue dead-letters without confirms, so a message
+ * nacked into a deleted exchange or tier queue is dropped silently. Before nacking, the consumer asks the guard, which
+ * checks the retry path passively and declares the topology again if any of it was deleted.
  *
- * Checks are shared: a nack decided while one runs waits for that one, so a burst of failures costs one round of
- * checks (a few milliseconds: the channel stays open between rounds).
+ * A nack decided while a check runs waits for that one: a burst of failures costs one round of checks.
  */
 export class TopologyGuard {
   private running?: Promise<void>;
@@ -56,7 +54,7 @@ export class TopologyGuard {
     return undefined;
   }
 
-  /** The checking channel, opened again after a 404 (or a lost connection) closed it. */
+  /** The checking channel, opened again after a 404 closed it. */
   private openChannel(): Promise<Channel> {
     if (this.channel) return this.channel;
     const opening = this.connection.createChannel('retry topology check', true).then((channel) => {

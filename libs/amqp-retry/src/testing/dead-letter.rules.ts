@@ -13,10 +13,7 @@ export interface Death {
   originalExpiration?: string;
 }
 
-/**
- * Which RabbitMQ's dead-lettering the broker follows: `current` for 3.13 and later (4.x), `legacy` for 3.12 and earlier
- * (the 3.10 the project's tests run): see recordDeath and deliveredHeaders for what differs.
- */
+/** Which RabbitMQ's dead-lettering the broker follows: `current` (3.13 and later), `legacy` (3.12 and earlier, e.g. 3.10). */
 export type DeathRules = 'current' | 'legacy';
 
 /** The rules of a RabbitMQ version (`4.1.0`, `3.10.8`): legacy before 3.13. */
@@ -43,11 +40,9 @@ export interface BrokerMessage {
 export type BrokerProperties = Record<string, unknown> & { headers: Record<string, unknown>; expiration?: string };
 
 /**
- * Records a death as RabbitMQ 3.13+ and 4.x do: the entry `{queue, reason}` is counted up and moved to the front (a new
- * one is put first with count 1); `exchange`, `routing-keys`, `time` and `original-expiration` keep the first event's
- * values. The message's own `expiration` is removed. Client-published `x-death` headers are ignored (4.x): only the
- * broker's history counts. RabbitMQ 3.10 differs: it updated a client's `x-death`, left the counted entry where it was,
- * and wrote no `x-last-death-*`.
+ * Records a death as RabbitMQ 3.13+ does: the entry `{queue, reason}` is counted up and moved to the front (a new one
+ * first, count 1), keeping its first event's other fields; the message's `expiration` is removed; a client's `x-death`
+ * is ignored. 3.10 (`legacy`) updated a client's `x-death` and left the counted entry in its place.
  */
 export function recordDeath(message: BrokerMessage, queue: string, reason: DeathReason, now: number, rules: DeathRules = 'current'): BrokerMessage {
   const history = rules === 'legacy' && message.deaths.length === 0 ? clientDeaths(message.properties.headers['x-death']) : message.deaths;

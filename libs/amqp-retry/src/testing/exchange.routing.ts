@@ -10,10 +10,7 @@ export interface MemoryBinding {
   arguments: Record<string, unknown>;
 }
 
-/**
- * A topic pattern against a routing key, as RabbitMQ matches them: words separated by dots, `*` one word, `#` zero
- * or more words.
- */
+/** A topic pattern against a routing key, as RabbitMQ matches them: `*` one dot-separated word, `#` zero or more. */
 export function topicMatches(pattern: string, routingKey: string): boolean {
   const words = routingKey.split('.');
   const parts = pattern.split('.');

@@ -5,26 +5,18 @@ import type { VirtualClock } from './virtual.clock.js';
 /** How long (real time) the driver waits for work that no virtual timer stands for, before it says what is stuck. */
 const REAL_PATIENCE_MS = 5_000;
 
-/**
- * Moves the virtual clock for the harness: runs work to its end (the application's start and close), advances time,
- * and settles (runs until nothing is under way).
- */
+/** Moves the virtual clock for the harness: runs work (a start, a close) to its end, advances time, and settles. */
 export class HarnessDriver {
   constructor(
     private readonly clock: VirtualClock,
     private readonly broker: MemoryBroker,
   ) {}
 
-  /**
-   * Awaits `work`, moving the clock to the next timer whenever nothing else is left to do (a start that waits for a
-   * timer takes that much virtual time, no real time).
-   */
+  /** Awaits `work`, moving the clock to the next timer whenever nothing else is left to do. */
   async run<T>(work: Promise<T>, what: string): Promise<T> {
     let done = false;
-    work.then(
-      () => (done = true),
-      () => (done = true),
-    );
+    const finished = () => (done = true);
+    work.then(finished, finished);
     const realStart = process.hrtime.bigint();
     while (!done) {
       const ran = await this.clock.runUntil(this.clock.now);
@@ -45,7 +37,7 @@ export class HarnessDriver {
 
   async advance(ms: number): Promise<void> {
     await this.clock.runUntil(this.clock.now + Math.max(0, ms));
-    await this.quiet(this.clock.now);
+    await this.clock.runUntil(this.clock.now); // what the last timer made due now runs too: an advance ends with every consequence
   }
 
   /** Runs until the broker has nothing under way (see RetryHarness.settle), at most `limitMs` of virtual time. */
@@ -73,11 +65,6 @@ export class HarnessDriver {
     }
   }
 
-  /** Runs what is due now, so that an advance ends with every consequence of its last timer. */
-  private async quiet(now: number): Promise<void> {
-    await this.clock.runUntil(now);
-  }
-
   /** Durable queues whose consumers a lost connection took: the application will consume them again. */
   private readonly awaitedConsumers = new Set<string>();
 
@@ -86,10 +73,7 @@ export class HarnessDriver {
     for (const name of queues) this.awaitedConsumers.add(name);
   }
 
-  /**
-   * Whether anything is under way: the broker's own work, a delivery not yet acknowledged, or a queue that lost its
-   * consumer with its connection and will have one again once the application has reconnected.
-   */
+  /** Whether anything is under way: the broker's own work, an unacknowledged delivery, or an awaited consumer. */
   private busy(): boolean {
     for (const name of [...this.awaitedConsumers]) {
       const queue = this.broker.queues.get(name);

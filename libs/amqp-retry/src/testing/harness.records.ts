@@ -86,22 +86,7 @@ export class HarnessRecorder implements RetryObserver {
   constructor(private readonly elapsed: () => number) {}
 
   deliveryStarted(event: DeliveryEvent): void {
-    const list = this.listOf(event.message);
-    const before = list.filter((a) => a.queue === event.queue).at(-1);
-    const attempt: HarnessAttempt = {
-      ...idOf(event.message),
-      queue: event.queue,
-      ...(event.pattern !== undefined ? { pattern: event.pattern } : {}),
-      attempt: event.attempt,
-      at: this.elapsed(),
-      ...(before?.retryTier !== undefined ? { tier: before.retryTier } : {}),
-      outcome: 'running',
-      headers: { ...event.message.properties.headers },
-      redelivered: event.message.fields.redelivered,
-    };
-    list.push(attempt);
-    this.allAttempts.push(attempt);
-    this.open.set(event.message, attempt);
+    this.open.set(event.message, this.record(event, event.attempt, 'running'));
   }
 
   handled(event: DeliveryEvent): void {
@@ -131,29 +116,35 @@ export class HarnessRecorder implements RetryObserver {
   parked(event: MessageParkedEvent): void {
     this.errorQueues.set(event.queue, event.errorQueue);
     const list = this.listOf(event.message);
-    let attempt = [...list].reverse().find((a) => a.queue === event.queue && (a.outcome === 'failed' || a.outcome === 'running'));
-    if (!attempt) {
-      const before = list.filter((a) => a.queue === event.queue).at(-1);
-      attempt = {
-        ...idOf(event.message),
-        queue: event.queue,
-        ...(event.pattern !== undefined ? { pattern: event.pattern } : {}),
-        attempt: 0,
-        at: this.elapsed(),
-        ...(before?.retryTier !== undefined ? { tier: before.retryTier } : {}),
-        outcome: 'parked',
-        headers: { ...event.message.properties.headers },
-        redelivered: event.message.fields.redelivered,
-      };
-      list.push(attempt);
-      this.allAttempts.push(attempt);
-    }
+    const attempt =
+      [...list].reverse().find((a) => a.queue === event.queue && (a.outcome === 'failed' || a.outcome === 'running')) ??
+      this.record(event, 0, 'parked');
     attempt.outcome = 'parked';
     attempt.parkReason = event.reason;
     if (event.error !== undefined && attempt.error === undefined) {
       attempt.error = errorMessage(event.error);
       attempt.thrown = event.error;
     }
+  }
+
+  /** A new attempt of the event's message, after its earlier ones (its `tier`: where the one before it went). */
+  private record(event: DeliveryEvent | MessageParkedEvent, attempt: number, outcome: AttemptOutcome): HarnessAttempt {
+    const list = this.listOf(event.message);
+    const before = list.filter((a) => a.queue === event.queue).at(-1);
+    const entry: HarnessAttempt = {
+      ...idOf(event.message),
+      queue: event.queue,
+      ...(event.pattern !== undefined ? { pattern: event.pattern } : {}),
+      attempt,
+      at: this.elapsed(),
+      ...(before?.retryTier !== undefined ? { tier: before.retryTier } : {}),
+      outcome,
+      headers: { ...event.message.properties.headers },
+      redelivered: event.message.fields.redelivered,
+    };
+    list.push(entry);
+    this.allAttempts.push(entry);
+    return entry;
   }
 
   private listOf(message: ConsumeMessage): HarnessAttempt[] {

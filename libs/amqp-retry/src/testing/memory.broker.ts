@@ -12,15 +12,6 @@ export interface MemoryExchange {
   arguments: Record<string, unknown>;
 }
 
-/** What became of a message that left a queue without an ack, for the harness's records. */
-export interface DeadLetterEvent {
-  queue: string;
-  reason: DeathReason;
-  /** Where it went: the queues that took it (none: dropped). */
-  to: string[];
-  message: BrokerMessage;
-}
-
 /** Where a publish went. */
 export interface RouteResult {
   queues: string[];
@@ -45,11 +36,9 @@ function replyAddress(): string {
 }
 
 /**
- * The in-memory broker: exchanges (direct, topic, fanout, headers, the default one, alternate exchanges,
- * exchange-to-exchange bindings), queues (TTL per queue and per message, expiring at the head; length limits with
- * drop-head or reject-publish; classic and quorum, quorum counting deliveries; single active consumer), dead-lettering
- * with `x-death` as RabbitMQ 3.13+/4.x write it (or 3.12 and earlier, `rules`), and direct reply-to. Time is the virtual clock's. Channels
- * (memory.channel.ts) are its clients; it knows nothing of the library.
+ * The in-memory broker: exchanges (the built-in types, alternate exchanges, exchange-to-exchange bindings), queues
+ * (TTLs expiring at the head; length limits; classic and quorum; single active consumer), dead-lettering with
+ * `x-death` as RabbitMQ writes it (`rules`), and direct reply-to, on the virtual clock. It knows nothing of the library.
  */
 export class MemoryBroker {
   readonly exchanges = new Map<string, MemoryExchange>(BUILT_IN.map((e) => [e.name, e]));
@@ -57,8 +46,6 @@ export class MemoryBroker {
   bindings: MemoryBinding[] = [];
   /** Direct reply-to addresses and who consumes each. */
   readonly replyConsumers = new Map<string, (message: BrokerMessage) => void>();
-  /** Told of every dead-lettering (also the dropped ones). */
-  onDeadLetter?: (event: DeadLetterEvent) => void;
   private seq = 0;
   private readonly pumps = new Map<string, ReturnType<VirtualClock['schedule']>>();
   private readonly expiries = new Map<string, ReturnType<VirtualClock['schedule']>>();
@@ -81,21 +68,14 @@ export class MemoryBroker {
       throw preconditionFailed(`inequivalent arg 'type' for exchange '${name}' in vhost '/': received '${type}' but current is '${existing.type}'`);
     }
     const ae = (a: Record<string, unknown>) => String(a['alternate-exchange'] ?? '');
-    if (ae(existing.arguments) !== ae(args)) {
-      throw preconditionFailed(`inequivalent arg 'alternate-exchange' for exchange '${name}' in vhost '/'`);
-    }
+    if (ae(existing.arguments) !== ae(args)) throw preconditionFailed(`inequivalent arg 'alternate-exchange' for exchange '${name}' in vhost '/'`);
   }
 
   checkExchange(name: string): void {
     if (name !== '' && !this.exchanges.has(name)) throw notFound('exchange', name);
   }
 
-  deleteExchange(name: string): void {
-    this.exchanges.delete(name);
-    this.bindings = this.bindings.filter((b) => b.source !== name && !(b.destinationType === 'exchange' && b.destination === name));
-  }
-
-  /** Declares a queue (`''`: a server-named one); returns its name. `owner`: the declaring connection, for exclusive queues. */
+  /** Declares a queue (`''`: a server-named one) and returns it. `owner`: the declaring connection, for exclusive queues. */
   assertQueue(name: string, declaration: QueueDeclaration, owner: number): MemoryQueue {
     const queueName = name === '' ? `amq.gen-${randomBytes(16).toString('base64url')}` : name;
     const existing = this.queues.get(queueName);
@@ -123,11 +103,9 @@ export class MemoryBroker {
     const queue = this.queues.get(name);
     if (queue) return queue;
     if (this.replyConsumers.has(name)) return new MemoryQueue(name, { durable: false, exclusive: true, autoDelete: true, arguments: {} });
-    if (name.startsWith(`${DIRECT_REPLY_QUEUE}.`)) {
-      // RabbitMQ closes the connection over an address it cannot decode; a well-formed one whose consumer left is a 404.
-      if (!/^amq\.rabbitmq\.reply-to\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/.test(name)) {
-        throw new BrokerError(ReplyCode.INTERNAL_ERROR, `INTERNAL_ERROR`, true);
-      }
+    // RabbitMQ closes the connection over an address it cannot decode; a well-formed one whose consumer left is a 404.
+    if (name.startsWith(`${DIRECT_REPLY_QUEUE}.`) && !/^amq\.rabbitmq\.reply-to\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/.test(name)) {
+      throw new BrokerError(ReplyCode.INTERNAL_ERROR, `INTERNAL_ERROR`, true);
     }
     throw notFound('queue', name);
   }
@@ -146,8 +124,7 @@ export class MemoryBroker {
   }
 
   purgeQueue(name: string): number {
-    const queue = this.queue(name);
-    return queue.ready.splice(0).length;
+    return this.queue(name).ready.splice(0).length;
   }
 
   bind(binding: MemoryBinding): void {
@@ -169,10 +146,7 @@ export class MemoryBroker {
     return address;
   }
 
-  /**
-   * Routes and enqueues a message; 404 when the exchange does not exist. Returns the queues that took it (none:
-   * unroutable).
-   */
+  /** Routes and enqueues a message; 404 when the exchange does not exist. */
   publish(exchange: string, message: BrokerMessage): RouteResult {
     if (exchange !== '' && !this.exchanges.has(exchange)) throw notFound('exchange', exchange);
     const queues = this.route(exchange, message.routingKeys, deliveredHeaders(message, this.rules));
@@ -256,27 +230,21 @@ export class MemoryBroker {
    */
   deadLetter(queue: MemoryQueue, entry: Enqueued, reason: DeathReason): void {
     const dlx = queue.args['x-dead-letter-exchange'];
-    const to: string[] = [];
+    if (typeof dlx !== 'string' || (dlx !== '' && !this.exchanges.has(dlx))) return;
     const dead = recordDeath(entry.message, queue.name, reason, this.clock.now, this.rules);
-    if (typeof dlx === 'string' && (dlx === '' || this.exchanges.has(dlx))) {
-      const key = queue.args['x-dead-letter-routing-key'];
-      const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
-      for (const target of this.route(dlx, message.routingKeys, deliveredHeaders(message, this.rules))) {
-        const targetQueue = this.queues.get(target);
-        if (!targetQueue || isDeadLetterCycle(message, target, reason)) continue;
-        if (this.enqueue(targetQueue, message)) to.push(target);
-      }
+    const key = queue.args['x-dead-letter-routing-key'];
+    const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
+    for (const target of this.route(dlx, message.routingKeys, deliveredHeaders(message, this.rules))) {
+      const targetQueue = this.queues.get(target);
+      if (targetQueue && !isDeadLetterCycle(message, target, reason)) this.enqueue(targetQueue, message);
     }
-    this.onDeadLetter?.({ queue: queue.name, reason, to, message: dead });
   }
 
   /** Delivers what the queue's consumers can take and expires what is due, in a task of the broker's own. */
   pump(queue: MemoryQueue): void {
     if (this.pumps.has(queue.name)) return;
-    this.pumps.set(
-      queue.name,
-      this.clock.schedule(0, () => this.runPump(queue), { broker: true }),
-    );
+    const task = this.clock.schedule(0, () => this.runPump(queue), { broker: true });
+    this.pumps.set(queue.name, task);
   }
 
   private runPump(queue: MemoryQueue): void {
@@ -299,12 +267,9 @@ export class MemoryBroker {
     this.clock.cancel(this.expiries.get(queue.name));
     this.expiries.delete(queue.name);
     const next = queue.ready[0]?.expiresAt;
-    if (next !== undefined) {
-      this.expiries.set(
-        queue.name,
-        this.clock.schedule(next - now, () => this.pump(queue), { broker: true }),
-      );
-    }
+    if (next === undefined) return;
+    const expiry = this.clock.schedule(next - now, () => this.pump(queue), { broker: true });
+    this.expiries.set(queue.name, expiry);
   }
 }
 

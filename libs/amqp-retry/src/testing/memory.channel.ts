@@ -5,6 +5,7 @@ import type { BrokerMessage } from './dead-letter.rules.js';
 import { consumeMessage, getMessage, publishedProperties, returnedMessage, routingKeysOf } from './message.shape.js';
 import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
 import type { Enqueued, QueueConsumer } from './memory.queue.js';
+import type { MemoryBinding } from './exchange.routing.js';
 
 /** What a channel asks of its connection. */
 export interface ChannelHost {
@@ -48,10 +49,7 @@ interface Unacked {
 type Confirm = (error: Error | null) => void;
 let consumerTags = 0;
 
-/**
- * An amqplib Channel (or ConfirmChannel, `confirm`) of the in-memory broker: the methods and events the library uses,
- * with amqplib's errors and close sequence ('error', then 'close') when the broker refuses something.
- */
+/** An amqplib Channel (or ConfirmChannel) of the in-memory broker: the methods and events the library uses, with amqplib's errors. */
 export class MemoryChannel extends EventEmitter {
   private open = true;
   private prefetchCount = 0;
@@ -99,10 +97,6 @@ export class MemoryChannel extends EventEmitter {
     return this.rpc('ExchangeDeclare', () => (this.broker.checkExchange(exchange), {}));
   }
 
-  deleteExchange(exchange: string) {
-    return this.rpc('ExchangeDelete', () => (this.broker.deleteExchange(exchange), {}));
-  }
-
   assertQueue(queue = '', options: Options.AssertQueue = {}) {
     return this.rpc('QueueDeclare', () => {
       const args: Record<string, unknown> = { ...options.arguments };
@@ -133,9 +127,7 @@ export class MemoryChannel extends EventEmitter {
   }
 
   deleteQueue(queue: string) {
-    return this.rpc('QueueDelete', () => {
-      return { messageCount: this.broker.deleteQueue(queue) };
-    });
+    return this.rpc('QueueDelete', () => ({ messageCount: this.broker.deleteQueue(queue) }));
   }
 
   purgeQueue(queue: string) {
@@ -143,31 +135,18 @@ export class MemoryChannel extends EventEmitter {
   }
 
   bindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'QueueBind',
-      () => (this.broker.bind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
-    );
+    const binding: MemoryBinding = { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} };
+    return this.rpc('QueueBind', () => (this.broker.bind(binding), {}));
   }
 
   unbindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'QueueUnbind',
-      () => (this.broker.unbind({ source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} }), {}),
-    );
+    const binding: MemoryBinding = { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} };
+    return this.rpc('QueueUnbind', () => (this.broker.unbind(binding), {}));
   }
 
   bindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'ExchangeBind',
-      () => (this.broker.bind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
-    );
-  }
-
-  unbindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    return this.rpc(
-      'ExchangeUnbind',
-      () => (this.broker.unbind({ source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} }), {}),
-    );
+    const binding: MemoryBinding = { source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} };
+    return this.rpc('ExchangeBind', () => (this.broker.bind(binding), {}));
   }
 
   prefetch(count: number, _global?: boolean) {
@@ -272,24 +251,17 @@ export class MemoryChannel extends EventEmitter {
     if (record.returned || this.confirm) {
       const confirm = callback ?? (() => undefined);
       if (this.confirm) this.confirms.add(confirm);
-      this.broker.clock.schedule(
-        0,
-        () => {
-          if (!this.open) return;
-          if (record.returned) this.emit('return', returnedMessage(message) as Message);
-          if (!this.confirm) return;
-          this.confirms.delete(confirm);
-          record.confirmed = !nack;
-          confirm(nack ? new Error('message nacked') : null);
-        },
-        { broker: true },
-      );
+      const answer = () => {
+        if (!this.open) return;
+        if (record.returned) this.emit('return', returnedMessage(message) as Message);
+        if (!this.confirm) return;
+        this.confirms.delete(confirm);
+        record.confirmed = !nack;
+        confirm(nack ? new Error('message nacked') : null);
+      };
+      this.broker.clock.schedule(0, answer, { broker: true });
     }
     return true;
-  }
-
-  sendToQueue(queue: string, content: Buffer, options?: Options.Publish, callback?: Confirm): boolean {
-    return this.publish('', queue, content, options, callback);
   }
 
   async waitForConfirms(): Promise<void> {
@@ -304,32 +276,15 @@ export class MemoryChannel extends EventEmitter {
     this.settle(message, allUpTo, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
   }
 
-  reject(message: Message, requeue = true): void {
-    this.nack(message, false, requeue);
-  }
-
-  ackAll(): void {
-    for (const tag of [...this.unacked.keys()]) this.release(tag, () => undefined);
-  }
-
-  nackAll(requeue = true): void {
-    for (const tag of [...this.unacked.keys()])
-      this.release(tag, (u) => (requeue ? this.broker.requeue(u.queue, u.entry) : this.broker.reject(u.queue, u.entry)));
-  }
-
-  async recover(): Promise<void> {
-    this.nackAll(true);
-  }
-
   async close(): Promise<void> {
     if (!this.open) throw new Error('Channel closed');
     await Promise.resolve();
-    this.teardown(undefined);
+    this.teardown();
   }
 
   /** The connection closed or was lost: the channel closes with it, without an 'error'. */
   connectionClosed(): void {
-    this.teardown(undefined);
+    this.teardown();
   }
 
   private settle(message: Message, allUpTo: boolean, action: (u: Unacked) => void): void {
@@ -375,10 +330,10 @@ export class MemoryChannel extends EventEmitter {
     if (!this.open) return;
     if (error.connection) return this.host.fail(error);
     this.emit('error', channelClosedError(error));
-    this.teardown(error);
+    this.teardown();
   }
 
-  private teardown(_error: BrokerError | undefined): void {
+  private teardown(): void {
     if (!this.open) return;
     this.open = false;
     for (const tag of [...this.consumers.keys()]) this.dropConsumer(tag);

@@ -1,20 +1,11 @@
 import { EventEmitter } from 'node:events';
-import { BrokerError } from './broker.error.js';
+import type { BrokerError } from './broker.error.js';
 import { MemoryChannel, type ChannelHost, type PublishRecord } from './memory.channel.js';
 import type { MemoryBroker } from './memory.broker.js';
 
-/** What a connection reports to whoever opened it (the harness). */
-export interface ConnectionHooks {
-  published(record: PublishRecord): boolean;
-  closed(connection: MemoryConnection): void;
-}
-
 let connectionIds = 0;
 
-/**
- * The parts of amqplib's internal Connection that the library adapts (amqp/channel-numbers.guard.ts,
- * amqp/socket-writes.coalescer.ts), so that it finds the shape it expects and says nothing; they do nothing here.
- */
+/** The amqplib internals the library adapts (channel numbers, socket writes), so that it finds them and says nothing; no-ops here. */
 function internals(version: string) {
   const out = { cork() {}, uncork() {}, write: () => true, writableLength: 0, writableHighWaterMark: 16_384 };
   return {
@@ -36,7 +27,8 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
 
   constructor(
     readonly broker: MemoryBroker,
-    private readonly hooks: ConnectionHooks,
+    /** ChannelHost.published: the harness's records and injected refusals. */
+    readonly published: (record: PublishRecord) => boolean,
     version: string,
   ) {
     super();
@@ -76,10 +68,6 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
     this.channels.delete(channel);
   }
 
-  published(record: PublishRecord): boolean {
-    return this.hooks.published(record);
-  }
-
   private async open(confirm: boolean): Promise<MemoryChannel> {
     if (this.closed) throw new Error('Connection closed');
     await Promise.resolve();
@@ -94,9 +82,6 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
     for (const channel of [...this.channels]) channel.connectionClosed();
     this.channels.clear();
     for (const queue of [...this.broker.queues.values()]) if (queue.owner === this.id) this.broker.deleteQueue(queue.name);
-    this.hooks.closed(this);
     this.emit('close', error);
   }
 }
-
-export { BrokerError };

@@ -82,11 +82,8 @@ export class MemoryQueue {
   }
 
   get unackedCount(): number {
-    return this.consumers.reduce((sum, consumer) => sum + consumer.unacked, 0) + this.orphanedUnacked;
+    return this.consumers.reduce((sum, consumer) => sum + consumer.unacked, 0);
   }
-
-  /** Deliveries still unacknowledged whose consumer was cancelled (their channel still holds them). */
-  orphanedUnacked = 0;
 
   /** Puts a message in at its place (a new one last, a requeued one back where it was). */
   insert(entry: Enqueued): void {
@@ -108,17 +105,12 @@ export class MemoryQueue {
     return undefined;
   }
 
-  removeConsumer(tag: string): QueueConsumer | undefined {
+  removeConsumer(tag: string): void {
     const at = this.consumers.findIndex((consumer) => consumer.tag === tag);
-    if (at < 0) return undefined;
-    const [consumer] = this.consumers.splice(at, 1);
-    return consumer;
+    if (at >= 0) this.consumers.splice(at, 1);
   }
 
-  /**
-   * The equivalence check of a redeclaration: the first argument that differs, worded as RabbitMQ words its 406, or
-   * undefined when the declaration is equivalent.
-   */
+  /** A redeclaration's first argument that differs, worded as RabbitMQ's 406; undefined when equivalent. */
   inequivalence(declaration: QueueDeclaration): string | undefined {
     const describe = (value: unknown) =>
       value === undefined ? 'none' : `the value '${String(value)}' of type '${typeof value === 'number' ? 'signedint' : 'longstr'}'`;

@@ -40,7 +40,7 @@ export function publishedProperties(options: Options.Publish = {}): BrokerProper
 }
 
 /** A deep copy of a field table, as encoding and decoding would make it: Buffers copied, undefined values left out. */
-export function cloneHeaders(value: Record<string, unknown>): Record<string, unknown> {
+function cloneHeaders(value: Record<string, unknown>): Record<string, unknown> {
   const copy = (v: unknown): unknown => {
     if (Buffer.isBuffer(v)) return Buffer.from(v);
     if (Array.isArray(v)) return v.map(copy);

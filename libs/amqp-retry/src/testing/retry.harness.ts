@@ -1,6 +1,6 @@
 import type { INestApplication, INestApplicationContext, LoggerService, LogLevel, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { ChannelModel, ConsumeMessage, Options } from 'amqplib';
+import type { ChannelModel, Options } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { replaceBrokerConnect } from '../amqp/broker.connector.js';
 import { CONTROL_EXCHANGE } from '../core/breaker/control.message.js';
@@ -129,6 +129,16 @@ const bookkeeping = (record: PublishRecord) =>
   record.exchange === CONTROL_EXCHANGE ||
   (record.exchange === '' && (record.routingKey === HANDLER_REGISTRY_QUEUE || record.routingKey.endsWith('.retry.plan')));
 
+/** Connects a hybrid application's microservices and starts them, then the application, as its `main.ts` would. */
+async function startHybrid(
+  app: INestApplication,
+  microservices: NonNullable<RetryHarnessOptions['microservices']>,
+): Promise<INestApplicationContext> {
+  for (const strategy of microservices(app)) app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+  await app.startAllMicroservices();
+  return app.init();
+}
+
 /**
  * Runs the application's own Nest module (its handlers, its `RetryModule.forRoot` options, its transport) on an
  * in-memory RabbitMQ and a virtual clock: the library's real delivery chain makes its real decisions, and time passes
@@ -153,7 +163,6 @@ export class RetryHarness {
 
   private constructor(
     private readonly clock: VirtualClock,
-    /** The in-memory broker, for assertions the harness has no method for. */
     private readonly broker: MemoryBroker,
     private readonly brokerVersion: string,
   ) {
@@ -171,8 +180,8 @@ export class RetryHarness {
 
   /**
    * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder whose providers a
-   * test overrides) on the in-memory broker. The virtual clock stands in for the
-   * global timers and `Date` until `close()` (whether or not Jest's fake timers were on). One harness at a time per
+   * test overrides) on the in-memory broker. The virtual clock stands in for the global timers and `Date` until
+   * `close()` (whether or not Jest's fake timers were on). One harness at a time per
    * process (Jest runs each test file in its own).
    */
   static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
@@ -219,18 +228,8 @@ export class RetryHarness {
     const props = publishedProperties({ ...(json ? { contentType: 'application/json' } : {}), persistent: true, ...properties, messageId });
     const message: BrokerMessage = { content, properties: props, exchange, routingKeys: routingKeysOf(routingKey, props), deaths: [] };
     const { queues } = this.broker.publish(exchange, message);
-    this.publishes.push({
-      exchange,
-      routingKey,
-      content,
-      properties: props,
-      at: this.clock.now,
-      queues,
-      mandatory: false,
-      returned: false,
-      body: readBody(content),
-      by: 'harness',
-    });
+    const record: PublishRecord = { exchange, routingKey, content, properties: props, at: this.clock.now, queues, mandatory: false, returned: false };
+    this.publishes.push({ ...record, body: readBody(content), by: 'harness' });
     return { messageId, queues };
   }
 
@@ -325,30 +324,22 @@ export class RetryHarness {
   }
 
   private async boot(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions): Promise<INestApplicationContext> {
+    const { microservices } = options;
     const logger = options.logger ?? (['error'] as LogLevel[]);
     if ('compile' in module && typeof module.compile === 'function') {
       const compiled = await module.compile();
-      if (logger !== undefined) compiled.useLogger(logger);
+      compiled.useLogger(logger);
       this.observe(compiled);
-      if (!options.microservices) return compiled.init();
-      const app = compiled.createNestApplication();
-      for (const strategy of options.microservices(app)) app.connectMicroservice({ strategy }, { inheritAppConfig: true });
-      await app.startAllMicroservices();
-      return app.init();
+      return microservices ? startHybrid(compiled.createNestApplication(), microservices) : compiled.init();
     }
-    module = module as Type<unknown>;
-    if (!options.microservices) {
-      const app = await NestFactory.createApplicationContext(module, { logger, abortOnError: false });
-      this.observe(app);
-      await app.init();
-      return app;
+    if (!microservices) {
+      const context = await NestFactory.createApplicationContext(module as Type<unknown>, { logger, abortOnError: false });
+      this.observe(context);
+      return context.init();
     }
-    const app = await NestFactory.create(module, { logger, abortOnError: false });
+    const app = await NestFactory.create(module as Type<unknown>, { logger, abortOnError: false });
     this.observe(app);
-    for (const strategy of options.microservices(app)) app.connectMicroservice({ strategy }, { inheritAppConfig: true });
-    await app.startAllMicroservices();
-    await app.init();
-    return app;
+    return startHybrid(app, microservices);
   }
 
   /** Adds the recorder to the application's engine (before it starts consuming: every delivery is seen). */
@@ -365,22 +356,14 @@ export class RetryHarness {
   private async connect(url: string): Promise<ChannelModel> {
     if (this.closed) throw new Error('harness: closed');
     if (this.failures.connectRefused()) throw new Error(`connect ECONNREFUSED ${url.replace(/\/\/[^@]*@/, '//')} (refused by the harness)`);
-    const connection = new MemoryConnection(
-      this.broker,
-      {
-        published: (record) => {
-          const refused = this.failures.refuses(record);
-          if (!bookkeeping(record)) this.publishes.push(Object.assign(record, { body: readBody(record.content), by: 'application' as const }));
-          return refused;
-        },
-        closed: () => undefined,
-      },
-      this.brokerVersion,
-    );
+    const published = (record: PublishRecord) => {
+      const refused = this.failures.refuses(record);
+      if (!bookkeeping(record)) this.publishes.push(Object.assign(record, { body: readBody(record.content), by: 'application' as const }));
+      return refused;
+    };
+    const connection = new MemoryConnection(this.broker, published, this.brokerVersion);
     this.connections.push(connection);
     await Promise.resolve();
     return connection as unknown as ChannelModel;
   }
 }
-
-export type { ConsumeMessage };

@@ -49,11 +49,9 @@ class VirtualTimeout {
 type TimerArg = VirtualTimeout | number | string | undefined | null;
 
 /**
- * Time for the test harness: a clock that moves only when told (`advance`), with its own timers. While installed it
- * stands in for the global timers (`setTimeout`, `setInterval`, `setImmediate` and their `clear*`), `Date` and
- * `performance.now()`, whatever was there before (Node's, or Jest's fake timers), and puts them back on `uninstall()`.
- * Microtasks stay real: between two tasks the clock lets every pending promise settle (a turn of Node's real event
- * loop), so that code that awaits runs as it would.
+ * Time for the test harness: a clock that moves only when told, with its own timers. While installed it stands in for
+ * the global timers, `Date` and `performance.now()` (Node's, or Jest's fake timers). Microtasks stay real: between two
+ * tasks the clock lets every pending promise settle (a turn of Node's real event loop), so that awaiting code runs as it would.
  */
 export class VirtualClock {
   /** Milliseconds since the epoch, as `Date.now()` says while installed. */
@@ -93,10 +91,7 @@ export class VirtualClock {
     return task;
   }
 
-  /**
-   * Tasks due now run without being told, on the next turn of the real event loop: what takes no time (a delivery, a
-   * confirm, a zero-delay timer) happens, and only the passage of time waits for `runUntil`.
-   */
+  /** Tasks due now (a delivery, a zero-delay timer) run by themselves on the next real turn; only time waits for `runUntil`. */
   private runSoon(): void {
     if (this.soon || !this.autoRun) return;
     this.soon = true;
@@ -146,15 +141,12 @@ export class VirtualClock {
     return count;
   }
 
-  /** Lets every pending promise settle: one turn of the real event loop, repeated while tasks due now are run. */
+  /** Lets every pending promise settle: one turn of the real event loop. */
   async flush(): Promise<void> {
     await new Promise<void>((resolve) => realSetImmediate(resolve));
   }
 
-  /**
-   * Runs every task due at or before `until`, in time order, moving the clock to each; then sets the clock to
-   * `until`. Promises settle between tasks. `maxTasks` guards against a timer that re-arms itself at no delay.
-   */
+  /** Runs every task due by `until` in time order, moving the clock to each, then to `until`; `maxTasks` stops a timer re-arming at no delay. */
   async runUntil(until: number, maxTasks = 1_000_000): Promise<number> {
     let ran = 0;
     await this.flush();
@@ -212,13 +204,7 @@ export class VirtualClock {
       const ms = Number(delay);
       return timer(delay, fn, args, Number.isFinite(ms) && ms >= 1 ? ms : 1);
     });
-    define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => {
-      if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
-      return new VirtualTimeout(
-        this,
-        this.schedule(0, () => (fn as (...a: unknown[]) => void)(...args)),
-      );
-    });
+    define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => timer(0, fn, args));
     define(g, 'clearTimeout', clear);
     define(g, 'clearInterval', clear);
     define(g, 'clearImmediate', clear);
