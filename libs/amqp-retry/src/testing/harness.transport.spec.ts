@@ -1,4 +1,4 @@
-import { Controller, Injectable, Module } from '@nestjs/common';
+import { Controller, Injectable, Module, type INestApplicationContext } from '@nestjs/common';
 import { ClientsModule, Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { RetryEngine } from '../engine/retry.engine.js';
@@ -55,9 +55,14 @@ describe('the test harness with the transport and delayed publishing', () => {
   let harness: RetryHarness;
 
   beforeAll(async () => {
-    harness = await RetryHarness.start(ShopModule, {
-      microservices: (app) => [new RetryServer({ queue: QUEUE, delays: ['1s'], engine: app.get(RetryEngine) })],
-    });
+    // `microservices` written as a method, as an object of the test's own: the harness calls it with its `this`.
+    const setup = {
+      queue: QUEUE,
+      microservices(app: INestApplicationContext) {
+        return [new RetryServer({ queue: this.queue, delays: ['1s'], engine: app.get(RetryEngine) })];
+      },
+    };
+    harness = await RetryHarness.start(ShopModule, setup);
   });
 
   afterAll(async () => {

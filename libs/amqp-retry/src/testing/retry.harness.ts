@@ -130,11 +130,9 @@ const bookkeeping = (record: PublishRecord) =>
   (record.exchange === '' && (record.routingKey === HANDLER_REGISTRY_QUEUE || record.routingKey.endsWith('.retry.plan')));
 
 /** Connects a hybrid application's microservices and starts them, then the application, as its `main.ts` would. */
-async function startHybrid(
-  app: INestApplication,
-  microservices: NonNullable<RetryHarnessOptions['microservices']>,
-): Promise<INestApplicationContext> {
-  for (const strategy of microservices(app)) app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+async function startHybrid(app: INestApplication, options: RetryHarnessOptions): Promise<INestApplicationContext> {
+  // Called on the options, as given: a `microservices()` written as a method keeps its `this`.
+  for (const strategy of options.microservices?.(app) ?? []) app.connectMicroservice({ strategy }, { inheritAppConfig: true });
   await app.startAllMicroservices();
   return app.init();
 }
@@ -324,22 +322,22 @@ export class RetryHarness {
   }
 
   private async boot(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions): Promise<INestApplicationContext> {
-    const { microservices } = options;
+    const hybrid = options.microservices !== undefined;
     const logger = options.logger ?? (['error'] as LogLevel[]);
     if ('compile' in module && typeof module.compile === 'function') {
       const compiled = await module.compile();
       compiled.useLogger(logger);
       this.observe(compiled);
-      return microservices ? startHybrid(compiled.createNestApplication(), microservices) : compiled.init();
+      return hybrid ? startHybrid(compiled.createNestApplication(), options) : compiled.init();
     }
-    if (!microservices) {
+    if (!hybrid) {
       const context = await NestFactory.createApplicationContext(module as Type<unknown>, { logger, abortOnError: false });
       this.observe(context);
       return context.init();
     }
     const app = await NestFactory.create(module as Type<unknown>, { logger, abortOnError: false });
     this.observe(app);
-    return startHybrid(app, microservices);
+    return startHybrid(app, options);
   }
 
   /** Adds the recorder to the application's engine (before it starts consuming: every delivery is seen). */
