@@ -102,7 +102,7 @@ export class ConfirmPublisher {
     await closeWhenOpen(current?.then((open) => open.channel));
   }
 
-  /** One send of `publish`, once a channel is open. */
+  /** One send of `publish`: at once on the open channel (or in its write line), else once a channel is open. */
   private attempt(publish: Publish): void {
     if (this.closed) return publish.failWith(CLOSED_REASON);
     const open = this.open;

@@ -33,9 +33,10 @@ interface Dependencies {
  * One handler queue's flow: its circuit breaker, its pause (the operator's kill switch) and its rate limit.
  *
  * Open or paused: the consumer is cancelled, so messages wait in the broker; handlers in flight finish, and every
- * delivery not yet handed to the handler is put back (nack with requeue: no attempt is spent). Half-open: exactly
- * `halfOpenCalls` deliveries reach the handler at a time; a failed trial is an ordinary failed attempt. The state is
- * this process's: each instance counts its own calls and decides alone.
+ * delivery not yet handed to the handler is put back (nack with requeue: no attempt is spent). Half-open: the consumer
+ * takes `halfOpenCalls` deliveries at a time (its prefetch) and exactly that many reach the handler; one more waits in
+ * memory for a trial's place, never in a loop. A failed trial is an ordinary failed attempt: the breaker never parks a
+ * message. The state is this process's: each instance counts its own calls and decides alone.
  */
 export class QueueFlowControl {
   private readonly breaker?: CircuitBreakerState;

@@ -147,7 +147,8 @@ export class RetryEngine {
 
   /**
    * Pauses a handler queue in this process (the operator's kill switch): its messages wait in the broker, handlers in
-   * flight finish; it stays paused across reconnections until `resume()`. `by` and `reason` are shown in the log line.
+   * flight finish; it stays paused across reconnections until `resume()`. `by` and `reason` are shown in the log line,
+   * the page and `queueStates()`.
    * @example engine.pause('orders', { by: 'alice', reason: 'payments API down, INC-142' })
    */
   pause(queue: string, who: { by: string; reason?: string }): QueueFlowStatus {

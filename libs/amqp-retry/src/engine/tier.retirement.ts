@@ -69,7 +69,7 @@ export async function takeOverFirstFailures(connection: AmqpConnection, publishe
   // Cut the others, then bind ours: never two bound at once (a first failure would be copied into both). A failure
   // in the moment between would be dropped on classic queues, so all of it runs on one channel, back to back.
   await bindOnlyOurs(connection, names.firstTierExchange, plan.unbindFirst, own[0]);
-  // First tiers bound straight to the first-failure exchange (the topology of releases before the death sort): cut
+  // First tiers bound straight to the first-failure exchange (a topology without the death sort): cut
   // them only now that ours takes first failures through the sort, so that none falls between the two.
   await unbindDirectFirstTiers(connection, names.firstFailureExchange, [...new Set([...plan.unbindFirst, own[0]])]);
 

@@ -103,7 +103,9 @@ function renewEvery(store: IdempotencyStore, key: string, token: string, claimTt
 
 /**
  * Records the key as handled, trying again with backoff for up to claimTtl (while the claim keeps other copies away);
- * then gives up, and the message is acked all the same: its work is done. Never throws.
+ * then gives up, and the message is acked all the same: its work is done. Never throws. It goes on when the delivery's
+ * channel died: its redelivered copy waits on the claim and is acked once it finds the record (stopping here would let
+ * the claim expire and the copy run the handler again).
  */
 async function record(store: IdempotencyStore, key: string, ttlMs: number, claimTtlMs: number, giveUp: (error: unknown) => void) {
   const deadline = Date.now() + claimTtlMs;

@@ -7,8 +7,12 @@ import { RetryRmqContext } from './retry-rmq.context.js';
  * is not an `RpcException` with `{ status: 'error', message: 'Internal server error' }`, so the transport could not
  * tell a `NonRetryableError` from any other failure; with this filter it parks at once.
  *
- * In any other RPC context it answers nothing, so Nest's own handling follows; in HTTP and other contexts it returns
- * the error as a failed stream (Nest 10 and 11 leave such an HTTP request unanswered: docs/transport.md).
+ * A request's caller receives the error as Nest's ClientRMQ expects it.
+ *
+ * In any other RPC context it answers nothing, so Nest's own handling follows (a `@RetryWithBackoff` handler is
+ * retried or parked as without the filter); in HTTP and other contexts it returns the error as a failed stream, which
+ * Nest 12.5 answers as it would without the filter (Nest 10 and 11 leave such an HTTP request unanswered:
+ * docs/transport.md).
  * @example app.useGlobalFilters(new RetryRpcExceptionFilter()) // or @UseFilters(RetryRpcExceptionFilter) on a controller
  */
 @Catch()

@@ -15,8 +15,8 @@ export type ErrorClass = new (...args: any[]) => Error;
 /**
  * Why a message was parked, as written to `x-parked-reason`. `malformed`: its body, `x-death` or delay target headers
  * could not be read; `undeliverable`: a delayed message's target exchange is gone; `redelivery-limit`: a quorum queue
- * delivered it REDELIVERY_LIMIT times unsettled; `no-handler`: no transport handler takes its pattern; `expired`,
- * `maxlen`: its queue's TTL or length limit took it.
+ * delivered it REDELIVERY_LIMIT times unsettled; `no-handler`: no transport handler takes its pattern; `expired`: its
+ * own `expiration` or its queue's message TTL ran out; `maxlen`: its queue's length limit pushed it out or refused it.
  */
 export type ParkReason = 'exhausted' | 'non-retryable' | 'malformed' | 'undeliverable' | 'redelivery-limit' | 'no-handler' | 'expired' | 'maxlen';
 

@@ -32,8 +32,9 @@ export interface RetryContextBase {
   /** The broker's `x-death` entries, parsed. */
   deaths: XDeath[];
   /**
-   * Aborts when the delivery can no longer be settled (its channel was lost) or `app.close()`'s shutdown timeout has
-   * passed: pass it to fetch, database drivers and the like so that a long handler stops early.
+   * Aborts when the delivery can no longer be settled (its channel or connection was lost: the broker redelivers the
+   * message) or when `app.close()`'s shutdown timeout has passed. Pass it to fetch, database drivers and the like so
+   * that a long handler stops early.
    */
   signal: AbortSignal;
 }

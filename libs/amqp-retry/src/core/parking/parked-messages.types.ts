@@ -216,7 +216,7 @@ export interface EditReplayOptions {
 /**
  * Where ParkedMessages connects, and which handler queues it may see and act on. One made with `connect()` sees the
  * queues named here (at least one of `queues`, `application` and `wholeVhost`); RetryModule's sees its application's.
- * Naming a queue outside the scope throws ParkedScopeError.
+ * Naming a queue outside the scope throws ParkedScopeError, and nothing is read or changed.
  */
 export interface ParkedMessagesOptions {
   /** amqp(s):// URL, or the nodes of a cluster comma-separated (the first that answers). Default: AMQP_URL, else amqp://guest:guest@localhost:5672. */
