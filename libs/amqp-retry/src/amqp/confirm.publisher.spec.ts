@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { AmqpConnection } from './amqp.connection.js';
 import { ConfirmPublisher } from './confirm.publisher.js';
+import type { PublishError } from '../errors/publish.error.js';
 
 type Callback = (error: unknown) => void;
 
@@ -234,6 +235,24 @@ describe('ConfirmPublisher on a channel that closes, fills and drains as amqplib
     await until(() => channels[1]?.published.length === 2);
     channels[1].confirmAll();
     expect(await outcomes).toEqual([expect.stringContaining("no exchange 'gone'"), 'ok', 'ok']);
+    await publisher.close();
+  });
+
+  it("gives a neighbour up at its deadline without the 404's code: the refusal was another publish's, not its own", async () => {
+    const { connection, channels } = amqplibLike();
+    const publisher = new ConfirmPublisher(connection, { ...limits, timeoutMs: 50 });
+    const bad = publisher.publish('gone', 'k', Buffer.from('x'));
+    const good = publisher.publish('', 'q', Buffer.from('1'));
+    const outcomes = Promise.allSettled([bad, good]);
+    await until(() => channels[0]?.published.length === 2);
+    await new Promise((resolve) => setTimeout(resolve, 80)); // past the good publish's deadline
+    channels[0].shut('gone');
+    const [badResult, goodResult] = await outcomes;
+    expect(badResult.status === 'rejected' && (badResult.reason as PublishError).brokerCode).toBe(404);
+    expect(goodResult.status).toBe('rejected');
+    const error = (goodResult as PromiseRejectedResult).reason as PublishError;
+    expect(error.message).toContain('the channel closed before the broker confirmed it');
+    expect(error.brokerCode).toBeUndefined(); // an outbox row or a delayed message is then tried again, not parked as refused
     await publisher.close();
   });
 

@@ -185,9 +185,11 @@ export class ConfirmPublisher {
         const verdict = publishOutcomeAfterClose(close, exchange, publish.content.length);
         if (verdict.action === 'fail') return publish.reject(new PublishError(exchange, routingKey, verdict.reason, verdict.code));
         publish.lastClose = `the channel closed before the broker confirmed it (${outcome.reason ?? 'connection lost'})`;
+        // Given up without the close's code: it was about another publish (or none), and a 404 or 403 here would make
+        // this one look refused (an outbox row parked, a target taken for missing).
         if (close.exchange === undefined && close.maxMessageSize === undefined && ++publish.sends > MAX_SENDS)
-          return publish.reject(new PublishError(exchange, routingKey, `${publish.lastClose}, ${MAX_SENDS} times`, outcome.code));
-        if (Date.now() >= publish.deadline) return publish.reject(new PublishError(exchange, routingKey, publish.lastClose, outcome.code));
+          return publish.reject(new PublishError(exchange, routingKey, `${publish.lastClose}, ${MAX_SENDS} times`));
+        if (Date.now() >= publish.deadline) return publish.reject(new PublishError(exchange, routingKey, publish.lastClose));
         // Sent again once the close has run its course: amqplib fails a closing channel's publishes from its own
         // 'close' listener, before ours forgets the channel (and before the connection's close, if it goes too).
         queueMicrotask(() => this.attempt(publish));
