@@ -1,4 +1,4 @@
-import { getSettled } from '../amqp/channel-get.settler.js';
+import { getAll, getSettled } from '../amqp/channel-get.settler.js';
 import type { Channel } from 'amqplib';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } from '../core/topology/retry-plan.record.js';
@@ -33,7 +33,7 @@ async function readRecords(connection: AmqpConnection, planQueue: string): Promi
   const reader = await connection.createChannel('retry plan record');
   try {
     const records = Object.assign([] as RetryPlanRecord[], { messages: 0 });
-    for (let message = await getSettled(reader, planQueue); message; message = await getSettled(reader, planQueue)) {
+    for (const message of await getAll(reader, planQueue)) {
       records.messages++;
       const record = readPlanRecord(message.content);
       if (record) records.push(record);
