@@ -1,16 +1,23 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { planAckFlush } from '../core/delivery/ack.batch.js';
+import { type AckEntry, planAckFlush } from '../core/delivery/ack.batch.js';
+
+/** A delivery as its channel's batcher holds it until it is settled. */
+export interface Unsettled extends AckEntry {
+  readonly message: ConsumeMessage;
+  ready: boolean;
+}
 
 /**
  * Settles one channel's deliveries, the acks of one event-loop turn together (a run of them as one `multiple` ack):
- * one socket write per ack is most of a consumer's CPU cost (bench/README.md). Nacks go out at once.
+ * one socket write per ack is most of a consumer's CPU cost (bench/README.md). Nacks go out at once. Every delivery is
+ * held from its arrival, handled or not, so that no `multiple` ack covers one still in flight.
  *
  * A settlement on a channel that is gone throws in amqplib; it goes to `onDropped`: the broker redelivers the message.
  */
 export class AckBatcher {
-  private outstanding: number[] = [];
-  private readonly ready = new Set<number>();
-  private readonly messages = new Map<number, ConsumeMessage>();
+  /** In delivery order; a flag on each, not a set of tags: a busy consumer pays no hashing per message. */
+  private outstanding: Unsettled[] = [];
+  private readyCount = 0;
   private flushScheduled = false;
 
   constructor(
@@ -18,42 +25,33 @@ export class AckBatcher {
     private readonly onDropped: (error: unknown) => void,
   ) {}
 
-  delivered(message: ConsumeMessage): void {
-    const tag = message.fields.deliveryTag;
-    this.outstanding.push(tag);
-    this.messages.set(tag, message);
+  delivered(delivery: Unsettled): void {
+    this.outstanding.push(delivery);
   }
 
-  ack(message: ConsumeMessage): void {
-    this.ready.add(message.fields.deliveryTag);
+  ack(delivery: Unsettled): void {
+    delivery.ready = true;
+    this.readyCount++;
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(() => this.flush());
   }
 
-  nack(message: ConsumeMessage, requeue: boolean): void {
-    const tag = message.fields.deliveryTag;
-    this.outstanding = this.outstanding.filter((t) => t !== tag);
-    this.messages.delete(tag);
-    this.attempt(() => this.channel.nack(message, false, requeue));
+  nack(delivery: Unsettled, requeue: boolean): void {
+    const at = this.outstanding.indexOf(delivery);
+    if (at >= 0) this.outstanding.splice(at, 1);
+    this.attempt(() => this.channel.nack(delivery.message, false, requeue));
   }
 
   /** Sends the acks now (before the channel closes). */
   flush(): void {
     this.flushScheduled = false;
-    if (this.ready.size === 0) return;
-    const { outstanding, messages } = this;
-    const { multipleUpTo, singles, remaining } = planAckFlush(outstanding, this.ready);
+    if (this.readyCount === 0) return;
+    this.readyCount = 0;
+    const { multipleUpTo, singles, remaining } = planAckFlush(this.outstanding);
     this.outstanding = remaining;
-    if (multipleUpTo !== undefined) {
-      this.attempt(() => this.channel.ack(messages.get(multipleUpTo) as ConsumeMessage, true));
-      for (let i = 0; i < outstanding.length && outstanding[i] <= multipleUpTo; i++) messages.delete(outstanding[i]);
-    }
-    for (const tag of singles) {
-      this.attempt(() => this.channel.ack(messages.get(tag) as ConsumeMessage));
-      messages.delete(tag);
-    }
-    this.ready.clear();
+    if (multipleUpTo !== undefined) this.attempt(() => this.channel.ack(multipleUpTo.message, true));
+    for (const delivery of singles) this.attempt(() => this.channel.ack(delivery.message));
   }
 
   private attempt(settle: () => void): void {

@@ -37,6 +37,7 @@ export class ConsumerDeliveries {
     this.running++;
     subscription.unsettled++;
     const delivery = new Delivery(message, subscription.batcher);
+    subscription.batcher.delivered(delivery);
     subscription.held.add(delivery);
     return delivery;
   }

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { GatePass } from '../core/delivery/delivery.gate.js';
 import type { ConsumerLossEvent } from '../core/connection/consumer-loss.classifier.js';
-import { AckBatcher } from './ack.batcher.js';
+import { AckBatcher, type Unsettled } from './ack.batcher.js';
 
 /** Settles one delivery on the channel that delivered it. */
 export interface Settle {
@@ -50,8 +50,10 @@ export function newSubscription(channel: Channel, careful: boolean, dropped: (su
 }
 
 /** One delivery, settled on the channel that delivered it. */
-export class Delivery implements Settle {
+export class Delivery implements Settle, Unsettled {
   readonly at = Date.now();
+  /** Acked by its handler, the ack not sent yet (the batcher's flag). */
+  ready = false;
   /** Settled once: a second settlement of a delivery tag would make the broker close the channel. */
   private settled = false;
 
@@ -63,13 +65,13 @@ export class Delivery implements Settle {
   ack(): void {
     if (this.settled) return;
     this.settled = true;
-    this.batcher.ack(this.message);
+    this.batcher.ack(this);
   }
 
   nack(requeue: boolean): void {
     if (this.settled) return;
     this.settled = true;
-    this.batcher.nack(this.message, requeue);
+    this.batcher.nack(this, requeue);
   }
 
   /** Gives the delivery back before its handler is done (whose settlement then counts for nothing). */

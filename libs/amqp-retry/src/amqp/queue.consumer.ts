@@ -278,9 +278,9 @@ export class QueueConsumer {
   /** `carefully`: delivered by a consumer at prefetch 1, whose deliveries tell whether the suspects are through. */
   private track(subscription: Subscription, message: ConsumeMessage | null, carefully: boolean): void {
     if (message === null) return this.onCancelled(subscription);
-    subscription.batcher.delivered(message);
     const { phase } = this.state;
-    if (phase === 'handing-over') return; // the channel's close requeues it
+    // The channel's close requeues it; held unhandled meanwhile, so that no multiple ack covers it.
+    if (phase === 'handing-over') return subscription.batcher.delivered({ message, ready: false });
     const suspect = this.options.isSuspect?.(message) ?? false;
     const delivery = this.deliveries.take(subscription, message);
     // After counting it: the change of pace waits until the channel holds no delivery, this one included.
