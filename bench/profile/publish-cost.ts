@@ -4,8 +4,8 @@
 // help?" on a busy machine, where msg/s says little:
 //   node bench/dist/profile/publish-cost.js ours|raw|raw-props [messages] [flood]
 //   PUBLISH_COST_PROF=/tmp/ours.cpuprofile node bench/dist/profile/publish-cost.js ours   # then summarize-profile.js
-//   valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file=/tmp/cg.%p \
-//     node bench/dist/profile/publish-cost.js ours 5000      # then callgrind_annotate /tmp/cg.<pid> | head
+//   CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/cg.%p \
+//     node bench/dist/profile/publish-cost.js ours 5000      # then grep ^totals /tmp/cg.<pid>, divided by 5,000
 // A warm-up window of the same size goes first (JIT), then the measured one: at most 1,000 awaiting their confirm,
 // as the publish scenario; with `flood`, every publish called at once (peak RSS above the start is printed too).
 import { execFile } from 'node:child_process';
