@@ -1,4 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
+import { throwError } from 'rxjs';
 import { resolveHandlerConfig, type HandlerConfig } from '../core/config/handler.config.js';
 import { resolveModuleConfig } from '../core/config/module.config.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
@@ -68,6 +69,20 @@ describe('the handler chain', () => {
     const invoke = handlerChain(partsOf(config), async () => void calls.push('call'));
     await invoke({}, contextOf(message({ 'x-key': 'a' })));
     expect(calls).toEqual(['claim', 'call', 'record']);
+  });
+
+  it('the steps see a call end once its Observable answer is read: one that errors is no success to record', async () => {
+    const calls: string[] = [];
+    const tracking: IdempotencyStore = {
+      ...store,
+      claim: async () => (calls.push('claim'), 'claimed'),
+      release: async () => void calls.push('release'),
+      markHandled: async () => void calls.push('record'),
+    } as unknown as IdempotencyStore;
+    const config = configOf({ idempotency: { store: tracking } });
+    const invoke = handlerChain(partsOf(config), async () => throwError(() => new Error('down')));
+    await expect(invoke({}, contextOf(message()))).rejects.toThrow('down');
+    expect(calls).toEqual(['claim', 'release']);
   });
 
   it('without steps, the call is the handler itself', () => {

@@ -2,7 +2,15 @@ import type { DeliveryHandler } from '../amqp/queue.consumer.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
-import type { DeliveryRoute, DeliveryRouter, HandlerInvoker, Middleware, PolicyOf, RetryPolicy } from '../pipeline/delivery.contracts.js';
+import {
+  answerOf,
+  type DeliveryRoute,
+  type DeliveryRouter,
+  type HandlerInvoker,
+  type Middleware,
+  type PolicyOf,
+  type RetryPolicy,
+} from '../pipeline/delivery.contracts.js';
 import { DeliveryPipeline } from '../pipeline/delivery.pipeline.js';
 import { idempotencyStep } from '../pipeline/idempotency.step.js';
 import { inboxStep } from '../pipeline/inbox.step.js';
@@ -61,10 +69,15 @@ const scopeOf = (config: HandlerConfig): string => config.partitionOf?.queue ?? 
 /** The names of the steps around the call that apply to a queue, outermost first (for tests). */
 export const handlerStepNames = (parts: ChainParts): string[] => HANDLER_STEPS.filter(({ step }) => step(parts)).map(({ name }) => name);
 
-/** `call` with the steps that apply around it, in HANDLER_STEPS's order. */
+/**
+ * `call` with the steps that apply around it, in HANDLER_STEPS's order. The steps see the call end once its answer is
+ * read (answerOf); with none, `call` is the chain and the pipeline reads the answer.
+ */
 export function handlerChain(parts: ChainParts, call: HandlerInvoker): HandlerInvoker {
-  let invoke = call;
-  for (let i = HANDLER_STEPS.length - 1; i >= 0; i--) invoke = HANDLER_STEPS[i].step(parts)?.(invoke) ?? invoke;
+  const steps = HANDLER_STEPS.map(({ step }) => step(parts)).filter((step): step is Middleware => step !== undefined);
+  if (steps.length === 0) return call;
+  let invoke: HandlerInvoker = (payload, context) => call(payload, context).then(answerOf);
+  for (let i = steps.length - 1; i >= 0; i--) invoke = steps[i](invoke);
   return invoke;
 }
 

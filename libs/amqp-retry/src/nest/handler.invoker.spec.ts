@@ -16,6 +16,7 @@ import { APP_GUARD, APP_INTERCEPTOR, ExternalContextCreator, NestFactory } from 
 import { map, Observable, of, throwError } from 'rxjs';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import { handlerInvoker } from './handler.invoker.js';
+import { answerOf } from '../pipeline/delivery.contracts.js';
 
 const context = { attempt: 1 } as RetryContext;
 
@@ -105,7 +106,7 @@ describe('handlerInvoker', () => {
     }
   });
 
-  it('awaits an Observable to its last value, returned or resolved, as Nest does; a failing one rejects', async () => {
+  it('awaits an Observable to its last value, returned or resolved (read by answerOf), as Nest does; a failing one rejects', async () => {
     @Injectable()
     class Host {
       observable() {
@@ -127,7 +128,7 @@ describe('handlerInvoker', () => {
     const results: unknown[] = [];
     for (const name of ['observable', 'promisedObservable', 'thenable', 'plain'] as const) {
       const { invoke, close } = await invokerOf(Host, name);
-      results.push(await invoke({}, context));
+      results.push(await answerOf(await invoke({}, context)));
       await close();
     }
     expect(results).toEqual([3, 'b', 'y', 7]);

@@ -57,15 +57,14 @@ export function handlerInvoker(
   return (payload, context) => {
     try {
       const result = method.call(instance, payload, context);
-      // Nest awaits what the method returns (a thenable of any kind), then an Observable to its last value.
-      return isObservable(result) ? lastValueFrom(result) : Promise.resolve(result).then(lastValueIfObservable);
+      // Nest awaits what the method returns (a thenable of any kind), then an Observable to its last value: a resolved
+      // one is read where the call's end is acted on (answerOf), not here.
+      return isObservable(result) ? lastValueFrom(result) : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error);
     }
   };
 }
-
-const lastValueIfObservable = (value: unknown): unknown => (isObservable(value) ? lastValueFrom(value) : value);
 
 /**
  * Nest's context hands back what an exception filter returns as it is (an Observable, a Promise): it is awaited here,

@@ -1,4 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
+import { isObservable, lastValueFrom } from 'rxjs';
 import type { ParkReason } from '../core/delivery/delivery.decision.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { XDeath } from '../core/delivery/x-death.parser.js';
@@ -6,8 +7,15 @@ import type { XDeath } from '../core/delivery/x-death.parser.js';
 // The delivery pipeline's contracts with what surrounds it: the adapters (nest, transport) give it an invoker,
 // a policy or a router; the pipeline's own steps (handled-once, ordered) wrap the invoker.
 
-/** Calls the user's handler (through Nest's context: interceptors, filters). */
+/**
+ * Calls the user's handler (through Nest's context: interceptors, filters). Its promise may resolve to an Observable,
+ * the answer of an async method that Nest would await to its last value: what acts on the call's end reads it with
+ * `answerOf` first (the pipeline, and the chain before its steps), which saves every message a promise reaction.
+ */
 export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
+
+/** A handler's answer as Nest reads it: an Observable to its last value (one that emits nothing fails), else as it is. */
+export const answerOf = (answer: unknown): unknown => (isObservable(answer) ? lastValueFrom(answer) : answer);
 
 /** One step around the handler call, wrapping the invoker `next`; the steps and their order are in engine/delivery.chain.ts. */
 export type Middleware = (next: HandlerInvoker) => HandlerInvoker;

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ConsumeMessage } from 'amqplib';
+import { isObservable, lastValueFrom } from 'rxjs';
 import { decideAfterFailure, decideBeforeHandling, exhaustedBeforeHandling, isExhausted } from '../core/delivery/delivery.decision.js';
 import { movedFirstFailures } from '../core/delivery/first-failure.headers.js';
 import { formatDuration } from '../core/time/duration.reader.js';
@@ -151,23 +152,23 @@ export class DeliveryPipeline {
         error,
       );
     }
-    // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
-    return Promise.resolve(running).then(
-      () => {
-        observed?.handled();
-        if (counter) counter.countHandled(queue, performance.now() - started, message);
-        settle.ack();
-      },
-      (error: unknown) => {
-        // Taken back before its handler was called (the queue stopped while it waited): already in the broker.
-        if (isRecalled(signal)) return;
-        const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
-        const counted = counter && { counter, started }; // made on a failure only: a success allocates nothing for it
-        return inPlace
-          ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed, counted }, inPlace.failure)
-          : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
-      },
-    );
+    const handled = (): void => {
+      observed?.handled();
+      if (counter) counter.countHandled(queue, performance.now() - started, message);
+      settle.ack();
+    };
+    const failed = (error: unknown): Promise<void> | undefined => {
+      // Taken back before its handler was called (the queue stopped while it waited): already in the broker.
+      if (isRecalled(signal)) return;
+      const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
+      const counted = counter && { counter, started }; // made on a failure only: a success allocates nothing for it
+      return inPlace
+        ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed, counted }, inPlace.failure)
+        : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
+    };
+    // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message. An Observable
+    // answer (HandlerInvoker) is read to its end first.
+    return Promise.resolve(running).then((answer) => (isObservable(answer) ? lastValueFrom(answer).then(handled, failed) : handled()), failed);
   }
 
   /** Step 4 after a failure: another attempt through the tiers, or the error queue. */
