@@ -68,7 +68,7 @@ export class ConsumerDeliveries {
 
   /** Runs one delivery's handler; never throws, never rejects. */
   private run(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
-    subscription.passes.add(pass);
+    delivery.pass = pass;
     let running: Promise<void>;
     try {
       running = this.handle(delivery.message, delivery, subscription.abort.signal);
@@ -88,7 +88,7 @@ export class ConsumerDeliveries {
   /** A delivery's handler returned (or its channel died while it waited): its place and counts are free. */
   private finish(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     subscription.held.delete(delivery);
-    subscription.passes.delete(pass);
+    delivery.pass = undefined;
     pass.leave();
     if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();
     if (--this.running === 0) for (const wake of this.idle.splice(0)) wake();

@@ -16,12 +16,10 @@ export interface Subscription {
   channel: Channel;
   batcher: AckBatcher;
   abort: AbortController;
-  /** The gate passes of its handlers running now: detached when the channel dies. */
-  passes: Set<GatePass>;
   /** Its deliveries not settled yet (running or waiting for the gate); `idle` wakes those waiting for none. */
   unsettled: number;
   /** Its deliveries not settled yet, with when each was delivered (for a consumer timeout's log line). */
-  held: Set<Delivery>;
+  held: HeldDeliveries;
   idle: Array<() => void>;
   consumerTag?: string;
   /** Prefetch 1 while suspects are about (quorum): a crash then finds only the suspect unsettled. */
@@ -40,9 +38,8 @@ export function newSubscription(channel: Channel, careful: boolean, dropped: (su
     channel,
     batcher: new AckBatcher(channel, (error) => dropped(subscription, error)),
     abort,
-    passes: new Set(),
     unsettled: 0,
-    held: new Set(),
+    held: new HeldDeliveries(),
     idle: [],
     careful,
   };
@@ -54,6 +51,12 @@ export class Delivery implements Settle, Unsettled {
   readonly at = Date.now();
   /** Acked by its handler, the ack not sent yet (the batcher's flag). */
   ready = false;
+  /** Its place in the gate while its handler runs. */
+  pass?: GatePass;
+  /** Its links in its subscription's HeldDeliveries. */
+  previous?: Delivery;
+  next?: Delivery;
+  listed = false;
   /** Settled once: a second settlement of a delivery tag would make the broker close the channel. */
   private settled = false;
 
@@ -84,7 +87,7 @@ export class Delivery implements Settle, Unsettled {
 export function abortSubscription(subscription: Subscription, reason: string): void {
   if (subscription.abort.signal.aborted) return;
   subscription.abort.abort(new Error(reason));
-  for (const pass of subscription.passes) pass.detach();
+  for (const delivery of subscription.held) delivery.pass?.detach(); // the gate passes of its handlers running now
 }
 
 /** What a subscription knows of a loss of its deliveries, for classifyConsumerLoss. */
@@ -110,4 +113,42 @@ export async function retireSubscription(subscription: Subscription, tag: string
   if (tag) await subscription.channel.cancel(tag).catch(() => undefined);
   for (const delivery of subscription.held) delivery.giveBack();
   await closeSubscription(subscription);
+}
+
+/**
+ * A channel's deliveries not finished yet (running or waiting for the gate), in arrival order: a list through the
+ * deliveries themselves rather than a Set, which would hash each one (a busy consumer's costliest step per message).
+ */
+export class HeldDeliveries implements Iterable<Delivery> {
+  private first?: Delivery;
+  private last?: Delivery;
+
+  add(delivery: Delivery): void {
+    if (delivery.listed) return;
+    delivery.listed = true;
+    delivery.previous = this.last;
+    delivery.next = undefined;
+    if (this.last) this.last.next = delivery;
+    else this.first = delivery;
+    this.last = delivery;
+  }
+
+  delete(delivery: Delivery): void {
+    if (!delivery.listed) return;
+    delivery.listed = false;
+    if (delivery.previous) delivery.previous.next = delivery.next;
+    else this.first = delivery.next;
+    if (delivery.next) delivery.next.previous = delivery.previous;
+    else this.last = delivery.previous;
+    delivery.previous = delivery.next = undefined;
+  }
+
+  /** Each held delivery, oldest first; one deleted meanwhile (its handler finished) does not end the walk. */
+  *[Symbol.iterator](): Iterator<Delivery> {
+    for (let delivery = this.first; delivery !== undefined;) {
+      const next = delivery.next;
+      yield delivery;
+      delivery = delivery.listed ? delivery.next : next;
+    }
+  }
 }
