@@ -6,7 +6,7 @@ import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { IdempotencyStore } from '../core/idempotency/idempotency.store.js';
 import { partitionConfigs } from '../core/partitions/partition.plan.js';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
-import type { RetryPolicy } from '../pipeline/delivery.contracts.js';
+import { answeringUnread, type RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { RetriedInPlace } from '../pipeline/in-place.retry.js';
 import { handlerChain, handlerStepNames, routedChain } from './delivery.chain.js';
 import { QueueFlowControl } from './queue-flow.control.js';
@@ -18,6 +18,14 @@ const store: IdempotencyStore = {
   release: async () => undefined,
   markHandled: async () => undefined,
 } as unknown as IdempotencyStore;
+/** A store that says what it is asked into `calls` ('claim', 'release', 'record'). */
+const trackingStore = (calls: string[]): IdempotencyStore =>
+  ({
+    ...store,
+    claim: async () => (calls.push('claim'), 'claimed'),
+    release: async () => void calls.push('release'),
+    markHandled: async () => void calls.push('record'),
+  }) as unknown as IdempotencyStore;
 const configOf = (options: object): HandlerConfig => resolveHandlerConfig({ queue: 'orders', ...options }, resolveModuleConfig({}, {}), 'A.b');
 const partsOf = (config: HandlerConfig) => ({ config, logger, flow: new QueueFlowControl(config, { logger }) });
 const message = (headers: Record<string, unknown> = {}) =>
@@ -60,12 +68,7 @@ describe('the handler chain', () => {
 
   it('calls the steps in the stated order: ordering waits, idempotency claims, then the call', async () => {
     const calls: string[] = [];
-    const tracking: IdempotencyStore = {
-      ...store,
-      claim: async () => (calls.push('claim'), 'claimed'),
-      markHandled: async () => void calls.push('record'),
-    } as unknown as IdempotencyStore;
-    const config = configOf({ ordering: { key: { header: 'x-key' } }, idempotency: { store: tracking } });
+    const config = configOf({ ordering: { key: { header: 'x-key' } }, idempotency: { store: trackingStore(calls) } });
     const invoke = handlerChain(partsOf(config), async () => void calls.push('call'));
     await invoke({}, contextOf(message({ 'x-key': 'a' })));
     expect(calls).toEqual(['claim', 'call', 'record']);
@@ -73,14 +76,11 @@ describe('the handler chain', () => {
 
   it('the steps see a call end once its Observable answer is read: one that errors is no success to record', async () => {
     const calls: string[] = [];
-    const tracking: IdempotencyStore = {
-      ...store,
-      claim: async () => (calls.push('claim'), 'claimed'),
-      release: async () => void calls.push('release'),
-      markHandled: async () => void calls.push('record'),
-    } as unknown as IdempotencyStore;
-    const config = configOf({ idempotency: { store: tracking } });
-    const invoke = handlerChain(partsOf(config), async () => throwError(() => new Error('down')));
+    const config = configOf({ idempotency: { store: trackingStore(calls) } });
+    const invoke = handlerChain(
+      partsOf(config),
+      answeringUnread(async () => throwError(() => new Error('down'))),
+    );
     await expect(invoke({}, contextOf(message()))).rejects.toThrow('down');
     expect(calls).toEqual(['claim', 'release']);
   });

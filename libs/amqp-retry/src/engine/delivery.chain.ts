@@ -4,6 +4,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import {
   answerOf,
+  answersUnread,
   type DeliveryRoute,
   type DeliveryRouter,
   type HandlerInvoker,
@@ -71,12 +72,12 @@ export const handlerStepNames = (parts: ChainParts): string[] => HANDLER_STEPS.f
 
 /**
  * `call` with the steps that apply around it, in HANDLER_STEPS's order. The steps see the call end once its answer is
- * read (answerOf); with none, `call` is the chain and the pipeline reads the answer.
+ * read (answerOf); with none, `call` is the chain, and the pipeline reads an unread answer.
  */
 export function handlerChain(parts: ChainParts, call: HandlerInvoker): HandlerInvoker {
   const steps = HANDLER_STEPS.map(({ step }) => step(parts)).filter((step): step is Middleware => step !== undefined);
   if (steps.length === 0) return call;
-  let invoke: HandlerInvoker = (payload, context) => call(payload, context).then(answerOf);
+  let invoke: HandlerInvoker = answersUnread(call) ? (payload, context) => call(payload, context).then(answerOf) : call;
   for (let i = steps.length - 1; i >= 0; i--) invoke = steps[i](invoke);
   return invoke;
 }

@@ -16,7 +16,7 @@ import { APP_GUARD, APP_INTERCEPTOR, ExternalContextCreator, NestFactory } from 
 import { map, Observable, of, throwError } from 'rxjs';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import { handlerInvoker } from './handler.invoker.js';
-import { answerOf } from '../pipeline/delivery.contracts.js';
+import { answerOf, answersUnread } from '../pipeline/delivery.contracts.js';
 
 const context = { attempt: 1 } as RetryContext;
 
@@ -128,12 +128,13 @@ describe('handlerInvoker', () => {
     const results: unknown[] = [];
     for (const name of ['observable', 'promisedObservable', 'thenable', 'plain'] as const) {
       const { invoke, close } = await invokerOf(Host, name);
+      expect(answersUnread(invoke)).toBe(true); // read where the call's end is acted on
       results.push(await answerOf(await invoke({}, context)));
       await close();
     }
     expect(results).toEqual([3, 'b', 'y', 7]);
     const { invoke, close } = await invokerOf(Host, 'failing');
-    await expect(invoke({}, context)).rejects.toThrow('from the observable');
+    await expect(invoke({}, context).then(answerOf)).rejects.toThrow('from the observable');
     await close();
   });
 

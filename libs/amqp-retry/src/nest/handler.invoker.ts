@@ -1,6 +1,6 @@
 import type { ExternalContextCreator } from '@nestjs/core';
 import { isObservable, lastValueFrom } from 'rxjs';
-import type { HandlerInvoker } from '../pipeline/delivery.contracts.js';
+import { answeringUnread, type HandlerInvoker } from '../pipeline/delivery.contracts.js';
 
 /** What Nest's context creator asks of its guard, interceptor and filter creators: a `create` per handler. */
 interface EnhancerCreator {
@@ -54,16 +54,15 @@ export function handlerInvoker(
   if (!direct || !none(resolved.guards) || !none(resolved.interceptors) || !noFilters(resolved.filters)) {
     return awaitingAnswers(viaNest as HandlerInvoker);
   }
-  return (payload, context) => {
+  // Nest awaits what the method returns (a thenable of any kind), then an Observable to its last value: the answer is
+  // handed on unread, and read where the call's end is acted on (answeringUnread).
+  return answeringUnread((payload, context) => {
     try {
-      const result = method.call(instance, payload, context);
-      // Nest awaits what the method returns (a thenable of any kind), then an Observable to its last value: a resolved
-      // one is read where the call's end is acted on (answerOf), not here.
-      return isObservable(result) ? lastValueFrom(result) : Promise.resolve(result);
+      return Promise.resolve(method.call(instance, payload, context));
     } catch (error) {
       return Promise.reject(error);
     }
-  };
+  });
 }
 
 /**

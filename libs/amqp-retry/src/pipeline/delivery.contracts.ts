@@ -7,12 +7,23 @@ import type { XDeath } from '../core/delivery/x-death.parser.js';
 // The delivery pipeline's contracts with what surrounds it: the adapters (nest, transport) give it an invoker,
 // a policy or a router; the pipeline's own steps (handled-once, ordered) wrap the invoker.
 
-/**
- * Calls the user's handler (through Nest's context: interceptors, filters). Its promise may resolve to an Observable,
- * the answer of an async method that Nest would await to its last value: what acts on the call's end reads it with
- * `answerOf` first (the pipeline, and the chain before its steps), which saves every message a promise reaction.
- */
+/** Calls the user's handler (through Nest's context: interceptors, filters). */
 export type HandlerInvoker = (payload: unknown, context: RetryContext) => Promise<unknown>;
+
+/**
+ * The mark of an invoker whose promise resolves to the handler's answer unread (the direct call of a method, see
+ * nest/handler.invoker.ts): an Observable, which Nest would await to its last value, is read where the call's end is
+ * acted on (the pipeline, or the chain before its steps) rather than in a promise reaction of its own on every message.
+ */
+const ANSWERS_UNREAD = Symbol('nestjs-amqp-retry.answers-unread');
+
+/** Marks `invoke` as answering unread (see ANSWERS_UNREAD). */
+export function answeringUnread(invoke: HandlerInvoker): HandlerInvoker {
+  return Object.assign(invoke, { [ANSWERS_UNREAD]: true });
+}
+
+/** True for an invoker marked by answeringUnread: what acts on its call's end reads the answer with `answerOf`. */
+export const answersUnread = (invoke: HandlerInvoker): boolean => (invoke as HandlerInvoker & { [ANSWERS_UNREAD]?: true })[ANSWERS_UNREAD] === true;
 
 /** A handler's answer as Nest reads it: an Observable to its last value (one that emits nothing fails), else as it is. */
 export const answerOf = (answer: unknown): unknown => (isObservable(answer) ? lastValueFrom(answer) : answer);

@@ -1,9 +1,11 @@
 import type { ConsumeMessage } from 'amqplib';
-import { of, throwError } from 'rxjs';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { defer, of, throwError } from 'rxjs';
 import { resolveHandlerConfig } from '../core/config/handler.config.js';
 import { resolveModuleConfig } from '../core/config/module.config.js';
 import type { Settle } from '../amqp/queue.consumer.js';
-import type { HandlerInvoker } from './delivery.contracts.js';
+import { ObserverHub } from '../core/observe/observer.hub.js';
+import { answeringUnread, type HandlerInvoker } from './delivery.contracts.js';
 import { DeliveryPipeline } from './delivery.pipeline.js';
 import type { MessageParker, TierRouter } from './park-route.steps.js';
 
@@ -14,8 +16,8 @@ const message = {
   fields: { routingKey: 'orders', exchange: '', deliveryTag: 1, redelivered: false },
 } as unknown as ConsumeMessage;
 
-/** Runs one delivery through a pipeline whose handler call is `invoke`, and answers how it was settled. */
-async function outcomeOf(invoke: HandlerInvoker): Promise<string[]> {
+/** Runs `delivered` through a pipeline whose handler call is `invoke`, and answers how it was settled. */
+async function outcomeOf(invoke: HandlerInvoker, delivered = message, observers?: ObserverHub): Promise<string[]> {
   const outcome: string[] = [];
   const settle: Settle = { ack: () => outcome.push('ack'), nack: (requeue) => outcome.push(requeue ? 'requeue' : 'nack') };
   const tiers = {
@@ -31,40 +33,63 @@ async function outcomeOf(invoke: HandlerInvoker): Promise<string[]> {
     park: { errorQueue: 'orders.error', redeclare: async () => undefined },
     tiers,
     logger,
+    observers,
   });
-  await pipeline.handle(message, settle, new AbortController().signal);
+  await pipeline.handle(delivered, settle, new AbortController().signal);
   return outcome;
 }
 
 describe('the delivery pipeline', () => {
-  it('acks a call that resolves, and one whose Observable answer completes', async () => {
+  it('acks a call that resolves, and one whose unread Observable answer completes', async () => {
     expect(await outcomeOf(async () => 'done')).toEqual(['ack']);
-    expect(await outcomeOf(async () => of(1, 2))).toEqual(['ack']);
+    expect(await outcomeOf(answeringUnread(async () => of(1, 2)))).toEqual(['ack']);
   });
 
-  it('sends a call that rejects, or whose Observable answer errors, on to its tier', async () => {
+  it('sends a call that rejects, or whose unread Observable answer errors, on to its tier', async () => {
     expect(await outcomeOf(async () => Promise.reject(new Error('down')))).toEqual(['tier', 'nack']);
-    expect(await outcomeOf(async () => throwError(() => new Error('down')))).toEqual(['tier', 'nack']);
+    expect(await outcomeOf(answeringUnread(async () => throwError(() => new Error('down'))))).toEqual(['tier', 'nack']);
+  });
+
+  it('reads an answer once: an invoker that read its own hands on a value, even an Observable one, that is not read again', async () => {
+    expect(await outcomeOf(async () => throwError(() => new Error('not read')))).toEqual(['ack']);
+  });
+
+  it('fails a call whose answer throws when looked at, as a throw from the handler', async () => {
+    // Not a thenable (`then` reads as undefined), so it resolves as the answer; any other property throws.
+    const hostile = new Proxy(
+      {},
+      {
+        get: (_target, key) => {
+          if (key === 'then') return undefined;
+          throw new Error(`no such property: ${String(key)}`);
+        },
+      },
+    );
+    expect(await outcomeOf(answeringUnread(async () => hostile))).toEqual(['tier', 'nack']);
+  });
+
+  it("reads an Observable answer inside the observers' scope (a trace's span covers what it does)", async () => {
+    const span = new AsyncLocalStorage<string>();
+    const observers = new ObserverHub([{ deliveryStarted: () => ({ run: (fn) => span.run('consumer span', fn) }) }], logger);
+    let seen: string | undefined;
+    const answer = defer(() => {
+      seen = span.getStore();
+      return of('sent');
+    });
+    expect(
+      await outcomeOf(
+        answeringUnread(async () => answer),
+        message,
+        observers,
+      ),
+    ).toEqual(['ack']);
+    expect(seen).toBe('consumer span');
   });
 
   it('parks a body it cannot read without calling the handler', async () => {
     let called = false;
     const unreadable = { ...message, content: Buffer.from('{not json') } as ConsumeMessage;
-    const outcome: string[] = [];
-    const settle: Settle = { ack: () => outcome.push('ack'), nack: () => outcome.push('nack') };
-    const parker = { park: async () => void outcome.push('park') } as unknown as MessageParker;
-    const config = resolveHandlerConfig({ queue: 'orders' }, resolveModuleConfig({}, {}), 'A.b');
-    const tiers = {} as TierRouter;
-    const invoke: HandlerInvoker = async () => void (called = true);
-    const pipeline = new DeliveryPipeline({
-      config,
-      invoke,
-      parker,
-      park: { errorQueue: 'orders.error', redeclare: async () => undefined },
-      tiers,
-      logger,
-    });
-    await pipeline.handle(unreadable, settle, new AbortController().signal);
+    const outcome = await outcomeOf(async () => void (called = true), unreadable);
     expect({ called, outcome }).toEqual({ called: false, outcome: ['park'] });
   });
 });

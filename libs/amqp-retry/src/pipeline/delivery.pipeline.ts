@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ConsumeMessage } from 'amqplib';
-import { isObservable, lastValueFrom } from 'rxjs';
+import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import { decideAfterFailure, decideBeforeHandling, exhaustedBeforeHandling, isExhausted } from '../core/delivery/delivery.decision.js';
 import { movedFirstFailures } from '../core/delivery/first-failure.headers.js';
 import { formatDuration } from '../core/time/duration.reader.js';
@@ -12,7 +12,7 @@ import type { XDeath } from '../core/delivery/x-death.parser.js';
 import { DeliveryObservation } from '../core/observe/delivery.observation.js';
 import type { DeliveryCounter, ObserverHub } from '../core/observe/observer.hub.js';
 import type { Settle } from '../amqp/queue.consumer.js';
-import type { DeliveryRouter, HandlerInvoker, RetryPolicy } from './delivery.contracts.js';
+import { answerOf, answersUnread, type DeliveryRouter, type HandlerInvoker, type RetryPolicy } from './delivery.contracts.js';
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
@@ -64,6 +64,9 @@ export class DeliveryPipeline {
   private readonly observers?: ObserverHub;
   private readonly returns?: OwnReturns;
 
+  /** The invoker hands the handler's answer on unread (answersUnread): an Observable is read here. */
+  private readonly answersUnread: boolean;
+
   constructor(parts: DeliveryPipelineParts) {
     ({
       config: this.config,
@@ -76,6 +79,7 @@ export class DeliveryPipeline {
       observers: this.observers,
       returns: this.returns,
     } = parts);
+    this.answersUnread = answersUnread(parts.invoke);
   }
 
   /** Not async itself: the usual delivery (decoded, handled, acked) costs one promise reaction, not an async frame. */
@@ -141,8 +145,14 @@ export class DeliveryPipeline {
     const counter = hub?.counter; // the heartbeat's: two clock reads, no event
     const started = counter ? performance.now() : 0;
     let running: Promise<unknown>;
+    let unread = this.answersUnread;
     try {
-      running = observed?.scope ? observed.run(() => invoke(payload, context)) : invoke(payload, context);
+      if (observed?.scope) {
+        // An answer is read within the observers' scope too: a trace's span covers what an Observable answer does.
+        const read = unread;
+        running = observed.run(() => (read ? invoke(payload, context).then(answerOf) : invoke(payload, context)));
+        unread = false;
+      } else running = invoke(payload, context);
     } catch (error) {
       return this.failedStep(
         message,
@@ -166,9 +176,8 @@ export class DeliveryPipeline {
         ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed, counted }, inPlace.failure)
         : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
     };
-    // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message. An Observable
-    // answer (HandlerInvoker) is read to its end first.
-    return Promise.resolve(running).then((answer) => (isObservable(answer) ? lastValueFrom(answer).then(handled, failed) : handled()), failed);
+    // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
+    return Promise.resolve(running).then(unread ? (answer) => settleAnswer(answer, handled, failed) : handled, failed);
   }
 
   /** Step 4 after a failure: another attempt through the tiers, or the error queue. */
@@ -206,4 +215,18 @@ export class DeliveryPipeline {
   private parkStep(message: ConsumeMessage, settle: Settle, details: ParkDetails, signal: AbortSignal): Promise<void> {
     return this.parker.park(message, settle, this.park, details, signal);
   }
+}
+
+/**
+ * Settles a call by its unread answer: an Observable (as Nest reads one) is read to its end first. An answer that
+ * throws when looked at (a hostile Proxy) fails the call, as a throw from the handler would.
+ */
+function settleAnswer(answer: unknown, handled: () => void, failed: (error: unknown) => Promise<void> | undefined): Promise<void> | void {
+  let observable: boolean;
+  try {
+    observable = isObservable(answer);
+  } catch (error) {
+    return failed(error);
+  }
+  return observable ? lastValueFrom(answer as Observable<unknown>).then(handled, failed) : handled();
 }
