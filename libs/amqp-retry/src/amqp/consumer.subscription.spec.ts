@@ -32,7 +32,7 @@ describe('HeldDeliveries', () => {
     expect(tags(held)).toEqual([2]);
   });
 
-  it('walks on past a delivery deleted while the walk stands on it', () => {
+  it('walks the deliveries held when the walk began, whatever the walk deletes', () => {
     const held = new HeldDeliveries();
     const all = [1, 2, 3].map(deliveryOf);
     for (const delivery of all) held.add(delivery);

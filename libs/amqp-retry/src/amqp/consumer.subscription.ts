@@ -143,12 +143,10 @@ export class HeldDeliveries implements Iterable<Delivery> {
     delivery.previous = delivery.next = undefined;
   }
 
-  /** Each held delivery, oldest first; one deleted meanwhile (its handler finished) does not end the walk. */
-  *[Symbol.iterator](): Iterator<Delivery> {
-    for (let delivery = this.first; delivery !== undefined;) {
-      const next = delivery.next;
-      yield delivery;
-      delivery = delivery.listed ? delivery.next : next;
-    }
+  /** Each delivery held when the walk begins, oldest first (the rare walks: a lost channel, a stop, a log line). */
+  [Symbol.iterator](): Iterator<Delivery> {
+    const all: Delivery[] = [];
+    for (let delivery = this.first; delivery !== undefined; delivery = delivery.next) all.push(delivery);
+    return all[Symbol.iterator]();
   }
 }
