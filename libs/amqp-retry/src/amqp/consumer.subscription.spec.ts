@@ -1,6 +1,6 @@
-import type { ConsumeMessage } from 'amqplib';
+import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AckBatcher } from './ack.batcher.js';
-import { Delivery, HeldDeliveries } from './consumer.subscription.js';
+import { abortSubscription, Delivery, HeldDeliveries, newSubscription } from './consumer.subscription.js';
 
 const deliveryOf = (tag: number) => new Delivery({ fields: { deliveryTag: tag } } as ConsumeMessage, {} as AckBatcher);
 const tags = (held: HeldDeliveries) => [...held].map((d) => d.message.fields.deliveryTag);
@@ -43,5 +43,21 @@ describe('HeldDeliveries', () => {
     }
     expect(seen).toEqual([1, 2, 3]);
     expect(tags(held)).toEqual([]);
+  });
+});
+
+describe('abortSubscription', () => {
+  it('aborts the signal and detaches the gate pass of each held delivery that runs, once', () => {
+    const subscription = newSubscription({} as Channel, false, () => undefined);
+    const detached: number[] = [];
+    const [running, waiting, other] = [1, 2, 3].map(deliveryOf);
+    for (const delivery of [running, waiting, other]) subscription.held.add(delivery);
+    running.pass = { leave: () => undefined, detach: () => void detached.push(1) };
+    other.pass = { leave: () => undefined, detach: () => void detached.push(3) };
+    abortSubscription(subscription, 'the channel closed');
+    abortSubscription(subscription, 'again');
+    expect(subscription.abort.signal.aborted).toBe(true);
+    expect((subscription.abort.signal.reason as Error).message).toBe('the channel closed');
+    expect(detached).toEqual([1, 3]);
   });
 });
