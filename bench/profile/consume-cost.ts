@@ -70,8 +70,9 @@ try {
   const elapsed = performance.now() - started;
   await collect(false);
   console.log(
-    `${which}: ${messages} messages consumed, ${((used.user + used.system) / messages).toFixed(1)} µs CPU each (the publisher's ` +
-      `process apart), ${((messages / elapsed) * 1000).toFixed(0)} msg/s`,
+    `${which}: ${messages} messages consumed, ${((used.user + used.system) / messages).toFixed(1)} µs CPU each (user ` +
+      `${(used.user / messages).toFixed(1)}, system ${(used.system / messages).toFixed(1)}; the publisher's process apart), ` +
+      `${((messages / elapsed) * 1000).toFixed(0)} msg/s`,
   );
 } finally {
   await running.stop();
