@@ -288,6 +288,30 @@ describe('QueueConsumer', () => {
     expect(log.slice(8)).toEqual(['#1 cancel c2', '#1 prefetch 1', '#1 consume c3']); // 3 and 4 were never acked here
   });
 
+  it('a delivery whose suspicion cannot be told is taken and run alone as a suspect, never left for a multiple ack to cover', async () => {
+    const { consumer, log, calls, channels } = setUp({
+      isSuspect: (message) => {
+        if (message.fields.deliveryTag === 2) throw new Error('unreadable headers');
+        return false;
+      },
+    });
+    await consumer.start();
+    channels[0].deliver(1);
+    channels[0].deliver(2);
+    channels[0].deliver(3);
+    await turns();
+    expect(calls.map((call) => call.tag)).toEqual([1]); // 2 waits to run alone, 3 behind it
+    calls[0].settle.ack();
+    calls[0].done();
+    await turns();
+    expect(calls.map((call) => call.tag)).toEqual([1, 2]);
+    expect(log.filter((line) => line.includes('ack'))).toEqual(['#1 ack 1']); // 2 unsettled: no ack covers it
+    calls[1].settle.ack();
+    calls[1].done();
+    await turns();
+    expect(calls.map((call) => call.tag)).toEqual([1, 2, 3]);
+  });
+
   it("resumes at once on a fresh channel after the broker's consumer timeout closed the channel", async () => {
     const { consumer, log, lines, events, channels, calls } = setUp();
     await consumer.start();

@@ -281,12 +281,21 @@ export class QueueConsumer {
     const { phase } = this.state;
     // The channel's close requeues it; held unhandled meanwhile, so that no multiple ack covers it.
     if (phase === 'handing-over') return subscription.batcher.delivered({ message, ready: false });
-    const suspect = this.options.isSuspect?.(message) ?? false;
-    const delivery = this.deliveries.take(subscription, message);
+    const delivery = this.deliveries.take(subscription, message); // first: a delivery not taken could be covered by a multiple ack
+    const suspect = this.suspect(message);
     // After counting it: the change of pace waits until the channel holds no delivery, this one included.
     const careful = paceAfterDelivery(suspect, subscription.careful, carefully);
     if (careful !== undefined && !isFinishing(phase)) this.changePace(subscription, careful);
     this.deliveries.admit(subscription, delivery, suspect);
+  }
+
+  /** Whether a delivery may crash its handler's process; one that cannot be told is treated as one that may. */
+  private suspect(message: ConsumeMessage): boolean {
+    try {
+      return this.options.isSuspect?.(message) ?? false;
+    } catch {
+      return true;
+    }
   }
 
   /**
