@@ -8,7 +8,8 @@ import { partitionConfigs } from '../core/partitions/partition.plan.js';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 import { answeringUnread, type RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { RetriedInPlace } from '../pipeline/in-place.retry.js';
-import { handlerChain, handlerStepNames, routedChain } from './delivery.chain.js';
+import { deliveryChain, handlerChain, handlerStepNames, routedChain } from './delivery.chain.js';
+import type { MessageParker, TierRouter } from '../pipeline/park-route.steps.js';
 import { QueueFlowControl } from './queue-flow.control.js';
 
 const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
@@ -133,5 +134,41 @@ describe('the routed chain on a partition that retries in place', () => {
     expect((failure as RetriedInPlace).attempt).toBe(2);
     expect(attempts).toEqual([1, 2]); // the queue's 5 attempts and 1 s delay would still be waiting
     expect(Date.now() - started).toBeLessThan(500);
+  });
+
+  it('a pause while a request runs, or while a delivery is parked unread, takes neither back: each is settled once, here', async () => {
+    const config = configOf({ ordering: { key: { header: 'x-key' } } }); // something waits before the handler
+    const flow = new QueueFlowControl(config, { logger });
+    const settled: string[] = [];
+    let endRequest!: () => void;
+    let endPark!: () => void;
+    const parker = {
+      park: (_m: ConsumeMessage, settle: { ack(): void }) => new Promise<void>((resolve) => (endPark = resolve)).then(() => settle.ack()),
+    } as unknown as MessageParker;
+    const handle = deliveryChain({
+      config,
+      invoke: async () => undefined,
+      router: (payload) =>
+        (payload as { request?: boolean }).request
+          ? { kind: 'once', run: () => new Promise<void>((resolve) => (endRequest = resolve)) }
+          : { kind: 'park', reason: 'no-handler', error: new Error('no handler for this pattern') },
+      flow,
+      parker,
+      park: { errorQueue: 'orders.error', redeclare: async () => undefined },
+      tiers: {} as TierRouter,
+      logger,
+    });
+    const delivered = (n: number, body: object) =>
+      ({ ...message(), content: Buffer.from(JSON.stringify(body)), fields: { routingKey: 'k', exchange: 'e', deliveryTag: n } }) as ConsumeMessage;
+    const settle = (n: number) => ({ ack: () => settled.push(`ack ${n}`), nack: (requeue: boolean) => settled.push(`nack ${n} ${requeue}`) });
+    const signal = new AbortController().signal;
+    const request = handle(delivered(1, { request: true }), settle(1), signal);
+    const parked = handle(delivered(2, { pattern: 'unknown' }), settle(2), signal);
+    await new Promise((resolve) => setImmediate(resolve));
+    flow.pause('ops');
+    endRequest();
+    endPark();
+    await Promise.all([request, parked]);
+    expect(settled.sort()).toEqual(['ack 1', 'ack 2']);
   });
 });

@@ -101,7 +101,7 @@ export function deliveryChain(parts: DeliveryChainParts): DeliveryHandler {
   const { config, logger, flow, router } = parts;
   const routed = router && routedChain({ config, logger, flow }, router);
   const invoke = routed ? routed.invoke : handlerChain({ config, logger, flow }, parts.invoke);
-  const pipeline = new DeliveryPipeline({ ...parts, invoke, router: routed?.router, returns: flow.returns });
+  const pipeline = new DeliveryPipeline({ ...parts, invoke, router: routed?.router, returns: flow.returns, handOver: flow.handOver() });
   return flow.gate(pipeline.handle);
 }
 

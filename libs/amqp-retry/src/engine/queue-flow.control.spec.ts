@@ -77,7 +77,7 @@ describe('QueueFlowControl', () => {
         (error) => !(error instanceof NonRetryableError),
       );
       const handle = (m: ConsumeMessage) =>
-        invoke({}, { message: m } as RetryContext).then(
+        invoke({}, { message: m, signal } as RetryContext).then(
           () => undefined,
           () => undefined,
         );
@@ -118,7 +118,7 @@ describe('QueueFlowControl', () => {
         () => true,
       );
       const handle = (m: ConsumeMessage, s: { ack(): void }) =>
-        invoke(m.fields.deliveryTag, { message: m } as RetryContext).then(
+        invoke(m.fields.deliveryTag, { message: m, signal } as RetryContext).then(
           () => s.ack(),
           () => undefined,
         );
@@ -203,5 +203,25 @@ describe('QueueFlowControl', () => {
     await waiting;
     expect(settled).toEqual(['nack 7 true']);
     expect(flow.returns.isEmpty).toBe(false);
+  });
+
+  it('a delivery taken back by a pause is no outcome for the breaker: the circuit stays closed, the queue runs on resume', async () => {
+    const { flow, settle, signal, settled } = flowOf({ ordering: { key: () => 'k' }, circuitBreaker: { consecutiveFailures: 1 } });
+    let calls = 0;
+    const invoke = counted(
+      flow,
+      async () => void calls++,
+      () => true,
+    );
+    // Waits (as for its key's turn) until the pause takes it back, then goes on to the call, which hand-over refuses.
+    const handle = async (m: ConsumeMessage, _s: unknown, sig: AbortSignal) => {
+      await new Promise<void>((resolve) => sig.addEventListener('abort', () => resolve(), { once: true }));
+      await invoke(1, { message: m, signal: sig, attempt: 1 } as RetryContext).catch(() => undefined);
+    };
+    const waiting = flow.gate(handle)(message(1), settle(1), signal);
+    flow.pause('ops');
+    await waiting;
+    expect({ calls, settled }).toEqual({ calls: 0, settled: ['nack 1 true'] });
+    expect(flow.resume('ops')).toMatchObject({ state: 'running', circuit: 'closed' });
   });
 });

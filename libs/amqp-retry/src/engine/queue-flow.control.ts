@@ -13,6 +13,7 @@ import { RateLimitGate } from './rate-limit.gate.js';
 import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { brokerDeliveryCount } from '../core/delivery/delivery.count.js';
 import { QUORUM_DELIVERY_LIMIT } from '../core/delivery/delivery.decision.js';
+import { isRecalled } from '../core/delivery/delivery.recall.js';
 import { WaitingDeliveries, waitsBeforeHandler } from './waiting.deliveries.js';
 
 export type { QueueFlowStatus } from '../core/breaker/queue.state.js';
@@ -100,6 +101,15 @@ export class QueueFlowControl {
     return waiting && ((next) => waiting.handing(next));
   }
 
+  /**
+   * The hand-over of a delivery settled without its handler (parked before it, a request, a failure before the call):
+   * false when a stop took it back already. Absent when nothing waits before the handler.
+   */
+  handOver(): ((message: ConsumeMessage, signal: AbortSignal) => boolean) | undefined {
+    const waiting = this.waiting;
+    return waiting && ((message, signal) => waiting.handOver(message, signal));
+  }
+
   /** The breaker step: counts the call's outcome into the breaker, a failure by its delivery's policy. Absent without a breaker. */
   breakerStep(policyOf: PolicyOf): Middleware | undefined {
     const breaker = this.breaker;
@@ -120,6 +130,8 @@ export class QueueFlowControl {
           return value;
         },
         (error: unknown) => {
+          // Taken back by a stop before its handler was called: no call happened, so there is no outcome to count.
+          if (isRecalled(context.signal)) throw error;
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
           const retryable = policyOf(context).isRetryable(error);
           if (countsAsOutage(error, retryable, countsAsFailure)) {

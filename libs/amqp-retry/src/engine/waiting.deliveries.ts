@@ -49,11 +49,17 @@ export class WaitingDeliveries {
 
   /** The handler's own invoker: a delivery that reaches it is handed over (no longer recalled); a recalled one is refused. */
   handing(invoke: HandlerInvoker): HandlerInvoker {
-    return (payload, context) => {
-      if (isRecalled(context.signal)) return Promise.reject(context.signal.reason);
-      this.waiting.delete(context.message);
-      return invoke(payload, context);
-    };
+    return (payload, context) => (this.handOver(context.message, context.signal) ? invoke(payload, context) : Promise.reject(context.signal.reason));
+  }
+
+  /**
+   * Hands a delivery over to what settles it without its handler (a park, a move to a tier, a request's run): it is no
+   * longer recalled. False when it was recalled already: it is back in the broker, and nothing may settle it here.
+   */
+  handOver(message: ConsumeMessage, signal: AbortSignal): boolean {
+    if (isRecalled(signal)) return false;
+    this.waiting.delete(message);
+    return true;
   }
 
   /** Takes back every waiting delivery in delivery order, so that a key's messages return in order; `giveBack` false: it stays. */

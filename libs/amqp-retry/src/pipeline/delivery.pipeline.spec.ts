@@ -8,6 +8,7 @@ import { ObserverHub } from '../core/observe/observer.hub.js';
 import { answeringUnread, type HandlerInvoker } from './delivery.contracts.js';
 import { DeliveryPipeline } from './delivery.pipeline.js';
 import type { MessageParker, TierRouter } from './park-route.steps.js';
+import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 
 const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 const message = {
@@ -16,8 +17,24 @@ const message = {
   fields: { routingKey: 'orders', exchange: '', deliveryTag: 1, redelivered: false },
 } as unknown as ConsumeMessage;
 
+/** What a pipeline of the spec may be given beyond its handler call. */
+interface Extras {
+  observers?: ObserverHub;
+  returns?: OwnReturns;
+  handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
+  queueType?: 'classic' | 'quorum';
+}
+
 /** Runs `delivered` through a pipeline whose handler call is `invoke`, and answers how it was settled. */
 async function outcomeOf(invoke: HandlerInvoker, delivered = message, observers?: ObserverHub): Promise<string[]> {
+  return outcomeWith(invoke, delivered, { observers });
+}
+
+async function outcomeWith(
+  invoke: HandlerInvoker,
+  delivered: ConsumeMessage,
+  { observers, returns, handOver, queueType }: Extras,
+): Promise<string[]> {
   const outcome: string[] = [];
   const settle: Settle = { ack: () => outcome.push('ack'), nack: (requeue) => outcome.push(requeue ? 'requeue' : 'nack') };
   const tiers = {
@@ -25,7 +42,7 @@ async function outcomeOf(invoke: HandlerInvoker, delivered = message, observers?
     route: async (_m: ConsumeMessage, s: Settle) => (outcome.push('tier'), s.nack(false)),
   } as unknown as TierRouter;
   const parker = { park: async () => void outcome.push('park') } as unknown as MessageParker;
-  const config = resolveHandlerConfig({ queue: 'orders', delays: ['1s'] }, resolveModuleConfig({}, {}), 'A.b');
+  const config = resolveHandlerConfig({ queue: 'orders', delays: ['1s'], queueType }, resolveModuleConfig({}, {}), 'A.b');
   const pipeline = new DeliveryPipeline({
     config,
     invoke,
@@ -34,6 +51,8 @@ async function outcomeOf(invoke: HandlerInvoker, delivered = message, observers?
     tiers,
     logger,
     observers,
+    returns,
+    handOver,
   });
   await pipeline.handle(delivered, settle, new AbortController().signal);
   return outcome;
@@ -91,5 +110,35 @@ describe('the delivery pipeline', () => {
     const unreadable = { ...message, content: Buffer.from('{not json') } as ConsumeMessage;
     const outcome = await outcomeOf(async () => void (called = true), unreadable);
     expect({ called, outcome }).toEqual({ called: false, outcome: ['park'] });
+  });
+
+  it('settles nothing that a stop took back while it waited: no park, no tier after a failure before the call', async () => {
+    const takenBack = () => false;
+    const unreadable = { ...message, content: Buffer.from('{not json') } as ConsumeMessage;
+    expect(await outcomeWith(async () => 'done', unreadable, { handOver: takenBack })).toEqual([]);
+    expect(await outcomeWith(async () => Promise.reject(new Error('claim failed')), message, { handOver: takenBack })).toEqual([]);
+    // Handed over: settled as usual.
+    expect(await outcomeWith(async () => Promise.reject(new Error('down')), message, { handOver: () => true })).toEqual(['tier', 'nack']);
+  });
+
+  it('counts every return the queue made on purpose, read or not, until the message leaves the queue', async () => {
+    const returns = new OwnReturns();
+    const identity = returnIdentity(message, 'orders');
+    const quorum = (count: number) =>
+      ({ ...message, properties: { ...message.properties, headers: { 'x-delivery-count': count } } }) as unknown as ConsumeMessage;
+    // Ten deliveries each taken back by a stop (recalled while waiting), each read by the decision before it went back.
+    for (let count = 1; count <= 10; count++) {
+      returns.add(identity);
+      const outcome = await outcomeWith(async () => Promise.reject(new Error('recalled')), quorum(count - 1), {
+        returns,
+        queueType: 'quorum',
+        handOver: () => false,
+      });
+      expect(outcome).toEqual([]);
+    }
+    // The broker counts ten returns, all of them the queue's own: the handler runs, and the count is forgotten on the ack.
+    let calls = 0;
+    expect(await outcomeWith(async () => void calls++, quorum(10), { returns, queueType: 'quorum' })).toEqual(['ack']);
+    expect({ calls, own: returns.of(identity), empty: returns.isEmpty }).toEqual({ calls: 1, own: 0, empty: true });
   });
 });

@@ -46,6 +46,11 @@ export interface DeliveryPipelineParts {
   observers?: ObserverHub;
   /** The deliveries this queue put back on purpose (paused, circuit open), which its quorum queue counts. */
   returns?: OwnReturns;
+  /**
+   * Hands a delivery over to a settlement without its handler (a park, a request, a tier after a failure before the
+   * call): false when a stop took it back already. Absent when nothing waits before the handler.
+   */
+  handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
 }
 
 /**
@@ -63,6 +68,7 @@ export class DeliveryPipeline {
   private readonly logger: RetryLogger;
   private readonly observers?: ObserverHub;
   private readonly returns?: OwnReturns;
+  private readonly handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
 
   /** The invoker hands the handler's answer on unread (answersUnread): an Observable is read here. */
   private readonly answersUnread: boolean;
@@ -78,6 +84,7 @@ export class DeliveryPipeline {
       logger: this.logger,
       observers: this.observers,
       returns: this.returns,
+      handOver: this.handOver,
     } = parts);
     this.answersUnread = answersUnread(parts.invoke);
   }
@@ -87,7 +94,13 @@ export class DeliveryPipeline {
     const { queue, queueType, deserializer } = this.config;
     // Step 1, decide. With a router, the attempts allowed are known only once the body names the route.
     const returns = this.returns;
-    const ownReturns = returns && !returns.isEmpty ? () => returns.take(returnIdentity(message, queue)) : undefined;
+    let ownReturns: (() => number) | undefined;
+    if (returns && !returns.isEmpty) {
+      // The count stands while the message stays in the queue; it is forgotten once the message leaves it.
+      const identity = returnIdentity(message, queue);
+      ownReturns = () => returns.of(identity);
+      settle = forgettingReturns(settle, returns, identity);
+    }
     const maxAttempts = this.router ? Infinity : this.config.maxAttempts;
     const before = decideBeforeHandling({ message, queue, maxAttempts, queueType, deserializer, ownReturns });
     if (before.action === 'park') {
@@ -112,10 +125,12 @@ export class DeliveryPipeline {
     const { queue } = this.config;
     const route = router(payload, message, deaths);
     if (route.kind === 'park') {
+      if (!this.handedOver(message, signal)) return;
       await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
       return this.parkStep(message, settle, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);
     }
     if (route.kind === 'once') {
+      if (!this.handedOver(message, signal)) return;
       const context = { attempt: firstAttempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
       await route.run(context).catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
       return settle.ack();
@@ -169,7 +184,7 @@ export class DeliveryPipeline {
     };
     const failed = (error: unknown): Promise<void> | undefined => {
       // Taken back before its handler was called (the queue stopped while it waited): already in the broker.
-      if (isRecalled(signal)) return;
+      if (!this.handedOver(message, signal)) return;
       const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
       const counted = counter && { counter, started }; // made on a failure only: a success allocates nothing for it
       return inPlace
@@ -212,8 +227,14 @@ export class DeliveryPipeline {
   }
 
   /** The park step, wherever the decision to park was made. */
-  private parkStep(message: ConsumeMessage, settle: Settle, details: ParkDetails, signal: AbortSignal): Promise<void> {
+  private async parkStep(message: ConsumeMessage, settle: Settle, details: ParkDetails, signal: AbortSignal): Promise<void> {
+    if (!this.handedOver(message, signal)) return;
     return this.parker.park(message, settle, this.park, details, signal);
+  }
+
+  /** Whether the delivery is this pipeline's to settle: a stop may have taken it back while it waited (see handOver). */
+  private handedOver(message: ConsumeMessage, signal: AbortSignal): boolean {
+    return this.handOver ? this.handOver(message, signal) : !isRecalled(signal);
   }
 }
 
@@ -229,4 +250,18 @@ function settleAnswer(answer: unknown, handled: () => void, failed: (error: unkn
     return failed(error);
   }
   return observable ? lastValueFrom(answer as Observable<unknown>).then(handled, failed) : handled();
+}
+
+/** `settle` that forgets the message's own returns once it leaves the queue (acked, or dead-lettered on to a tier). */
+function forgettingReturns(settle: Settle, returns: OwnReturns, identity: string): Settle {
+  return {
+    ack: () => {
+      returns.forget(identity);
+      settle.ack();
+    },
+    nack: (requeue) => {
+      if (!requeue) returns.forget(identity);
+      settle.nack(requeue);
+    },
+  };
 }

@@ -84,4 +84,36 @@ describe('the ordering step', () => {
     await second;
     expect(calls).toEqual([1, 2]);
   });
+
+  it("'hold': a failure holds the key for the retry, unless the delivery's signal aborted (it goes back at this attempt)", async () => {
+    const holding = resolveHandlerConfig(
+      { queue: 'orders', prefetch: 10, delays: ['1m'], ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
+      resolveModuleConfig({}, {}),
+      'A.b',
+    ) as typeof config & { ordering: OrderingConfig };
+    const calls: number[] = [];
+    const invoke = orderingStep(
+      holding,
+      logger,
+      () => holding,
+    )(async (payload) => {
+      calls.push(payload as number);
+      if (payload === 1 || payload === 3) throw new Error('down');
+    });
+    // Taken back (its signal aborted) while it ran: no hold, the next message of the key runs at once.
+    const takenBack = new AbortController();
+    takenBack.abort(new Error('recalled'));
+    await expect(invoke(1, { ...contextOf(1, 'a'), signal: takenBack.signal })).rejects.toThrow('down');
+    await invoke(2, contextOf(2, 'a'));
+    expect(calls).toEqual([1, 2]);
+    // A failure on its way to a tier holds the key: the next message waits for the retried copy.
+    await expect(invoke(3, contextOf(3, 'a'))).rejects.toThrow('down');
+    const channel = new AbortController();
+    let fourth = false;
+    const waiting = invoke(4, { ...contextOf(4, 'a'), signal: channel.signal }).then(() => (fourth = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect({ calls, fourth }).toEqual({ calls: [1, 2, 3], fourth: false });
+    channel.abort(); // its channel lost while it waits: it stops waiting, unsettled
+    await expect(waiting).rejects.toThrow('lost while it waited');
+  });
 });

@@ -41,7 +41,9 @@ export const orderingStep =
           return await retryInPlace(invoke, payload, context, { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable }, logger);
         return await invoke(payload, context);
       } catch (error) {
-        if (ordering.whileRetrying === 'hold' && !config.retryInPlace) {
+        // A delivery whose signal aborted (taken back by a stop, or its channel lost) goes back to the broker at this
+        // attempt, not on to a tier: no later copy would end a hold.
+        if (ordering.whileRetrying === 'hold' && !config.retryInPlace && !context.signal.aborted) {
           const after = decideAfterFailure(context.attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
           if (after.action === 'retry') {
             hold = { owner: retryOwner(identity, context.attempt + 1), ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };

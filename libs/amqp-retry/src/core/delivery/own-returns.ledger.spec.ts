@@ -17,11 +17,14 @@ describe('OwnReturns', () => {
     expect([returns.isEmpty, returns.of('id:a'), returns.of('id:b'), returns.of('id:c')]).toEqual([false, 2, 1, 0]);
   });
 
-  it('forgets an identity once taken: a later copy with the same id starts from none', () => {
+  it('keeps a count through reads, as the broker keeps its own, until the identity is forgotten', () => {
     const returns = new OwnReturns();
     returns.add('id:a');
-    returns.add('id:a');
-    expect([returns.take('id:a'), returns.take('id:a'), returns.isEmpty]).toEqual([2, 0, true]);
+    expect(returns.of('id:a')).toBe(1);
+    returns.add('id:a'); // put back again after it was read
+    expect([returns.of('id:a'), returns.of('id:a')]).toEqual([2, 2]);
+    returns.forget('id:a'); // its message left the queue: a later copy (a replay) starts from none
+    expect([returns.of('id:a'), returns.isEmpty]).toEqual([0, true]);
   });
 
   it('forgets the least recently returned beyond its capacity', () => {

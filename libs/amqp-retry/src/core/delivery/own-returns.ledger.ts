@@ -33,11 +33,12 @@ export class OwnReturns {
     return this.counts.get(identity) ?? 0;
   }
 
-  /** The returns of `identity`, forgotten once read: a later copy with the same identity (a replay) starts from none. */
-  take(identity: string): number {
-    const count = this.counts.get(identity) ?? 0;
+  /**
+   * Forgets `identity`: its message left the queue (acked, moved to a tier, parked), so a later copy with the same
+   * identity (a replay) starts from none. Until then its count stands, as the broker's own count does.
+   */
+  forget(identity: string): void {
     this.counts.delete(identity);
-    return count;
   }
 }
 
