@@ -1,5 +1,5 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { RetryEngine, type QueueStateEvent, type RetryObserver } from 'nestjs-amqp-retry';
+import { RetryEngine, type IdempotencyStore, type QueueStateEvent, type RetryObserver } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { settleWindow, SUITE_OPTIONS, useSuite } from '../support/suite.js';
@@ -196,6 +196,51 @@ describe('queue flow: pause, resume, circuit breaker, rate limit', () => {
     await waitFor(() => calls.length === 3, 'every message handled once its turn came', 30_000);
     expect(await broker.count(`${queue}.error`)).toBe(0);
     expect(calls).toHaveLength(3);
+  });
+
+  it('a quorum queue paused again and again while its deliveries wait for their idempotency claim: no breaker failure, no redelivery limit', async () => {
+    // Each pause takes back the deliveries whose claim (300 ms here, a slow store) is still on its way: none reached the
+    // handler, so none is a failure for the breaker (3 in a row would open it for a minute), and each return is the
+    // queue's own, read and counted again on every redelivery (11 rounds: past the 10 returns that park a crash-looping
+    // message).
+    const { broker, queue } = suite;
+    const handled = new Set<string>();
+    let claiming = 0;
+    const store: IdempotencyStore = {
+      claim: async (key) => {
+        claiming++;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        claiming--;
+        return handled.has(key) ? 'handled' : 'claimed';
+      },
+      renew: async () => true,
+      release: async () => undefined,
+      markHandled: async (key) => void handled.add(key),
+    };
+    const Handler = handlerFor(
+      { queue, queueType: 'quorum', prefetch: 3, idempotency: { store }, circuitBreaker: { consecutiveFailures: 3, openFor: '1m' } },
+      () => undefined,
+    );
+    const app = (suite.app = await startApp([Handler], TEST_OPTIONS));
+    const engine = app.get(RetryEngine);
+    const calls = handlerOf(app, Handler).calls;
+    const inFlight = () => engine.activity().find((q) => q.queue === queue)?.inFlight ?? 0;
+    for (let i = 0; i < 3; i++) await broker.publish('', queue, { i }, { messageId: `claim-${i}` });
+    for (let round = 1; round <= 11; round++) {
+      // Every delivery held is in its claim (one at a time while the quorum consumer is careful, at prefetch 1).
+      await waitFor(() => claiming > 0 && claiming === inFlight(), `round ${round}: the deliveries held all in their claim`);
+      engine.pause(queue, { by: 'ops' });
+      await waitFor(async () => inFlight() === 0 && (await broker.count(queue)) === 3, `round ${round}: back in the broker`);
+      expect({ round, calls: calls.length, status: engine.resume(queue, { by: 'ops' }) }).toMatchObject({
+        round,
+        calls: 0,
+        status: { state: 'running', circuit: 'closed' },
+      });
+    }
+    await waitFor(() => calls.length === 3, 'each message handled once the pauses end', 15_000);
+    await waitFor(async () => (await broker.count(queue)) === 0, 'an empty queue');
+    expect(await broker.count(`${queue}.error`)).toBe(0);
+    expect(calls.map((call) => (call.payload as { i: number }).i).sort()).toEqual([0, 1, 2]);
   });
 
   it('rate limit: at most `calls` handler calls per `per`, the rest wait unacked within prefetch', async () => {
