@@ -8,6 +8,9 @@ import { Delivery, type Settle, type Subscription } from './consumer.subscriptio
 /** Handles and settles one delivery; `signal` aborts when it can no longer be settled or the shutdown timeout has passed. */
 export type DeliveryHandler = (message: ConsumeMessage, settle: Settle, signal: AbortSignal) => Promise<void>;
 
+/** How long a delivery whose handler failed without settling it is held before it is put back in the queue. */
+export const GIVE_BACK_AFTER_MS = 1_000;
+
 /**
  * A consumer's deliveries across its channels, each run in its place in the gate. The gate outlives channels: handlers
  * of a dead channel run on (their settlements dropped) and still count toward `prefetch`.
@@ -79,10 +82,31 @@ export class ConsumerDeliveries {
     Promise.resolve(running).then(
       () => this.finish(subscription, delivery, pass),
       (error: unknown) => {
-        this.logger.error(`Unexpected failure handling a message from "${this.queue}": ${errorMessage(error)}`);
-        this.finish(subscription, delivery, pass);
+        const unsettled = !delivery.isSettled && !subscription.abort.signal.aborted;
+        const next = unsettled ? `; it goes back to the queue in ${GIVE_BACK_AFTER_MS} ms` : '';
+        this.logger.error(`Unexpected failure handling a message from "${this.queue}": ${errorMessage(error)}${next}`);
+        if (unsettled) this.giveBackLater(subscription, delivery, pass);
+        else this.finish(subscription, delivery, pass);
       },
     );
+  }
+
+  /**
+   * A delivery whose handler failed without settling it: held (its place and counts kept, so no change of pace cancels
+   * the consumer while the broker holds it) and then put back, after a pause so that a failure on every delivery is no
+   * hot loop. A channel lost meanwhile returns it itself.
+   */
+  private giveBackLater(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    const signal = subscription.abort.signal;
+    const done = (giveBack: boolean): void => {
+      timer.cancel();
+      signal.removeEventListener('abort', lost);
+      if (giveBack) delivery.giveBack();
+      this.finish(subscription, delivery, pass);
+    };
+    const lost = (): void => done(false);
+    const timer = startTimer(GIVE_BACK_AFTER_MS, () => done(true));
+    signal.addEventListener('abort', lost, { once: true });
   }
 
   /** A delivery's handler returned (or its channel died while it waited): its place and counts are free. */

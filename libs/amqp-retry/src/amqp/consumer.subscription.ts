@@ -65,6 +65,11 @@ export class Delivery implements Settle, Unsettled {
     private readonly batcher: AckBatcher,
   ) {}
 
+  /** Acked or nacked already (the ack may still wait for the batcher's flush). */
+  get isSettled(): boolean {
+    return this.settled;
+  }
+
   ack(): void {
     if (this.settled) return;
     this.settled = true;

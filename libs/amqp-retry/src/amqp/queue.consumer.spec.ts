@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { jest } from '@jest/globals';
 import type { ConsumeMessage } from 'amqplib';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { AmqpConnection } from './amqp.connection.js';
@@ -86,6 +87,7 @@ interface Call {
   settle: Settle;
   signal: AbortSignal;
   done: () => void;
+  fail: (error: unknown) => void;
 }
 
 const turns = async (count = 5): Promise<void> => {
@@ -121,7 +123,7 @@ function setUp(overrides: Partial<QueueConsumerOptions> = {}) {
     debug: (line: string) => lines.push(`debug ${line}`),
   };
   const handle: DeliveryHandler = (message, settle, signal) =>
-    new Promise<void>((done) => calls.push({ tag: message.fields.deliveryTag, settle, signal, done }));
+    new Promise<void>((done, fail) => calls.push({ tag: message.fields.deliveryTag, settle, signal, done, fail }));
   const consumer = new QueueConsumer(
     {
       queue: 'orders',
@@ -310,6 +312,40 @@ describe('QueueConsumer', () => {
     calls[1].done();
     await turns();
     expect(calls.map((call) => call.tag)).toEqual([1, 2, 3]);
+  });
+
+  it('a handler that fails without settling: its delivery is held, then put back after a pause; a lost channel returns it itself', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      const { consumer, log, lines, calls, channels } = setUp();
+      await consumer.start();
+      channels[0].deliver(1);
+      calls[0].fail(new Error('a defect'));
+      await turns();
+      expect(lines).toEqual(['error Unexpected failure handling a message from "orders": a defect; it goes back to the queue in 1000 ms']);
+      expect({ inFlight: consumer.inFlightCount, settled: log.slice(3) }).toEqual({ inFlight: 1, settled: [] });
+      jest.advanceTimersByTime(1_000);
+      await turns();
+      expect({ inFlight: consumer.inFlightCount, settled: log.slice(3) }).toEqual({ inFlight: 0, settled: ['#1 nack 1 requeue'] });
+      // Settled before it failed: nothing more is done. On a channel lost meanwhile: nothing is settled here.
+      channels[0].deliver(2);
+      calls[1].settle.ack();
+      calls[1].fail(new Error('after the ack'));
+      channels[0].deliver(3);
+      calls[2].fail(new Error('then the channel closes'));
+      await turns();
+      expect(consumer.inFlightCount).toBe(1);
+      channels[0].emit('close');
+      await turns();
+      jest.advanceTimersByTime(1_000);
+      await turns();
+      expect({ inFlight: consumer.inFlightCount, settled: log.slice(4).filter((line) => line.startsWith('#1 ')) }).toEqual({
+        inFlight: 0,
+        settled: ['#1 ack 2'],
+      });
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it("resumes at once on a fresh channel after the broker's consumer timeout closed the channel", async () => {
