@@ -104,6 +104,22 @@ describe('ReplyAddressProbe', () => {
     expect(await honest).toEqual({ kind: 'exists' });
   });
 
+  it('remembers a refused address: the same forged address again, waiting or later, costs no probe and no reconnection', async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    const forged = probe.state('forged');
+    const again = probe.state('forged'); // waiting behind the first
+    await tick();
+    connection.lose(541);
+    connection.back();
+    const refused = {
+      kind: 'refused',
+      reason: 'the broker closed the connection (Connection closed: 541 (INTERNAL-ERROR)) when asked about it',
+    };
+    expect([await forged, await again, await probe.state('forged')]).toEqual([refused, refused, refused]);
+    expect({ asked: connection.asked, losses: connection.lastLoss.count }).toEqual({ asked: ['forged'], losses: 1 });
+  });
+
   it('asks again, once the connection is back, when the socket was lost under a probe (no code from the broker)', async () => {
     const connection = new FakeConnection();
     const probe = probeOn(connection);

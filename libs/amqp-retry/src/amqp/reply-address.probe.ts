@@ -7,6 +7,9 @@ import type { AmqpConnection } from './amqp.connection.js';
 /** How many times one address is asked about while connections are lost under its probe for other reasons. */
 const MAX_PROBES = 3;
 
+/** How many refused addresses are remembered (answered without a probe); the oldest are forgotten first. */
+export const REFUSED_ADDRESSES_KEPT = 1_000;
+
 /** A probe channel, and the code the broker closed it with. */
 interface ProbeChannel {
   channel: Channel;
@@ -26,6 +29,8 @@ export class ReplyAddressProbe {
   /** The probes in order, each after the one before. */
   private line: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Addresses the broker refused, with why: a forged address repeated costs no more probes (each costs a reconnection). */
+  private readonly refused = new Map<string, ReplyAddressState>();
 
   constructor(
     /** The probes' connection, opened at the first. */
@@ -35,9 +40,18 @@ export class ReplyAddressProbe {
   ) {}
 
   state(address: string): Promise<ReplyAddressState> {
-    const turn = this.line.then(() => this.probe(address));
+    const known = this.refused.get(address);
+    if (known) return Promise.resolve(known);
+    const turn = this.line.then(() => this.refused.get(address) ?? this.probe(address).then((state) => this.remember(address, state)));
     this.line = turn.catch(() => undefined);
     return turn;
+  }
+
+  private remember(address: string, state: ReplyAddressState): ReplyAddressState {
+    if (state.kind !== 'refused') return state;
+    this.refused.set(address, state);
+    if (this.refused.size > REFUSED_ADDRESSES_KEPT) this.refused.delete(this.refused.keys().next().value as string);
+    return state;
   }
 
   async close(): Promise<void> {
