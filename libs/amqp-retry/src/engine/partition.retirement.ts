@@ -3,7 +3,7 @@ import { queueExists } from '../amqp/queue-exists.probe.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
-import { movedRoutingKey } from '../core/partitions/partition-move.route.js';
+import { movedProperties, movedRoutingKey } from '../core/partitions/partition-move.route.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { scheduleTiers, type EngineHandler, type HandlerRuntimeDeps } from './handler.runtime.js';
@@ -132,8 +132,7 @@ export class PartitionRetirement {
     };
     const mover: QueueConsumer = new QueueConsumer({ queue, prefetch: 20, connection, logger, resume, redeclare }, async (message, settle) => {
       try {
-        const { properties } = message;
-        await recordPublisher.publish(hashExchange, movedRoutingKey(message, queue), message.content, { ...properties, persistent: true });
+        await recordPublisher.publish(hashExchange, movedRoutingKey(message, queue), message.content, movedProperties(message.properties));
         settle.ack();
       } catch (error) {
         logger.warn(`"${queue}": could not move a message to "${hashExchange}" (${errorMessage(error)}); it stays, tried again in 1 s`);

@@ -1,5 +1,6 @@
 import { FirstFailureHeader } from '../headers/header.names.js';
-import { movedRoutingKey } from './partition-move.route.js';
+import type { MessageProperties } from 'amqplib';
+import { movedProperties, movedRoutingKey } from './partition-move.route.js';
 
 const delivered = { exchange: '', routingKey: 'accounts.p5.retry.1s' };
 const rejected = { queue: 'accounts.p5', reason: 'rejected', count: 1, exchange: 'bank', 'routing-keys': ['account.event'] };
@@ -31,5 +32,20 @@ describe('movedRoutingKey', () => {
     expect(movedRoutingKey({ properties: { headers }, fields: delivered }, 'accounts.p2')).toBe(delivered.routingKey);
     expect(movedRoutingKey({ properties: { headers: { 'x-death': 'forged' } }, fields: delivered }, 'accounts.p5')).toBe(delivered.routingKey);
     expect(movedRoutingKey({ properties: {}, fields: delivered }, 'accounts.p5')).toBe(delivered.routingKey);
+  });
+});
+
+describe('movedProperties', () => {
+  it("keeps a moved message's properties and headers, persistent, without another user's userId", () => {
+    const properties = {
+      messageId: 'm-1',
+      headers: { 'x-key': 'a' },
+      userId: 'billing',
+      expiration: '60000',
+      deliveryMode: 1,
+    } as unknown as MessageProperties;
+    const moved = movedProperties(properties);
+    expect(moved).toMatchObject({ messageId: 'm-1', headers: { 'x-key': 'a' }, expiration: '60000', persistent: true });
+    expect(moved.userId).toBeUndefined();
   });
 });

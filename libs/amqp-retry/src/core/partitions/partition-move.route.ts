@@ -1,3 +1,4 @@
+import type { MessageProperties, Options } from 'amqplib';
 import { firstRoute } from '../delivery/first-failure.headers.js';
 import { readDeathHistory } from '../delivery/x-death.parser.js';
 import { BrokerHeader } from '../headers/header.names.js';
@@ -18,4 +19,12 @@ export function movedRoutingKey(message: MovingMessage, from: string): string {
   const history = readDeathHistory(headers?.[BrokerHeader.death]);
   if (!history.ok) return message.fields.routingKey;
   return firstRoute(headers, history.deaths, from, message.fields).routingKey;
+}
+
+/**
+ * The properties a moved message is published with: its own, persistent, without `userId` (the broker refuses a
+ * publish whose user_id is not the connection's user, and the move would be tried again forever).
+ */
+export function movedProperties(properties: MessageProperties): Options.Publish {
+  return { ...properties, userId: undefined, persistent: true };
 }
