@@ -64,6 +64,19 @@ describe('the replies to a request', () => {
     expect({ sent, ran }).toEqual({ sent: [], ran: false });
   });
 
+  it("aborts the handler's signal at the timeout, so that a handler past it can stop; an answered request's stays as it was", async () => {
+    const { answers } = replies(30);
+    let timedOut: AbortSignal | undefined;
+    await answers.answer(request, async (signal) => ((timedOut = signal), new Observable<unknown>(() => undefined)));
+    expect({ aborted: timedOut?.aborted, reason: (timedOut?.reason as Error).message }).toEqual({
+      aborted: true,
+      reason: 'no answer to "p" within 30 ms (RetryServer option requestTimeout)',
+    });
+    let answered: AbortSignal | undefined;
+    await answers.answer(request, async (signal) => ((answered = signal), from([1])));
+    expect(answered?.aborted).toBe(false);
+  });
+
   it('answers a handler whose promise never settles with the timeout error too', async () => {
     const { sent, answers } = replies(30);
     await answers.answer(request, () => new Promise<never>(() => undefined));

@@ -46,35 +46,38 @@ export class RequestReplies {
    * delivery and a prefetch slot for good. `signal` (the delivery's) ends the wait without an answer: the server
    * abandoned the request at shutdown, and its timer must not keep the process alive.
    */
-  async answer(request: Request, produce: () => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<void> {
+  async answer(request: Request, produce: (signal: AbortSignal) => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<void> {
     const reply = this.replyTo(request);
     const sent: Array<Promise<void>> = [];
+    // The handler's own signal: the delivery's, and aborted too at the timeout, so that a handler past it can stop.
+    const call = new AbortController();
     await new Promise<void>((resolve) => {
       let ended = false;
       let subscription: Subscription | undefined;
-      const stop = () => {
+      const stop = (reason?: Error) => {
         ended = true;
         timer.cancel();
         signal?.removeEventListener('abort', abandon);
         subscription?.unsubscribe();
+        if (reason) call.abort(reason);
         resolve();
       };
-      const end = (content: Buffer) => {
+      const end = (content: Buffer, reason?: Error) => {
         if (ended) return;
-        stop();
+        stop(reason);
         sent.push(reply(content));
       };
       const abandon = () => {
-        if (!ended) stop();
+        if (!ended) stop(signal?.reason instanceof Error ? signal.reason : new Error('the request was abandoned'));
       };
       signal?.addEventListener('abort', abandon, { once: true });
       const timer = startTimer(this.timeoutMs, () => {
         const message = `no answer to "${request.pattern}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
-        this.logger.warn(`${message}; the caller gets an error and the request is acked`);
-        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes);
+        this.logger.warn(`${message}; the caller gets an error, the request is acked and the handler's signal aborts`);
+        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes, new Error(message));
       });
       if (signal?.aborted) return abandon();
-      produce().then(
+      produce(call.signal).then(
         (stream) => {
           if (!ended) subscription = this.follow(stream, request, reply, sent, end);
         },

@@ -275,8 +275,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     message: ConsumeMessage,
     pattern: string,
     retry: RetryContext,
-  ): () => Promise<Observable<unknown>> {
-    return async () => this.transformToObservable(await handler(data, new RetryRmqContext(message, pattern, retry, this.channelRef)));
+  ): (signal: AbortSignal) => Promise<Observable<unknown>> {
+    return async (signal) =>
+      this.transformToObservable(await handler(data, new RetryRmqContext(message, pattern, { ...retry, signal }, this.channelRef)));
   }
 
   private replies(): RequestReplies {
