@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import type { ConsumeMessage } from 'amqplib';
 import { throwError } from 'rxjs';
 import { resolveHandlerConfig, type HandlerConfig } from '../core/config/handler.config.js';
@@ -150,7 +151,7 @@ describe('the routed chain on a partition that retries in place', () => {
       invoke: async () => undefined,
       router: (payload) =>
         (payload as { request?: boolean }).request
-          ? { kind: 'once', run: () => new Promise<void>((resolve) => (endRequest = resolve)) }
+          ? { kind: 'once', run: () => new Promise<boolean>((resolve) => (endRequest = () => resolve(true))) }
           : { kind: 'park', reason: 'no-handler', error: new Error('no handler for this pattern') },
       flow,
       parker,
@@ -170,5 +171,40 @@ describe('the routed chain on a partition that retries in place', () => {
     endPark();
     await Promise.all([request, parked]);
     expect(settled.sort()).toEqual(['ack 1', 'ack 2']);
+  });
+
+  it('a request answered in a half-open circuit closes it: requests alone do not leave it half-open', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      const config = configOf({ delays: ['1s'], circuitBreaker: { consecutiveFailures: 1, openFor: '1s', halfOpenCalls: 1 } });
+      const flow = new QueueFlowControl(config, { logger });
+      const handle = deliveryChain({
+        config,
+        invoke: async () => undefined,
+        router: (payload) =>
+          (payload as { request?: boolean }).request
+            ? { kind: 'once', run: async () => true }
+            : { kind: 'handle', payload, policy: config, invoke: async () => Promise.reject(new Error('503')) },
+        flow,
+        parker: {} as MessageParker,
+        park: { errorQueue: 'orders.error', redeclare: async () => undefined },
+        tiers: {
+          ready: async () => true,
+          route: async (_m: ConsumeMessage, s: { nack(requeue: boolean): void }) => s.nack(false),
+        } as unknown as TierRouter,
+        logger,
+      });
+      const delivered = (body: object) => ({ ...message(), content: Buffer.from(JSON.stringify(body)) }) as ConsumeMessage;
+      const settle = { ack: () => undefined, nack: () => undefined };
+      const signal = new AbortController().signal;
+      await handle(delivered({ event: 1 }), settle, signal); // its failure opens the circuit
+      expect(flow.status().circuit).toBe('open');
+      jest.advanceTimersByTime(1_000);
+      expect(flow.status().circuit).toBe('half-open');
+      await handle(delivered({ request: true }), settle, signal);
+      expect(flow.status()).toMatchObject({ state: 'running', circuit: 'closed' });
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

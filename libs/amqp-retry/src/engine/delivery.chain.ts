@@ -101,7 +101,14 @@ export function deliveryChain(parts: DeliveryChainParts): DeliveryHandler {
   const { config, logger, flow, router } = parts;
   const routed = router && routedChain({ config, logger, flow }, router);
   const invoke = routed ? routed.invoke : handlerChain({ config, logger, flow }, parts.invoke);
-  const pipeline = new DeliveryPipeline({ ...parts, invoke, router: routed?.router, returns: flow.returns, handOver: flow.handOver() });
+  const pipeline = new DeliveryPipeline({
+    ...parts,
+    invoke,
+    router: routed?.router,
+    returns: flow.returns,
+    handOver: flow.handOver(),
+    answered: flow.answeredCounter(),
+  });
   return flow.gate(pipeline.handle);
 }
 

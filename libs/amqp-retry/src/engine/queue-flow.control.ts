@@ -145,6 +145,20 @@ export class QueueFlowControl {
     };
   }
 
+  /**
+   * Counts a request answered without an error as a success: requests run outside the handler chain, and a half-open
+   * circuit whose trials were all requests would otherwise never close. A failed request counts as nothing (its error
+   * is its caller's answer, often a business one). Absent without a breaker.
+   */
+  answeredCounter(): ((message: ConsumeMessage, attempt: number) => void) | undefined {
+    const breaker = this.breaker;
+    if (!breaker) return undefined;
+    return (message, attempt) => {
+      const ticket = this.tickets.get(message);
+      if (ticket) this.apply(breaker.record(ticket, false, this.now(), attempt));
+    };
+  }
+
   /** Pauses the queue (its consumer is cancelled) until resume(); a second pause keeps the first one's record. */
   pause(by: string, reason?: string): QueueFlowStatus {
     if (!this.paused) {

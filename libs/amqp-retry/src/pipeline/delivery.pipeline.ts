@@ -51,6 +51,8 @@ export interface DeliveryPipelineParts {
    * call): false when a stop took it back already. Absent when nothing waits before the handler.
    */
   handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
+  /** Hears of a request answered without an error (the breaker counts it as a success); absent without a breaker. */
+  answered?: (message: ConsumeMessage, attempt: number) => void;
 }
 
 /**
@@ -69,6 +71,7 @@ export class DeliveryPipeline {
   private readonly observers?: ObserverHub;
   private readonly returns?: OwnReturns;
   private readonly handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
+  private readonly answered?: (message: ConsumeMessage, attempt: number) => void;
 
   /** The invoker hands the handler's answer on unread (answersUnread): an Observable is read here. */
   private readonly answersUnread: boolean;
@@ -85,6 +88,7 @@ export class DeliveryPipeline {
       observers: this.observers,
       returns: this.returns,
       handOver: this.handOver,
+      answered: this.answered,
     } = parts);
     this.answersUnread = answersUnread(parts.invoke);
   }
@@ -132,7 +136,8 @@ export class DeliveryPipeline {
     if (route.kind === 'once') {
       if (!this.handedOver(message, signal)) return;
       const context = { attempt: firstAttempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
-      await route.run(context).catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+      const answered = await route.run(context).catch((error: unknown) => void this.logger.error(`"${queue}": ${errorMessage(error)}`));
+      if (answered) this.answered?.(message, context.attempt);
       return settle.ack();
     }
     const attempt = firstAttempt + movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);

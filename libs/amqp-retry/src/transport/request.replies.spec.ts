@@ -67,14 +67,17 @@ describe('the replies to a request', () => {
   it("aborts the handler's signal at the timeout, so that a handler past it can stop; an answered request's stays as it was", async () => {
     const { answers } = replies(30);
     let timedOut: AbortSignal | undefined;
-    await answers.answer(request, async (signal) => ((timedOut = signal), new Observable<unknown>(() => undefined)));
+    const late = await answers.answer(request, async (signal) => ((timedOut = signal), new Observable<unknown>(() => undefined)));
     expect({ aborted: timedOut?.aborted, reason: (timedOut?.reason as Error).message }).toEqual({
       aborted: true,
       reason: 'no answer to "p" within 30 ms (RetryServer option requestTimeout)',
     });
     let answered: AbortSignal | undefined;
-    await answers.answer(request, async (signal) => ((answered = signal), from([1])));
+    const done = await answers.answer(request, async (signal) => ((answered = signal), from([1])));
     expect(answered?.aborted).toBe(false);
+    // Answered without an error: true (the breaker's success); late, or an error answered: false.
+    const failed = await answers.answer(request, async () => throwError(() => new Error('declined')));
+    expect({ late, done, failed }).toEqual({ late: false, done: true, failed: false });
   });
 
   it('answers a handler whose promise never settles with the timeout error too', async () => {

@@ -44,11 +44,13 @@ export class RequestReplies {
   /**
    * Runs the handler's stream to its end, or to `timeoutMs`: a handler that never answers would otherwise hold its
    * delivery and a prefetch slot for good. `signal` (the delivery's) ends the wait without an answer: the server
-   * abandoned the request at shutdown, and its timer must not keep the process alive.
+   * abandoned the request at shutdown, and its timer must not keep the process alive. True when the handler's stream
+   * completed without an error within the time (the breaker counts it as a success).
    */
-  async answer(request: Request, produce: (signal: AbortSignal) => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<void> {
+  async answer(request: Request, produce: (signal: AbortSignal) => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<boolean> {
     const reply = this.replyTo(request);
     const sent: Array<Promise<void>> = [];
+    let answered = false;
     // The handler's own signal: the delivery's, and aborted too at the timeout, so that a handler past it can stop.
     const call = new AbortController();
     await new Promise<void>((resolve) => {
@@ -79,21 +81,23 @@ export class RequestReplies {
       if (signal?.aborted) return abandon();
       produce(call.signal).then(
         (stream) => {
-          if (!ended) subscription = this.follow(stream, request, reply, sent, end);
+          if (!ended) subscription = this.follow(stream, request, reply, sent, end, () => (answered = true));
         },
         (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
       );
     });
     await Promise.all(sent);
+    return answered;
   }
 
-  /** Subscribes to the handler's stream: each value replied, the end or error through `end`. */
+  /** Subscribes to the handler's stream: each value replied, the end or error through `end`; `completed` on a clean end. */
   private follow(
     stream: Observable<unknown>,
     request: Request,
     reply: Reply,
     sent: Array<Promise<void>>,
     end: (content: Buffer) => void,
+    completed: () => void,
   ): Subscription {
     let ended = false;
     const finish = (content: Buffer) => {
@@ -109,7 +113,10 @@ export class RequestReplies {
         else sent.push(reply(content.bytes));
       },
       error: (error: unknown) => finish(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
-      complete: () => finish(this.encode(request, { isDisposed: true }).bytes),
+      complete: () => {
+        if (!ended) completed();
+        finish(this.encode(request, { isDisposed: true }).bytes);
+      },
     });
     if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
     return subscription;
