@@ -2,7 +2,7 @@ import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
-import { partitionConfigs, partitionNames, PARTITION_WEIGHT } from '../core/partitions/partition.plan.js';
+import { partitionConfigs, partitionNames, PARTITION_WEIGHT, searchesRetired } from '../core/partitions/partition.plan.js';
 import { movedProperties, movedRoutingKey } from '../core/partitions/partition-move.route.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { sleep } from '../core/time/duration.timer.js';
@@ -53,7 +53,7 @@ export class PartitionRetirement {
   /** Partitions beyond `count` (an earlier, larger count) are cut from the hash exchange, and what they hold moves out. */
   private async retireExtraPartitions(): Promise<void> {
     const { connection, logger } = this.deps;
-    for (let index = this.count; ; index++) {
+    for (let index = this.count, missingInARow = 0; searchesRetired(index, missingInARow); index++) {
       const queue = this.names.partition(index);
       const retired = this.retiredPartition(index);
       const channel = await connection.createChannel('partition check', true);
@@ -62,13 +62,18 @@ export class PartitionRetirement {
         depth = (await channel.checkQueue(queue)).messageCount;
         await channel.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT);
       } catch {
-        // Partitions are numbered from 0 without gaps: the first missing one ends them, unless its parking queue is left.
-        if (!(await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue))) return;
+        // Gone, unless its parking queue is left; a few numbers in a row with neither end the search (searchesRetired).
+        if (!(await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue))) {
+          missingInARow++;
+          continue;
+        }
+        missingInARow = 0;
         this.retired.push(retired);
         continue;
       } finally {
         await channel.close().catch(() => undefined);
       }
+      missingInARow = 0;
       this.retired.push(retired);
       logger.warn(
         `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${this.count}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,

@@ -2,7 +2,8 @@ import { resolveHandlerConfig } from '../config/handler.config.js';
 import { resolveModuleConfig } from '../config/module.config.js';
 import type { RetryHandlerOptions } from '../config/retry.options.js';
 import { planRetryTopology } from '../topology/retry-topology.plan.js';
-import { assignPartitions, ownerOf, partitionConfigs } from './partition.plan.js';
+import { assignPartitions, ownerOf, partitionConfigs, RETIRED_SEARCH_GAP, searchesRetired } from './partition.plan.js';
+import { MAX_PARTITIONS } from './partitions.config.js';
 
 const resolve = (options: RetryHandlerOptions) => resolveHandlerConfig(options, resolveModuleConfig(), 'A.b');
 
@@ -87,5 +88,15 @@ describe('assignPartitions', () => {
   it('with more members than partitions, some members hold none', () => {
     const members = ['a', 'b', 'c'];
     expect(members.map((m) => assignPartitions(2, members, m))).toEqual([[0], [1], []]);
+  });
+});
+
+describe('searchesRetired', () => {
+  it('goes on past numbers missing in a row (retired partitions deleted out of order), up to the gap, never past the most partitions', () => {
+    // count 4 after 16: p4 to p10 deleted, p11 kept for its parked messages: the search reaches it.
+    expect(Array.from({ length: 7 }, (_, i) => searchesRetired(4 + i, i))).toEqual(Array(7).fill(true));
+    expect(searchesRetired(11, 7)).toBe(true);
+    expect(searchesRetired(12, RETIRED_SEARCH_GAP)).toBe(false);
+    expect([searchesRetired(MAX_PARTITIONS - 1, 0), searchesRetired(MAX_PARTITIONS, 0)]).toEqual([true, false]);
   });
 });

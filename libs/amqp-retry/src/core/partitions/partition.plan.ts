@@ -1,5 +1,6 @@
 import type { HandlerConfig } from '../config/handler.config.js';
 import { retryNames } from '../topology/retry-topology.plan.js';
+import { MAX_PARTITIONS } from './partitions.config.js';
 
 /** The names of a partitioned handler's queue Q: the exchange that hashes, each partition's queue, and the members' exchange. */
 export const partitionNames = (queue: string) => ({
@@ -17,6 +18,16 @@ export const partitionNames = (queue: string) => ({
 
 /** A partition queue's weight on the hash ring: equal weights spread keys evenly (measured: docs/partitions.md). */
 export const PARTITION_WEIGHT = '1';
+
+/** How many numbers in a row, past `count`, the search for retired partitions finds nothing of before it stops. */
+export const RETIRED_SEARCH_GAP = 8;
+
+/**
+ * Whether the search for partitions beyond `count` (left by an earlier, larger count) goes on to `index`, given how
+ * many numbers in a row before it had neither a queue nor a parking queue: an operator may delete some of the retired
+ * ones before others (each once empty), so one missing number does not end them.
+ */
+export const searchesRetired = (index: number, missingInARow: number): boolean => index < MAX_PARTITIONS && missingInARow < RETIRED_SEARCH_GAP;
 
 /**
  * The handler configuration of each partition: queue `Q.p<i>` parking in `Q.p<i>.error` (or `<errorQueue>.p<i>`),
