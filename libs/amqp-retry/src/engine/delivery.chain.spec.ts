@@ -136,7 +136,9 @@ describe('the routed chain on a partition that retries in place', () => {
     expect(attempts).toEqual([1, 2]); // the queue's 5 attempts and 1 s delay would still be waiting
     expect(Date.now() - started).toBeLessThan(500);
   });
+});
 
+describe('requests and parks of a routed queue, under a pause and a breaker', () => {
   it('a pause while a request runs, or while a delivery is parked unread, takes neither back: each is settled once, here', async () => {
     const config = configOf({ ordering: { key: { header: 'x-key' } } }); // something waits before the handler
     const flow = new QueueFlowControl(config, { logger });

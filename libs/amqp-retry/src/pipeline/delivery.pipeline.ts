@@ -16,7 +16,6 @@ import { answerOf, answersUnread, type DeliveryRouter, type HandlerInvoker, type
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
-import { isRecalled } from '../core/delivery/delivery.recall.js';
 
 /** A handler call the heartbeat counts: its counter, and when the call began (performance.now()). */
 interface Counted {
@@ -237,9 +236,12 @@ export class DeliveryPipeline {
     return this.parker.park(message, settle, this.park, details, signal);
   }
 
-  /** Whether the delivery is this pipeline's to settle: a stop may have taken it back while it waited (see handOver). */
+  /**
+   * Whether the delivery is this pipeline's to settle: a stop may have taken it back while it waited (see handOver).
+   * Without a hand-over nothing waits before the handler, so nothing is ever taken back.
+   */
   private handedOver(message: ConsumeMessage, signal: AbortSignal): boolean {
-    return this.handOver ? this.handOver(message, signal) : !isRecalled(signal);
+    return this.handOver?.(message, signal) ?? true;
   }
 }
 
