@@ -1,4 +1,5 @@
 import type { INestMicroservice } from '@nestjs/common';
+import amqp from 'amqplib';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { RetryClient, RetryServer } from 'nestjs-amqp-retry/transport';
 import { NestFactory } from '@nestjs/core';
@@ -57,6 +58,37 @@ describe('the transport with unreadable messages, gone callers, slow requests, a
     } finally {
       await client.close();
     }
+  });
+
+  it('fails a request whose reply is not a Nest packet, naming why, and answers the next request', async () => {
+    const connection = await amqp.connect(AMQP_URL);
+    const client = new RetryClient({ url: AMQP_URL, queue: suite.queue, delayedDelivery: false });
+    try {
+      await suite.broker.declareQueue(suite.queue);
+      const channel = await connection.createChannel();
+      const replies = [Buffer.from('null'), Buffer.from('[1]'), Buffer.from(JSON.stringify({ response: 'fine', isDisposed: true }))];
+      await channel.consume(suite.queue, (message) => {
+        if (!message) return;
+        const body = replies.shift() ?? Buffer.from('{}');
+        channel.sendToQueue(message.properties.replyTo as string, body, { correlationId: message.properties.correlationId as string });
+        channel.ack(message);
+      });
+      await expect(firstValueFrom(client.send('order.get', { id: 1 }))).rejects.toThrow(/not a Nest packet/);
+      await expect(firstValueFrom(client.send('order.get', { id: 2 }))).rejects.toThrow(/not a Nest packet/);
+      await expect(firstValueFrom(client.send('order.get', { id: 3 }))).resolves.toBe('fine');
+    } finally {
+      await client.close();
+      await connection.close();
+    }
+  });
+
+  it('fails a request sent as the client closes, and keeps no callback for it', async () => {
+    const client = new RetryClient({ url: AMQP_URL, queue: suite.queue, delayedDelivery: false });
+    await client.connect();
+    const request = expect(firstValueFrom(client.send('order.get', { id: 1 }))).rejects.toThrow(/closed/);
+    await client.close();
+    await request;
+    expect((client as unknown as { routingMap: Map<string, unknown> }).routingMap.size).toBe(0);
   });
 
   it('reports status and drains on close: a handler in flight finishes and its message is acked, not redelivered', async () => {

@@ -7,6 +7,7 @@ import { AsyncSubject, connectable, defer, mergeMap, throwError, type Observable
 import { DirectReplyChannel } from '../amqp/direct-reply.channel.js';
 import { readPublishDelay } from '../core/delivery/delay.plan.js';
 import { errorMessage } from '../core/text/error-message.format.js';
+import { readReply } from './rpc.packet.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
@@ -129,9 +130,12 @@ export class RetryClient extends ClientProxy {
     const { exchange, routingKey } = this.target(packet.pattern);
     const content = Buffer.from(JSON.stringify({ ...this.serializer.serialize(packet), id }));
     const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
-    this.requestChannel()
-      .send(exchange, routingKey, content, properties)
-      .catch((error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true }));
+    const failed = (error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true });
+    try {
+      this.requestChannel().send(exchange, routingKey, content, properties).catch(failed);
+    } catch (error) {
+      failed(error); // closed between connect() and here: the caller gets the error, and no callback is left behind
+    }
     return cleanup;
   }
 
@@ -203,13 +207,7 @@ export class RetryClient extends ClientProxy {
   private onReply(message: ConsumeMessage): void {
     const id: unknown = message.properties.correlationId;
     if (typeof id !== 'string') return;
-    let reply: WritePacket;
-    try {
-      reply = JSON.parse(message.content.toString('utf8')) as WritePacket;
-    } catch (error) {
-      return this.settle(id, { err: new Error(`RetryClient.send: an unreadable reply: ${errorMessage(error)}`), isDisposed: true });
-    }
-    this.settle(id, reply);
+    this.settle(id, readReply(message.content));
   }
 
   private settle(id: string, reply: WritePacket): void {

@@ -1,4 +1,4 @@
-import { patternAsString, readPacket } from './rpc.packet.js';
+import { patternAsString, readPacket, readReply } from './rpc.packet.js';
 
 const text = (p: unknown) => (typeof p === 'string' ? p : JSON.stringify(p));
 const key = { routingKey: 'orders' };
@@ -63,5 +63,24 @@ describe('patternAsString', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 20_000; i++) deep = { p: deep };
     expect(['<unserializable pattern>', `${'{"p":'.repeat(20_000)}1${'}'.repeat(20_000)}`]).toContain(patternAsString(deep));
+  });
+});
+
+describe('readReply', () => {
+  it("reads Nest's reply packet", () => {
+    expect(readReply(Buffer.from('{"response":{"id":1},"isDisposed":true}'))).toEqual({ response: { id: 1 }, isDisposed: true });
+    expect(readReply(Buffer.from('{"err":"no","isDisposed":true}'))).toEqual({ err: 'no', isDisposed: true });
+  });
+
+  it.each([
+    ['JSON null', 'null', /not a Nest packet/],
+    ['a number', '42', /not a Nest packet/],
+    ['a string', '"ok"', /not a Nest packet/],
+    ['an array', '[1]', /not a Nest packet/],
+    ['text that is not JSON', '{"response":', /unreadable reply/],
+  ])('turns %s into a disposing error', (_, body, message) => {
+    const reply = readReply(Buffer.from(body));
+    expect(reply.isDisposed).toBe(true);
+    expect(String((reply.err as Error).message)).toMatch(message);
   });
 });

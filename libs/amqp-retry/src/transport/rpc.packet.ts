@@ -1,3 +1,5 @@
+import { errorMessage } from '../core/text/error-message.format.js';
+
 /**
  * What a delivery on the transport's queue asks for: Nest's RMQ envelope, `{ pattern, data }` for an event and
  * `{ pattern, data, id }` for a request; a body without it is an event named by its routing key.
@@ -49,4 +51,19 @@ export function readPacket(
     return { kind: 'request', pattern, data: body.data, id, replyTo, correlationId };
   }
   return { kind: 'event', pattern, data: body.data };
+}
+
+/** A reply as the client reads it: Nest's `{ err, response, isDisposed }`, or the error that says why it is not one. */
+export type ReplyPacket = { err?: unknown; response?: unknown; isDisposed?: boolean };
+
+/** Reads a reply's body: JSON text of an object, else a disposing error naming what was wrong with it. */
+export function readReply(content: Buffer): ReplyPacket {
+  let reply: unknown;
+  try {
+    reply = JSON.parse(content.toString('utf8'));
+  } catch (error) {
+    return { err: new Error(`RetryClient.send: an unreadable reply: ${errorMessage(error)}`), isDisposed: true };
+  }
+  if (typeof reply === 'object' && reply !== null && !Array.isArray(reply)) return reply as ReplyPacket;
+  return { err: new Error('RetryClient.send: a reply that is not a Nest packet (a JSON object)'), isDisposed: true };
 }
