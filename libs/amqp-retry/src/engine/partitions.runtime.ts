@@ -19,7 +19,7 @@ import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { exchangeExists } from '../amqp/queue-exists.probe.js';
 import { assignPartitions, ownerOf, partitionConfigs, partitionNames } from '../core/partitions/partition.plan.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
-import { MISSED_HEARTBEATS, type PartitionsConfig } from '../core/partitions/partitions.config.js';
+import { DEAF_AFTER_HEARTBEATS, MISSED_HEARTBEATS, type PartitionsConfig } from '../core/partitions/partitions.config.js';
 import { type DurationTimer, startInterval, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
@@ -68,13 +68,16 @@ export class PartitionedRuntime {
   private members: string[] = [];
   private ticker?: DurationTimer;
   private firstAssignment?: DurationTimer;
-  private listening?: { channel: Channel; queue: string };
+  private listening?: Channel;
   private announcer?: Promise<Channel>;
   private rebalancing?: Promise<void>;
   private again = false;
   private stopped = false;
   private assigned = false;
   private announceFailed = false;
+  /** Listening again after it stopped hearing its own announcements; `deaf` is set while it does not. */
+  private relistening?: Promise<void>;
+  private deaf = false;
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
   private readonly unstarted = new Set<number>();
@@ -93,7 +96,8 @@ export class PartitionedRuntime {
       (config) => new HandlerRuntime({ ...handler, ...handler.forPartition?.(config), config }, deps),
     );
     this.retirement = new PartitionRetirement(handler, deps);
-    this.view = new MembershipView(this.member, this.partitions.heartbeatMs * MISSED_HEARTBEATS);
+    const { heartbeatMs } = this.partitions;
+    this.view = new MembershipView(this.member, heartbeatMs * MISSED_HEARTBEATS, heartbeatMs * DEAF_AFTER_HEARTBEATS, Date.now());
     const [first] = this.parts;
     const targets = new Map(this.parts.map((part) => [part.queue, part.parkTarget]));
     this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps);
@@ -182,9 +186,6 @@ export class PartitionedRuntime {
 
   /** After a reconnection: the partitions it owns resume; it listens to the members again. */
   async resume(): Promise<void> {
-    const previous = this.listening; // open still when a recovery that failed elsewhere runs this again
-    this.listening = undefined;
-    await previous?.channel.close().catch(() => undefined);
     const results = await Promise.allSettled([
       ...this.parts.map((p) => p.resume()),
       this.listen(),
@@ -209,7 +210,7 @@ export class PartitionedRuntime {
   private async closeChannels(): Promise<void> {
     const listening = this.listening;
     this.listening = undefined;
-    await listening?.channel.close().catch(() => undefined);
+    await listening?.close().catch(() => undefined);
     const announcer = this.announcer;
     this.announcer = undefined;
     await announcer?.then((c) => c.close()).catch(() => undefined);
@@ -217,11 +218,37 @@ export class PartitionedRuntime {
 
   private tick(): void {
     void this.announce();
+    this.checkHearing();
     if (this.assigned) this.rebalance();
     void this.measure();
   }
 
-  /** Declares the members' exchange and an exclusive queue of this instance bound to it, and hears the others. */
+  /**
+   * An instance that does not hear its own announcements (its queue cancelled or deleted, the members' exchange
+   * deleted) hears nobody: its view stands still (nobody expires) and it listens again, declaring what went missing.
+   */
+  private checkHearing(): void {
+    if (!this.view.isDeaf(Date.now())) {
+      if (this.deaf) this.deps.logger.log(`"${this.queue}": hears the members again`);
+      this.deaf = false;
+      return;
+    }
+    if (!this.deaf) {
+      this.deps.logger.warn(
+        `"${this.queue}": does not hear its own announcements on "${this.names.membersExchange}" (its queue or the exchange was deleted?); listening again, and its partitions stay as they are until it hears itself`,
+      );
+    }
+    this.deaf = true;
+    if (this.relistening || this.stopped || !this.deps.connection.isConnected) return;
+    this.relistening = this.listen()
+      .catch((error: unknown) => this.deps.logger.warn(`"${this.queue}": could not listen to the members again: ${errorMessage(error)}`))
+      .finally(() => (this.relistening = undefined));
+  }
+
+  /**
+   * Declares the members' exchange and an exclusive queue of this instance bound to it, and hears the others; the
+   * channel it listened on before, if any, is closed.
+   */
   private async listen(): Promise<void> {
     const channel = await this.deps.connection.createChannel(`partition members of "${this.queue}"`);
     try {
@@ -231,7 +258,7 @@ export class PartitionedRuntime {
       await channel.consume(
         queue,
         (message) => {
-          if (message === null) return;
+          if (message === null) return void this.stopListening(channel); // cancelled by the broker: heard as deafness
           const announcement = readAnnouncement(message.content);
           if (announcement === undefined) return;
           const known = this.view.members(Date.now()).includes(announcement.id);
@@ -241,13 +268,22 @@ export class PartitionedRuntime {
         { noAck: true },
       );
       channel.on('close', () => {
-        if (this.listening?.channel === channel) this.listening = undefined;
+        if (this.listening === channel) this.listening = undefined;
       });
-      this.listening = { channel, queue };
     } catch (error) {
       await channel.close().catch(() => undefined);
       throw error;
     }
+    const previous = this.listening;
+    this.listening = channel;
+    this.view.listening(Date.now());
+    if (previous) await previous.close().catch(() => undefined);
+    if (this.stopped) await this.stopListening(channel);
+  }
+
+  private async stopListening(channel: Channel): Promise<void> {
+    if (this.listening === channel) this.listening = undefined;
+    await channel.close().catch(() => undefined);
   }
 
   /** Best effort: a missed heartbeat is made up by the next; the others wait 3 before they count this one gone. */

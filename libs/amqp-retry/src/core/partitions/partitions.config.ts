@@ -27,6 +27,8 @@ export const MAX_PARTITIONS = 256;
 export const DEFAULT_HEARTBEAT_MS = 1_000;
 /** Heartbeats missed before an instance counts as gone. */
 export const MISSED_HEARTBEATS = 3;
+/** Heartbeats an instance goes without hearing its own before it counts itself deaf (fewer than the others wait). */
+export const DEAF_AFTER_HEARTBEATS = 2;
 const HEARTBEAT_RANGE: DurationRange = { min: 100, below: 'heartbeats that often flood the broker', max: 60_000, above: 'a minute' };
 
 /** Reads a handler's `partitions`; `at(key)` names an option as the user wrote it. */

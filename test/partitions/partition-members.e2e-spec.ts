@@ -1,0 +1,63 @@
+import { RetryEngine } from 'nestjs-amqp-retry';
+import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
+import { waitFor } from '../support/broker.js';
+import { ctl } from '../support/broker-control.js';
+import { usePartitionSuite } from '../support/partitions.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+
+const HEARTBEAT_MS = 200;
+
+describe("the members' view when its exchange or its queues are deleted", () => {
+  const suite = usePartitionSuite('e2e.parts.members', 4);
+
+  async function twoInstances(logger?: RecordingLogger) {
+    const make = () =>
+      handlerFor({ queue: suite.queue, partitions: { count: 4, key: { header: 'x-key' }, heartbeat: `${HEARTBEAT_MS}ms` } }, () => undefined);
+    suite.apps.push(await startApp([make()], TEST_OPTIONS), await startApp([make()], TEST_OPTIONS));
+    if (logger) suite.apps[0].useLogger(logger);
+    const views = () => suite.apps.map((app) => app.get(RetryEngine).partitions()[0]);
+    const consumedBy = () => views().map((v) => v.partitions.filter((p) => p.consuming).length);
+    await waitFor(() => consumedBy().join() === '2,2', 'two partitions consumed by each instance', 10_000);
+    return { views, consumedBy };
+  }
+
+  /** For `ms`, every 20 ms: each instance hears both and consumes two partitions (none took the other's share). */
+  async function staysBalanced(run: Awaited<ReturnType<typeof twoInstances>>, ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      expect(run.views().map((v) => v.members.length)).toEqual([2, 2]);
+      expect(run.consumedBy()).toEqual([2, 2]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /** The exclusive queues bound to the members' exchange, as the broker lists them. */
+  async function memberQueues(): Promise<string[]> {
+    const lines = (await ctl('list_bindings', 'source_name', 'destination_name', '-q', '--no-table-headers')).split('\n');
+    return lines
+      .map((line) => line.split('\t'))
+      .flatMap(([source, destination]) => (source === `${suite.queue}.partitions.members` ? [destination] : []));
+  }
+
+  it('keeps its view and its share when the exchange is deleted, declares it again, and hears the others again', async () => {
+    const logger = new RecordingLogger();
+    const run = await twoInstances(logger);
+    await suite.broker.channel.deleteExchange(`${suite.queue}.partitions.members`);
+    // Three missed heartbeats would have dropped the other member; five pass with the view unchanged.
+    await staysBalanced(run, HEARTBEAT_MS * 5);
+    await waitFor(async () => (await memberQueues()).length === 2, 'both listening on the exchange again', 5_000);
+    expect(logger.count(/does not hear its own announcements/)).toBe(2); // once per instance, not per heartbeat
+    await waitFor(() => logger.lines.some((line) => line.includes('hears the members again')), 'the recovery logged', 5_000);
+  });
+
+  it("listens again when the broker cancels its members' queue, and the view never loses the other", async () => {
+    const run = await twoInstances();
+    const [first] = await memberQueues();
+    await ctl('delete_queue', first);
+    await staysBalanced(run, HEARTBEAT_MS * 5);
+    await waitFor(async () => (await memberQueues()).length === 2 && !(await memberQueues()).includes(first), 'a new queue bound', 5_000);
+    // A member that stops is still heard: the other takes every partition at once.
+    await suite.apps.shift()!.close();
+    await waitFor(() => run.consumedBy().join() === '4', 'the survivor owns all', 5_000);
+  });
+});
