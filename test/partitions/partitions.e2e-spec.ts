@@ -150,6 +150,39 @@ describe('partitioned queues on a real broker', () => {
     expect(violations(run.seen, 30)).toEqual({ outOfOrder: 0, missing: 0 });
   });
 
+  it("takes a leaving member's partitions at once while one of its own hand-overs still waits for a slow handler", async () => {
+    suite.uses(2);
+    let running = 0;
+    let done = 0;
+    const Slow = handlerFor({ queue: suite.queue, prefetch: 5, partitions: { count: 2, key: { header: 'x-key' }, heartbeat: '200ms' } }, async () => {
+      running++;
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      running--;
+      done++;
+    });
+    const consuming = (app: INestApplicationContext) =>
+      app
+        .get(RetryEngine)
+        .partitions()[0]
+        .partitions.filter((p) => p.consuming).length;
+    suite.apps.push(await startApp([Slow], TEST_OPTIONS));
+    const [a] = suite.apps;
+    await waitFor(() => consuming(a) === 2, 'the first instance owns both', 5_000);
+    await publish(20, 1); // a slow call in flight on each partition
+    await waitFor(() => running >= 2, 'slow calls on both partitions', 5_000);
+    // A second instance: the first hands one partition over, and that waits for the slow calls running there.
+    suite.apps.push(await startApp([Slow], TEST_OPTIONS));
+    await waitFor(() => consuming(a) === 1, 'one partition being handed over', 5_000);
+    // The second leaves while the hand-over still waits: the first takes the partition back at once, not after it.
+    const leftAt = Date.now();
+    await suite.apps.pop()!.close();
+    const takenAt = await waitFor(() => consuming(a) === 2 && Date.now(), 'both partitions consumed again', 10_000);
+    expect(takenAt - leftAt).toBeLessThan(1_500);
+    expect(running).toBeGreaterThan(0); // the slow calls of the hand-over still run
+    await waitFor(() => done === 20, 'every message handled', 30_000);
+    for (let i = 0; i < 2; i++) expect(await suite.broker.count(`${suite.queue}.p${i}`)).toBe(0);
+  });
+
   it('after a smaller count, moves what the partitions beyond it hold into the new ones', async () => {
     suite.uses(4);
     // Four partitions declared by a first start, then filled while nobody consumes.

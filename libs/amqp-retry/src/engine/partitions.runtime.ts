@@ -71,6 +71,8 @@ export class PartitionedRuntime {
   private listening?: Channel;
   private announcer?: Promise<Channel>;
   private rebalancing?: Promise<void>;
+  /** The hand-overs under way (each partition's release, which waits for the handlers running there). */
+  private readonly handingOver = new Set<Promise<void>>();
   private again = false;
   private stopped = false;
   private assigned = false;
@@ -203,7 +205,12 @@ export class PartitionedRuntime {
     this.firstAssignment?.cancel();
     await this.announce(true);
     await this.rebalancing?.catch(() => undefined);
-    await Promise.all([...this.parts.map((p) => p.stop(timeoutMs)), this.retirement.stop(timeoutMs), this.deadLetters.stop(timeoutMs)]);
+    await Promise.all([
+      ...this.handingOver,
+      ...this.parts.map((p) => p.stop(timeoutMs)),
+      this.retirement.stop(timeoutMs),
+      this.deadLetters.stop(timeoutMs),
+    ]);
     await this.closeChannels();
   }
 
@@ -337,17 +344,26 @@ export class PartitionedRuntime {
     if (leaving.length > 0 || taking.length > 0) {
       this.deps.logger.log(`"${this.queue}": ${members.length} member(s); taking ${list(taking)}, handing over ${list(leaving)}`);
     }
-    const started = Date.now();
+    for (const part of leaving) this.handOver(part);
     const starting = [...taking, ...retrying];
-    const [, results] = await Promise.all([
-      Promise.all(
-        leaving.map((p) =>
-          p.release(this.deps.handOverTimeoutMs).then(() => this.deps.logger.log(`"${p.queue}": handed over in ${Date.now() - started} ms`)),
-        ),
-      ),
-      Promise.allSettled(starting.map((p) => p.acquire())),
-    ]);
-    this.noteStarts(starting, results);
+    this.noteStarts(starting, await Promise.allSettled(starting.map((p) => p.acquire())));
+  }
+
+  /**
+   * Lets a partition go without holding up the next pass: a hand-over waits for the handlers running there (up to
+   * `shutdownTimeout`), and a member gone meanwhile must not wait that long for its partitions to be taken. Taking
+   * one back while it is still handed over is safe: the new subscription waits behind the old on the broker.
+   */
+  private handOver(part: HandlerRuntime): void {
+    const started = Date.now();
+    const done: Promise<void> = part
+      .release(this.deps.handOverTimeoutMs)
+      .then(
+        () => this.deps.logger.log(`"${part.queue}": handed over in ${Date.now() - started} ms`),
+        (error: unknown) => this.deps.logger.warn(`"${part.queue}": could not hand over: ${errorMessage(error)}`),
+      )
+      .finally(() => this.handingOver.delete(done));
+    this.handingOver.add(done);
   }
 
   /** Keeps count of the partitions owned whose consumer did not start (tried again each heartbeat); warns when they first fail. */
