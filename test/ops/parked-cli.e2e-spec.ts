@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ParkedMessageView } from 'nestjs-amqp-retry';
+import amqp from 'amqplib';
 import { REPLAY_WINDOW } from '../../libs/amqp-retry/src/ops/confirm.window.js';
 import { AMQP_URL, waitFor, type TestBroker } from '../support/broker.js';
 import { buildCli } from '../support/cli.js';
@@ -127,6 +128,35 @@ describe('the amqp-retry CLI, run as a child process', () => {
     const purged = await run('parked', 'purge', '--queue', queue, '--reason', 'malformed', '--yes', '--json');
     expect(purged.code).toBe(0);
     expect(JSON.parse(purged.stdout)).toEqual({ matched: 2, purged: 2, dryRun: false });
+    expect(await broker.count(errorQueue)).toBe(1);
+  });
+
+  it('refuses, as a parking queue, a handler queue or a queue with consumers, and reads or changes nothing', async () => {
+    await start();
+    await park([{ n: 1, error: 'card declined' }]);
+    const handlerQueue = await run('parked', 'purge', '--error-queue', queue, '--all', '--yes');
+    expect(handlerQueue.code).toBe(2);
+    expect(handlerQueue.stderr).toContain(
+      `"${queue}" is a handler queue or one of its retry tiers, not a parking queue; nothing was read or changed`,
+    );
+    const paired = await run('parked', 'purge', '--queue', queue, '--error-queue', queue, '--all', '--yes');
+    expect(paired.code).toBe(2);
+    // A live queue no handler recorded: its consumer would lose its messages to a walk, and to a purge for good.
+    const connection = await amqp.connect(AMQP_URL);
+    try {
+      const live = await connection.createChannel();
+      await live.prefetch(1);
+      await live.consume(sibling, () => undefined);
+      await broker.publish('', sibling, { n: 2 });
+      for (const command of [['list'], ['purge', '--all', '--yes']]) {
+        const refused = await run('parked', ...command, '--error-queue', sibling);
+        expect(refused.code).toBe(2);
+        expect(refused.stderr).toContain(`"${sibling}" is a queue with 1 consumer(s), not a parking queue`);
+      }
+    } finally {
+      await connection.close(); // the unacked message goes back to the queue
+    }
+    await waitFor(async () => (await broker.count(sibling)) === 1, 'the message back in the queue');
     expect(await broker.count(errorQueue)).toBe(1);
   });
 

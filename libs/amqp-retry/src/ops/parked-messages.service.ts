@@ -339,7 +339,10 @@ export class ParkedMessages {
   /** Visits every matching message of every parking queue the filter covers, leaving them parked. */
   private async read(filter: ParkedFilter, visit: (view: ParkedMessageView) => void): Promise<void> {
     for (const errorQueue of await this.view.errorQueuesFor(filter)) {
-      if ((await this.broker.depth(errorQueue)) < 0) continue; // not created yet: nothing parked
+      const { messages, consumers = 0 } = await this.broker.stats(errorQueue);
+      if (messages < 0) continue; // not created yet: nothing parked
+      // A consumed queue is no parking queue (a record that says so is wrong): named, the walk refuses it; in scope, left out.
+      if (consumers > 0 && filter.errorQueue === undefined) continue;
       await this.broker.walk(errorQueue, async (messages) => {
         for await (const { view, duplicate } of messages) if (!duplicate && matchesFilter(view, filter)) visit(view);
       });

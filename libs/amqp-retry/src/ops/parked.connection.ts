@@ -6,6 +6,7 @@ import { SILENT_LOGGER } from '../core/observe/retry.logger.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { withinTime } from '../core/time/duration.timer.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
+import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import { browseParked, type BrowsedMessage } from './parked-queue.browser.js';
 
 /** Shown in the broker's management UI and `rabbitmqctl list_connections`. */
@@ -155,11 +156,13 @@ export class ParkedConnection {
       let acked = 0;
       let held = 0;
       try {
-        held = (
-          await channel.checkQueue(errorQueue).catch((error: unknown) => {
-            throw new Error(`The parking queue "${errorQueue}" does not exist (${errorMessage(error)})`);
-          })
-        ).messageCount;
+        const { messageCount, consumerCount } = await channel.checkQueue(errorQueue).catch((error: unknown) => {
+          throw new Error(`The parking queue "${errorQueue}" does not exist (${errorMessage(error)})`);
+        });
+        // Nothing of the library consumes a parking queue: one with consumers is a live queue named by mistake, and a
+        // walk would hold its messages from them (and a purge or a replay take them).
+        if (consumerCount > 0) throw new NotAParkingQueueError(errorQueue, `a queue with ${consumerCount} consumer(s)`);
+        held = messageCount;
         const walk: Walk = { channel, ack: (message) => (channel.ack(message), acked++) };
         return await work(browseParked(channel, errorQueue, fallback, onProgress), walk);
       } finally {

@@ -5,6 +5,7 @@ import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RECONNECT } from '../core/config/mo
 import type { ParkedFilter, ParkedMessagesOptions } from '../core/parking/parked-messages.types.js';
 import {
   describeScope,
+  isHandlerSideQueue,
   mayUseParkingQueue,
   namesNothing,
   parkingQueueOf,
@@ -14,6 +15,7 @@ import {
 } from '../core/parking/parked.scope.js';
 import type { HandlerRecord } from '../core/topology/handler-registry.record.js';
 import { ParkedScopeError } from '../errors/parked-scope.error.js';
+import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import type { ParkedConnection } from './parked.connection.js';
 
 /** What a ParkedMessages may see: its scope as given, the application's own queues, the records on the broker. */
@@ -71,6 +73,9 @@ export class ParkedView {
   /** Throws ParkedScopeError unless the parking queue is one of a queue in scope (or any, for the whole vhost). */
   async checkParkingQueue(errorQueue: string): Promise<void> {
     if (!mayUseParkingQueue(this.currentScope(), await this.known(), errorQueue)) throw this.outOfScope(errorQueue, 'parking queue');
+    if (isHandlerSideQueue([...(this.internals.own?.() ?? []), ...(await this.records())], errorQueue)) {
+      throw new NotAParkingQueueError(errorQueue, 'a handler queue or one of its retry tiers');
+    }
   }
 
   outOfScope(name: string, what: 'handler queue' | 'parking queue'): ParkedScopeError {

@@ -1,6 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import type { HandlerRecord } from '../topology/handler-registry.record.js';
-import { describeScope, mayUseParkingQueue, namesNothing, parkingQueueOf, queuesInScope, type ParkedScope } from './parked.scope.js';
+import {
+  describeScope,
+  isHandlerSideQueue,
+  mayUseParkingQueue,
+  namesNothing,
+  parkingQueueOf,
+  queuesInScope,
+  type ParkedScope,
+} from './parked.scope.js';
 
 const record = (queue: string, applications: string[], over: Partial<HandlerRecord> = {}): HandlerRecord => ({
   queue,
@@ -79,5 +87,17 @@ describe('namesNothing and describeScope', () => {
     expect(describeScope(scope({ own: [] }))).toBe("this application's handler queues");
     expect(describeScope(scope({ applications: ['app-a'], named: [{ queue: 'q' }] }))).toBe('the queues recorded by "app-a"; the queues named: "q"');
     expect(describeScope(scope({ wholeVhost: true }))).toBe('every handler queue recorded on the vhost');
+  });
+});
+
+describe('isHandlerSideQueue', () => {
+  const queues = [{ queue: 'orders', tiers: ['orders.retry.1', 'orders.retry.2'] }];
+
+  it('names a handler queue and its tiers, never its parking queue or an unknown queue', () => {
+    expect(isHandlerSideQueue(queues, 'orders')).toBe(true);
+    expect(isHandlerSideQueue(queues, 'orders.retry.2')).toBe(true);
+    expect(isHandlerSideQueue(queues, 'orders.error')).toBe(false);
+    expect(isHandlerSideQueue(queues, 'payments')).toBe(false);
+    expect(isHandlerSideQueue([], 'orders')).toBe(false);
   });
 });

@@ -58,6 +58,13 @@ export function parkingQueueOf(scope: ParkedScope, inScope: readonly ScopeQueue[
 export const mayUseParkingQueue = (scope: ParkedScope, inScope: readonly ScopeQueue[], errorQueue: string): boolean =>
   scope.wholeVhost || inScope.some((q) => q.errorQueue === errorQueue);
 
+/**
+ * Whether `name` is a queue some handler consumes or retries through (its queue or a tier), by any record or the
+ * application's own handlers: never a parking queue, whatever a scope, a flag or another record says.
+ */
+export const isHandlerSideQueue = (queues: readonly Pick<ScopeQueue, 'queue' | 'tiers'>[], name: string): boolean =>
+  queues.some((q) => q.queue === name || q.tiers.includes(name));
+
 /** The scope in words, for an error that says what the view looks at. */
 export function describeScope(scope: ParkedScope): string {
   if (scope.wholeVhost) return 'every handler queue recorded on the vhost';

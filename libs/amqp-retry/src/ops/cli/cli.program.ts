@@ -1,5 +1,6 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
 import { ParkedScopeError } from '../../errors/parked-scope.error.js';
+import { NotAParkingQueueError } from '../../errors/not-a-parking-queue.error.js';
 import { errorMessage } from '../../core/text/error-message.format.js';
 import { ParkedMessages } from '../parked-messages.service.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
@@ -64,6 +65,10 @@ function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
   }
   if (error instanceof CliUsageError) {
     io.err(`error: ${maskCredentials(error.message)}`);
+    return EXIT.usage;
+  }
+  if (error instanceof NotAParkingQueueError) {
+    io.err(`error: ${printable(error.message)}.`);
     return EXIT.usage;
   }
   if (error instanceof ParkedScopeError) {

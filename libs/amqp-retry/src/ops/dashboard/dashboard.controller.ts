@@ -22,6 +22,7 @@ import {
 } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import { ParkedScopeError } from '../../errors/parked-scope.error.js';
+import { NotAParkingQueueError } from '../../errors/not-a-parking-queue.error.js';
 import { ParkedMessages } from '../parked-messages.service.js';
 import type {
   HandlerQueueState,
@@ -356,6 +357,7 @@ export function createDashboardController(path: string): Type<unknown> {
           throw new InternalServerErrorException(`Could not ${what}: ${error.message}`);
         }
         if (error instanceof ParkedScopeError) throw new BadRequestException(scopeRefusal(error, this.config.wholeVhost));
+        if (error instanceof NotAParkingQueueError) throw new BadRequestException(error.message);
         if (error instanceof HttpException) throw error;
         const message = maskCredentials(error instanceof Error ? error.message : String(error));
         this.logger.error(`Could not ${what}: ${message}`);
