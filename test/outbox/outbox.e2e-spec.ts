@@ -212,6 +212,29 @@ describe.each([
     ]);
   });
 
+  it('the inbox: a handler that catches a failed statement is not acked with nothing written; it fails and retries', async () => {
+    await sql(`INSERT INTO "${effects}" (id, n) VALUES ('taken', 0)`);
+    const Handler = handlerFor(
+      { queue: suite.queue, delays: ['100ms'], inbox: { adapter: suite.kind.adapter, table: suite.inboxTable } },
+      async (_payload, context) => {
+        const tx = (context as RetryContext<unknown>).transaction;
+        await suite.kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ('mine', ${context.attempt})`, []);
+        // "Insert, ignore the duplicate" without ON CONFLICT: the failure aborts the transaction, caught or not.
+        if (context.attempt === 1) await suite.kind.exec(tx, `INSERT INTO "${effects}" (id, n) VALUES ('taken', 1)`, []).catch(() => undefined);
+      },
+    );
+    const app = await startApp([Handler], TEST_OPTIONS);
+    suite.apps.push(app);
+    const handler = handlerOf(app, Handler);
+    await suite.broker.publish('', suite.queue, { id: 'x' }, { messageId: 'm-aborted' });
+    await waitFor(async () => (await sql(`SELECT n FROM "${effects}" WHERE id = 'mine'`)).length === 1, 'the second attempt committed');
+    expect(handler.calls.map((c) => c.attempt)).toEqual([1, 2]);
+    expect(await sql(`SELECT n FROM "${effects}" WHERE id = 'mine'`)).toEqual([{ n: 2 }]);
+    expect((await sql(`SELECT message_id FROM "${suite.inboxTable}"`)).map((r) => r.message_id)).toEqual(['m-aborted']);
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'the message settled');
+    expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
+  });
+
   it('end to end: a business row and its message commit together, and the consumer applies it once', async () => {
     const Handler = handlerFor(
       { queue: suite.queue, delays: ['100ms'], inbox: { adapter: suite.kind.adapter, table: suite.inboxTable } },

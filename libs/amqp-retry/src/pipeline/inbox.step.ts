@@ -6,6 +6,13 @@ import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 
+/** A statement after the handler failed: its transaction is aborted (a failure it caught), and would commit nothing. */
+function failAborted(error: unknown): never {
+  throw new Error(
+    `the handler's transaction commits nothing: a statement in it failed (its error was caught?), and PostgreSQL ends such a transaction with a ROLLBACK at COMMIT; the message fails instead of being acked with nothing written. Let the error through, or use a SAVEPOINT (or ON CONFLICT) for a statement allowed to fail (${errorMessage(error)})`,
+  );
+}
+
 /** How often (at most) a queue's inbox deletes ids past their retention, after a handled message. */
 const CLEANUP_EVERY_MS = 60_000;
 
@@ -47,7 +54,9 @@ export const inboxStep =
         const { rows } = await adapter.execute(tx, sql.inboxRecord, [queue, id]);
         if (rows.length === 0) return undefined; // recorded by an earlier copy, committed
         ran = true;
-        return invoke(payload, { ...context, transaction: tx } as RetryContext);
+        const handled = await invoke(payload, { ...context, transaction: tx } as RetryContext);
+        if (!adapter.refusesAbortedCommit) await adapter.execute(tx, 'SELECT 1', []).catch((error: unknown) => failAborted(error));
+        return handled;
       });
       if (!ran) logger.debug(`"${queue}": "${id}" is in the inbox already; acking this copy without calling the handler`);
       else cleanup();

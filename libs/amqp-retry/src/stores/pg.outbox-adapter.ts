@@ -1,5 +1,6 @@
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
+import { ABORTED_TRANSACTION, abortedTransactionError } from './transaction-aborted.js';
 
 /** What the adapter needs of a pg client (a PoolClient), so that pg stays an optional dependency. */
 export interface PgClientLike {
@@ -77,6 +78,7 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
       }
       return client.query(sql, [...params]) as Promise<SqlResult>;
     },
+    refusesAbortedCommit: true,
     async transaction(work) {
       const client = await pool.connect();
       // The connection may fail while the transaction is idle (the relay awaits the broker): pg then emits 'error' on
@@ -88,7 +90,9 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
         await client.query('BEGIN');
         try {
           const result = await work(client);
-          await client.query('COMMIT');
+          if (transactionStatusOf(client) === ABORTED_TRANSACTION) throw abortedTransactionError('pgOutboxAdapter');
+          const { command } = (await client.query('COMMIT')) as { command?: string };
+          if (command === 'ROLLBACK') throw abortedTransactionError('pgOutboxAdapter'); // a pg without getTransactionStatus
           return result;
         } catch (error) {
           await client.query('ROLLBACK').catch((rollback: Error) => void (broken ??= rollback));

@@ -22,6 +22,12 @@ export interface OutboxAdapter<Tx = unknown> {
    */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /**
+   * True when `transaction` refuses to commit a transaction in which a statement failed (PostgreSQL ends one with a
+   * ROLLBACK at COMMIT, without an error: a handler that caught such a failure would be acked with none of its writes).
+   * Without it, the inbox checks with a statement of its own after the handler, one round trip more. Optional.
+   */
+  readonly refusesAbortedCommit?: boolean;
+  /**
    * Calls `onNotify` for each NOTIFY on `channel` (the relay wakes at once after a commit), on a connection of its
    * own, until the returned function is called; `onLost` when that connection fails (the relay polls meanwhile and
    * listens again). Optional: without it the relay polls.
