@@ -11,9 +11,11 @@ const logger = { log: () => undefined, warn: () => undefined, error: () => undef
 function memoryInbox() {
   const committed = new Set<string>();
   const statements: string[] = [];
-  const adapter: OutboxAdapter<{ rows: Set<string> }> = {
+  const adapter: OutboxAdapter<{ rows: Set<string>; aborted?: boolean }> = {
     execute: async (tx, sql, params) => {
       statements.push(sql.trim().split(/\s+/)[0]);
+      if (tx.aborted) throw new Error('current transaction is aborted, commands ignored until end of transaction block');
+      if (/^SELECT 1$/.test(sql)) return { rows: [{}] };
       if (/DELETE/i.test(sql)) return { rows: [{ deleted: 0 }] };
       const key = `${String(params[0])}/${String(params[1])}`;
       if (committed.has(key) || tx.rows.has(key)) return { rows: [] };
@@ -84,5 +86,31 @@ describe('the inbox step', () => {
     )(async () => undefined);
     await expect(invoke({}, contextOf(undefined))).rejects.toBeInstanceOf(MalformedMessageError);
     expect(statements).toEqual([]);
+  });
+
+  it('fails a message whose handler left its transaction aborted (a caught statement failure), so that nothing is acked unwritten', async () => {
+    const { adapter, committed, statements } = memoryInbox();
+    const handler = async (_payload: unknown, context: RetryContext) => {
+      (context.transaction as { aborted?: boolean }).aborted = true;
+    };
+    const step = inboxStep(
+      'orders',
+      readInbox({ adapter }, (k) => k),
+      logger,
+    )(handler);
+    await expect(step({}, contextOf('m-1'))).rejects.toThrow(/transaction commits nothing: a statement in it failed/);
+    expect([...committed]).toEqual([]);
+    expect(statements.at(-1)).toBe('SELECT');
+  });
+
+  it('runs no statement of its own after the handler when the adapter refuses an aborted commit itself', async () => {
+    const { adapter, statements } = memoryInbox();
+    const step = inboxStep(
+      'orders',
+      readInbox({ adapter: { ...adapter, refusesAbortedCommit: true } }, (k) => k),
+      logger,
+    )(async () => undefined);
+    await step({}, contextOf('m-1'));
+    expect(statements).not.toContain('SELECT');
   });
 });
