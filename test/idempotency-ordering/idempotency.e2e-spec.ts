@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { IdempotencyStoreError, retryTopologyNames, type PostgresIdempotencyStore, type IdempotencyStore } from 'nestjs-amqp-retry';
+import { IdempotencyStoreError, retryTopologyNames, PostgresIdempotencyStore, type IdempotencyStore } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
@@ -171,6 +171,27 @@ describe('the PostgreSQL store creates and cleans its table', () => {
     } finally {
       await pool.end();
       for (const s of stores) await s.close();
+    }
+  });
+
+  it('deletes every expired row each cleanup, batch after batch, not 1,000 an interval', async () => {
+    const table = uniqueSpace();
+    const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
+    const store = new PostgresIdempotencyStore({ pool, table, cleanupInterval: '2s' });
+    const count = async () => Number((await pool.query(`SELECT count(*) AS n FROM "${table}"`)).rows[0].n);
+    try {
+      await store.claim('q:live', 't', 60_000); // creates the table and arms the cleanup
+      await pool.query(
+        `INSERT INTO "${table}" (key, state, token, expires_at) SELECT 'q:old-' || g, 'handled', NULL, clock_timestamp() - interval '1 minute' FROM generate_series(1, 3500) g`,
+      );
+      await waitFor(async () => (await count()) < 3_501, 'a first cleanup', 5_000);
+      // The rest goes in the same cleanup, well before the next interval.
+      await waitFor(async () => (await count()) === 1, 'every expired row deleted', 1_000);
+      expect((await pool.query(`SELECT key FROM "${table}"`)).rows).toEqual([{ key: 'q:live' }]);
+    } finally {
+      await store.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pool.end();
     }
   });
 });

@@ -4,6 +4,8 @@ import { type DurationTimer, startInterval } from '../core/time/duration.timer.j
 import type { Duration } from '../core/time/duration.reader.js';
 import { DDL_LOCK_SQL } from '../core/sql/ddl.lock.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
+import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
+import { CLEANUP_BATCH } from '../core/outbox/outbox.sql.js';
 
 /** What the store needs of a pg Pool, so that pg stays an optional dependency. */
 export interface PgLikePool {
@@ -31,12 +33,13 @@ export interface PostgresIdempotencyStoreOptions {
   table?: string;
   /** Its schema; default the connection's search path. Created if missing. */
   schema?: string;
-  /** How often expired rows are deleted (1,000 at a time); default '1m'; 0 never (call purgeExpired yourself). */
+  /** How often expired rows are deleted (in batches of 1,000 until none is left); default '1m'; 0 never (call purgeExpired yourself). */
   cleanupInterval?: Duration;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-const CLEANUP_BATCH = 1_000;
+/** A cleanup's time, at most: the batches it leaves wait for the next interval. */
+const CLEANUP_BUDGET_MS = 10_000;
 
 function readIdentifier(value: string | undefined, fallback: string | undefined, option: string): string | undefined {
   if (value === undefined) return fallback;
@@ -63,6 +66,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   private readonly table: string;
   private readonly cleanupMs: number;
   private cleanupTimer?: DurationTimer;
+  private cleaning = false;
   private closed = false;
 
   constructor(private readonly options: PostgresIdempotencyStoreOptions) {
@@ -200,6 +204,22 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
 
   private startCleanup(): void {
     if (this.cleanupMs === 0 || this.cleanupTimer) return;
-    this.cleanupTimer = startInterval(this.cleanupMs, () => void this.purgeExpired().catch(() => undefined)).unref();
+    this.cleanupTimer = startInterval(this.cleanupMs, () => void this.cleanUp()).unref();
+  }
+
+  /**
+   * Deletes expired rows batch after batch until a batch finds fewer than 1,000 (or CLEANUP_BUDGET_MS passes): one
+   * batch per interval would let a table that gains more than 1,000 rows an interval grow without end.
+   */
+  private async cleanUp(): Promise<void> {
+    if (this.cleaning || this.closed) return;
+    this.cleaning = true;
+    try {
+      await cleanUpInBatches(() => this.purgeExpired(), CLEANUP_BUDGET_MS);
+    } catch {
+      // the next interval tries again
+    } finally {
+      this.cleaning = false;
+    }
   }
 }
