@@ -5,6 +5,7 @@ import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { sql, useOutboxSuite } from '../support/outbox.js';
 import { POSTGRES_URL } from '../support/stores.js';
+import { outboxSql } from '../../libs/amqp-retry/src/core/outbox/outbox.sql.js';
 
 /** Index names of a table, as PostgreSQL holds them. */
 const indexesOf = async (table: string) =>
@@ -28,8 +29,8 @@ describe('the outbox and inbox tables at the start', () => {
     const Handler = handlerFor({ queue: suite.queue, inbox: { adapter: kind.adapter, table: inboxTable } }, () => undefined);
     suite.app = await startApp([Handler], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table } });
     const outboxIndexes = await indexesOf(table);
-    expect(outboxIndexes).toHaveLength(4); // the primary key and the three of the relay and the cleanup
-    expect(outboxIndexes.filter((name) => /_(pending|order|sent)_idx$/.test(name))).toHaveLength(3);
+    expect(outboxIndexes).toHaveLength(5); // the primary key and the four of the relay, the cleanup and the backlog
+    expect(outboxIndexes.filter((name) => /_(pending|order|sent|parked)_idx$/.test(name))).toHaveLength(4);
     const inboxIndexes = await indexesOf(inboxTable);
     expect(inboxIndexes).toHaveLength(2); // the primary key and handled_at's
     expect(inboxIndexes.some((name) => name.endsWith('_handled_at_idx'))).toBe(true);
@@ -40,6 +41,33 @@ describe('the outbox and inbox tables at the start', () => {
     await expect(startApp([], { ...TEST_OPTIONS, outbox: { adapter: kind.adapter, table, createTables: false } })).rejects.toThrow(
       new RegExp(`The table ${table} \\(option outbox.table\\) lacks the index \\S+_sent_idx, which the library needs`),
     );
+  });
+
+  it('reads the backlog (waiting, oldest, parked) from its partial indexes, never scanning the sent rows', async () => {
+    const table = `e2e_outbox_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    suite.tables.push(table, `${table}_inbox`);
+    const names = { table, inboxTable: `${table}_inbox` };
+    const statements = outboxSql(names);
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    try {
+      for (const statement of statements.outboxTables) await client.query(statement);
+      await client.query(
+        `INSERT INTO "${table}" (exchange, routing_key, body, state, sent_at) SELECT '', 'q', '\\x00', 'sent', clock_timestamp() FROM generate_series(1, 2000)`,
+      );
+      await client.query(
+        `INSERT INTO "${table}" (exchange, routing_key, body, state) VALUES ('', 'q', '\\x00', 'pending'), ('', 'q', '\\x00', 'parked')`,
+      );
+      await client.query('ANALYZE "' + table + '"');
+      // With sequential scans priced out, a plan still holding one could not have used an index.
+      await client.query('SET enable_seqscan = off');
+      const plan = JSON.stringify((await client.query(`EXPLAIN (FORMAT JSON) ${statements.stats}`)).rows);
+      expect(plan).not.toContain('Seq Scan');
+      const [row] = (await client.query(statements.stats)).rows as Array<Record<string, string>>;
+      expect([row.waiting, row.parked]).toEqual(['1', '1']);
+    } finally {
+      await client.end();
+    }
   });
 
   it('fails the start on a table of another shape, naming the table, the option and the fix', async () => {

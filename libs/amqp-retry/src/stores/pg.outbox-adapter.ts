@@ -1,6 +1,6 @@
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
-import { ABORTED_TRANSACTION, abortedTransactionError } from './transaction-aborted.js';
+import { abortedTransactionError } from './transaction-aborted.js';
 
 /** What the adapter needs of a pg client (a PoolClient), so that pg stays an optional dependency. */
 export interface PgClientLike {
@@ -90,9 +90,10 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
         await client.query('BEGIN');
         try {
           const result = await work(client);
-          if (transactionStatusOf(client) === ABORTED_TRANSACTION) throw abortedTransactionError('pgOutboxAdapter');
+          // PostgreSQL answers the COMMIT of a transaction a failed statement aborted with ROLLBACK, without an error.
+          // (The client's transaction status is no substitute: it is updated only after the failed query's callback.)
           const { command } = (await client.query('COMMIT')) as { command?: string };
-          if (command === 'ROLLBACK') throw abortedTransactionError('pgOutboxAdapter'); // a pg without getTransactionStatus
+          if (command === 'ROLLBACK') throw abortedTransactionError('pgOutboxAdapter');
           return result;
         } catch (error) {
           await client.query('ROLLBACK').catch((rollback: Error) => void (broken ??= rollback));

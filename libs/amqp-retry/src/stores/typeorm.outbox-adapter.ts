@@ -1,5 +1,4 @@
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
-import { ABORTED_TRANSACTION, abortedTransactionError } from './transaction-aborted.js';
 
 /** What the adapter needs of a TypeORM QueryRunner (typeorm stays an optional dependency: it is never imported). */
 export interface TypeormQueryRunnerLike {
@@ -73,13 +72,7 @@ export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxA
       const { records } = await runner.query(sql, [...params], true);
       return { rows: records } satisfies SqlResult;
     },
-    refusesAbortedCommit: true,
-    transaction: (work) =>
-      dataSource.transaction(async (manager) => {
-        const result = await work(manager);
-        await assertNotAborted(manager.queryRunner);
-        return result;
-      }),
+    transaction: (work) => dataSource.transaction((manager) => work(manager)),
     maxConnections() {
       const max: unknown = dataSource.options?.extra?.max ?? dataSource.options?.poolSize;
       return typeof max === 'number' ? max : undefined;
@@ -119,19 +112,4 @@ export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxA
       };
     },
   };
-}
-
-/**
- * Refuses to commit a transaction a failed statement aborted (TypeORM would send COMMIT, which PostgreSQL turns into
- * a ROLLBACK without an error): read from the pg client when TypeORM exposes it, else by a statement, which fails there.
- */
-async function assertNotAborted(runner: TypeormQueryRunnerLike | undefined): Promise<void> {
-  if (!runner) return;
-  const client = (runner as { databaseConnection?: { getTransactionStatus?: () => string | null } }).databaseConnection;
-  const status = client?.getTransactionStatus?.();
-  if (status === ABORTED_TRANSACTION) throw abortedTransactionError('typeormOutboxAdapter');
-  if (status !== undefined) return;
-  await runner.query('SELECT 1', undefined, true).catch(() => {
-    throw abortedTransactionError('typeormOutboxAdapter');
-  });
 }

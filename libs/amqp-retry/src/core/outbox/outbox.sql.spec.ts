@@ -35,7 +35,7 @@ describe('outboxSql', () => {
     const script = migrationScript({ table: 't', inboxTable: 'i' });
     expect(script.split('\n').slice(0, 2)).toEqual(['BEGIN;', "SELECT pg_advisory_xact_lock(hashtextextended('nestjs-amqp-retry ddl', 0));"]);
     expect(script.trim().endsWith('COMMIT;')).toBe(true);
-    expect(script.match(/CREATE (TABLE|INDEX) IF NOT EXISTS/g)).toHaveLength(6);
+    expect(script.match(/CREATE (TABLE|INDEX) IF NOT EXISTS/g)).toHaveLength(7);
     expect(script).not.toMatch(/CREATE (TABLE|INDEX) (?!IF NOT EXISTS)/);
   });
 
