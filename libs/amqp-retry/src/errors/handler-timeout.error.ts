@@ -17,4 +17,10 @@ export class HandlerTimeoutError extends Error {
     );
     this.name = 'HandlerTimeoutError';
   }
+
+  /**
+   * Settles (never rejects) when the abandoned call ends, for as long as it runs on past its timeout. The idempotency
+   * step holds the message's claim until then, so that its retry does not run beside it.
+   */
+  callEnded: Promise<void> = Promise.resolve();
 }

@@ -6,6 +6,8 @@ import { decideAfterFailure, retryabilityOf } from '../core/delivery/delivery.de
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { idempotencyStep, storeKeyOf } from './idempotency.step.js';
+import { withHandlerTimeout } from './time-limit.step.js';
+import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 
 /** A store in memory, with a clock the test moves. Unit tests only: the e2e tests use Redis and PostgreSQL. */
 class MemoryStore implements IdempotencyStore {
@@ -98,6 +100,32 @@ describe('the idempotency step', () => {
     set(async () => 'ok');
     await expect(invoke('a', context('m-2'))).resolves.toBe('ok');
     expect(calls).toHaveLength(2);
+  });
+
+  it('a call past its time limit keeps its claim until it ends: the retry waits instead of running beside it', async () => {
+    const store = new MemoryStore();
+    let running = 0;
+    let overlapped = false;
+    const ends: number[] = [];
+    const slowFirst = async (_payload: unknown, ctx: RetryContext) => {
+      running++;
+      overlapped ||= running > 1;
+      await new Promise((resolve) => setTimeout(resolve, ctx.attempt === 1 ? 200 : 5));
+      ends.push(Date.now());
+      running--;
+      return 'done';
+    };
+    const invoke = idempotencyStep(
+      'orders',
+      readIdempotency({ store }, (k) => k),
+      logger,
+    )(withHandlerTimeout(slowFirst, 40, 'orders'));
+    const started = Date.now();
+    await expect(invoke('a', context('m-late'))).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await expect(invoke('a', { ...context('m-late'), attempt: 2 })).resolves.toBe('done');
+    expect(overlapped).toBe(false);
+    expect(ends).toHaveLength(2);
+    expect(ends[1] - started).toBeGreaterThanOrEqual(200); // after the abandoned call, not at 40 ms
   });
 
   it('a copy arriving while another runs waits, and is acknowledged once the first is recorded', async () => {

@@ -8,6 +8,7 @@ import { requireMessageKey } from '../core/message/message-key.reader.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
+import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 
 /** A store call that takes longer than this counts as the store being down. */
 const STORE_TIMEOUT_MS = 5_000;
@@ -58,9 +59,13 @@ export const idempotencyStep =
         result = await invoke(payload, context);
       } catch (error) {
         renewal.stop();
-        await bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
-          logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
-        );
+        const release = () =>
+          bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
+            logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
+          );
+        // A call past its time limit may run on: its claim stays until it ends (or expires), so no retry runs beside it.
+        if (error instanceof HandlerTimeoutError) void error.callEnded.then(release);
+        else await release();
         throw error;
       }
       renewal.stop();

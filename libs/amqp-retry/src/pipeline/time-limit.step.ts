@@ -40,6 +40,10 @@ export function withHandlerTimeout(invoke: HandlerInvoker, timeoutMs: number, qu
       const call = new TimedCall(context.signal);
       const wait = clock.start(() => {
         const error = new HandlerTimeoutError(queue, timeoutMs, context.attempt, formatted);
+        error.callEnded = running.then(
+          () => undefined,
+          () => undefined,
+        );
         call.expire(error);
         reject(error);
         return false;
