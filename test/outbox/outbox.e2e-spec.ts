@@ -299,6 +299,30 @@ describe('the outbox with TypeORM: a QueryRunner, and a manager outside any tran
   });
 });
 
+describe('the inbox on pg: a handler call past its time limit', () => {
+  const suite = useOutboxSuite('e2e.outbox.late', { kind: pgKind });
+
+  it("commits none of the abandoned call's later writes: its connection is closed at the timeout, not rolled back behind it", async () => {
+    const effects = uniqueTable('e2e_effects');
+    suite.tables.push(effects);
+    await sql(`CREATE TABLE "${effects}" (id text PRIMARY KEY)`);
+    const Handler = handlerFor(
+      { queue: suite.queue, delays: ['100ms'], timeout: '200ms', inbox: { adapter: suite.kind.adapter, table: suite.inboxTable } },
+      async (_payload, context) => {
+        const tx = (context as RetryContext<unknown>).transaction;
+        // The first attempt's statement outlives the time limit; its next one comes after the timeout.
+        if (context.attempt === 1) await suite.kind.exec(tx, 'SELECT pg_sleep(0.5)', []);
+        await suite.kind.exec(tx, `INSERT INTO "${effects}" (id) VALUES ($1)`, [`attempt-${context.attempt}`]);
+      },
+    );
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    await suite.broker.publish('', suite.queue, { n: 1 }, { messageId: 'm-late' });
+    await waitFor(async () => (await sql(`SELECT 1 FROM "${effects}"`)).length > 0, 'a committed attempt', 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 700)); // past the abandoned call's sleep, and its next statement
+    expect((await sql(`SELECT id FROM "${effects}" ORDER BY id`)).map((r) => r.id)).toEqual(['attempt-2']);
+  });
+});
+
 describe('the outbox with pg: a client that is in no transaction', () => {
   const table = uniqueTable('e2e_outbox');
   let pool: pg.Pool;

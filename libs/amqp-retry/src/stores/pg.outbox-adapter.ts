@@ -96,10 +96,12 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
           if (command === 'ROLLBACK') throw abortedTransactionError('pgOutboxAdapter');
           return result;
         } catch (error) {
-          await client.query('ROLLBACK').catch((rollback: Error) => void (broken ??= rollback));
-          // A call abandoned at its time limit may still hold this client and query on it: destroyed, its late writes
-          // fail instead of committing alone or inside the transaction of the next borrower.
+          // A call abandoned at its time limit may still hold this client and query on it. A ROLLBACK would queue behind
+          // its running statement, and its next statement behind the ROLLBACK, committing alone: the client is
+          // destroyed at once instead (the server rolls back a closed connection's transaction), and its late
+          // statements fail.
           if (error instanceof HandlerTimeoutError) broken ??= error;
+          else await client.query('ROLLBACK').catch((rollback: Error) => void (broken ??= rollback));
           throw error;
         }
       } catch (error) {
