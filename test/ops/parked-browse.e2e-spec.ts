@@ -47,4 +47,26 @@ describe('browsing a parking queue', () => {
       expect(taken.map((m) => headersOf(m)['x-parked-reason'])).toEqual(Array(3).fill('non-retryable'));
     },
   );
+
+  it('refreshes a worn quorum message that a show stops at, so that repeated shows never reach the delivery limit', async () => {
+    const { broker, queue } = suite;
+    const errorQueue = `${queue}.error`;
+    const Handler = handlerFor({ queue, queueType: 'quorum' }, () => {
+      throw new NonRetryableError('unknown customer');
+    });
+    suite.app = await startApp([Handler], SUITE_OPTIONS);
+    await broker.publish('', queue, { n: 1 }, { messageId: 'm-shown' });
+    await waitFor(async () => (await broker.count(errorQueue)) === 1, 'the park');
+    const parked = await ParkedMessages.connect({ url: AMQP_URL, queues: [queue] });
+    try {
+      const [{ id }] = (await parked.list({ queue })).items;
+      // RabbitMQ 4 drops a quorum message handed out 20 times (no dead-letter exchange on a parking queue).
+      for (let shown = 0; shown < 25; shown++) expect(await parked.show(errorQueue, id)).toMatchObject({ id, body: '{"n":1}' });
+    } finally {
+      await cleanUp(() => parked.close());
+    }
+    await waitFor(async () => (await broker.count(errorQueue)) === 1, 'the message still parked');
+    const [message] = await broker.take(errorQueue, 1);
+    expect(Number(headersOf(message)['x-delivery-count'] ?? 0)).toBeLessThan(12);
+  });
 });

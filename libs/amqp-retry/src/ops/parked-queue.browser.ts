@@ -62,22 +62,32 @@ export async function* browseParked(
 ): AsyncGenerator<BrowsedMessage> {
   const { messageCount: total } = await channel.checkQueue(errorQueue);
   const seen = new Set<string>();
-  for (let done = 0; done < total;) {
-    const message = await getSettled(channel, errorQueue, { noAck: false });
-    if (!message) break;
-    done++;
-    const id = parkedIdOf(message);
-    const browsed: BrowsedMessage = { message, view: toParkedView(message, errorQueue, fallbackQueue), duplicate: seen.has(id) };
-    seen.add(id);
-    yield browsed;
-    if (browsed.settled) {
+  // The message handed to the caller: refreshed after it, or when the caller stops there (show, edit and replay).
+  let current: { browsed: BrowsedMessage; id: string } | undefined;
+  try {
+    for (let done = 0; done < total;) {
+      const message = await getSettled(channel, errorQueue, { noAck: false });
+      if (!message) break;
+      done++;
+      const id = parkedIdOf(message);
+      const browsed: BrowsedMessage = { message, view: toParkedView(message, errorQueue, fallbackQueue), duplicate: seen.has(id) };
+      seen.add(id);
+      current = { browsed, id };
+      yield browsed;
+      current = undefined;
+      await refreshIfWorn(channel, errorQueue, browsed, id);
       onProgress?.(done, total);
-      continue;
     }
-    const count = Number(message.properties.headers?.[BrokerHeader.deliveryCount] ?? 0);
-    if (count >= REFRESH_AT_DELIVERY_COUNT) await refresh(channel, errorQueue, message, id);
-    onProgress?.(done, total);
+  } finally {
+    if (current) await refreshIfWorn(channel, errorQueue, current.browsed, current.id).catch(() => undefined);
   }
+}
+
+/** Refreshes a message the caller left unsettled once the queue has handed it out REFRESH_AT_DELIVERY_COUNT times. */
+async function refreshIfWorn(channel: ConfirmChannel, errorQueue: string, browsed: BrowsedMessage, id: string): Promise<void> {
+  if (browsed.settled) return;
+  const count = Number(browsed.message.properties.headers?.[BrokerHeader.deliveryCount] ?? 0);
+  if (count >= REFRESH_AT_DELIVERY_COUNT) await refresh(channel, errorQueue, browsed.message, id);
 }
 
 async function refresh(channel: ConfirmChannel, errorQueue: string, message: GetMessage, id: string): Promise<void> {
