@@ -273,6 +273,26 @@ describe('ParkedMessages on a real broker', () => {
     expect((await parked.list({ queue })).items.map((v) => v.error)).toEqual(['card declined', 'card declined']);
   });
 
+  it('stops an export whose reader stalls, giving every message back, and tells the reader when it comes back', async () => {
+    await start();
+    const bodies = Array.from({ length: 300 }, (_, n) => ({ n, error: 'card declined' }));
+    await park(bodies, bodies.length);
+    const reader = parked.export({ errorQueue })[Symbol.asyncIterator]();
+    const stalledAt = Date.now();
+    expect((await reader.next()).done).toBe(false); // one line read, then nothing: a download paused
+    await waitFor(async () => (await broker.count(errorQueue))! < bodies.length, 'the walk holding messages unacked');
+    await waitFor(async () => (await broker.count(errorQueue)) === bodies.length, 'every message given back', 20_000);
+    expect(Date.now() - stalledAt).toBeGreaterThanOrEqual(9_000); // READER_STALL_MS, 10 s
+    // The parking queue is free again: a walk runs, and finds them all.
+    expect((await parked.summary({ queue })).total).toBe(bodies.length);
+    let read = 1;
+    const rest = (async () => {
+      for (let line = await reader.next(); !line.done; line = await reader.next()) read++;
+    })();
+    await expect(rest).rejects.toThrow(`The export of "${errorQueue}" stopped: its reader took nothing for 10 s`);
+    expect(read).toBeLessThan(bodies.length);
+  }, 60_000);
+
   it('browses a quorum parking queue many times without its delivery count reaching a delivery limit', async () => {
     const Handler = handlerFor({ queue, exchange, routingKey: 'order.created', delays: [100], queueType: 'quorum' }, (payload) => {
       throw new NonRetryableError((payload as Payload).error ?? 'no');

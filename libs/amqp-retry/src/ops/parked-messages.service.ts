@@ -28,6 +28,17 @@ const DEFAULT_PAGE = 50;
 /** Lines an export walks ahead of its reader. */
 const EXPORT_BUFFER = 256;
 /**
+ * How long an export's walk waits for a reader that takes nothing (a download paused, a pipe into a pager): past it,
+ * the walk stops and gives every message back, so that the parking queue is neither held from other walks nor its
+ * messages kept unacked for as long as the reader stalls.
+ */
+const READER_STALL_MS = 10_000;
+
+const readerStalled = (errorQueue: string) =>
+  new Error(
+    `The export of "${errorQueue}" stopped: its reader took nothing for ${READER_STALL_MS / 1000} s, so every message was given back to the queue. Export again, reading as you go`,
+  );
+/**
  * How RetryModule makes the instance it provides; not for applications. `own`: the queues the application's engine
  * runs, read at each call.
  */
@@ -268,7 +279,8 @@ export class ParkedMessages {
 
   /**
    * The selected messages as JSON lines (one ParkedMessageView each, no newline), left parked. The walk waits for the
-   * reader (at most EXPORT_BUFFER lines ahead), and stops, giving every message back, when the reader stops early.
+   * reader (at most EXPORT_BUFFER lines ahead), and stops, giving every message back, when the reader stops early, or
+   * takes nothing for READER_STALL_MS (the iterator then throws once it has yielded the lines read before).
    */
   async *export(selection: ParkedSelection, options: OperationOptions = {}): AsyncIterable<string> {
     await this.view.checkParkingQueue(selection.errorQueue);
@@ -287,7 +299,13 @@ export class ParkedMessages {
             if (browsed.duplicate || !selected(browsed.view, selection)) continue;
             lines.push(toJsonLine(browsed.view));
             wakeReader?.();
-            while (lines.length >= EXPORT_BUFFER && !stopped) await new Promise<void>((resolve) => (wakeWalk = resolve));
+            while (lines.length >= EXPORT_BUFFER && !stopped) {
+              const woken = await new Promise<boolean>((resolve) => {
+                const timer = setTimeout(() => resolve(false), READER_STALL_MS);
+                wakeWalk = () => (clearTimeout(timer), resolve(true));
+              });
+              if (!woken) throw readerStalled(selection.errorQueue);
+            }
           }
         },
         options.onProgress,
