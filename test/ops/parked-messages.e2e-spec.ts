@@ -3,7 +3,7 @@ import { HANDLER_REGISTRY_QUEUE } from '../../libs/amqp-retry/src/core/topology/
 import { handlerFor, startApp } from '../support/app.js';
 import { AMQP_URL, uniqueName, waitFor, type TestBroker } from '../support/broker.js';
 import { useParkingShop } from '../support/parking-shop.js';
-import { useSuite } from '../support/suite.js';
+import { settleWindow, useSuite } from '../support/suite.js';
 
 /** What each test body makes the handler do: fail (non-retryable, with the payload's `error`) or succeed. */
 interface Payload {
@@ -183,6 +183,23 @@ describe('ParkedMessages on a real broker', () => {
     expect(await broker.count(sibling)).toBe(0); // never sent through the exchange
     expect((await parked.list({ queue })).items.map((v) => v.error)).toEqual(['timeout']);
     expect(await broker.count(errorQueue)).toBe(1);
+  });
+
+  it('replays a message once when a refresh cut short left two copies of it, and takes both copies out', async () => {
+    const handler = await start();
+    await park([{ n: 1, error: 'card declined' }], 1);
+    // Two copies with one x-parked-id, one behind the other, as a crash between a refresh's publish and its ack leaves.
+    const [original] = await broker.drain(errorQueue);
+    const { headers, ...properties } = original.properties;
+    const copy = { ...Object.fromEntries(Object.entries(properties).filter(([, v]) => v !== undefined)), headers, persistent: true };
+    for (let i = 0; i < 2; i++) await broker.publish('', errorQueue, original.content, copy);
+    const callsBefore = handler.calls.length;
+    shop.failing = false;
+    expect(await parked.replay({ errorQueue, filter: {} })).toEqual({ matched: 1, replayed: 1, failed: [], dryRun: false });
+    await waitFor(() => handler.calls.length === callsBefore + 1, 'the replayed call');
+    await waitFor(async () => (await broker.count(errorQueue)) === 0, 'neither copy left parked', 3_000);
+    await settleWindow(300);
+    expect(handler.calls.length).toBe(callsBefore + 1);
   });
 
   it('replays by id, and a message whose queue is gone stays parked and is reported', async () => {

@@ -193,10 +193,15 @@ export class ParkedMessages {
         selection.errorQueue,
         async (messages, walk) => {
           const window = new ConfirmWindow(walk.channel);
+          // Copies of one id (a refresh cut short): each goes once its twin's replay is confirmed, which may come later.
+          const twins: BrowsedMessage[] = [];
           for await (const browsed of messages) {
             const { view } = browsed;
             if (browsed.duplicate) {
-              if (replayed.has(view.id) && !result.dryRun) settle(walk, browsed); // its twin went back already
+              if (!result.dryRun) {
+                browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
+                twins.push(browsed);
+              }
               continue;
             }
             if (!selected(view, selection)) continue;
@@ -219,6 +224,7 @@ export class ParkedMessages {
             });
           }
           await window.drain();
+          for (const twin of twins) if (replayed.has(twin.view.id)) walk.ack(twin.message);
         },
         options.onProgress,
       );
