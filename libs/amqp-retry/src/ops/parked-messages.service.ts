@@ -1,11 +1,10 @@
 import type { ConnectionSettings } from '../amqp/amqp.connection.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { ParkedScope, ScopeQueue } from '../core/parking/parked.scope.js';
-import { matchesFilter, replayPublishOptions, summarize, toJsonLine } from '../core/parking/parked.view.js';
+import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
 import { ConfirmWindow } from './confirm.window.js';
-import { ParkedHeader } from '../core/headers/header.names.js';
 import { publishToQueue, type BrowsedMessage } from './parked-queue.browser.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type Walk } from './parked.connection.js';
@@ -145,9 +144,9 @@ export class ParkedMessages {
   /** How many parked messages match, by reason and by exception message; with `{ groups: true }` also the failure groups and the oldest park (the console). */
   async summary(filter: ParkedFilter = {}, options: { groups?: boolean } = {}): Promise<ParkedSummary> {
     return this.broker.during(async () => {
-      const views: ParkedMessageView[] = [];
-      await this.read(filter, (view) => void views.push(stripBody(view)));
-      return summarize(views, options.groups === true);
+      const tally = new ParkedTally(options.groups === true);
+      await this.read(filter, (view) => tally.add(view));
+      return tally.summary();
     });
   }
 
@@ -396,12 +395,3 @@ function selected(view: ParkedMessageView, selection: ParkedSelection): boolean 
   if (selection.ids !== undefined && !selection.ids.includes(view.id)) return false;
   return matchesFilter(view, selection.filter ?? {});
 }
-
-/** What a summary keeps of a message: no body, no death history, of the headers only the stack (its failure group's frame). */
-const stripBody = (view: ParkedMessageView): ParkedMessageView => ({
-  ...view,
-  body: '',
-  headers:
-    view.headers[ParkedHeader.exceptionStack] === undefined ? {} : { [ParkedHeader.exceptionStack]: view.headers[ParkedHeader.exceptionStack] },
-  deaths: [],
-});

@@ -40,12 +40,13 @@ export function groupKeyOf(view: ParkedMessageView): string {
   );
 }
 
-/** The parked messages as failure groups (see FailureGroup), the largest first, at most MAX_FAILURE_GROUPS. */
-export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup[] {
-  const groups = new Map<string, FailureGroup>();
-  for (const view of views) {
+/** Failure groups counted one message at a time: memory by group, not by message. */
+export class FailureGroupTally {
+  private readonly groups = new Map<string, FailureGroup>();
+
+  add(view: ParkedMessageView): void {
     const key = groupKeyOf(view);
-    let group = groups.get(key);
+    let group = this.groups.get(key);
     if (!group) {
       group = {
         key,
@@ -57,7 +58,7 @@ export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup
         count: 0,
         sample: { id: view.id, error: view.error },
       };
-      groups.set(key, group);
+      this.groups.set(key, group);
     }
     group.count++;
     if (view.parkedAt) {
@@ -65,7 +66,18 @@ export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup
       if (!group.lastSeen || view.parkedAt > group.lastSeen) group.lastSeen = view.parkedAt;
     }
   }
-  return [...groups.values()].sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)).slice(0, MAX_FAILURE_GROUPS);
+
+  /** The groups, the largest first, at most MAX_FAILURE_GROUPS. */
+  largest(): FailureGroup[] {
+    return [...this.groups.values()].sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)).slice(0, MAX_FAILURE_GROUPS);
+  }
+}
+
+/** The parked messages as failure groups (see FailureGroup), the largest first, at most MAX_FAILURE_GROUPS. */
+export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup[] {
+  const tally = new FailureGroupTally();
+  for (const view of views) tally.add(view);
+  return tally.largest();
 }
 
 /** 64 bits as two FNV-1a hashes of different bases: two groups of one summary never share a key in practice. */

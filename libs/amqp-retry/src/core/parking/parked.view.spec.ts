@@ -1,6 +1,17 @@
 import type { MessageProperties } from 'amqplib';
 import { sampleProperties } from '../../testing/message-properties.fixture.js';
-import { matchesFilter, parkedIdOf, replayPublishOptions, summarize, toJsonLine, toParkedView, type ParkedDelivery } from './parked.view.js';
+import {
+  matchesFilter,
+  MAX_COUNTED_ERRORS,
+  OTHER_ERRORS,
+  ParkedTally,
+  parkedIdOf,
+  replayPublishOptions,
+  summarize,
+  toJsonLine,
+  toParkedView,
+  type ParkedDelivery,
+} from './parked.view.js';
 
 const properties = (headers: Record<string, unknown> = {}, over: Partial<MessageProperties> = {}): MessageProperties =>
   sampleProperties({ ...over, headers });
@@ -141,6 +152,30 @@ describe('summarize', () => {
         { error: 'a', count: 1 },
       ],
     });
+  });
+});
+
+describe('ParkedTally', () => {
+  it('counts a message at a time as summarize counts a list, groups and the oldest park included', () => {
+    const views = ['b', 'a', 'b'].map((error) => toParkedView(parked({ 'x-exception-message': error }), 'e'));
+    const tally = new ParkedTally(true);
+    for (const view of views) tally.add(view);
+    expect(tally.summary()).toEqual(summarize(views, true));
+    expect(tally.summary().groups?.map((g) => g.count)).toEqual([2, 1]);
+  });
+
+  it('counts at most MAX_COUNTED_ERRORS distinct exception messages apart, the others together', () => {
+    const tally = new ParkedTally();
+    const view = toParkedView(parked(), 'e');
+    for (let n = 0; n <= MAX_COUNTED_ERRORS + 5; n++) tally.add({ ...view, error: `order ${n} declined` });
+    tally.add({ ...view, error: 'order 0 declined' });
+    const { total, byError } = tally.summary();
+    expect(total).toBe(MAX_COUNTED_ERRORS + 7);
+    expect(byError).toHaveLength(MAX_COUNTED_ERRORS + 1);
+    expect(byError.slice(0, 2)).toEqual([
+      { error: OTHER_ERRORS, count: 6 },
+      { error: 'order 0 declined', count: 2 },
+    ]);
   });
 });
 

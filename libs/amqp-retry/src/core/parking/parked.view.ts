@@ -7,7 +7,7 @@ import { republishProperties } from '../message/message.properties.js';
 import { BROKER_DEATH_HEADERS, headersOf } from './parked-message.headers.js';
 import { ParkedHeader } from '../headers/header.names.js';
 import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
-import { groupFailures, groupKeyOf } from './failure.groups.js';
+import { FailureGroupTally, groupKeyOf } from './failure.groups.js';
 
 /** A quorum queue's delivery counters: browsing a parking queue raises them, so a view, an id and a replay leave them out. */
 export const BROWSE_COUNT_HEADERS: readonly string[] = DELIVERY_COUNT_HEADERS;
@@ -128,26 +128,54 @@ export function matchesFilter(view: ParkedMessageView, filter: ParkedFilter = {}
   return true;
 }
 
-function oldest(views: readonly ParkedMessageView[]): { oldestParkedAt?: Date } {
-  let at: Date | undefined;
-  for (const v of views) if (v.parkedAt && (!at || v.parkedAt < at)) at = v.parkedAt;
-  return at ? { oldestParkedAt: at } : {};
-}
+/** Distinct exception messages a summary counts apart; the rest are counted together as OTHER_ERRORS. */
+export const MAX_COUNTED_ERRORS = 1_000;
+export const OTHER_ERRORS = '(other exception messages)';
 
-function countBy(values: readonly string[]): Array<[string, number]> {
-  const counts = new Map<string, number>();
-  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+const largestFirst = (counts: Map<string, number>): Array<[string, number]> => [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+
+/**
+ * A summary counted one message at a time, so that a walk of a parking queue of any size keeps counts, not messages:
+ * by reason, by exception message (at most MAX_COUNTED_ERRORS of them), and with `withGroups` the failure groups and
+ * the oldest park.
+ */
+export class ParkedTally {
+  private total = 0;
+  private readonly reasons = new Map<string, number>();
+  private readonly errors = new Map<string, number>();
+  private readonly groups?: FailureGroupTally;
+  private oldestParkedAt?: Date;
+
+  constructor(withGroups = false) {
+    if (withGroups) this.groups = new FailureGroupTally();
+  }
+
+  add(view: ParkedMessageView): void {
+    this.total++;
+    this.reasons.set(view.reason, (this.reasons.get(view.reason) ?? 0) + 1);
+    const error = this.errors.has(view.error) || this.errors.size < MAX_COUNTED_ERRORS ? view.error : OTHER_ERRORS;
+    this.errors.set(error, (this.errors.get(error) ?? 0) + 1);
+    if (!this.groups) return;
+    this.groups.add(view);
+    if (view.parkedAt && (!this.oldestParkedAt || view.parkedAt < this.oldestParkedAt)) this.oldestParkedAt = view.parkedAt;
+  }
+
+  summary(): ParkedSummary {
+    const summary: ParkedSummary = {
+      total: this.total,
+      byReason: largestFirst(this.reasons).map(([reason, count]) => ({ reason, count })),
+      byError: largestFirst(this.errors).map(([error, count]) => ({ error, count })),
+    };
+    if (!this.groups) return summary;
+    return { ...summary, groups: this.groups.largest(), ...(this.oldestParkedAt && { oldestParkedAt: this.oldestParkedAt }) };
+  }
 }
 
 /** Counts by reason and by exception message, largest first (ties by name); `withGroups`: the failure groups and the oldest park too. */
 export function summarize(views: readonly ParkedMessageView[], withGroups = false): ParkedSummary {
-  const summary: ParkedSummary = {
-    total: views.length,
-    byReason: countBy(views.map((v) => v.reason)).map(([reason, count]) => ({ reason, count })),
-    byError: countBy(views.map((v) => v.error)).map(([error, count]) => ({ error, count })),
-  };
-  return withGroups ? { ...summary, groups: groupFailures(views), ...oldest(views) } : summary;
+  const tally = new ParkedTally(withGroups);
+  for (const view of views) tally.add(view);
+  return tally.summary();
 }
 
 /** Where and when a copy is replayed, and the content type of an edited body. */
