@@ -91,7 +91,7 @@ describe('the inbox step', () => {
   it('fails a message whose handler left its transaction aborted (a caught statement failure), so that nothing is acked unwritten', async () => {
     const { adapter, committed, statements } = memoryInbox();
     const handler = async (_payload: unknown, context: RetryContext) => {
-      (context.transaction as { aborted?: boolean }).aborted = true;
+      (context.transaction as unknown as { aborted?: boolean }).aborted = true;
     };
     const step = inboxStep(
       'orders',
