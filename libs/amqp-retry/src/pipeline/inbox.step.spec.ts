@@ -14,7 +14,8 @@ function memoryInbox() {
   const adapter: OutboxAdapter<{ rows: Set<string>; aborted?: boolean }> = {
     execute: async (tx, sql, params) => {
       statements.push(sql.trim().split(/\s+/)[0]);
-      if (tx.aborted) throw new Error('current transaction is aborted, commands ignored until end of transaction block');
+      if (tx.aborted)
+        throw Object.assign(new Error('current transaction is aborted, commands ignored until end of transaction block'), { code: '25P02' });
       if (/^SELECT 1$/.test(sql)) return { rows: [{}] };
       if (/DELETE/i.test(sql)) return { rows: [{ deleted: 0 }] };
       const key = `${String(params[0])}/${String(params[1])}`;
@@ -112,5 +113,20 @@ describe('the inbox step', () => {
     )(async () => undefined);
     await step({}, contextOf('m-1'));
     expect(statements).not.toContain('SELECT');
+  });
+
+  it('throws a probe failure other than an aborted transaction (a lost connection) as it is', async () => {
+    const { adapter } = memoryInbox();
+    const lost = Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+    const probeFails: typeof adapter = {
+      ...adapter,
+      execute: (tx, sql, params) => (sql === 'SELECT 1' ? Promise.reject(lost) : adapter.execute(tx, sql, params)),
+    };
+    const step = inboxStep(
+      'orders',
+      readInbox({ adapter: probeFails }, (k) => k),
+      logger,
+    )(async () => undefined);
+    await expect(step({}, contextOf('m-1'))).rejects.toBe(lost);
   });
 });

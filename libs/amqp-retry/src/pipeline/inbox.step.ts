@@ -6,8 +6,15 @@ import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 
-/** A statement after the handler failed: its transaction is aborted (a failure it caught), and would commit nothing. */
+/** PostgreSQL's SQLSTATE for a statement in a transaction a failed statement aborted. */
+const IN_FAILED_SQL_TRANSACTION = '25P02';
+
+/**
+ * The probe after the handler failed. In an aborted transaction (a failure the handler caught), which would commit
+ * nothing, it says so; any other failure (a connection lost) is thrown as it is.
+ */
 function failAborted(error: unknown): never {
+  if ((error as { code?: unknown } | null)?.code !== IN_FAILED_SQL_TRANSACTION) throw error;
   throw new Error(
     `the handler's transaction commits nothing: a statement in it failed (its error was caught?), and PostgreSQL ends such a transaction with a ROLLBACK at COMMIT; the message fails instead of being acked with nothing written. Let the error through, or use a SAVEPOINT (or ON CONFLICT) for a statement allowed to fail (${errorMessage(error)})`,
   );
