@@ -1,7 +1,7 @@
 import { RetryEngine } from 'nestjs-amqp-retry';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { waitFor } from '../support/broker.js';
-import { ctl } from '../support/broker-control.js';
+import { uniqueName, waitFor } from '../support/broker.js';
+import { closeConnections, ctl } from '../support/broker-control.js';
 import { usePartitionSuite } from '../support/partitions.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
@@ -59,5 +59,35 @@ describe("the members' view when its exchange or its queues are deleted", () => 
     // A member that stops is still heard: the other takes every partition at once.
     await suite.apps.shift()!.close();
     await waitFor(() => run.consumedBy().join() === '4', 'the survivor owns all', 5_000);
+  });
+
+  it('keeps every member in its view through a reconnection longer than 3 heartbeats, and drops none on the first it hears', async () => {
+    suite.uses(6);
+    const connectionName = uniqueName('e2e-parts-reconnecting');
+    const make = () =>
+      handlerFor({ queue: suite.queue, partitions: { count: 6, key: { header: 'x-key' }, heartbeat: `${HEARTBEAT_MS}ms` } }, () => undefined);
+    suite.apps.push(
+      await startApp([make()], { ...TEST_OPTIONS, connectionName, reconnect: { initialDelay: '1500ms' } }), // an outage of 7 heartbeats
+      await startApp([make()], TEST_OPTIONS),
+      await startApp([make()], TEST_OPTIONS),
+    );
+    const view = (i: number) => suite.apps[i].get(RetryEngine).partitions()[0];
+    await waitFor(() => [0, 1, 2].every((i) => view(i).members.length === 3), 'three members heard by each', 10_000);
+    const seen = new Set<number>();
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        seen.add(view(0).members.length);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    expect(await closeConnections(connectionName)).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS * 4)); // the others count it gone meanwhile
+    const consumedBy = () => [0, 1, 2].map((i) => view(i).partitions.filter((p) => p.consuming).length).join();
+    await waitFor(() => consumedBy() === '2,2,2', 'the partitions spread over the three again', 20_000);
+    await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS * 8));
+    watching = false;
+    await watch;
+    expect([...seen]).toEqual([3]);
   });
 });

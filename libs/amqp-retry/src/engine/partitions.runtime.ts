@@ -80,6 +80,7 @@ export class PartitionedRuntime {
   /** Listening again after it stopped hearing its own announcements; `deaf` is set while it does not. */
   private relistening?: Promise<void>;
   private deaf = false;
+  private relistenFailed = false;
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
   private readonly unstarted = new Set<number>();
@@ -235,20 +236,27 @@ export class PartitionedRuntime {
    * deleted) hears nobody: its view stands still (nobody expires) and it listens again, declaring what went missing.
    */
   private checkHearing(): void {
-    if (!this.view.isDeaf(Date.now())) {
+    const now = Date.now();
+    if (this.view.hears(now)) {
       if (this.deaf) this.deps.logger.log(`"${this.queue}": hears the members again`);
       this.deaf = false;
+      this.relistenFailed = false;
       return;
     }
+    if (!this.view.isDeaf(now)) return; // a listener just (re)started: its own announcement has not come back yet
     if (!this.deaf) {
       this.deps.logger.warn(
         `"${this.queue}": does not hear its own announcements on "${this.names.membersExchange}" (its queue or the exchange was deleted?); listening again, and its partitions stay as they are until it hears itself`,
       );
     }
     this.deaf = true;
-    if (this.relistening || this.stopped || !this.deps.connection.isConnected) return;
+    // Its announcements failing (the publishing connection down, a broker alarm) explain the silence: the listener stays.
+    if (this.relistening || this.stopped || this.announceFailed || !this.deps.connection.isConnected) return;
     this.relistening = this.listen()
-      .catch((error: unknown) => this.deps.logger.warn(`"${this.queue}": could not listen to the members again: ${errorMessage(error)}`))
+      .catch((error: unknown) => {
+        if (!this.relistenFailed) this.deps.logger.warn(`"${this.queue}": could not listen to the members again: ${errorMessage(error)}`);
+        this.relistenFailed = true;
+      })
       .finally(() => (this.relistening = undefined));
   }
 
@@ -257,6 +265,7 @@ export class PartitionedRuntime {
    * channel it listened on before, if any, is closed.
    */
   private async listen(): Promise<void> {
+    this.view.listening(Date.now()); // a failed attempt waits as long as a listener for its echo before the next
     const channel = await this.deps.connection.createChannel(`partition members of "${this.queue}"`);
     try {
       await channel.assertExchange(this.names.membersExchange, 'fanout', { durable: true });
@@ -283,7 +292,6 @@ export class PartitionedRuntime {
     }
     const previous = this.listening;
     this.listening = channel;
-    this.view.listening(Date.now());
     if (previous) await previous.close().catch(() => undefined);
     if (this.stopped) await this.stopListening(channel);
   }

@@ -8,6 +8,7 @@ describe('MembershipView', () => {
 
   it('counts itself and every member heard within the expiry', () => {
     const view = new MembershipView('b', 3_000, 2_000, 0);
+    view.heard({ id: 'b' }, 0);
     view.heard({ id: 'a' }, 0);
     view.heard({ id: 'c' }, 1_000);
     hearingItself(view, 4_000);
@@ -31,20 +32,32 @@ describe('MembershipView', () => {
     expect(view.isDeaf(2_500)).toBe(false);
     expect(view.isDeaf(2_501)).toBe(true);
     expect(view.members(10_000)).toEqual(['a', 'b']);
-    view.heard({ id: 'b' }, 10_000);
-    expect(view.isDeaf(10_000)).toBe(false);
-    expect(view.members(10_000)).toEqual(['b']);
   });
 
-  it('gives a listener that starts deafAfterMs to hear itself, and never moves that mark back', () => {
+  it('gives every other member a fresh expiry when it hears itself again: it could not hear them meanwhile', () => {
     const view = new MembershipView('b', 3_000, 2_000, 0);
-    expect(view.isDeaf(2_000)).toBe(false);
-    view.listening(5_000);
-    expect(view.isDeaf(6_999)).toBe(false);
-    expect(view.isDeaf(7_001)).toBe(true);
-    view.heard({ id: 'b' }, 8_000);
-    view.listening(1_000);
-    expect(view.isDeaf(9_000)).toBe(false);
+    view.heard({ id: 'b' }, 0);
+    view.heard({ id: 'a' }, 0);
+    view.heard({ id: 'b' }, 10_000); // back after a long silence
+    expect(view.members(12_999)).toEqual(['a', 'b']);
+    view.heard({ id: 'b' }, 12_000);
+    expect(view.members(13_001)).toEqual(['b']); // a was not heard in its fresh 3 s
+  });
+
+  it('trusts a restarted listener only once its own announcement comes back, and gives it deafAfterMs for that', () => {
+    const view = new MembershipView('b', 3_000, 2_000, 0);
+    view.heard({ id: 'b' }, 0);
+    view.heard({ id: 'a' }, 0);
+    view.listening(1_000); // a relisten, or a reconnection
+    expect(view.hears(1_500)).toBe(false);
+    expect(view.isDeaf(2_999)).toBe(false);
+    expect(view.isDeaf(3_001)).toBe(true);
+    expect(view.members(5_000)).toEqual(['a', 'b']); // not heard since: kept
+    view.heard({ id: 'b' }, 5_000);
+    expect(view.hears(5_000)).toBe(true);
+    view.heard({ id: 'b' }, 7_000);
+    expect(view.members(7_999)).toEqual(['a', 'b']);
+    expect(view.members(8_001)).toEqual(['b']);
   });
 });
 

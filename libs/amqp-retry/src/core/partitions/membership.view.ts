@@ -20,13 +20,16 @@ export function readAnnouncement(content: Buffer): MemberAnnouncement | undefine
 
 /**
  * Who is alive as this member hears it: itself, and each other until `expiryMs` after its last announcement, or it
- * leaves. A member hears its own announcements too; when it has not for `deafAfterMs` (its queue was cancelled, or the
- * members' exchange deleted under it), it is deaf: it cannot tell a member gone from one it does not hear, so nobody
- * expires until it hears itself again.
+ * leaves. A member hears its own announcements too, and only trusts what it hears (or does not hear) while they come
+ * back: since its listener (re)started, and within `deafAfterMs`. Else (its queue cancelled, the members' exchange
+ * deleted, a reconnection) it cannot tell a member gone from one it does not hear, so nobody expires; and when it
+ * hears itself again, each other member gets a fresh `expiryMs` to be heard.
  */
 export class MembershipView {
   private readonly lastSeen = new Map<string, number>();
-  private selfHeardAt: number;
+  private selfHeardAt = Number.NEGATIVE_INFINITY;
+  private listeningSince: number;
+  private heardSinceListening = false;
 
   constructor(
     readonly self: string,
@@ -34,31 +37,39 @@ export class MembershipView {
     private readonly deafAfterMs: number,
     now: number,
   ) {
-    this.selfHeardAt = now;
+    this.listeningSince = now;
   }
 
   heard(announcement: MemberAnnouncement, now: number): void {
     if (announcement.id === this.self) {
+      if (!this.hears(now)) for (const id of this.lastSeen.keys()) this.lastSeen.set(id, now);
       this.selfHeardAt = now;
+      this.heardSinceListening = true;
       return;
     }
     if (announcement.leaving) this.lastSeen.delete(announcement.id);
     else this.lastSeen.set(announcement.id, now);
   }
 
-  /** A listener (re)starts: it is given `deafAfterMs` to hear this member's next announcement. */
+  /** A listener (re)starts (or is about to): what it hears counts once its own announcement comes back. */
   listening(now: number): void {
-    this.selfHeardAt = Math.max(this.selfHeardAt, now);
+    this.listeningSince = now;
+    this.heardSinceListening = false;
   }
 
-  /** True when this member has not heard its own announcements for `deafAfterMs`. */
+  /** True when its own announcements come back: heard since the listener started, within `deafAfterMs`. */
+  hears(now: number): boolean {
+    return this.heardSinceListening && now - this.selfHeardAt <= this.deafAfterMs;
+  }
+
+  /** True when nothing of its own has come back for `deafAfterMs`: since the last it heard, or since the listener started. */
   isDeaf(now: number): boolean {
-    return now - this.selfHeardAt > this.deafAfterMs;
+    return now - Math.max(this.selfHeardAt, this.listeningSince) > this.deafAfterMs;
   }
 
-  /** The members alive at `now`, sorted, itself included; forgets those expired (none while deaf). */
+  /** The members alive at `now`, sorted, itself included; forgets those expired (only while it hears itself). */
   members(now: number): string[] {
-    if (!this.isDeaf(now)) for (const [id, at] of this.lastSeen) if (now - at > this.expiryMs) this.lastSeen.delete(id);
+    if (this.hears(now)) for (const [id, at] of this.lastSeen) if (now - at > this.expiryMs) this.lastSeen.delete(id);
     return [this.self, ...this.lastSeen.keys()].sort();
   }
 }
