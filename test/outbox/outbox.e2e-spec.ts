@@ -299,8 +299,11 @@ describe('the outbox with TypeORM: a QueryRunner, and a manager outside any tran
   });
 });
 
-describe('the inbox on pg: a handler call past its time limit', () => {
-  const suite = useOutboxSuite('e2e.outbox.late', { kind: pgKind });
+describe.each([
+  ['pg', pgKind],
+  ['typeorm', typeormKind],
+] as const)('the inbox on %s: a handler call past its time limit', (_name, kind) => {
+  const suite = useOutboxSuite('e2e.outbox.late', { kind });
 
   it("commits none of the abandoned call's later writes: its connection is closed at the timeout, not rolled back behind it", async () => {
     const effects = uniqueTable('e2e_effects');

@@ -1,4 +1,5 @@
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
+import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 
 /** What the adapter needs of a TypeORM QueryRunner (typeorm stays an optional dependency: it is never imported). */
 export interface TypeormQueryRunnerLike {
@@ -72,7 +73,18 @@ export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxA
       const { records } = await runner.query(sql, [...params], true);
       return { rows: records } satisfies SqlResult;
     },
-    transaction: (work) => dataSource.transaction((manager) => work(manager)),
+    transaction: (work) =>
+      dataSource.transaction(async (manager) => {
+        try {
+          return await work(manager);
+        } catch (error) {
+          // A call abandoned at its time limit may still query on this connection: TypeORM's ROLLBACK would queue
+          // behind its running statement, and its next statement behind the ROLLBACK, committing alone. Destroyed
+          // now, the server rolls the transaction back, and the runner refuses the late statements.
+          if (error instanceof HandlerTimeoutError) await destroyConnection(manager.queryRunner, error);
+          throw error;
+        }
+      }),
     maxConnections() {
       const max: unknown = dataSource.options?.extra?.max ?? dataSource.options?.poolSize;
       return typeof max === 'number' ? max : undefined;
@@ -112,4 +124,10 @@ export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxA
       };
     },
   };
+}
+
+/** Releases the runner's pg client as broken (the pool closes it): TypeORM's PostgreSQL runner does so on a client error. */
+async function destroyConnection(runner: TypeormQueryRunnerLike | undefined, error: Error): Promise<void> {
+  const postgres = runner as { releasePostgresConnection?: (error: Error) => Promise<void> } | undefined;
+  await postgres?.releasePostgresConnection?.(error).catch(() => undefined);
 }
