@@ -18,13 +18,12 @@ import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { exchangeExists } from '../amqp/queue-exists.probe.js';
 import { assignPartitions, ownerOf, partitionConfigs, partitionNames } from '../core/partitions/partition.plan.js';
-import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
-import { DEAF_AFTER_HEARTBEATS, MISSED_HEARTBEATS, type PartitionsConfig } from '../core/partitions/partitions.config.js';
+import type { PartitionsConfig } from '../core/partitions/partitions.config.js';
 import { type DurationTimer, startInterval, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
-import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
 import { PartitionRetirement } from './partition.retirement.js';
+import { PartitionMembership } from './partition.membership.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
 export interface PartitionsDeps extends HandlerRuntimeDeps {
@@ -63,24 +62,17 @@ export class PartitionedRuntime {
   readonly parts: HandlerRuntime[];
   readonly member = randomUUID();
   private readonly partitions: PartitionsConfig;
-  private readonly view: MembershipView;
+  private readonly membership: PartitionMembership;
   private readonly names: ReturnType<typeof partitionNames>;
   private members: string[] = [];
   private ticker?: DurationTimer;
   private firstAssignment?: DurationTimer;
-  private listening?: Channel;
-  private announcer?: Promise<Channel>;
   private rebalancing?: Promise<void>;
   /** The hand-overs under way (each partition's release, which waits for the handlers running there). */
   private readonly handingOver = new Set<Promise<void>>();
   private again = false;
   private stopped = false;
   private assigned = false;
-  private announceFailed = false;
-  /** Listening again after it stopped hearing its own announcements; `deaf` is set while it does not. */
-  private relistening?: Promise<void>;
-  private deaf = false;
-  private relistenFailed = false;
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
   private readonly unstarted = new Set<number>();
@@ -99,8 +91,10 @@ export class PartitionedRuntime {
       (config) => new HandlerRuntime({ ...handler, ...handler.forPartition?.(config), config }, deps),
     );
     this.retirement = new PartitionRetirement(handler, deps);
-    const { heartbeatMs } = this.partitions;
-    this.view = new MembershipView(this.member, heartbeatMs * MISSED_HEARTBEATS, heartbeatMs * DEAF_AFTER_HEARTBEATS, Date.now());
+    // A member came or went: the partitions move at once, once this instance has taken its first share.
+    this.membership = new PartitionMembership(this.member, this.queue, this.names.membersExchange, this.partitions.heartbeatMs, deps, () => {
+      if (this.assigned) this.rebalance();
+    });
     const [first] = this.parts;
     const targets = new Map(this.parts.map((part) => [part.queue, part.parkTarget]));
     this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps);
@@ -116,7 +110,7 @@ export class PartitionedRuntime {
   }
 
   get isConsuming(): boolean {
-    return this.listening !== undefined && this.deadLetters.isConsuming && this.parts.every((p) => p.isConsuming);
+    return this.membership.isListening && this.deadLetters.isConsuming && this.parts.every((p) => p.isConsuming);
   }
 
   get statuses(): QueueStatus[] {
@@ -170,11 +164,11 @@ export class PartitionedRuntime {
 
   /** Joins the members and, after hearing the others for a heartbeat and a half, takes its share. */
   async consume(): Promise<void> {
-    await this.listen();
-    await this.announce();
+    await this.membership.listen();
+    await this.membership.announce();
     // A stop() that came meanwhile found neither these channels nor the timers below: an interval started now would
     // keep the process alive after app.close().
-    if (this.stopped) return this.closeChannels();
+    if (this.stopped) return this.membership.close();
     const { heartbeatMs } = this.partitions;
     this.ticker = startInterval(heartbeatMs, () => this.tick());
     this.firstAssignment = startTimer(Math.ceil(heartbeatMs * 1.5), () => {
@@ -191,7 +185,7 @@ export class PartitionedRuntime {
   async resume(): Promise<void> {
     const results = await Promise.allSettled([
       ...this.parts.map((p) => p.resume()),
-      this.listen(),
+      this.membership.listen(),
       this.retirement.start(),
       this.deadLetters.start(),
     ]);
@@ -204,7 +198,7 @@ export class PartitionedRuntime {
     this.stopped = true;
     this.ticker?.cancel();
     this.firstAssignment?.cancel();
-    await this.announce(true);
+    await this.membership.announce(true);
     await this.rebalancing?.catch(() => undefined);
     await Promise.all([
       ...this.handingOver,
@@ -212,111 +206,14 @@ export class PartitionedRuntime {
       this.retirement.stop(timeoutMs),
       this.deadLetters.stop(timeoutMs),
     ]);
-    await this.closeChannels();
-  }
-
-  private async closeChannels(): Promise<void> {
-    const listening = this.listening;
-    this.listening = undefined;
-    await listening?.close().catch(() => undefined);
-    const announcer = this.announcer;
-    this.announcer = undefined;
-    await announcer?.then((c) => c.close()).catch(() => undefined);
+    await this.membership.close();
   }
 
   private tick(): void {
-    void this.announce();
-    this.checkHearing();
+    void this.membership.announce();
+    this.membership.checkHearing();
     if (this.assigned) this.rebalance();
     void this.measure();
-  }
-
-  /**
-   * An instance that does not hear its own announcements (its queue cancelled or deleted, the members' exchange
-   * deleted) hears nobody: its view stands still (nobody expires) and it listens again, declaring what went missing.
-   */
-  private checkHearing(): void {
-    const now = Date.now();
-    if (this.view.hears(now)) {
-      if (this.deaf) this.deps.logger.log(`"${this.queue}": hears the members again`);
-      this.deaf = false;
-      this.relistenFailed = false;
-      return;
-    }
-    if (!this.view.isDeaf(now)) return; // a listener just (re)started: its own announcement has not come back yet
-    if (!this.deaf) {
-      this.deps.logger.warn(
-        `"${this.queue}": does not hear its own announcements on "${this.names.membersExchange}" (its queue or the exchange was deleted?); listening again, and its partitions stay as they are until it hears itself`,
-      );
-    }
-    this.deaf = true;
-    // Its announcements failing (the publishing connection down, a broker alarm) explain the silence: the listener stays.
-    if (this.relistening || this.stopped || this.announceFailed || !this.deps.connection.isConnected) return;
-    this.relistening = this.listen()
-      .catch((error: unknown) => {
-        if (!this.relistenFailed) this.deps.logger.warn(`"${this.queue}": could not listen to the members again: ${errorMessage(error)}`);
-        this.relistenFailed = true;
-      })
-      .finally(() => (this.relistening = undefined));
-  }
-
-  /**
-   * Declares the members' exchange and an exclusive queue of this instance bound to it, and hears the others; the
-   * channel it listened on before, if any, is closed.
-   */
-  private async listen(): Promise<void> {
-    this.view.listening(Date.now()); // a failed attempt waits as long as a listener for its echo before the next
-    const channel = await this.deps.connection.createChannel(`partition members of "${this.queue}"`);
-    try {
-      await channel.assertExchange(this.names.membersExchange, 'fanout', { durable: true });
-      const { queue } = await channel.assertQueue('', { ...PRIVATE_QUEUE_OPTIONS });
-      await channel.bindQueue(queue, this.names.membersExchange, '');
-      await channel.consume(
-        queue,
-        (message) => {
-          if (message === null) return void this.stopListening(channel); // cancelled by the broker: heard as deafness
-          const announcement = readAnnouncement(message.content);
-          if (announcement === undefined) return;
-          const known = this.view.members(Date.now()).includes(announcement.id);
-          this.view.heard(announcement, Date.now());
-          if (this.assigned && (announcement.leaving || !known)) this.rebalance(); // a member came or went: at once
-        },
-        { noAck: true },
-      );
-      channel.on('close', () => {
-        if (this.listening === channel) this.listening = undefined;
-      });
-    } catch (error) {
-      await channel.close().catch(() => undefined);
-      throw error;
-    }
-    const previous = this.listening;
-    this.listening = channel;
-    if (previous) await previous.close().catch(() => undefined);
-    if (this.stopped) await this.stopListening(channel);
-  }
-
-  private async stopListening(channel: Channel): Promise<void> {
-    if (this.listening === channel) this.listening = undefined;
-    await channel.close().catch(() => undefined);
-  }
-
-  /** Best effort: a missed heartbeat is made up by the next; the others wait 3 before they count this one gone. */
-  private async announce(leaving = false): Promise<void> {
-    try {
-      this.announcer ??= this.deps.publishingChannel(`partition announcements of "${this.queue}"`).then((channel) => {
-        channel.on('close', () => (this.announcer = undefined));
-        return channel;
-      });
-      const channel = await this.announcer;
-      const expiration = String(this.partitions.heartbeatMs * MISSED_HEARTBEATS);
-      channel.publish(this.names.membersExchange, '', Buffer.from(JSON.stringify({ id: this.member, leaving })), { expiration, persistent: false });
-      this.announceFailed = false;
-    } catch (error) {
-      this.announcer = undefined;
-      if (!this.announceFailed) this.deps.logger.warn(`"${this.queue}": could not announce this instance to the others: ${errorMessage(error)}`);
-      this.announceFailed = true;
-    }
   }
 
   /** Brings the partitions this instance consumes in line with the view; one pass at a time, another after if asked meanwhile. */
@@ -338,7 +235,7 @@ export class PartitionedRuntime {
 
   private async assign(): Promise<void> {
     if (this.stopped) return;
-    const members = this.view.members(Date.now());
+    const members = this.membership.alive(Date.now());
     const gone = this.members.filter((m) => !members.includes(m));
     if (gone.length > 0) this.deps.logger.log(`"${this.queue}": no longer hears ${gone.join(', ')}`);
     this.members = members;

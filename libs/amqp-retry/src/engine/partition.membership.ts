@@ -1,0 +1,149 @@
+import type { Channel } from 'amqplib';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
+import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
+import { DEAF_AFTER_HEARTBEATS, MISSED_HEARTBEATS } from '../core/partitions/partitions.config.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { errorMessage } from '../core/text/error-message.format.js';
+import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
+
+/** What the membership of a partitioned handler needs of the engine. */
+export interface MembershipDeps {
+  connection: AmqpConnection;
+  /** A plain channel on the publishing connection (announcements are published, never on the consuming one). */
+  publishingChannel: (purpose: string) => Promise<Channel>;
+  logger: RetryLogger;
+}
+
+/**
+ * One instance's part in a partitioned handler's membership: it announces itself each heartbeat on the fanout
+ * exchange `membersExchange` and hears the others (and itself) on an exclusive queue of its own. An instance that
+ * stops hearing its own announcements (its queue cancelled or deleted, the exchange deleted) keeps its view as it is
+ * and listens again, declaring what went missing (core/partitions/membership.view.ts says when it trusts what it hears).
+ */
+export class PartitionMembership {
+  private readonly view: MembershipView;
+  private listening?: Channel;
+  private announcer?: Promise<Channel>;
+  private announceFailed = false;
+  private relistening?: Promise<void>;
+  private deaf = false;
+  private relistenFailed = false;
+  private closed = false;
+
+  constructor(
+    readonly member: string,
+    private readonly queue: string,
+    private readonly membersExchange: string,
+    private readonly heartbeatMs: number,
+    private readonly deps: MembershipDeps,
+    /** Called when a member it did not know is heard, or one says it leaves. */
+    private readonly changed: () => void,
+  ) {
+    this.view = new MembershipView(member, heartbeatMs * MISSED_HEARTBEATS, heartbeatMs * DEAF_AFTER_HEARTBEATS, Date.now());
+  }
+
+  get isListening(): boolean {
+    return this.listening !== undefined;
+  }
+
+  /** The members alive at `now`, sorted, itself included. */
+  alive(now: number): string[] {
+    return this.view.members(now);
+  }
+
+  /**
+   * Declares the members' exchange and an exclusive queue of this instance bound to it, and hears the others; the
+   * channel it listened on before, if any, is closed.
+   */
+  async listen(): Promise<void> {
+    this.view.listening(Date.now()); // a failed attempt waits as long as a listener for its echo before the next
+    const channel = await this.deps.connection.createChannel(`partition members of "${this.queue}"`);
+    try {
+      await channel.assertExchange(this.membersExchange, 'fanout', { durable: true });
+      const { queue } = await channel.assertQueue('', { ...PRIVATE_QUEUE_OPTIONS });
+      await channel.bindQueue(queue, this.membersExchange, '');
+      await channel.consume(
+        queue,
+        (message) => {
+          if (message === null) return void this.stopListening(channel); // cancelled by the broker: heard as deafness
+          const announcement = readAnnouncement(message.content);
+          if (announcement === undefined) return;
+          const known = this.view.members(Date.now()).includes(announcement.id);
+          this.view.heard(announcement, Date.now());
+          if (announcement.leaving || !known) this.changed();
+        },
+        { noAck: true },
+      );
+      channel.on('close', () => {
+        if (this.listening === channel) this.listening = undefined;
+      });
+    } catch (error) {
+      await channel.close().catch(() => undefined);
+      throw error;
+    }
+    const previous = this.listening;
+    this.listening = channel;
+    if (previous) await previous.close().catch(() => undefined);
+    if (this.closed) await this.stopListening(channel);
+  }
+
+  /** Best effort: a missed heartbeat is made up by the next; the others wait 3 before they count this one gone. */
+  async announce(leaving = false): Promise<void> {
+    try {
+      this.announcer ??= this.deps.publishingChannel(`partition announcements of "${this.queue}"`).then((channel) => {
+        channel.on('close', () => (this.announcer = undefined));
+        return channel;
+      });
+      const channel = await this.announcer;
+      const expiration = String(this.heartbeatMs * MISSED_HEARTBEATS);
+      channel.publish(this.membersExchange, '', Buffer.from(JSON.stringify({ id: this.member, leaving })), { expiration, persistent: false });
+      this.announceFailed = false;
+    } catch (error) {
+      this.announcer = undefined;
+      if (!this.announceFailed) this.deps.logger.warn(`"${this.queue}": could not announce this instance to the others: ${errorMessage(error)}`);
+      this.announceFailed = true;
+    }
+  }
+
+  /** Each heartbeat: an instance that does not hear its own announcements warns once and listens again. */
+  checkHearing(): void {
+    const now = Date.now();
+    if (this.view.hears(now)) {
+      if (this.deaf) this.deps.logger.log(`"${this.queue}": hears the members again`);
+      this.deaf = false;
+      this.relistenFailed = false;
+      return;
+    }
+    if (!this.view.isDeaf(now)) return; // a listener just (re)started: its own announcement has not come back yet
+    if (!this.deaf) {
+      this.deps.logger.warn(
+        `"${this.queue}": does not hear its own announcements on "${this.membersExchange}" (its queue or the exchange was deleted?); listening again, and its partitions stay as they are until it hears itself`,
+      );
+    }
+    this.deaf = true;
+    // Its announcements failing (the publishing connection down, a broker alarm) explain the silence: the listener stays.
+    if (this.relistening || this.closed || this.announceFailed || !this.deps.connection.isConnected) return;
+    this.relistening = this.listen()
+      .catch((error: unknown) => {
+        if (!this.relistenFailed) this.deps.logger.warn(`"${this.queue}": could not listen to the members again: ${errorMessage(error)}`);
+        this.relistenFailed = true;
+      })
+      .finally(() => (this.relistening = undefined));
+  }
+
+  /** Closes its channels; a listen still under way closes its own when it is done. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const listening = this.listening;
+    this.listening = undefined;
+    await listening?.close().catch(() => undefined);
+    const announcer = this.announcer;
+    this.announcer = undefined;
+    await announcer?.then((c) => c.close()).catch(() => undefined);
+  }
+
+  private async stopListening(channel: Channel): Promise<void> {
+    if (this.listening === channel) this.listening = undefined;
+    await channel.close().catch(() => undefined);
+  }
+}
