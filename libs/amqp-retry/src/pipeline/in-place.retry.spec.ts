@@ -1,6 +1,7 @@
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import { NonRetryableError } from '../errors/non-retryable.error.js';
 import { RetriedInPlace, retryInPlace } from './in-place.retry.js';
+import { withHandlerTimeout } from './time-limit.step.js';
 
 const warnings: string[] = [];
 const logger = { log: () => undefined, warn: (line: string) => void warnings.push(line), error: () => undefined, debug: () => undefined };
@@ -85,5 +86,21 @@ describe('retryInPlace', () => {
     expect(RetriedInPlace.from(own)).toBe(own);
     expect(RetriedInPlace.from(new Error('plain'))).toBeUndefined();
     expect(RetriedInPlace.from(hostile)).toBeUndefined();
+  });
+
+  it('starts the next attempt after a timed-out one has ended, not beside it', async () => {
+    const events: string[] = [];
+    const timed = withHandlerTimeout(
+      async (_payload, ctx) => {
+        events.push(`start ${ctx.attempt}`);
+        await new Promise((resolve) => setTimeout(resolve, ctx.attempt === 1 ? 80 : 1));
+        events.push(`end ${ctx.attempt}`);
+        return 'done';
+      },
+      50,
+      'q.p0',
+    );
+    await expect(retryInPlace(timed, {}, context(), config, logger)).resolves.toBe('done');
+    expect(events).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
   });
 });

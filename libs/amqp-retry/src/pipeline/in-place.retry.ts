@@ -6,6 +6,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { formatDuration } from '../core/time/duration.reader.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
+import { abandonedCallEnded } from './time-limit.step.js';
 
 /** The last failure of a message retried in place, with the attempt it was: the pipeline parks it. */
 export class RetriedInPlace extends Error {
@@ -31,7 +32,8 @@ export class RetriedInPlace extends Error {
  * Retries in place (partitions with `whileRetrying: 'hold'`): the message stays unacked at its place in the queue and
  * runs again after its tier's delay, while its key's later messages wait. Nothing comes back through the queue, so a
  * deep queue cannot starve the hold, and a crash or hand-over requeues it ahead of its key's later ones. Attempts are
- * counted in memory: after a crash they start again from the broker's count.
+ * counted in memory: after a crash they start again from the broker's count. After a timeout, the next attempt also
+ * waits for the abandoned call to end (one more timeout at most), so that the two never run at once.
  */
 export async function retryInPlace(
   invoke: HandlerInvoker,
@@ -51,7 +53,7 @@ export async function retryInPlace(
       const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in place in ${formatDuration(delay)} (its key waits)`;
       if (config.retryLogs === 'line') logger.warn(line);
       else logger.debug(line);
-      await sleep(delay, { signal: context.signal });
+      await Promise.all([sleep(delay, { signal: context.signal }), abandonedCallEnded(error)]);
       if (context.signal.aborted) throw new RetriedInPlace(error, attempt);
     }
   }

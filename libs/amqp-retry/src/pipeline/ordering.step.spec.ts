@@ -5,6 +5,8 @@ import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { OrderingConfig } from '../core/ordering/ordering.config.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { orderingStep } from './ordering.step.js';
+import { withHandlerTimeout } from './time-limit.step.js';
+import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 
 const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 const config = resolveHandlerConfig({ queue: 'orders', prefetch: 10, ordering: { key: { header: 'x-key' } } }, resolveModuleConfig({}, {}), 'A.b');
@@ -83,6 +85,28 @@ describe('the ordering step', () => {
     await expect(first).rejects.toThrow('declined');
     await second;
     expect(calls).toEqual([1, 2]);
+  });
+
+  it("lets the key's next message run after a timed-out call has ended, not beside it, and bounds that wait by one more timeout", async () => {
+    const events: string[] = [];
+    const slow = async (payload: unknown) => {
+      const n = payload as number;
+      events.push(`start ${n}`);
+      await new Promise((resolve) => setTimeout(resolve, n === 1 ? 80 : n === 3 ? 10_000 : 5));
+      events.push(`end ${n}`);
+    };
+    const invoke = orderingStep(ordered, logger, () => config)(withHandlerTimeout(slow, 50, 'orders'));
+    const [first, second] = [invoke(1, contextOf(1, 'a')), invoke(2, contextOf(2, 'a'))];
+    await expect(first).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await second;
+    expect(events).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
+    // A call that never ends holds its key for one more timeout only.
+    const started = Date.now();
+    const [third, fourth] = [invoke(3, contextOf(3, 'b')), invoke(4, contextOf(4, 'b'))];
+    await expect(third).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await fourth;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(95);
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it("'hold': a failure holds the key for the retry, unless the delivery's signal aborted (it goes back at this attempt)", async () => {

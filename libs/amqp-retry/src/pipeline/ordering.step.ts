@@ -8,7 +8,9 @@ import { readMessageKey } from '../core/message/message-key.reader.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { retryIdentity, retryOwner } from '../core/delivery/retry.identity.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
-import { retryInPlace } from './in-place.retry.js';
+import { RetriedInPlace, retryInPlace } from './in-place.retry.js';
+import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import { abandonedCallEnded } from './time-limit.step.js';
 
 /**
  * The ordering step: messages with the same ordering key run one at a time, in arrival order. A key function that
@@ -33,6 +35,7 @@ export const orderingStep =
       // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
       if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
       let hold: { owner: string; ms: number } | undefined;
+      let failure: unknown;
       const policy = policyOf(context);
       const { maxAttempts, delaysMs } = policy;
       try {
@@ -41,6 +44,7 @@ export const orderingStep =
           return await retryInPlace(invoke, payload, context, { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable }, logger);
         return await invoke(payload, context);
       } catch (error) {
+        failure = error;
         // A delivery whose signal aborted (taken back by a stop, or its channel lost) goes back to the broker at this
         // attempt, not on to a tier: no later copy would end a hold.
         if (ordering.whileRetrying === 'hold' && !config.retryInPlace && !context.signal.aborted) {
@@ -54,7 +58,10 @@ export const orderingStep =
         }
         throw error;
       } finally {
-        turn.leave(hold);
+        // A call past its time limit may run on: the key's next message waits for it (one more timeout at most).
+        const last = RetriedInPlace.from(failure)?.failure ?? failure;
+        if (last instanceof HandlerTimeoutError) void abandonedCallEnded(last).then(() => turn.leave(hold));
+        else turn.leave(hold);
       }
     };
   };

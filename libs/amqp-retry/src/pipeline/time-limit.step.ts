@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { formatDuration } from '../core/time/duration.reader.js';
 import { DeadlineClock } from '../core/time/deadline.clock.js';
+import { sleep } from '../core/time/duration.timer.js';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 import type { HandlerInvoker, Middleware, PolicyOf } from './delivery.contracts.js';
 import type { ConsumeMessage } from 'amqplib';
@@ -68,6 +69,18 @@ export function withHandlerTimeout(invoke: HandlerInvoker, timeoutMs: number, qu
         },
       );
     });
+}
+
+/**
+ * After a failure: when it is a call's timeout, resolves once that abandoned call has ended, or after one more
+ * timeout at most (a call that never ends must not hold its key for ever); else at once. Whatever runs next for the
+ * same key (its later message, its retry in place) waits for it, so as not to run beside the abandoned call.
+ */
+export async function abandonedCallEnded(error: unknown): Promise<void> {
+  if (!(error instanceof HandlerTimeoutError)) return;
+  const bound = new AbortController();
+  await Promise.race([error.callEnded, sleep(error.timeoutMs, { signal: bound.signal })]);
+  bound.abort();
 }
 
 /**
