@@ -117,7 +117,7 @@ export class PartitionMembership {
     if (!this.view.isDeaf(now)) return; // a listener just (re)started: its own announcement has not come back yet
     if (!this.deaf) {
       this.deps.logger.warn(
-        `"${this.queue}": does not hear its own announcements on "${this.membersExchange}" (its queue or the exchange was deleted?); listening again, and its partitions stay as they are until it hears itself`,
+        `"${this.queue}": does not hear its own announcements on "${this.membersExchange}" (its queue or the exchange was deleted, or its announcements fail?); its partitions stay as they are until it hears itself, and it listens again unless its announcements fail`,
       );
     }
     this.deaf = true;

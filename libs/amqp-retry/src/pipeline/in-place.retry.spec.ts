@@ -103,4 +103,13 @@ describe('retryInPlace', () => {
     await expect(retryInPlace(timed, {}, context(), config, logger)).resolves.toBe('done');
     expect(events).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
   });
+
+  it('stops waiting for a timed-out call when its delivery is taken back, and runs no other attempt', async () => {
+    const taken = new AbortController();
+    const never = withHandlerTimeout(() => new Promise(() => undefined), 300, 'q.p0');
+    const started = Date.now();
+    setTimeout(() => taken.abort(), 350);
+    await expect(retryInPlace(never, {}, context(taken.signal), config, logger)).rejects.toBeInstanceOf(RetriedInPlace);
+    expect(Date.now() - started).toBeLessThan(500); // not the 600 ms of one more timeout
+  });
 });

@@ -53,7 +53,7 @@ export async function retryInPlace(
       const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in place in ${formatDuration(delay)} (its key waits)`;
       if (config.retryLogs === 'line') logger.warn(line);
       else logger.debug(line);
-      await Promise.all([sleep(delay, { signal: context.signal }), abandonedCallEnded(error)]);
+      await Promise.all([sleep(delay, { signal: context.signal }), abandonedCallEnded(error, context.signal)]);
       if (context.signal.aborted) throw new RetriedInPlace(error, attempt);
     }
   }

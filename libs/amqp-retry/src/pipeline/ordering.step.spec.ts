@@ -109,6 +109,25 @@ describe('the ordering step', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it("'hold': a timed-out call holds its key for the retry at once, so the retried copy is not queued behind the next message", async () => {
+    const holding = resolveHandlerConfig(
+      { queue: 'orders', prefetch: 10, delays: ['1m'], ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
+      resolveModuleConfig({}, {}),
+      'A.b',
+    ) as typeof config & { ordering: OrderingConfig };
+    const calls: string[] = [];
+    const slowFirst = async (payload: unknown, ctx: RetryContext) => {
+      calls.push(`${payload as number}.${ctx.attempt}`);
+      if (ctx.attempt === 1 && payload === 1) await new Promise((resolve) => setTimeout(resolve, 200));
+    };
+    const invoke = orderingStep(holding, logger, () => holding)(withHandlerTimeout(slowFirst, 50, 'orders'));
+    await expect(invoke(1, contextOf(1, 'a'))).rejects.toBeInstanceOf(HandlerTimeoutError);
+    const next = invoke(2, contextOf(2, 'a')); // the key's next message, while the abandoned call runs on
+    const retried = invoke(1, { ...contextOf(1, 'a'), attempt: 2 }); // its retry, back before the call has ended
+    await Promise.all([next, retried]);
+    expect(calls).toEqual(['1.1', '1.2', '2.1']);
+  });
+
   it("'hold': a failure holds the key for the retry, unless the delivery's signal aborted (it goes back at this attempt)", async () => {
     const holding = resolveHandlerConfig(
       { queue: 'orders', prefetch: 10, delays: ['1m'], ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },

@@ -9,8 +9,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { retryIdentity, retryOwner } from '../core/delivery/retry.identity.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { RetriedInPlace, retryInPlace } from './in-place.retry.js';
-import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
-import { abandonedCallEnded } from './time-limit.step.js';
+import { abandonedCallEnded, isTimeout } from './time-limit.step.js';
 
 /**
  * The ordering step: messages with the same ordering key run one at a time, in arrival order. A key function that
@@ -58,9 +57,10 @@ export const orderingStep =
         }
         throw error;
       } finally {
-        // A call past its time limit may run on: the key's next message waits for it (one more timeout at most).
-        const last = RetriedInPlace.from(failure)?.failure ?? failure;
-        if (last instanceof HandlerTimeoutError) void abandonedCallEnded(last).then(() => turn.leave(hold));
+        // A call past its time limit may run on: the key's next message waits for it (one more timeout at most). A
+        // hold is set at once: the key's later messages wait for the retry anyway, which must find its hold.
+        const timedOut = RetriedInPlace.from(failure)?.failure ?? failure;
+        if (hold === undefined && isTimeout(timedOut)) void abandonedCallEnded(timedOut).then(() => turn.leave());
         else turn.leave(hold);
       }
     };

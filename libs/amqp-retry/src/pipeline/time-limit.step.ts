@@ -71,16 +71,31 @@ export function withHandlerTimeout(invoke: HandlerInvoker, timeoutMs: number, qu
     });
 }
 
+/** Whether `error` is a call's timeout; false for anything else, a thrown Proxy whose traps throw included. */
+export function isTimeout(error: unknown): error is HandlerTimeoutError {
+  try {
+    return error instanceof HandlerTimeoutError;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * After a failure: when it is a call's timeout, resolves once that abandoned call has ended, or after one more
- * timeout at most (a call that never ends must not hold its key for ever); else at once. Whatever runs next for the
- * same key (its later message, its retry in place) waits for it, so as not to run beside the abandoned call.
+ * timeout at most (a call that never ends must not hold its key for ever), or once `signal` aborts; else at once.
+ * Whatever runs next for the same key (its later message, its retry in place) waits for it, so as not to run beside
+ * the abandoned call. Its timer does not keep the process alive.
  */
-export async function abandonedCallEnded(error: unknown): Promise<void> {
-  if (!(error instanceof HandlerTimeoutError)) return;
+export async function abandonedCallEnded(error: unknown, signal?: AbortSignal): Promise<void> {
+  if (!isTimeout(error)) return;
+  const { callEnded, timeoutMs } = error;
   const bound = new AbortController();
-  await Promise.race([error.callEnded, sleep(error.timeoutMs, { signal: bound.signal })]);
-  bound.abort();
+  const stop = () => bound.abort();
+  signal?.addEventListener('abort', stop, { once: true });
+  if (signal?.aborted) stop();
+  await Promise.race([callEnded, sleep(timeoutMs, { signal: bound.signal, unref: true })]);
+  stop();
+  signal?.removeEventListener('abort', stop);
 }
 
 /**
