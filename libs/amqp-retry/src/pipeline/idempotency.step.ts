@@ -8,7 +8,7 @@ import { requireMessageKey } from '../core/message/message-key.reader.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
-import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import { isTimeout } from './time-limit.step.js';
 
 /** A store call that takes longer than this counts as the store being down. */
 const STORE_TIMEOUT_MS = 5_000;
@@ -64,7 +64,7 @@ export const idempotencyStep =
             logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
           );
         // A call past its time limit may run on: its claim stays until it ends (or expires), so no retry runs beside it.
-        if (error instanceof HandlerTimeoutError) void error.callEnded.then(release);
+        if (isTimeout(error)) void error.callEnded.then(release);
         else await release();
         throw error;
       }
