@@ -3,11 +3,9 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import { requireMessageKey } from '../core/message/message-key.reader.js';
 import type { InboxConfig } from '../core/outbox/outbox.config.js';
 import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
+import { abortedTransactionError, IN_FAILED_SQL_TRANSACTION } from '../core/outbox/aborted-transaction.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-
-/** PostgreSQL's SQLSTATE for a statement in a transaction a failed statement aborted. */
-const IN_FAILED_SQL_TRANSACTION = '25P02';
 
 /**
  * The probe after the handler failed. In an aborted transaction (a failure the handler caught), which would commit
@@ -15,9 +13,7 @@ const IN_FAILED_SQL_TRANSACTION = '25P02';
  */
 function failAborted(error: unknown): never {
   if ((error as { code?: unknown } | null)?.code !== IN_FAILED_SQL_TRANSACTION) throw error;
-  throw new Error(
-    `the handler's transaction commits nothing: a statement in it failed (its error was caught?), and PostgreSQL ends such a transaction with a ROLLBACK at COMMIT; the message fails instead of being acked with nothing written. Let the error through, or use a SAVEPOINT (or ON CONFLICT) for a statement allowed to fail (${errorMessage(error)})`,
-  );
+  throw abortedTransactionError(error);
 }
 
 /** How often (at most) a queue's inbox deletes ids past their retention, after a handled message. */

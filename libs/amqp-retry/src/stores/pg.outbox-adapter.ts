@@ -1,6 +1,6 @@
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
-import { abortedTransactionError } from './transaction-aborted.js';
+import { abortedTransactionError } from '../core/outbox/aborted-transaction.js';
 
 /** What the adapter needs of a pg client (a PoolClient), so that pg stays an optional dependency. */
 export interface PgClientLike {
@@ -93,7 +93,7 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
           // PostgreSQL answers the COMMIT of a transaction a failed statement aborted with ROLLBACK, without an error.
           // (The client's transaction status is no substitute: it is updated only after the failed query's callback.)
           const { command } = (await client.query('COMMIT')) as { command?: string };
-          if (command === 'ROLLBACK') throw abortedTransactionError('pgOutboxAdapter');
+          if (command === 'ROLLBACK') throw abortedTransactionError();
           return result;
         } catch (error) {
           // A call abandoned at its time limit may still hold this client and query on it. A ROLLBACK would queue behind
