@@ -1,5 +1,5 @@
 import type { ParkedMessageView } from './parked-messages.types.js';
-import { groupFailures, groupKeyOf, normalizeError, topFrame } from './failure.groups.js';
+import { FailureGroupTally, groupKeyOf, normalizeError, topFrame } from './failure.groups.js';
 
 const view = (over: Partial<ParkedMessageView>): ParkedMessageView => ({
   id: 'm',
@@ -39,7 +39,9 @@ describe('Failure groups', () => {
       view({ id: 'd', error: 'card 4242 declined', reason: 'non-retryable', parkedAt: at(3) }),
       view({ id: 'e', error: 'ECONNREFUSED 10.0.0.1:443', queue: 'shop.orders', errorQueue: 'shop.orders.error' }),
     ];
-    const groups = groupFailures(views);
+    const tally = new FailureGroupTally();
+    for (const v of views) tally.add(v);
+    const groups = tally.largest();
     expect(groups[0]).toMatchObject({ queue: 'shop.payments', reason: 'exhausted', error: 'ECONNREFUSED <ip>', count: 3 });
     expect(groups.slice(1).map((g) => [g.queue, g.reason, g.error, g.count])).toEqual(
       expect.arrayContaining([

@@ -73,13 +73,6 @@ export class FailureGroupTally {
   }
 }
 
-/** The parked messages as failure groups (see FailureGroup), the largest first, at most MAX_FAILURE_GROUPS. */
-export function groupFailures(views: readonly ParkedMessageView[]): FailureGroup[] {
-  const tally = new FailureGroupTally();
-  for (const view of views) tally.add(view);
-  return tally.largest();
-}
-
 /** 64 bits as two FNV-1a hashes of different bases: two groups of one summary never share a key in practice. */
 function fnv(text: string): string {
   return fnv1a(text, 0x811c9dc5) + fnv1a(text, 0x050c5d1f);

@@ -1,5 +1,6 @@
 import type { MessageProperties } from 'amqplib';
 import { sampleProperties } from '../../testing/message-properties.fixture.js';
+import type { ParkedMessageView } from './parked-messages.types.js';
 import {
   matchesFilter,
   MAX_COUNTED_ERRORS,
@@ -7,7 +8,6 @@ import {
   ParkedTally,
   parkedIdOf,
   replayPublishOptions,
-  summarize,
   toJsonLine,
   toParkedView,
   type ParkedDelivery,
@@ -134,6 +134,13 @@ describe('matchesFilter', () => {
   });
 });
 
+/** A summary of a list of views, counted as a walk counts them. */
+function summarize(views: readonly ParkedMessageView[], withGroups = false) {
+  const tally = new ParkedTally(withGroups);
+  for (const view of views) tally.add(view);
+  return tally.summary();
+}
+
 describe('summarize', () => {
   it('counts by reason and by error, largest first, ties by name', () => {
     const views = [
@@ -156,12 +163,26 @@ describe('summarize', () => {
 });
 
 describe('ParkedTally', () => {
-  it('counts a message at a time as summarize counts a list, groups and the oldest park included', () => {
-    const views = ['b', 'a', 'b'].map((error) => toParkedView(parked({ 'x-exception-message': error }), 'e'));
+  it('counts a message at a time, with the failure groups and the oldest park when asked', () => {
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s));
+    const views = ['b', 'a', 'b'].map((error, n) => ({ ...toParkedView(parked({ 'x-exception-message': error }), 'e'), parkedAt: at(9 - n) }));
     const tally = new ParkedTally(true);
     for (const view of views) tally.add(view);
-    expect(tally.summary()).toEqual(summarize(views, true));
-    expect(tally.summary().groups?.map((g) => g.count)).toEqual([2, 1]);
+    const summary = tally.summary();
+    expect(summary).toMatchObject({
+      total: 3,
+      byReason: [{ reason: 'exhausted', count: 3 }],
+      byError: [
+        { error: 'b', count: 2 },
+        { error: 'a', count: 1 },
+      ],
+      oldestParkedAt: at(7),
+    });
+    expect(summary.groups?.map((g) => [g.error, g.count])).toEqual([
+      ['b', 2],
+      ['a', 1],
+    ]);
+    expect(summarize(views)).not.toHaveProperty('groups');
   });
 
   it('counts at most MAX_COUNTED_ERRORS distinct exception messages apart, the others together', () => {

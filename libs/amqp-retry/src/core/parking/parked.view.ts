@@ -171,13 +171,6 @@ export class ParkedTally {
   }
 }
 
-/** Counts by reason and by exception message, largest first (ties by name); `withGroups`: the failure groups and the oldest park too. */
-export function summarize(views: readonly ParkedMessageView[], withGroups = false): ParkedSummary {
-  const tally = new ParkedTally(withGroups);
-  for (const view of views) tally.add(view);
-  return tally.summary();
-}
-
 /** Where and when a copy is replayed, and the content type of an edited body. */
 export interface ReplayTarget {
   /** The queue the copy is published to by name: the one it failed in. */
