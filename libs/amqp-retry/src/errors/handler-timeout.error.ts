@@ -24,3 +24,12 @@ export class HandlerTimeoutError extends Error {
    */
   callEnded: Promise<void> = Promise.resolve();
 }
+
+/** Whether `error` is a call's timeout; false for anything else, a thrown Proxy whose traps throw included. */
+export function isTimeout(error: unknown): error is HandlerTimeoutError {
+  try {
+    return error instanceof HandlerTimeoutError;
+  } catch {
+    return false;
+  }
+}

@@ -8,7 +8,7 @@ import { requireMessageKey } from '../core/message/message-key.reader.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { IdempotencyStoreError } from '../errors/idempotency-store.error.js';
-import { isTimeout } from './time-limit.step.js';
+import { isTimeout } from '../errors/handler-timeout.error.js';
 
 /** A store call that takes longer than this counts as the store being down. */
 const STORE_TIMEOUT_MS = 5_000;

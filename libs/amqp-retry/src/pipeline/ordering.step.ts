@@ -9,7 +9,8 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { retryIdentity, retryOwner } from '../core/delivery/retry.identity.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { RetriedInPlace, retryInPlace } from './in-place.retry.js';
-import { abandonedCallEnded, isTimeout } from './time-limit.step.js';
+import { abandonedCallEnded } from './time-limit.step.js';
+import { isTimeout } from '../errors/handler-timeout.error.js';
 
 /**
  * The ordering step: messages with the same ordering key run one at a time, in arrival order. A key function that

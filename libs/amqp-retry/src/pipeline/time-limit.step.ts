@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { formatDuration } from '../core/time/duration.reader.js';
 import { DeadlineClock } from '../core/time/deadline.clock.js';
 import { sleep } from '../core/time/duration.timer.js';
-import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import { HandlerTimeoutError, isTimeout } from '../errors/handler-timeout.error.js';
 import type { HandlerInvoker, Middleware, PolicyOf } from './delivery.contracts.js';
 import type { ConsumeMessage } from 'amqplib';
 import type { RetryContext } from '../core/delivery/retry.context.js';
@@ -69,15 +69,6 @@ export function withHandlerTimeout(invoke: HandlerInvoker, timeoutMs: number, qu
         },
       );
     });
-}
-
-/** Whether `error` is a call's timeout; false for anything else, a thrown Proxy whose traps throw included. */
-export function isTimeout(error: unknown): error is HandlerTimeoutError {
-  try {
-    return error instanceof HandlerTimeoutError;
-  } catch {
-    return false;
-  }
 }
 
 /**

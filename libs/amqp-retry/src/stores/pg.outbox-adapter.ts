@@ -1,4 +1,4 @@
-import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import { isTimeout } from '../errors/handler-timeout.error.js';
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
 import { abortedTransactionError } from '../core/outbox/aborted-transaction.js';
 
@@ -100,7 +100,7 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
           // its running statement, and its next statement behind the ROLLBACK, committing alone: the client is
           // destroyed at once instead (the server rolls back a closed connection's transaction), and its late
           // statements fail.
-          if (error instanceof HandlerTimeoutError) broken ??= error;
+          if (isTimeout(error)) broken ??= error;
           else await client.query('ROLLBACK').catch((rollback: Error) => void (broken ??= rollback));
           throw error;
         }

@@ -1,5 +1,5 @@
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
-import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import { isTimeout } from '../errors/handler-timeout.error.js';
 
 /** What the adapter needs of a TypeORM QueryRunner (typeorm stays an optional dependency: it is never imported). */
 export interface TypeormQueryRunnerLike {
@@ -81,7 +81,7 @@ export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxA
           // A call abandoned at its time limit may still query on this connection: TypeORM's ROLLBACK would queue
           // behind its running statement, and its next statement behind the ROLLBACK, committing alone. Destroyed
           // now, the server rolls the transaction back, and the runner refuses the late statements.
-          if (error instanceof HandlerTimeoutError) await destroyConnection(manager.queryRunner, error);
+          if (isTimeout(error)) await destroyConnection(manager.queryRunner, error);
           throw error;
         }
       }),
