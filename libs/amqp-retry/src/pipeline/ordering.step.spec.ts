@@ -11,6 +11,12 @@ import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 const config = resolveHandlerConfig({ queue: 'orders', prefetch: 10, ordering: { key: { header: 'x-key' } } }, resolveModuleConfig({}, {}), 'A.b');
 const ordered = config as typeof config & { ordering: OrderingConfig };
+/** The same queue with whileRetrying 'hold', and a tier of a minute: a hold lasts the whole test. */
+const holding = resolveHandlerConfig(
+  { queue: 'orders', prefetch: 10, delays: ['1m'], ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
+  resolveModuleConfig({}, {}),
+  'A.b',
+) as typeof config & { ordering: OrderingConfig };
 const contextOf = (n: number, key?: unknown): RetryContext => ({
   attempt: 1,
   maxAttempts: 3,
@@ -110,11 +116,6 @@ describe('the ordering step', () => {
   });
 
   it("'hold': a timed-out call holds its key for the retry at once, so the retried copy is not queued behind the next message", async () => {
-    const holding = resolveHandlerConfig(
-      { queue: 'orders', prefetch: 10, delays: ['1m'], ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
-      resolveModuleConfig({}, {}),
-      'A.b',
-    ) as typeof config & { ordering: OrderingConfig };
     const calls: string[] = [];
     const slowFirst = async (payload: unknown, ctx: RetryContext) => {
       calls.push(`${payload as number}.${ctx.attempt}`);
@@ -129,11 +130,6 @@ describe('the ordering step', () => {
   });
 
   it("'hold': a failure holds the key for the retry, unless the delivery's signal aborted (it goes back at this attempt)", async () => {
-    const holding = resolveHandlerConfig(
-      { queue: 'orders', prefetch: 10, delays: ['1m'], ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
-      resolveModuleConfig({}, {}),
-      'A.b',
-    ) as typeof config & { ordering: OrderingConfig };
     const calls: number[] = [];
     const invoke = orderingStep(
       holding,
