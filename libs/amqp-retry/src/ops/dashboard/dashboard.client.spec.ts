@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { DASHBOARD_SCRIPT } from './dashboard.client.generated.js';
 
-describe('the generated page script', () => {
-  it('is what client/*.ts build to now (run npm run build:client -w nestjs-amqp-retry after changing them)', () => {
+describe('the generated page script and stylesheet', () => {
+  it('is what client/*.ts and client/app.css build to now (run npm run build:client -w nestjs-amqp-retry after changing them)', () => {
     const check = spawnSync(process.execPath, ['scripts/build-client.mjs', '--check'], { encoding: 'utf8' });
     expect(check.stderr).toBe('');
     expect(check.status).toBe(0);

@@ -38,8 +38,7 @@ import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readF
 import { jsonLinesStream } from './export.stream.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
 import { DASHBOARD_ICON, renderPage } from './dashboard.page.js';
-import { DASHBOARD_SCRIPT } from './dashboard.client.generated.js';
-import { DASHBOARD_STYLE } from './dashboard.style.js';
+import { DASHBOARD_SCRIPT, DASHBOARD_STYLE } from './dashboard.client.generated.js';
 import { PageTokens } from './page.token.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
 import { RetryEngine } from '../../engine/retry.engine.js';
