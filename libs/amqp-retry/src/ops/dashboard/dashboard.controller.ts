@@ -166,11 +166,10 @@ export function createDashboardController(path: string): Type<unknown> {
     group(@Param('action') action: string, @Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<GroupAction> {
       return this.call(`${action} a failure group`, async () => {
         if (action !== 'replay' && action !== 'purge') throw new NotFoundException(`No group action ${JSON.stringify(action)}; use replay or purge.`);
-        const { errorQueue, group, by } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+        const { errorQueue, group, by } = fieldsOf(body);
         const selection = readSelection({ errorQueue, filter: { group } });
         if (!selection.filter?.group) throw new DashboardRequestError('group', 'is missing; give the key of a failure group (FailureGroup.key)');
-        const who = readPauseBy(userName(request.user) ?? by ?? 'unknown', undefined);
-        if ('problem' in who) throw new DashboardRequestError('by', who.problem.replace(/^by /, ''));
+        const who = readWho(request, by ?? 'unknown');
         await this.knownParkingQueue(selection.errorQueue);
         const [described] =
           (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group }, { groups: true })).groups ?? [];
@@ -302,18 +301,13 @@ export function createDashboardController(path: string): Type<unknown> {
       return this.call('resume', () => this.changeFlow('resume', body, request));
     }
 
-    /** Who: the name the guard put on the request (request.user), else the one typed on the page. */
     private async changeFlow(kind: 'pause' | 'resume', body: unknown, request: { user?: unknown }): Promise<QueueFlowStatus> {
-      const { queue, by, reason } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+      const { queue, by, reason } = fieldsOf(body);
       const engine = this.engine;
       if (typeof queue !== 'string' || !engine.queueStates().some((q) => q.queue === queue)) {
         throw new DashboardRequestError('queue', `${JSON.stringify(queue)} is not a handler queue of this application`);
       }
-      const who = readPauseBy(userName(request.user) ?? by, kind === 'pause' ? reason : undefined);
-      if ('problem' in who) {
-        const [field, ...problem] = who.problem.split(' ');
-        throw new DashboardRequestError(field, problem.join(' '));
-      }
+      const who = readWho(request, by, kind === 'pause' ? reason : undefined);
       return kind === 'pause' ? engine.pauseEverywhere(queue, who) : engine.resumeEverywhere(queue, who);
     }
 
@@ -375,10 +369,20 @@ function scopeRefusal(error: ParkedScopeError, wholeVhost: boolean): string {
     : `${named} is not a queue of this application's handlers: the page shows ${error.scope} (RetryDashboardModule option wholeVhost shows every application's).`;
 }
 
-/** A signed-in user's name as guards commonly leave it on the request (passport: request.user). */
-function userName(user: unknown): string | undefined {
-  if (typeof user !== 'object' || user === null) return undefined;
-  const fields = user as Record<string, unknown>;
-  const name = [fields.username, fields.name, fields.email, fields.id].find((v) => typeof v === 'string' && v.trim() !== '');
-  return name as string | undefined;
+/** The fields of a JSON body; none when it is not an object. */
+const fieldsOf = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {});
+
+/**
+ * Who acts (and, for a pause, why): the name the guard put on the request (passport: request.user), else the one sent
+ * with the call. A problem names its field: `by` or `reason`.
+ */
+function readWho(request: { user?: unknown }, by: unknown, reason?: unknown): { by: string; reason?: string } {
+  const user = fieldsOf(request.user);
+  const name = [user.username, user.name, user.email, user.id].find((v) => typeof v === 'string' && v.trim() !== '');
+  const who = readPauseBy(name ?? by, reason);
+  if ('problem' in who) {
+    const [field, ...problem] = who.problem.split(' ');
+    throw new DashboardRequestError(field, problem.join(' '));
+  }
+  return who;
 }
