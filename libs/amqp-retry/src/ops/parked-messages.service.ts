@@ -167,12 +167,9 @@ export class ParkedMessages {
 
   /** One parked message by id, or undefined. */
   async show(errorQueue: string, id: string): Promise<ParkedMessageView | undefined> {
-    return this.broker.during(async () => {
-      await this.view.checkParkingQueue(errorQueue);
-      return this.broker.walk(errorQueue, async (messages) => {
-        for await (const browsed of messages) if (!browsed.duplicate && browsed.view.id === id) return browsed.view;
-        return undefined;
-      });
+    return this.walkParked(errorQueue, async (messages) => {
+      for await (const browsed of messages) if (!browsed.duplicate && browsed.view.id === id) return browsed.view;
+      return undefined;
     });
   }
 
@@ -184,102 +181,93 @@ export class ParkedMessages {
    * a crash (or a lost connection) mid-replay loses nothing and duplicates at most that many.
    */
   async replay(selection: ParkedSelection, options: OperationOptions = {}): Promise<ReplayResult> {
-    return this.broker.during(async () => {
-      const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
-      const replayed = new Set<string>();
-      await this.view.checkParkingQueue(selection.errorQueue);
-      await this.broker.walk(
-        selection.errorQueue,
-        async (messages, walk) => {
-          const window = new ConfirmWindow(walk.channel);
-          // Copies of one id (a refresh cut short): each goes once its twin's replay is confirmed, which may come later.
-          const twins: BrowsedMessage[] = [];
-          for await (const browsed of messages) {
-            const { view } = browsed;
-            if (browsed.duplicate) {
-              if (!result.dryRun) {
-                browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
-                twins.push(browsed);
-              }
-              continue;
+    const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
+    const replayed = new Set<string>();
+    await this.walkParked(
+      selection.errorQueue,
+      async (messages, walk) => {
+        const window = new ConfirmWindow(walk.channel);
+        // Copies of one id (a refresh cut short): each goes once its twin's replay is confirmed, which may come later.
+        const twins: BrowsedMessage[] = [];
+        for await (const browsed of messages) {
+          const { view } = browsed;
+          if (browsed.duplicate) {
+            if (!result.dryRun) {
+              browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
+              twins.push(browsed);
             }
-            if (!selected(view, selection)) continue;
-            result.matched++;
-            if (result.dryRun) continue;
-            if (!view.queue) {
-              result.failed.push({ id: view.id, error: UNKNOWN_TARGET });
-              continue;
-            }
-            browsed.settled = true; // ours now: acked once confirmed, else given back with the channel
-            const options = replayPublishOptions(browsed.message.properties, { queue: view.queue, now: new Date() });
-            await window.publish(view.queue, browsed.message.content, options, (error, outcome) => {
-              if (error) result.failed.push({ id: view.id, error: `the broker refused the copy: ${errorMessage(error)}` });
-              else if (outcome === 'returned') result.failed.push({ id: view.id, error: missingTarget(view.queue) });
-              else {
-                walk.ack(browsed.message);
-                replayed.add(view.id);
-                result.replayed++;
-              }
-            });
+            continue;
           }
-          await window.drain();
-          for (const twin of twins) if (replayed.has(twin.view.id)) walk.ack(twin.message);
-        },
-        options.onProgress,
-      );
-      return result;
-    });
+          if (!selected(view, selection)) continue;
+          result.matched++;
+          if (result.dryRun) continue;
+          if (!view.queue) {
+            result.failed.push({ id: view.id, error: UNKNOWN_TARGET });
+            continue;
+          }
+          browsed.settled = true; // ours now: acked once confirmed, else given back with the channel
+          const options = replayPublishOptions(browsed.message.properties, { queue: view.queue, now: new Date() });
+          await window.publish(view.queue, browsed.message.content, options, (error, outcome) => {
+            if (error) result.failed.push({ id: view.id, error: `the broker refused the copy: ${errorMessage(error)}` });
+            else if (outcome === 'returned') result.failed.push({ id: view.id, error: missingTarget(view.queue) });
+            else {
+              walk.ack(browsed.message);
+              replayed.add(view.id);
+              result.replayed++;
+            }
+          });
+        }
+        await window.drain();
+        for (const twin of twins) if (replayed.has(twin.view.id)) walk.ack(twin.message);
+      },
+      options.onProgress,
+    );
+    return result;
   }
 
   /** Replays one message with a corrected body (and, optionally, content type), like `replay`. */
   async editAndReplay(errorQueue: string, id: string, body: string | Buffer, options: EditReplayOptions = {}): Promise<ReplayResult> {
-    return this.broker.during(async () => {
-      const content = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
-      const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
-      await this.view.checkParkingQueue(errorQueue);
-      await this.broker.walk(errorQueue, async (messages, walk) => {
-        for await (const browsed of messages) {
-          if (browsed.duplicate || browsed.view.id !== id) continue;
-          result.matched++;
-          if (result.dryRun) return;
-          const problem = await this.replayOne(walk, browsed, content, options.contentType);
-          if (problem) result.failed.push({ id, error: problem });
-          else result.replayed++;
-          return;
-        }
-      });
-      return result;
+    const content = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+    const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
+    await this.walkParked(errorQueue, async (messages, walk) => {
+      for await (const browsed of messages) {
+        if (browsed.duplicate || browsed.view.id !== id) continue;
+        result.matched++;
+        if (result.dryRun) return;
+        const problem = await this.replayOne(walk, browsed, content, options.contentType);
+        if (problem) result.failed.push({ id, error: problem });
+        else result.replayed++;
+        return;
+      }
     });
+    return result;
   }
 
   /** Removes the selected messages from the parking queue. */
   async purge(selection: ParkedSelection, options: OperationOptions = {}): Promise<PurgeResult> {
-    return this.broker.during(async () => {
-      const result: PurgeResult = { matched: 0, purged: 0, dryRun: options.dryRun === true };
-      const purged = new Set<string>();
-      await this.view.checkParkingQueue(selection.errorQueue);
-      await this.broker.walk(
-        selection.errorQueue,
-        async (messages, walk) => {
-          for await (const browsed of messages) {
-            if (browsed.duplicate) {
-              if (purged.has(browsed.view.id) && !result.dryRun) settle(walk, browsed);
-              continue;
-            }
-            if (!selected(browsed.view, selection)) continue;
-            result.matched++;
-            if (result.dryRun) continue;
-            settle(walk, browsed);
-            purged.add(browsed.view.id);
-            result.purged++;
+    const result: PurgeResult = { matched: 0, purged: 0, dryRun: options.dryRun === true };
+    const purged = new Set<string>();
+    await this.walkParked(
+      selection.errorQueue,
+      async (messages, walk) => {
+        for await (const browsed of messages) {
+          if (browsed.duplicate) {
+            if (purged.has(browsed.view.id) && !result.dryRun) settle(walk, browsed);
+            continue;
           }
-          // Acks are not confirmed by the broker: a round trip after them makes sure it has read them before we report.
-          if (!result.dryRun) await walk.channel.checkQueue(selection.errorQueue);
-        },
-        options.onProgress,
-      );
-      return result;
-    });
+          if (!selected(browsed.view, selection)) continue;
+          result.matched++;
+          if (result.dryRun) continue;
+          settle(walk, browsed);
+          purged.add(browsed.view.id);
+          result.purged++;
+        }
+        // Acks are not confirmed by the broker: a round trip after them makes sure it has read them before we report.
+        if (!result.dryRun) await walk.channel.checkQueue(selection.errorQueue);
+      },
+      options.onProgress,
+    );
+    return result;
   }
 
   /**
@@ -357,6 +345,18 @@ export class ParkedMessages {
   /** Nest calls this at shutdown when ParkedMessages is a provider: closes what a request during the shutdown opened. */
   async onApplicationShutdown(): Promise<void> {
     await this.close();
+  }
+
+  /** A public call's walk of one parking queue, once the view has checked that it may use it (see ParkedConnection.walk). */
+  private walkParked<T>(
+    errorQueue: string,
+    work: (messages: AsyncGenerator<BrowsedMessage>, walk: Walk) => Promise<T>,
+    onProgress?: (done: number, total: number) => void,
+  ): Promise<T> {
+    return this.broker.during(async () => {
+      await this.view.checkParkingQueue(errorQueue);
+      return this.broker.walk(errorQueue, work, onProgress);
+    });
   }
 
   /** Visits every matching message of every parking queue the filter covers, leaving them parked. */
