@@ -19,6 +19,10 @@ export interface PageInput {
   open: boolean;
 }
 
+/** A table the script fills in, its header row given as markup. */
+const table = (id: string, head: string) =>
+  `<div class="table-wrap"><table id="${id}">\n      <thead><tr>${head}</tr></thead>\n      <tbody></tbody>\n    </table></div>`;
+
 /**
  * The page's HTML. Its only inputs are the request path and the token, both escaped; every message datum arrives
  * later through the JSON API and is written with textContent by the script.
@@ -67,34 +71,22 @@ ${banner}
   <section aria-labelledby="instances-title">
     <h2 id="instances-title">Instances</h2>
     <p class="hint" id="instances-note">From the instances' heartbeats.</p>
-    <div class="table-wrap"><table id="instances">
-      <thead><tr><th>Instance</th><th>Status</th><th>Last beat</th><th>Consumes</th><th>Breakers</th></tr></thead>
-      <tbody></tbody>
-    </table></div>
+    ${table('instances', '<th>Instance</th><th>Status</th><th>Last beat</th><th>Consumes</th><th>Breakers</th>')}
   </section>
   <section aria-labelledby="history-title">
     <h2 id="history-title">Last hour</h2>
     <p class="hint">Every instance's messages per minute (handled, retried, parked, failed), kept by the instance serving this page from the heartbeats, and the worst minute's 95th percentile of processing time (the handler's call) and critical time (publish to handled). Percentiles read as the bound of their histogram bucket.</p>
-    <div class="table-wrap"><table id="history">
-      <thead><tr><th>Queue</th><th>Per minute, last hour</th><th>Last hour</th><th>p95 (worst minute)</th></tr></thead>
-      <tbody></tbody>
-    </table></div>
+    ${table('history', '<th>Queue</th><th>Per minute, last hour</th><th>Last hour</th><th>p95 (worst minute)</th>')}
   </section>
   <section aria-labelledby="queues-title">
     <h2 id="queues-title">Queues</h2>
     <p class="hint">Ready: waiting for a consumer. In flight: taken by this instance, not yet settled. Tiers: waiting for their next attempt. Rates: this instance's, per minute while this page is open (the last hour of every instance is above).</p>
-    <div class="table-wrap"><table id="queues">
-      <thead><tr><th>Handler queue</th><th>State</th><th class="num">Ready</th><th class="num">In flight</th><th>Waiting in tiers</th><th class="num">Parked</th><th>Last 10 minutes</th></tr></thead>
-      <tbody></tbody>
-    </table></div>
+    ${table('queues', '<th>Handler queue</th><th>State</th><th class="num">Ready</th><th class="num">In flight</th><th>Waiting in tiers</th><th class="num">Parked</th><th>Last 10 minutes</th>')}
   </section>
   <section aria-labelledby="ladders-title" id="ladders-section" hidden>
     <h2 id="ladders-title">Delay ladder</h2>
     <p class="hint">Delayed messages that are due wait here for the forwarder, which publishes them to their exchange; those it cannot deliver are parked.</p>
-    <div class="table-wrap"><table id="ladders">
-      <thead><tr><th>Ready queue</th><th>State</th><th class="num">Due, not yet forwarded</th><th class="num">In flight</th><th class="num">Parked (undeliverable)</th></tr></thead>
-      <tbody></tbody>
-    </table></div>
+    ${table('ladders', '<th>Ready queue</th><th>State</th><th class="num">Due, not yet forwarded</th><th class="num">In flight</th><th class="num">Parked (undeliverable)</th>')}
   </section>
   <section aria-labelledby="flow-title">
     <h2 id="flow-title">Consumption</h2>
@@ -107,10 +99,7 @@ ${banner}
   </section>
   <section aria-labelledby="outbox-title" id="outbox-section" hidden>
     <h2 id="outbox-title">Outbox</h2>
-    <div class="table-wrap"><table id="outbox">
-      <thead><tr><th>Table</th><th class="num">Waiting</th><th class="num">Oldest waiting</th><th class="num">Parked</th><th>This instance's relay</th></tr></thead>
-      <tbody></tbody>
-    </table></div>
+    ${table('outbox', '<th>Table</th><th class="num">Waiting</th><th class="num">Oldest waiting</th><th class="num">Parked</th><th>This instance\'s relay</th>')}
   </section>
   <section aria-labelledby="groups-title">
     <h2 id="groups-title">Parked, grouped<span id="groups-scope" class="muted"></span></h2>
