@@ -1,4 +1,5 @@
 import {
+  applyDecorators,
   BadGatewayException,
   BadRequestException,
   Body,
@@ -37,7 +38,7 @@ import type { DashboardConfig } from './dashboard.options.js';
 import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard.request.js';
 import { jsonLinesStream } from './export.stream.js';
 import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
-import { DASHBOARD_ICON, renderPage } from './dashboard.page.js';
+import { DASHBOARD_ICON, ICON_PATH, renderPage, SCRIPT_PATH, STYLE_PATH } from './dashboard.page.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE } from './dashboard.client.generated.js';
 import { PageTokens } from './page.token.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
@@ -50,7 +51,14 @@ import { FleetWatch, type FleetView } from './fleet.watch.js';
 import { GroupActions, type GroupAction } from './group.actions.js';
 import type { QueueHistory } from '../../core/observe/heartbeat/fleet.history.js';
 
+/** A route's kind, which DashboardAccessGuard checks it by. */
 const Kind = (kind: DashboardRouteKind) => SetMetadata(DASHBOARD_ROUTE_KIND, kind);
+/** One of the page's assets (script, stylesheet, icon), served with its content type. */
+const Asset = (path: string, type: string) => applyDecorators(Get(path), Kind('asset'), Header('content-type', type));
+/** A read of the API: GET. */
+const Read = (path: string) => applyDecorators(Get(path), Kind('read'));
+/** A state change through the API: POST, answered 200 (Nest's default for POST is 201). */
+const Write = (path: string) => applyDecorators(Post(path), Kind('write'), HttpCode(200));
 
 /** The path the browser asked for, without query and trailing slashes: the page's base under any global prefix. */
 export function requestBase(request: Pick<IncomingMessage, 'url'> & { originalUrl?: string }): string {
@@ -88,36 +96,28 @@ export function createDashboardController(path: string): Type<unknown> {
       return renderPage({ base: requestBase(request), token: this.tokens.issue(), open: this.config.open });
     }
 
-    @Get('assets/app.js')
-    @Kind('asset')
-    @Header('content-type', 'text/javascript; charset=utf-8')
+    @Asset(SCRIPT_PATH, 'text/javascript; charset=utf-8')
     script(): string {
       return DASHBOARD_SCRIPT;
     }
 
-    @Get('assets/icon.svg')
-    @Kind('asset')
-    @Header('content-type', 'image/svg+xml')
+    @Asset(ICON_PATH, 'image/svg+xml')
     icon(): string {
       return DASHBOARD_ICON;
     }
 
-    @Get('assets/app.css')
-    @Kind('asset')
-    @Header('content-type', 'text/css; charset=utf-8')
+    @Asset(STYLE_PATH, 'text/css; charset=utf-8')
     style(): string {
       return DASHBOARD_STYLE;
     }
 
-    @Get('api/queues')
-    @Kind('read')
+    @Read('api/queues')
     queues(): Promise<HandlerQueueState[]> {
       return this.call('list the queues', () => this.parked.queues());
     }
 
     /** The outbox's backlog (docs/outbox.md): `{ configured: false }` without an outbox. */
-    @Get('api/outbox')
-    @Kind('read')
+    @Read('api/outbox')
     outbox(): Promise<{ configured: false } | ({ configured: true } & OutboxBacklog)> {
       return this.call('read the outbox', async () => {
         const backlog = await this.engine.outboxBacklog();
@@ -126,22 +126,19 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     /** Partitioned handlers of this application: members, and each partition's owner and depth (docs/partitions.md). */
-    @Get('api/partitions')
-    @Kind('read')
+    @Read('api/partitions')
     partitions(): PartitionsStatus[] {
       return this.engine.partitions();
     }
 
     /** The application's instances from their heartbeats (up, or gone since when) and the summary strip. */
-    @Get('api/fleet')
-    @Kind('read')
+    @Read('api/fleet')
     fleet(): FleetView {
       return this.watch.view();
     }
 
     /** Per queue, one point a minute over the last `minutes` (default 60, at most the history kept): counts and percentiles. */
-    @Get('api/history')
-    @Kind('read')
+    @Read('api/history')
     history(@Query('minutes') minutes?: string): { now: number; queues: QueueHistory[] } {
       const span = minutes === undefined ? 60 : Number(minutes);
       if (!Number.isInteger(span) || span < 1)
@@ -150,8 +147,7 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     /** Who replayed or purged which failure group, when, and how many (this instance's record, newest first). */
-    @Get('api/groups/actions')
-    @Kind('read')
+    @Read('api/groups/actions')
     groupHistory(): GroupAction[] {
       return this.groupActions.list();
     }
@@ -160,9 +156,7 @@ export function createDashboardController(path: string): Type<unknown> {
      * Replays or purges a whole failure group in one action: `{ errorQueue, group, by? }`. A replay publishes each
      * message once and acks it only once the broker confirmed the copy, as every replay; the action is recorded.
      */
-    @Post('api/groups/:action')
-    @Kind('write')
-    @HttpCode(200)
+    @Write('api/groups/:action')
     group(@Param('action') action: string, @Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<GroupAction> {
       return this.call(`${action} a failure group`, async () => {
         if (action !== 'replay' && action !== 'purge') throw new NotFoundException(`No group action ${JSON.stringify(action)}; use replay or purge.`);
@@ -195,14 +189,12 @@ export function createDashboardController(path: string): Type<unknown> {
       });
     }
 
-    @Get('api/summary')
-    @Kind('read')
+    @Read('api/summary')
     summary(@Query() query: unknown): Promise<ParkedSummary> {
       return this.call('count parked messages', () => this.parked.summary(readFilter(query, 'query'), { groups: true }));
     }
 
-    @Get('api/messages')
-    @Kind('read')
+    @Read('api/messages')
     list(@Query() query: unknown): Promise<ParkedPage> {
       return this.call('list parked messages', () => {
         const { offset, limit, ...filter } = (query ?? {}) as Record<string, unknown>;
@@ -210,8 +202,7 @@ export function createDashboardController(path: string): Type<unknown> {
       });
     }
 
-    @Get('api/messages/:errorQueue/:id')
-    @Kind('read')
+    @Read('api/messages/:errorQueue/:id')
     show(@Param('errorQueue') errorQueue: string, @Param('id') id: string): Promise<ParkedMessageView> {
       return this.call('show a parked message', async () => {
         await this.knownParkingQueue(errorQueue);
@@ -225,8 +216,7 @@ export function createDashboardController(path: string): Type<unknown> {
      * The matching messages of one parking queue as JSON lines, left parked. The first line is read before the answer
      * starts, so that a missing queue or a broker failure is an error status rather than a cut-off download.
      */
-    @Get('api/export')
-    @Kind('read')
+    @Read('api/export')
     export(@Query() query: unknown): Promise<StreamableFile> {
       return this.call('export', async () => {
         const { errorQueue, filter } = readExportQuery(query);
@@ -243,9 +233,7 @@ export function createDashboardController(path: string): Type<unknown> {
       });
     }
 
-    @Post('api/replay')
-    @Kind('write')
-    @HttpCode(200)
+    @Write('api/replay')
     replay(@Body() body: unknown): Promise<ReplayResult> {
       return this.change(
         'replay',
@@ -255,9 +243,7 @@ export function createDashboardController(path: string): Type<unknown> {
       );
     }
 
-    @Post('api/edit-and-replay')
-    @Kind('write')
-    @HttpCode(200)
+    @Write('api/edit-and-replay')
     editAndReplay(@Body() body: unknown): Promise<ReplayResult> {
       return this.change(
         'edit and replay',
@@ -267,9 +253,7 @@ export function createDashboardController(path: string): Type<unknown> {
       );
     }
 
-    @Post('api/purge')
-    @Kind('write')
-    @HttpCode(200)
+    @Write('api/purge')
     purge(@Body() body: unknown): Promise<PurgeResult> {
       return this.change(
         'purge',
@@ -280,23 +264,18 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     /** Each handler queue of this application: running, half-open, open (circuit breaker) or paused, by whom, since when. */
-    @Get('api/queue-states')
-    @Kind('read')
+    @Read('api/queue-states')
     queueStates(): QueueFlowStatus[] {
       return this.engine.queueStates();
     }
 
     /** Pauses a handler queue here and in every other instance consuming it (the kill switch). */
-    @Post('api/queue-states/pause')
-    @Kind('write')
-    @HttpCode(200)
+    @Write('api/queue-states/pause')
     pauseQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<QueueFlowStatus> {
       return this.call('pause', () => this.changeFlow('pause', body, request));
     }
 
-    @Post('api/queue-states/resume')
-    @Kind('write')
-    @HttpCode(200)
+    @Write('api/queue-states/resume')
     resumeQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<QueueFlowStatus> {
       return this.call('resume', () => this.changeFlow('resume', body, request));
     }
