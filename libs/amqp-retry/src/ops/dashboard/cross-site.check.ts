@@ -44,16 +44,14 @@ export function checkStateChange(method: string, headers: RequestHeaders, truste
     return refuse('Content-Type must be application/json');
   }
   if (!headerValue(headers, TOKEN_HEADER)) return refuse(`the ${TOKEN_HEADER} header is missing; reload the page`);
-  const site = headerValue(headers, 'sec-fetch-site');
   const origin = headerValue(headers, 'origin');
-  if (site !== undefined && site !== 'same-origin' && !(origin !== undefined && trustedOrigins.includes(origin))) {
-    return refuse(`Sec-Fetch-Site is ${JSON.stringify(site)}, not same-origin`);
-  }
-  if (origin !== undefined) {
-    if (trustedOrigins.includes(origin)) return ok;
-    const host = headerValue(headers, 'host');
-    if (!host || originHost(origin) !== host.toLowerCase()) return refuse(`Origin ${JSON.stringify(origin)} is not this host`);
-  }
+  // A trusted origin may be another site to the browser (a proxy's address); any other must be this very host.
+  if (origin !== undefined && trustedOrigins.includes(origin)) return ok;
+  const site = headerValue(headers, 'sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin') return refuse(`Sec-Fetch-Site is ${JSON.stringify(site)}, not same-origin`);
+  const host = headerValue(headers, 'host');
+  if (origin !== undefined && (!host || originHost(origin) !== host.toLowerCase()))
+    return refuse(`Origin ${JSON.stringify(origin)} is not this host`);
   return ok;
 }
 
