@@ -22,29 +22,21 @@ import {
 
 type Commander = typeof import('commander');
 
-/** Loads commander, an optional peer dependency: only the CLI needs it. */
-async function loadCommander(io: CliIo): Promise<Commander | undefined> {
-  try {
-    return await import('commander');
-  } catch {
-    io.err('amqp-retry needs the package "commander" (an optional peer dependency of nestjs-amqp-retry): npm install commander');
-    return undefined;
-  }
-}
-
 /**
  * Runs `amqp-retry <args>` and returns the exit code (see EXIT). Never throws: errors are printed, credentials masked.
  */
 export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
-  const commander = await loadCommander(io);
-  if (!commander) return EXIT.error;
+  // commander is an optional peer dependency: only the CLI needs it.
+  const commander: Commander | undefined = await import('commander').catch(() => undefined);
+  if (!commander) {
+    io.err('amqp-retry needs the package "commander" (an optional peer dependency of nestjs-amqp-retry): npm install commander');
+    return EXIT.error;
+  }
   let code: number = EXIT.ok;
   let parked: ParkedMessages | undefined;
   const connect = async (flags: ConnectFlags) => {
     // What the command line names is all the CLI looks at: a usage error before any connection when it names nothing.
-    // The URL is read as the module reads it: a password that is not percent-encoded is named, masked.
-    const url = flags.url !== undefined ? readUrlFlag(flags.url, '--url') : readUrlFlag(process.env.AMQP_URL, 'AMQP_URL');
-    parked = await ParkedMessages.connect({ url, ...readScope(flags) });
+    parked = await ParkedMessages.connect({ url: brokerUrl(flags), ...readScope(flags) });
     return parked;
   };
   const program = buildProgram(commander, io, connect, (result) => (code = result));
@@ -84,6 +76,10 @@ function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
 
 type ConnectFlags = ScopeFlags & { url?: string };
 type Connect = (flags: ConnectFlags) => Promise<ParkedMessages>;
+
+/** --url, else AMQP_URL, read as the module reads it: a password that is not percent-encoded is named, masked. */
+const brokerUrl = (flags: { url?: string }) =>
+  flags.url !== undefined ? readUrlFlag(flags.url, '--url') : readUrlFlag(process.env.AMQP_URL, 'AMQP_URL');
 
 function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (code: number) => void) {
   const { Command } = commander;
@@ -170,8 +166,7 @@ function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (
       .option('--json', 'print JSON')
       .action(async (_flags: unknown, cmd: InstanceType<Commander['Command']>) => {
         const flags = cmd.optsWithGlobals<QueueControlFlags & { url?: string }>();
-        const url = flags.url !== undefined ? readUrlFlag(flags.url, '--url') : readUrlFlag(process.env.AMQP_URL, 'AMQP_URL');
-        done(await queueControlCommand(kind, QueueControl.create({ url }), flags, io));
+        done(await queueControlCommand(kind, QueueControl.create({ url: brokerUrl(flags) }), flags, io));
       });
   }
   return program;
