@@ -1,6 +1,6 @@
 import type { ConnectionSettings } from '../amqp/amqp.connection.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import type { ParkedScope, ScopeQueue } from '../core/parking/parked.scope.js';
+import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
@@ -69,8 +69,6 @@ export class ParkedMessages {
   private readonly broker: ParkedConnection;
   /** What this instance may see. */
   private readonly view: ParkedView;
-  /** The scope as given; the application's own queues are read at each call (currentScope). */
-  private readonly scope: Omit<ParkedScope, 'own'>;
 
   constructor(
     private readonly options: ParkedMessagesOptions = {},
@@ -81,12 +79,7 @@ export class ParkedMessages {
       () => this.view.settings(),
       (errorQueue) => this.view.fallbackQueue(errorQueue),
     );
-    this.scope = {
-      named: (options.queues ?? []).map((entry) => (typeof entry === 'string' ? { queue: entry } : entry)),
-      applications: options.application === undefined ? [] : [options.application],
-      wholeVhost: options.wholeVhost === true,
-    };
-    this.view = new ParkedView(options, this.scope, internals, () => this.broker);
+    this.view = new ParkedView(options, internals, () => this.broker);
   }
 
   /**

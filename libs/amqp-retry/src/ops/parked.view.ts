@@ -20,12 +20,20 @@ import type { ParkedConnection } from './parked.connection.js';
 
 /** What a ParkedMessages may see: its scope as given, the application's own queues, the records on the broker. */
 export class ParkedView {
+  /** The scope as given; the application's own queues are read at each call (currentScope). */
+  private readonly scope: Omit<ParkedScope, 'own'>;
+
   constructor(
     private readonly options: ParkedMessagesOptions,
-    private readonly scope: Omit<ParkedScope, 'own'>,
     private readonly internals: { own?: () => readonly ScopeQueue[]; broker?: Omit<ConnectionSettings, 'connectionName'> },
     private readonly broker: () => ParkedConnection,
-  ) {}
+  ) {
+    this.scope = {
+      named: (options.queues ?? []).map((entry) => (typeof entry === 'string' ? { queue: entry } : entry)),
+      applications: options.application === undefined ? [] : [options.application],
+      wholeVhost: options.wholeVhost === true,
+    };
+  }
 
   /** The parking queue of a handler queue in scope; ParkedScopeError for one out of it. */
   async parkingQueueOf(queue: string): Promise<string> {
