@@ -2,6 +2,7 @@ import { RetryConfigError } from '../../errors/retry-config.error.js';
 import type { Deserializer } from '../message/body.decoder.js';
 import { readBrokerUrls } from './broker-urls.reader.js';
 import {
+  type DurationRange,
   POSITIVE_TIME_LIMIT_RANGE,
   readDelays,
   readDeserializer,
@@ -62,13 +63,8 @@ export interface ModuleConfig {
 }
 
 export const DEFAULT_DELAYS = ['1s', '10s', '1m'] as const;
-export const DEFAULT_PREFETCH = 20;
 export const MAX_ATTEMPTS_LIMIT = 1_000_000;
 export const DEFAULT_RECONNECT = { initialDelayMs: 100, maxDelayMs: 30_000 } as const;
-export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
-export const DEFAULT_PUBLISH_BUFFER_SIZE = 1_000;
-export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
-export const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -168,10 +164,8 @@ function readLogging(logging: unknown): { retryLogs: RetryLogs; parkLogs: ParkLo
 /** Longest application name: it is stored in every registry record of the application's queues. */
 export const MAX_APPLICATION_NAME = 200;
 
-/** The application name, if given: printable text (no control characters), trimmed, at most MAX_APPLICATION_NAME characters. */
-function readApplication(source: { value: unknown; key: string } | undefined): string | undefined {
-  if (source === undefined) return undefined;
-  const { value, key } = source;
+/** The application name: printable text (no control characters), trimmed, at most MAX_APPLICATION_NAME characters. */
+function readApplication(value: unknown, key: string): string {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
   if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_APPLICATION_NAME || /[\u0000-\u001f\u007f-\u009f]/.test(value)) {
     throw new RetryConfigError(
@@ -187,14 +181,13 @@ const moduleKey = (key: string) => `RetryModule option "${key}"`;
 
 /** Resolves the module configuration: each option from `options`, else `env`, else the default; never mutates `options`. */
 export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}): ModuleConfig {
-  const delays = pick(options, env, 'delays', 'RETRY_DELAYS');
-  const maxAttempts = pick(options, env, 'maxAttempts', 'RETRY_MAX_ATTEMPTS');
-  const prefetch = pick(options, env, 'prefetch', 'RETRY_PREFETCH');
-  const queueType = pick(options, env, 'queueType', 'RETRY_QUEUE_TYPE');
-  const publishTimeout = pick(options, env, 'publishTimeout', 'RETRY_PUBLISH_TIMEOUT');
-  const shutdownTimeout = pick(options, env, 'shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT');
-  const confirmTimeout = pick(options, env, 'confirmTimeout', 'RETRY_CONFIRM_TIMEOUT');
-  const connectTimeout = pick(options, env, 'connectTimeout', 'RETRY_CONNECT_TIMEOUT');
+  /** The option, else its environment variable, read by `read` and named in its errors as the user wrote it; else `fallback`. */
+  const given = <T>(key: keyof RetryModuleOptions, envName: string, read: (value: unknown, key: string) => T, fallback: T): T => {
+    const source = pick(options, env, key, envName);
+    return source ? read(source.value, source.key) : fallback;
+  };
+  const duration = (key: keyof RetryModuleOptions, envName: string, example: string, range: DurationRange, fallback: number) =>
+    given(key, envName, (value, name) => readDuration(value, name, example, range), fallback);
   const handlerTimeout =
     options.handlerTimeout === undefined && options.timeout !== undefined
       ? { value: options.timeout as unknown, key: 'RetryModule option "timeout"' }
@@ -208,36 +201,29 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   }
 
   const urls = readBrokerUrls(options, env.AMQP_URL, 'RetryModule');
-  const moduleQueueType = queueType ? readQueueType(queueType.value, queueType.key) : 'classic';
-  const delayList = delays && typeof delays.value === 'string' ? delays.value.split(',').map((d) => d.trim()) : delays?.value;
+  const moduleQueueType = given('queueType', 'RETRY_QUEUE_TYPE', readQueueType, 'classic');
+  const readDelayList = (value: unknown, key: string) =>
+    readDelays(typeof value === 'string' ? value.split(',').map((d) => d.trim()) : value, key, "'1s,10s,1m'");
   return {
     url: urls[0],
     urls,
-    delaysMs: delays ? readDelays(delayList, delays.key, "'1s,10s,1m'") : readDelays([...DEFAULT_DELAYS], 'delays', "'1s,10s,1m'"),
-    maxAttempts: maxAttempts ? readInteger(maxAttempts.value, maxAttempts.key, 1, MAX_ATTEMPTS_LIMIT, '5') : undefined,
-    prefetch: prefetch ? readInteger(prefetch.value, prefetch.key, 1, 65_535, '20') : DEFAULT_PREFETCH,
+    delaysMs: given('delays', 'RETRY_DELAYS', readDelayList, undefined) ?? readDelayList([...DEFAULT_DELAYS], 'delays'),
+    maxAttempts: given('maxAttempts', 'RETRY_MAX_ATTEMPTS', (value, key) => readInteger(value, key, 1, MAX_ATTEMPTS_LIMIT, '5'), undefined),
+    prefetch: given('prefetch', 'RETRY_PREFETCH', (value, key) => readInteger(value, key, 1, 65_535, '20'), 20),
     queueType: moduleQueueType,
     connectionName: options.connectionName,
-    application: readApplication(pick(options, env, 'application', 'RETRY_APPLICATION')),
+    application: given('application', 'RETRY_APPLICATION', readApplication, undefined),
     delayPrefix: readDelayPrefix(options.delayedDelivery),
     delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect ?? {}),
-    publishTimeoutMs: publishTimeout ? readDuration(publishTimeout.value, publishTimeout.key, "'10s'", TIME_LIMIT_RANGE) : DEFAULT_PUBLISH_TIMEOUT_MS,
+    publishTimeoutMs: duration('publishTimeout', 'RETRY_PUBLISH_TIMEOUT', "'10s'", TIME_LIMIT_RANGE, 10_000),
     publishBufferSize:
-      options.publishBufferSize === undefined
-        ? DEFAULT_PUBLISH_BUFFER_SIZE
-        : readInteger(options.publishBufferSize, 'RetryModule option "publishBufferSize"', 0, 1_000_000, '1000'),
-    confirmTimeoutMs: confirmTimeout
-      ? readDuration(confirmTimeout.value, confirmTimeout.key, "'10s'", POSITIVE_TIME_LIMIT_RANGE)
-      : DEFAULT_CONFIRM_TIMEOUT_MS,
-    connectTimeoutMs: connectTimeout
-      ? readDuration(connectTimeout.value, connectTimeout.key, "'10s'", POSITIVE_TIME_LIMIT_RANGE)
-      : DEFAULT_CONNECT_TIMEOUT_MS,
-    shutdownTimeoutMs: shutdownTimeout
-      ? readDuration(shutdownTimeout.value, shutdownTimeout.key, "'30s'", TIME_LIMIT_RANGE)
-      : DEFAULT_SHUTDOWN_TIMEOUT_MS,
+      options.publishBufferSize === undefined ? 1_000 : readInteger(options.publishBufferSize, moduleKey('publishBufferSize'), 0, 1_000_000, '1000'),
+    confirmTimeoutMs: duration('confirmTimeout', 'RETRY_CONFIRM_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, 10_000),
+    connectTimeoutMs: duration('connectTimeout', 'RETRY_CONNECT_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, DEFAULT_CONNECT_TIMEOUT_MS),
+    shutdownTimeoutMs: duration('shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT', "'30s'", TIME_LIMIT_RANGE, 30_000),
     handlerTimeoutMs: handlerTimeout ? readDuration(handlerTimeout.value, handlerTimeout.key, "'30s'", TIME_LIMIT_RANGE) : 0,
-    deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, 'RetryModule option "deserializer"'),
+    deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, moduleKey('deserializer')),
     ...readLogging(options.logging),
     idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, moduleKey),
     outbox: options.outbox === undefined ? undefined : readOutbox(options.outbox, moduleKey),
