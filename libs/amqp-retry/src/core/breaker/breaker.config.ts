@@ -63,24 +63,15 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
     throw new RetryConfigError(at(`circuitBreaker.${unknown[0]}`), 'is not an option of the circuit breaker', `Use only ${KEYS.join(', ')}.`);
   }
   const key = (k: string) => at(`circuitBreaker.${k}`);
-  const failureRate =
-    options.failureRate === undefined ? BREAKER_DEFAULTS.failureRate : readNumber(options.failureRate, key('failureRate'), 0, 1, '0.5');
+  const failureRate = readNumber(options.failureRate, key('failureRate'), 0, 1, '0.5', BREAKER_DEFAULTS.failureRate);
   if (failureRate === 0)
     throw new RetryConfigError(key('failureRate'), 'is 0: every queue would open', 'Use a share above 0 and at most 1, e.g. 0.5.');
-  const minimumCalls =
-    options.minimumCalls === undefined ? BREAKER_DEFAULTS.minimumCalls : readInteger(options.minimumCalls, key('minimumCalls'), 1, 1_000_000, '20');
-  const consecutiveFailures =
-    options.consecutiveFailures === undefined
-      ? minimumCalls
-      : readInteger(options.consecutiveFailures, key('consecutiveFailures'), 1, 1_000_000, '20');
-  const windowMs =
-    options.window === undefined ? BREAKER_DEFAULTS.windowMs : readDuration(options.window, key('window'), "'30s'", BREAKER_TIME_RANGE);
-  const openForMs =
-    options.openFor === undefined ? BREAKER_DEFAULTS.openForMs : readDuration(options.openFor, key('openFor'), "'10s'", BREAKER_TIME_RANGE);
-  const maxOpenForMs =
-    options.maxOpenFor === undefined
-      ? Math.max(openForMs, BREAKER_DEFAULTS.maxOpenForMs)
-      : readDuration(options.maxOpenFor, key('maxOpenFor'), "'5m'", BREAKER_TIME_RANGE);
+  const minimumCalls = readInteger(options.minimumCalls, key('minimumCalls'), 1, 1_000_000, '20', BREAKER_DEFAULTS.minimumCalls);
+  const consecutiveFailures = readInteger(options.consecutiveFailures, key('consecutiveFailures'), 1, 1_000_000, '20', minimumCalls);
+  const windowMs = readDuration(options.window, key('window'), "'30s'", BREAKER_TIME_RANGE, BREAKER_DEFAULTS.windowMs);
+  const openForMs = readDuration(options.openFor, key('openFor'), "'10s'", BREAKER_TIME_RANGE, BREAKER_DEFAULTS.openForMs);
+  const longestOpen = Math.max(openForMs, BREAKER_DEFAULTS.maxOpenForMs);
+  const maxOpenForMs = readDuration(options.maxOpenFor, key('maxOpenFor'), "'5m'", BREAKER_TIME_RANGE, longestOpen);
   if (maxOpenForMs < openForMs) {
     throw new RetryConfigError(
       key('maxOpenFor'),
@@ -88,8 +79,7 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
       'Make it at least openFor, or leave it out.',
     );
   }
-  const halfOpenCalls =
-    options.halfOpenCalls === undefined ? BREAKER_DEFAULTS.halfOpenCalls : readInteger(options.halfOpenCalls, key('halfOpenCalls'), 1, 65_535, '1');
+  const halfOpenCalls = readInteger(options.halfOpenCalls, key('halfOpenCalls'), 1, 65_535, '1', BREAKER_DEFAULTS.halfOpenCalls);
   if (options.countsAsFailure !== undefined && typeof options.countsAsFailure !== 'function') {
     throw new RetryConfigError(
       key('countsAsFailure'),
@@ -118,7 +108,7 @@ export function readRateLimit(value: unknown, at: (key: string) => string): Rate
   const options = value as Partial<RateLimitOptions>;
   const calls = readInteger(options.calls, at('rateLimit.calls'), 1, 1_000_000, '50');
   const perMs = readDuration(options.per, at('rateLimit.per'), "'1s'", RATE_PERIOD_RANGE);
-  const burst = options.burst === undefined ? defaultBurst(calls, perMs) : readInteger(options.burst, at('rateLimit.burst'), 1, calls, '1');
+  const burst = readInteger(options.burst, at('rateLimit.burst'), 1, calls, '1', defaultBurst(calls, perMs));
   return { calls, perMs, burst };
 }
 

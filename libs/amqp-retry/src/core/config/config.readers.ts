@@ -40,11 +40,13 @@ export const POSITIVE_TIME_LIMIT_RANGE: DurationRange = {
 };
 
 /**
- * The library's one duration reader: milliseconds, or a number with a unit, within `range`; rounded up to whole ms.
- * Throws a RetryConfigError that names `key` as the user wrote it, the value, and the way to a valid one.
+ * The library's one duration reader: milliseconds, or a number with a unit, within `range`; rounded up to whole ms;
+ * `fallback` when absent and a fallback is given. Throws a RetryConfigError that names `key` as the user wrote it, the
+ * value, and the way to a valid one.
  * @example readDuration('30s', 'RetryModule option "shutdownTimeout"', "'30s'", TIME_LIMIT_RANGE) // 30000
  */
-export function readDuration(value: unknown, key: string, example: string, range: DurationRange): number {
+export function readDuration(value: unknown, key: string, example: string, range: DurationRange, fallback?: number): number {
+  if (value === undefined && fallback !== undefined) return fallback;
   const min = range.min ?? 0;
   const read = readDurationWithin(value, min, range.max);
   if (read.ok) return read.ms;
@@ -69,13 +71,17 @@ export function readDelays(value: unknown, key: string, example: string): number
   return value.map((item: unknown) => readDelay(item as Duration, key, example));
 }
 
-/** Reads one duration usable as a queue TTL. */
-export function readDelay(value: unknown, key: string, example: string): number {
-  return readDuration(value, key, example, TTL_RANGE);
+/** Reads one duration usable as a queue TTL; `fallback` when absent and a fallback is given. */
+export function readDelay(value: unknown, key: string, example: string, fallback?: number): number {
+  return readDuration(value, key, example, TTL_RANGE, fallback);
 }
 
-/** Reads a whole number in [min, max]; numeric strings are accepted (they come from the environment). */
-export function readInteger(value: unknown, key: string, min: number, max: number, example: string): number {
+/**
+ * Reads a whole number in [min, max]; numeric strings are accepted (they come from the environment); `fallback` when
+ * absent and a fallback is given.
+ */
+export function readInteger(value: unknown, key: string, min: number, max: number, example: string, fallback?: number): number {
+  if (value === undefined && fallback !== undefined) return fallback;
   const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
     throw new RetryConfigError(key, `is ${show(value)}`, `Use a whole number from ${min} to ${max}, e.g. ${example}.`);
@@ -83,8 +89,9 @@ export function readInteger(value: unknown, key: string, min: number, max: numbe
   return n;
 }
 
-/** Reads a number in [min, max] (fractions allowed). */
-export function readNumber(value: unknown, key: string, min: number, max: number, example: string): number {
+/** Reads a number in [min, max] (fractions allowed); `fallback` when absent and a fallback is given. */
+export function readNumber(value: unknown, key: string, min: number, max: number, example: string, fallback?: number): number {
+  if (value === undefined && fallback !== undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
     throw new RetryConfigError(key, `is ${show(value)}`, `Use a number from ${min} to ${max}, e.g. ${example}.`);
   }

@@ -75,9 +75,9 @@ const MAX_TIERS = 100;
 
 function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, defaultTiers: number, at: (k: string) => string): number[] {
   const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
-  const multiplier = backoff.multiplier === undefined ? 2 : readNumber(backoff.multiplier, at('backoff.multiplier'), 1, 1_000, '2');
-  const max = backoff.max === undefined ? MAX_TIER_DELAY_MS : readDelay(backoff.max, at('backoff.max'), "'1h'");
-  const tiers = backoff.tiers === undefined ? defaultTiers : readInteger(backoff.tiers, at('backoff.tiers'), 1, MAX_TIERS, '5');
+  const multiplier = readNumber(backoff.multiplier, at('backoff.multiplier'), 1, 1_000, '2', 2);
+  const max = readDelay(backoff.max, at('backoff.max'), "'1h'", MAX_TIER_DELAY_MS);
+  const tiers = readInteger(backoff.tiers, at('backoff.tiers'), 1, MAX_TIERS, '5', defaultTiers);
   if (max < initial) {
     throw new RetryConfigError(
       at('backoff.max'),
@@ -209,9 +209,9 @@ export function resolveHandlerConfig(
     routingKeys: keys as string[],
     delaysMs,
     maxAttempts: explicitAttempts ?? delaysMs.length + 1,
-    timeoutMs: options.timeout === undefined ? module.handlerTimeoutMs : readDuration(options.timeout, at('timeout'), "'30s'", TIME_LIMIT_RANGE),
+    timeoutMs: readDuration(options.timeout, at('timeout'), "'30s'", TIME_LIMIT_RANGE, module.handlerTimeoutMs),
     errorQueue,
-    prefetch: options.prefetch === undefined ? module.prefetch : readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20'),
+    prefetch: readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20', module.prefetch),
     queueType,
     deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
     isRetryable: retryabilityOf(nonRetryable),

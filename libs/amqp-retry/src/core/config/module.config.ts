@@ -78,14 +78,10 @@ function pick<K extends keyof RetryModuleOptions>(options: RetryModuleOptions, e
 }
 
 function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>): ReconnectPolicy {
-  const initialDelayMs =
-    reconnect.initialDelay === undefined
-      ? DEFAULT_RECONNECT.initialDelayMs
-      : readDuration(reconnect.initialDelay, 'RetryModule option "reconnect.initialDelay"', "'100ms'", TIME_LIMIT_RANGE);
-  const maxDelayMs =
-    reconnect.maxDelay === undefined
-      ? Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs)
-      : readDuration(reconnect.maxDelay, 'RetryModule option "reconnect.maxDelay"', "'30s'", TIME_LIMIT_RANGE);
+  const key = (k: string) => `RetryModule option "reconnect.${k}"`;
+  const initialDelayMs = readDuration(reconnect.initialDelay, key('initialDelay'), "'100ms'", TIME_LIMIT_RANGE, DEFAULT_RECONNECT.initialDelayMs);
+  const longest = Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs);
+  const maxDelayMs = readDuration(reconnect.maxDelay, key('maxDelay'), "'30s'", TIME_LIMIT_RANGE, longest);
   if (maxDelayMs < initialDelayMs || initialDelayMs === 0) {
     throw new RetryConfigError(
       'RetryModule option "reconnect"',
@@ -217,8 +213,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect ?? {}),
     publishTimeoutMs: duration('publishTimeout', 'RETRY_PUBLISH_TIMEOUT', "'10s'", TIME_LIMIT_RANGE, 10_000),
-    publishBufferSize:
-      options.publishBufferSize === undefined ? 1_000 : readInteger(options.publishBufferSize, moduleKey('publishBufferSize'), 0, 1_000_000, '1000'),
+    publishBufferSize: readInteger(options.publishBufferSize, moduleKey('publishBufferSize'), 0, 1_000_000, '1000', 1_000),
     confirmTimeoutMs: duration('confirmTimeout', 'RETRY_CONFIRM_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, 10_000),
     connectTimeoutMs: duration('connectTimeout', 'RETRY_CONNECT_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, DEFAULT_CONNECT_TIMEOUT_MS),
     shutdownTimeoutMs: duration('shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT', "'30s'", TIME_LIMIT_RANGE, 30_000),

@@ -45,9 +45,8 @@ export function readIdempotency(value: unknown, at: (key: string) => string): Id
   if (options.key !== undefined && typeof options.key !== 'function') {
     throw new RetryConfigError(at('idempotency.key'), 'is not a function', 'Give (payload, message) => string, e.g. (order) => order.id.');
   }
-  const claimTtlMs =
-    options.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : readDuration(options.claimTtl, at('idempotency.claimTtl'), "'30s'", CLAIM_TTL_RANGE);
-  const ttlMs = options.ttl === undefined ? DEFAULT_IDEMPOTENCY_TTL_MS : readDuration(options.ttl, at('idempotency.ttl'), "'1d'", RECORD_TTL_RANGE);
+  const claimTtlMs = readDuration(options.claimTtl, at('idempotency.claimTtl'), "'30s'", CLAIM_TTL_RANGE, DEFAULT_CLAIM_TTL_MS);
+  const ttlMs = readDuration(options.ttl, at('idempotency.ttl'), "'1d'", RECORD_TTL_RANGE, DEFAULT_IDEMPOTENCY_TTL_MS);
   if (ttlMs < claimTtlMs) {
     throw new RetryConfigError(
       at('idempotency.ttl'),

@@ -31,7 +31,6 @@ export function readOrdering(value: unknown, at: (key: string) => string): Order
   if (whileRetrying !== 'continue' && whileRetrying !== 'hold') {
     throw new RetryConfigError(at('ordering.whileRetrying'), `is ${JSON.stringify(whileRetrying)}`, "Use 'continue' or 'hold'.");
   }
-  const holdGraceMs =
-    options.holdGrace === undefined ? DEFAULT_HOLD_GRACE_MS : readDuration(options.holdGrace, at('ordering.holdGrace'), "'10s'", HOLD_GRACE_RANGE);
+  const holdGraceMs = readDuration(options.holdGrace, at('ordering.holdGrace'), "'10s'", HOLD_GRACE_RANGE, DEFAULT_HOLD_GRACE_MS);
   return { key: typeof key === 'function' ? key : headerKey(header as string), whileRetrying, holdGraceMs };
 }

@@ -40,6 +40,7 @@ export interface InboxConfig {
 
 const ADAPTER_METHODS = ['execute', 'transaction'] as const;
 const RETENTION_RANGE: DurationRange = { max: 366 * 86_400_000, above: 'a year' };
+const INBOX_RETENTION_RANGE: DurationRange = { ...RETENTION_RANGE, min: 1, below: 'a record must last' };
 const POLL_RANGE: DurationRange = {
   min: 10,
   below: 'a relay polling more often than every 10 ms only loads the database',
@@ -81,9 +82,8 @@ export function readOutbox(value: unknown, at: (key: string) => string): OutboxC
   const table = options.table === undefined ? DEFAULT_OUTBOX_TABLE : readSqlIdentifier(options.table, at('outbox.table'));
   const schema = options.schema === undefined ? undefined : readSqlIdentifier(options.schema, at('outbox.schema'));
   const retry = options.retryDelay === undefined ? {} : objectOf(options.retryDelay, at('outbox.retryDelay'), "{ initial: '500ms', max: '30s' }");
-  const initialDelayMs = retry.initial === undefined ? 500 : readDuration(retry.initial, at('outbox.retryDelay.initial'), "'500ms'", RETRY_RANGE);
-  const maxDelayMs =
-    retry.max === undefined ? Math.max(initialDelayMs, 30_000) : readDuration(retry.max, at('outbox.retryDelay.max'), "'30s'", RETRY_RANGE);
+  const initialDelayMs = readDuration(retry.initial, at('outbox.retryDelay.initial'), "'500ms'", RETRY_RANGE, 500);
+  const maxDelayMs = readDuration(retry.max, at('outbox.retryDelay.max'), "'30s'", RETRY_RANGE, Math.max(initialDelayMs, 30_000));
   if (maxDelayMs < initialDelayMs) {
     throw new RetryConfigError(
       at('outbox.retryDelay.max'),
@@ -97,16 +97,13 @@ export function readOutbox(value: unknown, at: (key: string) => string): OutboxC
     tableName: schema === undefined ? table : `${schema}.${table}`,
     createTables: readFlag(options.createTables, at('outbox.createTables'), true),
     relay: readFlag(options.relay, at('outbox.relay'), true),
-    batchSize: options.batchSize === undefined ? 100 : readInteger(options.batchSize, at('outbox.batchSize'), 1, 10_000, '100'),
-    concurrency: options.concurrency === undefined ? 2 : readInteger(options.concurrency, at('outbox.concurrency'), 1, 64, '2'),
-    pollIntervalMs: options.pollInterval === undefined ? 1_000 : readDuration(options.pollInterval, at('outbox.pollInterval'), "'1s'", POLL_RANGE),
-    retentionMs: options.retention === undefined ? 86_400_000 : readDuration(options.retention, at('outbox.retention'), "'1d'", RETENTION_RANGE),
+    batchSize: readInteger(options.batchSize, at('outbox.batchSize'), 1, 10_000, '100', 100),
+    concurrency: readInteger(options.concurrency, at('outbox.concurrency'), 1, 64, '2', 2),
+    pollIntervalMs: readDuration(options.pollInterval, at('outbox.pollInterval'), "'1s'", POLL_RANGE, 1_000),
+    retentionMs: readDuration(options.retention, at('outbox.retention'), "'1d'", RETENTION_RANGE, 86_400_000),
     retry: {
       backoff: { initialDelayMs, maxDelayMs },
-      maxUnroutableAttempts:
-        options.maxUnroutableAttempts === undefined
-          ? 10
-          : readInteger(options.maxUnroutableAttempts, at('outbox.maxUnroutableAttempts'), 1, 1_000_000, '10'),
+      maxUnroutableAttempts: readInteger(options.maxUnroutableAttempts, at('outbox.maxUnroutableAttempts'), 1, 1_000_000, '10', 10),
     },
   };
 }
@@ -129,9 +126,6 @@ export function readInbox(value: unknown, at: (key: string) => string, forHandle
     createTables: readFlag(options.createTables, at('inbox.createTables'), true),
     key: options.key ?? messageIdKey,
     keyIsMessageId: options.key === undefined,
-    retentionMs:
-      options.retention === undefined
-        ? 7 * 86_400_000
-        : readDuration(options.retention, at('inbox.retention'), "'7d'", { ...RETENTION_RANGE, min: 1, below: 'a record must last' }),
+    retentionMs: readDuration(options.retention, at('inbox.retention'), "'7d'", INBOX_RETENTION_RANGE, 7 * 86_400_000),
   };
 }

@@ -54,7 +54,6 @@ export function readPartitions(value: unknown, at: (key: string) => string): Par
     { key: partitionLaneKey(key as PartitionKey), whileRetrying: options.whileRetrying, holdGrace: options.holdGrace },
     (k) => at(k.replace(/^ordering\./, 'partitions.')),
   );
-  const heartbeatMs =
-    options.heartbeat === undefined ? DEFAULT_HEARTBEAT_MS : readDuration(options.heartbeat, at('partitions.heartbeat'), "'1s'", HEARTBEAT_RANGE);
+  const heartbeatMs = readDuration(options.heartbeat, at('partitions.heartbeat'), "'1s'", HEARTBEAT_RANGE, DEFAULT_HEARTBEAT_MS);
   return { count, key: key as PartitionKey, hashArguments, ordering, heartbeatMs };
 }
