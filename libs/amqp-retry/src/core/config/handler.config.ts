@@ -162,10 +162,13 @@ export function resolveHandlerConfig(
     );
   }
   const partitions = options.partitions === undefined ? undefined : readPartitions(options.partitions, at);
+  /** Refuses an option a partitioned handler cannot take; `fix` says why and what to give instead. */
+  const refuseWithPartitions = (key: string, fix: string) => {
+    throw new RetryConfigError(at(key), 'is given together with "partitions"', fix);
+  };
   if (partitions !== undefined && options.ordering !== undefined) {
-    throw new RetryConfigError(
-      at('ordering'),
-      'is given together with "partitions"',
+    refuseWithPartitions(
+      'ordering',
       'Partitions keep order by their key already: give whileRetrying and holdGrace inside partitions, and leave ordering out.',
     );
   }
@@ -177,27 +180,21 @@ export function resolveHandlerConfig(
     );
   }
   if (partitions !== undefined && options.singleActiveConsumer !== undefined) {
-    throw new RetryConfigError(
-      at('singleActiveConsumer'),
-      'is given together with "partitions"',
-      'Each partition queue has a single active consumer already; leave singleActiveConsumer out.',
-    );
+    refuseWithPartitions('singleActiveConsumer', 'Each partition queue has a single active consumer already; leave singleActiveConsumer out.');
   }
   // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
   const circuitBreaker =
     options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
   if (partitions !== undefined && circuitBreaker !== undefined) {
-    throw new RetryConfigError(
-      at('circuitBreaker'),
-      'is given together with "partitions"',
+    refuseWithPartitions(
+      'circuitBreaker',
       "A partition's order holds only while one consumer runs it, and an open circuit cancels that consumer: leave circuitBreaker out (or false) on a partitioned handler.",
     );
   }
   const rateLimit = options.rateLimit === undefined ? (partitions ? undefined : module.rateLimit) : readRateLimit(options.rateLimit, at);
   if (partitions !== undefined && rateLimit !== undefined) {
-    throw new RetryConfigError(
-      at('rateLimit'),
-      'is given together with "partitions"',
+    refuseWithPartitions(
+      'rateLimit',
       'The limit is counted per handler queue, and a partitioned handler runs one per partition: leave rateLimit out (or false), or lower prefetch.',
     );
   }
