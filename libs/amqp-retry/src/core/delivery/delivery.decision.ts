@@ -3,6 +3,7 @@ import { IdempotencyStoreError } from '../../errors/idempotency-store.error.js';
 import { MalformedMessageError } from '../../errors/malformed-message.error.js';
 import { NonRetryableError } from '../../errors/non-retryable.error.js';
 import { decodeBody, type Deserializer } from '../message/body.decoder.js';
+import { headersOf } from '../message/message.properties.js';
 import type { QueueType } from '../topology/topology.types.js';
 import { brokerDeliveryCount, unsettledDeliveries } from './delivery.count.js';
 import { readDeathHistory, rejectedCount, type XDeath } from './x-death.parser.js';
@@ -48,12 +49,6 @@ export type BeforeHandling =
   | { action: 'handle'; payload: unknown; attempt: number; deaths: XDeath[] }
   | { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number; deaths: XDeath[] };
 
-/** The delivery's headers, if amqplib gave a table (it types them as any). */
-function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined {
-  const headers: unknown = message.properties.headers;
-  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : undefined;
-}
-
 /**
  * Decides whether a delivery reaches the handler. In order, it is parked: as malformed, for an `x-death` the broker did
  * not write; as `redelivery-limit` (quorum only); as exhausted (maxAttempts lowered since it failed); as malformed, for
@@ -61,9 +56,9 @@ function headersOf(message: ConsumeMessage): Record<string, unknown> | undefined
  */
 export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
   const { message, queue, maxAttempts } = input;
-  const headers = headersOf(message);
+  const headers = headersOf(message.properties);
   // First, before anything that could nack: a forged history must never be dead-lettered again (see readDeathHistory).
-  const history = readDeathHistory(headers?.[BrokerHeader.death]);
+  const history = readDeathHistory(headers[BrokerHeader.death]);
   if (!history.ok) {
     const error = new Error(
       `the x-death header is malformed: ${history.problem}. Only the broker writes it, so the attempt number is unknown; the message is parked so that it is never dead-lettered again (find what publishes it with that header)`,
@@ -95,12 +90,7 @@ interface Unsettled {
 }
 
 /** Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT. */
-function unsettledOf(
-  input: BeforeHandlingInput,
-  headers: Record<string, unknown> | undefined,
-  deaths: readonly XDeath[],
-  counted: number,
-): Unsettled {
+function unsettledOf(input: BeforeHandlingInput, headers: Record<string, unknown>, deaths: readonly XDeath[], counted: number): Unsettled {
   const own = input.ownReturns ? Math.min(counted, input.ownReturns(deaths)) : 0;
   if (own === 0) return { count: counted, own, atBrokerLimit: false };
   const count = unsettledDeliveries(headers, input.queueType, own);

@@ -2,6 +2,12 @@ import type { MessageProperties, Options } from 'amqplib';
 import { MAX_TTL_MS } from '../time/duration.reader.js';
 import { encodedTableSize } from '../headers/field-table.size.js';
 
+/** The delivery's headers as a table ({} when there are none). */
+export function headersOf(properties: MessageProperties): Record<string, unknown> {
+  const headers: unknown = properties.headers; // amqplib types it as any
+  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : {};
+}
+
 /**
  * The properties of a delivered message to publish a persistent copy with (parked, or forwarded after a delay), but
  * `expiration` (the copy would expire) and `userId` (the broker refuses another user's).

@@ -2,7 +2,7 @@ import type { MessageProperties, Options } from 'amqplib';
 import type { ParkReason } from '../delivery/delivery.decision.js';
 import { errorMessage, errorStack } from '../text/error-message.format.js';
 import { encodedHeaderSize, encodedTableSize } from '../headers/field-table.size.js';
-import { republishProperties } from '../message/message.properties.js';
+import { headersOf, republishProperties } from '../message/message.properties.js';
 import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
 import { FIRST_FAILURE_HEADERS, firstRoute } from '../delivery/first-failure.headers.js';
 import { firstRejection, readDeathHistory, type XDeath } from '../delivery/x-death.parser.js';
@@ -90,12 +90,6 @@ function originalExpiration(properties: MessageProperties, deaths: readonly XDea
   const own: unknown = properties.expiration; // amqplib types it as any
   if (own !== undefined && own !== null) return String(own);
   return firstRejection(deaths, queue)?.originalExpiration ?? deaths.find((d) => d.originalExpiration !== undefined)?.originalExpiration;
-}
-
-/** The delivery's headers as a table ({} when there are none). */
-export function headersOf(properties: MessageProperties): Record<string, unknown> {
-  const headers: unknown = properties.headers; // amqplib types it as any
-  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : {};
 }
 
 export interface ParkInput {
