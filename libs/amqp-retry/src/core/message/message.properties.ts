@@ -37,15 +37,17 @@ export function readExpiration(expiration: unknown): string | undefined {
   if (expiration === undefined || expiration === null) return undefined;
   const text = typeof expiration === 'number' ? String(expiration) : expiration;
   if (typeof text === 'string' && /^\d{1,10}$/.test(text) && Number(text) <= MAX_TTL_MS) return String(Number(text));
-  const shown = typeof expiration === 'string' ? `"${expiration}"` : typeof expiration === 'number' ? String(expiration) : `(a ${typeof expiration})`;
   throw new RangeError(
-    `Invalid expiration ${shown}: a per-message expiration is a whole number of milliseconds from 0 to ${MAX_TTL_MS}, ` +
+    `Invalid expiration ${shownValue(expiration)}: a per-message expiration is a whole number of milliseconds from 0 to ${MAX_TTL_MS}, ` +
       `as a number or a string of digits ('60000').`,
   );
 }
 
 /** Most bytes a publish's headers may take (encodedTableSize): amqplib encodes the properties into a 64 KiB scratch buffer. */
 export const MAX_PUBLISH_HEADERS_BYTES = 60 * 1024;
+
+/** The properties AMQP carries as shortstrs (at most 255 bytes), in the order they are checked. */
+const SHORT_STRING_PROPERTIES = ['contentType', 'contentEncoding', 'correlationId', 'replyTo', 'messageId', 'type', 'userId', 'appId'] as const;
 
 /**
  * Checks a publish's properties by the rules amqplib and the broker apply, so that a bad one is refused before anything
@@ -54,14 +56,7 @@ export const MAX_PUBLISH_HEADERS_BYTES = 60 * 1024;
  * @example checkPublishProperties({ priority: 300 }) // RangeError: Invalid priority 300: ...
  */
 export function checkPublishProperties(properties: Options.Publish): void {
-  checkShortString('contentType', properties.contentType);
-  checkShortString('contentEncoding', properties.contentEncoding);
-  checkShortString('correlationId', properties.correlationId);
-  checkShortString('replyTo', properties.replyTo);
-  checkShortString('messageId', properties.messageId);
-  checkShortString('type', properties.type);
-  checkShortString('userId', properties.userId);
-  checkShortString('appId', properties.appId);
+  for (const key of SHORT_STRING_PROPERTIES) checkShortString(key, properties[key]);
   const { priority, deliveryMode, timestamp, headers } = properties;
   if (priority != null && !(Number.isInteger(priority) && priority >= 0 && priority <= 255)) {
     throw new RangeError(
