@@ -1,6 +1,7 @@
 import type { QueueState } from '../../breaker/queue.state.js';
 import type { BreakerCause, Heartbeat, HeartbeatIdentity } from './heartbeat.types.js';
 import { LATENCY_BUCKETS, latencyQuantile } from './latency.histogram.js';
+import { BEAT_COUNTS } from './heartbeat.types.js';
 
 /** The bounds of what the page's instance keeps from heartbeats (FleetHistory). */
 export interface FleetLimits {
@@ -135,10 +136,7 @@ export class FleetHistory {
       if (q.handled + q.retried + q.parked + q.failed === 0 && !this.history.has(q.queue)) continue;
       const bucket = this.bucketOf(q.queue, minute);
       if (!bucket) continue;
-      bucket.handled += q.handled;
-      bucket.retried += q.retried;
-      bucket.parked += q.parked;
-      bucket.failed += q.failed;
+      for (const key of BEAT_COUNTS) bucket[key] += q[key];
       for (let i = 0; i < LATENCY_BUCKETS; i++) {
         bucket.processing[i] += q.processing[i];
         bucket.critical[i] += q.critical[i];

@@ -1,5 +1,5 @@
 import type { QueueState } from '../../breaker/queue.state.js';
-import type { BreakerCause, Heartbeat, HeartbeatIdentity, HeartbeatQueue } from './heartbeat.types.js';
+import { BEAT_COUNTS, type BreakerCause, type Heartbeat, type HeartbeatIdentity, type HeartbeatQueue } from './heartbeat.types.js';
 import { LATENCY_BUCKETS } from './latency.histogram.js';
 import { MAX_PARTITIONS } from '../../partitions/partitions.config.js';
 
@@ -78,7 +78,7 @@ function readQueue(value: unknown): HeartbeatQueue | Problem {
   if (typeof queue !== 'string') return queue;
   if (typeof value.consuming !== 'boolean') return { problem: 'consuming must be true or false' };
   if (!STATES.includes(value.state as QueueState)) return { problem: `state must be one of ${STATES.join(', ')}` };
-  for (const key of ['handled', 'retried', 'parked', 'failed'] as const) {
+  for (const key of BEAT_COUNTS) {
     if (!isCount(value[key], MAX_COUNT)) return { problem: `${key} must be an integer from 0 to ${MAX_COUNT}` };
   }
   for (const key of ['processing', 'critical'] as const) {

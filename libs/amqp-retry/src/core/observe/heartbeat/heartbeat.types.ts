@@ -14,6 +14,9 @@ export interface BreakerCause {
   nextTrialAt?: number;
 }
 
+/** The counts a heartbeat carries per queue, summed over its interval. */
+export const BEAT_COUNTS = ['handled', 'retried', 'parked', 'failed'] as const;
+
 /** What one queue did since the previous beat (HeartbeatCollector.drain). */
 export interface QueueBeatCounts {
   handled: number;
