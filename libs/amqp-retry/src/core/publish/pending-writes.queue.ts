@@ -62,11 +62,8 @@ export class WriteQueue {
 
   /** The channel closed: every waiting write goes on, finds it closed, and is sent again on a new one. */
   closed(): void {
-    this.full = false;
     this.passing = 0;
-    this.stallTimer?.cancel();
-    this.stallTimer = undefined;
-    this.releaseNext();
+    this.drained(); // as for a drain: the buffer is no longer full and the stall timer stops
   }
 
   /**
