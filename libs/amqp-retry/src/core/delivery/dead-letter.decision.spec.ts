@@ -1,4 +1,4 @@
-import { decideDeadLetter, originalExpirationIn } from './dead-letter.decision.js';
+import { decideDeadLetter } from './dead-letter.decision.js';
 
 const death = (queue: string, reason: string, extra: Record<string, unknown> = {}) => ({
   queue,
@@ -72,12 +72,10 @@ describe('decideDeadLetter', () => {
   });
 });
 
-describe('originalExpirationIn', () => {
-  it('reads the expiration the broker kept in the expiry entry of the queue, and nothing else', () => {
-    const h = {
-      'x-death': ['junk', death('other', 'expired', { 'original-expiration': '5' }), death('orders', 'expired', { 'original-expiration': '300' })],
-    };
-    expect(originalExpirationIn(h, 'orders')).toBe('300');
-    expect(originalExpirationIn({ 'x-death': 'x' }, 'orders')).toBeUndefined();
+describe('decideDeadLetter on an expiry', () => {
+  it("names the expiration the broker kept in the queue's own expiry entry, not another queue's", () => {
+    const deaths = [death('other', 'expired', { 'original-expiration': '5' }), death('orders', 'expired', { 'original-expiration': '300' })];
+    const outcome = decideDeadLetter(headers(['orders', 'expired'], undefined, deaths), 'orders', 'park');
+    expect(outcome.action === 'park' && outcome.error.message).toBe('expired in "orders" before a handler took it (its expiration of 300 ms)');
   });
 });

@@ -27,18 +27,6 @@ export function deathQueueOf(headers: Record<string, unknown> | undefined, queue
   return typeof first === 'string' && queues.has(first) ? first : undefined;
 }
 
-/** The `original-expiration` the broker kept in the x-death entry of the expiry in `queue`, if any. */
-export function originalExpirationIn(headers: Record<string, unknown> | undefined, queue: string): string | undefined {
-  const deaths: unknown = headers?.[BrokerHeader.death];
-  if (!Array.isArray(deaths)) return undefined;
-  for (const entry of deaths as unknown[]) {
-    if (typeof entry !== 'object' || entry === null) continue;
-    const { queue: q, reason, 'original-expiration': expiration } = entry as Record<string, unknown>;
-    if (q === queue && reason === 'expired' && typeof expiration === 'string') return expiration;
-  }
-  return undefined;
-}
-
 /**
  * Decides what becomes of a message in a handler queue's dead-letter queue: expired or pushed out by the length limit,
  * it is parked or dropped as `onExpired` says; past a quorum queue's delivery limit, parked as `redelivery-limit`;
@@ -59,7 +47,10 @@ export function decideDeadLetter(headers: Record<string, unknown> | undefined, q
   }
   if (reason === 'expired' || reason === 'maxlen') {
     if (onExpired === 'drop') return { action: 'drop', reason, handlerCalls };
-    const expiration = reason === 'expired' ? originalExpirationIn(headers, queue) : undefined;
+    // The history is the broker's here (checked above); its expiry entry in the queue kept the message's own expiration.
+    const expiration = history.ok
+      ? history.deaths.find((d) => d.queue === queue && d.reason === 'expired' && d.originalExpiration !== undefined)?.originalExpiration
+      : undefined;
     const error = new Error(
       reason === 'expired'
         ? `expired in "${queue}" before a handler took it (${expiration === undefined ? "the queue's message TTL" : `its expiration of ${expiration} ms`})`
