@@ -152,32 +152,24 @@ export function parkedPublishOptions(input: ParkInput): Options.Publish {
  * largest first, as many as must go for the rest to leave the exception message MIN_EXCEPTION_MESSAGE_BYTES.
  */
 function fitOriginals(delivered: Record<string, unknown>, own: Record<string, unknown>, message: string) {
-  const sizes: Array<[string, number]> = [];
-  for (const key of Object.keys(delivered)) {
-    if (BROKER_DEATH_HEADERS.includes(key) || EXCEPTION_HEADERS.includes(key) || Object.hasOwn(own, key)) continue;
-    sizes.push([key, encodedHeaderSize(key, delivered[key])]);
-  }
-  sizes.sort((a, b) => b[1] - a[1]);
+  const keys = Object.keys(delivered).filter(
+    (key) => !BROKER_DEATH_HEADERS.includes(key) && !EXCEPTION_HEADERS.includes(key) && !Object.hasOwn(own, key),
+  );
+  const sizes = keys.map((key): [string, number] => [key, encodedHeaderSize(key, delivered[key])]);
   const reserve =
     encodedHeaderSize(ParkedHeader.exceptionMessage, truncateUtf8(message, MIN_EXCEPTION_MESSAGE_BYTES)) +
     encodedHeaderSize(ParkedHeader.droppedHeaders, 'x'.repeat(MAX_DROPPED_LIST_BYTES));
   let total = encodedTableSize(own) + sizes.reduce((sum, [, size]) => (Number.isFinite(size) ? sum + size : sum), 0);
   const dropped: string[] = [];
-  for (const [key, size] of sizes) {
+  for (const [key, size] of sizes.sort((a, b) => b[1] - a[1])) {
     // Largest first: what amqplib cannot encode (Infinity) always goes, the rest only while over the budget.
     if (Number.isFinite(size) && total + reserve <= PARKED_HEADERS_BUDGET) break;
     dropped.push(key);
     if (Number.isFinite(size)) total -= size;
   }
-  const kept: Record<string, unknown> = {};
-  for (const [key] of sizes) if (!dropped.includes(key)) kept[key] = delivered[key];
   // Object.keys order, as delivered, rather than by size.
-  const ordered = Object.fromEntries(
-    Object.keys(delivered)
-      .filter((key) => Object.hasOwn(kept, key))
-      .map((key) => [key, kept[key]]),
-  );
-  return { kept: ordered, dropped };
+  const kept = Object.fromEntries(keys.filter((key) => !dropped.includes(key)).map((key) => [key, delivered[key]]));
+  return { kept, dropped };
 }
 
 /** The exception headers within `room` bytes: the message first (up to its cap), the stack in what is left. */
