@@ -253,7 +253,6 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
   // The library's header only: one the caller's headers carry (a copy of a delivered message) must not come back.
   // copyOwn and plain assignments on the fresh objects, not spreads followed by keys (docs/performance.md).
   const { [DelayHeader.expiration]: _stale, ...own } = copyOwn(properties.headers, headers);
-  void _stale;
   if (kept !== undefined) own[DelayHeader.expiration] = kept;
   const ladder: Options.Publish = rest;
   ladder.persistent = true;

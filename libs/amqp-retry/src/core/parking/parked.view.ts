@@ -64,7 +64,6 @@ export function parkedIdOf({ content, properties }: ParkedDelivery): string {
   const own = headersOf(properties)[ParkedHeader.id];
   if (typeof own === 'string' && own.length > 0) return own;
   const { headers: _headers, ...rest } = properties;
-  void _headers;
   const digest = createHash('sha256')
     .update(content)
     .update(JSON.stringify(jsonSafe({ ...rest, headers: identityHeaders(properties) })))
@@ -93,7 +92,6 @@ export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallb
   const headers = identityHeaders(properties);
   const utf8 = isUtf8(content);
   const { headers: _headers, ...rest } = properties;
-  void _headers;
   const attempts = headers[ParkedHeader.retryAttempts];
   const history = headers[ParkedHeader.deathHistory];
   return {
