@@ -80,13 +80,9 @@ interface Bucket {
   critical: Float64Array;
 }
 
-interface Known {
+interface Known extends Pick<FleetInstance, 'firstSeen' | 'lastSeen' | 'intervalMs' | 'queues'> {
   identity: HeartbeatIdentity;
-  firstSeen: number;
-  lastSeen: number;
   seq: number;
-  intervalMs: number;
-  queues: FleetInstance['queues'];
 }
 
 const MINUTE = 60_000;
