@@ -1,6 +1,6 @@
 import { firstRejection, type XDeath } from './x-death.parser.js';
 import { FirstFailureHeader, ParkedHeader } from '../headers/header.names.js';
-import { replayedRoute } from './replayed-route.reader.js';
+import { replayedRoute, type Route } from './replayed-route.reader.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 
 /*
@@ -28,7 +28,7 @@ export function movedFirstFailures(headers: Record<string, unknown> | undefined,
 export function firstFailureHeaders(
   headers: Record<string, unknown> | undefined,
   queue: string,
-  delivered: { exchange: string; routingKey: string },
+  delivered: Route,
   expiration?: unknown,
 ): Record<string, unknown> {
   const copy = copyOwn(headers);
@@ -40,11 +40,7 @@ export function firstFailureHeaders(
 }
 
 /** The exchange and routing key a moved delivery was first published with; undefined unless it was moved from `queue`. */
-export function movedFrom(
-  headers: Record<string, unknown> | undefined,
-  queue: string,
-  deaths: readonly XDeath[],
-): { exchange: string; routingKey: string } | undefined {
+export function movedFrom(headers: Record<string, unknown> | undefined, queue: string, deaths: readonly XDeath[]): Route | undefined {
   if (movedFirstFailures(headers, queue, deaths) === 0) return undefined;
   const exchange = headers?.[FirstFailureHeader.exchange];
   const routingKey = headers?.[FirstFailureHeader.routingKey];
@@ -56,12 +52,7 @@ export function movedFrom(
  * name): the moved copy's headers, else the queue's `rejected` entry in `x-death`, else the delivery itself; for a
  * replayed copy, the route its parked copy recorded (replayedRoute).
  */
-export function firstRoute(
-  headers: Record<string, unknown> | undefined,
-  deaths: readonly XDeath[],
-  queue: string,
-  delivered: { exchange: string; routingKey: string },
-): { exchange: string; routingKey: string } {
+export function firstRoute(headers: Record<string, unknown> | undefined, deaths: readonly XDeath[], queue: string, delivered: Route): Route {
   const first = firstRejection(deaths, queue);
   const reached = movedFrom(headers, queue, deaths) ?? {
     exchange: first?.exchange ?? delivered.exchange,
