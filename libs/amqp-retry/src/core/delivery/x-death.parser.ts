@@ -111,21 +111,6 @@ function readStrictEntry(entry: unknown, at: string): XDeath | string {
   return death;
 }
 
-function readStrict(header: unknown): DeathHistory {
-  if (header === undefined) return { ok: true, deaths: [] };
-  if (!Array.isArray(header)) return { ok: false, problem: `x-death is ${kind(header)}, not an array of tables` };
-  if (header.length > MAX_DEATH_ENTRIES) {
-    return { ok: false, problem: `x-death has ${header.length} entries, more than the ${MAX_DEATH_ENTRIES} a broker could have written` };
-  }
-  const deaths: XDeath[] = [];
-  for (let i = 0; i < header.length; i++) {
-    const death = readStrictEntry(header[i], `x-death[${i}]`);
-    if (typeof death === 'string') return { ok: false, problem: death };
-    deaths.push(death);
-  }
-  return { ok: true, deaths };
-}
-
 /**
  * Reads the `x-death` header strictly, as RabbitMQ writes it (see XDeath); absent, it is an empty history. Anything
  * else is refused with a sentence naming the first problem, e.g. `x-death[2] is a string, not a table`: the attempt
@@ -134,7 +119,18 @@ function readStrict(header: unknown): DeathHistory {
  */
 export function readDeathHistory(header: unknown): DeathHistory {
   try {
-    return readStrict(header);
+    if (header === undefined) return { ok: true, deaths: [] };
+    if (!Array.isArray(header)) return { ok: false, problem: `x-death is ${kind(header)}, not an array of tables` };
+    if (header.length > MAX_DEATH_ENTRIES) {
+      return { ok: false, problem: `x-death has ${header.length} entries, more than the ${MAX_DEATH_ENTRIES} a broker could have written` };
+    }
+    const deaths: XDeath[] = [];
+    for (let i = 0; i < header.length; i++) {
+      const death = readStrictEntry(header[i], `x-death[${i}]`);
+      if (typeof death === 'string') return { ok: false, problem: death };
+      deaths.push(death);
+    }
+    return { ok: true, deaths };
   } catch {
     // Only a value built in-process (a Proxy, a throwing getter) gets here: amqplib decodes plain data.
     return { ok: false, problem: 'x-death could not be read: reading it threw' };
