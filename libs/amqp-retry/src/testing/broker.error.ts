@@ -8,15 +8,6 @@ export const ReplyCode = {
   INTERNAL_ERROR: 541,
 } as const;
 
-const CODE_NAMES: Record<number, string> = {
-  403: 'ACCESS-REFUSED',
-  404: 'NOT-FOUND',
-  405: 'RESOURCE-LOCKED',
-  406: 'PRECONDITION-FAILED',
-  503: 'COMMAND-INVALID',
-  541: 'INTERNAL-ERROR',
-};
-
 /** The broker's refusal of an operation: the channel (or, `connection`, the whole connection) closes with it. */
 export class BrokerError extends Error {
   constructor(
@@ -29,9 +20,12 @@ export class BrokerError extends Error {
     this.name = 'BrokerError';
   }
 
-  /** amqplib's wording of a close frame: `404 (NOT-FOUND) with message "NOT_FOUND - ..."`. */
+  /** amqplib's wording of a close frame, the code's name with dashes: `404 (NOT-FOUND) with message "NOT_FOUND - ..."`. */
   get closeMessage(): string {
-    return `${this.code} (${CODE_NAMES[this.code] ?? 'ERROR'}) with message "${this.text}"`;
+    const name = Object.entries(ReplyCode)
+      .find(([, code]) => code === this.code)?.[0]
+      .replace(/_/g, '-');
+    return `${this.code} (${name ?? 'ERROR'}) with message "${this.text}"`;
   }
 }
 

@@ -19,13 +19,7 @@ export interface RouteResult {
   refused: boolean;
 }
 
-const BUILT_IN: MemoryExchange[] = [
-  { name: 'amq.direct', type: 'direct', arguments: {} },
-  { name: 'amq.topic', type: 'topic', arguments: {} },
-  { name: 'amq.fanout', type: 'fanout', arguments: {} },
-  { name: 'amq.headers', type: 'headers', arguments: {} },
-];
-const TYPES = new Set<string>(['direct', 'topic', 'fanout', 'headers']);
+const TYPES: ExchangeType[] = ['direct', 'topic', 'fanout', 'headers'];
 export const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 
 /** A direct reply-to address as RabbitMQ hands them out: a pid in Erlang's term format and a key, each base64. */
@@ -41,7 +35,7 @@ function replyAddress(): string {
  * `x-death` as RabbitMQ writes it (`rules`), and direct reply-to, on the virtual clock. It knows nothing of the library.
  */
 export class MemoryBroker {
-  readonly exchanges = new Map<string, MemoryExchange>(BUILT_IN.map((e) => [e.name, e]));
+  readonly exchanges = new Map<string, MemoryExchange>(TYPES.map((type) => [`amq.${type}`, { name: `amq.${type}`, type, arguments: {} }]));
   readonly queues = new Map<string, MemoryQueue>();
   bindings: MemoryBinding[] = [];
   /** Direct reply-to addresses and who consumes each. */
@@ -61,7 +55,8 @@ export class MemoryBroker {
       if (name === '' || this.exchanges.has(name)) return;
       throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - exchange name '${name}' contains reserved prefix 'amq.*'`);
     }
-    if (!TYPES.has(type)) throw new BrokerError(ReplyCode.COMMAND_INVALID, `COMMAND_INVALID - invalid exchange type '${type}'`, true);
+    if (!TYPES.includes(type as ExchangeType))
+      throw new BrokerError(ReplyCode.COMMAND_INVALID, `COMMAND_INVALID - invalid exchange type '${type}'`, true);
     const existing = this.exchanges.get(name);
     if (!existing) return void this.exchanges.set(name, { name, type: type as ExchangeType, arguments: { ...args } });
     if (existing.type !== type) {
@@ -240,6 +235,15 @@ export class MemoryBroker {
     }
   }
 
+  /** Dead-letters the messages at the head of `queue` that have expired (RabbitMQ expires at the head only). */
+  expireHead(queue: MemoryQueue): void {
+    const now = this.clock.now;
+    for (let head = queue.ready[0]; head?.expiresAt !== undefined && head.expiresAt <= now; head = queue.ready[0]) {
+      queue.ready.shift();
+      this.deadLetter(queue, head, 'expired');
+    }
+  }
+
   /** Delivers what the queue's consumers can take and expires what is due, in a task of the broker's own. */
   pump(queue: MemoryQueue): void {
     if (this.pumps.has(queue.name)) return;
@@ -251,14 +255,10 @@ export class MemoryBroker {
     this.pumps.delete(queue.name);
     if (this.queues.get(queue.name) !== queue) return;
     const now = this.clock.now;
-    while (queue.ready.length > 0) {
+    for (;;) {
+      this.expireHead(queue);
       const head = queue.ready[0];
-      if (head.expiresAt !== undefined && head.expiresAt <= now) {
-        queue.ready.shift();
-        this.deadLetter(queue, head, 'expired');
-        continue;
-      }
-      const consumer = queue.nextConsumer();
+      const consumer = head && queue.nextConsumer();
       if (!consumer) break;
       queue.ready.shift();
       if (!consumer.noAck) consumer.unacked++;

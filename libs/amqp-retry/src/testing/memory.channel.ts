@@ -199,10 +199,7 @@ export class MemoryChannel extends EventEmitter {
   get(queue: string, options: Options.Get = {}) {
     return this.rpc('BasicGet', () => {
       const found = this.broker.queue(queue);
-      const now = this.broker.clock.now;
-      while (found.ready[0]?.expiresAt !== undefined && (found.ready[0].expiresAt as number) <= now) {
-        this.broker.deadLetter(found, found.ready.shift() as Enqueued, 'expired');
-      }
+      this.broker.expireHead(found);
       const entry = found.ready.shift();
       if (!entry) return false as const;
       const deliveryTag = this.nextTag++;
