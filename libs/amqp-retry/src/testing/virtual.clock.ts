@@ -48,6 +48,9 @@ class VirtualTimeout {
 
 type TimerArg = VirtualTimeout | number | string | undefined | null;
 
+/** A property install() replaces: its object and its name. */
+type Property = [target: Record<string, unknown>, name: string];
+
 /**
  * Time for the test harness: a clock that moves only when told, with its own timers. While installed it stands in for
  * the global timers, `Date` and `performance.now()` (Node's, or Jest's fake timers). Microtasks stay real: between two
@@ -181,17 +184,17 @@ export class VirtualClock {
     if (this.restore) return;
     const g = globalThis as unknown as Record<string, unknown>;
     const names = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date', 'queueMicrotask'];
-    const saved = new Map(names.map((name) => [name, Object.getOwnPropertyDescriptor(g, name)]));
     const perfs = [...new Set([performance, hooksPerformance])] as unknown as Record<string, unknown>[];
-    const savedPerfNow = perfs.map((perf) => Object.getOwnPropertyDescriptor(perf, 'now'));
     const proc = process as unknown as Record<string, unknown>;
-    const savedNextTick = Object.getOwnPropertyDescriptor(proc, 'nextTick');
-    const timer = (delay: unknown, fn: unknown, args: unknown[], every?: number) => {
+    const replaced = [...names.map((name) => [g, name]), ...perfs.map((perf) => [perf, 'now']), [proc, 'nextTick']] as Property[];
+    const saved = replaced.map(([target, name]) => [target, name, Object.getOwnPropertyDescriptor(target, name)] as const);
+    const RealDate = (Object.getOwnPropertyDescriptor(g, 'Date')?.value as DateConstructor | undefined) ?? Date;
+    const timer = (delay: unknown, fn: unknown, args: unknown[], repeat = false) => {
       if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
       const ms = Number(delay);
       const wait = Number.isFinite(ms) && ms > 0 ? ms : 0; // Node waits at least 1 ms; here no time passes by itself
       const run = () => (fn as (...a: unknown[]) => void)(...args);
-      return new VirtualTimeout(this, this.schedule(wait, run, every === undefined ? {} : { every: Math.max(1, every || wait) }));
+      return new VirtualTimeout(this, this.schedule(wait, run, repeat ? { every: Math.max(1, wait) } : {}));
     };
     const clear = (handle: TimerArg) => {
       if (handle instanceof VirtualTimeout) this.cancel(handle.task);
@@ -200,31 +203,21 @@ export class VirtualClock {
     const define = (target: Record<string, unknown>, name: string, value: unknown) =>
       Object.defineProperty(target, name, { value, writable: true, configurable: true, enumerable: false });
     define(g, 'setTimeout', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args));
-    define(g, 'setInterval', (fn: unknown, delay?: unknown, ...args: unknown[]) => {
-      const ms = Number(delay);
-      return timer(delay, fn, args, Number.isFinite(ms) && ms >= 1 ? ms : 1);
-    });
+    define(g, 'setInterval', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args, true));
     define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => timer(0, fn, args));
     define(g, 'clearTimeout', clear);
     define(g, 'clearInterval', clear);
     define(g, 'clearImmediate', clear);
-    define(g, 'Date', virtualDate(this, (saved.get('Date')?.value as DateConstructor | undefined) ?? Date));
+    define(g, 'Date', virtualDate(this, RealDate));
     // Microtasks stay real, also where Jest's fake timers had replaced them.
     define(g, 'queueMicrotask', (fn: () => void) => void Promise.resolve().then(fn));
     define(proc, 'nextTick', realNextTick);
     for (const perf of perfs) define(perf, 'now', () => this.perfBase + (this.now - this.started));
     this.restore = () => {
-      for (const [name, descriptor] of saved) {
-        if (descriptor) Object.defineProperty(g, name, descriptor);
-        else delete g[name];
+      for (const [target, name, descriptor] of saved) {
+        if (descriptor) Object.defineProperty(target, name, descriptor);
+        else delete target[name];
       }
-      perfs.forEach((perf, i) => {
-        const descriptor = savedPerfNow[i];
-        if (descriptor) Object.defineProperty(perf, 'now', descriptor);
-        else delete perf.now;
-      });
-      if (savedNextTick) Object.defineProperty(proc, 'nextTick', savedNextTick);
-      else delete proc.nextTick;
     };
   }
 
