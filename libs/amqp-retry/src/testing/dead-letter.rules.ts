@@ -109,20 +109,17 @@ export function deliveredHeaders(message: BrokerMessage, rules: DeathRules = 'cu
   const headers = { ...message.properties.headers };
   if (message.deaths.length === 0) return headers;
   const first = message.firstDeath ?? message.deaths[message.deaths.length - 1];
-  const written = message.firstDeath !== null;
   const last = message.deaths[0];
+  const oldest = { 'x-first-death-queue': first.queue, 'x-first-death-reason': first.reason, 'x-first-death-exchange': first.exchange };
   if (rules === 'legacy') {
-    // No x-last-death-*; x-first-death-* set once (a client's kept). The newest death is first only when it was new.
-    const kept = 'x-first-death-queue' in headers || !written; // a client's kept, or none written
-    const oldest = kept ? {} : { 'x-first-death-queue': first.queue, 'x-first-death-reason': first.reason, 'x-first-death-exchange': first.exchange };
-    return { ...headers, 'x-death': message.deaths.map(deathTable), ...oldest };
+    // No x-last-death-*; x-first-death-* set once: a client's kept, or none written (the first x-death was the client's).
+    const kept = 'x-first-death-queue' in headers || message.firstDeath === null;
+    return { ...headers, 'x-death': message.deaths.map(deathTable), ...(kept ? {} : oldest) };
   }
   return {
     ...headers,
     'x-death': message.deaths.map(deathTable),
-    'x-first-death-queue': first.queue,
-    'x-first-death-reason': first.reason,
-    'x-first-death-exchange': first.exchange,
+    ...oldest,
     'x-last-death-queue': last.queue,
     'x-last-death-reason': last.reason,
     'x-last-death-exchange': last.exchange,

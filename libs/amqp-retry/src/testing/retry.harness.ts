@@ -111,17 +111,12 @@ export type HarnessPublishProperties = Options.Publish;
 
 /** A duration as the library reads one, or several run together ('1h30m', '29m59s'). */
 const ms = (duration: Duration): number => {
-  const parts = typeof duration === 'string' ? duration.match(/\d+(?:\.\d+)?\s*[a-z]+/gi) : null;
-  const compound = parts !== null && parts.length > 1 && parts.join('').replace(/\s+/g, '') === String(duration).replace(/\s+/g, '');
-  const value =
-    compound && parts
-      ? parts.reduce<number | undefined>((sum, part) => {
-          const one = parseDuration(part.replace(/\s+/g, ''));
-          return sum === undefined || one === undefined ? undefined : sum + one;
-        }, 0)
-      : parseDuration(duration);
-  if (value === undefined) throw new Error(`harness: "${String(duration)}" is no duration: give milliseconds or a string such as '10s', '5m', '1h'`);
-  return value;
+  const compound = typeof duration === 'string' && /^(\s*\d+(?:\.\d+)?\s*[a-z]+){2,}\s*$/i.test(duration);
+  const parts = compound ? (duration.match(/\d+(?:\.\d+)?\s*[a-z]+/gi) ?? []) : [duration];
+  const values = parts.map((part) => parseDuration(part));
+  if (values.includes(undefined))
+    throw new Error(`harness: "${String(duration)}" is no duration: give milliseconds or a string such as '10s', '5m', '1h'`);
+  return (values as number[]).reduce((sum, value) => sum + value, 0);
 };
 
 /** The library's own bookkeeping publishes, left out of `published()`. */
@@ -287,11 +282,8 @@ export class RetryHarness {
    * left out.
    */
   published(filter: { exchange?: string; routingKey?: string; by?: HarnessPublished['by'] } = {}): HarnessPublished[] {
-    return this.publishes.filter(
-      (p) =>
-        (filter.exchange === undefined || p.exchange === filter.exchange) &&
-        (filter.routingKey === undefined || p.routingKey === filter.routingKey) &&
-        (filter.by === undefined || p.by === filter.by),
+    return this.publishes.filter((p) =>
+      (['exchange', 'routingKey', 'by'] as const).every((key) => filter[key] === undefined || p[key] === filter[key]),
     );
   }
 
