@@ -6,6 +6,7 @@ import { DDL_LOCK_SQL } from '../core/sql/ddl.lock.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import { CLEANUP_BATCH } from '../core/outbox/outbox.sql.js';
+import { requireOneOf } from './store.options.js';
 
 /** What the store needs of a pg Pool, so that pg stays an optional dependency. */
 export interface PgLikePool {
@@ -70,13 +71,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   private closed = false;
 
   constructor(private readonly options: PostgresIdempotencyStoreOptions) {
-    if ((options.connectionString === undefined) === (options.pool === undefined)) {
-      throw new RetryConfigError(
-        'PostgresIdempotencyStore option "connectionString"',
-        'and "pool" are both given or both missing',
-        "Give one: { connectionString: 'postgres://user@host:5432/db' } or { pool }.",
-      );
-    }
+    requireOneOf('PostgresIdempotencyStore', options, 'connectionString', 'pool', "{ connectionString: 'postgres://user@host:5432/db' }");
     const table = readIdentifier(options.table, 'amqp_retry_idempotency', 'table') as string;
     const schema = readIdentifier(options.schema, undefined, 'schema');
     this.table = schema === undefined ? `"${table}"` : `"${schema}"."${table}"`;

@@ -1,5 +1,5 @@
 import type { ClaimResult, IdempotencyStore } from '../core/idempotency/idempotency.store.js';
-import { RetryConfigError } from '../errors/retry-config.error.js';
+import { requireOneOf } from './store.options.js';
 
 /** What the store needs of an ioredis client (`new Redis(...)`), so that ioredis stays an optional dependency. */
 export interface RedisLikeClient {
@@ -42,13 +42,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   private closed = false;
 
   constructor(private readonly options: RedisIdempotencyStoreOptions) {
-    if ((options.url === undefined) === (options.client === undefined)) {
-      throw new RetryConfigError(
-        'RedisIdempotencyStore option "url"',
-        'and "client" are both given or both missing',
-        "Give one: { url: 'redis://127.0.0.1:6379' } or { client }.",
-      );
-    }
+    requireOneOf('RedisIdempotencyStore', options, 'url', 'client', "{ url: 'redis://127.0.0.1:6379' }");
     this.prefix = options.keyPrefix ?? 'amqp-retry:once:';
   }
 
