@@ -115,29 +115,54 @@ export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
     maxConnections: () => (typeof pool.options?.max === 'number' ? pool.options.max : undefined),
     async listen(channel, onNotify, onLost) {
       const client = await pool.connect();
-      let closed = false;
-      client.on('notification', (message) => message.channel === channel && onNotify());
-      client.on('error', (error) => {
-        if (closed) return;
-        closed = true;
-        client.release(error);
-        onLost(error);
-      });
-      try {
-        await client.query(`LISTEN "${channel}"`);
-      } catch (error) {
-        closed = true;
-        client.release(error as Error);
-        throw error;
-      }
-      return async () => {
-        if (closed) return;
-        closed = true;
-        await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
-        client.removeAllListeners?.('notification');
-        client.release();
-      };
+      return listenOn(client, channel, onNotify, onLost, (error) => client.release(error));
     },
+  };
+}
+
+/** The pg client a LISTEN runs on: a pool's, or the one TypeORM's query runner holds. */
+export interface ListeningClient {
+  query(sql: string): Promise<unknown>;
+  on(event: 'notification' | 'error', listener: (value: { channel?: string } & Error) => void): unknown;
+  removeListener?(event: string, listener: (value: { channel?: string } & Error) => void): unknown;
+}
+
+/**
+ * LISTENs on `client` for NOTIFYs on `channel` until the returned function is called (UNLISTEN, its listeners removed,
+ * the connection given back by `release`). A connection error first gives the connection back broken (`release(error)`)
+ * and calls `onLost`; so does a failed LISTEN, before it rejects.
+ */
+export async function listenOn(
+  client: ListeningClient,
+  channel: string,
+  onNotify: () => void,
+  onLost: (error: Error) => void,
+  release: (error?: Error) => unknown,
+): Promise<() => Promise<void>> {
+  let closed = false;
+  const onNotification = (message: { channel?: string }) => message.channel === channel && onNotify();
+  const onError = (error: Error) => {
+    if (closed) return;
+    closed = true;
+    void release(error);
+    onLost(error);
+  };
+  client.on('notification', onNotification);
+  client.on('error', onError);
+  try {
+    await client.query(`LISTEN "${channel}"`);
+  } catch (error) {
+    closed = true;
+    await release(error as Error);
+    throw error;
+  }
+  return async () => {
+    if (closed) return;
+    closed = true;
+    await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
+    client.removeListener?.('notification', onNotification);
+    client.removeListener?.('error', onError);
+    await release();
   };
 }
 

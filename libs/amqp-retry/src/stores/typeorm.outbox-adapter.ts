@@ -1,5 +1,6 @@
 import type { OutboxAdapter, SqlResult } from '../core/outbox/outbox.adapter.js';
 import { isTimeout } from '../errors/handler-timeout.error.js';
+import { listenOn, type ListeningClient } from './pg.outbox-adapter.js';
 
 /** What the adapter needs of a TypeORM QueryRunner (typeorm stays an optional dependency: it is never imported). */
 export interface TypeormQueryRunnerLike {
@@ -92,36 +93,8 @@ export function typeormOutboxAdapter(dataSource: TypeormDataSourceLike): OutboxA
     async listen(channel, onNotify, onLost) {
       const runner = dataSource.createQueryRunner();
       // The PostgreSQL driver's connect() answers the pg client itself, which LISTEN needs.
-      const client = (await runner.connect()) as {
-        query(sql: string): Promise<unknown>;
-        on(event: string, listener: (value: { channel?: string } & Error) => void): unknown;
-        removeListener(event: string, listener: (...args: never[]) => void): unknown;
-      };
-      let closed = false;
-      const onNotification = (message: { channel?: string }) => message.channel === channel && onNotify();
-      const onError = (error: Error) => {
-        if (closed) return;
-        closed = true;
-        void runner.release().catch(() => undefined);
-        onLost(error);
-      };
-      client.on('notification', onNotification);
-      client.on('error', onError);
-      try {
-        await client.query(`LISTEN "${channel}"`);
-      } catch (error) {
-        closed = true;
-        await runner.release().catch(() => undefined);
-        throw error;
-      }
-      return async () => {
-        if (closed) return;
-        closed = true;
-        await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
-        client.removeListener('notification', onNotification);
-        client.removeListener('error', onError);
-        await runner.release().catch(() => undefined);
-      };
+      const client = (await runner.connect()) as ListeningClient;
+      return listenOn(client, channel, onNotify, onLost, () => runner.release().catch(() => undefined));
     },
   };
 }
