@@ -7,14 +7,10 @@ interface EnhancerCreator {
   create(...args: unknown[]): unknown;
 }
 
-/** The enhancers Nest resolved for one handler, as its own creators returned them. */
-interface Resolved {
-  guards?: unknown;
-  interceptors?: unknown;
-  filters?: unknown;
-}
-
 const CREATORS = { guards: 'guardsContextCreator', interceptors: 'interceptorsContextCreator', filters: 'filtersContextCreator' } as const;
+
+/** The enhancers Nest resolved for one handler, as its own creators returned them. */
+type Resolved = Partial<Record<keyof typeof CREATORS, unknown>>;
 
 /** True for an array Nest resolved as empty; anything else (a Nest version whose internals differ) counts as enhancers. */
 const none = (resolved: unknown): boolean => Array.isArray(resolved) && resolved.length === 0;
@@ -52,7 +48,9 @@ export function handlerInvoker(
     'rpc',
   );
   if (!direct || !none(resolved.guards) || !none(resolved.interceptors) || !noFilters(resolved.filters)) {
-    return awaitingAnswers(viaNest as HandlerInvoker);
+    // Nest's context hands back what an exception filter returns as it is (an Observable, a Promise): it is awaited
+    // here, so that a filter's erroring stream fails the call as a throw does rather than turning it into an ack.
+    return (payload, context) => (viaNest as HandlerInvoker)(payload, context).then(answerOf);
   }
   // Nest awaits what the method returns (a thenable of any kind), then an Observable to its last value: the answer is
   // handed on unread, and read where the call's end is acted on (answeringUnread).
@@ -63,14 +61,6 @@ export function handlerInvoker(
       return Promise.reject(error);
     }
   });
-}
-
-/**
- * Nest's context hands back what an exception filter returns as it is (an Observable, a Promise): it is awaited here,
- * so that a filter's erroring stream fails the call as a throw does rather than turning it into an ack.
- */
-function awaitingAnswers(invoke: HandlerInvoker): HandlerInvoker {
-  return (payload, context) => invoke(payload, context).then(answerOf);
 }
 
 const answerOf = (value: unknown): unknown => (isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : value);
