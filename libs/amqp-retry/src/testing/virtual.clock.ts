@@ -2,26 +2,23 @@ import { nextTick as realNextTick } from 'node:process';
 import { performance as hooksPerformance } from 'node:perf_hooks';
 import { setImmediate as realSetImmediate } from 'node:timers';
 
-/** One task on the virtual clock: a timer (once or repeated) or an immediate. */
-interface Task {
-  readonly id: number;
-  due: number;
-  /** Order among tasks due at the same time: the order they were scheduled in. */
-  seq: number;
-  readonly every?: number;
-  run: () => void;
-  cancelled: boolean;
-  /** The broker's own work (a message's expiry, a delivery), as opposed to the application's timers. */
-  readonly broker: boolean;
-}
-
-/** What Node's `setTimeout` returns, as far as code calls it. */
-class VirtualTimeout {
+/** One task on the virtual clock (a timer, once or repeated, or an immediate), and what `setTimeout` returns for it. */
+class Task {
+  cancelled = false;
   private referenced = true;
+
   constructor(
     private readonly clock: VirtualClock,
-    readonly task: Task,
+    readonly id: number,
+    public due: number,
+    /** Order among tasks due at the same time: the order they were scheduled in. */
+    public seq: number,
+    readonly run: () => void,
+    /** The broker's own work (a message's expiry, a delivery), as opposed to the application's timers. */
+    readonly broker: boolean,
+    readonly every?: number,
   ) {}
+
   ref(): this {
     this.referenced = true;
     return this;
@@ -34,19 +31,19 @@ class VirtualTimeout {
     return this.referenced;
   }
   refresh(): this {
-    this.clock.reschedule(this.task);
+    this.clock.reschedule(this);
     return this;
   }
   close(): this {
-    this.task.cancelled = true;
+    this.cancelled = true;
     return this;
   }
   [Symbol.toPrimitive](): number {
-    return this.task.id;
+    return this.id;
   }
 }
 
-type TimerArg = VirtualTimeout | number | string | undefined | null;
+type TimerArg = Task | number | string | undefined | null;
 
 /** A property install() replaces: its object and its name. */
 type Property = [target: Record<string, unknown>, name: string];
@@ -80,15 +77,7 @@ export class VirtualClock {
   /** Schedules `run` after `delayMs`; `broker`: work of the in-memory broker (settle waits for it). */
   schedule(delayMs: number, run: () => void, options: { broker?: boolean; every?: number } = {}): Task {
     const delay = Number.isFinite(delayMs) && delayMs > 0 ? delayMs : 0;
-    const task: Task = {
-      id: this.nextId++,
-      due: this.now + delay,
-      seq: this.nextSeq++,
-      every: options.every,
-      run,
-      cancelled: false,
-      broker: options.broker ?? false,
-    };
+    const task = new Task(this, this.nextId++, this.now + delay, this.nextSeq++, run, options.broker ?? false, options.every);
     this.tasks.set(task.id, task);
     if (delay === 0) this.runSoon();
     return task;
@@ -194,10 +183,10 @@ export class VirtualClock {
       const ms = Number(delay);
       const wait = Number.isFinite(ms) && ms > 0 ? ms : 0; // Node waits at least 1 ms; here no time passes by itself
       const run = () => (fn as (...a: unknown[]) => void)(...args);
-      return new VirtualTimeout(this, this.schedule(wait, run, repeat ? { every: Math.max(1, wait) } : {}));
+      return this.schedule(wait, run, repeat ? { every: Math.max(1, wait) } : {});
     };
     const clear = (handle: TimerArg) => {
-      if (handle instanceof VirtualTimeout) this.cancel(handle.task);
+      if (handle instanceof Task) this.cancel(handle);
       else if (typeof handle === 'number' || typeof handle === 'string') this.cancel(this.tasks.get(Number(handle)));
     };
     const define = (target: Record<string, unknown>, name: string, value: unknown) =>
