@@ -11,14 +11,10 @@ export type PublishMatcher =
     }
   | ((publish: PublishRecord) => boolean);
 
-const matches = (matcher: PublishMatcher | undefined, publish: PublishRecord): boolean => {
-  if (!matcher) return true;
-  if (typeof matcher === 'function') return matcher(publish);
-  return (
-    (matcher.exchange === undefined || matcher.exchange === publish.exchange) &&
-    (matcher.routingKey === undefined || matcher.routingKey === publish.routingKey)
-  );
-};
+const matches = (matcher: PublishMatcher | undefined, publish: PublishRecord): boolean =>
+  typeof matcher === 'function'
+    ? matcher(publish)
+    : (['exchange', 'routingKey'] as const).every((key) => matcher?.[key] === undefined || matcher[key] === publish[key]);
 
 /**
  * Failures a test injects into the in-memory broker, to see how the application reacts: a publisher confirm refused

@@ -11,16 +11,8 @@ export function publishedProperties(options: Options.Publish = {}): BrokerProper
   const list = (value: string | string[] | undefined) => (value === undefined ? undefined : Array.isArray(value) ? value : [value]);
   if (options.CC !== undefined) headers.CC = list(options.CC);
   if (options.BCC !== undefined) headers.BCC = list(options.BCC);
-  const deliveryMode =
-    options.persistent !== undefined
-      ? options.persistent
-        ? 2
-        : 1
-      : typeof options.deliveryMode === 'number'
-        ? options.deliveryMode
-        : options.deliveryMode
-          ? 2
-          : undefined;
+  const { persistent, deliveryMode: mode } = options;
+  const deliveryMode = persistent !== undefined ? (persistent ? 2 : 1) : typeof mode === 'number' ? mode : mode ? 2 : undefined;
   return {
     contentType: options.contentType,
     contentEncoding: options.contentEncoding,
