@@ -39,6 +39,8 @@ export function channelClosedError(error: BrokerError): Error {
   return Object.assign(new Error(`Channel closed by server: ${error.closeMessage}`), { code: error.code, classId: 0, methodId: 0 });
 }
 
-export const notFound = (kind: 'queue' | 'exchange', name: string) =>
-  new BrokerError(ReplyCode.NOT_FOUND, `NOT_FOUND - no ${kind} '${name}' in vhost '/'`);
-export const preconditionFailed = (text: string) => new BrokerError(ReplyCode.PRECONDITION_FAILED, `PRECONDITION_FAILED - ${text}`);
+/** The broker's refusal with `code`, worded as RabbitMQ words it: `NOT_FOUND - no queue 'q' in vhost '/'`. */
+export const refusal = (code: keyof typeof ReplyCode, text: string, connection = false) =>
+  new BrokerError(ReplyCode[code], `${code} - ${text}`, connection);
+export const notFound = (kind: 'queue' | 'exchange', name: string) => refusal('NOT_FOUND', `no ${kind} '${name}' in vhost '/'`);
+export const preconditionFailed = (text: string) => refusal('PRECONDITION_FAILED', text);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { BrokerError, notFound, preconditionFailed, ReplyCode } from './broker.error.js';
+import { BrokerError, notFound, preconditionFailed, refusal, ReplyCode } from './broker.error.js';
 import { deliveredHeaders, isDeadLetterCycle, recordDeath, type BrokerMessage, type DeathReason, type DeathRules } from './dead-letter.rules.js';
 import { bindingMatches, type ExchangeType, type MemoryBinding } from './exchange.routing.js';
 import { MemoryQueue, type Enqueued, type QueueDeclaration } from './memory.queue.js';
@@ -53,10 +53,9 @@ export class MemoryBroker {
   assertExchange(name: string, type: string, args: Record<string, unknown>): void {
     if (name === '' || name.startsWith('amq.')) {
       if (name === '' || this.exchanges.has(name)) return;
-      throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - exchange name '${name}' contains reserved prefix 'amq.*'`);
+      throw refusal('ACCESS_REFUSED', `exchange name '${name}' contains reserved prefix 'amq.*'`);
     }
-    if (!TYPES.includes(type as ExchangeType))
-      throw new BrokerError(ReplyCode.COMMAND_INVALID, `COMMAND_INVALID - invalid exchange type '${type}'`, true);
+    if (!TYPES.includes(type as ExchangeType)) throw refusal('COMMAND_INVALID', `invalid exchange type '${type}'`, true);
     const existing = this.exchanges.get(name);
     if (!existing) return void this.exchanges.set(name, { name, type: type as ExchangeType, arguments: { ...args } });
     if (existing.type !== type) {
@@ -76,17 +75,13 @@ export class MemoryBroker {
     const existing = this.queues.get(queueName);
     if (existing) {
       if (existing.owner !== undefined && existing.owner !== owner) {
-        throw new BrokerError(
-          ReplyCode.RESOURCE_LOCKED,
-          `RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '${queueName}' in vhost '/'`,
-        );
+        throw refusal('RESOURCE_LOCKED', `cannot obtain exclusive access to locked queue '${queueName}' in vhost '/'`);
       }
       const difference = existing.inequivalence(declaration);
       if (difference) throw preconditionFailed(difference);
       return existing;
     }
-    if (name.startsWith('amq.'))
-      throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - queue name '${name}' contains reserved prefix 'amq.*'`);
+    if (name.startsWith('amq.')) throw refusal('ACCESS_REFUSED', `queue name '${name}' contains reserved prefix 'amq.*'`);
     const queue = new MemoryQueue(queueName, { ...declaration, arguments: { ...declaration.arguments } });
     if (declaration.exclusive) queue.owner = owner;
     this.queues.set(queueName, queue);
@@ -124,7 +119,7 @@ export class MemoryBroker {
 
   bind(binding: MemoryBinding): void {
     if (binding.source !== '' && !this.exchanges.has(binding.source)) throw notFound('exchange', binding.source);
-    if (binding.source === '') throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - operation not permitted on the default exchange`);
+    if (binding.source === '') throw refusal('ACCESS_REFUSED', 'operation not permitted on the default exchange');
     if (binding.destinationType === 'queue' && !this.queues.has(binding.destination)) throw notFound('queue', binding.destination);
     if (binding.destinationType === 'exchange' && !this.exchanges.has(binding.destination)) throw notFound('exchange', binding.destination);
     if (!this.bindings.some((b) => sameBinding(b, binding))) this.bindings.push({ ...binding, arguments: { ...binding.arguments } });

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ConsumeMessage, Message, Options } from 'amqplib';
-import { BrokerError, channelClosedError, operationError, preconditionFailed, ReplyCode } from './broker.error.js';
+import { BrokerError, channelClosedError, operationError, preconditionFailed, refusal } from './broker.error.js';
 import type { BrokerMessage } from './dead-letter.rules.js';
 import { consumeMessage, getMessage, publishedProperties, returnedMessage, routingKeysOf } from './message.shape.js';
 import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
@@ -166,7 +166,7 @@ export class MemoryChannel extends EventEmitter {
       }
       const found = this.broker.queue(queue);
       if (found.consumers.length > 0 && options.exclusive) {
-        throw new BrokerError(ReplyCode.ACCESS_REFUSED, `ACCESS_REFUSED - queue '${queue}' in vhost '/' in exclusive use`);
+        throw refusal('ACCESS_REFUSED', `queue '${queue}' in vhost '/' in exclusive use`);
       }
       const quorum = found.type === 'quorum';
       const consumer: QueueConsumer = {
