@@ -17,11 +17,7 @@ const headerGetter: Otel.TextMapGetter<Record<string, unknown>> = {
   },
 };
 
-const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = {
-  set: (carrier, key, value) => {
-    carrier[key] = value;
-  },
-};
+const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = { set: (carrier, key, value) => void (carrier[key] = value) };
 
 /**
  * Traces with the OpenTelemetry API only (the application brings the SDK): the application's publishes get a
