@@ -159,20 +159,20 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   }
 
   private async open(): Promise<PgLikePool> {
-    const pool =
-      this.options.pool ??
-      (await this.createPool().catch((error: unknown) => {
-        this.pool = undefined;
-        throw error;
-      }));
+    let pool: PgLikePool | undefined;
     try {
-      await this.migrate(pool);
+      pool = this.options.pool ?? (await this.createPool());
+      // One simple-protocol query of several statements, which PostgreSQL runs as one implicit transaction (rolled
+      // back whole on an error), under the library's DDL lock: instances starting at once take turns. Without the
+      // lock, two CREATE TABLE IF NOT EXISTS at once could fail with "duplicate key value violates unique constraint
+      // pg_type_typname_nsp_index" (the table's row type), about one start in seven in the e2e tests.
+      await pool.query([DDL_LOCK_SQL, ...this.migration()].join(';\n'));
     } catch (error) {
       this.pool = undefined; // try again (migration included) on the next call, on a fresh pool
-      if (pool !== this.options.pool) await pool.end().catch(() => undefined);
+      if (pool !== undefined && pool !== this.options.pool) await pool.end().catch(() => undefined);
       throw error;
     }
-    this.startCleanup();
+    if (this.cleanupMs !== 0) this.cleanupTimer ??= startInterval(this.cleanupMs, () => void this.cleanUp()).unref();
     return pool;
   }
 
@@ -185,21 +185,6 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const pool = new Pool({ connectionString: this.options.connectionString, connectionTimeoutMillis: 5_000, max: 10 });
     pool.on('error', () => undefined); // an idle client's lost connection: the next query reports it
     return pool;
-  }
-
-  /**
-   * One simple-protocol query of several statements, which PostgreSQL runs as one implicit transaction (rolled back
-   * whole on an error), under the library's DDL lock: instances starting at once take turns. Without the lock, two
-   * CREATE TABLE IF NOT EXISTS at once could fail with "duplicate key value violates unique constraint
-   * pg_type_typname_nsp_index" (the table's row type), about one start in seven in the e2e tests.
-   */
-  private async migrate(pool: PgLikePool): Promise<void> {
-    await pool.query([DDL_LOCK_SQL, ...this.migration()].join(';\n'));
-  }
-
-  private startCleanup(): void {
-    if (this.cleanupMs === 0 || this.cleanupTimer) return;
-    this.cleanupTimer = startInterval(this.cleanupMs, () => void this.cleanUp()).unref();
   }
 
   /**
