@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { ConsumeMessage, Message, Options } from 'amqplib';
 import { BrokerError, channelClosedError, operationError, preconditionFailed, refusal } from './broker.error.js';
 import type { BrokerMessage } from './dead-letter.rules.js';
-import { consumeMessage, getMessage, publishedProperties, returnedMessage, routingKeysOf } from './message.shape.js';
+import { consumeMessage, getMessage, publishedMessage, publishedProperties, returnedMessage } from './message.shape.js';
 import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
 import type { Enqueued, QueueConsumer } from './memory.queue.js';
 import type { MemoryBinding } from './exchange.routing.js';
@@ -55,7 +55,8 @@ export class MemoryChannel extends EventEmitter {
   private prefetchCount = 0;
   private nextTag = 1;
   private readonly unacked = new Map<number, Unacked>();
-  private readonly consumers = new Map<string, { queue: string; consumer?: QueueConsumer }>();
+  /** The queue each consumer tag of this channel consumes. */
+  private readonly consumers = new Map<string, string>();
   private readonly confirms = new Set<Confirm>();
   private replyAddress?: string;
 
@@ -161,7 +162,7 @@ export class MemoryChannel extends EventEmitter {
         this.replyAddress = this.broker.addReplyConsumer(
           (message) => this.open && onMessage(consumeMessage(entryOf(message), 0, consumerTag, false, this.broker.rules)),
         );
-        this.consumers.set(consumerTag, { queue });
+        this.consumers.set(consumerTag, queue);
         return { consumerTag };
       }
       const found = this.broker.queue(queue);
@@ -186,7 +187,7 @@ export class MemoryChannel extends EventEmitter {
       };
       found.consumers.push(consumer);
       found.hadConsumer = true;
-      this.consumers.set(consumerTag, { queue, consumer });
+      this.consumers.set(consumerTag, queue);
       this.broker.pump(found);
       return { consumerTag };
     });
@@ -218,13 +219,7 @@ export class MemoryChannel extends EventEmitter {
     if (properties.expiration !== undefined && !/^\d+$/.test(properties.expiration)) {
       return this.failLater(preconditionFailed(`invalid expiration '${properties.expiration}'`), callback);
     }
-    const message: BrokerMessage = {
-      content: Buffer.from(content),
-      properties,
-      exchange,
-      routingKeys: routingKeysOf(routingKey, properties),
-      deaths: [],
-    };
+    const message = publishedMessage(exchange, routingKey, Buffer.from(content), properties);
     let queues: string[];
     let refused: boolean;
     try {
@@ -303,15 +298,15 @@ export class MemoryChannel extends EventEmitter {
   }
 
   private dropConsumer(consumerTag: string): void {
-    const known = this.consumers.get(consumerTag);
+    const consumed = this.consumers.get(consumerTag);
     this.consumers.delete(consumerTag);
-    if (!known) return;
-    if (known.queue === DIRECT_REPLY_QUEUE && this.replyAddress) {
+    if (consumed === undefined) return;
+    if (consumed === DIRECT_REPLY_QUEUE && this.replyAddress) {
       this.broker.replyConsumers.delete(this.replyAddress);
       this.replyAddress = undefined;
       return;
     }
-    const queue = this.broker.queues.get(known.queue);
+    const queue = this.broker.queues.get(consumed);
     queue?.removeConsumer(consumerTag);
     if (queue && queue.declaration.autoDelete && queue.hadConsumer && queue.consumers.length === 0) this.broker.deleteQueue(queue.name);
   }

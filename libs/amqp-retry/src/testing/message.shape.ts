@@ -44,10 +44,10 @@ function cloneHeaders(value: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-/** The routing keys of a publish: its key, then CC and BCC (RabbitMQ's sender-selected distribution). */
-export function routingKeysOf(routingKey: string, properties: BrokerProperties): string[] {
+/** A publish as the broker takes it: no deaths yet; its routing keys its key, then CC and BCC (sender-selected distribution). */
+export function publishedMessage(exchange: string, routingKey: string, content: Buffer, properties: BrokerProperties): BrokerMessage {
   const extra = [properties.headers.CC, properties.headers.BCC].flatMap((v) => (Array.isArray(v) ? v.map(String) : []));
-  return [routingKey, ...extra];
+  return { content, properties, exchange, routingKeys: [routingKey, ...extra], deaths: [] };
 }
 
 /** The properties a consumer gets: the headers with the broker's death headers, and a quorum queue's delivery count. */

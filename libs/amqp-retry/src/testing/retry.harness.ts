@@ -10,11 +10,11 @@ import type { ObserverHub } from '../core/observe/observer.hub.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { HarnessFailures } from './harness.failures.js';
 import { HarnessRecorder, readBody, type HarnessAttempt, type HarnessHandled } from './harness.records.js';
-import { deathRulesOf, deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
+import { deathRulesOf, deliveredHeaders } from './dead-letter.rules.js';
 import { MemoryBroker } from './memory.broker.js';
 import type { PublishRecord } from './memory.channel.js';
 import { MemoryConnection } from './memory.connection.js';
-import { publishedProperties, routingKeysOf } from './message.shape.js';
+import { publishedMessage, publishedProperties } from './message.shape.js';
 import { HarnessDriver } from './harness.driver.js';
 import { VirtualClock } from './virtual.clock.js';
 
@@ -219,7 +219,7 @@ export class RetryHarness {
     const content = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
     const messageId = properties.messageId ?? randomUUID();
     const props = publishedProperties({ ...(json ? { contentType: 'application/json' } : {}), persistent: true, ...properties, messageId });
-    const message: BrokerMessage = { content, properties: props, exchange, routingKeys: routingKeysOf(routingKey, props), deaths: [] };
+    const message = publishedMessage(exchange, routingKey, content, props);
     const { queues } = this.broker.publish(exchange, message);
     const record: PublishRecord = { exchange, routingKey, content, properties: props, at: this.clock.now, queues, mandatory: false, returned: false };
     this.publishes.push({ ...record, body: readBody(content), by: 'harness' });
