@@ -59,21 +59,17 @@ export interface PgPoolLike {
  */
 export function pgOutboxAdapter(pool: PgPoolLike): OutboxAdapter<PgClientLike> {
   return {
-    execute(client, sql, params) {
+    async execute(client, sql, params) {
       // A pg older than 8.16 cannot tell whether the client is in a transaction: the insert then adds no row, and the
       // outbox refuses it.
       if (isPool(client)) {
-        return Promise.reject(
-          new Error(
-            'pgOutboxAdapter: this is the pool, not a client in a transaction, so the outbox row would commit on its own; take a client (pool.connect()), call BEGIN on it, and publish on it',
-          ),
+        throw new Error(
+          'pgOutboxAdapter: this is the pool, not a client in a transaction, so the outbox row would commit on its own; take a client (pool.connect()), call BEGIN on it, and publish on it',
         );
       }
       if (transactionStatusOf(client) === 'I') {
-        return Promise.reject(
-          new Error(
-            'pgOutboxAdapter: this client is not in a transaction, so the outbox row would commit on its own; call BEGIN on it first (and COMMIT after your own writes)',
-          ),
+        throw new Error(
+          'pgOutboxAdapter: this client is not in a transaction, so the outbox row would commit on its own; call BEGIN on it first (and COMMIT after your own writes)',
         );
       }
       return client.query(sql, [...params]) as Promise<SqlResult>;
