@@ -65,12 +65,17 @@ export class HarnessDriver {
     }
   }
 
-  /** Durable queues whose consumers a lost connection took: the application will consume them again. */
+  /** Queues whose consumers a lost connection took: the application will consume them again. */
   private readonly awaitedConsumers = new Set<string>();
 
-  /** Settling waits until these queues have a consumer again (or are gone): after connections were lost. */
-  awaitConsumers(queues: readonly string[]): void {
-    for (const name of queues) this.awaitedConsumers.add(name);
+  /**
+   * Settling waits until the queues consumed now that outlive a lost connection (neither exclusive nor auto-delete)
+   * have a consumer again, or are gone: called before connections are lost.
+   */
+  awaitConsumers(): void {
+    for (const q of this.broker.queues.values()) {
+      if (q.consumers.length > 0 && !q.declaration.autoDelete && q.owner === undefined) this.awaitedConsumers.add(q.name);
+    }
   }
 
   /** Whether anything is under way: the broker's own work, an unacknowledged delivery, or an awaited consumer. */

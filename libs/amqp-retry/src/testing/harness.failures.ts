@@ -29,7 +29,7 @@ export class HarnessFailures {
     private readonly connections: () => readonly MemoryConnection[],
     private readonly now: () => number,
     /** Told, before connections are lost, so that settle() waits for the application to consume again. */
-    private readonly beforeLoss: () => void = () => undefined,
+    private readonly beforeLoss: () => void,
   ) {}
 
   /** The next `count` publishes that match are refused: their confirm is a nack (`message nacked` in amqplib). */

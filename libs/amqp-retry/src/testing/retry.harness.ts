@@ -163,10 +163,7 @@ export class RetryHarness {
     this.failures = new HarnessFailures(
       () => this.connections.filter((c) => c.isOpen),
       () => clock.now,
-      () =>
-        this.driver.awaitConsumers(
-          [...broker.queues.values()].filter((q) => q.consumers.length > 0 && !q.declaration.autoDelete && q.owner === undefined).map((q) => q.name),
-        ),
+      () => this.driver.awaitConsumers(),
     );
     this.recorder = new HarnessRecorder(() => clock.elapsed);
   }
