@@ -1,9 +1,12 @@
+import { jest } from '@jest/globals';
 import { from, Observable, Subject, throwError } from 'rxjs';
 import type { RetryEngine } from '../engine/retry.engine.js';
 import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import { RequestReplies } from './request.replies.js';
 
 const request = { kind: 'request' as const, pattern: 'p', data: {}, id: 'r-1', replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' };
+const setTimeoutOf = setTimeout;
+const clearTimeoutOf = clearTimeout;
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
 /** A fake engine: `caller` is what it says of the reply address; `publishError` fails every publish. */
@@ -46,13 +49,31 @@ describe('the replies to a request', () => {
     const { sent, answers } = replies(60_000);
     const abort = new AbortController();
     let unsubscribed = false;
-    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-    const answering = answers.answer(request, async () => new Observable<unknown>(() => () => (unsubscribed = true)), abort.signal);
-    await new Promise((resolve) => setImmediate(resolve));
-    abort.abort();
-    await answering;
-    const timersAfter = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-    expect({ sent, unsubscribed, timers: timersAfter - timersBefore }).toEqual({ sent: [], unsubscribed: true, timers: 0 });
+    // The request's own timers, watched through the globals it arms them with: a count of the process's timers
+    // would also see Jest's and the runtime's own, which come and go on a loaded machine.
+    const armed = new Set<unknown>();
+    let armedInAll = 0;
+    const arm = jest.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, ms?: number, ...args: unknown[]) => {
+      const handle = setTimeoutOf(callback, ms, ...args);
+      armed.add(handle);
+      armedInAll++;
+      return handle;
+    }) as typeof setTimeout);
+    const disarm = jest.spyOn(globalThis, 'clearTimeout').mockImplementation((handle) => {
+      armed.delete(handle);
+      clearTimeoutOf(handle);
+    });
+    try {
+      const answering = answers.answer(request, async () => new Observable<unknown>(() => () => (unsubscribed = true)), abort.signal);
+      await new Promise((resolve) => setImmediate(resolve));
+      abort.abort();
+      await answering;
+    } finally {
+      arm.mockRestore();
+      disarm.mockRestore();
+    }
+    expect(armedInAll).toBeGreaterThan(0);
+    expect({ sent, unsubscribed, timersLeft: armed.size }).toEqual({ sent: [], unsubscribed: true, timersLeft: 0 });
   });
 
   it('does not run the handler of a delivery whose signal aborted already', async () => {
