@@ -1,17 +1,21 @@
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import { recordOrWarn } from '../amqp/handler-registry.writer.js';
 import { QueueConsumer } from '../amqp/queue.consumer.js';
+import { queueExists } from '../amqp/queue-exists.probe.js';
 import type { ModuleConfig } from '../core/config/module.config.js';
+import { planDelayTopology, type DelayTopology } from '../core/delivery/delay.plan.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { DelayForwardHandler } from '../pipeline/delay.forwarder.js';
 import type { MessageParker } from '../pipeline/park-route.steps.js';
-import { drainOtherLadder } from './ladder.drain.js';
 import type { PublishingSide } from './publishing.side.js';
 
 /** Due delayed messages in flight at once in the forwarder: enough for thousands a second over a few ms of confirms. */
 const FORWARDER_PREFETCH = 100;
+
+/** Makes the consumer that forwards what is due in a ladder's ready queue. */
+type ForwarderOf = (ladder: DelayTopology, redeclare: () => Promise<unknown>, observers?: ObserverHub) => QueueConsumer;
 
 /**
  * The consuming half of delayed delivery: the forwarder of the delay ladder's ready queue, and the drain of the ladder
@@ -45,13 +49,44 @@ export class DelayForwarding {
     await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
     const park = { errorQueue: ladder.errorQueue, redeclare };
     const { logger, observers } = this;
-    const forward = new DelayForwardHandler(ladder, forwarder, parker, park, logger, observers);
-    this.forwarder = new QueueConsumer(
-      { queue: ladder.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger, resume, redeclare, observers },
-      forward.handle,
+    const forwarderOf: ForwarderOf = (from, redeclareFrom, observing) =>
+      new QueueConsumer(
+        { queue: from.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger, resume, redeclare: redeclareFrom, observers: observing },
+        new DelayForwardHandler(from, forwarder, parker, park, logger, observing).handle,
+      );
+    this.forwarder = forwarderOf(ladder, redeclare, observers);
+    this.drain = await this.drainOf(ladder, connection, forwarderOf);
+  }
+
+  /**
+   * A forwarder for the ladder of the other queue type under the same prefix: it holds delayed messages published before
+   * the queue type changed, which nothing else would forward once due. It runs until that ladder is deleted; nothing is
+   * declared for it. Undefined when there is none, or when the check failed (a warning says so: start-up goes on).
+   */
+  private async drainOf(ladder: DelayTopology, connection: AmqpConnection, forwarderOf: ForwarderOf): Promise<QueueConsumer | undefined> {
+    const other = planDelayTopology(this.config.delayPrefix as string, ladder.queueType === 'quorum' ? 'classic' : 'quorum');
+    const { logger } = this;
+    const open = () => connection.createChannel('delay ladder check', true);
+    const found = await queueExists(open, other.readyQueue).catch((error: unknown) => {
+      logger.warn(`Could not check for a ${other.queueType} delay ladder "${other.prefix}" (${errorMessage(error)}); not forwarding from one`);
+      return false;
+    });
+    if (!found) return undefined;
+    let stopped = false;
+    const stillThere = async () => {
+      if (await queueExists(open, other.readyQueue)) return;
+      const gone = `The ${other.queueType} delay ladder "${other.prefix}" was deleted; no longer forwarding from it`;
+      if (!stopped) logger.log(gone);
+      stopped = true;
+      void consumer.stop(0);
+      throw new Error(gone);
+    };
+    const consumer = forwarderOf(other, stillThere);
+    logger.log(
+      `Found a ${other.queueType} delay ladder "${other.prefix}" beside this ${ladder.queueType} one: forwarding what is due in it as well ` +
+        '(delayed under an earlier configuration, or by another application); delete it once empty and unused',
     );
-    const drainDeps = { connection, forwarder, parker, park, logger, resume, prefetch: FORWARDER_PREFETCH };
-    this.drain = await drainOtherLadder(ladder, this.config.delayPrefix as string, drainDeps);
+    return consumer;
   }
 
   async start(): Promise<void> {

@@ -25,6 +25,7 @@ import type { QueueState } from '../core/breaker/queue.state.js';
 import { QueueFlowControl } from './queue-flow.control.js';
 import { DeadLetterStep } from '../pipeline/dead-letter.step.js';
 import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
+import { onChannel } from './channel.use.js';
 
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
 const DEAD_LETTER_PREFETCH = 10;
@@ -292,13 +293,9 @@ export class HandlerRuntime {
 
   /** Auto-deleted with its last consumer: it exists exactly while some instance runs this schedule. */
   private async declarePresence(schedule: HandlerConfig): Promise<void> {
-    const channel = await this.deps.connection.createChannel('retry topology declaration');
-    try {
-      // Classic, stated: a quorum queue cannot be auto-deleted, and a vhost's default type must not decide.
-      await channel.assertQueue(presenceQueueOf(schedule), { durable: true, autoDelete: true, arguments: queueTypeArgument('classic') });
-    } finally {
-      await channel.close().catch(() => undefined);
-    }
+    // Classic, stated: a quorum queue cannot be auto-deleted, and a vhost's default type must not decide.
+    const options = { durable: true, autoDelete: true, arguments: queueTypeArgument('classic') };
+    await onChannel(this.deps.connection, 'retry topology declaration', (channel) => channel.assertQueue(presenceQueueOf(schedule), options));
   }
 
   private report({ deleted, draining, kept }: Retirement): void {

@@ -24,6 +24,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
 import { PartitionRetirement } from './partition.retirement.js';
 import { PartitionMembership } from './partition.membership.js';
+import { onChannel } from './channel.use.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
 export interface PartitionsDeps extends HandlerRuntimeDeps {
@@ -291,27 +292,18 @@ export class PartitionedRuntime {
 
   /** Each partition's depth and consumers, for the status; a failure leaves the last figures. */
   private async measure(): Promise<void> {
-    let channel: Channel | undefined;
-    try {
-      channel = await this.deps.connection.createChannel('partition depths', true);
+    const { connection, observers } = this.deps;
+    const measure = async (channel: Channel) => {
       for (const [index, part] of this.parts.entries()) {
         const { messageCount, consumerCount } = await channel.checkQueue(part.queue);
         this.depths.set(index, { depth: messageCount, consumers: consumerCount });
-        const { observers } = this.deps;
         if (observers?.active) {
-          observers.emit('partitionObserved', {
-            queue: this.queue,
-            partition: index,
-            depth: messageCount,
-            consumers: consumerCount,
-            owned: part.consumesNow,
-          });
+          const observed = { queue: this.queue, partition: index, depth: messageCount, consumers: consumerCount, owned: part.consumesNow };
+          observers.emit('partitionObserved', observed);
         }
       }
-    } catch {
-      // a partition queue deleted or the connection down: the next heartbeat looks again
-    } finally {
-      await channel?.close().catch(() => undefined);
-    }
+    };
+    // A partition queue deleted or the connection down: the next heartbeat looks again.
+    await onChannel(connection, 'partition depths', measure, true).catch(() => undefined);
   }
 }

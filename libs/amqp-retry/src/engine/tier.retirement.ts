@@ -5,6 +5,7 @@ import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } fr
 import { retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
+import { onChannel } from './channel.use.js';
 
 /** What a start did with the tiers of other schedules. */
 export interface Retirement {
@@ -16,22 +17,13 @@ export interface Retirement {
   kept: string[];
 }
 
-/** Runs one operation that may make the broker close the channel (a 404, a 406) on a channel of its own. */
-async function attempt<T>(connection: AmqpConnection, operation: (channel: Channel) => Promise<T>): Promise<T | undefined> {
-  const channel = await connection.createChannel('tier retirement', true);
-  try {
-    return await operation(channel);
-  } catch {
-    return undefined;
-  } finally {
-    await channel.close().catch(() => undefined); // closed by the broker already
-  }
-}
+/** Runs one operation that may make the broker close the channel (a 404, a 406) on a channel of its own; undefined when it fails. */
+const attempt = <T>(connection: AmqpConnection, operation: (channel: Channel) => Promise<T>): Promise<T | undefined> =>
+  onChannel(connection, 'tier retirement', (channel) => operation(channel).catch(() => undefined), true);
 
 /** Every record in the plan queue, left there (the channel closes without acking them), and how many messages it held. */
-async function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[] & { messages: number }> {
-  const reader = await connection.createChannel('retry plan record');
-  try {
+function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[] & { messages: number }> {
+  return onChannel(connection, 'retry plan record', async (reader) => {
     const records = Object.assign([] as RetryPlanRecord[], { messages: 0 });
     for (const message of await getAll(reader, planQueue)) {
       records.messages++;
@@ -39,9 +31,7 @@ async function readRecords(connection: AmqpConnection, planQueue: string): Promi
       if (record) records.push(record);
     }
     return records;
-  } finally {
-    await reader.close().catch(() => undefined);
-  }
+  });
 }
 
 /**
@@ -92,9 +82,8 @@ export async function takeOverFirstFailures(connection: AmqpConnection, publishe
 }
 
 /** Unbinds `others` from the first-failure exchange (gone already is fine), then binds `ours`: that must succeed. */
-async function bindOnlyOurs(connection: AmqpConnection, exchange: string, others: readonly string[], ours: string): Promise<void> {
-  const channel = await connection.createChannel('retry topology declaration');
-  try {
+function bindOnlyOurs(connection: AmqpConnection, exchange: string, others: readonly string[], ours: string): Promise<void> {
+  return onChannel(connection, 'retry topology declaration', async (channel) => {
     // Unbinding a binding that does not exist is a no-op; a queue deleted since answers 404 and closes the channel,
     // so each unbind that fails is tried alone.
     for (const tier of others) {
@@ -106,9 +95,7 @@ async function bindOnlyOurs(connection: AmqpConnection, exchange: string, others
       }
     }
     await channel.bindQueue(ours, exchange, '');
-  } finally {
-    await channel.close().catch(() => undefined);
-  }
+  });
 }
 
 /** Unbinds each of `tiers` from `exchange` where it is bound (an unbind of a binding that is not there changes nothing). */
@@ -117,13 +104,10 @@ async function unbindDirectFirstTiers(connection: AmqpConnection, exchange: stri
 }
 
 /** Takes the `count` records read before the new one was written (they are at the head of the queue). */
-async function consumeRecords(connection: AmqpConnection, planQueue: string, count: number): Promise<void> {
-  const channel = await connection.createChannel('retry plan record');
-  try {
+function consumeRecords(connection: AmqpConnection, planQueue: string, count: number): Promise<void> {
+  return onChannel(connection, 'retry plan record', async (channel) => {
     for (let i = 0; i < count; i++) if (!(await getSettled(channel, planQueue, { noAck: true }))) return;
-  } finally {
-    await channel.close().catch(() => undefined);
-  }
+  });
 }
 
 /**
@@ -136,10 +120,5 @@ export async function rebindFirstFailuresIfOwner(connection: AmqpConnection, han
   const records = await readRecords(connection, names.planQueue);
   const newest = records.at(-1);
   if (newest && scheduleIdOf(newest.tiers) !== scheduleIdOf(own)) return;
-  const channel = await connection.createChannel('retry topology declaration');
-  try {
-    await channel.bindQueue(own[0], names.firstTierExchange, '');
-  } finally {
-    await channel.close().catch(() => undefined);
-  }
+  await onChannel(connection, 'retry topology declaration', (channel) => channel.bindQueue(own[0], names.firstTierExchange, ''));
 }
