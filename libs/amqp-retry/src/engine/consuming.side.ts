@@ -20,7 +20,7 @@ import { DelayForwarding } from './delay.forwarding.js';
 import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import type { OutboxSide } from './outbox.side.js';
 import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
-import { explainRefusal, flowOf, queueActivity, queueStatuses, type QueueActivity, type Runtime } from './engine.views.js';
+import { flowOf, queueActivity, queueStatuses, type QueueActivity, type Runtime } from './engine.views.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
 import { ActivityCounter } from '../core/observe/activity.counter.js';
 import type { PublishingSide } from './publishing.side.js';
@@ -115,12 +115,6 @@ export class ConsumingSide {
     return queueStatuses(this.all, this.forwarding.consumer);
   }
 
-  /** A nacked publish's error, naming the full handler queues that refuse publishes and that it may reach. */
-  explainRefusal(error: unknown, exchange: string, routingKey: string): unknown {
-    const handlers = this.all.map((r) => r.handler.config);
-    return explainRefusal(error, exchange, routingKey, handlers);
-  }
-
   /** Whether the consuming connection is up; undefined before it first opened. */
   get isConnected(): boolean | undefined {
     return this.connection?.isConnected;
@@ -137,32 +131,25 @@ export class ConsumingSide {
   /** Declares each admitted handler's topology and the delay ladder with its forwarder, without consuming yet. */
   async prepare(handlers: readonly EngineHandler[]): Promise<void> {
     if (handlers.length === 0 && this.sides.config.delayPrefix === undefined) return;
-    const deps = await this.runtimeDeps();
-    checkPartitionChannels([...this.all.map((r) => r.handler), ...handlers], deps.connection);
-    for (const handler of handlers) {
-      const runtime = this.runtimeOf(handler, deps);
-      this.runtimes.push(runtime);
-      this.refusing = undefined;
-      await runtime.prepare();
-    }
+    const deps = await this.runtimeDeps(handlers);
+    for (const handler of handlers) await this.add(handler, deps, this.runtimes).prepare();
     await this.forwarding.prepare(deps.connection, deps.parker);
   }
 
   /** Starts the consumers of what `prepare()` declared, the control listener, and the delay forwarder. */
   async consume(): Promise<void> {
     for (const runtime of this.runtimes) await runtime.consume();
-    if (this.runtimes.length > 0) {
-      await this.control.listen(
-        (await this.consumingDeps()).connection,
-        this.all.map((r) => r.queue),
-      );
-      this.beatIfConfigured();
-    }
+    if (this.runtimes.length > 0) await this.listen((await this.consumingDeps()).connection);
     await this.forwarding.start();
   }
 
-  /** With RetryModuleOptions.heartbeat, an instance that consumes beats whether or not it serves the page. */
-  private beatIfConfigured(): void {
+  /**
+   * Takes control commands for every runtime's queue; with RetryModuleOptions.heartbeat, starts the heartbeat: an
+   * instance that consumes beats whether or not it serves the page.
+   */
+  private async listen(connection: AmqpConnection): Promise<void> {
+    const queues = this.all.map((r) => r.queue);
+    await this.control.listen(connection, queues);
     const { heartbeat } = this.sides.config;
     if (heartbeat) this.startHeartbeat(undefined, heartbeat.intervalMs);
   }
@@ -172,25 +159,18 @@ export class ConsumingSide {
     if (this.closed) throw new NotConnectedError('the application has shut down');
     // The attached first, so that a clash names the decorated handler's option and the transport as the owner.
     assertDistinctQueues([...handlers, ...this.all.map((r) => r.handler)]);
-    const deps = await this.runtimeDeps();
-    checkPartitionChannels([...this.all.map((r) => r.handler), ...handlers], deps.connection);
+    const deps = await this.runtimeDeps(handlers);
     this.keepStores(handlers);
     await this.sides.outbox.prepareTables(handlers);
     const added: Runtime[] = [];
     try {
       for (const handler of handlers) {
-        const runtime = this.runtimeOf(handler, deps);
+        const runtime = this.add(handler, deps, this.attached);
         added.push(runtime);
-        this.attached.push(runtime);
-        this.refusing = undefined;
         await runtime.prepare();
         await runtime.consume();
       }
-      await this.control.listen(
-        deps.connection,
-        this.all.map((r) => r.queue),
-      );
-      this.beatIfConfigured();
+      await this.listen(deps.connection);
     } catch (error) {
       await this.detach(added.map((r) => r.queue));
       throw error;
@@ -260,17 +240,17 @@ export class ConsumingSide {
     ]);
   }
 
-  /** A handler's runtime: a partitioned one runs one runtime per partition, and the membership that spreads them. */
-  private runtimeOf(handler: EngineHandler, deps: HandlerRuntimeDeps): Runtime {
-    if (handler.config.partitions === undefined) return new HandlerRuntime(handler, deps);
-    const { urls, connectTimeoutMs, shutdownTimeoutMs } = this.sides.config;
-    return new PartitionedRuntime(handler, {
-      ...deps,
-      urls,
-      connectTimeoutMs,
-      handOverTimeoutMs: shutdownTimeoutMs,
-      publishingChannel: (purpose) => this.publishingChannel(purpose, true),
-    });
+  /** A handler's runtime, kept in `list`: a partitioned one runs one runtime per partition, and the membership that spreads them. */
+  private add(handler: EngineHandler, deps: HandlerRuntimeDeps, list: Runtime[]): Runtime {
+    const { urls, connectTimeoutMs, shutdownTimeoutMs: handOverTimeoutMs } = this.sides.config;
+    const publishingChannel = (purpose: string) => this.publishingChannel(purpose, true);
+    const runtime =
+      handler.config.partitions === undefined
+        ? new HandlerRuntime(handler, deps)
+        : new PartitionedRuntime(handler, { ...deps, urls, connectTimeoutMs, handOverTimeoutMs, publishingChannel });
+    list.push(runtime);
+    this.refusing = undefined;
+    return runtime;
   }
 
   /** A plain channel on the publishing connection (see RetryEngine.publishingChannel); refused once the engine closed. */
@@ -279,8 +259,10 @@ export class ConsumingSide {
     return this.sides.publishing.channel(purpose, expectClose);
   }
 
-  private async runtimeDeps(): Promise<HandlerRuntimeDeps> {
+  /** What the runtimes of `adding` share; refuses them when their partitions, with every other's, would need more channels than the connection has. */
+  private async runtimeDeps(adding: readonly EngineHandler[]): Promise<HandlerRuntimeDeps> {
     const { connection, parker } = await this.consumingDeps();
+    checkPartitionChannels([...this.all.map((r) => r.handler), ...adding], connection);
     const { logger, observers, config } = this.sides;
     const { application, reconnect: resume } = config;
     return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application };

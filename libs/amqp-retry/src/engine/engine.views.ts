@@ -1,6 +1,5 @@
 import type { QueueConsumer } from '../amqp/queue.consumer.js';
 import { queueStateWord } from '../core/breaker/queue.state.js';
-import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { ModuleConfig } from '../core/config/module.config.js';
 import { planDelayTopology } from '../core/delivery/delay.plan.js';
 import type { ActivityCounter, ActivityCounts } from '../core/observe/activity.counter.js';
@@ -96,8 +95,9 @@ export function flowOf(runtimes: readonly Runtime[], queue: string): QueueFlowCo
 }
 
 /** A nacked publish's error, naming the full handler queues that refuse publishes and that it may reach (see fullQueueHint). */
-export function explainRefusal(error: unknown, exchange: string, routingKey: string, handlers: readonly HandlerConfig[]): unknown {
+export function explainRefusal(error: unknown, exchange: string, routingKey: string, runtimes: readonly Runtime[]): unknown {
   if (!(error instanceof PublishError) || !error.message.includes('nacked')) return error;
+  const handlers = runtimes.map((r) => r.handler.config);
   const hint = fullQueueHint(exchange, routingKey, handlers);
   return hint === undefined ? error : new PublishError(exchange, routingKey, hint, error.brokerCode);
 }

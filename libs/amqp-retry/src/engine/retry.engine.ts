@@ -20,7 +20,7 @@ import type { OutboxReceipt } from './outbox.writer.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
 import type { ControlSide } from './control.side.js';
 import { ConsumingSide } from './consuming.side.js';
-import { parkingQueues, type EngineHealth, type QueueActivity } from './engine.views.js';
+import { explainRefusal, parkingQueues, type EngineHealth, type QueueActivity } from './engine.views.js';
 
 /**
  * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it. A façade
@@ -110,7 +110,7 @@ export class RetryEngine {
 
   /** A nacked publish's error, naming the full handler queues that refuse publishes and that it may reach; any other error as it is. */
   explainRefusal(error: unknown, exchange: string, routingKey: string): unknown {
-    return this.consuming.explainRefusal(error, exchange, routingKey);
+    return explainRefusal(error, exchange, routingKey, this.consuming.all);
   }
 
   /** @internal Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
