@@ -129,26 +129,15 @@ export class OutboxRelay {
       if (rows.length === 0) return 0;
       const claimed = rows as unknown as ClaimedRow[];
       const changes = await Promise.all(claimed.map((row) => this.send(row)));
-      const sent: string[] = [];
-      const retry = { ids: [] as string[], attempts: [] as number[], waits: [] as number[], errors: [] as string[] };
-      const park = { ids: [] as string[], attempts: [] as number[], reasons: [] as string[] };
-      changes.forEach((change, i) => {
-        const { id } = claimed[i];
-        if (change.state === 'sent') sent.push(id);
-        else if (change.state === 'pending') {
-          retry.ids.push(id);
-          retry.attempts.push(change.attempts);
-          retry.waits.push(change.retryInMs);
-          retry.errors.push(change.error);
-        } else {
-          park.ids.push(id);
-          park.attempts.push(change.attempts);
-          park.reasons.push(change.reason);
-        }
-      });
-      if (sent.length > 0) await adapter.execute(tx, sql.markSent, [sent]);
-      if (retry.ids.length > 0) await adapter.execute(tx, sql.reschedule, [retry.ids, retry.attempts, retry.waits, retry.errors]);
-      if (park.ids.length > 0) await adapter.execute(tx, sql.park, [park.ids, park.attempts, park.reasons]);
+      const rowsIn = <S extends RowChange['state']>(state: S) =>
+        changes.flatMap((change, i) => (change.state === state ? [{ id: claimed[i].id, ...(change as Extract<RowChange, { state: S }>) }] : []));
+      const [sent, retry, park] = [rowsIn('sent'), rowsIn('pending'), rowsIn('parked')];
+      if (sent.length > 0) await adapter.execute(tx, sql.markSent, [sent.map((r) => r.id)]);
+      if (retry.length > 0) {
+        const columns = [retry.map((r) => r.id), retry.map((r) => r.attempts), retry.map((r) => r.retryInMs), retry.map((r) => r.error)];
+        await adapter.execute(tx, sql.reschedule, columns);
+      }
+      if (park.length > 0) await adapter.execute(tx, sql.park, [park.map((r) => r.id), park.map((r) => r.attempts), park.map((r) => r.reason)]);
       this.report(claimed, changes, sent.length);
       return rows.length;
     });
