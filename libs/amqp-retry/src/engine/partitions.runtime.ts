@@ -76,7 +76,7 @@ export class PartitionedRuntime {
   private assigned = false;
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
-  private readonly unstarted = new Set<number>();
+  private readonly unstarted = new Set<HandlerRuntime>();
   private readonly retirement: PartitionRetirement;
   /** The consumer of the dead-letter queue every partition shares: each instance runs one, owner of a partition or not. */
   private readonly deadLetters: QueueConsumer;
@@ -243,9 +243,9 @@ export class PartitionedRuntime {
     const mine = new Set(assignPartitions(this.parts.length, members, this.member));
     const leaving = this.parts.filter((p, i) => p.isOwned && !mine.has(i));
     const taking = this.parts.filter((p, i) => !p.isOwned && mine.has(i));
-    for (const part of leaving) this.unstarted.delete(this.parts.indexOf(part));
+    for (const part of leaving) this.unstarted.delete(part);
     // Owned, but its consumer could not start: tried again (while the connection is up: after a reconnection resume() does it).
-    const retrying = this.deps.connection.isConnected ? this.parts.filter((p, i) => p.isOwned && mine.has(i) && this.unstarted.has(i)) : [];
+    const retrying = this.deps.connection.isConnected ? this.parts.filter((p, i) => p.isOwned && mine.has(i) && this.unstarted.has(p)) : [];
     const list = (parts: HandlerRuntime[]) => parts.map((p) => p.queue.slice(this.queue.length + 1)).join(', ') || 'none';
     if (leaving.length > 0 || taking.length > 0) {
       this.deps.logger.log(`"${this.queue}": ${members.length} member(s); taking ${list(taking)}, handing over ${list(leaving)}`);
@@ -278,10 +278,10 @@ export class PartitionedRuntime {
     const failed = parts.flatMap((p, i) =>
       results[i]?.status === 'rejected' ? [{ p, reason: (results[i] as PromiseRejectedResult).reason as unknown }] : [],
     );
-    const fresh = failed.filter(({ p }) => !this.unstarted.has(this.parts.indexOf(p)));
-    const recovered = parts.filter((p, i) => results[i]?.status === 'fulfilled' && this.unstarted.has(this.parts.indexOf(p)));
-    for (const { p } of failed) this.unstarted.add(this.parts.indexOf(p));
-    for (const p of recovered) this.unstarted.delete(this.parts.indexOf(p));
+    const fresh = failed.filter(({ p }) => !this.unstarted.has(p));
+    const recovered = parts.filter((p, i) => results[i]?.status === 'fulfilled' && this.unstarted.has(p));
+    for (const { p } of failed) this.unstarted.add(p);
+    for (const p of recovered) this.unstarted.delete(p);
     if (fresh.length > 0) {
       this.deps.logger.warn(
         `"${this.queue}": could not start consuming ${fresh.map(({ p }) => name(p)).join(', ')} (${errorMessage(fresh[0].reason)}); ${fresh.length === 1 ? 'it stays' : 'they stay'} this instance's and unconsumed, tried again each heartbeat (docs/partitions.md#channels)`,
