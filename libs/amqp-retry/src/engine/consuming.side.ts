@@ -33,8 +33,6 @@ export interface ConsumingSideDeps {
   publishing: PublishingSide;
   outbox: OutboxSide;
   replyAddresses: ReplyAddressChecker;
-  /** Whether the engine was closed: nothing opens after that. */
-  isClosed: () => boolean;
 }
 
 /**
@@ -187,7 +185,7 @@ export class ConsumingSide {
 
   /** Starts this instance's heartbeat (once; stopped with the consumers); with `fleet`, keeps every instance's beats in it. */
   startHeartbeat(fleet?: FleetHistory, intervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS): void {
-    if (this.closed || this.stopping || this.sides.isClosed()) return;
+    if (this.closed || this.stopping) return;
     if (this.heartbeat) {
       if (fleet) this.heartbeat.watch(fleet); // beating already (RetryModuleOptions.heartbeat): the page listens too
       return;
@@ -255,7 +253,7 @@ export class ConsumingSide {
 
   /** A plain channel on the publishing connection (see RetryEngine.publishingChannel); refused once the engine closed. */
   publishingChannel(purpose: string, expectClose = false): Promise<Channel> {
-    if (this.closed || this.sides.isClosed()) return Promise.reject(new NotConnectedError('the application has shut down'));
+    if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
     return this.sides.publishing.channel(purpose, expectClose);
   }
 

@@ -21,17 +21,14 @@ import type { PartitionsStatus } from './partitions.runtime.js';
 /** Beats waiting in the page instance's heartbeat queue at most (older ones dropped by the broker). */
 const LISTEN_QUEUE_LENGTH = 1_000;
 
-/** What the heartbeat reads from the engine at each beat. */
-export interface HeartbeatSources {
+/** What the heartbeat reads from the engine at each beat, and what it works with. */
+export interface HeartbeatDeps {
   /** Each consumed queue and whether it is consumed now (EngineHealth.queues). */
   consumed: () => Array<{ queue: string; consuming: boolean }>;
   /** The flows of the unpartitioned handler queues (RetryEngine.queueStates). */
   flows: () => QueueFlowStatus[];
   /** The partitioned handlers (RetryEngine.partitions). */
   partitions: () => PartitionsStatus[];
-}
-
-export interface HeartbeatDeps extends HeartbeatSources {
   application?: string;
   intervalMs: number;
   logger: RetryLogger;

@@ -18,17 +18,14 @@ export class PartitionRetirement {
   readonly retired: ScopeQueue[] = [];
   private movers: QueueConsumer[] = [];
   private readonly names: ReturnType<typeof partitionNames>;
-  private readonly count: number;
-  private readonly upstream: HandlerConfig['upstream'];
+  private readonly partitions: NonNullable<HandlerConfig['partitions']>;
 
   constructor(
     private readonly handler: EngineHandler,
     private readonly deps: HandlerRuntimeDeps,
   ) {
     this.names = partitionNames(handler.config.queue);
-    const partitions = handler.config.partitions as NonNullable<HandlerConfig['partitions']>;
-    this.count = partitions.count;
-    this.upstream = partitionConfigs(handler.config)[0]?.upstream;
+    this.partitions = handler.config.partitions as NonNullable<HandlerConfig['partitions']>;
   }
 
   private get queue(): string {
@@ -53,7 +50,8 @@ export class PartitionRetirement {
   /** Partitions beyond `count` (an earlier, larger count) are cut from the hash exchange, and what they hold moves out. */
   private async retireExtraPartitions(): Promise<void> {
     const { connection, logger } = this.deps;
-    for (let index = this.count, missingInARow = 0; searchesRetired(index, missingInARow); index++) {
+    const { count } = this.partitions;
+    for (let index = count, missingInARow = 0; searchesRetired(index, missingInARow); index++) {
       const queue = this.names.partition(index);
       const retired = this.retiredPartition(index);
       const channel = await connection.createChannel('partition check', true);
@@ -76,7 +74,7 @@ export class PartitionRetirement {
       missingInARow = 0;
       this.retired.push(retired);
       logger.warn(
-        `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${this.count}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
+        `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${count}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
       );
       this.moveOut(queue);
     }
@@ -85,8 +83,7 @@ export class PartitionRetirement {
   /** Partition `index` beyond the count (its parking queue and tiers as partition `index` would have them), for the scope. */
   private retiredPartition(index: number): ScopeQueue {
     const { handler } = this;
-    const partitions = handler.config.partitions as NonNullable<typeof handler.config.partitions>;
-    const config = partitionConfigs({ ...handler.config, partitions: { ...partitions, count: index + 1 } })[index];
+    const config = partitionConfigs({ ...handler.config, partitions: { ...this.partitions, count: index + 1 } })[index];
     return { queue: config.queue, errorQueue: config.errorQueue, tiers: scheduleTiers({ ...handler, ...handler.forPartition?.(config), config }) };
   }
 
@@ -97,7 +94,7 @@ export class PartitionRetirement {
    */
   private async retireUnpartitionedQueue(): Promise<void> {
     const { connection, logger } = this.deps;
-    const upstream = this.upstream;
+    const upstream = partitionConfigs(this.handler.config)[0]?.upstream;
     const channel = await connection.createChannel('unpartitioned queue check', true);
     let depth: number;
     try {

@@ -4,7 +4,6 @@ import type { RetryModuleOptions } from '../core/config/retry.options.js';
 import { maskingLogger } from '../core/text/credentials.mask.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-import { NotConnectedError } from '../errors/not-connected.error.js';
 import { ObserverHub } from '../core/observe/observer.hub.js';
 import type { RetryObserver } from '../core/observe/retry.observer.js';
 import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
@@ -51,7 +50,7 @@ export class RetryEngine {
     this.replyAddresses = new ReplyAddressChecker(config, this.logger);
     this.outbox = new OutboxSide(config, this.publishing, this.logger, this.observers);
     const sides = { config, logger: this.logger, observers: this.observers, publishing: this.publishing, outbox: this.outbox };
-    this.consuming = new ConsumingSide({ ...sides, replyAddresses: this.replyAddresses, isClosed: () => this.closed });
+    this.consuming = new ConsumingSide({ ...sides, replyAddresses: this.replyAddresses });
     this.control = this.consuming.control;
   }
 
@@ -115,8 +114,7 @@ export class RetryEngine {
 
   /** @internal Opens the publishing connection now rather than at the first publish, so that a wrong URL fails early. */
   async connectPublisher(): Promise<void> {
-    if (this.closed) throw new NotConnectedError('the application has shut down');
-    await this.publishing.open();
+    await this.publishing.open(); // refused once closed, as a publish is
   }
 
   /** @internal A plain channel on the publishing connection (direct reply-to); `expectClose`: its broker closes are not logged. */
@@ -131,8 +129,7 @@ export class RetryEngine {
 
   /** @internal Declares and consumes more handlers, started or not (the transport's queue in a hybrid application); queues must differ. */
   attach(handlers: readonly EngineHandler[]): Promise<void> {
-    if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
-    return this.consuming.attach(handlers);
+    return this.consuming.attach(handlers); // refused once closed
   }
 
   /** @internal Stops consuming the attached handlers of these queues (in-flight handlers finish, up to the shutdown timeout). */
