@@ -48,7 +48,7 @@ export class ConsumingSide {
   readonly control: ControlSide;
   private consuming?: Promise<AmqpConnection>;
   private connection?: AmqpConnection;
-  private deps?: Promise<{ connection: AmqpConnection; parker: MessageParker }>;
+  private deps?: Promise<HandlerRuntimeDeps>;
   /** The idempotency stores in use, closed with the engine (their own connections, opened on first use). */
   private stores: IdempotencyStore[] = [];
   private closed = false;
@@ -137,7 +137,7 @@ export class ConsumingSide {
   /** Starts the consumers of what `prepare()` declared, the control listener, and the delay forwarder. */
   async consume(): Promise<void> {
     for (const runtime of this.runtimes) await runtime.consume();
-    if (this.runtimes.length > 0) await this.listen((await this.consumingDeps()).connection);
+    if (this.runtimes.length > 0) await this.listen(await this.consumingConnection());
     await this.forwarding.start();
   }
 
@@ -257,13 +257,26 @@ export class ConsumingSide {
     return this.sides.publishing.channel(purpose, expectClose);
   }
 
-  /** What the runtimes of `adding` share; refuses them when their partitions, with every other's, would need more channels than the connection has. */
+  /**
+   * What every runtime shares: the consuming connection and the parker, which publishes on the publishing connection
+   * (one parker per engine). Refuses `adding` when their partitions, with every other's, would need more channels than
+   * the connection has.
+   */
   private async runtimeDeps(adding: readonly EngineHandler[]): Promise<HandlerRuntimeDeps> {
-    const { connection, parker } = await this.consumingDeps();
-    checkPartitionChannels([...this.all.map((r) => r.handler), ...adding], connection);
-    const { logger, observers, config } = this.sides;
-    const { application, reconnect: resume } = config;
-    return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application };
+    this.deps ??= (async () => {
+      const connection = await this.consumingConnection();
+      const publishers = await this.sides.publishing.open();
+      const { logger, observers, config } = this.sides;
+      const parker = new MessageParker(publishers.parker, logger, observers, config.parkLogs);
+      return { connection, parker, recordPublisher: parker.publisher, logger, resume: config.reconnect, observers, application: config.application };
+    })();
+    const opening = this.deps;
+    opening.catch(() => {
+      if (this.deps === opening) this.deps = undefined;
+    });
+    const deps = await opening;
+    checkPartitionChannels([...this.all.map((r) => r.handler), ...adding], deps.connection);
+    return deps;
   }
 
   /** Keeps these handlers' idempotency stores (and the module default) to close: attach() may run before prepare(). */
@@ -271,21 +284,6 @@ export class ConsumingSide {
     for (const store of idempotencyStoresOf([...handlers.map((h) => h.config), { idempotency: this.sides.config.idempotency }])) {
       if (!this.stores.includes(store)) this.stores.push(store);
     }
-  }
-
-  /** The consuming connection and the parker, which publishes on the publishing connection; one parker per engine. */
-  private consumingDeps(): Promise<{ connection: AmqpConnection; parker: MessageParker }> {
-    this.deps ??= (async () => {
-      const connection = await this.consumingConnection();
-      const { parker } = await this.sides.publishing.open();
-      const { logger, observers, config } = this.sides;
-      return { connection, parker: new MessageParker(parker, logger, observers, config.parkLogs) };
-    })();
-    const deps = this.deps;
-    deps.catch(() => {
-      if (this.deps === deps) this.deps = undefined;
-    });
-    return deps;
   }
 
   private consumingConnection(): Promise<AmqpConnection> {

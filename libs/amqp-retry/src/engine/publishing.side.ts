@@ -1,13 +1,12 @@
 import { openConnection, type AmqpConnection } from '../amqp/amqp.connection.js';
 import { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
-import { planDelayTopology, type DelayTopology } from '../core/delivery/delay.plan.js';
+import { delayLadderPrefix, ladderProperties, planDelayedPublish, planDelayTopology, type DelayTopology } from '../core/delivery/delay.plan.js';
 import type { ModuleConfig } from '../core/config/module.config.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { Channel, Options } from 'amqplib';
-import { delayLadderPrefix, ladderProperties, planDelayedPublish } from '../core/delivery/delay.plan.js';
 import { checkPublishProperties } from '../core/message/message.properties.js';
 import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import type { PublishKind } from '../core/observe/retry.observer.js';
