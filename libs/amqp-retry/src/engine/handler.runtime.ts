@@ -121,16 +121,9 @@ export class HandlerRuntime {
     const names = retryNames(config.queue);
     const redeclare = () => this.declare();
     const schedules = distinctSchedules(handler);
-    const guard = new TopologyGuard(
-      connection,
-      {
-        exchanges: [names.deadLetterExchange, names.firstFailureExchange, names.deathSortExchange, names.firstTierExchange, names.returnExchange],
-        queues: [...schedules.flatMap(tierQueues), config.deadLetterQueue ?? names.deadLetterQueue],
-      },
-      redeclare,
-      logger,
-      `"${config.queue}"`,
-    );
+    const exchanges = [names.deadLetterExchange, names.firstFailureExchange, names.deathSortExchange, names.firstTierExchange, names.returnExchange];
+    const queues = [...schedules.flatMap(tierQueues), config.deadLetterQueue ?? names.deadLetterQueue];
+    const guard = new TopologyGuard(connection, { exchanges, queues }, redeclare, logger, `"${config.queue}"`);
     this.flow = new QueueFlowControl(config, { logger, observers: deps.observers });
     const tiers = new TierRouter(config.queue, deps.parker.publisher, guard, redeclare, logger);
     const park = { errorQueue: config.errorQueue, redeclare };

@@ -61,12 +61,9 @@ export class PartitionRetirement {
         await channel.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT);
       } catch {
         // Gone, unless its parking queue is left; a few numbers in a row with neither end the search (searchesRetired).
-        if (!(await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue))) {
-          missingInARow++;
-          continue;
-        }
-        missingInARow = 0;
-        this.retired.push(retired);
+        const parked = await queueExists(() => connection.createChannel('partition check', true), retired.errorQueue);
+        missingInARow = parked ? 0 : missingInARow + 1;
+        if (parked) this.retired.push(retired);
         continue;
       } finally {
         await channel.close().catch(() => undefined);
