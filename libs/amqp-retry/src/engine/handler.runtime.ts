@@ -7,7 +7,7 @@ import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import { deliveryChain } from './delivery.chain.js';
 import type { DeliveryRouter, HandlerInvoker } from '../pipeline/delivery.contracts.js';
-import { rebindFirstFailuresIfOwner, takeOverFirstFailures, type Retirement } from './tier.retirement.js';
+import { onChannel, rebindFirstFailuresIfOwner, takeOverFirstFailures, type Retirement } from './tier.retirement.js';
 import { TopologyGuard } from '../amqp/topology.guard.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
 import { consumingLine, type PatternPolicyLine } from '../core/text/consuming-line.format.js';
@@ -24,7 +24,6 @@ import type { QueueState } from '../core/breaker/queue.state.js';
 import { QueueFlowControl } from './queue-flow.control.js';
 import { DeadLetterStep } from '../pipeline/dead-letter.step.js';
 import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
-import { onChannel } from './channel.use.js';
 
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
 const DEAD_LETTER_PREFETCH = 10;

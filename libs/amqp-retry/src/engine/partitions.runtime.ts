@@ -24,7 +24,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
 import { PartitionRetirement } from './partition.retirement.js';
 import { PartitionMembership } from './partition.membership.js';
-import { onChannel } from './channel.use.js';
+import { onChannel } from './tier.retirement.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
 export interface PartitionsDeps extends HandlerRuntimeDeps {

@@ -5,7 +5,6 @@ import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } fr
 import { retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
-import { onChannel } from './channel.use.js';
 
 /** What a start did with the tiers of other schedules. */
 export interface Retirement {
@@ -15,6 +14,19 @@ export interface Retirement {
   draining: string[];
   /** Another running version uses them: left as they are. */
   kept: string[];
+}
+
+/**
+ * Runs `use` on a channel of its own, then closes the channel whatever happened (a broker error, a 404 or a 406, may
+ * have closed it already). `expectClose`: its broker closes are not logged (see AmqpConnection.createChannel).
+ */
+export async function onChannel<T>(connection: AmqpConnection, purpose: string, use: (c: Channel) => Promise<T>, expectClose = false): Promise<T> {
+  const channel = await connection.createChannel(purpose, expectClose);
+  try {
+    return await use(channel);
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
 }
 
 /** Runs one operation that may make the broker close the channel (a 404, a 406) on a channel of its own; undefined when it fails. */
@@ -60,8 +72,11 @@ export async function takeOverFirstFailures(connection: AmqpConnection, publishe
   // in the moment between would be dropped on classic queues, so all of it runs on one channel, back to back.
   await bindOnlyOurs(connection, names.firstTierExchange, plan.unbindFirst, own[0]);
   // First tiers bound straight to the first-failure exchange (a topology without the death sort): cut
-  // them only now that ours takes first failures through the sort, so that none falls between the two.
-  await unbindDirectFirstTiers(connection, names.firstFailureExchange, [...new Set([...plan.unbindFirst, own[0]])]);
+  // them only now that ours takes first failures through the sort, so that none falls between the two. An unbind of
+  // a binding that is not there changes nothing.
+  for (const tier of new Set([...plan.unbindFirst, own[0]])) {
+    await attempt(connection, (channel) => channel.unbindQueue(tier, names.firstFailureExchange, ''));
+  }
 
   const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat() };
   for (const tier of plan.retire) {
@@ -96,11 +111,6 @@ function bindOnlyOurs(connection: AmqpConnection, exchange: string, others: read
     }
     await channel.bindQueue(ours, exchange, '');
   });
-}
-
-/** Unbinds each of `tiers` from `exchange` where it is bound (an unbind of a binding that is not there changes nothing). */
-async function unbindDirectFirstTiers(connection: AmqpConnection, exchange: string, tiers: readonly string[]): Promise<void> {
-  for (const tier of tiers) await attempt(connection, (channel) => channel.unbindQueue(tier, exchange, ''));
 }
 
 /** Takes the `count` records read before the new one was written (they are at the head of the queue). */
