@@ -70,7 +70,7 @@ export function queueActivity(runtimes: readonly Runtime[], forwarder: QueueCons
 
 /** Each queue consumed or not, for health checks. */
 export function queueStatuses(runtimes: readonly Runtime[], forwarder: QueueConsumer | undefined): QueueStatus[] {
-  const queues = runtimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.statuses : [r.status]));
+  const queues: QueueStatus[] = queueRuntimes(runtimes).map((r) => ({ queue: r.queue, consuming: r.isConsuming, state: r.flow.status().state }));
   if (forwarder) queues.push({ queue: forwarder.queue, consuming: forwarder.isConsuming });
   return queues;
 }

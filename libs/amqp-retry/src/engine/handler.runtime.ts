@@ -190,10 +190,6 @@ export class HandlerRuntime {
     return this.consumer.inFlightCount;
   }
 
-  get status(): QueueStatus {
-    return { queue: this.queue, consuming: this.isConsuming, state: this.flow.status().state };
-  }
-
   /** First start, before consuming: declares, marks the schedule as in use, takes first failures, retires what nobody runs. */
   async prepare(): Promise<void> {
     const { config } = this.handler;

@@ -1,13 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
-import {
-  distinctSchedules,
-  deadLetterConsumer,
-  HandlerRuntime,
-  type EngineHandler,
-  type HandlerRuntimeDeps,
-  type QueueStatus,
-} from './handler.runtime.js';
+import { distinctSchedules, deadLetterConsumer, HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps } from './handler.runtime.js';
 import { type QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
 import { readHashKey, recordHashKey } from '../amqp/hash-key.store.js';
@@ -112,10 +105,6 @@ export class PartitionedRuntime {
 
   get isConsuming(): boolean {
     return this.membership.isListening && this.deadLetters.isConsuming && this.parts.every((p) => p.isConsuming);
-  }
-
-  get statuses(): QueueStatus[] {
-    return this.parts.map((p) => p.status);
   }
 
   status(): PartitionsStatus {
