@@ -130,15 +130,16 @@ export class OutboxRelay {
       const claimed = rows as unknown as ClaimedRow[];
       const changes = await Promise.all(claimed.map((row) => this.send(row)));
       const rowsIn = <S extends RowChange['state']>(state: S) =>
-        changes.flatMap((change, i) => (change.state === state ? [{ id: claimed[i].id, ...(change as Extract<RowChange, { state: S }>) }] : []));
+        changes.flatMap((change, i) => (change.state === state ? [{ row: claimed[i], ...(change as Extract<RowChange, { state: S }>) }] : []));
       const [sent, retry, park] = [rowsIn('sent'), rowsIn('pending'), rowsIn('parked')];
-      if (sent.length > 0) await adapter.execute(tx, sql.markSent, [sent.map((r) => r.id)]);
+      const ids = (changed: Array<{ row: ClaimedRow }>) => changed.map(({ row }) => row.id);
+      if (sent.length > 0) await adapter.execute(tx, sql.markSent, [ids(sent)]);
       if (retry.length > 0) {
-        const columns = [retry.map((r) => r.id), retry.map((r) => r.attempts), retry.map((r) => r.retryInMs), retry.map((r) => r.error)];
+        const columns = [ids(retry), retry.map((r) => r.attempts), retry.map((r) => r.retryInMs), retry.map((r) => r.error)];
         await adapter.execute(tx, sql.reschedule, columns);
       }
-      if (park.length > 0) await adapter.execute(tx, sql.park, [park.map((r) => r.id), park.map((r) => r.attempts), park.map((r) => r.reason)]);
-      this.report(claimed, changes, sent.length);
+      if (park.length > 0) await adapter.execute(tx, sql.park, [ids(park), park.map((r) => r.attempts), park.map((r) => r.reason)]);
+      this.report(park, retry.at(-1)?.error, sent.length);
       return rows.length;
     });
   }
@@ -159,17 +160,16 @@ export class OutboxRelay {
     }
   }
 
-  /** Logs parked rows (an error each) and a relay that cannot publish (once per outage), and tells observers. */
-  private report(rows: ClaimedRow[], changes: RowChange[], sent: number): void {
+  /**
+   * Logs parked rows (an error each) and a relay that cannot publish (once per outage), and tells observers. `failed`:
+   * the error of the round's last row left pending, if any.
+   */
+  private report(parked: Array<{ row: ClaimedRow; reason: string }>, failed: string | undefined, sent: number): void {
     const { tableName } = this.config;
-    let failed: string | undefined;
-    changes.forEach((change, i) => {
-      const row = rows[i];
-      if (change.state === 'parked') {
-        this.logger.error(`Outbox ${tableName}: row ${row.id} to "${row.exchange}" / "${row.routing_key}" parked: ${change.reason}`);
-        this.observers?.emit('outboxParked', { table: tableName, exchange: row.exchange, routingKey: row.routing_key, reason: change.reason });
-      } else if (change.state === 'pending') failed = change.error;
-    });
+    for (const { row, reason } of parked) {
+      this.logger.error(`Outbox ${tableName}: row ${row.id} to "${row.exchange}" / "${row.routing_key}" parked: ${reason}`);
+      this.observers?.emit('outboxParked', { table: tableName, exchange: row.exchange, routingKey: row.routing_key, reason });
+    }
     if (sent > 0 || failed === undefined) {
       if (this.failure !== undefined) this.logger.log(`Outbox ${tableName}: publishing again`);
       this.failure = undefined;
