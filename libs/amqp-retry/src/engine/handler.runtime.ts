@@ -234,9 +234,8 @@ export class HandlerRuntime {
       this.owned ? this.consumer.start() : undefined,
       this.deadLetters?.start(),
     ]);
-    if (consumer.status === 'rejected') throw consumer.reason;
-    if (deadLetters.status === 'rejected') throw deadLetters.reason;
-    if (presence.status === 'rejected') throw presence.reason;
+    const failed = [consumer, deadLetters, presence].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   async stop(timeoutMs: number): Promise<void> {

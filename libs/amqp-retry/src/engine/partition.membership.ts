@@ -134,9 +134,7 @@ export class PartitionMembership {
   /** Closes its channels; a listen still under way closes its own when it is done. */
   async close(): Promise<void> {
     this.closed = true;
-    const listening = this.listening;
-    this.listening = undefined;
-    await listening?.close().catch(() => undefined);
+    if (this.listening) await this.stopListening(this.listening);
     const announcer = this.announcer;
     this.announcer = undefined;
     await announcer?.then((c) => c.close()).catch(() => undefined);
