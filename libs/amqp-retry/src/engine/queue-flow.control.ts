@@ -1,5 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
-import type { DeliveryHandler } from '../amqp/queue.consumer.js';
+import type { DeliveryHandler, Settle } from '../amqp/queue.consumer.js';
 import type { Middleware, PolicyOf } from '../pipeline/delivery.contracts.js';
 import { CircuitBreakerState, type CircuitTicket, type CircuitTransition } from '../core/breaker/circuit.state.js';
 import { countsAsOutage } from '../core/breaker/outage.classify.js';
@@ -14,7 +14,7 @@ import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.
 import { brokerDeliveryCount } from '../core/delivery/delivery.count.js';
 import { QUORUM_DELIVERY_LIMIT } from '../core/delivery/delivery.decision.js';
 import { isRecalled } from '../core/delivery/delivery.recall.js';
-import { WaitingDeliveries, waitsBeforeHandler } from './waiting.deliveries.js';
+import { handleThen, WaitingDeliveries, waitsBeforeHandler } from './waiting.deliveries.js';
 
 export type { QueueFlowStatus } from '../core/breaker/queue.state.js';
 
@@ -199,7 +199,7 @@ export class QueueFlowControl {
     this.wake();
   }
 
-  private async pass(handle: DeliveryHandler, message: ConsumeMessage, settle: Parameters<DeliveryHandler>[1], signal: AbortSignal): Promise<void> {
+  private async pass(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> {
     // A delivery over the rate limit waits for its turn, unless the queue is (or becomes) paused or open: then it goes
     // back to the broker at once (refused below) instead of waiting in memory for tokens.
     while (this.limiter && !this.stopped && !this.paused && this.breaker?.state !== 'open') {
@@ -218,29 +218,14 @@ export class QueueFlowControl {
   }
 
   /** Runs the delivery with its ticket, whose outcome the counted invoker records; then frees its place. */
-  private withTicket(
-    handle: DeliveryHandler,
-    message: ConsumeMessage,
-    settle: Parameters<DeliveryHandler>[1],
-    signal: AbortSignal,
-    ticket: CircuitTicket,
-  ): Promise<void> {
+  private withTicket(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal, ticket: CircuitTicket): Promise<void> {
     this.tickets.set(message, ticket);
-    let running: Promise<void>;
-    try {
-      running = handle(message, settle, signal);
-    } catch (error) {
-      running = Promise.reject(error);
-    }
     const done = () => {
       this.tickets.delete(message);
       (this.breaker as CircuitBreakerState).release(ticket); // no outcome was counted (parked unread, not an outage)
       this.wake();
     };
-    return Promise.resolve(running).then(done, (error: unknown) => {
-      done();
-      throw error;
-    });
+    return handleThen(handle, message, settle, signal, done);
   }
 
   /** A ticket (breaker), undefined (no breaker), 'refused' (paused or open) or 'gone' (the channel died, or stopping). */
@@ -269,7 +254,7 @@ export class QueueFlowControl {
    * False, and nothing done, when one more return would pass the quorum delivery limit (the broker would drop it):
    * the pipeline then parks it (redelivery-limit) unread.
    */
-  private giveBack(message: ConsumeMessage, settle: Parameters<DeliveryHandler>[1]): boolean {
+  private giveBack(message: ConsumeMessage, settle: Settle): boolean {
     if (this.config.queueType === 'quorum') {
       if (brokerDeliveryCount(message.properties.headers, 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return false;
       this.returns.add(returnIdentity(message, this.queue));

@@ -13,6 +13,20 @@ interface Waiting {
 export const waitsBeforeHandler = (config: HandlerConfig): boolean =>
   config.partitionOf === undefined && (config.ordering !== undefined || config.idempotency !== undefined || config.inbox !== undefined);
 
+/** Runs `handle` for the delivery, then `done` however it ended (a synchronous throw too); the outcome is handle's. */
+export function handleThen(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal, done: () => void): Promise<void> {
+  let running: Promise<void>;
+  try {
+    running = handle(message, settle, signal);
+  } catch (error) {
+    running = Promise.reject(error);
+  }
+  return Promise.resolve(running).then(done, (error: unknown) => {
+    done();
+    throw error;
+  });
+}
+
 /**
  * The deliveries of one queue admitted by its flow whose handler was not called yet. When the queue stops (paused,
  * circuit open) they are taken back: each is given back to the broker in delivery order and its signal aborts with
@@ -35,16 +49,7 @@ export class WaitingDeliveries {
       signal.removeEventListener('abort', follow);
       if (this.waiting.get(message) === entry) this.waiting.delete(message);
     };
-    let running: Promise<void>;
-    try {
-      running = handle(message, settle, recall.signal);
-    } catch (error) {
-      running = Promise.reject(error);
-    }
-    return Promise.resolve(running).then(done, (error: unknown) => {
-      done();
-      throw error;
-    });
+    return handleThen(handle, message, settle, recall.signal, done);
   }
 
   /** The handler's own invoker: a delivery that reaches it is handed over (no longer recalled); a recalled one is refused. */
