@@ -15,7 +15,6 @@ import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../core/observe/heartbeat/heartbe
 import { HeartbeatCollector } from '../core/observe/heartbeat/heartbeat.collector.js';
 import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import type { ReplyAddressChecker } from './reply-address.checker.js';
-import type { Channel } from 'amqplib';
 import { DelayForwarding } from './delay.forwarding.js';
 import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import type { OutboxSide } from './outbox.side.js';
@@ -68,7 +67,7 @@ export class ConsumingSide {
       flowOf: (queue) => flowOf(this.all, queue),
       publish: (out) => publishing.publish('publisher', out, 0),
       replyAddressState: (address) => replyAddresses.state(address),
-      publishingChannel: (purpose, expectClose) => this.publishingChannel(purpose, expectClose),
+      publishingChannel: (purpose, expectClose) => publishing.channel(purpose, expectClose),
     });
   }
 
@@ -201,7 +200,7 @@ export class ConsumingSide {
       collector,
       fleet,
       userId: brokerUser(config.urls[0]),
-      publishChannel: (purpose) => this.publishingChannel(purpose, true),
+      publishChannel: (purpose) => this.sides.publishing.channel(purpose, true),
       consumeChannel: async (purpose) => (await this.consumingConnection()).createChannel(purpose, true),
       consumed: () => this.statuses(),
       flows: () => this.queueStates(),
@@ -241,7 +240,7 @@ export class ConsumingSide {
   /** A handler's runtime, kept in `list`: a partitioned one runs one runtime per partition, and the membership that spreads them. */
   private add(handler: EngineHandler, deps: HandlerRuntimeDeps, list: Runtime[]): Runtime {
     const { urls, connectTimeoutMs, shutdownTimeoutMs: handOverTimeoutMs } = this.sides.config;
-    const publishingChannel = (purpose: string) => this.publishingChannel(purpose, true);
+    const publishingChannel = (purpose: string) => this.sides.publishing.channel(purpose, true);
     const runtime =
       handler.config.partitions === undefined
         ? new HandlerRuntime(handler, deps)
@@ -249,12 +248,6 @@ export class ConsumingSide {
     list.push(runtime);
     this.refusing = undefined;
     return runtime;
-  }
-
-  /** A plain channel on the publishing connection (see RetryEngine.publishingChannel); refused once the engine closed. */
-  publishingChannel(purpose: string, expectClose = false): Promise<Channel> {
-    if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
-    return this.sides.publishing.channel(purpose, expectClose);
   }
 
   /**

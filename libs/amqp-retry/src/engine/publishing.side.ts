@@ -84,7 +84,7 @@ export class PublishingSide {
     return delayLadderPrefix(this.config.delayPrefix, this.config.delayQueueType);
   }
 
-  /** A plain channel on the publishing connection (see RetryEngine.publishingChannel). */
+  /** A plain channel on the publishing connection (see RetryEngine.publishingChannel); refused once closed. */
   async channel(purpose: string, expectClose = false): Promise<Channel> {
     const { connection } = await this.open();
     return connection.createChannel(purpose, expectClose);

@@ -119,7 +119,7 @@ export class RetryEngine {
 
   /** @internal A plain channel on the publishing connection (direct reply-to); `expectClose`: its broker closes are not logged. */
   publishingChannel(purpose: string, expectClose = false): Promise<Channel> {
-    return this.consuming.publishingChannel(purpose, expectClose);
+    return this.publishing.channel(purpose, expectClose);
   }
 
   /** @internal Whether a direct reply-to address may be replied to (ReplyAddressChecker: its own connection). */
