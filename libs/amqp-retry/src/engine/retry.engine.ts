@@ -32,9 +32,8 @@ export class RetryEngine {
   private readonly control: ControlSide;
   private readonly outbox: OutboxSide;
   private readonly replyAddresses: ReplyAddressChecker;
+  /** Read by the testing harness (RetryHarness), which adds its recorder. */
   private readonly observers: ObserverHub;
-  /** Every line masked: a log line may quote a broker URL or an error text holding `user:password@`. */
-  private readonly logger: RetryLogger;
   private closed = false;
   private readonly shutdown: ShutdownBound;
 
@@ -43,13 +42,14 @@ export class RetryEngine {
     logger: RetryLogger,
     observers: readonly RetryObserver[] = [],
   ) {
-    this.logger = maskingLogger(logger);
-    this.shutdown = new ShutdownBound(config.shutdownTimeoutMs, this.logger);
-    this.observers = new ObserverHub(observers, this.logger);
-    this.publishing = new PublishingSide(config, this.logger, this.observers);
-    this.replyAddresses = new ReplyAddressChecker(config, this.logger);
-    this.outbox = new OutboxSide(config, this.publishing, this.logger, this.observers);
-    const sides = { config, logger: this.logger, observers: this.observers, publishing: this.publishing, outbox: this.outbox };
+    // Every line masked: a log line may quote a broker URL or an error text holding `user:password@`.
+    const masked = maskingLogger(logger);
+    this.shutdown = new ShutdownBound(config.shutdownTimeoutMs, masked);
+    this.observers = new ObserverHub(observers, masked);
+    this.publishing = new PublishingSide(config, masked, this.observers);
+    this.replyAddresses = new ReplyAddressChecker(config, masked);
+    this.outbox = new OutboxSide(config, this.publishing, masked, this.observers);
+    const sides = { config, logger: masked, observers: this.observers, publishing: this.publishing, outbox: this.outbox };
     this.consuming = new ConsumingSide({ ...sides, replyAddresses: this.replyAddresses });
     this.control = this.consuming.control;
   }
