@@ -1,5 +1,5 @@
 import { getAll } from './channel-get.settler.js';
-import { type ChannelOpener, queueExists } from './queue-exists.probe.js';
+import { type ChannelOpener, onOwnChannel, queueExists } from './queue-exists.probe.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import { sleep } from '../core/time/duration.timer.js';
@@ -24,12 +24,7 @@ import type { ConfirmPublisher } from './confirm.publisher.js';
 /** Declares the registry queue, durable and classic, if missing; one that exists serves whatever its type. */
 async function ensureRegistry(open: ChannelOpener): Promise<void> {
   if (await queueExists(open, HANDLER_REGISTRY_QUEUE)) return;
-  const channel = await open();
-  try {
-    await channel.assertQueue(HANDLER_REGISTRY_QUEUE, { durable: true, arguments: queueTypeArgument('classic') });
-  } finally {
-    await channel.close().catch(() => undefined);
-  }
+  await onOwnChannel(open, (channel) => channel.assertQueue(HANDLER_REGISTRY_QUEUE, { durable: true, arguments: queueTypeArgument('classic') }));
 }
 
 /**
@@ -61,13 +56,8 @@ export async function withRegistryLock<T>(open: ChannelOpener, work: () => Promi
 }
 
 async function releaseRegistryLock(open: ChannelOpener): Promise<void> {
-  try {
-    const channel = await open();
-    await channel.deleteQueue(HANDLER_REGISTRY_LOCK);
-    await channel.close().catch(() => undefined);
-  } catch {
-    // the connection is gone, and the exclusive queue with it
-  }
+  // A failure: the connection is gone, and the exclusive queue with it.
+  await onOwnChannel(open, (channel) => channel.deleteQueue(HANDLER_REGISTRY_LOCK)).catch(() => undefined);
 }
 
 /**
@@ -76,8 +66,8 @@ async function releaseRegistryLock(open: ChannelOpener): Promise<void> {
  * go back when the channel closes. Two racing starts leave both records until the next; readers keep the newest.
  */
 async function recordLocked(open: ChannelOpener, publisher: ConfirmPublisher, entry: HandlerEntry, now: Date): Promise<void> {
-  const channel = await open();
-  try {
+  // The channel's close puts the unacked records back, in their order.
+  await onOwnChannel(open, async (channel) => {
     const seen = await getAll(channel, HANDLER_REGISTRY_QUEUE);
     const records = seen.map((message) => readHandlerRecord(message.content));
     const { application, ...fields } = entry;
@@ -88,9 +78,7 @@ async function recordLocked(open: ChannelOpener, publisher: ConfirmPublisher, en
       const { queue, errorQueue } = records[index] as HandlerRecord;
       if (!(await queueExists(open, queue)) && !(await queueExists(open, errorQueue))) channel.ack(seen[index]);
     }
-  } finally {
-    await channel.close().catch(() => undefined); // unacked records go back, in their order
-  }
+  });
 }
 
 /** What a start records of a queue that parks: the record's fields, and the name of the application that runs it. */
@@ -123,22 +111,16 @@ export async function recordOrWarn(open: ChannelOpener, publisher: ConfirmPublis
 
 /** The newest record of every recorded handler queue, left in the registry. None when the registry does not exist. */
 export async function readHandlerRegistry(open: ChannelOpener): Promise<HandlerRecord[]> {
-  const channel = await open(); // a broker that cannot be reached fails the read, as it should (the page's 502)
-  try {
-    await channel.checkQueue(HANDLER_REGISTRY_QUEUE);
-  } catch {
-    return []; // 404: no handler has recorded itself here (the channel is closed by the broker)
-  }
-  await channel.close().catch(() => undefined);
+  // A broker that cannot be reached fails the read, as it should (the page's 502). A failed check (a 404): no handler
+  // has recorded itself here.
+  const registry = await onOwnChannel(open, (channel) => channel.checkQueue(HANDLER_REGISTRY_QUEUE).catch(() => undefined));
+  if (!registry) return [];
   return withRegistryLock(open, () => readLocked(open));
 }
 
-async function readLocked(open: ChannelOpener): Promise<HandlerRecord[]> {
-  const channel = await open();
-  try {
+function readLocked(open: ChannelOpener): Promise<HandlerRecord[]> {
+  return onOwnChannel(open, async (channel) => {
     const records = (await getAll(channel, HANDLER_REGISTRY_QUEUE)).map((message) => readHandlerRecord(message.content));
     return latestRecords(records.filter((record) => record !== undefined));
-  } finally {
-    await channel.close().catch(() => undefined);
-  }
+  });
 }

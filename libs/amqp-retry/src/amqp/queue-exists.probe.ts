@@ -3,6 +3,19 @@ import type { Channel } from 'amqplib';
 /** Opens a channel the caller may lose to a broker error (a 404, a 406). */
 export type ChannelOpener = () => Promise<Channel>;
 
+/** Runs `work` on a channel of its own, then closes it whatever happened (a broker error may have closed it already). */
+export async function onOwnChannel<T>(open: ChannelOpener, work: (channel: Channel) => Promise<T>): Promise<T> {
+  const channel = await open();
+  try {
+    return await work(channel);
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
+}
+
+/** True for amqplib's error of a passive declare that found nothing (the broker's 404, which closes the channel). */
+export const isNotFound = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 404;
+
 /**
  * Whether a queue exists: a passive declare on a channel of its own (a 404 closes it). Any failure but a 404 is
  * thrown (a lost connection, a quorum queue between leaders), so that a caller never acts on an absence it did not see.
@@ -12,15 +25,13 @@ export const queueExists = (open: ChannelOpener, queue: string): Promise<boolean
 /** Whether an exchange exists, as queueExists answers for a queue. */
 export const exchangeExists = (open: ChannelOpener, exchange: string): Promise<boolean> => exists(open, (channel) => channel.checkExchange(exchange));
 
-async function exists(open: ChannelOpener, check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
-  const channel = await open();
-  try {
-    await check(channel);
-    return true;
-  } catch (error) {
-    if ((error as { code?: unknown } | null)?.code === 404) return false;
-    throw error;
-  } finally {
-    await channel.close().catch(() => undefined); // a 404 has closed it already
-  }
-}
+const exists = (open: ChannelOpener, check: (channel: Channel) => Promise<unknown>): Promise<boolean> =>
+  onOwnChannel(open, async (channel) => {
+    try {
+      await check(channel);
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  });

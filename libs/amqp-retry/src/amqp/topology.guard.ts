@@ -2,6 +2,7 @@ import type { Channel } from 'amqplib';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { AmqpConnection } from './amqp.connection.js';
+import { isNotFound } from './queue-exists.probe.js';
 
 /** The queues and exchanges a guard checks, by name. */
 export interface GuardedTopology {
@@ -77,7 +78,7 @@ async function exists(check: () => Promise<unknown>): Promise<boolean> {
     await check();
     return true;
   } catch (error) {
-    if ((error as { code?: unknown }).code === 404) return false;
+    if (isNotFound(error)) return false;
     throw new Error(`could not check the retry topology: ${errorMessage(error)}`, { cause: error });
   }
 }
