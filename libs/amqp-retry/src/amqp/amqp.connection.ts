@@ -80,11 +80,6 @@ export class AmqpConnection {
     return this.model !== undefined;
   }
 
-  /** The node this connection is on (its URL, password masked), or undefined while it is down. */
-  get node(): string | undefined {
-    return this.model ? describeNode(this.options.urls, this.nodeIndex) : undefined;
-  }
-
   /** What the broker said of itself (product, version), for version checks. */
   get serverProperties(): Record<string, unknown> | undefined {
     return this.model?.connection.serverProperties as Record<string, unknown> | undefined;
