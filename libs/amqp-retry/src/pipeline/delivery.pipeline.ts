@@ -17,9 +17,14 @@ import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 
-/** A handler call the heartbeat counts: its counter, and when the call began (performance.now()). */
-interface Counted {
-  counter: DeliveryCounter;
+/** A handler call that failed, as the failure step reads it; `counter`: the heartbeat's, `started` when the call began (performance.now()). */
+interface FailedCall {
+  policy: RetryPolicy;
+  pattern?: string;
+  attempt: number;
+  deaths: XDeath[];
+  observed?: DeliveryObservation;
+  counter?: DeliveryCounter;
   started: number;
 }
 
@@ -173,13 +178,7 @@ export class DeliveryPipeline {
         unread = false;
       } else running = invoke(payload, context);
     } catch (error) {
-      return this.failedStep(
-        message,
-        settle,
-        signal,
-        { policy, pattern, attempt, deaths, observed, counted: counter && { counter, started } },
-        error,
-      );
+      return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counter, started }, error);
     }
     const handled = (): void => {
       observed?.handled();
@@ -190,10 +189,8 @@ export class DeliveryPipeline {
       // Taken back before its handler was called (the queue stopped while it waited): already in the broker.
       if (!this.handedOver(message, signal)) return;
       const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
-      const counted = counter && { counter, started }; // made on a failure only: a success allocates nothing for it
-      return inPlace
-        ? this.failedStep(message, settle, signal, { policy, pattern, attempt: inPlace.attempt, deaths, observed, counted }, inPlace.failure)
-        : this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counted }, error);
+      const call = { policy, pattern, attempt: inPlace?.attempt ?? attempt, deaths, observed, counter, started }; // on a failure only
+      return this.failedStep(message, settle, signal, call, inPlace ? inPlace.failure : error);
     };
     // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
     return Promise.resolve(running).then(unread ? (answer) => settleAnswer(answer, handled, failed) : handled, failed);
@@ -204,21 +201,14 @@ export class DeliveryPipeline {
     message: ConsumeMessage,
     settle: Settle,
     signal: AbortSignal,
-    {
-      policy,
-      pattern,
-      attempt,
-      deaths,
-      observed,
-      counted,
-    }: { policy: RetryPolicy; pattern?: string; attempt: number; deaths: XDeath[]; observed?: DeliveryObservation; counted?: Counted },
+    { policy, pattern, attempt, deaths, observed, counter, started }: FailedCall,
     error: unknown,
   ): Promise<void> {
     const { queue } = this.config;
     const { maxAttempts, delaysMs } = policy;
     const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
     observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
-    if (counted) counted.counter.countFailed(queue, performance.now() - counted.started, error, after.action === 'retry');
+    if (counter) counter.countFailed(queue, performance.now() - started, error, after.action === 'retry');
     if (after.action === 'park') {
       const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
       return this.parkStep(message, settle, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
