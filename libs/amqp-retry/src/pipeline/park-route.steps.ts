@@ -196,20 +196,14 @@ export class TierRouter {
     return false;
   }
 
-  /** Sends the delivery that failed `attempt` into the tier of the next one. */
-  async route(message: ConsumeMessage, settle: Settle, policy: RetryPolicy, attempt: number, signal: AbortSignal): Promise<void> {
-    if (policy.firstTier !== undefined && attempt === 1) {
-      await this.moveToFirstTier(message, settle, policy.firstTier, signal);
-      return;
-    }
-    settle.nack(false);
-  }
-
   /**
-   * Publishes a copy into `tier` through the dead-letter exchange (same body and properties but `expiration` and
-   * `userId`, headers that say where it failed first) and acks the original once the copy is confirmed.
+   * Sends the delivery that failed `attempt` into the tier of the next one. A first failure of another schedule is
+   * published as a copy into its first tier through the dead-letter exchange (same body and properties but
+   * `expiration` and `userId`, headers that say where it failed first), the original acked once the copy is confirmed.
    */
-  private async moveToFirstTier(message: ConsumeMessage, settle: Settle, tier: string, signal: AbortSignal): Promise<void> {
+  async route(message: ConsumeMessage, settle: Settle, policy: RetryPolicy, attempt: number, signal: AbortSignal): Promise<void> {
+    const tier = policy.firstTier;
+    if (tier === undefined || attempt !== 1) return settle.nack(false);
     const { queue } = this;
     const headers = firstFailureHeaders(
       message.properties.headers as Record<string, unknown> | undefined,
