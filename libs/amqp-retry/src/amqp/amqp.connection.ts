@@ -1,9 +1,9 @@
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
-import { closeWhenLate, connectBroker } from './broker.connector.js';
+import { connectWithin } from './broker.connector.js';
 import { holdChannelNumbersUntilFlushed } from './channel-numbers.guard.js';
 import { coalesceSocketWrites } from './socket-writes.coalescer.js';
-import { MAX_TIMER_MS, sleep, startTimer, withinTime } from '../core/time/duration.timer.js';
+import { sleep, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
@@ -163,22 +163,14 @@ export class AmqpConnection {
   /** Nagle's algorithm off: with it, each small frame waits for the next packet (docs/design.md section 6: a retry 60 ms late, not 12). */
   private async connect(index: number): Promise<ChannelModel> {
     const { name, connectTimeoutMs } = this.options;
-    const url = this.options.urls[index];
-    // amqplib's `timeout` is the socket's idle timeout (a Node timer: at most MAX_TIMER_MS); withinTime bounds the handshake.
-    const connecting = connectBroker(url, {
+    const timeoutText = `no answer within ${connectTimeoutMs} ms (connectTimeout)`;
+    const model = await connectWithin(this.options.urls[index], connectTimeoutMs, timeoutText, {
       noDelay: true,
-      timeout: Math.min(connectTimeoutMs, MAX_TIMER_MS),
       clientProperties: { connection_name: name },
     });
-    try {
-      const model = await withinTime(connecting, connectTimeoutMs, () => new Error(`no answer within ${connectTimeoutMs} ms (connectTimeout)`));
-      this.fitInternals(model);
-      this.nodeIndex = index;
-      return model;
-    } catch (error) {
-      closeWhenLate(connecting);
-      throw error;
-    }
+    this.fitInternals(model);
+    this.nodeIndex = index;
+    return model;
   }
 
   /** Adapts amqplib's internals (channel-numbers.guard.ts, socket-writes.coalescer.ts); where they differ, says so once. */

@@ -1,4 +1,5 @@
 import amqp, { type ChannelModel, type Options } from 'amqplib';
+import { MAX_TIMER_MS, withinTime } from '../core/time/duration.timer.js';
 
 /** What opens a connection to a broker: amqplib's `connect`, or a stand-in for it. */
 export type BrokerConnect = (url: string, socketOptions?: Record<string, unknown>) => Promise<ChannelModel>;
@@ -23,10 +24,25 @@ export function replaceBrokerConnect(connect: BrokerConnect | undefined): void {
   else delete (globalThis as Holder)[CONNECTOR];
 }
 
-/** Closes a connection that opens after its caller gave up on it: its socket would keep the process alive. */
-export function closeWhenLate(connecting: Promise<ChannelModel>): void {
-  void connecting.then(
-    (late) => late.close().catch(() => undefined),
-    () => undefined,
-  );
+/**
+ * Connects within `timeoutMs`, TCP and AMQP handshake together: amqplib's `timeout` is the socket's idle timeout (a
+ * Node timer: at most MAX_TIMER_MS). A connection that opens after its caller gave up on it is closed: its socket would
+ * keep the process alive.
+ */
+export async function connectWithin(
+  url: string,
+  timeoutMs: number,
+  timeoutText: string,
+  socketOptions?: Record<string, unknown>,
+): Promise<ChannelModel> {
+  const connecting = connectBroker(url, { ...socketOptions, timeout: Math.min(timeoutMs, MAX_TIMER_MS) });
+  try {
+    return await withinTime(connecting, timeoutMs, () => new Error(timeoutText));
+  } catch (error) {
+    void connecting.then(
+      (late) => late.close().catch(() => undefined),
+      () => undefined,
+    );
+    throw error;
+  }
 }

@@ -1,7 +1,7 @@
 import { closeSettled } from './channel-close.settler.js';
 import type amqp from 'amqplib';
-import { closeWhenLate, connectBroker } from './broker.connector.js';
-import { MAX_TIMER_MS, withinTime } from '../core/time/duration.timer.js';
+import { connectWithin } from './broker.connector.js';
+import { withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { PartitionsPluginError } from '../errors/partitions-plugin.error.js';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
@@ -30,11 +30,9 @@ export async function declareHashExchange(probe: HashExchangeProbe): Promise<voi
   const failures: string[] = [];
   for (const url of probe.urls) {
     let model: amqp.ChannelModel;
-    const connecting = connectBroker(url, { timeout: Math.min(probe.connectTimeoutMs, MAX_TIMER_MS) });
     try {
-      model = await withinTime(connecting, probe.connectTimeoutMs, () => new Error(`no answer within ${probe.connectTimeoutMs} ms`));
+      model = await connectWithin(url, probe.connectTimeoutMs, `no answer within ${probe.connectTimeoutMs} ms`);
     } catch (error) {
-      closeWhenLate(connecting);
       failures.push(errorMessage(error));
       continue;
     }
