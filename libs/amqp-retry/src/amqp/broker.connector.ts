@@ -29,20 +29,12 @@ export function replaceBrokerConnect(connect: BrokerConnect | undefined): void {
  * Node timer: at most MAX_TIMER_MS). A connection that opens after its caller gave up on it is closed: its socket would
  * keep the process alive.
  */
-export async function connectWithin(
-  url: string,
-  timeoutMs: number,
-  timeoutText: string,
-  socketOptions?: Record<string, unknown>,
-): Promise<ChannelModel> {
-  const connecting = connectBroker(url, { ...socketOptions, timeout: Math.min(timeoutMs, MAX_TIMER_MS) });
+export async function connectWithin(url: string, timeoutMs: number, timeoutText: string, socket?: Record<string, unknown>): Promise<ChannelModel> {
+  const connecting = connectBroker(url, { ...socket, timeout: Math.min(timeoutMs, MAX_TIMER_MS) });
   try {
     return await withinTime(connecting, timeoutMs, () => new Error(timeoutText));
   } catch (error) {
-    void connecting.then(
-      (late) => late.close().catch(() => undefined),
-      () => undefined,
-    );
+    void connecting.then((late) => late.close()).catch(() => undefined);
     throw error;
   }
 }
