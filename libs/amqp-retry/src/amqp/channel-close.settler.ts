@@ -42,3 +42,31 @@ export async function closeWhenOpen(opening: Promise<Closable> | undefined, wait
   const closing = opening.then((opened) => closeSettled(opened)).catch(() => undefined);
   await withinTime(closing, waitMs, () => new Error('still closing')).catch(() => undefined);
 }
+
+/**
+ * A channel opened at its first use and shared until it closes or fails to open; the use after that opens another.
+ * `open` makes it, and hands its 'close' listener `forget`.
+ */
+export class SharedChannel<T> {
+  private current?: Promise<T>;
+
+  get(open: (forget: () => void) => Promise<T>): Promise<T> {
+    if (this.current) return this.current;
+    const opening = open(() => this.forget(opening));
+    this.current = opening;
+    opening.catch(() => this.forget(opening));
+    return opening;
+  }
+
+  /** Forgets `opening` if it is still the one shared. */
+  forget(opening: Promise<T> | undefined): void {
+    if (this.current === opening) this.current = undefined;
+  }
+
+  /** Forgets the one shared, if any, and returns it (to close it). */
+  take(): Promise<T> | undefined {
+    const current = this.current;
+    this.current = undefined;
+    return current;
+  }
+}

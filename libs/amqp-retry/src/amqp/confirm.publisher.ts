@@ -1,4 +1,4 @@
-import { closeWhenOpen } from './channel-close.settler.js';
+import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import { startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
@@ -69,7 +69,7 @@ export interface PublishPatience {
  * 100,000 holds 100,000 small records.
  */
 export class ConfirmPublisher {
-  private current?: Promise<OpenChannel>;
+  private readonly current = new SharedChannel<OpenChannel>();
   /** The channel while open: the usual publish takes it without waiting on a promise. */
   private open?: OpenChannel;
   private waiting = 0;
@@ -95,8 +95,7 @@ export class ConfirmPublisher {
   /** Rejects every later publish and closes the channel, with which the publishes awaiting a confirm settle. */
   async close(): Promise<void> {
     this.closed = true;
-    const current = this.current;
-    this.current = undefined;
+    const current = this.current.take();
     this.open = undefined;
     // A broker that blocks publishers answers neither open nor close: the connection's close then ends it.
     await closeWhenOpen(current?.then((open) => open.channel));
@@ -210,7 +209,7 @@ export class ConfirmPublisher {
   private retire(open: OpenChannel): void {
     if (this.open !== open) return;
     this.open = undefined;
-    this.current = undefined;
+    this.current.take();
     startTimer(this.limits.confirmTimeoutMs, () => void open.channel.close().catch(() => undefined)).unref();
   }
 
@@ -247,37 +246,33 @@ export class ConfirmPublisher {
   }
 
   private channel(): Promise<OpenChannel> {
-    if (this.current) return this.current;
-    const opening = this.connection.createConfirmChannel().then((channel) => {
-      const open: OpenChannel = {
-        channel,
-        pending: new Set(),
-        writes: new WriteQueue(this.limits.timeoutMs),
-        confirms: new DeadlineClock(this.limits.confirmTimeoutMs),
-      };
-      channel.on('drain', () => open.writes.drained());
-      channel.on('return', (message: Message) => {
-        const publish = findReturnedPublish(open.pending, message);
-        if (publish) publish.returned = true;
-      });
-      channel.on('error', (error: Error & { code?: unknown }) => {
-        open.closedBecause = error.message.replace(/^.*?with message "(.*)"$/, '$1');
-        if (typeof error.code === 'number') open.closedWithCode = error.code;
-      });
-      channel.on('close', () => {
-        // Forgotten first: the publishes the line lets go now must find no open channel here.
-        if (this.open === open) this.open = undefined;
-        if (this.current === opening) this.current = undefined;
-        open.writes.closed();
-      });
-      this.open = open;
-      return open;
-    });
-    this.current = opening;
-    opening.catch(() => {
-      if (this.current === opening) this.current = undefined;
-    });
-    return opening;
+    return this.current.get((forget) =>
+      this.connection.createConfirmChannel().then((channel) => {
+        const open: OpenChannel = {
+          channel,
+          pending: new Set(),
+          writes: new WriteQueue(this.limits.timeoutMs),
+          confirms: new DeadlineClock(this.limits.confirmTimeoutMs),
+        };
+        channel.on('drain', () => open.writes.drained());
+        channel.on('return', (message: Message) => {
+          const publish = findReturnedPublish(open.pending, message);
+          if (publish) publish.returned = true;
+        });
+        channel.on('error', (error: Error & { code?: unknown }) => {
+          open.closedBecause = error.message.replace(/^.*?with message "(.*)"$/, '$1');
+          if (typeof error.code === 'number') open.closedWithCode = error.code;
+        });
+        channel.on('close', () => {
+          // Forgotten first: the publishes the line lets go now must find no open channel here.
+          if (this.open === open) this.open = undefined;
+          forget();
+          open.writes.closed();
+        });
+        this.open = open;
+        return open;
+      }),
+    );
   }
 }
 

@@ -1,4 +1,4 @@
-import { closeWhenOpen } from './channel-close.settler.js';
+import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { Channel, ConsumeMessage, Options } from 'amqplib';
 import { errorMessage } from '../core/text/error-message.format.js';
 
@@ -20,7 +20,7 @@ export interface ReplyListener {
  * no queue takes comes back at once, not at the caller's timeout); replies arrive on it. Opened again after a loss.
  */
 export class DirectReplyChannel {
-  private channel?: Promise<Channel>;
+  private readonly channel = new SharedChannel<Channel>();
 
   constructor(
     private readonly open: () => Promise<Channel>,
@@ -28,30 +28,18 @@ export class DirectReplyChannel {
   ) {}
 
   async send(exchange: string, routingKey: string, content: Buffer, options: Options.Publish): Promise<void> {
-    const channel = await this.ready();
+    const channel = await this.channel.get((forget) => this.start(forget));
     channel.publish(exchange, routingKey, content, { ...options, mandatory: true, replyTo: DIRECT_REPLY_QUEUE });
   }
 
   async close(): Promise<void> {
-    const channel = this.channel;
-    this.channel = undefined;
-    await closeWhenOpen(channel);
+    await closeWhenOpen(this.channel.take());
   }
 
-  private ready(): Promise<Channel> {
-    this.channel ??= this.start();
-    const opening = this.channel;
-    opening.catch(() => {
-      if (this.channel === opening) this.channel = undefined;
-    });
-    return opening;
-  }
-
-  private async start(): Promise<Channel> {
+  private async start(forget: () => void): Promise<Channel> {
     const channel = await this.open();
-    const opening = this.channel;
     channel.on('close', () => {
-      if (this.channel === opening) this.channel = undefined;
+      forget();
       this.listener.lost('the channel for requests and replies closed (connection lost or client closed)');
     });
     channel.on('return', (message: ConsumeMessage) => {

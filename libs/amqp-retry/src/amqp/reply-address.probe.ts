@@ -1,4 +1,4 @@
-import { closeWhenOpen } from './channel-close.settler.js';
+import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { Channel } from 'amqplib';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { probeFailure, type ReplyAddressState } from '../core/publish/reply-address.rules.js';
@@ -25,7 +25,7 @@ interface ProbeChannel {
  * answered: that address is refused; the probes behind it go out once the connection is back.
  */
 export class ReplyAddressProbe {
-  private channel?: Promise<ProbeChannel>;
+  private readonly channel = new SharedChannel<ProbeChannel>();
   /** The probes in order, each after the one before. */
   private line: Promise<unknown> = Promise.resolve();
   private closed = false;
@@ -56,9 +56,7 @@ export class ReplyAddressProbe {
 
   async close(): Promise<void> {
     this.closed = true;
-    const channel = this.channel;
-    this.channel = undefined;
-    await closeWhenOpen(channel?.then((open) => open.channel));
+    await closeWhenOpen(this.channel.take()?.then((open) => open.channel));
   }
 
   private async probe(address: string): Promise<ReplyAddressState> {
@@ -80,7 +78,7 @@ export class ReplyAddressProbe {
         await open.channel.checkQueue(address);
         return { kind: 'exists' };
       } catch (error) {
-        if (this.channel === opening) this.channel = undefined; // closed by the broker: the next probe opens another
+        this.channel.forget(opening); // closed by the broker: the next probe opens another
         const loss = connection.lastLoss;
         const channelCode = open.closedWithCode ?? (error as { code?: unknown } | null)?.code;
         const verdict = probeFailure(typeof channelCode === 'number' ? channelCode : undefined, loss.count > losses ? loss.code : undefined);
@@ -95,13 +93,13 @@ export class ReplyAddressProbe {
   }
 
   private open(connection: AmqpConnection): Promise<ProbeChannel> {
-    const opening = (this.channel ??= connection.createChannel('direct reply-to probes', true).then((channel) => {
-      const open: ProbeChannel = { channel };
-      channel.on('error', (error: { code?: unknown }) => typeof error.code === 'number' && (open.closedWithCode = error.code));
-      channel.on('close', () => this.channel === opening && (this.channel = undefined));
-      return open;
-    }));
-    opening.catch(() => this.channel === opening && (this.channel = undefined));
-    return opening;
+    return this.channel.get((forget) =>
+      connection.createChannel('direct reply-to probes', true).then((channel) => {
+        const open: ProbeChannel = { channel };
+        channel.on('error', (error: { code?: unknown }) => typeof error.code === 'number' && (open.closedWithCode = error.code));
+        channel.on('close', forget);
+        return open;
+      }),
+    );
   }
 }

@@ -1,4 +1,5 @@
 import type { Channel } from 'amqplib';
+import { SharedChannel } from './channel-close.settler.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { AmqpConnection } from './amqp.connection.js';
@@ -19,7 +20,8 @@ export interface GuardedTopology {
  */
 export class TopologyGuard {
   private running?: Promise<void>;
-  private channel?: Promise<Channel>;
+  /** The checking channel, opened again after a 404 closed it. */
+  private readonly channel = new SharedChannel<Channel>();
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -45,7 +47,9 @@ export class TopologyGuard {
 
   /** The first missing exchange or queue, described; undefined when all exist. */
   private async findMissing(): Promise<string | undefined> {
-    const channel = await this.openChannel();
+    const channel = await this.channel.get((forget) =>
+      this.connection.createChannel('retry topology check', true).then((open) => open.on('close', forget)),
+    );
     for (const name of this.topology.exchanges) {
       if (!(await exists(() => channel.checkExchange(name)))) return `the exchange "${name}"`;
     }
@@ -53,22 +57,6 @@ export class TopologyGuard {
       if (!(await exists(() => channel.checkQueue(name)))) return `the queue "${name}"`;
     }
     return undefined;
-  }
-
-  /** The checking channel, opened again after a 404 closed it. */
-  private openChannel(): Promise<Channel> {
-    if (this.channel) return this.channel;
-    const opening = this.connection.createChannel('retry topology check', true).then((channel) => {
-      channel.on('close', () => {
-        if (this.channel === opening) this.channel = undefined;
-      });
-      return channel;
-    });
-    this.channel = opening;
-    opening.catch(() => {
-      if (this.channel === opening) this.channel = undefined;
-    });
-    return opening;
   }
 }
 
