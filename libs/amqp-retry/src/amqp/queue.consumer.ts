@@ -265,14 +265,10 @@ export class QueueConsumer {
     }
     if (subscription) {
       if (subscription.consumerTag !== undefined) this.down(plan.downReason);
-      await this.closeChannel(subscription);
+      if (this.subscription === subscription) this.subscription = undefined;
+      await closeSubscription(subscription);
     }
     void this.dispatch({ type: 'drained' });
-  }
-
-  private closeChannel(subscription: Subscription): Promise<void> {
-    if (this.subscription === subscription) this.subscription = undefined;
-    return closeSubscription(subscription);
   }
 
   /** `carefully`: delivered by a consumer at prefetch 1, whose deliveries tell whether the suspects are through. */

@@ -99,19 +99,8 @@ export class DelayForwardHandler {
   }
 
   private parkIt(message: ConsumeMessage, settle: Settle, reason: ParkReason, error: unknown, signal: AbortSignal, target?: DelayTarget) {
-    return this.parker.park(
-      message,
-      settle,
-      this.park,
-      {
-        reason,
-        error,
-        handlerCalls: 0,
-        queue: this.ladder.readyQueue,
-        deaths: [],
-        ...(target && { deliveredExchange: target.exchange, deliveredRoutingKey: target.routingKey }),
-      },
-      signal,
-    );
+    const delivered = target && { deliveredExchange: target.exchange, deliveredRoutingKey: target.routingKey };
+    const details = { reason, error, handlerCalls: 0, queue: this.ladder.readyQueue, deaths: [], ...delivered };
+    return this.parker.park(message, settle, this.park, details, signal);
   }
 }

@@ -8,6 +8,8 @@ import type { ConsumeMessage } from 'amqplib';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { XDeath } from '../core/delivery/x-death.parser.js';
 
+const ignore = (): undefined => undefined;
+
 /**
  * The time-limit step: each call bounded by its delivery's policy (`timeoutMs`; see withHandlerTimeout). A queue
  * whose deliveries share one policy gets one bounded invoker; a routed queue one per distinct limit, made on first use.
@@ -41,10 +43,7 @@ export function withHandlerTimeout(invoke: HandlerInvoker, timeoutMs: number, qu
       const call = new TimedCall(context.signal);
       const wait = clock.start(() => {
         const error = new HandlerTimeoutError(queue, timeoutMs, context.attempt, formatted);
-        error.callEnded = running.then(
-          () => undefined,
-          () => undefined,
-        );
+        error.callEnded = running.then(ignore, ignore);
         call.expire(error);
         reject(error);
         return false;
