@@ -5,19 +5,12 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { replyRoute } from '../core/publish/reply-address.rules.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
 import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
-import type { InboundPacket } from './rpc.packet.js';
+import type { InboundPacket, ReplyPacket } from './rpc.packet.js';
 
 type Request = Extract<InboundPacket, { kind: 'request' }>;
 
 /** Sends one reply of a request. */
 type Reply = (content: Buffer) => Promise<void>;
-
-/** What Nest's ClientRMQ reads from a reply: a value, an error, and the end of the stream. */
-interface ReplyPacket {
-  response?: unknown;
-  err?: unknown;
-  isDisposed?: boolean;
-}
 
 /** Nest's text for a request no handler takes, so that its clients see what they would see from ServerRMQ. */
 const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';

@@ -32,15 +32,6 @@ const ROUTE_CACHE_SIZE = 1_000;
 /** The longest pattern text kept in the route cache: the cache holds at most ROUTE_CACHE_SIZE x this many characters. */
 const ROUTE_CACHE_KEY_MAX = 256;
 
-interface PatternEntry {
-  handler: MessageHandler;
-  /**
-   * The handler's own pattern (Nest's string form), which metrics and traces are labelled with: a label per client
-   * spelling (`{"cmd":  "sum"}`, `{"cmd":"sum"}`) would let any client grow /metrics without bound.
-   */
-  pattern: string;
-}
-
 /** The extras of a pattern's handlers, the first and those Nest chained after it (`next`). */
 function chainOf(handler: MessageHandler): unknown[] {
   const extras: unknown[] = [];
@@ -68,7 +59,8 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private readonly events = new EventEmitter();
   private readonly routeLogger: RetryLogger = maskingLogger(new Logger('RetryServer'));
   private engine?: RetryEngine;
-  private table = new Map<string, PatternEntry>();
+  /** The handlers by their own pattern (Nest's string form). */
+  private table = new Map<string, MessageHandler>();
   /** Nest's route of each pattern text seen that names a handler (routeOf): at most ROUTE_CACHE_SIZE. */
   private readonly routes = new Map<string, string>();
   private queue?: HandlerConfig;
@@ -145,7 +137,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const handlers = [...this.getHandlers()];
     const bindings = handlers.map(([pattern]) => pattern).filter((p) => p.length > 0 && Buffer.byteLength(p) <= 255);
     const queue = queueConfig(this.options, this.moduleConfig, bindings);
-    this.table = new Map(handlers.map(([pattern, handler]) => [pattern, { handler, pattern }]));
+    this.table = new Map(handlers);
     this.routes.clear();
     this.queue = queue;
     // Patterns' extras are read (and refused) here, before any connection: for the queue, and per partition below.
@@ -183,7 +175,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const schedules: HandlerConfig[] = [];
     const patterns: PatternPolicyLine[] = [];
     const policies = new Map<string, RetryPolicy>();
-    for (const { pattern, handler } of this.table.values()) {
+    for (const [pattern, handler] of this.table) {
       const { policy, schedule } = handler.isEventHandler
         ? patternPolicy(pattern, policyExtras(pattern, chainOf(handler)), queue, this.options, this.moduleConfig)
         : { policy: queue, schedule: undefined };
@@ -218,26 +210,30 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     deaths: readonly XDeath[],
   ): DeliveryRoute {
     let packet: InboundPacket;
-    let entry: PatternEntry | undefined;
+    /**
+     * The handler's own pattern, which metrics and traces are labelled with: a label per client spelling
+     * (`{"cmd":  "sum"}`, `{"cmd":"sum"}`) would let any client grow /metrics without bound.
+     */
+    let own: string;
     try {
       // A body without the envelope is named by its publisher's key, which a retry's delivery no longer carries.
       const headers = message.properties.headers as Record<string, unknown> | undefined;
       const { routingKey } = firstRoute(headers, deaths, queue.queue, message.fields);
       const { replyTo, correlationId } = message.properties;
       packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, patternAsString);
-      entry = this.table.get(this.routeOf(packet.pattern));
+      own = this.routeOf(packet.pattern);
     } catch (error) {
       return { kind: 'park', reason: 'malformed', error: new Error(`the message's pattern cannot be read: ${errorMessage(error)}`) };
     }
     const replies = this.replies();
-    if (!entry) {
+    const handler = this.table.get(own);
+    if (!handler) {
       const error = new Error(`no handler for the pattern ${JSON.stringify(packet.pattern)} on "${queue.queue}"`);
       const request = packet.kind === 'request' ? packet : undefined;
       const notify = request ? () => replies.noHandler(request) : undefined;
       return { kind: 'park', reason: 'no-handler', error, notify };
     }
-    const { handler } = entry;
-    const policy = policies.get(entry.pattern) ?? queue;
+    const policy = policies.get(own) ?? queue;
     if (packet.kind === 'request') {
       const request = packet;
       return {
@@ -253,7 +249,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       kind: 'handle',
       payload: data,
       policy: once,
-      pattern: entry.pattern,
+      pattern: own,
       invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry),
     };
   }

@@ -53,7 +53,7 @@ export function readPacket(
   return { kind: 'event', pattern, data: body.data };
 }
 
-/** A reply as the client reads it: Nest's `{ err, response, isDisposed }`, or the error that says why it is not one. */
+/** A reply as Nest's RMQ transport writes and reads it: a value, an error, and the end of the stream (`isDisposed`). */
 export type ReplyPacket = { err?: unknown; response?: unknown; isDisposed?: boolean };
 
 /** Reads a reply's body: JSON text of an object, else a disposing error naming what was wrong with it. */
