@@ -1,6 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import { DeliveryGate, type GatePass } from '../core/delivery/delivery.gate.js';
-import { type DurationTimer, startTimer } from '../core/time/duration.timer.js';
+import { startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { Delivery, type Settle, type Subscription } from './consumer.subscription.js';
@@ -53,14 +53,12 @@ export class ConsumerDeliveries {
   }
 
   /** Waits until no handler runs, at most `timeoutMs`; true when the time ran out first. */
-  async idleWithin(timeoutMs: number): Promise<boolean> {
-    let timer: DurationTimer | undefined;
-    const timedOut = await Promise.race([
-      this.whenIdle().then(() => false),
-      new Promise<boolean>((resolve) => (timer = startTimer(timeoutMs, () => resolve(true)))),
-    ]);
-    timer?.cancel();
-    return timedOut;
+  idleWithin(timeoutMs: number): Promise<boolean> {
+    const idle = this.running === 0 ? Promise.resolve() : new Promise<void>((resolve) => this.idle.push(resolve));
+    return withinTime(idle, timeoutMs, () => new Error('handlers still running')).then(
+      () => false,
+      () => true,
+    );
   }
 
   /** A delivery whose channel died while it waited is not handled: the broker redelivers it. */
@@ -116,9 +114,5 @@ export class ConsumerDeliveries {
     pass.leave();
     if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();
     if (--this.running === 0) for (const wake of this.idle.splice(0)) wake();
-  }
-
-  private whenIdle(): Promise<void> {
-    return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
   }
 }
