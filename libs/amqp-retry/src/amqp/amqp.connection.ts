@@ -121,28 +121,26 @@ export class AmqpConnection {
 
   /** `expectClose`: the caller provokes a broker close (a passive declare that may 404), so it is not logged. */
   async createChannel(purpose: string, expectClose = false): Promise<Channel> {
-    const channel = withSettledClose(await this.current().createChannel());
-    this.keepConnection(channel, purpose);
-    return channel.on('error', (error: Error) => {
+    return this.keepConnection(await this.current().createChannel(), purpose).on('error', (error: Error) => {
       if (!expectClose) this.logger.error(`AMQP channel for ${purpose} closed by the broker: ${error.message}`);
     });
   }
 
   /** Not logged: confirm channels report their failures through the publishes they fail. */
   async createConfirmChannel(): Promise<ConfirmChannel> {
-    const channel = withSettledClose(await this.current().createConfirmChannel());
-    this.keepConnection(channel, 'publishing');
-    return channel.on('error', () => undefined);
+    return this.keepConnection(await this.current().createConfirmChannel(), 'publishing').on('error', () => undefined);
   }
 
   /**
-   * amqplib throws what a channel's listeners throw (a consumer callback, its `Unknown consumer`) into the connection,
-   * which then closes with every other channel; with a 'handler-error' listener it hands them there instead.
+   * The channel with a `close()` that settles (channel-close.settler.ts) and a 'handler-error' listener: amqplib throws
+   * what a channel's listeners throw (a consumer callback, its `Unknown consumer`) into the connection, which then
+   * closes with every other channel; with a 'handler-error' listener it hands them there instead.
    */
-  private keepConnection(channel: Channel, purpose: string): void {
+  private keepConnection<T extends Channel>(channel: T, purpose: string): T {
     channel.on('handler-error', (error: unknown, event: string) =>
       this.logger.error(`AMQP channel for ${purpose}: a "${event}" event failed (${errorMessage(error)}); the connection stays up`),
     );
+    return withSettledClose(channel);
   }
 
   async close(): Promise<void> {

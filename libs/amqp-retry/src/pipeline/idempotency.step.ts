@@ -58,7 +58,7 @@ export const idempotencyStep =
       try {
         result = await invoke(payload, context);
       } catch (error) {
-        renewal.stop();
+        renewal.cancel();
         const release = () =>
           bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
             logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
@@ -68,7 +68,7 @@ export const idempotencyStep =
         else await release();
         throw error;
       }
-      renewal.stop();
+      renewal.cancel();
       await record(store, key, ttlMs, claimTtlMs, (error) =>
         logger.error(
           `"${queue}": handled "${messageKey}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
@@ -88,11 +88,11 @@ async function claim(store: IdempotencyStore, key: string, token: string, claimT
   }
 }
 
-/** Renews the claim while the handler runs. */
+/** Renews the claim while the handler runs, until the timer it returns is cancelled. */
 function renewEvery(store: IdempotencyStore, key: string, token: string, claimTtlMs: number, warn: (problem: string) => void) {
   let lost = false;
   // Every third of claimTtl, which may be longer than a single Node timer takes (a claim of up to a year).
-  const timer = startInterval(Math.floor(claimTtlMs / 3), () => {
+  return startInterval(Math.floor(claimTtlMs / 3), () => {
     bounded('renew', key, () => store.renew(key, token, claimTtlMs)).then(
       (held) => {
         if (!held && !lost) {
@@ -103,7 +103,6 @@ function renewEvery(store: IdempotencyStore, key: string, token: string, claimTt
       (error: unknown) => warn(errorMessage(error)),
     );
   }).unref();
-  return { stop: () => timer.cancel() };
 }
 
 /**
