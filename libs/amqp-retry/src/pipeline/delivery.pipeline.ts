@@ -65,35 +65,17 @@ export interface DeliveryPipelineParts {
  * retryable failure goes on to its tier, anything else is parked.
  */
 export class DeliveryPipeline {
+  // The parts every delivery reads are fields of their own; the others (a failure's, a park's) are read from `parts`.
   private readonly config: HandlerConfig;
   private readonly invoke: HandlerInvoker;
   private readonly router?: DeliveryRouter;
-  private readonly parker: MessageParker;
-  private readonly park: ParkTarget;
-  private readonly tiers: TierRouter;
-  private readonly logger: RetryLogger;
   private readonly observers?: ObserverHub;
   private readonly returns?: OwnReturns;
-  private readonly handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
-  private readonly answered?: (message: ConsumeMessage, attempt: number) => void;
-
   /** The invoker hands the handler's answer on unread (answersUnread): an Observable is read here. */
   private readonly answersUnread: boolean;
 
-  constructor(parts: DeliveryPipelineParts) {
-    ({
-      config: this.config,
-      invoke: this.invoke,
-      router: this.router,
-      parker: this.parker,
-      park: this.park,
-      tiers: this.tiers,
-      logger: this.logger,
-      observers: this.observers,
-      returns: this.returns,
-      handOver: this.handOver,
-      answered: this.answered,
-    } = parts);
+  constructor(private readonly parts: DeliveryPipelineParts) {
+    ({ config: this.config, invoke: this.invoke, router: this.router, observers: this.observers, returns: this.returns } = parts);
     this.answersUnread = answersUnread(parts.invoke);
   }
 
@@ -134,14 +116,14 @@ export class DeliveryPipeline {
     const route = router(payload, message, deaths);
     if (route.kind === 'park') {
       if (!this.handedOver(message, signal)) return;
-      await route.notify?.().catch((error: unknown) => this.logger.error(`"${queue}": ${errorMessage(error)}`));
+      await route.notify?.().catch((error: unknown) => this.parts.logger.error(`"${queue}": ${errorMessage(error)}`));
       return this.parkStep(message, settle, { queue, deaths, reason: route.reason, error: route.error, handlerCalls: 0 }, signal);
     }
     if (route.kind === 'once') {
       if (!this.handedOver(message, signal)) return;
       const context = { attempt: firstAttempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
-      const answered = await route.run(context).catch((error: unknown) => void this.logger.error(`"${queue}": ${errorMessage(error)}`));
-      if (answered) this.answered?.(message, context.attempt);
+      const answered = await route.run(context).catch((error: unknown) => void this.parts.logger.error(`"${queue}": ${errorMessage(error)}`));
+      if (answered) this.parts.answered?.(message, context.attempt);
       return settle.ack();
     }
     const attempt = firstAttempt + movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
@@ -213,17 +195,18 @@ export class DeliveryPipeline {
       const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
       return this.parkStep(message, settle, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
     }
-    if (!(await this.tiers.ready(signal))) return; // the channel is gone: the broker redelivers the message
+    const { tiers, logger } = this.parts;
+    if (!(await tiers.ready(signal))) return; // the channel is gone: the broker redelivers the message
     const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
-    if (this.config.retryLogs === 'line') this.logger.warn(line);
-    else this.logger.debug(line);
-    return this.tiers.route(message, settle, policy, attempt, signal);
+    if (this.config.retryLogs === 'line') logger.warn(line);
+    else logger.debug(line);
+    return tiers.route(message, settle, policy, attempt, signal);
   }
 
   /** The park step, wherever the decision to park was made. */
   private async parkStep(message: ConsumeMessage, settle: Settle, details: ParkDetails, signal: AbortSignal): Promise<void> {
     if (!this.handedOver(message, signal)) return;
-    return this.parker.park(message, settle, this.park, details, signal);
+    return this.parts.parker.park(message, settle, this.parts.park, details, signal);
   }
 
   /**
@@ -231,7 +214,7 @@ export class DeliveryPipeline {
    * Without a hand-over nothing waits before the handler, so nothing is ever taken back.
    */
   private handedOver(message: ConsumeMessage, signal: AbortSignal): boolean {
-    return this.handOver?.(message, signal) ?? true;
+    return this.parts.handOver?.(message, signal) ?? true;
   }
 }
 
