@@ -113,6 +113,7 @@ export class MessageParker {
 
   async park(message: ConsumeMessage, settle: Settle, target: ParkTarget, details: ParkDetails, signal: AbortSignal): Promise<void> {
     const { errorQueue } = target;
+    const { messageId } = message.properties;
     const what = { name: `a parked copy from "${details.queue}"`, target: `the error queue "${errorQueue}"` };
     const copy = { exchange: '', routingKey: errorQueue, options: this.copyOptions(message, details), what };
     const observers = this.observers?.active ? this.observers : undefined;
@@ -120,7 +121,6 @@ export class MessageParker {
     let onRejected: ((error: unknown) => void) | undefined;
     if (observers) {
       const headers = (copy.options.headers ??= {});
-      const { messageId } = message.properties;
       scope = observers.publishing({ kind: 'park', exchange: '', routingKey: errorQueue, headers, messageId });
       onRejected = (error) => {
         scope?.end?.(error);
@@ -133,7 +133,6 @@ export class MessageParker {
     scope?.end?.();
     const { queue, pattern, reason, error, handlerCalls } = details;
     observers?.emit('parked', { queue, pattern, errorQueue, reason, error, handlerCalls, message });
-    const { messageId } = message.properties;
     const parkedId = copy.options.headers?.[ParkedHeader.id];
     const line = parkLogLine({ queue, errorQueue, reason, handlerCalls, messageId, parkedId, error: errorMessage(error) });
     this.logger.warn(this.parkLogs === 'stack' && HANDLER_FAILURES.has(reason) ? `${line}\n${errorStack(error)}` : line);
