@@ -65,7 +65,7 @@ export interface DeliveryPipelineParts {
  * retryable failure goes on to its tier, anything else is parked.
  */
 export class DeliveryPipeline {
-  // The parts every delivery reads are fields of their own; the others (a failure's, a park's) are read from `parts`.
+  // The parts every delivery reads are fields of their own; those of a failure, a park or a request are read from `parts`.
   private readonly config: HandlerConfig;
   private readonly invoke: HandlerInvoker;
   private readonly router?: DeliveryRouter;
