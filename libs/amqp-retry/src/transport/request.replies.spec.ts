@@ -53,8 +53,8 @@ describe('the replies to a request', () => {
     // would also see Jest's and the runtime's own, which come and go on a loaded machine.
     const armed = new Set<unknown>();
     let armedInAll = 0;
-    const arm = jest.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, ms?: number, ...args: unknown[]) => {
-      const handle = setTimeoutOf(callback, ms, ...args);
+    const arm = jest.spyOn(globalThis, 'setTimeout').mockImplementation(((...args: Parameters<typeof setTimeout>) => {
+      const handle = setTimeoutOf(...args);
       armed.add(handle);
       armedInAll++;
       return handle;
