@@ -21,7 +21,7 @@ const ENGINE_FILES = [
   // outage protection: the queue's flow (breaker, pause, rate limit) and pause/resume from other processes
   'queue-flow\\.control', 'rate-limit\\.gate', 'waiting\\.deliveries', 'control\\.side', 'control\\.listener',
   // delayed delivery, the outbox, partitions
-  'delay\\.forwarding', 'ladder\\.drain', 'outbox\\.[a-z]+', 'partitions?\\.[a-z]+',
+  'delay\\.forwarding', 'outbox\\.[a-z]+', 'partitions?\\.[a-z]+',
   // the console's heartbeat
   'heartbeat\\.runtime',
 ];
