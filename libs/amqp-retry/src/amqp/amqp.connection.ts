@@ -166,7 +166,13 @@ export class AmqpConnection {
       noDelay: true,
       clientProperties: { connection_name: name },
     });
-    this.fitInternals(model);
+    try {
+      this.fitInternals(model);
+    } catch (error) {
+      // A logger of the application's that throws (or amqplib's internals that do) must not leave the socket open.
+      void model.close().catch(() => undefined);
+      throw error;
+    }
     this.nodeIndex = index;
     return model;
   }
