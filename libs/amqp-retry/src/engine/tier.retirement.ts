@@ -1,4 +1,5 @@
 import { getAll, getSettled } from '../amqp/channel-get.settler.js';
+import { onOwnChannel } from '../amqp/queue-exists.probe.js';
 import type { Channel } from 'amqplib';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } from '../core/topology/retry-plan.record.js';
@@ -20,14 +21,8 @@ export interface Retirement {
  * Runs `use` on a channel of its own, then closes the channel whatever happened (a broker error, a 404 or a 406, may
  * have closed it already). `expectClose`: its broker closes are not logged (see AmqpConnection.createChannel).
  */
-export async function onChannel<T>(connection: AmqpConnection, purpose: string, use: (c: Channel) => Promise<T>, expectClose = false): Promise<T> {
-  const channel = await connection.createChannel(purpose, expectClose);
-  try {
-    return await use(channel);
-  } finally {
-    await channel.close().catch(() => undefined);
-  }
-}
+export const onChannel = <T>(connection: AmqpConnection, purpose: string, use: (c: Channel) => Promise<T>, expectClose = false): Promise<T> =>
+  onOwnChannel(() => connection.createChannel(purpose, expectClose), use);
 
 /** Runs one operation that may make the broker close the channel (a 404, a 406) on a channel of its own; undefined when it fails. */
 const attempt = <T>(connection: AmqpConnection, operation: (channel: Channel) => Promise<T>): Promise<T | undefined> =>
