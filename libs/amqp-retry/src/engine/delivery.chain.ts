@@ -1,7 +1,6 @@
 import type { DeliveryHandler } from '../amqp/queue.consumer.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-import type { ObserverHub } from '../core/observe/observer.hub.js';
 import {
   answerOf,
   answersUnread,
@@ -12,11 +11,10 @@ import {
   type PolicyOf,
   type RetryPolicy,
 } from '../pipeline/delivery.contracts.js';
-import { DeliveryPipeline } from '../pipeline/delivery.pipeline.js';
+import { DeliveryPipeline, type DeliveryPipelineParts } from '../pipeline/delivery.pipeline.js';
 import { idempotencyStep } from '../pipeline/idempotency.step.js';
 import { inboxStep } from '../pipeline/inbox.step.js';
 import { orderingStep } from '../pipeline/ordering.step.js';
-import type { MessageParker, ParkTarget, TierRouter } from '../pipeline/park-route.steps.js';
 import { timeLimitStep } from '../pipeline/time-limit.step.js';
 import type { QueueFlowControl } from './queue-flow.control.js';
 
@@ -82,18 +80,12 @@ export function handlerChain(parts: ChainParts, call: HandlerInvoker): HandlerIn
   return invoke;
 }
 
-/** What a handler queue's deliveries go through: the handler (or the routes) and the outcome steps. */
-export interface DeliveryChainParts {
-  config: HandlerConfig;
-  /** The handler's call; a routed queue calls each delivery's route instead. */
-  invoke: HandlerInvoker;
-  router?: DeliveryRouter;
+/**
+ * What a handler queue's deliveries go through: the handler (or the routes) and the outcome steps, as the pipeline takes
+ * them, and the queue's flow control, which supplies the rest of the pipeline's parts.
+ */
+export interface DeliveryChainParts extends Omit<DeliveryPipelineParts, 'returns' | 'handOver' | 'answered'> {
   flow: QueueFlowControl;
-  parker: MessageParker;
-  park: ParkTarget;
-  tiers: TierRouter;
-  logger: RetryLogger;
-  observers?: ObserverHub;
 }
 
 /** The delivery handler of a handler queue: the gate, then decide, route, the handler chain and the outcome. */
