@@ -125,8 +125,8 @@ export interface ListeningClient {
 
 /**
  * LISTENs on `client` for NOTIFYs on `channel` until the returned function is called (UNLISTEN, its listeners removed,
- * the connection given back by `release`). A connection error first gives the connection back broken (`release(error)`)
- * and calls `onLost`; so does a failed LISTEN, before it rejects.
+ * the connection given back by `release`). A connection error gives the connection back broken (`release(error)`), then
+ * calls `onLost`; a failed LISTEN gives it back broken and rejects, without `onLost`.
  */
 export async function listenOn(
   client: ListeningClient,
