@@ -29,6 +29,8 @@ export class PartitionMembership {
   private deaf = false;
   private relistenFailed = false;
   private closed = false;
+  /** It announced that it leaves. */
+  private left = false;
 
   constructor(
     readonly member: string,
@@ -89,6 +91,10 @@ export class PartitionMembership {
 
   /** Best effort: a missed heartbeat is made up by the next; the others wait 3 before they count this one gone. */
   async announce(leaving = false): Promise<void> {
+    // Leaving is the last word: an announcement that comes after it (a start that was still listening when its stop
+    // came) would have the others count this instance alive, and give it partitions, for three more heartbeats.
+    if (this.left) return;
+    if (leaving) this.left = true;
     try {
       this.announcer ??= this.deps.publishingChannel(`partition announcements of "${this.queue}"`).then((channel) => {
         channel.on('close', () => (this.announcer = undefined));
