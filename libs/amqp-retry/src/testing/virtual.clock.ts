@@ -16,6 +16,8 @@ class Task {
     readonly run: () => void,
     /** The broker's own work (a message's expiry, a delivery), as opposed to the application's timers. */
     readonly broker: boolean,
+    /** A one-shot timer's delay, which `refresh()` counts again from now. */
+    readonly delay: number,
     readonly every?: number,
   ) {}
 
@@ -35,7 +37,7 @@ class Task {
     return this;
   }
   close(): this {
-    this.cancelled = true;
+    this.clock.cancel(this);
     return this;
   }
   [Symbol.toPrimitive](): number {
@@ -77,7 +79,7 @@ export class VirtualClock {
   /** Schedules `run` after `delayMs`; `broker`: work of the in-memory broker (settle waits for it). */
   schedule(delayMs: number, run: () => void, options: { broker?: boolean; every?: number } = {}): Task {
     const delay = Number.isFinite(delayMs) && delayMs > 0 ? delayMs : 0;
-    const task = new Task(this, this.nextId++, this.now + delay, this.nextSeq++, run, options.broker ?? false, options.every);
+    const task = new Task(this, this.nextId++, this.now + delay, this.nextSeq++, run, options.broker ?? false, delay, options.every);
     this.tasks.set(task.id, task);
     if (delay === 0) this.runSoon();
     return task;
@@ -102,16 +104,17 @@ export class VirtualClock {
   autoRun = true;
   private soon = false;
 
+  /** Cancels `task`; one of another clock (a harness before this one) is only marked, never taken for this clock's task of its id. */
   cancel(task: Task | undefined): void {
     if (!task) return;
     task.cancelled = true;
-    this.tasks.delete(task.id);
+    if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
   }
 
-  /** A timer's `refresh()`: due its whole delay from now again. */
+  /** A timer's `refresh()`: due its whole delay (or period) from now again, also after it fired, as in Node. */
   reschedule(task: Task): void {
     if (task.cancelled) return;
-    task.due = this.now + (task.every ?? 0);
+    task.due = this.now + (task.every ?? task.delay);
     task.seq = this.nextSeq++;
     this.tasks.set(task.id, task);
   }
@@ -185,18 +188,24 @@ export class VirtualClock {
       const run = () => (fn as (...a: unknown[]) => void)(...args);
       return this.schedule(wait, run, repeat ? { every: Math.max(1, wait) } : {});
     };
-    const clear = (handle: TimerArg) => {
-      if (handle instanceof Task) this.cancel(handle);
-      else if (typeof handle === 'number' || typeof handle === 'string') this.cancel(this.tasks.get(Number(handle)));
+    // A handle that is no task of this clock (a timer set before install, Node's or Jest's) goes to the clear it came from.
+    const clearOf = (name: string) => {
+      const original = saved.find(([target, key]) => target === g && key === name)?.[2]?.value as ((handle: unknown) => void) | undefined;
+      return (handle: TimerArg | object) => {
+        const own =
+          handle instanceof Task ? handle : typeof handle === 'number' || typeof handle === 'string' ? this.tasks.get(Number(handle)) : undefined;
+        if (own) this.cancel(own);
+        else if (handle !== null && handle !== undefined) original?.call(g, handle);
+      };
     };
     const define = (target: Record<string, unknown>, name: string, value: unknown) =>
       Object.defineProperty(target, name, { value, writable: true, configurable: true, enumerable: false });
     define(g, 'setTimeout', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args));
     define(g, 'setInterval', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args, true));
     define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => timer(0, fn, args));
-    define(g, 'clearTimeout', clear);
-    define(g, 'clearInterval', clear);
-    define(g, 'clearImmediate', clear);
+    define(g, 'clearTimeout', clearOf('clearTimeout'));
+    define(g, 'clearInterval', clearOf('clearInterval'));
+    define(g, 'clearImmediate', clearOf('clearImmediate'));
     define(g, 'Date', virtualDate(this, RealDate));
     // Microtasks stay real, also where Jest's fake timers had replaced them.
     define(g, 'queueMicrotask', (fn: () => void) => void Promise.resolve().then(fn));
