@@ -98,6 +98,19 @@ describe('the in-memory broker: expiry and dead-lettering', () => {
     expect(wait.ready).toHaveLength(0);
   });
 
+  it("refuses a publish past x-max-length under reject-publish, and under reject-publish-dlx dead-letters it as 'maxlen' too", () => {
+    const { broker, wait } = setUp();
+    queue(broker, 'plain', { 'x-max-length': 1, 'x-overflow': 'reject-publish', 'x-dead-letter-exchange': 'dlx' });
+    queue(broker, 'full', { 'x-max-length': 1, 'x-overflow': 'reject-publish-dlx', 'x-dead-letter-exchange': 'dlx' });
+    const [plain, full] = [broker.queues.get('plain')!, broker.queues.get('full')!];
+    expect([broker.enqueue(plain, message('a')), broker.enqueue(plain, message('b'))]).toEqual([true, false]);
+    expect(wait.ready).toHaveLength(0);
+    expect([broker.enqueue(full, message('c')), broker.enqueue(full, message('d'))]).toEqual([true, false]);
+    expect(full.ready.map((e) => e.message.routingKeys[0])).toEqual(['c']);
+    const dead = wait.ready.map((e) => deliveredHeaders(e.message)['x-death'] as Array<Record<string, unknown>>);
+    expect(dead.map((deaths) => [deaths[0].queue, deaths[0].reason])).toEqual([['full', 'maxlen']]);
+  });
+
   it('drops a dead-letter cycle with no rejection in it', async () => {
     const { clock, broker, work, wait } = setUp();
     // A message that expires in work (its own expiration) goes to wait, expires there, and would come back to work.

@@ -175,10 +175,15 @@ export class MemoryBroker {
     return found;
   }
 
-  /** Puts a message in a queue; false when the queue refuses it (its length limit, `x-overflow: reject-publish`). */
+  /**
+   * Puts a message in a queue; false when the queue refuses it (its length limit, `x-overflow: reject-publish`, or
+   * `reject-publish-dlx`, which also dead-letters the refused message as `maxlen`).
+   */
   enqueue(queue: MemoryQueue, message: BrokerMessage): boolean {
     const { maxLength } = queue;
     if (maxLength !== undefined && queue.ready.length >= maxLength) {
+      if (queue.overflow === 'reject-publish-dlx')
+        this.deadLetter(queue, { message, seq: ++this.seq, redelivered: false, deliveryCount: 0 }, 'maxlen');
       if (queue.overflow !== 'drop-head') return false;
       const head = queue.ready.shift();
       if (head) this.deadLetter(queue, head, 'maxlen');
