@@ -16,9 +16,14 @@ export interface Death {
 /** Which RabbitMQ's dead-lettering the broker follows: `current` (3.13 and later), `legacy` (3.12 and earlier, e.g. 3.10). */
 export type DeathRules = 'current' | 'legacy';
 
-/** The rules of a RabbitMQ version (`4.1.0`, `3.10.8`): legacy before 3.13. */
+/** The rules of a RabbitMQ version (`4.1.0`, `3.10.8`, `4.2.0-rc.1`): legacy before 3.13. Anything else is refused, naming the option. */
 export function deathRulesOf(version: string): DeathRules {
-  const [major = 0, minor = 0] = version.split('.').map((part) => Number.parseInt(part, 10));
+  const read = /^(\d+)\.(\d+)(\.\d+)?([-+~].*)?$/.exec(version);
+  if (!read)
+    throw new TypeError(
+      `RetryHarness option brokerVersion: ${JSON.stringify(version)} is not a RabbitMQ version; give one such as '4.1.0' or '3.10.8'`,
+    );
+  const [major, minor] = [Number(read[1]), Number(read[2])];
   return major > 3 || (major === 3 && minor >= 13) ? 'current' : 'legacy';
 }
 

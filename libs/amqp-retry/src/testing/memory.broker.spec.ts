@@ -1,4 +1,4 @@
-import { deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
+import { deathRulesOf, deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
 import { headersMatch, topicMatches } from './exchange.routing.js';
 import { MemoryBroker } from './memory.broker.js';
 import { VirtualClock } from './virtual.clock.js';
@@ -158,5 +158,21 @@ describe('the in-memory broker: expiry and dead-lettering', () => {
     broker.requeue('qq', q.ready.shift()!);
     expect(q.ready).toHaveLength(0);
     expect(broker.queues.get('wait')!.ready[0].message.deaths[0]).toMatchObject({ queue: 'qq', reason: 'delivery_limit' });
+  });
+});
+
+describe("the in-memory broker's version", () => {
+  it('follows the rules of 3.13 and later from 3.13 on, of 3.10 before, and refuses what is no version, naming the option', () => {
+    expect(['4.1.0', '4.2.0-rc.1', '3.13.0', '3.13', '3.12.14', '3.10.8+1'].map(deathRulesOf)).toEqual([
+      'current',
+      'current',
+      'current',
+      'current',
+      'legacy',
+      'legacy',
+    ]);
+    for (const bad of ['v4.1.0', '4', '', 'latest']) {
+      expect(() => deathRulesOf(bad)).toThrow(`RetryHarness option brokerVersion: ${JSON.stringify(bad)} is not a RabbitMQ version`);
+    }
   });
 });

@@ -57,7 +57,8 @@ export interface RetryHarnessOptions {
   /**
    * The RabbitMQ version the in-memory broker says it is and whose dead-lettering it follows (default 4.1.0): from
    * 3.13 on, `x-death` entries move to the front when counted, `x-last-death-*` headers are written and a client's
-   * `x-death` is ignored; before 3.13 (e.g. '3.10.8') the broker follows 3.10's observed behaviour instead.
+   * `x-death` is ignored; before 3.13 (e.g. '3.10.8') the broker follows 3.10's observed behaviour instead. What is
+   * not a version (major.minor, with or without a patch and a suffix) fails the start with a TypeError naming this option.
    */
   brokerVersion?: string;
 }
