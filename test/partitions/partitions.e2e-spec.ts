@@ -203,6 +203,26 @@ describe('partitioned queues on a real broker', () => {
     expect(successes(run.seen)).toBe(200);
   });
 
+  it('cuts a retired partition off again when an instance of the earlier count binds it back, so moved messages do not go round', async () => {
+    suite.uses(4);
+    const first = handlerFor({ queue: suite.queue, partitions: { count: 4, key: { header: 'x-key' } } }, () => undefined);
+    await (await startApp([first], TEST_OPTIONS)).close();
+    const run = partitionedHandler({ count: 2 });
+    suite.apps.push(await startApp([run.make('a')], TEST_OPTIONS));
+    await untilEveryAppOwnsAPartition();
+    // What an instance still running count 4 does when it reconnects: it binds its partitions to the hash exchange again.
+    for (const retired of [`${suite.queue}.p2`, `${suite.queue}.p3`]) await suite.broker.channel.bindQueue(retired, suite.queue, '1');
+    await publish(40, 5);
+    await waitFor(
+      () => successes(run.seen) >= 200,
+      'every message handled, none going round between the hash exchange and a retired partition',
+      20_000,
+    );
+    expect(await suite.broker.count(`${suite.queue}.p2`)).toBe(0);
+    expect(await suite.broker.count(`${suite.queue}.p3`)).toBe(0);
+    expect(successes(run.seen)).toBe(200);
+  });
+
   it('runs on quorum partition queues as well: in order, nothing lost, every partition with one consumer', async () => {
     const run = partitionedHandler({ count: 2, queueType: 'quorum' });
     suite.apps.push(await startApp([run.make('a')], TEST_OPTIONS), await startApp([run.make('b')], TEST_OPTIONS));

@@ -1,5 +1,5 @@
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { queueExists } from '../amqp/queue-exists.probe.js';
+import { onOwnChannel, queueExists } from '../amqp/queue-exists.probe.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { partitionConfigs, partitionNames, PARTITION_WEIGHT, searchesRetired } from '../core/partitions/partition.plan.js';
@@ -7,6 +7,9 @@ import { movedProperties, movedRoutingKey } from '../core/partitions/partition-m
 import { errorMessage } from '../core/text/error-message.format.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { scheduleTiers, type EngineHandler, type HandlerRuntimeDeps } from './handler.runtime.js';
+
+/** How often at most a retired partition's mover cuts it off the hash exchange again (see moveOut). */
+const REBIND_CHECK_MS = 1_000;
 
 /**
  * What a partitioned handler leaves behind when its layout changes: partition queues beyond a smaller `count`, and the
@@ -73,7 +76,7 @@ export class PartitionRetirement {
       logger.warn(
         `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${count}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
       );
-      this.moveOut(queue);
+      this.moveOut(queue, true);
     }
   }
 
@@ -119,10 +122,21 @@ export class PartitionRetirement {
   /**
    * Moves what `queue` holds, and whatever reaches it later (from its tiers, replays), into the hash exchange with the
    * key it was first published with, until the queue is deleted: then the mover ends instead of retrying forever.
+   * `retiredPartition`: the queue is a partition beyond the count, which an instance still running the earlier count
+   * binds to the hash exchange again when it reconnects; the hash exchange would then send the moved messages straight
+   * back, round and round. So before a move it is cut off again, once a second at most (a message may go round for
+   * that second, not for ever).
    */
-  private moveOut(queue: string): void {
+  private moveOut(queue: string, retiredPartition = false): void {
     const { connection, logger, resume, recordPublisher } = this.deps;
     const hashExchange = this.names.hashExchange;
+    let unboundAt = 0;
+    const unbindAgain = async () => {
+      if (!retiredPartition || Date.now() - unboundAt < REBIND_CHECK_MS) return;
+      unboundAt = Date.now();
+      const open = () => connection.createChannel(`partition "${queue}" unbind`, true);
+      await onOwnChannel(open, (channel) => channel.unbindQueue(queue, hashExchange, PARTITION_WEIGHT)).catch(() => undefined);
+    };
     const redeclare = async () => {
       if (await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)) return;
       logger.log(`"${queue}" was deleted: nothing more to move from it`);
@@ -131,6 +145,7 @@ export class PartitionRetirement {
     };
     const mover: QueueConsumer = new QueueConsumer({ queue, prefetch: 20, connection, logger, resume, redeclare }, async (message, settle) => {
       try {
+        await unbindAgain();
         await recordPublisher.publish(hashExchange, movedRoutingKey(message, queue), message.content, movedProperties(message.properties));
         settle.ack();
       } catch (error) {
