@@ -1,5 +1,5 @@
 import { QueueConsumer } from '../amqp/queue.consumer.js';
-import { onOwnChannel, queueExists } from '../amqp/queue-exists.probe.js';
+import { queueExists } from '../amqp/queue-exists.probe.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { partitionConfigs, partitionNames, PARTITION_WEIGHT, searchesRetired } from '../core/partitions/partition.plan.js';
@@ -7,6 +7,7 @@ import { movedProperties, movedRoutingKey } from '../core/partitions/partition-m
 import { errorMessage } from '../core/text/error-message.format.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { scheduleTiers, type EngineHandler, type HandlerRuntimeDeps } from './handler.runtime.js';
+import { onChannel } from './tier.retirement.js';
 
 /** How often at most a retired partition's mover cuts it off the hash exchange again (see moveOut). */
 const REBIND_CHECK_MS = 1_000;
@@ -134,8 +135,9 @@ export class PartitionRetirement {
     const unbindAgain = async () => {
       if (!retiredPartition || Date.now() - unboundAt < REBIND_CHECK_MS) return;
       unboundAt = Date.now();
-      const open = () => connection.createChannel(`partition "${queue}" unbind`, true);
-      await onOwnChannel(open, (channel) => channel.unbindQueue(queue, hashExchange, PARTITION_WEIGHT)).catch(() => undefined);
+      await onChannel(connection, `partition "${queue}" unbind`, (channel) => channel.unbindQueue(queue, hashExchange, PARTITION_WEIGHT), true).catch(
+        () => undefined,
+      );
     };
     const redeclare = async () => {
       if (await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)) return;
