@@ -343,7 +343,12 @@ export class RetryHarness {
 
   private async connect(url: string): Promise<ChannelModel> {
     if (this.closed) throw new Error('harness: closed');
-    if (this.failures.connectRefused()) throw new Error(`connect ECONNREFUSED ${url.replace(/\/\/[^@]*@/, '//')} (refused by the harness)`);
+    // Shaped as Node's own refusal (code, syscall), which is what code that classifies connect failures reads.
+    if (this.failures.connectRefused())
+      throw Object.assign(new Error(`connect ECONNREFUSED ${url.replace(/\/\/[^@]*@/, '//')} (refused by the harness)`), {
+        code: 'ECONNREFUSED',
+        syscall: 'connect',
+      });
     const published = (record: PublishRecord) => {
       const refused = this.failures.refuses(record);
       if (!bookkeeping(record)) this.publishes.push(Object.assign(record, { body: readBody(record.content), by: 'application' as const }));

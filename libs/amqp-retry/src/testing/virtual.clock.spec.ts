@@ -38,6 +38,18 @@ describe('the virtual clock’s timers', () => {
     expect(fired).toBe(0);
   });
 
+  it('disposing a timer (`using`) cancels it, as disposing one of Node’s does', async () => {
+    const clock = new VirtualClock(0);
+    let fired = 0;
+    await installed(clock, async () => {
+      const timer = setTimeout(() => fired++, 1_000);
+      timer[Symbol.dispose]();
+      expect(clock.pending()).toBe(0);
+      await clock.runUntil(5_000);
+    });
+    expect(fired).toBe(0);
+  });
+
   it("clearing a handle of an earlier clock leaves this clock's timer of the same id alone", async () => {
     const earlier = new VirtualClock(0);
     const stale = await installed(earlier, async () => setTimeout(() => undefined, 1_000));

@@ -40,6 +40,10 @@ class Task {
     this.clock.cancel(this);
     return this;
   }
+  /** `using timer = setTimeout(...)` clears it at the end of the scope, as Node's timers do. */
+  [Symbol.dispose](): void {
+    this.clock.cancel(this);
+  }
   [Symbol.toPrimitive](): number {
     return this.id;
   }
