@@ -2,6 +2,7 @@ import { RetryEngine, type QueueStateEvent, type RetryObserver } from 'nestjs-am
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { settleWindow, useSuite } from '../support/suite.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 
 type Step = { key: string; seq: number };
 
@@ -121,5 +122,59 @@ describe('ordered deliveries of a stopped classic queue under a hold', () => {
       '1.2',
       ...Array.from({ length: n - 1 }, (_, i) => `${i + 2}.1`),
     ]);
+  });
+});
+
+/**
+ * A half-open circuit takes its trial calls at a prefetch of `halfOpenCalls`: a message waiting behind its key's hold
+ * holds that place (and its trial's ticket), so the retried copy it waits for cannot be delivered.
+ */
+describe('ordered deliveries under a hold while the circuit is half-open', () => {
+  const suite = useSuite('e2e.ordered-flow.half-open');
+
+  it("'hold' at one trial call: the key's next message does not wait out the hold in the only place; it runs at once", async () => {
+    const { broker, queue } = suite;
+    const changes: string[] = [];
+    const observer: RetryObserver = { queueStateChanged: (e: QueueStateEvent) => changes.push(e.to) };
+    const Handler = handlerFor(
+      {
+        queue,
+        prefetch: 20,
+        delays: ['2s'],
+        maxAttempts: 3,
+        ordering: { key: (p) => (p as Partial<Step>).key, whileRetrying: 'hold', holdGrace: '4s' },
+        // Only 'dependency down' is an outage: the keyed message's failure leaves the circuit half-open.
+        circuitBreaker: {
+          consecutiveFailures: 1,
+          openFor: '500ms',
+          halfOpenCalls: 1,
+          countsAsFailure: (e) => (e as Error).message === 'dependency down',
+        },
+      },
+      (payload, context) => {
+        const { key, seq } = payload as Partial<Step>;
+        if (key === undefined && context.attempt === 1) throw new Error('dependency down');
+        if (seq === 1 && context.attempt === 1) throw new Error('seq 1 fails once');
+      },
+    );
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, observers: [observer] }));
+    const logger = new RecordingLogger();
+    app.useLogger(logger);
+    const calls = handlerOf(app, Handler).calls;
+    await broker.publish('', queue, { trigger: true }, { messageId: 'trigger' });
+    await waitFor(() => changes.includes('half-open'), 'the circuit open, then half-open', 10_000);
+    for (const seq of [1, 2]) await broker.publish('', queue, { key: 'k', seq }, { messageId: `k-${seq}` });
+    await waitFor(() => calls.filter((c) => (c.payload as Step).seq === 2).length === 1, 'seq 2 handled', 15_000);
+    const failed = calls.find((c) => (c.payload as Step).seq === 1)!;
+    const next = calls.find((c) => (c.payload as Step).seq === 2)!;
+    // Before seq 1's retry could come back (2 s): not after the hold's 6 s with the queue's one place taken.
+    expect(next.at - failed.at).toBeLessThan(1_500);
+    expect(logger.count(/ordering key "k" stops waiting .* would fill the prefetch of 1\)/)).toBe(1);
+    // seq 2 was the trial that closed the circuit; the two retries come back after it.
+    await waitFor(() => calls.length === 5, 'the two retries handled', 15_000);
+    expect(changes).toEqual(['open', 'half-open', 'running']);
+    const keyed = calls.filter((c) => (c.payload as Partial<Step>).key === 'k');
+    expect(keyed.map((c) => `${(c.payload as Step).seq}.${c.attempt}`)).toEqual(['1.1', '2.1', '1.2']);
+    expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 });

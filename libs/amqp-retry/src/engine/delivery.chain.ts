@@ -51,7 +51,10 @@ const policyOf = ({ config, policyOf: routed }: ChainParts): PolicyOf => routed 
 
 /** The middlewares around the handler call, outermost first; a step that does not apply to the queue answers undefined. */
 const HANDLER_STEPS: ReadonlyArray<{ name: string; step: (parts: ChainParts) => Middleware | undefined }> = [
-  { name: 'ordering', step: (p) => p.config.ordering && orderingStep({ ...p.config, ordering: p.config.ordering }, p.logger, policyOf(p)) },
+  {
+    name: 'ordering',
+    step: (p) => p.config.ordering && orderingStep({ ...p.config, ordering: p.config.ordering }, p.logger, policyOf(p), () => p.flow.prefetch),
+  },
   { name: 'idempotency', step: ({ config, logger }) => config.idempotency && idempotencyStep(scopeOf(config), config.idempotency, logger) },
   { name: 'inbox', step: ({ config, logger }) => config.inbox && inboxStep(scopeOf(config), config.inbox, logger) },
   { name: 'breaker', step: (p) => p.flow.breakerStep(policyOf(p)) },

@@ -92,10 +92,12 @@ describe('QueueFlowControl', () => {
       expect(flow.status()).toMatchObject({ state: 'open', circuit: 'open', openUntil: new Date(1_000).toISOString() });
       jest.advanceTimersByTime(1_000);
       expect(flow.status().state).toBe('half-open');
+      expect(flow.prefetch).toBe(2); // what the ordering step's holds are bounded by
       outcome = undefined;
       await run(6);
       await run(7);
       expect(flow.status().state).toBe('running');
+      expect(flow.prefetch).toBe(20); // the configured one
       expect(target).toEqual(['hold: the queue is open', 'release 2', 'release normal']);
     } finally {
       jest.useRealTimers();

@@ -72,6 +72,12 @@ export class QueueFlowControl {
     return this.config.queue;
   }
 
+  /** The consumer's prefetch in force: `halfOpenCalls` while the circuit is half-open, else the configured one. */
+  get prefetch(): number {
+    const breaker = this.config.circuitBreaker;
+    return breaker && this.breaker?.state === 'half-open' ? breaker.halfOpenCalls : this.config.prefetch;
+  }
+
   /** The consumer to hold and release; set once it exists, and again for a new one, which starts in the current state. */
   attach(target: FlowTarget): void {
     this.target = target;

@@ -15,15 +15,23 @@ import { isTimeout } from '../errors/handler-timeout.error.js';
 /**
  * The ordering step: messages with the same ordering key run one at a time, in arrival order. A key function that
  * throws or returns something other than a string parks the message as malformed; undefined runs it unsequenced.
+ * `prefetch`: the consumer's prefetch in force (a half-open circuit's is smaller), which bounds what waits behind holds.
  */
 export const orderingStep =
-  (config: HandlerConfig & { ordering: OrderingConfig }, logger: RetryLogger, policyOf: PolicyOf): Middleware =>
+  (
+    config: HandlerConfig & { ordering: OrderingConfig },
+    logger: RetryLogger,
+    policyOf: PolicyOf,
+    prefetch: () => number = () => config.prefetch,
+  ): Middleware =>
   (invoke) => {
     const { ordering, queue } = config;
-    const sequencer = new KeySequencer(Math.max(0, config.prefetch - 1), ({ key, waiting, why }) =>
-      logger.warn(
-        `"${queue}": ordering key "${key}" stops waiting for its retried message (${why === 'full' ? `the messages held behind retries would fill the prefetch of ${config.prefetch}` : 'it did not come back in time'}); ${waiting} later message(s) of the key run now, before it`,
-      ),
+    const sequencer = new KeySequencer(
+      () => Math.max(0, prefetch() - 1),
+      ({ key, waiting, why }) =>
+        logger.warn(
+          `"${queue}": ordering key "${key}" stops waiting for its retried message (${why === 'full' ? `the messages held behind retries would fill the prefetch of ${prefetch()}` : 'it did not come back in time'}); ${waiting} later message(s) of the key run now, before it`,
+        ),
     );
     return async (payload, context) => {
       const read = readMessageKey(ordering.key, payload, context.message, 'ordering key');

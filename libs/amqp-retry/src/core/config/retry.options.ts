@@ -202,7 +202,8 @@ export interface OrderingOptions {
   /**
    * When a message fails and waits in a retry tier: 'continue' (default) lets the key's later messages run meanwhile,
    * so the retried one ends up after them; 'hold' keeps them waiting in the consumer until the retry comes back and
-   * settles, for at most its tier delay plus `holdGrace`, and at most prefetch - 1 messages.
+   * settles, for at most its tier delay plus `holdGrace`, and at most prefetch - 1 messages (halfOpenCalls - 1 while
+   * the circuit breaker is half-open).
    */
   whileRetrying?: 'continue' | 'hold';
   /** How long past its tier delay a held key waits for its retry to come back before it lets the others run. Default '10s'. */

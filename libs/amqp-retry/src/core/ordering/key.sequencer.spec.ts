@@ -124,6 +124,24 @@ describe('KeySequencer', () => {
     expect(sequencer.size).toBe(0);
   });
 
+  it('hold: a limit given as a function is read as messages join, so a prefetch that shrank (half-open) breaks the hold', async () => {
+    const breaks: HoldBreak[] = [];
+    let limit = 9;
+    const sequencer = new KeySequencer(
+      () => limit,
+      (b) => breaks.push(b),
+      manualClock().schedule,
+    );
+    (await sequencer.enter('k', 'm1'))!.leave({ owner: 'm1', ms: 1_000 });
+    const m2 = sequencer.enter('k', 'm2');
+    expect(breaks).toEqual([]);
+    limit = 0; // the consumer now takes one delivery at a time: m3 would wait in the place the retry needs
+    const m3 = sequencer.enter('k', 'm3');
+    expect(breaks).toEqual([{ key: 'k', owner: 'm1', waiting: 2, why: 'full' }]);
+    for (const next of [m2, m3]) (await next)!.leave();
+    expect(sequencer.size).toBe(0);
+  });
+
   it('hold with a limit of 0 (prefetch 1) lets the next message through at once', async () => {
     const breaks: HoldBreak[] = [];
     const sequencer = new KeySequencer(0, (b) => breaks.push(b), manualClock().schedule);

@@ -32,13 +32,14 @@ const defaultSchedule: Schedule = (run, ms) => {
  *
  * A hold (`whileRetrying: 'hold'`) keeps a key's later messages waiting until the retried copy comes back, runs first
  * and leaves without a hold. It ends early (`onBreak`) after `ms`, or when more than `maxHeldWaiting` messages wait
- * behind holds: each takes a prefetch slot, and the retried copy needs a free one to come back at all.
+ * behind holds: each takes a prefetch slot, and the retried copy needs a free one to come back at all. A function is
+ * read each time a message joins the waiting: the bound follows a prefetch that changes (a half-open circuit's).
  */
 export class KeySequencer {
   private readonly keys = new Map<string, KeyState>();
 
   constructor(
-    private readonly maxHeldWaiting: number,
+    private readonly maxHeldWaiting: number | (() => number),
     private readonly onBreak: (event: HoldBreak) => void = () => undefined,
     private readonly schedule: Schedule = defaultSchedule,
   ) {}
@@ -124,6 +125,7 @@ export class KeySequencer {
 
   /** Breaks the oldest holds while more messages wait behind holds than the consumer can spare. */
   private enforceLimit(): void {
+    const max = typeof this.maxHeldWaiting === 'number' ? this.maxHeldWaiting : this.maxHeldWaiting();
     for (;;) {
       let waiting = 0;
       let oldest: [string, KeyState] | undefined;
@@ -132,7 +134,7 @@ export class KeySequencer {
         waiting += entry[1].waiters.length;
         oldest ??= entry;
       }
-      if (oldest === undefined || waiting <= this.maxHeldWaiting) return;
+      if (oldest === undefined || waiting <= max) return;
       this.release(oldest[0], oldest[1], 'full');
     }
   }
