@@ -159,6 +159,44 @@ describe('queue flow: pause, resume, circuit breaker, rate limit', () => {
     expect(await broker.count(`${queue}.error`)).toBe(0);
   });
 
+  it('a lost connection aborts the running calls: their failures are not counted, and our reconnection opens no circuit', async () => {
+    const { broker, queue } = suite;
+    const proxy = await new TcpProxy().start();
+    try {
+      const changes: string[] = [];
+      const observer: RetryObserver = { queueStateChanged: (e) => changes.push(e.to) };
+      // A first delivery's call waits on its dependency, passing the signal on (as fetch does); a redelivery answers.
+      const Handler = handlerFor(
+        { queue, prefetch: 5, delays: ['10s'], circuitBreaker: { consecutiveFailures: 3, openFor: '1m' } },
+        (_payload, context) =>
+          context.message.fields.redelivered
+            ? undefined
+            : new Promise((_resolve, reject) => context.signal.addEventListener('abort', () => reject(context.signal.reason as Error))),
+      );
+      const app = (suite.app = await startApp([Handler], {
+        ...TEST_OPTIONS,
+        observers: [observer],
+        url: proxy.url,
+        reconnect: { initialDelay: '50ms', maxDelay: '200ms' },
+      }));
+      const engine = app.get(RetryEngine);
+      const calls = handlerOf(app, Handler).calls;
+      await publishMany(5);
+      await waitFor(() => calls.length === 5, 'five calls running');
+      await proxy.cut();
+      await proxy.restore();
+      await waitFor(() => calls.filter((c) => c.redelivered).length === 5, 'the five redelivered after the reconnection and handled', 15_000);
+      await waitFor(async () => (await broker.count(queue)) === 0, 'an empty queue');
+      expect(changes).toEqual([]);
+      expect(engine.queueStates()[0]).toMatchObject({ state: 'running', circuit: 'closed' });
+      expect(await broker.count(`${queue}.error`)).toBe(0);
+    } finally {
+      await suite.app?.close();
+      suite.app = undefined;
+      await proxy.stop();
+    }
+  });
+
   it('counts a call cut by the handler timeout as a failure: a dependency that hangs opens the circuit', async () => {
     const { queue } = suite;
     const Handler = handlerFor(

@@ -207,6 +207,30 @@ describe('QueueFlowControl', () => {
     expect(flow.returns.isEmpty).toBe(false);
   });
 
+  it('a call that fails once its delivery is lost (the channel closed, a hand-over) is no outcome: our reconnection opens no circuit', async () => {
+    const { flow, settle, signal } = flowOf({ circuitBreaker: { consecutiveFailures: 1 } });
+    const channel = new AbortController();
+    // The handler passes its signal on (fetch, a driver): the lost channel aborts the call, which then fails; a call
+    // on a channel still open fails on its own.
+    const invoke = counted(
+      flow,
+      (_payload, context) =>
+        new Promise((_resolve, reject) => {
+          if (!context.signal.aborted && context.signal !== channel.signal) reject(new Error('503'));
+          context.signal.addEventListener('abort', () => reject(new Error('aborted')));
+        }),
+      () => true,
+    );
+    const handle = async (m: ConsumeMessage, _s: unknown, sig: AbortSignal) =>
+      void (await invoke(1, { message: m, signal: sig, attempt: 1 } as RetryContext).catch(() => undefined));
+    const running = [1, 2, 3].map((n) => flow.gate(handle)(message(n), settle(n), channel.signal));
+    channel.abort(new Error('the channel consuming "orders" closed'));
+    await Promise.all(running);
+    expect(flow.status()).toMatchObject({ state: 'running', circuit: 'closed' });
+    await flow.gate(handle)(message(4), settle(4), signal);
+    expect(flow.status()).toMatchObject({ state: 'open', circuit: 'open' }); // a failure on a live channel still counts
+  });
+
   it('a delivery taken back by a pause is no outcome for the breaker: the circuit stays closed, the queue runs on resume', async () => {
     const { flow, settle, signal, settled } = flowOf({ ordering: { key: () => 'k' }, circuitBreaker: { consecutiveFailures: 1 } });
     let calls = 0;

@@ -13,7 +13,6 @@ import { RateLimitGate } from './rate-limit.gate.js';
 import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { brokerDeliveryCount } from '../core/delivery/delivery.count.js';
 import { QUORUM_DELIVERY_LIMIT } from '../core/delivery/delivery.decision.js';
-import { isRecalled } from '../core/delivery/delivery.recall.js';
 import { handleThen, WaitingDeliveries, waitsBeforeHandler } from './waiting.deliveries.js';
 
 export type { QueueFlowStatus } from '../core/breaker/queue.state.js';
@@ -136,8 +135,10 @@ export class QueueFlowControl {
           return value;
         },
         (error: unknown) => {
-          // Taken back by a stop before its handler was called: no call happened, so there is no outcome to count.
-          if (isRecalled(context.signal)) throw error;
+          // Taken back by a stop before its handler was called, or lost while it ran (its channel closed, a
+          // hand-over, the shutdown timeout; a time limit aborts the call's own signal, not this one): the broker
+          // redelivers it, and a call our own loss cut short says nothing about the dependency.
+          if (context.signal.aborted) throw error;
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.
           const retryable = policyOf(context).isRetryable(error);
           if (countsAsOutage(error, retryable, countsAsFailure)) {

@@ -5,7 +5,8 @@ import type { Duration } from '../time/duration.reader.js';
  * queue stops being consumed for a while, so that its messages wait in the broker instead of burning their retries.
  * Errors that say the message is bad (`NonRetryableError`, the `nonRetryable` classes, malformed bodies) never count,
  * nor does the failure of a message that failed before (attempt 2 and later: a bad message fails every time); a trial
- * of such a message that fails frees its place for another, up to `consecutiveFailures` in a row.
+ * of such a message that fails frees its place for another, up to `consecutiveFailures` in a row. A call that fails
+ * once its delivery was lost (its signal aborted: a lost connection, a hand-over, a stop) does not count either.
  * @example { failureRate: 0.5, minimumCalls: 20, window: '30s', openFor: '10s', maxOpenFor: '5m' }
  */
 export interface CircuitBreakerOptions {
