@@ -267,6 +267,7 @@ describe('QueueConsumer', () => {
     const { consumer, log, channels, calls } = setUp({ isSuspect: (message) => message.fields.redelivered });
     await consumer.start();
     expect(log).toEqual(['#1 open', '#1 prefetch 1', '#1 consume c1']);
+    expect(consumer.prefetch).toBe(1); // what an ordering hold is bounded by
     channels[0].deliver(1, true);
     calls[0].settle.ack();
     calls[0].done();
@@ -278,6 +279,7 @@ describe('QueueConsumer', () => {
     calls[1].done();
     await turns();
     expect(log.slice(4)).toEqual(['#1 cancel c1', '#1 prefetch 10', '#1 consume c2', '#1 ack 2']);
+    expect(consumer.prefetch).toBe(10);
     channels[0].deliver(3);
     channels[0].deliver(4, true);
     await turns();
@@ -288,6 +290,7 @@ describe('QueueConsumer', () => {
     calls[3].done();
     await turns();
     expect(log.slice(8)).toEqual(['#1 cancel c2', '#1 prefetch 1', '#1 consume c3']); // 3 and 4 were never acked here
+    expect(consumer.prefetch).toBe(1);
   });
 
   it('a delivery whose suspicion cannot be told is taken and run alone as a suspect, never left for a multiple ack to cover', async () => {

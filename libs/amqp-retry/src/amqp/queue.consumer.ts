@@ -86,6 +86,11 @@ export class QueueConsumer {
     return this.state.held;
   }
 
+  /** The prefetch in force: 1 while subscribed carefully (a suspect came), else the pace set by release(), else the configured one. */
+  get prefetch(): number {
+    return consumerPrefetch(this.subscription?.subscribedCareful ?? false, this.state.pace, this.options.prefetch);
+  }
+
   /** The state machine's phase (for tests and diagnostics). */
   get phase(): ConsumerState['phase'] {
     return this.state.phase;

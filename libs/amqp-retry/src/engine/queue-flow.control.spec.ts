@@ -52,6 +52,21 @@ describe('QueueFlowControl', () => {
     expect(target).toEqual(['hold: the queue is paused', 'release normal']);
   });
 
+  it('its prefetch in force is the consumer’s when lower (a quorum consumer isolating a suspect at 1)', () => {
+    const { flow } = flowOf({ prefetch: 20 });
+    let consumed = 1;
+    flow.attach({
+      hold: () => undefined,
+      release: () => undefined,
+      get prefetch() {
+        return consumed;
+      },
+    });
+    expect(flow.prefetch).toBe(1);
+    consumed = 20;
+    expect(flow.prefetch).toBe(20);
+  });
+
   it('a consumer attached later (a new one after a hand-over) starts held while paused, and as usual while running', () => {
     const { flow, target } = flowOf({});
     const next: string[] = [];

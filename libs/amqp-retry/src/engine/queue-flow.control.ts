@@ -21,6 +21,8 @@ export type { QueueFlowStatus } from '../core/breaker/queue.state.js';
 export interface FlowTarget {
   hold(reason: string): void;
   release(prefetch?: number): void;
+  /** The prefetch it consumes at now, if it can tell. */
+  readonly prefetch?: number;
 }
 
 interface Dependencies {
@@ -71,10 +73,14 @@ export class QueueFlowControl {
     return this.config.queue;
   }
 
-  /** The consumer's prefetch in force: `halfOpenCalls` while the circuit is half-open, else the configured one. */
+  /**
+   * The consumer's prefetch in force: `halfOpenCalls` while the circuit is half-open, else the configured one, and 1
+   * while the consumer isolates a suspect (its own `prefetch`).
+   */
   get prefetch(): number {
     const breaker = this.config.circuitBreaker;
-    return breaker && this.breaker?.state === 'half-open' ? breaker.halfOpenCalls : this.config.prefetch;
+    const flow = breaker && this.breaker?.state === 'half-open' ? breaker.halfOpenCalls : this.config.prefetch;
+    return Math.min(flow, this.target?.prefetch ?? flow);
   }
 
   /** The consumer to hold and release; set once it exists, and again for a new one, which starts in the current state. */

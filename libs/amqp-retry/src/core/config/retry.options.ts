@@ -203,7 +203,7 @@ export interface OrderingOptions {
    * When a message fails and waits in a retry tier: 'continue' (default) lets the key's later messages run meanwhile,
    * so the retried one ends up after them; 'hold' keeps them waiting in the consumer until the retry comes back and
    * settles, for at most its tier delay plus `holdGrace`, and at most prefetch - 1 messages (halfOpenCalls - 1 while
-   * the circuit breaker is half-open).
+   * the circuit breaker is half-open, none while a quorum queue's consumer runs a suspect of a crash at prefetch 1).
    */
   whileRetrying?: 'continue' | 'hold';
   /** How long past its tier delay a held key waits for its retry to come back before it lets the others run. Default '10s'. */
