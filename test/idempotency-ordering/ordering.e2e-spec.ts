@@ -1,4 +1,4 @@
-import { TopologyMismatchError } from 'nestjs-amqp-retry';
+import { RetryEngine, TopologyMismatchError } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { uniqueName, waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
@@ -146,5 +146,37 @@ describe('ordering by key on a real broker', () => {
       await late.close().catch(() => undefined);
       await suite.broker.deleteRetryTopology(other);
     }
+  });
+
+  it('singleActiveConsumer: a pause mid-handler hands the queue over only once that handler is done; every message once, in order', async () => {
+    const log: string[] = [];
+    let releaseFirst!: () => void;
+    const firstMayEnd = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const behaviour = (instance: number) => async (payload: unknown) => {
+      const { seq } = payload as Step;
+      log.push(`start ${instance}:${seq}`);
+      if (instance === 1 && seq === 1) await firstMayEnd;
+      log.push(`end ${instance}:${seq}`);
+    };
+    const options = {
+      queue: suite.queue,
+      prefetch: 10,
+      delays: [100],
+      singleActiveConsumer: true,
+      ordering: { key: (p: unknown) => (p as Step).key },
+    };
+    const First = handlerFor(options, behaviour(1));
+    suite.app = await startApp([First], TEST_OPTIONS); // subscribed first: the active consumer
+    const Second = handlerFor(options, behaviour(2));
+    suite.apps.push(await startApp([Second], TEST_OPTIONS));
+    for (const seq of [1, 2, 3, 4, 5]) await suite.broker.publish('', suite.queue, { key: 'k', seq });
+    await waitFor(() => log.includes('start 1:1'), 'the first message running on the first instance');
+    suite.app.get(RetryEngine).pause(suite.queue, { by: 'test' });
+    // Were the queue handed over now, the second instance would start the key's next message while 1 still runs.
+    await waitFor(() => log.some((line) => line.startsWith('start 2:')), 'the second instance starting early', 1_500).catch(() => undefined);
+    releaseFirst();
+    await waitFor(() => log.filter((line) => line.startsWith('end')).length === 5, 'five messages handled', 10_000);
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'every message acked');
+    expect(log).toEqual(['start 1:1', 'end 1:1', 'start 2:2', 'end 2:2', 'start 2:3', 'end 2:3', 'start 2:4', 'end 2:4', 'start 2:5', 'end 2:5']);
   });
 });

@@ -36,6 +36,11 @@ export interface QueueConsumerOptions {
   isSuspect?: (message: ConsumeMessage) => boolean;
   /** Told when the consumer goes up or down. */
   observers?: ObserverHub;
+  /**
+   * Set for a single-active-consumer queue: hold() and stop() hand the queue over as handOver() does (a hold waits
+   * this long at most for the running handlers, then consumes on a fresh channel once released).
+   */
+  handOverMs?: number;
 }
 
 const ignore = (): undefined => undefined;
@@ -51,7 +56,7 @@ const ignore = (): undefined => undefined;
  * redelivers them. Their handlers are told through their AbortSignal, and count toward `prefetch` until they return.
  */
 export class QueueConsumer {
-  private state: ConsumerState = INITIAL_CONSUMER_STATE;
+  private state: ConsumerState;
   private subscription?: Subscription;
   private starting?: Promise<void>;
   /** Re-subscriptions (a change of pace), in turn. */
@@ -65,6 +70,7 @@ export class QueueConsumer {
     handle: DeliveryHandler,
   ) {
     this.deliveries = new ConsumerDeliveries(options.prefetch, options.queue, options.logger, handle);
+    this.state = { ...INITIAL_CONSUMER_STATE, handOverMs: options.handOverMs };
   }
 
   get queue(): string {
@@ -99,6 +105,8 @@ export class QueueConsumer {
   /**
    * Stops taking deliveries (basic.cancel), across reconnections, until release(); deliveries in flight settle on the
    * open channel. The cancel goes out before any later settlement, which could otherwise make room for one more delivery.
+   * A single-active-consumer queue (`handOverMs`) is handed over instead, as handOver() does, and its consumer held on a
+   * fresh channel.
    */
   hold(reason: string): void {
     void this.dispatch({ type: 'hold', reason });
@@ -117,7 +125,8 @@ export class QueueConsumer {
 
   /**
    * Stops taking deliveries, lets those in flight settle for up to `timeoutMs`, then closes the channel; handlers still
-   * running are told through their signal, and the broker requeues their messages.
+   * running are told through their signal, and the broker requeues their messages. A single-active-consumer queue
+   * (`handOverMs`) is handed over, as handOver() does.
    */
   stop(timeoutMs: number): Promise<void> {
     void this.dispatch({ type: 'stop', timeoutMs });
@@ -175,6 +184,9 @@ export class QueueConsumer {
         else this.options.logger.error(effect.why);
         this.start().catch((error: unknown) => this.resumeFailed(error));
         return undefined;
+      case 'reopen':
+        this.start().catch((error: unknown) => this.resumeFailed(error));
+        return undefined;
       case 'schedule-resume':
         return void this.scheduleResume(effect.attempt, effect.why);
       case 'redeclare-and-start':
@@ -207,7 +219,7 @@ export class QueueConsumer {
     let brokerReason: string | undefined;
     subscription.channel.on('error', (error: Error) => (brokerReason = error.message));
     subscription.channel.on('close', () => this.onChannelClosed(subscription, brokerReason));
-    if (!isFinishing(this.state.phase)) this.subscription = subscription;
+    if (!isFinishing(this.state.phase) && this.state.phase !== 'yielding') this.subscription = subscription;
     await this.dispatch({ type: 'opened' }, subscription);
   }
 
@@ -281,7 +293,7 @@ export class QueueConsumer {
     if (message === null) return this.onCancelled(subscription);
     const { phase } = this.state;
     // The channel's close requeues it; held unhandled meanwhile, so that no multiple ack covers it.
-    if (phase === 'handing-over') return subscription.batcher.delivered({ message, ready: false });
+    if (phase === 'handing-over' || phase === 'yielding') return subscription.batcher.delivered({ message, ready: false });
     const delivery = this.deliveries.take(subscription, message); // first: a delivery not taken could be covered by a multiple ack
     const suspect = this.suspect(message);
     // After counting it: the change of pace waits until the channel holds no delivery, this one included.

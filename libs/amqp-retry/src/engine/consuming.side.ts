@@ -239,12 +239,12 @@ export class ConsumingSide {
 
   /** A handler's runtime, kept in `list`: a partitioned one runs one runtime per partition, and the membership that spreads them. */
   private add(handler: EngineHandler, deps: HandlerRuntimeDeps, list: Runtime[]): Runtime {
-    const { urls, connectTimeoutMs, shutdownTimeoutMs: handOverTimeoutMs } = this.sides.config;
+    const { urls, connectTimeoutMs } = this.sides.config;
     const publishingChannel = (purpose: string) => this.sides.publishing.channel(purpose, true);
     const runtime =
       handler.config.partitions === undefined
         ? new HandlerRuntime(handler, deps)
-        : new PartitionedRuntime(handler, { ...deps, urls, connectTimeoutMs, handOverTimeoutMs, publishingChannel });
+        : new PartitionedRuntime(handler, { ...deps, urls, connectTimeoutMs, publishingChannel });
     list.push(runtime);
     this.refusing = undefined;
     return runtime;
@@ -261,7 +261,8 @@ export class ConsumingSide {
       const publishers = await this.sides.publishing.open();
       const { logger, observers, config } = this.sides;
       const parker = new MessageParker(publishers.parker, logger, observers, config.parkLogs);
-      return { connection, parker, recordPublisher: parker.publisher, logger, resume: config.reconnect, observers, application: config.application };
+      const { reconnect: resume, application, shutdownTimeoutMs: handOverTimeoutMs } = config;
+      return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application, handOverTimeoutMs };
     })();
     const opening = this.deps;
     opening.catch(() => {

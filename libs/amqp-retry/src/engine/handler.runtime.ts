@@ -84,6 +84,8 @@ export interface HandlerRuntimeDeps {
   observers?: ObserverHub;
   /** The application's name, recorded with the handler's queue in the registry (RetryModuleOptions.application). */
   application?: string;
+  /** How long a hand-over (a partition's, a single-active-consumer queue held or stopped) lets handlers in flight finish. */
+  handOverTimeoutMs: number;
 }
 
 /** Whether one queue is consumed, for health checks. */
@@ -136,9 +138,11 @@ export class HandlerRuntime {
             unsettledDeliveries(m.properties.headers, 'quorum') > 0 &&
             (returns.isEmpty || unsettledDeliveries(m.properties.headers, 'quorum', returns.of(returnIdentity(m, config.queue))) > 0)
         : undefined;
+    // A single-active-consumer queue (a partition too) is handed over, never cancelled: see QueueConsumer's handOverMs.
+    const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;
     this.newConsumer = () => {
       const consumer = new QueueConsumer(
-        { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers },
+        { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers, handOverMs },
         gated,
       );
       this.flow.attach(consumer); // a partition's next consumer (release) is held and released as the state says

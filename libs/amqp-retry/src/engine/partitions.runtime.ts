@@ -23,8 +23,6 @@ import { onChannel } from './tier.retirement.js';
 export interface PartitionsDeps extends HandlerRuntimeDeps {
   urls: readonly string[];
   connectTimeoutMs: number;
-  /** How long a partition's hand-over (and the application's stop) lets handlers in flight finish. */
-  handOverTimeoutMs: number;
   /** A plain channel on the publishing connection (announcements are published, never on the consuming one). */
   publishingChannel: (purpose: string) => Promise<Channel>;
 }

@@ -246,6 +246,25 @@ describe('QueueFlowControl', () => {
     expect(flow.status()).toMatchObject({ state: 'open', circuit: 'open' }); // a failure on a live channel still counts
   });
 
+  it('single active consumer: a pause takes a waiting delivery back unsettled (noted), for the closing channel to return in its place', async () => {
+    const { flow, settle, signal, settled } = flowOf({ ordering: { key: () => 'k' }, queueType: 'quorum', singleActiveConsumer: true });
+    let calls = 0;
+    const invoke = counted(
+      flow,
+      async () => void calls++,
+      () => true,
+    );
+    const handle = async (m: ConsumeMessage, _s: unknown, sig: AbortSignal) => {
+      await new Promise<void>((resolve) => sig.addEventListener('abort', () => resolve(), { once: true }));
+      await invoke(1, { message: m, signal: sig, attempt: 1 } as RetryContext).catch(() => undefined);
+    };
+    const delivery = { ...message(7), fields: { deliveryTag: 7, exchange: '', routingKey: 'orders' } } as unknown as ConsumeMessage;
+    const waiting = flow.gate(handle)(delivery, settle(7), signal);
+    flow.pause('ops');
+    await waiting;
+    expect({ calls, settled, noted: !flow.returns.isEmpty }).toEqual({ calls: 0, settled: [], noted: true });
+  });
+
   it('a delivery taken back by a pause is no outcome for the breaker: the circuit stays closed, the queue runs on resume', async () => {
     const { flow, settle, signal, settled } = flowOf({ ordering: { key: () => 'k' }, circuitBreaker: { consecutiveFailures: 1 } });
     let calls = 0;

@@ -35,9 +35,11 @@ interface Dependencies {
  * One handler queue's flow: its circuit breaker, its pause (the operator's kill switch) and its rate limit.
  *
  * Open or paused: the consumer is cancelled, so messages wait in the broker; handlers in flight finish, and every
- * delivery not yet handed to the handler is put back (nack with requeue: no attempt is spent). Half-open: the consumer
- * takes `halfOpenCalls` deliveries at a time (its prefetch) and exactly that many reach the handler; one more waits in
- * memory for a trial's place, never in a loop. A failed trial is an ordinary failed attempt: the breaker never parks a
+ * delivery not yet handed to the handler is put back (nack with requeue: no attempt is spent). A single-active-consumer
+ * queue is handed over instead (QueueConsumer.hold): its channel closes once the handlers are done, which puts the
+ * deliveries back in their places before the next consumer activates. Half-open: the consumer takes `halfOpenCalls`
+ * deliveries at a time (its prefetch) and exactly that many reach the handler; one more waits in memory for a trial's
+ * place, never in a loop. A failed trial is an ordinary failed attempt: the breaker never parks a
  * message. The state is this process's: each instance counts its own calls and decides alone.
  */
 export class QueueFlowControl {
@@ -265,14 +267,14 @@ export class QueueFlowControl {
   /**
    * Puts a delivery back in the queue, noted so that its return is not counted as a crash (a quorum queue counts it).
    * False, and nothing done, when one more return would pass the quorum delivery limit (the broker would drop it):
-   * the pipeline then parks it (redelivery-limit) unread.
+   * the pipeline then parks it (redelivery-limit) unread. `nack` false: only noted, the closing channel puts it back.
    */
-  private giveBack(message: ConsumeMessage, settle: Settle): boolean {
+  private giveBack(message: ConsumeMessage, settle: Settle, nack = true): boolean {
     if (this.config.queueType === 'quorum') {
       if (brokerDeliveryCount(message.properties.headers, 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return false;
       this.returns.add(returnIdentity(message, this.queue));
     }
-    settle.nack(true);
+    if (nack) settle.nack(true);
     return true;
   }
 
@@ -302,8 +304,10 @@ export class QueueFlowControl {
       if (to === 'paused' || to === 'open') {
         this.limiter?.interrupt(); // what waits for a turn goes back to the broker
         this.target?.hold(`the queue is ${to}`);
-        // After the cancel, so that these returns cannot make room for more deliveries.
-        this.waiting?.recall(`the queue is ${to}`, (message, settle) => this.giveBack(message, settle));
+        // After the cancel, so that these returns cannot make room for more deliveries. A single-active-consumer queue's
+        // consumer keeps its subscription and closes its channel once its handlers are done: that puts them back in their places.
+        const inPlace = this.config.singleActiveConsumer;
+        this.waiting?.recall(`the queue is ${to}`, (message, settle) => this.giveBack(message, settle, !inPlace));
       } else this.target?.release(to === 'half-open' ? this.config.circuitBreaker?.halfOpenCalls : undefined);
     }
     this.wake();

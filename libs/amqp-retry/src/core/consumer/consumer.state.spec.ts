@@ -7,12 +7,12 @@ import {
   transition,
 } from './consumer.state.js';
 
-const PHASES: readonly ConsumerPhase[] = ['idle', 'starting', 'consuming', 'held', 'down', 'stopping', 'handing-over', 'stopped'];
+const PHASES: readonly ConsumerPhase[] = ['idle', 'starting', 'consuming', 'held', 'down', 'stopping', 'handing-over', 'yielding', 'stopped'];
 
 const inPhase = (phase: ConsumerPhase, changes: Partial<ConsumerState> = {}): ConsumerState => ({
   ...INITIAL_CONSUMER_STATE,
   phase,
-  held: phase === 'held',
+  held: phase === 'held' || phase === 'yielding',
   ...changes,
 });
 
@@ -41,15 +41,30 @@ const TABLE: ReadonlyArray<[string, ConsumerStateEvent, Partial<ConsumerState>, 
     'start',
     { type: 'start' },
     {},
-    ['starting: open-channel', 'starting:', 'consuming:', 'held:', 'starting: open-channel', 'stopping:', 'handing-over:', 'stopped:'],
+    ['starting: open-channel', 'starting:', 'consuming:', 'held:', 'starting: open-channel', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
   [
     'opened',
     { type: 'opened' },
     {},
-    ['illegal', 'consuming: subscribe', 'illegal', 'illegal', 'illegal', 'stopping: close-channel', 'handing-over: close-channel', 'illegal'],
+    [
+      'illegal',
+      'consuming: subscribe',
+      'illegal',
+      'illegal',
+      'illegal',
+      'stopping: close-channel',
+      'handing-over: close-channel',
+      'yielding: close-channel',
+      'illegal',
+    ],
   ],
-  ['open-failed', { type: 'open-failed' }, {}, ['illegal', 'down:', 'illegal', 'illegal', 'illegal', 'stopping:', 'handing-over:', 'illegal']],
+  [
+    'open-failed',
+    { type: 'open-failed' },
+    {},
+    ['illegal', 'down:', 'illegal', 'illegal', 'illegal', 'stopping:', 'handing-over:', 'yielding:', 'illegal'],
+  ],
   [
     'subscribed',
     { type: 'subscribed' },
@@ -62,6 +77,7 @@ const TABLE: ReadonlyArray<[string, ConsumerStateEvent, Partial<ConsumerState>, 
       'illegal',
       'stopping: cancel-consumer',
       'handing-over: cancel-consumer',
+      'yielding: cancel-consumer',
       'illegal',
     ],
   ],
@@ -69,56 +85,71 @@ const TABLE: ReadonlyArray<[string, ConsumerStateEvent, Partial<ConsumerState>, 
     'hold',
     { type: 'hold', reason: 'paused' },
     {},
-    ['idle:', 'starting:', 'held: cancel-consumer', 'held:', 'down:', 'stopping:', 'handing-over:', 'stopped:'],
+    ['idle:', 'starting:', 'held: cancel-consumer', 'held:', 'down:', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
   [
     'release at the same pace',
     { type: 'release', prefetch: 10, configured: 10 },
     {},
-    ['idle:', 'starting:', 'consuming:', 'consuming: resubscribe', 'down:', 'stopping:', 'handing-over:', 'stopped:'],
+    ['idle:', 'starting:', 'consuming:', 'consuming: resubscribe', 'down:', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
   [
     'release at another pace',
     { type: 'release', prefetch: 2, configured: 10 },
     {},
-    ['idle:', 'starting: resubscribe', 'consuming: resubscribe', 'consuming: resubscribe', 'down:', 'stopping:', 'handing-over:', 'stopped:'],
+    [
+      'idle:',
+      'starting: resubscribe',
+      'consuming: resubscribe',
+      'consuming: resubscribe',
+      'down:',
+      'stopping:',
+      'handing-over:',
+      'yielding:',
+      'stopped:',
+    ],
   ],
   [
     'lost',
     { type: 'lost', reason: 'closed' },
     {},
-    ['illegal', 'down: announce-down', 'down: announce-down', 'down:', 'down:', 'stopping:', 'handing-over:', 'stopped:'],
+    ['illegal', 'down: announce-down', 'down: announce-down', 'down:', 'down:', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
   [
     'a loss to resume at once',
     verdict('at-once'),
     {},
-    ['idle:', 'starting:', 'consuming:', 'held:', 'down: resume-now', 'stopping:', 'handing-over:', 'stopped:'],
+    ['idle:', 'starting:', 'consuming:', 'held:', 'down: resume-now', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
   [
     'a loss to resume with backoff',
     verdict('backoff'),
     {},
-    ['idle:', 'starting:', 'consuming:', 'held:', 'down: schedule-resume', 'stopping:', 'handing-over:', 'stopped:'],
+    ['idle:', 'starting:', 'consuming:', 'held:', 'down: schedule-resume', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
-  ['a lost connection', verdict('connection'), {}, ['idle:', 'starting:', 'consuming:', 'held:', 'down:', 'stopping:', 'handing-over:', 'stopped:']],
+  [
+    'a lost connection',
+    verdict('connection'),
+    {},
+    ['idle:', 'starting:', 'consuming:', 'held:', 'down:', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
+  ],
   [
     'resume-failed',
     { type: 'resume-failed', why: 'no queue' },
     {},
-    ['idle:', 'starting:', 'consuming:', 'held:', 'down: schedule-resume', 'stopping:', 'handing-over:', 'stopped:'],
+    ['idle:', 'starting:', 'consuming:', 'held:', 'down: schedule-resume', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
   [
     'resume-due',
     { type: 'resume-due' },
     { resumeScheduled: true },
-    ['idle:', 'starting:', 'consuming:', 'held:', 'down: redeclare-and-start', 'stopping:', 'handing-over:', 'stopped:'],
+    ['idle:', 'starting:', 'consuming:', 'held:', 'down: redeclare-and-start', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
   ],
   [
     'resume-due with none scheduled',
     { type: 'resume-due' },
     {},
-    ['illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'illegal'],
+    ['illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'illegal'],
   ],
   [
     'stop',
@@ -131,6 +162,7 @@ const TABLE: ReadonlyArray<[string, ConsumerStateEvent, Partial<ConsumerState>, 
       'stopping: wind-down',
       'stopping: wind-down',
       'stopping:',
+      'handing-over:',
       'handing-over:',
       'stopped:',
     ],
@@ -147,10 +179,33 @@ const TABLE: ReadonlyArray<[string, ConsumerStateEvent, Partial<ConsumerState>, 
       'handing-over: wind-down',
       'stopping:',
       'handing-over:',
+      'handing-over:',
       'stopped:',
     ],
   ],
-  ['drained', { type: 'drained' }, {}, ['illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'stopped:', 'stopped:', 'illegal']],
+  [
+    'hold, on a single-active-consumer queue',
+    { type: 'hold', reason: 'paused' },
+    { handOverMs: 800 },
+    ['idle:', 'starting:', 'yielding: wind-down', 'held:', 'down:', 'stopping:', 'handing-over:', 'yielding:', 'stopped:'],
+  ],
+  [
+    'stop, on a single-active-consumer queue',
+    { type: 'stop', timeoutMs: 500 },
+    { handOverMs: 800 },
+    [
+      'handing-over: wind-down',
+      'handing-over: wind-down',
+      'handing-over: wind-down',
+      'handing-over: wind-down',
+      'handing-over: wind-down',
+      'stopping:',
+      'handing-over:',
+      'handing-over:',
+      'stopped:',
+    ],
+  ],
+  ['drained', { type: 'drained' }, {}, ['illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'stopped:', 'stopped:', 'down: reopen', 'illegal']],
 ];
 
 describe('the consumer state machine', () => {
@@ -232,6 +287,48 @@ describe('the consumer state machine', () => {
         abortAtOnce: 'the queue is handed over to another consumer',
         downReason: 'handed over to another consumer',
         lateSuffix: ' of handing over',
+      },
+    ]);
+  });
+
+  it('on a single-active-consumer queue, a hold hands the queue over and then holds on a fresh channel; a release consumes on it', () => {
+    const sac = inPhase('consuming', { handOverMs: 800 });
+    const hold = transition(sac, { type: 'hold', reason: 'the queue is paused' });
+    expect(hold.state).toMatchObject({ phase: 'yielding', held: true });
+    expect(hold.effects).toEqual([
+      {
+        type: 'wind-down',
+        timeoutMs: 800,
+        cancelFirst: false,
+        abortAtOnce: 'the queue is paused',
+        downReason: 'the queue is paused',
+        lateSuffix: ' of holding',
+      },
+    ]);
+    const drained = transition(hold.state, { type: 'drained' });
+    expect(drained).toMatchObject({ state: { phase: 'down', held: true }, effects: [{ type: 'reopen' }] });
+    let state = transition(transition(drained.state, { type: 'start' }).state, { type: 'opened' }).state;
+    expect(state.phase).toBe('held');
+    expect(outcome(state, { type: 'release', prefetch: 10, configured: 10 })).toBe('consuming: resubscribe');
+    // Released before the handlers were done: the fresh channel consumes at once.
+    state = transition(hold.state, { type: 'release', prefetch: 10, configured: 10 }).state;
+    state = transition(transition(transition(state, { type: 'drained' }).state, { type: 'start' }).state, { type: 'opened' }).state;
+    expect(state).toMatchObject({ phase: 'consuming', held: false });
+  });
+
+  it('a stop while a single-active-consumer queue is handed over for a hold lets that wind-down end the consumer', () => {
+    const yielding = transition(inPhase('consuming', { handOverMs: 800 }), { type: 'hold', reason: 'the queue is open' }).state;
+    const stop = transition(yielding, { type: 'stop', timeoutMs: 500 });
+    expect(stop).toMatchObject({ state: { phase: 'handing-over' }, effects: [] });
+    expect(outcome(stop.state, { type: 'drained' })).toBe('stopped:');
+    expect(transition(inPhase('consuming', { handOverMs: 800 }), { type: 'stop', timeoutMs: 500 }).effects).toEqual([
+      {
+        type: 'wind-down',
+        timeoutMs: 500,
+        cancelFirst: false,
+        abortAtOnce: 'the application is stopping',
+        downReason: 'the application is stopping',
+        lateSuffix: '',
       },
     ]);
   });

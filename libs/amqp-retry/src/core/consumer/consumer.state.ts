@@ -1,9 +1,10 @@
 /**
  * Where a queue consumer is in its life. `held`: the channel is open and not subscribed on purpose (`hold` until
  * `release`); `down`: the channel or consumer was lost, waiting to resume; `stopping`, `handing-over`: the one stop
- * sequence (see {@link WindDown}), which `drained` ends in `stopped`, for good.
+ * sequence (see {@link WindDown}), which `drained` ends in `stopped`, for good; `yielding`: a single-active-consumer
+ * queue's `hold` runs that of `handing-over`, which `drained` ends on a fresh channel, held until `release`.
  */
-export type ConsumerPhase = 'idle' | 'starting' | 'consuming' | 'held' | 'down' | 'stopping' | 'handing-over' | 'stopped';
+export type ConsumerPhase = 'idle' | 'starting' | 'consuming' | 'held' | 'down' | 'stopping' | 'handing-over' | 'yielding' | 'stopped';
 
 /** A consumer's whole state: its phase and what outlives a channel. */
 export interface ConsumerState {
@@ -18,6 +19,11 @@ export interface ConsumerState {
   readonly resumeScheduled: boolean;
   /** When the consumer last resumed at once (epoch ms): such resumptions are spaced, never a loop. */
   readonly lastQuickResumeAt?: number;
+  /**
+   * Set for a single-active-consumer queue: `hold` and `stop` hand the queue over as `hand-over` does, since a cancel
+   * would activate the next consumer while this one's handlers still run; a hold waits this long at most for them.
+   */
+  readonly handOverMs?: number;
 }
 
 /** What happens to a consumer: calls of its owner, and what its channel reports. */
@@ -43,7 +49,10 @@ export type ConsumerStateEvent =
   | { readonly type: 'hand-over'; readonly timeoutMs: number }
   | { readonly type: 'drained' };
 
-/** The one stop sequence, and the two ways it differs between `stop` and `hand-over`. */
+/**
+ * The one stop sequence, and the two ways it differs between `stop` and `hand-over` (which a single-active-consumer
+ * queue's `stop` and `hold` take too).
+ */
 export interface WindDown {
   readonly timeoutMs: number;
   /**
@@ -73,6 +82,8 @@ export type ConsumerEffect =
   | { readonly type: 'announce-down'; readonly reason: string }
   /** Log `why` at `level` and consume again on a fresh channel now. */
   | { readonly type: 'resume-now'; readonly why: string; readonly level: 'warn' | 'error' }
+  /** Open a fresh channel now, after a `yielding` hold (a failure resumes with backoff). */
+  | { readonly type: 'reopen' }
   /** Log `why` and declare the topology again, then resume, after the backoff of this attempt. */
   | { readonly type: 'schedule-resume'; readonly attempt: number; readonly why: string }
   | { readonly type: 'redeclare-and-start' }
@@ -119,12 +130,21 @@ function scheduleResume(state: ConsumerState, why: string): ConsumerTransition {
   return to(state, { resumeAttempt: attempt, resumeScheduled: true }, [{ type: 'schedule-resume', attempt, why }]);
 }
 
-/** The stop sequence, entered from any phase before it: `stop` and `hand-over` share it. */
-function windDown(state: ConsumerState, phase: 'stopping' | 'handing-over', plan: WindDown): ConsumerTransition {
+/** The stop sequence, entered from any phase before it: `stop`, `hand-over` and a single-active-consumer queue's `hold` share it. */
+function windDown(state: ConsumerState, phase: 'stopping' | 'handing-over' | 'yielding', plan: WindDown): ConsumerTransition {
   const effects: ConsumerEffect[] = state.resumeScheduled ? [{ type: 'cancel-resume' }] : [];
   effects.push({ type: 'wind-down', ...plan });
   return to(state, { phase, resumeScheduled: false }, effects);
 }
+
+/** The plan of `hand-over`: the subscription stays until the channel closes; `downReason`, `lateSuffix` as WindDown's. */
+const handingOver = (timeoutMs: number, abortAtOnce: string, downReason: string, lateSuffix: string): WindDown => ({
+  timeoutMs,
+  cancelFirst: false,
+  abortAtOnce,
+  downReason,
+  lateSuffix,
+});
 
 /**
  * A queue consumer's state machine, pure: the next state and the effects to carry out, in order, which
@@ -135,24 +155,28 @@ function windDown(state: ConsumerState, phase: 'stopping' | 'handing-over', plan
 export function transition(state: ConsumerState, event: ConsumerStateEvent): ConsumerTransition {
   const { phase } = state;
   const finishing = isFinishing(phase);
+  const windingDown = phase === 'stopping' || phase === 'handing-over' || phase === 'yielding';
   switch (event.type) {
     case 'start':
       if (phase === 'idle' || phase === 'down') return to(state, { phase: 'starting' }, [{ type: 'open-channel' }]);
       return same(state);
     case 'opened':
-      if (phase === 'stopping' || phase === 'handing-over') return to(state, {}, [{ type: 'close-channel' }]);
+      if (windingDown) return to(state, {}, [{ type: 'close-channel' }]);
       if (phase !== 'starting') return illegal(state, event);
       if (state.held) return to(state, { phase: 'held', resumeAttempt: 0 });
       return to(state, { phase: 'consuming' }, [{ type: 'subscribe' }]);
     case 'open-failed':
       if (phase === 'starting') return to(state, { phase: 'down' });
-      return finishing && phase !== 'stopped' ? same(state) : illegal(state, event);
+      return windingDown ? same(state) : illegal(state, event);
     case 'subscribed':
       if (phase === 'consuming') return to(state, { resumeAttempt: 0 }, [{ type: 'announce-up' }]);
-      if (phase === 'held' || phase === 'stopping' || phase === 'handing-over') return to(state, {}, [{ type: 'cancel-consumer' }]);
+      if (phase === 'held' || windingDown) return to(state, {}, [{ type: 'cancel-consumer' }]);
       return illegal(state, event);
     case 'hold':
       if (finishing || state.held) return same(state);
+      if (phase === 'consuming' && state.handOverMs !== undefined) {
+        return windDown({ ...state, held: true }, 'yielding', handingOver(state.handOverMs, event.reason, event.reason, ' of holding'));
+      }
       if (phase === 'consuming') return to(state, { phase: 'held', held: true }, [{ type: 'cancel-consumer', downReason: event.reason }]);
       return to(state, { held: true });
     case 'release': {
@@ -165,7 +189,7 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
     }
     case 'lost':
       if (phase === 'idle') return illegal(state, event);
-      if (finishing || phase === 'down') return same(state);
+      if (finishing || phase === 'down' || phase === 'yielding') return same(state);
       return to(state, { phase: 'down' }, phase === 'held' ? NONE : [{ type: 'announce-down', reason: event.reason }]);
     case 'loss-verdict':
       if (phase !== 'down' || event.resume === 'connection') return same(state);
@@ -180,6 +204,10 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
       return to(state, { resumeScheduled: false }, phase === 'down' ? [{ type: 'redeclare-and-start' }] : NONE);
     case 'stop':
       if (finishing) return same(state);
+      if (phase === 'yielding') return to(state, { phase: 'handing-over' }); // its wind-down goes on, and ends the consumer
+      if (state.handOverMs !== undefined) {
+        return windDown(state, 'handing-over', handingOver(event.timeoutMs, 'the application is stopping', 'the application is stopping', ''));
+      }
       return windDown(state, 'stopping', {
         timeoutMs: event.timeoutMs,
         cancelFirst: true,
@@ -188,15 +216,15 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
       });
     case 'hand-over':
       if (finishing) return same(state);
-      return windDown(state, 'handing-over', {
-        timeoutMs: event.timeoutMs,
-        cancelFirst: false,
-        abortAtOnce: 'the queue is handed over to another consumer',
-        downReason: 'handed over to another consumer',
-        lateSuffix: ' of handing over',
-      });
+      if (phase === 'yielding') return to(state, { phase: 'handing-over' });
+      return windDown(
+        state,
+        'handing-over',
+        handingOver(event.timeoutMs, 'the queue is handed over to another consumer', 'handed over to another consumer', ' of handing over'),
+      );
     case 'drained':
       if (phase === 'stopping' || phase === 'handing-over') return to(state, { phase: 'stopped' });
+      if (phase === 'yielding') return to(state, { phase: 'down' }, [{ type: 'reopen' }]);
       return illegal(state, event);
   }
 }

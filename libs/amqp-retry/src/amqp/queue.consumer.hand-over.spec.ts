@@ -1,0 +1,61 @@
+import { setUp, turns } from '../testing/queue-consumer.fixture.js';
+
+describe('QueueConsumer hands a queue over', () => {
+  it('hands over: no cancel, no new delivery started, signals aborted at once, the channel closed once the handler returns', async () => {
+    const { consumer, log, events, channels, calls } = setUp();
+    await consumer.start();
+    channels[0].deliver(1);
+    const handing = consumer.handOver(5_000);
+    expect(calls[0].signal.aborted).toBe(true);
+    channels[0].deliver(2);
+    await turns();
+    expect(calls.map((call) => call.tag)).toEqual([1]);
+    expect(log.slice(3)).toEqual([]);
+    calls[0].settle.ack();
+    calls[0].done();
+    await handing;
+    expect(log.slice(3)).toEqual(['#1 ack 1', '#1 close']);
+    expect(events).toEqual(['consumerUp', 'consumerDown: handed over to another consumer']);
+    expect(consumer.phase).toBe('stopped');
+  });
+
+  it('single active consumer: a hold keeps the subscription until the handler returns, closes, holds on a fresh channel, consumes there on release', async () => {
+    const { consumer, log, events, channels, calls } = setUp({ handOverMs: 5_000 });
+    await consumer.start();
+    channels[0].deliver(1);
+    consumer.hold('the queue is paused');
+    channels[0].deliver(2); // taken unhandled: the close puts it back in its place
+    await turns();
+    expect({ calls: calls.map((call) => call.tag), log: log.slice(3), held: consumer.isHeld }).toEqual({ calls: [1], log: [], held: true });
+    calls[0].settle.ack();
+    calls[0].done();
+    await turns();
+    expect(log.slice(3)).toEqual(['#1 ack 1', '#1 close', '#2 open']);
+    expect(consumer.phase).toBe('held');
+    consumer.release();
+    await turns();
+    expect(log.slice(6)).toEqual(['#2 prefetch 10', '#2 consume c1']);
+    expect(events).toEqual(['consumerUp', 'consumerDown: the queue is paused', 'consumerUp']);
+  });
+
+  it('single active consumer: released while handing over, it consumes on the fresh channel at once; a stop hands over too', async () => {
+    const { consumer, log, events, channels, calls } = setUp({ handOverMs: 5_000 });
+    await consumer.start();
+    channels[0].deliver(1);
+    consumer.hold('the queue is open');
+    consumer.release(2);
+    calls[0].done();
+    await turns();
+    expect(log.slice(3)).toEqual(['#1 close', '#2 open', '#2 prefetch 2', '#2 consume c1']);
+    expect(consumer.phase).toBe('consuming');
+    channels[1].deliver(1);
+    const stopping = consumer.stop(5_000);
+    await turns();
+    expect(log.slice(7)).toEqual([]); // no cancel: the next consumer activates only once the channel closes
+    calls[1].done();
+    await stopping;
+    expect(log.slice(7)).toEqual(['#2 close']);
+    expect(events.at(-1)).toBe('consumerDown: the application is stopping');
+    expect(consumer.phase).toBe('stopped');
+  });
+});
