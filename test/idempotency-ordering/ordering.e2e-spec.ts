@@ -1,4 +1,4 @@
-import { RetryEngine, TopologyMismatchError } from 'nestjs-amqp-retry';
+import { RetryEngine, TopologyMismatchError, type RetryContext } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { uniqueName, waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
@@ -152,11 +152,11 @@ describe('ordering by key on a real broker', () => {
     const log: string[] = [];
     let releaseFirst!: () => void;
     const firstMayEnd = new Promise<void>((resolve) => (releaseFirst = resolve));
-    const behaviour = (instance: number) => async (payload: unknown) => {
+    const behaviour = (instance: number) => async (payload: unknown, ctx: RetryContext) => {
       const { seq } = payload as Step;
       log.push(`start ${instance}:${seq}`);
       if (instance === 1 && seq === 1) await firstMayEnd;
-      log.push(`end ${instance}:${seq}`);
+      log.push(`end ${instance}:${seq}${ctx.signal.aborted ? ' (its signal aborted)' : ''}`);
     };
     const options = {
       queue: suite.queue,

@@ -154,12 +154,24 @@ describe('partitioned queues on a real broker', () => {
     suite.uses(2);
     let running = 0;
     let done = 0;
-    const Slow = handlerFor({ queue: suite.queue, prefetch: 5, partitions: { count: 2, key: { header: 'x-key' }, heartbeat: '200ms' } }, async () => {
-      running++;
-      await new Promise((resolve) => setTimeout(resolve, 4_000));
-      running--;
-      done++;
-    });
+    let calls = 0;
+    // It honours its signal: a hand-over must leave that alone, or the call ends early and the message runs again.
+    const Slow = handlerFor(
+      { queue: suite.queue, prefetch: 5, partitions: { count: 2, key: { header: 'x-key' }, heartbeat: '200ms' } },
+      async (_p, ctx) => {
+        calls++;
+        running++;
+        try {
+          await new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(resolve, 4_000);
+            ctx.signal.addEventListener('abort', () => (clearTimeout(timer), reject(ctx.signal.reason)), { once: true });
+          });
+        } finally {
+          running--;
+        }
+        done++;
+      },
+    );
     const consuming = (app: INestApplicationContext) =>
       app
         .get(RetryEngine)
@@ -181,6 +193,7 @@ describe('partitioned queues on a real broker', () => {
     expect(running).toBeGreaterThan(0); // the slow calls of the hand-over still run
     await waitFor(() => done === 20, 'every message handled', 30_000);
     for (let i = 0; i < 2; i++) expect(await suite.broker.count(`${suite.queue}.p${i}`)).toBe(0);
+    expect(calls).toBe(20); // each once: no call of the hand-over was cut short
   });
 
   it('after a smaller count, moves what the partitions beyond it hold into the new ones', async () => {

@@ -61,9 +61,9 @@ export class ConsumerDeliveries {
     );
   }
 
-  /** A delivery whose channel died while it waited is not handled: the broker redelivers it. */
+  /** A delivery whose channel died (or whose queue is handed over) while it waited is not handled: the broker redelivers it. */
   private begin(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
-    if (subscription.abort.signal.aborted) this.finish(subscription, delivery, pass);
+    if (subscription.recall.signal.aborted) this.finish(subscription, delivery, pass);
     else this.run(subscription, delivery, pass);
   }
 

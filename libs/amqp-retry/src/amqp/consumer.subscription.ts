@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { GatePass } from '../core/delivery/delivery.gate.js';
 import type { ConsumerLossEvent } from '../core/connection/consumer-loss.classifier.js';
+import { type DeliveryRecalled, linkRecall } from '../core/delivery/delivery.recall.js';
 import { AckBatcher, type Unsettled } from './ack.batcher.js';
 
 /** Settles one delivery on the channel that delivered it. */
@@ -16,6 +17,8 @@ export interface Subscription {
   channel: Channel;
   batcher: AckBatcher;
   abort: AbortController;
+  /** Aborts with `abort`, and when the queue is handed over: its deliveries not in a handler call give up (linkRecall). */
+  recall: AbortController;
   /** Its deliveries not settled yet (running or waiting for the gate); `idle` wakes those waiting for none. */
   unsettled: number;
   /** Its deliveries not settled yet, with when each was delivered (for a consumer timeout's log line). */
@@ -32,12 +35,15 @@ export interface Subscription {
 /** A new subscription of `channel`; `dropped` hears of settlements a closed channel could not take. */
 export function newSubscription(channel: Channel, careful: boolean, dropped: (subscription: Subscription, error: unknown) => void): Subscription {
   const abort = new AbortController();
-  // Every delivery's handler listens to this one signal: up to `prefetch` listeners is no leak.
-  setMaxListeners(0, abort.signal);
+  const recall = new AbortController();
+  // Every delivery's handler listens to these signals: up to `prefetch` listeners is no leak.
+  setMaxListeners(0, abort.signal, recall.signal);
+  linkRecall(abort.signal, recall.signal);
   const subscription: Subscription = {
     channel,
     batcher: new AckBatcher(channel, (error) => dropped(subscription, error)),
     abort,
+    recall,
     unsettled: 0,
     held: new HeldDeliveries(),
     idle: [],
@@ -91,8 +97,15 @@ export class Delivery implements Settle, Unsettled {
 /** Tells the handlers of a subscription that their deliveries are lost or abandoned, and frees their exclusivity. */
 export function abortSubscription(subscription: Subscription, reason: string): void {
   if (subscription.abort.signal.aborted) return;
-  subscription.abort.abort(new Error(reason));
+  const error = new Error(reason);
+  subscription.abort.abort(error);
+  subscription.recall.abort(error);
   for (const delivery of subscription.held) delivery.pass?.detach(); // the gate passes of its handlers running now
+}
+
+/** The queue is handed over: deliveries not started give up, unsettled (the channel's close returns them); handlers run on. */
+export function recallSubscription(subscription: Subscription, reason: DeliveryRecalled): void {
+  subscription.recall.abort(reason);
 }
 
 /** What a subscription knows of a loss of its deliveries, for classifyConsumerLoss. */

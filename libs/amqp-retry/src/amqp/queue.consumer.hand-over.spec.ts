@@ -1,12 +1,14 @@
+import { recallOf } from '../core/delivery/delivery.recall.js';
 import { setUp, turns } from '../testing/queue-consumer.fixture.js';
 
 describe('QueueConsumer hands a queue over', () => {
-  it('hands over: no cancel, no new delivery started, signals aborted at once, the channel closed once the handler returns', async () => {
+  it('hands over: no cancel, no new delivery started, the running handler left alone, the channel closed once it returns', async () => {
     const { consumer, log, events, channels, calls } = setUp();
     await consumer.start();
     channels[0].deliver(1);
     const handing = consumer.handOver(5_000);
-    expect(calls[0].signal.aborted).toBe(true);
+    expect(calls[0].signal.aborted).toBe(false);
+    expect(recallOf(calls[0].signal).aborted).toBe(true); // what waits before a call gives up
     channels[0].deliver(2);
     await turns();
     expect(calls.map((call) => call.tag)).toEqual([1]);

@@ -17,7 +17,16 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { AmqpConnection } from './amqp.connection.js';
 import { ConsumerDeliveries, type DeliveryHandler } from './consumer.deliveries.js';
-import { abortSubscription, closeSubscription, lossOf, newSubscription, retireSubscription, type Subscription } from './consumer.subscription.js';
+import { DeliveryRecalled } from '../core/delivery/delivery.recall.js';
+import {
+  abortSubscription,
+  closeSubscription,
+  lossOf,
+  newSubscription,
+  recallSubscription,
+  retireSubscription,
+  type Subscription,
+} from './consumer.subscription.js';
 import { queueExists } from './queue-exists.probe.js';
 
 export type { Settle } from './consumer.subscription.js';
@@ -135,9 +144,10 @@ export class QueueConsumer {
 
   /**
    * Gives the queue up to another consumer (a partition moving) without two ever handling its messages at once: the
-   * subscription stays, so a single-active-consumer queue delivers nowhere else; the signal aborts at once, so waiting
-   * deliveries give up unsettled; running handlers settle for up to `timeoutMs`; then the channel closes without a
-   * cancel, so the broker requeues the rest in place before it activates the next consumer. Finished afterwards.
+   * subscription stays, so a single-active-consumer queue delivers nowhere else; the deliveries are recalled at once
+   * (Subscription.recall), so those waiting give up unsettled and none starts; running handlers go on, their signal
+   * untouched, and settle for up to `timeoutMs`; then the channel closes without a cancel, so the broker requeues the
+   * rest in place before it activates the next consumer. Finished afterwards.
    */
   handOver(timeoutMs: number): Promise<void> {
     void this.dispatch({ type: 'hand-over', timeoutMs });
@@ -264,7 +274,7 @@ export class QueueConsumer {
 
   /** The stop sequence of stop() and handOver(); the state machine's plan holds their differences. */
   private async windDown(plan: WindDown): Promise<void> {
-    if (plan.abortAtOnce !== undefined && this.subscription) abortSubscription(this.subscription, plan.abortAtOnce);
+    if (plan.recall !== undefined && this.subscription) recallSubscription(this.subscription, new DeliveryRecalled(this.options.queue, plan.recall));
     await this.starting?.catch(ignore);
     await this.switching; // a change of pace in progress must not subscribe again behind our back
     const subscription = this.subscription;

@@ -7,6 +7,8 @@ import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { IdempotencyStore } from '../core/idempotency/idempotency.store.js';
 import { partitionConfigs } from '../core/partitions/partition.plan.js';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import { NonRetryableError } from '../errors/non-retryable.error.js';
+import { DeliveryRecalled, linkRecall } from '../core/delivery/delivery.recall.js';
 import { answeringUnread, type RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { RetriedInPlace } from '../pipeline/in-place.retry.js';
 import { deliveryChain, handlerChain, handlerStepNames, routedChain } from './delivery.chain.js';
@@ -104,9 +106,9 @@ describe('the handler chain', () => {
 });
 
 describe('the handler chain of a partition', () => {
-  it('orders by key and hands nothing over: a partition is never paused nor opened', () => {
+  it('orders by key and hands the call over: a partition handed to another instance takes back what waits for its key', () => {
     const [partition] = partitionConfigs(configOf({ exchange: 'e', partitions: { count: 2, key: { header: 'x-key' } } }));
-    expect(handlerStepNames(partsOf(partition))).toEqual(['ordering']);
+    expect(handlerStepNames(partsOf(partition))).toEqual(['ordering', 'hand-over']);
   });
 });
 
@@ -135,6 +137,57 @@ describe('the routed chain on a partition that retries in place', () => {
     expect((failure as RetriedInPlace).attempt).toBe(2);
     expect(attempts).toEqual([1, 2]); // the queue's 5 attempts and 1 s delay would still be waiting
     expect(Date.now() - started).toBeLessThan(500);
+  });
+});
+
+describe('a partition handed over', () => {
+  it('lets the running call finish, its signal untouched, and settles it; what waits for its key or to retry in place gives up unsettled', async () => {
+    const [partition] = partitionConfigs(
+      configOf({ exchange: 'e', delays: ['10s'], maxAttempts: 5, partitions: { count: 1, key: { header: 'x-key' }, whileRetrying: 'hold' } }),
+    );
+    const calls: number[] = [];
+    const settled: string[] = [];
+    let endFirst!: () => void;
+    let firstSignal!: AbortSignal;
+    const invoke = async (payload: unknown, context: RetryContext) => {
+      const { n } = payload as { n: number };
+      calls.push(n);
+      if (n === 1) {
+        firstSignal = context.signal;
+        await new Promise<void>((resolve) => (endFirst = resolve));
+        throw new NonRetryableError('a business refusal'); // parked: settled as usual
+      }
+      if (n === 3) throw new Error('down'); // retried in place, after 10 s
+    };
+    const handle = deliveryChain({
+      config: partition,
+      invoke,
+      flow: new QueueFlowControl(partition, { logger }),
+      parker: { park: async (_m: ConsumeMessage, s: { ack(): void }) => s.ack() } as unknown as MessageParker,
+      park: { errorQueue: 'orders.error', redeclare: async () => undefined },
+      tiers: {} as TierRouter,
+      logger,
+    });
+    // The consumer's two signals: the channel's, and its recall, which a hand-over aborts alone.
+    const channel = new AbortController();
+    const recall = new AbortController();
+    linkRecall(channel.signal, recall.signal);
+    const delivered = (n: number, key: string) =>
+      ({
+        ...message({ 'x-key': key }),
+        content: Buffer.from(JSON.stringify({ n })),
+        fields: { routingKey: 'k', exchange: 'e', deliveryTag: n },
+      }) as ConsumeMessage;
+    const settle = (n: number) => ({ ack: () => settled.push(`ack ${n}`), nack: (requeue: boolean) => settled.push(`nack ${n} ${requeue}`) });
+    const deliveries = [delivered(1, 'a'), delivered(2, 'a'), delivered(3, 'b')].map((m, i) => handle(m, settle(i + 1), channel.signal));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual([1, 3]); // 2 waits for key a, 3 for its retry in place
+    recall.abort(new DeliveryRecalled(partition.queue, 'the queue is handed over to another consumer'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(firstSignal.aborted).toBe(false);
+    endFirst();
+    await Promise.all(deliveries);
+    expect({ calls, settled, aborted: firstSignal.aborted }).toEqual({ calls: [1, 3], settled: ['ack 1'], aborted: false });
   });
 });
 

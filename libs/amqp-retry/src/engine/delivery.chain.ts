@@ -31,7 +31,7 @@ import type { QueueFlowControl } from './queue-flow.control.js';
  * | 5  | idempotency  | claim the key, call, record it (a copy handled already is acked uncalled)    | idempotency                |
  * | 5' | inbox        | a transaction around the call and its record                                 | inbox                      |
  * | 6  | breaker      | counts the call's outcome into the circuit breaker                           | circuitBreaker             |
- * | 7  | hand-over    | from here a stop no longer takes the delivery back                           | something waits before it  |
+ * | 7  | hand-over    | from here a stop or a hand-over no longer takes the delivery back            | something waits before it  |
  * | 8  | time limit   | fails the call past `timeout` and aborts its signal                          | timeout                    |
  * | 9  | call         | the user's handler, through Nest's context                                   | always                     |
  * | 10 | outcome      | ack; or the next tier; or park (confirmed, then acked)                       | always                     |

@@ -108,7 +108,7 @@ export class QueueFlowControl {
     };
   }
 
-  /** The hand-over step: until it, a stop takes the delivery back. Absent when nothing waits before the handler. */
+  /** The hand-over step: until it, a stop or a hand-over takes the delivery back. Absent when nothing waits before the handler. */
   handOverStep(): Middleware | undefined {
     const waiting = this.waiting;
     return waiting && ((next) => waiting.handing(next));
@@ -225,7 +225,8 @@ export class QueueFlowControl {
     const ticket = await this.admit(signal);
     if (ticket === 'gone') return;
     if (ticket === 'refused') {
-      if (!this.giveBack(message, settle)) return handle(message, settle, signal);
+      // A single-active-consumer queue's consumer is handing the queue over: its closing channel returns the delivery in place.
+      if (!this.giveBack(message, settle, !this.config.singleActiveConsumer)) return handle(message, settle, signal);
       return;
     }
     if (ticket === undefined) return handle(message, settle, signal);

@@ -2,16 +2,18 @@ import type { ConsumeMessage } from 'amqplib';
 import type { DeliveryHandler, Settle } from '../amqp/queue.consumer.js';
 import type { HandlerInvoker } from '../pipeline/delivery.contracts.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
-import { DeliveryRecalled, isRecalled } from '../core/delivery/delivery.recall.js';
+import { DeliveryRecalled, isRecalled, linkRecall, recallOf } from '../core/delivery/delivery.recall.js';
 
 interface Waiting {
   settle: Settle;
   recall: AbortController;
+  /** Stops following the queue's recall (see run): called once the delivery is handed over. */
+  handed: () => void;
 }
 
-/** Whether deliveries may wait between admission and handler (ordering, idempotency, inbox) on a queue that can stop. */
+/** Whether deliveries may wait between admission and handler (ordering, idempotency, inbox): a stop or a hand-over takes those back. */
 export const waitsBeforeHandler = (config: HandlerConfig): boolean =>
-  config.partitionOf === undefined && (config.ordering !== undefined || config.idempotency !== undefined || config.inbox !== undefined);
+  config.ordering !== undefined || config.idempotency !== undefined || config.inbox !== undefined;
 
 /** Runs `handle` for the delivery, then `done` however it ended (a synchronous throw too); the outcome is handle's. */
 export function handleThen(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal, done: () => void): Promise<void> {
@@ -30,23 +32,34 @@ export function handleThen(handle: DeliveryHandler, message: ConsumeMessage, set
 /**
  * The deliveries of one queue admitted by its flow whose handler was not called yet. When the queue stops (paused,
  * circuit open) they are taken back: each is given back to the broker in delivery order and its signal aborts with
- * DeliveryRecalled; a delivery that reached the handler is no longer recalled (it finishes and settles as usual).
+ * DeliveryRecalled; so they are when the consumer recalls them (a hand-over), left for its closing channel to return.
+ * A delivery that reached the handler is no longer recalled (it finishes and settles as usual).
  */
 export class WaitingDeliveries {
   private readonly waiting = new Map<ConsumeMessage, Waiting>();
 
   constructor(private readonly queue: string) {}
 
-  /** Runs `handle` for the delivery with a signal of its own: the channel's, which also aborts when it is recalled. */
+  /**
+   * Runs `handle` for the delivery with a signal of its own: the channel's, which also aborts when it is recalled, and
+   * until it is handed over when its consumer recalls it (recallOf); linked to that recall for the waits after a call.
+   */
   run(handle: DeliveryHandler, message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> {
     const recall = new AbortController();
+    const queueRecall = recallOf(signal);
     const follow = () => recall.abort(signal.reason);
+    const recalled = () => recall.abort(queueRecall.reason);
     if (signal.aborted) follow();
     else signal.addEventListener('abort', follow, { once: true });
-    const entry: Waiting = { settle, recall };
+    if (queueRecall.aborted) recalled();
+    else if (queueRecall !== signal) queueRecall.addEventListener('abort', recalled, { once: true });
+    linkRecall(recall.signal, queueRecall);
+    const handed = () => queueRecall.removeEventListener('abort', recalled);
+    const entry: Waiting = { settle, recall, handed };
     this.waiting.set(message, entry);
     const done = () => {
       signal.removeEventListener('abort', follow);
+      handed();
       if (this.waiting.get(message) === entry) this.waiting.delete(message);
     };
     return handleThen(handle, message, settle, recall.signal, done);
@@ -63,6 +76,7 @@ export class WaitingDeliveries {
    */
   handOver(message: ConsumeMessage, signal: AbortSignal): boolean {
     if (isRecalled(signal)) return false;
+    this.waiting.get(message)?.handed();
     this.waiting.delete(message);
     return true;
   }

@@ -16,6 +16,7 @@ import { answerOf, answersUnread, type DeliveryRouter, type HandlerInvoker, type
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
+import { isRecalled, recallOf } from '../core/delivery/delivery.recall.js';
 
 /** A handler call that failed, as the failure step reads it; `counter`: the heartbeat's, `started` when the call began (performance.now()). */
 interface FailedCall {
@@ -168,8 +169,10 @@ export class DeliveryPipeline {
       settle.ack();
     };
     const failed = (error: unknown): Promise<void> | undefined => {
-      // Taken back before its handler was called (the queue stopped while it waited): already in the broker.
-      if (!this.handedOver(message, signal)) return;
+      // Taken back before its handler was called (the queue stopped while it waited), or between two attempts in place
+      // (handed over): already in the broker, or returned by the closing channel.
+      const recall = recallOf(signal);
+      if ((isRecalled(recall) && error === recall.reason) || !this.handedOver(message, signal)) return;
       const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
       const call = { policy, pattern, attempt: inPlace?.attempt ?? attempt, deaths, observed, counter, started }; // on a failure only
       return this.failedStep(message, settle, signal, call, inPlace ? inPlace.failure : error);

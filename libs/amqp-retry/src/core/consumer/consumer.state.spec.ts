@@ -275,7 +275,7 @@ describe('the consumer state machine', () => {
     });
   });
 
-  it('runs one stop sequence: stop cancels first, hand-over keeps the subscription and aborts the deliveries at once', () => {
+  it('runs one stop sequence: stop cancels first, hand-over keeps the subscription and recalls the waiting deliveries at once', () => {
     expect(transition(inPhase('consuming'), { type: 'stop', timeoutMs: 500 }).effects).toEqual([
       { type: 'wind-down', timeoutMs: 500, cancelFirst: true, downReason: 'the application is stopping', lateSuffix: '' },
     ]);
@@ -284,7 +284,7 @@ describe('the consumer state machine', () => {
         type: 'wind-down',
         timeoutMs: 700,
         cancelFirst: false,
-        abortAtOnce: 'the queue is handed over to another consumer',
+        recall: 'the queue is handed over to another consumer',
         downReason: 'handed over to another consumer',
         lateSuffix: ' of handing over',
       },
@@ -300,7 +300,7 @@ describe('the consumer state machine', () => {
         type: 'wind-down',
         timeoutMs: 800,
         cancelFirst: false,
-        abortAtOnce: 'the queue is paused',
+        recall: 'the queue is paused',
         downReason: 'the queue is paused',
         lateSuffix: ' of holding',
       },
@@ -326,7 +326,7 @@ describe('the consumer state machine', () => {
         type: 'wind-down',
         timeoutMs: 500,
         cancelFirst: false,
-        abortAtOnce: 'the application is stopping',
+        recall: 'the application is stopping',
         downReason: 'the application is stopping',
         lateSuffix: '',
       },

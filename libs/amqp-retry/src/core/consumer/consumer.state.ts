@@ -60,8 +60,11 @@ export interface WindDown {
    * consumer queue activates the next one only once this one's deliveries are requeued in their places.
    */
   readonly cancelFirst: boolean;
-  /** `hand-over`: deliveries are no longer started, and those waiting give up at once (their signal aborts with this). */
-  readonly abortAtOnce?: string;
+  /**
+   * `hand-over`: no delivery starts any more, and those waiting give up at once (recalled, with this reason); handlers
+   * running go on and settle as usual.
+   */
+  readonly recall?: string;
   /** The `consumerDown` reason. */
   readonly downReason: string;
   /** Follows "after <timeoutMs> ms" in the warning logged when handlers still run after `timeoutMs`. */
@@ -138,10 +141,10 @@ function windDown(state: ConsumerState, phase: 'stopping' | 'handing-over' | 'yi
 }
 
 /** The plan of `hand-over`: the subscription stays until the channel closes; `downReason`, `lateSuffix` as WindDown's. */
-const handingOver = (timeoutMs: number, abortAtOnce: string, downReason: string, lateSuffix: string): WindDown => ({
+const handingOver = (timeoutMs: number, recall: string, downReason: string, lateSuffix: string): WindDown => ({
   timeoutMs,
   cancelFirst: false,
-  abortAtOnce,
+  recall,
   downReason,
   lateSuffix,
 });

@@ -1,4 +1,4 @@
-/** The abort reason of a delivery taken back (paused, circuit opened) while it waited for its handler: the waiting steps do not settle it. */
+/** The abort reason of a delivery taken back (paused, circuit opened, handed over) while it waited for its handler: the waiting steps do not settle it. */
 export class DeliveryRecalled extends Error {
   constructor(queue: string, why: string) {
     super(`"${queue}": the delivery went back to the broker before its handler was called (${why})`);
@@ -8,3 +8,16 @@ export class DeliveryRecalled extends Error {
 
 /** Whether `signal` aborted because its delivery was taken back (see DeliveryRecalled). */
 export const isRecalled = (signal: AbortSignal): boolean => signal.aborted && signal.reason instanceof DeliveryRecalled;
+
+const recalls = new WeakMap<AbortSignal, AbortSignal>();
+
+/**
+ * Gives a delivery's signal (aborted when it can no longer be settled) its recall signal: aborted with it, and also
+ * with a DeliveryRecalled when the queue is handed over, which what waits before a call follows and a call does not.
+ */
+export function linkRecall(signal: AbortSignal, recall: AbortSignal): void {
+  recalls.set(signal, recall);
+}
+
+/** The recall signal linked to a delivery's `signal` (see linkRecall); the signal itself when none is. */
+export const recallOf = (signal: AbortSignal): AbortSignal => recalls.get(signal) ?? signal;

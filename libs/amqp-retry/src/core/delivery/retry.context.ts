@@ -33,8 +33,9 @@ export interface RetryContextBase {
   deaths: XDeath[];
   /**
    * Aborts when the delivery can no longer be settled (its channel or connection was lost: the broker redelivers the
-   * message), when `app.close()`'s shutdown timeout has passed, or when a partition is handed over to another instance
-   * (which then runs the message again). Pass it to fetch, database drivers and the like so that a long handler stops early.
+   * message), when the call passes its time limit, or when `app.close()`'s shutdown timeout has passed (a queue handed
+   * over to another instance leaves a running call alone until then). Pass it to fetch, database drivers and the like
+   * so that a long handler stops early.
    */
   signal: AbortSignal;
 }
