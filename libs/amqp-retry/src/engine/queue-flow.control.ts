@@ -143,8 +143,8 @@ export class QueueFlowControl {
           return value;
         },
         (error: unknown) => {
-          // Taken back by a stop before its handler was called, or lost while it ran (its channel closed, a
-          // hand-over, the shutdown timeout; a time limit aborts the call's own signal, not this one): the broker
+          // Taken back by a stop before its handler was called, or lost while it ran (its channel closed, the
+          // shutdown timeout; a time limit aborts the call's own signal, not this one): the broker
           // redelivers it, and a call our own loss cut short says nothing about the dependency.
           if (context.signal.aborted) throw error;
           // Recorded before the error goes on to be settled: an opening cancels the consumer before this nack goes out.

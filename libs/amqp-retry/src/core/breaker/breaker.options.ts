@@ -6,7 +6,7 @@ import type { Duration } from '../time/duration.reader.js';
  * Errors that say the message is bad (`NonRetryableError`, the `nonRetryable` classes, malformed bodies) never count,
  * nor does the failure of a message that failed before (attempt 2 and later: a bad message fails every time); a trial
  * of such a message that fails frees its place for another, up to `consecutiveFailures` in a row. A call that fails
- * once its delivery was lost (its signal aborted: a lost connection, a hand-over, a stop) does not count either.
+ * once its delivery was lost (its signal aborted: a lost connection, the shutdown timeout) does not count either.
  * @example { failureRate: 0.5, minimumCalls: 20, window: '30s', openFor: '10s', maxOpenFor: '5m' }
  */
 export interface CircuitBreakerOptions {

@@ -9,15 +9,17 @@ export class DeliveryRecalled extends Error {
 /** Whether `signal` aborted because its delivery was taken back (see DeliveryRecalled). */
 export const isRecalled = (signal: AbortSignal): boolean => signal.aborted && signal.reason instanceof DeliveryRecalled;
 
-const recalls = new WeakMap<AbortSignal, AbortSignal>();
+/** Where a delivery's signal keeps its recall signal (see linkRecall): on the signal itself, nothing shared. */
+const RECALL = Symbol('recall');
+type Recallable = AbortSignal & { [RECALL]?: AbortSignal };
 
 /**
  * Gives a delivery's signal (aborted when it can no longer be settled) its recall signal: aborted with it, and also
  * with a DeliveryRecalled when the queue is handed over, which what waits before a call follows and a call does not.
  */
 export function linkRecall(signal: AbortSignal, recall: AbortSignal): void {
-  recalls.set(signal, recall);
+  Object.defineProperty(signal, RECALL, { value: recall, writable: true });
 }
 
 /** The recall signal linked to a delivery's `signal` (see linkRecall); the signal itself when none is. */
-export const recallOf = (signal: AbortSignal): AbortSignal => recalls.get(signal) ?? signal;
+export const recallOf = (signal: AbortSignal): AbortSignal => (signal as Recallable)[RECALL] ?? signal;
