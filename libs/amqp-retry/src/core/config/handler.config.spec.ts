@@ -131,6 +131,13 @@ describe('resolveHandlerConfig', () => {
       { queue: 'q', errorQueue: 'q' },
       `${prefix('errorQueue')} is the handler's own queue "q". Park elsewhere, e.g. 'q.error'.`,
     ],
+    ...['q.dlx.dead', 'q.dlx', 'q.dlx.first', 'q.return', 'q.retry.plan', 'q.retry.1.1s.abcdef'].map(
+      (errorQueue): [string, RetryHandlerOptions, string] => [
+        `parking in ${errorQueue}, a name of its own topology`,
+        { queue: 'q', errorQueue },
+        `${prefix('errorQueue')} is "${errorQueue}", a name the retry topology of "q" derives (q.dlx*, q.retry.*, q.return). Park in a queue of its own, e.g. 'q.error'.`,
+      ],
+    ),
     ['a prefetch of 0', { queue: 'q', prefetch: 0 }, `${prefix('prefetch')} is 0. Use a whole number from 1 to 65535, e.g. 20.`],
     [
       'a nonRetryable that is neither',

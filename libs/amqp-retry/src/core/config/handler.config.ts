@@ -89,6 +89,14 @@ function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, 
 }
 
 /**
+ * Whether `name` is one the retry topology of `queue` derives for itself (see retry-topology.plan.ts): its dead-letter
+ * exchanges and queue (`Q.dlx`, `Q.dlx.*`), its return exchange, its tiers, plan and presence queues (`Q.retry.*`,
+ * those of older schedules included, which a later start deletes). Parking there loops or loses the message.
+ */
+const isDerivedName = (queue: string, name: string): boolean =>
+  name === `${queue}.dlx` || name === `${queue}.return` || name.startsWith(`${queue}.dlx.`) || name.startsWith(`${queue}.retry.`);
+
+/**
  * Resolves one `@RetryWithBackoff` declaration against the module configuration. `where` names the method
  * ("OrdersHandler.onOrderCreated") so that an error points at the code to change.
  */
@@ -133,6 +141,13 @@ export function resolveHandlerConfig(
   const errorQueue = options.errorQueue === undefined ? `${queue}.error` : readName(options.errorQueue, at('errorQueue'), 0, `'${queue}.error'`);
   if (errorQueue === queue) {
     throw new RetryConfigError(at('errorQueue'), `is the handler's own queue "${queue}"`, `Park elsewhere, e.g. '${queue}.error'.`);
+  }
+  if (isDerivedName(queue, errorQueue)) {
+    throw new RetryConfigError(
+      at('errorQueue'),
+      `is "${errorQueue}", a name the retry topology of "${queue}" derives (${queue}.dlx*, ${queue}.retry.*, ${queue}.return)`,
+      `Park in a queue of its own, e.g. '${queue}.error'.`,
+    );
   }
   const nonRetryable = options.nonRetryable;
   if (
