@@ -22,6 +22,27 @@ export const isNotFound = (error: unknown): boolean => (error as { code?: unknow
  */
 export const queueExists = (open: ChannelOpener, queue: string): Promise<boolean> => exists(open, (channel) => channel.checkQueue(queue));
 
+/**
+ * Whether a queue exists and, when it does, whether it takes a declaration with `args` (false: a 406, it was declared
+ * with others), on one channel of its own: a passive declare, then the declaration. Thrown as queueExists throws.
+ */
+export const queueStillOurs = (open: ChannelOpener, queue: string, args: Record<string, unknown>): Promise<{ exists: boolean; matches?: boolean }> =>
+  onOwnChannel(open, async (channel) => {
+    try {
+      await channel.checkQueue(queue);
+    } catch (error) {
+      if (isNotFound(error)) return { exists: false };
+      throw error;
+    }
+    try {
+      await channel.assertQueue(queue, { durable: true, arguments: args });
+      return { exists: true, matches: true };
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === 406) return { exists: true, matches: false };
+      throw error;
+    }
+  });
+
 /** Whether an exchange exists, as queueExists answers for a queue. */
 export const exchangeExists = (open: ChannelOpener, exchange: string): Promise<boolean> => exists(open, (channel) => channel.checkExchange(exchange));
 

@@ -27,7 +27,7 @@ import {
   retireSubscription,
   type Subscription,
 } from './consumer.subscription.js';
-import { queueExists } from './queue-exists.probe.js';
+import { queueExists, queueStillOurs } from './queue-exists.probe.js';
 
 export type { Settle } from './consumer.subscription.js';
 export type { DeliveryHandler } from './consumer.deliveries.js';
@@ -41,6 +41,8 @@ export interface QueueConsumerOptions {
   resume: ReconnectPolicy;
   /** Declares the queue's topology again before resuming (it may have been deleted). */
   redeclare: () => Promise<unknown>;
+  /** The queue's arguments in the plan: after a cancel, a queue that refuses them (re-created otherwise) is not consumed. */
+  queueArguments?: Record<string, unknown>;
   /** A delivery that may have crashed its process before: handled alone, so that a crash counts against it only (core/consumer/suspect.pace.ts). */
   isSuspect?: (message: ConsumeMessage) => boolean;
   /** Told when the consumer goes up or down. */
@@ -369,10 +371,12 @@ export class QueueConsumer {
     if (loss.unsettled > 0)
       abortSubscription(subscription, `the broker cancelled the consumer of "${this.options.queue}" and took its deliveries back`);
     void retireSubscription(subscription, tag);
-    const { connection, queue } = this.options;
-    void queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)
-      .catch(ignore)
-      .then((exists) => this.resumeAfter(classifyConsumerLoss({ ...loss, queueExists: exists })));
+    const { connection, queue, queueArguments } = this.options;
+    const open = () => connection.createChannel(`queue "${queue}" check`, true);
+    const found = queueArguments
+      ? queueStillOurs(open, queue, queueArguments)
+      : queueExists(open, queue).then((exists) => ({ exists, matches: undefined }));
+    void found.catch(ignore).then((q) => this.resumeAfter(classifyConsumerLoss({ ...loss, queueExists: q?.exists, queueMatches: q?.matches })));
   }
 
   /** The state machine logs the verdict's line and resumes at once, with backoff, or not. */

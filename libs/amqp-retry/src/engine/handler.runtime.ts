@@ -15,7 +15,7 @@ import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { scheduleIdOf } from '../core/topology/retry-plan.record.js';
-import { planRetryTopology, retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
+import { businessQueueArguments, planRetryTopology, retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
 import { unsettledDeliveries } from '../core/delivery/delivery.count.js';
 import { returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
@@ -121,6 +121,7 @@ export class HandlerRuntime {
     const { connection, logger, resume } = deps;
     const names = retryNames(config.queue);
     const redeclare = () => this.declare();
+    const queueArguments = businessQueueArguments(config.queue, config.queueType, config);
     const schedules = distinctSchedules(handler);
     const exchanges = [names.deadLetterExchange, names.firstFailureExchange, names.deathSortExchange, names.firstTierExchange, names.returnExchange];
     const queues = [...schedules.flatMap(tierQueues), config.deadLetterQueue ?? names.deadLetterQueue];
@@ -142,7 +143,18 @@ export class HandlerRuntime {
     const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;
     this.newConsumer = () => {
       const consumer = new QueueConsumer(
-        { queue: config.queue, prefetch: config.prefetch, connection, logger, resume, redeclare, isSuspect, observers: deps.observers, handOverMs },
+        {
+          queue: config.queue,
+          prefetch: config.prefetch,
+          connection,
+          logger,
+          resume,
+          redeclare,
+          queueArguments,
+          isSuspect,
+          observers: deps.observers,
+          handOverMs,
+        },
         gated,
       );
       this.flow.attach(consumer); // a partition's next consumer (release) is held and released as the state says

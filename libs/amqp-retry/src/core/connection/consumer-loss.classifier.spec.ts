@@ -44,6 +44,21 @@ describe('classifyConsumerLoss', () => {
     });
   });
 
+  it.each([0, 2])('refuses to consume a queue re-created with other arguments (%i held), declaring again with backoff', (unsettled) => {
+    const verdict = classifyConsumerLoss({ event: 'cancelled', queue: 'orders', unsettled, queueExists: true, queueMatches: false });
+    expect(verdict).toMatchObject({ cause: 'queue-mismatch', lost: unsettled > 0, resume: 'backoff', level: 'error' });
+    expect(verdict.line).toBe(
+      `The broker cancelled the consumer of "orders", and the queue there now refuses the handler's arguments (re-created by someone else?): not consuming it until it is declared as configured`,
+    );
+  });
+
+  it('consumes again at once a queue that still takes the handler arguments', () => {
+    expect(classifyConsumerLoss({ event: 'cancelled', queue: 'orders', unsettled: 0, queueExists: true, queueMatches: true })).toMatchObject({
+      cause: 'consumer-cancelled',
+      resume: 'at-once',
+    });
+  });
+
   it('leaves a channel lost with its connection to the connection, and logs nothing', () => {
     expect(classifyConsumerLoss({ event: 'channel-closed', queue: 'orders', unsettled: 2 })).toEqual({
       cause: 'connection-lost',

@@ -15,11 +15,16 @@ export interface ConsumerLossEvent {
   oldestHeldMs?: number;
   /** For `cancelled`: whether the queue still exists (a passive declare after the cancel); undefined if unknown. */
   queueExists?: boolean;
+  /**
+   * For `cancelled`, when the queue exists: whether it still takes the declaration of the handler's plan (false: a
+   * 406, someone deleted and re-created it with other arguments, e.g. without the dead-letter exchange); undefined if unknown or not checked.
+   */
+  queueMatches?: boolean;
 }
 
 /** What the consumer does about it. */
 export interface ConsumerLossVerdict {
-  cause: 'consumer-timeout' | 'queue-deleted' | 'consumer-cancelled' | 'channel-closed' | 'connection-lost';
+  cause: 'consumer-timeout' | 'queue-deleted' | 'queue-mismatch' | 'consumer-cancelled' | 'channel-closed' | 'connection-lost';
   /** The broker took the channel's deliveries back: their settlements count for nothing, their signals abort. */
   lost: boolean;
   /** `at-once`: consume again on a fresh channel now; `backoff`: declare again and resume with backoff; `connection`: the connection's recovery restarts the consumer. */
@@ -40,7 +45,8 @@ const consumerTimeout = (line: string): ConsumerLossVerdict => ({ cause: 'consum
 
 /**
  * Classifies the loss of a consumer's deliveries, so that the real cause is logged once: a consumer timeout resumes on
- * a fresh channel at once, a deleted queue is declared again with backoff. Never throws.
+ * a fresh channel at once, a deleted queue, or one re-created with other arguments, is declared again with backoff
+ * (which refuses the latter with TopologyMismatchError until it is fixed). Never throws.
  * @example classifyConsumerLoss({ event: 'cancelled', queue: 'orders', unsettled: 1, oldestHeldMs: 2004, queueExists: true })
  * // { cause: 'consumer-timeout', lost: true, resume: 'at-once', level: 'warn', line: '"orders": the broker cancelled ...' }
  */
@@ -73,6 +79,17 @@ export function classifyConsumerLoss(input: ConsumerLossEvent): ConsumerLossVerd
       resume: 'backoff',
       level: 'error',
       line: `The broker cancelled the consumer of "${queue}": the queue was deleted`,
+    };
+  }
+  if (input.queueExists === true && input.queueMatches === false) {
+    // Consumed as it is, a failure would be nacked to no dead-letter exchange and lost: refused, as a reconnection
+    // refuses it (TopologyMismatchError), and declared again with backoff until the queue is the handler's again.
+    return {
+      cause: 'queue-mismatch',
+      lost: unsettled > 0,
+      resume: 'backoff',
+      level: 'error',
+      line: `The broker cancelled the consumer of "${queue}", and the queue there now refuses the handler's arguments (re-created by someone else?): not consuming it until it is declared as configured`,
     };
   }
   if (unsettled > 0 && input.queueExists === true) {
