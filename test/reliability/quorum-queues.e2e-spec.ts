@@ -24,6 +24,17 @@ describe('quorum queues', () => {
     expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-exception-message': 'declined 3', 'x-retry-attempts': 3 });
   });
 
+  it('hands a first delivery to the handler whatever delivery counts its publisher set (3.10 delivers them as sent)', async () => {
+    const { broker, queue } = suite;
+    const Handler = handlerFor({ queue, delays: [150], queueType: 'quorum' }, () => undefined);
+    suite.app = await startApp([Handler]);
+    await broker.publish('', queue, { id: 1 }, { headers: { 'x-delivery-count': 12, 'x-acquired-count': 12 } });
+
+    const calls = handlerOf(suite.app, Handler).calls;
+    await waitFor(async () => calls.length > 0 || ((await broker.count(`${queue}.error`)) ?? 0) > 0, 'a handler call or a park');
+    expect({ calls: calls.map((c) => c.attempt), parked: await broker.count(`${queue}.error`) }).toEqual({ calls: [1], parked: 0 });
+  });
+
   it('really declares quorum queues: the same queue as classic is refused with the clear error', async () => {
     const { queue } = suite;
     suite.app = await startApp([handlerFor({ queue, queueType: 'quorum' }, () => undefined)]);

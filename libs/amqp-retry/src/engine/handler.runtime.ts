@@ -16,7 +16,7 @@ import type { ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { scheduleIdOf } from '../core/topology/retry-plan.record.js';
 import { businessQueueArguments, planRetryTopology, retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
-import { unsettledDeliveries } from '../core/delivery/delivery.count.js';
+import { countedHeaders, unsettledDeliveries } from '../core/delivery/delivery.count.js';
 import { returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -136,8 +136,8 @@ export class HandlerRuntime {
     const isSuspect =
       config.queueType === 'quorum'
         ? (m: ConsumeMessage) =>
-            unsettledDeliveries(m.properties.headers, 'quorum') > 0 &&
-            (returns.isEmpty || unsettledDeliveries(m.properties.headers, 'quorum', returns.of(returnIdentity(m, config.queue))) > 0)
+            unsettledDeliveries(countedHeaders(m), 'quorum') > 0 &&
+            (returns.isEmpty || unsettledDeliveries(countedHeaders(m), 'quorum', returns.of(returnIdentity(m, config.queue))) > 0)
         : undefined;
     // A single-active-consumer queue (a partition too) is handed over, never cancelled: see QueueConsumer's handOverMs.
     const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;

@@ -11,7 +11,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import { RateLimitGate } from './rate-limit.gate.js';
 import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
-import { brokerDeliveryCount } from '../core/delivery/delivery.count.js';
+import { brokerDeliveryCount, countedHeaders } from '../core/delivery/delivery.count.js';
 import { QUORUM_DELIVERY_LIMIT } from '../core/delivery/delivery.decision.js';
 import { handleThen, WaitingDeliveries, waitsBeforeHandler } from './waiting.deliveries.js';
 
@@ -272,7 +272,7 @@ export class QueueFlowControl {
    */
   private giveBack(message: ConsumeMessage, settle: Settle, nack = true): boolean {
     if (this.config.queueType === 'quorum') {
-      if (brokerDeliveryCount(message.properties.headers, 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return false;
+      if (brokerDeliveryCount(countedHeaders(message), 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return false;
       this.returns.add(returnIdentity(message, this.queue));
     }
     if (nack) settle.nack(true);

@@ -1,6 +1,7 @@
 import type { QueueType } from '../topology/topology.types.js';
 import { readStrictInteger } from './x-death.parser.js';
 import { BrokerHeader } from '../headers/header.names.js';
+import { copyOwn } from '../headers/own-keys.copy.js';
 
 /**
  * The headers in which a quorum queue counts the unsettled earlier deliveries of a message: `x-delivery-count` (against
@@ -9,10 +10,33 @@ import { BrokerHeader } from '../headers/header.names.js';
  */
 export const DELIVERY_COUNT_HEADERS = [BrokerHeader.deliveryCount, BrokerHeader.acquiredCount] as const;
 
+/** A copy of `headers` without the DELIVERY_COUNT_HEADERS, for a message the library publishes again: its next queue counts anew. */
+export function withoutDeliveryCounts(headers: object | null | undefined): Record<string, unknown> {
+  const copy = copyOwn(headers);
+  for (const header of DELIVERY_COUNT_HEADERS) delete copy[header];
+  return copy;
+}
+
+/** What countedHeaders reads of a delivery (amqplib's ConsumeMessage has it). */
+export interface CountedDelivery {
+  readonly fields: { readonly redelivered: boolean };
+  readonly properties: { readonly headers?: Readonly<Record<string, unknown>> };
+}
+
+/**
+ * The headers to read a delivery's counts from: none when the broker did not mark it `redelivered`. The broker marks
+ * every message it gives back (a nack or reject with requeue, a closed channel, a consumer timeout), on 3.10, 4.0 and
+ * 4.3 and whichever of the counts rose, so a delivery not marked was never delivered before, whatever counts a
+ * publisher or a copy from another queue carries (3.10 delivers a publisher's `x-delivery-count` as it was sent).
+ */
+export const countedHeaders = (delivery: CountedDelivery): Readonly<Record<string, unknown>> | undefined =>
+  delivery.fields.redelivered ? delivery.properties.headers : undefined;
+
 /**
  * Earlier deliveries of this message that were never settled: the larger of the DELIVERY_COUNT_HEADERS, less
  * `ownReturns` (the application's returns on purpose, see OwnReturns). Only a quorum queue's broker sets them: on a
- * classic queue a publisher may have, so they count 0 there, as does a value that is not a whole number.
+ * classic queue a publisher may have, so they count 0 there, as does a value that is not a whole number. Give it
+ * countedHeaders(delivery), so that a first delivery counts 0.
  */
 export function unsettledDeliveries(headers: Readonly<Record<string, unknown>> | undefined, queueType: QueueType, ownReturns = 0): number {
   if (queueType !== 'quorum' || headers === undefined) return 0;

@@ -15,19 +15,31 @@ const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
 const rejected = (count: number, queue = 'orders') => ({ queue, reason: 'rejected', count, exchange: 'shop', 'routing-keys': ['order.created'] });
 
-const message = (content: Buffer | string, headers?: Record<string, unknown>, contentType?: string): ConsumeMessage => ({
+/** `redelivered` as the broker sets it: on a message it counted a return of. */
+const message = (
+  content: Buffer | string,
+  headers?: Record<string, unknown>,
+  contentType?: string,
+  redelivered = headers?.['x-delivery-count'] !== undefined || headers?.['x-acquired-count'] !== undefined,
+): ConsumeMessage => ({
   content: typeof content === 'string' ? Buffer.from(content) : content,
-  fields: { deliveryTag: 1, redelivered: false, exchange: 'shop', routingKey: 'order.created', consumerTag: 'c' },
+  fields: { deliveryTag: 1, redelivered, exchange: 'shop', routingKey: 'order.created', consumerTag: 'c' },
   properties: { headers, contentType } as MessageProperties,
 });
 
 /** A delivery of `orders` (maxAttempts 3, classic) that already failed `failures` times. */
 const input = (
-  over: Partial<BeforeHandlingInput> & { failures?: number; headers?: Record<string, unknown>; body?: Buffer | string } = {},
+  over: Partial<BeforeHandlingInput> & { failures?: number; headers?: Record<string, unknown>; body?: Buffer | string; redelivered?: boolean } = {},
 ): BeforeHandlingInput => {
-  const { failures = 0, headers, body = json({ id: 7 }), ...rest } = over;
+  const { failures = 0, headers, body = json({ id: 7 }), redelivered, ...rest } = over;
   const history = failures > 0 ? { 'x-death': [rejected(failures), { ...rejected(failures, 'orders.retry.1'), reason: 'expired' }] } : {};
-  return { message: message(body, { ...history, ...headers }), queue: 'orders', maxAttempts: 3, queueType: 'classic', ...rest };
+  return {
+    message: message(body, { ...history, ...headers }, undefined, redelivered),
+    queue: 'orders',
+    maxAttempts: 3,
+    queueType: 'classic',
+    ...rest,
+  };
 };
 
 describe('decideBeforeHandling', () => {
@@ -169,6 +181,13 @@ describe('decideBeforeHandling', () => {
         `delivered ${QUORUM_DELIVERY_LIMIT - 1} times without being settled, ${QUORUM_DELIVERY_LIMIT - 1} of them put back while its queue was paused or its circuit open: the next return would pass the queue's delivery limit (${QUORUM_DELIVERY_LIMIT}), past which the broker drops it`,
       );
     });
+
+    it.each([{ 'x-delivery-count': 12 }, { 'x-acquired-count': 12 }, { 'x-delivery-count': 12, 'x-acquired-count': 30 }])(
+      'counts no earlier delivery on a delivery the broker did not mark redelivered, whatever its counts say: %p',
+      (headers) => {
+        expect(decideBeforeHandling(input({ queueType: 'quorum', headers, redelivered: false }))).toMatchObject({ action: 'handle', attempt: 1 });
+      },
+    );
 
     it('ignores a forged x-delivery-count that is not a whole number', () => {
       expect(decideBeforeHandling(input({ queueType: 'quorum', headers: { 'x-delivery-count': '99' } }))).toMatchObject({ action: 'handle' });

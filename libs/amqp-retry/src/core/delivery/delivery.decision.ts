@@ -5,7 +5,7 @@ import { NonRetryableError } from '../../errors/non-retryable.error.js';
 import { decodeBody, type Deserializer } from '../message/body.decoder.js';
 import { headersOf } from '../message/message.properties.js';
 import type { QueueType } from '../topology/topology.types.js';
-import { brokerDeliveryCount, unsettledDeliveries } from './delivery.count.js';
+import { brokerDeliveryCount, countedHeaders, unsettledDeliveries } from './delivery.count.js';
 import { readDeathHistory, rejectedCount, type XDeath } from './x-death.parser.js';
 import { BrokerHeader } from '../headers/header.names.js';
 
@@ -68,8 +68,9 @@ export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling
   const { deaths } = history;
   const attempt = 1 + rejectedCount(deaths, queue);
   // The usual delivery was never returned: no count to weigh (and nothing allocated for it).
-  const counted = unsettledDeliveries(headers, input.queueType);
-  const early = earlyPark(attempt, maxAttempts, counted === 0 ? NEVER_RETURNED : unsettledOf(input, headers, deaths, counted));
+  const counts = countedHeaders(message);
+  const counted = unsettledDeliveries(counts, input.queueType);
+  const early = earlyPark(attempt, maxAttempts, counted === 0 ? NEVER_RETURNED : unsettledOf(input, counts, deaths, counted));
   if (early !== undefined) return { ...early, deaths };
   const body = decodeBody(message, input.deserializer);
   if (!body.ok) return { action: 'park', reason: 'malformed', error: new Error(body.problem), handlerCalls: attempt - 1, deaths };
@@ -90,7 +91,12 @@ interface Unsettled {
 }
 
 /** Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT. */
-function unsettledOf(input: BeforeHandlingInput, headers: Record<string, unknown>, deaths: readonly XDeath[], counted: number): Unsettled {
+function unsettledOf(
+  input: BeforeHandlingInput,
+  headers: Readonly<Record<string, unknown>> | undefined,
+  deaths: readonly XDeath[],
+  counted: number,
+): Unsettled {
   const own = input.ownReturns ? Math.min(counted, input.ownReturns(deaths)) : 0;
   if (own === 0) return { count: counted, own, atBrokerLimit: false };
   const count = unsettledDeliveries(headers, input.queueType, own);

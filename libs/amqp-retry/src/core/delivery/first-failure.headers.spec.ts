@@ -16,6 +16,11 @@ describe('first failures moved into a schedule of their own', () => {
     expect(movedFirstFailures(headers, 'payments', waited)).toBe(0);
   });
 
+  it("leaves the delivery counts of the queue it leaves behind: the tier's copy counts anew", () => {
+    const headers = firstFailureHeaders({ a: 1, 'x-delivery-count': 3, 'x-acquired-count': 5 }, 'orders', from);
+    expect(Object.keys(headers).sort()).toEqual(['a', FirstFailureHeader.exchange, FirstFailureHeader.queue, FirstFailureHeader.routingKey].sort());
+  });
+
   it("keeps the delivery's expiration as x-original-expiration, since the moved copy has none", () => {
     expect(firstFailureHeaders({}, 'orders', from, '60000')).toMatchObject({ 'x-original-expiration': '60000' });
     expect(firstFailureHeaders({}, 'orders', from)).not.toHaveProperty(['x-original-expiration']);

@@ -1,7 +1,7 @@
 import { firstRejection, type XDeath } from './x-death.parser.js';
 import { FirstFailureHeader, ParkedHeader } from '../headers/header.names.js';
 import { replayedRoute, type Route } from './replayed-route.reader.js';
-import { copyOwn } from '../headers/own-keys.copy.js';
+import { withoutDeliveryCounts } from './delivery.count.js';
 
 /*
  * Several retry schedules on one queue (the transport: each pattern may have its own delays). A nack reaches only the
@@ -22,8 +22,9 @@ export function movedFirstFailures(headers: Record<string, unknown> | undefined,
 }
 
 /**
- * The headers of the copy published into a schedule's first tier. The copy has no `expiration` (it would cut the tier's
- * delay short): the delivery's own is kept as `x-original-expiration`, as the broker keeps it in `x-death`.
+ * The headers of the copy published into a schedule's first tier, without the delivery counts of the queue it leaves.
+ * The copy has no `expiration` (it would cut the tier's delay short): the delivery's own is kept as
+ * `x-original-expiration`, as the broker keeps it in `x-death`.
  */
 export function firstFailureHeaders(
   headers: Record<string, unknown> | undefined,
@@ -31,7 +32,7 @@ export function firstFailureHeaders(
   delivered: Route,
   expiration?: unknown,
 ): Record<string, unknown> {
-  const copy = copyOwn(headers);
+  const copy = withoutDeliveryCounts(headers);
   copy[FirstFailureHeader.queue] = queue;
   copy[FirstFailureHeader.exchange] = delivered.exchange;
   copy[FirstFailureHeader.routingKey] = delivered.routingKey;

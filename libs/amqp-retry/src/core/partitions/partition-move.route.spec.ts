@@ -36,10 +36,10 @@ describe('movedRoutingKey', () => {
 });
 
 describe('movedProperties', () => {
-  it("keeps a moved message's properties and headers, persistent, without another user's userId", () => {
+  it("keeps a moved message's properties and headers, persistent, without another user's userId or the old queue's delivery counts", () => {
     const properties = {
       messageId: 'm-1',
-      headers: { 'x-key': 'a' },
+      headers: { 'x-key': 'a', 'x-delivery-count': 4, 'x-acquired-count': 6 },
       userId: 'billing',
       expiration: '60000',
       deliveryMode: 1,
@@ -47,5 +47,6 @@ describe('movedProperties', () => {
     const moved = movedProperties(properties);
     expect(moved).toMatchObject({ messageId: 'm-1', headers: { 'x-key': 'a' }, expiration: '60000', persistent: true });
     expect(moved.userId).toBeUndefined();
+    expect(moved.headers).toEqual({ 'x-key': 'a' }); // the counts of the queue it leaves stay behind
   });
 });

@@ -1,4 +1,5 @@
 import type { MessageProperties, Options } from 'amqplib';
+import { withoutDeliveryCounts } from '../delivery/delivery.count.js';
 import { firstRoute } from '../delivery/first-failure.headers.js';
 import { readDeathHistory } from '../delivery/x-death.parser.js';
 import { BrokerHeader } from '../headers/header.names.js';
@@ -23,8 +24,9 @@ export function movedRoutingKey(message: MovingMessage, from: string): string {
 
 /**
  * The properties a moved message is published with: its own, persistent, without `userId` (the broker refuses a
- * publish whose user_id is not the connection's user, and the move would be tried again forever).
+ * publish whose user_id is not the connection's user, and the move would be tried again forever), and without the
+ * delivery counts of the queue it leaves (its next queue counts its own).
  */
 export function movedProperties(properties: MessageProperties): Options.Publish {
-  return { ...properties, userId: undefined, persistent: true };
+  return { ...properties, headers: withoutDeliveryCounts(properties.headers), userId: undefined, persistent: true };
 }
