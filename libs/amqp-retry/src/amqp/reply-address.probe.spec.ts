@@ -1,4 +1,6 @@
 import { EventEmitter } from 'node:events';
+import { jest } from '@jest/globals';
+import { REPLY_ADDRESS_TRUSTED_MS } from '../core/publish/reply-address.memory.js';
 import type { AmqpConnection, ConnectionLoss } from './amqp.connection.js';
 import { ReplyAddressProbe } from './reply-address.probe.js';
 
@@ -154,5 +156,43 @@ describe('ReplyAddressProbe', () => {
       connection.back();
     }
     expect(await state).toEqual({ kind: 'unknown', reason: 'the connection was lost under its probe 3 times' });
+  });
+
+  it('asks once for the requests of one address: those waiting share its probe, those after get its answer while it is trusted', async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    let now = 1_000_000;
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      const waiting = [probe.state('client'), probe.state('client'), probe.state('other'), probe.state('client')];
+      await tick();
+      connection.answer();
+      await tick();
+      connection.answer();
+      await Promise.all(waiting);
+      now += REPLY_ADDRESS_TRUSTED_MS.exists - 1;
+      expect(await probe.state('client')).toEqual({ kind: 'exists' });
+      expect(connection.asked).toEqual(['client', 'other']);
+      now += 1; // no longer trusted: the caller may have left since
+      const again = probe.state('client');
+      await tick();
+      connection.answer();
+      expect(await again).toEqual({ kind: 'exists' });
+      expect(connection.asked).toEqual(['client', 'other', 'client']);
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it("remembers a gone caller: its further requests cost no probe and no reopened channel (a 404 closes the probe's)", async () => {
+    const connection = new FakeConnection();
+    const probe = probeOn(connection);
+    const first = probe.state('gone');
+    await tick();
+    connection.answer(Object.assign(new Error('NOT_FOUND'), { code: 404 }));
+    expect(await first).toEqual({ kind: 'gone' });
+    const later = await Promise.all(Array.from({ length: 5 }, () => probe.state('gone')));
+    expect(later).toEqual(Array.from({ length: 5 }, () => ({ kind: 'gone' })));
+    expect({ asked: connection.asked, channels: connection.channels.length }).toEqual({ asked: ['gone'], channels: 1 });
   });
 });

@@ -2,13 +2,11 @@ import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { Channel } from 'amqplib';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { probeFailure, type ReplyAddressState } from '../core/publish/reply-address.rules.js';
+import { ReplyAddressMemory } from '../core/publish/reply-address.memory.js';
 import type { AmqpConnection } from './amqp.connection.js';
 
 /** How many times one address is asked about while connections are lost under its probe for other reasons. */
 const MAX_PROBES = 3;
-
-/** How many refused addresses are remembered (answered without a probe); the oldest are forgotten first. */
-export const REFUSED_ADDRESSES_KEPT = 1_000;
 
 /** A probe channel, and the code the broker closed it with. */
 interface ProbeChannel {
@@ -22,15 +20,20 @@ interface ProbeChannel {
  * core/publish/reply-address.rules.ts).
  *
  * One probe at a time, so that the probe in flight when the broker closes the channel or connection is the one it
- * answered: that address is refused; the probes behind it go out once the connection is back.
+ * answered: that address is refused; the probes behind it go out once the connection is back. An answer is remembered
+ * (core/publish/reply-address.memory.ts), and the requests that ask about an address already waiting for its probe
+ * share that probe: a client's requests, all from one address, cost one probe every few seconds, not one each, and a
+ * gone caller's many requests one probe and one reopened channel.
  */
 export class ReplyAddressProbe {
   private readonly channel = new SharedChannel<ProbeChannel>();
   /** The probes in order, each after the one before. */
   private line: Promise<unknown> = Promise.resolve();
   private closed = false;
-  /** Addresses the broker refused, with why: a forged address repeated costs no more probes (each costs a reconnection). */
-  private readonly refused = new Map<string, ReplyAddressState>();
+  /** The broker's answers: a forged address repeated costs no more probes (each costs a reconnection). */
+  private readonly memory = new ReplyAddressMemory();
+  /** The probes queued or in flight, by address: as many as the requests waiting for them, which the prefetch bounds. */
+  private readonly asking = new Map<string, Promise<ReplyAddressState>>();
 
   constructor(
     /** The probes' connection, opened at the first. */
@@ -40,18 +43,16 @@ export class ReplyAddressProbe {
   ) {}
 
   state(address: string): Promise<ReplyAddressState> {
-    const known = this.refused.get(address);
+    const known = this.memory.recall(address, Date.now());
     if (known) return Promise.resolve(known);
-    const turn = this.line.then(() => this.refused.get(address) ?? this.probe(address).then((state) => this.remember(address, state)));
+    const asked = this.asking.get(address);
+    if (asked) return asked;
+    const turn = this.line.then(() => this.probe(address)).then((state) => this.memory.remember(address, state, Date.now()));
+    this.asking.set(address, turn);
+    const done = () => this.asking.delete(address);
+    turn.then(done, done);
     this.line = turn.catch(() => undefined);
     return turn;
-  }
-
-  private remember(address: string, state: ReplyAddressState): ReplyAddressState {
-    if (state.kind !== 'refused') return state;
-    this.refused.set(address, state);
-    if (this.refused.size > REFUSED_ADDRESSES_KEPT) this.refused.delete(this.refused.keys().next().value as string);
-    return state;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,44 @@
+import type { ReplyAddressState } from './reply-address.rules.js';
+
+/**
+ * How long an answer about a direct reply-to address is trusted without asking the broker again, in ms. 'exists' only
+ * briefly: a caller that leaves within that time loses a reply without a warning (a publish to its address is
+ * confirmed and dropped), so that a client's many requests cost one probe every few seconds, not one each. 'gone' and
+ * 'refused' do not change (an address names its caller's channel process, which never comes back), so they are kept
+ * until the oldest are forgotten. 'unknown' (the broker could not be asked) is not kept.
+ */
+export const REPLY_ADDRESS_TRUSTED_MS: Readonly<Record<ReplyAddressState['kind'], number>> = {
+  exists: 2_000,
+  gone: Infinity,
+  refused: Infinity,
+  unknown: 0,
+};
+
+/** How many addresses are remembered; the oldest answer is forgotten first (any client chooses its `replyTo`). */
+export const REPLY_ADDRESSES_KEPT = 1_000;
+
+/** The broker's recent answers about direct reply-to addresses, bounded in number; `now` is the caller's clock. */
+export class ReplyAddressMemory {
+  private readonly known = new Map<string, { state: ReplyAddressState; until: number }>();
+
+  constructor(private readonly capacity = REPLY_ADDRESSES_KEPT) {}
+
+  /** The answer about `address` still trusted at `now`, or undefined: ask the broker. */
+  recall(address: string, now: number): ReplyAddressState | undefined {
+    const entry = this.known.get(address);
+    if (entry === undefined) return undefined;
+    if (now < entry.until) return entry.state;
+    this.known.delete(address);
+    return undefined;
+  }
+
+  /** Keeps `state` (the broker's answer at `now`) for its kind's time; returns it. */
+  remember(address: string, state: ReplyAddressState, now: number): ReplyAddressState {
+    const trustedMs = REPLY_ADDRESS_TRUSTED_MS[state.kind];
+    if (trustedMs <= 0) return state;
+    this.known.delete(address); // kept again as the newest
+    this.known.set(address, { state, until: now + trustedMs });
+    if (this.known.size > this.capacity) this.known.delete(this.known.keys().next().value as string);
+    return state;
+  }
+}
