@@ -15,8 +15,8 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { retryTopologyNames } from 'nestjs-amqp-retry';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { lastValueFrom } from 'rxjs';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { RetryClient, RetryRmqContext, RetryRpcExceptionFilter, RetryServer } from 'nestjs-amqp-retry/transport';
 import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
@@ -125,6 +125,31 @@ class LongDelayController {
 
 @Module({ controllers: [LongDelayController] })
 class LongDelayModule {}
+
+@Controller()
+class WildcardController {
+  readonly calls: Array<{ handler: string; pattern: string; attempt: number }> = [];
+
+  @EventPattern<string>('order.*', { retry: { delays: [100], maxAttempts: 3 } })
+  anyOrder(@Payload() order: { failures: number }, @Ctx() ctx: RetryRmqContext): void {
+    this.calls.push({ handler: 'order.*', pattern: ctx.getPattern(), attempt: ctx.getRetryContext().attempt });
+    if (ctx.getRetryContext().attempt <= order.failures) throw new Error('fails');
+  }
+
+  @EventPattern<string>('order.paid')
+  paid(@Ctx() ctx: RetryRmqContext): void {
+    this.calls.push({ handler: 'order.paid', pattern: ctx.getPattern(), attempt: ctx.getRetryContext().attempt });
+  }
+
+  @MessagePattern('stock.#')
+  stock(@Ctx() ctx: RetryRmqContext): { pattern: string } {
+    return { pattern: ctx.getPattern() };
+  }
+}
+
+/** Topic wildcards (the server's own schedule is 1 attempt), an exact pattern beside one, and a request. */
+@Module({ controllers: [WildcardController] })
+class WildcardModule {}
 
 describe("transport patterns: routing, schedules of their own, Nest's pipeline and several versions of one pattern", () => {
   const suite = useSuite<INestMicroservice>('e2e.transport.patterns', {
@@ -263,6 +288,34 @@ describe("transport patterns: routing, schedules of their own, Nest's pipeline a
     await waitFor(() => controller.at.length === 2, 'the second attempt', 10_000);
     expect(controller.at[1] - controller.at[0]).toBeGreaterThanOrEqual(1_400);
     expect(await suite.broker.count(`${suite.queue}.error`)).toBe(0);
+  });
+
+  it("routes a pattern to the handler whose topic wildcard matches it, with that handler's policy; an exact pattern wins", async () => {
+    const exchange = uniqueName('e2e.transport.patterns.x');
+    suite.extraExchanges.push(exchange);
+    const server = new RetryServer({ url: AMQP_URL, queue: suite.queue, exchange, maxAttempts: 1, delayedDelivery: false });
+    suite.app = await NestFactory.createMicroservice(WildcardModule, { strategy: server, logger: ['error'] });
+    suite.app.useGlobalFilters(new RetryRpcExceptionFilter());
+    await suite.app.listen();
+    const client = new RetryClient({ url: AMQP_URL, exchange, delayedDelivery: false });
+    try {
+      await lastValueFrom(client.emit('order.created', { failures: 1 }), { defaultValue: undefined });
+      await lastValueFrom(client.emit('order.paid', { failures: 0 }), { defaultValue: undefined });
+      await lastValueFrom(client.emit('order.cancelled', { failures: 99 }), { defaultValue: undefined });
+      expect(await firstValueFrom(client.send('stock.level.eu', {}))).toEqual({ pattern: 'stock.level.eu' });
+    } finally {
+      await client.close();
+    }
+    const [parked] = await suite.broker.take(`${suite.queue}.error`, 1, 10_000);
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-retry-attempts': 3 });
+    const { calls } = suite.app.get(WildcardController);
+    await waitFor(() => calls.length === 6, 'every attempt');
+    const of = (pattern: string) => calls.filter((c) => c.pattern === pattern).map((c) => `${c.handler} #${c.attempt}`);
+    expect([of('order.created'), of('order.paid'), of('order.cancelled')]).toEqual([
+      ['order.* #1', 'order.* #2'],
+      ['order.paid #1'],
+      ['order.* #1', 'order.* #2', 'order.* #3'],
+    ]);
   });
 
   it('takes the retry policy of a pattern from whichever of its chained handlers gives it', async () => {

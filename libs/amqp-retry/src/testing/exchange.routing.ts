@@ -1,3 +1,5 @@
+import { topicMatches } from '../core/topology/topic-pattern.match.js';
+
 /** The exchange types the in-memory broker routes (RabbitMQ's built-in ones). */
 export type ExchangeType = 'direct' | 'topic' | 'fanout' | 'headers';
 
@@ -8,22 +10,6 @@ export interface MemoryBinding {
   destinationType: 'queue' | 'exchange';
   pattern: string;
   arguments: Record<string, unknown>;
-}
-
-/** A topic pattern against a routing key, as RabbitMQ matches them: `*` one dot-separated word, `#` zero or more. */
-export function topicMatches(pattern: string, routingKey: string): boolean {
-  const words = routingKey.split('.');
-  const parts = pattern.split('.');
-  const match = (p: number, w: number): boolean => {
-    if (p === parts.length) return w === words.length;
-    if (parts[p] === '#') {
-      for (let skip = w; skip <= words.length; skip++) if (match(p + 1, skip)) return true;
-      return false;
-    }
-    if (w === words.length) return false;
-    return (parts[p] === '*' || parts[p] === words[w]) && match(p + 1, w + 1);
-  };
-  return match(0, 0);
 }
 
 /** A header's value as a headers exchange compares it (amqplib's typed values by their value). */

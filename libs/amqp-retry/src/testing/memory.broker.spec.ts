@@ -1,5 +1,6 @@
 import { deathRulesOf, deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
-import { headersMatch, topicMatches } from './exchange.routing.js';
+import { topicMatches } from '../core/topology/topic-pattern.match.js';
+import { headersMatch } from './exchange.routing.js';
 import { MemoryBroker } from './memory.broker.js';
 import { VirtualClock } from './virtual.clock.js';
 

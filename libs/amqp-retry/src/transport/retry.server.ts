@@ -20,6 +20,7 @@ import { resolveObservers } from '../observability/observers.resolve.js';
 import { patternPolicy, policyExtras, queueConfig } from './pattern.policies.js';
 import { checkPartitionChannels } from '../core/partitions/server-partitions.config.js';
 import { tierQueues } from '../core/topology/retry-topology.plan.js';
+import { hasTopicWildcard, topicMatches } from '../core/topology/topic-pattern.match.js';
 import { RequestReplies } from './request.replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
@@ -49,7 +50,9 @@ export type RetryServerStatus = 'connected' | 'disconnected';
  * A `@nestjs/microservices` transport on the retry engine. `@EventPattern` handlers get broker-side retries with the
  * pattern's policy and parking; `@MessagePattern` handlers answer requests (no retries: the caller waits). Messages
  * are Nest's RMQ envelope, so Nest's ClientRMQ and RetryClient both talk to it; a body without the envelope is an
- * event named by its routing key. A message no handler takes is parked as `no-handler`.
+ * event named by its routing key. A pattern no handler has is matched against the handlers' topic wildcards (`*`,
+ * `#`: `order.*` takes `order.created`), as Nest's ServerRMQ with `wildcards: true`; a message no handler takes is
+ * parked as `no-handler`.
  * @example NestFactory.createMicroservice(AppModule, { strategy: new RetryServer({ queue: 'orders', delays: ['1s', '10s'] }) })
  */
 export class RetryServer extends Server implements CustomTransportStrategy {
@@ -61,7 +64,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private engine?: RetryEngine;
   /** The handlers by their own pattern (Nest's string form). */
   private table = new Map<string, MessageHandler>();
-  /** Nest's route of each pattern text seen that names a handler (routeOf): at most ROUTE_CACHE_SIZE. */
+  /** The handlers' patterns with a topic wildcard, in the handlers' order. */
+  private wildcards: string[] = [];
+  /** The handler's pattern of each pattern text seen that has one (routeOf): at most ROUTE_CACHE_SIZE. */
   private readonly routes = new Map<string, string>();
   private queue?: HandlerConfig;
   private answers?: RequestReplies;
@@ -138,6 +143,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const bindings = handlers.map(([pattern]) => pattern).filter((p) => p.length > 0 && Buffer.byteLength(p) <= 255);
     const queue = queueConfig(this.options, this.moduleConfig, bindings);
     this.table = new Map(handlers);
+    this.wildcards = [...this.table.keys()].filter(hasTopicWildcard);
     this.routes.clear();
     this.queue = queue;
     // Patterns' extras are read (and refused) here, before any connection: for the queue, and per partition below.
@@ -189,13 +195,15 @@ export class RetryServer extends Server implements CustomTransportStrategy {
 
   /**
    * Nest's getRouteFromPattern, once per pattern text: it JSON.parses the text, so a plain name throws and catches a
-   * SyntaxError on every message (a fifth of the transport's CPU time in the bench's profile). Kept only for texts that
-   * name a handler, and at most ROUTE_CACHE_SIZE of them, since publishers choose the texts.
+   * SyntaxError on every message (a fifth of the transport's CPU time in the bench's profile). A route no handler has
+   * goes to the first handler whose topic wildcard matches it (an exact pattern wins). Kept only for texts that name a
+   * handler, and at most ROUTE_CACHE_SIZE of them, since publishers choose the texts.
    */
   private routeOf(pattern: string): string {
     const cached = this.routes.get(pattern);
     if (cached !== undefined) return cached;
-    const route = this.getRouteFromPattern(pattern);
+    const named = this.getRouteFromPattern(pattern);
+    const route = this.table.has(named) ? named : (this.wildcards.find((wildcard) => topicMatches(wildcard, named)) ?? named);
     // bounded in bytes too: padded or reordered spellings of one pattern map to its route, each under its own text
     if (this.table.has(route) && pattern.length <= ROUTE_CACHE_KEY_MAX && this.routes.size < ROUTE_CACHE_SIZE) this.routes.set(pattern, route);
     return route;
