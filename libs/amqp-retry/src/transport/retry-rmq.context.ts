@@ -42,3 +42,17 @@ export class RetryRmqContext extends RmqContext {
     return this.retry;
   }
 }
+
+/** The contexts of request handlers (a caller waits for the answer): set by RetryServer, read by its exception filter. */
+const requestContexts = new WeakSet<RetryRmqContext>();
+
+/** Marks `context` as a request's: its handler's error is answered to a caller, not retried. */
+export function markRequestContext(context: RetryRmqContext): RetryRmqContext {
+  requestContexts.add(context);
+  return context;
+}
+
+/** True for the context of a request handler (marked by RetryServer). */
+export function isRequestContext(context: unknown): boolean {
+  return context instanceof RetryRmqContext && requestContexts.has(context);
+}

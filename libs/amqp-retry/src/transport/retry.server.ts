@@ -22,7 +22,7 @@ import { checkPartitionChannels } from '../core/partitions/server-partitions.con
 import { tierQueues } from '../core/topology/retry-topology.plan.js';
 import { hasTopicWildcard, topicMatches } from '../core/topology/topic-pattern.match.js';
 import { RequestReplies } from './request.replies.js';
-import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
+import { markRequestContext, RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
 import { unwrapRpcError } from './rpc.error.js';
 import { patternAsString, readPacket, type InboundPacket } from './rpc.packet.js';
@@ -281,7 +281,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     retry: RetryContext,
   ): (signal: AbortSignal) => Promise<Observable<unknown>> {
     return async (signal) =>
-      this.transformToObservable(await handler(data, new RetryRmqContext(message, pattern, { ...retry, signal }, this.channelRef)));
+      this.transformToObservable(
+        await handler(data, markRequestContext(new RetryRmqContext(message, pattern, { ...retry, signal }, this.channelRef))),
+      );
   }
 
   private replies(): RequestReplies {
