@@ -14,6 +14,10 @@ const FILTERS: Record<string, { filter?: () => ExceptionFilter; handled: boolean
   'a filter that only logs (answers nothing)': { filter: () => catching(() => undefined), handled: false },
   'a filter answering throwError': { filter: () => catching(() => throwError(() => new Error('still failed'))), handled: false },
   'a filter answering a rejected Promise': { filter: () => catching(() => Promise.reject(new Error('still failed'))), handled: false },
+  // Nest's RPC rule (RpcExceptionsHandler): an answer that is falsy is no answer, Nest's default follows
+  'a filter answering false': { filter: () => catching(() => false), handled: false },
+  'a filter answering 0': { filter: () => catching(() => 0), handled: false },
+  "a filter answering ''": { filter: () => catching(() => ''), handled: false },
   'a filter answering a value': { filter: () => catching(() => ({ handled: true })), handled: true },
   'a filter answering of(value)': { filter: () => catching(() => of({ handled: true })), handled: true },
 };
@@ -58,8 +62,8 @@ function hybridModule(decoratorQueue: string) {
 }
 
 /**
- * The rule of docs/retries-and-parking.md: a global exception filter that returns a value (or a stream that completes)
- * marks a failed message handled; one whose answer fails (a throw, an Observable or a Promise that errors) leaves it
+ * The rule of docs/retries-and-parking.md: a global exception filter that returns a value other than a falsy one (or
+ * a stream that completes) marks a failed message handled; one whose answer fails (a throw, an Observable or a Promise that errors) leaves it
  * failed, retried then parked. The same on both paths, the decorator's and RetryServer's, in one hybrid application.
  */
 describe('global exception filters on failed handlers, decorator and transport alike', () => {

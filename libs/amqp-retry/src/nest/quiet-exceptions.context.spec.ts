@@ -19,7 +19,10 @@ describe('withoutExceptionLogs', () => {
   it.each([
     ['Nest 12', undefined],
     ['Nest 10 and 11', null],
-  ])('rethrows an error no filter handled (%s answers %p), so the engine retries it', async (_, answer) => {
+    ['a filter', false],
+    ['a filter', 0],
+    ['a filter', ''],
+  ])('rethrows an error no filter handled (%s answers %p: falsy, as Nest reads an RPC filter), so the engine retries it', async (_, answer) => {
     const error = new Error('payment declined');
     await expect(creatorWhoseFiltersAnswer(answer).next(error, host)).rejects.toBe(error);
   });

@@ -26,8 +26,10 @@ export function withoutExceptionLogs(creator: ExternalContextCreator): ExternalC
     const runFilters = handler.invokeCustomFilters.bind(handler);
     handler.next = async (exception, host) => {
       const result = runFilters(exception, host);
-      // "No filter handled it" is undefined on Nest 12, null on Nest 10 and 11: neither is an answer
-      if (result !== undefined && result !== null) return result; // a filter handled it (or rethrew): its answer stands
+      // Nest's RPC rule (its RpcExceptionsHandler, which RetryServer's handlers go through): a falsy answer (undefined,
+      // null, false, 0, '') is no answer, so the error stands; any other is the filter's (a value, or a stream or
+      // Promise whose outcome decides)
+      if (result) return result;
       throw exception;
     };
     return handler;
