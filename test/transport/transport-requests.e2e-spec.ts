@@ -97,6 +97,20 @@ describe('requests and the client of the transport', () => {
     expect(await lastValueFrom(client.send('echo', record({ id: 12 })))).toEqual({ data: { id: 12 }, tenant: 'acme', priority: 3 });
   });
 
+  it('fails only the send whose RmqRecord has a property the broker refuses, not the requests in flight on its channel', async () => {
+    await start();
+    const client = retryClient();
+    expect(await lastValueFrom(client.send('slow', 1))).toBe('late'); // connected, request channel open
+    const inFlight = [1, 2, 3].map(() => lastValueFrom(client.send('slow', 800)));
+    for (const options of [{ expiration: '-5' }, { userId: 'mallory' }]) {
+      const refused = lastValueFrom(client.send('slow', new RmqRecordBuilder(1).setOptions(options).build()));
+      await expect(refused).rejects.toThrow(
+        options.userId ? /RetryClient.send: Invalid userId "mallory"/ : /RetryClient.send: Invalid expiration "-5"/,
+      );
+    }
+    expect(await Promise.all(inFlight)).toEqual(['late', 'late', 'late']);
+  });
+
   it('fails the requests in flight at once when the client closes', async () => {
     await start();
     const client = retryClient();

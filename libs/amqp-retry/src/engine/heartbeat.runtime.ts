@@ -183,13 +183,3 @@ export class HeartbeatRuntime {
     return opening;
   }
 }
-
-/** The user name of the first broker URL (amqplib's default, guest, without one): who the beats are published as. */
-export function brokerUser(url: string | undefined): string {
-  try {
-    const user = url ? decodeURIComponent(new URL(url).username) : '';
-    return user === '' ? 'guest' : user;
-  } catch {
-    return 'guest';
-  }
-}

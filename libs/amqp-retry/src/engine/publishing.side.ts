@@ -8,6 +8,7 @@ import { NotConnectedError } from '../errors/not-connected.error.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { Channel, Options } from 'amqplib';
 import { checkPublishProperties } from '../core/message/message.properties.js';
+import { brokerUser } from '../core/config/broker-urls.reader.js';
 import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import type { PublishKind } from '../core/observe/retry.observer.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
@@ -68,12 +69,17 @@ export class PublishingSide {
       if (this.closed) throw new NotConnectedError('the application has shut down; publish before app.close()');
       const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
       plan = planDelayedPublish(delayMs, out, Date.now(), prefix);
-      checkPublishProperties(out.properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
+      this.check(out.properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
     } catch (error) {
       return Promise.reject(error);
     }
     if (!this.observers.publishes) return this.send(via, plan, out);
     return this.publishObserved(via, plan, out, delayMs);
+  }
+
+  /** Checks a publish's properties (checkPublishProperties), a `userId` against the users of the broker URLs. */
+  check(properties: Options.Publish): void {
+    checkPublishProperties(properties, properties.userId == null ? undefined : this.config.urls.map(brokerUser));
   }
 
   /** The prefix of the delay ladder's names (with `.quorum` for a quorum ladder); throws when delayed delivery is off. */

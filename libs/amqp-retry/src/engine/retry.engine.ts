@@ -77,6 +77,15 @@ export class RetryEngine {
     return this.publishing.publish('publisher', { exchange, routingKey, content, properties }, delayMs);
   }
 
+  /**
+   * Throws the TypeError or RangeError `publish` would reject with for these properties (each checked by amqplib's
+   * and the broker's rules; a `userId` must be the user of a broker URL), so that a channel of the caller's own is
+   * never closed by the broker for one of them.
+   */
+  checkPublishProperties(properties: Options.Publish): void {
+    this.publishing.check(properties);
+  }
+
   /** Writes `message` to the outbox in the caller's transaction `tx` (see OutboxPublisher); the relay publishes it once that transaction commits. */
   writeToOutbox<Tx>(tx: Tx, message: OutboxMessage): Promise<OutboxReceipt> {
     return this.outbox.write(tx, message);

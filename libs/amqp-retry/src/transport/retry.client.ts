@@ -132,9 +132,11 @@ export class RetryClient extends ClientProxy {
     const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
     const failed = (error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true });
     try {
+      // A property the broker refuses would close the channel every request in flight shares: checked as emit's are.
+      this.unwrap<RetryEngine>().checkPublishProperties(properties);
       this.requestChannel().send(exchange, routingKey, content, properties).catch(failed);
     } catch (error) {
-      failed(error); // closed between connect() and here: the caller gets the error, and no callback is left behind
+      failed(error); // a refused property, or closed since connect(): the caller gets the error, no callback is left behind
     }
     return cleanup;
   }

@@ -115,3 +115,13 @@ function readUrlText(text: string, key: string, ignoreTrailingCommas: boolean): 
   const raw = ignoreTrailingCommas ? text.trim().replace(/,+$/, '') : text;
   return raw.includes(',') ? readUrlList(raw, key) : [readUrl(raw.trim(), key)];
 }
+
+/** The user name of a broker URL (amqplib's default, guest, without one): who its connection publishes as. */
+export function brokerUser(url: string | undefined): string {
+  try {
+    const user = url ? decodeURIComponent(new URL(url).username) : '';
+    return user === '' ? 'guest' : user;
+  } catch {
+    return 'guest';
+  }
+}

@@ -56,6 +56,14 @@ describe('readExpiration', () => {
 });
 
 describe('checkPublishProperties', () => {
+  it("takes a userId only when it is the user of one of the connection's URLs (the broker closes the channel for another)", () => {
+    expect(() => checkPublishProperties({ userId: 'orders' }, ['guest', 'orders'])).not.toThrow();
+    expect(() => checkPublishProperties({ userId: 'mallory' }, ['guest'])).toThrow(
+      new RangeError(`Invalid userId "mallory": the broker takes only the connection's own user ("guest").`),
+    );
+    expect(() => checkPublishProperties({}, ['guest'])).not.toThrow();
+  });
+
   it('takes what amqplib and the broker take', () => {
     const fine = {
       contentType: 'application/json',

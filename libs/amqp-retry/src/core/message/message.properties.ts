@@ -52,11 +52,17 @@ const SHORT_STRING_PROPERTIES = ['contentType', 'contentEncoding', 'correlationI
 /**
  * Checks a publish's properties by the rules amqplib and the broker apply, so that a bad one is refused before anything
  * is published (or written to the outbox). Throws a TypeError or RangeError naming the property. On every publish:
- * the usual properties (a few short strings, a few flat headers) cost no allocation.
+ * the usual properties (a few short strings, a few flat headers) cost no allocation. With `users` (those of the
+ * connection's URLs), a `userId` must be one of them: the broker refuses any other (406, closing the channel) unless
+ * the user has the `impersonator` tag, which is not supported here.
  * @example checkPublishProperties({ priority: 300 }) // RangeError: Invalid priority 300: ...
  */
-export function checkPublishProperties(properties: Options.Publish): void {
+export function checkPublishProperties(properties: Options.Publish, users?: readonly string[]): void {
   for (const key of SHORT_STRING_PROPERTIES) checkShortString(key, properties[key]);
+  const { userId } = properties;
+  if (users && userId != null && !users.includes(userId as string)) {
+    throw new RangeError(`Invalid userId "${String(userId)}": the broker takes only the connection's own user ("${users.join('", "')}").`);
+  }
   const { priority, deliveryMode, timestamp, headers } = properties;
   if (priority != null && !(Number.isInteger(priority) && priority >= 0 && priority <= 255)) {
     throw new RangeError(
