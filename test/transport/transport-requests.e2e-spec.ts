@@ -111,6 +111,16 @@ describe('requests and the client of the transport', () => {
     expect(await Promise.all(inFlight)).toEqual(['late', 'late', 'late']);
   });
 
+  it('fails a send whose packet JSON cannot write with that error, and keeps no callback for it', async () => {
+    await start();
+    const client = retryClient();
+    for (let i = 0; i < 3; i++) {
+      await expect(lastValueFrom(client.send('echo', { n: 1n }))).rejects.toThrow(/^RetryClient.send: .*BigInt/);
+    }
+    expect((client as unknown as { routingMap: Map<string, unknown> }).routingMap.size).toBe(0);
+    expect(await lastValueFrom(client.send('echo', 1))).toMatchObject({ data: 1 }); // the client goes on
+  });
+
   it('fails the requests in flight at once when the client closes', async () => {
     await start();
     const client = retryClient();

@@ -126,17 +126,19 @@ export class RetryClient extends ClientProxy {
     const id = randomUUID();
     this.routingMap.set(id, callback);
     const cleanup = () => void this.routingMap.delete(id);
-    const { packet, options } = fromRecord(request);
-    const { exchange, routingKey } = this.target(packet.pattern);
-    const content = Buffer.from(JSON.stringify({ ...this.serializer.serialize(packet), id }));
-    const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
     const failed = (error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true });
     try {
+      const { packet, options } = fromRecord(request);
+      const { exchange, routingKey } = this.target(packet.pattern);
+      const content = Buffer.from(JSON.stringify({ ...this.serializer.serialize(packet), id }));
+      const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
       // A property the broker refuses would close the channel every request in flight shares: checked as emit's are.
       this.unwrap<RetryEngine>().checkPublishProperties(properties);
       this.requestChannel().send(exchange, routingKey, content, properties).catch(failed);
     } catch (error) {
-      failed(error); // a refused property, or closed since connect(): the caller gets the error, no callback is left behind
+      // A packet JSON cannot write (a BigInt, a pattern nested too deep), a refused property, or closed since
+      // connect(): the caller gets the error, and no callback is left behind
+      failed(error);
     }
     return cleanup;
   }
