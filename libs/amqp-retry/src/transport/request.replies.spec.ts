@@ -176,6 +176,21 @@ describe('the replies to a request', () => {
     ]);
   });
 
+  it("cuts a request's pattern in its log lines to 255 bytes, as a park's line cuts what the sender chose", async () => {
+    const hostile = { ...request, pattern: 'p'.repeat(2_000_000) };
+    const gone = replies(5_000, { caller: { kind: 'gone' } });
+    await gone.answers.answer(hostile, async () => from([1]));
+    const late = replies(20);
+    await late.answers.answer(hostile, async () => new Observable<never>());
+    const lines = [...gone.warnings, ...late.warnings];
+    expect(lines).toHaveLength(2);
+    for (const line of lines) {
+      expect(line.length).toBeLessThan(600);
+      expect(line).toContain(`"${'p'.repeat(240)}`);
+      expect(line).toContain('... [truncated]"');
+    }
+  });
+
   it('drops the replies to an address the engine refuses (forged), with one warning naming why, and publishes nothing', async () => {
     const reason = 'it is no address RabbitMQ hands out (its pid is not an Erlang process id)';
     const { sent, warnings, probes, answers } = replies(5_000, { caller: { kind: 'refused', reason } });

@@ -1,6 +1,7 @@
 import type { Observable, Subscription } from 'rxjs';
 import { startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
+import { truncateUtf8 } from '../core/parking/parked-message.headers.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { replyRoute } from '../core/publish/reply-address.rules.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
@@ -14,6 +15,12 @@ type Reply = (content: Buffer) => Promise<void>;
 
 /** Nest's text for a request no handler takes, so that its clients see what they would see from ServerRMQ. */
 const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
+
+/** Most bytes of a request's pattern in a log line (the sender chose it, so it may be of any size). */
+const MAX_LOGGED_PATTERN_BYTES = 255;
+
+/** A request's pattern as its log lines show it: cut as a park's line cuts what the sender chose. */
+const shownPattern = (request: Request): string => truncateUtf8(request.pattern, MAX_LOGGED_PATTERN_BYTES);
 
 /** An error as the caller can read it in JSON: an Error's own fields would serialize as {}. */
 function wireError(error: unknown): unknown {
@@ -67,7 +74,7 @@ export class RequestReplies {
       };
       signal?.addEventListener('abort', abandon, { once: true });
       const timer = startTimer(this.timeoutMs, () => {
-        const message = `no answer to "${request.pattern}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
+        const message = `no answer to "${shownPattern(request)}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
         this.logger.warn(`${message}; the caller gets an error, the request is acked and the handler's signal aborts`);
         end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes, new Error(message));
       });
@@ -124,7 +131,7 @@ export class RequestReplies {
     try {
       return { bytes: Buffer.from(JSON.stringify({ ...reply, id: request.id })), failed: false };
     } catch (error) {
-      const err = { status: 'error', message: `the reply to "${request.pattern}" cannot be written as JSON: ${errorMessage(error)}` };
+      const err = { status: 'error', message: `the reply to "${shownPattern(request)}" cannot be written as JSON: ${errorMessage(error)}` };
       return { bytes: Buffer.from(JSON.stringify({ err, isDisposed: true, id: request.id })), failed: true };
     }
   }
@@ -141,7 +148,7 @@ export class RequestReplies {
     const warn = (why: string) => {
       if (warned) return;
       warned = true;
-      this.logger.warn(`Could not reply to "${request.pattern}" at "${request.replyTo}": ${why}; the request is acked, not retried`);
+      this.logger.warn(`Could not reply to "${shownPattern(request)}" at "${request.replyTo}": ${why}; the request is acked, not retried`);
     };
     return async (content) => {
       if (route.probe) {
