@@ -78,7 +78,7 @@ export class RetryEngine {
   }
 
   /**
-   * Throws the TypeError or RangeError `publish` would reject with for these properties (each checked by amqplib's
+   * @internal Throws the TypeError or RangeError `publish` would reject with for these properties (each checked by amqplib's
    * and the broker's rules; a `userId` must be the user of a broker URL), so that a channel of the caller's own is
    * never closed by the broker for one of them.
    */

@@ -20,6 +20,9 @@ export interface RetryChannelRef {
  * attempt's RetryContext (`getRetryContext()`: attempt, maxAttempts, isLastAttempt, death history, abort signal).
  */
 export class RetryRmqContext extends RmqContext {
+  /** @internal Set by RetryServer on a request handler's context: its error is answered to a caller, not retried. */
+  answersCaller = false;
+
   constructor(
     message: ConsumeMessage,
     pattern: string,
@@ -43,16 +46,13 @@ export class RetryRmqContext extends RmqContext {
   }
 }
 
-/** The contexts of request handlers (a caller waits for the answer): set by RetryServer, read by its exception filter. */
-const requestContexts = new WeakSet<RetryRmqContext>();
-
 /** Marks `context` as a request's: its handler's error is answered to a caller, not retried. */
 export function markRequestContext(context: RetryRmqContext): RetryRmqContext {
-  requestContexts.add(context);
+  context.answersCaller = true;
   return context;
 }
 
 /** True for the context of a request handler (marked by RetryServer). */
 export function isRequestContext(context: unknown): boolean {
-  return context instanceof RetryRmqContext && requestContexts.has(context);
+  return context instanceof RetryRmqContext && context.answersCaller;
 }
