@@ -1,7 +1,14 @@
 import { openConnection, type AmqpConnection } from '../amqp/amqp.connection.js';
 import { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
-import { delayLadderPrefix, ladderProperties, planDelayedPublish, planDelayTopology, type DelayTopology } from '../core/delivery/delay.plan.js';
+import {
+  assertLadderHeaders,
+  delayLadderPrefix,
+  ladderProperties,
+  planDelayedPublish,
+  planDelayTopology,
+  type DelayTopology,
+} from '../core/delivery/delay.plan.js';
 import type { ModuleConfig } from '../core/config/module.config.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
@@ -70,6 +77,7 @@ export class PublishingSide {
       const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
       plan = planDelayedPublish(delayMs, out, Date.now(), prefix);
       this.check(out.properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
+      if (plan.kind === 'ladder') assertLadderHeaders(out.properties.headers);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { seededRandom } from '../../testing/seeded-random.fixture.js';
 import {
+  assertLadderHeaders,
   assertValidDelay,
   DELAY_LADDER,
   delayLevels,
@@ -263,6 +264,21 @@ describe('planDelayedPublish', () => {
   it('uses the given prefix for the entry exchange', () => {
     const plan = planDelayedPublish(5, target, NOW, 'billing.delay');
     expect(plan).toMatchObject({ kind: 'ladder', exchange: 'billing.delay.v1.p00' });
+  });
+});
+
+describe('assertLadderHeaders', () => {
+  const death = { queue: 'orders', reason: 'rejected', count: 1, exchange: '', 'routing-keys': ['orders'], time: { '!': 'timestamp', value: 1 } };
+
+  it('lets through headers without x-death, and an x-death as a broker writes it', () => {
+    expect(() => assertLadderHeaders(undefined)).not.toThrow();
+    expect(() => assertLadderHeaders({ tenant: 'acme' })).not.toThrow();
+    expect(() => assertLadderHeaders({ 'x-death': [death] })).not.toThrow();
+  });
+
+  it.each([[[1]], [[death, 'x']], ['a string'], [{ queue: 'q' }]])('refuses x-death %p, naming the header and the fix', (header) => {
+    expect(() => assertLadderHeaders({ 'x-death': header })).toThrow(TypeError);
+    expect(() => assertLadderHeaders({ 'x-death': header })).toThrow(/Invalid header x-death .*Remove x-death .*under another header name/);
   });
 });
 

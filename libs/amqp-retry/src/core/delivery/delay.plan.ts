@@ -23,6 +23,7 @@ import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, Topolog
 import { QUORUM_DEAD_LETTERING, queueTypeArgument } from '../topology/queue-type.mismatch.js';
 import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
+import { readDeathHistory } from './x-death.parser.js';
 
 /** Layout of the delay ladder. */
 export const DELAY_LADDER = {
@@ -240,6 +241,22 @@ export function planDelayedPublish(delayMs: number, target: DelayTarget, nowMs: 
       [DelayHeader.dueAt]: new Date(nowMs + delayMs).toISOString(),
     },
   };
+}
+
+/**
+ * Throws a TypeError when the headers of a message to delay carry an `x-death` the broker would not have written: every
+ * level of the ladder dead-letters, and RabbitMQ 3.10 crashes a classic queue process that dead-letters a message whose
+ * `x-death` holds anything but tables (the queue restarts, the messages around it are lost, other applications' too
+ * on a shared ladder). A well-formed one, copied from a delivered message, passes.
+ */
+export function assertLadderHeaders(headers: Readonly<Record<string, unknown>> | null | undefined): void {
+  const history = readDeathHistory(headers?.[BrokerHeader.death]);
+  if (history.ok) return;
+  throw new TypeError(
+    `Invalid header ${BrokerHeader.death} for a delayed message (${history.problem}): the broker writes that header, and a ` +
+      `delayed message is dead-lettered through the delay ladder with it. Remove ${BrokerHeader.death} from the headers, or pass ` +
+      'the death history under another header name.',
+  );
 }
 
 /**

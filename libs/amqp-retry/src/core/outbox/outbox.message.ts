@@ -1,5 +1,5 @@
 import type { Options } from 'amqplib';
-import { readPublishDelay } from '../delivery/delay.plan.js';
+import { assertLadderHeaders, readPublishDelay } from '../delivery/delay.plan.js';
 import type { Duration } from '../time/duration.reader.js';
 import { checkPublishProperties, readExpiration } from '../message/message.properties.js';
 
@@ -128,6 +128,7 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
   };
   // The engine's publish checks them so too: here, the caller's transaction fails rather than the row parking later.
   checkPublishProperties(record.properties);
+  if (record.delayMs > 0) assertLadderHeaders(record.properties.headers);
   return record;
 }
 
