@@ -1,5 +1,6 @@
-import { RetryPublisher } from 'nestjs-amqp-retry';
-import { startApp, TEST_OPTIONS } from '../support/app.js';
+import { planDelayTopology, RetryPublisher } from 'nestjs-amqp-retry';
+import { createApp, TEST_OPTIONS } from '../support/app.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 import { uniqueName, waitFor } from '../support/broker.js';
 import { settleWindow, useSuite } from '../support/suite.js';
 
@@ -10,6 +11,7 @@ describe('the delay ladder guards', () => {
   let exchange: string;
   let queue: string;
   const arrivals: Array<{ body: unknown; headers: Record<string, unknown> }> = [];
+  let logger: RecordingLogger;
 
   beforeEach(async () => {
     prefix = suite.ladder();
@@ -26,7 +28,10 @@ describe('the delay ladder guards', () => {
       arrivals.push({ body: JSON.parse(message.content.toString()), headers: message.properties.headers ?? {} });
       channel.ack(message);
     });
-    suite.app = await startApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    logger = new RecordingLogger();
+    suite.app = await createApp([], { ...TEST_OPTIONS, delayedDelivery: { prefix } });
+    suite.app.useLogger(logger);
+    await suite.app.init();
   });
 
   it('refuses a delayed message whose x-death no broker wrote, before sending it, and delays a well-formed one', async () => {
@@ -47,5 +52,28 @@ describe('the delay ladder guards', () => {
     await settleWindow(300); // a redelivered or stray copy would show up by now
     expect(arrivals.map((a) => (a.body as { n: string }).n)).toEqual(['before', 'copied', 'after']);
     expect(arrivals[1].headers['x-death']).toMatchObject([{ queue: 'orders', reason: 'rejected', count: 2 }]);
+  });
+
+  it('refuses a delay to the ladder itself, and parks, with a log line, a due message that names the ladder as its target', async () => {
+    const ladder = planDelayTopology(prefix);
+    const publisher = suite.app!.get(RetryPublisher);
+    for (const [to, key] of [
+      [ladder.readyQueue, ''],
+      [ladder.exchanges[1].name, '0.0.0.0.0.0.0.0.0.0.5'],
+      ['', ladder.readyQueue],
+    ]) {
+      await expect(publisher.publish(to, key, { n: 'loop' }, { delay: 5 })).rejects.toThrow(/is part of the delay ladder/);
+    }
+    // Another client publishes a due message whose target is the ready exchange straight into the ready queue.
+    const { channel } = suite.broker;
+    const headers = { 'x-delay-target-exchange': ladder.readyQueue, 'x-delay-target-routing-key': '' };
+    channel.publish(ladder.readyQueue, '', Buffer.from('{"n":"by hand"}'), { headers, persistent: true, messageId: 'by-hand' });
+
+    const parked = await waitFor(async () => (await channel.get(ladder.errorQueue, { noAck: true })) || undefined, 'the parked message', 10_000);
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'malformed' });
+    expect(parked.content.toString()).toBe('{"n":"by hand"}');
+    await waitFor(() => logger.count(/Parked a message .*by-hand.*part of the delay ladder/) === 1, 'the park line', 5_000);
+    expect(await suite.broker.count(ladder.readyQueue)).toBe(0);
+    expect(arrivals).toEqual([]);
   });
 });

@@ -4,6 +4,8 @@ import { declareTopology } from '../amqp/topology.declarer.js';
 import {
   assertLadderHeaders,
   delayLadderPrefix,
+  isLadderTarget,
+  ladderTargetProblem,
   ladderProperties,
   planDelayedPublish,
   planDelayTopology,
@@ -77,7 +79,12 @@ export class PublishingSide {
       const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
       plan = planDelayedPublish(delayMs, out, Date.now(), prefix);
       this.check(out.properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
-      if (plan.kind === 'ladder') assertLadderHeaders(out.properties.headers);
+      if (plan.kind === 'ladder') {
+        assertLadderHeaders(out.properties.headers);
+        // The configured prefix: it covers the quorum ladder's names too.
+        const configured = this.config.delayPrefix as string;
+        if (isLadderTarget(out, configured)) throw new TypeError(`Cannot delay this message: ${ladderTargetProblem(out, configured)}.`);
+      }
     } catch (error) {
       return Promise.reject(error);
     }

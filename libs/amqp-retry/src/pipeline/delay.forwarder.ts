@@ -1,5 +1,13 @@
 import type { ConsumeMessage } from 'amqplib';
-import { forwardedExpiration, readDelayTarget, withoutDelayDeaths, type DelayTarget, type DelayTopology } from '../core/delivery/delay.plan.js';
+import {
+  forwardedExpiration,
+  isLadderTarget,
+  ladderTargetProblem,
+  readDelayTarget,
+  withoutDelayDeaths,
+  type DelayTarget,
+  type DelayTopology,
+} from '../core/delivery/delay.plan.js';
 import type { ParkReason } from '../core/delivery/delivery.decision.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { republishProperties } from '../core/message/message.properties.js';
@@ -18,7 +26,7 @@ import type { Settle } from '../amqp/queue.consumer.js';
 /**
  * The last step of a delayed delivery: a due message from the ladder's ready queue is published (mandatory) to the
  * exchange and routing key its headers name, as if published now, and acked once confirmed. A message without a
- * target, or that no queue takes, is parked in the ladder's error queue; any other failure is tried again with backoff.
+ * target, whose target is the ladder itself, or that no queue takes, is parked in the ladder's error queue; any other failure is tried again with backoff.
  *
  * A ladder shared by several applications carries each one's messages to every forwarder: a publish this user may not
  * make (403) is not retried in place, which would keep the message from the application that may deliver it; it is
@@ -42,6 +50,10 @@ export class DelayForwardHandler {
     if (!target) {
       const error = new Error('a delayed message without x-delay-target-exchange/-routing-key headers');
       return this.parkIt(message, settle, 'malformed', error, signal);
+    }
+    if (isLadderTarget(target, this.ladder.prefix)) {
+      // Published by hand, or by another client: delivering it would put it back in the ready queue, for ever.
+      return this.parkIt(message, settle, 'malformed', new Error(ladderTargetProblem(target, this.ladder.prefix)), signal, target);
     }
     // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
     const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { seededRandom } from '../../testing/seeded-random.fixture.js';
 import {
   assertLadderHeaders,
+  isLadderTarget,
   assertValidDelay,
   DELAY_LADDER,
   delayLevels,
@@ -291,5 +292,21 @@ describe('the spec topic matcher', () => {
     ['#', 'a.b', true],
   ])('%s matches %s: %p', (pattern, key, expected) => {
     expect(topicMatches(pattern, key)).toBe(expected);
+  });
+});
+
+describe('isLadderTarget', () => {
+  it.each([
+    ['amqp-retry.delay.ready', '', true],
+    ['amqp-retry.delay.v1.p03', '0.0.0.0.0.0.0.2.7.3.4', true],
+    ['amqp-retry.delay.quorum.ready', '', true],
+    ['', 'amqp-retry.delay.ready', true],
+    ['', 'amqp-retry.delay.v1.p00.5ms', true],
+    ['orders', 'amqp-retry.delay.ready', false],
+    ['', 'orders', false],
+    ['amqp-retry.delayed', '', false],
+    ['amqp-retry.delay', '', false],
+  ])('exchange %p, key %p: %p', (exchange, routingKey, expected) => {
+    expect(isLadderTarget({ exchange, routingKey }, 'amqp-retry.delay')).toBe(expected);
   });
 });

@@ -301,6 +301,20 @@ export function readDelayTarget(headers: Readonly<Record<string, unknown>> | und
 }
 
 /**
+ * Whether a delayed message's target is part of the ladder under `prefix`: one of its exchanges, or one of its queues by
+ * name through the default exchange. The forwarder would send such a message around the ladder for ever.
+ * @example isLadderTarget({ exchange: 'amqp-retry.delay.ready', routingKey: '' }, 'amqp-retry.delay') // true
+ */
+export function isLadderTarget({ exchange, routingKey }: DelayTarget, prefix: string): boolean {
+  return (exchange === '' ? routingKey : exchange).startsWith(`${prefix}.`);
+}
+
+/** The sentence of a refusal or a park of a message whose target is part of the ladder (see isLadderTarget). */
+export const ladderTargetProblem = ({ exchange, routingKey }: DelayTarget, prefix: string): string =>
+  `the target of a delayed message, ${exchange === '' ? `queue "${routingKey}"` : `exchange "${exchange}"`}, is part of the ` +
+  `delay ladder "${prefix}": it would be forwarded around the ladder for ever. Name the exchange the message is for`;
+
+/**
  * A due message's headers without the ladder's dead-letter history, for the forwarder to republish. On 3.x the broker
  * silently drops a message dead-lettered into a queue its `x-death` already lists without a rejection since, so a
  * message delayed again with the same digits would vanish (observed on 3.10). Entries of other queues are kept. A
