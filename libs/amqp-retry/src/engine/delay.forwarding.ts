@@ -44,6 +44,7 @@ export class DelayForwarding {
     const { forwarder } = await this.publishing.open();
     const redeclare = () => (this.publishing.forgetLadder(), this.publishing.delayLadder());
     // The ladder parks what it cannot deliver; a replay sends it back to the ready queue, whose forwarder retries.
+    // Both forwarders give what a target refuses back to this ladder: the other one is to be drained, then deleted.
     const { application, reconnect: resume } = this.config;
     const entry = { queue: ladder.readyQueue, errorQueue: ladder.errorQueue, tiers: [], queueType: ladder.queueType, application };
     await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
@@ -52,7 +53,7 @@ export class DelayForwarding {
     const forwarderOf: ForwarderOf = (from, redeclareFrom, observing) =>
       new QueueConsumer(
         { queue: from.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger, resume, redeclare: redeclareFrom, observers: observing },
-        new DelayForwardHandler(from, forwarder, parker, park, logger, observing).handle,
+        new DelayForwardHandler(from, forwarder, parker, park, logger, observing, ladder.prefix).handle,
       );
     this.forwarder = forwarderOf(ladder, redeclare, observers);
     this.drain = await this.drainOf(ladder, connection, forwarderOf);

@@ -1,4 +1,4 @@
-import type { ConsumeMessage } from 'amqplib';
+import type { ConsumeMessage, Options } from 'amqplib';
 import {
   forwardedExpiration,
   isLadderTarget,
@@ -12,7 +12,7 @@ import type { ParkReason } from '../core/delivery/delivery.decision.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { republishProperties } from '../core/message/message.properties.js';
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
-import { RefusedTargets } from '../core/delivery/refused-target.policy.js';
+import { GIVE_BACK_DELAY, planGiveBack, REFUSED_HOLD, RefusedTargets, type GiveBack } from '../core/delivery/refused-target.policy.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -26,11 +26,12 @@ import type { Settle } from '../amqp/queue.consumer.js';
 /**
  * The last step of a delayed delivery: a due message from the ladder's ready queue is published (mandatory) to the
  * exchange and routing key its headers name, as if published now, and acked once confirmed. A message without a
- * target, whose target is the ladder itself, or that no queue takes, is parked in the ladder's error queue; any other failure is tried again with backoff.
+ * target, whose target is the ladder itself, or that no queue takes, is parked in the ladder's error queue.
  *
- * A ladder shared by several applications carries each one's messages to every forwarder: a publish this user may not
- * make (403) is not retried in place, which would keep the message from the application that may deliver it; it is
- * held a while and given back to the ready queue, where any forwarder may take it.
+ * A target that refuses the message (a 403 this user may not publish, a full queue that rejects publishes) must not
+ * hold the forwarder's places, or every other application's due messages would wait behind it: the message is given
+ * back to the ladder, due again 1 s to 5 s later after a 403, 1 s to 30 s otherwise (planGiveBack), for this forwarder or another one sharing the ladder
+ * that may deliver it, and acked once that publish is confirmed. Only when that fails too is it tried again in place.
  */
 export class DelayForwardHandler {
   constructor(
@@ -40,6 +41,8 @@ export class DelayForwardHandler {
     private readonly park: ParkTarget,
     private readonly logger: RetryLogger,
     private readonly observers?: ObserverHub,
+    /** The prefix of the ladder refused messages are given back to: this one's, or the current one for an old ladder's drain. */
+    private readonly into: string = ladder.prefix,
   ) {}
 
   private readonly refused = new RefusedTargets();
@@ -60,7 +63,7 @@ export class DelayForwardHandler {
     const copy = republishProperties(message.properties, kept); // a new object: set here rather than spread (docs/performance.md)
     if (expiration !== undefined) copy.expiration = expiration;
     copy.mandatory = true;
-    if (this.refused.isHeld(target.exchange, Date.now())) return this.giveBack(target, settle, signal);
+    if (this.refused.isHeld(target.exchange, Date.now()) && (await this.giveBack(target, message.content, copy, signal))) return settle.ack();
     const observers = this.observers?.active ? this.observers : undefined;
     let scope: PublishScope | undefined;
     if (observers) {
@@ -84,10 +87,8 @@ export class DelayForwardHandler {
         scope = undefined; // ended with the first failure; the tries after it are not spans of their own
         observers?.emit('publishRejected', { ...target, kind: 'forward', error });
         if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);
-        if (error instanceof PublishError && error.brokerCode === 403) {
-          this.refused.refused(target.exchange, Date.now());
-          return this.giveBack(target, settle, signal, error);
-        }
+        if (error instanceof PublishError && error.brokerCode === 403) this.refused.refused(target.exchange, Date.now());
+        if (await this.giveBack(target, message.content, copy, signal, error)) return settle.ack();
         const delay = reconnectDelay(attempt, REPUBLISH_RETRY);
         this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); trying again in ${delay} ms`);
         await sleep(delay, { signal });
@@ -95,19 +96,39 @@ export class DelayForwardHandler {
     }
   };
 
-  /** Holds the message, then puts it back in the ready queue for a forwarder that may deliver it (nothing lost). */
-  private async giveBack(target: DelayTarget, settle: Settle, signal: AbortSignal, error?: unknown): Promise<void> {
-    const { holdMs, log } = this.refused.giveBack(target.exchange, Date.now());
-    if (log !== undefined) {
+  /**
+   * Gives a due message its target refused back to the ladder, due again a while later (planGiveBack), for this or
+   * another forwarder: its place here is free at once, and nothing is lost. False when that publish failed too.
+   */
+  private async giveBack(target: DelayTarget, content: Buffer, forwarded: Options.Publish, signal: AbortSignal, error?: unknown): Promise<boolean> {
+    // No error: the exchange is held after a 403.
+    const forbidden = error === undefined || (error instanceof PublishError && error.brokerCode === 403);
+    let back: GiveBack;
+    try {
+      back = planGiveBack(forwarded, target, Date.now(), this.into, forbidden ? REFUSED_HOLD : GIVE_BACK_DELAY);
+      await this.publisher.publish(back.exchange, back.routingKey, content, back.properties, {
+        signal,
+        onSlowConfirm: (waitedMs) =>
+          this.logger.warn(`A due delayed message given back to the delay ladder waits ${waitedMs} ms for the broker's confirm`),
+      });
+    } catch (giveBackError) {
+      if (!signal.aborted)
+        this.logger.error(`Could not give a due delayed message for "${target.exchange}" back to the delay ladder: ${errorMessage(giveBackError)}`);
+      return false;
+    }
+    const { log } = this.refused.giveBack(target.exchange, Date.now());
+    if (log === undefined) return true;
+    const again = `${log} due delayed message(s) for it given back to "${this.ladder.readyQueue}" through the delay ladder (the last due again in ${back.delayMs} ms; nothing is lost, they wait until it is delivered)`;
+    if (!forbidden) {
+      this.logger.error(`Exchange "${target.exchange}" refused a due delayed message (${errorMessage(error)}): ${again}`);
+    } else {
       this.logger.error(
-        `This application may not publish to exchange "${target.exchange}"${error ? ` (${errorMessage(error)})` : ' (403 ACCESS_REFUSED)'}: ` +
-          `${log} due delayed message(s) for it given back to "${this.ladder.readyQueue}" after ${holdMs} ms, for an application that shares ` +
-          `this delay ladder and may deliver them (nothing is lost; they wait until one does). Give each application a ladder of its own ` +
+        `This application may not publish to exchange "${target.exchange}"${error ? ` (${errorMessage(error)})` : ' (403 ACCESS_REFUSED)'}: ${again}, ` +
+          `for an application that shares this delay ladder and may deliver them. Give each application a ladder of its own ` +
           `(RetryModule option delayedDelivery: { prefix: '<application>.delay' }), or let this user write to "${target.exchange}"`,
       );
     }
-    await sleep(holdMs, { signal });
-    if (!signal.aborted) settle.nack(true); // else the channel is gone and the broker gives it back itself
+    return true;
   }
 
   private parkIt(message: ConsumeMessage, settle: Settle, reason: ParkReason, error: unknown, signal: AbortSignal, target?: DelayTarget) {

@@ -178,7 +178,9 @@ const CLASSIC_LEVEL = queueTypeArgument('classic');
  * exchange that routes on the key's word for p: digit d to the level queue (p, d), digit 0 on to position p-1's
  * exchange. Each level queue dead-letters (keeping the key) to position p-1's exchange; below position 0 sits the
  * ready exchange (fanout) and queue. A quorum ladder's ready queue dead-letters into the error queue, so that a
- * message its delivery limit (20 by default on RabbitMQ 4) takes is parked, not dropped.
+ * message its delivery limit (20 by default on RabbitMQ 4) takes is parked, not dropped. Only forwarders lost with the
+ * message in hand, time after time, count towards it: a forwarder never returns a message (a refused one goes back
+ * through the ladder, as a new message, see planGiveBack).
  */
 export function planDelayTopology(configuredPrefix: string = DELAY_LADDER.prefix, queueType: QueueType = 'classic'): DelayTopology {
   const prefix = delayLadderPrefix(configuredPrefix, queueType);

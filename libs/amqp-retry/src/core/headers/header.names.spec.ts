@@ -40,6 +40,7 @@ describe('the header vocabulary', () => {
       'x-delay-ms',
       'x-delay-due-at',
       'x-delay-expiration',
+      'x-delay-given-back',
     ]);
     expect(BrokerHeader.death).toBe('x-death');
   });

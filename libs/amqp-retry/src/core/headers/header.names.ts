@@ -72,6 +72,8 @@ export const DelayHeader = {
    * first level, early; the forwarder puts it back as the property of the message it delivers.
    */
   expiration: 'x-delay-expiration',
+  /** How often a forwarder gave the message back to the ladder because its target refused it (refused-target.policy.ts). */
+  givenBack: 'x-delay-given-back',
 } as const;
 
 /** Queue arguments the library declares (retry-topology.plan.ts, delay.plan.ts). */
