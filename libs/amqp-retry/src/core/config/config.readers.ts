@@ -76,13 +76,16 @@ export function readDelay(value: unknown, key: string, example: string, fallback
   return readDuration(value, key, example, TTL_RANGE, fallback);
 }
 
+/** A whole number as a person writes one in an environment variable. */
+const DECIMAL_INTEGER = /^\s*-?\d+\s*$/;
+
 /**
- * Reads a whole number in [min, max]; numeric strings are accepted (they come from the environment); `fallback` when
- * absent and a fallback is given.
+ * Reads a whole number in [min, max]; strings of decimal digits are accepted (they come from the environment), not
+ * what else Number() reads ('0x10', '1e1', '0b11'); `fallback` when absent and a fallback is given.
  */
 export function readInteger(value: unknown, key: string, min: number, max: number, example: string, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
-  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  const n = typeof value === 'string' && DECIMAL_INTEGER.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
     throw new RetryConfigError(key, `is ${show(value)}`, `Use a whole number from ${min} to ${max}, e.g. ${example}.`);
   }

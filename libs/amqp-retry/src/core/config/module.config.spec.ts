@@ -125,6 +125,12 @@ describe('resolveModuleConfig', () => {
     });
   });
 
+  it.each(['0x10', '1e1', '0b11', '7.0', '+7'])('refuses %p as a whole number from the environment, naming the variable', (value) => {
+    expect(() => resolveModuleConfig({}, { RETRY_MAX_ATTEMPTS: value })).toThrow(
+      `environment variable RETRY_MAX_ATTEMPTS is ${JSON.stringify(value)}. Use a whole number from 1 to`,
+    );
+  });
+
   it('prefers options to the environment, and ignores blank variables', () => {
     const config = resolveModuleConfig({ delays: [100], prefetch: 5 }, { RETRY_DELAYS: '1s', RETRY_PREFETCH: '9', RETRY_MAX_ATTEMPTS: ' ' });
     expect(config).toMatchObject({ delaysMs: [100], prefetch: 5, maxAttempts: undefined });
