@@ -132,9 +132,10 @@ export class RetryClient extends ClientProxy {
       const { exchange, routingKey } = this.target(packet.pattern);
       const content = Buffer.from(JSON.stringify({ ...this.serializer.serialize(packet), id }));
       const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
+      const channel = this.requestChannel(); // first: closed since connect() says so, not "not connected"
       // A property the broker refuses would close the channel every request in flight shares: checked as emit's are.
       this.unwrap<RetryEngine>().checkPublishProperties(properties);
-      this.requestChannel().send(exchange, routingKey, content, properties).catch(failed);
+      channel.send(exchange, routingKey, content, properties).catch(failed);
     } catch (error) {
       // A packet JSON cannot write (a BigInt, a pattern nested too deep), a refused property, or closed since
       // connect(): the caller gets the error, and no callback is left behind
