@@ -26,6 +26,8 @@ export class ConsumerDeliveries {
     private readonly queue: string,
     private readonly logger: RetryLogger,
     private readonly handle: DeliveryHandler,
+    /** Told of a delivery recalled before it started (a hand-over): the channel's close gives it back. */
+    private readonly returned?: (message: ConsumeMessage) => void,
   ) {
     this.gate = new DeliveryGate(prefetch);
   }
@@ -63,8 +65,9 @@ export class ConsumerDeliveries {
 
   /** A delivery whose channel died (or whose queue is handed over) while it waited is not handled: the broker redelivers it. */
   private begin(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
-    if (subscription.recall.signal.aborted) this.finish(subscription, delivery, pass);
-    else this.run(subscription, delivery, pass);
+    if (!subscription.recall.signal.aborted) return this.run(subscription, delivery, pass);
+    if (!subscription.abort.signal.aborted) this.returned?.(delivery.message);
+    this.finish(subscription, delivery, pass);
   }
 
   /** Runs one delivery's handler; never throws, never rejects. */

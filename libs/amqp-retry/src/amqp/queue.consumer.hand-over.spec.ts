@@ -22,7 +22,8 @@ describe('QueueConsumer hands a queue over', () => {
   });
 
   it('single active consumer: a hold keeps the subscription until the handler returns, closes, holds on a fresh channel, consumes there on release', async () => {
-    const { consumer, log, events, channels, calls } = setUp({ handOverMs: 5_000 });
+    const returned: number[] = [];
+    const { consumer, log, events, channels, calls } = setUp({ handOverMs: 5_000, returned: (m) => returned.push(m.fields.deliveryTag) });
     await consumer.start();
     channels[0].deliver(1);
     consumer.hold('the queue is paused');
@@ -32,11 +33,12 @@ describe('QueueConsumer hands a queue over', () => {
     calls[0].settle.ack();
     calls[0].done();
     await turns();
-    expect(log.slice(3)).toEqual(['#1 ack 1', '#1 close', '#2 open']);
+    expect(log.slice(3)).toEqual(['#1 ack 1', '#1 close', 'redeclare', '#2 open']);
     expect(consumer.phase).toBe('held');
+    expect(returned).toEqual([2]); // noted: a quorum queue counts its return, which was no crash
     consumer.release();
     await turns();
-    expect(log.slice(6)).toEqual(['#2 prefetch 10', '#2 consume c1']);
+    expect(log.slice(7)).toEqual(['#2 prefetch 10', '#2 consume c1']);
     expect(events).toEqual(['consumerUp', 'consumerDown: the queue is paused', 'consumerUp']);
   });
 
@@ -48,15 +50,15 @@ describe('QueueConsumer hands a queue over', () => {
     consumer.release(2);
     calls[0].done();
     await turns();
-    expect(log.slice(3)).toEqual(['#1 close', '#2 open', '#2 prefetch 2', '#2 consume c1']);
+    expect(log.slice(3)).toEqual(['#1 close', 'redeclare', '#2 open', '#2 prefetch 2', '#2 consume c1']);
     expect(consumer.phase).toBe('consuming');
     channels[1].deliver(1);
     const stopping = consumer.stop(5_000);
     await turns();
-    expect(log.slice(7)).toEqual([]); // no cancel: the next consumer activates only once the channel closes
+    expect(log.slice(8)).toEqual([]); // no cancel: the next consumer activates only once the channel closes
     calls[1].done();
     await stopping;
-    expect(log.slice(7)).toEqual(['#2 close']);
+    expect(log.slice(8)).toEqual(['#2 close']);
     expect(events.at(-1)).toBe('consumerDown: the application is stopping');
     expect(consumer.phase).toBe('stopped');
   });

@@ -52,6 +52,8 @@ export interface QueueConsumerOptions {
    * this long at most for the running handlers, then consumes on a fresh channel once released).
    */
   handOverMs?: number;
+  /** Told of each delivery given back unhandled by the close a hand-over ends in (a quorum queue counts the return). */
+  returned?: (message: ConsumeMessage) => void;
 }
 
 const ignore = (): undefined => undefined;
@@ -80,7 +82,7 @@ export class QueueConsumer {
     private readonly options: QueueConsumerOptions,
     handle: DeliveryHandler,
   ) {
-    this.deliveries = new ConsumerDeliveries(options.prefetch, options.queue, options.logger, handle);
+    this.deliveries = new ConsumerDeliveries(options.prefetch, options.queue, options.logger, handle, options.returned);
     this.state = { ...INITIAL_CONSUMER_STATE, handOverMs: options.handOverMs };
   }
 
@@ -196,9 +198,6 @@ export class QueueConsumer {
         else this.options.logger.error(effect.why);
         this.start().catch((error: unknown) => this.resumeFailed(error));
         return undefined;
-      case 'reopen':
-        this.start().catch((error: unknown) => this.resumeFailed(error));
-        return undefined;
       case 'schedule-resume':
         return void this.scheduleResume(effect.attempt, effect.why);
       case 'redeclare-and-start':
@@ -305,7 +304,10 @@ export class QueueConsumer {
     if (message === null) return this.onCancelled(subscription);
     const { phase } = this.state;
     // The channel's close requeues it; held unhandled meanwhile, so that no multiple ack covers it.
-    if (phase === 'handing-over' || phase === 'yielding') return subscription.batcher.delivered({ message, ready: false });
+    if (phase === 'handing-over' || phase === 'yielding') {
+      this.options.returned?.(message);
+      return subscription.batcher.delivered({ message, ready: false });
+    }
     const delivery = this.deliveries.take(subscription, message); // first: a delivery not taken could be covered by a multiple ack
     const suspect = this.suspect(message);
     // After counting it: the change of pace waits until the channel holds no delivery, this one included.

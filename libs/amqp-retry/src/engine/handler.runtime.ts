@@ -141,6 +141,8 @@ export class HandlerRuntime {
         : undefined;
     // A single-active-consumer queue (a partition too) is handed over, never cancelled: see QueueConsumer's handOverMs.
     const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;
+    // What a hand-over's closing channel gives back unhandled is a return on purpose too, not a crash.
+    const returned = config.queueType === 'quorum' ? (m: ConsumeMessage) => returns.add(returnIdentity(m, config.queue)) : undefined;
     this.newConsumer = () => {
       const consumer = new QueueConsumer(
         {
@@ -152,6 +154,7 @@ export class HandlerRuntime {
           redeclare,
           queueArguments,
           isSuspect,
+          returned,
           observers: deps.observers,
           handOverMs,
         },

@@ -76,8 +76,8 @@ const TABLE: ReadonlyArray<[string, ConsumerStateEvent, Partial<ConsumerState>, 
       'held: cancel-consumer',
       'illegal',
       'stopping: cancel-consumer',
-      'handing-over: cancel-consumer',
-      'yielding: cancel-consumer',
+      'handing-over:',
+      'yielding:',
       'illegal',
     ],
   ],
@@ -205,7 +205,12 @@ const TABLE: ReadonlyArray<[string, ConsumerStateEvent, Partial<ConsumerState>, 
       'stopped:',
     ],
   ],
-  ['drained', { type: 'drained' }, {}, ['illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'stopped:', 'stopped:', 'down: reopen', 'illegal']],
+  [
+    'drained',
+    { type: 'drained' },
+    {},
+    ['illegal', 'illegal', 'illegal', 'illegal', 'illegal', 'stopped:', 'stopped:', 'down: redeclare-and-start', 'illegal'],
+  ],
 ];
 
 describe('the consumer state machine', () => {
@@ -306,7 +311,7 @@ describe('the consumer state machine', () => {
       },
     ]);
     const drained = transition(hold.state, { type: 'drained' });
-    expect(drained).toMatchObject({ state: { phase: 'down', held: true }, effects: [{ type: 'reopen' }] });
+    expect(drained).toMatchObject({ state: { phase: 'down', held: true }, effects: [{ type: 'redeclare-and-start' }] });
     let state = transition(transition(drained.state, { type: 'start' }).state, { type: 'opened' }).state;
     expect(state.phase).toBe('held');
     expect(outcome(state, { type: 'release', prefetch: 10, configured: 10 })).toBe('consuming: resubscribe');

@@ -85,8 +85,6 @@ export type ConsumerEffect =
   | { readonly type: 'announce-down'; readonly reason: string }
   /** Log `why` at `level` and consume again on a fresh channel now. */
   | { readonly type: 'resume-now'; readonly why: string; readonly level: 'warn' | 'error' }
-  /** Open a fresh channel now, after a `yielding` hold (a failure resumes with backoff). */
-  | { readonly type: 'reopen' }
   /** Log `why` and declare the topology again, then resume, after the backoff of this attempt. */
   | { readonly type: 'schedule-resume'; readonly attempt: number; readonly why: string }
   | { readonly type: 'redeclare-and-start' }
@@ -173,7 +171,10 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
       return windingDown ? same(state) : illegal(state, event);
     case 'subscribed':
       if (phase === 'consuming') return to(state, { resumeAttempt: 0 }, [{ type: 'announce-up' }]);
-      if (phase === 'held' || windingDown) return to(state, {}, [{ type: 'cancel-consumer' }]);
+      // Handing over (or yielding): no cancel, which would activate a single active consumer queue's next consumer
+      // before this channel's close returns the deliveries it keeps unhandled; that close ends the subscription.
+      if (phase === 'handing-over' || phase === 'yielding') return same(state);
+      if (phase === 'held' || phase === 'stopping') return to(state, {}, [{ type: 'cancel-consumer' }]);
       return illegal(state, event);
     case 'hold':
       if (finishing || state.held) return same(state);
@@ -227,7 +228,9 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
       );
     case 'drained':
       if (phase === 'stopping' || phase === 'handing-over') return to(state, { phase: 'stopped' });
-      if (phase === 'yielding') return to(state, { phase: 'down' }, [{ type: 'reopen' }]);
+      // The queue is declared again before a fresh channel: what happened to it while the handlers finished (deleted,
+      // declared by someone else without its dead-letter exchange) is not seen by a loss verdict in this phase.
+      if (phase === 'yielding') return to(state, { phase: 'down' }, [{ type: 'redeclare-and-start' }]);
       return illegal(state, event);
   }
 }
