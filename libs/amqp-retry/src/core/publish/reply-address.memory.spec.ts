@@ -37,4 +37,11 @@ describe('ReplyAddressMemory', () => {
     memory.remember('c', { kind: 'gone' }, 2);
     expect(['a', 'b', 'c'].map((address) => memory.recall(address, 3)?.kind)).toEqual(['gone', undefined, 'gone']);
   });
+
+  it('keeps a forged address however many honest callers it answered about since (kept apart)', () => {
+    const memory = new ReplyAddressMemory(2);
+    memory.remember('forged', refused, 0);
+    for (const caller of ['h1', 'h2', 'h3']) memory.remember(caller, { kind: 'exists' }, 0);
+    expect([memory.recall('forged', 1), memory.recall('h1', 1), memory.recall('h3', 1)]).toEqual([refused, undefined, { kind: 'exists' }]);
+  });
 });

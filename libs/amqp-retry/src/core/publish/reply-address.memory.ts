@@ -14,21 +14,28 @@ export const REPLY_ADDRESS_TRUSTED_MS: Readonly<Record<ReplyAddressState['kind']
   unknown: 0,
 };
 
-/** How many addresses are remembered; the oldest answer is forgotten first (any client chooses its `replyTo`). */
+/** How many addresses are remembered of each kind (lasting, brief); the oldest answer is forgotten first (any client chooses its `replyTo`). */
 export const REPLY_ADDRESSES_KEPT = 1_000;
 
-/** The broker's recent answers about direct reply-to addresses, bounded in number; `now` is the caller's clock. */
+/**
+ * The broker's recent answers about direct reply-to addresses, bounded in number; `now` is the caller's clock. The
+ * lasting answers ('gone', 'refused') are kept apart from the brief ones ('exists'): many honest callers do not push a
+ * forged address out, which would cost a reconnection each time it is sent again.
+ */
 export class ReplyAddressMemory {
-  private readonly known = new Map<string, { state: ReplyAddressState; until: number }>();
+  private readonly lasting = new Map<string, ReplyAddressState>();
+  private readonly brief = new Map<string, { state: ReplyAddressState; until: number }>();
 
   constructor(private readonly capacity = REPLY_ADDRESSES_KEPT) {}
 
   /** The answer about `address` still trusted at `now`, or undefined: ask the broker. */
   recall(address: string, now: number): ReplyAddressState | undefined {
-    const entry = this.known.get(address);
+    const lasting = this.lasting.get(address);
+    if (lasting !== undefined) return lasting;
+    const entry = this.brief.get(address);
     if (entry === undefined) return undefined;
     if (now < entry.until) return entry.state;
-    this.known.delete(address);
+    this.brief.delete(address);
     return undefined;
   }
 
@@ -36,9 +43,16 @@ export class ReplyAddressMemory {
   remember(address: string, state: ReplyAddressState, now: number): ReplyAddressState {
     const trustedMs = REPLY_ADDRESS_TRUSTED_MS[state.kind];
     if (trustedMs <= 0) return state;
-    this.known.delete(address); // kept again as the newest
-    this.known.set(address, { state, until: now + trustedMs });
-    if (this.known.size > this.capacity) this.known.delete(this.known.keys().next().value as string);
+    this.brief.delete(address);
+    if (trustedMs === Infinity) keepNewest(this.lasting, address, state, this.capacity);
+    else keepNewest(this.brief, address, { state, until: now + trustedMs }, this.capacity);
     return state;
   }
+}
+
+/** Sets `key` as the newest entry of `map`, forgetting the oldest beyond `capacity`. */
+function keepNewest<V>(map: Map<string, V>, key: string, value: V, capacity: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > capacity) map.delete(map.keys().next().value as string);
 }
