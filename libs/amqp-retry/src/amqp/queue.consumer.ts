@@ -12,10 +12,8 @@ import {
 } from '../core/consumer/consumer.state.js';
 import { consumerPrefetch, paceAfterDelivery } from '../core/consumer/suspect.pace.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
-import type { RetryLogger } from '../core/observe/retry.logger.js';
-import type { ObserverHub } from '../core/observe/observer.hub.js';
-import type { AmqpConnection } from './amqp.connection.js';
+import { reconnectDelay } from '../core/connection/reconnect.policy.js';
+import type { QueueConsumerOptions } from './queue-consumer.options.js';
 import { ConsumerDeliveries, type DeliveryHandler } from './consumer.deliveries.js';
 import { DeliveryRecalled } from '../core/delivery/delivery.recall.js';
 import {
@@ -31,30 +29,7 @@ import { queueExists, queueStillOurs } from './queue-exists.probe.js';
 
 export type { Settle } from './consumer.subscription.js';
 export type { DeliveryHandler } from './consumer.deliveries.js';
-
-export interface QueueConsumerOptions {
-  queue: string;
-  prefetch: number;
-  connection: AmqpConnection;
-  logger: RetryLogger;
-  /** Spacing of the attempts to resume after the broker closed the channel or cancelled the consumer. */
-  resume: ReconnectPolicy;
-  /** Declares the queue's topology again before resuming (it may have been deleted). */
-  redeclare: () => Promise<unknown>;
-  /** The queue's arguments in the plan: after a cancel, a queue that refuses them (re-created otherwise) is not consumed. */
-  queueArguments?: Record<string, unknown>;
-  /** A delivery that may have crashed its process before: handled alone, so that a crash counts against it only (core/consumer/suspect.pace.ts). */
-  isSuspect?: (message: ConsumeMessage) => boolean;
-  /** Told when the consumer goes up or down. */
-  observers?: ObserverHub;
-  /**
-   * Set for a single-active-consumer queue: hold() and stop() hand the queue over as handOver() does (a hold waits
-   * this long at most for the running handlers, then consumes on a fresh channel once released).
-   */
-  handOverMs?: number;
-  /** Told of each delivery given back unhandled by the close a hand-over ends in (a quorum queue counts the return). */
-  returned?: (message: ConsumeMessage) => void;
-}
+export type { QueueConsumerOptions } from './queue-consumer.options.js';
 
 const ignore = (): undefined => undefined;
 

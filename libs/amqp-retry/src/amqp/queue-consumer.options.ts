@@ -1,0 +1,30 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { ReconnectPolicy } from '../core/connection/reconnect.policy.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { AmqpConnection } from './amqp.connection.js';
+
+/** What a QueueConsumer is given: its queue and connection, and what it is told to do and to tell. */
+export interface QueueConsumerOptions {
+  queue: string;
+  prefetch: number;
+  connection: AmqpConnection;
+  logger: RetryLogger;
+  /** Spacing of the attempts to resume after the broker closed the channel or cancelled the consumer. */
+  resume: ReconnectPolicy;
+  /** Declares the queue's topology again before resuming (it may have been deleted). */
+  redeclare: () => Promise<unknown>;
+  /** The queue's arguments in the plan: after a cancel, a queue that refuses them (re-created otherwise) is not consumed. */
+  queueArguments?: Record<string, unknown>;
+  /** A delivery that may have crashed its process before: handled alone, so that a crash counts against it only (core/consumer/suspect.pace.ts). */
+  isSuspect?: (message: ConsumeMessage) => boolean;
+  /** Told when the consumer goes up or down. */
+  observers?: ObserverHub;
+  /**
+   * Set for a single-active-consumer queue: hold() and stop() hand the queue over as handOver() does (a hold waits
+   * this long at most for the running handlers, then consumes on a fresh channel once released).
+   */
+  handOverMs?: number;
+  /** Told of each delivery given back unhandled by the close a hand-over ends in (a quorum queue counts the return). */
+  returned?: (message: ConsumeMessage) => void;
+}
