@@ -1,5 +1,6 @@
 import type { ConsumeMessage, Options } from 'amqplib';
 import {
+  configuredDelayPrefix,
   forwardedExpiration,
   isLadderTarget,
   ladderTargetProblem,
@@ -54,9 +55,11 @@ export class DelayForwardHandler {
       const error = new Error('a delayed message without x-delay-target-exchange/-routing-key headers');
       return this.parkIt(message, settle, 'malformed', error, signal);
     }
-    if (isLadderTarget(target, this.ladder.prefix)) {
+    // Both ladders of the configured prefix: a quorum ladder's forwarder delivering to the classic one's names loops too.
+    const configured = configuredDelayPrefix(this.ladder);
+    if (isLadderTarget(target, configured)) {
       // Published by hand, or by another client: delivering it would put it back in the ready queue, for ever.
-      return this.parkIt(message, settle, 'malformed', new Error(ladderTargetProblem(target, this.ladder.prefix)), signal, target);
+      return this.parkIt(message, settle, 'malformed', new Error(ladderTargetProblem(target, configured)), signal, target);
     }
     // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
     const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));

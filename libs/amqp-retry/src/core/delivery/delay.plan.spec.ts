@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { seededRandom } from '../../testing/seeded-random.fixture.js';
 import {
   assertLadderHeaders,
+  configuredDelayPrefix,
   isLadderTarget,
   assertValidDelay,
   DELAY_LADDER,
@@ -308,5 +309,20 @@ describe('isLadderTarget', () => {
     ['amqp-retry.delay', '', false],
   ])('exchange %p, key %p: %p', (exchange, routingKey, expected) => {
     expect(isLadderTarget({ exchange, routingKey }, 'amqp-retry.delay')).toBe(expected);
+  });
+
+  it('is every name of both ladders of the prefix, and no other name under it', () => {
+    for (const type of ['classic', 'quorum'] as const) {
+      const ladder = planDelayTopology('billing', type);
+      for (const { name } of ladder.exchanges) expect([name, isLadderTarget({ exchange: name, routingKey: 'k' }, 'billing')]).toEqual([name, true]);
+      for (const { name } of ladder.queues) expect([name, isLadderTarget({ exchange: '', routingKey: name }, 'billing')]).toEqual([name, true]);
+      expect(configuredDelayPrefix(ladder)).toBe('billing');
+    }
+    for (const name of ['billing.invoices', 'billing.ready.x', 'billing.v1.p11', 'billing.v1.p00.9ms', 'billing.quorum.x', 'billing.error']) {
+      expect([name, isLadderTarget({ exchange: name, routingKey: '' }, 'billing')]).toEqual([name, false]);
+    }
+    for (const name of ['billing.invoices', 'billing.v1.p00', 'billing.quorum.v1.p03', 'billing.v1.p00.8ms']) {
+      expect([name, isLadderTarget({ exchange: '', routingKey: name }, 'billing')]).toEqual([name, false]);
+    }
   });
 });

@@ -302,14 +302,32 @@ export function readDelayTarget(headers: Readonly<Record<string, unknown>> | und
   return typeof exchange === 'string' && typeof routingKey === 'string' ? { exchange, routingKey } : undefined;
 }
 
+/** Whether `name` is a name of the ladder under `prefix` (the names planDelayTopology declares): an exchange's, or a queue's. */
+function isLadderName(name: string, prefix: string, queue: boolean): boolean {
+  if (name === readyName(prefix)) return true;
+  if (queue && name === errorName(prefix)) return true;
+  for (let position = 0; position < positions; position++) {
+    if (!queue && name === levelExchange(prefix, position)) return true;
+    for (let digit = 1; queue && digit <= maxDigitAt(position); digit++) if (name === levelQueue(prefix, position, digit)) return true;
+  }
+  return false;
+}
+
 /**
- * Whether a delayed message's target is part of the ladder under `prefix`: one of its exchanges, or one of its queues by
- * name through the default exchange. The forwarder would send such a message around the ladder for ever.
+ * Whether a delayed message's target is part of a ladder under the configured `prefix` (the classic one or the quorum
+ * one): one of its exchanges, or one of its queues by name through the default exchange. The forwarder would send such a
+ * message around the ladder for ever. Other names under the prefix (`billing.invoices` for `billing`) are not.
  * @example isLadderTarget({ exchange: 'amqp-retry.delay.ready', routingKey: '' }, 'amqp-retry.delay') // true
  */
 export function isLadderTarget({ exchange, routingKey }: DelayTarget, prefix: string): boolean {
-  return (exchange === '' ? routingKey : exchange).startsWith(`${prefix}.`);
+  const name = exchange === '' ? routingKey : exchange;
+  if (!name.startsWith(`${prefix}.`)) return false; // most targets: no names to build
+  return [prefix, delayLadderPrefix(prefix, 'quorum')].some((ladder) => isLadderName(name, ladder, exchange === ''));
 }
+
+/** The prefix a ladder was configured with: its own prefix without the quorum ladder's `.quorum` (see delayLadderPrefix). */
+export const configuredDelayPrefix = ({ prefix, queueType }: Pick<DelayTopology, 'prefix' | 'queueType'>): string =>
+  queueType === 'quorum' ? prefix.slice(0, -'.quorum'.length) : prefix;
 
 /** The sentence of a refusal or a park of a message whose target is part of the ladder (see isLadderTarget). */
 export const ladderTargetProblem = ({ exchange, routingKey }: DelayTarget, prefix: string): string =>
