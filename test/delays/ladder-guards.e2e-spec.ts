@@ -76,4 +76,22 @@ describe('the delay ladder guards', () => {
     expect(await suite.broker.count(ladder.readyQueue)).toBe(0);
     expect(arrivals).toEqual([]);
   });
+
+  it('parks a due message its target refuses whose x-death may not go through the ladder, rather than retry it for ever', async () => {
+    const ladder = planDelayTopology(prefix);
+    const { channel } = suite.broker;
+    const full = uniqueName('e2e.ladder-guards.full');
+    suite.extraQueues.push(full);
+    await channel.assertQueue(full, { durable: true, arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
+    // Another client publishes it straight into the ready queue (a classic one: it never dead-letters), so no level
+    // carries it; its target, a queue that takes nothing, refuses it, and giving it back would send the x-death through.
+    const headers = { 'x-delay-target-exchange': '', 'x-delay-target-routing-key': full, 'x-death': [1] };
+    channel.publish(ladder.readyQueue, '', Buffer.from('{"n":"bad death"}'), { headers, persistent: true, messageId: 'bad-death' });
+
+    const parked = await waitFor(async () => (await channel.get(ladder.errorQueue, { noAck: true })) || undefined, 'the parked message', 10_000);
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'malformed' });
+    expect(parked.content.toString()).toBe('{"n":"bad death"}');
+    await waitFor(() => logger.count(/Parked a message .*bad-death.*Invalid header x-death/) === 1, 'the park line', 5_000);
+    expect(await suite.broker.count(ladder.readyQueue)).toBe(0);
+  });
 });

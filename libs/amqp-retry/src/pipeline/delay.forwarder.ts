@@ -13,7 +13,7 @@ import type { ParkReason } from '../core/delivery/delivery.decision.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { republishProperties } from '../core/message/message.properties.js';
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
-import { GIVE_BACK_DELAY, planGiveBack, REFUSED_HOLD, RefusedTargets, type GiveBack } from '../core/delivery/refused-target.policy.js';
+import { planGiveBack, RefusedTargets, type GiveBack } from '../core/delivery/refused-target.policy.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -31,8 +31,10 @@ import type { Settle } from '../amqp/queue.consumer.js';
  *
  * A target that refuses the message (a 403 this user may not publish, a full queue that rejects publishes) must not
  * hold the forwarder's places, or every other application's due messages would wait behind it: the message is given
- * back to the ladder, due again 1 s to 5 s later after a 403, 1 s to 30 s otherwise (planGiveBack), for this forwarder or another one sharing the ladder
- * that may deliver it, and acked once that publish is confirmed. Only when that fails too is it tried again in place.
+ * back to the ladder, due again 1 s later, waiting longer each time (giveBackDelay), for this forwarder or another one
+ * sharing the ladder that may deliver it, and acked once that publish is confirmed; for a while after a 403 the
+ * next ones for that exchange are given back without a try (RefusedTargets). Only when the give-back fails too is it
+ * tried again in place; one whose x-death the ladder must not carry is parked.
  */
 export class DelayForwardHandler {
   constructor(
@@ -66,7 +68,11 @@ export class DelayForwardHandler {
     const copy = republishProperties(message.properties, kept); // a new object: set here rather than spread (docs/performance.md)
     if (expiration !== undefined) copy.expiration = expiration;
     copy.mandatory = true;
-    if (this.refused.isHeld(target.exchange, Date.now()) && (await this.giveBack(target, message.content, copy, signal))) return settle.ack();
+    if (this.refused.isHeld(target.exchange, Date.now())) {
+      const back = await this.giveBack(target, message.content, copy, signal, true);
+      if (back === true) return settle.ack();
+      if (back) return this.parkIt(message, settle, 'malformed', back, signal, target);
+    }
     const observers = this.observers?.active ? this.observers : undefined;
     let scope: PublishScope | undefined;
     if (observers) {
@@ -90,8 +96,11 @@ export class DelayForwardHandler {
         scope = undefined; // ended with the first failure; the tries after it are not spans of their own
         observers?.emit('publishRejected', { ...target, kind: 'forward', error });
         if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);
-        if (error instanceof PublishError && error.brokerCode === 403) this.refused.refused(target.exchange, Date.now());
-        if (await this.giveBack(target, message.content, copy, signal, error)) return settle.ack();
+        const forbidden = error instanceof PublishError && error.brokerCode === 403;
+        if (forbidden) this.refused.refused(target.exchange, Date.now());
+        const back = await this.giveBack(target, message.content, copy, signal, forbidden, error);
+        if (back === true) return settle.ack();
+        if (back) return this.parkIt(message, settle, 'malformed', back, signal, target);
         const delay = reconnectDelay(attempt, REPUBLISH_RETRY);
         this.logger.error(`Could not forward a delayed message to "${target.exchange}" (${errorMessage(error)}); trying again in ${delay} ms`);
         await sleep(delay, { signal });
@@ -101,14 +110,25 @@ export class DelayForwardHandler {
 
   /**
    * Gives a due message its target refused back to the ladder, due again a while later (planGiveBack), for this or
-   * another forwarder: its place here is free at once, and nothing is lost. False when that publish failed too.
+   * another forwarder: its place here is free at once, and nothing is lost. `forbidden`: refused with a 403; no
+   * `error`: not tried, the exchange is held. True once given back; false when that publish failed; the reason when the
+   * message may not go through the ladder (its x-death), to park it with.
    */
-  private async giveBack(target: DelayTarget, content: Buffer, forwarded: Options.Publish, signal: AbortSignal, error?: unknown): Promise<boolean> {
-    // No error: the exchange is held after a 403.
-    const forbidden = error === undefined || (error instanceof PublishError && error.brokerCode === 403);
+  private async giveBack(
+    target: DelayTarget,
+    content: Buffer,
+    forwarded: Options.Publish,
+    signal: AbortSignal,
+    forbidden: boolean,
+    error?: unknown,
+  ): Promise<boolean | Error> {
     let back: GiveBack;
     try {
-      back = planGiveBack(forwarded, target, Date.now(), this.into, forbidden ? REFUSED_HOLD : GIVE_BACK_DELAY);
+      back = planGiveBack(forwarded, target, Date.now(), this.into, forbidden);
+    } catch (malformed) {
+      return malformed instanceof Error ? malformed : new Error(String(malformed));
+    }
+    try {
       await this.publisher.publish(back.exchange, back.routingKey, content, back.properties, {
         signal,
         onSlowConfirm: (waitedMs) =>

@@ -1,6 +1,6 @@
 import { DelayHeader } from '../headers/header.names.js';
 import { delayLevels, planDelayTopology } from './delay.plan.js';
-import { planGiveBack, REFUSED_HOLD, RefusedTargets } from './refused-target.policy.js';
+import { FORBIDDEN_GIVE_BACK_MAX_MS, GIVE_BACK_MAX_MS, giveBackDelay, planGiveBack, RefusedTargets } from './refused-target.policy.js';
 
 const hold = { initialDelayMs: 1_000, maxDelayMs: 5_000 };
 
@@ -43,10 +43,10 @@ describe('planGiveBack', () => {
   const NOW = Date.parse('2030-01-01T00:00:00.000Z');
   const asked = { [DelayHeader.ms]: 100, [DelayHeader.dueAt]: '2029-12-31T23:59:59.000Z', tenant: 'acme' };
 
-  it("publishes into the ladder, due 1 s later the first time, doubling to 30 s, the publisher's delay and due time kept", () => {
-    const first = planGiveBack({ headers: asked, expiration: '60000', messageId: 'm' }, target, NOW, 'amqp-retry.delay', undefined, () => 1);
-    expect(first.delayMs).toBe(1_000);
-    const levels = delayLevels(1_000);
+  it("publishes into the ladder, due 1 s later the first time, waiting longer each time, the publisher's delay and due time kept", () => {
+    const first = planGiveBack({ headers: asked, expiration: '60000', messageId: 'm' }, target, NOW, 'amqp-retry.delay', false, () => 0);
+    expect(first.delayMs).toBe(1_024);
+    const levels = delayLevels(1_024);
     expect(first.exchange).toBe(`amqp-retry.delay.v1.p0${levels[0].position}`);
     expect(planDelayTopology().exchanges.map((e) => e.name)).toContain(first.exchange);
     expect(first.properties).toMatchObject({ persistent: true, mandatory: true, messageId: 'm' });
@@ -60,15 +60,41 @@ describe('planGiveBack', () => {
     });
     let headers = first.properties.headers!;
     const delays = [];
-    for (let i = 0; i < 7; i++) {
-      const back = planGiveBack({ headers }, target, NOW, 'amqp-retry.delay', undefined, () => 1);
-      delays.push(back.delayMs);
+    for (let i = 0; i < 10; i++) {
+      const back = planGiveBack({ headers }, target, NOW, 'amqp-retry.delay', false, () => 0);
+      delays.push(back.delayMs / 1_024);
       headers = back.properties.headers!;
     }
-    expect(delays).toEqual([2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
-    expect(headers[DelayHeader.givenBack]).toBe(8);
+    expect(delays).toEqual([2, 4, 8, 16, 32, 64, 128, 256, 256, 256]);
+    expect(headers[DelayHeader.givenBack]).toBe(11);
     // Refused with a 403: the application that may deliver it, sharing the ladder, must get it soon.
-    expect(planGiveBack({ headers }, target, NOW, 'amqp-retry.delay', REFUSED_HOLD, () => 1).delayMs).toBe(5_000);
+    expect(planGiveBack({ headers }, target, NOW, 'amqp-retry.delay', true, () => 0).delayMs).toBe(32 * 1_024); // its twelfth
+  });
+
+  it('bounds the load of a target that keeps refusing: minutes between tries of a message, at most two levels each', () => {
+    const waits = (forbidden: boolean, random = () => 0) => Array.from({ length: 40 }, (_, i) => giveBackDelay(i + 1, forbidden, random));
+    // A 403: 1 s twice, then doubling every second give-back, to about 65 s.
+    expect(
+      waits(true)
+        .slice(0, 16)
+        .map((ms) => ms / 1_024),
+    ).toEqual([1, 1, 2, 2, 4, 4, 8, 8, 16, 16, 32, 32, 64, 64, 64, 64]);
+    expect(Math.min(...waits(true).slice(13))).toBe(FORBIDDEN_GIVE_BACK_MAX_MS);
+    expect(Math.min(...waits(false).slice(8))).toBe(GIVE_BACK_MAX_MS); // 262 s from the ninth on
+    expect(GIVE_BACK_MAX_MS).toBeGreaterThanOrEqual(240_000);
+    expect(FORBIDDEN_GIVE_BACK_MAX_MS).toBeGreaterThanOrEqual(60_000);
+    // 50,000 messages a target keeps refusing: under 200 give-backs a second (770 after a 403).
+    expect(50_000 / (GIVE_BACK_MAX_MS / 1_000)).toBeLessThan(200);
+    for (const ms of [...waits(true), ...waits(false)]) expect(delayLevels(ms)).toHaveLength(1);
+    for (const ms of [...waits(true, () => 0.99), ...waits(false, () => 0.99)]) expect(delayLevels(ms)).toHaveLength(2);
+    expect(giveBackDelay(0, false, () => 0)).toBe(1_024);
+    expect(giveBackDelay(2 ** 40, true, () => 0)).toBe(FORBIDDEN_GIVE_BACK_MAX_MS);
+  });
+
+  it('spreads messages refused together, by up to 7/8 of the digit below the wait', () => {
+    expect(giveBackDelay(1, false, () => 0.99)).toBe(1_024 + 7 * 64);
+    expect(giveBackDelay(3, false, () => 0.5)).toBe(4_096 + 4 * 512);
+    expect(giveBackDelay(20, false, () => 0.99)).toBe(GIVE_BACK_MAX_MS + 7 * 8 ** 5);
   });
 
   it('refuses a message whose x-death the ladder must not carry', () => {

@@ -5,19 +5,34 @@ import { assertLadderHeaders, ladderProperties, planDelayedPublish, type DelayHe
 import { readStrictInteger } from './x-death.parser.js';
 
 /**
- * How long after a refusal (403 ACCESS_REFUSED) a forwarder gives a due message for that exchange back without trying
- * to publish it, and how long such a message waits in the ladder before it is due again: long enough that a lone
- * forwarder does not spin, short enough that the application that may deliver it, sharing the ladder, gets it soon
- * (with 30 s, ten took over a minute in the e2e test).
+ * How long after a 403 a forwarder gives the due messages for that exchange back without trying to publish them: 1 s,
+ * doubling to 5 s per round of tries. A full queue is tried each time: it may take the next message, and a message it
+ * refuses waits longer each time (giveBackDelay).
  */
 export const REFUSED_HOLD: ReconnectPolicy = { initialDelayMs: 1_000, maxDelayMs: 5_000 };
 
+/** The longest wait of a given-back message: 2^18 ms, about 4.4 min (a full queue, any refusal but a 403). */
+export const GIVE_BACK_MAX_MS = 2 ** 18;
+
+/** The longest wait of a message given back after a 403: 2^16 ms, about 65 s. */
+export const FORBIDDEN_GIVE_BACK_MAX_MS = 2 ** 16;
+
 /**
- * How long a due message its target refused otherwise (a full queue that rejects publishes) waits in the ladder before
- * a forwarder tries it again, by its own count of give-backs: 1 s, doubling to 30 s, so that a target refusing
- * thousands costs the broker few publishes a second.
+ * How long a due message its target refused waits in the ladder before a forwarder tries it again, by its count of
+ * give-backs (1 the first time): 1,024 ms, doubling to GIVE_BACK_MAX_MS. After a 403 it doubles every second
+ * give-back, to FORBIDDEN_GIVE_BACK_MAX_MS: another application sharing the ladder may deliver it, and one that takes
+ * it half the time gets it within seconds. Each wait is a power of two milliseconds (one digit in base 8, one level)
+ * plus a random part of up to 7/8 of the digit below it (one level more): messages refused together do not come back
+ * together, a burst a full queue would refuse again. So N messages a target keeps refusing cost, once each waits the
+ * longest, at most N / 262 give-backs a second (N / 65 after a 403), each a publish, at most two dead-letterings and a
+ * delivery to a forwarder, plus the try of a full target.
  */
-export const GIVE_BACK_DELAY: ReconnectPolicy = { initialDelayMs: 1_000, maxDelayMs: 30_000 };
+export function giveBackDelay(count: number, forbidden: boolean, random: () => number = Math.random): number {
+  const exponent = forbidden ? Math.ceil(count / 2) : count;
+  const ms = Math.min(2 ** (9 + Math.max(exponent, 1)), forbidden ? FORBIDDEN_GIVE_BACK_MAX_MS : GIVE_BACK_MAX_MS);
+  const below = 8 ** (Math.floor(Math.log2(ms) / 3) - 1); // the unit of the base-8 digit below the one of ms
+  return ms + Math.min(Math.floor(random() * 8), 7) * below;
+}
 
 /** A due message given back to the ladder: where to publish it, with what, and when it is due again. */
 export interface GiveBack {
@@ -29,24 +44,25 @@ export interface GiveBack {
 
 /**
  * How to give a due message that its target refused back to the ladder under `prefix`, rather than hold it (a forwarder
- * holding refused messages stalls every other message behind them): delayed by `policy`, its count of
- * give-backs one more, its target, and the delay and due time its publisher asked for, kept. `forwarded` holds the
- * properties it would have been delivered with. Throws a TypeError for an x-death the ladder must not carry.
+ * holding refused messages stalls every other message behind them): delayed by giveBackDelay (`forbidden`: refused
+ * with a 403; `random` spreads it), its count of give-backs one more, its target, and the delay and due time its publisher asked for, kept.
+ * `forwarded` holds the properties it would have been delivered with. Throws a TypeError for an x-death the ladder
+ * must not carry (see assertLadderHeaders).
  */
 export function planGiveBack(
   forwarded: Options.Publish,
   target: DelayTarget,
   nowMs: number,
   prefix: string,
-  policy: ReconnectPolicy = GIVE_BACK_DELAY,
-  random = Math.random,
+  forbidden = false,
+  random: () => number = Math.random,
 ): GiveBack {
   const headers = forwarded.headers ?? {};
   assertLadderHeaders(headers);
   const count = Math.max(readStrictInteger(headers[DelayHeader.givenBack]) ?? 0, 0) + 1;
-  const delayMs = reconnectDelay(count, policy, random);
+  const delayMs = giveBackDelay(count, forbidden, random);
   const plan = planDelayedPublish(delayMs, target, nowMs, prefix);
-  if (plan.kind !== 'ladder') throw new RangeError(`A give-back delay of ${delayMs} ms`); // never: the delay is 800 ms at least
+  if (plan.kind !== 'ladder') throw new RangeError(`A give-back delay of ${delayMs} ms`); // never: the delay is 1 s at least
   const { [DelayHeader.ms]: ms, [DelayHeader.dueAt]: dueAt } = headers;
   const delay: DelayHeaders = {
     ...plan.headers,
@@ -90,7 +106,7 @@ export class RefusedTargets {
     return refusal !== undefined && now < refusal.retryAt;
   }
 
-  /** A publish to `exchange` was refused: the next try waits longer. The hold grows per round of tries, not per message. */
+  /** A publish to `exchange` was refused (403): the next try waits longer. The hold grows per round of tries, not per message. */
   refused(exchange: string, now: number): void {
     const refusal = this.entry(exchange);
     if (now < refusal.retryAt) return;
