@@ -43,6 +43,11 @@ export class TestBroker {
     readonly channel: Channel,
   ) {}
 
+  /** The broker's version, as it announces it on connection ("3.10.8", "4.3.6"). */
+  get version(): string {
+    return String(this.model.connection.serverProperties.version ?? '');
+  }
+
   /** `url`: another broker than the test broker, e.g. one node of the cluster in test/cluster/. */
   static async connect(url = AMQP_URL): Promise<TestBroker> {
     const model = await amqp.connect(url);
