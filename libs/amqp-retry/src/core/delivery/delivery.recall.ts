@@ -15,7 +15,7 @@ type Recallable = AbortSignal & { [RECALL]?: AbortSignal };
 
 /**
  * Gives a delivery's signal (aborted when it can no longer be settled) its recall signal: aborted with it, and also
- * with a DeliveryRecalled when the queue is handed over, which what waits before a call follows and a call does not.
+ * with a DeliveryRecalled when the queue is handed over. What waits before a call follows the recall; a call does not.
  */
 export function linkRecall(signal: AbortSignal, recall: AbortSignal): void {
   Object.defineProperty(signal, RECALL, { value: recall, writable: true });
