@@ -51,7 +51,7 @@ describe('the delay ladder guards', () => {
     await waitFor(() => arrivals.length >= 3, 'the three well-formed messages', 10_000);
     await settleWindow(300); // a redelivered or stray copy would show up by now
     expect(arrivals.map((a) => (a.body as { n: string }).n)).toEqual(['before', 'copied', 'after']);
-    // RabbitMQ 3.13 and later ignore an x-death a client publishes (DESIGN.md): the copy arrives without it there.
+    // RabbitMQ 3.13 and later ignore an x-death a client publishes: the copy arrives without it there.
     const [major, minor] = suite.broker.version.split('.').map(Number);
     if (major > 3 || (major === 3 && minor >= 13)) expect(arrivals[1].headers['x-death']).toBeUndefined();
     else expect(arrivals[1].headers['x-death']).toMatchObject([{ queue: 'orders', reason: 'rejected', count: 2 }]);
