@@ -85,6 +85,31 @@ describe('messages that expire in a handler queue or are pushed out by its lengt
     expect(logger.count(/dropped \d+ messages?/)).toBe(1); // the next two wait for the next minute's line
   });
 
+  it("retries the next failure of a message that once expired in the queue and was moved back into it, even with onExpired: 'drop'", async () => {
+    const { broker, queue } = suite;
+    const dropped: string[] = [];
+    const observer: RetryObserver = { dropped: (e) => dropped.push(e.reason) };
+    const Handler = handlerFor({ queue, delays: ['200ms'], maxAttempts: 3, onExpired: 'drop' }, (_payload, context) => {
+      if (context.attempt === 1) throw new Error('a passing failure');
+    });
+    suite.app = await startApp([Handler], { ...SUITE_OPTIONS, observers: [observer] });
+    // The death headers of an expiry in the queue, which RabbitMQ 3.x keeps on a message a shovel or a move puts back.
+    const time = { '!': 'timestamp', value: Math.floor(Date.now() / 1000) };
+    const expiredHere = {
+      'x-first-death-queue': queue,
+      'x-first-death-reason': 'expired',
+      'x-first-death-exchange': '',
+      'x-death': [{ count: 1, reason: 'expired', queue, time, exchange: '', 'routing-keys': [queue] }],
+    };
+    await broker.publish('', queue, { id: 1 }, { headers: expiredHere });
+
+    await waitFor(() => handlerOf(suite.app!, Handler).calls.length === 2, 'the message handled again after its failure');
+    expect(handlerOf(suite.app, Handler).calls.map((c) => c.attempt)).toEqual([1, 2]);
+    expect(dropped).toEqual([]);
+    expect(await broker.count(`${queue}.error`)).toBe(0);
+    await waitFor(async () => (await left()).deadLetters === 0 && (await left()).queue === 0, 'nothing left behind');
+  });
+
   it.each([
     ['drop-head', [2, 3], [1, 4]],
     ['reject-publish-dlx', [3, 4], [1, 2]],

@@ -22,7 +22,7 @@ import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { QueueState } from '../core/breaker/queue.state.js';
 import { QueueFlowControl } from './queue-flow.control.js';
-import { DeadLetterStep } from '../pipeline/dead-letter.step.js';
+import { DeadLetterStep, type DeadLetterTarget } from '../pipeline/dead-letter.step.js';
 import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
 
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
@@ -31,7 +31,7 @@ const DEAD_LETTER_PREFETCH = 10;
 /** The consumer of a handler's dead-letter queue, parking into `targets` by the queue each message died in. */
 export function deadLetterConsumer(
   config: HandlerConfig,
-  targets: ReadonlyMap<string, ParkTarget>,
+  targets: ReadonlyMap<string, DeadLetterTarget>,
   redeclare: () => Promise<unknown>,
   deps: HandlerRuntimeDeps,
 ): QueueConsumer {
@@ -165,7 +165,7 @@ export class HandlerRuntime {
     };
     this.consumer = this.newConsumer();
     if (config.partitionOf === undefined) {
-      this.deadLetters = deadLetterConsumer(config, new Map([[config.queue, this.parkTarget]]), redeclare, deps);
+      this.deadLetters = deadLetterConsumer(config, new Map([[config.queue, this.deadLetterTarget]]), redeclare, deps);
     }
     this.owned = config.partitionOf === undefined;
     this.presences = schedules.map((schedule) => ({
@@ -184,6 +184,11 @@ export class HandlerRuntime {
   /** Where this queue's messages park, and how to declare its topology again should the parking queue be gone. */
   get parkTarget(): ParkTarget {
     return { errorQueue: this.handler.config.errorQueue, redeclare: () => this.declare() };
+  }
+
+  /** The park target, and the first tier of the queue's own schedule: where its dead-letter queue sends a first failure. */
+  get deadLetterTarget(): DeadLetterTarget {
+    return { ...this.parkTarget, firstTier: tierQueues(this.handler.config)[0] };
   }
 
   /** True while the queue's consumer (if this instance owns it) and every schedule's presence consumer run. */

@@ -88,7 +88,7 @@ export class PartitionedRuntime {
       if (this.assigned) this.rebalance();
     });
     const [first] = this.parts;
-    const targets = new Map(this.parts.map((part) => [part.queue, part.parkTarget]));
+    const targets = new Map(this.parts.map((part) => [part.queue, part.deadLetterTarget]));
     this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps);
   }
 

@@ -1,4 +1,4 @@
-import type { ConsumeMessage } from 'amqplib';
+import type { ConsumeMessage, Options } from 'amqplib';
 import { ObserverHub } from '../core/observe/observer.hub.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { DeadLetterStep } from './dead-letter.step.js';
@@ -14,18 +14,28 @@ const deadLetter = (queue: string, reason: string): ConsumeMessage =>
 
 function setup(onExpired: 'park' | 'drop', queues = ['orders']) {
   const parks: Array<{ target: ParkTarget; details: ParkDetails }> = [];
-  const parker = { park: async (_m: unknown, _s: unknown, target: ParkTarget, details: ParkDetails) => void parks.push({ target, details }) };
+  const published: Array<{ exchange: string; routingKey: string; options: Options.Publish }> = [];
+  const publisher = {
+    publish: async (exchange: string, routingKey: string, _content: Buffer, options: Options.Publish) =>
+      void published.push({ exchange, routingKey, options }),
+  };
+  const parker = {
+    publisher,
+    park: async (_m: unknown, _s: unknown, target: ParkTarget, details: ParkDetails) => void parks.push({ target, details }),
+  };
   const lines: string[] = [];
   const logger = { log: () => undefined, warn: (line: string) => lines.push(line), error: () => undefined, debug: () => undefined } as RetryLogger;
   const dropped: string[] = [];
   const observers = new ObserverHub([{ dropped: (e) => dropped.push(`${e.queue}:${e.reason}`) }], logger);
   let now = 0;
-  const targets = new Map(queues.map((q) => [q, { errorQueue: `${q}.error`, redeclare: async () => undefined }]));
+  const targets = new Map(
+    queues.map((q) => [q, { errorQueue: `${q}.error`, firstTier: `${q}.retry.1.1s.abc123`, redeclare: async () => undefined }]),
+  );
   const step = new DeadLetterStep(targets, onExpired, parker as unknown as MessageParker, logger, observers, () => now);
   const acks: number[] = [];
   const settle = { ack: () => acks.push(1), nack: () => undefined };
   const handle = (message: ConsumeMessage) => step.handle(message, settle, new AbortController().signal);
-  return { parks, lines, dropped, acks, handle, advance: (ms: number) => (now += ms) };
+  return { parks, published, lines, dropped, acks, handle, advance: (ms: number) => (now += ms) };
 }
 
 describe('DeadLetterStep', () => {
@@ -60,5 +70,24 @@ describe('DeadLetterStep', () => {
     await handle(deadLetter('orders', 'maxlen'));
     expect(lines).toHaveLength(2);
     expect(lines[1]).toContain('dropped 3 messages that expired or were pushed out');
+  });
+
+  it('sends a first failure that came for an old expiry on to its first tier, without its death history, and acks once confirmed', async () => {
+    const { parks, published, acks, handle } = setup('drop', ['acc.p0', 'acc.p1']);
+    const moved = deadLetter('acc.p1', 'expired');
+    const headers = moved.properties.headers as Record<string, unknown>;
+    headers['x-death'] = [death('acc.p1', 'rejected'), death('acc.p1', 'expired')];
+    headers['x-app'] = 'kept';
+    await handle(moved);
+    expect(parks).toEqual([]);
+    expect(acks).toEqual([1]);
+    expect(published).toHaveLength(1);
+    expect(published[0]).toMatchObject({ exchange: '', routingKey: 'acc.p1.retry.1.1s.abc123' });
+    expect(published[0].options.headers).toEqual({
+      'x-app': 'kept',
+      'x-retry-first-failure': 'acc.p1',
+      'x-retry-first-exchange': 'shop',
+      'x-retry-first-routing-key': 'order.created',
+    });
   });
 });

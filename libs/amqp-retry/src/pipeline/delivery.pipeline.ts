@@ -2,7 +2,6 @@ import { performance } from 'node:perf_hooks';
 import type { ConsumeMessage } from 'amqplib';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import { decideAfterFailure, decideBeforeHandling, exhaustedBeforeHandling, isExhausted } from '../core/delivery/delivery.decision.js';
-import { movedFirstFailures } from '../core/delivery/first-failure.headers.js';
 import { formatDuration } from '../core/time/duration.reader.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
@@ -110,7 +109,7 @@ export class DeliveryPipeline {
     settle: Settle,
     signal: AbortSignal,
     payload: unknown,
-    firstAttempt: number,
+    attempt: number,
     deaths: XDeath[],
   ): Promise<void> {
     const { queue } = this.config;
@@ -122,12 +121,11 @@ export class DeliveryPipeline {
     }
     if (route.kind === 'once') {
       if (!this.handedOver(message, signal)) return;
-      const context = { attempt: firstAttempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
+      const context = { attempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
       const answered = await route.run(context).catch((error: unknown) => void this.parts.logger.error(`"${queue}": ${errorMessage(error)}`));
       if (answered) this.parts.answered?.(message, context.attempt);
       return settle.ack();
     }
-    const attempt = firstAttempt + movedFirstFailures(message.properties.headers as Record<string, unknown> | undefined, queue, deaths);
     const exhausted = exhaustedBeforeHandling(attempt, route.policy.maxAttempts);
     if (exhausted) return this.parkStep(message, settle, { queue, pattern: route.pattern, deaths, ...exhausted }, signal);
     return this.invokeStep(message, settle, signal, route, attempt, deaths);

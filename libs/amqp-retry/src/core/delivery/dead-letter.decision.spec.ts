@@ -79,3 +79,31 @@ describe('decideDeadLetter on an expiry', () => {
     expect(outcome.action === 'park' && outcome.error.message).toBe('expired in "orders" before a handler took it (its expiration of 300 ms)');
   });
 });
+
+describe('decideDeadLetter on a message that expired in the queue once and was moved back into it', () => {
+  const expiredThenRejected = [death('orders', 'rejected'), death('orders', 'expired')];
+
+  it('sends its next first failure on to tier 1, even with onExpired: drop, as RabbitMQ 3.10 writes it (the new death first)', () => {
+    const moved = headers(['orders', 'expired'], undefined, expiredThenRejected);
+    expect(decideDeadLetter(moved, 'orders', 'drop')).toEqual({ action: 'retry', handlerCalls: 1 });
+    expect(decideDeadLetter(moved, 'orders', 'park')).toEqual({ action: 'retry', handlerCalls: 1 });
+  });
+
+  it('sends it on to tier 1 when the last death (RabbitMQ 3.13+) is a rejection in the queue', () => {
+    const moved = headers(['orders', 'expired'], ['orders', 'rejected'], expiredThenRejected);
+    expect(decideDeadLetter(moved, 'orders', 'park')).toEqual({ action: 'retry', handlerCalls: 1 });
+  });
+
+  it('still parks it as expired when it expired again: its newest death is the expiry', () => {
+    const again = headers(['orders', 'expired'], undefined, [death('orders', 'expired', { count: 2 }), death('orders', 'rejected')]);
+    expect(decideDeadLetter(again, 'orders', 'park')).toMatchObject({ action: 'park', reason: 'expired', handlerCalls: 1 });
+    expect(decideDeadLetter(headers(['orders', 'expired'], ['orders', 'expired'], expiredThenRejected), 'orders', 'drop')).toMatchObject({
+      action: 'drop',
+    });
+  });
+
+  it('does not take a rejection in another queue for a first failure here', () => {
+    const elsewhere = headers(['orders', 'expired'], undefined, [death('billing', 'rejected'), death('orders', 'expired')]);
+    expect(decideDeadLetter(elsewhere, 'orders', 'park')).toMatchObject({ action: 'park', reason: 'expired' });
+  });
+});

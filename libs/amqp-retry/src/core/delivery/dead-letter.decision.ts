@@ -1,11 +1,13 @@
 import type { DeadLetterAction } from '../config/queue-limits.config.js';
 import { BrokerHeader } from '../headers/header.names.js';
-import { readDeathHistory, rejectedCount } from './x-death.parser.js';
+import { readDeathHistory, rejectedCount, type XDeath } from './x-death.parser.js';
 
 /** What the dead-letter queue's consumer does with a message (see retry-topology.plan.ts, Q.dlx.dead). */
 export type DeadLetterOutcome =
   | { action: 'park'; reason: 'expired' | 'maxlen' | 'redelivery-limit' | 'malformed'; error: Error; handlerCalls: number }
-  | { action: 'drop'; reason: 'expired' | 'maxlen'; handlerCalls: number };
+  | { action: 'drop'; reason: 'expired' | 'maxlen'; handlerCalls: number }
+  /** A first failure in the queue that the sort took for a death of another kind: it goes on to tier 1 (see decideDeadLetter). */
+  | { action: 'retry'; handlerCalls: number };
 
 /** The broker's reason of a death in `queue`, from the death headers: the last death (3.13+) first, else the first. */
 function deathReasonIn(headers: Record<string, unknown> | undefined, queue: string): string | undefined {
@@ -19,6 +21,16 @@ function deathReasonIn(headers: Record<string, unknown> | undefined, queue: stri
   return undefined;
 }
 
+/**
+ * The newest death of a message: `x-last-death-*` (RabbitMQ 3.13+), else the head of `x-death`, where the broker puts a
+ * death of a queue and reason the history did not hold yet.
+ */
+function newestDeath(headers: Record<string, unknown> | undefined, deaths: readonly XDeath[]): { queue: unknown; reason: unknown } | undefined {
+  const queue = headers?.[BrokerHeader.lastDeathQueue];
+  const reason = headers?.[BrokerHeader.lastDeathReason];
+  return typeof queue === 'string' && typeof reason === 'string' ? { queue, reason } : deaths[0];
+}
+
 /** Which of `queues` a dead letter died in (the last death first, 3.13+): a partitioned handler's partitions share one dead-letter queue. */
 export function deathQueueOf(headers: Record<string, unknown> | undefined, queues: ReadonlySet<string>): string | undefined {
   const last = headers?.[BrokerHeader.lastDeathQueue];
@@ -30,7 +42,11 @@ export function deathQueueOf(headers: Record<string, unknown> | undefined, queue
 /**
  * Decides what becomes of a message in a handler queue's dead-letter queue: expired or pushed out by the length limit,
  * it is parked or dropped as `onExpired` says; past a quorum queue's delivery limit, parked as `redelivery-limit`;
- * anything else (published there) is parked as malformed. Never throws.
+ * a first failure is sent on to tier 1 (`retry`); anything else (published there) is parked as malformed. Never throws.
+ *
+ * The sort that sends messages here binds on `x-first-death-*` too, which never change: a message that once expired
+ * in the queue and was moved back into it (by a shovel, or an operator's move) comes here again at its next first
+ * failure. Its newest death, a rejection in the queue, tells such a failure from a death of its own.
  * @example decideDeadLetter({ 'x-first-death-queue': 'orders', 'x-first-death-reason': 'expired' }, 'orders', 'park').reason // 'expired'
  */
 export function decideDeadLetter(headers: Record<string, unknown> | undefined, queue: string, onExpired: DeadLetterAction): DeadLetterOutcome {
@@ -45,6 +61,8 @@ export function decideDeadLetter(headers: Record<string, unknown> | undefined, q
     );
     return { action: 'park', reason: 'malformed', error, handlerCalls };
   }
+  const newest = newestDeath(headers, history.ok ? history.deaths : []);
+  if (newest?.queue === queue && newest.reason === 'rejected') return { action: 'retry', handlerCalls };
   if (reason === 'expired' || reason === 'maxlen') {
     if (onExpired === 'drop') return { action: 'drop', reason, handlerCalls };
     // The history is the broker's here (checked above); its expiry entry in the queue kept the message's own expiration.

@@ -57,6 +57,14 @@ describe('decideBeforeHandling', () => {
     ]);
   });
 
+  it('counts a first failure moved into a tier by a publish, once it waited in a tier of the queue', () => {
+    const tierDeath = { queue: 'orders.retry.1.1s.abc123', reason: 'expired', count: 1, exchange: '', 'routing-keys': ['orders.retry.1.1s.abc123'] };
+    const moved = { 'x-retry-first-failure': 'orders', 'x-death': [tierDeath] };
+    expect(decideBeforeHandling(input({ headers: moved }))).toMatchObject({ action: 'handle', attempt: 2 });
+    expect(decideBeforeHandling(input({ headers: { 'x-retry-first-failure': 'orders' } }))).toMatchObject({ attempt: 1 });
+    expect(decideBeforeHandling(input({ headers: { ...moved, 'x-retry-first-failure': 'billing' } }))).toMatchObject({ attempt: 1 });
+  });
+
   it('still handles the last attempt', () => {
     expect(decideBeforeHandling(input({ failures: 2 }))).toMatchObject({ action: 'handle', attempt: 3 });
   });

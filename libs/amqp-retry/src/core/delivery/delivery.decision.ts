@@ -6,6 +6,7 @@ import { decodeBody, type Deserializer } from '../message/body.decoder.js';
 import { headersOf } from '../message/message.properties.js';
 import type { QueueType } from '../topology/topology.types.js';
 import { brokerDeliveryCount, countedHeaders, unsettledDeliveries } from './delivery.count.js';
+import { movedFirstFailures } from './first-failure.headers.js';
 import { readDeathHistory, rejectedCount, type XDeath } from './x-death.parser.js';
 import { BrokerHeader } from '../headers/header.names.js';
 
@@ -52,7 +53,8 @@ export type BeforeHandling =
 /**
  * Decides whether a delivery reaches the handler. In order, it is parked: as malformed, for an `x-death` the broker did
  * not write; as `redelivery-limit` (quorum only); as exhausted (maxAttempts lowered since it failed); as malformed, for
- * a body the deserializer cannot read. The attempt number is 1 + the count of the queue's `rejected` entry. Never throws.
+ * a body the deserializer cannot read. The attempt number is 1 + the count of the queue's `rejected` entry, + 1 for a
+ * first failure moved into a tier by a publish (movedFirstFailures). Never throws.
  */
 export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
   const { message, queue, maxAttempts } = input;
@@ -66,7 +68,7 @@ export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling
     return { action: 'park', reason: 'malformed', error, handlerCalls: 0, deaths: [] };
   }
   const { deaths } = history;
-  const attempt = 1 + rejectedCount(deaths, queue);
+  const attempt = 1 + rejectedCount(deaths, queue) + movedFirstFailures(headers, queue, deaths);
   // The usual delivery was never returned: no count to weigh (and nothing allocated for it).
   const counts = countedHeaders(message);
   const counted = unsettledDeliveries(counts, input.queueType);

@@ -1,5 +1,5 @@
 import { firstRejection, type XDeath } from './x-death.parser.js';
-import { FirstFailureHeader, ParkedHeader } from '../headers/header.names.js';
+import { BrokerHeader, FirstFailureHeader, ParkedHeader } from '../headers/header.names.js';
 import { replayedRoute, type Route } from './replayed-route.reader.js';
 import { withoutDeliveryCounts } from './delivery.count.js';
 
@@ -37,6 +37,32 @@ export function firstFailureHeaders(
   copy[FirstFailureHeader.exchange] = delivered.exchange;
   copy[FirstFailureHeader.routingKey] = delivered.routingKey;
   if (expiration !== undefined && expiration !== null) copy[ParkedHeader.originalExpiration] = String(expiration);
+  return copy;
+}
+
+/** The headers the broker writes when it dead-letters a message. */
+const DEATH_HEADERS: readonly string[] = [
+  BrokerHeader.death,
+  BrokerHeader.firstDeathQueue,
+  BrokerHeader.firstDeathReason,
+  BrokerHeader.firstDeathExchange,
+  BrokerHeader.lastDeathQueue,
+  BrokerHeader.lastDeathReason,
+  BrokerHeader.lastDeathExchange,
+];
+
+/**
+ * The headers of a first failure the dead-letter queue sends on to tier 1 (decideDeadLetter's `retry`): its death
+ * history starts afresh, so that the old death the sort took it for is gone, and FirstFailureHeader.queue counts the
+ * failure, whose rejection went with the history. `first` is the queue's rejection, which names the route it came by.
+ */
+export function retriedFirstFailureHeaders(
+  headers: Record<string, unknown> | undefined,
+  queue: string,
+  first: XDeath | undefined,
+): Record<string, unknown> {
+  const copy = firstFailureHeaders(headers, queue, { exchange: first?.exchange ?? '', routingKey: first?.routingKeys[0] ?? queue });
+  for (const header of DEATH_HEADERS) delete copy[header];
   return copy;
 }
 
