@@ -180,3 +180,22 @@ describe('assertDistinctQueues', () => {
     );
   });
 });
+
+describe('resolveHandlerConfig with partitions and long names', () => {
+  const partitions = { count: 64, key: { header: 'x-account-id' } };
+
+  it("refuses a queue name whose partitions' derived names would pass 255 bytes, naming the longest it takes", () => {
+    expect(() => resolve({ queue: 'q'.repeat(223), delays: ['1s'] })).not.toThrow();
+    expect(() => resolve({ queue: 'q'.repeat(220), partitions })).toThrow(
+      `${prefix('queue')} is 220 bytes long. Use at most 219 bytes with 64 partitions: AMQP names are limited to 255, and each partition's names append ".p63" and the library's suffixes.`,
+    );
+    expect(resolve({ queue: 'q'.repeat(219), partitions }).queue).toHaveLength(219);
+    expect(() => resolve({ queue: 'q'.repeat(220), partitions: { ...partitions, count: 8 } })).not.toThrow();
+  });
+
+  it('refuses a parking queue name that its partitions could not extend by ".p<i>"', () => {
+    expect(() => resolve({ queue: 'orders', errorQueue: 'e'.repeat(252), partitions })).toThrow(RetryConfigError);
+    expect(() => resolve({ queue: 'orders', errorQueue: 'e'.repeat(252), partitions })).toThrow(`${prefix('errorQueue')} is 252 bytes long`);
+    expect(() => resolve({ queue: 'orders', errorQueue: 'e'.repeat(251), partitions })).not.toThrow();
+  });
+});

@@ -97,6 +97,27 @@ const isDerivedName = (queue: string, name: string): boolean =>
   name === `${queue}.dlx` || name === `${queue}.return` || name.startsWith(`${queue}.dlx.`) || name.startsWith(`${queue}.retry.`);
 
 /**
+ * Refuses names too long for partitions: partition `i` is queue `<queue>.p<i>`, with derived names of its own, and
+ * parks in `<errorQueue>.p<i>` when the handler names its parking queue (partition.plan.ts).
+ */
+function refuseLongPartitionNames(queue: string, errorQueue: string | undefined, count: number, at: (key: string) => string): void {
+  const suffix = `.p${count - 1}`;
+  const named = [
+    { key: 'queue', name: queue, limit: 255 - NAME_RESERVE - suffix.length },
+    { key: 'errorQueue', name: errorQueue, limit: 255 - suffix.length },
+  ];
+  for (const { key, name, limit } of named) {
+    if (name !== undefined && Buffer.byteLength(name) > limit) {
+      throw new RetryConfigError(
+        at(key),
+        `is ${Buffer.byteLength(name)} bytes long`,
+        `Use at most ${limit} bytes with ${count} partitions: AMQP names are limited to 255, and each partition's names append "${suffix}" and the library's suffixes.`,
+      );
+    }
+  }
+}
+
+/**
  * Resolves one `@RetryWithBackoff` declaration against the module configuration. `where` names the method
  * ("OrdersHandler.onOrderCreated") so that an error points at the code to change.
  */
@@ -177,6 +198,7 @@ export function resolveHandlerConfig(
     );
   }
   const partitions = options.partitions === undefined ? undefined : readPartitions(options.partitions, at);
+  if (partitions !== undefined) refuseLongPartitionNames(queue, options.errorQueue === undefined ? undefined : errorQueue, partitions.count, at);
   /** Refuses an option a partitioned handler cannot take; `fix` says why and what to give instead. */
   const refuseWithPartitions = (key: string, fix: string) => {
     throw new RetryConfigError(at(key), 'is given together with "partitions"', fix);
