@@ -1,6 +1,7 @@
-import { RetryConfigError, retryTopologyNames, TopologyMismatchError } from 'nestjs-amqp-retry';
+import { RetryConfigError, retryTopologyNames, TopologyMismatchError, type RetryHandlerOptions, type RetryModuleOptions } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, waitFor } from '../support/broker.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 import { useSuite } from '../support/suite.js';
 
 describe('configuration', () => {
@@ -72,6 +73,24 @@ describe('configuration', () => {
     );
     await app.close();
     expect(await suite.broker.exists(suite.queue)).toBe(false);
+  });
+
+  it('warns at start of a misspelt option, naming it and the option it meant, and runs with the rest', async () => {
+    const options = { queue: suite.queue, delays: ['100ms'], maxAttempt: 2 } as RetryHandlerOptions;
+    const Handler = handlerFor(options, () => {
+      throw new Error('always');
+    });
+    const logger = new RecordingLogger();
+    const created = await createApp([Handler], { ...TEST_OPTIONS, handlerTimout: '5s' } as RetryModuleOptions);
+    created.useLogger(logger);
+    suite.app = await created.init();
+    expect(logger.lines.filter((line) => line.includes('is not an option'))).toEqual([
+      'warn RetryModule option "handlerTimout" is not an option and is ignored: did you mean "handlerTimeout"?',
+      'warn @RetryWithBackoff option "maxAttempt" of TestHandler.handle is not an option and is ignored: did you mean "maxAttempts"?',
+    ]);
+    await suite.broker.publish('', suite.queue, { id: 1 });
+    await suite.broker.take(`${suite.queue}.error`, 1);
+    expect(handlerOf(suite.app, Handler).calls.map((c) => c.attempt)).toEqual([1, 2]); // the default: one attempt per tier, and one more
   });
 
   it('fails init when two handlers consume one queue, and declares nothing', async () => {

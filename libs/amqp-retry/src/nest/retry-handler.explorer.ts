@@ -2,11 +2,13 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, ExternalContextCreator, MetadataScanner, Reflector } from '@nestjs/core';
 import { assertDistinctQueues, resolveHandlerConfig } from '../core/config/handler.config.js';
 import type { ModuleConfig } from '../core/config/module.config.js';
-import type { RetryHandlerOptions } from '../core/config/retry.options.js';
+import { unknownHandlerOptions, unknownModuleOptions } from '../core/config/option-keys.js';
+import type { RetryHandlerOptions, RetryModuleOptions } from '../core/config/retry.options.js';
 import type { EngineHandler } from '../engine/handler.runtime.js';
 import { handlerInvoker } from './handler.invoker.js';
 import { withoutExceptionLogs } from './quiet-exceptions.context.js';
 import { RETRY_HANDLER_METADATA, RETRY_MODULE_CONFIG } from './retry.constants.js';
+import { RETRY_MODULE_OPTIONS } from './retry-module.definition.js';
 
 /**
  * Finds the @RetryWithBackoff methods of every provider and controller of this application, validates them together,
@@ -22,9 +24,12 @@ export class RetryHandlerExplorer {
     private readonly reflector: Reflector,
     private readonly contextCreator: ExternalContextCreator,
     @Inject(RETRY_MODULE_CONFIG) private readonly moduleConfig: ModuleConfig,
+    @Inject(RETRY_MODULE_OPTIONS) private readonly moduleOptions: RetryModuleOptions,
   ) {}
 
+  /** The handlers, validated; a key that is no option (a misspelling) is named in a warning, here at start. */
   explore(): EngineHandler[] {
+    for (const line of unknownModuleOptions(this.moduleOptions ?? {}, ['isGlobal'])) this.logger.warn(line);
     const seen = new Set<object>();
     const handlers: EngineHandler[] = [];
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
@@ -42,6 +47,7 @@ export class RetryHandlerExplorer {
       const contextCreator = this.creatorFor(wrapper.host?.token);
       for (const { methodName, method, options } of this.decoratedMethods(Object.getPrototypeOf(instance))) {
         const where = `${instance.constructor.name}.${methodName}`;
+        for (const line of unknownHandlerOptions(options, where)) this.logger.warn(line);
         handlers.push({
           config: resolveHandlerConfig(options, this.moduleConfig, where),
           where,
