@@ -25,19 +25,20 @@ export function normalizeError(message: string): string {
 export function topFrame(stack: unknown): string {
   if (typeof stack !== 'string') return '';
   const frame = stack.split('\n').find((line) => /^\s*at\s/.test(line));
+  if (!frame) return '';
   return frame
-    ? frame
-        .trim()
-        .replace(/:\d+(:\d+)?\)?$/, (m) => (m.endsWith(')') ? ':<n>)' : ':<n>'))
-        .slice(0, 200)
-    : '';
+    .trim()
+    .replace(/:\d+(:\d+)?\)?$/, (m) => (m.endsWith(')') ? ':<n>)' : ':<n>'))
+    .slice(0, 200);
 }
 
-/** A short, stable key of a group (FNV-1a of its parts), for a filter naming it in a URL or a request. */
+/**
+ * A short, stable key of a group, for a filter naming it in a URL or a request: 64 bits as two FNV-1a hashes of its
+ * parts with different bases, so that two groups of one summary never share a key in practice.
+ */
 export function groupKeyOf(view: ParkedMessageView): string {
-  return fnv(
-    `${view.errorQueue}\u0000${view.queue}\u0000${view.reason}\u0000${normalizeError(view.error)}\u0000${topFrame(view.headers[ParkedHeader.exceptionStack])}`,
-  );
+  const parts = `${view.errorQueue}\u0000${view.queue}\u0000${view.reason}\u0000${normalizeError(view.error)}\u0000${topFrame(view.headers[ParkedHeader.exceptionStack])}`;
+  return fnv1a(parts, 0x811c9dc5) + fnv1a(parts, 0x050c5d1f);
 }
 
 /** Failure groups counted one message at a time: memory by group, not by message. */
@@ -71,9 +72,4 @@ export class FailureGroupTally {
   largest(): FailureGroup[] {
     return [...this.groups.values()].sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)).slice(0, MAX_FAILURE_GROUPS);
   }
-}
-
-/** 64 bits as two FNV-1a hashes of different bases: two groups of one summary never share a key in practice. */
-function fnv(text: string): string {
-  return fnv1a(text, 0x811c9dc5) + fnv1a(text, 0x050c5d1f);
 }

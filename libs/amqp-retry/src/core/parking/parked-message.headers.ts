@@ -3,7 +3,6 @@ import type { ParkReason } from '../delivery/delivery.decision.js';
 import { errorMessage, errorStack } from '../text/error-message.format.js';
 import { encodedHeaderSize, encodedTableSize } from '../headers/field-table.size.js';
 import { headersOf, republishProperties } from '../message/message.properties.js';
-import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
 import { FIRST_FAILURE_HEADERS, firstRoute } from '../delivery/first-failure.headers.js';
 import { firstRejection, readDeathHistory, type XDeath } from '../delivery/x-death.parser.js';
 import { maskCredentials } from '../text/credentials.mask.js';
@@ -35,14 +34,7 @@ const MAX_NAME_BYTES = 255;
  * kept under `x-retry-death-history` instead.
  */
 export const BROKER_DEATH_HEADERS: readonly string[] = [
-  BrokerHeader.death,
-  BrokerHeader.firstDeathQueue,
-  BrokerHeader.firstDeathReason,
-  BrokerHeader.firstDeathExchange,
-  BrokerHeader.lastDeathQueue,
-  BrokerHeader.lastDeathReason,
-  BrokerHeader.lastDeathExchange,
-  ...DELIVERY_COUNT_HEADERS,
+  ...Object.values(BrokerHeader),
   // Not the broker's, but an attempt counter all the same.
   ...FIRST_FAILURE_HEADERS,
 ];

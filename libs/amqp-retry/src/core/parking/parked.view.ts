@@ -13,21 +13,7 @@ import { FailureGroupTally, groupKeyOf } from './failure.groups.js';
 export const BROWSE_COUNT_HEADERS: readonly string[] = DELIVERY_COUNT_HEADERS;
 
 /** The headers the library writes on a parked copy: a replayed copy starts without them, but for REPLAY_ROUTE_HEADERS. */
-export const PARKING_HEADERS: readonly string[] = [
-  ParkedHeader.reason,
-  ParkedHeader.exceptionMessage,
-  ParkedHeader.exceptionStack,
-  ParkedHeader.originalExchange,
-  ParkedHeader.originalRoutingKey,
-  ParkedHeader.originalQueue,
-  ParkedHeader.retryAttempts,
-  ParkedHeader.parkedAt,
-  ParkedHeader.id,
-  ParkedHeader.deathHistory,
-  ParkedHeader.originalExpiration,
-  ParkedHeader.originalUserId,
-  ParkedHeader.droppedHeaders,
-];
+export const PARKING_HEADERS: readonly string[] = Object.values(ParkedHeader).filter((name) => name !== ParkedHeader.replayedAt);
 
 /** Parking headers a replayed copy keeps: its first route and queue, which its delivery by name does not tell (see replayedRoute). */
 export const REPLAY_ROUTE_HEADERS: readonly string[] = [ParkedHeader.originalExchange, ParkedHeader.originalRoutingKey, ParkedHeader.originalQueue];
@@ -71,12 +57,6 @@ export function parkedIdOf({ content, properties }: ParkedDelivery): string {
   return `h-${digest.slice(0, 24)}`;
 }
 
-function parkedAtOf(value: unknown): Date | undefined {
-  if (typeof value !== 'string') return undefined;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? undefined : date;
-}
-
 /** The headers with the exception texts masked: a copy parked by another tool may hold a `user:password@`. */
 function maskedExceptionHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const masked = { ...headers };
@@ -94,13 +74,14 @@ export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallb
   const { headers: _headers, ...rest } = properties;
   const attempts = headers[ParkedHeader.retryAttempts];
   const history = headers[ParkedHeader.deathHistory];
+  const parkedAt = new Date(text(headers[ParkedHeader.parkedAt]));
   return {
     id: parkedIdOf(delivery),
     queue: text(headers[ParkedHeader.originalQueue]) || fallbackQueue,
     errorQueue,
     reason: text(headers[ParkedHeader.reason]),
     error: maskCredentials(text(headers[ParkedHeader.exceptionMessage])),
-    parkedAt: parkedAtOf(text(headers[ParkedHeader.parkedAt])),
+    parkedAt: Number.isNaN(parkedAt.getTime()) ? undefined : parkedAt,
     attempts: typeof attempts === 'number' ? attempts : undefined,
     body: content.toString(utf8 ? 'utf8' : 'base64'),
     bodyEncoding: utf8 ? 'utf8' : 'base64',
