@@ -70,12 +70,9 @@ export interface FleetSummary {
   slowest?: { queue: string; p95: number };
 }
 
-interface Bucket {
+/** One minute of one queue: its counts and its two histograms, summed as beats arrive. */
+interface Bucket extends Record<(typeof BEAT_COUNTS)[number], number> {
   minute: number;
-  handled: number;
-  retried: number;
-  parked: number;
-  failed: number;
   processing: Float64Array;
   critical: Float64Array;
 }
@@ -86,6 +83,7 @@ interface Known extends Pick<FleetInstance, 'firstSeen' | 'lastSeen' | 'interval
 }
 
 const MINUTE = 60_000;
+const NO_COUNTS = { handled: 0, retried: 0, parked: 0, failed: 0 } as const;
 /** The shortest beat interval taken (a smaller one reads as this), so that a beat cannot show gone at once. */
 const MIN_INTERVAL_MS = 250;
 
@@ -172,7 +170,7 @@ export class FleetHistory {
         const points: HistoryPoint[] = [];
         for (let at = first; at <= last; at += MINUTE) {
           const b = byMinute.get(at);
-          points.push(b ? pointOf(b) : { at, handled: 0, retried: 0, parked: 0, failed: 0 });
+          points.push(b ? pointOf(b) : { at, ...NO_COUNTS });
         }
         return { queue, points };
       })
@@ -216,15 +214,7 @@ export class FleetHistory {
     }
     let bucket = buckets.find((b) => b.minute === minute);
     if (!bucket) {
-      bucket = {
-        minute,
-        handled: 0,
-        retried: 0,
-        parked: 0,
-        failed: 0,
-        processing: new Float64Array(LATENCY_BUCKETS),
-        critical: new Float64Array(LATENCY_BUCKETS),
-      };
+      bucket = { minute, ...NO_COUNTS, processing: new Float64Array(LATENCY_BUCKETS), critical: new Float64Array(LATENCY_BUCKETS) };
       buckets.push(bucket);
       buckets.sort((a, b) => a.minute - b.minute);
       const oldest = minute - (this.limits.historyMinutes - 1) * MINUTE;
@@ -252,12 +242,10 @@ export class FleetHistory {
 }
 
 function pointOf(b: Bucket): HistoryPoint {
-  const point: HistoryPoint = { at: b.minute, handled: b.handled, retried: b.retried, parked: b.parked, failed: b.failed };
+  const { handled, retried, parked, failed } = b;
   const processing = percentiles(b.processing);
   const critical = percentiles(b.critical);
-  if (processing) point.processing = processing;
-  if (critical) point.critical = critical;
-  return point;
+  return { at: b.minute, handled, retried, parked, failed, ...(processing && { processing }), ...(critical && { critical }) };
 }
 
 function percentiles(counts: Float64Array): Percentiles | undefined {

@@ -78,8 +78,7 @@ export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
 
   /** The counts of `queue` since the previous drain, then zero. Called once per beat per queue. */
   drain(queue: string): QueueBeatCounts {
-    const counts = this.counts.get(queue);
-    if (!counts) return { handled: 0, retried: 0, parked: 0, failed: 0, processing: zeros(), critical: zeros() };
+    const counts = this.counts.get(queue) ?? new QueueCounts();
     const taken = {
       handled: counts.handled,
       retried: counts.retried,
@@ -99,8 +98,4 @@ export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
     if (!counts) this.counts.set(queue, (counts = new QueueCounts()));
     return counts;
   }
-}
-
-function zeros(): number[] {
-  return new Array<number>(LATENCY_BUCKETS).fill(0);
 }
