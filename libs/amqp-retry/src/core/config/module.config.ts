@@ -1,5 +1,4 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import type { Deserializer } from '../message/body.decoder.js';
 import { readBrokerUrls } from './broker-urls.reader.js';
 import {
   type DurationRange,
@@ -13,54 +12,15 @@ import {
   TIME_LIMIT_RANGE,
 } from './config.readers.js';
 import { DELAY_LADDER } from '../delivery/delay.plan.js';
-import { readIdempotency, type IdempotencyConfig } from '../idempotency/idempotency.config.js';
+import { readIdempotency } from '../idempotency/idempotency.config.js';
 import type { ReconnectPolicy } from '../connection/reconnect.policy.js';
 import type { ParkLogs, RetryLogs, QueueType, RetryModuleOptions } from './retry.options.js';
-import { readInbox, readOutbox, type InboxConfig, type OutboxConfig } from '../outbox/outbox.config.js';
-import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
-import { readHeartbeat, type HeartbeatConfig } from '../observe/heartbeat/heartbeat.config.js';
+import { readInbox, readOutbox } from '../outbox/outbox.config.js';
+import { readCircuitBreaker, readRateLimit } from '../breaker/breaker.config.js';
+import { readHeartbeat } from '../observe/heartbeat/heartbeat.config.js';
 
-/** The module's configuration after defaults, environment and validation. */
-export interface ModuleConfig {
-  /** The first of `urls`, for messages that name one broker. */
-  url: string;
-  /** The brokers (nodes of one cluster) to connect to, tried in order at start-up; see `urls` in RetryModuleOptions. */
-  urls: string[];
-  delaysMs: number[];
-  /** Only when set explicitly: otherwise each handler derives it from its own tiers. */
-  maxAttempts?: number;
-  prefetch: number;
-  queueType: QueueType;
-  connectionName?: string;
-  /** The name recorded with the handler queues (RetryModuleOptions.application), if given. */
-  application?: string;
-  /** The delay ladder's configured prefix, or undefined when delayed delivery is off. */
-  delayPrefix?: string;
-  /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
-  delayQueueType: QueueType;
-  reconnect: ReconnectPolicy;
-  publishTimeoutMs: number;
-  publishBufferSize: number;
-  confirmTimeoutMs: number;
-  connectTimeoutMs: number;
-  shutdownTimeoutMs: number;
-  /** The longest handler call of handlers without their own `timeout`, in ms; 0: no limit. */
-  handlerTimeoutMs: number;
-  deserializer: Deserializer;
-  retryLogs: RetryLogs;
-  parkLogs: ParkLogs;
-  /** The default of handlers without their own `idempotency`. */
-  idempotency?: IdempotencyConfig;
-  outbox?: OutboxConfig;
-  /** The default inbox of handlers without their own. */
-  inbox?: InboxConfig;
-  /** The default of handlers without their own `circuitBreaker`. */
-  circuitBreaker?: CircuitBreakerConfig;
-  /** The default of handlers without their own `rateLimit`. */
-  rateLimit?: RateLimitConfig;
-  /** This instance's heartbeat to the retry console, when turned on (RetryModuleOptions.heartbeat). */
-  heartbeat?: HeartbeatConfig;
-}
+/** The module's configuration after defaults, environment and validation: what resolveModuleConfig returns. */
+export type ModuleConfig = ReturnType<typeof resolveModuleConfig>;
 
 export const DEFAULT_DELAYS = ['1s', '10s', '1m'] as const;
 export const MAX_ATTEMPTS_LIMIT = 1_000_000;
@@ -176,7 +136,7 @@ function readApplication(value: unknown, key: string): string {
 const moduleKey = (key: string) => `RetryModule option "${key}"`;
 
 /** Resolves the module configuration: each option from `options`, else `env`, else the default; never mutates `options`. */
-export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}): ModuleConfig {
+export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}) {
   /** The option, else its environment variable, read by `read` and named in its errors as the user wrote it; else `fallback`. */
   const given = <T>(key: keyof RetryModuleOptions, envName: string, read: (value: unknown, key: string) => T, fallback: T): T => {
     const source = pick(options, env, key, envName);
@@ -201,15 +161,21 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   const readDelayList = (value: unknown, key: string) =>
     readDelays(typeof value === 'string' ? value.split(',').map((d) => d.trim()) : value, key, "'1s,10s,1m'");
   return {
+    /** The first of `urls`, for messages that name one broker. */
     url: urls[0],
+    /** The brokers (nodes of one cluster) to connect to, tried in order at start-up; see `urls` in RetryModuleOptions. */
     urls,
     delaysMs: given('delays', 'RETRY_DELAYS', readDelayList, undefined) ?? readDelayList([...DEFAULT_DELAYS], 'delays'),
+    /** Only when set explicitly: otherwise each handler derives it from its own tiers. */
     maxAttempts: given('maxAttempts', 'RETRY_MAX_ATTEMPTS', (value, key) => readInteger(value, key, 1, MAX_ATTEMPTS_LIMIT, '5'), undefined),
     prefetch: given('prefetch', 'RETRY_PREFETCH', (value, key) => readInteger(value, key, 1, 65_535, '20'), 20),
     queueType: moduleQueueType,
     connectionName: options.connectionName,
+    /** The name recorded with the handler queues (RetryModuleOptions.application), if given. */
     application: given('application', 'RETRY_APPLICATION', readApplication, undefined),
+    /** The delay ladder's configured prefix, or undefined when delayed delivery is off. */
     delayPrefix: readDelayPrefix(options.delayedDelivery),
+    /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
     delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect ?? {}),
     publishTimeoutMs: duration('publishTimeout', 'RETRY_PUBLISH_TIMEOUT', "'10s'", TIME_LIMIT_RANGE, 10_000),
@@ -217,14 +183,19 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     confirmTimeoutMs: duration('confirmTimeout', 'RETRY_CONFIRM_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, 10_000),
     connectTimeoutMs: duration('connectTimeout', 'RETRY_CONNECT_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, DEFAULT_CONNECT_TIMEOUT_MS),
     shutdownTimeoutMs: duration('shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT', "'30s'", TIME_LIMIT_RANGE, 30_000),
+    /** The longest handler call of handlers without their own `timeout`, in ms; 0: no limit. */
     handlerTimeoutMs: handlerTimeout ? readDuration(handlerTimeout.value, handlerTimeout.key, "'30s'", TIME_LIMIT_RANGE) : 0,
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, moduleKey('deserializer')),
     ...readLogging(options.logging),
+    /** The default of handlers without their own `idempotency`. */
     idempotency: options.idempotency === undefined ? undefined : readIdempotency(options.idempotency, moduleKey),
     outbox: options.outbox === undefined ? undefined : readOutbox(options.outbox, moduleKey),
+    /** The default inbox of handlers without their own. */
     inbox: options.inbox === undefined ? undefined : readInbox(options.inbox, moduleKey),
+    /** The defaults of handlers without their own `circuitBreaker` and `rateLimit`. */
     circuitBreaker: readCircuitBreaker(options.circuitBreaker, moduleKey),
     rateLimit: readRateLimit(options.rateLimit, moduleKey),
+    /** This instance's heartbeat to the retry console, when turned on (RetryModuleOptions.heartbeat). */
     heartbeat: readHeartbeat(options.heartbeat, moduleKey),
   };
 }

@@ -68,16 +68,13 @@ export function readQueueLimits(options: QueueLimitsOptions, queueType: QueueTyp
   const overflow = readOverflow(options.overflow, queueType, maxLength ?? maxLengthBytes, at);
   const messageTtlMs =
     options.messageTtl === undefined ? undefined : readDuration(options.messageTtl, at('messageTtl'), "'10m'", POSITIVE_TIME_LIMIT_RANGE);
-  let maxPriority: number | undefined;
-  if (options.maxPriority !== undefined) {
-    maxPriority = readInteger(options.maxPriority, at('maxPriority'), 1, 255, '10');
-    if (queueType === 'quorum') {
-      throw new RetryConfigError(
-        at('maxPriority'),
-        'is given for a quorum queue',
-        'Quorum queues take no x-max-priority (RabbitMQ 4.0+ gives them two priorities of their own: priority above 4 goes first). Leave maxPriority out, or use a classic queue.',
-      );
-    }
+  const maxPriority = options.maxPriority === undefined ? undefined : readInteger(options.maxPriority, at('maxPriority'), 1, 255, '10');
+  if (maxPriority !== undefined && queueType === 'quorum') {
+    throw new RetryConfigError(
+      at('maxPriority'),
+      'is given for a quorum queue',
+      'Quorum queues take no x-max-priority (RabbitMQ 4.0+ gives them two priorities of their own: priority above 4 goes first). Leave maxPriority out, or use a classic queue.',
+    );
   }
   const onExpired = options.onExpired ?? 'park';
   if (onExpired !== 'park' && onExpired !== 'drop') {
