@@ -123,11 +123,10 @@ export class VirtualClock {
     this.tasks.set(task.id, task);
   }
 
-  /** The earliest task, or undefined when none waits; `brokerOnly`: the broker's own tasks only. */
-  next(brokerOnly = false): Task | undefined {
+  /** The earliest task, or undefined when none waits. */
+  next(): Task | undefined {
     let first: Task | undefined;
     for (const task of this.tasks.values()) {
-      if (brokerOnly && !task.broker) continue;
       if (!first || task.due < first.due || (task.due === first.due && task.seq < first.seq)) first = task;
     }
     return first;
@@ -207,9 +206,7 @@ export class VirtualClock {
     define(g, 'setTimeout', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args));
     define(g, 'setInterval', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args, true));
     define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => timer(0, fn, args));
-    define(g, 'clearTimeout', clearOf('clearTimeout'));
-    define(g, 'clearInterval', clearOf('clearInterval'));
-    define(g, 'clearImmediate', clearOf('clearImmediate'));
+    for (const name of ['clearTimeout', 'clearInterval', 'clearImmediate']) define(g, name, clearOf(name));
     define(g, 'Date', virtualDate(this, RealDate));
     // Microtasks stay real, also where Jest's fake timers had replaced them.
     define(g, 'queueMicrotask', (fn: () => void) => void Promise.resolve().then(fn));
