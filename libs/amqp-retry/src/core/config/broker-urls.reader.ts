@@ -4,15 +4,6 @@ import { maskUrl } from '../text/credentials.mask.js';
 /** How a list of URLs is written in AMQP_URL, for error messages. */
 const LIST_EXAMPLE = 'amqp://user:password@host1:5672,amqp://user:password@host2:5672';
 
-export function isAmqpUrl(url: string): boolean {
-  try {
-    const parsed = new URL(url);
-    return (parsed.protocol === 'amqp:' || parsed.protocol === 'amqps:') && parsed.hostname !== '';
-  } catch {
-    return false;
-  }
-}
-
 function shown(value: unknown): string {
   if (typeof value === 'string') return `"${maskUrl(value)}"`;
   return Array.isArray(value) && value.length === 0 ? 'an empty list' : String(value); // never a list: it may hold passwords
@@ -32,7 +23,13 @@ export function amqpUrlProblem(url: string): { problem: string; fix?: string } |
   if (scheme && at > 0 && /[/?#]/.test(url.slice(scheme[0].length, at))) {
     return { problem: "has a '/', '?' or '#' before its last '@', so its user or password is not percent-encoded", fix: ENCODE_CREDENTIALS_FIX };
   }
-  return isAmqpUrl(url) ? undefined : { problem: 'is not an AMQP URL' };
+  try {
+    const parsed = new URL(url);
+    if ((parsed.protocol === 'amqp:' || parsed.protocol === 'amqps:') && parsed.hostname !== '') return undefined;
+  } catch {
+    // not a URL at all
+  }
+  return { problem: 'is not an AMQP URL' };
 }
 
 /** Reads one broker URL (the `url` option); a list written into it is pointed at `urls`. */
@@ -40,13 +37,10 @@ export function readUrl(value: unknown, key: string): string {
   if (typeof value === 'string' && /,\s*amqps?:\/\//i.test(value)) {
     throw new RetryConfigError(key, `is ${shown(value)}, a list`, 'Give the nodes of a cluster as the option "urls", an array of AMQP URLs.');
   }
-  if (typeof value !== 'string') {
-    throw new RetryConfigError(key, `is ${shown(value)}`, 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.');
-  }
-  const wrong = amqpUrlProblem(value);
+  const wrong = typeof value === 'string' ? amqpUrlProblem(value) : { problem: 'is not an AMQP URL' };
   if (wrong?.fix) throw new RetryConfigError(key, `is ${shown(value)}, which ${wrong.problem}`, wrong.fix);
   if (wrong) throw new RetryConfigError(key, `is ${shown(value)}`, 'Use an AMQP URL such as amqp://user:password@host:5672/vhost.');
-  return value;
+  return value as string;
 }
 
 /** Reads a list of distinct AMQP URLs: `urls` (an array) or AMQP_URL (comma-separated; a comma in a password is %2C). */

@@ -170,12 +170,9 @@ export function resolveHandlerConfig(
       `Park in a queue of its own, e.g. '${queue}.error'.`,
     );
   }
-  const nonRetryable = options.nonRetryable;
-  if (
-    nonRetryable !== undefined &&
-    typeof nonRetryable !== 'function' &&
-    !(Array.isArray(nonRetryable) && nonRetryable.every((c) => typeof c === 'function'))
-  ) {
+  const { nonRetryable } = options;
+  const classes = Array.isArray(nonRetryable) && nonRetryable.every((c) => typeof c === 'function');
+  if (nonRetryable !== undefined && typeof nonRetryable !== 'function' && !classes) {
     throw new RetryConfigError(
       at('nonRetryable'),
       'is neither a list of error classes nor a predicate',
