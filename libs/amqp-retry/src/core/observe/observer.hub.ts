@@ -55,8 +55,7 @@ export class ObserverHub {
 
   /** Counts every handler call from now on with `counter` too: one counter is called as it is, two through a pair. */
   count(counter: DeliveryCounter): void {
-    const before = this.counter;
-    this.counter = before === undefined ? counter : bothCounters(before, counter);
+    this.counter = this.counter === undefined ? counter : bothCounters(this.counter, counter);
   }
 
   emit<K extends Notification>(name: K, event: EventOf<K>): void {

@@ -8,9 +8,8 @@ export const LATENCY_BUCKETS = LATENCY_BOUNDS_MS.length + 1;
 
 /** The bucket of a duration: the first whose bound is at least `ms` (a short linear scan; no allocation). */
 export function latencyBucket(ms: number): number {
-  const bounds = LATENCY_BOUNDS_MS;
-  for (let i = 0; i < bounds.length; i++) if (ms <= bounds[i]) return i;
-  return bounds.length;
+  for (let i = 0; i < LATENCY_BOUNDS_MS.length; i++) if (ms <= LATENCY_BOUNDS_MS[i]) return i;
+  return LATENCY_BOUNDS_MS.length;
 }
 
 /** The `q` quantile (0 < q <= 1) of counts per bucket as its bucket's upper bound (the last: its lower); undefined if empty. */
