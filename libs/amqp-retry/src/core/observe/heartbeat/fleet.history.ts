@@ -229,15 +229,12 @@ export class FleetHistory {
 
   /** Makes room by dropping the gone instance seen longest ago; false when every instance is up. */
   private evictGone(now: number): boolean {
-    let oldest: [string, Known] | undefined;
-    for (const entry of this.instances) {
-      const [, k] = entry;
+    let oldest: Known | undefined;
+    for (const k of this.instances.values()) {
       const gone = now >= k.lastSeen + this.limits.missedBeats * k.intervalMs;
-      if (gone && (!oldest || k.lastSeen < oldest[1].lastSeen)) oldest = entry;
+      if (gone && (!oldest || k.lastSeen < oldest.lastSeen)) oldest = k;
     }
-    if (!oldest) return false;
-    this.instances.delete(oldest[0]);
-    return true;
+    return oldest !== undefined && this.instances.delete(oldest.identity.id);
   }
 }
 

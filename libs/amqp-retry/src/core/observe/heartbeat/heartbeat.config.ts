@@ -17,18 +17,14 @@ export interface HeartbeatConfig {
 export function readHeartbeat(value: unknown, at: (key: string) => string): HeartbeatConfig | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return { intervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS };
-  const fix = `Give true (a beat every ${DEFAULT_HEARTBEAT_INTERVAL_MS} ms), false, or { intervalMs } with a whole number of milliseconds from ${HEARTBEAT_INTERVAL_RANGE.min} to ${HEARTBEAT_INTERVAL_RANGE.max}.`;
+  const { min, max } = HEARTBEAT_INTERVAL_RANGE;
+  const fix = `Give true (a beat every ${DEFAULT_HEARTBEAT_INTERVAL_MS} ms), false, or { intervalMs } with a whole number of milliseconds from ${min} to ${max}.`;
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new RetryConfigError(at('heartbeat'), `is ${JSON.stringify(value)}`, fix);
   const unknown = Object.keys(value).filter((k) => k !== 'intervalMs');
   if (unknown.length > 0) throw new RetryConfigError(at('heartbeat'), `has ${unknown.join(', ')}`, fix);
   const { intervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS } = value as { intervalMs?: unknown };
-  if (
-    typeof intervalMs !== 'number' ||
-    !Number.isInteger(intervalMs) ||
-    intervalMs < HEARTBEAT_INTERVAL_RANGE.min ||
-    intervalMs > HEARTBEAT_INTERVAL_RANGE.max
-  ) {
+  if (typeof intervalMs !== 'number' || !Number.isInteger(intervalMs) || intervalMs < min || intervalMs > max) {
     throw new RetryConfigError(at('heartbeat.intervalMs'), `is ${JSON.stringify(intervalMs)}`, fix);
   }
   return { intervalMs };
