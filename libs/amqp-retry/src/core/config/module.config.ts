@@ -144,10 +144,6 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   };
   const duration = (key: keyof RetryModuleOptions, envName: string, example: string, range: DurationRange, fallback: number) =>
     given(key, envName, (value, name) => readDuration(value, name, example, range), fallback);
-  const handlerTimeout =
-    options.handlerTimeout === undefined && options.timeout !== undefined
-      ? { value: options.timeout as unknown, key: 'RetryModule option "timeout"' }
-      : pick(options, env, 'handlerTimeout', 'RETRY_HANDLER_TIMEOUT');
   if (options.timeout !== undefined && options.handlerTimeout !== undefined && options.timeout !== options.handlerTimeout) {
     throw new RetryConfigError(
       'RetryModule option "timeout"',
@@ -184,7 +180,10 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     connectTimeoutMs: duration('connectTimeout', 'RETRY_CONNECT_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, DEFAULT_CONNECT_TIMEOUT_MS),
     shutdownTimeoutMs: duration('shutdownTimeout', 'RETRY_SHUTDOWN_TIMEOUT', "'30s'", TIME_LIMIT_RANGE, 30_000),
     /** The longest handler call of handlers without their own `timeout`, in ms; 0: no limit. */
-    handlerTimeoutMs: handlerTimeout ? readDuration(handlerTimeout.value, handlerTimeout.key, "'30s'", TIME_LIMIT_RANGE) : 0,
+    handlerTimeoutMs:
+      options.handlerTimeout === undefined && options.timeout !== undefined
+        ? readDuration(options.timeout, moduleKey('timeout'), "'30s'", TIME_LIMIT_RANGE)
+        : duration('handlerTimeout', 'RETRY_HANDLER_TIMEOUT', "'30s'", TIME_LIMIT_RANGE, 0),
     deserializer: options.deserializer === undefined ? 'json' : readDeserializer(options.deserializer, moduleKey('deserializer')),
     ...readLogging(options.logging),
     /** The default of handlers without their own `idempotency`. */
