@@ -41,6 +41,8 @@ export class MemoryBroker {
   /** Direct reply-to addresses and who consumes each. */
   readonly replyConsumers = new Map<string, (message: BrokerMessage) => void>();
   private seq = 0;
+  /** What it numbers from 1: its connections, and the consumer tags it names. */
+  private readonly numbered = { connection: 0, consumerTag: 0 };
   private readonly pumps = new Map<string, ReturnType<VirtualClock['schedule']>>();
   private readonly expiries = new Map<string, ReturnType<VirtualClock['schedule']>>();
 
@@ -49,6 +51,11 @@ export class MemoryBroker {
     /** Whose dead-lettering it follows (dead-letter.rules.ts): RabbitMQ 3.13+/4.x by default. */
     readonly rules: DeathRules = 'current',
   ) {}
+
+  /** The next number of a connection or of a consumer tag the broker names. */
+  next(what: 'connection' | 'consumerTag'): number {
+    return ++this.numbered[what];
+  }
 
   assertExchange(name: string, type: string, args: Record<string, unknown>): void {
     if (name === '' || name.startsWith('amq.')) {

@@ -47,7 +47,6 @@ interface Unacked {
 }
 
 type Confirm = (error: Error | null) => void;
-let consumerTags = 0;
 
 /** An amqplib Channel (or ConfirmChannel) of the in-memory broker: the methods and events the library uses, with amqplib's errors. */
 export class MemoryChannel extends EventEmitter {
@@ -156,7 +155,7 @@ export class MemoryChannel extends EventEmitter {
 
   consume(queue: string, onMessage: (message: ConsumeMessage | null) => void, options: Options.Consume = {}) {
     return this.rpc('BasicConsume', () => {
-      const consumerTag = options.consumerTag ?? `amq.ctag-memory-${++consumerTags}`;
+      const consumerTag = options.consumerTag ?? `amq.ctag-memory-${this.broker.next('consumerTag')}`;
       if (queue === DIRECT_REPLY_QUEUE) {
         if (!options.noAck) throw preconditionFailed('reply consumer cannot acknowledge');
         this.replyAddress = this.broker.addReplyConsumer(

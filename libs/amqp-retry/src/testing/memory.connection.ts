@@ -3,8 +3,6 @@ import type { BrokerError } from './broker.error.js';
 import { MemoryChannel, type ChannelHost, type PublishRecord } from './memory.channel.js';
 import type { MemoryBroker } from './memory.broker.js';
 
-let connectionIds = 0;
-
 /** The amqplib internals the library adapts (channel numbers, socket writes), so that it finds them and says nothing; no-ops here. */
 function internals(version: string) {
   const out = { cork() {}, uncork() {}, write: () => true, writableLength: 0, writableHighWaterMark: 16_384 };
@@ -20,7 +18,7 @@ function internals(version: string) {
 
 /** An amqplib ChannelModel of the in-memory broker. */
 export class MemoryConnection extends EventEmitter implements ChannelHost {
-  readonly id = ++connectionIds;
+  readonly id: number;
   readonly connection: ReturnType<typeof internals>;
   private readonly channels = new Set<MemoryChannel>();
   private closed = false;
@@ -32,6 +30,7 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
     version: string,
   ) {
     super();
+    this.id = broker.next('connection');
     this.connection = internals(version);
   }
 
