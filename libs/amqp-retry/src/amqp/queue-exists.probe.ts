@@ -19,8 +19,10 @@ export const isNotFound = (error: unknown): boolean => (error as { code?: unknow
 /**
  * Whether a queue exists: a passive declare on a channel of its own (a 404 closes it). Any failure but a 404 is
  * thrown (a lost connection, a quorum queue between leaders), so that a caller never acts on an absence it did not see.
+ * A name over AMQP's 255 bytes cannot be a queue's: false, without asking (amqplib would throw a TypeError).
  */
-export const queueExists = (open: ChannelOpener, queue: string): Promise<boolean> => exists(open, (channel) => channel.checkQueue(queue));
+export const queueExists = (open: ChannelOpener, queue: string): Promise<boolean> =>
+  Buffer.byteLength(queue) > 255 ? Promise.resolve(false) : exists(open, (channel) => channel.checkQueue(queue));
 
 /**
  * Whether a queue exists and, when it does, whether it takes a declaration with `args` (false: a 406, it was declared

@@ -102,6 +102,17 @@ describe('decideDeadLetter on a message that expired in the queue once and was m
     });
   });
 
+  it('takes no message for such a failure that failed here before, or whose first death the sort does not take', () => {
+    const retried = headers(['orders', 'expired'], undefined, [death('orders', 'rejected', { count: 2 }), death('orders', 'expired')]);
+    expect(decideDeadLetter(retried, 'orders', 'drop')).toMatchObject({ action: 'drop', reason: 'expired' });
+    const shovelledTier = headers(['orders', 'rejected'], undefined, [death('orders', 'rejected', { count: 3 }), death('orders.retry.3', 'expired')]);
+    expect(decideDeadLetter(shovelledTier, 'orders', 'park')).toMatchObject({ action: 'park', reason: 'malformed' });
+    const claimsOnlyARejection = { 'x-last-death-queue': 'orders', 'x-last-death-reason': 'rejected' };
+    expect(decideDeadLetter(claimsOnlyARejection, 'orders', 'park')).toMatchObject({ action: 'park', reason: 'malformed' });
+    const firstRejectedHere = headers(['orders', 'rejected'], ['orders', 'rejected'], [death('orders', 'rejected')]);
+    expect(decideDeadLetter(firstRejectedHere, 'orders', 'park')).toMatchObject({ action: 'park', reason: 'malformed' });
+  });
+
   it('does not take a rejection in another queue for a first failure here', () => {
     const elsewhere = headers(['orders', 'expired'], undefined, [death('billing', 'rejected'), death('orders', 'expired')]);
     expect(decideDeadLetter(elsewhere, 'orders', 'park')).toMatchObject({ action: 'park', reason: 'expired' });

@@ -1,5 +1,6 @@
 import type { DeadLetterAction } from '../config/queue-limits.config.js';
 import { BrokerHeader } from '../headers/header.names.js';
+import { DEATHS_TO_SORT_OUT } from '../topology/retry-topology.plan.js';
 import { readDeathHistory, rejectedCount, type XDeath } from './x-death.parser.js';
 
 /** What the dead-letter queue's consumer does with a message (see retry-topology.plan.ts, Q.dlx.dead). */
@@ -31,6 +32,23 @@ function newestDeath(headers: Record<string, unknown> | undefined, deaths: reado
   return typeof queue === 'string' && typeof reason === 'string' ? { queue, reason } : deaths[0];
 }
 
+/**
+ * Whether the sort sent here a first failure for an old death: its first death in the queue is one the sort takes
+ * (`x-first-death-*` never change), and its newest death is the queue's first rejection of it (counted once). A
+ * message that failed before, or claims a rejection its history does not hold, is no such failure.
+ */
+function isFirstFailureAfterOldDeath(headers: Record<string, unknown> | undefined, deaths: readonly XDeath[], queue: string): boolean {
+  const newest = newestDeath(headers, deaths);
+  const firstReason = headers?.[BrokerHeader.firstDeathReason];
+  return (
+    newest?.queue === queue &&
+    newest.reason === 'rejected' &&
+    rejectedCount(deaths, queue) === 1 &&
+    headers?.[BrokerHeader.firstDeathQueue] === queue &&
+    (DEATHS_TO_SORT_OUT as readonly unknown[]).includes(firstReason)
+  );
+}
+
 /** Which of `queues` a dead letter died in (the last death first, 3.13+): a partitioned handler's partitions share one dead-letter queue. */
 export function deathQueueOf(headers: Record<string, unknown> | undefined, queues: ReadonlySet<string>): string | undefined {
   const last = headers?.[BrokerHeader.lastDeathQueue];
@@ -46,7 +64,9 @@ export function deathQueueOf(headers: Record<string, unknown> | undefined, queue
  *
  * The sort that sends messages here binds on `x-first-death-*` too, which never change: a message that once expired
  * in the queue and was moved back into it (by a shovel, or an operator's move) comes here again at its next first
- * failure. Its newest death, a rejection in the queue, tells such a failure from a death of its own.
+ * failure. Its newest death, the queue's first rejection of it, tells such a failure from a death of its own. On
+ * RabbitMQ 3.10, which counts a death it held already without moving it to the head of `x-death`, a message moved back
+ * twice and then expired in the queue still shows that rejection at the head: it is taken for a first failure.
  * @example decideDeadLetter({ 'x-first-death-queue': 'orders', 'x-first-death-reason': 'expired' }, 'orders', 'park').reason // 'expired'
  */
 export function decideDeadLetter(headers: Record<string, unknown> | undefined, queue: string, onExpired: DeadLetterAction): DeadLetterOutcome {
@@ -61,8 +81,7 @@ export function decideDeadLetter(headers: Record<string, unknown> | undefined, q
     );
     return { action: 'park', reason: 'malformed', error, handlerCalls };
   }
-  const newest = newestDeath(headers, history.ok ? history.deaths : []);
-  if (newest?.queue === queue && newest.reason === 'rejected') return { action: 'retry', handlerCalls };
+  if (history.ok && isFirstFailureAfterOldDeath(headers, history.deaths, queue)) return { action: 'retry', handlerCalls };
   if (reason === 'expired' || reason === 'maxlen') {
     if (onExpired === 'drop') return { action: 'drop', reason, handlerCalls };
     // The history is the broker's here (checked above); its expiry entry in the queue kept the message's own expiration.

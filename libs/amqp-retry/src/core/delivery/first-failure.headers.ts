@@ -54,14 +54,16 @@ const DEATH_HEADERS: readonly string[] = [
 /**
  * The headers of a first failure the dead-letter queue sends on to tier 1 (decideDeadLetter's `retry`): its death
  * history starts afresh, so that the old death the sort took it for is gone, and FirstFailureHeader.queue counts the
- * failure, whose rejection went with the history. `first` is the queue's rejection, which names the route it came by.
+ * failure, whose rejection went with the history. `first` is the queue's rejection, which names the route it came by
+ * and the expiration it had.
  */
 export function retriedFirstFailureHeaders(
   headers: Record<string, unknown> | undefined,
   queue: string,
   first: XDeath | undefined,
 ): Record<string, unknown> {
-  const copy = firstFailureHeaders(headers, queue, { exchange: first?.exchange ?? '', routingKey: first?.routingKeys[0] ?? queue });
+  const route = { exchange: first?.exchange ?? '', routingKey: first?.routingKeys[0] ?? queue };
+  const copy = firstFailureHeaders(headers, queue, route, first?.originalExpiration);
   for (const header of DEATH_HEADERS) delete copy[header];
   return copy;
 }
