@@ -20,40 +20,15 @@ import type {
   RetryObserver,
 } from '../core/observe/retry.observer.js';
 
-/** The metric names, Prometheus style; docs/design.md maps them to the OpenTelemetry messaging metrics. */
-export const METRIC_NAMES = {
-  handled: 'amqp_retry_deliveries_handled_total',
-  failed: 'amqp_retry_deliveries_failed_total',
-  retried: 'amqp_retry_deliveries_retried_total',
-  parked: 'amqp_retry_messages_parked_total',
-  dropped: 'amqp_retry_messages_dropped_total',
-  delayedPublished: 'amqp_retry_delayed_published_total',
-  forwarded: 'amqp_retry_delayed_forwarded_total',
-  publishRejected: 'amqp_retry_publishes_rejected_total',
-  duration: 'amqp_retry_handler_duration_seconds',
-  criticalTime: 'amqp_retry_critical_time_seconds',
-  inFlight: 'amqp_retry_handlers_in_flight',
-  consumersUp: 'amqp_retry_consumers_up',
-  connectionUp: 'amqp_retry_connection_up',
-  outboxSent: 'amqp_retry_outbox_sent_total',
-  outboxParked: 'amqp_retry_outbox_parked_total',
-  outboxWaiting: 'amqp_retry_outbox_rows_waiting',
-  outboxOldest: 'amqp_retry_outbox_oldest_age_seconds',
-  outboxParkedRows: 'amqp_retry_outbox_rows_parked',
-  outboxTableBytes: 'amqp_retry_outbox_table_bytes',
-  outboxLag: 'amqp_retry_outbox_relay_lag_seconds',
-  queueState: 'amqp_retry_queue_state',
-  queueStateChanges: 'amqp_retry_queue_state_changes_total',
-  partitionDepth: 'amqp_retry_partition_depth',
-  partitionOwned: 'amqp_retry_partition_owned',
-} as const;
-
 /** Critical time's buckets, in seconds: from a message handled at once to one retried for hours. */
 const CRITICAL_TIME_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600];
 
 type Prometheus = typeof Prom;
 
-/** The metrics, registered in this order; one of the same name already in the registry is shared (see PrometheusObserver). */
+/**
+ * The metrics, Prometheus style (docs/design.md maps them to the OpenTelemetry messaging metrics), registered in this
+ * order; one of the same name already in the registry is shared (see PrometheusObserver).
+ */
 function createMetrics(prom: Prometheus, options: MetricsOptions) {
   const registers = [(options.registry ?? prom.register) as Prom.Registry];
   const existing = (name: string) => registers[0].getSingleMetric(name);
@@ -64,54 +39,59 @@ function createMetrics(prom: Prometheus, options: MetricsOptions) {
   const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets?: number[]) =>
     (existing(name) as Prom.Histogram<L> | undefined) ?? new prom.Histogram<L>({ name, help, labelNames, ...(buckets && { buckets }), registers });
   const byQueue = ['queue', 'pattern'] as const;
+  const byTier = [...byQueue, 'tier'] as const;
   const byPartition = ['queue', 'partition'] as const;
   return {
-    handledTotal: counter(METRIC_NAMES.handled, 'Deliveries whose handler returned (acked)', byQueue),
-    failedTotal: counter(METRIC_NAMES.failed, 'Handler calls that threw (retried or parked)', byQueue),
-    retriedTotal: counter(METRIC_NAMES.retried, 'Failed deliveries sent to a retry tier (1 = the first delay)', [...byQueue, 'tier']),
-    parkedTotal: counter(METRIC_NAMES.parked, 'Messages parked in an error queue, by reason', [...byQueue, 'reason']),
-    droppedTotal: counter(METRIC_NAMES.dropped, "Messages that expired or were pushed out of a handler queue and dropped (onExpired: 'drop')", [
-      'queue',
-      'reason',
-    ]),
-    delayedTotal: counter(METRIC_NAMES.delayedPublished, 'Delayed messages that entered the delay ladder', []),
-    forwardedTotal: counter(METRIC_NAMES.forwarded, 'Due delayed messages forwarded to their target', []),
-    rejectedTotal: counter(METRIC_NAMES.publishRejected, 'Publishes the broker refused, returned or never confirmed', ['kind']),
+    handledTotal: counter('amqp_retry_deliveries_handled_total', 'Deliveries whose handler returned (acked)', byQueue),
+    failedTotal: counter('amqp_retry_deliveries_failed_total', 'Handler calls that threw (retried or parked)', byQueue),
+    retriedTotal: counter('amqp_retry_deliveries_retried_total', 'Failed deliveries sent to a retry tier (1 = the first delay)', byTier),
+    parkedTotal: counter('amqp_retry_messages_parked_total', 'Messages parked in an error queue, by reason', [...byQueue, 'reason']),
+    droppedTotal: counter(
+      'amqp_retry_messages_dropped_total',
+      "Messages that expired or were pushed out of a handler queue and dropped (onExpired: 'drop')",
+      ['queue', 'reason'],
+    ),
+    delayedTotal: counter('amqp_retry_delayed_published_total', 'Delayed messages that entered the delay ladder', []),
+    forwardedTotal: counter('amqp_retry_delayed_forwarded_total', 'Due delayed messages forwarded to their target', []),
+    rejectedTotal: counter('amqp_retry_publishes_rejected_total', 'Publishes the broker refused, returned or never confirmed', ['kind']),
     duration: histogram(
-      METRIC_NAMES.duration,
+      'amqp_retry_handler_duration_seconds',
       'How long handlers ran, by outcome (handled, retried, parked)',
       [...byQueue, 'outcome'],
       options.durationBuckets,
     ),
     criticalTime: histogram(
-      METRIC_NAMES.criticalTime,
+      'amqp_retry_critical_time_seconds',
       "From a handled message's publish (its AMQP timestamp) to its handling, retries and delays included",
       byQueue,
       options.criticalTimeBuckets ?? CRITICAL_TIME_BUCKETS,
     ),
-    inFlight: gauge(METRIC_NAMES.inFlight, 'Handlers running now', byQueue),
-    consumers: gauge(METRIC_NAMES.consumersUp, '1 while a consumer consumes the queue, else 0', ['queue']),
-    connections: gauge(METRIC_NAMES.connectionUp, '1 while the connection (consume or publish) is up, else 0', ['role']),
-    outboxSentTotal: counter(METRIC_NAMES.outboxSent, 'Outbox rows published and confirmed by the relay', ['table']),
-    outboxParkedTotal: counter(METRIC_NAMES.outboxParked, 'Outbox rows parked: refused by the broker for good, or unroutable', ['table']),
-    outboxWaiting: gauge(METRIC_NAMES.outboxWaiting, 'Outbox rows not sent yet', ['table']),
-    outboxOldest: gauge(METRIC_NAMES.outboxOldest, 'Age of the oldest outbox row not sent yet (0 when none waits)', ['table']),
-    outboxParkedRows: gauge(METRIC_NAMES.outboxParkedRows, 'Outbox rows parked, waiting for an operator', ['table']),
-    outboxTableBytes: gauge(METRIC_NAMES.outboxTableBytes, 'Size of the outbox table on disk, indexes included', ['table']),
+    inFlight: gauge('amqp_retry_handlers_in_flight', 'Handlers running now', byQueue),
+    consumers: gauge('amqp_retry_consumers_up', '1 while a consumer consumes the queue, else 0', ['queue']),
+    connections: gauge('amqp_retry_connection_up', '1 while the connection (consume or publish) is up, else 0', ['role']),
+    outboxSentTotal: counter('amqp_retry_outbox_sent_total', 'Outbox rows published and confirmed by the relay', ['table']),
+    outboxParkedTotal: counter('amqp_retry_outbox_parked_total', 'Outbox rows parked: refused by the broker for good, or unroutable', ['table']),
+    outboxWaiting: gauge('amqp_retry_outbox_rows_waiting', 'Outbox rows not sent yet', ['table']),
+    outboxOldest: gauge('amqp_retry_outbox_oldest_age_seconds', 'Age of the oldest outbox row not sent yet (0 when none waits)', ['table']),
+    outboxParkedRows: gauge('amqp_retry_outbox_rows_parked', 'Outbox rows parked, waiting for an operator', ['table']),
+    outboxTableBytes: gauge('amqp_retry_outbox_table_bytes', 'Size of the outbox table on disk, indexes included', ['table']),
     outboxLag: histogram(
-      METRIC_NAMES.outboxLag,
+      'amqp_retry_outbox_relay_lag_seconds',
       "From an outbox row's insert to the broker's confirm of its publish",
       ['table'],
       [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     ),
     queueState: gauge(
-      METRIC_NAMES.queueState,
+      'amqp_retry_queue_state',
       "A handler queue's state: 0 running, 1 half-open (trial deliveries), 2 open (circuit breaker), 3 paused (by an operator)",
       ['queue'],
     ),
-    queueStateChanges: counter(METRIC_NAMES.queueStateChanges, "Changes of a handler queue's state, by the state it went to", ['queue', 'to']),
-    partitionDepth: gauge(METRIC_NAMES.partitionDepth, 'Messages ready in a partition queue (each heartbeat)', byPartition),
-    partitionOwned: gauge(METRIC_NAMES.partitionOwned, '1 while this instance consumes the partition, else 0', byPartition),
+    queueStateChanges: counter('amqp_retry_queue_state_changes_total', "Changes of a handler queue's state, by the state it went to", [
+      'queue',
+      'to',
+    ]),
+    partitionDepth: gauge('amqp_retry_partition_depth', 'Messages ready in a partition queue (each heartbeat)', byPartition),
+    partitionOwned: gauge('amqp_retry_partition_owned', '1 while this instance consumes the partition, else 0', byPartition),
   };
 }
 
