@@ -1,29 +1,5 @@
-import {
-  applyDecorators,
-  BadGatewayException,
-  BadRequestException,
-  Body,
-  Controller,
-  Get,
-  Header,
-  HttpCode,
-  HttpException,
-  Inject,
-  InternalServerErrorException,
-  Logger,
-  NotFoundException,
-  Param,
-  Post,
-  Query,
-  Req,
-  SetMetadata,
-  StreamableFile,
-  type Type,
-  UseGuards,
-} from '@nestjs/common';
+import { Body, Controller, Inject, Logger, NotFoundException, Param, Query, Req, StreamableFile, type Type, UseGuards } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
-import { ParkedScopeError } from '../../errors/parked-scope.error.js';
-import { NotAParkingQueueError } from '../../errors/not-a-parking-queue.error.js';
 import { ParkedMessages } from '../parked-messages.service.js';
 import type {
   HandlerQueueState,
@@ -37,7 +13,9 @@ import { DashboardAccessGuard } from './dashboard-access.guard.js';
 import type { DashboardConfig } from './dashboard.options.js';
 import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard.request.js';
 import { jsonLinesStream } from './export.stream.js';
-import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from './dashboard.constants.js';
+import { DASHBOARD_CONFIG } from './dashboard.constants.js';
+import { Asset, Page, Read, Write } from './dashboard.routes.js';
+import { httpErrorOf } from './dashboard.errors.js';
 import { DASHBOARD_ICON, ICON_PATH, renderPage, SCRIPT_PATH, STYLE_PATH } from './dashboard.page.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE } from './dashboard.client.generated.js';
 import { PageTokens } from './page.token.js';
@@ -50,15 +28,6 @@ import type { PartitionsStatus } from '../../engine/partitions.runtime.js';
 import { FleetWatch, type FleetView } from './fleet.watch.js';
 import { GroupActions, type GroupAction } from './group.actions.js';
 import type { QueueHistory } from '../../core/observe/heartbeat/fleet.history.js';
-
-/** A route's kind, which DashboardAccessGuard checks it by. */
-const Kind = (kind: DashboardRouteKind) => SetMetadata(DASHBOARD_ROUTE_KIND, kind);
-/** One of the page's assets (script, stylesheet, icon), served with its content type. */
-const Asset = (path: string, type: string) => applyDecorators(Get(path), Kind('asset'), Header('content-type', type));
-/** A read of the API: GET. */
-const Read = (path: string) => applyDecorators(Get(path), Kind('read'));
-/** A state change through the API: POST, answered 200 (Nest's default for POST is 201). */
-const Write = (path: string) => applyDecorators(Post(path), Kind('write'), HttpCode(200));
 
 /** The path the browser asked for, without query and trailing slashes: the page's base under any global prefix. */
 export function requestBase(request: Pick<IncomingMessage, 'url'> & { originalUrl?: string }): string {
@@ -89,9 +58,7 @@ export function createDashboardController(path: string): Type<unknown> {
       this.parked = config.wholeVhost ? parked.wholeVhost() : parked;
     }
 
-    @Get()
-    @Kind('page')
-    @Header('content-type', 'text/html; charset=utf-8')
+    @Page()
     page(@Req() request: IncomingMessage & { originalUrl?: string }): string {
       return renderPage({ base: requestBase(request), token: this.tokens.issue(), open: this.config.open });
     }
@@ -139,11 +106,13 @@ export function createDashboardController(path: string): Type<unknown> {
 
     /** Per queue, one point a minute over the last `minutes` (default 60, at most the history kept): counts and percentiles. */
     @Read('api/history')
-    history(@Query('minutes') minutes?: string): { now: number; queues: QueueHistory[] } {
-      const span = minutes === undefined ? 60 : Number(minutes);
-      if (!Number.isInteger(span) || span < 1)
-        throw new BadRequestException(`minutes is ${JSON.stringify(minutes)}; give a whole number of minutes, e.g. 60`);
-      return this.watch.history(span);
+    history(@Query('minutes') minutes?: string): Promise<{ now: number; queues: QueueHistory[] }> {
+      return this.call('read the history', async () => {
+        const span = minutes === undefined ? 60 : Number(minutes);
+        if (!Number.isInteger(span) || span < 1)
+          throw new DashboardRequestError('minutes', `is ${JSON.stringify(minutes)}; give a whole number of minutes, e.g. 60`);
+        return this.watch.history(span);
+      });
     }
 
     /** Who replayed or purged which failure group, when, and how many (this instance's record, newest first). */
@@ -318,34 +287,16 @@ export function createDashboardController(path: string): Type<unknown> {
       }
     }
 
-    /** Bad input (a queue out of the page's scope included) answers 400 with what is wrong; a broker failure 502, its message stripped of credentials. */
+    /** Runs a call; a failure becomes its HTTP answer (see httpErrorOf). */
     private async call<T>(what: string, work: () => Promise<T>): Promise<T> {
       try {
         return await work();
       } catch (error) {
-        if (error instanceof DashboardRequestError) throw new BadRequestException(error.message);
-        if (error instanceof ParkedScopeError && error.subject === '') {
-          this.logger.error(`Could not ${what}: ${error.message}`); // the ParkedMessages given to the page names no queue
-          throw new InternalServerErrorException(`Could not ${what}: ${error.message}`);
-        }
-        if (error instanceof ParkedScopeError) throw new BadRequestException(scopeRefusal(error, this.config.wholeVhost));
-        if (error instanceof NotAParkingQueueError) throw new BadRequestException(error.message);
-        if (error instanceof HttpException) throw error;
-        const message = maskCredentials(error instanceof Error ? error.message : String(error));
-        this.logger.error(`Could not ${what}: ${message}`);
-        throw new BadGatewayException(`Could not ${what}: ${message}`);
+        throw httpErrorOf(error, what, this.config.wholeVhost, this.logger);
       }
     }
   }
   return RetryDashboardController;
-}
-
-/** The page's answer to a call outside its scope: what it shows, and how an operator widens it, nothing of the queue named. */
-function scopeRefusal(error: ParkedScopeError, wholeVhost: boolean): string {
-  const named = JSON.stringify(error.subject);
-  return wholeVhost
-    ? `${named} is not a queue of this vhost's handlers.`
-    : `${named} is not a queue of this application's handlers: the page shows ${error.scope} (RetryDashboardModule option wholeVhost shows every application's).`;
 }
 
 /** The fields of a JSON body; none when it is not an object. */
