@@ -39,17 +39,11 @@ function readTime(option: string, value: string | undefined): Date | undefined {
 
 /** The ParkedFilter the flags describe; a bad time is a usage error naming the option. */
 export function readFilter(flags: FilterFlags): ParkedFilter {
-  const filter: ParkedFilter = {};
-  if (flags.queue !== undefined) filter.queue = flags.queue;
-  if (flags.reason !== undefined) filter.reason = flags.reason;
-  if (flags.error !== undefined) filter.error = flags.error;
-  if (flags.text !== undefined) filter.text = flags.text;
   const since = readTime('--since', flags.since);
   const until = readTime('--until', flags.until);
-  if (since) filter.since = since;
-  if (until) filter.until = until;
   if (since && until && since >= until) throw new CliUsageError('--since', 'is not before --until', 'Swap them, or widen the range.');
-  return filter;
+  const { queue, reason, error, text } = flags;
+  return Object.fromEntries(Object.entries({ queue, reason, error, text, since, until }).filter(([, value]) => value !== undefined));
 }
 
 /** The options that say which queues a command looks at. */

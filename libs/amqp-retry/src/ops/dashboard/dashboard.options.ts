@@ -99,16 +99,15 @@ export function resolveDashboardConfig(options: RetryDashboardOptions): Dashboar
   if (!Number.isInteger(tokenTtlMs) || tokenTtlMs < 60_000) {
     fail('tokenTtlMs', `is ${JSON.stringify(options.tokenTtlMs)}`, 'Pass a whole number of milliseconds, at least 60000.');
   }
-  const trustedOrigins = (options.trustedOrigins ?? []).map((origin, i) => {
-    const parsed = parseOrigin(origin);
-    if (!parsed)
+  const trustedOrigins = (options.trustedOrigins ?? []).map(
+    (origin, i) =>
+      parseOrigin(origin) ??
       fail(
         `trustedOrigins[${i}]`,
         `is ${JSON.stringify(origin)}`,
         'Pass an origin such as https://ops.example.com (scheme, host, optional port; no path).',
-      );
-    return parsed as string;
-  });
+      ),
+  );
   const allowedHosts = (options.allowedHosts ?? []).map((host, i) => {
     if (typeof host !== 'string' || !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/i.test(host)) {
       fail(`allowedHosts[${i}]`, `is ${JSON.stringify(host)}`, 'Pass a host name or name:port, such as orders or orders:3000.');
