@@ -93,7 +93,7 @@ export class ParkedMessages {
   /** Connects now (a wrong URL fails here rather than at the first call). */
   static async connect(options: ParkedMessagesOptions = {}): Promise<ParkedMessages> {
     const parked = new ParkedMessages(options);
-    await parked.broker.open();
+    await parked.broker.connection();
     return parked;
   }
 

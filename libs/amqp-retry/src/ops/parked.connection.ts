@@ -68,16 +68,11 @@ export class ParkedConnection {
     if (closed) await withinTime(closed, CLOSE_WAIT_MS, () => new Error('still connecting')).catch(() => undefined);
   }
 
-  /** Opens the connection now (ParkedMessages.connect). */
-  async open(): Promise<void> {
-    await this.connection();
-  }
-
   /**
-   * Opened on first use and kept while this instance is open; a failed open is tried again by the next call. Nothing
-   * is logged: a failure reaches the caller through the call that fails.
+   * Opened on first use (or by ParkedMessages.connect) and kept while this instance is open; a failed open is tried
+   * again by the next call. Nothing is logged: a failure reaches the caller through the call that fails.
    */
-  private connection(): Promise<AmqpConnection> {
+  connection(): Promise<AmqpConnection> {
     const { session } = this;
     const began = this.calls.getStore();
     if (!session.connection && began !== undefined && began !== session.closes) {

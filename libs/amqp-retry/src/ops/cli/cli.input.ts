@@ -20,14 +20,7 @@ export const EXIT = {
 } as const;
 
 /** The filter options as commander hands them over (strings). */
-export interface FilterFlags {
-  queue?: string;
-  reason?: string;
-  error?: string;
-  since?: string;
-  until?: string;
-  text?: string;
-}
+export type FilterFlags = Partial<Record<'queue' | 'reason' | 'error' | 'since' | 'until' | 'text', string>>;
 
 function readTime(option: string, value: string | undefined): Date | undefined {
   if (value === undefined) return undefined;

@@ -51,27 +51,24 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
 }
 
 function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
-  if (error instanceof commander.CommanderError) {
-    // commander printed its message already; help and --version end with code 0
-    return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-  }
-  if (error instanceof CliUsageError) {
-    io.err(`error: ${maskCredentials(error.message)}`);
-    return EXIT.usage;
-  }
-  if (error instanceof NotAParkingQueueError) {
-    io.err(`error: ${printable(error.message)}.`);
-    return EXIT.usage;
-  }
+  // commander printed its message already; help and --version end with code 0
+  if (error instanceof commander.CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  const usage = usageProblem(error);
+  io.err(`error: ${usage ?? maskCredentials(errorMessage(error))}`);
+  return usage === undefined ? EXIT.error : EXIT.usage;
+}
+
+/** What is wrong with the command line, when the error says so (EXIT.usage). */
+function usageProblem(error: unknown): string | undefined {
+  if (error instanceof CliUsageError) return maskCredentials(error.message);
+  if (error instanceof NotAParkingQueueError) return `${printable(error.message)}.`;
   if (error instanceof ParkedScopeError) {
-    io.err(
-      `error: "${printable(error.subject)}" is not a queue of what this command looks at (${printable(error.scope)}); nothing was read or changed. ` +
-        'Name the queue with --queue, its application with --app, or look at every application with --whole-vhost.',
+    return (
+      `"${printable(error.subject)}" is not a queue of what this command looks at (${printable(error.scope)}); nothing was read or changed. ` +
+      'Name the queue with --queue, its application with --app, or look at every application with --whole-vhost.'
     );
-    return EXIT.usage;
   }
-  io.err(`error: ${maskCredentials(errorMessage(error))}`);
-  return EXIT.error;
+  return undefined;
 }
 
 type ConnectFlags = ScopeFlags & { url?: string };

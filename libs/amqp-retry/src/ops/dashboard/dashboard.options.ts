@@ -54,18 +54,12 @@ export interface RetryDashboardOptions {
   heartbeatIntervalMs?: number;
 }
 
-/** The options once checked, with defaults. */
-export interface DashboardConfig {
-  path: string;
+/** The options once checked, with defaults; `open`: served without a guard (allowUnauthenticated). */
+export type DashboardConfig = Required<Omit<RetryDashboardOptions, 'guard' | 'allowUnauthenticated' | 'imports' | 'tokenSecret'>> & {
   guard?: Type<CanActivate> | CanActivate;
   open: boolean;
   tokenSecret?: Buffer;
-  tokenTtlMs: number;
-  trustedOrigins: string[];
-  allowedHosts: string[];
-  wholeVhost: boolean;
-  heartbeatIntervalMs: number;
-}
+};
 
 export const DEFAULT_DASHBOARD_PATH = '/retry';
 export const DEFAULT_TOKEN_TTL_MS = 12 * 60 * 60 * 1000;
