@@ -11,9 +11,7 @@ const headerGetter: Otel.TextMapGetter<Record<string, unknown>> = {
   keys: (carrier) => Object.keys(carrier),
   get: (carrier, key) => {
     const value = carrier[key];
-    if (typeof value === 'string') return value;
-    if (Buffer.isBuffer(value)) return value.toString('utf8');
-    return undefined;
+    return Buffer.isBuffer(value) ? value.toString('utf8') : typeof value === 'string' ? value : undefined;
   },
 };
 

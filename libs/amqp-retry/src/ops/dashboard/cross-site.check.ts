@@ -55,9 +55,8 @@ export function checkStateChange(method: string, headers: RequestHeaders, truste
   return ok;
 }
 
-/** `host[:port]` of an origin as the Host header spells it (default ports left out), or undefined. */
+/** `host[:port]` of an origin as the Host header spells it (default ports left out), or undefined (`null` included). */
 function originHost(origin: string): string | undefined {
-  if (origin === 'null') return undefined;
   try {
     const url = new URL(origin);
     return url.protocol === 'http:' || url.protocol === 'https:' ? url.host.toLowerCase() : undefined;

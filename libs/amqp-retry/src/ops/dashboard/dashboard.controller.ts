@@ -251,12 +251,11 @@ export function createDashboardController(path: string): Type<unknown> {
 
     private async changeFlow(kind: 'pause' | 'resume', body: unknown, request: { user?: unknown }): Promise<QueueFlowStatus> {
       const { queue, by, reason } = fieldsOf(body);
-      const engine = this.engine;
-      if (typeof queue !== 'string' || !engine.queueStates().some((q) => q.queue === queue)) {
+      if (typeof queue !== 'string' || !this.engine.queueStates().some((q) => q.queue === queue)) {
         throw new DashboardRequestError('queue', `${JSON.stringify(queue)} is not a handler queue of this application`);
       }
       const who = readWho(request, by, kind === 'pause' ? reason : undefined);
-      return kind === 'pause' ? engine.pauseEverywhere(queue, who) : engine.resumeEverywhere(queue, who);
+      return kind === 'pause' ? this.engine.pauseEverywhere(queue, who) : this.engine.resumeEverywhere(queue, who);
     }
 
     /** A state change: read the request, check its parking queue, act, and log what was done (operators ask later). */
