@@ -184,14 +184,11 @@ export class ParkedMessages {
         const twins: BrowsedMessage[] = [];
         for await (const browsed of messages) {
           const { view } = browsed;
-          if (browsed.duplicate) {
-            if (!result.dryRun) {
-              browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
-              twins.push(browsed);
-            }
-            continue;
+          if (browsed.duplicate && !result.dryRun) {
+            browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
+            twins.push(browsed);
           }
-          if (!selected(view, selection)) continue;
+          if (browsed.duplicate || !selected(view, selection)) continue;
           result.matched++;
           if (result.dryRun) continue;
           if (!view.queue) {
@@ -244,11 +241,8 @@ export class ParkedMessages {
       selection.errorQueue,
       async (messages, walk) => {
         for await (const browsed of messages) {
-          if (browsed.duplicate) {
-            if (purged.has(browsed.view.id) && !result.dryRun) settle(walk, browsed);
-            continue;
-          }
-          if (!selected(browsed.view, selection)) continue;
+          if (browsed.duplicate && purged.has(browsed.view.id)) settle(walk, browsed);
+          if (browsed.duplicate || !selected(browsed.view, selection)) continue;
           result.matched++;
           if (result.dryRun) continue;
           settle(walk, browsed);

@@ -95,12 +95,11 @@ export class ParkedConnection {
     if (this.calls.getStore() !== undefined) return call();
     const { running } = this.session;
     return new Promise<T>((resolve, reject) => {
-      const end = (error: Error) => reject(error);
-      running.add(end);
+      running.add(reject);
       this.calls
         .run(this.session.closes, call)
         .then(resolve, reject)
-        .finally(() => running.delete(end));
+        .finally(() => running.delete(reject));
     });
   }
 
