@@ -137,8 +137,6 @@ export function createDashboardController(path: string): Type<unknown> {
         const [described] =
           (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group }, { groups: true })).groups ?? [];
         const result = action === 'replay' ? await this.parked.replay(selection) : await this.parked.purge(selection);
-        const done = 'replayed' in result ? result.replayed : result.purged;
-        const failed = 'failed' in result ? result.failed.length : 0;
         const record: GroupAction = {
           at: new Date().toISOString(),
           by: who.by,
@@ -147,12 +145,12 @@ export function createDashboardController(path: string): Type<unknown> {
           errorQueue: selection.errorQueue,
           error: described?.error ?? '',
           matched: result.matched,
-          done,
-          failed,
+          done: 'replayed' in result ? result.replayed : result.purged,
+          failed: 'failed' in result ? result.failed.length : 0,
         };
         this.groupActions.record(record);
         this.logger.log(
-          `${who.by} ${action === 'replay' ? 'replayed' : 'purged'} ${done} of ${result.matched} of the group "${record.error}" from ${record.errorQueue}`,
+          `${who.by} ${action === 'replay' ? 'replayed' : 'purged'} ${record.done} of ${record.matched} of the group "${record.error}" from ${record.errorQueue}`,
         );
         return record;
       });

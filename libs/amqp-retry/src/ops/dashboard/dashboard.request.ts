@@ -95,16 +95,13 @@ export function readSelection(body: unknown): ParkedSelection {
   const input = asObject(body, 'body');
   const errorQueue = requiredText(input, 'errorQueue');
   const selection: ParkedSelection = { errorQueue };
-  if (input.ids !== undefined) {
-    if (
-      !Array.isArray(input.ids) ||
-      input.ids.length === 0 ||
-      !input.ids.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 200)
-    ) {
+  const { ids } = input;
+  if (ids !== undefined) {
+    if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 200)) {
       throw new DashboardRequestError('ids', 'must be a non-empty array of ids');
     }
-    if (input.ids.length > MAX_IDS) throw new DashboardRequestError('ids', `holds more than ${MAX_IDS} ids; select by filter instead`);
-    selection.ids = [...new Set(input.ids as string[])];
+    if (ids.length > MAX_IDS) throw new DashboardRequestError('ids', `holds more than ${MAX_IDS} ids; select by filter instead`);
+    selection.ids = [...new Set(ids as string[])];
   }
   if (input.filter !== undefined) selection.filter = readFilter(input.filter);
   if (selection.ids === undefined && selection.filter === undefined) {
