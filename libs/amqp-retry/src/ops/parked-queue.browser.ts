@@ -83,14 +83,13 @@ export async function* browseParked(
   }
 }
 
-/** Refreshes a message the caller left unsettled once the queue has handed it out REFRESH_AT_DELIVERY_COUNT times. */
-async function refreshIfWorn(channel: ConfirmChannel, errorQueue: string, browsed: BrowsedMessage, id: string): Promise<void> {
-  if (browsed.settled) return;
-  const count = Number(browsed.message.properties.headers?.[BrokerHeader.deliveryCount] ?? 0);
-  if (count >= REFRESH_AT_DELIVERY_COUNT) await refresh(channel, errorQueue, browsed.message, id);
-}
-
-async function refresh(channel: ConfirmChannel, errorQueue: string, message: GetMessage, id: string): Promise<void> {
+/**
+ * Refreshes a message the caller left unsettled once the queue has handed it out REFRESH_AT_DELIVERY_COUNT times: a
+ * copy without the counters goes to the tail, and the old one is acked once the broker confirmed it.
+ */
+async function refreshIfWorn(channel: ConfirmChannel, errorQueue: string, { message, settled }: BrowsedMessage, id: string): Promise<void> {
+  const worn = Number(message.properties.headers?.[BrokerHeader.deliveryCount] ?? 0) >= REFRESH_AT_DELIVERY_COUNT;
+  if (settled || !worn) return;
   const headers = Object.fromEntries(Object.entries(message.properties.headers ?? {}).filter(([key]) => !BROWSE_COUNT_HEADERS.includes(key)));
   const { headers: _headers, deliveryMode: _mode, ...properties } = message.properties;
   const options: Options.Publish = { ...stripUndefined(properties), persistent: true, headers: { ...headers, [ParkedHeader.id]: id } };
