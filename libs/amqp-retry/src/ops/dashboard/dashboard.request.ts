@@ -7,10 +7,7 @@ import type { PageRequest, ParkedFilter, ParkedSelection } from '../../core/park
 
 /** A request field the page (or a hand-made call) got wrong: answered with 400 and this message. */
 export class DashboardRequestError extends Error {
-  constructor(
-    readonly field: string,
-    problem: string,
-  ) {
+  constructor(field: string, problem: string) {
     super(`${field} ${problem}`);
     this.name = 'DashboardRequestError';
   }
