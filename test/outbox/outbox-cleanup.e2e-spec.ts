@@ -49,12 +49,16 @@ describe('the outbox and inbox cleanups', () => {
     console.log(`${OLD_ROWS} sent rows deleted ${tookMs} ms after the start; table ${reported.tableBytes} bytes`);
   });
 
-  it('deletes every inbox record past its retention at the first handled message, 20,000 of them', async () => {
+  it("deletes every inbox record of its queue past its retention at the first handled message, 20,000 of them, and no other queue's", async () => {
     await sql(
       `INSERT INTO "${suite.inboxTable}" (queue, message_id, handled_at)
        SELECT $1, 'old-' || n, clock_timestamp() - interval '2 hours' FROM generate_series(1, ${OLD_ROWS}) AS n`,
       [suite.queue],
     );
+    // A handler that keeps its records longer (the module's 7 days) shares the table.
+    await sql(`INSERT INTO "${suite.inboxTable}" (queue, message_id, handled_at) VALUES ($1, 'kept', clock_timestamp() - interval '2 hours')`, [
+      `${suite.queue}.weekly`,
+    ]);
     const Handler = handlerFor(
       { queue: suite.queue, inbox: { adapter: suite.kind.adapter, table: suite.inboxTable, retention: '1h' } },
       () => undefined,
@@ -67,6 +71,6 @@ describe('the outbox and inbox cleanups', () => {
       'the old records deleted',
       8_000,
     );
-    expect(await sql(`SELECT message_id FROM "${suite.inboxTable}"`)).toEqual([{ message_id: 'fresh' }]);
+    expect(await sql(`SELECT message_id FROM "${suite.inboxTable}" ORDER BY message_id`)).toEqual([{ message_id: 'fresh' }, { message_id: 'kept' }]);
   });
 });

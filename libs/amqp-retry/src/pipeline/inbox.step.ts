@@ -31,7 +31,7 @@ export const inboxStep =
     let lastCleanupAt = Number.NEGATIVE_INFINITY;
     let cleaning = false;
     const batch = async () => {
-      const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.inboxCleanup, [config.retentionMs]));
+      const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.inboxCleanup, [config.retentionMs, queue]));
       return Number(rows[0]?.deleted ?? 0);
     };
     const cleanup = () => {

@@ -122,9 +122,12 @@ SELECT count(*)::int AS deleted FROM gone`,
   pg_total_relation_size('${t}'::regclass)::text AS table_bytes`,
     /** Records ($1 queue, $2 message id) as handled; no row back when it already was (or is being, by a transaction that then commits). */
     inboxRecord: `INSERT INTO ${inbox} (queue, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1 AS recorded`,
-    /** Deletes up to CLEANUP_BATCH inbox rows handled more than $1 ms ago; answers how many (`deleted`). */
+    /**
+     * Deletes up to CLEANUP_BATCH inbox rows of queue $2 handled more than $1 ms ago; answers how many (`deleted`). Each
+     * queue keeps its records for its own retention: handlers (and applications) with others may share the table.
+     */
     inboxCleanup: `WITH gone AS (DELETE FROM ${inbox} WHERE (queue, message_id) IN (
-  SELECT queue, message_id FROM ${inbox} WHERE handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
+  SELECT queue, message_id FROM ${inbox} WHERE queue = $2 AND handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
 SELECT count(*)::int AS deleted FROM gone`,
   };
 }
