@@ -70,6 +70,30 @@ describe('the outbox and inbox tables at the start', () => {
     }
   });
 
+  it('makes sure of an inbox table of one name on each database its adapters reach', async () => {
+    const schema = `e2e_other_db_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    await sql(`CREATE SCHEMA "${schema}"`);
+    // A pool whose unqualified names resolve in a schema of its own: to the library, another database.
+    const other = new pg.Pool({ connectionString: POSTGRES_URL, max: 4, options: `-c search_path="${schema}"` });
+    suite.afterThis(async () => {
+      await other.end();
+      await sql(`DROP SCHEMA "${schema}" CASCADE`);
+    });
+    const inbox = (adapter: typeof suite.kind.adapter) => ({ adapter, table: suite.inboxTable });
+    const [here, there] = [suite.retryQueue(), suite.retryQueue()];
+    const Here = handlerFor({ queue: here, inbox: inbox(suite.kind.adapter) }, () => undefined);
+    const There = handlerFor({ queue: there, inbox: inbox(pgOutboxAdapter(other)) }, () => undefined);
+    suite.app = await startApp([Here, There], TEST_OPTIONS);
+    await suite.broker.publish('', here, { id: 1 }, { messageId: 'm-here' });
+    await suite.broker.publish('', there, { id: 2 }, { messageId: 'm-there' });
+
+    const recorded = async (table: string) => (await sql<{ message_id: string }>(`SELECT message_id FROM ${table}`)).map((r) => r.message_id);
+    await waitFor(async () => (await recorded(`"${schema}"."${suite.inboxTable}"`)).length === 1, 'the other database recording its message');
+    expect(await recorded(`"${schema}"."${suite.inboxTable}"`)).toEqual(['m-there']);
+    await waitFor(async () => (await recorded(`"${suite.inboxTable}"`)).length === 1, 'this database recording its message');
+    expect(await recorded(`"${suite.inboxTable}"`)).toEqual(['m-here']);
+  });
+
   it('fails the start on a table of another shape, naming the table, the option and the fix', async () => {
     const table = `e2e_debezium_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
     const { kind } = suite;

@@ -1,6 +1,7 @@
 import type { ModuleConfig } from '../core/config/module.config.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
+import type { OutboxAdapter } from '../core/outbox/outbox.adapter.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
 import { relayPoolProblem } from '../core/outbox/outbox.pool.js';
 import { readPublishDelay } from '../core/delivery/delay.plan.js';
@@ -26,8 +27,8 @@ export interface OutboxBacklog {
 /** The engine's outbox and inboxes: writes in the caller's transaction, the relay, the backlog, and the tables. */
 export class OutboxSide {
   private relay?: OutboxRelay;
-  /** Tables made sure of (by their quoted names), once per engine. */
-  private readonly tables = new Set<string>();
+  /** Tables made sure of, once per engine: by their quoted names, per adapter (each may reach another database). */
+  private readonly tables = new Map<OutboxAdapter, Set<string>>();
 
   constructor(
     private readonly config: ModuleConfig,
@@ -69,9 +70,10 @@ export class OutboxSide {
       ),
     ];
     for (const { adapter, sql, qualified, tableName, option, createTables, ddl, shape } of tables) {
-      if (this.tables.has(qualified)) continue;
+      const prepared = this.tables.get(adapter) ?? new Set<string>();
+      if (prepared.has(qualified)) continue;
       await prepareTable(adapter, sql, { qualified, shown: tableName, option, create: createTables ? ddl : undefined, shape });
-      this.tables.add(qualified);
+      this.tables.set(adapter, prepared.add(qualified));
     }
   }
 
