@@ -53,6 +53,7 @@ interface ClaimedRow {
   body: Buffer;
   properties: unknown;
   attempts: number;
+  last_error: string | null;
   remaining_delay_ms: string;
   age_ms: string;
 }
@@ -156,7 +157,7 @@ export class OutboxRelay {
       }
       return { state: 'sent' };
     } catch (error) {
-      return nextRowChange(Number(row.attempts), classifyPublishFailure(error), this.config.retry);
+      return nextRowChange({ attempts: Number(row.attempts), lastError: row.last_error }, classifyPublishFailure(error), this.config.retry);
     }
   }
 

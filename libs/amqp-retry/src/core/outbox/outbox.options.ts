@@ -39,7 +39,7 @@ export interface OutboxOptions<Tx = unknown> {
     /** The longest wait; default '30s'. */
     max?: Duration;
   };
-  /** Publishes of a row no queue takes (returned as unroutable) before it is parked; default 10. */
+  /** Publishes in a row of a row no queue takes (returned as unroutable) before it is parked; default 10. */
   maxUnroutableAttempts?: number;
 }
 

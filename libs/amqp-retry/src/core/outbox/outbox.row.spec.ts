@@ -1,5 +1,5 @@
 import { PublishError } from '../../errors/publish.error.js';
-import { classifyPublishFailure, nextRowChange, type OutboxRetryPolicy } from './outbox.row.js';
+import { classifyPublishFailure, nextRowChange, unroutableStreak, type OutboxRetryPolicy } from './outbox.row.js';
 
 const policy: OutboxRetryPolicy = { backoff: { initialDelayMs: 500, maxDelayMs: 30_000, jitter: 0 }, maxUnroutableAttempts: 3 };
 
@@ -42,11 +42,11 @@ describe('classifyPublishFailure', () => {
 
 describe('nextRowChange', () => {
   it('a confirmed row is sent', () => {
-    expect(nextRowChange(4, { kind: 'sent' }, policy)).toEqual({ state: 'sent' });
+    expect(nextRowChange({ attempts: 4 }, { kind: 'sent' }, policy)).toEqual({ state: 'sent' });
   });
 
   it('a refused row is parked at once with the reason', () => {
-    expect(nextRowChange(0, { kind: 'refused', reason: 'no exchange' }, policy)).toEqual({
+    expect(nextRowChange({ attempts: 0 }, { kind: 'refused', reason: 'no exchange' }, policy)).toEqual({
       state: 'parked',
       attempts: 1,
       reason: 'refused by the broker: no exchange',
@@ -54,24 +54,38 @@ describe('nextRowChange', () => {
   });
 
   it('a transient failure waits with capped exponential backoff, for ever', () => {
-    const waits = [0, 1, 2, 3, 10, 1000].map((attempts) => nextRowChange(attempts, { kind: 'transient', reason: 'down' }, policy));
+    const waits = [0, 1, 2, 3, 10, 1000].map((attempts) => nextRowChange({ attempts }, { kind: 'transient', reason: 'down' }, policy));
     expect(waits.map((c) => (c.state === 'pending' ? c.retryInMs : -1))).toEqual([500, 1000, 2000, 4000, 30_000, 30_000]);
     expect(waits[5]).toMatchObject({ state: 'pending', attempts: 1001, error: 'down' });
   });
 
   it('backoff has jitter within 20% by default', () => {
     const jittered = { ...policy, backoff: { initialDelayMs: 1000, maxDelayMs: 1000 } };
-    expect(nextRowChange(0, { kind: 'transient', reason: '' }, jittered, () => 0)).toMatchObject({ retryInMs: 800 });
-    expect(nextRowChange(0, { kind: 'transient', reason: '' }, jittered, () => 0.999)).toMatchObject({ retryInMs: 1000 });
+    expect(nextRowChange({ attempts: 0 }, { kind: 'transient', reason: '' }, jittered, () => 0)).toMatchObject({ retryInMs: 800 });
+    expect(nextRowChange({ attempts: 0 }, { kind: 'transient', reason: '' }, jittered, () => 0.999)).toMatchObject({ retryInMs: 1000 });
   });
 
   it('an unroutable row is tried maxUnroutableAttempts times, then parked', () => {
-    expect(nextRowChange(0, { kind: 'unroutable', reason: 'r' }, policy)).toMatchObject({ state: 'pending', attempts: 1 });
-    expect(nextRowChange(1, { kind: 'unroutable', reason: 'r' }, policy)).toMatchObject({ state: 'pending', attempts: 2 });
-    expect(nextRowChange(2, { kind: 'unroutable', reason: 'r' }, policy)).toEqual({
+    const unroutable = { kind: 'unroutable', reason: 'r' } as const;
+    const first = nextRowChange({ attempts: 0 }, unroutable, policy);
+    expect(first).toMatchObject({ state: 'pending', attempts: 1, error: '[unroutable 1] r' });
+    const second = nextRowChange({ attempts: 1, lastError: first.state === 'pending' ? first.error : null }, unroutable, policy);
+    expect(second).toMatchObject({ state: 'pending', attempts: 2, error: '[unroutable 2] r' });
+    expect(nextRowChange({ attempts: 2, lastError: second.state === 'pending' ? second.error : null }, unroutable, policy)).toEqual({
       state: 'parked',
       attempts: 3,
       reason: 'unroutable after 3 attempts: r',
     });
+  });
+
+  it('counts only the returns in a row: publishes that failed while the broker was away do not bring the park closer', () => {
+    const unroutable = { kind: 'unroutable', reason: 'r' } as const;
+    expect(nextRowChange({ attempts: 12, lastError: 'the broker is away' }, unroutable, policy)).toMatchObject({ state: 'pending', attempts: 13 });
+    expect(nextRowChange({ attempts: 13, lastError: '[unroutable 1] r' }, { kind: 'transient', reason: 'down' }, policy)).toMatchObject({
+      error: 'down',
+    });
+    expect(unroutableStreak('[unroutable 2] no queue is bound')).toBe(2);
+    expect(unroutableStreak(null)).toBe(0);
+    expect(unroutableStreak('unroutable 2')).toBe(0);
   });
 });

@@ -32,7 +32,7 @@ export function classifyPublishFailure(error: unknown): Exclude<PublishVerdict, 
 /** How the relay retries: the backoff between publishes of one row, and how often an unroutable row is tried. */
 export interface OutboxRetryPolicy {
   backoff: ReconnectPolicy;
-  /** Publishes of an unroutable row before it is parked. */
+  /** Publishes of an unroutable row in a row (each returned) before it is parked. */
   maxUnroutableAttempts: number;
 }
 
@@ -42,22 +42,41 @@ export type RowChange =
   | { state: 'pending'; attempts: number; retryInMs: number; error: string }
   | { state: 'parked'; attempts: number; reason: string };
 
+/** Marks an unroutable row's `last_error` with how many of its publishes in a row were returned. */
+const unroutableMark = (streak: number) => `[unroutable ${streak}] `;
+
+/** How many publishes of a row in a row were returned unroutable, read from its last error; 0 after any other. */
+export function unroutableStreak(lastError: string | null | undefined): number {
+  const streak = lastError?.match(/^\[unroutable (\d+)\] /)?.[1];
+  return streak === undefined ? 0 : Number(streak);
+}
+
+/** What the relay read of a row before its publish: its publishes so far, and why the last one failed. */
+export interface RowBefore {
+  attempts: number;
+  lastError?: string | null;
+}
+
 /**
- * The row's next state after the publish of attempt `attempts + 1` (always from 'pending').
- * @example nextRowChange(0, { kind: 'transient', reason: 'down' }, policy) // { state: 'pending', attempts: 1, retryInMs: ~1000, ... }
+ * The row's next state after its publish (always from 'pending'). An unroutable row is parked after
+ * `maxUnroutableAttempts` returns in a row: publishes that failed otherwise before (the broker away) do not count.
+ * @example nextRowChange({ attempts: 0 }, { kind: 'transient', reason: 'down' }, policy) // { state: 'pending', attempts: 1, retryInMs: ~1000, ... }
  */
-export function nextRowChange(attempts: number, verdict: PublishVerdict, policy: OutboxRetryPolicy, random?: () => number): RowChange {
-  const made = attempts + 1;
+export function nextRowChange(row: RowBefore, verdict: PublishVerdict, policy: OutboxRetryPolicy, random?: () => number): RowChange {
+  const made = row.attempts + 1;
   switch (verdict.kind) {
     case 'sent':
       return { state: 'sent' };
     case 'refused':
       return { state: 'parked', attempts: made, reason: `refused by the broker: ${verdict.reason}` };
-    case 'unroutable':
-      if (made >= policy.maxUnroutableAttempts) {
-        return { state: 'parked', attempts: made, reason: `unroutable after ${made} attempts: ${verdict.reason}` };
+    case 'unroutable': {
+      const streak = unroutableStreak(row.lastError) + 1;
+      if (streak >= policy.maxUnroutableAttempts) {
+        return { state: 'parked', attempts: made, reason: `unroutable after ${streak} attempts: ${verdict.reason}` };
       }
-      return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
+      const error = `${unroutableMark(streak)}${verdict.reason}`;
+      return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error };
+    }
     case 'transient':
       return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
   }

@@ -89,7 +89,7 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   SELECT $1::text, $2::text, $3::bytea, $4::jsonb, $5::text, $6::bigint WHERE current_setting('${WRITE_MARK}', true) = 'on' RETURNING id
 ) SELECT id::text AS id, pg_notify('${table}', '') FROM row`,
     /** Claims and locks up to $1 due rows; a row with an order key only when no earlier row of its key is pending. */
-    claim: `SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, o.attempts,
+    claim: `SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, o.attempts, o.last_error,
   GREATEST(0, o.delay_ms - floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000))::bigint::text AS remaining_delay_ms,
   floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000)::bigint::text AS age_ms
 FROM ${t} o
