@@ -4,7 +4,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import { maskCredentials } from '../core/text/credentials.mask.js';
 import type { OutboxConfig } from '../core/outbox/outbox.config.js';
 import { storedProperties } from '../core/outbox/outbox.message.js';
-import { classifyPublishFailure, nextRowChange, type RowChange } from '../core/outbox/outbox.row.js';
+import { classifyPublishFailure, nextRowChange, publishFailureStands, type RowChange } from '../core/outbox/outbox.row.js';
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
 import { ALONE_FROM_BYTES, SendGate } from '../core/outbox/outbox.send-gate.js';
 import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
@@ -74,8 +74,9 @@ export class OutboxRelay {
   private readonly sleepers = new Set<() => void>();
   /** Counts NOTIFYs: a loop that sees it change during its round goes again at once. */
   private notified = 0;
-  /** Why its last publishes failed; cleared when a publish goes. */
+  /** Why its last publishes failed; cleared when a publish goes, and stale once no publish failed for a while. */
   private failure?: string;
+  private failedAt = 0;
   /** Why its last round failed in the database; cleared by the next round that succeeds. */
   private databaseFailure?: string;
   /** The last cleanup or backlog reading's failure, logged once. */
@@ -116,8 +117,9 @@ export class OutboxRelay {
   }
 
   health(): OutboxRelayHealth {
+    const stands = publishFailureStands(this.failedAt, Date.now(), this.config.retry, this.config.pollIntervalMs);
     // The health endpoint and the page show this text: a database's error may quote its connection string.
-    const failure = this.databaseFailure ?? this.failure;
+    const failure = this.databaseFailure ?? (stands ? this.failure : undefined);
     const problem = failure === undefined ? undefined : maskCredentials(failure);
     return { table: this.config.tableName, relaying: problem === undefined, ...(problem !== undefined && { problem }) };
   }
@@ -177,6 +179,7 @@ export class OutboxRelay {
     } else {
       if (this.failure === undefined) this.logger.warn(`Outbox ${tableName}: cannot publish (${failed}); rows wait and are tried again with backoff`);
       this.failure = `the outbox relay of ${tableName} cannot publish: ${failed}`;
+      this.failedAt = Date.now();
     }
   }
 

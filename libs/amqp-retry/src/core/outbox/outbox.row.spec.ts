@@ -1,5 +1,5 @@
 import { PublishError } from '../../errors/publish.error.js';
-import { classifyPublishFailure, nextRowChange, unroutableStreak, type OutboxRetryPolicy } from './outbox.row.js';
+import { classifyPublishFailure, nextRowChange, publishFailureStands, unroutableStreak, type OutboxRetryPolicy } from './outbox.row.js';
 
 const policy: OutboxRetryPolicy = { backoff: { initialDelayMs: 500, maxDelayMs: 30_000, jitter: 0 }, maxUnroutableAttempts: 3 };
 
@@ -87,5 +87,16 @@ describe('nextRowChange', () => {
     expect(unroutableStreak('[unroutable 2] no queue is bound')).toBe(2);
     expect(unroutableStreak(null)).toBe(0);
     expect(unroutableStreak('unroutable 2')).toBe(0);
+  });
+});
+
+describe('publishFailureStands', () => {
+  const retry: OutboxRetryPolicy = { backoff: { initialDelayMs: 500, maxDelayMs: 30_000 }, maxUnroutableAttempts: 10 };
+
+  it('holds while a failing row would have been tried again, and lapses once none failed for twice that and a publish', () => {
+    const window = 2 * (30_000 + 1_000) + 60_000;
+    expect(publishFailureStands(1_000, 1_000, retry, 1_000)).toBe(true);
+    expect(publishFailureStands(1_000, 1_000 + window, retry, 1_000)).toBe(true);
+    expect(publishFailureStands(1_000, 1_001 + window, retry, 1_000)).toBe(false);
   });
 });

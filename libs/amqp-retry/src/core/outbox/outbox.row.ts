@@ -81,3 +81,14 @@ export function nextRowChange(row: RowBefore, verdict: PublishVerdict, policy: O
       return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
   }
 }
+
+/** What a failed publish may have taken (its confirm's wait), in publishFailureStands. */
+const PUBLISH_ALLOWANCE_MS = 60_000;
+
+/**
+ * Whether a relay's publish failure (health: "cannot publish") still stands at `now`. A row that failed is tried again
+ * within the backoff's longest wait and a poll: when no publish failed for twice that and a publish's time, another
+ * relay sent the rows this one could not, and nothing is left here to fail on.
+ */
+export const publishFailureStands = (failedAt: number, now: number, retry: OutboxRetryPolicy, pollIntervalMs: number): boolean =>
+  now - failedAt <= 2 * (retry.backoff.maxDelayMs + pollIntervalMs) + PUBLISH_ALLOWANCE_MS;
