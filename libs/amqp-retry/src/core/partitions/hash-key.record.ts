@@ -1,3 +1,5 @@
+import { readRecordFields } from '../topology/json-record.reader.js';
+
 /**
  * What a partitioned handler's hash exchange hashes, recorded in `<queue>.partitions.key`: a redeclare with another
  * `hash-header` is accepted and ignored (observed on 3.10.8 and 4.3.6), and AMQP cannot read arguments back, so every
@@ -10,16 +12,10 @@ export interface HashKeyRecord {
 
 /** Reads a record defensively; anything unreadable counts as no record. */
 export function readHashKeyRecord(content: Buffer): HashKeyRecord | undefined {
-  try {
-    const parsed: unknown = JSON.parse(content.toString('utf8'));
-    if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const args = (parsed as { hashArguments?: unknown }).hashArguments;
-    if (typeof args !== 'object' || args === null) return undefined;
-    const entries = Object.entries(args as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string');
-    return entries.length === 0 ? undefined : { hashArguments: Object.fromEntries(entries) };
-  } catch {
-    return undefined;
-  }
+  const args = readRecordFields(content).hashArguments;
+  if (typeof args !== 'object' || args === null) return undefined;
+  const entries = Object.entries(args as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string');
+  return entries.length === 0 ? undefined : { hashArguments: Object.fromEntries(entries) };
 }
 
 export const writeHashKeyRecord = (record: HashKeyRecord): Buffer => Buffer.from(JSON.stringify(record));

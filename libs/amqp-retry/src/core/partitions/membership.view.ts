@@ -1,3 +1,5 @@
+import { readRecordFields } from '../topology/json-record.reader.js';
+
 /** A member's announcement on the members' exchange (JSON body). */
 export interface MemberAnnouncement {
   id: string;
@@ -7,15 +9,9 @@ export interface MemberAnnouncement {
 
 /** Reads an announcement; anything else (another publisher's message) is undefined and ignored. */
 export function readAnnouncement(content: Buffer): MemberAnnouncement | undefined {
-  try {
-    const value = JSON.parse(content.toString('utf8')) as unknown;
-    if (typeof value !== 'object' || value === null) return undefined;
-    const { id, leaving } = value as { id?: unknown; leaving?: unknown };
-    if (typeof id !== 'string' || id === '' || id.length > 200) return undefined;
-    return { id, leaving: leaving === true };
-  } catch {
-    return undefined;
-  }
+  const { id, leaving } = readRecordFields(content);
+  if (typeof id !== 'string' || id === '' || id.length > 200) return undefined;
+  return { id, leaving: leaving === true };
 }
 
 /**

@@ -1,3 +1,5 @@
+import { readRecordFields } from './json-record.reader.js';
+
 /**
  * The handler registry: a durable queue on the broker (HANDLER_REGISTRY_QUEUE) that holds one JSON record per handler
  * queue, written by each handler's start. AMQP cannot list queues, so this is how tools that do not boot the
@@ -43,22 +45,16 @@ const isString = (value: unknown): value is string => typeof value === 'string' 
 
 /** Reads one record defensively; anything unreadable (not JSON, a field missing) is undefined. */
 export function readHandlerRecord(content: Buffer): HandlerRecord | undefined {
-  try {
-    const parsed: unknown = JSON.parse(content.toString('utf8'));
-    if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const { queue, errorQueue, tiers, queueType, applications, recordedAt } = parsed as Record<string, unknown>;
-    if (!isString(queue) || !isString(errorQueue)) return undefined;
-    return {
-      queue,
-      errorQueue,
-      tiers: Array.isArray(tiers) ? tiers.filter(isString) : [],
-      queueType: queueType === 'quorum' ? 'quorum' : 'classic',
-      applications: Array.isArray(applications) ? [...new Set(applications.filter(isString))].slice(0, MAX_RECORDED_APPLICATIONS) : [],
-      recordedAt: isString(recordedAt) ? recordedAt : '',
-    };
-  } catch {
-    return undefined;
-  }
+  const { queue, errorQueue, tiers, queueType, applications, recordedAt } = readRecordFields(content);
+  if (!isString(queue) || !isString(errorQueue)) return undefined;
+  return {
+    queue,
+    errorQueue,
+    tiers: Array.isArray(tiers) ? tiers.filter(isString) : [],
+    queueType: queueType === 'quorum' ? 'quorum' : 'classic',
+    applications: Array.isArray(applications) ? [...new Set(applications.filter(isString))].slice(0, MAX_RECORDED_APPLICATIONS) : [],
+    recordedAt: isString(recordedAt) ? recordedAt : '',
+  };
 }
 
 /** The newest record of each handler queue (records are read oldest first), sorted by queue name. */

@@ -1,3 +1,5 @@
+import { readRecordFields } from './json-record.reader.js';
+
 /**
  * What a start leaves in the handler's plan queue (`Q.retry.plan`): the tier queues of the newest start (its first
  * tier takes first failures), the schedules of other versions of the handler that were still running then (a rolling
@@ -15,19 +17,13 @@ const isStringArray = (value: unknown): value is string[] => Array.isArray(value
 /** Reads a plan record defensively (also the older `{tiers, retiring}` form); anything unreadable counts as no record. */
 export function readPlanRecord(content: Buffer | undefined): RetryPlanRecord | undefined {
   if (!content) return undefined;
-  try {
-    const parsed: unknown = JSON.parse(content.toString('utf8'));
-    if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const { tiers, retiring, others } = parsed as Record<string, unknown>;
-    if (!isStringArray(tiers)) return undefined;
-    return {
-      tiers,
-      others: Array.isArray(others) ? others.filter((o): o is string[] => isStringArray(o) && o.length > 0) : [],
-      retiring: isStringArray(retiring) ? retiring : [],
-    };
-  } catch {
-    return undefined;
-  }
+  const { tiers, retiring, others } = readRecordFields(content);
+  if (!isStringArray(tiers)) return undefined;
+  return {
+    tiers,
+    others: Array.isArray(others) ? others.filter((o): o is string[] => isStringArray(o) && o.length > 0) : [],
+    retiring: isStringArray(retiring) ? retiring : [],
+  };
 }
 
 /** A schedule's id: the digest that ends its first tier's name (`Q.retry.1.<delay>.<id>`, see tierQueues). */
