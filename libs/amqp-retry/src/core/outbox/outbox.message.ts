@@ -110,14 +110,10 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
     exchange,
     routingKey,
     body: isBuffer ? body : Buffer.from(json as string),
+    // Only the keys of PROPERTY_KEYS are left (checked above): the others are kept as given.
     properties: dropUndefined({
+      ...properties,
       contentType: properties.contentType ?? (isBuffer ? undefined : 'application/json'),
-      contentEncoding: properties.contentEncoding,
-      correlationId: properties.correlationId,
-      replyTo: properties.replyTo,
-      type: properties.type,
-      appId: properties.appId,
-      priority: properties.priority,
       persistent: properties.persistent ?? true,
       messageId,
       headers,
