@@ -69,6 +69,7 @@ export class RequestReplies {
         stop(reason);
         sent.push(reply(content));
       };
+      const fail = (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes);
       const abandon = () => {
         if (!ended) stop(signal?.reason instanceof Error ? signal.reason : new Error('the request was abandoned'));
       };
@@ -79,47 +80,28 @@ export class RequestReplies {
         end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes, new Error(message));
       });
       if (signal?.aborted) return abandon();
-      produce(call.signal).then(
-        (stream) => {
-          if (!ended) subscription = this.follow(stream, request, reply, sent, end, () => (answered = true));
-        },
-        (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
-      );
+      produce(call.signal).then((stream) => {
+        if (ended) return;
+        // Each value of the handler's stream is replied; its end or error ends the request.
+        subscription = stream.subscribe({
+          next: (response) => {
+            if (ended) return;
+            const content = this.encode(request, { response });
+            // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
+            if (content.failed) end(content.bytes);
+            else sent.push(reply(content.bytes));
+          },
+          error: fail,
+          complete: () => {
+            if (!ended) answered = true;
+            end(this.encode(request, { isDisposed: true }).bytes);
+          },
+        });
+        if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
+      }, fail);
     });
     await Promise.all(sent);
     return answered;
-  }
-
-  /** Subscribes to the handler's stream: each value replied, the end or error through `end`; `completed` on a clean end. */
-  private follow(
-    stream: Observable<unknown>,
-    request: Request,
-    reply: Reply,
-    sent: Array<Promise<void>>,
-    end: (content: Buffer) => void,
-    completed: () => void,
-  ): Subscription {
-    let ended = false;
-    const finish = (content: Buffer) => {
-      ended = true;
-      end(content);
-    };
-    const subscription = stream.subscribe({
-      next: (response) => {
-        if (ended) return;
-        const content = this.encode(request, { response });
-        // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
-        if (content.failed) finish(content.bytes);
-        else sent.push(reply(content.bytes));
-      },
-      error: (error: unknown) => finish(this.encode(request, { err: wireError(error), isDisposed: true }).bytes),
-      complete: () => {
-        if (!ended) completed();
-        finish(this.encode(request, { isDisposed: true }).bytes);
-      },
-    });
-    if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
-    return subscription;
   }
 
   noHandler(request: Request): Promise<void> {

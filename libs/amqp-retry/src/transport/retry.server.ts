@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
 import type { ConsumeMessage } from 'amqplib';
-import { isObservable, lastValueFrom, type Observable } from 'rxjs';
+import { isObservable, lastValueFrom } from 'rxjs';
 import type { DeliveryRoute, RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config/config.readers.js';
 import { maskingLogger } from '../core/text/credentials.mask.js';
@@ -87,10 +87,8 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     // Invalid configuration fails here, where the application is created, naming the option.
     this.moduleConfig = resolveModuleConfig(options, process.env);
     queueConfig(options, this.moduleConfig, []);
-    this.requestTimeoutMs =
-      options.requestTimeout === undefined
-        ? DEFAULT_REQUEST_TIMEOUT_MS
-        : readDuration(options.requestTimeout, 'RetryServer option "requestTimeout"', "'30s'", POSITIVE_TIME_LIMIT_RANGE);
+    const timeoutKey = 'RetryServer option "requestTimeout"';
+    this.requestTimeoutMs = readDuration(options.requestTimeout, timeoutKey, "'30s'", POSITIVE_TIME_LIMIT_RANGE, DEFAULT_REQUEST_TIMEOUT_MS);
     this.events.on('error', () => undefined); // an 'error' nobody listens to must not throw
   }
 
@@ -233,7 +231,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     } catch (error) {
       return { kind: 'park', reason: 'malformed', error: new Error(`the message's pattern cannot be read: ${errorMessage(error)}`) };
     }
-    const replies = this.replies();
+    const replies = this.answers as RequestReplies; // made by start(), before any delivery
     const handler = this.table.get(own);
     if (!handler) {
       const error = new Error(`no handler for the pattern ${JSON.stringify(packet.pattern)} on "${queue.queue}"`);
@@ -244,10 +242,12 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     const policy = policies.get(own) ?? queue;
     if (packet.kind === 'request') {
       const request = packet;
-      return {
-        kind: 'once',
-        run: (retry) => replies.answer(request, this.produce(handler, request.data, message, request.pattern, retry), retry.signal),
+      // The handler's response stream (a failure becomes the stream's error, as in Nest's transports).
+      const produce = (retry: RetryContext) => async (signal: AbortSignal) => {
+        const context = markRequestContext(new RetryRmqContext(message, request.pattern, { ...retry, signal }, this.channelRef));
+        return this.transformToObservable(await handler(request.data, context));
       };
+      return { kind: 'once', run: (retry) => replies.answer(request, produce(retry), retry.signal) };
     }
     const { pattern, data } = packet;
     // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
@@ -270,25 +270,6 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     } catch (error) {
       throw unwrapRpcError(error);
     }
-  }
-
-  /** A request handler's response stream (a failure becomes the stream's error, as in Nest's transports). */
-  private produce(
-    handler: MessageHandler,
-    data: unknown,
-    message: ConsumeMessage,
-    pattern: string,
-    retry: RetryContext,
-  ): (signal: AbortSignal) => Promise<Observable<unknown>> {
-    return async (signal) =>
-      this.transformToObservable(
-        await handler(data, markRequestContext(new RetryRmqContext(message, pattern, { ...retry, signal }, this.channelRef))),
-      );
-  }
-
-  private replies(): RequestReplies {
-    if (!this.answers) throw new Error('RetryServer is not listening');
-    return this.answers;
   }
 
   private warnManualAck(): void {
