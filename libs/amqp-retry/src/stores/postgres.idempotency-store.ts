@@ -75,10 +75,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const table = readIdentifier(options.table, 'amqp_retry_idempotency', 'table') as string;
     const schema = readIdentifier(options.schema, undefined, 'schema');
     this.table = schema === undefined ? `"${table}"` : `"${schema}"."${table}"`;
-    this.cleanupMs =
-      options.cleanupInterval === undefined
-        ? 60_000
-        : readDuration(options.cleanupInterval, 'PostgresIdempotencyStore option "cleanupInterval"', "'1m', or 0 for never", TIME_LIMIT_RANGE);
+    const cleanupKey = 'PostgresIdempotencyStore option "cleanupInterval"';
+    this.cleanupMs = readDuration(options.cleanupInterval, cleanupKey, "'1m', or 0 for never", TIME_LIMIT_RANGE, 60_000);
   }
 
   /** The statements that create the table and its index (run by the store on first use; idempotent). */

@@ -87,16 +87,8 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
       'Give (error) => boolean, e.g. (error) => !(error instanceof NotFoundError).',
     );
   }
-  return {
-    failureRate,
-    minimumCalls,
-    windowMs,
-    consecutiveFailures,
-    openForMs,
-    maxOpenForMs,
-    halfOpenCalls,
-    countsAsFailure: options.countsAsFailure,
-  };
+  const { countsAsFailure } = options;
+  return { failureRate, minimumCalls, windowMs, consecutiveFailures, openForMs, maxOpenForMs, halfOpenCalls, countsAsFailure };
 }
 
 /** Reads `rateLimit` of the module or a handler: absent or false (none), or `{ calls, per }`. */

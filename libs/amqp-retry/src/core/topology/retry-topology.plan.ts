@@ -55,6 +55,11 @@ export function businessQueueArguments(
   };
 }
 
+/** A binding of `destination` to `source`, on `pattern`. */
+function bind(source: string, destination: string, destinationType: BindingDeclaration['destinationType'], pattern = ''): BindingDeclaration {
+  return { source, destination, destinationType, pattern };
+}
+
 /** The deaths in Q that are no rejection by the library, as RabbitMQ names their reasons. */
 export const DEATHS_TO_SORT_OUT = ['expired', 'maxlen', 'delivery_limit'] as const;
 
@@ -63,12 +68,8 @@ export const DEATHS_TO_SORT_OUT = ['expired', 'maxlen', 'delivery_limit'] as con
  * headers (plain `all` ignores them); `x-last-death-*` (RabbitMQ 3.13+) also catches a message that died elsewhere first.
  */
 function deathSortBindings(queue: string, deadLetterQueue: string): BindingDeclaration[] {
-  const { deathSortExchange } = retryNames(queue);
   const on = (which: 'first' | 'last', reason: string): BindingDeclaration => ({
-    source: deathSortExchange,
-    destination: deadLetterQueue,
-    destinationType: 'queue',
-    pattern: '',
+    ...bind(retryNames(queue).deathSortExchange, deadLetterQueue, 'queue'),
     arguments: {
       'x-match': 'all-with-x',
       [which === 'first' ? BrokerHeader.firstDeathQueue : BrokerHeader.lastDeathQueue]: queue,
@@ -95,7 +96,7 @@ function deathSortBindings(queue: string, deadLetterQueue: string): BindingDecla
  * broker's dead-letter cycle rule would drop them on their way back.
  */
 export function planRetryTopology(handler: HandlerConfig, { firstFailures = true }: { firstFailures?: boolean } = {}): TopologyPlan {
-  const { queue } = handler;
+  const { queue, upstream, exchange } = handler;
   const names = retryNames(queue);
   const tiers = tierQueues(handler);
   const quorum = handler.queueType === 'quorum';
@@ -103,9 +104,9 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
   const safeDeadLettering = quorum ? { ...typed, ...QUORUM_DEAD_LETTERING } : typed;
 
   const exchanges: TopologyPlan['exchanges'] = [
-    ...(handler.upstream ? [{ name: handler.upstream.exchange, type: handler.upstream.exchangeType }] : []),
-    ...(handler.exchange
-      ? [{ name: handler.exchange, type: handler.exchangeType, ...(handler.exchangeArguments ? { arguments: handler.exchangeArguments } : {}) }]
+    ...(upstream ? [{ name: upstream.exchange, type: upstream.exchangeType }] : []),
+    ...(exchange
+      ? [{ name: exchange, type: handler.exchangeType, ...(handler.exchangeArguments ? { arguments: handler.exchangeArguments } : {}) }]
       : []),
     { name: names.firstTierExchange, type: 'fanout' },
     { name: names.deathSortExchange, type: 'headers', arguments: { 'alternate-exchange': names.firstTierExchange } },
@@ -128,24 +129,14 @@ export function planRetryTopology(handler: HandlerConfig, { firstFailures = true
     { name: names.planQueue, arguments: typed },
     { name: handler.deadLetterQueue ?? names.deadLetterQueue, arguments: typed },
   ];
-  const { upstream } = handler;
   const bindings: TopologyPlan['bindings'] = [
-    ...(upstream && handler.exchange
-      ? upstream.routingKeys.map((pattern) => ({
-          source: upstream.exchange,
-          destination: handler.exchange as string,
-          destinationType: 'exchange' as const,
-          pattern,
-        }))
-      : []),
-    ...(handler.exchange
-      ? handler.routingKeys.map((pattern) => ({ source: handler.exchange as string, destination: queue, destinationType: 'queue' as const, pattern }))
-      : []),
-    { source: names.returnExchange, destination: queue, destinationType: 'queue', pattern: '' },
-    { source: names.firstFailureExchange, destination: names.deathSortExchange, destinationType: 'exchange', pattern: '' },
+    ...(upstream && exchange ? upstream.routingKeys.map((pattern) => bind(upstream.exchange, exchange, 'exchange', pattern)) : []),
+    ...(exchange ? handler.routingKeys.map((pattern) => bind(exchange, queue, 'queue', pattern)) : []),
+    bind(names.returnExchange, queue, 'queue'),
+    bind(names.firstFailureExchange, names.deathSortExchange, 'exchange'),
     ...deathSortBindings(queue, handler.deadLetterQueue ?? names.deadLetterQueue),
-    ...(firstFailures ? [{ source: names.firstTierExchange, destination: tiers[0], destinationType: 'queue' as const, pattern: '' }] : []),
-    ...tiers.map((name) => ({ source: names.deadLetterExchange, destination: name, destinationType: 'queue' as const, pattern: name })),
+    ...(firstFailures ? [bind(names.firstTierExchange, tiers[0], 'queue')] : []),
+    ...tiers.map((name) => bind(names.deadLetterExchange, name, 'queue', name)),
   ];
   return { exchanges, queues, bindings };
 }
