@@ -43,15 +43,12 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const CLEANUP_BUDGET_MS = 10_000;
 
 function readIdentifier(value: string | undefined, fallback: string | undefined, option: string): string | undefined {
-  if (value === undefined) return fallback;
-  if (!IDENTIFIER.test(value)) {
-    throw new RetryConfigError(
-      `PostgresIdempotencyStore option "${option}"`,
-      `is ${JSON.stringify(value)}`,
-      'Use letters, digits and _ (at most 63), starting with a letter or _.',
-    );
-  }
-  return value;
+  if (value === undefined || IDENTIFIER.test(value)) return value ?? fallback;
+  throw new RetryConfigError(
+    `PostgresIdempotencyStore option "${option}"`,
+    `is ${JSON.stringify(value)}`,
+    'Use letters, digits and _ (at most 63), starting with a letter or _.',
+  );
 }
 
 /**

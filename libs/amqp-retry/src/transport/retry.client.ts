@@ -67,8 +67,7 @@ export class RetryClient extends ClientProxy {
 
   /** Opens the publishing connection (and, with delayed delivery on, starts forwarding due delayed messages). */
   connect(): Promise<void> {
-    this.connecting ??= this.open();
-    const connecting = this.connecting;
+    const connecting = (this.connecting ??= this.open());
     connecting.catch((error: unknown) => {
       if (this.connecting === connecting) this.connecting = undefined; // a failed connect can be tried again
       this.events.emit('error', error);
@@ -125,7 +124,6 @@ export class RetryClient extends ClientProxy {
   protected publish(request: ReadPacket, callback: (packet: WritePacket) => void): () => void {
     const id = randomUUID();
     this.routingMap.set(id, callback);
-    const cleanup = () => void this.routingMap.delete(id);
     const failed = (error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true });
     try {
       const { packet, options } = fromRecord(request);
@@ -141,7 +139,7 @@ export class RetryClient extends ClientProxy {
       // connect(): the caller gets the error, and no callback is left behind
       failed(error);
     }
-    return cleanup;
+    return () => void this.routingMap.delete(id);
   }
 
   private async open(): Promise<void> {

@@ -253,13 +253,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
     const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
     // The handler's context gets the pattern as sent (as Nest's RMQ transport gives it); observers get the handler's.
-    return {
-      kind: 'handle',
-      payload: data,
-      policy: once,
-      pattern: own,
-      invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry),
-    };
+    return { kind: 'handle', payload: data, policy: once, pattern: own, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */

@@ -67,13 +67,10 @@ export class CircuitBreakerState {
 
   /** A delivery may reach the handler: always while closed, the first `halfOpenCalls` while half-open, never while open. */
   admit(): CircuitTicket | undefined {
-    if (this.current === 'open') return undefined;
-    if (this.current === 'half-open') {
-      if (this.trialsAdmitted >= this.config.halfOpenCalls) return undefined;
-      this.trialsAdmitted++;
-      return { epoch: this.epoch, trial: true, settled: false };
-    }
-    return { epoch: this.epoch, trial: false, settled: false };
+    const trial = this.current === 'half-open';
+    if (this.current === 'open' || (trial && this.trialsAdmitted >= this.config.halfOpenCalls)) return undefined;
+    if (trial) this.trialsAdmitted++;
+    return { epoch: this.epoch, trial, settled: false };
   }
 
   /** An admitted delivery ended without a counted outcome (parked unread, a non-retryable error): its trial place is free. */

@@ -39,13 +39,9 @@ export class SendGate {
     this.aloneQueue = new Promise<void>((resolve) => (done = resolve));
     try {
       await before;
+      // Alone from here: shared runs wait while `aloneWaiting` counts this one, the next alone run for `done`.
       if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
-      this.inFlight++;
-      try {
-        return await work();
-      } finally {
-        this.inFlight--;
-      }
+      return await work();
     } finally {
       this.aloneWaiting--;
       done();

@@ -1,13 +1,8 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
+import type { RetryHandlerOptions } from '../config/retry.options.js';
 
-/** What a partitioned RetryServer's options are checked on: the options themselves, structurally. */
-export interface ServerPartitionsInput {
-  queue: string;
-  partitions?: unknown;
-  exchange?: string;
-  circuitBreaker?: unknown;
-  rateLimit?: unknown;
-}
+/** What a partitioned RetryServer's options are checked on: those it shares with a handler's. */
+export type ServerPartitionsInput = Pick<RetryHandlerOptions, 'queue' | 'partitions' | 'exchange' | 'circuitBreaker' | 'rateLimit'>;
 
 /**
  * What a RetryServer with `partitions` requires beyond a partitioned handler's rules: an `exchange` (the default

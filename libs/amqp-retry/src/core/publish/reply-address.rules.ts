@@ -20,17 +20,9 @@ const TERM_VERSION = 131;
 const NEW_PID_EXT = 88;
 const PID_EXT = 103;
 /** Atom tags and the size of their length field: ATOM_EXT, SMALL_ATOM_EXT, ATOM_UTF8_EXT, SMALL_ATOM_UTF8_EXT. */
-const ATOM_LENGTH_BYTES = new Map([
-  [100, 2],
-  [115, 1],
-  [118, 2],
-  [119, 1],
-]);
+const ATOM_LENGTH_BYTES: Readonly<Record<number, number>> = { 100: 2, 115: 1, 118: 2, 119: 1 };
 /** What follows a pid's node atom: ID, serial (4 bytes each) and creation (4 bytes in NEW_PID_EXT, 1 in PID_EXT). */
-const PID_TAIL_BYTES = new Map([
-  [NEW_PID_EXT, 12],
-  [PID_EXT, 9],
-]);
+const PID_TAIL_BYTES: Readonly<Record<number, number>> = { [NEW_PID_EXT]: 12, [PID_EXT]: 9 };
 
 /** Base64 as RabbitMQ writes it (standard alphabet, padded), and only that: Node's decoder skips what it cannot read. */
 const isCanonicalBase64 = (text: string): boolean => text.length > 0 && Buffer.from(text, 'base64').toString('base64') === text;
@@ -47,8 +39,8 @@ export function directReplyAddressProblem(address: string): string | undefined {
   const [pid, key] = parts;
   if (!isCanonicalBase64(pid) || !isCanonicalBase64(key)) return 'its pid or key is not base64';
   const term = Buffer.from(pid, 'base64');
-  const tail = PID_TAIL_BYTES.get(term[1]);
-  const lengthBytes = ATOM_LENGTH_BYTES.get(term[2]);
+  const tail: number | undefined = PID_TAIL_BYTES[term[1]];
+  const lengthBytes: number | undefined = ATOM_LENGTH_BYTES[term[2]];
   if (term[0] !== TERM_VERSION || tail === undefined || lengthBytes === undefined || term.length < 3 + lengthBytes)
     return 'its pid is not an Erlang process id';
   const atomLength = lengthBytes === 1 ? term[3] : term.readUInt16BE(3);

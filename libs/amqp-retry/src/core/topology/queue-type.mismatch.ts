@@ -15,10 +15,7 @@ export const queueTypeArgument = (type: QueueType): { [QueueArgument.queueType]:
  * What every quorum queue of the library adds: dead-lettering that waits for the target's confirm (the default, at
  * most once, loses a message with a node lost in between), which requires `reject-publish` overflow.
  */
-export const QUORUM_DEAD_LETTERING = {
-  [QueueArgument.deadLetterStrategy]: 'at-least-once',
-  [QueueArgument.overflow]: 'reject-publish',
-} as const;
+export const QUORUM_DEAD_LETTERING = { [QueueArgument.deadLetterStrategy]: 'at-least-once', [QueueArgument.overflow]: 'reject-publish' } as const;
 
 // The forms of RabbitMQ's 406 text for x-queue-type (3.10.8, 4.0.5, 4.3.6), e.g.
 //   inequivalent arg 'x-queue-type' for queue 'q' in vhost '/': received 'classic' but current is 'quorum'
@@ -78,9 +75,4 @@ export function nextTypeProbe(args: Readonly<Record<string, unknown>>, brokerMes
  * The options of a queue private to one connection (a lock, a reply or command queue): exclusive, gone with its
  * connection, and classic by name, since a vhost whose default queue type is quorum would otherwise type it too.
  */
-export const PRIVATE_QUEUE_OPTIONS = {
-  exclusive: true,
-  autoDelete: true,
-  durable: false,
-  arguments: queueTypeArgument('classic'),
-} as const;
+export const PRIVATE_QUEUE_OPTIONS = { exclusive: true, autoDelete: true, durable: false, arguments: queueTypeArgument('classic') } as const;
