@@ -78,14 +78,9 @@ export function patternPolicy(
     );
   }
   const own = retry as EventRetryOptions;
-  const base: RetryHandlerOptions = { queue: queue.queue, nonRetryable: server.nonRetryable };
   const inherited = own.delays === undefined && own.backoff === undefined ? { delays: queue.delaysMs } : {};
-  const config = resolveHandlerConfig(
-    { ...base, ...inherited, ...own, queueType: queue.queueType },
-    module,
-    where,
-    (key) => `The retry option "${key}" of ${where}`,
-  );
+  const options: RetryHandlerOptions = { queue: queue.queue, nonRetryable: server.nonRetryable, ...inherited, ...own, queueType: queue.queueType };
+  const config = resolveHandlerConfig(options, module, where, (key) => `The retry option "${key}" of ${where}`);
   const sameSchedule = tierQueues(config)[0] === tierQueues(queue)[0];
   const policy: RetryPolicy = {
     maxAttempts: own.maxAttempts === undefined && own.delays === undefined && own.backoff === undefined ? queue.maxAttempts : config.maxAttempts,

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
 import type { ConsumeMessage } from 'amqplib';
 import { isObservable, lastValueFrom } from 'rxjs';
-import type { DeliveryRoute, RetryPolicy } from '../pipeline/delivery.contracts.js';
+import type { DeliveryRouter, RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config/config.readers.js';
 import { maskingLogger } from '../core/text/credentials.mask.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
@@ -12,7 +12,6 @@ import type { HandlerConfig } from '../core/config/handler.config.js';
 import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import { firstRoute } from '../core/delivery/first-failure.headers.js';
-import type { XDeath } from '../core/delivery/x-death.parser.js';
 import type { PatternPolicyLine } from '../core/text/consuming-line.format.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import type { EngineHandler } from '../engine/handler.runtime.js';
@@ -94,8 +93,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
 
   async listen(callback: (error?: unknown) => void): Promise<void> {
     const closes = this.closes;
-    const starting = this.start();
-    this.starting = starting;
+    const starting = (this.starting = this.start());
     try {
       await starting;
     } catch (error) {
@@ -187,8 +185,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       if (policy !== queue) patterns.push({ pattern, maxAttempts: policy.maxAttempts, delaysMs: policy.delaysMs });
       policies.set(pattern, policy);
     }
-    const route = (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => this.route(queue, policies, payload, message, deaths);
-    return { route, schedules, patterns };
+    return { route: this.router(queue, policies), schedules, patterns };
   }
 
   /**
@@ -207,53 +204,49 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     return route;
   }
 
-  /** The route of a delivery from `queue`; never throws: a pattern that cannot be read parks the message as malformed. */
-  private route(
-    queue: HandlerConfig,
-    policies: ReadonlyMap<string, RetryPolicy>,
-    payload: unknown,
-    message: ConsumeMessage,
-    deaths: readonly XDeath[],
-  ): DeliveryRoute {
-    let packet: InboundPacket;
-    /**
-     * The handler's own pattern, which metrics and traces are labelled with: a label per client spelling
-     * (`{"cmd":  "sum"}`, `{"cmd":"sum"}`) would let any client grow /metrics without bound.
-     */
-    let own: string;
-    try {
-      // A body without the envelope is named by its publisher's key, which a retry's delivery no longer carries.
-      const headers = message.properties.headers as Record<string, unknown> | undefined;
-      const { routingKey } = firstRoute(headers, deaths, queue.queue, message.fields);
-      const { replyTo, correlationId } = message.properties;
-      packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, patternAsString);
-      own = this.routeOf(packet.pattern);
-    } catch (error) {
-      return { kind: 'park', reason: 'malformed', error: new Error(`the message's pattern cannot be read: ${errorMessage(error)}`) };
-    }
-    const replies = this.answers as RequestReplies; // made by start(), before any delivery
-    const handler = this.table.get(own);
-    if (!handler) {
-      const error = new Error(`no handler for the pattern ${JSON.stringify(packet.pattern)} on "${queue.queue}"`);
-      const request = packet.kind === 'request' ? packet : undefined;
-      const notify = request ? () => replies.noHandler(request) : undefined;
-      return { kind: 'park', reason: 'no-handler', error, notify };
-    }
-    const policy = policies.get(own) ?? queue;
-    if (packet.kind === 'request') {
-      const request = packet;
-      // The handler's response stream (a failure becomes the stream's error, as in Nest's transports).
-      const produce = (retry: RetryContext) => async (signal: AbortSignal) => {
-        const context = markRequestContext(new RetryRmqContext(message, request.pattern, { ...retry, signal }, this.channelRef));
-        return this.transformToObservable(await handler(request.data, context));
-      };
-      return { kind: 'once', run: (retry) => replies.answer(request, produce(retry), retry.signal) };
-    }
-    const { pattern, data } = packet;
-    // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
-    const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
-    // The handler's context gets the pattern as sent (as Nest's RMQ transport gives it); observers get the handler's.
-    return { kind: 'handle', payload: data, policy: once, pattern: own, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+  /** The router of deliveries from `queue`; it never throws: a pattern that cannot be read parks the message as malformed. */
+  private router(queue: HandlerConfig, policies: ReadonlyMap<string, RetryPolicy>): DeliveryRouter {
+    return (payload, message, deaths) => {
+      let packet: InboundPacket;
+      /**
+       * The handler's own pattern, which metrics and traces are labelled with: a label per client spelling
+       * (`{"cmd":  "sum"}`, `{"cmd":"sum"}`) would let any client grow /metrics without bound.
+       */
+      let own: string;
+      try {
+        // A body without the envelope is named by its publisher's key, which a retry's delivery no longer carries.
+        const headers = message.properties.headers as Record<string, unknown> | undefined;
+        const { routingKey } = firstRoute(headers, deaths, queue.queue, message.fields);
+        const { replyTo, correlationId } = message.properties;
+        packet = readPacket(payload, { routingKey, replyTo: replyTo as unknown, correlationId: correlationId as unknown }, patternAsString);
+        own = this.routeOf(packet.pattern);
+      } catch (error) {
+        return { kind: 'park', reason: 'malformed', error: new Error(`the message's pattern cannot be read: ${errorMessage(error)}`) };
+      }
+      const replies = this.answers as RequestReplies; // made by start(), before any delivery
+      const handler = this.table.get(own);
+      if (!handler) {
+        const error = new Error(`no handler for the pattern ${JSON.stringify(packet.pattern)} on "${queue.queue}"`);
+        const request = packet.kind === 'request' ? packet : undefined;
+        const notify = request ? () => replies.noHandler(request) : undefined;
+        return { kind: 'park', reason: 'no-handler', error, notify };
+      }
+      const policy = policies.get(own) ?? queue;
+      if (packet.kind === 'request') {
+        const request = packet;
+        // The handler's response stream (a failure becomes the stream's error, as in Nest's transports).
+        const produce = (retry: RetryContext) => async (signal: AbortSignal) => {
+          const context = markRequestContext(new RetryRmqContext(message, request.pattern, { ...retry, signal }, this.channelRef));
+          return this.transformToObservable(await handler(request.data, context));
+        };
+        return { kind: 'once', run: (retry) => replies.answer(request, produce(retry), retry.signal) };
+      }
+      const { pattern, data } = packet;
+      // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
+      const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
+      // The handler's context gets the pattern as sent (as Nest's RMQ transport gives it); observers get the handler's.
+      return { kind: 'handle', payload: data, policy: once, pattern: own, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+    };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */

@@ -28,14 +28,9 @@ export interface OutboxConfig {
 }
 
 /** A handler's inbox after defaults and validation. */
-export interface InboxConfig {
-  adapter: OutboxAdapter;
-  sql: OutboxStatements;
-  tableName: string;
-  createTables: boolean;
+export interface InboxConfig extends Pick<OutboxConfig, 'adapter' | 'sql' | 'tableName' | 'createTables' | 'retentionMs'> {
   key: MessageKeyFn;
   keyIsMessageId: boolean;
-  retentionMs: number;
 }
 
 const ADAPTER_METHODS = ['execute', 'transaction'] as const;
