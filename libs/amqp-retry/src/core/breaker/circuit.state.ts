@@ -85,7 +85,7 @@ export class CircuitBreakerState {
     if (ticket.settled) return undefined;
     ticket.settled = true;
     if (ticket.epoch !== this.epoch) return undefined;
-    const again = failed && repeatedFailure(attempt);
+    const again = failed && attempt > 1; // a message's repeated failure (see the class's comment)
     if (this.current === 'half-open') {
       if (!failed) return this.trialSucceeded();
       if (!again) return this.open('a trial call failed');
@@ -173,6 +173,3 @@ export class CircuitBreakerState {
     return bucket;
   }
 }
-
-/** Whether a failure on `attempt` is a message's repeated failure (see CircuitBreakerState). */
-export const repeatedFailure = (attempt: number): boolean => attempt > 1;

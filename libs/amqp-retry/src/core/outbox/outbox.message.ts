@@ -90,18 +90,14 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
   const isBuffer = Buffer.isBuffer(body);
   const json = isBuffer ? undefined : JSON.stringify(body);
   if (!isBuffer && json === undefined) throw fail(`a body of type ${typeof body} has no JSON form`);
-  let headers: Record<string, unknown> | undefined;
-  if (properties.headers !== undefined) {
-    // Kept as JSON: a value that would not come back as it was (a bigint, a Buffer) is refused rather than changed.
-    const text = JSON.stringify(properties.headers, (_key, value: unknown) => {
-      const isBufferJson = typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'Buffer';
-      if (typeof value === 'bigint' || isBufferJson) {
-        throw fail('headers must hold JSON values (strings, numbers, booleans, null, arrays, objects)');
-      }
-      return value;
-    });
-    headers = JSON.parse(text) as Record<string, unknown>;
-  }
+  // Headers are kept as JSON: a value that would not come back as it was (a bigint, a Buffer) is refused rather than changed.
+  const jsonOnly = (_key: string, value: unknown) => {
+    const isBufferJson = typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'Buffer';
+    if (typeof value === 'bigint' || isBufferJson) throw fail('headers must hold JSON values (strings, numbers, booleans, null, arrays, objects)');
+    return value;
+  };
+  const given = properties.headers;
+  const headers = given === undefined ? undefined : (JSON.parse(JSON.stringify(given, jsonOnly)) as Record<string, unknown>);
   const messageId = properties.messageId ?? newId();
   if (typeof messageId !== 'string' || messageId === '')
     throw fail(`properties.messageId is ${JSON.stringify(messageId)}: give a non-empty string, or leave it out`);

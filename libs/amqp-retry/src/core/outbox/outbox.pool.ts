@@ -20,16 +20,9 @@ export function relayPoolProblem(max: number | undefined, concurrency: number, l
     : `each of its ${concurrency} rounds at once takes one`;
   const connections = `${max} connection${max === 1 ? '' : 's'}`;
   const fix = `Give the pool at least ${wanted} (the relay's ${relay}, and one for your own transactions; pg's max, TypeORM's poolSize or extra.max; more for an inbox, which holds one per handler call), lower outbox.concurrency, or set outbox.relay: false in this process.`;
-  if (listens && max <= 1) {
-    return {
-      refuse: true,
-      problem: `is on a pool of at most ${connections}, which the relay's LISTEN would hold for good: no round of the relay, nor any transaction of yours, would get one (the outbox relay needs ${relay}: ${holds})`,
-      fix,
-    };
-  }
-  return {
-    refuse: false,
-    problem: `is on a pool of at most ${connections}, which the outbox relay can fill at once (it needs ${relay}: ${holds}); your transactions then wait for its rounds`,
-    fix,
-  };
+  const refuse = listens && max <= 1;
+  const problem = refuse
+    ? `is on a pool of at most ${connections}, which the relay's LISTEN would hold for good: no round of the relay, nor any transaction of yours, would get one (the outbox relay needs ${relay}: ${holds})`
+    : `is on a pool of at most ${connections}, which the outbox relay can fill at once (it needs ${relay}: ${holds}); your transactions then wait for its rounds`;
+  return { refuse, problem, fix };
 }

@@ -64,22 +64,21 @@ export interface RowBefore {
  */
 export function nextRowChange(row: RowBefore, verdict: PublishVerdict, policy: OutboxRetryPolicy, random?: () => number): RowChange {
   const made = row.attempts + 1;
-  switch (verdict.kind) {
-    case 'sent':
-      return { state: 'sent' };
-    case 'refused':
-      return { state: 'parked', attempts: made, reason: `refused by the broker: ${verdict.reason}` };
-    case 'unroutable': {
-      const streak = unroutableStreak(row.lastError) + 1;
-      if (streak >= policy.maxUnroutableAttempts) {
-        return { state: 'parked', attempts: made, reason: `unroutable after ${streak} attempts: ${verdict.reason}` };
-      }
-      const error = `${unroutableMark(streak)}${verdict.reason}`;
-      return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error };
-    }
-    case 'transient':
-      return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
+  if (verdict.kind === 'sent') return { state: 'sent' };
+  if (verdict.kind === 'refused') return { state: 'parked', attempts: made, reason: `refused by the broker: ${verdict.reason}` };
+  if (verdict.kind === 'transient')
+    return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
+  const streak = unroutableStreak(row.lastError) + 1;
+  if (streak >= policy.maxUnroutableAttempts) {
+    return { state: 'parked', attempts: made, reason: `unroutable after ${streak} attempts: ${verdict.reason}` };
   }
+  // Unroutable with returns left: tried again after the backoff.
+  return {
+    state: 'pending',
+    attempts: made,
+    retryInMs: reconnectDelay(made, policy.backoff, random),
+    error: `${unroutableMark(streak)}${verdict.reason}`,
+  };
 }
 
 /** What a failed publish may have taken (its confirm's wait), in publishFailureStands. */
