@@ -16,17 +16,6 @@ import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.opt
 import { publishProperties, type PublishedMessage } from '../core/publish/publish.options.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
 
-/**
- * Nest's RmqRecord (`new RmqRecordBuilder(data).setOptions({ headers, priority }).build()`), read as ClientRMQ reads
- * it: its data is the payload, its options the message's properties.
- */
-function fromRecord(packet: ReadPacket): { packet: ReadPacket; options?: Options.Publish } {
-  const { data } = packet;
-  if (!(data instanceof RmqRecord)) return { packet };
-  const record = data as RmqRecord<unknown>;
-  return { packet: { ...packet, data: record.data }, options: record.options as Options.Publish | undefined };
-}
-
 /** The transport client's status, as Nest's RMQ client names it. */
 export type RetryClientStatus = 'connected' | 'disconnected';
 
@@ -126,9 +115,7 @@ export class RetryClient extends ClientProxy {
     this.routingMap.set(id, callback);
     const failed = (error: unknown) => this.settle(id, { err: new Error(`RetryClient.send: ${errorMessage(error)}`), isDisposed: true });
     try {
-      const { packet, options } = fromRecord(request);
-      const { exchange, routingKey } = this.target(packet.pattern);
-      const content = Buffer.from(JSON.stringify({ ...this.serializer.serialize(packet), id }));
+      const { exchange, routingKey, content, options } = this.encode(request, id);
       const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
       const channel = this.requestChannel(); // first: closed since connect() says so, not "not connected"
       // A property the broker refuses would close the channel every request in flight shares: checked as emit's are.
@@ -175,9 +162,7 @@ export class RetryClient extends ClientProxy {
     const engine = this.engine;
     if (!engine) throw new Error('RetryClient is closed');
     const delayMs = options.delay === undefined ? 0 : readPublishDelay(options.delay);
-    const { packet, options: record } = fromRecord(event);
-    const { exchange, routingKey } = this.target(packet.pattern);
-    const content = Buffer.from(JSON.stringify(this.serializer.serialize(packet)));
+    const { exchange, routingKey, content, options: record } = this.encode(event);
     // The emit's options over the RmqRecord's (kept as given but for these), over the client's `persistent`.
     const given: RetryEmitOptions = copyOwn(options);
     given.persistent = options.persistent ?? record?.persistent ?? this.options.persistent;
@@ -188,11 +173,19 @@ export class RetryClient extends ClientProxy {
     return { messageId: properties.messageId, exchange, routingKey, delayMs, properties };
   }
 
-  /** To the exchange with the pattern as routing key, or to the queue by name. */
-  private target(pattern: unknown): { exchange: string; routingKey: string } {
-    const { exchange, queue } = this.options;
-    if (exchange !== undefined) return { exchange, routingKey: this.normalizePattern(pattern as string) };
-    return { exchange: '', routingKey: queue ?? '' };
+  /**
+   * A packet as sent: to the exchange with the pattern as routing key, or to the queue by name; Nest's envelope (with
+   * `id`, a request's) as JSON. Nest's RmqRecord (`new RmqRecordBuilder(data).setOptions({ headers, priority }).build()`)
+   * is read as ClientRMQ reads it: its data is the payload, its options the message's properties.
+   */
+  private encode(raw: ReadPacket, id?: string): { exchange: string; routingKey: string; content: Buffer; options?: Options.Publish } {
+    const record = raw.data instanceof RmqRecord ? (raw.data as RmqRecord<unknown>) : undefined;
+    const packet = record ? { ...raw, data: record.data } : raw;
+    const { exchange = '', queue = '' } = this.options;
+    const routingKey = this.options.exchange === undefined ? queue : this.normalizePattern(packet.pattern as string);
+    const serialized = this.serializer.serialize(packet);
+    const content = Buffer.from(JSON.stringify(id === undefined ? serialized : { ...serialized, id }));
+    return { exchange, routingKey, content, options: record?.options as Options.Publish | undefined };
   }
 
   private requestChannel(): DirectReplyChannel {
