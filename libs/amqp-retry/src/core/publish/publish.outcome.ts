@@ -26,15 +26,14 @@ export function classifyChannelClose(reason: string | undefined, code: number | 
   return { reason, code, exchange: named?.[1], ...(tooLarge && { maxMessageSize: Number(tooLarge[1]) }) };
 }
 
+/** Fail the publish (with why, and the broker's code), or send it again. */
+export type CloseOutcome = { action: 'fail'; reason: string; code?: number } | { action: 'resend' };
+
 /**
  * What a publish whose channel closed before its confirm does: it fails when the close names its own exchange, or its
  * `size` is over the broker's limit too (a re-send would be refused alike); else it is sent again (at least once).
  */
-export function publishOutcomeAfterClose(
-  close: ChannelClose,
-  exchange: string,
-  size = 0,
-): { action: 'fail'; reason: string; code?: number } | { action: 'resend' } {
+export function publishOutcomeAfterClose(close: ChannelClose, exchange: string, size = 0): CloseOutcome {
   const ownExchange = close.exchange !== undefined && close.exchange === exchange;
   const tooLarge = close.maxMessageSize !== undefined && size > close.maxMessageSize;
   if (ownExchange || tooLarge) {

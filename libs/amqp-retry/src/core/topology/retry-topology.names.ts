@@ -43,12 +43,9 @@ export interface RetryTopologyNames {
  * @example retryTopologyNames('orders').errorQueue // 'orders.error'
  */
 export function retryTopologyNames(queue: string, options: RetryTopologyNamesOptions = {}): RetryTopologyNames {
-  const config = resolveHandlerConfig(
-    { queue, delays: options.delays, backoff: options.backoff, maxAttempts: options.maxAttempts, errorQueue: options.errorQueue },
-    resolveModuleConfig({}, {}),
-    'retryTopologyNames',
-    (key) => `retryTopologyNames option "${key}"`,
-  );
+  const { delays, backoff, maxAttempts, errorQueue } = options;
+  const at = (key: string) => `retryTopologyNames option "${key}"`;
+  const config = resolveHandlerConfig({ queue, delays, backoff, maxAttempts, errorQueue }, resolveModuleConfig({}, {}), 'retryTopologyNames', at);
   const plan = planRetryTopology(config);
   const names = retryNames(config.queue);
   const tiers = tierQueues(config);
