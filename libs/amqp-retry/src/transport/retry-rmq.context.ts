@@ -51,8 +51,3 @@ export function markRequestContext(context: RetryRmqContext): RetryRmqContext {
   context.answersCaller = true;
   return context;
 }
-
-/** True for the context of a request handler (marked by RetryServer). */
-export function isRequestContext(context: unknown): boolean {
-  return context instanceof RetryRmqContext && context.answersCaller;
-}

@@ -1,7 +1,7 @@
 import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { BaseRpcExceptionFilter } from '@nestjs/microservices';
 import { throwError, type Observable } from 'rxjs';
-import { isRequestContext, RetryRmqContext } from './retry-rmq.context.js';
+import { RetryRmqContext } from './retry-rmq.context.js';
 
 /**
  * Hands an event handler's error to the transport as it was thrown. Nest's default RPC filter replaces any error that
@@ -25,7 +25,7 @@ export class RetryRpcExceptionFilter implements ExceptionFilter<unknown> {
     if (host.getType() !== 'rpc') return throwError(() => exception);
     const context: unknown = host.switchToRpc().getContext();
     if (!(context instanceof RetryRmqContext)) return undefined;
-    if (isRequestContext(context)) return this.nest.catch(exception, host) as Observable<never>; // a failed stream, as Nest answers
+    if (context.answersCaller) return this.nest.catch(exception, host) as Observable<never>; // a failed stream, as Nest answers
     return throwError(() => exception);
   }
 }
