@@ -108,6 +108,4 @@ export function readRateLimit(value: unknown, at: (key: string) => string): Rate
  * The bucket's size when none is given: the calls of RATE_TIMER_SLACK_MS, at least 1. A bucket of one caps the rate
  * at what a late Node timer delivers (about 700 calls a second, measured); this size lets a late timer catch up.
  */
-export function defaultBurst(calls: number, perMs: number): number {
-  return Math.min(calls, Math.max(1, Math.floor((calls * RATE_TIMER_SLACK_MS) / perMs)));
-}
+export const defaultBurst = (calls: number, perMs: number): number => Math.min(calls, Math.max(1, Math.floor((calls * RATE_TIMER_SLACK_MS) / perMs)));

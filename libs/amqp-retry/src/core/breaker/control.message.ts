@@ -12,9 +12,7 @@ const MAX_BODY = 4_096;
 export type ControlCommand = { command: 'pause'; queue: string; by: string; reason?: string } | { command: 'resume'; queue: string; by: string };
 
 /** Encodes a command as the CLI sends it. */
-export function encodeControl(command: ControlCommand): Buffer {
-  return Buffer.from(JSON.stringify(command));
-}
+export const encodeControl = (command: ControlCommand): Buffer => Buffer.from(JSON.stringify(command));
 
 /** Reads a control message, JSON `{ command: 'pause' | 'resume', queue, by, reason? }` keyed by `queue`, or a problem in words. */
 export function decodeControl(content: Buffer, routingKey: string): ControlCommand | { problem: string } {

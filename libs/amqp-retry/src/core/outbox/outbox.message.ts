@@ -130,6 +130,4 @@ export function storedProperties(value: unknown): Options.Publish {
   return typeof parsed === 'object' && parsed !== null ? (parsed as Options.Publish) : {};
 }
 
-function dropUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
-}
+const dropUndefined = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;

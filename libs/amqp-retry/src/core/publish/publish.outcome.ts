@@ -36,9 +36,7 @@ export type CloseOutcome = { action: 'fail'; reason: string; code?: number } | {
 export function publishOutcomeAfterClose(close: ChannelClose, exchange: string, size = 0): CloseOutcome {
   const ownExchange = close.exchange !== undefined && close.exchange === exchange;
   const tooLarge = close.maxMessageSize !== undefined && size > close.maxMessageSize;
-  if (ownExchange || tooLarge) {
-    return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
-  }
+  if (ownExchange || tooLarge) return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
   return { action: 'resend' };
 }
 
