@@ -139,13 +139,9 @@ export class RequestReplies {
         if (state.kind === 'gone') return warn('the caller is gone (its reply address no longer exists), so its reply is dropped');
         if (state.kind !== 'exists') return warn(`${state.reason}, so its reply is dropped`);
       }
+      const properties = { correlationId: request.correlationId, contentType: 'application/json', persistent: false, mandatory: route.mandatory };
       try {
-        await this.engine.publish('', request.replyTo, content, {
-          correlationId: request.correlationId,
-          contentType: 'application/json',
-          persistent: false,
-          mandatory: route.mandatory,
-        });
+        await this.engine.publish('', request.replyTo, content, properties);
       } catch (error) {
         warn(`${errorMessage(error)} (the caller may be gone)`);
       }
