@@ -3,9 +3,8 @@ import { startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { truncateUtf8 } from '../core/parking/parked-message.headers.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-import { replyRoute } from '../core/publish/reply-address.rules.js';
+import { replyRoute, type ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
-import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import type { InboundPacket, ReplyPacket } from './rpc.packet.js';
 
 type Request = Extract<InboundPacket, { kind: 'request' }>;

@@ -1,7 +1,6 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { readDuration, readFlag, readInteger, type DurationRange } from '../config/config.readers.js';
-import type { MessageKeyFn } from '../message/message-key.reader.js';
-import { messageIdKey } from '../message/message-key.reader.js';
+import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
 import type { OutboxAdapter } from './outbox.adapter.js';
 import type { InboxOptions, OutboxOptions } from './outbox.options.js';
