@@ -16,7 +16,7 @@ export interface OutboxReceipt {
   exchange: string;
   /** The routing key the relay publishes it with. */
   routingKey: string;
-  /** How long after the commit it is delivered, in ms (through the delay ladder); 0 for at once. */
+  /** How long after the row's insert it is delivered, in ms (through the delay ladder); 0 for at once. */
   delayMs: number;
   /** The AMQP properties the relay publishes it with: those given, with the defaults filled in (message id, persistent, content type). */
   properties: Readonly<Options.Publish>;

@@ -128,6 +128,29 @@ describe('the idempotency step', () => {
     expect(ends[1] - started).toBeGreaterThanOrEqual(200); // after the abandoned call, not at 40 ms
   });
 
+  it('renews the claim of a call past its time limit while it runs on, so that it does not lapse under the retry', async () => {
+    const store = new MemoryStore();
+    Object.defineProperty(store, 'now', { get: () => Date.now() }); // the store's clock is the real one here
+    let running = 0;
+    let overlapped = false;
+    const runsOn = async (_payload: unknown, ctx: RetryContext) => {
+      running++;
+      overlapped ||= running > 1;
+      await new Promise((resolve) => setTimeout(resolve, ctx.attempt === 1 ? 180 : 5));
+      running--;
+      return 'done';
+    };
+    // The claim lasts 60 ms unless renewed: without renewals after the timeout (100 ms), it lapses by 160 ms.
+    const invoke = idempotencyStep(
+      'orders',
+      { ...readIdempotency({ store }, (k) => k), claimTtlMs: 60 }, // shorter than the options allow, to keep the test short
+      logger,
+    )(withHandlerTimeout(runsOn, 100, 'orders'));
+    await expect(invoke('a', context('m-runs-on'))).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await expect(invoke('a', { ...context('m-runs-on'), attempt: 2 })).resolves.toBe('done');
+    expect(overlapped).toBe(false);
+  });
+
   it('a copy arriving while another runs waits, and is acknowledged once the first is recorded', async () => {
     const { calls, invoke, set } = setup();
     let finish!: () => void;

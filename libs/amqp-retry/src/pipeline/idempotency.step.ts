@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from './delivery.contracts.js';
-import { sleep, startInterval, withinTime } from '../core/time/duration.timer.js';
+import { sleep, startInterval, startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { IdempotencyConfig } from '../core/idempotency/idempotency.config.js';
 import type { ClaimResult, IdempotencyStore } from '../core/idempotency/idempotency.store.js';
@@ -58,14 +58,24 @@ export const idempotencyStep =
       try {
         result = await invoke(payload, context);
       } catch (error) {
-        renewal.cancel();
-        const release = () =>
-          bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
+        const release = () => {
+          renewal.cancel();
+          return bounded('release', key, () => store.release(key, token)).catch((releaseError: unknown) =>
             logger.warn(`"${queue}": ${errorMessage(releaseError)}; the retry waits until the claim expires (${claimTtlMs} ms)`),
           );
-        // A call past its time limit may run on: its claim stays until it ends (or expires), so no retry runs beside it.
-        if (isTimeout(error)) void error.callEnded.then(release);
-        else await release();
+        };
+        if (!isTimeout(error)) {
+          await release();
+          throw error;
+        }
+        // A call past its time limit may run on: its claim is renewed until it ends (one more timeout at most, as the
+        // key's next message waits) and released then, so that no retry runs beside it; past that bound it lapses.
+        const bound = startTimer(error.timeoutMs, () => renewal.cancel());
+        bound.unref();
+        void error.callEnded.then(() => {
+          bound.cancel();
+          return release();
+        });
         throw error;
       }
       renewal.cancel();

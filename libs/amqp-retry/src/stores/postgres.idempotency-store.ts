@@ -3,6 +3,7 @@ import { readDuration, TIME_LIMIT_RANGE } from '../core/config/config.readers.js
 import { type DurationTimer, startInterval } from '../core/time/duration.timer.js';
 import type { Duration } from '../core/time/duration.reader.js';
 import { DDL_LOCK_SQL } from '../core/sql/ddl.lock.js';
+import { indexName } from '../core/sql/sql-identifier.reader.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import { CLEANUP_BATCH } from '../core/outbox/outbox.sql.js';
@@ -87,7 +88,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
         token text,
         expires_at timestamptz NOT NULL
       )`,
-      `CREATE INDEX IF NOT EXISTS "${table}_expires_at_idx" ON ${this.table} (expires_at)`,
+      `CREATE INDEX IF NOT EXISTS "${indexName(table, 'expires_at_idx')}" ON ${this.table} (expires_at)`,
     ];
   }
 

@@ -39,7 +39,7 @@ export interface OutboxMessage {
   body: unknown;
   /** Its AMQP properties. */
   properties?: OutboxMessageProperties;
-  /** Deliver this long after the commit (through the delay ladder); default at once. */
+  /** Deliver this long after the row's insert (through the delay ladder); default at once. */
   delay?: Duration;
   /** Rows with the same key are sent one at a time, in commit order (transactions writing it wait for each other's commit). */
   orderKey?: string;
