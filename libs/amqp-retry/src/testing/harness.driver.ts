@@ -5,6 +5,16 @@ import type { VirtualClock } from './virtual.clock.js';
 /** How long (real time) the driver waits for work that no virtual timer stands for, before it says what is stuck. */
 const REAL_PATIENCE_MS = 5_000;
 
+/**
+ * How the driver watches for a handler that waits for something real: what the broker and the clock looked like when
+ * it last saw them move, since when (real time), and whether its patience ran out (it then stops waiting for this call).
+ */
+interface Stillness {
+  mark?: string;
+  since?: bigint;
+  spent?: boolean;
+}
+
 /** Moves the virtual clock for the harness: runs work (a start, a close) to its end, advances time, and settles. */
 export class HarnessDriver {
   constructor(
@@ -18,11 +28,17 @@ export class HarnessDriver {
     const finished = () => (done = true);
     work.then(finished, finished);
     const realStart = process.hrtime.bigint();
+    const still: Stillness = {};
     while (!done) {
       const ran = await this.clock.runUntil(this.clock.now);
       if (done) break;
       if (ran > 0) continue;
       const next = this.clock.next();
+      if (next && (next.broker || !this.waitsForReal(still))) {
+        await this.clock.runUntil(next.due);
+        continue;
+      }
+      if (this.waitsForReal(still) && (await this.waitReal(still))) continue;
       if (next) {
         await this.clock.runUntil(next.due);
         continue;
@@ -43,26 +59,52 @@ export class HarnessDriver {
   /** Runs until the broker has nothing under way (see RetryHarness.settle), at most `limitMs` of virtual time. */
   async settle(limitMs: number): Promise<void> {
     const until = this.clock.now + limitMs;
-    let stillSince: bigint | undefined;
+    const still: Stillness = {};
     for (;;) {
       await this.clock.runUntil(this.clock.now);
       if (!this.busy()) return;
       const next = this.clock.next();
-      if (next && next.due <= until) {
+      if (next && next.due <= until && (next.broker || !this.waitsForReal(still))) {
         await this.clock.runUntil(next.due);
-        stillSince = undefined;
         continue;
       }
-      if (next && this.clock.pending(true) > 0 && next.due > until) {
-        throw new Error(`harness: still busy after ${limitMs} ms of virtual time: ${this.describe()}`);
+      if (this.waitsForReal(still) && (await this.waitReal(still))) continue;
+      if (next && next.due <= until) {
+        await this.clock.runUntil(next.due);
+        continue;
       }
-      // Unacknowledged deliveries and no timer: a handler waits for something real (I/O of its own). Give it time.
-      stillSince ??= process.hrtime.bigint();
-      if (Number(process.hrtime.bigint() - stillSince) / 1e6 > REAL_PATIENCE_MS) {
-        throw new Error(`harness: nothing moved for ${REAL_PATIENCE_MS} ms of real time: ${this.describe()}`);
-      }
-      await realDelay(1);
+      if (next && this.clock.pending(true) > 0) throw new Error(`harness: still busy after ${limitMs} ms of virtual time: ${this.describe()}`);
+      // Unacknowledged deliveries or an awaited consumer, and no timer: the application waits for something real. Give it time.
+      if (!(await this.waitReal(still))) throw new Error(`harness: nothing moved for ${REAL_PATIENCE_MS} ms of real time: ${this.describe()}`);
     }
+  }
+
+  /**
+   * Whether a handler waits for something real (I/O of its own): deliveries are unacknowledged and no timer the
+   * application awaits is on the clock (only the library's unreferenced ones: a handler's timeout, a heartbeat). The
+   * clock then stands still, so that the handler sees real time pass, until something moves or the patience runs out.
+   */
+  private waitsForReal(still: Stillness): boolean {
+    return !still.spent && this.unacknowledged() > 0 && !this.clock.awaited();
+  }
+
+  /** Waits a real millisecond; false once nothing has moved for REAL_PATIENCE_MS (and for the rest of this call). */
+  private async waitReal(still: Stillness): Promise<boolean> {
+    const mark = `${this.clock.ran}/${this.unacknowledged()}/${this.clock.pending()}`;
+    const now = process.hrtime.bigint();
+    if (still.mark !== mark || still.since === undefined) Object.assign(still, { mark, since: now });
+    if (Number(now - (still.since ?? now)) / 1e6 > REAL_PATIENCE_MS) {
+      still.spent = true;
+      return false;
+    }
+    await realDelay(1);
+    return true;
+  }
+
+  private unacknowledged(): number {
+    let count = 0;
+    for (const queue of this.broker.queues.values()) count += queue.unackedCount;
+    return count;
   }
 
   /** Queues whose consumers a lost connection took: the application will consume them again. */

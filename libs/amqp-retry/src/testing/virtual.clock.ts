@@ -132,6 +132,19 @@ export class VirtualClock {
     return first;
   }
 
+  /**
+   * Whether a referenced application timer waits: something (a handler's own `setTimeout`) awaits the clock. The
+   * library's timers (a handler's timeout, a heartbeat, a reconnect's backoff) are unreferenced, as Node's `unref()`:
+   * they wait on the clock but nothing awaits them.
+   */
+  awaited(): boolean {
+    for (const task of this.tasks.values()) if (!task.broker && task.hasRef()) return true;
+    return false;
+  }
+
+  /** How many tasks have run: it changes whenever anything on the clock moves. */
+  ran = 0;
+
   /** How many tasks wait (the broker's own, or all). */
   pending(brokerOnly = false): number {
     let count = 0;
@@ -165,6 +178,7 @@ export class VirtualClock {
   runTask(task: Task): void {
     this.tasks.delete(task.id);
     if (task.cancelled) return;
+    this.ran++;
     if (task.due > this.now) this.now = task.due;
     if (task.every !== undefined) {
       task.due = this.now + Math.max(1, task.every);
