@@ -51,8 +51,26 @@ export class HarnessDriver {
     return work;
   }
 
+  /**
+   * Moves the clock by `ms`, running what falls due on the way in time order; a handler that waits for something real
+   * is waited for (see waitsForReal), before the application's timers run and before it returns.
+   */
   async advance(ms: number): Promise<void> {
-    await this.clock.runUntil(this.clock.now + Math.max(0, ms));
+    const until = this.clock.now + Math.max(0, ms);
+    const still: Stillness = {};
+    for (;;) {
+      await this.clock.runUntil(this.clock.now);
+      const next = this.clock.next();
+      const due = next !== undefined && next.due <= until;
+      if (due && (next.broker || !this.waitsForReal(still))) {
+        await this.clock.runUntil(next.due);
+        continue;
+      }
+      if (this.waitsForReal(still) && (await this.waitReal(still))) continue;
+      if (!due) break;
+      await this.clock.runUntil(next.due);
+    }
+    await this.clock.runUntil(until);
     await this.clock.runUntil(this.clock.now); // what the last timer made due now runs too: an advance ends with every consequence
   }
 

@@ -40,4 +40,12 @@ describe('the test harness and a handler that waits for real I/O', () => {
     expect(spent).toEqual([0]);
     expect(harness.elapsed).toBe(0);
   });
+
+  it('advance waits for it too, before any timer runs and before it returns: the attempt has ended', async () => {
+    const { messageId } = harness.publish('harness.db', 'row', { ms: 300 });
+    await harness.advance('1s');
+    expect(harness.attempts(messageId).map((a) => a.outcome)).toEqual(['handled']);
+    expect(spent).toEqual([0]);
+    expect(harness.elapsed).toBe(1_000);
+  });
 });

@@ -224,7 +224,11 @@ export class RetryHarness {
     return { messageId, queues };
   }
 
-  /** Moves the virtual clock forward by `duration` ('10s', '1h', or ms), running every timer and expiry due on the way. */
+  /**
+   * Moves the virtual clock forward by `duration` ('10s', '1h', or ms), running every timer and expiry due on the way.
+   * A handler that waits for real I/O of its own is waited for (up to 5 s of real time) before time moves on and
+   * before it returns.
+   */
   async advance(duration: Duration): Promise<void> {
     await this.driver.advance(ms(duration));
   }
