@@ -16,12 +16,13 @@ export function connectBroker(url: string, socketOptions?: Record<string, unknow
 }
 
 /**
- * Sets the stand-in every connection opens on from now on (undefined: amqplib again).
+ * Sets the stand-in every connection opens on from now on (undefined: amqplib again); with `only`, removes the
+ * stand-in only when it is that one (a caller takes back only what it set).
  * @internal The test harness's seam.
  */
-export function replaceBrokerConnect(connect: BrokerConnect | undefined): void {
+export function replaceBrokerConnect(connect: BrokerConnect | undefined, only?: BrokerConnect): void {
   if (connect) (globalThis as Holder)[CONNECTOR] = connect;
-  else delete (globalThis as Holder)[CONNECTOR];
+  else if (only === undefined || (globalThis as Holder)[CONNECTOR] === only) delete (globalThis as Holder)[CONNECTOR];
 }
 
 /**

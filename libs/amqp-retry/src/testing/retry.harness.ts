@@ -154,6 +154,8 @@ export class RetryHarness {
   private readonly driver: HarnessDriver;
   private app?: INestApplicationContext;
   private closed = false;
+  /** The stand-in for amqplib's connect this harness sets, and takes back on close. */
+  private readonly connectHook = (url: string) => this.connect(url);
 
   private constructor(
     private readonly clock: VirtualClock,
@@ -173,15 +175,16 @@ export class RetryHarness {
    * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder whose providers a
    * test overrides) on the in-memory broker. The virtual clock stands in for the global timers and `Date` until
    * `close()` (whether or not Jest's fake timers were on). One harness at a time per
-   * process (Jest runs each test file in its own).
+   * process (Jest runs each test file in its own): a start while another harness runs fails, naming `close()`.
    */
   static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
+    if (VirtualClock.installedOne()) throw new Error('a RetryHarness is already running in this process: await harness.close() first');
     const startAt = options.startAt instanceof Date ? options.startAt.getTime() : options.startAt;
     const clock = new VirtualClock(startAt ?? Date.now());
     const version = options.brokerVersion ?? '4.1.0';
     const harness = new RetryHarness(clock, new MemoryBroker(clock, deathRulesOf(version)), version);
     clock.install();
-    replaceBrokerConnect((url) => harness.connect(url));
+    replaceBrokerConnect(harness.connectHook);
     try {
       harness.app = await harness.driver.run(harness.boot(module, options), 'the application to start');
     } catch (error) {
@@ -311,7 +314,7 @@ export class RetryHarness {
       this.clock.autoRun = false;
       this.clock.clear();
       this.clock.uninstall();
-      replaceBrokerConnect(undefined);
+      replaceBrokerConnect(undefined, this.connectHook);
     }
   }
 

@@ -51,6 +51,13 @@ class Task {
 
 type TimerArg = Task | number | string | undefined | null;
 
+/**
+ * Marks the `setTimeout` an installed clock puts on the global object, naming that clock. The global timers are
+ * process state the clock owns while installed, so the mark on them says whether a clock runs in this process,
+ * without any state of this module's own (and across copies of the library).
+ */
+const INSTALLED = Symbol.for('nestjs-amqp-retry.virtual-clock');
+
 /** A property install() replaces: its object and its name. */
 type Property = [target: Record<string, unknown>, name: string];
 
@@ -188,6 +195,12 @@ export class VirtualClock {
     task.run();
   }
 
+  /** Whether a clock stands in for the global timers of this process now (one installed, not yet uninstalled). */
+  static installedOne(): boolean {
+    const current = (globalThis as unknown as Record<string, unknown>).setTimeout as { [INSTALLED]?: VirtualClock } | undefined;
+    return current?.[INSTALLED] !== undefined;
+  }
+
   /** Stands in for the global timers, Date and performance.now() until uninstall(). Idempotent. */
   install(): void {
     if (this.restore) return;
@@ -217,7 +230,8 @@ export class VirtualClock {
     };
     const define = (target: Record<string, unknown>, name: string, value: unknown) =>
       Object.defineProperty(target, name, { value, writable: true, configurable: true, enumerable: false });
-    define(g, 'setTimeout', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args));
+    const virtualSetTimeout = (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args);
+    define(g, 'setTimeout', Object.assign(virtualSetTimeout, { [INSTALLED]: this }));
     define(g, 'setInterval', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args, true));
     define(g, 'setImmediate', (fn: unknown, ...args: unknown[]) => timer(0, fn, args));
     for (const name of ['clearTimeout', 'clearInterval', 'clearImmediate']) define(g, name, clearOf(name));
@@ -226,8 +240,11 @@ export class VirtualClock {
     define(g, 'queueMicrotask', (fn: () => void) => void Promise.resolve().then(fn));
     define(proc, 'nextTick', realNextTick);
     for (const perf of perfs) define(perf, 'now', () => this.perfBase + (this.now - this.started));
+    const installed = replaced.map(([target, name]) => target[name]);
+    // Only what is still this clock's goes back: what another stood in for since is left to it.
     this.restore = () => {
-      for (const [target, name, descriptor] of saved) {
+      for (const [i, [target, name, descriptor]] of saved.entries()) {
+        if (target[name] !== installed[i]) continue;
         if (descriptor) Object.defineProperty(target, name, descriptor);
         else delete target[name];
       }
