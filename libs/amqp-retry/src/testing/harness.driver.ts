@@ -91,7 +91,7 @@ export class HarnessDriver {
         await this.clock.runUntil(next.due);
         continue;
       }
-      if (next && this.clock.pending(true) > 0) throw new Error(`harness: still busy after ${limitMs} ms of virtual time: ${this.describe()}`);
+      if (next) throw new Error(`harness: still busy after ${limitMs} ms of virtual time: ${this.describe()}`);
       // Unacknowledged deliveries or an awaited consumer, and no timer: the application waits for something real. Give it time.
       if (!(await this.waitReal(still))) throw new Error(`harness: nothing moved for ${REAL_PATIENCE_MS} ms of real time: ${this.describe()}`);
     }
@@ -150,10 +150,17 @@ export class HarnessDriver {
     return false;
   }
 
+  /** What is under way: the busy queues, the queues whose consumers are awaited, the application's timers. */
   private describe(): string {
     const queues = [...this.broker.queues.values()]
       .filter((q) => q.unackedCount > 0 || (q.ready.length > 0 && (q.consumers.length > 0 || q.ready.some((e) => e.expiresAt !== undefined))))
       .map((q) => `${q.name} (${q.ready.length} ready, ${q.unackedCount} unacknowledged)`);
-    return queues.length > 0 ? queues.join(', ') : `${this.clock.pending()} timers`;
+    const awaited = [...this.awaitedConsumers].map((name) => `${name} (waiting for the application to consume it again)`);
+    const timers = this.clock.pending() - this.clock.pending(true);
+    const next = this.clock.next(false);
+    const pending = next ? [`${timers} application timer${timers === 1 ? '' : 's'} (the next due in ${next.due - this.clock.now} ms)`] : [];
+    const brokerTasks = this.clock.pending(true);
+    const parts = [...queues, ...awaited, ...pending, ...(brokerTasks > 0 ? [`${brokerTasks} broker tasks`] : [])];
+    return parts.length > 0 ? parts.join(', ') : 'nothing';
   }
 }

@@ -130,10 +130,11 @@ export class VirtualClock {
     this.tasks.set(task.id, task);
   }
 
-  /** The earliest task, or undefined when none waits. */
-  next(): Task | undefined {
+  /** The earliest task (of the broker's own, or of the application's, when `broker` says which), or undefined when none waits. */
+  next(broker?: boolean): Task | undefined {
     let first: Task | undefined;
     for (const task of this.tasks.values()) {
+      if (broker !== undefined && task.broker !== broker) continue;
       if (!first || task.due < first.due || (task.due === first.due && task.seq < first.seq)) first = task;
     }
     return first;
