@@ -32,7 +32,10 @@ export class HarnessFailures {
     private readonly beforeLoss: () => void,
   ) {}
 
-  /** The next `count` publishes that match are refused: their confirm is a nack (`message nacked` in amqplib). */
+  /**
+   * The next `count` publishes that match are refused: their confirm is a nack (`message nacked` in amqplib), and the
+   * broker routes them nowhere (no queue takes them). A predicate sees the publish before routing (`queues` empty).
+   */
   refuseConfirms(count = 1, matcher?: PublishMatcher): void {
     this.refusals.push({ left: count, matcher });
   }

@@ -219,10 +219,8 @@ export class MemoryChannel extends EventEmitter {
       return this.failLater(preconditionFailed(`invalid expiration '${properties.expiration}'`), callback);
     }
     const message = publishedMessage(exchange, routingKey, Buffer.from(content), properties);
-    let queues: string[];
-    let refused: boolean;
     try {
-      ({ queues, refused } = this.broker.publish(exchange, message));
+      this.broker.checkExchange(exchange);
     } catch (error) {
       if (error instanceof BrokerError) return this.failLater(error, callback);
       throw error;
@@ -233,12 +231,17 @@ export class MemoryChannel extends EventEmitter {
       content: Buffer.from(content),
       properties,
       at: this.broker.clock.now,
-      queues,
+      queues: [],
       mandatory: options.mandatory ?? false,
-      returned: queues.length === 0 && (options.mandatory ?? false),
+      returned: false,
       ...(this.confirm ? { confirmed: undefined } : {}),
     };
-    const nack = this.host.published(record) || refused;
+    // An injected refusal is the broker not taking the message: nacked, and routed nowhere.
+    const injected = this.host.published(record);
+    const { queues, refused } = injected ? { queues: [], refused: true } : this.broker.publish(exchange, message);
+    record.queues = queues;
+    record.returned = !injected && queues.length === 0 && record.mandatory;
+    const nack = refused;
     if (record.returned || this.confirm) {
       const confirm = callback ?? (() => undefined);
       if (this.confirm) this.confirms.add(confirm);
