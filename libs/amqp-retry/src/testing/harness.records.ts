@@ -3,8 +3,11 @@ import type { ParkReason } from '../core/delivery/delivery.decision.js';
 import type { DeliveryEvent, DeliveryFailedEvent, MessageParkedEvent, RetryObserver } from '../core/observe/retry.observer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 
-/** What became of one delivery to a handler. */
-export type AttemptOutcome = 'handled' | 'retried' | 'parked' | 'failed' | 'running';
+/**
+ * What became of one delivery to a handler: `interrupted` when its channel closed (a lost connection) before the
+ * handler answered, the message going back to its queue for a redelivery.
+ */
+export type AttemptOutcome = 'handled' | 'retried' | 'parked' | 'failed' | 'running' | 'interrupted';
 
 /** One delivery of a message to its handler (or, for a message parked unread, the delivery that parked it). */
 export interface HarnessAttempt {
@@ -20,7 +23,7 @@ export interface HarnessAttempt {
   at: number;
   /** The retry tier it waited in before this attempt (1 for the first tier); undefined for the first attempt. */
   tier?: number;
-  /** What came of it (`running` while the handler runs). */
+  /** What came of it (`running` while the handler runs, `interrupted` when its channel closed first). */
   outcome: AttemptOutcome;
   /** The error's message, when the handler failed or the message was parked. */
   error?: string;
@@ -113,6 +116,12 @@ export class HarnessRecorder implements RetryObserver {
     if (event.retryDelayMs !== undefined) attempt.retryDelayMs = event.retryDelayMs;
   }
 
+  /** The channel of a delivery closed before it was acknowledged: its attempt ends, interrupted; the handler's answer, if any comes, changes nothing. */
+  interrupted(message: ConsumeMessage): void {
+    const attempt = this.take(message);
+    if (attempt) attempt.outcome = 'interrupted';
+  }
+
   parked(event: MessageParkedEvent): void {
     this.errorQueues.set(event.queue, event.errorQueue);
     const list = this.listOf(event.message);
@@ -130,14 +139,17 @@ export class HarnessRecorder implements RetryObserver {
   /** A new attempt of the event's message, after its earlier ones (its `tier`: where the one before it went). */
   private record(event: DeliveryEvent | MessageParkedEvent, attempt: number, outcome: AttemptOutcome): HarnessAttempt {
     const list = this.listOf(event.message);
-    const before = list.filter((a) => a.queue === event.queue).at(-1);
+    const earlier = list.filter((a) => a.queue === event.queue);
+    // A redelivery (after a lost connection) waited where its interrupted first try did; an attempt after a failure, where that failure sent it.
+    const again = earlier.filter((a) => a.attempt === attempt && attempt > 0 && a.outcome !== 'running').at(-1);
+    const tier = again ? again.tier : earlier.at(-1)?.retryTier;
     const entry: HarnessAttempt = {
       ...idOf(event.message),
       queue: event.queue,
       ...(event.pattern !== undefined ? { pattern: event.pattern } : {}),
       attempt,
       at: this.elapsed(),
-      ...(before?.retryTier !== undefined ? { tier: before.retryTier } : {}),
+      ...(tier !== undefined ? { tier } : {}),
       outcome,
       headers: { ...event.message.properties.headers },
       redelivered: event.message.fields.redelivered,

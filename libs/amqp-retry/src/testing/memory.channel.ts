@@ -16,6 +16,8 @@ export interface ChannelHost {
   forget(channel: MemoryChannel): void;
   /** Told of every publish, for the harness's records; returns a refusal to inject (the confirm is then a nack). */
   published(record: PublishRecord): boolean;
+  /** Told of a delivery the channel closed on, unacknowledged: its handler's attempt ended without an answer. */
+  interrupted(message: ConsumeMessage): void;
 }
 
 /** One publish as the harness records it. */
@@ -44,6 +46,8 @@ interface Unacked {
   queue: string;
   entry: Enqueued;
   consumer?: QueueConsumer;
+  /** The delivery as a consumer got it. */
+  delivered?: ConsumeMessage;
 }
 
 type Confirm = (error: Error | null) => void;
@@ -176,9 +180,10 @@ export class MemoryChannel extends EventEmitter {
         unacked: 0,
         deliver: (entry) => {
           const deliveryTag = this.nextTag++;
-          if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, entry, consumer });
+          const delivered = consumeMessage(entry, deliveryTag, consumerTag, quorum, this.broker.rules);
+          if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, entry, consumer, delivered });
           try {
-            onMessage(consumeMessage(entry, deliveryTag, consumerTag, quorum, this.broker.rules));
+            onMessage(delivered);
           } catch (error) {
             this.emit('handler-error', error, 'delivery');
           }
@@ -331,7 +336,12 @@ export class MemoryChannel extends EventEmitter {
     if (!this.open) return;
     this.open = false;
     for (const tag of [...this.consumers.keys()]) this.dropConsumer(tag);
-    for (const tag of [...this.unacked.keys()].sort((a, b) => a - b)) this.release(tag, (u) => this.broker.requeue(u.queue, u.entry));
+    for (const tag of [...this.unacked.keys()].sort((a, b) => a - b)) {
+      this.release(tag, (u) => {
+        this.broker.requeue(u.queue, u.entry);
+        if (u.delivered) this.host.interrupted(u.delivered);
+      });
+    }
     const closed = new Error('channel closed');
     for (const confirm of [...this.confirms]) confirm(closed);
     this.confirms.clear();

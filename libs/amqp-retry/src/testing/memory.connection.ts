@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { ConsumeMessage } from 'amqplib';
 import type { BrokerError } from './broker.error.js';
 import { MemoryChannel, type ChannelHost, type PublishRecord } from './memory.channel.js';
 import type { MemoryBroker } from './memory.broker.js';
@@ -28,6 +29,8 @@ export class MemoryConnection extends EventEmitter implements ChannelHost {
     /** ChannelHost.published: the harness's records and injected refusals. */
     readonly published: (record: PublishRecord) => boolean,
     version: string,
+    /** ChannelHost.interrupted: the harness's records. */
+    readonly interrupted: (message: ConsumeMessage) => void = () => undefined,
   ) {
     super();
     this.id = broker.next('connection');

@@ -361,7 +361,7 @@ export class RetryHarness {
       if (!bookkeeping(record)) this.publishes.push(Object.assign(record, { body: readBody(record.content), by: 'application' as const }));
       return refused;
     };
-    const connection = new MemoryConnection(this.broker, published, this.brokerVersion);
+    const connection = new MemoryConnection(this.broker, published, this.brokerVersion, (message) => this.recorder.interrupted(message));
     this.connections.push(connection);
     await Promise.resolve();
     return connection as unknown as ChannelModel;
