@@ -1,4 +1,4 @@
-import { deathRulesOf, deliveredHeaders, type BrokerMessage } from './dead-letter.rules.js';
+import { deathRulesOf, deliveredHeaders, type BrokerMessage, type DeathRules } from './dead-letter.rules.js';
 import { topicMatches } from '../core/topology/topic-pattern.match.js';
 import { headersMatch } from './exchange.routing.js';
 import { MemoryBroker } from './memory.broker.js';
@@ -159,6 +159,28 @@ describe('the in-memory broker: expiry and dead-lettering', () => {
     broker.requeue('qq', q.ready.shift()!);
     expect(q.ready).toHaveLength(0);
     expect(broker.queues.get('wait')!.ready[0].message.deaths[0]).toMatchObject({ queue: 'qq', reason: 'delivery_limit' });
+  });
+});
+
+describe("a quorum queue's default delivery limit", () => {
+  const redeliveries = (rules: DeathRules, times: number) => {
+    const clock = new VirtualClock(0);
+    const broker = new MemoryBroker(clock, rules);
+    const declaration = { durable: true, exclusive: false, autoDelete: false };
+    broker.assertQueue('qq', { ...declaration, arguments: { 'x-queue-type': 'quorum' } }, 1);
+    const q = broker.queues.get('qq')!;
+    broker.enqueue(q, message('k'));
+    for (let i = 0; i < times && q.ready.length > 0; i++) broker.requeue('qq', q.ready.shift()!);
+    return q.ready;
+  };
+
+  it('is 20 with the rules of 4.x: the 21st redelivery dead-letters the message', () => {
+    expect(redeliveries('current', 20)).toHaveLength(1);
+    expect(redeliveries('current', 21)).toHaveLength(0);
+  });
+
+  it('is none with the rules of 3.10: a message given back 100 times is still there', () => {
+    expect(redeliveries('legacy', 100)).toEqual([expect.objectContaining({ deliveryCount: 100 })]);
   });
 });
 

@@ -212,7 +212,7 @@ export class MemoryBroker {
     entry.redelivered = true;
     if (queue.type === 'quorum') {
       entry.deliveryCount++;
-      const limit = queue.deliveryLimit;
+      const limit = queue.deliveryLimit(this.rules);
       if (limit !== undefined && limit >= 0 && entry.deliveryCount > limit) return this.deadLetter(queue, entry, 'delivery_limit');
     }
     queue.insert(entry);

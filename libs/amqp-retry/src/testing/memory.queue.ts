@@ -1,4 +1,4 @@
-import type { BrokerMessage } from './dead-letter.rules.js';
+import type { BrokerMessage, DeathRules } from './dead-letter.rules.js';
 
 /** A message waiting in a queue. */
 export interface Enqueued {
@@ -72,9 +72,13 @@ export class MemoryQueue {
     return String(this.args['x-overflow'] ?? 'drop-head');
   }
 
-  get deliveryLimit(): number | undefined {
+  /**
+   * A quorum queue's delivery limit under `rules`: its `x-delivery-limit`, else 20 with the rules of 3.13 and later
+   * (RabbitMQ 4.0 set that default; 3.13, which had none, is not told apart), else none (3.10: no limit unless set).
+   */
+  deliveryLimit(rules: DeathRules): number | undefined {
     if (this.type !== 'quorum') return undefined;
-    return numberArgument(this.args['x-delivery-limit']) ?? 20; // RabbitMQ 4.0+: 20 unless set
+    return numberArgument(this.args['x-delivery-limit']) ?? (rules === 'current' ? 20 : undefined);
   }
 
   get singleActiveConsumer(): boolean {
