@@ -61,6 +61,10 @@ export class MemoryChannel extends EventEmitter {
   /** The queue each consumer tag of this channel consumes. */
   private readonly consumers = new Map<string, string>();
   private readonly confirms = new Set<Confirm>();
+  /** Whether a confirm since the last waitForConfirms was a nack: the next wait rejects. */
+  private nackedSinceWait = false;
+  /** Whether the channel closed with publishes unconfirmed: every later waitForConfirms rejects, as amqplib's. */
+  private closedWithUnconfirmed = false;
   private replyAddress?: string;
 
   constructor(
@@ -256,6 +260,7 @@ export class MemoryChannel extends EventEmitter {
         if (!this.confirm) return;
         this.confirms.delete(confirm);
         record.confirmed = !nack;
+        if (nack) this.nackedSinceWait = true;
         confirm(nack ? new Error('message nacked') : null);
       };
       this.broker.clock.schedule(0, answer, { broker: true });
@@ -263,8 +268,14 @@ export class MemoryChannel extends EventEmitter {
     return true;
   }
 
+  /** Resolves once every publish so far is confirmed; rejects when one since the last wait was nacked, or the channel closed with publishes unconfirmed. */
   async waitForConfirms(): Promise<void> {
     while (this.confirms.size > 0) await new Promise<void>((resolve) => this.broker.clock.schedule(0, resolve, { broker: true }));
+    if (this.closedWithUnconfirmed) throw new Error('channel closed');
+    if (this.nackedSinceWait) {
+      this.nackedSinceWait = false;
+      throw new Error('message nacked');
+    }
   }
 
   ack(message: Message, allUpTo = false): void {
@@ -343,6 +354,7 @@ export class MemoryChannel extends EventEmitter {
       });
     }
     const closed = new Error('channel closed');
+    this.closedWithUnconfirmed = this.confirms.size > 0;
     for (const confirm of [...this.confirms]) confirm(closed);
     this.confirms.clear();
     this.host.forget(this);
