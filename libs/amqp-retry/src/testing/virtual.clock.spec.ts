@@ -73,3 +73,49 @@ describe('the virtual clock’s timers', () => {
     expect(fired).toBe(0);
   });
 });
+
+describe('the virtual clock’s Date', () => {
+  it('lets a subclass of Date make instances of its own, reading the virtual time', async () => {
+    const clock = new VirtualClock(86_400_000);
+    const made = await installed(clock, async () => {
+      class Day extends Date {
+        label(): string {
+          return this.toISOString().slice(0, 10);
+        }
+      }
+      const day = new Day();
+      const given = new Day(0);
+      return { isDay: day instanceof Day, isDate: day instanceof Date, label: day.label(), given: given.getTime(), now: Day.now() };
+    });
+    expect(made).toEqual({ isDay: true, isDate: true, label: '1970-01-02', given: 0, now: 86_400_000 });
+  });
+});
+
+describe('the virtual clock’s timer delays, read as Node reads them', () => {
+  /** When (virtual ms) a timer of `delay` fires, or undefined when not within 10 ms. */
+  async function firesAt(delay: unknown): Promise<number | undefined> {
+    const clock = new VirtualClock(0);
+    let at: number | undefined;
+    await installed(clock, async () => {
+      setTimeout(() => (at = clock.elapsed), delay as number);
+      await clock.runUntil(10);
+    });
+    return at;
+  }
+
+  it('truncates a fractional delay to whole milliseconds', async () => {
+    expect(await firesAt(2.7)).toBe(2);
+  });
+
+  it('fires a delay below 1 ms or above 2^31 - 1 ms after 1 ms, as Node does', async () => {
+    expect(await firesAt(0.5)).toBe(1);
+    expect(await firesAt(2 ** 31)).toBe(1);
+    expect(await firesAt(Number.MAX_SAFE_INTEGER)).toBe(1);
+  });
+
+  it('runs a zero, absent or negative delay at once', async () => {
+    expect(await firesAt(0)).toBe(0);
+    expect(await firesAt(undefined)).toBe(0);
+    expect(await firesAt(-5)).toBe(0);
+  });
+});

@@ -214,8 +214,7 @@ export class VirtualClock {
     const RealDate = (Object.getOwnPropertyDescriptor(g, 'Date')?.value as DateConstructor | undefined) ?? Date;
     const timer = (delay: unknown, fn: unknown, args: unknown[], repeat = false) => {
       if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
-      const ms = Number(delay);
-      const wait = Number.isFinite(ms) && ms > 0 ? ms : 0; // Node waits at least 1 ms; here no time passes by itself
+      const wait = timerDelay(delay);
       const run = () => (fn as (...a: unknown[]) => void)(...args);
       return this.schedule(wait, run, repeat ? { every: Math.max(1, wait) } : {});
     };
@@ -265,11 +264,28 @@ export class VirtualClock {
   }
 }
 
-/** A `Date` whose `now()` and `new Date()` read the virtual clock; with arguments, the real one's. */
+/** The longest delay a Node timer takes (2^31 - 1 ms); a longer one fires after 1 ms. */
+const TIMEOUT_MAX = 2 ** 31 - 1;
+
+/**
+ * A timer's delay as Node reads it: truncated to whole milliseconds, and 1 when below 1 or above TIMEOUT_MAX. A zero,
+ * absent or negative delay (not a number) is a zero-delay timer, which here runs at once by itself: Node's 1 ms is a
+ * turn of its event loop, which takes no virtual time.
+ */
+function timerDelay(delay: unknown): number {
+  const ms = Number(delay);
+  if (!(ms > 0)) return 0;
+  return ms < 1 || ms > TIMEOUT_MAX ? 1 : Math.trunc(ms);
+}
+
+/**
+ * A `Date` whose `now()` and `new Date()` read the virtual clock; with arguments, the real one's. Constructed through
+ * `Reflect.construct` with `new.target`, so that a subclass (`class Day extends Date`) gets instances of its own.
+ */
 function virtualDate(clock: VirtualClock, RealDate: DateConstructor): DateConstructor {
   function VirtualDate(this: unknown, ...args: unknown[]): Date | string {
     if (!new.target) return new RealDate(clock.now).toString();
-    return args.length === 0 ? new RealDate(clock.now) : new (RealDate as unknown as new (...a: unknown[]) => Date)(...args);
+    return Reflect.construct(RealDate, args.length === 0 ? [clock.now] : args, new.target) as Date;
   }
   VirtualDate.prototype = RealDate.prototype;
   VirtualDate.now = () => clock.now;
