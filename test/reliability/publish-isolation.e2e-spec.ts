@@ -1,6 +1,7 @@
 import { PublishError, RetryPublisher, type RetryObserver } from 'nestjs-amqp-retry';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, uniqueName } from '../support/broker.js';
+import { ctl } from '../support/broker-control.js';
 import { useSuite } from '../support/suite.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
@@ -90,6 +91,41 @@ describe('a failed publish fails alone', () => {
     const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
     expect(rejected.map((r) => r.n)).toEqual([50]);
     expect(rejected[0].reason.brokerCode).toBe(403);
+    expect(ids(await suite.broker.take(suite.queue, 100)).size).toBe(100);
+  });
+
+  it('rejects only the publishes to an internal exchange (403); the 300 beside them resolve and arrive', async () => {
+    const internal = uniqueName('e2e.isolate.internal');
+    suite.extraExchanges.push(internal);
+    await suite.broker.channel.assertExchange(internal, 'fanout', { durable: true, internal: true });
+    suite.app = await startApp([], TEST_OPTIONS);
+    const publisher = suite.app.get(RetryPublisher);
+    const doomed = new Set([0, 50, 100, 150, 200, 250]);
+    const results = await Promise.allSettled(
+      Array.from({ length: 306 }, (_, n) =>
+        doomed.has(n) ? publisher.publish(internal, 'k', { n }) : publisher.publish(suite.exchange, 'k', { n }),
+      ),
+    );
+    const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
+    expect(rejected.map((r) => r.n)).toEqual([...doomed]);
+    expect(rejected.map((r) => r.reason.brokerCode)).toEqual([403, 403, 403, 403, 403, 403]);
+    expect(ids(await suite.broker.take(suite.queue, 300)).size).toBe(300);
+  });
+
+  it('rejects only the publish to a routing key a topic permission refuses; the same exchange takes other keys', async () => {
+    // Topic permissions apply to topic exchanges only.
+    const topics = uniqueName('e2e.isolate.topics');
+    suite.extraExchanges.push(topics);
+    await suite.broker.channel.assertExchange(topics, 'topic', { durable: true });
+    await suite.broker.channel.bindQueue(suite.queue, topics, '#');
+    const user = await suite.user('/', ['.*', '.*', '.*']);
+    await ctl('set_topic_permissions', '-p', '/', user.name, topics, '^(?!secret$).*', '.*');
+    const url = AMQP_URL.replace('guest:guest', `${user.name}:${user.password}`);
+    suite.app = await startApp([], { ...TEST_OPTIONS, url });
+    const publisher = suite.app.get(RetryPublisher);
+    const results = await Promise.allSettled(Array.from({ length: 101 }, (_, n) => publisher.publish(topics, n === 50 ? 'secret' : 'k', { n })));
+    const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
+    expect(rejected.map((r) => [r.n, r.reason.brokerCode])).toEqual([[50, 403]]);
     expect(ids(await suite.broker.take(suite.queue, 100)).size).toBe(100);
   });
 

@@ -181,7 +181,7 @@ export class ConfirmPublisher {
         return publish.failWith(this.unconfirmedReason());
       case 'closed': {
         const close = classifyChannelClose(outcome.reason, outcome.code);
-        const verdict = publishOutcomeAfterClose(close, exchange, publish.content.length);
+        const verdict = publishOutcomeAfterClose(close, exchange, publish.content.length, routingKey);
         if (verdict.action === 'fail') return publish.reject(new PublishError(exchange, routingKey, verdict.reason, verdict.code));
         publish.lastClose = `the channel closed before the broker confirmed it (${outcome.reason ?? 'connection lost'})`;
         // Given up without the close's code: it was about another publish (or none), and a 404 or 403 here would make

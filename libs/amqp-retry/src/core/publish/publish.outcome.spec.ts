@@ -15,10 +15,36 @@ describe('classifyChannelClose', () => {
     expect(classifyChannelClose(reason, 403).exchange).toBe("it's.mine");
   });
 
+  it('names the internal exchange a publish went to, and the default exchange as ""', () => {
+    expect(classifyChannelClose("ACCESS_REFUSED - cannot publish to internal exchange 'orders.int' in vhost '/'", 403).exchange).toBe('orders.int');
+    const defaultExchange = "ACCESS_REFUSED - access to exchange 'amq.default' in vhost '/' refused for user 'app'";
+    expect(classifyChannelClose(defaultExchange, 403).exchange).toBe('');
+  });
+
+  it("names the exchange and routing key of a topic permission's refusal", () => {
+    const reason = "ACCESS_REFUSED - write access to topic 'eu.order's' in exchange 'shop' in vhost '/' refused for user 'app'";
+    expect(classifyChannelClose(reason, 403)).toMatchObject({ exchange: 'shop', routingKey: "eu.order's" });
+  });
+
   it('names no exchange for a lost connection or another error', () => {
     expect(classifyChannelClose(undefined, undefined).exchange).toBeUndefined();
     expect(classifyChannelClose('PRECONDITION_FAILED - invalid expiration', 406).exchange).toBeUndefined();
     expect(classifyChannelClose("NOT_FOUND - no queue 'q' in vhost '/'", 404).exchange).toBeUndefined();
+  });
+});
+
+describe('publishOutcomeAfterClose on refusals that name more than an exchange', () => {
+  it('fails only the publish to the refused topic; other keys on that exchange, and other exchanges, are sent again', () => {
+    const topic = classifyChannelClose("ACCESS_REFUSED - write access to topic 'eu.x' in exchange 'shop' in vhost '/' refused for user 'a'", 403);
+    expect(publishOutcomeAfterClose(topic, 'shop', 0, 'eu.x')).toMatchObject({ action: 'fail', code: 403 });
+    expect(publishOutcomeAfterClose(topic, 'shop', 0, 'us.x')).toEqual({ action: 'resend' });
+    expect(publishOutcomeAfterClose(topic, 'other', 0, 'eu.x')).toEqual({ action: 'resend' });
+  });
+
+  it('fails a publish to the default exchange refused as amq.default, and sends the others again', () => {
+    const close = classifyChannelClose("ACCESS_REFUSED - access to exchange 'amq.default' in vhost '/' refused for user 'a'", 403);
+    expect(publishOutcomeAfterClose(close, '', 0, 'orders')).toMatchObject({ action: 'fail', code: 403 });
+    expect(publishOutcomeAfterClose(close, 'shop', 0, 'orders')).toEqual({ action: 'resend' });
   });
 });
 

@@ -10,31 +10,54 @@ export interface PublishFailure {
 export interface ChannelClose {
   reason?: string;
   code?: number;
-  /** The exchange the broker refused (404 no such exchange, 403 access refused), when the reason names one. */
+  /**
+   * The exchange the broker refused (404 no such exchange; 403 access refused, an internal exchange, or a topic
+   * permission), when the reason names one; '' for the default exchange, which RabbitMQ names 'amq.default'.
+   */
   exchange?: string;
+  /** With a topic permission's refusal: the routing key refused on `exchange` (other keys may be allowed). */
+  routingKey?: string;
   /** The broker's max_message_size, when it closed the channel over a larger message (406 "message size N is larger..."). */
   maxMessageSize?: number;
 }
 
+/** A quoted name in a broker's reason, up to the quote before `next` (a name may hold quotes itself). */
+const quoted = (next: string) => `'((?:[^']|'(?! ${next}))*)'`;
+const NAMED_EXCHANGE = new RegExp(`(?:no exchange|access to exchange|cannot publish to internal exchange) ${quoted('in vhost')} in vhost`);
+const TOPIC_REFUSED = new RegExp(`access to topic ${quoted('in exchange')} in exchange ${quoted('in vhost')} in vhost`);
+
 /**
- * Reads a channel-close reason: RabbitMQ names the exchange of a publish to a missing or forbidden one (`NOT_FOUND - no
- * exchange 'x' in vhost '/'`, `ACCESS_REFUSED - access to exchange 'x' in vhost '/' refused for user 'u'`).
+ * Reads a channel-close reason: RabbitMQ names the exchange of a publish to a missing, forbidden or internal one
+ * (`NOT_FOUND - no exchange 'x' in vhost '/'`, `ACCESS_REFUSED - access to exchange 'x' in vhost '/' refused for user
+ * 'u'`, `ACCESS_REFUSED - cannot publish to internal exchange 'x' in vhost '/'`), and the routing key and exchange of a
+ * topic permission's refusal (`ACCESS_REFUSED - write access to topic 'k' in exchange 'x' in vhost '/' refused ...`).
  */
 export function classifyChannelClose(reason: string | undefined, code: number | undefined): ChannelClose {
-  const named = reason?.match(/(?:no exchange|access to exchange) '((?:[^']|'(?! in vhost))*)' in vhost/);
+  const topic = reason?.match(TOPIC_REFUSED);
+  const exchange = topic?.[2] ?? reason?.match(NAMED_EXCHANGE)?.[1];
   const tooLarge = reason?.match(/message size \d+ is larger than (?:configured )?max size (\d+)/);
-  return { reason, code, exchange: named?.[1], ...(tooLarge && { maxMessageSize: Number(tooLarge[1]) }) };
+  return {
+    reason,
+    code,
+    exchange: exchange === 'amq.default' ? '' : exchange,
+    ...(topic && { routingKey: topic[1] }),
+    ...(tooLarge && { maxMessageSize: Number(tooLarge[1]) }),
+  };
 }
 
 /** Fail the publish (with why, and the broker's code), or send it again. */
 export type CloseOutcome = { action: 'fail'; reason: string; code?: number } | { action: 'resend' };
 
 /**
- * What a publish whose channel closed before its confirm does: it fails when the close names its own exchange, or its
- * `size` is over the broker's limit too (a re-send would be refused alike); else it is sent again (at least once).
+ * What a publish whose channel closed before its confirm does: it fails when the close names its own exchange (and,
+ * for a topic permission, its routing key), or its `size` is over the broker's limit too (a re-send would be refused
+ * alike); else it is sent again (at least once).
  */
-export function publishOutcomeAfterClose(close: ChannelClose, exchange: string, size = 0): CloseOutcome {
-  const ownExchange = close.exchange !== undefined && close.exchange === exchange;
+export function publishOutcomeAfterClose(close: ChannelClose, exchange: string, size = 0, routingKey?: string): CloseOutcome {
+  const ownExchange =
+    close.exchange !== undefined &&
+    close.exchange === (exchange === 'amq.default' ? '' : exchange) &&
+    (close.routingKey === undefined || close.routingKey === routingKey);
   const tooLarge = close.maxMessageSize !== undefined && size > close.maxMessageSize;
   if (ownExchange || tooLarge) return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
   return { action: 'resend' };
