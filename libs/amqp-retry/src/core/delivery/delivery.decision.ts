@@ -59,16 +59,22 @@ export type BeforeHandling =
 export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling {
   const { message, queue, maxAttempts } = input;
   const headers = headersOf(message.properties);
-  // First, before anything that could nack: a forged history must never be dead-lettered again (see readDeathHistory).
-  const history = readDeathHistory(headers[BrokerHeader.death]);
-  if (!history.ok) {
-    const error = new Error(
-      `the x-death header is malformed: ${history.problem}. Only the broker writes it, so the attempt number is unknown; the message is parked so that it is never dead-lettered again (find what publishes it with that header)`,
-    );
-    return { action: 'park', reason: 'malformed', error, handlerCalls: 0, deaths: [] };
+  const header = headers[BrokerHeader.death];
+  let deaths: XDeath[] = [];
+  let attempt = 1;
+  // A message that never died (the usual first delivery) has no history to read, and was moved into no tier.
+  if (header !== undefined) {
+    // First, before anything that could nack: a forged history must never be dead-lettered again (see readDeathHistory).
+    const history = readDeathHistory(header);
+    if (!history.ok) {
+      const error = new Error(
+        `the x-death header is malformed: ${history.problem}. Only the broker writes it, so the attempt number is unknown; the message is parked so that it is never dead-lettered again (find what publishes it with that header)`,
+      );
+      return { action: 'park', reason: 'malformed', error, handlerCalls: 0, deaths: [] };
+    }
+    deaths = history.deaths;
+    attempt = 1 + rejectedCount(deaths, queue) + movedFirstFailures(headers, queue, deaths);
   }
-  const { deaths } = history;
-  const attempt = 1 + rejectedCount(deaths, queue) + movedFirstFailures(headers, queue, deaths);
   // The usual delivery was never returned: no count to weigh (and nothing allocated for it).
   const counts = countedHeaders(message);
   const counted = unsettledDeliveries(counts, input.queueType);
