@@ -63,6 +63,7 @@ export { PublishError } from './errors/publish.error.js';
 export { NotConnectedError } from './errors/not-connected.error.js';
 export { ParkedScopeError } from './errors/parked-scope.error.js';
 export { NotAParkingQueueError } from './errors/not-a-parking-queue.error.js';
+export { ParkedCountChangedError } from './errors/parked-count-changed.error.js';
 export { partitionNames } from './core/partitions/partition.plan.js';
 export { delayLadderPrefix, planDelayTopology, MAX_DELAY_MS, type DelayTopology } from './core/delivery/delay.plan.js';
 export { retryTopologyNames, type RetryTopologyNames, type RetryTopologyNamesOptions } from './core/topology/retry-topology.names.js';

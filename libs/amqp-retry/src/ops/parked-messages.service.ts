@@ -1,5 +1,6 @@
 import type { ConnectionSettings } from '../amqp/amqp.connection.js';
 import { errorMessage } from '../core/text/error-message.format.js';
+import { ParkedCountChangedError } from '../errors/parked-count-changed.error.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
@@ -175,6 +176,7 @@ export class ParkedMessages {
    */
   async replay(selection: ParkedSelection, options: OperationOptions = {}): Promise<ReplayResult> {
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
+    const limit = await this.confirmedLimit(selection, options);
     const replayed = new Set<string>();
     await this.walkParked(
       selection.errorQueue,
@@ -188,7 +190,7 @@ export class ParkedMessages {
             browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
             twins.push(browsed);
           }
-          if (browsed.duplicate || !selected(view, selection)) continue;
+          if (browsed.duplicate || !selected(view, selection) || result.matched === limit) continue;
           result.matched++;
           if (result.dryRun) continue;
           if (!view.queue) {
@@ -236,13 +238,14 @@ export class ParkedMessages {
   /** Removes the selected messages from the parking queue. */
   async purge(selection: ParkedSelection, options: OperationOptions = {}): Promise<PurgeResult> {
     const result: PurgeResult = { matched: 0, purged: 0, dryRun: options.dryRun === true };
+    const limit = await this.confirmedLimit(selection, options);
     const purged = new Set<string>();
     await this.walkParked(
       selection.errorQueue,
       async (messages, walk) => {
         for await (const browsed of messages) {
           if (browsed.duplicate && purged.has(browsed.view.id)) settle(walk, browsed);
-          if (browsed.duplicate || !selected(browsed.view, selection)) continue;
+          if (browsed.duplicate || !selected(browsed.view, selection) || result.matched === limit) continue;
           result.matched++;
           if (result.dryRun) continue;
           settle(walk, browsed);
@@ -344,6 +347,17 @@ export class ParkedMessages {
       await this.view.checkParkingQueue(errorQueue);
       return this.broker.walk(errorQueue, work, onProgress);
     });
+  }
+
+  /**
+   * The most messages a replay or a purge may act on: `expected`, once the matches counted again agree with it
+   * (ParkedCountChangedError when they do not, before anything changed); no bound without it.
+   */
+  private async confirmedLimit(selection: ParkedSelection, options: OperationOptions): Promise<number> {
+    if (options.expected === undefined || options.dryRun === true) return Infinity;
+    const { matched } = await this.purge(selection, { dryRun: true });
+    if (matched !== options.expected) throw new ParkedCountChangedError(selection.errorQueue, options.expected, matched);
+    return options.expected;
   }
 
   /** Visits every matching message of every parking queue the filter covers, leaving them parked. */

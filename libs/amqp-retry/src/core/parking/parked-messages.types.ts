@@ -174,6 +174,13 @@ export interface ParkedSelection {
 export interface OperationOptions {
   /** Count what would be done, change nothing. */
   dryRun?: boolean;
+  /**
+   * For a replay or a purge: the count of matching messages the operator was shown and confirmed (a dry run's
+   * `matched`). The matches are counted again first; when they differ, nothing is changed and ParkedCountChangedError
+   * names the count now. Else at most this many are acted on, the first in queue order: a message parked meanwhile
+   * (at the tail) is left parked.
+   */
+  expected?: number;
   /** Called after each message looked at: `done` of `total` (the depth of the parking queue when it started). */
   onProgress?: (done: number, total: number) => void;
 }

@@ -1,5 +1,6 @@
 import type { ParkedMessages } from '../parked-messages.service.js';
 import type { ParkedSelection, PurgeResult, ReplayResult } from '../../core/parking/parked-messages.types.js';
+import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
 import { EXIT } from './cli.input.js';
 import { purgeCommand, replayCommand, type CliIo } from './parked.commands.js';
 
@@ -60,6 +61,27 @@ describe('purgeCommand', () => {
     const flag = fakeParked(1);
     expect(await purgeCommand(flag.parked, { queue: 'q', id: ['a'], yes: true }, fakeIo().io)).toBe(EXIT.ok);
     expect(flag.calls).toEqual([{ op: 'purge', selection: { errorQueue: 'q.error', ids: ['a'], filter: {} }, dryRun: undefined }]);
+  });
+
+  it('purges the count confirmed; when more match by then, purges nothing and asks again with the count now', async () => {
+    let now = 2;
+    const calls: { dryRun?: boolean; expected?: number }[] = [];
+    const parked = {
+      errorQueueOf: async (queue: string) => `${queue}.error`,
+      async purge(_selection: ParkedSelection, options: { dryRun?: boolean; expected?: number } = {}): Promise<PurgeResult> {
+        calls.push({ dryRun: options.dryRun, expected: options.expected });
+        const matched = now;
+        now = 3; // a message parked while the operator read the question
+        if (options.expected !== undefined && options.expected !== matched) throw new ParkedCountChangedError('q.error', options.expected, matched);
+        return { matched, purged: options.dryRun ? 0 : matched, dryRun: options.dryRun === true };
+      },
+    } as unknown as ParkedMessages;
+    const { io, questions, err, out } = fakeIo({ stdinIsTTY: true, confirm: async (q) => (questions.push(q), true) });
+    expect(await purgeCommand(parked, { queue: 'q', reason: 'malformed' }, io)).toBe(EXIT.ok);
+    expect(questions.map((q) => q.slice(0, 10))).toEqual(['Purge 2 pa', 'Purge 3 pa']);
+    expect(calls).toEqual([{ dryRun: true }, { expected: 2 }, { expected: 3 }]);
+    expect(err).toEqual(['3 message(s) match now, not the 2 confirmed: nothing was purged.']);
+    expect(out).toEqual(['Purged 3 message(s) from "q.error".']);
   });
 
   it('wants --all to purge a whole queue, and a queue', async () => {

@@ -1,4 +1,5 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
+import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
 import type { ParkedMessages } from '../parked-messages.service.js';
 import type { OperationOptions, ParkedFilter } from '../../core/parking/parked-messages.types.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
@@ -119,20 +120,31 @@ export async function replayCommand(parked: ParkedMessages, flags: SelectionFlag
 
 export async function purgeCommand(parked: ParkedMessages, flags: SelectionFlags, io: CliIo): Promise<number> {
   const errorQueue = await errorQueueOf(parked, flags);
-  const { filter, ids } = selectionFilter(flags, 'purge');
-  if (!flags.dryRun && !flags.yes) {
-    if (!io.stdinIsTTY)
-      throw new CliUsageError('--yes', 'is missing', 'A purge cannot be undone; stdin is not a terminal to confirm it on, so say --yes.');
-    const { matched } = await parked.purge({ errorQueue, ids, filter }, { dryRun: true });
+  const selection = { errorQueue, ...selectionFilter(flags, 'purge') };
+  const purge = async (expected?: number) => {
+    const onProgress = withProgress(io, flags, 'purge');
+    const result = await parked.purge(selection, { dryRun: flags.dryRun, expected, onProgress }).finally(() => onProgress.stop());
+    return report(io, flags, result, errorQueue);
+  };
+  if (flags.dryRun || flags.yes) return purge();
+  if (!io.stdinIsTTY)
+    throw new CliUsageError('--yes', 'is missing', 'A purge cannot be undone; stdin is not a terminal to confirm it on, so say --yes.');
+  // The purge acts on the count confirmed: a message parked after the question is not purged unseen (ParkedCountChangedError).
+  let { matched } = await parked.purge(selection, { dryRun: true });
+  for (;;) {
     if (matched === 0) return report(io, flags, { matched: 0, purged: 0, dryRun: false }, errorQueue);
     if (!(await io.confirm(`Purge ${matched} parked message(s) from "${printable(errorQueue)}"? This cannot be undone. [y/N] `))) {
       io.err('Nothing purged.');
       return EXIT.error;
     }
+    try {
+      return await purge(matched);
+    } catch (error) {
+      if (!(error instanceof ParkedCountChangedError)) throw error;
+      io.err(`${error.matched} message(s) match now, not the ${matched} confirmed: nothing was purged.`);
+      matched = error.matched;
+    }
   }
-  const onProgress = withProgress(io, flags, 'purge');
-  const result = await parked.purge({ errorQueue, ids, filter }, { dryRun: flags.dryRun, onProgress }).finally(() => onProgress.stop());
-  return report(io, flags, result, errorQueue);
 }
 
 function report(io: CliIo, flags: SelectionFlags, result: { matched: number; purged: number; dryRun: boolean }, errorQueue: string): number {

@@ -11,7 +11,16 @@ import type {
 } from '../../core/parking/parked-messages.types.js';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
 import type { DashboardConfig } from './dashboard.options.js';
-import { DashboardRequestError, exportFileName, readEdit, readExportQuery, readFilter, readPage, readSelection } from './dashboard.request.js';
+import {
+  DashboardRequestError,
+  exportFileName,
+  readEdit,
+  readExpected,
+  readExportQuery,
+  readFilter,
+  readPage,
+  readSelection,
+} from './dashboard.request.js';
 import { jsonLinesStream } from './export.stream.js';
 import { DASHBOARD_CONFIG } from './dashboard.constants.js';
 import { Asset, Page, Read, Write } from './dashboard.routes.js';
@@ -122,8 +131,9 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     /**
-     * Replays or purges a whole failure group in one action: `{ errorQueue, group, by? }`. A replay publishes each
-     * message once and acks it only once the broker confirmed the copy, as every replay; the action is recorded.
+     * Replays or purges a whole failure group in one action: `{ errorQueue, group, by?, expected? }`. A replay publishes
+     * each message once and acks it only once the broker confirmed the copy, as every replay; the action is recorded.
+     * `expected` (the count the operator confirmed) refuses with 409 when the group holds another number by then.
      */
     @Write('api/groups/:action')
     group(@Param('action') action: string, @Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<GroupAction> {
@@ -136,7 +146,8 @@ export function createDashboardController(path: string): Type<unknown> {
         await this.knownParkingQueue(selection.errorQueue);
         const [described] =
           (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group }, { groups: true })).groups ?? [];
-        const result = action === 'replay' ? await this.parked.replay(selection) : await this.parked.purge(selection);
+        const options = { expected: readExpected(body) };
+        const result = action === 'replay' ? await this.parked.replay(selection, options) : await this.parked.purge(selection, options);
         const record: GroupAction = {
           at: new Date().toISOString(),
           by: who.by,
@@ -205,7 +216,7 @@ export function createDashboardController(path: string): Type<unknown> {
       return this.change(
         'replay',
         () => readSelection(body),
-        (selection) => this.parked.replay(selection),
+        (selection) => this.parked.replay(selection, { expected: readExpected(body) }),
         (selection, r) => `Replayed ${r.replayed} of ${r.matched} from ${selection.errorQueue} (${r.failed.length} left parked)`,
       );
     }
@@ -225,7 +236,7 @@ export function createDashboardController(path: string): Type<unknown> {
       return this.change(
         'purge',
         () => readSelection(body),
-        (selection) => this.parked.purge(selection),
+        (selection) => this.parked.purge(selection, { expected: readExpected(body) }),
         (selection, r) => `Purged ${r.purged} of ${r.matched} from ${selection.errorQueue}`,
       );
     }

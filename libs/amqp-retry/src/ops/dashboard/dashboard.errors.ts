@@ -1,12 +1,21 @@
-import { BadGatewayException, BadRequestException, HttpException, InternalServerErrorException, type Logger } from '@nestjs/common';
+import {
+  BadGatewayException,
+  BadRequestException,
+  ConflictException,
+  HttpException,
+  InternalServerErrorException,
+  type Logger,
+} from '@nestjs/common';
 import { ParkedScopeError } from '../../errors/parked-scope.error.js';
 import { NotAParkingQueueError } from '../../errors/not-a-parking-queue.error.js';
+import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
 import { DashboardRequestError } from './dashboard.request.js';
 
 /**
  * The answer to a call that failed while it tried to `what`: bad input (a queue out of the page's scope included)
- * answers 400 with what is wrong; a broker failure 502, its message stripped of credentials.
+ * answers 400 with what is wrong; a count that changed since the operator confirmed it 409, naming the count now; a
+ * broker failure 502, its message stripped of credentials.
  */
 export function httpErrorOf(error: unknown, what: string, wholeVhost: boolean, logger: Logger): HttpException {
   if (error instanceof DashboardRequestError) return new BadRequestException(error.message);
@@ -16,6 +25,7 @@ export function httpErrorOf(error: unknown, what: string, wholeVhost: boolean, l
   }
   if (error instanceof ParkedScopeError) return new BadRequestException(scopeRefusal(error, wholeVhost));
   if (error instanceof NotAParkingQueueError) return new BadRequestException(error.message);
+  if (error instanceof ParkedCountChangedError) return new ConflictException(error.message);
   if (error instanceof HttpException) return error;
   const message = maskCredentials(error instanceof Error ? error.message : String(error));
   logger.error(`Could not ${what}: ${message}`);

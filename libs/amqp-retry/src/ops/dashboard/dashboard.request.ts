@@ -107,6 +107,11 @@ export function readSelection(body: unknown): ParkedSelection {
   return selection;
 }
 
+/** The `expected` of a replay or purge body: the count the operator confirmed (see OperationOptions.expected). */
+export function readExpected(body: unknown): number | undefined {
+  return optionalCount(asObject(body, 'body'), 'expected', 1_000_000_000);
+}
+
 /** `{ errorQueue, id, body, contentType? }` of an edit-and-replay. */
 export function readEdit(body: unknown): { errorQueue: string; id: string; body: string; contentType?: string } {
   const input = asObject(body, 'body');

@@ -90,7 +90,8 @@ export function byFilter(page: Page, verb: Verb, path: string): Promise<void> | 
   const q = selectedQueue(page.state);
   if (!q) return undefined;
   const filter = filterForApi(page.state.filter);
-  return act(page, path, { errorQueue: q.errorQueue, filter }, verb, filterQuestion(verb, page.state.total, q, filter));
+  // `expected`: the count the question shows; the server refuses (409) when another number matches by then.
+  return act(page, path, { errorQueue: q.errorQueue, filter, expected: page.state.total }, verb, filterQuestion(verb, page.state.total, q, filter));
 }
 
 /** Downloads the chosen queue's matching messages as JSON lines; they stay parked. */
@@ -120,7 +121,7 @@ export async function actOnGroup(page: Page, action: 'replay' | 'purge', group: 
   if (!(await confirmAction(groupQuestion(action, group)))) return status('Cancelled.');
   status(groupWorkingText(action));
   try {
-    const done = await api<GroupActionState>(`groups/${action}`, { errorQueue: group.errorQueue, group: group.key });
+    const done = await api<GroupActionState>(`groups/${action}`, { errorQueue: group.errorQueue, group: group.key, expected: group.count });
     await page.load(true);
     status(groupDoneText(action, done));
   } catch (error) {

@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { ParkedCountChangedError, ParkedMessages } from 'nestjs-amqp-retry';
+import { AMQP_URL, waitFor } from '../support/broker.js';
+import { cleanUp, useSuite } from '../support/suite.js';
+
+/**
+ * What an operator's replay and purge act on: what was confirmed, in the queues of the view's scope. Messages are
+ * parked here by hand (the headers a handler's park writes), in parking queues no application consumes.
+ */
+describe('replays and purges as an operator confirmed them', () => {
+  const suite = useSuite('e2e.parked-op');
+
+  /** Declares the test's handler queue and its parking queue (`queueType`), and returns them. */
+  async function queues(queueType: 'classic' | 'quorum' = 'classic') {
+    const { broker, queue } = suite;
+    const errorQueue = `${queue}.error`;
+    await broker.channel.assertQueue(queue, { durable: true });
+    await broker.channel.assertQueue(errorQueue, { durable: true, arguments: { 'x-queue-type': queueType } });
+    return { queue, errorQueue };
+  }
+
+  /** Parks `n` messages in `errorQueue` as failed in `queue`, with the error given; returns their ids. */
+  async function park(errorQueue: string, queue: string, n: number, error = 'card declined'): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = randomUUID();
+      ids.push(id);
+      await suite.broker.publish(
+        '',
+        errorQueue,
+        { i },
+        {
+          messageId: `m-${id}`,
+          headers: {
+            'x-parked-id': id,
+            'x-original-queue': queue,
+            'x-parked-reason': 'non-retryable',
+            'x-parked-at': new Date().toISOString(),
+            'x-exception-message': error,
+          },
+        },
+      );
+    }
+    return ids;
+  }
+
+  async function view(scope: ConstructorParameters<typeof ParkedMessages>[0]): Promise<ParkedMessages> {
+    const parked = await ParkedMessages.connect({ url: AMQP_URL, ...scope });
+    suite.afterThis(() => cleanUp(() => parked.close()));
+    return parked;
+  }
+
+  it('a purge or replay given the confirmed count changes nothing when more match by then, and acts on that many once it agrees', async () => {
+    const { queue, errorQueue } = await queues();
+    const parked = await view({ queues: [{ queue, errorQueue }] });
+    await park(errorQueue, queue, 3);
+    const selection = { errorQueue, filter: { error: 'card' } };
+    const { matched } = await parked.purge(selection, { dryRun: true });
+    expect(matched).toBe(3);
+    await park(errorQueue, queue, 2); // parked while the operator read the question
+
+    const purge = parked.purge(selection, { expected: matched });
+    await expect(purge).rejects.toThrow(ParkedCountChangedError);
+    await expect(purge).rejects.toThrow(/^5 parked message\(s\) of ".*" match now, not the 3 confirmed/);
+    await expect(parked.replay(selection, { expected: matched })).rejects.toMatchObject({ expected: 3, matched: 5 });
+    await waitFor(async () => (await suite.broker.count(errorQueue)) === 5, 'every message still parked');
+    expect(await suite.broker.count(queue)).toBe(0);
+
+    expect(await parked.purge(selection, { expected: 5 })).toEqual({ matched: 5, purged: 5, dryRun: false });
+    expect(await suite.broker.count(errorQueue)).toBe(0);
+  });
+});
