@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ParkedCountChangedError, ParkedMessages } from 'nestjs-amqp-retry';
 import { AMQP_URL, waitFor } from '../support/broker.js';
-import { cleanUp, useSuite } from '../support/suite.js';
+import { cleanUp, headersOf, useSuite } from '../support/suite.js';
 
 /**
  * What an operator's replay and purge act on: what was confirmed, in the queues of the view's scope. Messages are
@@ -68,5 +68,21 @@ describe('replays and purges as an operator confirmed them', () => {
 
     expect(await parked.purge(selection, { expected: 5 })).toEqual({ matched: 5, purged: 5, dryRun: false });
     expect(await suite.broker.count(errorQueue)).toBe(0);
+  });
+
+  it('a quorum parking queue keeps a message whose replays keep failing below the delivery limit', async () => {
+    const { queue, errorQueue } = await queues('quorum');
+    const parked = await view({ queues: [{ queue, errorQueue }] });
+    const gone = `${queue}.gone`; // the queue it failed in, deleted since: every replay's copy comes back
+    const [id] = await park(errorQueue, gone, 1);
+    // RabbitMQ 4 drops a quorum message handed out 20 times (no dead-letter exchange on a parking queue).
+    for (let attempt = 0; attempt < 25; attempt++) {
+      const result = await parked.replay({ errorQueue, ids: [id] });
+      expect([result.replayed, result.failed.map((f) => f.id)]).toEqual([0, [id]]);
+    }
+    await waitFor(async () => (await suite.broker.count(errorQueue)) === 1, 'the message still parked');
+    const [message] = await suite.broker.take(errorQueue, 1);
+    expect(headersOf(message)['x-parked-id']).toBe(id);
+    expect(Number(headersOf(message)['x-delivery-count'] ?? 0)).toBeLessThan(12);
   });
 });

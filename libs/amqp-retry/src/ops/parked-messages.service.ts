@@ -6,7 +6,7 @@ import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '..
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
 import { ConfirmWindow } from './confirm.window.js';
-import { publishToQueue, type BrowsedMessage } from './parked-queue.browser.js';
+import { publishToQueue, refreshIfWorn, type BrowsedMessage } from './parked-queue.browser.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type Walk } from './parked.connection.js';
 import type {
@@ -184,6 +184,7 @@ export class ParkedMessages {
         const window = new ConfirmWindow(walk.channel);
         // Copies of one id (a refresh cut short): each goes once its twin's replay is confirmed, which may come later.
         const twins: BrowsedMessage[] = [];
+        const refreshes: Promise<void>[] = [];
         for await (const browsed of messages) {
           const { view } = browsed;
           if (browsed.duplicate && !result.dryRun) {
@@ -197,19 +198,23 @@ export class ParkedMessages {
             result.failed.push({ id: view.id, error: UNKNOWN_TARGET });
             continue;
           }
-          browsed.settled = true; // ours now: acked once confirmed, else given back with the channel
+          browsed.settled = true; // held while its copy awaits the confirm: the walk must not refresh it meanwhile
           const options = replayPublishOptions(browsed.message.properties, { queue: view.queue, now: new Date() });
           await window.publish(view.queue, browsed.message.content, options, (error, outcome) => {
-            if (error) result.failed.push({ id: view.id, error: `the broker refused the copy: ${errorMessage(error)}` });
-            else if (outcome === 'returned') result.failed.push({ id: view.id, error: missingTarget(view.queue) });
-            else {
+            if (!error && outcome === 'routed') {
               walk.ack(browsed.message);
               replayed.add(view.id);
               result.replayed++;
+              return;
             }
+            result.failed.push({ id: view.id, error: error ? `the broker refused the copy: ${errorMessage(error)}` : missingTarget(view.queue) });
+            // Left parked, and handed out once more: refreshed when worn, or failed replays would take it to the delivery limit.
+            browsed.settled = false;
+            refreshes.push(refreshIfWorn(walk.channel, selection.errorQueue, browsed, view.id).catch(() => undefined));
           });
         }
         await window.drain();
+        await Promise.all(refreshes);
         for (const twin of twins) if (replayed.has(twin.view.id)) walk.ack(twin.message);
       },
       options.onProgress,

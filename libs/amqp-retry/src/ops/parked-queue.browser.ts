@@ -85,9 +85,10 @@ export async function* browseParked(
 
 /**
  * Refreshes a message the caller left unsettled once the queue has handed it out REFRESH_AT_DELIVERY_COUNT times: a
- * copy without the counters goes to the tail, and the old one is acked once the broker confirmed it.
+ * copy without the counters goes to the tail, and the old one is acked once the broker confirmed it. A replay calls it
+ * too, for a message it held while its copy awaited a confirm that did not come.
  */
-async function refreshIfWorn(channel: ConfirmChannel, errorQueue: string, { message, settled }: BrowsedMessage, id: string): Promise<void> {
+export async function refreshIfWorn(channel: ConfirmChannel, errorQueue: string, { message, settled }: BrowsedMessage, id: string): Promise<void> {
   const worn = Number(message.properties.headers?.[BrokerHeader.deliveryCount] ?? 0) >= REFRESH_AT_DELIVERY_COUNT;
   if (settled || !worn) return;
   const headers = Object.fromEntries(Object.entries(message.properties.headers ?? {}).filter(([key]) => !BROWSE_COUNT_HEADERS.includes(key)));
