@@ -15,11 +15,12 @@ import {
   DashboardRequestError,
   exportFileName,
   readEdit,
-  readExpected,
   readExportQuery,
   readFilter,
+  readOperation,
   readPage,
   readSelection,
+  refuseUnknownFields,
 } from './dashboard.request.js';
 import { jsonLinesStream } from './export.stream.js';
 import { DASHBOARD_CONFIG } from './dashboard.constants.js';
@@ -139,14 +140,16 @@ export function createDashboardController(path: string): Type<unknown> {
     group(@Param('action') action: string, @Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<GroupAction> {
       return this.call(`${action} a failure group`, async () => {
         if (action !== 'replay' && action !== 'purge') throw new NotFoundException(`No group action ${JSON.stringify(action)}; use replay or purge.`);
-        const { errorQueue, group, by } = fieldsOf(body);
+        const fields = fieldsOf(body);
+        refuseUnknownFields(fields, ['errorQueue', 'group', 'by', 'expected'], 'body');
+        const { errorQueue, group, by } = fields;
         const selection = readSelection({ errorQueue, filter: { group } });
         if (!selection.filter?.group) throw new DashboardRequestError('group', 'is missing; give the key of a failure group (FailureGroup.key)');
         const who = readWho(request, by ?? 'unknown');
         await this.knownParkingQueue(selection.errorQueue);
         const [described] =
           (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group }, { groups: true })).groups ?? [];
-        const options = { expected: readExpected(body) };
+        const options = readOperation(body);
         const result = action === 'replay' ? await this.parked.replay(selection, options) : await this.parked.purge(selection, options);
         const record: GroupAction = {
           at: new Date().toISOString(),
@@ -216,8 +219,11 @@ export function createDashboardController(path: string): Type<unknown> {
       return this.change(
         'replay',
         () => readSelection(body),
-        (selection) => this.parked.replay(selection, { expected: readExpected(body) }),
-        (selection, r) => `Replayed ${r.replayed} of ${r.matched} from ${selection.errorQueue} (${r.failed.length} left parked)`,
+        (selection) => this.parked.replay(selection, readOperation(body)),
+        (selection, r) =>
+          r.dryRun
+            ? `Dry run: would replay ${r.matched} from ${selection.errorQueue}`
+            : `Replayed ${r.replayed} of ${r.matched} from ${selection.errorQueue} (${r.failed.length} left parked)`,
       );
     }
 
@@ -226,8 +232,12 @@ export function createDashboardController(path: string): Type<unknown> {
       return this.change(
         'edit and replay',
         () => readEdit(body),
-        (edit) => this.parked.editAndReplay(edit.errorQueue, edit.id, edit.body, edit.contentType ? { contentType: edit.contentType } : {}),
-        (edit, r) => `Replayed ${edit.id} from ${edit.errorQueue} with an edited body (${r.replayed} replayed)`,
+        (edit) =>
+          this.parked.editAndReplay(edit.errorQueue, edit.id, edit.body, { contentType: edit.contentType, dryRun: readOperation(body).dryRun }),
+        (edit, r) =>
+          r.dryRun
+            ? `Dry run: would replay ${edit.id} from ${edit.errorQueue} with an edited body (${r.matched} found)`
+            : `Replayed ${edit.id} from ${edit.errorQueue} with an edited body (${r.replayed} replayed)`,
       );
     }
 
@@ -236,8 +246,11 @@ export function createDashboardController(path: string): Type<unknown> {
       return this.change(
         'purge',
         () => readSelection(body),
-        (selection) => this.parked.purge(selection, { expected: readExpected(body) }),
-        (selection, r) => `Purged ${r.purged} of ${r.matched} from ${selection.errorQueue}`,
+        (selection) => this.parked.purge(selection, readOperation(body)),
+        (selection, r) =>
+          r.dryRun
+            ? `Dry run: would purge ${r.matched} from ${selection.errorQueue}`
+            : `Purged ${r.purged} of ${r.matched} from ${selection.errorQueue}`,
       );
     }
 

@@ -5,6 +5,7 @@ import {
   readEdit,
   readExportQuery,
   readFilter,
+  readOperation,
   readPage,
   readSelection,
 } from './dashboard.request.js';
@@ -61,6 +62,24 @@ describe('readSelection', () => {
     expect(() => readSelection({ errorQueue: 'q', ids: [1] })).toThrow(/ids must be a non-empty array/);
     expect(() => readSelection({ errorQueue: 'q', ids: Array.from({ length: MAX_IDS + 1 }, (_, i) => `id${i}`) })).toThrow(/more than 1000 ids/);
     expect(() => readSelection(null)).toThrow(/body must be a JSON object/);
+  });
+});
+
+describe('readOperation and unknown fields', () => {
+  it('reads dryRun and expected, and names a dryRun that is not a boolean', () => {
+    expect(readOperation({ errorQueue: 'q', filter: {}, dryRun: true, expected: 12 })).toEqual({ dryRun: true, expected: 12 });
+    expect(readOperation({ errorQueue: 'q', filter: {} })).toEqual({});
+    expect(() => readOperation({ dryRun: 'yes' })).toThrow(new DashboardRequestError('dryRun', 'must be true or false'));
+    expect(() => readOperation({ expected: -1 })).toThrow(/expected must be a whole number/);
+  });
+
+  it('refuses fields of a body that mean nothing, naming them: a misspelt one must not widen a change', () => {
+    expect(() => readSelection({ errorQueue: 'q', filter: {}, dryrun: true, force: 1 })).toThrow(
+      new DashboardRequestError('body', 'has unknown field(s) "dryrun", "force"; known: errorQueue, ids, filter, expected, dryRun'),
+    );
+    expect(() => readSelection({ errorQueue: 'q', filter: { reson: 'malformed' } })).toThrow(/^filter has unknown field\(s\) "reson"/);
+    expect(() => readEdit({ errorQueue: 'q', id: 'i', body: '', dry: true })).toThrow(/^body has unknown field\(s\) "dry"/);
+    expect(readFilter({ queue: 'orders', offset: '5' }, 'query')).toEqual({ queue: 'orders' }); // a query string is read leniently
   });
 });
 

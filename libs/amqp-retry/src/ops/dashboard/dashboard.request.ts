@@ -59,9 +59,26 @@ function optionalCount(input: Input, key: string, max: number): number | undefin
   return n;
 }
 
-/** A filter from a query string (`?queue=&reason=&error=&text=&since=&until=`) or a JSON object. */
+/**
+ * Refuses the fields of a JSON body that mean nothing here: a misspelt one (`dryrun`, `filter.reson`) ignored would turn
+ * a dry run or a narrow selection into a change of every message.
+ */
+export function refuseUnknownFields(input: Input, known: readonly string[], field: string): void {
+  const unknown = Object.keys(input).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    throw new DashboardRequestError(
+      field,
+      `has unknown field(s) ${unknown.map((key) => JSON.stringify(key)).join(', ')}; known: ${known.join(', ')}`,
+    );
+  }
+}
+
+const FILTER_FIELDS = ['queue', 'reason', 'error', 'text', 'since', 'until', 'group', 'messageId', 'correlationId'];
+
+/** A filter from a query string (`?queue=&reason=&error=&text=&since=&until=`) or a JSON object (whose unknown fields are refused). */
 export function readFilter(value: unknown, field = 'filter'): ParkedFilter {
   const input = asObject(value ?? {}, field);
+  if (field !== 'query') refuseUnknownFields(input, FILTER_FIELDS, field);
   const at = (key: string) => (field === 'query' ? key : `${field}.${key}`);
   const filter: ParkedFilter = {
     queue: optionalText(input, 'queue', at('queue')),
@@ -85,11 +102,12 @@ export function readPage(query: unknown): Required<PageRequest> {
 }
 
 /**
- * `{ errorQueue, ids?, filter? }`. A selection must name ids or a filter (`filter: {}` for all): a body that forgot
- * both must not replay or purge a whole queue by accident.
+ * `{ errorQueue, ids?, filter?, expected?, dryRun? }` (the last two read by readOperation). A selection must name ids or
+ * a filter (`filter: {}` for all): a body that forgot both must not replay or purge a whole queue by accident.
  */
 export function readSelection(body: unknown): ParkedSelection {
   const input = asObject(body, 'body');
+  refuseUnknownFields(input, ['errorQueue', 'ids', 'filter', 'expected', 'dryRun'], 'body');
   const errorQueue = requiredText(input, 'errorQueue');
   const selection: ParkedSelection = { errorQueue };
   const { ids } = input;
@@ -107,14 +125,22 @@ export function readSelection(body: unknown): ParkedSelection {
   return selection;
 }
 
-/** The `expected` of a replay or purge body: the count the operator confirmed (see OperationOptions.expected). */
-export function readExpected(body: unknown): number | undefined {
-  return optionalCount(asObject(body, 'body'), 'expected', 1_000_000_000);
+/**
+ * How a replay or purge body asks to run: `dryRun` (true: count, change nothing) and `expected` (the count the operator
+ * confirmed, see OperationOptions.expected).
+ */
+export function readOperation(body: unknown): { dryRun?: boolean; expected?: number } {
+  const input = asObject(body, 'body');
+  const { dryRun } = input;
+  if (dryRun !== undefined && typeof dryRun !== 'boolean') throw new DashboardRequestError('dryRun', 'must be true or false');
+  const expected = optionalCount(input, 'expected', 1_000_000_000);
+  return { ...(dryRun !== undefined && { dryRun }), ...(expected !== undefined && { expected }) };
 }
 
-/** `{ errorQueue, id, body, contentType? }` of an edit-and-replay. */
+/** `{ errorQueue, id, body, contentType?, dryRun? }` of an edit-and-replay (`dryRun` read by readOperation). */
 export function readEdit(body: unknown): { errorQueue: string; id: string; body: string; contentType?: string } {
   const input = asObject(body, 'body');
+  refuseUnknownFields(input, ['errorQueue', 'id', 'body', 'contentType', 'dryRun'], 'body');
   const edited = input.body;
   if (typeof edited !== 'string') throw new DashboardRequestError('body.body', 'must be a string (the corrected body)');
   if (edited.length > MAX_EDITED_BODY_LENGTH) throw new DashboardRequestError('body.body', `is longer than ${MAX_EDITED_BODY_LENGTH} characters`);
