@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ParkedCountChangedError, ParkedMessages } from 'nestjs-amqp-retry';
-import { AMQP_URL, waitFor } from '../support/broker.js';
+import { HANDLER_REGISTRY_QUEUE } from '../../libs/amqp-retry/src/core/topology/handler-registry.record.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { cleanUp, headersOf, useSuite } from '../support/suite.js';
 
 /**
@@ -84,5 +85,46 @@ describe('replays and purges as an operator confirmed them', () => {
     const [message] = await suite.broker.take(errorQueue, 1);
     expect(headersOf(message)['x-parked-id']).toBe(id);
     expect(Number(headersOf(message)['x-delivery-count'] ?? 0)).toBeLessThan(12);
+  });
+
+  it("an application's view of a parking queue shared with another application reads, replays and purges its own messages only", async () => {
+    const { broker, queue } = suite;
+    const other = `${queue}.b`;
+    const shared = `${queue}.shared.error`;
+    suite.extraQueues.push(other, shared);
+    for (const name of [queue, other]) await broker.channel.assertQueue(name, { durable: true });
+    await broker.channel.assertQueue(shared, { durable: true });
+    const [mine, theirs] = [uniqueName('e2e.app-a'), uniqueName('e2e.app-b')];
+    for (const [name, application] of [
+      [queue, mine],
+      [other, theirs],
+    ]) {
+      const record = {
+        queue: name,
+        errorQueue: shared,
+        tiers: [],
+        queueType: 'classic',
+        applications: [application],
+        recordedAt: new Date().toISOString(),
+      };
+      await broker.publish('', HANDLER_REGISTRY_QUEUE, record);
+      suite.afterThis(() => broker.forgetHandler(name));
+    }
+    const ours = await park(shared, queue, 2);
+    const others = await park(shared, other, 3);
+    const parked = await view({ application: mine });
+
+    expect((await parked.list({})).items.map((m) => m.id)).toEqual(ours);
+    expect((await parked.summary({ errorQueue: shared })).total).toBe(2);
+    expect(await parked.show(shared, others[0])).toBeUndefined();
+    const exported: string[] = [];
+    for await (const line of parked.export({ errorQueue: shared })) exported.push((JSON.parse(line) as { id: string }).id);
+    expect(exported).toEqual(ours);
+    expect(await parked.replay({ errorQueue: shared, filter: {} }, { dryRun: true })).toMatchObject({ matched: 2 });
+    expect(await parked.purge({ errorQueue: shared, filter: {} })).toEqual({ matched: 2, purged: 2, dryRun: false });
+    expect(await parked.purge({ errorQueue: shared, ids: [others[0]] })).toEqual({ matched: 0, purged: 0, dryRun: false });
+    await waitFor(async () => (await broker.count(shared)) === 3, "the other application's messages still parked");
+    // The whole vhost sees every application's.
+    expect((await parked.wholeVhost().summary({ errorQueue: shared })).total).toBe(3);
   });
 });

@@ -272,6 +272,7 @@ export class ParkedMessages {
    */
   async *export(selection: ParkedSelection, options: OperationOptions = {}): AsyncIterable<string> {
     await this.view.checkParkingQueue(selection.errorQueue);
+    const owners = await this.view.sharedParkingOwners(selection.errorQueue);
     const lines: string[] = [];
     let stopped = false;
     let finished = false;
@@ -282,7 +283,7 @@ export class ParkedMessages {
       .walk(
         selection.errorQueue,
         async (messages) => {
-          for await (const browsed of messages) {
+          for await (const browsed of ownedBy(messages, owners)) {
             if (stopped) return;
             if (browsed.duplicate || !selected(browsed.view, selection)) continue;
             lines.push(toJsonLine(browsed.view));
@@ -350,7 +351,8 @@ export class ParkedMessages {
   ): Promise<T> {
     return this.broker.during(async () => {
       await this.view.checkParkingQueue(errorQueue);
-      return this.broker.walk(errorQueue, work, onProgress);
+      const owners = await this.view.sharedParkingOwners(errorQueue);
+      return this.broker.walk(errorQueue, (messages, walk) => work(ownedBy(messages, owners), walk), onProgress);
     });
   }
 
@@ -372,8 +374,9 @@ export class ParkedMessages {
       if (messages < 0) continue; // not created yet: nothing parked
       // A consumed queue is no parking queue (a record that says so is wrong): named, the walk refuses it; in scope, left out.
       if (consumers > 0 && filter.errorQueue === undefined) continue;
+      const owners = await this.view.sharedParkingOwners(errorQueue);
       await this.broker.walk(errorQueue, async (messages) => {
-        for await (const { view, duplicate } of messages) if (!duplicate && matchesFilter(view, filter)) visit(view);
+        for await (const { view, duplicate } of ownedBy(messages, owners)) if (!duplicate && matchesFilter(view, filter)) visit(view);
       });
     }
   }
@@ -396,6 +399,14 @@ export class ParkedMessages {
 
 const UNKNOWN_TARGET = 'the queue it failed in is unknown (no x-original-queue header, no single handler recorded for this parking queue)';
 const missingTarget = (queue: string) => `the queue "${queue}" does not exist; the message stays parked`;
+
+/**
+ * The messages of a parking queue that queues out of the view's scope share: only those that failed in one of
+ * `owners` (see ParkedView.sharedParkingOwners); every one when there are no others.
+ */
+async function* ownedBy(messages: AsyncGenerator<BrowsedMessage>, owners: ReadonlySet<string> | undefined): AsyncGenerator<BrowsedMessage> {
+  for await (const browsed of messages) if (owners === undefined || owners.has(browsed.view.queue)) yield browsed;
+}
 
 function selected(view: ParkedMessageView, selection: ParkedSelection): boolean {
   if (selection.ids !== undefined && !selection.ids.includes(view.id)) return false;

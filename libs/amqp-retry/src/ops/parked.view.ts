@@ -113,6 +113,19 @@ export class ParkedView {
   }
 
   /**
+   * The handler queues whose messages this view may see in `errorQueue` when queues out of its scope (another
+   * application's, by their records) park there too: those in scope that park there, matched against each message's
+   * queue (`x-original-queue`). Undefined when every queue parking there is in scope, or the view is the whole vhost:
+   * all of its messages are.
+   */
+  async sharedParkingOwners(errorQueue: string): Promise<ReadonlySet<string> | undefined> {
+    if (this.scope.wholeVhost) return undefined;
+    const mine = (await this.known()).filter((q) => q.errorQueue === errorQueue).map((q) => q.queue);
+    const parkers = [...(this.internals.own?.() ?? []), ...(await this.records())].filter((q) => q.errorQueue === errorQueue);
+    return parkers.some((q) => !mine.includes(q.queue)) ? new Set(mine) : undefined;
+  }
+
+  /**
    * The handler queue that parks in `errorQueue` when only one does: the target of copies parked without
    * `x-original-queue`. Read from every record (and the application's own queues): it names where a message goes,
    * not what the view may see.

@@ -59,12 +59,13 @@ export async function assertKnownQueue(parked: ParkedMessages, queue: string): P
 
 /** The filter of a replay or a purge; acting on every message of a queue must be asked for with --all. */
 function selectionFilter(flags: SelectionFlags, verb: string): { filter: ParkedFilter; ids?: string[] } {
-  // The queue chose the parking queue; within it, a message that failed elsewhere is still selected.
-  const { queue: _queue, ...rest } = readFilter(flags);
+  // The queue chooses the parking queue and, within it, its own messages: another queue may park there too.
+  const filter = readFilter(flags);
+  const { queue: _queue, ...rest } = filter;
   const ids = flags.id && flags.id.length > 0 ? flags.id : undefined;
   if (!ids && !narrows(rest) && !flags.all)
     throw new CliUsageError('--all', 'is missing', `To ${verb} every parked message of the queue, say --all; else select with --id or a filter.`);
-  return { filter: rest, ids };
+  return { filter, ids };
 }
 
 /** A progress bar for a person at a terminal (io decides), never beside --json output. */
