@@ -84,7 +84,10 @@ export interface HandlerQueueState {
   }[];
   /** The parking queue of the handler queue. */
   errorQueue: string;
-  /** Ready messages in the parking queue; -1 when it does not exist. */
+  /**
+   * Ready messages in the parking queue (what AMQP reports); -1 when it does not exist. Messages held unacked by a walk
+   * (a list, an export, a replay, here or in another process) are not counted until it gives them back.
+   */
   parked: number;
 }
 

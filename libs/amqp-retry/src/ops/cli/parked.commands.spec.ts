@@ -2,7 +2,7 @@ import type { ParkedMessages } from '../parked-messages.service.js';
 import type { ParkedSelection, PurgeResult, ReplayResult } from '../../core/parking/parked-messages.types.js';
 import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
 import { EXIT } from './cli.input.js';
-import { purgeCommand, replayCommand, type CliIo } from './parked.commands.js';
+import { exportCommand, purgeCommand, replayCommand, type CliIo } from './parked.commands.js';
 
 /** A fake ParkedMessages: unit tests of the commands' decisions; the broker side has its e2e tests. */
 function fakeParked(matched: number, failed = 0) {
@@ -113,5 +113,26 @@ describe('replayCommand', () => {
     await replayCommand(fakeParked(1).parked, { errorQueue: 'e', all: true, json: true }, fakeIo({ stderrIsTTY: true, progress }).io);
     await replayCommand(fakeParked(1).parked, { errorQueue: 'e', all: true }, fakeIo({ stderrIsTTY: false, progress }).io);
     expect(bars).toBe(1);
+  });
+});
+
+describe('exportCommand', () => {
+  it('exports every parking queue in scope that exists, whatever its depth says: a walk elsewhere holds its messages unacked', async () => {
+    const exported: string[] = [];
+    const parked = {
+      queues: async () => [
+        { queue: 'a', errorQueue: 'a.error', parked: 0 }, // being browsed: its messages are unacked, not ready
+        { queue: 'b', errorQueue: 'b.error', parked: 2 },
+        { queue: 'c', errorQueue: 'c.error', parked: -1 }, // no parking queue
+      ],
+      async *export(selection: ParkedSelection) {
+        exported.push(selection.errorQueue);
+        yield `{"errorQueue":"${selection.errorQueue}"}`;
+      },
+    } as unknown as ParkedMessages;
+    const { io, out } = fakeIo();
+    expect(await exportCommand(parked, { app: 'orders' }, io)).toBe(EXIT.ok);
+    expect(exported).toEqual(['a.error', 'b.error']);
+    expect(out).toHaveLength(2);
   });
 });

@@ -165,7 +165,8 @@ export async function exportCommand(parked: ParkedMessages, flags: CommonFlags, 
   const errorQueues =
     flags.errorQueue !== undefined || flags.queue !== undefined
       ? [await errorQueueOf(parked, flags)]
-      : [...new Set((await parked.queues()).filter((q) => q.parked > 0).map((q) => q.errorQueue))];
+      : // Every parking queue that exists: its depth counts ready messages only, 0 while another walk holds them.
+        [...new Set((await parked.queues()).filter((q) => q.parked >= 0).map((q) => q.errorQueue))];
   let count = 0;
   for (const errorQueue of errorQueues) {
     const onProgress = withProgress(io, { ...flags, json: false }, `export ${errorQueue}`);
