@@ -127,4 +127,20 @@ describe('replays and purges as an operator confirmed them', () => {
     // The whole vhost sees every application's.
     expect((await parked.wholeVhost().summary({ errorQueue: shared })).total).toBe(3);
   });
+
+  it('an edit and replay removes the twin copies of the id (a refresh cut short), as a replay does', async () => {
+    const { queue, errorQueue } = await queues();
+    const parked = await view({ queues: [{ queue, errorQueue }] });
+    const [id] = await park(errorQueue, queue, 1);
+    const [original] = await suite.broker.take(errorQueue, 1);
+    for (let copy = 0; copy < 2; copy++) {
+      await suite.broker.publish('', errorQueue, original.content, { messageId: original.properties.messageId, headers: headersOf(original) });
+    }
+    await park(errorQueue, queue, 1); // another message, after the twins: left parked
+    expect((await parked.list({})).total).toBe(2); // the twins shown once
+    expect(await parked.editAndReplay(errorQueue, id, '{"i":7}')).toEqual({ matched: 1, replayed: 1, failed: [], dryRun: false });
+    await waitFor(async () => (await suite.broker.count(errorQueue)) === 1, 'the twin gone with the replayed message');
+    const replayed = await suite.broker.take(queue, 1);
+    expect(replayed.map((m) => m.content.toString())).toEqual(['{"i":7}']);
+  });
 });

@@ -228,13 +228,20 @@ export class ParkedMessages {
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
     await this.walkParked(errorQueue, async (messages, walk) => {
       for await (const browsed of messages) {
-        if (browsed.duplicate || browsed.view.id !== id) continue;
+        if (browsed.view.id !== id) continue;
+        // A later copy of the id (a refresh cut short) goes once the replay is confirmed, as replay() acks its twins.
+        if (browsed.duplicate) {
+          if (result.replayed > 0) settle(walk, browsed);
+          continue;
+        }
         result.matched++;
         if (result.dryRun) return;
         const problem = await this.replayOne(walk, browsed, content, options.contentType);
-        if (problem) result.failed.push({ id, error: problem });
-        else result.replayed++;
-        return;
+        if (problem) {
+          result.failed.push({ id, error: problem });
+          return;
+        }
+        result.replayed++;
       }
     });
     return result;
