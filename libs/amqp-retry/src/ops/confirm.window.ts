@@ -1,5 +1,6 @@
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import { findReturnedPublish, type PendingPublish } from '../amqp/returned-publish.matcher.js';
+import { errorMessage } from '../core/text/error-message.format.js';
 
 /**
  * Publishes held by a replay waiting for their confirm. One at a time, a persistent message waits for the queue's
@@ -8,15 +9,20 @@ import { findReturnedPublish, type PendingPublish } from '../amqp/returned-publi
  */
 export const REPLAY_WINDOW = 32;
 
-type Outcome = 'routed' | 'returned';
+/**
+ * What became of a publish: confirmed `routed`, or `returned` first because no queue has that name; `nacked` (the
+ * broker refused it, the error says why); `unconfirmed` when the channel or its connection closed before the confirm
+ * came, so that it may or may not have been delivered.
+ */
+export type Outcome = 'routed' | 'returned' | 'nacked' | 'unconfirmed';
 interface InFlight extends PendingPublish {
-  done: (error: unknown, outcome: Outcome) => void;
+  done: (outcome: Outcome, error?: unknown) => void;
 }
 
-/**
- * Mandatory publishes through the default exchange with at most `size` unconfirmed at once. Each publish's callback
- * runs when the broker confirmed it (routed, or returned first because no queue has that name) or refused it.
- */
+/** amqplib's error for a publish the broker nacked; a channel that closes fails its unconfirmed publishes otherwise. */
+const NACKED = 'message nacked';
+
+/** Mandatory publishes through the default exchange with at most `size` unconfirmed at once, each told its Outcome. */
 export class ConfirmWindow {
   private readonly inFlight = new Set<InFlight>();
   private readonly waiters: (() => void)[] = [];
@@ -32,15 +38,16 @@ export class ConfirmWindow {
     channel.on('return', this.onReturn);
   }
 
-  /** Waits for room in the window, then publishes; `done` runs on the confirm. */
-  async publish(queue: string, content: Buffer, options: Options.Publish, done: (error: unknown, outcome: Outcome) => void): Promise<void> {
+  /** Waits for room in the window, then publishes; `done` runs on the confirm, the nack or the close. */
+  async publish(queue: string, content: Buffer, options: Options.Publish, done: (outcome: Outcome, error?: unknown) => void): Promise<void> {
     while (this.inFlight.size >= this.size) await new Promise<void>((resolve) => this.waiters.push(resolve));
     const entry: InFlight = { exchange: '', routingKey: queue, messageId: options.messageId, content, returned: false, done };
     this.inFlight.add(entry);
     this.channel.publish('', queue, content, { ...options, mandatory: true }, (error: unknown) => {
       this.inFlight.delete(entry);
       try {
-        entry.done(error, entry.returned ? 'returned' : 'routed');
+        if (!error) entry.done(entry.returned ? 'returned' : 'routed');
+        else entry.done(errorMessage(error) === NACKED ? 'nacked' : 'unconfirmed', error);
       } finally {
         this.waiters.shift()?.();
       }

@@ -5,7 +5,7 @@ import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
-import { ConfirmWindow } from './confirm.window.js';
+import { ConfirmWindow, type Outcome } from './confirm.window.js';
 import { publishToQueue, refreshIfWorn, type BrowsedMessage } from './parked-queue.browser.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type Walk } from './parked.connection.js';
@@ -200,14 +200,14 @@ export class ParkedMessages {
           }
           browsed.settled = true; // held while its copy awaits the confirm: the walk must not refresh it meanwhile
           const options = replayPublishOptions(browsed.message.properties, { queue: view.queue, now: new Date() });
-          await window.publish(view.queue, browsed.message.content, options, (error, outcome) => {
-            if (!error && outcome === 'routed') {
+          await window.publish(view.queue, browsed.message.content, options, (outcome, error) => {
+            if (outcome === 'routed') {
               walk.ack(browsed.message);
               replayed.add(view.id);
               result.replayed++;
               return;
             }
-            result.failed.push({ id: view.id, error: error ? `the broker refused the copy: ${errorMessage(error)}` : missingTarget(view.queue) });
+            result.failed.push({ id: view.id, error: replayProblem(outcome, view.queue, error) });
             // Left parked, and handed out once more: refreshed when worn, or failed replays would take it to the delivery limit.
             browsed.settled = false;
             refreshes.push(refreshIfWorn(walk.channel, selection.errorQueue, browsed, view.id).catch(() => undefined));
@@ -406,6 +406,13 @@ export class ParkedMessages {
 
 const UNKNOWN_TARGET = 'the queue it failed in is unknown (no x-original-queue header, no single handler recorded for this parking queue)';
 const missingTarget = (queue: string) => `the queue "${queue}" does not exist; the message stays parked`;
+
+/** Why a replayed copy left its message parked. */
+function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string, error: unknown): string {
+  if (outcome === 'returned') return missingTarget(queue);
+  if (outcome === 'nacked') return `the broker refused the copy: ${errorMessage(error)}`;
+  return 'unconfirmed (the connection was lost; it may have been delivered)';
+}
 
 /**
  * The messages of a parking queue that queues out of the view's scope share: only those that failed in one of

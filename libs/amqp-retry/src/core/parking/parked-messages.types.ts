@@ -194,7 +194,10 @@ export interface ReplayResult {
   matched: number;
   /** Published to their queue, confirmed, and removed from the parking queue (0 on a dry run). */
   replayed: number;
-  /** Matched but left parked, with why (no known target queue, target missing, publish refused). */
+  /**
+   * Matched but left parked, with why: no known target queue, target missing, the copy refused (nacked), or unconfirmed
+   * because the connection was lost before the confirm (that copy may have been delivered: look before replaying again).
+   */
   failed: {
     /** The message's id. */
     id: string;
