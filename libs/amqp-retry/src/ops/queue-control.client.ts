@@ -47,19 +47,20 @@ export class QueueControl {
     return new QueueControl(readBrokerUrls({ url: options.url }, process.env.AMQP_URL, 'QueueControl', true));
   }
 
-  /** Pauses `queue` in every running instance that consumes it, saying who and why; waits up to `waitMs` for answers. */
+  /** Pauses `queue` in every running instance that consumes it, saying who and why; listens `waitMs` for answers. */
   pause(queue: string, who: { by: string; reason?: string }, waitMs = 2_000): Promise<ControlOutcome> {
     return this.send({ command: 'pause', queue, by: who.by, ...(who.reason !== undefined && { reason: who.reason }) }, waitMs);
   }
 
-  /** Resumes `queue` in every running instance that consumes it, saying who; waits up to `waitMs` for answers. */
+  /** Resumes `queue` in every running instance that consumes it, saying who; listens `waitMs` for answers. */
   resume(queue: string, who: { by: string }, waitMs = 2_000): Promise<ControlOutcome> {
     return this.send({ command: 'resume', queue, by: who.by }, waitMs);
   }
 
   /**
    * Publishes the command (mandatory: an unrouted one comes back, so `routed` is false at once) and collects the
-   * answers for up to `waitMs`, or until none came for 300 ms after the last.
+   * answers for `waitMs`: nothing says how many instances will answer (a paused one consumes nothing, yet answers),
+   * and one busy or far away answers late, so the whole wait is given to them.
    */
   private async send(command: ControlCommand, waitMs: number): Promise<ControlOutcome> {
     const settings = { urls: this.urls, name: CONNECTION_NAME, reconnect: DEFAULT_RECONNECT, connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS };
@@ -79,13 +80,11 @@ export class QueueControl {
       if (!exists) return { routed: false, replies: [] };
       const correlationId = randomUUID();
       const replies: ControlReply[] = [];
-      let answered: (() => void) | undefined;
       await channel.consume(
         REPLY_QUEUE,
         (message: ConsumeMessage | null) => {
           if (!message || message.properties.correlationId !== correlationId) return;
           replies.push(readReply(message.content));
-          answered?.();
         },
         { noAck: true },
       );
@@ -102,29 +101,12 @@ export class QueueControl {
         throw new Error(closedBecause ?? errorMessage(error));
       });
       if (closedBecause) throw new Error(closedBecause);
-      if (routed) await collect(waitMs, (wake) => (answered = wake));
+      if (routed) await new Promise<void>((resolve) => startTimer(waitMs, resolve));
       return { routed, replies };
     } finally {
       await connection.close().catch(() => undefined);
     }
   }
-}
-
-/** Waits `waitMs` at most, and 300 ms after each answer. */
-function collect(waitMs: number, onAnswer: (wake: () => void) => void): Promise<void> {
-  return new Promise((resolve) => {
-    const all = startTimer(waitMs, finish);
-    let quiet: { cancel(): void } | undefined;
-    function finish() {
-      all.cancel();
-      quiet?.cancel();
-      resolve();
-    }
-    onAnswer(() => {
-      quiet?.cancel();
-      quiet = startTimer(300, finish);
-    });
-  });
 }
 
 function readReply(content: Buffer): ControlReply {
