@@ -232,6 +232,15 @@ export class ConfirmPublisher {
     }
   }
 
+  /**
+   * Resolves at once while the connection is up; else waits for it within `deadline`, as one of the publishes waiting
+   * for it (`bufferSize`), and rejects as a publish that waited would.
+   */
+  async whenConnected(deadline: number): Promise<void> {
+    if (this.closed) throw new Error(CLOSED_REASON);
+    if (!this.connection.isConnected) await this.connected(deadline);
+  }
+
   /** Waits for the connection within the deadline, as one of at most `bufferSize` publishes waiting for it. */
   private async connected(deadline: number): Promise<void> {
     if (this.waiting >= this.limits.bufferSize) {

@@ -21,6 +21,8 @@ import { brokerUser } from '../core/config/broker-urls.reader.js';
 import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import type { PublishKind } from '../core/observe/retry.observer.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
+import { PublishError } from '../errors/publish.error.js';
+import { errorMessage } from '../core/text/error-message.format.js';
 
 /** One message to publish, as the application gives it. */
 export interface Outgoing {
@@ -31,6 +33,7 @@ export interface Outgoing {
 }
 
 type DelayedPublishPlan = ReturnType<typeof planDelayedPublish>;
+type LadderPlan = Extract<DelayedPublishPlan, { kind: 'ladder' }>;
 
 /** The publishing connection's confirm channels, one per purpose. */
 export interface Publishers {
@@ -138,10 +141,11 @@ export class PublishingSide {
   }
 
   private async sendWhenOpen(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing): Promise<void> {
+    const deadline = Date.now() + this.config.publishTimeoutMs;
     const publisher = (await this.open())[via];
     if (plan.kind === 'direct') return publisher.publish(out.exchange, out.routingKey, out.content, out.properties);
     const delayed = ladderProperties(out.properties, plan.headers);
-    await this.delayLadder();
+    await this.ladderFor(publisher, plan, deadline);
     try {
       await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed);
     } catch (error) {
@@ -149,8 +153,30 @@ export class PublishingSide {
       // Part of the ladder was deleted: declare it again, and try once more.
       this.logger.error(`Part of the delay ladder "${this.delayLadderPrefix()}" is missing; declaring it again`);
       this.forgetLadder();
-      await this.delayLadder();
+      await this.ladderFor(publisher, plan, deadline);
       await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed);
+    }
+  }
+
+  /**
+   * The delay ladder for a delayed publish: while the connection is down (the ladder is declared again after every
+   * reconnection) it first waits for it within the publish's deadline, as a publish without delay does, counted
+   * against publishBufferSize; a connection lost during the declaration is waited for again.
+   */
+  private async ladderFor(publisher: ConfirmPublisher, plan: LadderPlan, deadline: number): Promise<void> {
+    for (;;) {
+      const { connection } = await this.open();
+      try {
+        await publisher.whenConnected(deadline);
+      } catch (error) {
+        throw new PublishError(plan.exchange, plan.routingKey, errorMessage(error));
+      }
+      try {
+        await this.delayLadder();
+        return;
+      } catch (error) {
+        if (connection.isConnected || Date.now() >= deadline) throw error;
+      }
     }
   }
 

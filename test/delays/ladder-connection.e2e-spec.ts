@@ -1,0 +1,62 @@
+import { planDelayTopology, type RetryModuleOptions } from 'nestjs-amqp-retry';
+import { resolveModuleConfig } from '../../libs/amqp-retry/src/core/config/module.config.js';
+import { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observer.hub.js';
+import { PublishingSide } from '../../libs/amqp-retry/src/engine/publishing.side.js';
+import { waitFor } from '../support/broker.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { settleWindow, useSuite } from '../support/suite.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+/**
+ * The delay ladder is declared again after every reconnection of the publishing connection, on the first delayed
+ * publish: that declaration must keep the promises of any publish (docs/reliability.md): wait for the connection
+ * within publishTimeout, and fail in bounded time when the broker answers nothing (a blocked connection).
+ */
+describe('the delay ladder of a delayed publish', () => {
+  const suite = useSuite('e2e.ladder-connection');
+
+  /** The publishing side alone, through a proxy, its ladder declared; its connection then lost once and back. */
+  async function reconnectedSide(options: RetryModuleOptions): Promise<{ proxy: TcpProxy; side: PublishingSide; ready: string }> {
+    const proxy = await new TcpProxy().start();
+    suite.afterThis(() => proxy.stop());
+    const logger = new RecordingLogger();
+    const prefix = suite.ladder();
+    const config = resolveModuleConfig({
+      url: proxy.url,
+      delayedDelivery: { prefix },
+      reconnect: { initialDelay: '50ms', maxDelay: '200ms' },
+      ...options,
+    });
+    const side = new PublishingSide(config, logger, new ObserverHub([], logger));
+    suite.clients.push(side);
+    await side.delayLadder();
+    // A reconnection: the broker may have lost the ladder, so the next delayed publish declares it again.
+    await proxy.cut();
+    await waitFor(() => side.isConnected === false, 'the lost connection');
+    await proxy.restore();
+    await waitFor(() => side.isConnected === true, 'the reconnection');
+    await settleWindow(100); // the reconnection's listeners have run
+    // Nothing forwards here: a delayed message stays in the ladder, due in its ready queue.
+    return { proxy, side, ready: planDelayTopology(prefix, 'classic').readyQueue };
+  }
+
+  const outgoing = (n: number) => ({ exchange: '', routingKey: suite.queue, content: Buffer.from(JSON.stringify({ n })), properties: {} });
+
+  it('waits for the connection within publishTimeout while it is down, then declares the ladder and delays the message', async () => {
+    const { proxy, side, ready } = await reconnectedSide({ publishTimeout: '10s' });
+    await proxy.cut();
+    await waitFor(() => side.isConnected === false, 'the lost connection');
+    const startedAt = Date.now();
+    const outcome = side.publish('publisher', outgoing(1), 200).then(
+      () => Date.now() - startedAt,
+      (error: Error) => error.message,
+    );
+    await settleWindow(1_000);
+    await proxy.restore();
+    const waited = await outcome;
+    expect(typeof waited).toBe('number'); // not a NotConnectedError at once
+    expect(waited).toBeGreaterThanOrEqual(1_000);
+    const [message] = await suite.broker.take(ready, 1);
+    expect(JSON.parse(message.content.toString())).toEqual({ n: 1 });
+  });
+});
