@@ -1,4 +1,4 @@
-import { planDelayTopology, type RetryModuleOptions } from 'nestjs-amqp-retry';
+import { planDelayTopology, PublishError, type RetryModuleOptions } from 'nestjs-amqp-retry';
 import { resolveModuleConfig } from '../../libs/amqp-retry/src/core/config/module.config.js';
 import { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observer.hub.js';
 import { PublishingSide } from '../../libs/amqp-retry/src/engine/publishing.side.js';
@@ -58,5 +58,30 @@ describe('the delay ladder of a delayed publish', () => {
     expect(waited).toBeGreaterThanOrEqual(1_000);
     const [message] = await suite.broker.take(ready, 1);
     expect(JSON.parse(message.content.toString())).toEqual({ n: 1 });
+  });
+
+  it('fails in bounded time while the broker answers no channel.open, and declares the ladder again once it answers', async () => {
+    const { proxy, side, ready } = await reconnectedSide({ publishTimeout: '1s', confirmTimeout: '1s' });
+    proxy.stall(); // as a broker that blocks the connection: nothing the client sends is read
+    const outcome = (n: number) => {
+      const startedAt = Date.now();
+      return side.publish('publisher', outgoing(n), 200).then(
+        () => ({ ms: Date.now() - startedAt, error: undefined }),
+        (error: Error) => ({ ms: Date.now() - startedAt, error }),
+      );
+    };
+    const hang = settleWindow(5_000).then(() => ({ ms: 5_000, error: new Error('still waiting after 5 s') }));
+    const first = await Promise.race([outcome(1), hang]);
+    expect(first.error).toBeInstanceOf(PublishError);
+    expect(first.error?.message).toMatch(/delay ladder could not be declared within 1000 ms \(publishTimeout/);
+    expect(first.ms).toBeLessThan(2_000);
+    // A later publish tries the declaration again, bounded as well, rather than wait on the first one's.
+    const second = await Promise.race([outcome(2), hang]);
+    expect(second.error).toBeInstanceOf(PublishError);
+    expect(second.ms).toBeLessThan(2_000);
+    proxy.resume();
+    expect((await outcome(3)).error).toBeUndefined();
+    const [message] = await suite.broker.take(ready, 1);
+    expect(JSON.parse(message.content.toString())).toEqual({ n: 3 });
   });
 });

@@ -23,6 +23,7 @@ import type { PublishKind } from '../core/observe/retry.observer.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
 import { PublishError } from '../errors/publish.error.js';
 import { errorMessage } from '../core/text/error-message.format.js';
+import { withinTime } from '../core/time/duration.timer.js';
 
 /** One message to publish, as the application gives it. */
 export interface Outgoing {
@@ -161,7 +162,8 @@ export class PublishingSide {
   /**
    * The delay ladder for a delayed publish: while the connection is down (the ladder is declared again after every
    * reconnection) it first waits for it within the publish's deadline, as a publish without delay does, counted
-   * against publishBufferSize; a connection lost during the declaration is waited for again.
+   * against publishBufferSize; a connection lost during the declaration is waited for again. The declaration too ends
+   * at the deadline: a broker that blocks the connection (a memory or disk alarm) answers no `channel.open`.
    */
   private async ladderFor(publisher: ConfirmPublisher, plan: LadderPlan, deadline: number): Promise<void> {
     for (;;) {
@@ -171,13 +173,20 @@ export class PublishingSide {
       } catch (error) {
         throw new PublishError(plan.exchange, plan.routingKey, errorMessage(error));
       }
+      const declaring = this.delayLadder();
       try {
-        await this.delayLadder();
+        await withinTime(declaring, Math.max(0, deadline - Date.now()), () => this.ladderTimeout(plan));
         return;
       } catch (error) {
+        this.forgetLadder(declaring); // the next publish declares it again rather than wait on this declaration
         if (connection.isConnected || Date.now() >= deadline) throw error;
       }
     }
+  }
+
+  private ladderTimeout(plan: LadderPlan): PublishError {
+    const reason = `the delay ladder could not be declared within ${this.config.publishTimeoutMs} ms (publishTimeout; is the broker blocking publishers over a memory or disk alarm?)`;
+    return new PublishError(plan.exchange, plan.routingKey, reason);
   }
 
   /** Whether the publishing connection is up; undefined before it first opened. */
@@ -225,7 +234,7 @@ export class PublishingSide {
   }
 
   /** Declares the ladder again on next use (all of it: declarations are idempotent). */
-  forgetLadder(which?: Promise<DelayTopology>): void {
+  forgetLadder(which?: Promise<DelayTopology | undefined>): void {
     if (which === undefined || this.ladder === which) this.ladder = undefined;
   }
 
