@@ -5,29 +5,37 @@ import type { PublishError } from '../errors/publish.error.js';
 
 type Callback = (error: unknown) => void;
 
+/** What a fake channel answers a publish: an error (a nack), undefined (an ack), or 'hold' (no answer until `held` is called). */
+type Answer = Error | undefined | 'hold';
+
 /** A confirm channel that answers every publish with `answer` (undefined: an ack) on the next turn. */
 class FakeChannel extends EventEmitter {
   readonly published: string[] = [];
+  /** The callbacks of the publishes answered 'hold'. */
+  readonly held: Callback[] = [];
   closed = false;
 
-  constructor(private readonly answer: () => Error | undefined) {
+  constructor(private readonly answer: () => Answer) {
     super();
   }
 
   publish(_exchange: string, routingKey: string, _content: Buffer, _options: unknown, callback: Callback): boolean {
     this.published.push(routingKey);
-    setImmediate(() => callback(this.answer()));
+    const answer = this.answer();
+    if (answer === 'hold') this.held.push(callback);
+    else setImmediate(() => callback(answer));
     return true;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.emit('close');
+    for (const callback of this.held.splice(0)) callback(new Error('channel closed')); // as amqplib fails what it did not confirm
   }
 }
 
 /** A connection that is up and hands out the channels of `answers`, one per createConfirmChannel. */
-function connectionWith(answers: (() => Error | undefined)[]) {
+function connectionWith(answers: (() => Answer)[]) {
   const channels: FakeChannel[] = [];
   const connection = {
     isConnected: true,
@@ -43,17 +51,60 @@ function connectionWith(answers: (() => Error | undefined)[]) {
 const limits = { timeoutMs: 2_000, bufferSize: 10, confirmTimeoutMs: 500 };
 
 describe('ConfirmPublisher after a nack', () => {
-  it('rejects the nacked publish and sends the next one on a fresh channel, closing the old one later', async () => {
+  const nack = () => new Error('message nacked');
+  const waitUntil = async (done: () => boolean, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+
+  it('rejects the nacked publish and sends the next one on a fresh channel, closing the old one once nothing on it awaits a confirm', async () => {
     // 3.10: a channel that first published to a quorum queue during its leader election nacks every later publish.
-    const { connection, channels } = connectionWith([() => new Error('message nacked'), () => undefined]);
+    const { connection, channels } = connectionWith([nack, () => undefined]);
     const publisher = new ConfirmPublisher(connection, limits);
     await expect(publisher.publish('', 'q', Buffer.from('1'), { mandatory: false })).rejects.toThrow('the broker nacked it');
     await publisher.publish('', 'q', Buffer.from('2'), { mandatory: false });
     expect(channels.map((channel) => channel.published)).toEqual([['q'], ['q']]);
-    expect(channels[0].closed).toBe(false); // its other publishes may still be settling
-    const deadline = Date.now() + 3_000; // closed after confirmTimeout (500 ms here)
-    while (!channels[0].closed && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(channels[0].closed).toBe(true); // its only publish has settled
+    expect(channels[1].closed).toBe(false);
+    await publisher.close();
+  });
+
+  it('keeps a retired channel open while a send on it awaits its confirm, and closes it once that one settled', async () => {
+    let sends = 0;
+    const { connection, channels } = connectionWith([() => (++sends === 1 ? 'hold' : nack()), () => undefined]);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 60_000 });
+    const first = publisher.publish('', 'q', Buffer.from('1'), { mandatory: false });
+    await expect(publisher.publish('', 'q', Buffer.from('2'), { mandatory: false })).rejects.toThrow('the broker nacked it');
+    await publisher.publish('', 'q', Buffer.from('3'), { mandatory: false }); // on a fresh channel
+    expect(channels).toHaveLength(2);
+    expect(channels[0].closed).toBe(false); // publish 1 still awaits its confirm there
+    channels[0].held[0](undefined);
+    await first;
+    expect(channels[0].closed).toBe(true); // at once, not after confirmTimeout (a minute here)
+    await publisher.close();
+  });
+
+  it('closes a retired channel after confirmTimeout at the latest, though a send on it still awaits its confirm', async () => {
+    let sends = 0;
+    const { connection, channels } = connectionWith([() => (++sends === 1 ? 'hold' : nack()), () => undefined]);
+    const publisher = new ConfirmPublisher(connection, limits);
+    const patience = { signal: new AbortController().signal, onSlowConfirm: () => undefined }; // waits on past confirmTimeout
+    const first = publisher.publish('', 'q', Buffer.from('1'), { mandatory: false }, patience);
+    await expect(publisher.publish('', 'q', Buffer.from('2'), { mandatory: false })).rejects.toThrow('the broker nacked it');
+    await waitUntil(() => channels[0].closed, 3_000); // confirmTimeout: 500 ms here
     expect(channels[0].closed).toBe(true);
+    await first; // sent again on a fresh channel, as after any close
+    expect(channels[1].published).toEqual(['q']);
+    await publisher.close();
+  });
+
+  it('retires at most one channel a second under a stream of nacks (a queue at its length limit), not one per nack', async () => {
+    const { connection, channels } = connectionWith([nack, nack, nack, nack]);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 60_000 });
+    for (let n = 0; n < 200; n++) await expect(publisher.publish('', 'q', Buffer.from(String(n)), { mandatory: false })).rejects.toThrow('nacked');
+    expect(channels).toHaveLength(2); // the first retired after its first nack; its successor nacks within the second
+    expect(channels[0].closed).toBe(true);
+    expect(channels[1].published).toHaveLength(199);
     await publisher.close();
   });
 

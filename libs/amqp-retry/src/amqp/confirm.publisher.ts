@@ -1,6 +1,6 @@
 import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
-import { startTimer, withinTime } from '../core/time/duration.timer.js';
+import { type DurationTimer, startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
 import { PublishError } from '../errors/publish.error.js';
@@ -21,6 +21,8 @@ interface OpenChannel {
   writes: WriteQueue;
   /** The confirm deadlines of the sends: one timer for the channel. */
   confirms: DeadlineClock;
+  /** Set once retired after a nack: it closes when nothing on it awaits a confirm, or when `timer` fires. */
+  retired?: { timer: DurationTimer };
 }
 
 /** How publishes behave while the connection is down, blocked or slow. */
@@ -46,6 +48,13 @@ const MAX_SENDS = 3;
 const withMandatory = (options: Options.Publish): Options.Publish => Object.assign(copyOwn(options), { mandatory: true });
 
 const CLOSED_REASON = 'the publisher is closed (the application is shutting down)';
+
+/**
+ * How often at most a publisher retires its channel after a nack. Nacks from a queue at its length limit
+ * (`reject-publish`) come one per publish, and a fresh channel never helps them: retiring on each would open a
+ * channel per nack, up to the connection's channel_max.
+ */
+const RETIRE_INTERVAL_MS = 1_000;
 
 /**
  * For publishes that must not be sent twice (parked copies, forwarded delayed messages): a confirm slower than
@@ -74,6 +83,8 @@ export class ConfirmPublisher {
   private open?: OpenChannel;
   private waiting = 0;
   private closed = false;
+  /** When the last channel was retired after a nack (performance.now()). */
+  private retiredAt = -Infinity;
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -171,6 +182,7 @@ export class ConfirmPublisher {
     if (!open) return; // settled already (a timeout, then the late confirm)
     open.confirms.stop(publish);
     open.pending.delete(publish);
+    if (open.retired) this.closeWhenIdle(open);
     const { exchange, routingKey } = publish;
     switch (outcome.kind) {
       case 'confirmed':
@@ -204,13 +216,30 @@ export class ConfirmPublisher {
   /**
    * After a nack the next publish opens a fresh channel: RabbitMQ 3.10 nacks every publish, for good, on a channel
    * whose first publish to a quorum queue came during its leader election (docs/design.md, "Running on a cluster").
-   * The old channel closes once its other publishes had time to settle.
+   * At most once per RETIRE_INTERVAL_MS: a nack within it leaves the channel in use. The old channel closes as soon
+   * as none of its sends awaits a confirm, and after confirmTimeout at the latest.
    */
   private retire(open: OpenChannel): void {
     if (this.open !== open) return;
+    const now = performance.now();
+    if (now - this.retiredAt < RETIRE_INTERVAL_MS) return;
+    this.retiredAt = now;
     this.open = undefined;
     this.current.take();
-    startTimer(this.limits.confirmTimeoutMs, () => void open.channel.close().catch(() => undefined)).unref();
+    open.retired = { timer: startTimer(this.limits.confirmTimeoutMs, () => ConfirmPublisher.closeRetired(open)).unref() };
+  }
+
+  /** Closes a retired channel once none of its sends awaits a confirm and none waits in its write line. */
+  private closeWhenIdle(open: OpenChannel): void {
+    if (open.confirms.size === 0 && open.writes.size === 0) ConfirmPublisher.closeRetired(open);
+  }
+
+  private static closeRetired(open: OpenChannel): void {
+    const retired = open.retired;
+    if (!retired) return; // closed already
+    open.retired = undefined;
+    retired.timer.cancel();
+    void open.channel.close().catch(() => undefined);
   }
 
   /** The channel, once the connection is up (within the deadline); a connection that drops while it opens is waited for again. */
