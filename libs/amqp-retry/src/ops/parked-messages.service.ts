@@ -1,11 +1,11 @@
 import type { ConnectionSettings } from '../amqp/amqp.connection.js';
-import { errorMessage } from '../core/text/error-message.format.js';
 import { ParkedCountChangedError } from '../errors/parked-count-changed.error.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
-import { ConfirmWindow, type Outcome } from './confirm.window.js';
+import { ConfirmWindow } from './confirm.window.js';
+import { missingTarget, ownedBy, READER_STALL_MS, readerStalled, replayProblem, selected, UNKNOWN_TARGET } from './parked-selection.js';
 import { publishToQueue, refreshIfWorn, type BrowsedMessage } from './parked-queue.browser.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type Walk } from './parked.connection.js';
@@ -27,17 +27,6 @@ import type {
 const DEFAULT_PAGE = 50;
 /** Lines an export walks ahead of its reader. */
 const EXPORT_BUFFER = 256;
-/**
- * How long an export's walk waits for a reader that takes nothing (a download paused, a pipe into a pager): past it,
- * the walk stops and gives every message back, so that the parking queue is neither held from other walks nor its
- * messages kept unacked for as long as the reader stalls.
- */
-const READER_STALL_MS = 10_000;
-
-const readerStalled = (errorQueue: string) =>
-  new Error(
-    `The export of "${errorQueue}" stopped: its reader took nothing for ${READER_STALL_MS / 1000} s, so every message was given back to the queue. Export again, reading as you go`,
-  );
 /**
  * How RetryModule makes the instance it provides; not for applications. `own`: the queues the application's engine
  * runs, read at each call.
@@ -402,27 +391,4 @@ export class ParkedMessages {
     settle(walk, browsed);
     return undefined;
   }
-}
-
-const UNKNOWN_TARGET = 'the queue it failed in is unknown (no x-original-queue header, no single handler recorded for this parking queue)';
-const missingTarget = (queue: string) => `the queue "${queue}" does not exist; the message stays parked`;
-
-/** Why a replayed copy left its message parked. */
-function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string, error: unknown): string {
-  if (outcome === 'returned') return missingTarget(queue);
-  if (outcome === 'nacked') return `the broker refused the copy: ${errorMessage(error)}`;
-  return 'unconfirmed (the connection was lost; it may have been delivered)';
-}
-
-/**
- * The messages of a parking queue that queues out of the view's scope share: only those that failed in one of
- * `owners` (see ParkedView.sharedParkingOwners); every one when there are no others.
- */
-async function* ownedBy(messages: AsyncGenerator<BrowsedMessage>, owners: ReadonlySet<string> | undefined): AsyncGenerator<BrowsedMessage> {
-  for await (const browsed of messages) if (owners === undefined || owners.has(browsed.view.queue)) yield browsed;
-}
-
-function selected(view: ParkedMessageView, selection: ParkedSelection): boolean {
-  if (selection.ids !== undefined && !selection.ids.includes(view.id)) return false;
-  return matchesFilter(view, selection.filter ?? {});
 }
