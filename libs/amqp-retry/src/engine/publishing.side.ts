@@ -162,8 +162,9 @@ export class PublishingSide {
   /**
    * The delay ladder for a delayed publish: while the connection is down (the ladder is declared again after every
    * reconnection) it first waits for it within the publish's deadline, as a publish without delay does, counted
-   * against publishBufferSize; a connection lost during the declaration is waited for again. The declaration too ends
-   * at the deadline: a broker that blocks the connection (a memory or disk alarm) answers no `channel.open`.
+   * against publishBufferSize; a connection lost during the declaration is waited for again. The wait for the
+   * declaration too ends at the deadline: a broker that blocks the connection (a memory or disk alarm) answers no
+   * `channel.open` until the alarm clears, and then the declaration goes on.
    */
   private async ladderFor(publisher: ConfirmPublisher, plan: LadderPlan, deadline: number): Promise<void> {
     for (;;) {
@@ -178,7 +179,9 @@ export class PublishingSide {
         await withinTime(declaring, Math.max(0, deadline - Date.now()), () => this.ladderTimeout(plan));
         return;
       } catch (error) {
-        this.forgetLadder(declaring); // the next publish declares it again rather than wait on this declaration
+        // A declaration that failed is forgotten (delayLadder), and so is one a reconnection overtook; one that only
+        // outlived this publish's deadline is kept for the next publishes: declaring again meanwhile would leave one more
+        // unanswered channel.open on the connection each time, for as long as the broker blocks it.
         if (connection.isConnected || Date.now() >= deadline) throw error;
       }
     }
