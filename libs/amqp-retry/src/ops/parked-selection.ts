@@ -26,7 +26,7 @@ export const missingTarget = (queue: string) => `the queue "${queue}" does not e
 export function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string, error: unknown): string {
   if (outcome === 'returned') return missingTarget(queue);
   if (outcome === 'nacked') return `the broker refused the copy: ${errorMessage(error)}`;
-  return 'unconfirmed (the connection was lost; it may have been delivered)';
+  return 'unconfirmed (its channel closed before the broker confirmed it; it may have been delivered)';
 }
 
 /**

@@ -196,7 +196,8 @@ export interface ReplayResult {
   replayed: number;
   /**
    * Matched but left parked, with why: no known target queue, target missing, the copy refused (nacked), or unconfirmed
-   * because the connection was lost before the confirm (that copy may have been delivered: look before replaying again).
+   * because its channel closed before the confirm, a lost connection say (that copy may have been delivered: look
+   * before replaying again).
    */
   failed: {
     /** The message's id. */

@@ -121,7 +121,11 @@ export async function actOnGroup(page: Page, action: 'replay' | 'purge', group: 
   if (!(await confirmAction(groupQuestion(action, group)))) return status('Cancelled.');
   status(groupWorkingText(action));
   try {
-    const done = await api<GroupActionState>(`groups/${action}`, { errorQueue: group.errorQueue, group: group.key, expected: group.count });
+    // A group action takes the whole group: its count stands for what was confirmed only when no filter narrowed it.
+    const { queue, text, since, until } = page.state.filter;
+    const whole = !queue && !text && !since && !until;
+    const body = { errorQueue: group.errorQueue, group: group.key, ...(whole && { expected: group.count }) };
+    const done = await api<GroupActionState>(`groups/${action}`, body);
     await page.load(true);
     status(groupDoneText(action, done));
   } catch (error) {
