@@ -6,7 +6,7 @@ import type { ActionResult, MessageView } from './api.types.js';
 import { api, apiText } from './api.client.js';
 import { el } from './dom.helpers.js';
 import type { GroupActionState, GroupState } from './groups.view.js';
-import { filterForApi, selectedQueue, selectionByQueue, type Page } from './page.state.js';
+import { filterForApi, groupActionBody, selectedQueue, selectionByQueue, type Page } from './page.state.js';
 import { confirmAction, status } from './status.view.js';
 import { query, plural } from './view.format.js';
 import {
@@ -121,11 +121,7 @@ export async function actOnGroup(page: Page, action: 'replay' | 'purge', group: 
   if (!(await confirmAction(groupQuestion(action, group)))) return status('Cancelled.');
   status(groupWorkingText(action));
   try {
-    // A group action takes the whole group: its count stands for what was confirmed only when no filter narrowed it.
-    const { queue, text, since, until } = page.state.filter;
-    const whole = !queue && !text && !since && !until;
-    const body = { errorQueue: group.errorQueue, group: group.key, ...(whole && { expected: group.count }) };
-    const done = await api<GroupActionState>(`groups/${action}`, body);
+    const done = await api<GroupActionState>(`groups/${action}`, groupActionBody(group, page.state.filter));
     await page.load(true);
     status(groupDoneText(action, done));
   } catch (error) {

@@ -5,6 +5,7 @@ import {
   distinctMessages,
   filterForApi,
   filterFromFields,
+  groupActionBody,
   lastPageOffset,
   listedDepths,
   listSummary,
@@ -101,5 +102,20 @@ describe("the page's state", () => {
   it('says on the refresh line whether auto-refresh is on', () => {
     expect(refreshedText(true, '12:00:00')).toBe('Refreshes every 5 s · read 12:00:00');
     expect(refreshedText(false, '12:00:00')).toBe('Auto-refresh paused · read 12:00:00');
+  });
+});
+
+describe('groupActionBody', () => {
+  const group = { errorQueue: 'orders.error', key: 'g1', count: 6 };
+
+  it('passes the count shown as the one confirmed when no filter narrowed the group', () => {
+    expect(groupActionBody(group, {})).toEqual({ errorQueue: 'orders.error', group: 'g1', expected: 6 });
+    expect(groupActionBody(group, { reason: 'exhausted', error: 'refused' })).toMatchObject({ expected: 6 });
+  });
+
+  it('passes no count under a queue, text or time filter: the action takes the whole group, which the count did not show', () => {
+    for (const filter of [{ queue: 'orders' }, { text: 'eu' }, { since: '2026-11-30T10:00' }, { until: '2026-11-30T11:00' }]) {
+      expect(groupActionBody(group, filter)).toEqual({ errorQueue: 'orders.error', group: 'g1' });
+    }
   });
 });

@@ -131,3 +131,12 @@ export function filterFromFields(value: (name: string) => string): Filter {
 /** The refresh line: auto-refresh on or paused, and when the page last read the queues. */
 export const refreshedText = (live: boolean, readAt: string): string =>
   live ? `Refreshes every ${REFRESH_MS / 1000} s · read ${readAt}` : `Auto-refresh paused · read ${readAt}`;
+
+/**
+ * The body of a failure group's replay or purge. The action takes the whole group, so the count shown stands for what
+ * was confirmed (`expected`) only when no queue, text or time filter narrowed it.
+ */
+export function groupActionBody(group: { errorQueue: string; key: string; count: number }, filter: Filter): Record<string, unknown> {
+  const whole = !filter.queue && !filter.text && !filter.since && !filter.until;
+  return { errorQueue: group.errorQueue, group: group.key, ...(whole && { expected: group.count }) };
+}
