@@ -40,17 +40,6 @@ export function firstFailureHeaders(
   return copy;
 }
 
-/** The headers the broker writes when it dead-letters a message. */
-const DEATH_HEADERS: readonly string[] = [
-  BrokerHeader.death,
-  BrokerHeader.firstDeathQueue,
-  BrokerHeader.firstDeathReason,
-  BrokerHeader.firstDeathExchange,
-  BrokerHeader.lastDeathQueue,
-  BrokerHeader.lastDeathReason,
-  BrokerHeader.lastDeathExchange,
-];
-
 /**
  * The headers of a first failure the dead-letter queue sends on to tier 1 (decideDeadLetter's `retry`): its death
  * history starts afresh, so that the old death the sort took it for is gone, and FirstFailureHeader.queue counts the
@@ -64,7 +53,7 @@ export function retriedFirstFailureHeaders(
 ): Record<string, unknown> {
   const route = { exchange: first?.exchange ?? '', routingKey: first?.routingKeys[0] ?? queue };
   const copy = firstFailureHeaders(headers, queue, route, first?.originalExpiration);
-  for (const header of DEATH_HEADERS) delete copy[header];
+  for (const header of Object.values(BrokerHeader)) delete copy[header]; // the death headers (the counts are gone already)
   return copy;
 }
 
