@@ -202,6 +202,7 @@ describe('parked-messages page in headless Chromium', () => {
 
     const page = await openPage(url, payments.queue);
     expect(await page.locator('#messages .error').textContent()).toBe(hostile.error);
+    await page.locator('#history svg.hour').waitFor({ state: 'attached', timeout: 20_000 }); // the page's own charts are drawn too
     await page.locator('#messages button.open').click();
     await page.locator('#detail[open]').waitFor();
     expect(await page.locator('#detail-body').textContent()).toBe(body);

@@ -110,7 +110,7 @@ function hourChart(points: readonly HistoryPoint[]): SVGSVGElement {
   const step = points.length > 1 ? CHART_WIDTH / (points.length - 1) : CHART_WIDTH;
   const line = (key: (typeof OUTCOMES)[number]) =>
     points.map((p, i) => `${Math.round(i * step * 10) / 10},${Math.round((CHART_HEIGHT - (p[key] / max) * CHART_HEIGHT) * 10) / 10}`).join(' ');
-  return svg('svg', { className: 'hour', viewBox: `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': 'messages per minute, last hour' }, [
+  return svg('svg', { className: 'hour', 'data-chart': 'hour', viewBox: `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': 'messages per minute, last hour' }, [
     ...OUTCOMES.map((key) => svg('polyline', { className: `line-${key}`, 'data-chart': key, points: line(key), fill: 'none', 'stroke-width': 1.5 })),
   ]);
 }
