@@ -84,18 +84,76 @@ describe('ConfirmPublisher after a nack', () => {
     await publisher.close();
   });
 
-  it('closes a retired channel after confirmTimeout at the latest, though a send on it still awaits its confirm', async () => {
+  /** The publishes of `routingKey` over all channels: the copies the broker may have routed. */
+  const copiesOf = (channels: FakeChannel[], routingKey: string) =>
+    channels.flatMap((channel) => channel.published).filter((key) => key === routingKey).length;
+  const openChannels = (channels: FakeChannel[]) => channels.filter((channel) => !channel.closed).length;
+
+  it('keeps a retired channel open past confirmTimeout while a patient send on it awaits its confirm, and sends no second copy', async () => {
     let sends = 0;
     const { connection, channels } = connectionWith([() => (++sends === 1 ? 'hold' : nack()), () => undefined]);
-    const publisher = new ConfirmPublisher(connection, limits);
-    const patience = { signal: new AbortController().signal, onSlowConfirm: () => undefined }; // waits on past confirmTimeout
-    const first = publisher.publish('', 'q', Buffer.from('1'), { mandatory: false }, patience);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 100 });
+    const slow: number[] = [];
+    const patience = { signal: new AbortController().signal, onSlowConfirm: (waitedMs: number) => slow.push(waitedMs) }; // a parked copy
+    const parked = publisher.publish('', 'parked', Buffer.from('1'), { mandatory: false }, patience);
     await expect(publisher.publish('', 'q', Buffer.from('2'), { mandatory: false })).rejects.toThrow('the broker nacked it');
-    await waitUntil(() => channels[0].closed, 3_000); // confirmTimeout: 500 ms here
-    expect(channels[0].closed).toBe(true);
-    await first; // sent again on a fresh channel, as after any close
-    expect(channels[1].published).toEqual(['q']);
+    await publisher.publish('', 'q', Buffer.from('3'), { mandatory: false }); // on a fresh channel
+    // The close (and the copy sent again on the fresh channel) would come at confirmTimeout: 100 ms here.
+    await waitUntil(() => channels[0].closed || slow.length >= 3, 3_000);
+    await waitUntil(() => copiesOf(channels, 'parked') > 1, 100); // a second copy on the fresh channel, if one goes
+    expect(copiesOf(channels, 'parked')).toBe(1);
+    expect(channels[0].closed).toBe(false);
+    expect(slow.length).toBeGreaterThanOrEqual(3); // waited three confirmTimeouts, and on
+    expect(openChannels(channels)).toBe(2);
+    channels[0].held[0](undefined); // the broker confirms the first copy at last
+    await parked;
+    expect(copiesOf(channels, 'parked')).toBe(1);
+    expect(channels[0].closed).toBe(true); // idle: closed at once
+    expect(openChannels(channels)).toBe(1); // the one in use, no retired one left behind
     await publisher.close();
+  });
+
+  it("closes a retired channel at a patient send's own deadline (its signal aborts), and sends no second copy", async () => {
+    let sends = 0;
+    const { connection, channels } = connectionWith([() => (++sends === 1 ? 'hold' : nack()), () => undefined]);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 100 });
+    const abort = new AbortController();
+    const parked = publisher.publish('', 'parked', Buffer.from('1'), { mandatory: false }, { signal: abort.signal, onSlowConfirm: () => undefined });
+    await expect(publisher.publish('', 'q', Buffer.from('2'), { mandatory: false })).rejects.toThrow('the broker nacked it');
+    await publisher.publish('', 'q', Buffer.from('3'), { mandatory: false });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // past confirmTimeout
+    expect(channels[0].closed).toBe(false);
+    abort.abort();
+    await expect(parked).rejects.toThrow('did not confirm it within');
+    expect(channels[0].closed).toBe(true);
+    expect(copiesOf(channels, 'parked')).toBe(1);
+    expect(openChannels(channels)).toBe(1);
+    await publisher.close();
+  });
+
+  it('closes a retired channel once its last impatient send times out at confirmTimeout', async () => {
+    let sends = 0;
+    const { connection, channels } = connectionWith([() => (++sends === 1 ? 'hold' : nack()), () => undefined]);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 100 });
+    const first = publisher.publish('', 'q', Buffer.from('1'), { mandatory: false });
+    await expect(publisher.publish('', 'q', Buffer.from('2'), { mandatory: false })).rejects.toThrow('the broker nacked it');
+    await expect(first).rejects.toThrow('did not confirm it within 100 ms');
+    expect(channels[0].closed).toBe(true);
+    expect(channels).toHaveLength(1); // not sent again
+    await publisher.close();
+  });
+
+  it('closes a retired channel that still awaits a patient confirm when the publisher closes', async () => {
+    let sends = 0;
+    const { connection, channels } = connectionWith([() => (++sends === 1 ? 'hold' : nack()), () => undefined]);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 100 });
+    const patience = { signal: new AbortController().signal, onSlowConfirm: () => undefined };
+    const parked = publisher.publish('', 'parked', Buffer.from('1'), { mandatory: false }, patience);
+    await expect(publisher.publish('', 'q', Buffer.from('2'), { mandatory: false })).rejects.toThrow('the broker nacked it');
+    await publisher.close();
+    expect(channels[0].closed).toBe(true);
+    await expect(parked).rejects.toThrow('the publisher is closed');
+    expect(copiesOf(channels, 'parked')).toBe(1);
   });
 
   it('retires at most one channel a second under a stream of nacks (a queue at its length limit), not one per nack', async () => {
@@ -192,7 +250,7 @@ class AmqplibLikeChannel extends EventEmitter {
   readonly published: string[] = [];
   private unconfirmed: Callback[] = [];
   private buffered = 0;
-  private isClosed = false;
+  isClosed = false;
 
   constructor(private readonly room = Infinity) {
     super();
@@ -213,6 +271,11 @@ class AmqplibLikeChannel extends EventEmitter {
   flush(): void {
     this.buffered = 0;
     this.emit('drain');
+  }
+
+  /** The broker nacks the oldest unconfirmed publish. */
+  nackOldest(): void {
+    this.unconfirmed.shift()?.(new Error('message nacked'));
   }
 
   confirmAll(): void {
@@ -344,6 +407,38 @@ describe('ConfirmPublisher on a channel that closes, fills and drains as amqplib
     channels[0].confirmAll();
     expect(await settled([first, patient, after])).toEqual(['ok', expect.stringContaining('did not confirm it within'), 'ok']);
     expect(channels[0].published).toEqual(['q0', 'q1']);
+    await publisher.close();
+  });
+  it('closes a retired channel once the last write waiting in its line gives up (the buffer stayed full)', async () => {
+    const { connection, channels } = amqplibLike(1);
+    const publisher = new ConfirmPublisher(connection, { ...limits, timeoutMs: 100, confirmTimeoutMs: 60_000 });
+    const first = publisher.publish('', 'q0', Buffer.from('0')); // fills the buffer
+    await until(() => channels[0]?.published.length === 1);
+    const waiting = publisher.publish('', 'q1', Buffer.from('1'));
+    channels[0].nackOldest(); // retires the channel; a write still waits in its line
+    expect(await settled([first])).toEqual([expect.stringContaining('the broker nacked it')]);
+    expect(channels[0].isClosed).toBe(false);
+    expect(await settled([waiting])).toEqual([expect.stringContaining('stayed full')]);
+    expect(channels[0].isClosed).toBe(true);
+    await publisher.close();
+  });
+
+  it('closes a retired channel once the last write waiting in its line is a patient one whose signal aborted', async () => {
+    const { connection, channels } = amqplibLike(1);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 60_000 });
+    const first = publisher.publish('', 'q0', Buffer.from('0')); // fills the buffer
+    await until(() => channels[0]?.published.length === 1);
+    const abort = new AbortController();
+    const patient = publisher.publish('', 'parked', Buffer.from('p'), {}, { signal: abort.signal, onSlowConfirm: () => undefined });
+    channels[0].nackOldest();
+    abort.abort();
+    channels[0].flush(); // the patient one's turn: it gives up, and nothing is left on the channel
+    expect(await settled([first, patient])).toEqual([
+      expect.stringContaining('the broker nacked it'),
+      expect.stringContaining('did not confirm it within'),
+    ]);
+    expect(channels[0].isClosed).toBe(true);
+    expect(channels[0].published).toEqual(['q0']);
     await publisher.close();
   });
 });

@@ -1,6 +1,6 @@
 import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { ConfirmChannel, Message, Options } from 'amqplib';
-import { type DurationTimer, startTimer, withinTime } from '../core/time/duration.timer.js';
+import { withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
 import { PublishError } from '../errors/publish.error.js';
@@ -21,8 +21,11 @@ interface OpenChannel {
   writes: WriteQueue;
   /** The confirm deadlines of the sends: one timer for the channel. */
   confirms: DeadlineClock;
-  /** Set once retired after a nack: it closes when nothing on it awaits a confirm, or when `timer` fires. */
-  retired?: { timer: DurationTimer };
+  /**
+   * Set once retired after a nack: no new publish takes it, and it closes when none of its sends awaits a confirm and
+   * none waits in its write line. Each send ends at its own deadline (confirmTimeout, or a patient send's signal).
+   */
+  retired: boolean;
 }
 
 /** How publishes behave while the connection is down, blocked or slow. */
@@ -85,6 +88,8 @@ export class ConfirmPublisher {
   private closed = false;
   /** When the last channel was retired after a nack (performance.now()). */
   private retiredAt = -Infinity;
+  /** The retired channels not closed yet: close() closes them too. */
+  private readonly retiredChannels = new Set<OpenChannel>();
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -103,13 +108,19 @@ export class ConfirmPublisher {
     });
   }
 
-  /** Rejects every later publish and closes the channel, with which the publishes awaiting a confirm settle. */
+  /** Rejects every later publish and closes the channels, retired ones included, with which the publishes awaiting a confirm settle. */
   async close(): Promise<void> {
     this.closed = true;
     const current = this.current.take();
     this.open = undefined;
+    const closing = [...this.retiredChannels].map((open) => {
+      open.retired = false; // closed here, not again once idle
+      return closeWhenOpen(Promise.resolve(open.channel));
+    });
+    this.retiredChannels.clear();
     // A broker that blocks publishers answers neither open nor close: the connection's close then ends it.
-    await closeWhenOpen(current?.then((open) => open.channel));
+    closing.push(closeWhenOpen(current?.then((open) => open.channel)));
+    await Promise.all(closing);
   }
 
   /** One send of `publish`: at once on the open channel (or in its write line), else once a channel is open. */
@@ -138,6 +149,7 @@ export class ConfirmPublisher {
     const { patience } = publish;
     if (patience?.signal.aborted) {
       open.writes.written(true); // nothing written: the next in line goes on
+      this.closeWhenIdle(open);
       return publish.failWith(this.unconfirmedReason());
     }
     publish.begin(open);
@@ -182,7 +194,7 @@ export class ConfirmPublisher {
     if (!open) return; // settled already (a timeout, then the late confirm)
     open.confirms.stop(publish);
     open.pending.delete(publish);
-    if (open.retired) this.closeWhenIdle(open);
+    this.closeWhenIdle(open);
     const { exchange, routingKey } = publish;
     switch (outcome.kind) {
       case 'confirmed':
@@ -217,7 +229,9 @@ export class ConfirmPublisher {
    * After a nack the next publish opens a fresh channel: RabbitMQ 3.10 nacks every publish, for good, on a channel
    * whose first publish to a quorum queue came during its leader election (docs/design.md, "Running on a cluster").
    * At most once per RETIRE_INTERVAL_MS: a nack within it leaves the channel in use. The old channel closes as soon
-   * as none of its sends awaits a confirm, and after confirmTimeout at the latest.
+   * as none of its sends awaits a confirm: each send ends at its own deadline, confirmTimeout or, for a patient one,
+   * its signal. Closing it earlier would fail a patient send whose copy the broker may have routed, and its send
+   * again on the fresh channel would add a second copy.
    */
   private retire(open: OpenChannel): void {
     if (this.open !== open) return;
@@ -226,19 +240,18 @@ export class ConfirmPublisher {
     this.retiredAt = now;
     this.open = undefined;
     this.current.take();
-    open.retired = { timer: startTimer(this.limits.confirmTimeoutMs, () => ConfirmPublisher.closeRetired(open)).unref() };
+    open.retired = true;
+    this.retiredChannels.add(open);
   }
 
-  /** Closes a retired channel once none of its sends awaits a confirm and none waits in its write line. */
-  private closeWhenIdle(open: OpenChannel): void {
-    if (open.confirms.size === 0 && open.writes.size === 0) ConfirmPublisher.closeRetired(open);
-  }
-
-  private static closeRetired(open: OpenChannel): void {
-    const retired = open.retired;
-    if (!retired) return; // closed already
-    open.retired = undefined;
-    retired.timer.cancel();
+  /**
+   * Closes a retired channel once none of its sends awaits a confirm and none waits in its write line.
+   * @internal Also a write that left the line without a send (the buffer stayed full).
+   */
+  closeWhenIdle(open: OpenChannel): void {
+    if (!open.retired || open.confirms.size > 0 || open.writes.size > 0) return;
+    open.retired = false;
+    this.retiredChannels.delete(open);
     void open.channel.close().catch(() => undefined);
   }
 
@@ -291,6 +304,7 @@ export class ConfirmPublisher {
           pending: new Set(),
           writes: new WriteQueue(this.limits.timeoutMs),
           confirms: new DeadlineClock(this.limits.confirmTimeoutMs),
+          retired: false,
         };
         channel.on('drain', () => open.writes.drained());
         channel.on('return', (message: Message) => {
@@ -304,6 +318,7 @@ export class ConfirmPublisher {
         channel.on('close', () => {
           // Forgotten first: the publishes the line lets go now must find no open channel here.
           if (this.open === open) this.open = undefined;
+          this.retiredChannels.delete(open);
           forget();
           open.writes.closed();
         });
@@ -354,6 +369,7 @@ class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
 
   /** The write line gave up on it (the buffer stayed full). */
   fail(error: Error): void {
+    if (this.channel) this.publisher.closeWhenIdle(this.channel);
     this.failWith(errorMessage(error));
   }
 
