@@ -75,7 +75,7 @@ describe('parked-messages page in headless Chromium', () => {
   const texts = (page: Page, selector: string) => page.locator(selector).evaluateAll((nodes) => nodes.map((n) => (n.textContent ?? '').trim()));
 
   /** Clicks a button, then Confirm in the confirmation dialog, and waits for the page's report. */
-  async function confirm(page: Page, button: ReturnType<Page['locator']>, expectText: string, report: string) {
+  async function confirm(page: Page, button: ReturnType<Page['locator']>, expectText: string, report: string | RegExp) {
     await button.click();
     await page.locator('#confirm-text', { hasText: expectText }).waitFor();
     await page.locator('#confirm-ok').click();
@@ -248,6 +248,37 @@ describe('parked-messages page in headless Chromium', () => {
     await confirm(page, page.locator('#purge-filtered'), `Purge all 1 message parked in ${payments.queue}.error`, 'Purged 1 of 1 matching.');
     await parkedIn(payments.queue, 0);
     expect(handlerOf(suite.app!, payments.Handler).calls.length).toBe(2); // purged, never replayed
+    await page.close();
+  });
+
+  it("acts on a failure group as the filter counted it: the count confirmed is the count purged, the group's others stay parked", async () => {
+    const payments = handlerOn('e2e.group', 'order.paid');
+    const url = await start([payments], { allowUnauthenticated: true });
+    for (const id of [1, 2, 3, 4, 5]) {
+      await broker.publish(exchange, 'order.paid', { id, error: 'bad address', fatal: true, zone: id <= 2 ? 'north' : 'south' });
+    }
+    await parkedIn(payments.queue, 5);
+
+    const page = await openPage(url, payments.queue);
+    const group = page.locator('#failure-groups li.failure-group', { hasText: 'bad address' });
+    await group.locator('[data-col="count"]', { hasText: /^5$/ }).waitFor();
+    await page.locator('#f-text').fill('"zone":"north"');
+    await page.locator('#filter button[type=submit]').click();
+    await page.locator('#list-summary', { hasText: 'of 2 matching' }).waitFor();
+    await group.locator('[data-col="count"]', { hasText: /^2$/ }).waitFor();
+    await confirm(
+      page,
+      group.locator('[data-action="purge"]'),
+      'Purge the 2 messages of "bad address" that match the filter',
+      /^Purged 2 of 2 of the group\.$/,
+    );
+    await parkedIn(payments.queue, 3);
+    await page.locator('#group-history li[data-group-action]', { hasText: 'purged 2 of 2' }).waitFor();
+    // Those left are the ones the filter left out.
+    await page.locator('#clear-filter').click();
+    await page.locator('#list-summary', { hasText: 'of 3 matching' }).waitFor();
+    const left = await texts(page, '#messages li.message pre.preview');
+    expect(left.map((body) => (JSON.parse(body) as { zone: string }).zone)).toEqual(['south', 'south', 'south']);
     await page.close();
   });
 

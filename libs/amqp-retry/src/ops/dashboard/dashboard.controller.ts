@@ -18,9 +18,9 @@ import {
   readExportQuery,
   readFilter,
   readOperation,
+  readGroupSelection,
   readPage,
   readSelection,
-  refuseUnknownFields,
 } from './dashboard.request.js';
 import { jsonLinesStream } from './export.stream.js';
 import { DASHBOARD_CONFIG } from './dashboard.constants.js';
@@ -132,23 +132,20 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     /**
-     * Replays or purges a whole failure group in one action: `{ errorQueue, group, by?, expected? }`. A replay publishes
-     * each message once and acks it only once the broker confirmed the copy, as every replay; the action is recorded.
-     * `expected` (the count the operator confirmed) refuses with 409 when the group holds another number by then.
+     * Replays or purges a failure group in one action: `{ errorQueue, group, filter?, by?, expected? }`. `filter` (the
+     * page's queue, text and time fields) narrows the group to the messages the page counted; without it, the whole
+     * group. A replay publishes each message once and acks it only once the broker confirmed the copy, as every replay;
+     * the action is recorded. `expected` (the count the operator confirmed) refuses with 409 when the selection holds
+     * another number by then.
      */
     @Write('api/groups/:action')
     group(@Param('action') action: string, @Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<GroupAction> {
       return this.call(`${action} a failure group`, async () => {
         if (action !== 'replay' && action !== 'purge') throw new NotFoundException(`No group action ${JSON.stringify(action)}; use replay or purge.`);
-        const fields = fieldsOf(body);
-        refuseUnknownFields(fields, ['errorQueue', 'group', 'by', 'expected'], 'body');
-        const { errorQueue, group, by } = fields;
-        const selection = readSelection({ errorQueue, filter: { group } });
-        if (!selection.filter?.group) throw new DashboardRequestError('group', 'is missing; give the key of a failure group (FailureGroup.key)');
-        const who = readWho(request, by ?? 'unknown');
+        const selection = readGroupSelection(body);
+        const who = readWho(request, fieldsOf(body).by ?? 'unknown');
         await this.knownParkingQueue(selection.errorQueue);
-        const [described] =
-          (await this.parked.summary({ errorQueue: selection.errorQueue, group: selection.filter.group }, { groups: true })).groups ?? [];
+        const [described] = (await this.parked.summary({ ...selection.filter, errorQueue: selection.errorQueue }, { groups: true })).groups ?? [];
         const options = readOperation(body);
         const result = action === 'replay' ? await this.parked.replay(selection, options) : await this.parked.purge(selection, options);
         const record: GroupAction = {

@@ -5,6 +5,7 @@ import {
   readEdit,
   readExportQuery,
   readFilter,
+  readGroupSelection,
   readOperation,
   readPage,
   readSelection,
@@ -62,6 +63,30 @@ describe('readSelection', () => {
     expect(() => readSelection({ errorQueue: 'q', ids: [1] })).toThrow(/ids must be a non-empty array/);
     expect(() => readSelection({ errorQueue: 'q', ids: Array.from({ length: MAX_IDS + 1 }, (_, i) => `id${i}`) })).toThrow(/more than 1000 ids/);
     expect(() => readSelection(null)).toThrow(/body must be a JSON object/);
+  });
+});
+
+describe('readGroupSelection', () => {
+  it('selects the whole group without a filter, and the group narrowed by the filter given', () => {
+    expect(readGroupSelection({ errorQueue: 'orders.error', group: 'g1', by: 'ops', expected: 3 })).toEqual({
+      errorQueue: 'orders.error',
+      filter: { group: 'g1' },
+    });
+    expect(
+      readGroupSelection({ errorQueue: 'orders.error', group: 'g1', filter: { queue: 'orders', text: 'eu', since: '2026-11-30T10:00:00.000Z' } }),
+    ).toEqual({ errorQueue: 'orders.error', filter: { queue: 'orders', text: 'eu', since: new Date('2026-11-30T10:00:00.000Z'), group: 'g1' } });
+  });
+
+  it('refuses a missing group, a group inside the filter, and unknown fields, naming them', () => {
+    expect(() => readGroupSelection({ errorQueue: 'orders.error' })).toThrow(/group is missing/);
+    expect(() => readGroupSelection({ errorQueue: 'orders.error', group: 'g1', filter: { group: 'g2' } })).toThrow(
+      /filter.group is not for a group action/,
+    );
+    expect(() => readGroupSelection({ errorQueue: 'orders.error', group: 'g1', filter: { txt: 'eu' } })).toThrow(
+      /filter has unknown field\(s\) "txt"/,
+    );
+    expect(() => readGroupSelection({ errorQueue: 'orders.error', group: 'g1', ids: ['a'] })).toThrow(/body has unknown field\(s\) "ids"/);
+    expect(() => readGroupSelection({ group: 'g1' })).toThrow(/errorQueue is required/);
   });
 });
 

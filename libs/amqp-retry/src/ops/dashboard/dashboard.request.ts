@@ -126,6 +126,22 @@ export function readSelection(body: unknown): ParkedSelection {
 }
 
 /**
+ * The selection of a failure group's replay or purge: `{ errorQueue, group, filter?, by?, expected? }` (`by` and
+ * `expected` read elsewhere). `filter` narrows the group as the page's filter narrowed the count it showed (its queue,
+ * body text, time range); without it, the whole group.
+ */
+export function readGroupSelection(body: unknown): ParkedSelection & { filter: ParkedFilter & { group: string } } {
+  const input = asObject(body, 'body');
+  refuseUnknownFields(input, ['errorQueue', 'group', 'filter', 'by', 'expected'], 'body');
+  const errorQueue = requiredText(input, 'errorQueue');
+  const narrowing = readFilter(input.filter ?? {});
+  if (narrowing.group !== undefined) throw new DashboardRequestError('filter.group', 'is not for a group action; give the group as group');
+  const group = optionalText(input, 'group');
+  if (group === undefined) throw new DashboardRequestError('group', 'is missing; give the key of a failure group (FailureGroup.key)');
+  return { errorQueue, filter: { ...narrowing, group } };
+}
+
+/**
  * How a replay or purge body asks to run: `dryRun` (true: count, change nothing) and `expected` (the count the operator
  * confirmed, see OperationOptions.expected).
  */

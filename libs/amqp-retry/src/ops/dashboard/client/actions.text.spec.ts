@@ -42,6 +42,12 @@ describe("the page's questions and reports on actions", () => {
     const group = { count: 3, error: 'boom', queue: '' };
     expect(groupQuestion('replay', group)).toBe('Replay the 3 messages of "boom" to their queue? Each returns once.');
     expect(groupQuestion('purge', { ...group, queue: 'orders' })).toBe('Purge the 3 messages of "boom"? They are deleted for good.');
+    expect(groupQuestion('purge', group, true)).toBe(
+      'Purge the 3 messages of "boom" that match the filter (the group\'s others stay parked)? They are deleted for good.',
+    );
+    expect(groupQuestion('replay', { ...group, count: 1, queue: 'orders' }, true)).toBe(
+      'Replay the 1 message of "boom" that match the filter (the group\'s others stay parked) to orders? Each returns once.',
+    );
     expect(groupDoneText('replay', { done: 3, matched: 3, failed: 0 })).toBe('Replayed 3 of 3 of the group.');
     expect(groupDoneText('purge', { done: 1, matched: 3, failed: 2 })).toBe('Purged 1 of 3 of the group; 2 left parked.');
   });

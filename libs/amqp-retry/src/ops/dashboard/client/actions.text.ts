@@ -47,10 +47,11 @@ export function filterQuestion(verb: Verb, total: number, queue: Pick<QueueState
   return verb === 'Replayed' ? `Replay all ${what} to ${queue.queue}?` : `Purge all ${what}? They are deleted for good.`;
 }
 
-export const groupQuestion = (action: 'replay' | 'purge', group: Pick<GroupState, 'count' | 'error' | 'queue'>): string =>
-  action === 'replay'
-    ? `Replay the ${group.count} messages of "${group.error}" to ${group.queue || 'their queue'}? Each returns once.`
-    : `Purge the ${group.count} messages of "${group.error}"? They are deleted for good.`;
+/** The question for a failure group's action; `narrowed` when a filter narrowed the count (the action takes only those). */
+export function groupQuestion(action: 'replay' | 'purge', group: Pick<GroupState, 'count' | 'error' | 'queue'>, narrowed = false): string {
+  const what = `the ${plural(group.count, 'message')} of "${group.error}"${narrowed ? " that match the filter (the group's others stay parked)" : ''}`;
+  return action === 'replay' ? `Replay ${what} to ${group.queue || 'their queue'}? Each returns once.` : `Purge ${what}? They are deleted for good.`;
+}
 
 export const groupWorkingText = (action: 'replay' | 'purge'): string => (action === 'replay' ? 'Replaying the group…' : 'Purging the group…');
 

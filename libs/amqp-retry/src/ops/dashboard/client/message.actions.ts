@@ -2,7 +2,7 @@
  * Replays, purges and exports: one message, the selected ones, all that match the filter, a whole failure group.
  * Each is confirmed first, then the list is read again and the status line reports what was done.
  */
-import type { ActionResult, MessageView } from './api.types.js';
+import type { ActionResult, Filter, MessageView } from './api.types.js';
 import { api, apiText } from './api.client.js';
 import { el } from './dom.helpers.js';
 import type { GroupActionState, GroupState } from './groups.view.js';
@@ -116,12 +116,16 @@ export async function exportFiltered(page: Page): Promise<void> {
   }
 }
 
-/** Replays or purges a whole failure group, once confirmed; the answer is recorded by the server and shown. */
-export async function actOnGroup(page: Page, action: 'replay' | 'purge', group: GroupState): Promise<void> {
-  if (!(await confirmAction(groupQuestion(action, group)))) return status('Cancelled.');
+/**
+ * Replays or purges a failure group once confirmed: the messages its count showed, under the filter the groups were
+ * read with (`counted`); the answer is recorded by the server and shown.
+ */
+export async function actOnGroup(page: Page, action: 'replay' | 'purge', group: GroupState, counted: Filter): Promise<void> {
+  const body = groupActionBody(group, counted);
+  if (!(await confirmAction(groupQuestion(action, group, 'filter' in body)))) return status('Cancelled.');
   status(groupWorkingText(action));
   try {
-    const done = await api<GroupActionState>(`groups/${action}`, groupActionBody(group, page.state.filter));
+    const done = await api<GroupActionState>(`groups/${action}`, body);
     await page.load(true);
     status(groupDoneText(action, done));
   } catch (error) {

@@ -2,7 +2,7 @@
  * Reading the page's figures: the full load (queues, then the groups and the list) and the auto-refresh's tick, which
  * reads the list again only when a parked depth it shows changed; the refresh line says when the page last read them.
  */
-import type { FleetState, HistoryState, MessagePage, PartitionsState, QueueState, Summary } from './api.types.js';
+import type { Filter, FleetState, HistoryState, MessagePage, PartitionsState, QueueState, Summary } from './api.types.js';
 import { api } from './api.client.js';
 import { renderHistory, renderInstances, renderStrip } from './console.view.js';
 import { byId } from './dom.helpers.js';
@@ -13,7 +13,7 @@ import { actOnGroup, replayOne } from './message.actions.js';
 import { openDetail } from './message.detail.js';
 import { renderGroups, renderList } from './messages.view.js';
 import { renderOutbox, type OutboxState } from './outbox.view.js';
-import { busiestQueue, filterForApi, handlerQueues, lastPageOffset, listedDepths, PAGE_SIZE, refreshedText, type Page } from './page.state.js';
+import { busiestQueue, filterForApi, groupsFilter, handlerQueues, lastPageOffset, listedDepths, PAGE_SIZE, refreshedText, type Page } from './page.state.js';
 import { renderPartitions } from './partitions.view.js';
 import { renderHandlerQueues, renderLadders } from './queues.view.js';
 import { status } from './status.view.js';
@@ -38,15 +38,18 @@ function renderQueues(page: Page): void {
   renderQueueOptions(state.queues, state.filter.queue);
 }
 
-/** The failure groups of what the groups count, their history, and the oldest parked message's age for the strip. */
-function renderWorkGroups(page: Page, summary: Summary): void {
+/**
+ * The failure groups of what the groups count (read under the filter `counted`, which their actions take too), their
+ * history, and the oldest parked message's age for the strip.
+ */
+function renderWorkGroups(page: Page, summary: Summary, counted: Filter): void {
   const oldest = (summary as { oldestParkedAt?: string }).oldestParkedAt;
   page.state.oldestParkedMs = oldest ? Math.max(0, Date.now() - Date.parse(oldest)) : undefined;
   const groups = (summary.groups ?? []) as unknown as GroupState[];
   renderFailureGroups(
     byId('failure-groups'),
     groups,
-    (action, group) => void actOnGroup(page, action, group),
+    (action, group) => void actOnGroup(page, action, group, counted),
     (group) => void applyFilter(page, { queue: group.queue || undefined }),
   );
   api<GroupActionState[]>('groups/actions').then(
@@ -95,8 +98,9 @@ export async function load(page: Page, quiet = false): Promise<void> {
     );
     const filter = filterForApi(state.filter);
     // The groups leave out the reason and error chosen, so that choosing one does not hide the others.
+    const counted = groupsFilter(state.filter);
     const [summary, list] = await Promise.all([
-      api<Summary>(`summary${query({ ...filter, reason: undefined, error: undefined })}`),
+      api<Summary>(`summary${query({ ...counted })}`),
       api<MessagePage>(`messages${query({ ...filter, offset: state.offset, limit: PAGE_SIZE })}`),
     ]);
     if (seq !== state.seq) return;
@@ -109,7 +113,7 @@ export async function load(page: Page, quiet = false): Promise<void> {
     state.items = list.items;
     state.listedAt = listedDepths(state);
     renderGroups(summary, (key, value) => void applyFilter(page, { ...state.filter, reason: undefined, error: undefined, [key]: value }));
-    renderWorkGroups(page, summary);
+    renderWorkGroups(page, summary, counted);
     renderList(
       state,
       (item) => void openDetail(page, item.errorQueue, item.id),

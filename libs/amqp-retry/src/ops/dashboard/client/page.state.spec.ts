@@ -108,14 +108,21 @@ describe("the page's state", () => {
 describe('groupActionBody', () => {
   const group = { errorQueue: 'orders.error', key: 'g1', count: 6 };
 
-  it('passes the count shown as the one confirmed when no filter narrowed the group', () => {
+  it('confirms the count shown, and takes the whole group when no queue, text or time filter counted it', () => {
     expect(groupActionBody(group, {})).toEqual({ errorQueue: 'orders.error', group: 'g1', expected: 6 });
-    expect(groupActionBody(group, { reason: 'exhausted', error: 'refused' })).toMatchObject({ expected: 6 });
+    // The groups are counted without the reason and error chosen: those do not narrow the action either.
+    expect(groupActionBody(group, { reason: 'exhausted', error: 'refused' })).toEqual({ errorQueue: 'orders.error', group: 'g1', expected: 6 });
   });
 
-  it('passes no count under a queue, text or time filter: the action takes the whole group, which the count did not show', () => {
-    for (const filter of [{ queue: 'orders' }, { text: 'eu' }, { since: '2026-11-30T10:00' }, { until: '2026-11-30T11:00' }]) {
-      expect(groupActionBody(group, filter)).toEqual({ errorQueue: 'orders.error', group: 'g1' });
+  it('narrows the action by the filter the count was read under, and confirms that count', () => {
+    for (const filter of [{ queue: 'orders' }, { text: 'eu' }, { since: '2026-11-30T10:00:00.000Z' }, { until: '2026-11-30T11:00:00.000Z' }]) {
+      expect(groupActionBody(group, filter)).toEqual({ errorQueue: 'orders.error', group: 'g1', expected: 6, filter });
     }
+    expect(groupActionBody(group, { queue: 'orders', reason: 'exhausted', text: 'eu', error: '' })).toEqual({
+      errorQueue: 'orders.error',
+      group: 'g1',
+      expected: 6,
+      filter: { queue: 'orders', text: 'eu' },
+    });
   });
 });

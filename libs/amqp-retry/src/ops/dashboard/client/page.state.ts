@@ -132,11 +132,18 @@ export function filterFromFields(value: (name: string) => string): Filter {
 export const refreshedText = (live: boolean, readAt: string): string =>
   live ? `Refreshes every ${REFRESH_MS / 1000} s · read ${readAt}` : `Auto-refresh paused · read ${readAt}`;
 
+/** The filter the failure groups are counted under: the page's, but for its reason and error (the groups show every one). */
+export function groupsFilter(filter: Filter): Filter {
+  const { reason: _reason, error: _error, ...rest } = filterForApi(filter);
+  return rest;
+}
+
 /**
- * The body of a failure group's replay or purge. The action takes the whole group, so the count shown stands for what
- * was confirmed (`expected`) only when no queue, text or time filter narrowed it.
+ * The body of a failure group's replay or purge: the group narrowed by the filter its count was read under (`counted`,
+ * see groupsFilter), so that the action takes the messages the count showed, and that count as the one confirmed
+ * (`expected`: the server refuses with 409 when another number matches by then).
  */
-export function groupActionBody(group: { errorQueue: string; key: string; count: number }, filter: Filter): Record<string, unknown> {
-  const whole = !filter.queue && !filter.text && !filter.since && !filter.until;
-  return { errorQueue: group.errorQueue, group: group.key, ...(whole && { expected: group.count }) };
+export function groupActionBody(group: { errorQueue: string; key: string; count: number }, counted: Filter): Record<string, unknown> {
+  const filter = groupsFilter(counted);
+  return { errorQueue: group.errorQueue, group: group.key, expected: group.count, ...(Object.keys(filter).length > 0 && { filter }) };
 }
