@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { ParkedMessageView } from 'nestjs-amqp-retry';
 import amqp from 'amqplib';
 import { REPLAY_WINDOW } from '../../libs/amqp-retry/src/ops/confirm.window.js';
-import { AMQP_URL, waitFor, type TestBroker } from '../support/broker.js';
+import { HANDLER_REGISTRY_QUEUE } from '../../libs/amqp-retry/src/core/topology/handler-registry.record.js';
+import { AMQP_URL, uniqueName, waitFor, type TestBroker } from '../support/broker.js';
 import { buildCli } from '../support/cli.js';
 import { useParkingShop } from '../support/parking-shop.js';
 import { useSuite } from '../support/suite.js';
@@ -129,6 +130,80 @@ describe('the amqp-retry CLI, run as a child process', () => {
     expect(purged.code).toBe(0);
     expect(JSON.parse(purged.stdout)).toEqual({ matched: 2, purged: 2, dryRun: false });
     expect(await broker.count(errorQueue)).toBe(1);
+  });
+
+  it("reads a copy parked without x-original-queue in its queue's own parking queue as that queue's: list, replay and purge agree", async () => {
+    // No handler runs and none recorded the queue: the queue named and its `<queue>.error` are all there is.
+    const own = suite.retryQueue(uniqueName('e2e.cli.legacy'));
+    await broker.declareQueue(own);
+    await broker.declareQueue(`${own}.error`);
+    await broker.publish(
+      '',
+      `${own}.error`,
+      { n: 1 },
+      { headers: { 'x-parked-id': 'legacy-1', 'x-original-queue': own, 'x-parked-reason': 'exhausted' } },
+    );
+    for (const n of [2, 3]) await broker.publish('', `${own}.error`, { n }, { headers: { 'x-parked-reason': 'exhausted' } }); // an older version's
+
+    const listed = await run('parked', 'list', '--queue', own, '--json');
+    const { total, items } = JSON.parse(listed.stdout) as { total: number; items: ParkedMessageView[] };
+    expect([listed.code, total, items.map((item) => item.queue)]).toEqual([0, 3, [own, own, own]]);
+
+    const replayed = await run('parked', 'replay', '--queue', own, '--text', '"n":2');
+    expect({ code: replayed.code, stdout: replayed.stdout.trim(), stderr: replayed.stderr }).toEqual({
+      code: 0,
+      stdout: `Replayed 1 of 1 matching message(s) from "${own}.error".`,
+      stderr: '',
+    });
+    expect((await broker.take(own, 1)).map((m) => m.content.toString())).toEqual(['{"n":2}']);
+
+    const purged = await run('parked', 'purge', '--queue', own, '--all', '--yes', '--json');
+    expect({ code: purged.code, result: JSON.parse(purged.stdout) as unknown, stderr: purged.stderr }).toEqual({
+      code: 0,
+      result: { matched: 2, purged: 2, dryRun: false },
+      stderr: '',
+    });
+    expect(await broker.count(`${own}.error`)).toBe(0);
+  });
+
+  it('says which copies without x-original-queue a --queue purge or replay left in a parking queue shared by several queues', async () => {
+    const first = suite.retryQueue(uniqueName('e2e.cli.shared-a'));
+    const second = suite.retryQueue(uniqueName('e2e.cli.shared-b'));
+    const shared = uniqueName('e2e.cli.shared-dlq');
+    suite.extraQueues.push(shared);
+    await broker.channel.assertQueue(HANDLER_REGISTRY_QUEUE, { durable: true });
+    for (const queue of [first, second]) {
+      await broker.declareQueue(queue);
+      await broker.publish('', HANDLER_REGISTRY_QUEUE, {
+        queue,
+        errorQueue: shared,
+        tiers: [],
+        queueType: 'classic',
+        applications: [],
+        recordedAt: new Date().toISOString(),
+      });
+    }
+    await broker.declareQueue(shared);
+    await broker.publish('', shared, { n: 1 }, { headers: { 'x-parked-id': 'shared-1', 'x-original-queue': first, 'x-parked-reason': 'exhausted' } });
+    await broker.publish(
+      '',
+      shared,
+      { n: 2 },
+      { headers: { 'x-parked-id': 'shared-2', 'x-original-queue': second, 'x-parked-reason': 'exhausted' } },
+    );
+    await broker.publish('', shared, { n: 3 }, { headers: { 'x-parked-reason': 'exhausted' } }); // whose? no name says
+
+    const dry = await run('parked', 'replay', '--whole-vhost', '--queue', first, '--all', '--dry-run');
+    expect(dry.stdout.trim()).toBe(`Would replay 1 message(s) from "${shared}" (dry run).`);
+    expect(dry.stderr).toContain(`1 other matching message(s) in "${shared}" name no queue they failed in`);
+    const purged = await run('parked', 'purge', '--whole-vhost', '--queue', first, '--all', '--yes');
+    expect(purged.code).toBe(0);
+    expect(purged.stdout.trim()).toBe(`Purged 1 message(s) from "${shared}".`);
+    expect(purged.stderr.trim()).toBe(
+      `1 other matching message(s) in "${shared}" name no queue they failed in (parked without x-original-queue) and were not purged; ` +
+        `to purge them, select them by --id with --error-queue "${shared}" and no --queue.`,
+    );
+    expect(await broker.count(shared)).toBe(2);
   });
 
   it('refuses, as a parking queue, a handler queue or a queue with consumers, and reads or changes nothing', async () => {

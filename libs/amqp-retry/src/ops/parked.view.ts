@@ -9,6 +9,7 @@ import {
   mayUseParkingQueue,
   namesNothing,
   parkingQueueOf,
+  queueOfUnnamed,
   queuesInScope,
   type ParkedScope,
   type ScopeQueue,
@@ -126,13 +127,14 @@ export class ParkedView {
   }
 
   /**
-   * The handler queue that parks in `errorQueue` when only one does: the target of copies parked without
-   * `x-original-queue`. Read from every record (and the application's own queues): it names where a message goes,
-   * not what the view may see.
+   * The handler queue a copy parked without `x-original-queue` failed in (see queueOfUnnamed): the one queue that parks
+   * in `errorQueue`, else the queue whose own parking queue it is. Read from every record (and the application's own
+   * queues, and the queues the scope names): it names where a message goes, not what the view may see.
    */
   async fallbackQueue(errorQueue: string): Promise<string> {
-    const candidates = [...(this.internals.own?.() ?? []), ...(await this.records())];
-    const owners = new Set(candidates.filter((q) => q.errorQueue === errorQueue).map((q) => q.queue));
-    return owners.size === 1 ? [...owners][0] : '';
+    const records = await this.records();
+    const scope = this.currentScope();
+    const inScope = namesNothing(scope) ? [] : queuesInScope(scope, records);
+    return queueOfUnnamed(errorQueue, [...(this.internals.own?.() ?? []), ...records], inScope);
   }
 }

@@ -2,7 +2,10 @@
 
 /** Which parked messages an operation looks at. Every field narrows; an empty filter matches all. */
 export interface ParkedFilter {
-  /** The handler queue the message failed in (its `x-original-queue`). */
+  /**
+   * The handler queue the message failed in (its `x-original-queue`; without it, as ParkedMessageView.queue reads it);
+   * `''`: the messages whose queue is unknown.
+   */
   queue?: string;
   /** The parking queue to list or summarize; default: that of `queue`, else every parking queue in view. */
   errorQueue?: string;
@@ -28,7 +31,10 @@ export interface ParkedFilter {
 export interface ParkedMessageView {
   /** Stable id: the `x-parked-id` header written at park time, else a digest of the body and properties. */
   id: string;
-  /** The handler queue it failed in; a replay goes there. Empty when unknown (parked by an old version, no record). */
+  /**
+   * The handler queue it failed in; a replay goes there. Without `x-original-queue` (parked by an old version): the one
+   * queue that parks in its parking queue, else the queue whose own parking queue (`<queue>.error`) it is; else empty.
+   */
   queue: string;
   /** The parking queue holding it. */
   errorQueue: string;

@@ -6,6 +6,7 @@ import {
   mayUseParkingQueue,
   namesNothing,
   parkingQueueOf,
+  queueOfUnnamed,
   queuesInScope,
   type ParkedScope,
 } from './parked.scope.js';
@@ -99,5 +100,29 @@ describe('isHandlerSideQueue', () => {
     expect(isHandlerSideQueue(queues, 'orders.error')).toBe(false);
     expect(isHandlerSideQueue(queues, 'payments')).toBe(false);
     expect(isHandlerSideQueue([], 'orders')).toBe(false);
+  });
+});
+
+describe('queueOfUnnamed', () => {
+  const parks = (queue: string, errorQueue = `${queue}.error`) => ({ queue, errorQueue });
+
+  it('is the one queue that parks there, whatever the name', () => {
+    expect(queueOfUnnamed('orders.error', [parks('orders')], [])).toBe('orders');
+    expect(queueOfUnnamed('shared-dlq', [parks('orders', 'shared-dlq'), parks('payments')], [])).toBe('orders');
+  });
+
+  it("is the queue whose own parking queue it is when others park there too, and unknown when it is no one's own", () => {
+    expect(queueOfUnnamed('orders.error', [parks('orders'), parks('orders-v2', 'orders.error')], [])).toBe('orders');
+    expect(queueOfUnnamed('shared-dlq', [parks('orders', 'shared-dlq'), parks('payments', 'shared-dlq')], [])).toBe('');
+    expect(queueOfUnnamed('orders.error', [parks('a', 'orders.error'), parks('b', 'orders.error')], [parks('orders')])).toBe('');
+  });
+
+  it('is the queue the scope names with that parking queue when no record says who parks there', () => {
+    expect(queueOfUnnamed('orders.error', [], [parks('orders')])).toBe('orders');
+    expect(queueOfUnnamed('orders.dlq', [], [parks('orders', 'orders.dlq')])).toBe('orders');
+    expect(queueOfUnnamed('orders.error', [], [parks('orders', 'orders.dlq')])).toBe('');
+    expect(queueOfUnnamed('orders.error', [], [parks('payments')])).toBe('');
+    // A record wins over the scope's default name.
+    expect(queueOfUnnamed('orders.error', [parks('payments', 'orders.error')], [parks('orders')])).toBe('payments');
   });
 });

@@ -4,12 +4,16 @@ import { ParkedCountChangedError } from '../../errors/parked-count-changed.error
 import { EXIT } from './cli.input.js';
 import { exportCommand, purgeCommand, replayCommand, type CliIo } from './parked.commands.js';
 
-/** A fake ParkedMessages: unit tests of the commands' decisions; the broker side has its e2e tests. */
-function fakeParked(matched: number, failed = 0) {
+/**
+ * A fake ParkedMessages: unit tests of the commands' decisions; the broker side has its e2e tests. `unnamed`: the
+ * messages whose queue is unknown (a dry-run purge by `queue: ''`, not recorded in `calls`).
+ */
+function fakeParked(matched: number, failed = 0, unnamed = 0) {
   const calls: { op: string; selection: ParkedSelection; dryRun?: boolean }[] = [];
   const parked = {
     errorQueueOf: async (queue: string) => `${queue}.error`,
     async purge(selection: ParkedSelection, options: { dryRun?: boolean } = {}): Promise<PurgeResult> {
+      if (selection.filter?.queue === '') return { matched: unnamed, purged: 0, dryRun: true };
       calls.push({ op: 'purge', selection, dryRun: options.dryRun });
       return { matched, purged: options.dryRun ? 0 : matched, dryRun: options.dryRun === true };
     },
@@ -69,7 +73,8 @@ describe('purgeCommand', () => {
     const calls: { dryRun?: boolean; expected?: number }[] = [];
     const parked = {
       errorQueueOf: async (queue: string) => `${queue}.error`,
-      async purge(_selection: ParkedSelection, options: { dryRun?: boolean; expected?: number } = {}): Promise<PurgeResult> {
+      async purge(selection: ParkedSelection, options: { dryRun?: boolean; expected?: number } = {}): Promise<PurgeResult> {
+        if (selection.filter?.queue === '') return { matched: 0, purged: 0, dryRun: true };
         calls.push({ dryRun: options.dryRun, expected: options.expected });
         const matched = now;
         now = 3; // a message parked while the operator read the question
@@ -83,6 +88,26 @@ describe('purgeCommand', () => {
     expect(calls).toEqual([{ dryRun: true }, { expected: 2 }, { expected: 3 }]);
     expect(err).toEqual(['3 message(s) match now, not the 2 confirmed: nothing was purged.']);
     expect(out).toEqual(['Purged 3 message(s) from "q.error".']);
+  });
+
+  it('says how many messages of the parking queue a --queue selection left because no queue is known for them', async () => {
+    const queued = fakeParked(2, 0, 3);
+    const { io, out, err } = fakeIo();
+    expect(await purgeCommand(queued.parked, { queue: 'q', all: true, yes: true }, io)).toBe(EXIT.ok);
+    expect(out).toEqual(['Purged 2 message(s) from "q.error".']);
+    expect(err).toEqual([
+      '3 other matching message(s) in "q.error" name no queue they failed in (parked without x-original-queue) and were not purged; ' +
+        'to purge them, select them by --id with --error-queue "q.error" and no --queue.',
+    ]);
+    const replay = fakeIo();
+    await replayCommand(queued.parked, { queue: 'q', all: true, dryRun: true }, replay.io);
+    expect(replay.err).toEqual([
+      expect.stringMatching(/^3 other matching message\(s\) in "q.error" name no queue .* and were not counted; to replay them/),
+    ]);
+    // Without --queue the selection takes them.
+    const whole = fakeIo();
+    await purgeCommand(fakeParked(5, 0, 3).parked, { errorQueue: 'q.error', all: true, yes: true }, whole.io);
+    expect(whole.err).toEqual([]);
   });
 
   it('wants --all to purge a whole queue, and a queue', async () => {

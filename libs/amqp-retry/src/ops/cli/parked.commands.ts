@@ -1,7 +1,7 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
 import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
 import type { ParkedMessages } from '../parked-messages.service.js';
-import type { OperationOptions, ParkedFilter } from '../../core/parking/parked-messages.types.js';
+import type { OperationOptions, ParkedFilter, ParkedSelection } from '../../core/parking/parked-messages.types.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
 import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags, type ScopeFlags } from './cli.input.js';
 
@@ -68,6 +68,25 @@ function selectionFilter(flags: SelectionFlags, verb: string): { filter: ParkedF
   return { filter, ids };
 }
 
+/**
+ * How many messages of the parking queue a `--queue` selection left out because no queue is known for them (parked
+ * without `x-original-queue` in a parking queue that is not that queue's own, see queueOfUnnamed), matching the rest
+ * of the selection: said after a replay or a purge, so that its count never hides them.
+ */
+async function leftUnattributed(parked: ParkedMessages, selection: ParkedSelection): Promise<number> {
+  if (selection.filter?.queue === undefined) return 0;
+  return (await parked.purge({ ...selection, filter: { ...selection.filter, queue: '' } }, { dryRun: true })).matched;
+}
+
+function sayUnattributed(io: CliIo, count: number, errorQueue: string, action: 'replay' | 'purge', dryRun: boolean): void {
+  if (count === 0) return;
+  const done = dryRun ? 'counted' : action === 'replay' ? 'replayed' : 'purged';
+  io.err(
+    `${count} other matching message(s) in "${printable(errorQueue)}" name no queue they failed in (parked without x-original-queue) and were not ${done}; ` +
+      `to ${action} them, select them by --id with --error-queue "${printable(errorQueue)}" and no --queue.`,
+  );
+}
+
 /** A progress bar for a person at a terminal (io decides), never beside --json output. */
 function withProgress(io: CliIo, flags: CommonFlags, label: string): Progress {
   return (wantsProgress(io.stderrIsTTY, flags.json === true) && io.progress(label)) || Object.assign(() => undefined, { stop: () => undefined });
@@ -115,6 +134,7 @@ export async function replayCommand(parked: ParkedMessages, flags: SelectionFlag
     );
     for (const failure of result.failed) io.err(`Left parked ${printable(failure.id)}: ${printable(failure.error)}`);
   }
+  sayUnattributed(io, await leftUnattributed(parked, { errorQueue, ids, filter }), errorQueue, 'replay', result.dryRun);
   if (result.matched === 0) return EXIT.nothingMatched;
   return result.failed.length > 0 ? EXIT.partial : EXIT.ok;
 }
@@ -125,7 +145,9 @@ export async function purgeCommand(parked: ParkedMessages, flags: SelectionFlags
   const purge = async (expected?: number) => {
     const onProgress = withProgress(io, flags, 'purge');
     const result = await parked.purge(selection, { dryRun: flags.dryRun, expected, onProgress }).finally(() => onProgress.stop());
-    return report(io, flags, result, errorQueue);
+    const code = report(io, flags, result, errorQueue);
+    sayUnattributed(io, await leftUnattributed(parked, selection), errorQueue, 'purge', result.dryRun);
+    return code;
   };
   if (flags.dryRun || flags.yes) return purge();
   if (!io.stdinIsTTY)
