@@ -241,6 +241,43 @@ describe('ConfirmPublisher when the connection drops while its channel opens', (
   });
 });
 
+describe("ConfirmPublisher with its caller's deadline", () => {
+  /** How long `publishing` took to settle, and its error. */
+  const settled = async (publishing: Promise<void>) => {
+    const startedAt = Date.now();
+    const error = await publishing.then(
+      () => undefined,
+      (failure: PublishError) => failure,
+    );
+    return { ms: Date.now() - startedAt, error };
+  };
+
+  it('ends the wait for the connection at the deadline given, not publishTimeout from the call', async () => {
+    const { connection } = droppedDuringOpen(5_000);
+    const publisher = new ConfirmPublisher(connection, { ...limits, timeoutMs: 2_000 });
+    const { ms, error } = await settled(publisher.publish('', 'q', Buffer.from('x'), { mandatory: false }, undefined, Date.now() + 300));
+    expect(error?.message).toMatch(/no connection to RabbitMQ within/);
+    expect(ms).toBeLessThan(1_000);
+  });
+
+  it('ends the wait for a channel the broker never opens at the deadline given', async () => {
+    const connection = { isConnected: true, createConfirmChannel: () => new Promise(() => undefined) } as unknown as AmqpConnection;
+    const publisher = new ConfirmPublisher(connection, { ...limits, timeoutMs: 2_000 });
+    const { ms, error } = await settled(publisher.publish('', 'q', Buffer.from('x'), { mandatory: false }, undefined, Date.now() + 300));
+    expect(error?.message).toMatch(/no channel could be opened/);
+    expect(ms).toBeLessThan(1_000);
+  });
+
+  it('sends at once on an open channel, whatever the deadline', async () => {
+    const { connection, channels } = connectionWith([() => undefined]);
+    const publisher = new ConfirmPublisher(connection, limits);
+    await publisher.publish('', 'q', Buffer.from('1'), { mandatory: false });
+    await publisher.publish('', 'q', Buffer.from('2'), { mandatory: false }, undefined, Date.now() - 1);
+    expect(channels.map((channel) => channel.published)).toEqual([['q', 'q']]);
+    await publisher.close();
+  });
+});
+
 /**
  * A confirm channel that behaves as amqplib's where it matters here: publish() answers false once `room` messages wait
  * to be written (they are, and 'drain' follows, on flush()); confirms come on confirmAll(); a close first fails every

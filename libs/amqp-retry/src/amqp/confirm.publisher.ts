@@ -99,12 +99,23 @@ export class ConfirmPublisher {
   /**
    * Resolves once the broker confirmed the message; rejects with PublishError when it nacked it, closed the channel
    * over it, no queue took it (`mandatory`, the default), or no confirm came in time.
+   *
+   * Its waits for the connection, a channel and the sends again end at `deadline` (a Date.now() time): a caller that
+   * waited before publishing passes the deadline of its whole publish. Without one, `timeoutMs` from now.
    */
-  publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish = {}, patience?: PublishPatience): Promise<void> {
+  publish(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: Options.Publish = {},
+    patience?: PublishPatience,
+    deadline?: number,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       // Options that already say `mandatory` (RetryPublisher's) are not copied.
       const sent = options.mandatory === undefined ? withMandatory(options) : options;
-      this.attempt(new Publish(this, exchange, routingKey, content, sent, patience, Date.now() + this.limits.timeoutMs, resolve, reject));
+      const until = deadline ?? Date.now() + this.limits.timeoutMs;
+      this.attempt(new Publish(this, exchange, routingKey, content, sent, patience, until, resolve, reject));
     });
   }
 

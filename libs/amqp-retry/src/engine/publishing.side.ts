@@ -141,21 +141,25 @@ export class PublishingSide {
     return this.sendWhenOpen(via, plan, out);
   }
 
+  /**
+   * A publish that waits before it goes (for the first connection, for the delay ladder): every wait, the publisher's
+   * own included, ends at one deadline, publishTimeout from the call.
+   */
   private async sendWhenOpen(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing): Promise<void> {
     const deadline = Date.now() + this.config.publishTimeoutMs;
     const publisher = (await this.open())[via];
-    if (plan.kind === 'direct') return publisher.publish(out.exchange, out.routingKey, out.content, out.properties);
+    if (plan.kind === 'direct') return publisher.publish(out.exchange, out.routingKey, out.content, out.properties, undefined, deadline);
     const delayed = ladderProperties(out.properties, plan.headers);
     await this.ladderFor(publisher, plan, deadline);
     try {
-      await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed);
+      await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed, undefined, deadline);
     } catch (error) {
       if (!isMissingTarget(error)) throw error;
       // Part of the ladder was deleted: declare it again, and try once more.
       this.logger.error(`Part of the delay ladder "${this.delayLadderPrefix()}" is missing; declaring it again`);
       this.forgetLadder();
       await this.ladderFor(publisher, plan, deadline);
-      await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed);
+      await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed, undefined, deadline);
     }
   }
 
