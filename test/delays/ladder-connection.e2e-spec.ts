@@ -84,4 +84,27 @@ describe('the delay ladder of a delayed publish', () => {
     const [message] = await suite.broker.take(ready, 1);
     expect(JSON.parse(message.content.toString())).toEqual({ n: 3 });
   });
+
+  it('ends within publishTimeout from the call when the ladder took most of it and the channel then does not open', async () => {
+    const { proxy, side } = await reconnectedSide({ publishTimeout: '2s', confirmTimeout: '1s' });
+    proxy.stall(); // the declaration of the ladder waits
+    const startedAt = Date.now();
+    const outcome = side.publish('publisher', outgoing(1), 200).then(
+      () => ({ ms: Date.now() - startedAt, error: undefined }),
+      (error: Error) => ({ ms: Date.now() - startedAt, error }),
+    );
+    await settleWindow(1_500);
+    // The broker answers again: the ladder is declared, with 0.5 s of the publish left; then it answers nothing more
+    // before the publisher's own channel opens.
+    const declared = side.delayLadder();
+    proxy.resume();
+    await declared;
+    proxy.stall();
+    const hang = settleWindow(6_000).then(() => ({ ms: 6_000, error: new Error('still waiting after 6 s') }));
+    const { ms, error } = await Promise.race([outcome, hang]);
+    proxy.resume();
+    expect(error).toBeInstanceOf(PublishError);
+    expect(error?.message).toMatch(/no channel could be opened within 2000 ms \(publishTimeout\)/);
+    expect(ms).toBeLessThan(2_500);
+  });
 });
