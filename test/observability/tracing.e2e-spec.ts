@@ -70,6 +70,46 @@ describe('OpenTelemetry tracing', () => {
     expect(traceparent).toBe(`00-${traceId}-${producer?.spanContext().spanId}-01`);
   });
 
+  it('continues the trace of a message published without trace context from its first failed attempt', async () => {
+    const { broker, queue } = suite;
+    const Handler = handlerFor({ queue, delays: ['100ms'], maxAttempts: 3 }, (_payload, ctx) => {
+      if (ctx.attempt < 3) throw new Error(`attempt ${ctx.attempt} fails`);
+    });
+    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, tracing: true }));
+    // Plain amqplib, as Nest's ClientRMQ publishes: no traceparent.
+    await broker.publish('', queue, { n: 1 }, { messageId: 'plain-1' });
+    await waitFor(() => handlerOf(app, Handler).calls.length === 3, 'three attempts', 15_000);
+    await waitFor(() => tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER).length === 3, 'three consumer spans');
+
+    const consumers = tracing
+      .spans()
+      .filter((s) => s.kind === SpanKind.CONSUMER)
+      .sort((a, b) => Number(a.attributes['amqp_retry.attempt']) - Number(b.attributes['amqp_retry.attempt']));
+    const [first, ...retries] = consumers;
+    expect(parentOf(first)).toBeUndefined();
+    for (const span of retries) {
+      expect(span.spanContext().traceId).toBe(first.spanContext().traceId);
+      expect(parentOf(span)).toBe(first.spanContext().spanId);
+    }
+    expect(consumers.map((s) => s.attributes['amqp_retry.attempt'])).toEqual([1, 2, 3]);
+    // Each attempt names where the message was published, not the tier it came back by.
+    expect(consumers.map((s) => s.attributes['messaging.destination.name'])).toEqual([1, 2, 3].map(() => `${queue}:${queue}`));
+    // The retries are counted as before: the third attempt is the last.
+    expect(handlerOf(app, Handler).calls.map((m) => m.properties.messageId)).toEqual(['plain-1', 'plain-1', 'plain-1']);
+  });
+
+  it('gives the parked copy of a message without trace context the trace of the attempt that failed', async () => {
+    const { broker, queue } = suite;
+    const Handler = handlerFor({ queue }, () => {
+      throw new NonRetryableError('refused');
+    });
+    suite.app = await startApp([Handler], { ...TEST_OPTIONS, tracing: true });
+    await broker.publish('', queue, { n: 1 });
+    const [parked] = await broker.take(`${queue}.error`, 1);
+    const consumer = tracing.spans().find((s) => s.kind === SpanKind.CONSUMER);
+    expect(parked.properties.headers?.traceparent).toBe(`00-${consumer?.spanContext().traceId}-${consumer?.spanContext().spanId}-01`);
+  });
+
   it('keeps the trace context through parking and through the delay ladder', async () => {
     const { broker, queue } = suite;
     const prefix = suite.ladder();
@@ -91,6 +131,19 @@ describe('OpenTelemetry tracing', () => {
     expect(producer?.attributes['amqp_retry.delayed']).toBe(true);
     expect(consumer?.spanContext().traceId).toBe(producer?.spanContext().traceId);
     expect(parentOf(consumer!)).toBe(producer?.spanContext().spanId);
+  });
+
+  it('adds nothing to a retried message without trace context when tracing is off', async () => {
+    const { broker, queue } = suite;
+    const Handler = handlerFor({ queue, delays: ['100ms'], maxAttempts: 2 }, (_payload, ctx) => {
+      if (ctx.attempt === 1) throw new Error('first attempt fails');
+    });
+    const app = (suite.app = await startApp([Handler], TEST_OPTIONS));
+    await broker.publish('', queue, { n: 1 });
+    await waitFor(() => handlerOf(app, Handler).calls.length === 2, 'two attempts', 15_000);
+    const headers = handlerOf(app, Handler).calls[1].properties.headers ?? {};
+    expect(headers.traceparent).toBeUndefined();
+    expect(Object.keys(headers).filter((name) => name.startsWith('x-retry-'))).toEqual([]);
   });
 
   it('adds nothing to the headers when tracing is off', async () => {

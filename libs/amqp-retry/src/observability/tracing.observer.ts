@@ -1,6 +1,6 @@
 import type * as Otel from '@opentelemetry/api';
 import { maskCredentials } from '../core/text/credentials.mask.js';
-import { firstRejection } from '../core/delivery/x-death.parser.js';
+import { firstRoute } from '../core/delivery/first-failure.headers.js';
 import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from '../core/observe/retry.observer.js';
 import type { TracingOptions } from '../core/observe/tracing.options.js';
 
@@ -21,7 +21,9 @@ const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = { set: (carrie
  * Traces with the OpenTelemetry API only (the application brings the SDK): the application's publishes get a
  * producer span whose W3C context (`traceparent`, `tracestate`) travels in the message headers; each attempt at a
  * delivery gets a consumer span, child of that context, current while the handler runs. Dead-lettering keeps the
- * headers, so every attempt of a retried message lands in the producer's trace. When the consumer span of the
+ * headers, so every attempt of a retried message lands in the producer's trace; a message without trace context gets
+ * its first failed attempt's in the copy sent to the tier or parked, so the later attempts land in that attempt's trace.
+ * When the consumer span of the
  * delivery that @opentelemetry/instrumentation-amqplib makes is current, it is given the attempt's attributes instead
  * of a second one.
  */
@@ -63,9 +65,7 @@ export class TracingObserver implements RetryObserver {
     const headers = (properties.headers ?? {}) as Record<string, unknown>;
     const producer = propagation.extract(ROOT_CONTEXT, headers, headerGetter);
     // A retry comes back by the library's own exchange and tier: name where the message was first published instead.
-    const first = firstRejection(e.deaths, e.queue);
-    const exchange = first ? (first.exchange ?? '') : fields.exchange;
-    const routingKey = first ? (first.routingKeys[0] ?? '') : fields.routingKey;
+    const { exchange, routingKey } = firstRoute(headers, e.deaths, e.queue, fields);
     const attributes: Otel.Attributes = {
       'messaging.system': 'rabbitmq',
       'messaging.operation.type': 'process',
@@ -86,7 +86,12 @@ export class TracingObserver implements RetryObserver {
       return { end: (error?: unknown) => error !== undefined && fail(current, error, SpanStatusCode.ERROR) };
     }
     const span = this.tracer.startSpan(`process ${e.queue}`, { kind: SpanKind.CONSUMER, attributes }, producer);
-    return this.around(span, trace.setSpan(producer, span));
+    const active = trace.setSpan(producer, span);
+    const scope = this.around(span, active);
+    if (producerTrace !== undefined) return scope;
+    // A message without trace context of its own (plain amqplib, Nest's ClientRMQ): the copy a failure sends on
+    // carries this attempt's, so that the next attempts are its children, in its trace.
+    return { ...scope, carry: (copy) => propagation.inject(active, copy, headerSetter) };
   }
 
   /** The span's scope: calls run in its context; it ends with the error, if any. */

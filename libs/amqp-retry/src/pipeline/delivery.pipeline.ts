@@ -192,16 +192,17 @@ export class DeliveryPipeline {
     const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
     observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
     if (counter) counter.countFailed(queue, performance.now() - started, error, after.action === 'retry');
+    const carried = observed?.carried(); // a tracer's context for a message that came without one
     if (after.action === 'park') {
       const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
-      return this.parkStep(message, settle, { queue, pattern, deaths, reason: after.reason, error, handlerCalls }, signal);
+      return this.parkStep(message, settle, { queue, pattern, deaths, reason: after.reason, error, handlerCalls, carried }, signal);
     }
     const { tiers, logger } = this.parts;
     if (!(await tiers.ready(signal))) return; // the channel is gone: the broker redelivers the message
     const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
     if (this.config.retryLogs === 'line') logger.warn(line);
     else logger.debug(line);
-    return tiers.route(message, settle, policy, attempt, signal);
+    return tiers.route(message, settle, policy, attempt, signal, carried);
   }
 
   /** The park step, wherever the decision to park was made. */

@@ -16,7 +16,7 @@ import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconne
 import { sleep } from '../core/time/duration.timer.js';
 import { firstFailureHeaders } from '../core/delivery/first-failure.headers.js';
 import { republishProperties } from '../core/message/message.properties.js';
-import { retryNames } from '../core/topology/retry-topology.plan.js';
+import { retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
 import type { TopologyGuard } from '../amqp/topology.guard.js';
 import type { RetryPolicy } from './delivery.contracts.js';
 
@@ -89,6 +89,8 @@ export type ParkDetails = Omit<ParkInput, 'properties' | 'now' | 'deliveredExcha
   Partial<Pick<ParkInput, 'deliveredExchange' | 'deliveredRoutingKey'>> & {
     /** The microservices pattern the message was dispatched to, for observers; absent for decorator handlers. */
     pattern?: string;
+    /** Headers the observers of the failed attempt give the copy (DeliveryScope.carry): a tracer's trace context. */
+    carried?: Record<string, unknown>;
   };
 
 /** Where a delivery is parked, and how to declare that queue again should an operator have deleted it. */
@@ -115,7 +117,9 @@ export class MessageParker {
     const { errorQueue } = target;
     const { messageId } = message.properties;
     const what = { name: `a parked copy from "${details.queue}"`, target: `the error queue "${errorQueue}"` };
-    const copy = { exchange: '', routingKey: errorQueue, options: this.copyOptions(message, details), what };
+    const options = this.copyOptions(message, details);
+    if (details.carried) options.headers = { ...options.headers, ...details.carried };
+    const copy = { exchange: '', routingKey: errorQueue, options, what };
     const observers = this.observers?.active ? this.observers : undefined;
     let scope: PublishScope | undefined;
     let onRejected: ((error: unknown) => void) | undefined;
@@ -142,10 +146,11 @@ export class MessageParker {
   private copyOptions(message: ConsumeMessage, details: ParkDetails): Options.Publish {
     const id = randomUUID(); // one per park, so that every try of this park publishes the same copy
     try {
+      const { carried: _carried, ...input } = details;
       return parkedPublishOptions({
         deliveredExchange: message.fields.exchange,
         deliveredRoutingKey: message.fields.routingKey,
-        ...details,
+        ...input,
         properties: message.properties,
         now: new Date(),
         id,
@@ -169,7 +174,9 @@ export class MessageParker {
 /**
  * Sends a failed delivery on to the tier of its next attempt: `ready` waits until the retry topology exists (a nack
  * into a missing tier would drop the message), then `route` nacks it into the queue's own schedule, or publishes the
- * first failure of another schedule (a transport pattern with delays of its own) into that schedule's first tier.
+ * first failure of another schedule (a transport pattern with delays of its own) into that schedule's first tier. A
+ * first failure with headers to carry (a tracer's context for a message that came without one) is published too: a
+ * nack cannot add headers.
  */
 export class TierRouter {
   constructor(
@@ -199,17 +206,27 @@ export class TierRouter {
    * Sends the delivery that failed `attempt` into the tier of the next one. A first failure of another schedule is
    * published as a copy into its first tier through the dead-letter exchange (same body and properties but
    * `expiration` and `userId`, headers that say where it failed first), the original acked once the copy is confirmed.
+   * So is a first failure with `carried` headers, into its own schedule's first tier, with them added. A later failure
+   * is nacked whatever it carries: its copy would lose the queue's `rejected` count in `x-death`.
    */
-  async route(message: ConsumeMessage, settle: Settle, policy: RetryPolicy, attempt: number, signal: AbortSignal): Promise<void> {
-    const tier = policy.firstTier;
-    if (tier === undefined || attempt !== 1) return settle.nack(false);
+  async route(
+    message: ConsumeMessage,
+    settle: Settle,
+    policy: RetryPolicy,
+    attempt: number,
+    signal: AbortSignal,
+    carried?: Record<string, unknown>,
+  ): Promise<void> {
+    if (attempt !== 1 || (policy.firstTier === undefined && carried === undefined)) return settle.nack(false);
     const { queue } = this;
+    const tier = policy.firstTier ?? tierQueues({ queue, delaysMs: policy.delaysMs })[0];
     const headers = firstFailureHeaders(
       message.properties.headers as Record<string, unknown> | undefined,
       queue,
       message.fields,
       message.properties.expiration,
     );
+    if (carried) Object.assign(headers, carried);
     // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
     // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
     const copy = {

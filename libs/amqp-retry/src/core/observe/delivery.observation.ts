@@ -28,6 +28,18 @@ export class DeliveryObservation {
     this.hub.emit('handled', { queue, pattern, attempt, maxAttempts, message, deaths, durationMs: performance.now() - this.started });
   }
 
+  /**
+   * After `failed`: the headers the observers want on the copy the failure sends on (DeliveryScope.carry); undefined
+   * when they add none, and then the failure goes on as it would without observers.
+   */
+  carried(): Record<string, unknown> | undefined {
+    const scope = this.scope;
+    if (scope?.carry === undefined) return undefined;
+    const headers: Record<string, unknown> = {};
+    scope.carry(headers);
+    return Object.keys(headers).length > 0 ? headers : undefined;
+  }
+
   /** `retryTier` and `retryDelayMs` when the message is retried; undefined when it is parked. */
   failed(error: unknown, retryTier?: number, retryDelayMs?: number): void {
     this.scope?.end?.(error);

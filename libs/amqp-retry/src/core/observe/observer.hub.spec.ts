@@ -114,6 +114,25 @@ describe('ObserverHub', () => {
     expect(log.errors).toHaveLength(1);
   });
 
+  it("gathers every scope's headers for the failure's copy, and keeps a throwing one from touching the others", () => {
+    const log = logger();
+    const carrying = (key: string): RetryObserver => ({ deliveryStarted: () => ({ carry: (headers) => void (headers[key] = 'v') }) });
+    const broken: RetryObserver = {
+      deliveryStarted: () => ({
+        carry: () => {
+          throw new Error('carry broke');
+        },
+      }),
+    };
+    const scope = new ObserverHub([carrying('a'), broken, carrying('b'), { deliveryStarted: () => ({}) }], log).deliveryStarted(delivery);
+    const headers: Record<string, unknown> = {};
+    scope?.carry?.(headers);
+    expect(headers).toEqual({ a: 'v', b: 'v' });
+    expect(log.errors).toEqual([expect.stringMatching(/threw in deliveryStarted: carry broke/)]);
+    const plain = new ObserverHub([{ deliveryStarted: () => ({ end: () => undefined }) }], log).deliveryStarted(delivery);
+    expect(plain?.carry).toBeUndefined();
+  });
+
   it('gives no scope when no observer makes one', () => {
     expect(new ObserverHub([{ deliveryStarted: () => undefined }], logger()).deliveryStarted(delivery)).toBeUndefined();
   });

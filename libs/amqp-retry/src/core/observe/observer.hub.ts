@@ -98,12 +98,23 @@ export class ObserverHub {
     return {
       run: <T>(fn: () => T): T => all.reduceRight<() => T>((inner, scope) => () => (scope.run ? scope.run(inner) : inner()), fn)(),
       end: (error?: unknown) => all.forEach((scope) => scope.end?.(error)),
+      ...(all.some((scope) => scope.carry) && { carry: (headers: Record<string, unknown>) => all.forEach((scope) => scope.carry?.(headers)) }),
     };
   }
 
-  /** A scope whose `run` still runs the handler and whose `end` never throws, whatever the observer does. */
+  /** A scope whose `run` still runs the handler and whose `end` and `carry` never throw, whatever the observer does. */
   private guard(observer: RetryObserver, name: string, scope: DeliveryScope): DeliveryScope {
+    const carry = scope.carry;
     return {
+      ...(carry && {
+        carry: (headers: Record<string, unknown>) => {
+          try {
+            carry.call(scope, headers);
+          } catch (fault) {
+            this.fault(observer, name, fault);
+          }
+        },
+      }),
       run: <T>(fn: () => T): T => {
         if (!scope.run) return fn();
         let ran = false;

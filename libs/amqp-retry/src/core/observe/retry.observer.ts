@@ -65,6 +65,12 @@ export interface DeliveryScope {
   run?<T>(fn: () => T): T;
   /** Called once after the handler's call: with its error if it threw, without one if it returned. */
   end?(error?: unknown): void;
+  /**
+   * Called after a failed call's `end`, once the failure sends a copy on (to a retry tier, or parked): adds to `headers`
+   * what the next attempt needs to continue this one. A tracer writes the attempt's trace context there when the
+   * message came without one of its own. The copy carries what is added.
+   */
+  carry?(headers: Record<string, unknown>): void;
 }
 
 /**
