@@ -4,6 +4,7 @@ import type { Settle } from '../amqp/queue.consumer.js';
 import type { TopologyGuard } from '../amqp/topology.guard.js';
 import { FirstFailureHeader, ParkedHeader } from '../core/headers/header.names.js';
 import { tierQueues } from '../core/topology/retry-topology.plan.js';
+import { MAX_PUBLISH_HEADERS_BYTES } from '../core/message/message.properties.js';
 import { PublishError } from '../errors/publish.error.js';
 import { MessageParker, TierRouter } from './park-route.steps.js';
 
@@ -138,6 +139,16 @@ describe('the tier step', () => {
     expect(published[0].options.headers).toMatchObject({ ...carried, [FirstFailureHeader.queue]: 'orders' });
     await tiers.route(message, settle, policy, 2, signal(), carried);
     expect(settled).toEqual(['ack', 'nack false']);
+  });
+
+  it('nacks a first failure whose copy with the carried headers could not be published', async () => {
+    const { publisher, published } = fakePublisher();
+    const { settle, settled } = fakeSettle();
+    const tiers = new TierRouter('orders', publisher, guard(0), async () => undefined, recordingLogger().logger);
+    const large = { ...message, properties: { ...message.properties, headers: { big: 'x'.repeat(MAX_PUBLISH_HEADERS_BYTES) } } } as ConsumeMessage;
+    await tiers.route(large, settle, policy, 1, signal(), { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    expect(published).toEqual([]);
+    expect(settled).toEqual(['nack false']);
   });
 
   it('waits for the retry topology with backoff; gives up only when the delivery is gone', async () => {

@@ -15,7 +15,7 @@ import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { firstFailureHeaders } from '../core/delivery/first-failure.headers.js';
-import { republishProperties } from '../core/message/message.properties.js';
+import { checkPublishProperties, republishProperties } from '../core/message/message.properties.js';
 import { retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
 import type { TopologyGuard } from '../amqp/topology.guard.js';
 import type { RetryPolicy } from './delivery.contracts.js';
@@ -229,12 +229,26 @@ export class TierRouter {
     if (carried) Object.assign(headers, carried);
     // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
     // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
+    const options = republishProperties(message.properties, headers);
+    // A copy made only to carry headers, that could never be published (headers near the limit), would keep the
+    // delivery waiting: it is nacked as it would be without them.
+    if (policy.firstTier === undefined && !publishable(options)) return settle.nack(false);
     const copy = {
       exchange: retryNames(queue).deadLetterExchange,
       routingKey: tier,
-      options: republishProperties(message.properties, headers),
+      options,
       what: { name: `a failed message from "${queue}"`, target: `the retry tier "${tier}"` },
     };
     await publishCopyThenAck({ publisher: this.publisher, logger: this.logger, redeclare: this.redeclare }, message, settle, copy, signal);
+  }
+}
+
+/** Whether amqplib and the broker take a publish with these properties (checkPublishProperties). */
+function publishable(options: Options.Publish): boolean {
+  try {
+    checkPublishProperties(options);
+    return true;
+  } catch {
+    return false;
   }
 }
