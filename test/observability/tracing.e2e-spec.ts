@@ -70,33 +70,36 @@ describe('OpenTelemetry tracing', () => {
     expect(traceparent).toBe(`00-${traceId}-${producer?.spanContext().spanId}-01`);
   });
 
-  it('continues the trace of a message published without trace context from its first failed attempt', async () => {
-    const { broker, queue } = suite;
-    const Handler = handlerFor({ queue, delays: ['100ms'], maxAttempts: 3 }, (_payload, ctx) => {
-      if (ctx.attempt < 3) throw new Error(`attempt ${ctx.attempt} fails`);
-    });
-    const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, tracing: true }));
-    // Plain amqplib, as Nest's ClientRMQ publishes: no traceparent.
-    await broker.publish('', queue, { n: 1 }, { messageId: 'plain-1' });
-    await waitFor(() => handlerOf(app, Handler).calls.length === 3, 'three attempts', 15_000);
-    await waitFor(() => tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER).length === 3, 'three consumer spans');
+  it.each(['classic', 'quorum'] as const)(
+    'continues the trace of a message published without trace context from its first failed attempt (%s)',
+    async (queueType) => {
+      const { broker, queue } = suite;
+      const Handler = handlerFor({ queue, queueType, delays: ['100ms'], maxAttempts: 3 }, (_payload, ctx) => {
+        if (ctx.attempt < 3) throw new Error(`attempt ${ctx.attempt} fails`);
+      });
+      const app = (suite.app = await startApp([Handler], { ...TEST_OPTIONS, tracing: true }));
+      // Plain amqplib, as Nest's ClientRMQ publishes: no traceparent.
+      await broker.publish('', queue, { n: 1 }, { messageId: 'plain-1' });
+      await waitFor(() => handlerOf(app, Handler).calls.length === 3, 'three attempts', 15_000);
+      await waitFor(() => tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER).length === 3, 'three consumer spans');
 
-    const consumers = tracing
-      .spans()
-      .filter((s) => s.kind === SpanKind.CONSUMER)
-      .sort((a, b) => Number(a.attributes['amqp_retry.attempt']) - Number(b.attributes['amqp_retry.attempt']));
-    const [first, ...retries] = consumers;
-    expect(parentOf(first)).toBeUndefined();
-    for (const span of retries) {
-      expect(span.spanContext().traceId).toBe(first.spanContext().traceId);
-      expect(parentOf(span)).toBe(first.spanContext().spanId);
-    }
-    expect(consumers.map((s) => s.attributes['amqp_retry.attempt'])).toEqual([1, 2, 3]);
-    // Each attempt names where the message was published, not the tier it came back by.
-    expect(consumers.map((s) => s.attributes['messaging.destination.name'])).toEqual([1, 2, 3].map(() => `${queue}:${queue}`));
-    // The retries are counted as before: the third attempt is the last.
-    expect(handlerOf(app, Handler).calls.map((m) => m.properties.messageId)).toEqual(['plain-1', 'plain-1', 'plain-1']);
-  });
+      const consumers = tracing
+        .spans()
+        .filter((s) => s.kind === SpanKind.CONSUMER)
+        .sort((a, b) => Number(a.attributes['amqp_retry.attempt']) - Number(b.attributes['amqp_retry.attempt']));
+      const [first, ...retries] = consumers;
+      expect(parentOf(first)).toBeUndefined();
+      for (const span of retries) {
+        expect(span.spanContext().traceId).toBe(first.spanContext().traceId);
+        expect(parentOf(span)).toBe(first.spanContext().spanId);
+      }
+      expect(consumers.map((s) => s.attributes['amqp_retry.attempt'])).toEqual([1, 2, 3]);
+      // Each attempt names where the message was published, not the tier it came back by.
+      expect(consumers.map((s) => s.attributes['messaging.destination.name'])).toEqual([1, 2, 3].map(() => `${queue}:${queue}`));
+      // The retries are counted as before: the third attempt is the last.
+      expect(handlerOf(app, Handler).calls.map((m) => m.properties.messageId)).toEqual(['plain-1', 'plain-1', 'plain-1']);
+    },
+  );
 
   it('gives the parked copy of a message without trace context the trace of the attempt that failed', async () => {
     const { broker, queue } = suite;
