@@ -23,9 +23,8 @@ const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = { set: (carrie
  * delivery gets a consumer span, child of that context, current while the handler runs. Dead-lettering keeps the
  * headers, so every attempt of a retried message lands in the producer's trace; a message without trace context gets
  * its first failed attempt's in the copy sent to the tier or parked, so the later attempts land in that attempt's trace.
- * When the consumer span of the
- * delivery that @opentelemetry/instrumentation-amqplib makes is current, it is given the attempt's attributes instead
- * of a second one.
+ * When the consumer span of the delivery that @opentelemetry/instrumentation-amqplib makes is current, it is given the
+ * attempt's attributes instead of a second one.
  */
 export class TracingObserver implements RetryObserver {
   private readonly tracer: Otel.Tracer;
