@@ -4,13 +4,13 @@ import { PartitionMembership } from './partition.membership.js';
 
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
-/** A membership whose announcements are recorded as published: `{ id, leaving }` each. */
+/** A membership whose announcements are recorded as published: `{ id, leaving, count }` each. */
 function membership() {
-  const published: Array<{ id: string; leaving: boolean }> = [];
+  const published: Array<{ id: string; leaving: boolean; count: number }> = [];
   const channel = {
     on: () => channel,
     publish: (_exchange: string, _key: string, content: Buffer) =>
-      void published.push(JSON.parse(content.toString()) as { id: string; leaving: boolean }),
+      void published.push(JSON.parse(content.toString()) as { id: string; leaving: boolean; count: number }),
   } as unknown as Channel;
   let open!: (channel: Channel) => void;
   const opening = new Promise<Channel>((resolve) => (open = resolve));
@@ -18,7 +18,7 @@ function membership() {
   return {
     published,
     openChannel: () => open(channel),
-    members: new PartitionMembership('m-1', 'orders', 'orders.members', 1_000, deps, () => undefined),
+    members: new PartitionMembership('m-1', 4, 'orders', 'orders.members', 1_000, deps, () => undefined),
   };
 }
 
@@ -29,7 +29,7 @@ describe("a partitioned handler's announcements", () => {
     await members.announce(true);
     await members.announce();
     await members.announce(true);
-    expect(published).toEqual([{ id: 'm-1', leaving: true }]);
+    expect(published).toEqual([{ id: 'm-1', leaving: true, count: 4 }]);
   });
 
   it('sends an announcement begun before the leave first, then the leave, in that order', async () => {
@@ -39,8 +39,8 @@ describe("a partitioned handler's announcements", () => {
     openChannel();
     await Promise.all([alive, leaving]);
     expect(published).toEqual([
-      { id: 'm-1', leaving: false },
-      { id: 'm-1', leaving: true },
+      { id: 'm-1', leaving: false, count: 4 },
+      { id: 'm-1', leaving: true, count: 4 },
     ]);
   });
 });

@@ -2,6 +2,7 @@ import type { Channel } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
 import { DEAF_AFTER_HEARTBEATS, MISSED_HEARTBEATS } from '../core/partitions/partitions.config.js';
+import type { PartitionMember } from '../core/partitions/partition.plan.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
@@ -15,8 +16,8 @@ export interface MembershipDeps {
 }
 
 /**
- * One instance's part in a partitioned handler's membership: it announces itself each heartbeat on the fanout
- * exchange `membersExchange` and hears the others (and itself) on an exclusive queue of its own. An instance that
+ * One instance's part in a partitioned handler's membership: it announces itself, with its count, each heartbeat on the
+ * fanout exchange `membersExchange` and hears the others (and itself) on an exclusive queue of its own. An instance that
  * stops hearing its own announcements (its queue cancelled or deleted, the exchange deleted) keeps its view as it is
  * and listens again, declaring what went missing (core/partitions/membership.view.ts says when it trusts what it hears).
  */
@@ -34,6 +35,8 @@ export class PartitionMembership {
 
   constructor(
     readonly member: string,
+    /** Its partitions.count: the partitions it runs, announced so that the others give it none beyond. */
+    private readonly count: number,
     private readonly queue: string,
     private readonly membersExchange: string,
     private readonly heartbeatMs: number,
@@ -41,16 +44,16 @@ export class PartitionMembership {
     /** Called when a member it did not know is heard, or one says it leaves. */
     private readonly changed: () => void,
   ) {
-    this.view = new MembershipView(member, heartbeatMs * MISSED_HEARTBEATS, heartbeatMs * DEAF_AFTER_HEARTBEATS, Date.now());
+    this.view = new MembershipView(member, heartbeatMs * MISSED_HEARTBEATS, heartbeatMs * DEAF_AFTER_HEARTBEATS, Date.now(), count);
   }
 
   get isListening(): boolean {
     return this.listening !== undefined;
   }
 
-  /** The members alive at `now`, sorted, itself included. */
-  alive(now: number): string[] {
-    return this.view.members(now);
+  /** The members alive at `now`, sorted, itself included, each with the count it announced. */
+  alive(now: number): PartitionMember[] {
+    return this.view.running(now);
   }
 
   /**
@@ -102,7 +105,10 @@ export class PartitionMembership {
       });
       const channel = await this.announcer;
       const expiration = String(this.heartbeatMs * MISSED_HEARTBEATS);
-      channel.publish(this.membersExchange, '', Buffer.from(JSON.stringify({ id: this.member, leaving })), { expiration, persistent: false });
+      channel.publish(this.membersExchange, '', Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count })), {
+        expiration,
+        persistent: false,
+      });
       this.announceFailed = false;
     } catch (error) {
       this.announcer = undefined;

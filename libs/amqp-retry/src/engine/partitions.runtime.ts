@@ -10,7 +10,7 @@ import { checkChannelBudget } from '../core/partitions/channel.budget.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { exchangeExists } from '../amqp/queue-exists.probe.js';
-import { assignPartitions, ownerOf, partitionConfigs, partitionNames } from '../core/partitions/partition.plan.js';
+import { assignPartitions, ownerOf, partitionConfigs, partitionNames, type PartitionMember } from '../core/partitions/partition.plan.js';
 import type { PartitionsConfig } from '../core/partitions/partitions.config.js';
 import { type DurationTimer, startInterval, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
@@ -45,8 +45,9 @@ export function checkPartitionChannels(handlers: readonly EngineHandler[], conne
 
 /**
  * A partitioned handler at run time (docs/partitions.md): one HandlerRuntime per partition queue, and the membership
- * that spreads the partitions over the running instances. Every instance announces itself each heartbeat; from the
- * members heard within 3 heartbeats, each computes the same assignment. A partition changes owner only between
+ * that spreads the partitions over the running instances. Every instance announces itself and its count each
+ * heartbeat; from the members heard within 3 heartbeats, each computes the same assignment, in which a partition goes
+ * only to the instances that run it (a count changed in a rolling deploy). A partition changes owner only between
  * messages (the old owner hands over), and partition queues have a single active consumer, so two owners at once
  * (views that disagree for a heartbeat) never both run.
  */
@@ -56,7 +57,7 @@ export class PartitionedRuntime {
   private readonly partitions: PartitionsConfig;
   private readonly membership: PartitionMembership;
   private readonly names: ReturnType<typeof partitionNames>;
-  private members: string[] = [];
+  private members: PartitionMember[] = [];
   private ticker?: DurationTimer;
   private firstAssignment?: DurationTimer;
   private rebalancing?: Promise<void>;
@@ -84,9 +85,17 @@ export class PartitionedRuntime {
     );
     this.retirement = new PartitionRetirement(handler, deps);
     // A member came or went: the partitions move at once, once this instance has taken its first share.
-    this.membership = new PartitionMembership(this.member, this.queue, this.names.membersExchange, this.partitions.heartbeatMs, deps, () => {
-      if (this.assigned) this.rebalance();
-    });
+    this.membership = new PartitionMembership(
+      this.member,
+      this.parts.length,
+      this.queue,
+      this.names.membersExchange,
+      this.partitions.heartbeatMs,
+      deps,
+      () => {
+        if (this.assigned) this.rebalance();
+      },
+    );
     const [first] = this.parts;
     const targets = new Map(this.parts.map((part) => [part.queue, part.deadLetterTarget]));
     this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps);
@@ -101,16 +110,21 @@ export class PartitionedRuntime {
     return this.handler.config.queue;
   }
 
+  /** This instance as the members' view counts it: its id, and the partitions it runs. */
+  private get self(): PartitionMember {
+    return { id: this.member, count: this.parts.length };
+  }
+
   get isConsuming(): boolean {
     return this.membership.isListening && this.deadLetters.isConsuming && this.parts.every((p) => p.isConsuming);
   }
 
   status(): PartitionsStatus {
-    const members = this.members.length > 0 ? this.members : [this.member];
+    const members = this.members.length > 0 ? this.members : [this.self];
     return {
       queue: this.queue,
       member: this.member,
-      members,
+      members: members.map((m) => m.id),
       partitions: this.parts.map((part, index) => {
         const owner = this.assigned ? ownerOf(index, members) : undefined;
         return { queue: part.queue, index, owner, mine: owner === this.member, consuming: part.consumesNow, ...this.depths.get(index) };
@@ -224,10 +238,10 @@ export class PartitionedRuntime {
   private async assign(): Promise<void> {
     if (this.stopped) return;
     const members = this.membership.alive(Date.now());
-    const gone = this.members.filter((m) => !members.includes(m));
-    if (gone.length > 0) this.deps.logger.log(`"${this.queue}": no longer hears ${gone.join(', ')}`);
+    const gone = this.members.filter((m) => !members.some((alive) => alive.id === m.id));
+    if (gone.length > 0) this.deps.logger.log(`"${this.queue}": no longer hears ${gone.map((m) => m.id).join(', ')}`);
     this.members = members;
-    const mine = new Set(assignPartitions(this.parts.length, members, this.member));
+    const mine = new Set(assignPartitions(members, this.self));
     const leaving = this.parts.filter((p, i) => p.isOwned && !mine.has(i));
     const taking = this.parts.filter((p, i) => !p.isOwned && mine.has(i));
     for (const part of leaving) this.unstarted.delete(part);

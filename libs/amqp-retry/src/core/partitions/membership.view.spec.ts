@@ -61,10 +61,41 @@ describe('MembershipView', () => {
   });
 });
 
+describe('MembershipView.running', () => {
+  it('gives each member alive the count it announced last, itself its own, and a member that said none no count', () => {
+    const view = new MembershipView('b', 3_000, 2_000, 0, 8);
+    view.heard({ id: 'b', count: 8 }, 0);
+    view.heard({ id: 'a', count: 4 }, 0);
+    view.heard({ id: 'c' }, 0);
+    expect(view.running(100)).toEqual([
+      { id: 'a', count: 4 },
+      { id: 'b', count: 8 },
+      { id: 'c', count: undefined },
+    ]);
+    view.heard({ id: 'a', leaving: true, count: 4 }, 200);
+    expect(view.running(300).map((m) => m.id)).toEqual(['b', 'c']);
+  });
+
+  it('keeps the counts of the members it keeps while it does not hear itself', () => {
+    const view = new MembershipView('b', 3_000, 2_000, 0, 8);
+    view.heard({ id: 'b', count: 8 }, 0);
+    view.heard({ id: 'a', count: 4 }, 0);
+    view.heard({ id: 'b', count: 8 }, 10_000); // back after a long silence: a gets a fresh expiry, its count kept
+    expect(view.running(12_000)).toEqual([
+      { id: 'a', count: 4 },
+      { id: 'b', count: 8 },
+    ]);
+  });
+});
+
 describe('readAnnouncement', () => {
   it('reads a member id and ignores anything else', () => {
     expect(readAnnouncement(Buffer.from('{"id":"m1"}'))).toEqual({ id: 'm1', leaving: false });
     expect(readAnnouncement(Buffer.from('{"id":"m1","leaving":true}'))).toEqual({ id: 'm1', leaving: true });
+    expect(readAnnouncement(Buffer.from('{"id":"m1","count":8}'))).toEqual({ id: 'm1', leaving: false, count: 8 });
+    for (const count of ['0', '1.5', '257', '"8"', 'null']) {
+      expect(readAnnouncement(Buffer.from(`{"id":"m1","count":${count}}`))).toStrictEqual({ id: 'm1', leaving: false });
+    }
     for (const bad of ['', 'null', '[]', '{"id":7}', '{"id":""}', 'not json', JSON.stringify({ id: 'x'.repeat(201) })]) {
       expect(readAnnouncement(Buffer.from(bad))).toBeUndefined();
     }

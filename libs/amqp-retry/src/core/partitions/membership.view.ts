@@ -1,17 +1,25 @@
 import { readRecordFields } from '../topology/json-record.reader.js';
+import type { PartitionMember } from './partition.plan.js';
+import { MAX_PARTITIONS } from './partitions.config.js';
 
 /** A member's announcement on the members' exchange (JSON body). */
 export interface MemberAnnouncement {
   id: string;
   /** True when it stops: the others take its partitions over at once rather than after missed heartbeats. */
   leaving?: boolean;
+  /** Its partitions.count: the partitions it runs, and so may own (undefined: it did not say, and owns none). */
+  count?: number;
 }
 
-/** Reads an announcement; anything else (another publisher's message) is undefined and ignored. */
+/**
+ * Reads an announcement; anything else (another publisher's message) is undefined and ignored. A count that is not a
+ * whole number from 1 to the most partitions is read as none said.
+ */
 export function readAnnouncement(content: Buffer): MemberAnnouncement | undefined {
-  const { id, leaving } = readRecordFields(content);
+  const { id, leaving, count } = readRecordFields(content);
   if (typeof id !== 'string' || id === '' || id.length > 200) return undefined;
-  return { id, leaving: leaving === true };
+  const counted = typeof count === 'number' && Number.isInteger(count) && count >= 1 && count <= MAX_PARTITIONS;
+  return { id, leaving: leaving === true, ...(counted ? { count } : {}) };
 }
 
 /**
@@ -22,7 +30,8 @@ export function readAnnouncement(content: Buffer): MemberAnnouncement | undefine
  * hears itself again, each other member gets a fresh `expiryMs` to be heard.
  */
 export class MembershipView {
-  private readonly lastSeen = new Map<string, number>();
+  /** Each other member: when it was last heard, and the count it announced. */
+  private readonly lastSeen = new Map<string, { at: number; count?: number }>();
   private selfHeardAt = Number.NEGATIVE_INFINITY;
   private listeningSince: number;
   private heardSinceListening = false;
@@ -32,19 +41,21 @@ export class MembershipView {
     private readonly expiryMs: number,
     private readonly deafAfterMs: number,
     now: number,
+    /** Its own count, for `running`. */
+    private readonly selfCount?: number,
   ) {
     this.listeningSince = now;
   }
 
   heard(announcement: MemberAnnouncement, now: number): void {
     if (announcement.id === this.self) {
-      if (!this.hears(now)) for (const id of this.lastSeen.keys()) this.lastSeen.set(id, now);
+      if (!this.hears(now)) for (const seen of this.lastSeen.values()) seen.at = now;
       this.selfHeardAt = now;
       this.heardSinceListening = true;
       return;
     }
     if (announcement.leaving) this.lastSeen.delete(announcement.id);
-    else this.lastSeen.set(announcement.id, now);
+    else this.lastSeen.set(announcement.id, { at: now, count: announcement.count });
   }
 
   /** A listener (re)starts (or is about to): what it hears counts once its own announcement comes back. */
@@ -65,7 +76,12 @@ export class MembershipView {
 
   /** The members alive at `now`, sorted, itself included; forgets those expired (only while it hears itself). */
   members(now: number): string[] {
-    if (this.hears(now)) for (const [id, at] of this.lastSeen) if (now - at > this.expiryMs) this.lastSeen.delete(id);
+    if (this.hears(now)) for (const [id, { at }] of this.lastSeen) if (now - at > this.expiryMs) this.lastSeen.delete(id);
     return [this.self, ...this.lastSeen.keys()].sort();
+  }
+
+  /** The members alive at `now` (as `members`), each with the count it announced: what the partitions are spread by. */
+  running(now: number): PartitionMember[] {
+    return this.members(now).map((id) => ({ id, count: id === this.self ? this.selfCount : this.lastSeen.get(id)?.count }));
   }
 }

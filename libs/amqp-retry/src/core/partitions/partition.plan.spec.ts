@@ -2,7 +2,7 @@ import { resolveHandlerConfig } from '../config/handler.config.js';
 import { resolveModuleConfig } from '../config/module.config.js';
 import type { RetryHandlerOptions } from '../config/retry.options.js';
 import { planRetryTopology } from '../topology/retry-topology.plan.js';
-import { assignPartitions, ownerOf, partitionConfigs, RETIRED_SEARCH_GAP, searchesRetired } from './partition.plan.js';
+import { assignPartitions, ownerOf, partitionConfigs, partitionOwners, RETIRED_SEARCH_GAP, searchesRetired } from './partition.plan.js';
 import { MAX_PARTITIONS } from './partitions.config.js';
 
 const resolve = (options: RetryHandlerOptions) => resolveHandlerConfig(options, resolveModuleConfig(), 'A.b');
@@ -72,22 +72,87 @@ describe('partitionConfigs', () => {
 });
 
 describe('assignPartitions', () => {
+  const counted = (ids: string[], count: number) => ids.map((id) => ({ id, count }));
+
   it('gives every partition to exactly one member, count/k each (or one more), the same from every view', () => {
-    const members = ['c', 'a', 'b'];
-    const shares = members.map((m) => assignPartitions(8, members, m));
+    const members = counted(['c', 'a', 'b'], 8);
+    const shares = members.map((m) => assignPartitions(members, m));
     expect(shares.flat().sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(shares.map((s) => s.length).sort()).toEqual([2, 3, 3]);
-    for (let i = 0; i < 8; i++) expect(shares[members.indexOf(ownerOf(i, members) as string)]).toContain(i);
+    for (let i = 0; i < 8; i++) expect(shares[members.findIndex((m) => m.id === ownerOf(i, members))]).toContain(i);
   });
 
   it('alone, a member takes every partition; a member missing from its own view counts itself', () => {
-    expect(assignPartitions(4, [], 'x')).toEqual([0, 1, 2, 3]);
-    expect(assignPartitions(4, ['y'], 'x')).toEqual([0, 2]);
+    expect(assignPartitions([], { id: 'x', count: 4 })).toEqual([0, 1, 2, 3]);
+    expect(assignPartitions([{ id: 'y', count: 4 }], { id: 'x', count: 4 })).toEqual([0, 2]);
   });
 
   it('with more members than partitions, some members hold none', () => {
-    const members = ['a', 'b', 'c'];
-    expect(members.map((m) => assignPartitions(2, members, m))).toEqual([[0], [1], []]);
+    const members = counted(['a', 'b', 'c'], 2);
+    expect(members.map((m) => assignPartitions(members, m))).toEqual([[0], [1], []]);
+  });
+});
+
+describe('partitionOwners', () => {
+  /** 'a:4 b:8': member a announced count 4, b count 8; 'a:-': a said no count. */
+  const view = (members: string) =>
+    members
+      .split(' ')
+      .filter(Boolean)
+      .map((m) => {
+        const [id, count] = m.split(':');
+        return { id, count: count === '-' ? undefined : Number(count) };
+      });
+
+  it.each([
+    ['one count: partition i to member i mod k, as sorted', 'b:4 a:4', 'a b a b'],
+    ['one count, three members', 'c:8 a:8 b:8', 'a b c a b c a b'],
+    // Raised in a rolling deploy: p4 .. p7 exist only for b, which declared them; a has no queue of those numbers.
+    ['a raised count beside the earlier one', 'a:4 b:8', 'a b a b b b b b'],
+    ['the same, the larger count sorted first', 'a:8 b:4', 'a b a b a a a a'],
+    ['a raised count beside two of the earlier', 'a:4 b:8 c:4', 'a b c a b b b b'],
+    ['two of the raised count share what only they run', 'a:4 b:8 c:8', 'a b c a b c b c'],
+    // Lowered: the partitions beyond the new count stay with the instances that still run them, until they stop.
+    ['a lowered count beside the earlier one', 'a:8 b:2', 'a b a a a a a a'],
+    ['counts of three sizes', 'a:2 b:3 c:4', 'a b b c'],
+    // A member that did not say its count owns nothing: it cannot be known to run any partition.
+    ['a member that did not say its count', 'a:- b:4', 'b b b b'],
+    ['nobody', '', ''],
+  ])('%s', (_topic, members, expected) => {
+    expect(partitionOwners(view(members)).join(' ')).toBe(expected);
+  });
+
+  it('gives each partition to a member that runs it, whatever the counts', () => {
+    const counts = [1, 3, 4, 7, 8, 16];
+    for (const a of counts) {
+      for (const b of counts) {
+        for (const c of counts) {
+          const members = [
+            { id: 'm2', count: a },
+            { id: 'm0', count: b },
+            { id: 'm1', count: c },
+          ];
+          const found = partitionOwners(members);
+          expect(found).toHaveLength(Math.max(a, b, c));
+          for (const [i, owner] of found.entries()) expect(members.find((m) => m.id === owner)!.count).toBeGreaterThan(i);
+          // Each member's own answer (assignPartitions) is the same table: every partition owned exactly once.
+          const shares = members.flatMap((m) => assignPartitions(members, m));
+          expect(shares.sort((x, y) => x - y)).toEqual(found.map((_, i) => i));
+        }
+      }
+    }
+  });
+
+  it('counts a member listed twice once, with its last count (itself, in assignPartitions)', () => {
+    expect(
+      assignPartitions(
+        [
+          { id: 'x', count: 2 },
+          { id: 'y', count: 4 },
+        ],
+        { id: 'x', count: 4 },
+      ),
+    ).toEqual([0, 2]);
   });
 });
 

@@ -59,17 +59,38 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
   });
 }
 
-/** Which partitions `self` consumes: partition i to member i mod k of the sorted members, the same answer from the same view. */
-export function assignPartitions(count: number, members: readonly string[], self: string): number[] {
-  const sorted = [...new Set([...members, self])].sort();
-  const at = sorted.indexOf(self);
-  return Array.from({ length: count }, (_, i) => i).filter((i) => i % sorted.length === at);
+/** A running instance as it announces itself: its member id, and its `count` (it runs partitions 0 to count - 1), if it says. */
+export interface PartitionMember {
+  id: string;
+  count?: number;
 }
 
-/** The member that owns partition `index` in this view. */
-export function ownerOf(index: number, members: readonly string[]): string | undefined {
-  const sorted = [...new Set(members)].sort();
-  return sorted.length === 0 ? undefined : sorted[index % sorted.length];
+/**
+ * The owner of each partition, 0 to the largest count among `members` - 1: partition i goes to the members that run it
+ * (i below their count), sorted by id, the (i mod n)th of them; the same answer from the same view. With one count for
+ * every member that is partition i to member i mod k. With two (a count changed in a rolling deploy) a partition goes
+ * only to a member that has a queue of that number to consume, never to one that does not know it exists; a member
+ * that did not say its count owns none. A member listed twice counts once, with the count of its last entry.
+ */
+export function partitionOwners(members: readonly PartitionMember[]): Array<string | undefined> {
+  const byId = new Map(members.map((m) => [m.id, m.count ?? 0]));
+  const sorted = [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const total = Math.max(0, ...byId.values());
+  return Array.from({ length: total }, (_, i) => {
+    const running = sorted.filter(([, count]) => i < count);
+    return running[i % running.length][0];
+  });
+}
+
+/** Which of its partitions `self` consumes in the view of `members` (itself counted, as it is, whether listed or not). */
+export function assignPartitions(members: readonly PartitionMember[], self: PartitionMember): number[] {
+  const owners = partitionOwners([...members, self]);
+  return owners.flatMap((owner, i) => (owner === self.id && i < (self.count ?? 0) ? [i] : []));
+}
+
+/** The member that owns partition `index` in this view, if any runs it. */
+export function ownerOf(index: number, members: readonly PartitionMember[]): string | undefined {
+  return partitionOwners(members)[index];
 }
 
 /** The handler's own exchange, which feeds the hash exchange; none when publishers use the hash exchange itself. */
