@@ -43,6 +43,19 @@ class RequestsController {
     return { data, tenant: (headers as Record<string, unknown> | undefined)?.['x-tenant'], priority };
   }
 
+  readonly metadata: unknown[] = [];
+
+  @EventPattern<string>('tagged')
+  tagged(@Payload() id: number, @Ctx() ctx: RetryRmqContext): void {
+    this.events.push(id);
+    this.metadata.push(ctx.getMetadata());
+  }
+
+  @MessagePattern('tagged.get')
+  taggedGet(@Payload() data: { a: number; b: number }, @Ctx() ctx: RetryRmqContext): { sum: number; metadata: unknown } {
+    return { sum: data.a + data.b, metadata: ctx.getMetadata() };
+  }
+
   @EventPattern<string>('rpc.fails')
   rpcFails(@Payload() id: number, @Ctx() ctx: RetryRmqContext): void {
     if (ctx.getRetryContext().attempt === 1) {
@@ -77,6 +90,33 @@ describe('requests and the client of the transport', () => {
     const nest = new ClientRMQ({ urls: [AMQP_URL], queue: suite.queue, noAssert: true });
     suite.clients.push(nest);
     expect(await lastValueFrom(nest.send('three', {}).pipe(toArray()))).toEqual([1, 2, 3]);
+  });
+
+  it("handles ClientRMQ's events and answers its requests when Nest's dispatch hook adds metadata, between the processing hooks", async () => {
+    const server = new RetryServer({ url: AMQP_URL, queue: suite.queue, delays: [100], maxAttempts: 2, delayedDelivery: false });
+    const hooks: string[] = [];
+    const patternOf = (context: unknown) => (context as RetryRmqContext).getPattern();
+    server.setOnProcessingStartHook((_transport, context, done) => {
+      hooks.push(`start ${patternOf(context)} ${JSON.stringify((context as RetryRmqContext).getMetadata())}`);
+      return done();
+    });
+    server.setOnProcessingEndHook((_transport, context) => hooks.push(`end ${patternOf(context)}`));
+    suite.app = await NestFactory.createMicroservice(RequestsModule, { strategy: server, logger: false });
+    await suite.app.listen();
+    const controller = suite.app.get(RequestsController);
+    const nest = new ClientRMQ({ urls: [AMQP_URL], queue: suite.queue, noAssert: true });
+    suite.clients.push(nest);
+    const metadata = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    nest.setOnDispatchHook((packet) => void (packet.metadata = metadata));
+
+    await lastValueFrom(nest.emit('tagged', 21), { defaultValue: undefined });
+    await waitFor(() => controller.events.includes(21), 'the event with metadata handled');
+    expect(controller.metadata).toEqual([metadata]);
+    const answer = await lastValueFrom(nest.send('tagged.get', { a: 1, b: 2 }).pipe(timeout(5_000)));
+    expect(answer).toEqual({ sum: 3, metadata });
+    await waitFor(() => hooks.length === 4, 'the end hook of the request');
+    const text = JSON.stringify(metadata);
+    expect(hooks).toEqual([`start tagged ${text}`, 'end tagged', `start tagged.get ${text}`, 'end tagged.get']);
   });
 
   it('answers with an error when the response cannot be written as JSON, rather than leaving the caller waiting', async () => {

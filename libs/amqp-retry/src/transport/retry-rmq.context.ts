@@ -16,8 +16,9 @@ export interface RetryChannelRef {
 }
 
 /**
- * The `@Ctx()` of a transport handler: Nest's RmqContext (`getMessage()`, `getPattern()`, `getChannelRef()`) and the
- * attempt's RetryContext (`getRetryContext()`: attempt, maxAttempts, isLastAttempt, death history, abort signal).
+ * The `@Ctx()` of a transport handler: Nest's RmqContext (`getMessage()`, `getPattern()`, `getChannelRef()`), the
+ * attempt's RetryContext (`getRetryContext()`: attempt, maxAttempts, isLastAttempt, death history, abort signal) and
+ * the metadata a Nest client's dispatch hook attached (`getMetadata()`).
  */
 export class RetryRmqContext extends RmqContext {
   /** @internal Set by RetryServer on a request handler's context: its error is answered to a caller, not retried. */
@@ -28,8 +29,14 @@ export class RetryRmqContext extends RmqContext {
     pattern: string,
     private readonly retry: RetryContext,
     channelRef: RetryChannelRef,
+    private readonly metadata?: Readonly<Record<string, unknown>>,
   ) {
     super([message, channelRef, pattern]);
+  }
+
+  /** What the client's `ClientProxy.setOnDispatchHook` attached to the packet (`packet.metadata`), if anything. */
+  getMetadata(): Readonly<Record<string, unknown>> | undefined {
+    return this.metadata;
   }
 
   override getMessage(): ConsumeMessage {

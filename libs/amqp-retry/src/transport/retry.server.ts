@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
-import { Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
-import type { ConsumeMessage } from 'amqplib';
-import { isObservable, lastValueFrom } from 'rxjs';
+import { Server, type CustomTransportStrategy, type MessageHandler, type Transport } from '@nestjs/microservices';
+import { finalize, isObservable, lastValueFrom } from 'rxjs';
 import type { DeliveryRouter, RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config/config.readers.js';
 import { maskingLogger } from '../core/text/credentials.mask.js';
@@ -31,6 +30,11 @@ import { sleep } from '../core/time/duration.timer.js';
 const ROUTE_CACHE_SIZE = 1_000;
 /** The longest pattern text kept in the route cache: the cache holds at most ROUTE_CACHE_SIZE x this many characters. */
 const ROUTE_CACHE_KEY_MAX = 256;
+
+/** Nest's hook around a handler call (`Server.setOnProcessingStartHook`): it runs the call through `done`. */
+type ProcessingStartHook = (transportId: Transport | symbol, context: unknown, done: () => Promise<unknown>) => void;
+/** Nest's hook after a handler call and its stream (`Server.setOnProcessingEndHook`). */
+type ProcessingEndHook = (transportId: Transport | symbol, context: unknown) => void;
 
 /** The extras of a pattern's handlers, the first and those Nest chained after it (`next`). */
 function chainOf(handler: MessageHandler): unknown[] {
@@ -71,6 +75,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private answers?: RequestReplies;
   private readonly requestTimeoutMs: number;
   private warnedManualAck = false;
+  /** Nest's processing hooks, once an instrumentation set them (setOnProcessingStartHook, setOnProcessingEndHook). */
+  private startHook?: ProcessingStartHook;
+  private endHook?: ProcessingEndHook;
   /** The start listen() began, while it runs: close() waits for it, so that nothing it opens outlives close(). */
   private starting?: Promise<void>;
   /** How often close() ran: a start that began before the last one closes what it opened and gives up. */
@@ -235,28 +242,80 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       if (packet.kind === 'request') {
         const request = packet;
         // The handler's response stream (a failure becomes the stream's error, as in Nest's transports).
-        const produce = (retry: RetryContext) => async (signal: AbortSignal) => {
-          const context = markRequestContext(new RetryRmqContext(message, request.pattern, { ...retry, signal }, this.channelRef));
-          return this.transformToObservable(await handler(request.data, context));
+        const produce = (retry: RetryContext) => (signal: AbortSignal) => {
+          const context = new RetryRmqContext(message, request.pattern, { ...retry, signal }, this.channelRef, request.metadata);
+          markRequestContext(context);
+          return this.processing(context, async (end) => this.transformToObservable(await handler(request.data, context)).pipe(finalize(end)));
         };
         return { kind: 'once', run: (retry) => replies.answer(request, produce(retry), retry.signal) };
       }
-      const { pattern, data } = packet;
+      const { pattern, data, metadata } = packet;
       // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
       const once = handler.isEventHandler ? policy : { ...policy, maxAttempts: 1 };
       // The handler's context gets the pattern as sent (as Nest's RMQ transport gives it); observers get the handler's.
-      return { kind: 'handle', payload: data, policy: once, pattern: own, invoke: (d, retry) => this.runEvent(handler, d, message, pattern, retry) };
+      const invoke = (d: unknown, retry: RetryContext) =>
+        this.runEvent(handler, d, new RetryRmqContext(message, pattern, retry, this.channelRef, metadata));
+      return { kind: 'handle', payload: data, policy: once, pattern: own, invoke };
     };
   }
 
   /** Runs an event handler through Nest's pipeline and waits for what it returned; rejects with the unwrapped error. */
-  private async runEvent(handler: MessageHandler, data: unknown, message: ConsumeMessage, pattern: string, retry: RetryContext): Promise<void> {
+  private async runEvent(handler: MessageHandler, data: unknown, context: RetryRmqContext): Promise<void> {
     try {
-      const result: unknown = await handler(data, new RetryRmqContext(message, pattern, retry, this.channelRef));
-      if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+      await this.processing(context, async (end) => {
+        try {
+          const result: unknown = await handler(data, context);
+          if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+        } finally {
+          end();
+        }
+      });
     } catch (error) {
       throw unwrapRpcError(error);
     }
+  }
+
+  /** Sets the hook an instrumentation runs each handler call through (`done` runs the call), as on Nest's transports. */
+  override setOnProcessingStartHook(hook: (transportId: Transport | symbol, context: unknown, done: () => Promise<unknown>) => void): void {
+    super.setOnProcessingStartHook(hook);
+    this.startHook = hook;
+  }
+
+  /** Sets the hook run once after each handler call and the stream it returned, as on Nest's transports. */
+  override setOnProcessingEndHook(hook: (transportId: Transport | symbol, context: unknown) => void): void {
+    super.setOnProcessingEndHook(hook);
+    this.endHook = hook;
+  }
+
+  /**
+   * Runs one handler call between Nest's processing hooks, as Nest's own transports do: the start hook gets the context
+   * and runs the call through its `done` (inside its trace context, say), the end hook runs once, after the call and
+   * the stream it returned. Without hooks set (Nest 10, or no instrumentation) the call runs as it is.
+   */
+  private processing<T>(context: RetryRmqContext, fn: (end: () => void) => Promise<T>): Promise<T> {
+    const { startHook, endHook, transportId } = this;
+    let ended = false;
+    const end = () => {
+      if (ended || !endHook) return;
+      ended = true;
+      endHook(transportId as Transport | symbol, context);
+    };
+    if (!startHook) return fn(end);
+    return new Promise<T>((resolve, reject) => {
+      const done = () => {
+        const running = fn(end);
+        running.then(resolve, reject);
+        return running;
+      };
+      try {
+        startHook(transportId as Transport | symbol, context, done);
+      } catch (error) {
+        reject(error instanceof Error ? error : new Error(errorMessage(error)));
+      }
+    }).catch((error: unknown) => {
+      end();
+      throw error;
+    });
   }
 
   private warnManualAck(): void {

@@ -39,8 +39,39 @@ describe('readPacket', () => {
     expect(readPacket({ pattern: 'p', data: 1, id: 5 }, { ...key, replyTo: 'r' }, text).kind).toBe('event');
   });
 
+  it("reads the metadata Nest 12's dispatch hook adds to an event and to a request", () => {
+    const metadata = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    expect(readPacket({ pattern: 'order.created', data: 1, metadata }, key, text)).toEqual({
+      kind: 'event',
+      pattern: 'order.created',
+      data: 1,
+      metadata,
+    });
+    expect(readPacket({ pattern: 'sum', data: [1, 2], id: 'abc', metadata }, { ...key, replyTo: 'r' }, text)).toEqual({
+      kind: 'request',
+      pattern: 'sum',
+      data: [1, 2],
+      id: 'abc',
+      replyTo: 'r',
+      correlationId: 'abc',
+      metadata,
+    });
+  });
+
   it('dispatches a body without the envelope by its routing key, whole', () => {
-    for (const body of [{ id: 1, total: 5 }, { pattern: 'p', data: 1, extra: true }, [1, 2], 'text', 42, null, Buffer.from('x')]) {
+    const bodies = [
+      { id: 1, total: 5 },
+      { pattern: 'p', data: 1, extra: true },
+      { pattern: 'p', data: 1, metadata: 'not an object' },
+      { pattern: 'p', data: 1, metadata: [1] },
+      { data: 1, metadata: {} },
+      [1, 2],
+      'text',
+      42,
+      null,
+      Buffer.from('x'),
+    ];
+    for (const body of bodies) {
       expect(readPacket(body, { routingKey: 'order.created' }, text)).toEqual({ kind: 'event', pattern: 'order.created', data: body });
     }
   });

@@ -1,23 +1,34 @@
 import { errorMessage } from '../core/text/error-message.format.js';
 
+/** Out-of-band values a Nest client's dispatch hook attached to a packet (`ClientProxy.setOnDispatchHook`: a trace id, a tenant). */
+export type PacketMetadata = Record<string, unknown>;
+
 /**
  * What a delivery on the transport's queue asks for: Nest's RMQ envelope, `{ pattern, data }` for an event and
- * `{ pattern, data, id }` for a request; a body without it is an event named by its routing key.
+ * `{ pattern, data, id }` for a request, each with the `metadata` a client's dispatch hook added; a body without it
+ * is an event named by its routing key.
  */
 export type InboundPacket =
-  | { kind: 'event'; pattern: string; data: unknown }
-  | { kind: 'request'; pattern: string; data: unknown; id: string; replyTo: string; correlationId: string };
+  | { kind: 'event'; pattern: string; data: unknown; metadata?: PacketMetadata }
+  | { kind: 'request'; pattern: string; data: unknown; id: string; replyTo: string; correlationId: string; metadata?: PacketMetadata };
 
-const ENVELOPE_KEYS = new Set(['pattern', 'data', 'id']);
+/** The keys Nest's ClientRMQ writes: `pattern`, `data`, a request's `id`, and the `metadata` of Nest 12's dispatch hook. */
+const ENVELOPE_KEYS = new Set(['pattern', 'data', 'id', 'metadata']);
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && !Buffer.isBuffer(value);
 
 /**
- * True for Nest's envelope: an object with a `pattern` and no keys but `pattern`, `data` and `id` (`data` is absent
- * when it was undefined). A business payload that happens to look like one is read as one: give it another key.
+ * True for Nest's envelope: an object with a `pattern` and no keys but `pattern`, `data`, `id` and `metadata` (an
+ * object, as Nest's dispatch hook sets it), `data` absent when it was undefined. Nest's own server takes any body with
+ * a `pattern` or a `data` for one; this rule is narrower so that a business payload with a `pattern` or `data` field
+ * among others stays a payload. One with only those keys is read as an envelope: give it another key.
  */
-function isEnvelope(body: unknown): body is { pattern: unknown; data?: unknown; id?: unknown } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || Buffer.isBuffer(body)) return false;
+function isEnvelope(body: unknown): body is { pattern: unknown; data?: unknown; id?: unknown; metadata?: PacketMetadata } {
+  if (!isRecord(body)) return false;
   const keys = Object.keys(body);
-  return keys.includes('pattern') && keys.every((k) => ENVELOPE_KEYS.has(k));
+  if (!keys.includes('pattern') || !keys.every((k) => ENVELOPE_KEYS.has(k))) return false;
+  return body.metadata === undefined || isRecord(body.metadata);
 }
 
 /**
@@ -46,11 +57,13 @@ export function readPacket(
   const pattern = patternText(body.pattern);
   const { id } = body;
   const replyTo = typeof delivery.replyTo === 'string' && delivery.replyTo.length > 0 ? delivery.replyTo : undefined;
+  let packet: InboundPacket;
   if (typeof id === 'string' && id.length > 0 && replyTo !== undefined) {
     const correlationId = typeof delivery.correlationId === 'string' && delivery.correlationId.length > 0 ? delivery.correlationId : id;
-    return { kind: 'request', pattern, data: body.data, id, replyTo, correlationId };
-  }
-  return { kind: 'event', pattern, data: body.data };
+    packet = { kind: 'request', pattern, data: body.data, id, replyTo, correlationId };
+  } else packet = { kind: 'event', pattern, data: body.data };
+  if (body.metadata !== undefined) packet.metadata = body.metadata;
+  return packet;
 }
 
 /** A reply as Nest's RMQ transport writes and reads it: a value, an error, and the end of the stream (`isDisposed`). */
