@@ -1,7 +1,9 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { NonRetryableError, RetryPublisher } from 'nestjs-amqp-retry';
+import { RetryClient, RetryServer } from 'nestjs-amqp-retry/transport';
+import { lastValueFrom } from 'rxjs';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { waitFor } from '../support/broker.js';
+import { AMQP_URL, waitFor } from '../support/broker.js';
 import { installTracing, parentOf } from '../support/tracing.js';
 import { useSuite } from '../support/suite.js';
 
@@ -134,6 +136,47 @@ describe('OpenTelemetry tracing', () => {
     expect(producer?.attributes['amqp_retry.delayed']).toBe(true);
     expect(consumer?.spanContext().traceId).toBe(producer?.spanContext().traceId);
     expect(parentOf(consumer!)).toBe(producer?.spanContext().spanId);
+  });
+
+  it("puts RetryClient.send's request, its handling and its replies in the caller's trace, the spans named by queue, not by reply address", async () => {
+    const { queue } = suite;
+    const server = new RetryServer({ url: AMQP_URL, queue, delays: [100], maxAttempts: 2, delayedDelivery: false, tracing: true });
+    suite.clients.push(server);
+    const seen: Array<string | undefined> = [];
+    server.addHandler(
+      'sum',
+      async (data: { a: number; b: number }) => {
+        seen.push(trace.getActiveSpan()?.spanContext().spanId);
+        return data.a + data.b;
+      },
+      false,
+    );
+    await new Promise<void>((resolve, reject) => void server.listen((error) => (error ? reject(error) : resolve())));
+    const client = new RetryClient({ url: AMQP_URL, queue, delayedDelivery: false, tracing: true });
+    suite.clients.push(client);
+    await client.connect();
+    const caller = trace.getTracer('test').startSpan('caller');
+    for (const n of [1, 2]) {
+      const answer = context.with(trace.setSpan(context.active(), caller), () => lastValueFrom(client.send('sum', { a: n, b: 2 })));
+      expect(await answer).toBe(n + 2);
+    }
+    caller.end();
+    // Each request: its producer span, its consumer span, two replies (the value, then the end of the stream).
+    await waitFor(() => tracing.spans().filter((s) => s.kind !== SpanKind.INTERNAL).length === 8, 'the spans of two requests');
+
+    const spans = tracing.spans();
+    const traceId = caller.spanContext().traceId;
+    expect(spans.map((s) => s.spanContext().traceId)).toEqual(spans.map(() => traceId));
+    const requests = spans.filter((s) => s.kind === SpanKind.PRODUCER && parentOf(s) === caller.spanContext().spanId);
+    expect(requests.map((s) => s.name)).toEqual([`publish ${queue}`, `publish ${queue}`]);
+    const handlings = spans.filter((s) => s.kind === SpanKind.CONSUMER);
+    expect(handlings.map((s) => s.name)).toEqual([`process ${queue}`, `process ${queue}`]);
+    expect(handlings.map((s) => parentOf(s))).toEqual(requests.map((s) => s.spanContext().spanId));
+    expect(handlings[0].attributes).toMatchObject({ 'amqp_retry.pattern': 'sum', 'amqp_retry.queue': queue });
+    expect(seen).toEqual(handlings.map((s) => s.spanContext().spanId)); // current in the handler
+    const replies = spans.filter((s) => s.kind === SpanKind.PRODUCER && !requests.includes(s));
+    expect(new Set(replies.map((s) => s.name))).toEqual(new Set(['publish amq.rabbitmq.reply-to']));
+    expect(replies.map((s) => parentOf(s)).sort()).toEqual(handlings.flatMap((s) => [s.spanContext().spanId, s.spanContext().spanId]).sort());
   });
 
   it('adds nothing to a retried message without trace context when tracing is off', async () => {

@@ -115,23 +115,37 @@ export class PublishingSide {
     return connection.createChannel(purpose, expectClose);
   }
 
+  /**
+   * Sends an application's message on a channel of the caller's (`send` gets the properties to publish) as a publish of
+   * the engine's is observed: the observers may add headers (a tracer's `traceparent`), and hear how it ended.
+   */
+  sendObserved(out: Omit<Outgoing, 'content'>, send: (properties: Options.Publish) => Promise<void>): Promise<void> {
+    if (!this.observers.publishes) return send(out.properties);
+    return this.observed('publish', out, send);
+  }
+
   private async publishObserved(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing, delayMs: number): Promise<void> {
-    const { exchange, routingKey, properties } = out;
+    const { exchange, routingKey } = out;
     const kind: PublishKind = plan.kind === 'direct' ? 'publish' : 'delayed';
+    await this.observed(kind, out, (properties) => this.send(via, plan, { exchange, routingKey, content: out.content, properties }));
+    if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
+  }
+
+  /** Runs `send` inside the observers' scope of a publish, with the headers they added; tells them how it ended. */
+  private async observed(kind: PublishKind, out: Omit<Outgoing, 'content'>, send: (properties: Options.Publish) => Promise<void>): Promise<void> {
+    const { exchange, routingKey, properties } = out;
     const headers = copyOwn(properties.headers); // the caller's object is left as it was
     const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
     try {
       const sent: Options.Publish = copyOwn(properties); // not spreads: docs/performance.md
       sent.headers = headers;
-      const send = () => this.send(via, plan, { exchange, routingKey, content: out.content, properties: sent });
-      await (scope?.run ? scope.run(send) : send());
+      await (scope?.run ? scope.run(() => send(sent)) : send(sent));
     } catch (error) {
       scope?.end?.(error);
       this.observers.emit('publishRejected', { kind, exchange, routingKey, error });
       throw error;
     }
     scope?.end?.();
-    if (kind === 'delayed') this.observers.emit('delayedPublished', { exchange, routingKey, delayMs });
   }
 
   private send(via: PublisherRole, plan: DelayedPublishPlan, out: Outgoing): Promise<void> {

@@ -78,6 +78,19 @@ export class RetryEngine {
   }
 
   /**
+   * @internal Sends an application's message on a channel of the caller's (RetryClient's requests) as `publish` is
+   * observed: `send` gets the properties with the observers' headers (a tracer's `traceparent`).
+   */
+  sendObserved(
+    exchange: string,
+    routingKey: string,
+    properties: Options.Publish,
+    send: (properties: Options.Publish) => Promise<void>,
+  ): Promise<void> {
+    return this.publishing.sendObserved({ exchange, routingKey, properties }, send);
+  }
+
+  /**
    * @internal Throws the TypeError or RangeError `publish` would reject with for these properties (each checked by amqplib's
    * and the broker's rules; a `userId` must be the user of a broker URL), so that a channel of the caller's own is
    * never closed by the broker for one of them.

@@ -3,6 +3,11 @@ import { maskCredentials } from '../core/text/credentials.mask.js';
 import { firstRoute } from '../core/delivery/first-failure.headers.js';
 import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from '../core/observe/retry.observer.js';
 import type { TracingOptions } from '../core/observe/tracing.options.js';
+import type { RequestScoping } from '../core/observe/observer.hub.js';
+import { isDirectReplyAddress } from '../core/publish/reply-address.rules.js';
+
+/** The pseudo-queue RabbitMQ's direct reply-to addresses belong to: what a reply's span is named by. */
+const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 
 type OpenTelemetry = typeof Otel;
 
@@ -26,7 +31,7 @@ const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = { set: (carrie
  * When the consumer span of the delivery that @opentelemetry/instrumentation-amqplib makes is current, it is given the
  * attempt's attributes instead of a second one.
  */
-export class TracingObserver implements RetryObserver {
+export class TracingObserver implements RetryObserver, RequestScoping {
   private readonly tracer: Otel.Tracer;
 
   constructor(
@@ -40,7 +45,10 @@ export class TracingObserver implements RetryObserver {
     // Parked copies and forwarded delayed messages keep the context they were published with.
     if (e.kind !== 'publish' && e.kind !== 'delayed') return;
     const { trace, context, propagation, SpanKind } = this.otel;
-    const destination = [e.exchange, e.routingKey].filter((part) => part !== '').join(':');
+    // A reply to a direct reply-to address: each caller's address is unique, so spans are named by the pseudo-queue.
+    const reply = e.exchange === '' && isDirectReplyAddress(e.routingKey);
+    const routingKey = reply ? DIRECT_REPLY_QUEUE : e.routingKey;
+    const destination = [e.exchange, routingKey].filter((part) => part !== '').join(':');
     const span = this.tracer.startSpan(`publish ${destination || '(default)'}`, {
       kind: SpanKind.PRODUCER,
       attributes: {
@@ -48,7 +56,8 @@ export class TracingObserver implements RetryObserver {
         'messaging.operation.type': 'send',
         'messaging.operation.name': 'publish',
         'messaging.destination.name': destination,
-        'messaging.rabbitmq.destination.routing_key': e.routingKey,
+        'messaging.rabbitmq.destination.routing_key': routingKey,
+        ...(reply && { 'messaging.destination.temporary': true }),
         ...(e.messageId !== undefined && { 'messaging.message.id': e.messageId }),
         ...(e.kind === 'delayed' && { 'amqp_retry.delayed': true }),
       },
@@ -56,6 +65,11 @@ export class TracingObserver implements RetryObserver {
     const active = trace.setSpan(context.active(), span);
     propagation.inject(active, e.headers, headerSetter);
     return this.around(span, active);
+  }
+
+  /** The handling of a request: a consumer span as an attempt's, its replies' producer spans its children. */
+  requestStarted(e: DeliveryEvent): DeliveryScope {
+    return this.deliveryStarted(e);
   }
 
   deliveryStarted(e: DeliveryEvent): DeliveryScope {

@@ -61,7 +61,12 @@ export type DeliveryRoute =
       pattern?: string;
     }
   /** A request, run once, its outcome answered to its caller; `run` resolves true when it was answered without an error. */
-  | { kind: 'once'; run: (context: RetryContext) => Promise<boolean> }
+  | {
+      kind: 'once';
+      run: (context: RetryContext) => Promise<boolean>;
+      /** The handler's own pattern, for observers (a trace's attribute): never a client's spelling of it. */
+      pattern?: string;
+    }
   | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
 
 /** Chooses the route of a delivery from its decoded body (and its death history, which tells its first key); never throws. */

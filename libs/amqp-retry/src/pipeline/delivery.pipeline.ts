@@ -122,7 +122,14 @@ export class DeliveryPipeline {
     if (route.kind === 'once') {
       if (!this.handedOver(message, signal)) return;
       const context = { attempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
-      const answered = await route.run(context).catch((error: unknown) => void this.parts.logger.error(`"${queue}": ${errorMessage(error)}`));
+      // A tracer's span is current while the handler runs and its replies are sent: they join the caller's trace.
+      const hub = this.observers;
+      const scope = hub?.requestScoping ? hub.requestStarted({ queue, pattern: route.pattern, attempt, maxAttempts: 1, message, deaths }) : undefined;
+      const run = () => route.run(context);
+      const answered = await (scope?.run ? scope.run(run) : run()).catch(
+        (error: unknown) => void this.parts.logger.error(`"${queue}": ${errorMessage(error)}`),
+      );
+      scope?.end?.();
       if (answered) this.parts.answered?.(message, context.attempt);
       return settle.ack();
     }

@@ -119,8 +119,10 @@ export class RetryClient extends ClientProxy {
       const properties = { persistent: this.options.persistent ?? true, ...options, correlationId: id, contentType: 'application/json' };
       const channel = this.requestChannel(); // first: closed since connect() says so, not "not connected"
       // A property the broker refuses would close the channel every request in flight shares: checked as emit's are.
-      this.unwrap<RetryEngine>().checkPublishProperties(properties);
-      channel.send(exchange, routingKey, content, properties).catch(failed);
+      const engine = this.unwrap<RetryEngine>();
+      engine.checkPublishProperties(properties);
+      // Observed as an emit is: the request carries the caller's trace context, as an event does.
+      engine.sendObserved(exchange, routingKey, properties, (sent) => channel.send(exchange, routingKey, content, sent)).catch(failed);
     } catch (error) {
       // A packet JSON cannot write (a BigInt, a pattern nested too deep), a refused property, or closed since
       // connect(): the caller gets the error, and no callback is left behind

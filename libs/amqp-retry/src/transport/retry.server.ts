@@ -247,7 +247,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
           markRequestContext(context);
           return this.processing(context, async (end) => this.transformToObservable(await handler(request.data, context)).pipe(finalize(end)));
         };
-        return { kind: 'once', run: (retry) => replies.answer(request, produce(retry), retry.signal) };
+        return { kind: 'once', pattern: own, run: (retry) => replies.answer(request, produce(retry), retry.signal) };
       }
       const { pattern, data, metadata } = packet;
       // An event for a @MessagePattern runs once, as Nest runs it, with nobody to answer: a failure parks it.
