@@ -19,3 +19,34 @@ describe('RetryServer with partitions, at listen', () => {
     await server.close();
   });
 });
+
+describe("RetryServer's processing hooks", () => {
+  type Processing = { processing<T>(context: unknown, fn: (end: () => void) => Promise<T>): Promise<T> };
+  const serverWith = (start: (done: () => Promise<unknown>) => void) => {
+    const server = new RetryServer({ url: 'amqp://127.0.0.1:1', queue: 'orders', delays: ['1s'] });
+    const ends: unknown[] = [];
+    server.setOnProcessingStartHook((_transport, _context, done) => start(done));
+    server.setOnProcessingEndHook((_transport, context) => ends.push(context));
+    return { processing: server as unknown as Processing, ends };
+  };
+
+  it('runs the call once, though the start hook calls done twice, and the end hook once', async () => {
+    const { processing, ends } = serverWith((done) => void done().then(() => done()));
+    let calls = 0;
+    const result = await processing.processing('ctx', async (end) => {
+      calls++;
+      end();
+      end();
+      return 'ok';
+    });
+    expect([result, calls, ends]).toEqual(['ok', 1, ['ctx']]);
+  });
+
+  it('fails the call with the start hook throw, and runs the end hook', async () => {
+    const { processing, ends } = serverWith(() => {
+      throw new Error('hook broke');
+    });
+    await expect(processing.processing('ctx', async () => 'never')).rejects.toThrow('hook broke');
+    expect(ends).toEqual(['ctx']);
+  });
+});

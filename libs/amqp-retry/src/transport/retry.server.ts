@@ -290,7 +290,8 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   /**
    * Runs one handler call between Nest's processing hooks, as Nest's own transports do: the start hook gets the context
    * and runs the call through its `done` (inside its trace context, say), the end hook runs once, after the call and
-   * the stream it returned. Without hooks set (Nest 10, or no instrumentation) the call runs as it is.
+   * the stream it returned. Without hooks set (Nest 10, or no instrumentation) the call runs as it is. A start hook
+   * that never calls `done` never runs the call, as on Nest's transports.
    */
   private processing<T>(context: RetryRmqContext, fn: (end: () => void) => Promise<T>): Promise<T> {
     const { startHook, endHook, transportId } = this;
@@ -302,8 +303,11 @@ export class RetryServer extends Server implements CustomTransportStrategy {
     };
     if (!startHook) return fn(end);
     return new Promise<T>((resolve, reject) => {
+      let running: Promise<T> | undefined;
+      // Once: a hook that calls `done` again gets the same call, not a second run of the handler.
       const done = () => {
-        const running = fn(end);
+        if (running) return running;
+        running = fn(end);
         running.then(resolve, reject);
         return running;
       };
