@@ -50,3 +50,21 @@ describe("RetryServer's processing hooks", () => {
     expect(ends).toEqual(['ctx']);
   });
 });
+
+describe("RetryServer's processing end hook, when it throws", () => {
+  type Processing = { processing<T>(context: unknown, fn: (end: () => void) => Promise<T>): Promise<T> };
+
+  it("keeps the call's result: a handler that succeeded is not failed, nor run again, by the hook", async () => {
+    const server = new RetryServer({ url: 'amqp://127.0.0.1:1', queue: 'orders', delays: ['1s'] });
+    server.setOnProcessingEndHook(() => {
+      throw new Error('end hook broke');
+    });
+    let calls = 0;
+    const result = await (server as unknown as Processing).processing('ctx', async (end) => {
+      calls++;
+      end();
+      return 'handled';
+    });
+    expect([result, calls]).toEqual(['handled', 1]);
+  });
+});

@@ -296,10 +296,16 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private processing<T>(context: RetryRmqContext, fn: (end: () => void) => Promise<T>): Promise<T> {
     const { startHook, endHook, transportId } = this;
     let ended = false;
+    // The call is over when the end hook runs: what the hook throws is logged, never the call's failure (a retry
+    // would run a handler that succeeded again).
     const end = () => {
       if (ended || !endHook) return;
       ended = true;
-      endHook(transportId as Transport | symbol, context);
+      try {
+        endHook(transportId as Transport | symbol, context);
+      } catch (error) {
+        this.routeLogger.warn(`Nest's processing end hook threw (${errorMessage(error)}); the handler's call stands`);
+      }
     };
     if (!startHook) return fn(end);
     return new Promise<T>((resolve, reject) => {
