@@ -1,6 +1,6 @@
 import type { INestMicroservice } from '@nestjs/common';
 import type { ConfirmChannel } from 'amqplib';
-import { lastValueFrom } from 'rxjs';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { Registry } from 'prom-client';
 import { RetryClient } from 'nestjs-amqp-retry/transport';
 import { AMQP_URL, waitFor } from '../support/broker.js';
@@ -39,6 +39,30 @@ describe('metrics of the microservices transport', () => {
     expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { queue, pattern: 'order.created', outcome: 'parked' })).toBe(1);
     expect(await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: '' })).toBeUndefined();
     expect(await sample(registry, 'amqp_retry_consumers_up', { queue })).toBe(1);
+  });
+
+  it("counts each request's handler call once, handled or failed, under the handler's pattern", async () => {
+    const { queue } = suite;
+    const registry = new Registry();
+    const client = new RetryClient({ url: AMQP_URL, delayedDelivery: false, queue });
+    suite.clients.push(client);
+    suite.app = await startRetryMicroservice({ queue, metrics: { registry } });
+    expect(await firstValueFrom(client.send('order.get', { id: 1 }))).toEqual({ id: 1, status: 'paid' });
+    await expect(firstValueFrom(client.send('order.get', { id: -1 }))).rejects.toMatchObject({ message: 'no order -1' });
+    await waitFor(
+      async () =>
+        (await sample(registry, 'amqp_retry_deliveries_handled_total', { queue, pattern: 'order.get' })) === 1 &&
+        (await sample(registry, 'amqp_retry_deliveries_failed_total', { queue, pattern: 'order.get' })) === 1,
+      'both requests to be counted',
+      10_000,
+    );
+    const labels = { queue, pattern: 'order.get' };
+    expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { ...labels, outcome: 'handled' })).toBe(1);
+    // Not retried: a request's failure is answered to its caller, and its duration is counted as a last attempt's.
+    expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { ...labels, outcome: 'parked' })).toBe(1);
+    expect(await sample(registry, 'amqp_retry_deliveries_retried_total', { ...labels, tier: '1' })).toBeUndefined();
+    expect(await sample(registry, 'amqp_retry_messages_parked_total', labels)).toBeUndefined();
+    expect(await sample(registry, 'amqp_retry_handlers_in_flight', labels)).toBe(0);
   });
 
   it("labels with the handler's own pattern only: 500 spellings of one pattern and 500 unknown patterns add no series", async () => {

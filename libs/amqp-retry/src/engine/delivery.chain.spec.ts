@@ -9,7 +9,7 @@ import { partitionConfigs } from '../core/partitions/partition.plan.js';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
 import { NonRetryableError } from '../errors/non-retryable.error.js';
 import { DeliveryRecalled, linkRecall } from '../core/delivery/delivery.recall.js';
-import { answeringUnread, type RetryPolicy } from '../pipeline/delivery.contracts.js';
+import { ANSWERED, answeringUnread, type RequestOutcome, type RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { RetriedInPlace } from '../pipeline/in-place.retry.js';
 import { deliveryChain, handlerChain, handlerStepNames, routedChain } from './delivery.chain.js';
 import type { MessageParker, TierRouter } from '../pipeline/park-route.steps.js';
@@ -206,7 +206,7 @@ describe('requests and parks of a routed queue, under a pause and a breaker', ()
       invoke: async () => undefined,
       router: (payload) =>
         (payload as { request?: boolean }).request
-          ? { kind: 'once', run: () => new Promise<boolean>((resolve) => (endRequest = () => resolve(true))) }
+          ? { kind: 'once', run: () => new Promise<RequestOutcome>((resolve) => (endRequest = () => resolve(ANSWERED))) }
           : { kind: 'park', reason: 'no-handler', error: new Error('no handler for this pattern') },
       flow,
       parker,
@@ -238,7 +238,7 @@ describe('requests and parks of a routed queue, under a pause and a breaker', ()
         invoke: async () => undefined,
         router: (payload) =>
           (payload as { request?: boolean }).request
-            ? { kind: 'once', run: async () => true }
+            ? { kind: 'once', run: async () => ANSWERED }
             : { kind: 'handle', payload, policy: config, invoke: async () => Promise.reject(new Error('503')) },
         flow,
         parker: {} as MessageParker,

@@ -3,7 +3,6 @@ import { maskCredentials } from '../core/text/credentials.mask.js';
 import { firstRoute } from '../core/delivery/first-failure.headers.js';
 import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from '../core/observe/retry.observer.js';
 import type { TracingOptions } from '../core/observe/tracing.options.js';
-import type { RequestScoping } from '../core/observe/observer.hub.js';
 import { isDirectReplyAddress } from '../core/publish/reply-address.rules.js';
 
 /** The pseudo-queue RabbitMQ's direct reply-to addresses belong to: what a reply's span is named by. */
@@ -31,7 +30,7 @@ const headerSetter: Otel.TextMapSetter<Record<string, unknown>> = { set: (carrie
  * When the consumer span of the delivery that @opentelemetry/instrumentation-amqplib makes is current, it is given the
  * attempt's attributes instead of a second one.
  */
-export class TracingObserver implements RetryObserver, RequestScoping {
+export class TracingObserver implements RetryObserver {
   private readonly tracer: Otel.Tracer;
 
   constructor(
@@ -65,11 +64,6 @@ export class TracingObserver implements RetryObserver, RequestScoping {
     const active = trace.setSpan(context.active(), span);
     propagation.inject(active, e.headers, headerSetter);
     return this.around(span, active);
-  }
-
-  /** The handling of a request: a consumer span as an attempt's, its replies' producer spans its children. */
-  requestStarted(e: DeliveryEvent): DeliveryScope {
-    return this.deliveryStarted(e);
   }
 
   deliveryStarted(e: DeliveryEvent): DeliveryScope {

@@ -60,14 +60,18 @@ export type DeliveryRoute =
       /** The handler's own pattern, for observers (a metrics label): never a client's spelling of it. */
       pattern?: string;
     }
-  /** A request, run once, its outcome answered to its caller; `run` resolves true when it was answered without an error. */
-  | {
-      kind: 'once';
-      run: (context: RetryContext) => Promise<boolean>;
-      /** The handler's own pattern, for observers (a trace's attribute): never a client's spelling of it. */
-      pattern?: string;
-    }
+  /** A request, run once, its outcome answered to its caller; observed as one attempt of `pattern` (the handler's own). */
+  | { kind: 'once'; run: (context: RetryContext) => Promise<RequestOutcome>; pattern?: string }
   | { kind: 'park'; reason: ParkReason; error: Error; notify?: () => Promise<void> };
+
+/**
+ * How a request's run ended: answered without an error, or failed with `error` (what the handler threw or its stream
+ * ended with, a reply JSON cannot write, the request timeout, or the abandon at a stop).
+ */
+export type RequestOutcome = { answered: true } | { answered: false; error: unknown };
+
+/** The outcome of every request answered without an error (one object, not one per request). */
+export const ANSWERED: RequestOutcome = Object.freeze({ answered: true });
 
 /** Chooses the route of a delivery from its decoded body (and its death history, which tells its first key); never throws. */
 export type DeliveryRouter = (payload: unknown, message: ConsumeMessage, deaths: readonly XDeath[]) => DeliveryRoute;

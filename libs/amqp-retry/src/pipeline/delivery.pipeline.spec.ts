@@ -5,7 +5,7 @@ import { resolveHandlerConfig } from '../core/config/handler.config.js';
 import { resolveModuleConfig } from '../core/config/module.config.js';
 import type { Settle } from '../amqp/queue.consumer.js';
 import { ObserverHub } from '../core/observe/observer.hub.js';
-import { answeringUnread, type HandlerInvoker } from './delivery.contracts.js';
+import { ANSWERED, answeringUnread, type DeliveryRouter, type HandlerInvoker, type RequestOutcome } from './delivery.contracts.js';
 import { DeliveryPipeline } from './delivery.pipeline.js';
 import type { MessageParker, TierRouter } from './park-route.steps.js';
 import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
@@ -23,6 +23,7 @@ interface Extras {
   returns?: OwnReturns;
   handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
   queueType?: 'classic' | 'quorum';
+  router?: DeliveryRouter;
 }
 
 /** Runs `delivered` through a pipeline whose handler call is `invoke`, and answers how it was settled. */
@@ -33,7 +34,7 @@ async function outcomeOf(invoke: HandlerInvoker, delivered = message, observers?
 async function outcomeWith(
   invoke: HandlerInvoker,
   delivered: ConsumeMessage,
-  { observers, returns, handOver, queueType }: Extras,
+  { observers, returns, handOver, queueType, router }: Extras,
 ): Promise<string[]> {
   const outcome: string[] = [];
   const settle: Settle = { ack: () => outcome.push('ack'), nack: (requeue) => outcome.push(requeue ? 'requeue' : 'nack') };
@@ -53,6 +54,7 @@ async function outcomeWith(
     observers,
     returns,
     handOver,
+    router,
   });
   await pipeline.handle(delivered, settle, new AbortController().signal);
   return outcome;
@@ -103,6 +105,49 @@ describe('the delivery pipeline', () => {
       ),
     ).toEqual(['ack']);
     expect(seen).toBe('consumer span');
+  });
+
+  it("observes a request's handler call as an event's: started in its scope, then handled or failed, counted once", async () => {
+    const span = new AsyncLocalStorage<string>();
+    const seen: string[] = [];
+    const observers = new ObserverHub(
+      [
+        {
+          deliveryStarted: (e) => (seen.push(`started ${e.pattern} ${e.attempt}/${e.maxAttempts}`), { run: (fn) => span.run('consumer span', fn) }),
+          handled: (e) => void seen.push(`handled ${e.pattern}`),
+          failed: (e) => void seen.push(`failed ${e.pattern} ${(e.error as Error).message} tier ${e.retryTier}`),
+        },
+      ],
+      logger,
+    );
+    observers.count({
+      countHandled: (queue) => void seen.push(`counted handled ${queue}`),
+      countFailed: (queue, _ms, _error, retried) => void seen.push(`counted failed ${queue} retried ${retried}`),
+    });
+    const request =
+      (run: () => Promise<RequestOutcome>): DeliveryRouter =>
+      () => ({ kind: 'once', pattern: 'sum', run });
+    const inScope = async (outcome: RequestOutcome) => (seen.push(`run in ${span.getStore()}`), outcome);
+    const answered = await outcomeWith(async () => 'unused', message, { observers, router: request(() => inScope(ANSWERED)) });
+    const failed = await outcomeWith(async () => 'unused', message, {
+      observers,
+      router: request(() => inScope({ answered: false, error: new Error('kaput') })),
+    });
+    const thrown = await outcomeWith(async () => 'unused', message, { observers, router: request(() => Promise.reject(new Error('lost'))) });
+    expect({ answered, failed, thrown }).toEqual({ answered: ['ack'], failed: ['ack'], thrown: ['ack'] });
+    expect(seen).toEqual([
+      'started sum 1/1',
+      'run in consumer span',
+      'handled sum',
+      'counted handled orders',
+      'started sum 1/1',
+      'run in consumer span',
+      'failed sum kaput tier undefined',
+      'counted failed orders retried false',
+      'started sum 1/1',
+      'failed sum lost tier undefined',
+      'counted failed orders retried false',
+    ]);
   });
 
   it('parks a body it cannot read without calling the handler', async () => {

@@ -11,7 +11,15 @@ import type { XDeath } from '../core/delivery/x-death.parser.js';
 import { DeliveryObservation } from '../core/observe/delivery.observation.js';
 import type { DeliveryCounter, ObserverHub } from '../core/observe/observer.hub.js';
 import type { Settle } from '../amqp/queue.consumer.js';
-import { answerOf, answersUnread, type DeliveryRouter, type HandlerInvoker, type RetryPolicy } from './delivery.contracts.js';
+import {
+  answerOf,
+  answersUnread,
+  type DeliveryRoute,
+  type DeliveryRouter,
+  type HandlerInvoker,
+  type RequestOutcome,
+  type RetryPolicy,
+} from './delivery.contracts.js';
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
@@ -121,21 +129,49 @@ export class DeliveryPipeline {
     }
     if (route.kind === 'once') {
       if (!this.handedOver(message, signal)) return;
-      const context = { attempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
-      // A tracer's span is current while the handler runs and its replies are sent: they join the caller's trace.
-      const hub = this.observers;
-      const scope = hub?.requestScoping ? hub.requestStarted({ queue, pattern: route.pattern, attempt, maxAttempts: 1, message, deaths }) : undefined;
-      const run = () => route.run(context);
-      const answered = await (scope?.run ? scope.run(run) : run()).catch(
-        (error: unknown) => void this.parts.logger.error(`"${queue}": ${errorMessage(error)}`),
-      );
-      scope?.end?.();
-      if (answered) this.parts.answered?.(message, context.attempt);
-      return settle.ack();
+      return this.requestStep(message, settle, signal, route, attempt, deaths);
     }
     const exhausted = exhaustedBeforeHandling(attempt, route.policy.maxAttempts);
     if (exhausted) return this.parkStep(message, settle, { queue, pattern: route.pattern, deaths, ...exhausted }, signal);
     return this.invokeStep(message, settle, signal, route, attempt, deaths);
+  }
+
+  /**
+   * Step 3 for a request: runs it once, answered to its caller, and acks it whatever happens (the caller waits, so no
+   * tier retries). Its handler call is observed as an event's is: handled, or failed (and not retried).
+   */
+  private async requestStep(
+    message: ConsumeMessage,
+    settle: Settle,
+    signal: AbortSignal,
+    route: Extract<DeliveryRoute, { kind: 'once' }>,
+    attempt: number,
+    deaths: XDeath[],
+  ): Promise<void> {
+    const { queue } = this.config;
+    const context: RetryContext = { attempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
+    const hub = this.observers;
+    const observed = hub?.deliveries
+      ? new DeliveryObservation(hub, { queue, pattern: route.pattern, attempt, maxAttempts: 1, message, deaths })
+      : undefined;
+    const counter = hub?.counter;
+    const started = counter ? performance.now() : 0;
+    let outcome: RequestOutcome;
+    try {
+      outcome = await (observed?.scope ? observed.run(() => route.run(context)) : route.run(context));
+    } catch (error) {
+      this.parts.logger.error(`"${queue}": ${errorMessage(error)}`);
+      outcome = { answered: false, error };
+    }
+    if (outcome.answered) {
+      observed?.handled();
+      if (counter) counter.countHandled(queue, performance.now() - started, message);
+      this.parts.answered?.(message, attempt);
+    } else {
+      observed?.failed(outcome.error);
+      if (counter) counter.countFailed(queue, performance.now() - started, outcome.error, false);
+    }
+    return settle.ack();
   }
 
   /** Step 3, invoke: calls the handler once, then settles (step 4). */

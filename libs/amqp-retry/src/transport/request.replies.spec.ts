@@ -2,6 +2,7 @@ import { jest } from '@jest/globals';
 import { from, Observable, Subject, throwError } from 'rxjs';
 import type { RetryEngine } from '../engine/retry.engine.js';
 import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
+import type { RequestOutcome } from '../pipeline/delivery.contracts.js';
 import { RequestReplies } from './request.replies.js';
 
 const request = { kind: 'request' as const, pattern: 'p', data: {}, id: 'r-1', replyTo: 'amq.rabbitmq.reply-to.x', correlationId: 'c-1' };
@@ -96,9 +97,14 @@ describe('the replies to a request', () => {
     let answered: AbortSignal | undefined;
     const done = await answers.answer(request, async (signal) => ((answered = signal), from([1])));
     expect(answered?.aborted).toBe(false);
-    // Answered without an error: true (the breaker's success); late, or an error answered: false.
+    // Answered without an error (the breaker's success); late, or an error answered: failed, with what failed it.
     const failed = await answers.answer(request, async () => throwError(() => new Error('declined')));
-    expect({ late, done, failed }).toEqual({ late: false, done: true, failed: false });
+    const why = (outcome: RequestOutcome) => (outcome.answered ? 'answered' : (outcome.error as Error).message);
+    expect({ late: why(late), done: why(done), failed: why(failed) }).toEqual({
+      late: 'no answer to "p" within 30 ms (RetryServer option requestTimeout)',
+      done: 'answered',
+      failed: 'declined',
+    });
   });
 
   it('answers a handler whose promise never settles with the timeout error too', async () => {

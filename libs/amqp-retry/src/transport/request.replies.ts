@@ -5,6 +5,7 @@ import { truncateUtf8 } from '../core/parking/parked-message.headers.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { replyRoute, type ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import type { RetryEngine } from '../engine/retry.engine.js';
+import { ANSWERED, type RequestOutcome } from '../pipeline/delivery.contracts.js';
 import type { InboundPacket, ReplyPacket } from './rpc.packet.js';
 
 type Request = Extract<InboundPacket, { kind: 'request' }>;
@@ -43,13 +44,13 @@ export class RequestReplies {
   /**
    * Runs the handler's stream to its end, or to `timeoutMs`: a handler that never answers would otherwise hold its
    * delivery and a prefetch slot for good. `signal` (the delivery's) ends the wait without an answer: the server
-   * abandoned the request at shutdown, and its timer must not keep the process alive. True when the handler's stream
-   * completed without an error within the time (the breaker counts it as a success).
+   * abandoned the request at shutdown, and its timer must not keep the process alive. Answered when the handler's
+   * stream completed without an error within the time (the breaker counts it as a success); else the failure.
    */
-  async answer(request: Request, produce: (signal: AbortSignal) => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<boolean> {
+  async answer(request: Request, produce: (signal: AbortSignal) => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<RequestOutcome> {
     const reply = this.replyTo(request);
     const sent: Array<Promise<void>> = [];
-    let answered = false;
+    let outcome: RequestOutcome | undefined;
     // The handler's own signal: the delivery's, and aborted too at the timeout, so that a handler past it can stop.
     const call = new AbortController();
     await new Promise<void>((resolve) => {
@@ -68,15 +69,23 @@ export class RequestReplies {
         stop(reason);
         sent.push(reply(content));
       };
-      const fail = (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes);
+      const fail = (error: unknown) => {
+        if (!ended) outcome = { answered: false, error };
+        end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes);
+      };
       const abandon = () => {
-        if (!ended) stop(signal?.reason instanceof Error ? signal.reason : new Error('the request was abandoned'));
+        if (ended) return;
+        const reason = signal?.reason instanceof Error ? signal.reason : new Error('the request was abandoned');
+        outcome = { answered: false, error: reason };
+        stop(reason);
       };
       signal?.addEventListener('abort', abandon, { once: true });
       const timer = startTimer(this.timeoutMs, () => {
         const message = `no answer to "${shownPattern(request)}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
         this.logger.warn(`${message}; the caller gets an error, the request is acked and the handler's signal aborts`);
-        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes, new Error(message));
+        const error = new Error(message);
+        if (!ended) outcome = { answered: false, error };
+        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes, error);
       });
       if (signal?.aborted) return abandon();
       produce(call.signal).then((stream) => {
@@ -87,12 +96,14 @@ export class RequestReplies {
             if (ended) return;
             const content = this.encode(request, { response });
             // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
-            if (content.failed) end(content.bytes);
-            else sent.push(reply(content.bytes));
+            if (content.failure) {
+              if (!ended) outcome = { answered: false, error: content.failure };
+              end(content.bytes);
+            } else sent.push(reply(content.bytes));
           },
           error: fail,
           complete: () => {
-            if (!ended) answered = true;
+            if (!ended) outcome = ANSWERED;
             end(this.encode(request, { isDisposed: true }).bytes);
           },
         });
@@ -100,7 +111,7 @@ export class RequestReplies {
       }, fail);
     });
     await Promise.all(sent);
-    return answered;
+    return outcome ?? { answered: false, error: new Error('the request ended without an answer') };
   }
 
   noHandler(request: Request): Promise<void> {
@@ -108,12 +119,12 @@ export class RequestReplies {
   }
 
   /** The reply as JSON; a reply JSON cannot write (a BigInt, a cycle) becomes an error reply that says so. */
-  private encode(request: Request, reply: ReplyPacket): { bytes: Buffer; failed: boolean } {
+  private encode(request: Request, reply: ReplyPacket): { bytes: Buffer; failure?: Error } {
     try {
-      return { bytes: Buffer.from(JSON.stringify({ ...reply, id: request.id })), failed: false };
+      return { bytes: Buffer.from(JSON.stringify({ ...reply, id: request.id })) };
     } catch (error) {
       const err = { status: 'error', message: `the reply to "${shownPattern(request)}" cannot be written as JSON: ${errorMessage(error)}` };
-      return { bytes: Buffer.from(JSON.stringify({ err, isDisposed: true, id: request.id })), failed: true };
+      return { bytes: Buffer.from(JSON.stringify({ err, isDisposed: true, id: request.id })), failure: new Error(err.message) };
     }
   }
 

@@ -14,15 +14,6 @@ export interface DeliveryCounter {
   outageCounted?(queue: string, error: unknown): void;
 }
 
-/**
- * An observer that also wraps the handling of a request (a transport's `@MessagePattern`): the tracer, whose span is
- * current while the handler runs and its replies are sent. Not part of RetryObserver: a request is no handler call of
- * the delivery events (no `handled` or `failed` follows, and metrics do not count it).
- */
-export interface RequestScoping {
-  requestStarted?(event: DeliveryEvent): DeliveryScope | void;
-}
-
 /** The notifications of handler calls, and of publishes: the two that would cost something per message. */
 const DELIVERY_NOTIFICATIONS = ['deliveryStarted', 'handled', 'failed'] as const;
 const PUBLISH_NOTIFICATIONS = ['publishing', 'publishRejected', 'delayedPublished'] as const;
@@ -41,8 +32,6 @@ export class ObserverHub {
   publishes = false;
   /** True once an observer has `deliveryStarted`: only then does a handler call ask for scopes. */
   scoping = false;
-  /** True once an observer has `requestStarted` (RequestScoping): only then does a request ask for scopes. */
-  requestScoping = false;
   /** The counters of handler calls (the heartbeat's, the page's activity), once there is one (count()). */
   counter?: DeliveryCounter;
   private readonly faulty = new Set<RetryObserver>();
@@ -62,7 +51,6 @@ export class ObserverHub {
     if (DELIVERY_NOTIFICATIONS.some((name) => observer[name] !== undefined)) this.deliveries = true;
     if (PUBLISH_NOTIFICATIONS.some((name) => observer[name] !== undefined)) this.publishes = true;
     if (observer.deliveryStarted !== undefined) this.scoping = true;
-    if ((observer as RequestScoping).requestStarted !== undefined) this.requestScoping = true;
   }
 
   /** Counts every handler call from now on with `counter` too: one counter is called as it is, two through a pair. */
@@ -87,20 +75,15 @@ export class ObserverHub {
     return this.scoped('deliveryStarted', event);
   }
 
-  /** Asks each observer with RequestScoping for its scope around the handling of a request; undefined when none gives one. */
-  requestStarted(event: DeliveryEvent): DeliveryScope | undefined {
-    return this.scoped('requestStarted', event);
-  }
-
   /** Tells each observer of a publish about to be made; the scope returned is ended with its outcome. */
   publishing(event: PublishingEvent): PublishScope | undefined {
     return this.scoped('publishing', event);
   }
 
-  private scoped(name: 'deliveryStarted' | 'requestStarted' | 'publishing', event: unknown): DeliveryScope | undefined {
+  private scoped(name: 'deliveryStarted' | 'publishing', event: unknown): DeliveryScope | undefined {
     let scopes: DeliveryScope[] | undefined;
     for (const observer of this.observers) {
-      const method = (observer as RetryObserver & RequestScoping)[name] as ((event: unknown) => DeliveryScope | void) | undefined;
+      const method = observer[name] as ((event: unknown) => DeliveryScope | void) | undefined;
       if (method === undefined) continue;
       try {
         const scope = method.call(observer, event);
