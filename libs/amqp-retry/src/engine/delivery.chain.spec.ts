@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ConsumeMessage } from 'amqplib';
 import { throwError } from 'rxjs';
 import { resolveHandlerConfig, type HandlerConfig } from '../core/config/handler.config.js';
@@ -14,6 +15,7 @@ import { RetriedInPlace } from '../pipeline/in-place.retry.js';
 import { deliveryChain, handlerChain, handlerStepNames, routedChain } from './delivery.chain.js';
 import type { MessageParker, TierRouter } from '../pipeline/park-route.steps.js';
 import { QueueFlowControl } from './queue-flow.control.js';
+import { ObserverHub } from '../core/observe/observer.hub.js';
 
 const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 const store: IdempotencyStore = {
@@ -188,6 +190,63 @@ describe('a partition handed over', () => {
     endFirst();
     await Promise.all(deliveries);
     expect({ calls, settled, aborted: firstSignal.aborted }).toEqual({ calls: [1, 3], settled: ['ack 1'], aborted: false });
+  });
+});
+
+describe('attempts retried in place', () => {
+  it('are each observed as an attempt through a tier: failed and retried, then the next attempt in a scope of its own', async () => {
+    const [partition] = partitionConfigs(
+      configOf({ exchange: 'e', delays: ['5ms', '10ms'], maxAttempts: 3, partitions: { count: 1, key: { header: 'x-key' }, whileRetrying: 'hold' } }),
+    );
+    const scope = new AsyncLocalStorage<number>();
+    const seen: string[] = [];
+    const observers = new ObserverHub(
+      [
+        {
+          deliveryStarted: (e) => (seen.push(`started ${e.attempt}/${e.maxAttempts}`), { run: (fn) => scope.run(e.attempt, fn) }),
+          handled: (e) => void seen.push(`handled ${e.attempt}`),
+          failed: (e) => void seen.push(`failed ${e.attempt} tier ${e.retryTier} after ${e.retryDelayMs}`),
+        },
+      ],
+      logger,
+    );
+    observers.count({
+      countHandled: () => void seen.push('counted handled'),
+      countFailed: (_queue, _ms, _error, retried) => void seen.push(`counted failed, retried ${retried}`),
+    });
+    const handle = deliveryChain({
+      config: partition,
+      invoke: async (payload: unknown, context: RetryContext) => {
+        seen.push(`call ${context.attempt} in scope ${scope.getStore()}`);
+        if (context.attempt < (payload as { succeedAt: number }).succeedAt) throw new Error(`down ${context.attempt}`);
+      },
+      flow: new QueueFlowControl(partition, { logger }),
+      parker: { park: async (_m: ConsumeMessage, s: { ack(): void }) => (seen.push('parked'), s.ack()) } as unknown as MessageParker,
+      park: { errorQueue: 'orders.error', redeclare: async () => undefined },
+      tiers: {} as TierRouter,
+      logger,
+      observers,
+    });
+    const delivered = (succeedAt: number) =>
+      ({ ...message({ 'x-key': 'a' }), content: Buffer.from(JSON.stringify({ succeedAt })) }) as ConsumeMessage;
+    const settle = { ack: () => void seen.push('ack'), nack: (requeue: boolean) => void seen.push(`nack ${requeue}`) };
+    await handle(delivered(3), settle, new AbortController().signal);
+    const retried = [
+      'started 1/3',
+      'call 1 in scope 1',
+      'failed 1 tier 1 after 5',
+      'counted failed, retried true',
+      'started 2/3',
+      'call 2 in scope 2',
+      'failed 2 tier 2 after 10',
+      'counted failed, retried true',
+      'started 3/3',
+      'call 3 in scope 3',
+    ];
+    expect(seen.splice(0)).toEqual([...retried, 'handled 3', 'counted handled', 'ack']);
+    // Every attempt spent: the last one's failure parks it, as the last attempt through a tier would.
+    await handle(delivered(4), settle, new AbortController().signal);
+    expect(seen).toEqual([...retried, 'failed 3 tier undefined after undefined', 'counted failed, retried false', 'parked', 'ack']);
   });
 });
 

@@ -15,6 +15,7 @@ import { DeliveryPipeline, type DeliveryPipelineParts } from '../pipeline/delive
 import { idempotencyStep } from '../pipeline/idempotency.step.js';
 import { inboxStep } from '../pipeline/inbox.step.js';
 import { orderingStep } from '../pipeline/ordering.step.js';
+import { InPlaceAttempts } from '../pipeline/in-place.retry.js';
 import { timeLimitStep } from '../pipeline/time-limit.step.js';
 import type { QueueFlowControl } from './queue-flow.control.js';
 
@@ -45,6 +46,8 @@ export interface ChainParts {
   flow: QueueFlowControl;
   /** The policy of a routed delivery (its pattern's); absent, every delivery takes the queue's (`config`). */
   policyOf?: PolicyOf;
+  /** Observes the attempts a partition's hold retries in place (the pipeline's); absent, they are not told apart. */
+  inPlace?: InPlaceAttempts;
 }
 
 const policyOf = ({ config, policyOf: routed }: ChainParts): PolicyOf => routed ?? (() => config);
@@ -53,7 +56,8 @@ const policyOf = ({ config, policyOf: routed }: ChainParts): PolicyOf => routed 
 const HANDLER_STEPS: ReadonlyArray<{ name: string; step: (parts: ChainParts) => Middleware | undefined }> = [
   {
     name: 'ordering',
-    step: (p) => p.config.ordering && orderingStep({ ...p.config, ordering: p.config.ordering }, p.logger, policyOf(p), () => p.flow.prefetch),
+    step: (p) =>
+      p.config.ordering && orderingStep({ ...p.config, ordering: p.config.ordering }, p.logger, policyOf(p), () => p.flow.prefetch, p.inPlace),
   },
   { name: 'idempotency', step: ({ config, logger }) => config.idempotency && idempotencyStep(scopeOf(config), config.idempotency, logger) },
   { name: 'inbox', step: ({ config, logger }) => config.inbox && inboxStep(scopeOf(config), config.inbox, logger) },
@@ -87,15 +91,16 @@ export function handlerChain(parts: ChainParts, call: HandlerInvoker): HandlerIn
  * What a handler queue's deliveries go through: the handler (or the routes) and the outcome steps, as the pipeline takes
  * them, and the queue's flow control, which supplies the rest of the pipeline's parts.
  */
-export interface DeliveryChainParts extends Omit<DeliveryPipelineParts, 'returns' | 'handOver' | 'answered'> {
+export interface DeliveryChainParts extends Omit<DeliveryPipelineParts, 'returns' | 'handOver' | 'answered' | 'inPlace'> {
   flow: QueueFlowControl;
 }
 
 /** The delivery handler of a handler queue: the gate, then decide, route, the handler chain and the outcome. */
 export function deliveryChain(parts: DeliveryChainParts): DeliveryHandler {
   const { config, logger, flow, router } = parts;
-  const routed = router && routedChain({ config, logger, flow }, router);
-  const invoke = routed ? routed.invoke : handlerChain({ config, logger, flow }, parts.invoke);
+  const inPlace = config.retryInPlace ? new InPlaceAttempts() : undefined;
+  const routed = router && routedChain({ config, logger, flow, inPlace }, router);
+  const invoke = routed ? routed.invoke : handlerChain({ config, logger, flow, inPlace }, parts.invoke);
   const pipeline = new DeliveryPipeline({
     ...parts,
     invoke,
@@ -103,6 +108,7 @@ export function deliveryChain(parts: DeliveryChainParts): DeliveryHandler {
     returns: flow.returns,
     handOver: flow.handOver(),
     answered: flow.answeredCounter(),
+    inPlace,
   });
   return flow.gate(pipeline.handle);
 }

@@ -21,7 +21,7 @@ import {
   type RetryPolicy,
 } from './delivery.contracts.js';
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
-import { RetriedInPlace } from './in-place.retry.js';
+import { type InPlaceAttempts, type ObservedCall, RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { isRecalled, recallOf } from '../core/delivery/delivery.recall.js';
 
@@ -65,6 +65,8 @@ export interface DeliveryPipelineParts {
   handOver?: (message: ConsumeMessage, signal: AbortSignal) => boolean;
   /** Hears of a request answered without an error (the breaker counts it as a success); absent without a breaker. */
   answered?: (message: ConsumeMessage, attempt: number) => void;
+  /** Where the chain tells of the attempts it retries in place (a partition's hold); absent when it retries none. */
+  inPlace?: InPlaceAttempts;
 }
 
 /**
@@ -79,11 +81,19 @@ export class DeliveryPipeline {
   private readonly router?: DeliveryRouter;
   private readonly observers?: ObserverHub;
   private readonly returns?: OwnReturns;
+  private readonly inPlace?: InPlaceAttempts;
   /** The invoker hands the handler's answer on unread (answersUnread): an Observable is read here. */
   private readonly answersUnread: boolean;
 
   constructor(private readonly parts: DeliveryPipelineParts) {
-    ({ config: this.config, invoke: this.invoke, router: this.router, observers: this.observers, returns: this.returns } = parts);
+    ({
+      config: this.config,
+      invoke: this.invoke,
+      router: this.router,
+      observers: this.observers,
+      returns: this.returns,
+      inPlace: this.inPlace,
+    } = parts);
     this.answersUnread = answersUnread(parts.invoke);
   }
 
@@ -189,9 +199,12 @@ export class DeliveryPipeline {
     const { maxAttempts } = policy;
     const context: RetryContext = { attempt, maxAttempts, isLastAttempt: isExhausted(attempt, maxAttempts), queue, message, deaths, signal };
     const hub = this.observers;
-    const observed = hub?.deliveries ? new DeliveryObservation(hub, { queue, pattern, attempt, maxAttempts, message, deaths }) : undefined;
-    const counter = hub?.counter; // the heartbeat's: two clock reads, no event
-    const started = counter ? performance.now() : 0;
+    let observed = hub?.deliveries ? new DeliveryObservation(hub, { queue, pattern, attempt, maxAttempts, message, deaths }) : undefined;
+    let counter = hub?.counter; // the heartbeat's: two clock reads, no event
+    let started = counter ? performance.now() : 0;
+    // A partition's hold retries in place: each attempt is observed as its own (see InPlaceAttempts), the last one here.
+    let tracked: ObservedCall | undefined;
+    if (this.inPlace && (observed || counter)) this.inPlace.track(message, (tracked = { observed, counter, queue, started, told: false }));
     let running: Promise<unknown>;
     let unread = this.answersUnread;
     try {
@@ -202,9 +215,11 @@ export class DeliveryPipeline {
         unread = false;
       } else running = invoke(payload, context);
     } catch (error) {
+      if (tracked) ({ observed, counter, started } = this.lastAttempt(message, tracked));
       return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counter, started }, error);
     }
     const handled = (): void => {
+      if (tracked) ({ observed, counter, started } = this.lastAttempt(message, tracked));
       observed?.handled();
       if (counter) counter.countHandled(queue, performance.now() - started, message);
       settle.ack();
@@ -212,6 +227,7 @@ export class DeliveryPipeline {
     const failed = (error: unknown): Promise<void> | undefined => {
       // Taken back before its handler was called (the queue stopped while it waited), or between two attempts in place
       // (handed over): already in the broker, or returned by the closing channel.
+      if (tracked) ({ observed, counter, started } = this.lastAttempt(message, tracked));
       const recall = recallOf(signal);
       if ((isRecalled(recall) && error === recall.reason) || !this.handedOver(message, signal)) return;
       const inPlace = RetriedInPlace.from(error); // a partition's 'hold': the attempt it reached, and its last failure
@@ -220,6 +236,12 @@ export class DeliveryPipeline {
     };
     // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
     return Promise.resolve(running).then(unread ? (answer) => settleAnswer(answer, handled, failed) : handled, failed);
+  }
+
+  /** The observation of a tracked call's last attempt (retried in place): none when its failure was told already. */
+  private lastAttempt(message: ConsumeMessage, tracked: ObservedCall): Pick<ObservedCall, 'observed' | 'counter' | 'started'> {
+    this.inPlace?.forget(message);
+    return tracked.told ? { started: tracked.started } : tracked;
   }
 
   /** Step 4 after a failure: another attempt through the tiers, or the error queue. */

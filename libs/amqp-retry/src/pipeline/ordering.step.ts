@@ -8,14 +8,15 @@ import { readMessageKey } from '../core/message/message-key.reader.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { retryIdentity, retryOwner } from '../core/delivery/retry.identity.js';
 import { MalformedMessageError } from '../errors/malformed-message.error.js';
-import { RetriedInPlace, retryInPlace } from './in-place.retry.js';
+import { type InPlaceAttempts, RetriedInPlace, retryInPlace } from './in-place.retry.js';
 import { abandonedCallEnded } from './time-limit.step.js';
 import { isTimeout } from '../errors/handler-timeout.error.js';
 
 /**
  * The ordering step: messages with the same ordering key run one at a time, in arrival order. A key function that
  * throws or returns something other than a string parks the message as malformed; undefined runs it unsequenced.
- * `prefetch`: the consumer's prefetch in force (a half-open circuit's is smaller), which bounds what waits behind holds.
+ * `prefetch`: the consumer's prefetch in force (a half-open circuit's is smaller), which bounds what waits behind holds;
+ * `attempts`: observes each attempt retried in place (see retryInPlace).
  */
 export const orderingStep =
   (
@@ -23,6 +24,7 @@ export const orderingStep =
     logger: RetryLogger,
     policyOf: PolicyOf,
     prefetch: () => number = () => config.prefetch,
+    attempts?: InPlaceAttempts,
   ): Middleware =>
   (invoke) => {
     const { ordering, queue } = config;
@@ -49,7 +51,14 @@ export const orderingStep =
       try {
         // A partition's hold retries in place, within the key's turn (see retryInPlace).
         if (config.retryInPlace)
-          return await retryInPlace(invoke, payload, context, { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable }, logger);
+          return await retryInPlace(
+            invoke,
+            payload,
+            context,
+            { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable },
+            logger,
+            attempts,
+          );
         return await invoke(payload, context);
       } catch (error) {
         failure = error;

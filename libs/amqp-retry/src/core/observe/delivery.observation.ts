@@ -21,6 +21,11 @@ export class DeliveryObservation {
     return this.scope?.run ? this.scope.run(fn) : fn();
   }
 
+  /** The observation of the same delivery's next attempt, `attempt` (one retried in place), started now. */
+  next(attempt: number): DeliveryObservation {
+    return new DeliveryObservation(this.hub, { ...this.event, attempt });
+  }
+
   handled(): void {
     this.scope?.end?.();
     const { queue, pattern, attempt, maxAttempts, message, deaths } = this.event;
