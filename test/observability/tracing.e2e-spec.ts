@@ -1,9 +1,10 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { NonRetryableError, RetryPublisher } from 'nestjs-amqp-retry';
 import { RetryClient, RetryServer } from 'nestjs-amqp-retry/transport';
-import { lastValueFrom } from 'rxjs';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, waitFor } from '../support/broker.js';
+import { patternTiers, startRetryMicroservice } from '../transport/transport-app.js';
 import { installTracing, parentOf } from '../support/tracing.js';
 import { useSuite } from '../support/suite.js';
 
@@ -70,6 +71,25 @@ describe('OpenTelemetry tracing', () => {
     // The header the attempts read is the producer's.
     const traceparent = handlerOf(app, Handler).calls[2].properties.headers?.traceparent as string;
     expect(traceparent).toBe(`00-${traceId}-${producer?.spanContext().spanId}-01`);
+  });
+
+  it("gives each request's handler call a consumer span, with the handler's pattern and an error status when it failed", async () => {
+    const { queue } = suite;
+    suite.extraQueues.push(...patternTiers(queue));
+    const client = new RetryClient({ url: AMQP_URL, delayedDelivery: false, queue, tracing: true });
+    suite.clients.push(client);
+    suite.app = await startRetryMicroservice({ queue, tracing: true });
+    await firstValueFrom(client.send('order.get', { id: 1 }));
+    await expect(firstValueFrom(client.send('order.get', { id: -1 }))).rejects.toMatchObject({ message: 'no order -1' });
+    await waitFor(() => tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER).length === 2, 'two consumer spans');
+    const consumers = tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER);
+    expect(
+      consumers.map((s) => [s.attributes['amqp_retry.pattern'], s.attributes['amqp_retry.attempt'], s.attributes['amqp_retry.max_attempts']]),
+    ).toEqual([
+      ['order.get', 1, 1],
+      ['order.get', 1, 1],
+    ]);
+    expect(consumers.map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET, SpanStatusCode.ERROR]);
   });
 
   it.each(['classic', 'quorum'] as const)(
