@@ -1,10 +1,12 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Registry } from 'prom-client';
 import { PartitionsPluginError, RetryEngine, type RetryHandlerOptions, type RetryObserver } from 'nestjs-amqp-retry';
 import { declareHashExchange } from '../../libs/amqp-retry/src/amqp/hash-exchange.probe.js';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { usePartitionSuite } from '../support/partitions.js';
+import { installTracing } from '../support/tracing.js';
 import { redisKind, uniqueSpace } from '../support/stores.js';
 import { storeKeyOf } from '../../libs/amqp-retry/src/pipeline/idempotency.step.js';
 
@@ -248,7 +250,7 @@ describe('partitioned queues on a real broker', () => {
     for (let i = 0; i < 2; i++) expect(await suite.broker.consumers(`${suite.queue}.p${i}`)).toBe(1);
   });
 
-  it('observes each attempt a hold retries in place as an attempt through a tier: failed and retried, then handled', async () => {
+  it('observes each attempt a hold retries in place as an attempt through a tier: failed and retried, then handled, a span each', async () => {
     suite.uses(1);
     const registry = new Registry();
     const started: number[] = [];
@@ -264,22 +266,33 @@ describe('partitioned queues on a real broker', () => {
         if (ctx.attempt === 1) throw new Error('the first attempt fails');
       },
     );
-    suite.apps.push(await startApp([Handler], { ...TEST_OPTIONS, metrics: { registry }, observers: [observer] }));
-    await waitFor(() => suite.apps[0].get(RetryEngine).partitions()[0].partitions[0].consuming, 'the partition taken', 5_000);
-    await suite.broker.publish(suite.queue, '', { key: 'k', seq: 1 }, { headers: { 'x-key': 'k' } });
-    const queue = `${suite.queue}.p0`;
-    const value = async (name: string, labels: Record<string, string> = {}) => {
-      const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
-      const values = (metric?.values ?? []) as Array<{ value: number; labels: Record<string, string | number> }>;
-      return values.find((v) => v.labels.queue === queue && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))?.value;
-    };
-    await waitFor(async () => (await value('amqp_retry_deliveries_handled_total')) === 1, 'the second attempt handled', 10_000);
-    expect({
-      failed: await value('amqp_retry_deliveries_failed_total'),
-      retried: await value('amqp_retry_deliveries_retried_total', { tier: '1' }),
-      inFlight: await value('amqp_retry_handlers_in_flight'),
-      started,
-    }).toEqual({ failed: 1, retried: 1, inFlight: 0, started: [1, 2] });
+    const tracing = installTracing();
+    try {
+      suite.apps.push(await startApp([Handler], { ...TEST_OPTIONS, metrics: { registry }, observers: [observer], tracing: true }));
+      await waitFor(() => suite.apps[0].get(RetryEngine).partitions()[0].partitions[0].consuming, 'the partition taken', 5_000);
+      await suite.broker.publish(suite.queue, '', { key: 'k', seq: 1 }, { headers: { 'x-key': 'k' } });
+      const queue = `${suite.queue}.p0`;
+      const value = async (name: string, labels: Record<string, string> = {}) => {
+        const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+        const values = (metric?.values ?? []) as Array<{ value: number; labels: Record<string, string | number> }>;
+        return values.find((v) => v.labels.queue === queue && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))?.value;
+      };
+      await waitFor(async () => (await value('amqp_retry_deliveries_handled_total')) === 1, 'the second attempt handled', 10_000);
+      expect({
+        failed: await value('amqp_retry_deliveries_failed_total'),
+        retried: await value('amqp_retry_deliveries_retried_total', { tier: '1' }),
+        inFlight: await value('amqp_retry_handlers_in_flight'),
+        started,
+      }).toEqual({ failed: 1, retried: 1, inFlight: 0, started: [1, 2] });
+      // A consumer span per attempt, each with its number, the failed one with an error status.
+      const consumers = tracing.spans().filter((s) => s.kind === SpanKind.CONSUMER);
+      expect(consumers.map((s) => [s.attributes['amqp_retry.attempt'], s.status.code])).toEqual([
+        [1, SpanStatusCode.ERROR],
+        [2, SpanStatusCode.UNSET],
+      ]);
+    } finally {
+      await tracing.uninstall();
+    }
   });
 
   it("'continue' retries through the tiers: the key's later messages run meanwhile and the retried one after them", async () => {
