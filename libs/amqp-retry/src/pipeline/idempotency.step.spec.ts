@@ -136,16 +136,17 @@ describe('the idempotency step', () => {
     const runsOn = async (_payload: unknown, ctx: RetryContext) => {
       running++;
       overlapped ||= running > 1;
-      await new Promise((resolve) => setTimeout(resolve, ctx.attempt === 1 ? 180 : 5));
+      await new Promise((resolve) => setTimeout(resolve, ctx.attempt === 1 ? 900 : 5));
       running--;
       return 'done';
     };
-    // The claim lasts 60 ms unless renewed: without renewals after the timeout (100 ms), it lapses by 160 ms.
+    // The claim lasts 300 ms unless renewed (every 100 ms): without renewals after the timeout (500 ms), it lapses by
+    // 800 ms, while the call runs to 900 ms. Margins of hundreds of ms: a busy machine delays a renewal by tens.
     const invoke = idempotencyStep(
       'orders',
-      { ...readIdempotency({ store }, (k) => k), claimTtlMs: 60 }, // shorter than the options allow, to keep the test short
+      { ...readIdempotency({ store }, (k) => k), claimTtlMs: 300 }, // shorter than the options allow, to keep the test short
       logger,
-    )(withHandlerTimeout(runsOn, 100, 'orders'));
+    )(withHandlerTimeout(runsOn, 500, 'orders'));
     await expect(invoke('a', context('m-runs-on'))).rejects.toBeInstanceOf(HandlerTimeoutError);
     await expect(invoke('a', { ...context('m-runs-on'), attempt: 2 })).resolves.toBe('done');
     expect(overlapped).toBe(false);
