@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { type DurationRange, readDuration, readInteger, readNumber } from '../config/config.readers.js';
+import { type DurationRange, readDuration, readInteger, readNumber, showValue } from '../config/config.readers.js';
 import type { CircuitBreakerOptions, RateLimitOptions } from './breaker.options.js';
 
 /** A circuit breaker after defaults and validation (see CircuitBreakerOptions). */
@@ -55,7 +55,7 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
   if (value === undefined || value === false) return undefined;
   if (value === true) return readCircuitBreaker({}, at);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new RetryConfigError(at('circuitBreaker'), `is ${JSON.stringify(value)}`, "Use true, false, or { failureRate: 0.5, openFor: '10s' }.");
+    throw new RetryConfigError(at('circuitBreaker'), `is ${showValue(value)}`, "Use true, false, or { failureRate: 0.5, openFor: '10s' }.");
   }
   const options = value as CircuitBreakerOptions;
   const unknown = Object.keys(options).filter((k) => !KEYS.includes(k));
@@ -95,7 +95,7 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
 export function readRateLimit(value: unknown, at: (key: string) => string): RateLimitConfig | undefined {
   if (value === undefined || value === false) return undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new RetryConfigError(at('rateLimit'), `is ${JSON.stringify(value)}`, "Give { calls, per }, e.g. { calls: 50, per: '1s' }.");
+    throw new RetryConfigError(at('rateLimit'), `is ${showValue(value)}`, "Give { calls, per }, e.g. { calls: 50, per: '1s' }.");
   }
   const options = value as Partial<RateLimitOptions>;
   const calls = readInteger(options.calls, at('rateLimit.calls'), 1, 1_000_000, '50');

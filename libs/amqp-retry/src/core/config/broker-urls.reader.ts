@@ -1,4 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseHoles } from './config.readers.js';
 import { maskUrl } from '../text/credentials.mask.js';
 
 /** How a list of URLs is written in AMQP_URL, for error messages. */
@@ -51,6 +52,7 @@ export function readUrlList(value: unknown, key: string): string[] {
     ? `Separate AMQP URLs with commas, e.g. ${LIST_EXAMPLE} (a comma inside a password is written %2C).`
     : `Give an array of AMQP URLs, e.g. ['amqp://user:password@host1:5672', 'amqp://user:password@host2:5672'].`;
   if (!Array.isArray(entries) || entries.length === 0) throw new RetryConfigError(key, `is ${shown(value)}`, fix);
+  refuseHoles(entries, key, 'URL', "['amqp://user:password@host1:5672', 'amqp://user:password@host2:5672']");
   entries.forEach((entry: unknown, i) => {
     const wrong = typeof entry === 'string' ? amqpUrlProblem(entry) : { problem: 'is not an AMQP URL' };
     if (wrong) throw new RetryConfigError(key, `has ${shown(entry)} as entry ${i + 1}, which ${wrong.problem}`, wrong.fix ?? fix);

@@ -6,15 +6,43 @@ import type { QueueType } from '../topology/topology.types.js';
 /** The longest tier delay: RabbitMQ's largest TTL. */
 export const MAX_TIER_DELAY_MS = MAX_TTL_MS;
 
-function show(value: unknown): string {
-  if (typeof value === 'string') return `"${value}"`;
+/** Longest text of a value shown in an error: enough to recognise it, not a dump of a large object. */
+const MAX_SHOWN_CHARS = 200;
+
+/** JSON with BigInts as `10n`; throws on what JSON cannot take (cycles) and on throwing getters or `toJSON`. */
+const jsonOf = (value: unknown): string | undefined => JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? `${item}n` : item));
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return 'a function';
+  // String() is safe for every other primitive, symbols included (unlike a template literal, which throws on a symbol).
   if (typeof value !== 'object' || value === null) return String(value);
   try {
-    return JSON.stringify(value);
+    const json = jsonOf(value);
+    if (json !== undefined) return json;
   } catch {
-    return String(value);
+    // A cycle, a throwing getter or toJSON: said by its kind below.
   }
+  return Array.isArray(value) ? 'an array' : 'an object';
 }
+
+/**
+ * A configured value as an error message shows it: strings quoted, objects as JSON, anything else by its kind; cut
+ * to MAX_SHOWN_CHARS. Never throws, whatever the value (BigInt, symbol, cycles, getters that throw, a hostile Proxy).
+ * @example showValue('soon') // '"soon"'
+ */
+export function showValue(value: unknown): string {
+  let text: string;
+  try {
+    text = describeValue(value);
+  } catch {
+    text = 'a value without a text form';
+  }
+  return text.length > MAX_SHOWN_CHARS ? `${text.slice(0, MAX_SHOWN_CHARS)}…` : text;
+}
+
+const show = showValue;
 
 /** The range a configured duration must fall in, and why, for the error that names the way back into it. */
 export interface DurationRange {
@@ -68,7 +96,31 @@ export function readDelays(value: unknown, key: string, example: string): number
   if (!Array.isArray(value) || value.length === 0) {
     throw new RetryConfigError(key, `is ${show(value)}`, `Give at least one delay, e.g. ${example}.`);
   }
+  refuseHoles(value, key, 'delay', example);
   return value.map((item: unknown) => readDelay(item as Duration, key, example));
+}
+
+/**
+ * Refuses a sparse array (`['1s', , '1m']`, `new Array(2)`): map, some and every skip its holes, so an entry would
+ * go unchecked and surface later as undefined. `what` names an entry ("delay"), `example` a valid list.
+ */
+export function refuseHoles(value: readonly unknown[], key: string, what: string, example: string): void {
+  for (let i = 0; i < value.length; i++) {
+    if (!(i in value)) {
+      throw new RetryConfigError(
+        key,
+        `has no ${what} at index ${i} (a hole in the list, as in [a, , b])`,
+        `Give a ${what} at every position, e.g. ${example}.`,
+      );
+    }
+  }
+}
+
+/** Whether `value` is an object literal (or has no prototype): not null, an array, a Date, a Map or a class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 /** Reads one duration usable as a queue TTL; `fallback` when absent and a fallback is given. */
@@ -101,7 +153,32 @@ export function readNumber(value: unknown, key: string, min: number, max: number
   return value;
 }
 
-/** Reads a non-empty AMQP name (shortstr: at most 255 bytes) that leaves `reserve` bytes for derived names. */
+/** A UTF-16 surrogate without its other half: with the `u` flag, a whole pair is one code point and does not match. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * Whether `value` is well-formed UTF-16 (no lone surrogate), so that its UTF-8 bytes decode back to it. A name that is
+ * not comes back from the broker with U+FFFD in its place (x-death, queue listings) and never equals the configured one.
+ */
+export const isWellFormedText = (value: string): boolean => !LONE_SURROGATE.test(value);
+
+/**
+ * Refuses text that is not well-formed UTF-16 (isWellFormedText), naming `key` and the fix; `example` is a valid value.
+ * Names and header names go to the broker as UTF-8: a lone surrogate comes back as U+FFFD and never equals the one given.
+ */
+export function refuseIllFormedText(value: string, key: string, example: string): void {
+  if (isWellFormedText(value)) return;
+  throw new RetryConfigError(
+    key,
+    `is ${show(value)}, which holds half of a UTF-16 surrogate pair (text cut through an emoji or another character outside the BMP): RabbitMQ would store U+FFFD in its place, and the library, which compares names, would never find it again`,
+    `Give the whole character or leave it out, e.g. ${example}.`,
+  );
+}
+
+/**
+ * Reads a non-empty AMQP name (shortstr: at most 255 bytes) that leaves `reserve` bytes for derived names, well-formed
+ * (see isWellFormedText).
+ */
 export function readName(value: unknown, key: string, reserve: number, example: string): string {
   if (typeof value !== 'string' || value.trim() === '') {
     throw new RetryConfigError(key, `is ${show(value)}`, `Give a non-empty name, e.g. ${example}.`);
@@ -113,6 +190,7 @@ export function readName(value: unknown, key: string, reserve: number, example: 
       `Choose another name, e.g. ${example}.`,
     );
   }
+  refuseIllFormedText(value, key, example);
   if (Buffer.byteLength(value) > 255 - reserve) {
     throw new RetryConfigError(
       key,
@@ -126,7 +204,7 @@ export function readName(value: unknown, key: string, reserve: number, example: 
 /** Reads true or false; `fallback` when absent. */
 export function readFlag(value: unknown, key: string, fallback = false): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, 'Use true or false.');
+  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${show(value)}`, 'Use true or false.');
   return value;
 }
 

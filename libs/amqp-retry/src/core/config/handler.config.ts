@@ -11,7 +11,10 @@ import {
   readName,
   readNumber,
   readQueueType,
+  isPlainObject,
+  refuseIllFormedText,
   TIME_LIMIT_RANGE,
+  showValue,
 } from './config.readers.js';
 import { retryabilityOf } from '../delivery/delivery.decision.js';
 import { readIdempotency, type IdempotencyConfig } from '../idempotency/idempotency.config.js';
@@ -73,7 +76,14 @@ const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
 /** More tiers than this are refused: the last tier repeats, so more attempts need no more tiers. */
 const MAX_TIERS = 100;
 
-function tiersFromBackoff(backoff: NonNullable<RetryHandlerOptions['backoff']>, defaultTiers: number, at: (k: string) => string): number[] {
+function tiersFromBackoff(backoff: unknown, defaultTiers: number, at: (k: string) => string): number[] {
+  if (!isPlainObject(backoff)) {
+    throw new RetryConfigError(
+      at('backoff'),
+      `is ${showValue(backoff)}`,
+      "Give { initial, multiplier, max, tiers }, e.g. { initial: '1s', multiplier: 2, max: '1h' }, or leave backoff out for the module's delays.",
+    );
+  }
   const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
   const multiplier = readNumber(backoff.multiplier, at('backoff.multiplier'), 1, 1_000, '2', 2);
   const max = readDelay(backoff.max, at('backoff.max'), "'1h'", MAX_TIER_DELAY_MS);
@@ -131,16 +141,17 @@ export function resolveHandlerConfig(
   const exchange = options.exchange === undefined ? undefined : readName(options.exchange, at('exchange'), 0, "'orders'");
   const exchangeType = options.exchangeType ?? 'topic';
   if (!EXCHANGE_TYPES.includes(exchangeType)) {
-    throw new RetryConfigError(at('exchangeType'), `is "${String(exchangeType)}"`, `Use one of ${EXCHANGE_TYPES.join(', ')}.`);
+    throw new RetryConfigError(at('exchangeType'), `is ${showValue(exchangeType)}`, `Use one of ${EXCHANGE_TYPES.join(', ')}.`);
   }
   const keys = options.routingKey === undefined ? ['#'] : ([] as unknown[]).concat(options.routingKey);
   if (keys.length === 0 || keys.some((k) => typeof k !== 'string' || Buffer.byteLength(k) > 255)) {
     throw new RetryConfigError(
       at('routingKey'),
-      `is ${JSON.stringify(options.routingKey)}`,
+      `is ${showValue(options.routingKey)}`,
       "Give a binding key or a list of them, e.g. 'order.created' or ['order.*'].",
     );
   }
+  for (const key of keys as string[]) refuseIllFormedText(key, at('routingKey'), "'order.created'");
   if (options.delays !== undefined && options.backoff !== undefined) {
     throw new RetryConfigError(at('delays'), 'is given together with "backoff"', 'Give one of them: delays lists the tiers, backoff computes them.');
   }

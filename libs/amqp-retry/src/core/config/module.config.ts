@@ -9,7 +9,10 @@ import {
   readInteger,
   readName,
   readQueueType,
+  isPlainObject,
+  refuseIllFormedText,
   TIME_LIMIT_RANGE,
+  showValue,
 } from './config.readers.js';
 import { DELAY_LADDER } from '../delivery/delay.plan.js';
 import { readIdempotency } from '../idempotency/idempotency.config.js';
@@ -37,7 +40,15 @@ function pick<K extends keyof RetryModuleOptions>(options: RetryModuleOptions, e
   return undefined;
 }
 
-function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>): ReconnectPolicy {
+function readReconnect(reconnect: unknown): ReconnectPolicy {
+  if (reconnect === undefined) reconnect = {};
+  if (!isPlainObject(reconnect)) {
+    throw new RetryConfigError(
+      'RetryModule option "reconnect"',
+      `is ${showValue(reconnect)}`,
+      "Give { initialDelay, maxDelay }, e.g. { initialDelay: '100ms', maxDelay: '30s' }, or leave it out for the defaults.",
+    );
+  }
   const key = (k: string) => `RetryModule option "reconnect.${k}"`;
   const initialDelayMs = readDuration(reconnect.initialDelay, key('initialDelay'), "'100ms'", TIME_LIMIT_RANGE, DEFAULT_RECONNECT.initialDelayMs);
   const longest = Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs);
@@ -55,10 +66,10 @@ function readReconnect(reconnect: NonNullable<RetryModuleOptions['reconnect']>):
 function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string | undefined {
   if (option === undefined || option === true) return DELAY_LADDER.prefix;
   if (option === false) return undefined;
-  if (typeof option !== 'object' || option === null) {
+  if (!isPlainObject(option)) {
     throw new RetryConfigError(
       'RetryModule option "delayedDelivery"',
-      `is ${JSON.stringify(option)}`,
+      `is ${showValue(option)}`,
       "Use true, false, or { prefix: 'billing.delay', queueType: 'quorum' }.",
     );
   }
@@ -130,7 +141,23 @@ function readApplication(value: unknown, key: string): string {
       `Give the application's name as printable text of 1 to ${MAX_APPLICATION_NAME} characters, e.g. 'orders-service'.`,
     );
   }
+  refuseIllFormedText(value, key, "'orders-service'");
   return value.trim();
+}
+
+/** The connection name shown in the management UI: text, not blank, well-formed (it is sent as UTF-8). */
+function readConnectionName(value: unknown): string {
+  const key = 'RetryModule option "connectionName"';
+  const example = "'orders-service'";
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new RetryConfigError(
+      key,
+      `is ${showValue(value)}`,
+      `Give the name the broker shows for the connections as text, e.g. ${example}, or leave it out.`,
+    );
+  }
+  refuseIllFormedText(value, key, example);
+  return value;
 }
 
 const moduleKey = (key: string) => `RetryModule option "${key}"`;
@@ -147,7 +174,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
   if (options.timeout !== undefined && options.handlerTimeout !== undefined && options.timeout !== options.handlerTimeout) {
     throw new RetryConfigError(
       'RetryModule option "timeout"',
-      `is ${JSON.stringify(options.timeout)} and "handlerTimeout" is ${JSON.stringify(options.handlerTimeout)}`,
+      `is ${showValue(options.timeout)} and "handlerTimeout" is ${showValue(options.handlerTimeout)}`,
       'They are the same option: give one of them.',
     );
   }
@@ -166,14 +193,14 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     maxAttempts: given('maxAttempts', 'RETRY_MAX_ATTEMPTS', (value, key) => readInteger(value, key, 1, MAX_ATTEMPTS_LIMIT, '5'), undefined),
     prefetch: given('prefetch', 'RETRY_PREFETCH', (value, key) => readInteger(value, key, 1, 65_535, '20'), 20),
     queueType: moduleQueueType,
-    connectionName: options.connectionName,
+    connectionName: options.connectionName === undefined ? undefined : readConnectionName(options.connectionName),
     /** The name recorded with the handler queues (RetryModuleOptions.application), if given. */
     application: given('application', 'RETRY_APPLICATION', readApplication, undefined),
     /** The delay ladder's configured prefix, or undefined when delayed delivery is off. */
     delayPrefix: readDelayPrefix(options.delayedDelivery),
     /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
     delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
-    reconnect: readReconnect(options.reconnect ?? {}),
+    reconnect: readReconnect(options.reconnect),
     publishTimeoutMs: duration('publishTimeout', 'RETRY_PUBLISH_TIMEOUT', "'10s'", TIME_LIMIT_RANGE, 10_000),
     publishBufferSize: readInteger(options.publishBufferSize, moduleKey('publishBufferSize'), 0, 1_000_000, '1000', 1_000),
     confirmTimeoutMs: duration('confirmTimeout', 'RETRY_CONFIRM_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, 10_000),

@@ -1,7 +1,7 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { QueueArgument } from '../headers/header.names.js';
 import type { QueueType } from '../topology/topology.types.js';
-import { POSITIVE_TIME_LIMIT_RANGE, readDuration, readInteger } from './config.readers.js';
+import { POSITIVE_TIME_LIMIT_RANGE, readDuration, readInteger, showValue } from './config.readers.js';
 import type { Duration } from '../time/duration.reader.js';
 
 /** What a full queue does with one more message (RabbitMQ's `x-overflow`). */
@@ -78,7 +78,7 @@ export function readQueueLimits(options: QueueLimitsOptions, queueType: QueueTyp
   }
   const onExpired = options.onExpired ?? 'park';
   if (onExpired !== 'park' && onExpired !== 'drop') {
-    throw new RetryConfigError(at('onExpired'), `is ${JSON.stringify(onExpired)}`, "Use 'park' (the default) or 'drop'.");
+    throw new RetryConfigError(at('onExpired'), `is ${showValue(onExpired)}`, "Use 'park' (the default) or 'drop'.");
   }
   return { maxLength, maxLengthBytes, overflow, messageTtlMs, maxPriority, onExpired };
 }
@@ -86,7 +86,7 @@ export function readQueueLimits(options: QueueLimitsOptions, queueType: QueueTyp
 function readOverflow(value: unknown, queueType: QueueType, limit: number | undefined, at: (key: string) => string): QueueOverflow | undefined {
   if (value === undefined) return undefined;
   if (!OVERFLOWS.includes(value as QueueOverflow)) {
-    throw new RetryConfigError(at('overflow'), `is ${JSON.stringify(value)}`, `Use one of ${OVERFLOWS.map((o) => `'${o}'`).join(', ')}.`);
+    throw new RetryConfigError(at('overflow'), `is ${showValue(value)}`, `Use one of ${OVERFLOWS.map((o) => `'${o}'`).join(', ')}.`);
   }
   if (limit === undefined) {
     throw new RetryConfigError(at('overflow'), 'is given without a limit', 'Give maxLength or maxLengthBytes with it, or leave overflow out.');

@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { type DurationRange, readDuration } from '../config/config.readers.js';
+import { type DurationRange, readDuration, refuseIllFormedText, showValue } from '../config/config.readers.js';
 import type { OrderingOptions } from '../config/retry.options.js';
 import { MAX_RECORD_TTL_MS } from '../idempotency/idempotency.config.js';
 import { headerKey, type MessageKeyFn } from '../message/message-key.reader.js';
@@ -23,13 +23,14 @@ export function readOrdering(value: unknown, at: (key: string) => string): Order
   if (typeof key !== 'function' && (typeof header !== 'string' || header === '')) {
     throw new RetryConfigError(
       at('ordering.key'),
-      `is ${typeof key === 'object' ? JSON.stringify(key) : String(key)}`,
+      `is ${typeof key === 'object' ? showValue(key) : String(key)}`,
       "Give a function of the payload, e.g. (order) => order.customerId, or a header: { header: 'x-customer-id' }.",
     );
   }
+  if (typeof header === 'string') refuseIllFormedText(header, at('ordering.key.header'), "'x-customer-id'");
   const whileRetrying = options.whileRetrying ?? 'continue';
   if (whileRetrying !== 'continue' && whileRetrying !== 'hold') {
-    throw new RetryConfigError(at('ordering.whileRetrying'), `is ${JSON.stringify(whileRetrying)}`, "Use 'continue' or 'hold'.");
+    throw new RetryConfigError(at('ordering.whileRetrying'), `is ${showValue(whileRetrying)}`, "Use 'continue' or 'hold'.");
   }
   const holdGraceMs = readDuration(options.holdGrace, at('ordering.holdGrace'), "'10s'", HOLD_GRACE_RANGE, DEFAULT_HOLD_GRACE_MS);
   return { key: typeof key === 'function' ? key : headerKey(header as string), whileRetrying, holdGraceMs };

@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { readDuration, readFlag, readInteger, type DurationRange } from '../config/config.readers.js';
+import { readDuration, readFlag, readInteger, type DurationRange, showValue } from '../config/config.readers.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
 import type { OutboxAdapter } from './outbox.adapter.js';
@@ -65,7 +65,7 @@ function readAdapter(adapter: unknown, at: (key: string) => string, orModuleInbo
 
 function objectOf(value: unknown, key: string, example: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new RetryConfigError(key, `is ${JSON.stringify(value)}`, `Give ${example}.`);
+    throw new RetryConfigError(key, `is ${showValue(value)}`, `Give ${example}.`);
   return value as Record<string, unknown>;
 }
 

@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { readDuration, readInteger, type DurationRange } from '../config/config.readers.js';
+import { readDuration, readInteger, type DurationRange, refuseIllFormedText, showValue } from '../config/config.readers.js';
 import { readOrdering, type OrderingConfig } from '../ordering/ordering.config.js';
 import { partitionLaneKey } from './partition-key.lane.js';
 import type { PartitionKey, PartitionsOptions } from '../config/retry.options.js';
@@ -46,10 +46,11 @@ export function readPartitions(value: unknown, at: (key: string) => string): Par
   else {
     throw new RetryConfigError(
       at('partitions.key'),
-      `is ${typeof key === 'object' ? JSON.stringify(key) : String(key)}`,
+      `is ${typeof key === 'object' ? showValue(key) : String(key)}`,
       "Give what the broker hashes: a header, { header: 'x-account-id' }, or 'messageId'. A function cannot be used: the broker routes.",
     );
   }
+  if (typeof header === 'string') refuseIllFormedText(header, at('partitions.key.header'), "'x-account-id'");
   const ordering = readOrdering(
     { key: partitionLaneKey(key as PartitionKey), whileRetrying: options.whileRetrying, holdGrace: options.holdGrace },
     (k) => at(k.replace(/^ordering\./, 'partitions.')),
