@@ -1,6 +1,6 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { isWellFormedText, showValue } from './config.readers.js';
-import { resolveHandlerConfig } from './handler.config.js';
+import { assertDistinctQueues, resolveHandlerConfig } from './handler.config.js';
 import { resolveModuleConfig } from './module.config.js';
 import type { RetryHandlerOptions, RetryModuleOptions } from './retry.options.js';
 
@@ -149,5 +149,65 @@ describe('values that JSON cannot write, in error messages', () => {
     ['routingKey (a cycle)', () => handler({ routingKey: cycle }), `${handlerKey('routingKey')} is an object`],
   ])('refuses a BigInt, symbol or cycle in %s with a RetryConfigError', (_key, read, start) => {
     expect(refusal(read).startsWith(start)).toBe(true);
+  });
+});
+
+describe('queues named like what the library derives for another handler or the delay ladder', () => {
+  const entry = (where: string, options: Record<string, unknown>) => ({ config: handler(options), where });
+  const partitioned = { partitions: { count: 2, key: 'messageId' } };
+  const refusedBetween = (entries: Array<{ config: ReturnType<typeof handler>; where: string }>) => refusal(() => assertDistinctQueues(entries));
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['errorQueue', { errorQueue: 'amqp-retry.delay.ready' }, 'amqp-retry.delay'],
+    ['errorQueue', { errorQueue: 'amqp-retry.delay.error' }, 'amqp-retry.delay'],
+    ['queue', { queue: 'amqp-retry.delay.v1.p03.1536ms' }, 'amqp-retry.delay'],
+    ['errorQueue', { errorQueue: 'amqp-retry.delay.quorum.ready' }, 'amqp-retry.delay'],
+  ])('refuses %s %j, a name of the default delay ladder', (key, options, ladder) => {
+    const message = refusal(() => handler(options));
+    expect(message.startsWith(handlerKey(key))).toBe(true);
+    expect(message).toContain(`a name of the delay ladder "${ladder}"`);
+    expect(message).toContain(`Give it a name outside "${ladder}.*"`);
+  });
+
+  it('refuses names under a configured ladder prefix too', () => {
+    const billing = resolveModuleConfig({ delayedDelivery: { prefix: 'billing.delay' } }, {});
+    const read = () => resolveHandlerConfig({ queue: 'orders', errorQueue: 'billing.delay.ready' }, billing, 'Orders.handle');
+    expect(refusal(read)).toContain('a name of the delay ladder "billing.delay"');
+    expect(handler({ errorQueue: 'amqp-retry.delayed' }).errorQueue).toBe('amqp-retry.delayed');
+  });
+
+  it.each<[string, Record<string, unknown>, Record<string, unknown>, string]>([
+    ['errorQueue', { errorQueue: 'orders.dlx.dead' }, {}, 'the retry topology of "orders"'],
+    ['errorQueue', { errorQueue: 'orders.retry.plan' }, {}, 'the retry topology of "orders"'],
+    ['queue', { queue: 'orders.retry.1.1s.abc' }, {}, 'the retry topology of "orders"'],
+    ['queue', { queue: 'orders.dlx' }, {}, 'the retry topology of "orders"'],
+    ['errorQueue', { errorQueue: 'orders.p1' }, partitioned, 'the partitions of "orders"'],
+    ['queue', { queue: 'orders.p0.retry.plan' }, partitioned, 'the partitions of "orders"'],
+    ['errorQueue', { errorQueue: 'orders.p1.error' }, partitioned, 'the partitions of "orders"'],
+    ['queue', { queue: 'orders.partitions.key' }, partitioned, 'the partitions of "orders"'],
+    ['errorQueue', { errorQueue: 'orders.parked.p1' }, { ...partitioned, errorQueue: 'orders.parked' }, 'a partition of "orders"'],
+  ])('refuses %s %j, derived for another handler on "orders", naming it and the way out', (key, options, orders, role) => {
+    const message = refusedBetween([
+      entry('Orders.handle', { queue: 'orders', ...orders }),
+      entry('Invoices.handle', { queue: 'invoices', ...options }),
+    ]);
+    expect(message.startsWith(`Invalid retry configuration: @RetryWithBackoff option "${key}" of Invoices.handle`)).toBe(true);
+    expect(message).toContain(role);
+    expect(message).toContain('which belongs to Orders.handle');
+    expect(message).toContain('Give it a name outside those of "orders"');
+  });
+
+  it("refuses a parking queue that is one of its own handler's partitions", () => {
+    const message = refusedBetween([entry('Orders.handle', { errorQueue: 'orders.p0', ...partitioned })]);
+    expect(message).toContain('option "errorQueue" of Orders.handle is "orders.p0", a name the partitions of "orders" derive');
+  });
+
+  it('takes names that only look alike', () => {
+    const entries = [
+      entry('Orders.handle', { queue: 'orders', ...partitioned }),
+      entry('Invoices.handle', { queue: 'orders.pending', errorQueue: 'orders.error' }),
+      entry('Refunds.handle', { queue: 'orders.dlxx', errorQueue: 'orders.px' }),
+    ];
+    expect(() => assertDistinctQueues(entries)).not.toThrow();
   });
 });

@@ -16,6 +16,7 @@ import {
   TIME_LIMIT_RANGE,
   showValue,
 } from './config.readers.js';
+import { DELAY_LADDER } from '../delivery/delay.plan.js';
 import { retryabilityOf } from '../delivery/delivery.decision.js';
 import { readIdempotency, type IdempotencyConfig } from '../idempotency/idempotency.config.js';
 import { readOrdering, type OrderingConfig } from '../ordering/ordering.config.js';
@@ -106,6 +107,43 @@ function tiersFromBackoff(backoff: unknown, defaultTiers: number, at: (k: string
 const isDerivedName = (queue: string, name: string): boolean =>
   name === `${queue}.dlx` || name === `${queue}.return` || name.startsWith(`${queue}.dlx.`) || name.startsWith(`${queue}.retry.`);
 
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * What `name` is in the topology the library declares for `owner`, or undefined when it is none of its names: its
+ * retry topology (isDerivedName), and with partitions each partition's queue `Q.p<i>` and the names derived from it
+ * (retired partitions' included), its parking queues `<errorQueue>.p<i>`, and `Q.partitions.*`.
+ */
+function derivedRole(owner: HandlerConfig, name: string): string | undefined {
+  const { queue } = owner;
+  if (isDerivedName(queue, name)) return `a name the retry topology of "${queue}" derives (${queue}.dlx*, ${queue}.retry.*, ${queue}.return)`;
+  if (owner.partitions === undefined) return undefined;
+  if (new RegExp(`^${escapeRegExp(queue)}\\.p\\d+($|\\.)`).test(name) || name.startsWith(`${queue}.partitions.`)) {
+    return `a name the partitions of "${queue}" derive (${queue}.p<i>, ${queue}.p<i>.*, ${queue}.partitions.*)`;
+  }
+  if (owner.errorQueue !== `${queue}.error` && new RegExp(`^${escapeRegExp(owner.errorQueue)}\\.p\\d+$`).test(name)) {
+    return `the parking queue of a partition of "${queue}" (${owner.errorQueue}.p<i>)`;
+  }
+  return undefined;
+}
+
+/**
+ * Refuses a queue or parking queue under a delay ladder's prefix: the ladder's forwarder consumes `<prefix>.ready`,
+ * and what it cannot forward it parks in `<prefix>.error`. Both the configured prefix and the default one are
+ * refused: every application of the vhost with delayed delivery on runs a forwarder of the default ladder.
+ */
+function refuseLadderName(name: string, key: string, prefixes: ReadonlyArray<string | undefined>, example: string): void {
+  for (const prefix of new Set(prefixes)) {
+    if (prefix !== undefined && (name === prefix || name.startsWith(`${prefix}.`))) {
+      throw new RetryConfigError(
+        key,
+        `is "${name}", a name of the delay ladder "${prefix}" (delayedDelivery), whose forwarder takes what arrives in ${prefix}.ready and parks the rest in ${prefix}.error`,
+        `Give it a name outside "${prefix}.*", e.g. ${example}.`,
+      );
+    }
+  }
+}
+
 /**
  * Refuses names too long for partitions: partition `i` is queue `<queue>.p<i>`, with derived names of its own, and
  * parks in `<errorQueue>.p<i>` when the handler names its parking queue (partition.plan.ts).
@@ -181,6 +219,9 @@ export function resolveHandlerConfig(
       `Park in a queue of its own, e.g. '${queue}.error'.`,
     );
   }
+  const ladders = [module.delayPrefix, DELAY_LADDER.prefix];
+  refuseLadderName(queue, at('queue'), ladders, "'orders.created'");
+  refuseLadderName(errorQueue, at('errorQueue'), ladders, `'${queue}.error'`);
   const { nonRetryable } = options;
   const classes = Array.isArray(nonRetryable) && nonRetryable.every((c) => typeof c === 'function');
   if (nonRetryable !== undefined && typeof nonRetryable !== 'function' && !classes) {
@@ -269,7 +310,11 @@ export function resolveHandlerConfig(
   };
 }
 
-/** Checks the handlers together: one handler per queue, and no queue another's error queue (its parks would be retried). */
+/**
+ * Checks the handlers together, before anything is declared: one handler per queue, no queue or parking queue among
+ * the names the library derives for a handler (derivedRole), and no queue another's error queue (its parks would be
+ * retried).
+ */
 export function assertDistinctQueues(handlers: ReadonlyArray<{ config: HandlerConfig; where: string }>): void {
   const owners = new Map<string, string>();
   for (const { config, where } of handlers) {
@@ -282,6 +327,19 @@ export function assertDistinctQueues(handlers: ReadonlyArray<{ config: HandlerCo
       );
     }
     owners.set(config.queue, where);
+  }
+  for (const { config, where } of handlers) {
+    for (const other of handlers) {
+      for (const key of ['queue', 'errorQueue'] as const) {
+        const role = derivedRole(other.config, config[key]);
+        if (role === undefined) continue;
+        throw new RetryConfigError(
+          `@RetryWithBackoff option "${key}" of ${where}`,
+          `is "${config[key]}", ${role}, which belongs to ${other.where}`,
+          `Give it a name outside those of "${other.config.queue}"${key === 'errorQueue' ? `, e.g. '${config.queue}.error'` : ''}: the names the library derives for a handler are that handler's alone.`,
+        );
+      }
+    }
   }
   for (const { config, where } of handlers) {
     const owner = owners.get(config.errorQueue);
