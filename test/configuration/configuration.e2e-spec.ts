@@ -104,6 +104,29 @@ describe('configuration', () => {
     expect(await suite.broker.exists(suite.queue)).toBe(false);
   });
 
+  it("fails init when a handler parks in another handler's dead-letter queue, naming the owner and the fix, and declares nothing", async () => {
+    const First = handlerFor({ queue: suite.queue }, () => undefined);
+    const Second = handlerFor({ queue: `${suite.queue}.b`, errorQueue: `${suite.queue}.dlx.dead` }, () => undefined);
+    const app = await createApp([First, Second]);
+    await expect(app.init()).rejects.toThrow(
+      /option "errorQueue" of TestHandler\.handle is "(e2e\.config\.\w+)\.dlx\.dead", a name the retry topology of "\1" derives .*, which belongs to TestHandler\.handle\. Give it a name outside those of "\1", e\.g\. '\1\.b\.error'/,
+    );
+    await app.close();
+    for (const queue of [suite.queue, `${suite.queue}.b`, `${suite.queue}.dlx.dead`, `${suite.queue}.error`]) {
+      expect(await suite.broker.exists(queue)).toBe(false);
+    }
+  });
+
+  it("fails init when a handler parks in the delay ladder's ready queue, and declares nothing", async () => {
+    const Handler = handlerFor({ queue: suite.queue, errorQueue: 'amqp-retry.delay.ready' }, () => undefined);
+    const app = await createApp([Handler]);
+    await expect(app.init()).rejects.toThrow(
+      `option "errorQueue" of TestHandler.handle is "amqp-retry.delay.ready", a name of the delay ladder "amqp-retry.delay" (delayedDelivery)`,
+    );
+    await app.close();
+    expect(await suite.broker.exists(suite.queue)).toBe(false);
+  });
+
   it('fails init with a clear error, not a hang, when a queue exists with other arguments (406)', async () => {
     await suite.broker.declareQueue(suite.queue); // created earlier by someone else, without a dead-letter exchange
 
