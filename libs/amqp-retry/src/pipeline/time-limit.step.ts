@@ -43,7 +43,11 @@ export function withHandlerTimeout(invoke: HandlerInvoker, timeoutMs: number, qu
       const call = new TimedCall(context.signal);
       const wait = clock.start(() => {
         const error = new HandlerTimeoutError(queue, timeoutMs, context.attempt, formatted);
-        error.callEnded = running.then(ignore, ignore);
+        error.callSucceeded = running.then(
+          () => true,
+          () => false,
+        );
+        error.callEnded = error.callSucceeded.then(ignore);
         call.expire(error);
         reject(error);
         return false;
