@@ -174,6 +174,45 @@ describe('the PostgreSQL store creates and cleans its table', () => {
     }
   });
 
+  it.each([
+    ['a claim that takes it over', (store: PostgresIdempotencyStore) => store.claim('q:x', 'late', 60_000)],
+    ['a handled record written over it', (store: PostgresIdempotencyStore) => store.markHandled('q:x', 60_000)],
+  ])('a cleanup that waits on an expired row left live by %s does not delete it', async (_, write) => {
+    const table = uniqueSpace();
+    const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 3 });
+    const tx = await pool.connect();
+    // The writer's statements run in an open transaction on `tx` once `held` is set: its row lock is held until COMMIT.
+    let held = false;
+    const writer = new PostgresIdempotencyStore({ pool: { query: (text, values) => (held ? tx : pool).query(text, values), end: async () => undefined }, table, cleanupInterval: 0 }); // prettier-ignore
+    const cleaner = new PostgresIdempotencyStore({ pool, table, cleanupInterval: 0 });
+    try {
+      await cleaner.purgeExpired(); // creates the table: each store's first use runs its migration before any lock is held
+      await writer.claim('q:x', 'first', 1); // expires at once
+      await waitFor(async () => (await pool.query(`SELECT 1 FROM "${table}" WHERE expires_at <= clock_timestamp()`)).rowCount === 1, 'the claim expired', 5_000); // prettier-ignore
+      await tx.query('BEGIN');
+      held = true;
+      await write(writer);
+      const purge = cleaner.purgeExpired();
+      await waitFor(
+        async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`DELETE FROM "${table}"%`])).rowCount === 1, // prettier-ignore
+        'the cleanup waiting on the row lock',
+        5_000,
+      );
+      await tx.query('COMMIT');
+      held = false;
+      expect(await purge).toBe(0);
+      expect((await pool.query(`SELECT key FROM "${table}" WHERE expires_at > clock_timestamp()`)).rows).toEqual([{ key: 'q:x' }]);
+      expect(await cleaner.claim('q:x', 'copy', 60_000)).not.toBe('claimed');
+    } finally {
+      if (held) await tx.query('ROLLBACK').catch(() => undefined);
+      tx.release();
+      await cleaner.close();
+      await writer.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pool.end();
+    }
+  });
+
   it('deletes every expired row each cleanup, batch after batch, not 1,000 an interval', async () => {
     const table = uniqueSpace();
     const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });

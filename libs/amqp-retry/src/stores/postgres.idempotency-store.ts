@@ -133,8 +133,12 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
 
   /** Deletes up to 1,000 expired rows; returns how many. */
   async purgeExpired(): Promise<number> {
+    // The outer condition on expires_at is what keeps a live row: a row the subquery found expired may be taken over
+    // (a claim, a record) by a transaction the DELETE then waits for, and once that commits PostgreSQL re-checks the
+    // new row version against the outer WHERE only (READ COMMITTED); `key IN (...)` alone still holds for it.
     const { rowCount } = await this.query(
-      `DELETE FROM ${this.table} WHERE key IN (SELECT key FROM ${this.table} WHERE expires_at <= clock_timestamp() LIMIT ${CLEANUP_BATCH})`,
+      `DELETE FROM ${this.table} WHERE key IN (SELECT key FROM ${this.table} WHERE expires_at <= clock_timestamp() LIMIT ${CLEANUP_BATCH})
+         AND expires_at <= clock_timestamp()`,
     );
     return rowCount ?? 0;
   }
