@@ -234,3 +234,76 @@ describe('the PostgreSQL store creates and cleans its table', () => {
     }
   });
 });
+
+describe('the PostgreSQL store on a table created by its migration (createTables: false)', () => {
+  const asRole = (role: string) => {
+    const url = new URL(POSTGRES_URL);
+    url.username = role;
+    return url.toString();
+  };
+
+  it('a role with only SELECT, INSERT, UPDATE and DELETE on the table claims, records and cleans up', async () => {
+    const schema = uniqueSpace();
+    const role = `${schema}_app`;
+    const admin = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
+    const stores: PostgresIdempotencyStore[] = [];
+    const create = (createTables?: boolean) => {
+      const store = new PostgresIdempotencyStore({ connectionString: asRole(role), schema, createTables, cleanupInterval: 0 });
+      stores.push(store);
+      return store;
+    };
+    try {
+      await admin.query(`CREATE ROLE "${role}" LOGIN`);
+      for (const statement of new PostgresIdempotencyStore({ pool: admin, schema }).migration()) await admin.query(statement);
+      await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO "${role}"`);
+      await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON "${schema}"."amqp_retry_idempotency" TO "${role}"`);
+      // The default runs the DDL, which PostgreSQL refuses to this role although every object exists.
+      await expect(create().claim('q:a', 't', 60_000)).rejects.toThrow(/permission denied/);
+      const store = create(false);
+      expect(await store.claim('q:a', 't', 60_000)).toBe('claimed');
+      expect(await store.claim('q:a', 'u', 60_000)).toBe('busy');
+      await store.markHandled('q:a', 60_000);
+      expect(await store.claim('q:a', 'u', 60_000)).toBe('handled');
+      await store.markHandled('q:gone', 1);
+      await waitFor(async () => (await store.purgeExpired()) === 1 || undefined, 'the expired record purged', 5_000);
+      expect((await admin.query(`SELECT key FROM "${schema}"."amqp_retry_idempotency"`)).rows).toEqual([{ key: 'q:a' }]);
+    } finally {
+      for (const store of stores) await store.close();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin.query(`DROP ROLE IF EXISTS "${role}"`);
+      await admin.end();
+    }
+  });
+
+  it('a missing table fails the first use naming the option and migration(), and the store works once it is created', async () => {
+    const table = uniqueSpace();
+    const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
+    const store = new PostgresIdempotencyStore({ pool, table, createTables: false, cleanupInterval: 0 });
+    try {
+      await expect(store.claim('q:a', 't', 60_000)).rejects.toThrow(`the table ${table} does not exist, and createTables is false: run the statements of the store's migration()`); // prettier-ignore
+      expect((await pool.query('SELECT to_regclass($1) AS found', [table])).rows).toEqual([{ found: null }]);
+      for (const statement of store.migration()) await pool.query(statement);
+      expect(await store.claim('q:a', 't', 60_000)).toBe('claimed');
+    } finally {
+      await store.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pool.end();
+    }
+  });
+
+  it('a table of another shape under the name fails the first use naming the missing columns', async () => {
+    const table = uniqueSpace();
+    const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
+    const store = new PostgresIdempotencyStore({ pool, table, createTables: false, cleanupInterval: 0 });
+    try {
+      await pool.query(`CREATE TABLE "${table}" (key text PRIMARY KEY, state text)`);
+      await expect(store.claim('q:a', 't', 60_000)).rejects.toThrow(
+        `the table ${table} is not one of this library's: it lacks the columns token, expires_at`,
+      );
+    } finally {
+      await store.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pool.end();
+    }
+  });
+});

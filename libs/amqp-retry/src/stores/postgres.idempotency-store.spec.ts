@@ -16,3 +16,12 @@ describe('PostgresIdempotencyStore.migration', () => {
     for (const name of [a, b]) expect(Buffer.byteLength(name ?? '')).toBeLessThanOrEqual(63);
   });
 });
+
+describe('PostgresIdempotencyStore options', () => {
+  it('createTables takes true or false only, naming the option', () => {
+    const create = (createTables: unknown) =>
+      new PostgresIdempotencyStore({ connectionString: 'postgres://unused', createTables: createTables as boolean });
+    expect(() => create(false)).not.toThrow();
+    expect(() => create('false')).toThrow(/PostgresIdempotencyStore option "createTables".*Use true or false/s);
+  });
+});

@@ -1,5 +1,5 @@
 import type { ClaimResult, IdempotencyStore } from '../core/idempotency/idempotency.store.js';
-import { readDuration, TIME_LIMIT_RANGE } from '../core/config/config.readers.js';
+import { readDuration, readFlag, TIME_LIMIT_RANGE } from '../core/config/config.readers.js';
 import { type DurationTimer, startInterval } from '../core/time/duration.timer.js';
 import type { Duration } from '../core/time/duration.reader.js';
 import { DDL_LOCK_SQL } from '../core/sql/ddl.lock.js';
@@ -31,14 +31,23 @@ export interface PostgresIdempotencyStoreOptions {
   connectionString?: string;
   /** Or a pool of yours (pg): used as it is, and left open. */
   pool?: PgLikePool;
-  /** The table; default 'amqp_retry_idempotency'. Created if missing. */
+  /** The table; default 'amqp_retry_idempotency'. Created if missing (`createTables`). */
   table?: string;
-  /** Its schema; default the connection's search path. Created if missing. */
+  /** Its schema; default the connection's search path. Created if missing (`createTables`). */
   schema?: string;
+  /**
+   * true (default): the schema, the table and its index are created on first use if missing. false: you run the
+   * migration yourself (`migration()` returns its statements), and the first use fails, naming it, while the table is
+   * missing. Needed for a role that may not create objects: PostgreSQL checks the CREATE permission (and for the
+   * index, ownership of the table) even when the object exists, so with true every call of such a role fails.
+   */
+  createTables?: boolean;
   /** How often expired rows are deleted (in batches of 1,000 until none is left); default '1m'; 0 never (call purgeExpired yourself). */
   cleanupInterval?: Duration;
 }
 
+/** The columns the store's statements use. */
+const COLUMNS: readonly string[] = ['key', 'state', 'token', 'expires_at'];
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 /** A cleanup's time, at most: the batches it leaves wait for the next interval. */
 const CLEANUP_BUDGET_MS = 10_000;
@@ -55,14 +64,17 @@ function readIdentifier(value: string | undefined, fallback: string | undefined,
 /**
  * An IdempotencyStore in PostgreSQL: one row per message key (`key` "<queue>:<message key>", `state` claimed or
  * handled, `token` the claim's holder, `expires_at` the claim's expiry or the record's), in a table the store creates
- * on first use (see migration()). Times come from the database's clock (clock_timestamp()), so instances with skewed
- * clocks agree. Expired rows count as absent at once and are deleted every `cleanupInterval`. Needs the optional
- * dependency `pg` when given a `connectionString` (loaded on first use).
+ * on first use, or you do with migration() and `createTables: false`. Times come from the database's clock
+ * (clock_timestamp()), so instances with skewed clocks agree. Expired rows count as absent at once and are deleted
+ * every `cleanupInterval`. Needs the optional dependency `pg` when given a `connectionString` (loaded on first use).
  * @example new PostgresIdempotencyStore({ connectionString: 'postgres://postgres@127.0.0.1:5432/app' })
  */
 export class PostgresIdempotencyStore implements IdempotencyStore {
   private pool?: Promise<PgLikePool>;
   private readonly table: string;
+  /** The table as the user named it, for messages. */
+  private readonly shown: string;
+  private readonly createTables: boolean;
   private readonly cleanupMs: number;
   private cleanupTimer?: DurationTimer;
   private cleaning = false;
@@ -73,11 +85,13 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const table = readIdentifier(options.table, 'amqp_retry_idempotency', 'table') as string;
     const schema = readIdentifier(options.schema, undefined, 'schema');
     this.table = schema === undefined ? `"${table}"` : `"${schema}"."${table}"`;
+    this.shown = schema === undefined ? table : `${schema}.${table}`;
+    this.createTables = readFlag(options.createTables, 'PostgresIdempotencyStore option "createTables"', true);
     const cleanupKey = 'PostgresIdempotencyStore option "cleanupInterval"';
     this.cleanupMs = readDuration(options.cleanupInterval, cleanupKey, "'1m', or 0 for never", TIME_LIMIT_RANGE, 60_000);
   }
 
-  /** The statements that create the table and its index (run by the store on first use; idempotent). */
+  /** The statements that create the table and its index (idempotent): run by the store on first use unless `createTables` is false. */
   migration(): string[] {
     const table = readIdentifier(this.options.table, 'amqp_retry_idempotency', 'table') as string;
     return [
@@ -166,7 +180,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       // back whole on an error), under the library's DDL lock: instances starting at once take turns. Without the
       // lock, two CREATE TABLE IF NOT EXISTS at once could fail with "duplicate key value violates unique constraint
       // pg_type_typname_nsp_index" (the table's row type), about one start in seven in the e2e tests.
-      await pool.query([DDL_LOCK_SQL, ...this.migration()].join(';\n'));
+      if (this.createTables) await pool.query([DDL_LOCK_SQL, ...this.migration()].join(';\n'));
+      else await this.checkTable(pool);
     } catch (error) {
       this.pool = undefined; // try again (migration included) on the next call, on a fresh pool
       if (pool !== undefined && pool !== this.options.pool) await pool.end().catch(() => undefined);
@@ -174,6 +189,26 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     }
     if (this.cleanupMs !== 0) this.cleanupTimer ??= startInterval(this.cleanupMs, () => void this.cleanUp()).unref();
     return pool;
+  }
+
+  /** With createTables false: the table must exist (the migration was run) and have the columns the statements use. */
+  private async checkTable(pool: PgLikePool): Promise<void> {
+    const { rows } = await pool.query(
+      'SELECT attname::text AS name FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped',
+      [this.table],
+    );
+    const columns = rows.map((row) => String(row.name));
+    if (columns.length === 0) {
+      throw new Error(
+        `PostgresIdempotencyStore: the table ${this.shown} does not exist, and createTables is false: run the statements of the store's migration() (as a role that may create it), or set createTables: true`,
+      );
+    }
+    const lacking = COLUMNS.filter((column) => !columns.includes(column));
+    if (lacking.length > 0) {
+      throw new Error(
+        `PostgresIdempotencyStore: the table ${this.shown} is not one of this library's: it lacks the column${lacking.length === 1 ? '' : 's'} ${lacking.join(', ')}. Give the option table the name of a table created by migration(), or rename the table that has this name.`,
+      );
+    }
   }
 
   private async createPool(): Promise<PgLikePool> {
