@@ -1,32 +1,17 @@
 import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
-import type { ConfirmChannel, Message, Options } from 'amqplib';
+import type { Message, Options } from 'amqplib';
 import { withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { classifyChannelClose, type PublishFailure, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
+import { classifyChannelClose, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { AmqpConnection } from './amqp.connection.js';
-import { findReturnedPublish, type PendingPublish } from './returned-publish.matcher.js';
-import { type QueuedWrite, WriteQueue } from '../core/publish/pending-writes.queue.js';
-import { DeadlineClock, type DeadlineWait } from '../core/time/deadline.clock.js';
+import { findReturnedPublish } from './returned-publish.matcher.js';
+import { WriteQueue } from '../core/publish/pending-writes.queue.js';
+import { DeadlineClock } from '../core/time/deadline.clock.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
+import { type OpenChannel, Publish, type PublishDriver, type PublishPatience, type SendOutcome } from './confirm.publish.js';
 
-interface OpenChannel {
-  channel: ConfirmChannel;
-  /** Mandatory publishes awaiting their confirm, in publish order (a Set iterates in insertion order). */
-  pending: Set<PendingPublish>;
-  /** Why and with which code the broker closed the channel ('error' comes before 'close'). */
-  closedBecause?: string;
-  closedWithCode?: number;
-  /** Publishes wait here while the socket's write buffer is full. */
-  writes: WriteQueue;
-  /** The confirm deadlines of the sends: one timer for the channel. */
-  confirms: DeadlineClock;
-  /**
-   * Set once retired after a nack: no new publish takes it, and it closes when none of its sends awaits a confirm and
-   * none waits in its write line. Each send ends at its own deadline (confirmTimeout, or a patient send's signal).
-   */
-  retired: boolean;
-}
+export type { PublishPatience } from './confirm.publish.js';
 
 /** How publishes behave while the connection is down, blocked or slow. */
 export interface PublishLimits {
@@ -37,10 +22,6 @@ export interface PublishLimits {
   /** How long one send waits for the broker's confirm; a broker that blocks publishers (memory or disk alarm) never sends it. */
   confirmTimeoutMs: number;
 }
-
-/** What became of one send on one channel. */
-type SendOutcome =
-  { kind: 'confirmed' } | { kind: 'failed'; failure: PublishFailure } | { kind: 'closed'; reason?: string; code?: number } | { kind: 'timeout' };
 
 /**
  * Sends of one publish whose channel closed for no reason naming an exchange (a lost connection). Closes over another
@@ -60,15 +41,6 @@ const CLOSED_REASON = 'the publisher is closed (the application is shutting down
 const RETIRE_INTERVAL_MS = 1_000;
 
 /**
- * For publishes that must not be sent twice (parked copies, forwarded delayed messages): a confirm slower than
- * confirmTimeout is reported through `onSlowConfirm` and waited for until `signal` aborts, since a re-send would add a copy.
- */
-export interface PublishPatience {
-  signal: AbortSignal;
-  onSlowConfirm: (waitedMs: number) => void;
-}
-
-/**
  * Publishes on a confirm channel; each publish settles when the broker has taken responsibility for the message.
  *
  * One publish's failure never fails its neighbours. The broker closes the whole channel over one bad publish (a 404,
@@ -80,7 +52,7 @@ export interface PublishPatience {
  * Each publish is one record (Publish) from call to outcome, and no async frame is suspended per publish: a flood of
  * 100,000 holds 100,000 small records.
  */
-export class ConfirmPublisher {
+export class ConfirmPublisher implements PublishDriver {
   private readonly current = new SharedChannel<OpenChannel>();
   /** The channel while open: the usual publish takes it without waiting on a promise. */
   private open?: OpenChannel;
@@ -337,85 +309,5 @@ export class ConfirmPublisher {
         return open;
       }),
     );
-  }
-}
-
-/** One publish from the call to its outcome; its own entry in the write line, the confirm clock and the returns' matcher. */
-class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
-  readonly messageId?: string;
-  /** Marked by a basic.return of this send (no queue took it); its ack follows. */
-  returned = false;
-  /** Sends closed under it without naming its exchange, this one included. */
-  sends = 1;
-  /** Why its last send ended with the channel, for the error if it cannot be sent again. */
-  lastClose = '';
-  /** The channel of its current (or next) send. */
-  channel?: OpenChannel;
-  sentAt = 0;
-  due = 0;
-  private sending = false;
-  private abortListener?: () => void;
-  /** amqplib's callback, made at the first send: a publish waiting in line holds none. */
-  private callback?: (error: unknown) => void;
-
-  constructor(
-    private readonly publisher: ConfirmPublisher,
-    readonly exchange: string,
-    readonly routingKey: string,
-    readonly content: Buffer,
-    readonly options: Options.Publish,
-    readonly patience: PublishPatience | undefined,
-    /** When the whole publish gives up (publishTimeout). */
-    readonly deadline: number,
-    readonly resolve: () => void,
-    readonly reject: (error: Error) => void,
-  ) {
-    this.messageId = options.messageId;
-  }
-
-  /** Its turn in the write line came. */
-  go(): void {
-    this.publisher.write(this, this.channel as OpenChannel);
-  }
-
-  /** The write line gave up on it (the buffer stayed full). */
-  fail(error: Error): void {
-    if (this.channel) this.publisher.closeWhenIdle(this.channel);
-    this.failWith(errorMessage(error));
-  }
-
-  failWith(reason: string): void {
-    this.reject(new PublishError(this.exchange, this.routingKey, reason));
-  }
-
-  onTimeout(waitedMs: number): boolean {
-    return this.publisher.timedOut(this, waitedMs);
-  }
-
-  /** A send starts on `open`. */
-  begin(open: OpenChannel): void {
-    this.channel = open;
-    this.returned = false;
-    this.sending = true;
-  }
-
-  /** amqplib's callback for this publish's sends. */
-  get confirmed(): (error: unknown) => void {
-    return (this.callback ??= (error) => this.publisher.answered(this, error));
-  }
-
-  /** The listener that ends this send when its patience's signal aborts. */
-  onAbort(): () => void {
-    this.abortListener = () => this.publisher.settle(this, { kind: 'timeout' });
-    return this.abortListener;
-  }
-
-  /** Ends the send: its channel, or undefined if it was over already. */
-  end(): OpenChannel | undefined {
-    if (!this.sending) return undefined;
-    this.sending = false;
-    if (this.abortListener) this.patience?.signal.removeEventListener('abort', this.abortListener);
-    this.abortListener = undefined;
-    return this.channel;
   }
 }
