@@ -1,5 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
-import { DeliveryGate, type GatePass } from '../core/delivery/delivery.gate.js';
+import { DeliveryGate, type GatePass, linkPass } from '../core/delivery/delivery.gate.js';
 import { startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
@@ -73,6 +73,7 @@ export class ConsumerDeliveries {
   /** Runs one delivery's handler; never throws, never rejects. */
   private run(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     delivery.pass = pass;
+    linkPass(delivery.message, pass);
     let running: Promise<void>;
     try {
       running = this.handle(delivery.message, delivery, subscription.abort.signal);
@@ -113,6 +114,7 @@ export class ConsumerDeliveries {
   /** A delivery's handler returned (or its channel died while it waited): its place and counts are free. */
   private finish(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     subscription.held.delete(delivery);
+    if (delivery.pass) linkPass(delivery.message, undefined);
     delivery.pass = undefined;
     pass.leave();
     if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();

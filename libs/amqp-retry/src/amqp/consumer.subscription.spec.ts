@@ -52,8 +52,8 @@ describe('abortSubscription', () => {
     const detached: number[] = [];
     const [running, waiting, other] = [1, 2, 3].map(deliveryOf);
     for (const delivery of [running, waiting, other]) subscription.held.add(delivery);
-    running.pass = { leave: () => undefined, detach: () => void detached.push(1) };
-    other.pass = { leave: () => undefined, detach: () => void detached.push(3) };
+    running.pass = { leave: () => undefined, detach: () => void detached.push(1), stepAside: () => undefined, rejoin: () => undefined };
+    other.pass = { leave: () => undefined, detach: () => void detached.push(3), stepAside: () => undefined, rejoin: () => undefined };
     abortSubscription(subscription, 'the channel closed');
     abortSubscription(subscription, 'again');
     expect(subscription.abort.signal.aborted).toBe(true);

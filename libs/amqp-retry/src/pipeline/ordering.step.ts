@@ -4,6 +4,7 @@ import { formatDuration } from '../core/time/duration.reader.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { OrderingConfig } from '../core/ordering/ordering.config.js';
 import { KeySequencer } from '../core/ordering/key.sequencer.js';
+import { waitAside } from '../core/delivery/delivery.gate.js';
 import { readMessageKey } from '../core/message/message-key.reader.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { retryIdentity, retryOwner } from '../core/delivery/retry.identity.js';
@@ -41,7 +42,10 @@ export const orderingStep =
       if (read.key === undefined) return invoke(payload, context);
       // A hold names the retried copy it waits for (see retryOwner): this delivery's identity at the next attempt.
       const identity = retryIdentity(context.message, context.deaths, queue);
-      const turn = await sequencer.enter(read.key, retryOwner(identity, context.attempt), context.signal);
+      const owner = retryOwner(identity, context.attempt);
+      // Waiting for the key runs nothing: aside from the consumer's gate, so that a suspect of a crash is not kept
+      // waiting behind a hold, and every delivery after it with it (see mayRun).
+      const turn = sequencer.tryEnter(read.key, owner) ?? (await waitAside(context.message, sequencer.enter(read.key, owner, context.signal)));
       // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
       if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
       let hold: { owner: string; ms: number } | undefined;

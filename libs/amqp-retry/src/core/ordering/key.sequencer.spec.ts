@@ -76,6 +76,21 @@ describe('KeySequencer', () => {
     expect(sequencer.size).toBe(0);
   });
 
+  it('tryEnter: a turn at once when the key is free or held for this owner, else nothing and no place taken', () => {
+    const clock = manualClock();
+    const sequencer = new KeySequencer(10, undefined, clock.schedule);
+    const first = sequencer.tryEnter('k', 'm1')!;
+    expect(sequencer.tryEnter('k', 'm2')).toBeUndefined(); // m1 runs
+    first.leave({ owner: 'm1', ms: 5_000 });
+    expect(sequencer.tryEnter('k', 'm2')).toBeUndefined(); // held for m1's retry
+    const retried = sequencer.tryEnter('k', 'm1')!;
+    expect(clock.timers[0].cancelled).toBe(true);
+    retried.leave();
+    expect(sequencer.size).toBe(0);
+    sequencer.tryEnter('k', 'm2')!.leave();
+    expect(sequencer.size).toBe(0);
+  });
+
   it('hold: a retry that fails again holds again; one that settles lets the key move on', async () => {
     const clock = manualClock();
     const sequencer = new KeySequencer(10, undefined, clock.schedule);

@@ -49,19 +49,26 @@ export class KeySequencer {
     return this.keys.size;
   }
 
+  /** `owner`'s turn on `key` if it is free now (nothing runs, waits or holds before it), else undefined: then `enter()`. */
+  tryEnter(key: string, owner: string): KeyTurn | undefined {
+    const state = this.keys.get(key);
+    if (state === undefined) {
+      const fresh: KeyState = { running: true, waiters: [] };
+      this.keys.set(key, fresh);
+      return this.turn(key, fresh);
+    }
+    if (state.running || (state.hold ? state.hold.owner !== owner : state.waiters.length > 0)) return undefined;
+    state.hold?.cancel();
+    state.hold = undefined;
+    state.running = true;
+    return this.turn(key, state);
+  }
+
   /** Resolves with `owner`'s turn on `key` (undefined if `signal` aborted); the place in line is taken synchronously. */
   enter(key: string, owner: string, signal?: AbortSignal): Promise<KeyTurn | undefined> {
-    let state = this.keys.get(key);
-    if (state === undefined) {
-      state = { running: false, waiters: [] };
-      this.keys.set(key, state);
-    }
-    if (!state.running && (state.hold ? state.hold.owner === owner : state.waiters.length === 0)) {
-      state.hold?.cancel();
-      state.hold = undefined;
-      state.running = true;
-      return Promise.resolve(this.turn(key, state));
-    }
+    const now = this.tryEnter(key, owner);
+    if (now !== undefined) return Promise.resolve(now);
+    const state = this.keys.get(key)!;
     if (signal?.aborted) {
       this.forgetIfIdle(key, state);
       return Promise.resolve(undefined);
