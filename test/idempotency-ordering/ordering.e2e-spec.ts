@@ -1,6 +1,7 @@
 import { RetryEngine, TopologyMismatchError, type RetryContext } from 'nestjs-amqp-retry';
 import { createApp, handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
-import { uniqueName, waitFor } from '../support/broker.js';
+import amqp from 'amqplib';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
 
 type Step = { key: string; seq: number };
@@ -178,5 +179,63 @@ describe('ordering by key on a real broker', () => {
     await waitFor(() => log.filter((line) => line.startsWith('end')).length === 5, 'five messages handled', 10_000);
     await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'every message acked');
     expect(log).toEqual(['start 1:1', 'end 1:1', 'start 2:2', 'end 2:2', 'start 2:3', 'end 2:3', 'start 2:4', 'end 2:4', 'start 2:5', 'end 2:5']);
+  });
+});
+
+/**
+ * A quorum queue under `'hold'`, several instances without single active consumer: another instance's lost channel
+ * gives its messages back counted as delivered, suspects of a crash, which run alone. A message waiting behind the
+ * hold runs no handler, so they run beside it: nothing waits for the tier (docs/idempotency-and-ordering.md).
+ */
+describe('ordering under a hold on a quorum queue, beside crash suspects of another instance', () => {
+  const suite = useSuite('e2e.order.hold-suspect');
+
+  it("runs the suspects and new keys within moments, not after the hold; the key's retry still runs before its next message", async () => {
+    const { broker, queue } = suite;
+    const Handler = handlerFor(
+      {
+        queue,
+        queueType: 'quorum',
+        prefetch: 10,
+        delays: ['5s'],
+        maxAttempts: 3,
+        ordering: { key: (p) => (p as { key: string }).key, whileRetrying: 'hold' },
+      },
+      (payload, context) => {
+        if ((payload as { id: string }).id === 'M1' && context.attempt === 1) throw new Error('M1 fails once');
+      },
+    );
+    const app = (suite.app = await startApp([Handler], TEST_OPTIONS));
+    const calls = handlerOf(app, Handler).calls;
+    const id = (c: { payload: unknown }) => (c.payload as { id: string }).id;
+    const publish = (msg: string, key: string) => broker.publish('', queue, { id: msg, key }, { messageId: msg });
+    await publish('M1', 'K');
+    await waitFor(() => calls.some((c) => id(c) === 'M1'), 'M1 failed');
+    await publish('M2', 'K'); // waits behind M1's hold for 5 s
+    // Another instance takes some messages and loses its channel.
+    const other = await amqp.connect(AMQP_URL);
+    suite.afterThis(() => other.close().catch(() => undefined));
+    const channel = await other.createChannel();
+    await channel.prefetch(5);
+    const taken: string[] = [];
+    await channel.consume(queue, (m) => void (m && taken.push(String(m.properties.messageId))), { noAck: false });
+    // The broker shares the S messages out between the two consumers: publish until the other holds two.
+    for (let i = 0; i < 20 && taken.length < 2; i++) {
+      await publish(`S${i}`, `s${i}`);
+      await waitFor(() => taken.includes(`S${i}`) || calls.some((c) => id(c) === `S${i}`), `S${i} taken by one of the consumers`);
+    }
+    expect(taken.length).toBe(2);
+    await channel.close();
+    const lost = Date.now();
+    await publish('N1', 'n1'); // a new key, delivered behind the suspects
+    await waitFor(() => taken.every((t) => calls.some((c) => id(c) === t && c.redelivered)), 'the suspects handled', 20_000);
+    await waitFor(() => calls.some((c) => id(c) === 'N1'), 'the new key handled', 20_000);
+    const suspectsAfter = Math.max(...calls.filter((c) => c.redelivered).map((c) => c.at - lost));
+    const newKeyAfter = calls.find((c) => id(c) === 'N1')!.at - lost;
+    // Within moments, not after the hold (the tier's 5 s plus holdGrace's 10 s).
+    expect(suspectsAfter).toBeLessThan(2_000);
+    expect(newKeyAfter).toBeLessThan(2_000);
+    await waitFor(() => calls.some((c) => id(c) === 'M2'), 'M2 handled', 20_000);
+    expect(calls.filter((c) => (c.payload as { key: string }).key === 'K').map((c) => `${id(c)}.${c.attempt}`)).toEqual(['M1.1', 'M1.2', 'M2.1']);
   });
 });
