@@ -7,6 +7,7 @@ import { MalformedMessageError } from '../errors/malformed-message.error.js';
 import { orderingStep } from './ordering.step.js';
 import { withHandlerTimeout } from './time-limit.step.js';
 import { HandlerTimeoutError } from '../errors/handler-timeout.error.js';
+import { DeliveryGate, type GatePass, linkPass } from '../core/delivery/delivery.gate.js';
 
 const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 const config = resolveHandlerConfig({ queue: 'orders', prefetch: 10, ordering: { key: { header: 'x-key' } } }, resolveModuleConfig({}, {}), 'A.b');
@@ -154,5 +155,91 @@ describe('the ordering step', () => {
     expect({ calls, fourth }).toEqual({ calls: [1, 2, 3], fourth: false });
     channel.abort(); // its channel lost while it waits: it stops waiting, unsettled
     await expect(waiting).rejects.toThrow('lost while it waited');
+  });
+
+  /** Runs deliveries through a gate as the consumer does: each in its place, its pass linked to its message and left at its end. */
+  function throughGate(gate: DeliveryGate, invoke: (payload: unknown, context: RetryContext) => Promise<unknown>) {
+    return (n: number, context: RetryContext, exclusive = false) => {
+      const run = (pass: GatePass) => {
+        linkPass(context.message, pass);
+        return invoke(n, context).finally(() => pass.leave());
+      };
+      const pass = gate.tryEnter(exclusive);
+      return pass ? { pass, done: run(pass) } : { pass: undefined, done: gate.enter(exclusive).then(run) };
+    };
+  }
+
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  it("'hold': a message waiting for its key steps aside from the gate: a suspect runs meanwhile; the retry, then the message, after it", async () => {
+    const gate = new DeliveryGate(5);
+    const log: string[] = [];
+    const ends = new Map<string, () => void>();
+    const invoke = orderingStep(
+      holding,
+      logger,
+      () => holding,
+    )(async (payload, context) => {
+      const name = `${payload as number}.${context.attempt}`;
+      log.push(name);
+      if (name === '1.1') throw new Error('down');
+      await new Promise<void>((resolve) => ends.set(name, resolve));
+    });
+    const run = throughGate(gate, invoke);
+    await expect(run(1, contextOf(1, 'a')).done).rejects.toThrow('down'); // the key holds for its retry
+    const second = run(2, contextOf(2, 'a')).done;
+    await tick();
+    const suspect = run(3, contextOf(3, 's'), true).done;
+    await tick();
+    expect(log).toEqual(['1.1', '3.1']); // not kept waiting by 2, which runs nothing
+    const retry = run(1, { ...contextOf(1, 'a'), attempt: 2 }).done;
+    await tick();
+    expect(log).toEqual(['1.1', '3.1']); // never beside the suspect
+    ends.get('3.1')?.();
+    await tick();
+    expect(log).toEqual(['1.1', '3.1', '1.2']);
+    ends.get('1.2')?.();
+    await tick();
+    expect(log).toEqual(['1.1', '3.1', '1.2', '2.1']);
+    ends.get('2.1')?.();
+    await Promise.all([second, suspect, retry]);
+    expect(gate.size).toBe(0);
+  });
+
+  it('gives a turn that came while its channel died back to the key, without calling the handler', async () => {
+    const gate = new DeliveryGate(5);
+    const calls: number[] = [];
+    const ends = new Map<number, () => void>();
+    const invoke = orderingStep(
+      ordered,
+      logger,
+      () => config,
+    )(async (payload) => {
+      calls.push(payload as number);
+      if (payload !== 2) await new Promise<void>((resolve) => ends.set(payload as number, resolve));
+    });
+    const run = throughGate(gate, invoke);
+    const [channelA, channelB] = [new AbortController(), new AbortController()];
+    const first = run(1, { ...contextOf(1, 'a'), signal: channelA.signal });
+    const second = run(2, { ...contextOf(2, 'a'), signal: channelB.signal });
+    await tick();
+    channelA.abort(new Error('channel A closed'));
+    first.pass!.detach(); // 1 runs on, detached; 2 waits aside: a suspect runs
+    const suspect = run(3, contextOf(3, 's'), true);
+    await tick();
+    expect(calls).toEqual([1, 3]);
+    ends.get(1)?.();
+    await first.done;
+    await tick(); // 2 has its key's turn, and waits for the suspect
+    channelB.abort(new Error('channel B closed'));
+    second.pass!.detach();
+    await expect(second.done).rejects.toThrow('the delivery was lost while it waited for its ordering key');
+    const third = run(4, contextOf(4, 'a')).done;
+    ends.get(3)?.();
+    await suspect.done;
+    await tick();
+    expect(calls).toEqual([1, 3, 4]); // 2 was not called; the key went on
+    ends.get(4)?.();
+    await third;
   });
 });

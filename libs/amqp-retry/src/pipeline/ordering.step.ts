@@ -45,8 +45,13 @@ export const orderingStep =
       const owner = retryOwner(identity, context.attempt);
       // Waiting for the key runs nothing: aside from the consumer's gate, so that a suspect of a crash is not kept
       // waiting behind a hold, and every delivery after it with it (see mayRun).
-      const turn = sequencer.tryEnter(read.key, owner) ?? (await waitAside(context.message, sequencer.enter(read.key, owner, context.signal)));
-      // The delivery's channel died while it waited: it cannot be settled, and the broker redelivers it.
+      let turn = sequencer.tryEnter(read.key, owner);
+      if (turn === undefined) {
+        turn = await waitAside(context.message, sequencer.enter(read.key, owner, context.signal));
+        // The delivery's channel died while it waited (for its key, or for the gate after it): it cannot be settled,
+        // and the broker redelivers it; the key moves on.
+        if (turn !== undefined && context.signal.aborted) turn = void turn.leave();
+      }
       if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
       let hold: { owner: string; ms: number } | undefined;
       let failure: unknown;
