@@ -114,7 +114,6 @@ export class ConsumerDeliveries {
   /** A delivery's handler returned (or its channel died while it waited): its place and counts are free. */
   private finish(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     subscription.held.delete(delivery);
-    if (delivery.pass) linkPass(delivery.message, undefined);
     delivery.pass = undefined;
     pass.leave();
     if (--subscription.unsettled === 0) for (const wake of subscription.idle.splice(0)) wake();

@@ -177,8 +177,8 @@ class Pass implements GatePass {
 const PASS = Symbol('gate pass');
 type Passed = object & { [PASS]?: GatePass };
 
-/** Gives a delivery's message its handler's pass while the handler runs (undefined once it has returned). */
-export function linkPass(message: object, pass: GatePass | undefined): void {
+/** Gives a delivery's message its handler's pass, once the handler runs (a pass that has left ignores what waitAside asks). */
+export function linkPass(message: object, pass: GatePass): void {
   Object.defineProperty(message, PASS, { value: pass, writable: true, configurable: true });
 }
 
