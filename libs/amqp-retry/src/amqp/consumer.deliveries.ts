@@ -3,6 +3,7 @@ import { DeliveryGate, type GatePass, linkPass } from '../core/delivery/delivery
 import { startTimer, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { returnedOnPurpose } from '../core/delivery/hand-over.note.js';
 import { Delivery, type Settle, type Subscription } from './consumer.subscription.js';
 
 /** Handles and settles one delivery; `signal` aborts when it can no longer be settled or the shutdown timeout has passed. */
@@ -26,7 +27,7 @@ export class ConsumerDeliveries {
     private readonly queue: string,
     private readonly logger: RetryLogger,
     private readonly handle: DeliveryHandler,
-    /** Told of a delivery recalled before it started (a hand-over): the channel's close gives it back. */
+    /** Told of a delivery whose handler ended unsettled once recalled (a hand-over): the channel's close gives it back. */
     private readonly returned?: (message: ConsumeMessage) => void,
   ) {
     this.gate = new DeliveryGate(prefetch);
@@ -66,7 +67,16 @@ export class ConsumerDeliveries {
   /** A delivery whose channel died (or whose queue is handed over) while it waited is not handled: the broker redelivers it. */
   private begin(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     if (!subscription.recall.signal.aborted) return this.run(subscription, delivery, pass);
-    if (!subscription.abort.signal.aborted) this.returned?.(delivery.message);
+    this.ended(subscription, delivery, pass);
+  }
+
+  /**
+   * A delivery's handler returned (or never started): one left unsettled after its queue was recalled waited (for its
+   * turn, its key, an attempt in place) and goes back with the channel's close, on purpose (returnedOnPurpose).
+   */
+  private ended(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
+    const end = { recalled: subscription.recall.signal.aborted, lost: subscription.abort.signal.aborted, running: false };
+    if (!delivery.isSettled && returnedOnPurpose(end)) this.returned?.(delivery.message);
     this.finish(subscription, delivery, pass);
   }
 
@@ -82,7 +92,7 @@ export class ConsumerDeliveries {
     }
     // Promise.resolve: a handler from JavaScript that returns a plain value must still finish, not throw here.
     Promise.resolve(running).then(
-      () => this.finish(subscription, delivery, pass),
+      () => this.ended(subscription, delivery, pass),
       (error: unknown) => {
         const unsettled = !delivery.isSettled && !subscription.abort.signal.aborted;
         const next = unsettled ? `; it goes back to the queue in ${GIVE_BACK_AFTER_MS} ms` : '';

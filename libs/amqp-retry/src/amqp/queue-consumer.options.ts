@@ -25,6 +25,14 @@ export interface QueueConsumerOptions {
    * this long at most for the running handlers, then consumes on a fresh channel once released).
    */
   handOverMs?: number;
-  /** Told of each delivery given back unhandled by the close a hand-over ends in (a quorum queue counts the return). */
+  /**
+   * Told of each delivery given back unhandled by the close a hand-over ends in (a quorum queue counts the return):
+   * one that waited for its turn, for its key, or between two attempts in place (core/delivery/hand-over.note.ts).
+   */
   returned?: (message: ConsumeMessage) => void;
+  /**
+   * Called once a hand-over's handlers are done, right before its channel closes, and once more after the close (for
+   * what arrived meanwhile): tells the next owner which returns were made on purpose. Its failure is logged.
+   */
+  handingOver?: () => Promise<void>;
 }

@@ -62,4 +62,41 @@ describe('QueueConsumer hands a queue over', () => {
     expect(events.at(-1)).toBe('consumerDown: the application is stopping');
     expect(consumer.phase).toBe('stopped');
   });
+
+  it('a delivery whose handler ends unsettled once recalled (waiting for its key, between attempts in place) is told as returned, and the next owner is told before and after the close', async () => {
+    const returned: number[] = [];
+    const told = { into: [] as string[] };
+    const { consumer, log, channels, calls } = setUp({
+      returned: (m) => returned.push(m.fields.deliveryTag),
+      handingOver: async () => void told.into.push('told'),
+    });
+    told.into = log;
+    await consumer.start();
+    channels[0].deliver(1);
+    channels[0].deliver(2);
+    channels[0].deliver(3);
+    await turns();
+    const handing = consumer.handOver(5_000);
+    calls[0].done(); // held in place: the recall ended its wait, unsettled
+    calls[1].settle.ack(); // handled
+    calls[1].done();
+    calls[2].done(); // waited for its key, unsettled
+    await handing;
+    expect(returned).toEqual([1, 3]);
+    expect(log.slice(3)).toEqual(['told', '#1 ack 2', '#1 close', 'told']); // before the close, and once after it
+  });
+
+  it('a delivery whose channel was lost before its handler ended is not told as returned: its return may be a crash', async () => {
+    const returned: number[] = [];
+    const { consumer, channels, calls } = setUp({ returned: (m) => returned.push(m.fields.deliveryTag) });
+    await consumer.start();
+    channels[0].deliver(1);
+    await turns();
+    const handing = consumer.handOver(5_000);
+    channels[0].brokerClose('connection lost');
+    await turns();
+    calls[0].done();
+    await handing;
+    expect(returned).toEqual([]);
+  });
 });

@@ -269,9 +269,21 @@ export class QueueConsumer {
     if (subscription) {
       if (subscription.consumerTag !== undefined) this.down(plan.downReason);
       if (this.subscription === subscription) this.subscription = undefined;
+      const handingOver = plan.recall !== undefined ? this.options.handingOver : undefined;
+      if (handingOver) await this.announce(handingOver);
       await closeSubscription(subscription);
+      if (handingOver) await this.announce(handingOver);
     }
     void this.dispatch({ type: 'drained' });
+  }
+
+  /** Tells of a hand-over's returns on purpose (QueueConsumerOptions.handingOver); a failure is logged, the hand-over goes on. */
+  private announce(handingOver: () => Promise<void>): Promise<void> {
+    return handingOver().catch((error: unknown) =>
+      this.options.logger.warn(
+        `"${this.options.queue}": the next consumer could not be told which returns were made on purpose: ${errorMessage(error)}`,
+      ),
+    );
   }
 
   /** `carefully`: delivered by a consumer at prefetch 1, whose deliveries tell whether the suspects are through. */

@@ -10,6 +10,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import { MessageParker } from '../pipeline/park-route.steps.js';
 import { ControlSide } from './control.side.js';
+import type { HandOverNote } from '../core/delivery/hand-over.note.js';
 import { HeartbeatRuntime } from './heartbeat.runtime.js';
 import { brokerUser } from '../core/config/broker-urls.reader.js';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../core/observe/heartbeat/heartbeat.config.js';
@@ -20,7 +21,7 @@ import { DelayForwarding } from './delay.forwarding.js';
 import { HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps, type QueueStatus } from './handler.runtime.js';
 import type { OutboxSide } from './outbox.side.js';
 import { checkPartitionChannels, PartitionedRuntime, type PartitionsStatus } from './partitions.runtime.js';
-import { flowOf, queueActivity, queueStatuses, type QueueActivity, type Runtime } from './engine.views.js';
+import { consumedQueues, flowOf, queueRuntimeOf, queueActivity, queueStatuses, type QueueActivity, type Runtime } from './engine.views.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
 import { ActivityCounter } from '../core/observe/activity.counter.js';
 import type { PublishingSide } from './publishing.side.js';
@@ -66,6 +67,7 @@ export class ConsumingSide {
       logger,
       application: config.application,
       flowOf: (queue) => flowOf(this.all, queue),
+      handedOver: (note) => queueRuntimeOf(this.all, note.queue)?.creditReturns(note),
       publish: (out) => publishing.publish('publisher', out, 0),
       replyAddressState: (address) => replyAddresses.state(address),
       publishingChannel: (purpose, expectClose) => publishing.channel(purpose, expectClose),
@@ -146,8 +148,7 @@ export class ConsumingSide {
    * instance that consumes beats whether or not it serves the page.
    */
   private async listen(connection: AmqpConnection): Promise<void> {
-    const queues = this.all.map((r) => r.queue);
-    await this.control.listen(connection, queues);
+    await this.control.listen(connection, consumedQueues(this.all));
     const { heartbeat } = this.sides.config;
     if (heartbeat) this.startHeartbeat(undefined, heartbeat.intervalMs);
   }
@@ -263,7 +264,8 @@ export class ConsumingSide {
       const { logger, observers, config } = this.sides;
       const parker = new MessageParker(publishers.parker, logger, observers, config.parkLogs);
       const { reconnect: resume, application, shutdownTimeoutMs: handOverTimeoutMs } = config;
-      return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application, handOverTimeoutMs };
+      const announceReturns = (note: HandOverNote) => this.control.announceReturns(note);
+      return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application, handOverTimeoutMs, announceReturns };
     })();
     const opening = this.deps;
     opening.catch(() => {
@@ -302,7 +304,7 @@ export class ConsumingSide {
     const runtimes = this.all;
     const forwarding = this.forwarding.resume();
     const results = await Promise.allSettled([...runtimes.map((runtime) => runtime.resume()), forwarding]);
-    this.control.restart(runtimes.map((r) => r.queue)); // its queue died with the connection; warns if it cannot
+    this.control.restart(consumedQueues(runtimes)); // its queue died with the connection; warns if it cannot
     const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
     this.sides.logger.log(`Resumed consuming ${runtimes.length + (forwarding ? 1 : 0) - failed.length} queue(s)`);
     if (failed.length > 0) {

@@ -2,6 +2,7 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import { CONTROL_EXCHANGE, decodeControl, type ControlCommand } from '../core/breaker/control.message.js';
 import { errorMessage } from '../core/text/error-message.format.js';
+import { decodeHandOverNote, HAND_OVER_NOTE_TYPE, type HandOverNote } from '../core/delivery/hand-over.note.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
 import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
@@ -15,6 +16,8 @@ interface ControlDeps {
   logger: RetryLogger;
   /** This process, as named in replies: host, pid and the application's name. */
   instance: string;
+  /** Takes another instance's note of a hand-over (hand-over.note.ts); it is not answered. */
+  handedOver?: (note: HandOverNote) => void;
 }
 
 /**
@@ -73,6 +76,19 @@ export class ControlListener {
     }
   }
 
+  /** A hand-over's note: what another instance's channel put back on purpose in the queue `routingKey`. */
+  private handleNote(content: Buffer, routingKey: string): void {
+    const note = decodeHandOverNote(content, routingKey);
+    if ('problem' in note) {
+      return this.deps.logger.warn(`Ignored a hand-over note for "${JSON.stringify(routingKey).slice(1, -1)}": ${note.problem}`);
+    }
+    try {
+      this.deps.handedOver?.(note);
+    } catch (error) {
+      this.deps.logger.warn(`Could not take a hand-over note for "${note.queue}": ${errorMessage(error)}`);
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     const channel = this.channel;
@@ -82,6 +98,7 @@ export class ControlListener {
 
   private handle(message: ConsumeMessage): void {
     const { routingKey } = message.fields;
+    if (message.properties.type === HAND_OVER_NOTE_TYPE) return this.handleNote(message.content, routingKey);
     const command = decodeControl(message.content, routingKey);
     let answer: Record<string, unknown>;
     if ('problem' in command) {

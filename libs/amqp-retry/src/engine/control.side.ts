@@ -8,6 +8,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { ControlListener } from './control.listener.js';
+import { encodeHandOverNote, HAND_OVER_NOTE_TYPE, type HandOverNote } from '../core/delivery/hand-over.note.js';
 import type { Outgoing } from './publishing.side.js';
 import type { QueueFlowControl, QueueFlowStatus } from './queue-flow.control.js';
 
@@ -18,6 +19,8 @@ export interface ControlSideDeps {
   application?: string;
   /** A handler queue's flow; throws a RangeError that names the queue's handlers when there is none to pause. */
   flowOf: (queue: string) => QueueFlowControl;
+  /** Takes another instance's note of a hand-over of one of this engine's queues (ignored for any other queue). */
+  handedOver: (note: HandOverNote) => void;
   publish: (out: Outgoing) => Promise<void>;
   replyAddressState: (address: string) => Promise<ReplyAddressState>;
   publishingChannel: (purpose: string, expectClose: boolean) => Promise<Channel>;
@@ -70,6 +73,7 @@ export class ControlSide {
       instance,
       act: (command) => (command.command === 'pause' ? this.pause(command.queue, command) : this.resume(command.queue, command)),
       reply: (replyTo, correlationId, body) => this.reply(replyTo, correlationId, body),
+      handedOver: (note) => this.deps.handedOver(note),
     });
     await this.listener.start(queues);
   }
@@ -85,6 +89,15 @@ export class ControlSide {
     this.listener = undefined;
     this.replies = undefined;
     await Promise.all([listener?.stop(), closeWhenOpen(replies)]);
+  }
+
+  /**
+   * Tells every instance that consumes `note.queue` of a hand-over's returns on purpose, before the channel that makes
+   * them closes: the next owner reads the note before it decides on those deliveries. Rejects when it cannot be sent.
+   */
+  announceReturns(note: HandOverNote): Promise<void> {
+    const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE };
+    return this.deps.publish({ exchange: CONTROL_EXCHANGE, routingKey: note.queue, content: encodeHandOverNote(note), properties });
   }
 
   private async tellOthers(command: ControlCommand): Promise<void> {

@@ -44,6 +44,15 @@ export interface QueueActivity extends ActivityCounts {
 /** Each queue's runtime: a partitioned handler's partitions one by one. */
 const queueRuntimes = (runtimes: readonly Runtime[]): HandlerRuntime[] => runtimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.parts : [r]));
 
+/** Every queue the runtimes consume or may be handed: handler queues, partitioned handlers' names and their partitions. */
+export const consumedQueues = (runtimes: readonly Runtime[]): string[] => [
+  ...new Set([...runtimes.map((r) => r.queue), ...queueRuntimes(runtimes).map((r) => r.queue)]),
+];
+
+/** The runtime of one handler queue or partition queue, if the engine has it. */
+export const queueRuntimeOf = (runtimes: readonly Runtime[], queue: string): HandlerRuntime | undefined =>
+  queueRuntimes(runtimes).find((r) => r.queue === queue);
+
 /** The queues that park in the engine, with their parking queues and tiers (see RetryEngine.parkingQueues). */
 export function parkingQueues(runtimes: readonly Runtime[], config: ModuleConfig): ScopeQueue[] {
   const handlers = queueRuntimes(runtimes).map(({ handler }) => ({

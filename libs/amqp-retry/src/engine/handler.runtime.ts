@@ -1,4 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
+import type { HandOverNote } from '../core/delivery/hand-over.note.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { handlerEntry, recordOrWarn } from '../amqp/handler-registry.writer.js';
@@ -86,6 +87,8 @@ export interface HandlerRuntimeDeps {
   application?: string;
   /** How long a hand-over (a partition's, a single-active-consumer queue held or stopped) lets handlers in flight finish. */
   handOverTimeoutMs: number;
+  /** Tells the other instances of a hand-over's returns on purpose (its note); absent: they count them as crashes. */
+  announceReturns?: (note: HandOverNote) => Promise<void>;
 }
 
 /** Whether one queue is consumed, for health checks. */
@@ -141,8 +144,18 @@ export class HandlerRuntime {
         : undefined;
     // A single-active-consumer queue (a partition too) is handed over, never cancelled: see QueueConsumer's handOverMs.
     const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;
-    // What a hand-over's closing channel gives back unhandled is a return on purpose too, not a crash.
-    const returned = config.queueType === 'quorum' ? (m: ConsumeMessage) => returns.add(returnIdentity(m, config.queue)) : undefined;
+    // What a hand-over's closing channel gives back unhandled is a return on purpose too, not a crash; the next owner,
+    // another process as a rule, is told of it (hand-over.note.ts).
+    const quorum = config.queueType === 'quorum';
+    const returned = quorum ? (m: ConsumeMessage) => this.flow.noteReturn(m) : undefined;
+    const announce = deps.announceReturns;
+    const handingOver =
+      quorum && handOverMs !== undefined && announce
+        ? async () => {
+            const noted = returns.takeUnannounced();
+            if (noted.length > 0) await announce({ queue: config.queue, returns: noted });
+          }
+        : undefined;
     this.newConsumer = () => {
       const consumer = new QueueConsumer(
         {
@@ -155,6 +168,7 @@ export class HandlerRuntime {
           queueArguments,
           isSuspect,
           returned,
+          handingOver,
           observers: deps.observers,
           handOverMs,
         },
@@ -175,6 +189,12 @@ export class HandlerRuntime {
         async (_message, settle) => settle.ack(), // nobody publishes there; should anyone, it is dropped
       ),
     }));
+  }
+
+  /** Takes another instance's note of its hand-over of this queue: those returns were no crash. */
+  creditReturns(note: HandOverNote): void {
+    if (this.handler.config.queueType !== 'quorum') return;
+    for (const [identity, count] of note.returns) this.flow.returns.credit(identity, count);
   }
 
   get queue(): string {

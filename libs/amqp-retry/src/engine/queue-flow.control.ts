@@ -60,6 +60,8 @@ export class QueueFlowControl {
 
   /** The deliveries put back while paused or open: their quorum queue counts those returns, the decision does not. */
   readonly returns = new OwnReturns();
+  /** The deliveries noted in `returns` (noteReturn). */
+  private readonly noted = new WeakSet<ConsumeMessage>();
 
   constructor(
     private readonly config: HandlerConfig,
@@ -266,6 +268,16 @@ export class QueueFlowControl {
   }
 
   /**
+   * Notes a delivery put back on purpose in `returns`, once however many parts of the engine tell of it (a pause takes
+   * a waiting delivery back, and the hand-over that follows gives it back with its channel).
+   */
+  noteReturn(message: ConsumeMessage): void {
+    if (this.noted.has(message)) return;
+    this.noted.add(message);
+    this.returns.add(returnIdentity(message, this.queue));
+  }
+
+  /**
    * Puts a delivery back in the queue, noted so that its return is not counted as a crash (a quorum queue counts it).
    * False, and nothing done, when one more return would pass the quorum delivery limit (the broker would drop it):
    * the pipeline then parks it (redelivery-limit) unread. `nack` false: only noted, the closing channel puts it back.
@@ -273,7 +285,7 @@ export class QueueFlowControl {
   private giveBack(message: ConsumeMessage, settle: Settle, nack = true): boolean {
     if (this.config.queueType === 'quorum') {
       if (brokerDeliveryCount(countedHeaders(message), 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return false;
-      this.returns.add(returnIdentity(message, this.queue));
+      this.noteReturn(message);
     }
     if (nack) settle.nack(true);
     return true;

@@ -27,6 +27,31 @@ describe('OwnReturns', () => {
     expect([returns.of('id:a'), returns.isEmpty]).toEqual([0, true]);
   });
 
+  it('takes the larger count of a hand-over note, which includes the returns it holds itself', () => {
+    const returns = new OwnReturns();
+    returns.add('id:a');
+    returns.credit('id:a', 5); // the message went back and forth: the other owner counted this one's return too
+    returns.credit('id:b', 2);
+    returns.credit('id:a', 3); // an older note
+    expect([returns.of('id:a'), returns.of('id:b')]).toEqual([5, 2]);
+  });
+
+  it('hands out the returns made since it last did, with their counts, for the next note; credits are not announced again', () => {
+    const returns = new OwnReturns();
+    returns.credit('id:a', 4);
+    returns.add('id:a');
+    returns.add('id:b');
+    returns.credit('id:c', 1);
+    expect(returns.takeUnannounced()).toEqual([
+      ['id:a', 5],
+      ['id:b', 1],
+    ]);
+    expect(returns.takeUnannounced()).toEqual([]);
+    returns.add('id:b');
+    returns.forget('id:b'); // left the queue: nothing to tell
+    expect(returns.takeUnannounced()).toEqual([]);
+  });
+
   it('forgets the least recently returned beyond its capacity', () => {
     const returns = new OwnReturns(2);
     returns.add('id:a');

@@ -6,12 +6,16 @@ import { readDeathHistory } from './x-death.parser.js';
 export const OWN_RETURNS_CAPACITY = 10_000;
 
 /**
- * The deliveries one handler queue put back on purpose (nack with requeue, while paused or its circuit open), counted
- * by identity. A quorum queue counts those returns as crashes, so ten pauses would park the message at the head as
- * `redelivery-limit`; the decision subtracts what this ledger holds. In memory: a restart only makes the count stricter.
+ * The deliveries one handler queue put back on purpose (nack with requeue, while paused or its circuit open; a
+ * hand-over's channel close), counted by identity. A quorum queue counts those returns as crashes, so ten pauses would
+ * park the message at the head as `redelivery-limit`; the decision subtracts what this ledger holds. In memory: the
+ * returns of a hand-over reach the next owner's ledger through its note (hand-over.note.ts, credit); a restart only
+ * makes the count stricter.
  */
 export class OwnReturns {
   private readonly counts = new Map<string, number>();
+  /** The identities returned since the last takeUnannounced(), for the hand-over's note. */
+  private readonly unannounced = new Set<string>();
 
   constructor(private readonly capacity = OWN_RETURNS_CAPACITY) {}
 
@@ -23,9 +27,24 @@ export class OwnReturns {
   /** One more return of `identity`. */
   add(identity: string): void {
     const count = (this.counts.get(identity) ?? 0) + 1;
-    this.counts.delete(identity); // to the back: the most recently returned are kept longest
-    this.counts.set(identity, count);
-    if (this.counts.size > this.capacity) this.counts.delete(this.counts.keys().next().value as string);
+    this.keep(identity, count);
+    this.unannounced.add(identity);
+    if (this.unannounced.size > this.capacity) this.unannounced.delete(this.unannounced.values().next().value as string);
+  }
+
+  /**
+   * Takes what another process noted of `identity` (its hand-over's note): its returns on purpose in all, which
+   * include those this ledger holds when the message went back and forth, so the larger of the two stands.
+   */
+  credit(identity: string, returns: number): void {
+    if (returns > this.of(identity)) this.keep(identity, returns);
+  }
+
+  /** The identities returned since the last call, each with its count: what a hand-over's note names. */
+  takeUnannounced(): Array<[identity: string, returns: number]> {
+    const taken = [...this.unannounced].map((identity): [string, number] => [identity, this.of(identity)]);
+    this.unannounced.clear();
+    return taken.filter(([, returns]) => returns > 0);
   }
 
   /** The returns of `identity` this process made (0 when it made none, or forgot). */
@@ -39,6 +58,13 @@ export class OwnReturns {
    */
   forget(identity: string): void {
     this.counts.delete(identity);
+    this.unannounced.delete(identity);
+  }
+
+  private keep(identity: string, count: number): void {
+    this.counts.delete(identity); // to the back: the most recently returned are kept longest
+    this.counts.set(identity, count);
+    if (this.counts.size > this.capacity) this.counts.delete(this.counts.keys().next().value as string);
   }
 }
 
