@@ -136,19 +136,20 @@ export class ConsumingSide {
     await this.forwarding.prepare(deps.connection, deps.parker);
   }
 
-  /** Starts the consumers of what `prepare()` declared, the control listener, and the delay forwarder. */
+  /**
+   * Starts the control listener, the consumers of what `prepare()` declared, and the delay forwarder. The listener
+   * first: a partition handed to this instance as soon as it joins comes with the note of its returns on purpose.
+   */
   async consume(): Promise<void> {
+    const connection = this.runtimes.length > 0 ? await this.consumingConnection() : undefined;
+    if (connection) await this.control.listen(connection, consumedQueues(this.all));
     for (const runtime of this.runtimes) await runtime.consume();
-    if (this.runtimes.length > 0) await this.listen(await this.consumingConnection());
+    if (connection) this.beat();
     await this.forwarding.start();
   }
 
-  /**
-   * Takes control commands for every runtime's queue; with RetryModuleOptions.heartbeat, starts the heartbeat: an
-   * instance that consumes beats whether or not it serves the page.
-   */
-  private async listen(connection: AmqpConnection): Promise<void> {
-    await this.control.listen(connection, consumedQueues(this.all));
+  /** With RetryModuleOptions.heartbeat, starts the heartbeat: an instance that consumes beats whether or not it serves the page. */
+  private beat(): void {
     const { heartbeat } = this.sides.config;
     if (heartbeat) this.startHeartbeat(undefined, heartbeat.intervalMs);
   }
@@ -167,9 +168,10 @@ export class ConsumingSide {
         const runtime = this.add(handler, deps, this.attached);
         added.push(runtime);
         await runtime.prepare();
-        await runtime.consume();
       }
-      await this.listen(deps.connection);
+      await this.control.listen(deps.connection, consumedQueues(this.all)); // before consuming, as consume() does
+      for (const runtime of added) await runtime.consume();
+      this.beat();
     } catch (error) {
       await this.detach(added.map((r) => r.queue));
       throw error;
