@@ -99,4 +99,15 @@ describe('QueueConsumer hands a queue over', () => {
     await handing;
     expect(returned).toEqual([]);
   });
+
+  it('closes the channel all the same when the note cannot be sent in time, and says so', async () => {
+    const { consumer, log, lines, channels, calls } = setUp({ handingOver: () => new Promise<void>(() => undefined) });
+    await consumer.start();
+    channels[0].deliver(1);
+    const handing = consumer.handOver(5_000);
+    calls[0].done();
+    await handing;
+    expect(log.slice(3)).toEqual(['#1 close']);
+    expect(lines.filter((line) => line.includes('could not be told'))).toHaveLength(2);
+  });
 });

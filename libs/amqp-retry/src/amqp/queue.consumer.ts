@@ -1,5 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
-import { type DurationTimer, startTimer } from '../core/time/duration.timer.js';
+import { type DurationTimer, startTimer, withinTime } from '../core/time/duration.timer.js';
 import { classifyConsumerLoss, type ConsumerLossVerdict } from '../core/connection/consumer-loss.classifier.js';
 import {
   type ConsumerEffect,
@@ -32,6 +32,9 @@ export type { DeliveryHandler } from './consumer.deliveries.js';
 export type { QueueConsumerOptions } from './queue-consumer.options.js';
 
 const ignore = (): undefined => undefined;
+
+/** How long a hand-over waits for its note to be sent (QueueConsumerOptions.handingOver) before its channel closes anyway. */
+export const ANNOUNCE_TIMEOUT_MS = 1_000;
 
 /**
  * One consumer on one queue, on a channel of its own: prefetch, deliveries in flight, graceful stop, resumption. Its
@@ -277,9 +280,13 @@ export class QueueConsumer {
     void this.dispatch({ type: 'drained' });
   }
 
-  /** Tells of a hand-over's returns on purpose (QueueConsumerOptions.handingOver); a failure is logged, the hand-over goes on. */
+  /**
+   * Tells of a hand-over's returns on purpose (QueueConsumerOptions.handingOver), for ANNOUNCE_TIMEOUT_MS at most: a
+   * failure or a timeout is logged, and the hand-over goes on (those returns are then counted).
+   */
   private announce(handingOver: () => Promise<void>): Promise<void> {
-    return handingOver().catch((error: unknown) =>
+    const timedOut = () => new Error(`no confirm within ${ANNOUNCE_TIMEOUT_MS} ms`);
+    return withinTime(handingOver(), ANNOUNCE_TIMEOUT_MS, timedOut).catch((error: unknown) =>
       this.options.logger.warn(
         `"${this.options.queue}": the next consumer could not be told which returns were made on purpose: ${errorMessage(error)}`,
       ),
