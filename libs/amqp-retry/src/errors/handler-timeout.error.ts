@@ -23,12 +23,6 @@ export class HandlerTimeoutError extends Error {
    * step holds the message's claim until then, so that its retry does not run beside it.
    */
   callEnded: Promise<void> = Promise.resolve();
-
-  /**
-   * Resolves when the abandoned call ends: true when it returned, false when it threw. The idempotency step then
-   * records a call that succeeded late as handled, so that its retry is acked without running the handler again.
-   */
-  callSucceeded: Promise<boolean> = Promise.resolve(false);
 }
 
 /** Whether `error` is a call's timeout; false for anything else, a thrown Proxy whose traps throw included. */

@@ -54,12 +54,6 @@ export const idempotencyStep =
       const renewal = renewEvery(store, key, token, claimTtlMs, (problem) =>
         logger.warn(`"${queue}": could not renew the claim of "${messageKey}" (${problem}); another copy may run once it expires`),
       );
-      const recordHandled = () =>
-        record(store, key, ttlMs, claimTtlMs, (error) =>
-          logger.error(
-            `"${queue}": handled "${messageKey}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
-          ),
-        );
       let result: unknown;
       try {
         result = await invoke(payload, context);
@@ -75,20 +69,21 @@ export const idempotencyStep =
           throw error;
         }
         // A call past its time limit may run on: its claim is renewed until it ends (one more timeout at most, as the
-        // key's next message waits), so that no retry runs beside it; past that bound it lapses. Then the claim is
-        // released, or, when the call succeeded after all, the key recorded as handled: its retry is acked uncalled.
+        // key's next message waits) and released then, so that no retry runs beside it; past that bound it lapses.
         const bound = startTimer(error.timeoutMs, () => renewal.cancel());
         bound.unref();
-        void error.callSucceeded.then((succeeded) => {
+        void error.callEnded.then(() => {
           bound.cancel();
-          if (!succeeded) return release();
-          renewal.cancel();
-          return recordHandled();
+          return release();
         });
         throw error;
       }
       renewal.cancel();
-      await recordHandled();
+      await record(store, key, ttlMs, claimTtlMs, (error) =>
+        logger.error(
+          `"${queue}": handled "${messageKey}" but could not record it (${errorMessage(error)}); acking it anyway, so a copy delivered later runs again`,
+        ),
+      );
       return result;
     };
   };

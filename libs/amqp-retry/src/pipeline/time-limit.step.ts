@@ -43,11 +43,7 @@ export function withHandlerTimeout(invoke: HandlerInvoker, timeoutMs: number, qu
       const call = new TimedCall(context.signal);
       const wait = clock.start(() => {
         const error = new HandlerTimeoutError(queue, timeoutMs, context.attempt, formatted);
-        error.callSucceeded = running.then(
-          () => true,
-          () => false,
-        );
-        error.callEnded = error.callSucceeded.then(ignore);
+        error.callEnded = running.then(ignore, ignore);
         call.expire(error);
         reject(error);
         return false;
