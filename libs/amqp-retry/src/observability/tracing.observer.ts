@@ -96,8 +96,9 @@ export class TracingObserver implements RetryObserver {
     const active = trace.setSpan(producer, span);
     const scope = this.around(span, active);
     if (producerTrace !== undefined) return scope;
-    // A message without trace context of its own (plain amqplib, Nest's ClientRMQ): the copy a failure sends on
-    // carries this attempt's, so that the next attempts are its children, in its trace.
+    // A message without trace context of its own (plain amqplib, Nest's ClientRMQ): its parked copy carries the context
+    // of the attempt that failed. Its retries go back by a nack, which adds no header: each attempt is a trace of its
+    // own, told apart by messaging.message.id and amqp_retry.attempt.
     return { ...scope, carry: (copy) => propagation.inject(active, copy, headerSetter) };
   }
 

@@ -257,9 +257,9 @@ export class DeliveryPipeline {
     const after = decideAfterFailure(attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
     observed?.failed(error, after.action === 'retry' ? after.tier : undefined, after.action === 'retry' ? delaysMs[after.tier - 1] : undefined);
     if (counter) counter.countFailed(queue, performance.now() - started, error, after.action === 'retry');
-    const carried = observed?.carried(); // a tracer's context for a message that came without one
     if (after.action === 'park') {
       const handlerCalls = after.reason === 'malformed' ? attempt - 1 : attempt;
+      const carried = observed?.carried(); // a tracer's context for a message that came without one
       return this.parkStep(message, settle, { queue, pattern, deaths, reason: after.reason, error, handlerCalls, carried }, signal);
     }
     const { tiers, logger } = this.parts;
@@ -267,7 +267,7 @@ export class DeliveryPipeline {
     const line = `"${queue}" attempt ${attempt}/${maxAttempts} failed: ${errorMessage(error)}; retrying in ${formatDuration(delaysMs[after.tier - 1])}`;
     if (this.config.retryLogs === 'line') logger.warn(line);
     else logger.debug(line);
-    return tiers.route(message, settle, policy, attempt, signal, carried);
+    return tiers.route(message, settle, policy, attempt, signal);
   }
 
   /** The park step, wherever the decision to park was made. */

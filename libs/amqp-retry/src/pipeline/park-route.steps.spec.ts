@@ -2,9 +2,7 @@ import type { ConsumeMessage, Options } from 'amqplib';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import type { Settle } from '../amqp/queue.consumer.js';
 import type { TopologyGuard } from '../amqp/topology.guard.js';
-import { FirstFailureHeader, ParkedHeader } from '../core/headers/header.names.js';
-import { tierQueues } from '../core/topology/retry-topology.plan.js';
-import { MAX_PUBLISH_HEADERS_BYTES } from '../core/message/message.properties.js';
+import { ParkedHeader } from '../core/headers/header.names.js';
 import { PublishError } from '../errors/publish.error.js';
 import { MessageParker, TierRouter } from './park-route.steps.js';
 
@@ -126,29 +124,6 @@ describe('the tier step', () => {
     expect(published[0].options.expiration).toBeUndefined();
     await tiers.route(message, settle, { ...policy, firstTier: 'orders.retry.1.5s' }, 2, signal());
     expect(settled).toEqual(['ack', 'nack false']);
-  });
-
-  it("publishes a first failure with headers to carry into its own schedule's first tier, with them; later ones nack", async () => {
-    const { publisher, published } = fakePublisher();
-    const { settle, settled } = fakeSettle();
-    const tiers = new TierRouter('orders', publisher, guard(0), async () => undefined, recordingLogger().logger);
-    const carried = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
-    await tiers.route(message, settle, policy, 1, signal(), carried);
-    expect(published).toHaveLength(1);
-    expect(published[0]).toMatchObject({ exchange: 'orders.dlx', routingKey: tierQueues({ queue: 'orders', delaysMs: [1_000] })[0] });
-    expect(published[0].options.headers).toMatchObject({ ...carried, [FirstFailureHeader.queue]: 'orders' });
-    await tiers.route(message, settle, policy, 2, signal(), carried);
-    expect(settled).toEqual(['ack', 'nack false']);
-  });
-
-  it('nacks a first failure whose copy with the carried headers could not be published', async () => {
-    const { publisher, published } = fakePublisher();
-    const { settle, settled } = fakeSettle();
-    const tiers = new TierRouter('orders', publisher, guard(0), async () => undefined, recordingLogger().logger);
-    const large = { ...message, properties: { ...message.properties, headers: { big: 'x'.repeat(MAX_PUBLISH_HEADERS_BYTES) } } } as ConsumeMessage;
-    await tiers.route(large, settle, policy, 1, signal(), { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
-    expect(published).toEqual([]);
-    expect(settled).toEqual(['nack false']);
   });
 
   it('waits for the retry topology with backoff; gives up only when the delivery is gone', async () => {

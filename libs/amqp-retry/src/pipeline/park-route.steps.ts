@@ -15,8 +15,8 @@ import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import { sleep } from '../core/time/duration.timer.js';
 import { firstFailureHeaders } from '../core/delivery/first-failure.headers.js';
-import { checkPublishProperties, republishProperties } from '../core/message/message.properties.js';
-import { retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
+import { republishProperties } from '../core/message/message.properties.js';
+import { retryNames } from '../core/topology/retry-topology.plan.js';
 import type { TopologyGuard } from '../amqp/topology.guard.js';
 import type { RetryPolicy } from './delivery.contracts.js';
 
@@ -206,49 +206,25 @@ export class TierRouter {
    * Sends the delivery that failed `attempt` into the tier of the next one. A first failure of another schedule is
    * published as a copy into its first tier through the dead-letter exchange (same body and properties but
    * `expiration` and `userId`, headers that say where it failed first), the original acked once the copy is confirmed.
-   * So is a first failure with `carried` headers, into its own schedule's first tier, with them added. A later failure
-   * is nacked whatever it carries: its copy would lose the queue's `rejected` count in `x-death`.
    */
-  async route(
-    message: ConsumeMessage,
-    settle: Settle,
-    policy: RetryPolicy,
-    attempt: number,
-    signal: AbortSignal,
-    carried?: Record<string, unknown>,
-  ): Promise<void> {
-    if (attempt !== 1 || (policy.firstTier === undefined && carried === undefined)) return settle.nack(false);
+  async route(message: ConsumeMessage, settle: Settle, policy: RetryPolicy, attempt: number, signal: AbortSignal): Promise<void> {
+    const tier = policy.firstTier;
+    if (tier === undefined || attempt !== 1) return settle.nack(false);
     const { queue } = this;
-    const tier = policy.firstTier ?? tierQueues({ queue, delaysMs: policy.delaysMs })[0];
     const headers = firstFailureHeaders(
       message.properties.headers as Record<string, unknown> | undefined,
       queue,
       message.fields,
       message.properties.expiration,
     );
-    if (carried) Object.assign(headers, carried);
     // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
     // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
-    const options = republishProperties(message.properties, headers);
-    // A copy made only to carry headers, that could never be published (headers near the limit), would keep the
-    // delivery waiting: it is nacked as it would be without them.
-    if (policy.firstTier === undefined && !publishable(options)) return settle.nack(false);
     const copy = {
       exchange: retryNames(queue).deadLetterExchange,
       routingKey: tier,
-      options,
+      options: republishProperties(message.properties, headers),
       what: { name: `a failed message from "${queue}"`, target: `the retry tier "${tier}"` },
     };
     await publishCopyThenAck({ publisher: this.publisher, logger: this.logger, redeclare: this.redeclare }, message, settle, copy, signal);
-  }
-}
-
-/** Whether amqplib and the broker take a publish with these properties (checkPublishProperties). */
-function publishable(options: Options.Publish): boolean {
-  try {
-    checkPublishProperties(options);
-    return true;
-  } catch {
-    return false;
   }
 }
