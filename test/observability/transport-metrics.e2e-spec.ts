@@ -58,8 +58,9 @@ describe('metrics of the microservices transport', () => {
     );
     const labels = { queue, pattern: 'order.get' };
     expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { ...labels, outcome: 'handled' })).toBe(1);
-    // Not retried: a request's failure is answered to its caller, and its duration is counted as a last attempt's.
-    expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { ...labels, outcome: 'parked' })).toBe(1);
+    // Neither retried nor parked: a request's failure is answered to its caller.
+    expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { ...labels, outcome: 'failed' })).toBe(1);
+    expect(await sample(registry, 'amqp_retry_handler_duration_seconds_count', { ...labels, outcome: 'parked' })).toBeUndefined();
     expect(await sample(registry, 'amqp_retry_deliveries_retried_total', { ...labels, tier: '1' })).toBeUndefined();
     expect(await sample(registry, 'amqp_retry_messages_parked_total', labels)).toBeUndefined();
     expect(await sample(registry, 'amqp_retry_handlers_in_flight', labels)).toBe(0);

@@ -56,7 +56,7 @@ function createMetrics(prom: Prometheus, options: MetricsOptions) {
     rejectedTotal: counter('amqp_retry_publishes_rejected_total', 'Publishes the broker refused, returned or never confirmed', ['kind']),
     duration: histogram(
       'amqp_retry_handler_duration_seconds',
-      'How long handlers ran, by outcome (handled, retried, parked)',
+      'How long handlers ran, by outcome (handled, retried, parked; failed: a request answered with its error)',
       [...byQueue, 'outcome'],
       options.durationBuckets,
     ),
@@ -128,7 +128,7 @@ export class PrometheusObserver implements RetryObserver {
     // Labels written out, not spread: see DeliveryObservation.handled.
     if (e.retryTier !== undefined) this.metrics.retriedTotal.inc({ queue: labels.queue, pattern: labels.pattern, tier: String(e.retryTier) });
     this.metrics.duration.observe(
-      { queue: labels.queue, pattern: labels.pattern, outcome: e.retryTier === undefined ? 'parked' : 'retried' },
+      { queue: labels.queue, pattern: labels.pattern, outcome: e.request ? 'failed' : e.retryTier === undefined ? 'parked' : 'retried' },
       e.durationMs / 1000,
     );
   }

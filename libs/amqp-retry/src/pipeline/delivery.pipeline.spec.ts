@@ -113,9 +113,12 @@ describe('the delivery pipeline', () => {
     const observers = new ObserverHub(
       [
         {
-          deliveryStarted: (e) => (seen.push(`started ${e.pattern} ${e.attempt}/${e.maxAttempts}`), { run: (fn) => span.run('consumer span', fn) }),
+          deliveryStarted: (e) => (
+            seen.push(`started ${e.pattern} ${e.attempt}/${e.maxAttempts} request ${e.request}`),
+            { run: (fn) => span.run('consumer span', fn) }
+          ),
           handled: (e) => void seen.push(`handled ${e.pattern}`),
-          failed: (e) => void seen.push(`failed ${e.pattern} ${(e.error as Error).message} tier ${e.retryTier}`),
+          failed: (e) => void seen.push(`failed ${e.pattern} ${(e.error as Error).message} tier ${e.retryTier} request ${e.request}`),
         },
       ],
       logger,
@@ -136,16 +139,16 @@ describe('the delivery pipeline', () => {
     const thrown = await outcomeWith(async () => 'unused', message, { observers, router: request(() => Promise.reject(new Error('lost'))) });
     expect({ answered, failed, thrown }).toEqual({ answered: ['ack'], failed: ['ack'], thrown: ['ack'] });
     expect(seen).toEqual([
-      'started sum 1/1',
+      'started sum 1/1 request true',
       'run in consumer span',
       'handled sum',
       'counted handled orders',
-      'started sum 1/1',
+      'started sum 1/1 request true',
       'run in consumer span',
-      'failed sum kaput tier undefined',
+      'failed sum kaput tier undefined request true',
       'counted failed orders retried false',
-      'started sum 1/1',
-      'failed sum lost tier undefined',
+      'started sum 1/1 request true',
+      'failed sum lost tier undefined request true',
       'counted failed orders retried false',
     ]);
   });

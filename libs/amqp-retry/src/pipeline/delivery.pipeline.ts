@@ -162,7 +162,7 @@ export class DeliveryPipeline {
     const context: RetryContext = { attempt, maxAttempts: 1, isLastAttempt: true, queue, message, deaths, signal };
     const hub = this.observers;
     const observed = hub?.deliveries
-      ? new DeliveryObservation(hub, { queue, pattern: route.pattern, attempt, maxAttempts: 1, message, deaths })
+      ? new DeliveryObservation(hub, { queue, pattern: route.pattern, attempt, maxAttempts: 1, message, deaths, request: true })
       : undefined;
     const counter = hub?.counter;
     const started = counter ? performance.now() : 0;

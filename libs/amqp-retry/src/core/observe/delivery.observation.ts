@@ -28,9 +28,9 @@ export class DeliveryObservation {
 
   handled(): void {
     this.scope?.end?.();
-    const { queue, pattern, attempt, maxAttempts, message, deaths } = this.event;
+    const { queue, pattern, attempt, maxAttempts, message, deaths, request } = this.event;
     // Each field named, not spread: on Node 20 a spread plus a key costs about 0.7 µs, this literal 20 ns (docs/performance.md).
-    this.hub.emit('handled', { queue, pattern, attempt, maxAttempts, message, deaths, durationMs: performance.now() - this.started });
+    this.hub.emit('handled', { queue, pattern, attempt, maxAttempts, message, deaths, request, durationMs: performance.now() - this.started });
   }
 
   /**
@@ -48,8 +48,8 @@ export class DeliveryObservation {
   /** `retryTier` and `retryDelayMs` when the message is retried; undefined when it is parked. */
   failed(error: unknown, retryTier?: number, retryDelayMs?: number): void {
     this.scope?.end?.(error);
-    const { queue, pattern, attempt, maxAttempts, message, deaths } = this.event;
+    const { queue, pattern, attempt, maxAttempts, message, deaths, request } = this.event;
     const durationMs = performance.now() - this.started;
-    this.hub.emit('failed', { queue, pattern, attempt, maxAttempts, message, deaths, durationMs, error, retryTier, retryDelayMs });
+    this.hub.emit('failed', { queue, pattern, attempt, maxAttempts, message, deaths, request, durationMs, error, retryTier, retryDelayMs });
   }
 }

@@ -19,7 +19,10 @@ export interface RetryObserver {
   deliveryStarted?(event: DeliveryEvent): DeliveryScope | void;
   /** The handler returned: the delivery is acked. */
   handled?(event: DeliveryHandledEvent): void;
-  /** The handler threw: the delivery is retried (`retryTier` set) or parked (a `parked` event follows once it is). */
+  /**
+   * The handler threw: the delivery is retried (`retryTier` set) or parked (a `parked` event follows once it is); for a
+   * request (`request` true), neither: its failure is answered to its caller.
+   */
   failed?(event: DeliveryFailedEvent): void;
   /** A message was parked in an error queue (the copy confirmed, the original acked). */
   parked?(event: MessageParkedEvent): void;
@@ -98,6 +101,11 @@ export interface DeliveryEvent {
   message: ConsumeMessage;
   /** The broker's `x-death` entries: a retried message's first one names the exchange and routing key it came by. */
   deaths: XDeath[];
+  /**
+   * True for a transport request (a `@MessagePattern` answered to its caller): it runs once, and its failure is answered
+   * to the caller, neither retried nor parked. Absent for every other delivery.
+   */
+  request?: true;
 }
 
 /** A handler call that returned: the delivery is acked. */
