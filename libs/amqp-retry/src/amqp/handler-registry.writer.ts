@@ -1,14 +1,11 @@
 import { getAll } from './channel-get.settler.js';
+import { withQueueLock } from './queue.lock.js';
 import { type ChannelOpener, onOwnChannel, queueExists } from './queue-exists.probe.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
-import { sleep } from '../core/time/duration.timer.js';
 import {
   HANDLER_REGISTRY_LOCK,
   HANDLER_REGISTRY_QUEUE,
-  isHeldElsewhere,
-  REGISTRY_LOCK_RETRY_MS,
-  REGISTRY_LOCK_WAIT_MS,
   latestRecords,
   pruneCandidates,
   readHandlerRecord,
@@ -18,7 +15,7 @@ import {
 } from '../core/topology/handler-registry.record.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { tierQueues } from '../core/topology/retry-topology.plan.js';
-import { PRIVATE_QUEUE_OPTIONS, queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
+import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
 import type { ConfirmPublisher } from './confirm.publisher.js';
 
 /** Declares the registry queue, durable and classic, if missing; one that exists serves whatever its type. */
@@ -29,36 +26,9 @@ async function ensureRegistry(open: ChannelOpener): Promise<void> {
 
 /**
  * Runs `work` while this connection holds the registry's lock, so that no other process, reading the registry whole
- * and unacked at the same moment, sees it empty. Waits up to REGISTRY_LOCK_WAIT_MS for another holder, then works
- * without the lock, as does a user not allowed to declare it. Within one connection the lock excludes nothing.
+ * and unacked at the same moment, sees it empty (see withQueueLock).
  */
-export async function withRegistryLock<T>(open: ChannelOpener, work: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + REGISTRY_LOCK_WAIT_MS;
-  let held = false;
-  for (;;) {
-    const channel = await open();
-    try {
-      await channel.assertQueue(HANDLER_REGISTRY_LOCK, { ...PRIVATE_QUEUE_OPTIONS });
-      held = true;
-      await channel.close().catch(() => undefined);
-      break;
-    } catch (error) {
-      // the broker closed the channel; held elsewhere: wait for its read to end, else (403, other) go without the lock
-      if (!isHeldElsewhere(error) || Date.now() >= deadline) break;
-      await sleep(REGISTRY_LOCK_RETRY_MS);
-    }
-  }
-  try {
-    return await work();
-  } finally {
-    if (held) await releaseRegistryLock(open);
-  }
-}
-
-async function releaseRegistryLock(open: ChannelOpener): Promise<void> {
-  // A failure: the connection is gone, and the exclusive queue with it.
-  await onOwnChannel(open, (channel) => channel.deleteQueue(HANDLER_REGISTRY_LOCK)).catch(() => undefined);
-}
+export const withRegistryLock = <T>(open: ChannelOpener, work: () => Promise<T>): Promise<T> => withQueueLock(open, HANDLER_REGISTRY_LOCK, work);
 
 /**
  * Records a handler queue: reads the records (unacked), publishes this start's (confirmed), then acks the older ones

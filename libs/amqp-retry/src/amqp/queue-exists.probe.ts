@@ -4,7 +4,7 @@ import type { Channel } from 'amqplib';
 export type ChannelOpener = () => Promise<Channel>;
 
 /** Runs `work` on a channel of its own, then closes it whatever happened (a broker error may have closed it already). */
-export async function onOwnChannel<T>(open: ChannelOpener, work: (channel: Channel) => Promise<T>): Promise<T> {
+export async function onOwnChannel<T, C extends Channel = Channel>(open: () => Promise<C>, work: (channel: C) => Promise<T>): Promise<T> {
   const channel = await open();
   try {
     return await work(channel);

@@ -1,5 +1,7 @@
-import { getAll, getSettled } from '../amqp/channel-get.settler.js';
+import { getSettled } from '../amqp/channel-get.settler.js';
 import { onOwnChannel } from '../amqp/queue-exists.probe.js';
+import { withQueueLock } from '../amqp/queue.lock.js';
+import { readRecordMessages } from '../amqp/record.refresher.js';
 import type { Channel } from 'amqplib';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } from '../core/topology/retry-plan.record.js';
@@ -28,30 +30,50 @@ export const onChannel = <T>(connection: AmqpConnection, purpose: string, use: (
 const attempt = <T>(connection: AmqpConnection, operation: (channel: Channel) => Promise<T>): Promise<T | undefined> =>
   onChannel(connection, 'tier retirement', (channel) => operation(channel).catch(() => undefined), true);
 
-/** Every record in the plan queue, left there (the channel closes without acking them), and how many messages it held. */
+/**
+ * Every record in the plan queue, left there (the channel closes without acking them, or they are refreshed: see
+ * readRecordMessages), and how many messages it held.
+ */
 function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[] & { messages: number }> {
-  return onChannel(connection, 'retry plan record', async (reader) => {
-    const records = Object.assign([] as RetryPlanRecord[], { messages: 0 });
-    for (const message of await getAll(reader, planQueue)) {
-      records.messages++;
-      const record = readPlanRecord(message.content);
-      if (record) records.push(record);
-    }
-    return records;
-  });
+  return onOwnChannel(
+    () => connection.createConfirmChannel(),
+    async (reader) => {
+      const records = Object.assign([] as RetryPlanRecord[], { messages: 0 });
+      for (const message of await readRecordMessages(reader, planQueue)) {
+        records.messages++;
+        const record = readPlanRecord(message.content);
+        if (record) records.push(record);
+      }
+      return records;
+    },
+  );
 }
+
+/**
+ * Runs `work` while this connection holds the plan queue's lock (`Q.retry.plan.lock`, see withQueueLock): a start's
+ * read, write and removal of the records, and a reconnection's read and refresh, never run at the same time as another
+ * instance's, which would hide records from it, or take a record written in between for an old one.
+ */
+const withPlanLock = <T>(connection: AmqpConnection, planQueue: string, work: () => Promise<T>): Promise<T> =>
+  withQueueLock(() => connection.createChannel('retry plan lock', true), `${planQueue}.lock`, work);
 
 /**
  * Takes first failures for this start's tiers and retires the tiers of schedules nobody runs any more, using the plan
  * queue as the record: read every record; move the first-failure binding to our first tier; cut the retired tiers off
  * the dead-letter exchange and delete those that are empty; write the new record; only then consume the old ones.
  * Every step is idempotent, so a start that fails half-way leaves a record the next completes. A schedule whose
- * presence queue has a consumer is run by another version (a rolling deploy): its tiers are kept.
+ * presence queue has a consumer is run by another version (a rolling deploy): its tiers are kept. All of it runs under
+ * the plan lock (withPlanLock).
  *
  * Quorum queues cannot be deleted "if empty" (the broker answers 540 and closes the connection): they are deleted
  * after a check shows them empty, safe because nothing can enter them once unbound.
  */
-export async function takeOverFirstFailures(connection: AmqpConnection, publisher: ConfirmPublisher, handler: HandlerConfig): Promise<Retirement> {
+export function takeOverFirstFailures(connection: AmqpConnection, publisher: ConfirmPublisher, handler: HandlerConfig): Promise<Retirement> {
+  const { planQueue } = retryNames(handler.queue);
+  return withPlanLock(connection, planQueue, () => takeOverLocked(connection, publisher, handler));
+}
+
+async function takeOverLocked(connection: AmqpConnection, publisher: ConfirmPublisher, handler: HandlerConfig): Promise<Retirement> {
   const names = retryNames(handler.queue);
   const own = tierQueues(handler);
   const records = await readRecords(connection, names.planQueue);
@@ -117,13 +139,15 @@ function consumeRecords(connection: AmqpConnection, planQueue: string, count: nu
 
 /**
  * After a reconnection: binds our first tier to the first-failure exchange again only if the newest record is ours,
- * so that a reconnection never takes first failures back from a newer version.
+ * so that a reconnection never takes first failures back from a newer version (whose start, holding the plan lock,
+ * cannot run between the read and the bind).
  */
-export async function rebindFirstFailuresIfOwner(connection: AmqpConnection, handler: HandlerConfig): Promise<void> {
+export function rebindFirstFailuresIfOwner(connection: AmqpConnection, handler: HandlerConfig): Promise<void> {
   const names = retryNames(handler.queue);
   const own = tierQueues(handler);
-  const records = await readRecords(connection, names.planQueue);
-  const newest = records.at(-1);
-  if (newest && scheduleIdOf(newest.tiers) !== scheduleIdOf(own)) return;
-  await onChannel(connection, 'retry topology declaration', (channel) => channel.bindQueue(own[0], names.firstTierExchange, ''));
+  return withPlanLock(connection, names.planQueue, async () => {
+    const newest = (await readRecords(connection, names.planQueue)).at(-1);
+    if (newest && scheduleIdOf(newest.tiers) !== scheduleIdOf(own)) return;
+    await onChannel(connection, 'retry topology declaration', (channel) => channel.bindQueue(own[0], names.firstTierExchange, ''));
+  });
 }
