@@ -32,19 +32,15 @@ const attempt = <T>(connection: AmqpConnection, operation: (channel: Channel) =>
 
 /**
  * Every record in the plan queue, left there (the channel closes without acking them, or they are refreshed: see
- * readRecordMessages), and how many messages it held.
+ * readRecordMessages), and how many messages stand for them in the queue.
  */
 function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[] & { messages: number }> {
   return onOwnChannel(
     () => connection.createConfirmChannel(),
     async (reader) => {
-      const records = Object.assign([] as RetryPlanRecord[], { messages: 0 });
-      for (const message of await readRecordMessages(reader, planQueue)) {
-        records.messages++;
-        const record = readPlanRecord(message.content);
-        if (record) records.push(record);
-      }
-      return records;
+      const { messages, held } = await readRecordMessages(reader, planQueue);
+      const records = messages.map((message) => readPlanRecord(message.content)).filter((record) => record !== undefined);
+      return Object.assign(records, { messages: held });
     },
   );
 }

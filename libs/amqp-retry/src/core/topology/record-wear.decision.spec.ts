@@ -1,4 +1,4 @@
-import { recordsDueForRefresh, REFRESH_RECORDS_AT } from './record-wear.decision.js';
+import { recordsDueForRefresh, recordsToCopy, REFRESH_RECORDS_AT } from './record-wear.decision.js';
 
 const read = (headers?: Record<string, unknown>) => ({ properties: { headers } });
 
@@ -22,5 +22,20 @@ describe('recordsDueForRefresh', () => {
 
   it('ignores counts that are not whole numbers', () => {
     expect(recordsDueForRefresh([read({ 'x-delivery-count': '50' }), read({ 'x-delivery-count': 12.5 })])).toBe(false);
+  });
+});
+
+describe('recordsToCopy', () => {
+  const bodies = (...texts: string[]) => texts.map((text) => Buffer.from(text));
+
+  it('copies every record when each body is there once', () => {
+    expect(recordsToCopy(bodies('a', 'b', 'c'))).toEqual([0, 1, 2]);
+    expect(recordsToCopy([])).toEqual([]);
+  });
+
+  it('copies a body read twice once, at its last place, so the last record stays last', () => {
+    // A refresh stopped after copying a and b: originals, then the copies.
+    expect(recordsToCopy(bodies('a', 'b', 'c', 'a', 'b'))).toEqual([2, 3, 4]);
+    expect(recordsToCopy(bodies('a', 'b', 'a'))).toEqual([1, 2]);
   });
 });

@@ -23,3 +23,12 @@ export interface ReadRecord {
 export function recordsDueForRefresh(records: readonly ReadRecord[]): boolean {
   return records.some((record) => unsettledDeliveries(record.properties.headers, 'quorum') >= REFRESH_RECORDS_AT);
 }
+
+/**
+ * Which of the records read in one pass a refresh copies (their positions, in order): each body once, at its last
+ * place. Copies of the same body are the same record (a refresh stopped between its publishes and its ack leaves two),
+ * and the last record, which readers take as the newest, stays last.
+ */
+export function recordsToCopy(bodies: readonly Buffer[]): number[] {
+  return bodies.flatMap((body, index) => (bodies.slice(index + 1).some((later) => later.equals(body)) ? [] : [index]));
+}
