@@ -30,7 +30,7 @@ describe('the retry plan record of a quorum queue', () => {
     extraQueues: (queue) => [300, 600].flatMap((delay) => retryTopologyNames(queue, { delays: [delay] }).tiers),
   });
 
-  it('outlives 25 reconnections: a start with new delays then retries and parks a failure once', async () => {
+  it('outlives 25 reconnections of two instances at once: one record, and a start with new delays retries and parks a failure once', async () => {
     const { broker, queue } = suite;
     const fail = () => {
       throw new Error('always');
@@ -40,15 +40,18 @@ describe('the retry plan record of a quorum queue', () => {
     const observer = { consumerUp: ({ queue: consumed }: { queue: string }) => void (consumed === queue && consumerUps++) };
     const V1 = handlerFor({ queue, delays: ['300ms'], maxAttempts: 2, queueType: 'quorum' }, fail);
     const reconnect = { initialDelay: '20ms', maxDelay: '100ms' };
-    suite.app = await startApp([V1], { ...SUITE_OPTIONS, connectionName: v1Name, reconnect, observers: [observer] });
-    await waitFor(() => consumerUps === 1, 'the handler consuming');
+    // Two instances of one version, whose reconnections read (and refresh) the record at the same moment.
+    for (const instance of ['a', 'b']) {
+      suite.apps.push(await startApp([V1], { ...SUITE_OPTIONS, connectionName: `${v1Name} ${instance}`, reconnect, observers: [observer] }));
+    }
+    await waitFor(() => consumerUps === 2, 'both instances consuming');
     for (let round = 1; round <= 25; round++) {
       await closeConnectionsNamed(v1Name);
-      // Consuming again: the recovery read the record first.
-      await waitFor(() => consumerUps === round + 1, `the handler consuming again after close ${round}`, 20_000);
+      // Consuming again: each recovery read the record first.
+      await waitFor(() => consumerUps === 2 * (round + 1), `both instances consuming again after close ${round}`, 20_000);
     }
-    await suite.app.close();
-    suite.app = undefined;
+    for (let app = suite.apps.pop(); app; app = suite.apps.pop()) await app.close();
+    expect(await broker.count(`${queue}.retry.plan`)).toBe(1); // neither lost nor copied twice
 
     const V2 = handlerFor({ queue, delays: ['600ms'], maxAttempts: 2, queueType: 'quorum' }, fail);
     suite.app = await startApp([V2], SUITE_OPTIONS);
