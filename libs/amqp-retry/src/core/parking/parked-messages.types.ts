@@ -33,7 +33,7 @@ export interface ParkedMessageView {
   id: string;
   /**
    * The handler queue it failed in; a replay goes there. Without `x-original-queue` (parked by an old version): the one
-   * queue that parks in its parking queue, else the queue whose own parking queue (`<queue>.error`) it is; else empty.
+   * queue that parks in its parking queue; empty when two do (or none is known).
    */
   queue: string;
   /** The parking queue holding it. */

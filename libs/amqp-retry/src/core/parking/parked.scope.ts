@@ -57,9 +57,9 @@ export function parkingQueueOf(scope: ParkedScope, inScope: readonly ScopeQueue[
 /**
  * The handler queue a message parked without `x-original-queue` (by an older version) failed in, from where it is
  * parked. The queues that park in `errorQueue` are those `parkers` say (the records and the application's own queues),
- * else, when none does, those the scope names (`inScope`); the message is the one such queue's, else that of the queue
- * whose own parking queue it is (`<queue>.error`) when it is one of them, else '' (unknown). Its list, count, replay,
- * purge and export all read it as that queue's.
+ * else, when none does, those the scope names (`inScope`); the message is the one such queue's, else '' (unknown):
+ * when two queues park there, which one it failed in cannot be told, and a replay must not guess. Its list, count,
+ * replay, purge and export all read it as that queue's.
  */
 export function queueOfUnnamed(
   errorQueue: string,
@@ -70,9 +70,7 @@ export function queueOfUnnamed(
     new Set(queues.filter((q) => q.errorQueue === errorQueue).map((q) => q.queue));
   const recorded = parkingThere(parkers);
   const owners = recorded.size > 0 ? recorded : parkingThere(inScope);
-  if (owners.size === 1) return [...owners][0];
-  const named = errorQueue.endsWith('.error') ? errorQueue.slice(0, -'.error'.length) : '';
-  return named !== '' && owners.has(named) ? named : '';
+  return owners.size === 1 ? [...owners][0] : '';
 }
 
 /** Whether a parking queue may be read or changed: one of a queue in scope, or any named one when the scope is the whole vhost. */
