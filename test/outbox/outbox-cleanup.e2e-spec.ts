@@ -1,10 +1,30 @@
+import pg from 'pg';
 import { outboxMigration, type OutboxBacklogEvent, type RetryObserver } from 'nestjs-amqp-retry';
+import { outboxSql } from '../../libs/amqp-retry/src/core/outbox/outbox.sql.js';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { sql, useOutboxSuite } from '../support/outbox.js';
+import { POSTGRES_URL } from '../support/stores.js';
 
 /** Rows past their retention at the start: twenty cleanup batches. */
 const OLD_ROWS = 20_000;
+/** Rows within their retention beside a few past it: the rows a cleanup that read them all would pay for. */
+const KEPT_ROWS = 100_000;
+
+/** EXPLAIN ANALYZE of `statement` with `params` (rolled back): the plan's lines; then the statement itself, and its answer. */
+async function explainThenRun(statement: string, params: unknown[]): Promise<{ plan: string; deleted: number }> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const explained = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF) ${statement}`, params);
+    await client.query('ROLLBACK');
+    const { rows } = await client.query<{ deleted: number }>(statement, params);
+    return { plan: explained.rows.map((row) => row['QUERY PLAN']).join('\n'), deleted: Number(rows[0]?.deleted ?? 0) };
+  } finally {
+    await client.end();
+  }
+}
 
 /**
  * The cleanups keep the tables bounded at any rate: a cleanup deletes batch after batch (1,000 rows each, in a
@@ -72,5 +92,43 @@ describe('the outbox and inbox cleanups', () => {
       8_000,
     );
     expect(await sql(`SELECT message_id FROM "${suite.inboxTable}" ORDER BY message_id`)).toEqual([{ message_id: 'fresh' }, { message_id: 'kept' }]);
+  });
+
+  it('reads the sent rows past their retention through the sent index, not the rows it keeps', async () => {
+    const statements = outboxSql({ table: suite.table, inboxTable: suite.inboxTable });
+    await sql(
+      `INSERT INTO "${suite.table}" (exchange, routing_key, body, state, attempts, sent_at)
+       SELECT '', 'kept', '\\x00', 'sent', 1, clock_timestamp() - n * interval '1 ms' FROM generate_series(1, ${KEPT_ROWS}) AS n`,
+    );
+    await sql(
+      `INSERT INTO "${suite.table}" (exchange, routing_key, body, state, attempts, sent_at)
+       SELECT '', 'old', '\\x00', 'sent', 1, clock_timestamp() - interval '2 hours' FROM generate_series(1, 10)`,
+    );
+    await sql(`ANALYZE "${suite.table}"`);
+
+    const { plan, deleted } = await explainThenRun(statements.cleanup, [3_600_000]);
+    expect(plan).toMatch(/Index Cond: \(sent_at < /);
+    expect(plan).not.toMatch(/Seq Scan|Rows Removed by Filter/);
+    expect(deleted).toBe(10); // the retention: the 10 rows of two hours ago, none of the last hour's
+  });
+
+  it("reads a queue's inbox records past their retention through the handled-at index, not the records it keeps", async () => {
+    const statements = outboxSql({ table: suite.table, inboxTable: suite.inboxTable });
+    await sql(
+      `INSERT INTO "${suite.inboxTable}" (queue, message_id, handled_at)
+       SELECT $1, 'kept-' || n, clock_timestamp() - n * interval '1 ms' FROM generate_series(1, ${KEPT_ROWS}) AS n`,
+      [suite.queue],
+    );
+    await sql(
+      `INSERT INTO "${suite.inboxTable}" (queue, message_id, handled_at)
+       SELECT q, 'old-' || n, clock_timestamp() - interval '2 hours' FROM generate_series(1, 10) AS n, unnest($1::text[]) AS q`,
+      [[suite.queue, `${suite.queue}.other`]],
+    );
+    await sql(`ANALYZE "${suite.inboxTable}"`);
+
+    const { plan, deleted } = await explainThenRun(statements.inboxCleanup, [3_600_000, suite.queue]);
+    expect(plan).toMatch(/Index Cond: \(handled_at < /);
+    expect(plan).not.toMatch(/Seq Scan/);
+    expect(deleted).toBe(10); // this queue's 10 of two hours ago: not the last hour's, nor the other queue's
   });
 });

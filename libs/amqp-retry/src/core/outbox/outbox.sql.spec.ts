@@ -27,8 +27,8 @@ describe('outboxSql', () => {
   });
 
   it('bounds cleanups, each batch answering how many it deleted', () => {
-    expect(sql.cleanup).toMatch(/LIMIT 1000\) RETURNING 1\)\nSELECT count\(\*\)::int AS deleted FROM gone$/);
-    expect(sql.inboxCleanup).toMatch(/LIMIT 1000\) RETURNING 1\)\nSELECT count\(\*\)::int AS deleted FROM gone$/);
+    expect(sql.cleanup).toMatch(/LIMIT 1000\)\) RETURNING 1\)\nSELECT count\(\*\)::int AS deleted FROM gone$/);
+    expect(sql.inboxCleanup).toMatch(/LIMIT 1000\)\) RETURNING 1\)\nSELECT count\(\*\)::int AS deleted FROM gone$/);
   });
 
   it('takes the DDL lock inside the migration, which is idempotent', () => {

@@ -108,9 +108,14 @@ FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[]) AS u(id, attempts
     /** $1 = ids, $2 = attempts, $3 = reasons. */
     park: `UPDATE ${t} AS o SET state = 'parked', attempts = u.attempts, last_error = u.reason
 FROM unnest($1::bigint[], $2::int[], $3::text[]) AS u(id, attempts, reason) WHERE o.id = u.id`,
-    /** Deletes up to CLEANUP_BATCH rows sent more than $1 ms ago; answers how many (`deleted`). */
-    cleanup: `WITH gone AS (DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t} WHERE state = 'sent' AND sent_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
+    /**
+     * Deletes up to CLEANUP_BATCH rows sent more than $1 ms before the transaction's start; answers how many (`deleted`).
+     * The cutoff is `now()`, stable within the statement, so PostgreSQL reads `_sent_idx` from its start to the cutoff
+     * (`clock_timestamp()`, volatile, cannot bound an index scan: every sent row kept would be read). The delete finds
+     * the rows by their `ctid`s (a TID scan), never by a join the planner may make with a scan of the whole table.
+     */
+    cleanup: `WITH gone AS (DELETE FROM ${t} WHERE ctid = ANY(ARRAY(
+  SELECT ctid FROM ${t} WHERE state = 'sent' AND sent_at < now() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})) RETURNING 1)
 SELECT count(*)::int AS deleted FROM gone`,
     /**
      * The backlog: rows waiting, the oldest one's age, rows parked; and the table's size on disk. Each part reads its
@@ -123,11 +128,13 @@ SELECT count(*)::int AS deleted FROM gone`,
     /** Records ($1 queue, $2 message id) as handled; no row back when it already was (or is being, by a transaction that then commits). */
     inboxRecord: `INSERT INTO ${inbox} (queue, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1 AS recorded`,
     /**
-     * Deletes up to CLEANUP_BATCH inbox rows of queue $2 handled more than $1 ms ago; answers how many (`deleted`). Each
-     * queue keeps its records for its own retention: handlers (and applications) with others may share the table.
+     * Deletes up to CLEANUP_BATCH inbox rows of queue $2 handled more than $1 ms before the transaction's start; answers
+     * how many (`deleted`). Each queue keeps its records for its own retention: handlers (and applications) with others
+     * may share the table. The cutoff is `now()`, so `_handled_at_idx` bounds the scan, and the delete
+     * finds the rows by their `ctid`s, as the outbox's cleanup.
      */
-    inboxCleanup: `WITH gone AS (DELETE FROM ${inbox} WHERE (queue, message_id) IN (
-  SELECT queue, message_id FROM ${inbox} WHERE queue = $2 AND handled_at < clock_timestamp() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH}) RETURNING 1)
+    inboxCleanup: `WITH gone AS (DELETE FROM ${inbox} WHERE ctid = ANY(ARRAY(
+  SELECT ctid FROM ${inbox} WHERE queue = $2 AND handled_at < now() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})) RETURNING 1)
 SELECT count(*)::int AS deleted FROM gone`,
   };
 }
