@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import pg from 'pg';
 import { outboxMigration } from 'nestjs-amqp-retry';
-import { outboxSql } from '../../libs/amqp-retry/src/core/outbox/outbox.sql.js';
+import { CLAIM_BYTES, outboxSql } from '../../libs/amqp-retry/src/core/outbox/outbox.sql.js';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { sql, useOutboxSuite } from '../support/outbox.js';
@@ -44,7 +44,7 @@ describe('the outbox relay with one order key far behind', () => {
       for (let i = 0; i < 5; i++) {
         await client.query('BEGIN');
         const started = performance.now();
-        const { rows } = await client.query<{ routing_key: string; order_key: string | null }>(statements.claim, [100]);
+        const { rows } = await client.query<{ routing_key: string; order_key: string | null }>(statements.claim, [100, CLAIM_BYTES]);
         tookMs.push(performance.now() - started);
         await client.query('ROLLBACK');
         claimed.push(rows.map((row) => `${row.routing_key}:${row.order_key ?? '-'}`));
@@ -53,7 +53,7 @@ describe('the outbox relay with one order key far behind', () => {
       expect(claimed.at(-1)).toEqual(['k:K', 'l:L', ...Array.from({ length: 10 }, () => 'free:-')]);
 
       await client.query('BEGIN');
-      const explained = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF) ${statements.claim}`, [100]);
+      const explained = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF) ${statements.claim}`, [100, CLAIM_BYTES]);
       await client.query('ROLLBACK');
       const plan = explained.rows.map((row) => row['QUERY PLAN']).join('\n');
       const removed = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].reduce((sum, [, n]) => sum + Number(n), 0);
@@ -103,5 +103,34 @@ describe('the outbox relay with one order key far behind', () => {
       { state: 'parked', n: 1 },
       { state: 'sent', n: total },
     ]);
+  });
+
+  it("takes rows while their bodies fit in a round's bytes, and a row larger than that alone", async () => {
+    const statements = outboxSql({ table: suite.table, inboxTable: suite.inboxTable });
+    const MiB = 1024 * 1024;
+    const insertSized = (routingKey: string, bytes: number, count: number) =>
+      sql(
+        `INSERT INTO "${suite.table}" (exchange, routing_key, body) SELECT '', $1, convert_to(repeat('a', $2), 'UTF8') FROM generate_series(1, $3)`,
+        [routingKey, bytes, count],
+      );
+    await insertSized('large', CLAIM_BYTES + MiB, 1);
+    await insertSized('sized', 3 * MiB, 8);
+    const claim = async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        await client.query('BEGIN');
+        const { rows } = await client.query<{ routing_key: string; body: Buffer }>(statements.claim, [100, CLAIM_BYTES]);
+        await client.query('ROLLBACK');
+        return rows.map((row) => ({ routingKey: row.routing_key, bytes: row.body.length }));
+      } finally {
+        await client.end();
+      }
+    };
+
+    expect(await claim()).toEqual([{ routingKey: 'large', bytes: CLAIM_BYTES + MiB }]); // first: alone
+    await sql(`UPDATE "${suite.table}" SET state = 'sent', sent_at = clock_timestamp() WHERE routing_key = 'large'`);
+    const taken = await claim();
+    expect(taken).toEqual(Array.from({ length: 5 }, () => ({ routingKey: 'sized', bytes: 3 * MiB }))); // 15 MiB of the 24
   });
 });

@@ -21,10 +21,11 @@ describe('outboxSql', () => {
   });
 
   it('claims due rows in id order, skipping rows other relays hold, one row at a time per order key', () => {
-    expect(sql.claim).toMatch(/ORDER BY o\.id\s+LIMIT \$1\s+FOR UPDATE OF o SKIP LOCKED$/);
+    expect(sql.claim).toMatch(/ORDER BY o\.id\s+LIMIT \$1\s+FOR UPDATE OF o SKIP LOCKED\n\)/);
+    expect(sql.claim).toMatch(/WHERE taken\.through <= \$2 OR taken\.id = \(SELECT min\(id\) FROM claimed\)\nORDER BY o\.id$/);
     expect(sql.claim).toContain("o.state = 'pending' AND o.available_at <= clock_timestamp()");
     // A keyed candidate is its key's earliest pending row: from the window of earliest rows, or the loose scan of keys.
-    expect(sql.claim).toContain("w.id = (SELECT min(p.id) FROM \"billing\".\"orders_outbox\" p WHERE p.state = 'pending'");
+    expect(sql.claim).toContain('w.id = (SELECT min(p.id) FROM "billing"."orders_outbox" p WHERE p.state = \'pending\'');
     expect(sql.claim).toMatch(/ORDER BY order_key, id LIMIT 1\) next\s+WHERE h\.n < \$1/);
   });
 

@@ -17,6 +17,12 @@ const INBOX_COLUMNS: readonly string[] = ['queue', 'message_id', 'handled_at'];
 /** The setting, local to a transaction, by which the outbox's insert knows it runs in the caller's transaction block. */
 const WRITE_MARK = 'amqp_retry.outbox_write';
 
+/**
+ * Most body bytes one claim takes: the rows claimed after the first are taken while their bodies, with the ones before
+ * them, fit; the others stay for the next round. A round holds at most this much of bodies, or one row larger.
+ */
+export const CLAIM_BYTES = 16 * 1024 * 1024;
+
 /** Rows deleted per cleanup statement, each in a transaction of its own: a cleanup never holds many locks for long. */
 export const CLEANUP_BATCH = 1_000;
 
@@ -99,7 +105,10 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
      * rows (those that are unkeyed or their key's earliest), the earliest pending row of up to $1 keys (a loose scan of
      * `_order_idx`: a key behind another key's backlog of any length), and the $1 earliest due unkeyed rows that no other
      * round holds (`_unkeyed_idx`; locked here, so that rounds at once take different rows). A key whose earliest row is
-     * held by another round, or waits for its backoff, sends nothing.
+     * held by another round, or waits for its backoff, sends nothing. Of the rows claimed, those whose bodies fit in $2
+     * bytes (CLAIM_BYTES) with the ones before them are read and sent, and the first always; the others, left locked
+     * until the round ends, go in a later one: only the bodies taken are read, and their size bounds the round's memory.
+     * `attempts` and `last_error` come from the row as locked (a round that changed it just before is seen).
      */
     claim: `WITH RECURSIVE earliest AS (
   SELECT w.id FROM (SELECT id, order_key FROM ${t} WHERE state = 'pending' ORDER BY id LIMIT $1) w
@@ -115,16 +124,22 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
 ), unkeyed AS (
   SELECT id FROM ${t} WHERE state = 'pending' AND order_key IS NULL AND available_at <= clock_timestamp()
   ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+), claimed AS (
+  SELECT o.id, o.attempts, o.last_error, octet_length(o.body) AS bytes FROM ${t} o
+  WHERE o.id IN (SELECT id FROM earliest UNION SELECT id FROM heads UNION SELECT id FROM unkeyed)
+    AND o.state = 'pending' AND o.available_at <= clock_timestamp()
+  ORDER BY o.id
+  LIMIT $1
+  FOR UPDATE OF o SKIP LOCKED
+), taken AS (
+  SELECT id, attempts, last_error, sum(bytes) OVER (ORDER BY id) AS through FROM claimed
 )
-SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, o.attempts, o.last_error,
+SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, taken.attempts, taken.last_error,
   GREATEST(0, o.delay_ms - floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000))::bigint::text AS remaining_delay_ms,
   floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000)::bigint::text AS age_ms
-FROM ${t} o
-WHERE o.id IN (SELECT id FROM earliest UNION SELECT id FROM heads UNION SELECT id FROM unkeyed)
-  AND o.state = 'pending' AND o.available_at <= clock_timestamp()
-ORDER BY o.id
-LIMIT $1
-FOR UPDATE OF o SKIP LOCKED`,
+FROM taken JOIN ${t} o ON o.id = taken.id
+WHERE taken.through <= $2 OR taken.id = (SELECT min(id) FROM claimed)
+ORDER BY o.id`,
     /** $1 = ids (text[]). */
     markSent: `UPDATE ${t} SET state = 'sent', sent_at = clock_timestamp(), attempts = attempts + 1, last_error = NULL WHERE id = ANY($1::bigint[])`,
     /** $1 = ids, $2 = attempts, $3 = waits in ms, $4 = errors (arrays of one length). */
