@@ -1,19 +1,30 @@
+import { performance as hooksPerformance } from 'node:perf_hooks';
 import { setTimeout as realDelay } from 'node:timers/promises';
 import type { MemoryBroker } from './memory.broker.js';
-import type { VirtualClock } from './virtual.clock.js';
+import type { HandlerCall, VirtualClock } from './virtual.clock.js';
 
 /** How long (real time) the driver waits for work that no virtual timer stands for, before it says what is stuck. */
 const REAL_PATIENCE_MS = 5_000;
 
 /**
+ * Real milliseconds, read before any clock stands in for time: `node:perf_hooks`' own `performance.now` as this module
+ * loads (Jest's fake timers replace the global `performance` and `process.hrtime`, not this one; the virtual clock
+ * replaces it only once installed). `node:timers/promises` (realDelay) stays real under both.
+ */
+const realNow: () => number = hooksPerformance.now.bind(hooksPerformance);
+
+/**
  * How the driver watches for a handler that waits for something real: what the broker and the clock looked like when
- * it last saw them move, since when (real time), and whether its patience ran out (it then stops waiting for this call).
+ * it last saw them move, since when (real milliseconds), and the deliveries whose patience ran out (it then stops
+ * waiting for them in this call; a delivery that starts waiting later gets patience of its own).
  */
 interface Stillness {
   mark?: string;
-  since?: bigint;
-  spent?: boolean;
+  since?: number;
+  readonly spent: Set<HandlerCall>;
 }
+
+const stillness = (): Stillness => ({ spent: new Set() });
 
 /** Moves the virtual clock for the harness: runs work (a start, a close) to its end, advances time, and settles. */
 export class HarnessDriver {
@@ -27,8 +38,8 @@ export class HarnessDriver {
     let done = false;
     const finished = () => (done = true);
     work.then(finished, finished);
-    const realStart = process.hrtime.bigint();
-    const still: Stillness = {};
+    const realStart = realNow();
+    const still = stillness();
     while (!done) {
       const ran = await this.clock.runUntil(this.clock.now);
       if (done) break;
@@ -44,7 +55,7 @@ export class HarnessDriver {
         continue;
       }
       await realDelay(1);
-      if (Number(process.hrtime.bigint() - realStart) / 1e6 > REAL_PATIENCE_MS * 6) {
+      if (realNow() - realStart > REAL_PATIENCE_MS * 6) {
         throw new Error(`harness: waited ${REAL_PATIENCE_MS * 6} ms of real time for ${what}, with no timer left to run`);
       }
     }
@@ -56,8 +67,9 @@ export class HarnessDriver {
    * is waited for (see waitsForReal), before the application's timers run and before it returns.
    */
   async advance(ms: number): Promise<void> {
+    this.checkTimers();
     const until = this.clock.now + Math.max(0, ms);
-    const still: Stillness = {};
+    const still = stillness();
     for (;;) {
       await this.clock.runUntil(this.clock.now);
       const next = this.clock.next();
@@ -76,8 +88,9 @@ export class HarnessDriver {
 
   /** Runs until the broker has nothing under way (see RetryHarness.settle), at most `limitMs` of virtual time. */
   async settle(limitMs: number): Promise<void> {
+    this.checkTimers();
     const until = this.clock.now + limitMs;
-    const still: Stillness = {};
+    const still = stillness();
     for (;;) {
       await this.clock.runUntil(this.clock.now);
       if (!this.busy()) return;
@@ -98,25 +111,39 @@ export class HarnessDriver {
   }
 
   /**
-   * Whether a handler waits for something real (I/O of its own): deliveries are unacknowledged and no timer the
-   * application awaits is on the clock (only the library's unreferenced ones: a handler's timeout, a heartbeat). The
-   * clock then stands still, so that the handler sees real time pass, until something moves or the patience runs out.
+   * Whether a handler waits for something real (I/O of its own): a delivery is unanswered and no referenced timer set
+   * by its own handler waits on the clock (the library's timers, a handler's timeout among them, are unreferenced; a
+   * timer set outside every delivery, such as a module's refresher, is no handler's). The clock then stands still, so
+   * that the handler sees real time pass, until something moves or its patience runs out.
    */
   private waitsForReal(still: Stillness): boolean {
-    return !still.spent && this.unacknowledged() > 0 && !this.clock.awaited();
+    return this.clock.waitingForReal().some((call) => !still.spent.has(call));
   }
 
-  /** Waits a real millisecond; false once nothing has moved for REAL_PATIENCE_MS (and for the rest of this call). */
+  /** Waits a real millisecond; false once nothing has moved for REAL_PATIENCE_MS (the deliveries waiting then are given up on). */
   private async waitReal(still: Stillness): Promise<boolean> {
     const mark = `${this.clock.ran}/${this.unacknowledged()}/${this.clock.pending()}`;
-    const now = process.hrtime.bigint();
+    const now = realNow();
     if (still.mark !== mark || still.since === undefined) Object.assign(still, { mark, since: now });
-    if (Number(now - (still.since ?? now)) / 1e6 > REAL_PATIENCE_MS) {
-      still.spent = true;
+    if (now - (still.since ?? now) > REAL_PATIENCE_MS) {
+      for (const call of this.clock.waitingForReal()) still.spent.add(call);
       return false;
     }
     await realDelay(1);
     return true;
+  }
+
+  /**
+   * Fails when the global timers are no longer the harness's clock (Jest's fake timers turned on after the start):
+   * the library's timers would go to them and never run, and settling would wait for ever.
+   */
+  private checkTimers(): void {
+    if (this.clock.standsIn()) return;
+    throw new Error(
+      "harness: the global timers are no longer the harness's virtual clock (jest.useFakeTimers() after RetryHarness.start?), " +
+        "so the library's timers would never run. Call jest.useFakeTimers() before RetryHarness.start, or not at all: while " +
+        'the harness runs, its clock is the test clock; move it with harness.advance(), not jest.advanceTimersByTime().',
+    );
   }
 
   private unacknowledged(): number {

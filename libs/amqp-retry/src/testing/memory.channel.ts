@@ -6,6 +6,7 @@ import { consumeMessage, getMessage, publishedMessage, publishedProperties, retu
 import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
 import type { Enqueued, QueueConsumer } from './memory.queue.js';
 import type { MemoryBinding } from './exchange.routing.js';
+import type { HandlerCall } from './virtual.clock.js';
 
 /** What a channel asks of its connection. */
 export interface ChannelHost {
@@ -48,6 +49,8 @@ interface Unacked {
   consumer?: QueueConsumer;
   /** The delivery as a consumer got it. */
   delivered?: ConsumeMessage;
+  /** Its consumer's call, open until the delivery is answered. */
+  call?: HandlerCall;
 }
 
 type Confirm = (error: Error | null) => void;
@@ -185,12 +188,18 @@ export class MemoryChannel extends EventEmitter {
         deliver: (entry) => {
           const deliveryTag = this.nextTag++;
           const delivered = consumeMessage(entry, deliveryTag, consumerTag, quorum, this.broker.rules);
-          if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, entry, consumer, delivered });
-          try {
-            onMessage(delivered);
-          } catch (error) {
-            this.emit('handler-error', error, 'delivery');
-          }
+          const unacked: Unacked | undefined = consumer.noAck ? undefined : { queue, entry, consumer, delivered };
+          if (unacked) this.unacked.set(deliveryTag, unacked);
+          const call = this.broker.clock.startCall((started) => {
+            if (unacked) unacked.call = started;
+            try {
+              onMessage(delivered);
+            } catch (error) {
+              this.emit('handler-error', error, 'delivery');
+            }
+          });
+          // Answered already (or nothing to answer): the call is over.
+          if (!unacked || this.unacked.get(deliveryTag) !== unacked) this.broker.clock.endCall(call);
         },
       };
       found.consumers.push(consumer);
@@ -309,6 +318,7 @@ export class MemoryChannel extends EventEmitter {
     const u = this.unacked.get(tag);
     if (!u) return;
     this.unacked.delete(tag);
+    this.broker.clock.endCall(u.call);
     if (u.consumer) u.consumer.unacked--;
     action(u);
     const queue = this.broker.queues.get(u.queue);

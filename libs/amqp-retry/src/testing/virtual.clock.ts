@@ -1,6 +1,15 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { nextTick as realNextTick } from 'node:process';
 import { performance as hooksPerformance } from 'node:perf_hooks';
 import { setImmediate as realSetImmediate } from 'node:timers';
+
+/**
+ * One delivery's call into its consumer, from the delivery until its ack, nack or reject: the timers set inside it
+ * (in its asynchronous context) are its own.
+ */
+export class HandlerCall {
+  open = true;
+}
 
 /** One task on the virtual clock (a timer, once or repeated, or an immediate), and what `setTimeout` returns for it. */
 class Task {
@@ -19,6 +28,8 @@ class Task {
     /** A one-shot timer's delay, which `refresh()` counts again from now. */
     readonly delay: number,
     readonly every?: number,
+    /** The delivery whose handler set it (undefined: set outside any, e.g. by a module's init or an interval of its own). */
+    readonly owner?: HandlerCall,
   ) {}
 
   ref(): this {
@@ -75,6 +86,10 @@ export class VirtualClock {
   private nextId = 1;
   private nextSeq = 1;
   private restore?: () => void;
+  /** The delivery whose handler code runs now, through every await and timer of its own. */
+  private readonly calls = new AsyncLocalStorage<HandlerCall>();
+  /** The deliveries not yet acknowledged, nacked or rejected. */
+  private readonly openCalls = new Set<HandlerCall>();
 
   constructor(startAt: number = Date.now()) {
     this.now = startAt;
@@ -90,7 +105,9 @@ export class VirtualClock {
   /** Schedules `run` after `delayMs`; `broker`: work of the in-memory broker (settle waits for it). */
   schedule(delayMs: number, run: () => void, options: { broker?: boolean; every?: number } = {}): Task {
     const delay = Number.isFinite(delayMs) && delayMs > 0 ? delayMs : 0;
-    const task = new Task(this, this.nextId++, this.now + delay, this.nextSeq++, run, options.broker ?? false, delay, options.every);
+    const broker = options.broker ?? false;
+    const owner = broker ? undefined : this.calls.getStore();
+    const task = new Task(this, this.nextId++, this.now + delay, this.nextSeq++, run, broker, delay, options.every, owner);
     this.tasks.set(task.id, task);
     if (delay === 0) this.runSoon();
     return task;
@@ -140,14 +157,29 @@ export class VirtualClock {
     return first;
   }
 
+  /** Runs `deliver` (a delivery handed to its consumer) as a call of its own, open until `endCall`. */
+  startCall(deliver: (call: HandlerCall) => void): HandlerCall {
+    const call = new HandlerCall();
+    this.openCalls.add(call);
+    this.calls.run(call, () => deliver(call));
+    return call;
+  }
+
+  /** The delivery was answered (acknowledged, nacked, rejected, or its channel closed). */
+  endCall(call: HandlerCall | undefined): void {
+    if (!call) return;
+    call.open = false;
+    this.openCalls.delete(call);
+  }
+
   /**
-   * Whether a referenced application timer waits: something (a handler's own `setTimeout`) awaits the clock. The
-   * library's timers (a handler's timeout, a heartbeat, a reconnect's backoff) are unreferenced, as Node's `unref()`:
-   * they wait on the clock but nothing awaits them.
+   * The deliveries whose handlers wait for something real: open, and no referenced timer of their own waits on the
+   * clock. A timer set outside every delivery (a module's refresher, `@nestjs/schedule`) is nobody's to await.
    */
-  awaited(): boolean {
-    for (const task of this.tasks.values()) if (!task.broker && task.hasRef()) return true;
-    return false;
+  waitingForReal(): HandlerCall[] {
+    const awaiting = new Set<HandlerCall>();
+    for (const task of this.tasks.values()) if (task.owner && task.hasRef()) awaiting.add(task.owner);
+    return [...this.openCalls].filter((call) => !awaiting.has(call));
   }
 
   /** How many tasks have run: it changes whenever anything on the clock moves. */
@@ -193,13 +225,21 @@ export class VirtualClock {
       task.seq = this.nextSeq++;
       this.tasks.set(task.id, task);
     }
-    task.run();
+    // A timer runs in the context it was set in, as Node's do: what it sets in turn belongs to the same delivery.
+    if (task.owner) this.calls.run(task.owner, task.run);
+    else this.calls.exit(task.run);
   }
 
   /** Whether a clock stands in for the global timers of this process now (one installed, not yet uninstalled). */
   static installedOne(): boolean {
     const current = (globalThis as unknown as Record<string, unknown>).setTimeout as { [INSTALLED]?: VirtualClock } | undefined;
     return current?.[INSTALLED] !== undefined;
+  }
+
+  /** Whether this clock stands in for the global timers now (installed, and `setTimeout` not replaced since, e.g. by Jest's fake timers). */
+  standsIn(): boolean {
+    const current = (globalThis as unknown as Record<string, unknown>).setTimeout as { [INSTALLED]?: VirtualClock } | undefined;
+    return current?.[INSTALLED] === this;
   }
 
   /** Stands in for the global timers, Date and performance.now() until uninstall(). Idempotent. */
@@ -261,6 +301,7 @@ export class VirtualClock {
   clear(): void {
     for (const task of this.tasks.values()) task.cancelled = true;
     this.tasks.clear();
+    this.openCalls.clear();
   }
 }
 
