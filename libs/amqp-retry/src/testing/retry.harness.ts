@@ -174,7 +174,8 @@ export class RetryHarness {
   /**
    * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder whose providers a
    * test overrides) on the in-memory broker. The virtual clock stands in for the global timers and `Date` until
-   * `close()` (whether or not Jest's fake timers were on). One harness at a time per
+   * `close()` (whether or not Jest's fake timers were on; turned on after the start, they take the timers from it, and
+   * `settle` and `advance` fail saying so). One harness at a time per
    * process (Jest runs each test file in its own): a start while another harness runs fails, naming `close()`.
    */
   static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
