@@ -177,7 +177,7 @@ export class HarnessDriver {
     return false;
   }
 
-  /** What is under way: the busy queues, the queues whose consumers are awaited, the application's timers. */
+  /** What is under way: the busy queues, the queues whose consumers are awaited, dead letters held, the application's timers. */
   private describe(): string {
     const queues = [...this.broker.queues.values()]
       .filter((q) => q.unackedCount > 0 || (q.ready.length > 0 && (q.consumers.length > 0 || q.ready.some((e) => e.expiresAt !== undefined))))
@@ -186,8 +186,11 @@ export class HarnessDriver {
     const timers = this.clock.pending() - this.clock.pending(true);
     const next = this.clock.next(false);
     const pending = next ? [`${timers} application timer${timers === 1 ? '' : 's'} (the next due in ${next.due - this.clock.now} ms)`] : [];
+    const held = [...this.broker.heldDeadLetterCounts()].map(
+      ([name, count]) => `${name} (${count} dead letter${count === 1 ? '' : 's'} its target refused, tried again every 3 min)`,
+    );
     const brokerTasks = this.clock.pending(true);
-    const parts = [...queues, ...awaited, ...pending, ...(brokerTasks > 0 ? [`${brokerTasks} broker tasks`] : [])];
+    const parts = [...queues, ...awaited, ...held, ...pending, ...(brokerTasks > 0 ? [`${brokerTasks} broker tasks`] : [])];
     return parts.length > 0 ? parts.join(', ') : 'nothing';
   }
 }

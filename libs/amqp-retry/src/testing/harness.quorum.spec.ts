@@ -36,3 +36,58 @@ describe('the test harness: a quorum queue and a lost connection', () => {
     expect(attempts.some((a) => a.outcome === 'handled')).toBe(true);
   });
 });
+
+/** The first attempt of 'A' fails; 'B' holds the only delivery (prefetch 1) for an hour, while 'C' and 'D' fill the queue. */
+@Injectable()
+class BusyHandler {
+  readonly seen: string[] = [];
+
+  @RetryWithBackoff({
+    queue: 'harness.busy',
+    exchange: 'harness.full',
+    routingKey: 'job',
+    delays: ['1s'],
+    maxAttempts: 3,
+    queueType: 'quorum',
+    maxLength: 1,
+    overflow: 'reject-publish',
+    prefetch: 1,
+  })
+  async run(body: { n: string }, ctx: RetryContext): Promise<void> {
+    this.seen.push(`${body.n}#${ctx.attempt}`);
+    if (body.n === 'A' && ctx.attempt === 1) throw new Error('boom');
+    if (body.n === 'B') await new Promise((resolve) => setTimeout(resolve, 3_600_000));
+  }
+}
+
+@Module({ imports: [RetryModule.forRoot({})], providers: [BusyHandler] })
+class BusyModule {}
+
+describe('the test harness: a retry coming back to a full quorum queue', () => {
+  let harness: RetryHarness;
+
+  beforeAll(async () => {
+    harness = await RetryHarness.start(BusyModule);
+  });
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  it('waits in its tier (at-least-once dead-lettering) and comes back once the queue has room, as RabbitMQ tries it again', async () => {
+    const a = harness.publish('harness.full', 'job', { n: 'A' });
+    await harness.advance(10);
+    harness.publish('harness.full', 'job', { n: 'B' });
+    await harness.advance(10);
+    // A quorum queue takes one message past its limit: both wait.
+    expect([harness.publish('harness.full', 'job', { n: 'C' }).queues, harness.publish('harness.full', 'job', { n: 'D' }).queues]).toEqual([
+      ['harness.busy'],
+      ['harness.busy'],
+    ]);
+    await harness.settle({ within: '1d' });
+    const attempts = harness.attempts(a.messageId);
+    expect(attempts.map((attempt) => attempt.outcome)).toEqual(['retried', 'handled']);
+    expect(attempts[1].at).toBeGreaterThan(3_600_000);
+    expect(harness.application.get(BusyHandler).seen).toEqual(['A#1', 'B#1', 'C#1', 'D#1', 'A#2']);
+    expect(harness.parked('harness.busy')).toHaveLength(0);
+  });
+});

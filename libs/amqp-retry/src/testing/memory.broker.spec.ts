@@ -1,7 +1,7 @@
 import { deathRulesOf, deliveredHeaders, type BrokerMessage, type DeathRules } from './dead-letter.rules.js';
 import { topicMatches } from '../core/topology/topic-pattern.match.js';
 import { headersMatch } from './exchange.routing.js';
-import { MemoryBroker } from './memory.broker.js';
+import { DEAD_LETTER_RETRY_MS, MemoryBroker } from './memory.broker.js';
 import { VirtualClock } from './virtual.clock.js';
 
 const message = (routingKey: string, over: Partial<BrokerMessage> = {}): BrokerMessage => ({
@@ -110,6 +110,50 @@ describe('the in-memory broker: expiry and dead-lettering', () => {
     expect(full.ready.map((e) => e.message.routingKeys[0])).toEqual(['c']);
     const dead = wait.ready.map((e) => deliveredHeaders(e.message)['x-death'] as Array<Record<string, unknown>>);
     expect(dead.map((deaths) => [deaths[0].queue, deaths[0].reason])).toEqual([['full', 'maxlen']]);
+  });
+
+  it('refuses a publish to a quorum queue under reject-publish only once it holds more than x-max-length', () => {
+    const { broker } = setUp();
+    const quorum = queue(broker, 'quorum', { 'x-queue-type': 'quorum', 'x-max-length': 1, 'x-overflow': 'reject-publish' });
+    const classic = queue(broker, 'classic', { 'x-max-length': 1, 'x-overflow': 'reject-publish' });
+    expect(['a', 'b', 'c'].map((key) => broker.enqueue(quorum, message(key)))).toEqual([true, true, false]);
+    expect(['a', 'b'].map((key) => broker.enqueue(classic, message(key)))).toEqual([true, false]);
+  });
+
+  it('keeps an at-least-once dead letter its target refuses in the source queue, and tries it again until the target takes it', async () => {
+    const { clock, broker } = setUp();
+    const quorum = { 'x-queue-type': 'quorum', 'x-overflow': 'reject-publish', 'x-dead-letter-strategy': 'at-least-once' };
+    broker.assertExchange('to-full', 'fanout', {});
+    const tier = queue(broker, 'tier', { ...quorum, 'x-message-ttl': 1000, 'x-dead-letter-exchange': 'to-full' });
+    const full = queue(broker, 'full', { ...quorum, 'x-max-length': 1 });
+    bind(broker, 'to-full', 'full');
+    broker.enqueue(full, message('first'));
+    broker.enqueue(full, message('second'));
+    broker.enqueue(tier, message('retry'));
+    await clock.runUntil(clock.now + 1000);
+    expect(full.ready).toHaveLength(2);
+    expect(broker.heldDeadLetterCounts()).toEqual(new Map([['tier', 1]]));
+    await clock.runUntil(clock.now + DEAD_LETTER_RETRY_MS);
+    expect(broker.heldDeadLetterCounts()).toEqual(new Map([['tier', 1]]));
+    full.ready.splice(0);
+    await clock.runUntil(clock.now + DEAD_LETTER_RETRY_MS);
+    expect(full.ready.map((e) => [e.message.routingKeys[0], e.message.deaths[0].reason])).toEqual([['retry', 'expired']]);
+    expect(broker.heldDeadLetterCounts().size).toBe(0);
+  });
+
+  it('drops an at-most-once dead letter its target refuses (a classic source)', async () => {
+    const { clock, broker } = setUp();
+    broker.assertExchange('to-full', 'fanout', {});
+    const tier = queue(broker, 'tier', { 'x-message-ttl': 1000, 'x-dead-letter-exchange': 'to-full' });
+    const full = queue(broker, 'full', { 'x-max-length': 1, 'x-overflow': 'reject-publish' });
+    bind(broker, 'to-full', 'full');
+    broker.enqueue(full, message('first'));
+    broker.enqueue(tier, message('retry'));
+    await clock.runUntil(clock.now + 1000);
+    full.ready.splice(0);
+    await clock.runUntil(clock.now + DEAD_LETTER_RETRY_MS);
+    expect(full.ready).toHaveLength(0);
+    expect(broker.heldDeadLetterCounts().size).toBe(0);
   });
 
   it('drops a dead-letter cycle with no rejection in it', async () => {

@@ -73,6 +73,26 @@ export class MemoryQueue {
   }
 
   /**
+   * Whether a publish finds the queue full: a classic queue once it holds its `x-max-length`; a quorum queue that
+   * refuses (`reject-publish`, `reject-publish-dlx`) only once it holds more than that, one message late (RabbitMQ
+   * checks the limit before it counts the message it takes).
+   */
+  get full(): boolean {
+    const { maxLength } = this;
+    if (maxLength === undefined) return false;
+    const late = this.type === 'quorum' && this.overflow !== 'drop-head';
+    return late ? this.ready.length > maxLength : this.ready.length >= maxLength;
+  }
+
+  /**
+   * Whether the queue dead-letters at least once: a quorum queue with `x-dead-letter-strategy: at-least-once` and
+   * `x-overflow: reject-publish` (with any other overflow RabbitMQ falls back to at most once).
+   */
+  get deadLettersAtLeastOnce(): boolean {
+    return this.type === 'quorum' && this.args['x-dead-letter-strategy'] === 'at-least-once' && this.overflow === 'reject-publish';
+  }
+
+  /**
    * A quorum queue's delivery limit under `rules`: its `x-delivery-limit`, else 20 with the rules of 3.13 and later
    * (RabbitMQ 4.0 set that default; 3.13, which had none, is not told apart), else none (3.10: no limit unless set).
    */
