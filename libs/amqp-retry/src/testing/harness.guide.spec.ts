@@ -1,6 +1,9 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { jest } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { RetryWithBackoff } from '../nest/retry-with-backoff.decorator.js';
 import { RetryModule } from '../nest/retry.module.js';
 import { RetryPublisher } from '../nest/retry.publisher.js';
@@ -92,4 +95,42 @@ describe('the testing guide, with Jest fake timers on', () => {
     await harness.settle();
     expect(harness.attempts(messageId).map((a) => a.outcome)).toEqual(['handled']);
   });
+});
+
+/** The guide's code blocks that are whole files (they start with their imports). */
+const guideFiles = (): string[] => {
+  const guide = readFileSync(new URL('../../../../docs/testing-your-handlers.md', import.meta.url), 'utf8');
+  return [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((block) => block[1]).filter((code) => code.startsWith('import '));
+};
+
+/**
+ * TypeScript's "cannot find name" errors in each of `codes`, type-checked together as Jest test files of the repository
+ * (modules they import that do not resolve are left out): one list per file.
+ */
+const unknownNames = (codes: string[]): string[][] => {
+  const files = codes.map((_, i) => fileURLToPath(new URL(`../../../../docs/guide-${i}.snippet.spec.ts`, import.meta.url)));
+  const code = (name: string) => codes[files.indexOf(name)];
+  const options: ts.CompilerOptions = { strict: true, noEmit: true, types: ['jest', 'node'], experimentalDecorators: true, skipLibCheck: true };
+  const host = ts.createCompilerHost(options);
+  const { getSourceFile, fileExists, readFile } = host;
+  host.getSourceFile = (name, version, ...rest) =>
+    files.includes(name) ? ts.createSourceFile(name, code(name), version) : getSourceFile.call(host, name, version, ...rest);
+  host.fileExists = (name) => files.includes(name) || fileExists.call(host, name);
+  host.readFile = (name) => (files.includes(name) ? code(name) : readFile.call(host, name));
+  const program = ts.createProgram(files, options, host);
+  const cannotFind = new Set([2304, 2552, 2582]);
+  return files.map((file) =>
+    ts
+      .getPreEmitDiagnostics(program, program.getSourceFile(file))
+      .filter((diagnostic) => cannotFind.has(diagnostic.code))
+      .map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ')),
+  );
+};
+
+describe('the testing guide: its whole-file examples', () => {
+  it('import every name they use', () => {
+    const files = guideFiles();
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    expect(unknownNames(files)).toEqual(files.map(() => []));
+  }, 30_000);
 });
