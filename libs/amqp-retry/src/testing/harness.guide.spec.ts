@@ -9,6 +9,9 @@ import { RetryModule } from '../nest/retry.module.js';
 import { RetryPublisher } from '../nest/retry.publisher.js';
 import { RetryHarness } from './retry.harness.js';
 
+/** Real time for the test's own measure, taken before Jest's fake timers freeze process.hrtime and performance. */
+const realNow = performance.now.bind(performance);
+
 /** The guide's example (docs/testing-your-handlers.md), word for word where it can be, with Jest's fake timers on. */
 @Injectable()
 class PaymentGateway {
@@ -57,7 +60,7 @@ describe('the testing guide, with Jest fake timers on', () => {
       .mockRejectedValueOnce(new Error('timeout'))
       .mockResolvedValue(undefined);
     const { messageId } = harness.publish('shop', 'order.created', { id: 42, amountCents: 1000 });
-    const real = process.hrtime.bigint();
+    const real = realNow();
 
     await harness.settle();
 
@@ -67,7 +70,7 @@ describe('the testing guide, with Jest fake timers on', () => {
       [3, 11_000, 2, 'retried'],
       [4, 71_000, 3, 'handled'],
     ]);
-    expect(Number(process.hrtime.bigint() - real) / 1e6).toBeLessThan(1_000);
+    expect(realNow() - real).toBeLessThan(1_000);
   });
 
   it('parks a malformed order at once', async () => {
