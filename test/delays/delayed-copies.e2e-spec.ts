@@ -1,8 +1,8 @@
-import { RetryPublisher } from 'nestjs-amqp-retry';
+import { PublishError, RetryEngine, RetryPublisher } from 'nestjs-amqp-retry';
 import { planDelayTopology, delayLevels } from '../../libs/amqp-retry/src/core/delivery/delay.plan.js';
 import { startApp, TEST_OPTIONS } from '../support/app.js';
 import { uniqueName, waitFor } from '../support/broker.js';
-import { useSuite } from '../support/suite.js';
+import { settleWindow, useSuite } from '../support/suite.js';
 
 /**
  * Copies waiting in the delay ladder must be persistent whatever the publish said (a broker restart
@@ -27,6 +27,43 @@ describe('delayed copies', () => {
     const level = planDelayTopology(prefix).queues.find((q) => q.arguments['x-message-ttl'] === top.ttlMs)!.name;
     const waiting = await waitFor(() => suite.broker.channel.get(level, { noAck: true }), 'the copy in its ladder level');
     expect(waiting.properties.deliveryMode).toBe(2);
+  });
+
+  it('delivers a delayed publish with CC and BCC to the same three queues as an immediate one, and shows no BCC', async () => {
+    const queues = ['a', 'b', 'c'].map((key) => ({ key, name: uniqueName(`e2e.copies.${key}`) }));
+    for (const { key, name } of queues) {
+      suite.extraQueues.push(name);
+      await suite.broker.declareQueue(name, { exchange, key });
+    }
+    // As properties (RetryEngine.publish, RetryClient's RmqRecord options) and as headers (RetryPublisher).
+    const engine = suite.app!.get(RetryEngine);
+    const publish = (id: string, delay: number) => engine.publish(exchange, 'a', Buffer.from(JSON.stringify({ id })), { CC: ['b'], BCC: 'c' }, delay);
+    await publish('now', 0);
+    await publish('later', 200);
+    const headers = { CC: ['b'], BCC: ['c'] };
+    await suite.app!.get(RetryPublisher).publish(exchange, 'a', { id: 'later, in headers' }, { delay: 300, headers });
+    for (const { name } of queues) {
+      const got = await suite.broker.take(name, 3);
+      expect(got.map((m) => JSON.parse(m.content.toString()).id)).toEqual(['now', 'later', 'later, in headers']);
+      const [now, ...later] = got.map((m) => m.properties.headers ?? {});
+      for (const delayed of later) {
+        expect(delayed.CC).toEqual(now.CC);
+        expect(delayed.BCC).toBeUndefined();
+        expect(delayed['x-delay-cc']).toBeUndefined();
+        expect(delayed['x-delay-bcc']).toBeUndefined();
+      }
+    }
+  });
+
+  it('rejects a delayed publish to a missing exchange, or to a missing queue by name, as an immediate one rejects', async () => {
+    const publisher = suite.app!.get(RetryPublisher);
+    const missing = uniqueName('e2e.copies.missing');
+    await expect(publisher.publish(missing, 'k', { id: 3 }, { delay: 100 })).rejects.toThrow(PublishError);
+    await expect(publisher.publish(missing, 'k', { id: 3 }, { delay: 100 })).rejects.toThrow(/no exchange/);
+    await expect(publisher.publish('', missing, { id: 4 }, { delay: 100 })).rejects.toThrow(PublishError);
+    // Nothing went into the ladder: nothing is parked once due.
+    await settleWindow(400);
+    expect(await suite.broker.count(`${prefix}.error`)).toBe(0);
   });
 
   it('parks a due message that no queue takes (undeliverable), instead of dropping it', async () => {

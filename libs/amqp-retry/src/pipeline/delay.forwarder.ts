@@ -2,6 +2,7 @@ import type { ConsumeMessage, Options } from 'amqplib';
 import {
   configuredDelayPrefix,
   forwardedExpiration,
+  forwardedRecipients,
   isLadderTarget,
   ladderTargetProblem,
   readDelayTarget,
@@ -65,8 +66,12 @@ export class DelayForwardHandler {
     }
     // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
     const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));
-    const copy = republishProperties(message.properties, kept); // a new object: set here rather than spread (docs/performance.md)
+    // So do its CC and BCC, routed by this publish as they would have been by an immediate one.
+    const { headers: delivered, CC, BCC } = forwardedRecipients(kept);
+    const copy = republishProperties(message.properties, delivered); // a new object: set here rather than spread (docs/performance.md)
     if (expiration !== undefined) copy.expiration = expiration;
+    if (CC !== undefined) copy.CC = CC;
+    if (BCC !== undefined) copy.BCC = BCC;
     copy.mandatory = true;
     if (this.refused.isHeld(target.exchange, Date.now())) {
       const back = await this.giveBack(target, message.content, copy, signal, true);

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   DELAY_LADDER,
   forwardedExpiration,
+  forwardedRecipients,
   isDelayLadderQueue,
   ladderProperties,
   planDelayedPublish,
@@ -14,7 +15,6 @@ import { DelayHeader } from '../headers/header.names.js';
 
 const target = { exchange: 'orders', routingKey: 'order.created.eu' };
 const NOW = Date.parse('2030-01-01T00:00:00.000Z');
-
 
 describe('readDelayTarget', () => {
   it('reads the target the plan wrote, including the default exchange', () => {
@@ -132,6 +132,39 @@ describe('an expiration through the ladder', () => {
   it('delivers without an expiration when the carried one is malformed (a message published by another client)', () => {
     for (const bad of ['-3', 'x', 7.5, Buffer.from('200'), null])
       expect(forwardedExpiration({ [DelayHeader.expiration]: bad, a: 1 })).toEqual({ headers: { a: 1 } });
+  });
+});
+
+describe('CC and BCC through the ladder', () => {
+  const plan = planDelayedPublish(3000, target, NOW);
+  const headers = plan.kind === 'ladder' ? plan.headers : (undefined as never);
+
+  it('sends the ladder copy without CC or BCC, their keys carried in headers of the library (properties over headers)', () => {
+    const copy = ladderProperties({ CC: 'eu', BCC: ['audit', 'archive'], headers: { tenant: 'acme', CC: ['ignored'] } }, headers);
+    expect(copy).not.toHaveProperty('CC');
+    expect(copy).not.toHaveProperty('BCC');
+    expect(copy.headers).toEqual({ tenant: 'acme', ...headers, [DelayHeader.cc]: ['eu'], [DelayHeader.bcc]: ['audit', 'archive'] });
+    expect(ladderProperties({ headers: { CC: ['us'], BCC: 'audit' } }, headers).headers).toEqual({
+      ...headers,
+      [DelayHeader.cc]: ['us'],
+      [DelayHeader.bcc]: ['audit'],
+    });
+  });
+
+  it('drops stale carried keys of the caller, and carries none for none', () => {
+    const copy = ladderProperties({ headers: { [DelayHeader.cc]: ['x'], [DelayHeader.bcc]: ['y'] }, CC: [] }, headers);
+    expect(copy.headers).toEqual({ ...headers });
+  });
+
+  it('restores the carried keys as CC and BCC and drops their headers, whatever they hold', () => {
+    expect(forwardedRecipients({ a: 1, [DelayHeader.cc]: ['eu'], [DelayHeader.bcc]: [Buffer.from('audit')] })).toEqual({
+      headers: { a: 1 },
+      CC: ['eu'],
+      BCC: ['audit'],
+    });
+    expect(forwardedRecipients({ a: 1, [DelayHeader.bcc]: 'not a list' })).toEqual({ headers: { a: 1 } });
+    const plain = { a: 1 };
+    expect(forwardedRecipients(plain).headers).toBe(plain);
   });
 });
 

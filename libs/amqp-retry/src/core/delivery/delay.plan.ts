@@ -267,12 +267,25 @@ export function assertLadderHeaders(headers: Readonly<Record<string, unknown>> |
  * DelayHeader.expiration and applies from delivery (see forwardedExpiration). Throws a RangeError for a malformed one.
  */
 export function ladderProperties(properties: Options.Publish, headers: DelayHeaders): Options.Publish {
-  const { expiration, ...rest } = properties;
+  const { expiration, CC, BCC, ...rest } = properties;
   const kept = readExpiration(expiration);
-  // The library's header only: one the caller's headers carry (a copy of a delivered message) must not come back.
+  // The library's headers only: ones the caller's headers carry (a copy of a delivered message) must not come back.
   // copyOwn and plain assignments on the fresh objects, not spreads followed by keys (docs/performance.md).
-  const { [DelayHeader.expiration]: _stale, ...own } = copyOwn(properties.headers, headers);
+  const {
+    [DelayHeader.expiration]: _stale,
+    [DelayHeader.cc]: _staleCc,
+    [DelayHeader.bcc]: _staleBcc,
+    CC: headerCc,
+    BCC: headerBcc,
+    ...own
+  } = copyOwn(properties.headers, headers);
   if (kept !== undefined) own[DelayHeader.expiration] = kept;
+  // CC and BCC route where the message is published: in the ladder they would reach none of the target's queues (and
+  // the broker strips BCC there). They ride in headers of the library's, and the forwarder routes them at delivery.
+  const cc = routingKeys(CC ?? headerCc);
+  if (cc !== undefined) own[DelayHeader.cc] = cc;
+  const bcc = routingKeys(BCC ?? headerBcc);
+  if (bcc !== undefined) own[DelayHeader.bcc] = bcc;
   const ladder: Options.Publish = rest;
   ladder.persistent = true;
   ladder.mandatory = true;
@@ -293,6 +306,29 @@ export function forwardedExpiration(headers: Readonly<Record<string, unknown>>):
     expiration = undefined;
   }
   return expiration === undefined ? { headers: rest } : { headers: rest, expiration };
+}
+
+/** CC or BCC routing keys as amqplib sends them (a list of strings); undefined for none. */
+function routingKeys(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const keys = (Array.isArray(value) ? value : [value]).map((key) => (Buffer.isBuffer(key) ? key.toString() : String(key)));
+  return keys.length > 0 ? keys : undefined;
+}
+
+/**
+ * What the forwarder delivers a due message with: its headers without DelayHeader.cc and DelayHeader.bcc, and the
+ * `CC` and `BCC` those headers carried (see ladderProperties). A BCC list must never reach a consumer: its header goes
+ * whatever it holds.
+ */
+export function forwardedRecipients(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; CC?: string[]; BCC?: string[] } {
+  if (!(DelayHeader.cc in headers) && !(DelayHeader.bcc in headers)) return { headers: headers as Record<string, unknown> };
+  const { [DelayHeader.cc]: cc, [DelayHeader.bcc]: bcc, ...rest } = headers;
+  const forwarded: { headers: Record<string, unknown>; CC?: string[]; BCC?: string[] } = { headers: rest };
+  const CC = Array.isArray(cc) ? routingKeys(cc) : undefined;
+  if (CC !== undefined) forwarded.CC = CC;
+  const BCC = Array.isArray(bcc) ? routingKeys(bcc) : undefined;
+  if (BCC !== undefined) forwarded.BCC = BCC;
+  return forwarded;
 }
 
 /** The target a due message names in its headers, or undefined if they are missing or malformed. */

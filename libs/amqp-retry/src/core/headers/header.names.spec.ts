@@ -40,6 +40,8 @@ describe('the header vocabulary', () => {
       'x-delay-ms',
       'x-delay-due-at',
       'x-delay-expiration',
+      'x-delay-cc',
+      'x-delay-bcc',
       'x-delay-given-back',
     ]);
     expect(BrokerHeader.death).toBe('x-death');

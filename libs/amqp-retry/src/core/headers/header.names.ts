@@ -72,6 +72,13 @@ export const DelayHeader = {
    * first level, early; the forwarder puts it back as the property of the message it delivers.
    */
   expiration: 'x-delay-expiration',
+  /**
+   * A delayed message's `CC` routing keys through the ladder, where the broker would route them at its first level, to
+   * none of the target's queues; the forwarder puts them back as the `CC` of the message it delivers.
+   */
+  cc: 'x-delay-cc',
+  /** As `cc`, for `BCC`: the broker routes a BCC header at the first routing and strips it, so the ladder carries the keys. */
+  bcc: 'x-delay-bcc',
   /** How often a forwarder gave the message back to the ladder because its target refused it (refused-target.policy.ts). */
   givenBack: 'x-delay-given-back',
 } as const;
