@@ -14,7 +14,8 @@ export interface GuardedTopology {
 /**
  * Makes sure what a nack dead-letters into still exists: a classic queue dead-letters without confirms, so a message
  * nacked into a deleted exchange or tier queue is dropped silently. Before nacking, the consumer asks the guard, which
- * checks the retry path passively and declares the topology again if any of it was deleted.
+ * checks the retry path passively and declares the topology again if any of it was deleted. The delay ladder, whose
+ * levels dead-letter into one another alike, has a guard of its own (PublishingSide.checkLadder).
  *
  * A nack decided while a check runs waits for that one: a burst of failures costs one round of checks.
  */
@@ -29,6 +30,8 @@ export class TopologyGuard {
     private readonly redeclare: () => Promise<unknown>,
     private readonly logger: RetryLogger,
     private readonly owner: string,
+    /** What `redeclare` declares, as the log lines name it. */
+    private readonly what = 'the retry topology',
   ) {}
 
   /** Resolves once a check found everything (or declared it again); rejects if it could not. */
@@ -40,9 +43,9 @@ export class TopologyGuard {
   private async check(): Promise<void> {
     const missing = await this.findMissing();
     if (missing === undefined) return;
-    this.logger.error(`${this.owner}: ${missing} was deleted; declaring the retry topology again`);
+    this.logger.error(`${this.owner}: ${missing} was deleted; declaring ${this.what} again`);
     await this.redeclare();
-    this.logger.log(`${this.owner}: declared the retry topology again`);
+    this.logger.log(`${this.owner}: declared ${this.what} again`);
   }
 
   /** The first missing exchange or queue, described; undefined when all exist. */

@@ -15,7 +15,7 @@ import type { PublishingSide } from './publishing.side.js';
 const FORWARDER_PREFETCH = 100;
 
 /** Makes the consumer that forwards what is due in a ladder's ready queue. */
-type ForwarderOf = (ladder: DelayTopology, redeclare: () => Promise<unknown>, observers?: ObserverHub) => QueueConsumer;
+type ForwarderOf = (ladder: DelayTopology, redeclare: () => Promise<unknown>, observers?: ObserverHub, onDelivery?: () => void) => QueueConsumer;
 
 /**
  * The consuming half of delayed delivery: the forwarder of the delay ladder's ready queue, and the drain of the ladder
@@ -50,12 +50,16 @@ export class DelayForwarding {
     await recordOrWarn(() => connection.createChannel('handler registry', true), parker.publisher, entry, this.logger);
     const park = { errorQueue: ladder.errorQueue, redeclare };
     const { logger, observers } = this;
-    const forwarderOf: ForwarderOf = (from, redeclareFrom, observing) =>
-      new QueueConsumer(
+    const forwarderOf: ForwarderOf = (from, redeclareFrom, observing, onDelivery) => {
+      const { handle } = new DelayForwardHandler(from, forwarder, parker, park, logger, observing, ladder.prefix);
+      return new QueueConsumer(
         { queue: from.readyQueue, prefetch: FORWARDER_PREFETCH, connection, logger, resume, redeclare: redeclareFrom, observers: observing },
-        new DelayForwardHandler(from, forwarder, parker, park, logger, observing, ladder.prefix).handle,
+        onDelivery ? (message, settle, signal) => (onDelivery(), handle(message, settle, signal)) : handle,
       );
-    this.forwarder = forwarderOf(ladder, redeclare, observers);
+    };
+    // Due messages arriving tell that the ladder is in use: its check (which another application's publishes may not
+    // make) runs as they do, at most once an interval.
+    this.forwarder = forwarderOf(ladder, redeclare, observers, () => this.publishing.checkLadderSoon());
     this.drain = await this.drainOf(ladder, connection, forwarderOf);
   }
 

@@ -1,6 +1,9 @@
 import { openConnection, type AmqpConnection } from '../amqp/amqp.connection.js';
 import { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
+import { TopologyGuard } from '../amqp/topology.guard.js';
+import { TargetProbe } from '../amqp/target.probe.js';
+import { KnownTargets } from '../core/publish/known-targets.js';
 import {
   assertLadderHeaders,
   delayLadderPrefix,
@@ -34,6 +37,16 @@ export interface Outgoing {
 }
 
 type DelayedPublishPlan = ReturnType<typeof planDelayedPublish>;
+
+/**
+ * How long a check of the whole delay ladder holds: the first delayed publish after that checks it again (passively,
+ * one round trip a queue or exchange) before it goes, and declares again whatever was deleted. Inside the ladder a
+ * level dead-letters without confirms: a message reaching a deleted level or exchange is dropped silently.
+ */
+export const LADDER_CHECK_EVERY_MS = 5_000;
+
+/** How long a delayed publish's target, once found, goes unchecked (a missing one is checked at every publish). */
+export const TARGET_CHECK_EVERY_MS = 5_000;
 type LadderPlan = Extract<DelayedPublishPlan, { kind: 'ladder' }>;
 
 /** The publishing connection's confirm channels, one per purpose. */
@@ -63,6 +76,12 @@ export class PublishingSide {
   private ladder?: Promise<DelayTopology>;
   /** Declarations of the ladder begun: only the first explains a refused queue's type (see declareTopology). */
   private ladderDeclarations = 0;
+  /** When a declaration or a check last found the whole ladder (0: never). */
+  private ladderCheckedAt = 0;
+  private ladderWarnedAt = 0;
+  private ladderGuard?: TopologyGuard;
+  private targetProbe?: TargetProbe;
+  private readonly knownTargets = new KnownTargets(TARGET_CHECK_EVERY_MS);
   private closed = false;
 
   constructor(
@@ -164,7 +183,9 @@ export class PublishingSide {
     const publisher = (await this.open())[via];
     if (plan.kind === 'direct') return publisher.publish(out.exchange, out.routingKey, out.content, out.properties, undefined, deadline);
     const delayed = ladderProperties(out.properties, plan.headers);
+    await this.targetExists(out, deadline);
     await this.ladderFor(publisher, plan, deadline);
+    await this.checkLadder(deadline);
     try {
       await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed, undefined, deadline);
     } catch (error) {
@@ -203,6 +224,71 @@ export class PublishingSide {
         if (connection.isConnected || Date.now() >= deadline) throw error;
       }
     }
+  }
+
+  /**
+   * Rejects a delayed publish whose target is missing, as the broker rejects an immediate one: an exchange that does not
+   * exist, or, through the default exchange, a queue that does not. Whether a queue is bound to a named exchange's key
+   * is known only at due time (a due message no queue takes is parked). A target found is not checked again for
+   * TARGET_CHECK_EVERY_MS; a check that cannot answer (the connection is down, the deadline passed) lets the publish go on.
+   */
+  private async targetExists(out: Outgoing, deadline: number): Promise<void> {
+    const byName = out.exchange === '';
+    const name = byName ? `queue ${out.routingKey}` : `exchange ${out.exchange}`;
+    if (this.knownTargets.has(name, Date.now())) return;
+    const { connection } = await this.open();
+    this.targetProbe ??= new TargetProbe(() => connection.createChannel('delayed publish target check', true));
+    const probe = this.targetProbe;
+    const checking = byName ? probe.queueExists(out.routingKey) : probe.exchangeExists(out.exchange);
+    const found = await withinTime(checking, Math.max(0, deadline - Date.now()), () => new Error('timed out')).catch(() => undefined);
+    if (found === undefined) return;
+    if (found) return this.knownTargets.found(name, Date.now());
+    const reason = byName
+      ? `no queue "${out.routingKey}" for the default exchange to deliver the delayed message to (checked before delaying it)`
+      : `no exchange "${out.exchange}" (checked before delaying the message)`;
+    throw new PublishError(out.exchange, out.routingKey, reason, 404);
+  }
+
+  /**
+   * Checks the whole ladder before a delayed publish goes into it once the last declaration or check is
+   * LADDER_CHECK_EVERY_MS old, declaring again what was deleted (a log line says what); publishes meanwhile wait for
+   * the same check. A check that fails or outlives the publish's deadline lets the publish go on: it is tried again by
+   * the next one. Also run, without waiting, by the forwarder as due messages arrive (checkLadderSoon).
+   */
+  async checkLadder(deadline = Date.now() + this.config.publishTimeoutMs): Promise<void> {
+    if (Date.now() - this.ladderCheckedAt < LADDER_CHECK_EVERY_MS) return;
+    const ladder = await this.delayLadder();
+    if (!ladder) return;
+    const { connection } = await this.open();
+    this.ladderGuard ??= new TopologyGuard(
+      connection,
+      { exchanges: ladder.exchanges.map((e) => e.name), queues: ladder.queues.map((q) => q.name) },
+      () => (this.forgetLadder(), this.delayLadder()),
+      this.logger,
+      `Delay ladder "${ladder.prefix}"`,
+      'the delay ladder',
+    );
+    const started = Date.now();
+    try {
+      await withinTime(
+        this.ladderGuard.ensure(),
+        Math.max(0, deadline - started),
+        () => new Error(`no answer within ${this.config.publishTimeoutMs} ms`),
+      );
+      this.ladderCheckedAt = Math.max(this.ladderCheckedAt, started);
+    } catch (error) {
+      if (started - this.ladderWarnedAt < LADDER_CHECK_EVERY_MS) return; // one line at most per interval
+      this.ladderWarnedAt = started;
+      this.logger.warn(
+        `Could not check the delay ladder "${ladder.prefix}" (${errorMessage(error)}); checking it again with the next delayed publish`,
+      );
+    }
+  }
+
+  /** Checks the ladder (checkLadder) without waiting, when the last check is old: for the forwarder, on each due message. */
+  checkLadderSoon(): void {
+    if (this.closed || Date.now() - this.ladderCheckedAt < LADDER_CHECK_EVERY_MS) return;
+    void this.checkLadder().catch(() => undefined);
   }
 
   private ladderTimeout(plan: LadderPlan): PublishError {
@@ -246,7 +332,9 @@ export class PublishingSide {
     if (this.ladder) return this.ladder;
     const declaring = this.open().then(async ({ connection }) => {
       const ladder = planDelayTopology(prefix, this.config.delayQueueType);
+      const started = Date.now();
       await declareTopology(connection, ladder, this.ladderDeclarations++ === 0);
+      this.ladderCheckedAt = Math.max(this.ladderCheckedAt, started); // all of it exists: a check of its own
       return ladder;
     });
     this.ladder = declaring;

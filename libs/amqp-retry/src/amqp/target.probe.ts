@@ -1,0 +1,36 @@
+import type { Channel } from 'amqplib';
+import { SharedChannel } from './channel-close.settler.js';
+import { isNotFound } from './queue-exists.probe.js';
+
+/**
+ * Passive checks of exchanges and queues on one channel, opened again after a 404 closed it: cheaper than a channel
+ * per check (queueExists), for checks that run before publishes.
+ */
+export class TargetProbe {
+  private readonly channel = new SharedChannel<Channel>();
+
+  constructor(private readonly open: () => Promise<Channel>) {}
+
+  /** Whether the exchange exists ('' always does); any failure but a 404 is thrown. */
+  exchangeExists(exchange: string): Promise<boolean> {
+    if (exchange === '') return Promise.resolve(true);
+    return this.exists((channel) => channel.checkExchange(exchange));
+  }
+
+  /** Whether the queue exists (a name over AMQP's 255 bytes never does); any failure but a 404 is thrown. */
+  queueExists(queue: string): Promise<boolean> {
+    if (Buffer.byteLength(queue) > 255) return Promise.resolve(false);
+    return this.exists((channel) => channel.checkQueue(queue));
+  }
+
+  private async exists(check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
+    const channel = await this.channel.get((forget) => this.open().then((opened) => opened.on('close', forget)));
+    try {
+      await check(channel);
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  }
+}
