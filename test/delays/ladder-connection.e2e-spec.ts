@@ -17,6 +17,7 @@ describe('the delay ladder of a delayed publish', () => {
 
   /** The publishing side alone, through a proxy, its ladder declared; its connection then lost once and back. */
   async function reconnectedSide(options: RetryModuleOptions): Promise<{ proxy: TcpProxy; side: PublishingSide; ready: string }> {
+    await suite.broker.declareQueue(suite.queue); // the target: a delayed publish to a missing queue is refused
     const proxy = await new TcpProxy().start();
     suite.afterThis(() => proxy.stop());
     const logger = new RecordingLogger();

@@ -183,8 +183,8 @@ export class PublishingSide {
     const publisher = (await this.open())[via];
     if (plan.kind === 'direct') return publisher.publish(out.exchange, out.routingKey, out.content, out.properties, undefined, deadline);
     const delayed = ladderProperties(out.properties, plan.headers);
-    await this.targetExists(out, deadline);
     await this.ladderFor(publisher, plan, deadline);
+    await this.targetExists(out, deadline);
     await this.checkLadder(deadline);
     try {
       await publisher.publish(plan.exchange, plan.routingKey, out.content, delayed, undefined, deadline);
