@@ -8,19 +8,29 @@ import { isNotFound } from './queue-exists.probe.js';
  */
 export class TargetProbe {
   private readonly channel = new SharedChannel<Channel>();
+  /** Checks under way, by kind and name: a burst of publishes to one new target costs one check. */
+  private readonly running = new Map<string, Promise<boolean>>();
 
   constructor(private readonly open: () => Promise<Channel>) {}
 
   /** Whether the exchange exists ('' always does); any failure but a 404 is thrown. */
   exchangeExists(exchange: string): Promise<boolean> {
     if (exchange === '') return Promise.resolve(true);
-    return this.exists((channel) => channel.checkExchange(exchange));
+    return this.once(`exchange ${exchange}`, (channel) => channel.checkExchange(exchange));
   }
 
   /** Whether the queue exists (a name over AMQP's 255 bytes never does); any failure but a 404 is thrown. */
   queueExists(queue: string): Promise<boolean> {
     if (Buffer.byteLength(queue) > 255) return Promise.resolve(false);
-    return this.exists((channel) => channel.checkQueue(queue));
+    return this.once(`queue ${queue}`, (channel) => channel.checkQueue(queue));
+  }
+
+  private once(name: string, check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
+    let checking = this.running.get(name);
+    if (checking) return checking;
+    checking = this.exists(check).finally(() => this.running.delete(name));
+    this.running.set(name, checking);
+    return checking;
   }
 
   private async exists(check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
