@@ -140,7 +140,7 @@ export class HandlerRuntime {
       config.queueType === 'quorum'
         ? (m: ConsumeMessage) =>
             unsettledDeliveries(countedHeaders(m), 'quorum') > 0 &&
-            (returns.isEmpty || unsettledDeliveries(countedHeaders(m), 'quorum', returns.of(returnIdentity(m, config.queue))) > 0)
+            (returns.isEmpty || unsettledDeliveries(countedHeaders(m), 'quorum', returns.claim(returnIdentity(m, config.queue))) > 0)
         : undefined;
     // A single-active-consumer queue (a partition too) is handed over, never cancelled: see QueueConsumer's handOverMs.
     const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;

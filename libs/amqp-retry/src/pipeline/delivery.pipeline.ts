@@ -106,7 +106,8 @@ export class DeliveryPipeline {
     if (returns && !returns.isEmpty) {
       // The count stands while the message stays in the queue; it is forgotten once the message leaves it.
       const identity = returnIdentity(message, queue);
-      ownReturns = () => returns.of(identity);
+      const own = returns.claim(identity); // a hand-over's credit goes to this delivery, whatever becomes of it
+      ownReturns = () => own;
       settle = forgettingReturns(settle, returns, identity);
     }
     const maxAttempts = this.router ? Infinity : this.config.maxAttempts;

@@ -27,13 +27,46 @@ describe('OwnReturns', () => {
     expect([returns.of('id:a'), returns.isEmpty]).toEqual([0, true]);
   });
 
-  it('takes the larger count of a hand-over note, which includes the returns it holds itself', () => {
+  it('gives a hand-over note credit to the next delivery of its identity, which takes the larger of it and its own count', () => {
     const returns = new OwnReturns();
     returns.add('id:a');
     returns.credit('id:a', 5); // the message went back and forth: the other owner counted this one's return too
     returns.credit('id:b', 2);
-    returns.credit('id:a', 3); // an older note
-    expect([returns.of('id:a'), returns.of('id:b')]).toEqual([5, 2]);
+    expect([returns.of('id:a'), returns.of('id:b')]).toEqual([1, 0]); // credits are not counts until claimed
+    expect([returns.claim('id:a'), returns.claim('id:b')]).toEqual([5, 2]);
+    returns.credit('id:c', 1);
+    returns.credit('id:c', 3); // a later note replaces the earlier one's count
+    expect(returns.claim('id:c')).toBe(3);
+  });
+
+  it('lets a credit serve one delivery only, whatever its outcome: a later copy of the identity starts from none', () => {
+    const returns = new OwnReturns();
+    returns.credit('id:a', 4);
+    expect(returns.claim('id:a')).toBe(4);
+    returns.forget('id:a'); // that delivery left the queue
+    expect([returns.claim('id:a'), returns.isEmpty]).toEqual([0, true]);
+  });
+
+  it('drops a credit no delivery claimed within its lifetime, and is empty again once none is live', () => {
+    let now = 1_000;
+    const returns = new OwnReturns({ creditLifetimeMs: 60_000, now: () => now });
+    returns.credit('id:a', 3); // the message went to another instance: nothing here claims it
+    now += 30_000;
+    returns.credit('id:b', 2);
+    expect(returns.isEmpty).toBe(false);
+    now += 30_000; // a's lifetime is over, b's is not
+    expect(returns.isEmpty).toBe(false);
+    expect([returns.claim('id:a'), returns.of('id:a')]).toEqual([0, 0]);
+    now += 30_000;
+    expect(returns.isEmpty).toBe(true);
+    expect(returns.claim('id:b')).toBe(0);
+  });
+
+  it('adds a return on top of a live credit: the next note names the returns of both hand-overs', () => {
+    const returns = new OwnReturns();
+    returns.credit('id:a', 2);
+    returns.add('id:a'); // delivered here, and put back before it was read (a hand-over during a hand-over)
+    expect(returns.takeUnannounced()).toEqual([['id:a', 3]]);
   });
 
   it('hands out the returns made since it last did, with their counts, for the next note; credits are not announced again', () => {
@@ -53,7 +86,7 @@ describe('OwnReturns', () => {
   });
 
   it('forgets the least recently returned beyond its capacity', () => {
-    const returns = new OwnReturns(2);
+    const returns = new OwnReturns({ capacity: 2 });
     returns.add('id:a');
     returns.add('id:b');
     returns.add('id:a'); // a is now the most recent
@@ -73,6 +106,14 @@ describe('returnIdentity', () => {
     expect(first).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(returnIdentity(delivery(undefined, { 'x-delivery-count': 2, 'x-acquired-count': 4 }), 'orders')).toBe(first);
     expect(returnIdentity(delivery(undefined, {}, '{"n":2}'), 'orders')).not.toBe(first);
+  });
+
+  it('counts a replayed copy apart from its original, and each replay apart from the others', () => {
+    const original = returnIdentity(delivery('m-1'), 'orders');
+    const replayed = returnIdentity(delivery('m-1', { 'x-replayed-at': '2026-11-30T10:00:00.000Z' }), 'orders');
+    const again = returnIdentity(delivery('m-1', { 'x-replayed-at': '2026-11-30T11:00:00.000Z' }), 'orders');
+    expect(new Set([original, replayed, again]).size).toBe(3);
+    expect(returnIdentity(delivery('m-1', { 'x-replayed-at': '2026-11-30T10:00:00.000Z', 'x-delivery-count': 2 }), 'orders')).toBe(replayed);
   });
 
   it('reads a malformed death history as none instead of throwing', () => {
