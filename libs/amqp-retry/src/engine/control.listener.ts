@@ -53,6 +53,11 @@ export class ControlListener {
     try {
       const channel = await connection.createChannel('control commands', true);
       channel.on('error', (error: Error) => logger.warn(`Pause and resume from other processes are unavailable: ${error.message}`));
+      channel.on('close', () => {
+        if (this.channel !== channel) return;
+        this.channel = undefined;
+        this.bound = new Set();
+      });
       if (this.stopped) return void (await channel.close().catch(() => undefined)); // stop() came while it opened
       this.channel = channel;
       await channel.assertExchange(CONTROL_EXCHANGE, 'direct', { durable: true });
@@ -63,6 +68,14 @@ export class ControlListener {
     } catch (error) {
       logger.warn(`Pause and resume from other processes (amqp-retry pause) are unavailable: ${errorMessage(error)}`);
     }
+  }
+
+  /**
+   * Whether this listener runs and binds `queue`: then CONTROL_EXCHANGE exists (it declared it), and a note or a command
+   * for `queue` can be published there without a 404 closing the publisher's channel.
+   */
+  binds(queue: string): boolean {
+    return this.channel !== undefined && this.bound.has(queue);
   }
 
   /** Binds more handler queues (attached after the start). */

@@ -30,6 +30,8 @@ export interface ControlSideDeps {
 export class ControlSide {
   private listener?: ControlListener;
   private replies?: Promise<Channel>;
+  /** Whether a hand-over went without its note because the listener was not running: told once. */
+  private unannounced = false;
 
   constructor(private readonly deps: ControlSideDeps) {}
 
@@ -96,6 +98,17 @@ export class ControlSide {
    * them closes: the next owner reads the note before it decides on those deliveries. Rejects when it cannot be sent.
    */
   announceReturns(note: HandOverNote): Promise<void> {
+    // Only while this instance's listener has the exchange declared: a publish to an exchange that does not exist
+    // closes the application's publisher channel, whose other unconfirmed publishes would then be sent again.
+    if (!this.listener?.binds(note.queue)) {
+      if (!this.unannounced) {
+        this.unannounced = true;
+        this.deps.logger.warn(
+          `"${note.queue}" was handed over without a note of its returns on purpose: this instance does not listen on ${CONTROL_EXCHANGE}, so the next owner counts them as crashes`,
+        );
+      }
+      return Promise.resolve();
+    }
     const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE };
     return this.deps.publish({ exchange: CONTROL_EXCHANGE, routingKey: note.queue, content: encodeHandOverNote(note), properties });
   }

@@ -1,0 +1,76 @@
+import type { Channel } from 'amqplib';
+import type { AmqpConnection } from '../amqp/amqp.connection.js';
+import { CONTROL_EXCHANGE } from '../core/breaker/control.message.js';
+import type { RetryLogger } from '../core/observe/retry.logger.js';
+import { ControlSide } from './control.side.js';
+import type { Outgoing } from './publishing.side.js';
+
+/** A consuming connection whose control channel declares CONTROL_EXCHANGE, or is refused it (`refused`). */
+function connectionFor(refused: boolean): { connection: AmqpConnection; close: () => void } {
+  const listeners = new Map<string, Array<() => void>>();
+  const channel = {
+    on: (event: string, listener: () => void) => listeners.set(event, [...(listeners.get(event) ?? []), listener]),
+    assertExchange: async () => {
+      if (refused) throw Object.assign(new Error('ACCESS_REFUSED - access to exchange amqp-retry.control refused'), { code: 403 });
+      return { exchange: CONTROL_EXCHANGE };
+    },
+    assertQueue: async () => ({ queue: 'amq.gen-control' }),
+    bindQueue: async () => ({}),
+    consume: async () => ({ consumerTag: 'c' }),
+    close: async () => undefined,
+  };
+  const connection = { createChannel: async () => channel as unknown as Channel } as unknown as AmqpConnection;
+  return { connection, close: () => listeners.get('close')?.forEach((listener) => listener()) };
+}
+
+function sideWith(published: Outgoing[], warnings: string[]): ControlSide {
+  const logger = { log: () => undefined, warn: (line: string) => warnings.push(line), error: () => undefined } as unknown as RetryLogger;
+  return new ControlSide({
+    logger,
+    flowOf: () => {
+      throw new RangeError('none');
+    },
+    handedOver: () => undefined,
+    publish: async (out) => void published.push(out),
+    replyAddressState: async () => ({ kind: 'gone' }),
+    publishingChannel: async () => {
+      throw new Error('not used');
+    },
+  });
+}
+
+const note = { queue: 'orders', returns: [['id:a', 1] as const] as Array<[string, number]> };
+
+describe('ControlSide hand-over notes', () => {
+  it('publishes a note while its listener has the control exchange declared and the queue bound', async () => {
+    const published: Outgoing[] = [];
+    const side = sideWith(published, []);
+    await side.listen(connectionFor(false).connection, ['orders']);
+    await side.announceReturns(note);
+    expect(published.map((out) => [out.exchange, out.routingKey])).toEqual([[CONTROL_EXCHANGE, 'orders']]);
+  });
+
+  it('publishes no note when the control exchange could not be declared: a 404 would close the publisher channel', async () => {
+    const published: Outgoing[] = [];
+    const warnings: string[] = [];
+    const side = sideWith(published, warnings);
+    await side.listen(connectionFor(true).connection, ['orders']);
+    await side.announceReturns(note);
+    await side.announceReturns(note);
+    expect(published).toEqual([]);
+    expect(warnings.filter((line) => line.includes('without a note'))).toHaveLength(1); // told once
+  });
+
+  it('publishes no note before its listener starts, for a queue it does not bind, or once its channel closed', async () => {
+    const published: Outgoing[] = [];
+    const side = sideWith(published, []);
+    await side.announceReturns(note);
+    const { connection, close } = connectionFor(false);
+    await side.listen(connection, ['payments']);
+    await side.announceReturns(note);
+    await side.listen(connection, ['orders']);
+    close();
+    await side.announceReturns(note);
+    expect(published).toEqual([]);
+  });
+});
