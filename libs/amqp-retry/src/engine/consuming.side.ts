@@ -298,15 +298,17 @@ export class ConsumingSide {
   }
 
   /**
-   * After a reconnection every handler resumes on its own, so one whose queue now refuses its declaration (a 406) does
+   * After a reconnection the control listener starts again first, then every handler resumes on its own, so one whose queue now refuses its declaration (a 406) does
    * not hold the others back; the failure is thrown, and the connection's recovery tries again with backoff.
    */
   private async recover(): Promise<void> {
     this.sides.publishing.forgetLadder();
     const runtimes = this.all;
+    // The control listener's queue died with the connection: bound again before the consumers resume, so that a
+    // partition handed to this instance meanwhile comes with its note, as at the start. It only warns if it cannot.
+    await this.control.restart(consumedQueues(runtimes));
     const forwarding = this.forwarding.resume();
     const results = await Promise.allSettled([...runtimes.map((runtime) => runtime.resume()), forwarding]);
-    this.control.restart(consumedQueues(runtimes)); // its queue died with the connection; warns if it cannot
     const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [{ i, reason: result.reason as unknown }] : []));
     this.sides.logger.log(`Resumed consuming ${runtimes.length + (forwarding ? 1 : 0) - failed.length} queue(s)`);
     if (failed.length > 0) {

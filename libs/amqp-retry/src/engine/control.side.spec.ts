@@ -73,4 +73,20 @@ describe('ControlSide hand-over notes', () => {
     await side.announceReturns(note);
     expect(published).toEqual([]);
   });
+
+  it('starts its listener again after a reconnection without rejecting when the control channel cannot open', async () => {
+    const warnings: string[] = [];
+    const side = sideWith([], warnings);
+    let opens = 0;
+    const { connection } = connectionFor(false);
+    const failing = {
+      createChannel: async () => {
+        if (++opens > 1) throw new Error('connection closed');
+        return connection.createChannel('control commands', true);
+      },
+    } as unknown as AmqpConnection;
+    await side.listen(failing, ['orders']);
+    await expect(side.restart(['orders'])).resolves.toBeUndefined();
+    expect(warnings.some((line) => line.includes('connection closed'))).toBe(true);
+  });
 });

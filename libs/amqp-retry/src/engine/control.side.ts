@@ -80,9 +80,11 @@ export class ControlSide {
     await this.listener.start(queues);
   }
 
-  /** After a reconnection: its queue died with the connection; warns if it cannot start again. */
-  restart(queues: readonly string[]): void {
-    void this.listener?.start(queues);
+  /** After a reconnection: its queue died with the connection; warns if it cannot start again, and never rejects. */
+  async restart(queues: readonly string[]): Promise<void> {
+    await this.listener
+      ?.start(queues)
+      .catch((error: unknown) => this.deps.logger.warn(`Pause and resume from other processes are unavailable: ${errorMessage(error)}`));
   }
 
   async stop(): Promise<void> {
