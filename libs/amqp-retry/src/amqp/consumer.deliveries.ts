@@ -29,6 +29,8 @@ export class ConsumerDeliveries {
     private readonly handle: DeliveryHandler,
     /** Told of a delivery whose handler ended unsettled once recalled (a hand-over): the channel's close gives it back. */
     private readonly returned?: (message: ConsumeMessage) => void,
+    /** Whether the handler may wait aside from the gate: only then is a delivery's pass linked to its message. */
+    private readonly waitsAside = false,
   ) {
     this.gate = new DeliveryGate(prefetch);
   }
@@ -83,7 +85,7 @@ export class ConsumerDeliveries {
   /** Runs one delivery's handler; never throws, never rejects. */
   private run(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
     delivery.pass = pass;
-    linkPass(delivery.message, pass);
+    if (this.waitsAside) linkPass(delivery.message, pass);
     let running: Promise<void>;
     try {
       running = this.handle(delivery.message, delivery, subscription.abort.signal);

@@ -18,6 +18,11 @@ export interface QueueConsumerOptions {
   queueArguments?: Record<string, unknown>;
   /** A delivery that may have crashed its process before: handled alone, so that a crash counts against it only (core/consumer/suspect.pace.ts). */
   isSuspect?: (message: ConsumeMessage) => boolean;
+  /**
+   * Whether the handler may wait aside from the consumer's gate (core/delivery/delivery.gate.ts waitAside): then each
+   * delivery's message carries its pass while it runs. Absent: no message is given one.
+   */
+  waitsAside?: boolean;
   /** Told when the consumer goes up or down. */
   observers?: ObserverHub;
   /**

@@ -23,6 +23,17 @@ describe('QueueConsumer', () => {
     expect(consumer.inFlightCount).toBe(0);
   });
 
+  it('links a delivery to its gate pass only for a handler that waits aside (ordering): others pay nothing per delivery', async () => {
+    const plain = setUp();
+    await plain.consumer.start();
+    plain.channels[0].deliver(1);
+    expect(Object.getOwnPropertySymbols(plain.calls[0].message)).toEqual([]);
+    const ordered = setUp({ waitsAside: true });
+    await ordered.consumer.start();
+    ordered.channels[0].deliver(1);
+    expect(Object.getOwnPropertySymbols(ordered.calls[0].message)).toHaveLength(1);
+  });
+
   it('stops: cancels first, lets the handler running settle, then closes the channel', async () => {
     const { consumer, log, events, channels, calls } = setUp();
     await consumer.start();

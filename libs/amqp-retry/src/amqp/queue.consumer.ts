@@ -60,7 +60,7 @@ export class QueueConsumer {
     private readonly options: QueueConsumerOptions,
     handle: DeliveryHandler,
   ) {
-    this.deliveries = new ConsumerDeliveries(options.prefetch, options.queue, options.logger, handle, options.returned);
+    this.deliveries = new ConsumerDeliveries(options.prefetch, options.queue, options.logger, handle, options.returned, options.waitsAside);
     this.state = { ...INITIAL_CONSUMER_STATE, handOverMs: options.handOverMs };
   }
 

@@ -169,6 +169,7 @@ export class HandlerRuntime {
           isSuspect,
           returned,
           handingOver,
+          waitsAside: config.ordering !== undefined, // the ordering step waits for its key aside from the gate
           observers: deps.observers,
           handOverMs,
         },

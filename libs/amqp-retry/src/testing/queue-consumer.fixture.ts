@@ -83,6 +83,7 @@ export class FakeChannel extends EventEmitter {
 /** One handler call the test settles by hand. */
 export interface Call {
   tag: number;
+  message: ConsumeMessage;
   settle: Settle;
   signal: AbortSignal;
   done: () => void;
@@ -124,7 +125,7 @@ export function setUp(overrides: Partial<QueueConsumerOptions> = {}) {
     debug: (line: string) => lines.push(`debug ${line}`),
   };
   const handle: DeliveryHandler = (message, settle, signal) =>
-    new Promise<void>((done, fail) => calls.push({ tag: message.fields.deliveryTag, settle, signal, done, fail }));
+    new Promise<void>((done, fail) => calls.push({ tag: message.fields.deliveryTag, message, settle, signal, done, fail }));
   const consumer = new QueueConsumer(
     {
       queue: 'orders',
