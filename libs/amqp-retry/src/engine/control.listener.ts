@@ -16,6 +16,8 @@ interface ControlDeps {
   logger: RetryLogger;
   /** This process, as named in replies: host, pid and the application's name. */
   instance: string;
+  /** Told whether a start declared CONTROL_EXCHANGE (it exists) or was refused it. */
+  exchangeDeclared?: (declared: boolean) => void;
   /** Takes another instance's note of a hand-over (hand-over.note.ts); it is not answered. */
   handedOver?: (note: HandOverNote) => void;
 }
@@ -53,14 +55,15 @@ export class ControlListener {
     try {
       const channel = await connection.createChannel('control commands', true);
       channel.on('error', (error: Error) => logger.warn(`Pause and resume from other processes are unavailable: ${error.message}`));
-      channel.on('close', () => {
-        if (this.channel !== channel) return;
-        this.channel = undefined;
-        this.bound = new Set();
-      });
       if (this.stopped) return void (await channel.close().catch(() => undefined)); // stop() came while it opened
       this.channel = channel;
-      await channel.assertExchange(CONTROL_EXCHANGE, 'direct', { durable: true });
+      await channel.assertExchange(CONTROL_EXCHANGE, 'direct', { durable: true }).then(
+        () => this.deps.exchangeDeclared?.(true),
+        (error: unknown) => {
+          this.deps.exchangeDeclared?.(false);
+          throw error;
+        },
+      );
       const { queue } = await channel.assertQueue('', { ...PRIVATE_QUEUE_OPTIONS });
       this.controlQueue = queue;
       await this.bind(queues);
@@ -68,14 +71,6 @@ export class ControlListener {
     } catch (error) {
       logger.warn(`Pause and resume from other processes (amqp-retry pause) are unavailable: ${errorMessage(error)}`);
     }
-  }
-
-  /**
-   * Whether this listener runs and binds `queue`: then CONTROL_EXCHANGE exists (it declared it), and a note or a command
-   * for `queue` can be published there without a 404 closing the publisher's channel.
-   */
-  binds(queue: string): boolean {
-    return this.channel !== undefined && this.bound.has(queue);
   }
 
   /** Binds more handler queues (attached after the start). */

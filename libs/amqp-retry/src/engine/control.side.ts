@@ -30,7 +30,12 @@ export interface ControlSideDeps {
 export class ControlSide {
   private listener?: ControlListener;
   private replies?: Promise<Channel>;
-  /** Whether a hand-over went without its note because the listener was not running: told once. */
+  /**
+   * Whether this instance's listener declared CONTROL_EXCHANGE at its last start: the exchange then exists (durable),
+   * also once the listener stopped (an application that stops hands its partitions over after that).
+   */
+  private hasExchange = false;
+  /** Whether a hand-over went without its note because the exchange was not declared: told once. */
   private unannounced = false;
 
   constructor(private readonly deps: ControlSideDeps) {}
@@ -76,6 +81,7 @@ export class ControlSide {
       act: (command) => (command.command === 'pause' ? this.pause(command.queue, command) : this.resume(command.queue, command)),
       reply: (replyTo, correlationId, body) => this.reply(replyTo, correlationId, body),
       handedOver: (note) => this.deps.handedOver(note),
+      exchangeDeclared: (declared) => (this.hasExchange = declared),
     });
     await this.listener.start(queues);
   }
@@ -100,13 +106,13 @@ export class ControlSide {
    * them closes: the next owner reads the note before it decides on those deliveries. Rejects when it cannot be sent.
    */
   announceReturns(note: HandOverNote): Promise<void> {
-    // Only while this instance's listener has the exchange declared: a publish to an exchange that does not exist
-    // closes the application's publisher channel, whose other unconfirmed publishes would then be sent again.
-    if (!this.listener?.binds(note.queue)) {
+    // Only once this instance's listener declared the exchange: a publish to an exchange that does not exist closes
+    // the application's publisher channel, whose other unconfirmed publishes would then be sent again.
+    if (!this.hasExchange) {
       if (!this.unannounced) {
         this.unannounced = true;
         this.deps.logger.warn(
-          `"${note.queue}" was handed over without a note of its returns on purpose: this instance does not listen on ${CONTROL_EXCHANGE}, so the next owner counts them as crashes`,
+          `"${note.queue}" was handed over without a note of its returns on purpose: this instance could not declare ${CONTROL_EXCHANGE}, so the next owner counts them as crashes`,
         );
       }
       return Promise.resolve();
