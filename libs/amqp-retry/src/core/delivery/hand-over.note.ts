@@ -11,10 +11,10 @@ export const HAND_OVER_NOTE_TYPE = 'amqp-retry.hand-over';
 /** Most messages one note names: a hand-over gives back at most a prefetch's worth; more are left counted. */
 export const MAX_NOTED_RETURNS = 1_000;
 
-/** Longest identity read from a note (retryIdentity: `id:` and a message id, or a sha256 digest). */
+/** Longest identity read from a note (returnIdentity: `id:` and a message id, or a sha256 digest, maybe a replay's time). */
 const MAX_IDENTITY_LENGTH = 1_024;
 
-/** One message put back on purpose: its identity (retryIdentity) and its returns on purpose so far, this one included. */
+/** One message put back on purpose: its identity (returnIdentity) and its returns on purpose so far, this one included. */
 export type NotedReturn = readonly [identity: string, returns: number];
 
 /** A hand-over's note: the queue handed over and what its channel put back. */
