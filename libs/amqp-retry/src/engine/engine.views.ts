@@ -44,10 +44,14 @@ export interface QueueActivity extends ActivityCounts {
 /** Each queue's runtime: a partitioned handler's partitions one by one. */
 const queueRuntimes = (runtimes: readonly Runtime[]): HandlerRuntime[] => runtimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.parts : [r]));
 
-/** Every queue the runtimes consume or may be handed: handler queues, partitioned handlers' names and their partitions. */
-export const consumedQueues = (runtimes: readonly Runtime[]): string[] => [
-  ...new Set([...runtimes.map((r) => r.queue), ...queueRuntimes(runtimes).map((r) => r.queue)]),
-];
+/**
+ * The queues the control listener binds: every handler queue (a partitioned handler by the name it was given), and the
+ * partitions of a quorum partitioned handler, whose hand-overs send notes by partition (hand-over.note.ts).
+ */
+export const consumedQueues = (runtimes: readonly Runtime[]): string[] => {
+  const noted = queueRuntimes(runtimes).filter((r) => r.handler.config.queueType === 'quorum');
+  return [...new Set([...runtimes.map((r) => r.queue), ...noted.map((r) => r.queue)])];
+};
 
 /** The runtime of one handler queue or partition queue, if the engine has it. */
 export const queueRuntimeOf = (runtimes: readonly Runtime[], queue: string): HandlerRuntime | undefined =>
