@@ -22,7 +22,6 @@ CREATE INDEX IF NOT EXISTS "amqp_retry_outbox_pending_idx" ON "amqp_retry_outbox
 CREATE INDEX IF NOT EXISTS "amqp_retry_outbox_order_idx" ON "amqp_retry_outbox" (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS "amqp_retry_outbox_sent_idx" ON "amqp_retry_outbox" (sent_at) WHERE state = 'sent';
 CREATE INDEX IF NOT EXISTS "amqp_retry_outbox_parked_idx" ON "amqp_retry_outbox" (id) WHERE state = 'parked';
-CREATE INDEX IF NOT EXISTS "amqp_retry_outbox_unkeyed_idx" ON "amqp_retry_outbox" (id) WHERE state = 'pending' AND order_key IS NULL;
 CREATE TABLE IF NOT EXISTS "amqp_retry_inbox" (
   queue text NOT NULL,
   message_id text NOT NULL,

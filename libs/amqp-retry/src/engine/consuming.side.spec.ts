@@ -18,6 +18,7 @@ function recoveringSide(events: string[], restart: () => Promise<void>) {
   const side = new ConsumingSide(deps);
   const runtime = {
     queue: 'orders',
+    handler: { config: { queueType: 'classic' } },
     resume: async () => void events.push('consumer resumed'),
   };
   Object.assign(side, { runtimes: [runtime] });

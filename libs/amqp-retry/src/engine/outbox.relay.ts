@@ -8,7 +8,6 @@ import { classifyPublishFailure, nextRowChange, publishFailureStands, type RowCh
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
 import { ALONE_FROM_BYTES, SendGate } from '../core/outbox/outbox.send-gate.js';
 import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
-import { CLAIM_BYTES } from '../core/outbox/outbox.sql.js';
 import { relayDatabaseProblem } from '../core/outbox/outbox.database-failure.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -129,7 +128,7 @@ export class OutboxRelay {
   async round(): Promise<number> {
     const { adapter, sql, batchSize } = this.config;
     return adapter.transaction(async (tx) => {
-      const { rows } = await adapter.execute(tx, sql.claim, [batchSize, CLAIM_BYTES]);
+      const { rows } = await adapter.execute(tx, sql.claim, [batchSize]);
       if (rows.length === 0) return 0;
       const claimed = rows as unknown as ClaimedRow[];
       const changes = await Promise.all(claimed.map((row) => this.send(row)));

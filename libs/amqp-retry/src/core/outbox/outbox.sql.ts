@@ -17,12 +17,6 @@ const INBOX_COLUMNS: readonly string[] = ['queue', 'message_id', 'handled_at'];
 /** The setting, local to a transaction, by which the outbox's insert knows it runs in the caller's transaction block. */
 const WRITE_MARK = 'amqp_retry.outbox_write';
 
-/**
- * Most body bytes one claim takes: the rows claimed after the first are taken while their bodies, with the ones before
- * them, fit; the others stay for the next round. A round holds at most this much of bodies, or one row larger.
- */
-export const CLAIM_BYTES = 16 * 1024 * 1024;
-
 /** Rows deleted per cleanup statement, each in a transaction of its own: a cleanup never holds many locks for long. */
 export const CLEANUP_BATCH = 1_000;
 
@@ -35,7 +29,6 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
     order: indexName(table, 'order_idx'),
     sent: indexName(table, 'sent_idx'),
     parked: indexName(table, 'parked_idx'),
-    unkeyed: indexName(table, 'unkeyed_idx'),
     handledAt: indexName(inboxTable, 'handled_at_idx'),
   };
   return {
@@ -66,12 +59,8 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
       `CREATE INDEX IF NOT EXISTS "${index.order}" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
       `CREATE INDEX IF NOT EXISTS "${index.sent}" ON ${t} (sent_at) WHERE state = 'sent'`,
       `CREATE INDEX IF NOT EXISTS "${index.parked}" ON ${t} (id) WHERE state = 'parked'`,
-      `CREATE INDEX IF NOT EXISTS "${index.unkeyed}" ON ${t} (id) WHERE state = 'pending' AND order_key IS NULL`,
     ],
-    /**
-     * What the start checks of an existing outbox table: the columns the statements use, and the indexes above but
-     * `_parked_idx` and `_unkeyed_idx`, without which the statements only read more (a start with createTables adds them).
-     */
+    /** What the start checks of an existing outbox table: the columns the statements use, and the indexes above. */
     outboxShape: { columns: OUTBOX_COLUMNS, indexes: [index.pending, index.order, index.sent] },
     /** The inbox's DDL, idempotent. */
     inboxTables: [
@@ -99,47 +88,17 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms)
   SELECT $1::text, $2::text, $3::bytea, $4::jsonb, $5::text, $6::bigint WHERE current_setting('${WRITE_MARK}', true) = 'on' RETURNING id
 ) SELECT id::text AS id, pg_notify('${table}', '') FROM row`,
-    /**
-     * Claims and locks up to $1 due rows, the earliest first; a row with an order key only when it is its key's earliest
-     * pending row. The candidates come from three reads, each bounded by $1 whatever the backlog: the $1 earliest pending
-     * rows (those that are unkeyed or their key's earliest), the earliest pending row of up to $1 keys (a loose scan of
-     * `_order_idx`: a key behind another key's backlog of any length), and the $1 earliest due unkeyed rows that no other
-     * round holds (`_unkeyed_idx`; locked here, so that rounds at once take different rows). A key whose earliest row is
-     * held by another round, or waits for its backoff, sends nothing. Of the rows claimed, those whose bodies fit in $2
-     * bytes (CLAIM_BYTES) with the ones before them are read and sent, and the first always; the others, left locked
-     * until the round ends, go in a later one: only the bodies taken are read, and their size bounds the round's memory.
-     * `attempts` and `last_error` come from the row as locked (a round that changed it just before is seen).
-     */
-    claim: `WITH RECURSIVE earliest AS (
-  SELECT w.id FROM (SELECT id, order_key FROM ${t} WHERE state = 'pending' ORDER BY id LIMIT $1) w
-  WHERE w.order_key IS NULL
-    OR w.id = (SELECT min(p.id) FROM ${t} p WHERE p.state = 'pending' AND p.order_key IS NOT NULL AND p.order_key = w.order_key)
-), heads AS (
-  (SELECT 1 AS n, order_key, id FROM ${t} WHERE state = 'pending' AND order_key IS NOT NULL ORDER BY order_key, id LIMIT 1)
-  UNION ALL
-  SELECT h.n + 1, next.order_key, next.id FROM heads h CROSS JOIN LATERAL (
-    SELECT order_key, id FROM ${t}
-    WHERE state = 'pending' AND order_key IS NOT NULL AND order_key > h.order_key ORDER BY order_key, id LIMIT 1) next
-  WHERE h.n < $1
-), unkeyed AS (
-  SELECT id FROM ${t} WHERE state = 'pending' AND order_key IS NULL AND available_at <= clock_timestamp()
-  ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
-), claimed AS (
-  SELECT o.id, o.attempts, o.last_error, octet_length(o.body) AS bytes FROM ${t} o
-  WHERE o.id IN (SELECT id FROM earliest UNION SELECT id FROM heads UNION SELECT id FROM unkeyed)
-    AND o.state = 'pending' AND o.available_at <= clock_timestamp()
-  ORDER BY o.id
-  LIMIT $1
-  FOR UPDATE OF o SKIP LOCKED
-), taken AS (
-  SELECT id, attempts, last_error, sum(bytes) OVER (ORDER BY id) AS through FROM claimed
-)
-SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, taken.attempts, taken.last_error,
+    /** Claims and locks up to $1 due rows; a row with an order key only when no earlier row of its key is pending. */
+    claim: `SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, o.attempts, o.last_error,
   GREATEST(0, o.delay_ms - floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000))::bigint::text AS remaining_delay_ms,
   floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000)::bigint::text AS age_ms
-FROM taken JOIN ${t} o ON o.id = taken.id
-WHERE taken.through <= $2 OR taken.id = (SELECT min(id) FROM claimed)
-ORDER BY o.id`,
+FROM ${t} o
+WHERE o.state = 'pending' AND o.available_at <= clock_timestamp()
+  AND (o.order_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM ${t} p WHERE p.state = 'pending' AND p.order_key = o.order_key AND p.id < o.id))
+ORDER BY o.id
+LIMIT $1
+FOR UPDATE OF o SKIP LOCKED`,
     /** $1 = ids (text[]). */
     markSent: `UPDATE ${t} SET state = 'sent', sent_at = clock_timestamp(), attempts = attempts + 1, last_error = NULL WHERE id = ANY($1::bigint[])`,
     /** $1 = ids, $2 = attempts, $3 = waits in ms, $4 = errors (arrays of one length). */
