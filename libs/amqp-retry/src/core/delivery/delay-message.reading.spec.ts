@@ -139,14 +139,14 @@ describe('CC and BCC through the ladder', () => {
   const plan = planDelayedPublish(3000, target, NOW);
   const headers = plan.kind === 'ladder' ? plan.headers : (undefined as never);
 
-  it('sends the ladder copy without CC or BCC, their keys carried in headers of the library (properties over headers)', () => {
+  it('keeps CC as a header (the broker keeps it through the ladder), and carries BCC in a header of the library', () => {
     const copy = ladderProperties({ CC: 'eu', BCC: ['audit', 'archive'], headers: { tenant: 'acme', CC: ['ignored'] } }, headers);
     expect(copy).not.toHaveProperty('CC');
     expect(copy).not.toHaveProperty('BCC');
-    expect(copy.headers).toEqual({ tenant: 'acme', ...headers, [DelayHeader.cc]: ['eu'], [DelayHeader.bcc]: ['audit', 'archive'] });
+    expect(copy.headers).toEqual({ tenant: 'acme', ...headers, CC: ['eu'], [DelayHeader.bcc]: ['audit', 'archive'] });
     expect(ladderProperties({ headers: { CC: ['us'], BCC: 'audit' } }, headers).headers).toEqual({
       ...headers,
-      [DelayHeader.cc]: ['us'],
+      CC: ['us'],
       [DelayHeader.bcc]: ['audit'],
     });
   });

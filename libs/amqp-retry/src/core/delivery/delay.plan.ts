@@ -280,10 +280,12 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
     ...own
   } = copyOwn(properties.headers, headers);
   if (kept !== undefined) own[DelayHeader.expiration] = kept;
-  // CC and BCC route where the message is published: in the ladder they would reach none of the target's queues (and
-  // the broker strips BCC there). They ride in headers of the library's, and the forwarder routes them at delivery.
+  // CC and BCC route where the message is published. The broker keeps a CC header through the ladder, and the
+  // forwarder's publish routes it at the target, as every version of the forwarder does. It strips BCC at the first
+  // routing, so the BCC keys ride in a header of the library's, routed by the forwarder at delivery (a forwarder of an
+  // older version delivers that header as it is, and the BCC copies are missed, as they always were then).
   const cc = routingKeys(CC ?? headerCc);
-  if (cc !== undefined) own[DelayHeader.cc] = cc;
+  if (cc !== undefined) own.CC = cc;
   const bcc = routingKeys(BCC ?? headerBcc);
   if (bcc !== undefined) own[DelayHeader.bcc] = bcc;
   const ladder: Options.Publish = rest;

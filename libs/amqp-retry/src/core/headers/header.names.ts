@@ -73,8 +73,8 @@ export const DelayHeader = {
    */
   expiration: 'x-delay-expiration',
   /**
-   * A delayed message's `CC` routing keys through the ladder, where the broker would route them at its first level, to
-   * none of the target's queues; the forwarder puts them back as the `CC` of the message it delivers.
+   * `CC` routing keys carried through the ladder: the forwarder delivers them as `CC` and drops the header. The ladder
+   * copy keeps its `CC` header instead (the broker keeps it, and every forwarder routes it); this one is only read.
    */
   cc: 'x-delay-cc',
   /** As `cc`, for `BCC`: the broker routes a BCC header at the first routing and strips it, so the ladder carries the keys. */
