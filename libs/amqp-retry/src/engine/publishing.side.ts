@@ -257,8 +257,28 @@ export class PublishingSide {
    */
   async checkLadder(deadline = Date.now() + this.config.publishTimeoutMs): Promise<void> {
     if (Date.now() - this.ladderCheckedAt < LADDER_CHECK_EVERY_MS) return;
+    const started = Date.now();
+    try {
+      // The ladder's declaration (a check found a part deleted, or a reconnection forgot it) waits within the deadline too.
+      const checked = await withinTime(
+        this.guardLadder(),
+        Math.max(0, deadline - started),
+        () => new Error(`no answer within ${this.config.publishTimeoutMs} ms`),
+      );
+      if (checked) this.ladderCheckedAt = Math.max(this.ladderCheckedAt, started);
+    } catch (error) {
+      if (started - this.ladderWarnedAt < LADDER_CHECK_EVERY_MS) return; // one line at most per interval
+      this.ladderWarnedAt = started;
+      this.logger.warn(
+        `Could not check the delay ladder "${this.config.delayPrefix}" (${errorMessage(error)}); checking it again with the next delayed publish`,
+      );
+    }
+  }
+
+  /** The ladder checked (declared again where a part is missing); false when delayed delivery is off. */
+  private async guardLadder(): Promise<boolean> {
     const ladder = await this.delayLadder();
-    if (!ladder) return;
+    if (!ladder) return false;
     const { connection } = await this.open();
     this.ladderGuard ??= new TopologyGuard(
       connection,
@@ -268,21 +288,8 @@ export class PublishingSide {
       `Delay ladder "${ladder.prefix}"`,
       'the delay ladder',
     );
-    const started = Date.now();
-    try {
-      await withinTime(
-        this.ladderGuard.ensure(),
-        Math.max(0, deadline - started),
-        () => new Error(`no answer within ${this.config.publishTimeoutMs} ms`),
-      );
-      this.ladderCheckedAt = Math.max(this.ladderCheckedAt, started);
-    } catch (error) {
-      if (started - this.ladderWarnedAt < LADDER_CHECK_EVERY_MS) return; // one line at most per interval
-      this.ladderWarnedAt = started;
-      this.logger.warn(
-        `Could not check the delay ladder "${ladder.prefix}" (${errorMessage(error)}); checking it again with the next delayed publish`,
-      );
-    }
+    await this.ladderGuard.ensure();
+    return true;
   }
 
   /** Checks the ladder (checkLadder) without waiting, when the last check is old: for the forwarder, on each due message. */
