@@ -9,7 +9,7 @@ import { findReturnedPublish } from './returned-publish.matcher.js';
 import { WriteQueue } from '../core/publish/pending-writes.queue.js';
 import { DeadlineClock } from '../core/time/deadline.clock.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
-import { type OpenChannel, Publish, type PublishDriver, type PublishPatience, type SendOutcome } from './confirm.publish.js';
+import { type OpenChannel, Publish, type PublishPatience, type SendOutcome } from './confirm.publish.js';
 
 export type { PublishPatience } from './confirm.publish.js';
 
@@ -52,7 +52,7 @@ const RETIRE_INTERVAL_MS = 1_000;
  * Each publish is one record (Publish) from call to outcome, and no async frame is suspended per publish: a flood of
  * 100,000 holds 100,000 small records.
  */
-export class ConfirmPublisher implements PublishDriver {
+export class ConfirmPublisher {
   private readonly current = new SharedChannel<OpenChannel>();
   /** The channel while open: the usual publish takes it without waiting on a promise. */
   private open?: OpenChannel;
