@@ -55,10 +55,10 @@ try {
   if (typeof manifest.bugs?.url !== 'string') problems.push('package.json has no bugs url');
   if (!Array.isArray(manifest.keywords) || !['nestjs', 'rabbitmq', 'retry'].every((k) => manifest.keywords.includes(k)))
     problems.push('package.json keywords lack nestjs, rabbitmq or retry');
-  // Two builds with their types: 2.4 MB unpacked. A budget, so that a change that doubles it (maps back,
-  // a bundled dependency) is seen.
+  // Two builds with their types: about 3.7 MB unpacked. A budget, so that a change that doubles it (maps back,
+  // a bundled dependency) is seen, with room for the library's own growth.
   const unpacked = files.reduce((sum, file) => sum + statSync(join(root, file)).size, 0); // as npm counts it
-  if (unpacked > 3_500_000) problems.push(`unpacks to ${unpacked} bytes, over the 3.5 MB budget`);
+  if (unpacked > 4_500_000) problems.push(`unpacks to ${unpacked} bytes, over the 4.5 MB budget`);
   for (const problem of problems) console.log(`check-package: ${problem}`);
   console.log(`check-package: ${files.length} files, ${(unpacked / 1e6).toFixed(2)} MB unpacked, ${problems.length} problems`);
 } finally {
