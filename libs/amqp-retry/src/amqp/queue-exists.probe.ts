@@ -49,12 +49,15 @@ export const queueStillOurs = (open: ChannelOpener, queue: string, args: Record<
 export const exchangeExists = (open: ChannelOpener, exchange: string): Promise<boolean> => exists(open, (channel) => channel.checkExchange(exchange));
 
 const exists = (open: ChannelOpener, check: (channel: Channel) => Promise<unknown>): Promise<boolean> =>
-  onOwnChannel(open, async (channel) => {
-    try {
-      await check(channel);
-      return true;
-    } catch (error) {
-      if (isNotFound(error)) return false;
-      throw error;
-    }
-  });
+  onOwnChannel(open, (channel) => existsOn(channel, check));
+
+/** Whether a passive check on `channel` finds its target: false on a 404, any other failure thrown. */
+export async function existsOn(channel: Channel, check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
+  try {
+    await check(channel);
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+}

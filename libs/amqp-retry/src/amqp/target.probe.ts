@@ -1,6 +1,6 @@
 import type { Channel } from 'amqplib';
 import { SharedChannel } from './channel-close.settler.js';
-import { isNotFound } from './queue-exists.probe.js';
+import { existsOn } from './queue-exists.probe.js';
 
 /**
  * Passive checks of exchanges and queues on one channel, opened again after a 404 closed it: cheaper than a channel
@@ -35,12 +35,6 @@ export class TargetProbe {
 
   private async exists(check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
     const channel = await this.channel.get((forget) => this.open().then((opened) => opened.on('close', forget)));
-    try {
-      await check(channel);
-      return true;
-    } catch (error) {
-      if (isNotFound(error)) return false;
-      throw error;
-    }
+    return existsOn(channel, check);
   }
 }
