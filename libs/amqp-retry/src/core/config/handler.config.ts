@@ -107,6 +107,9 @@ function tiersFromBackoff(backoff: unknown, defaultTiers: number, at: (k: string
 const isDerivedName = (queue: string, name: string): boolean =>
   name === `${queue}.dlx` || name === `${queue}.return` || name.startsWith(`${queue}.dlx.`) || name.startsWith(`${queue}.retry.`);
 
+/** What isDerivedName covers, as errors name it. */
+const topologyNames = (queue: string): string => `a name the retry topology of "${queue}" derives (${queue}.dlx*, ${queue}.retry.*, ${queue}.return)`;
+
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
@@ -116,7 +119,7 @@ const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/
  */
 function derivedRole(owner: HandlerConfig, name: string): string | undefined {
   const { queue } = owner;
-  if (isDerivedName(queue, name)) return `a name the retry topology of "${queue}" derives (${queue}.dlx*, ${queue}.retry.*, ${queue}.return)`;
+  if (isDerivedName(queue, name)) return topologyNames(queue);
   if (owner.partitions === undefined) return undefined;
   if (new RegExp(`^${escapeRegExp(queue)}\\.p\\d+($|\\.)`).test(name) || name.startsWith(`${queue}.partitions.`)) {
     return `a name the partitions of "${queue}" derive (${queue}.p<i>, ${queue}.p<i>.*, ${queue}.partitions.*)`;
@@ -213,11 +216,7 @@ export function resolveHandlerConfig(
     throw new RetryConfigError(at('errorQueue'), `is the handler's own queue "${queue}"`, `Park elsewhere, e.g. '${queue}.error'.`);
   }
   if (isDerivedName(queue, errorQueue)) {
-    throw new RetryConfigError(
-      at('errorQueue'),
-      `is "${errorQueue}", a name the retry topology of "${queue}" derives (${queue}.dlx*, ${queue}.retry.*, ${queue}.return)`,
-      `Park in a queue of its own, e.g. '${queue}.error'.`,
-    );
+    throw new RetryConfigError(at('errorQueue'), `is "${errorQueue}", ${topologyNames(queue)}`, `Park in a queue of its own, e.g. '${queue}.error'.`);
   }
   const ladders = [module.delayPrefix, DELAY_LADDER.prefix];
   refuseLadderName(queue, at('queue'), ladders, "'orders.created'");
@@ -247,26 +246,28 @@ export function resolveHandlerConfig(
     );
   }
   const partitions = options.partitions === undefined ? undefined : readPartitions(options.partitions, at);
-  if (partitions !== undefined) refuseLongPartitionNames(queue, options.errorQueue === undefined ? undefined : errorQueue, partitions.count, at);
   /** Refuses an option a partitioned handler cannot take; `fix` says why and what to give instead. */
   const refuseWithPartitions = (key: string, fix: string) => {
     throw new RetryConfigError(at(key), 'is given together with "partitions"', fix);
   };
-  if (partitions !== undefined && options.ordering !== undefined) {
-    refuseWithPartitions(
-      'ordering',
-      'Partitions keep order by their key already: give whileRetrying and holdGrace inside partitions, and leave ordering out.',
-    );
-  }
-  if (partitions !== undefined && exchange === queue) {
-    throw new RetryConfigError(
-      at('exchange'),
-      `is "${exchange}", the queue's own name, which partitions give to their hash exchange`,
-      'Name the exchange otherwise, or leave it out and publish to the exchange named like the queue.',
-    );
-  }
-  if (partitions !== undefined && options.singleActiveConsumer !== undefined) {
-    refuseWithPartitions('singleActiveConsumer', 'Each partition queue has a single active consumer already; leave singleActiveConsumer out.');
+  if (partitions !== undefined) {
+    refuseLongPartitionNames(queue, options.errorQueue === undefined ? undefined : errorQueue, partitions.count, at);
+    if (options.ordering !== undefined) {
+      refuseWithPartitions(
+        'ordering',
+        'Partitions keep order by their key already: give whileRetrying and holdGrace inside partitions, and leave ordering out.',
+      );
+    }
+    if (exchange === queue) {
+      throw new RetryConfigError(
+        at('exchange'),
+        `is "${exchange}", the queue's own name, which partitions give to their hash exchange`,
+        'Name the exchange otherwise, or leave it out and publish to the exchange named like the queue.',
+      );
+    }
+    if (options.singleActiveConsumer !== undefined) {
+      refuseWithPartitions('singleActiveConsumer', 'Each partition queue has a single active consumer already; leave singleActiveConsumer out.');
+    }
   }
   // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
   const circuitBreaker =

@@ -32,16 +32,10 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
-/** Where a value came from, named the way the user wrote it, for error messages. */
-function pick<K extends keyof RetryModuleOptions>(options: RetryModuleOptions, env: Environment, key: K, envName: string) {
-  if (options[key] !== undefined) return { value: options[key] as unknown, key: `RetryModule option "${key}"` };
-  const raw = env[envName];
-  if (raw !== undefined && raw.trim() !== '') return { value: raw as unknown, key: `environment variable ${envName}` };
-  return undefined;
-}
+/** Text a user gave, quoted and cut to 60 characters, for error messages. */
+const clipped = (text: string): string => JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
 
-function readReconnect(reconnect: unknown): ReconnectPolicy {
-  if (reconnect === undefined) reconnect = {};
+function readReconnect(reconnect: unknown = {}): ReconnectPolicy {
   if (!isPlainObject(reconnect)) {
     throw new RetryConfigError(
       'RetryModule option "reconnect"',
@@ -113,8 +107,7 @@ function readLogging(logging: unknown): { retryLogs: RetryLogs; parkLogs: ParkLo
     );
   }
   const { retries, parked } = logging as Record<string, unknown>;
-  const word = (value: unknown) =>
-    typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : `a ${typeof value}`;
+  const word = (value: unknown) => (typeof value === 'string' ? clipped(value) : `a ${typeof value}`);
   if (retries !== undefined && retries !== 'line' && retries !== 'nest') {
     throw new RetryConfigError('RetryModule option "logging.retries"', `is ${word(retries)}`, "Use 'line' (one line per decision) or 'nest'.");
   }
@@ -137,7 +130,7 @@ function readApplication(value: unknown, key: string): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_APPLICATION_NAME || /[\u0000-\u001f\u007f-\u009f]/.test(value)) {
     throw new RetryConfigError(
       key,
-      `is ${typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value}`,
+      `is ${typeof value === 'string' ? clipped(value) : typeof value}`,
       `Give the application's name as printable text of 1 to ${MAX_APPLICATION_NAME} characters, e.g. 'orders-service'.`,
     );
   }
@@ -166,8 +159,9 @@ const moduleKey = (key: string) => `RetryModule option "${key}"`;
 export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}) {
   /** The option, else its environment variable, read by `read` and named in its errors as the user wrote it; else `fallback`. */
   const given = <T>(key: keyof RetryModuleOptions, envName: string, read: (value: unknown, key: string) => T, fallback: T): T => {
-    const source = pick(options, env, key, envName);
-    return source ? read(source.value, source.key) : fallback;
+    if (options[key] !== undefined) return read(options[key], moduleKey(key));
+    const raw = env[envName];
+    return raw !== undefined && raw.trim() !== '' ? read(raw, `environment variable ${envName}`) : fallback;
   };
   const duration = (key: keyof RetryModuleOptions, envName: string, example: string, range: DurationRange, fallback: number) =>
     given(key, envName, (value, name) => readDuration(value, name, example, range), fallback);

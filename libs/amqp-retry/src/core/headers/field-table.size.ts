@@ -15,11 +15,6 @@ const NUMERIC_TYPES: ReadonlySet<unknown> = new Set([
   'int', 'int32', 'unsignedint', 'uint32', 'long', 'int64', 'timestamp', 'decimal',
 ]); // prettier-ignore
 
-/** amqplib's `{ '!': type, value }` wrapper, which it encodes as `value` with the given type. */
-function isTypedValue(value: object): value is { '!': unknown; value: unknown } {
-  return Object.hasOwn(value, '!');
-}
-
 /** Bytes of one field value after its type tag; Infinity for what amqplib cannot encode (it would throw). */
 function valueSize(value: unknown, path: Set<object>): number {
   switch (typeof value) {
@@ -41,13 +36,14 @@ function valueSize(value: unknown, path: Set<object>): number {
   if (path.has(object)) return Number.POSITIVE_INFINITY;
   if (Buffer.isBuffer(object)) return 4 + object.length;
   if (object instanceof Date) return NUMBER_BYTES; // generous: amqplib encodes a Date as an empty table (4 bytes)
-  if (isTypedValue(object)) {
-    // Encoded as its value with the named type: at most 8 bytes for a number of any width (and for a decimal's 5),
-    // a string, boolean or table as itself; amqplib throws on a type it does not know.
-    const type = object['!'];
+  if (Object.hasOwn(object, '!')) {
+    // amqplib's `{ '!': type, value }` wrapper, encoded as its value with the named type: at most 8 bytes for a number
+    // of any width (and for a decimal's 5), a string, boolean or table as itself; amqplib throws on a type it does not know.
+    const typed = object as { '!': unknown; value: unknown };
+    const type = typed['!'];
     if (NUMERIC_TYPES.has(type)) return NUMBER_BYTES;
     if (type === 'string' || type === 'boolean' || type === 'object' || type === 'number')
-      return Math.max(NUMBER_BYTES, valueSize(object.value, path));
+      return Math.max(NUMBER_BYTES, valueSize(typed.value, path));
     return Number.POSITIVE_INFINITY;
   }
   path.add(object);

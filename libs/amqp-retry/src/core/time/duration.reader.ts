@@ -41,13 +41,8 @@ export function readDurationWithin(value: unknown, min: number, max: number): Du
   return { ok: true, ms };
 }
 
-/** The units a duration is spelled in, largest first (milliseconds are the fallback). */
-const UNITS_LARGEST_FIRST = [
-  ['d', UNIT_MS.d],
-  ['h', UNIT_MS.h],
-  ['m', UNIT_MS.m],
-  ['s', UNIT_MS.s],
-] as const;
+/** The units a duration is spelled in, largest first (milliseconds, the first of UNIT_MS, are the fallback). */
+const UNITS_LARGEST_FIRST = Object.entries(UNIT_MS).slice(1).reverse();
 
 /** The shortest exact spelling of a number of milliseconds, for logs and names: 1000 -> '1s', 90000 -> '90s'. */
 export function formatDuration(ms: number): string {

@@ -143,18 +143,10 @@ export class FleetHistory {
   instancesAt(now: number): FleetInstance[] {
     this.forget(now);
     return [...this.instances.values()]
-      .map((k): FleetInstance => {
-        const goneAt = k.lastSeen + this.limits.missedBeats * k.intervalMs;
+      .map(({ identity, seq: _seq, ...seen }): FleetInstance => {
+        const goneAt = seen.lastSeen + this.limits.missedBeats * seen.intervalMs;
         const up = now < goneAt;
-        return {
-          ...k.identity,
-          status: up ? 'up' : 'gone',
-          firstSeen: k.firstSeen,
-          lastSeen: k.lastSeen,
-          intervalMs: k.intervalMs,
-          queues: k.queues,
-          ...(!up && { goneAt }),
-        };
+        return { ...identity, status: up ? 'up' : 'gone', ...seen, ...(!up && { goneAt }) };
       })
       .sort((a, b) => (a.status === b.status ? b.lastSeen - a.lastSeen : a.status === 'up' ? -1 : 1));
   }

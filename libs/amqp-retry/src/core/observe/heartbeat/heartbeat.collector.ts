@@ -79,14 +79,8 @@ export class HeartbeatCollector implements RetryObserver, DeliveryCounter {
   /** The counts of `queue` since the previous drain, then zero. Called once per beat per queue. */
   drain(queue: string): QueueBeatCounts {
     const counts = this.counts.get(queue) ?? new QueueCounts();
-    const taken = {
-      handled: counts.handled,
-      retried: counts.retried,
-      parked: counts.parked,
-      failed: counts.failed,
-      processing: Array.from(counts.processing),
-      critical: Array.from(counts.critical),
-    };
+    const { handled, retried, parked, failed } = counts;
+    const taken = { handled, retried, parked, failed, processing: Array.from(counts.processing), critical: Array.from(counts.critical) };
     counts.handled = counts.retried = counts.parked = counts.failed = 0;
     counts.processing.fill(0);
     counts.critical.fill(0);

@@ -2,6 +2,7 @@ import type { QueueState } from '../../breaker/queue.state.js';
 import { BEAT_COUNTS, type BreakerCause, type Heartbeat, type HeartbeatIdentity, type HeartbeatQueue } from './heartbeat.types.js';
 import { LATENCY_BUCKETS } from './latency.histogram.js';
 import { MAX_PARTITIONS } from '../../partitions/partitions.config.js';
+import { isPlainObject } from '../../config/config.readers.js';
 
 /** Routing key prefix of heartbeats on the control exchange: `amqp-retry.heartbeat.<application>`. */
 export const HEARTBEAT_KEY_PREFIX = 'amqp-retry.heartbeat.';
@@ -37,7 +38,7 @@ export function decodeHeartbeat(content: Buffer, routingKey: string): Heartbeat 
   } catch {
     return { problem: 'the body is not JSON' };
   }
-  if (!isObject(body)) return { problem: 'the body is not a JSON object' };
+  if (!isPlainObject(body)) return { problem: 'the body is not a JSON object' };
   if (body.v !== 1) return { problem: `v is ${JSON.stringify(body.v)}; this version reads 1` };
   const application = text(body.application, 'application');
   if (typeof application !== 'string') return application;
@@ -60,7 +61,7 @@ export function decodeHeartbeat(content: Buffer, routingKey: string): Heartbeat 
 }
 
 function readIdentity(value: unknown): HeartbeatIdentity | Problem {
-  if (!isObject(value)) return { problem: 'instance is not an object' };
+  if (!isPlainObject(value)) return { problem: 'instance is not an object' };
   const id = text(value.id, 'instance.id');
   const host = text(value.host, 'instance.host');
   const version = text(value.version, 'instance.version', true);
@@ -73,7 +74,7 @@ function readIdentity(value: unknown): HeartbeatIdentity | Problem {
 const STATES: readonly QueueState[] = ['running', 'half-open', 'open', 'paused'];
 
 function readQueue(value: unknown): HeartbeatQueue | Problem {
-  if (!isObject(value)) return { problem: 'not an object' };
+  if (!isPlainObject(value)) return { problem: 'not an object' };
   const queue = text(value.queue, 'queue');
   if (typeof queue !== 'string') return queue;
   if (typeof value.consuming !== 'boolean') return { problem: 'consuming must be true or false' };
@@ -114,22 +115,22 @@ function readQueue(value: unknown): HeartbeatQueue | Problem {
 }
 
 function readBreaker(value: unknown): BreakerCause | Problem {
-  if (!isObject(value)) return { problem: 'breaker is not an object' };
+  if (!isPlainObject(value)) return { problem: 'breaker is not an object' };
   const reason = text(value.reason, 'breaker.reason', true);
-  if (typeof reason !== 'string') return reason;
   const error = text(value.error, 'breaker.error', true);
-  if (typeof error !== 'string') return error;
+  for (const field of [reason, error]) if (typeof field !== 'string') return field;
   if (!isCount(value.openedAt, Number.MAX_SAFE_INTEGER)) return { problem: 'breaker.openedAt must be a time (epoch ms)' };
   if (!isCount(value.failedTrials, MAX_COUNT)) return { problem: 'breaker.failedTrials must be a count' };
   if (value.nextTrialAt !== undefined && !isCount(value.nextTrialAt, Number.MAX_SAFE_INTEGER))
     return { problem: 'breaker.nextTrialAt must be a time (epoch ms)' };
-  const cause: BreakerCause = { reason, error, openedAt: value.openedAt as number, failedTrials: value.failedTrials as number };
+  const cause: BreakerCause = {
+    reason: reason as string,
+    error: error as string,
+    openedAt: value.openedAt as number,
+    failedTrials: value.failedTrials as number,
+  };
   if (value.nextTrialAt !== undefined) cause.nextTrialAt = value.nextTrialAt as number;
   return cause;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isCount(value: unknown, max: number): boolean {
