@@ -31,25 +31,17 @@ export interface FleetInstance extends HeartbeatIdentity {
   queues: Array<{ queue: string; consuming: boolean; state: QueueState; partitions?: number[]; breaker?: BreakerCause }>;
 }
 
-/** One minute of one queue, summed over every instance. */
-export interface HistoryPoint {
+/** One minute of one queue, summed over every instance: its BEAT_COUNTS and percentiles. */
+export interface HistoryPoint extends Record<(typeof BEAT_COUNTS)[number], number> {
   /** The minute's start (epoch ms). */
   at: number;
-  handled: number;
-  retried: number;
-  parked: number;
-  failed: number;
   /** Processing-time percentiles (ms, bucket bounds); absent when nothing was timed. */
   processing?: Percentiles;
   /** Critical-time percentiles (ms, bucket bounds). */
   critical?: Percentiles;
 }
 
-export interface Percentiles {
-  p50: number;
-  p95: number;
-  p99: number;
-}
+export type Percentiles = Record<'p50' | 'p95' | 'p99', number>;
 
 export interface QueueHistory {
   queue: string;

@@ -14,16 +14,11 @@ export interface BreakerCause {
   nextTrialAt?: number;
 }
 
-/** The counts a heartbeat carries per queue, summed over its interval. */
+/** The counts a heartbeat carries per queue, summed over its interval; `failed`: handler calls that threw (retried or parked). */
 export const BEAT_COUNTS = ['handled', 'retried', 'parked', 'failed'] as const;
 
 /** What one queue did since the previous beat (HeartbeatCollector.drain). */
-export interface QueueBeatCounts {
-  handled: number;
-  retried: number;
-  parked: number;
-  /** Handler calls that threw (retried or parked). */
-  failed: number;
+export interface QueueBeatCounts extends Record<(typeof BEAT_COUNTS)[number], number> {
   /** Handler call durations, counts per LATENCY_BOUNDS_MS bucket. */
   processing: number[];
   /** Publish timestamp to handled, counts per LATENCY_BOUNDS_MS bucket (messages with a timestamp only). */
