@@ -42,8 +42,6 @@ export function showValue(value: unknown): string {
   return text.length > MAX_SHOWN_CHARS ? `${text.slice(0, MAX_SHOWN_CHARS)}…` : text;
 }
 
-const show = showValue;
-
 /** The range a configured duration must fall in, and why, for the error that names the way back into it. */
 export interface DurationRange {
   /** Least milliseconds (default 0), what a shorter value would do, and the way out (default: use at least min). */
@@ -79,7 +77,7 @@ export function readDuration(value: unknown, key: string, example: string, range
   const read = readDurationWithin(value, min, range.max);
   if (read.ok) return read.ms;
   if (read.problem === 'not-a-duration') {
-    throw new RetryConfigError(key, `has ${show(value)}, which is not a duration`, `Use ${DURATION_HINT}, e.g. ${example}.`);
+    throw new RetryConfigError(key, `has ${showValue(value)}, which is not a duration`, `Use ${DURATION_HINT}, e.g. ${example}.`);
   }
   if (read.problem === 'below') {
     throw new RetryConfigError(
@@ -88,13 +86,13 @@ export function readDuration(value: unknown, key: string, example: string, range
       `${range.belowFix ?? `Use at least ${formatDuration(min)}`}, e.g. ${example}.`,
     );
   }
-  throw new RetryConfigError(key, `has ${show(value)}, longer than ${range.above}`, `Use at most ${spellAtMost(range.max)}.`);
+  throw new RetryConfigError(key, `has ${showValue(value)}, longer than ${range.above}`, `Use at most ${spellAtMost(range.max)}.`);
 }
 
 /** Reads a list of tier delays, each a valid duration of at most MAX_TIER_DELAY_MS. */
 export function readDelays(value: unknown, key: string, example: string): number[] {
   if (!Array.isArray(value) || value.length === 0) {
-    throw new RetryConfigError(key, `is ${show(value)}`, `Give at least one delay, e.g. ${example}.`);
+    throw new RetryConfigError(key, `is ${showValue(value)}`, `Give at least one delay, e.g. ${example}.`);
   }
   refuseHoles(value, key, 'delay', example);
   return value.map((item: unknown) => readDelay(item as Duration, key, example));
@@ -139,7 +137,7 @@ export function readInteger(value: unknown, key: string, min: number, max: numbe
   if (value === undefined && fallback !== undefined) return fallback;
   const n = typeof value === 'string' && DECIMAL_INTEGER.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-    throw new RetryConfigError(key, `is ${show(value)}`, `Use a whole number from ${min} to ${max}, e.g. ${example}.`);
+    throw new RetryConfigError(key, `is ${showValue(value)}`, `Use a whole number from ${min} to ${max}, e.g. ${example}.`);
   }
   return n;
 }
@@ -148,7 +146,7 @@ export function readInteger(value: unknown, key: string, min: number, max: numbe
 export function readNumber(value: unknown, key: string, min: number, max: number, example: string, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    throw new RetryConfigError(key, `is ${show(value)}`, `Use a number from ${min} to ${max}, e.g. ${example}.`);
+    throw new RetryConfigError(key, `is ${showValue(value)}`, `Use a number from ${min} to ${max}, e.g. ${example}.`);
   }
   return value;
 }
@@ -170,7 +168,7 @@ export function refuseIllFormedText(value: string, key: string, example: string)
   if (isWellFormedText(value)) return;
   throw new RetryConfigError(
     key,
-    `is ${show(value)}, which holds half of a UTF-16 surrogate pair (text cut through an emoji or another character outside the BMP): RabbitMQ would store U+FFFD in its place, and the library, which compares names, would never find it again`,
+    `is ${showValue(value)}, which holds half of a UTF-16 surrogate pair (text cut through an emoji or another character outside the BMP): RabbitMQ would store U+FFFD in its place, and the library, which compares names, would never find it again`,
     `Give the whole character or leave it out, e.g. ${example}.`,
   );
 }
@@ -181,12 +179,12 @@ export function refuseIllFormedText(value: string, key: string, example: string)
  */
 export function readName(value: unknown, key: string, reserve: number, example: string): string {
   if (typeof value !== 'string' || value.trim() === '') {
-    throw new RetryConfigError(key, `is ${show(value)}`, `Give a non-empty name, e.g. ${example}.`);
+    throw new RetryConfigError(key, `is ${showValue(value)}`, `Give a non-empty name, e.g. ${example}.`);
   }
   if (value.startsWith('amq.')) {
     throw new RetryConfigError(
       key,
-      `is ${show(value)}: names starting with "amq." are reserved by RabbitMQ`,
+      `is ${showValue(value)}: names starting with "amq." are reserved by RabbitMQ`,
       `Choose another name, e.g. ${example}.`,
     );
   }
@@ -204,18 +202,18 @@ export function readName(value: unknown, key: string, reserve: number, example: 
 /** Reads true or false; `fallback` when absent. */
 export function readFlag(value: unknown, key: string, fallback = false): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${show(value)}`, 'Use true or false.');
+  if (typeof value !== 'boolean') throw new RetryConfigError(key, `is ${showValue(value)}`, 'Use true or false.');
   return value;
 }
 
 /** Reads a queue type: 'classic' or 'quorum'. */
 export function readQueueType(value: unknown, key: string): QueueType {
   if (value === 'classic' || value === 'quorum') return value;
-  throw new RetryConfigError(key, `is ${show(value)}`, "Use 'classic' or 'quorum'.");
+  throw new RetryConfigError(key, `is ${showValue(value)}`, "Use 'classic' or 'quorum'.");
 }
 
 /** Reads a deserializer: 'json', 'raw' or a function of the body and the delivery. */
 export function readDeserializer(value: unknown, key: string): Deserializer {
   if (value === 'json' || value === 'raw' || typeof value === 'function') return value as Deserializer;
-  throw new RetryConfigError(key, `is ${show(value)}`, "Use 'json', 'raw', or a function (content: Buffer, message) => payload.");
+  throw new RetryConfigError(key, `is ${showValue(value)}`, "Use 'json', 'raw', or a function (content: Buffer, message) => payload.");
 }
