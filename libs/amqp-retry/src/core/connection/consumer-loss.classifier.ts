@@ -43,6 +43,10 @@ const ADVICE =
 /** A consumer timeout, however the broker ended it (a closed channel, or on 4.3 a cancel): resumed at once, a warning. */
 const consumerTimeout = (line: string): ConsumerLossVerdict => ({ cause: 'consumer-timeout', lost: true, resume: 'at-once', level: 'warn', line });
 
+/** A loss the consumer cannot take for a passing one: declared again and resumed with backoff, an error. */
+const BACKOFF = { resume: 'backoff', level: 'error' } as const;
+const redeclare = (cause: ConsumerLossVerdict['cause'], lost: boolean, line: string): ConsumerLossVerdict => ({ cause, lost, line, ...BACKOFF });
+
 /**
  * Classifies the loss of a consumer's deliveries, so that the real cause is logged once: a consumer timeout resumes on
  * a fresh channel at once, a deleted queue, or one re-created with other arguments, is declared again with backoff
@@ -64,33 +68,19 @@ export function classifyConsumerLoss(input: ConsumerLossEvent): ConsumerLossVerd
           `the broker delivers them again, their handlers' signals are aborted, and consuming resumes on a new channel at once; ${ADVICE}`,
       );
     }
-    return {
-      cause: 'channel-closed',
-      lost: true,
-      resume: 'backoff',
-      level: 'error',
-      line: `The broker closed the channel consuming "${queue}" (${input.brokerReason}), taking back ${deliveries}`,
-    };
+    return redeclare('channel-closed', true, `The broker closed the channel consuming "${queue}" (${input.brokerReason}), taking back ${deliveries}`);
   }
   if (input.queueExists === false) {
-    return {
-      cause: 'queue-deleted',
-      lost: true,
-      resume: 'backoff',
-      level: 'error',
-      line: `The broker cancelled the consumer of "${queue}": the queue was deleted`,
-    };
+    return redeclare('queue-deleted', true, `The broker cancelled the consumer of "${queue}": the queue was deleted`);
   }
   if (input.queueExists === true && input.queueMatches === false) {
     // Consumed as it is, a failure would be nacked to no dead-letter exchange and lost: refused, as a reconnection
     // refuses it (TopologyMismatchError), and declared again with backoff until the queue is the handler's again.
-    return {
-      cause: 'queue-mismatch',
-      lost: unsettled > 0,
-      resume: 'backoff',
-      level: 'error',
-      line: `The broker cancelled the consumer of "${queue}", and the queue there now refuses the handler's arguments (re-created by someone else?): not consuming it until it is declared as configured`,
-    };
+    return redeclare(
+      'queue-mismatch',
+      unsettled > 0,
+      `The broker cancelled the consumer of "${queue}", and the queue there now refuses the handler's arguments (re-created by someone else?): not consuming it until it is declared as configured`,
+    );
   }
   if (unsettled > 0 && input.queueExists === true) {
     return consumerTimeout(
