@@ -1,3 +1,4 @@
+import { readJsonObject } from '../topology/json-record.reader.js';
 import { readPauseBy } from './queue.state.js';
 
 /**
@@ -17,14 +18,9 @@ export const encodeControl = (command: ControlCommand): Buffer => Buffer.from(JS
 /** Reads a control message, JSON `{ command: 'pause' | 'resume', queue, by, reason? }` keyed by `queue`, or a problem in words. */
 export function decodeControl(content: Buffer, routingKey: string): ControlCommand | { problem: string } {
   if (content.length > MAX_BODY) return { problem: `the body has ${content.length} bytes; a command has at most ${MAX_BODY}` };
-  let body: unknown;
-  try {
-    body = JSON.parse(content.toString('utf8'));
-  } catch {
-    return { problem: 'the body is not JSON' };
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { problem: 'the body is not a JSON object' };
-  const { command, queue, by, reason } = body as Record<string, unknown>;
+  const body = readJsonObject(content);
+  if ('problem' in body) return body;
+  const { command, queue, by, reason } = body.fields;
   if (command !== 'pause' && command !== 'resume') return { problem: `command is ${JSON.stringify(command)}; use "pause" or "resume"` };
   if (typeof queue !== 'string' || queue !== routingKey) return { problem: 'queue must be the routing key the command was sent with' };
   const who = readPauseBy(by, command === 'pause' ? reason : undefined);

@@ -1,3 +1,5 @@
+import { readJsonObject } from '../topology/json-record.reader.js';
+
 /**
  * The note a consumer publishes when it hands a single-active-consumer quorum queue over (a partition moving, a pause,
  * an open circuit, a stop): the messages its closing channel puts back, each with the returns on purpose it has had
@@ -29,14 +31,9 @@ export const encodeHandOverNote = (note: HandOverNote): Buffer =>
 
 /** Reads a note sent with `routingKey`; a problem in words for a body that is not one (it is then ignored). */
 export function decodeHandOverNote(content: Buffer, routingKey: string): HandOverNote | { problem: string } {
-  let body: unknown;
-  try {
-    body = JSON.parse(content.toString('utf8'));
-  } catch {
-    return { problem: 'the body is not JSON' };
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { problem: 'the body is not a JSON object' };
-  const { queue, returns } = body as Record<string, unknown>;
+  const body = readJsonObject(content);
+  if ('problem' in body) return body;
+  const { queue, returns } = body.fields;
   if (typeof queue !== 'string' || queue !== routingKey) return { problem: 'queue must be the routing key the note was sent with' };
   if (!Array.isArray(returns) || returns.length > MAX_NOTED_RETURNS)
     return { problem: `returns must be a list of at most ${MAX_NOTED_RETURNS} entries` };
