@@ -12,14 +12,11 @@ export type DeadLetterOutcome =
 
 /** The broker's reason of a death in `queue`, from the death headers: the last death (3.13+) first, else the first. */
 function deathReasonIn(headers: Record<string, unknown> | undefined, queue: string): string | undefined {
-  if (!headers) return undefined;
-  if (headers[BrokerHeader.lastDeathQueue] === queue && typeof headers[BrokerHeader.lastDeathReason] === 'string') {
-    return headers[BrokerHeader.lastDeathReason] as string;
-  }
-  if (headers[BrokerHeader.firstDeathQueue] === queue && typeof headers[BrokerHeader.firstDeathReason] === 'string') {
-    return headers[BrokerHeader.firstDeathReason] as string;
-  }
-  return undefined;
+  const reasonIf = (queueHeader: string, reasonHeader: string) => {
+    const reason = headers?.[reasonHeader];
+    return headers?.[queueHeader] === queue && typeof reason === 'string' ? reason : undefined;
+  };
+  return reasonIf(BrokerHeader.lastDeathQueue, BrokerHeader.lastDeathReason) ?? reasonIf(BrokerHeader.firstDeathQueue, BrokerHeader.firstDeathReason);
 }
 
 /**

@@ -209,11 +209,9 @@ export function planDelayTopology(configuredPrefix: string = DELAY_LADDER.prefix
         name: queue,
         arguments: { ...level, [QueueArgument.messageTtl]: digit * base ** position * unitMs, [QueueArgument.deadLetterExchange]: next },
       });
-      const pattern = digitPattern(position, digit);
-      bindings.push({ source: exchange, destination: queue, destinationType: 'queue', pattern });
+      bindings.push({ source: exchange, destination: queue, destinationType: 'queue', pattern: digitPattern(position, digit) });
     }
-    const pattern = digitPattern(position, 0);
-    bindings.push({ source: exchange, destination: next, destinationType: 'exchange', pattern });
+    bindings.push({ source: exchange, destination: next, destinationType: 'exchange', pattern: digitPattern(position, 0) });
   }
   return { prefix, queueType, exchanges, queues, bindings, readyQueue: readyName(prefix), errorQueue: errorName(prefix) };
 }
@@ -301,13 +299,13 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
  */
 export function forwardedExpiration(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; expiration?: string } {
   const { [DelayHeader.expiration]: carried, ...rest } = headers;
-  let expiration: string | undefined;
   try {
-    expiration = readExpiration(carried);
+    const expiration = readExpiration(carried);
+    if (expiration !== undefined) return { headers: rest, expiration };
   } catch {
-    expiration = undefined;
+    // malformed: delivered without one
   }
-  return expiration === undefined ? { headers: rest } : { headers: rest, expiration };
+  return { headers: rest };
 }
 
 /** CC or BCC routing keys as amqplib sends them (a list of strings); undefined for none. */
@@ -325,12 +323,9 @@ function routingKeys(value: unknown): string[] | undefined {
 export function forwardedRecipients(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; CC?: string[]; BCC?: string[] } {
   if (!(DelayHeader.cc in headers) && !(DelayHeader.bcc in headers)) return { headers: headers as Record<string, unknown> };
   const { [DelayHeader.cc]: cc, [DelayHeader.bcc]: bcc, ...rest } = headers;
-  const forwarded: { headers: Record<string, unknown>; CC?: string[]; BCC?: string[] } = { headers: rest };
   const CC = Array.isArray(cc) ? routingKeys(cc) : undefined;
-  if (CC !== undefined) forwarded.CC = CC;
   const BCC = Array.isArray(bcc) ? routingKeys(bcc) : undefined;
-  if (BCC !== undefined) forwarded.BCC = BCC;
-  return forwarded;
+  return { headers: rest, ...(CC && { CC }), ...(BCC && { BCC }) };
 }
 
 /** The target a due message names in its headers, or undefined if they are missing or malformed. */

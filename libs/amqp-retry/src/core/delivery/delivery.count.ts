@@ -40,12 +40,7 @@ export const countedHeaders = (delivery: CountedDelivery): Readonly<Record<strin
  */
 export function unsettledDeliveries(headers: Readonly<Record<string, unknown>> | undefined, queueType: QueueType, ownReturns = 0): number {
   if (queueType !== 'quorum' || headers === undefined) return 0;
-  let most = 0;
-  for (const header of DELIVERY_COUNT_HEADERS) {
-    const count = readStrictInteger(headers[header]);
-    if (count !== undefined && count - ownReturns > most) most = count - ownReturns;
-  }
-  return most;
+  return Math.max(0, ...DELIVERY_COUNT_HEADERS.map((header) => (readStrictInteger(headers[header]) ?? 0) - ownReturns));
 }
 
 /** The broker's own `x-delivery-count` of a quorum queue's delivery (else 0): what its `x-delivery-limit` acts on. */

@@ -111,12 +111,10 @@ function unsettledOf(
   return { count, own, atBrokerLimit: brokerDeliveryCount(headers, input.queueType) >= QUORUM_DELIVERY_LIMIT - 1 };
 }
 
+type EarlyPark = Omit<Extract<BeforeHandling, { action: 'park' }>, 'deaths'>;
+
 /** The parks that come before the body is read: too many unsettled deliveries (quorum only), then no attempts left. */
-function earlyPark(
-  attempt: number,
-  maxAttempts: number,
-  unsettled: Unsettled,
-): { action: 'park'; reason: ParkReason; error: Error; handlerCalls: number } | undefined {
+function earlyPark(attempt: number, maxAttempts: number, unsettled: Unsettled): EarlyPark | undefined {
   const { count, own, atBrokerLimit } = unsettled;
   if (count >= REDELIVERY_LIMIT || atBrokerLimit) {
     const error = new Error(

@@ -65,8 +65,7 @@ export class OwnReturns {
 
   /** One more return of `identity`: a delivery of it, so it takes its live credit first (claim). */
   add(identity: string): void {
-    const count = this.claim(identity) + 1;
-    this.keep(identity, count);
+    this.keep(this.counts, identity, this.claim(identity) + 1);
     this.unannounced.add(identity);
     if (this.unannounced.size > this.capacity) this.unannounced.delete(this.unannounced.values().next().value as string);
   }
@@ -76,9 +75,7 @@ export class OwnReturns {
    * of it here, until it expires; a later note's count replaces an earlier one's.
    */
   credit(identity: string, returns: number): void {
-    this.credits.delete(identity); // to the back: the oldest expire first
-    this.credits.set(identity, { returns, expiresAt: this.now() + this.creditLifetimeMs });
-    if (this.credits.size > this.capacity) this.credits.delete(this.credits.keys().next().value as string);
+    this.keep(this.credits, identity, { returns, expiresAt: this.now() + this.creditLifetimeMs });
   }
 
   /**
@@ -91,7 +88,7 @@ export class OwnReturns {
     this.credits.delete(identity);
     const own = this.of(identity);
     if (credit.expiresAt <= this.now() || credit.returns <= own) return own;
-    this.keep(identity, credit.returns);
+    this.keep(this.counts, identity, credit.returns);
     return credit.returns;
   }
 
@@ -125,10 +122,14 @@ export class OwnReturns {
     }
   }
 
-  private keep(identity: string, count: number): void {
-    this.counts.delete(identity); // to the back: the most recently returned are kept longest
-    this.counts.set(identity, count);
-    if (this.counts.size > this.capacity) this.counts.delete(this.counts.keys().next().value as string);
+  /**
+   * Sets `identity` at the back of `map`, forgetting the front one past the capacity: the most recently returned are
+   * kept longest, and the credits (which all live as long) expire in their order.
+   */
+  private keep<V>(map: Map<string, V>, identity: string, value: V): void {
+    map.delete(identity);
+    map.set(identity, value);
+    if (map.size > this.capacity) map.delete(map.keys().next().value as string);
   }
 }
 
