@@ -106,12 +106,8 @@ export const INITIAL_CONSUMER_STATE: ConsumerState = { phase: 'idle', held: fals
 
 const NONE: readonly ConsumerEffect[] = [];
 
-const STOPPING_PHASES: ReadonlySet<ConsumerPhase> = new Set(['stopping', 'handing-over', 'stopped']);
-
 /** True once the stop sequence has begun (`stopping`, `handing-over`) or ended (`stopped`). */
-export function isFinishing(phase: ConsumerPhase): boolean {
-  return STOPPING_PHASES.has(phase);
-}
+export const isFinishing = (phase: ConsumerPhase): boolean => phase === 'stopping' || phase === 'handing-over' || phase === 'stopped';
 
 const same = (state: ConsumerState): ConsumerTransition => ({ state, effects: NONE });
 const to = (state: ConsumerState, changes: Partial<ConsumerState>, effects: readonly ConsumerEffect[] = NONE): ConsumerTransition => ({
@@ -138,14 +134,19 @@ function windDown(state: ConsumerState, phase: 'stopping' | 'handing-over' | 'yi
   return to(state, { phase, resumeScheduled: false }, effects);
 }
 
-/** The plan of `hand-over`: the subscription stays until the channel closes; `downReason`, `lateSuffix` as WindDown's. */
-const handingOver = (timeoutMs: number, recall: string, downReason: string, lateSuffix: string): WindDown => ({
+/**
+ * The plan of `stop` (no `recall`): basic.cancel first; of `hand-over` (`recall`: the reason of those waiting): the
+ * subscription stays until the channel closes. `downReason`, `lateSuffix` as WindDown's.
+ */
+const windDownPlan = (timeoutMs: number, downReason: string, lateSuffix: string, recall?: string): WindDown => ({
   timeoutMs,
-  cancelFirst: false,
-  recall,
+  cancelFirst: recall === undefined,
+  ...(recall !== undefined && { recall }),
   downReason,
   lateSuffix,
 });
+
+const STOPPING = 'the application is stopping';
 
 /**
  * A queue consumer's state machine, pure: the next state and the effects to carry out, in order, which
@@ -179,7 +180,7 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
     case 'hold':
       if (finishing || state.held) return same(state);
       if (phase === 'consuming' && state.handOverMs !== undefined) {
-        return windDown({ ...state, held: true }, 'yielding', handingOver(state.handOverMs, event.reason, event.reason, ' of holding'));
+        return windDown({ ...state, held: true }, 'yielding', windDownPlan(state.handOverMs, event.reason, ' of holding', event.reason));
       }
       if (phase === 'consuming') return to(state, { phase: 'held', held: true }, [{ type: 'cancel-consumer', downReason: event.reason }]);
       return to(state, { held: true });
@@ -209,22 +210,15 @@ export function transition(state: ConsumerState, event: ConsumerStateEvent): Con
     case 'stop':
       if (finishing) return same(state);
       if (phase === 'yielding') return to(state, { phase: 'handing-over' }); // its wind-down goes on, and ends the consumer
-      if (state.handOverMs !== undefined) {
-        return windDown(state, 'handing-over', handingOver(event.timeoutMs, 'the application is stopping', 'the application is stopping', ''));
-      }
-      return windDown(state, 'stopping', {
-        timeoutMs: event.timeoutMs,
-        cancelFirst: true,
-        downReason: 'the application is stopping',
-        lateSuffix: '',
-      });
+      if (state.handOverMs !== undefined) return windDown(state, 'handing-over', windDownPlan(event.timeoutMs, STOPPING, '', STOPPING));
+      return windDown(state, 'stopping', windDownPlan(event.timeoutMs, STOPPING, ''));
     case 'hand-over':
       if (finishing) return same(state);
       if (phase === 'yielding') return to(state, { phase: 'handing-over' });
       return windDown(
         state,
         'handing-over',
-        handingOver(event.timeoutMs, 'the queue is handed over to another consumer', 'handed over to another consumer', ' of handing over'),
+        windDownPlan(event.timeoutMs, 'handed over to another consumer', ' of handing over', 'the queue is handed over to another consumer'),
       );
     case 'drained':
       if (phase === 'stopping' || phase === 'handing-over') return to(state, { phase: 'stopped' });
