@@ -66,19 +66,13 @@ export function nextRowChange(row: RowBefore, verdict: PublishVerdict, policy: O
   const made = row.attempts + 1;
   if (verdict.kind === 'sent') return { state: 'sent' };
   if (verdict.kind === 'refused') return { state: 'parked', attempts: made, reason: `refused by the broker: ${verdict.reason}` };
-  if (verdict.kind === 'transient')
-    return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error: verdict.reason };
-  const streak = unroutableStreak(row.lastError) + 1;
-  if (streak >= policy.maxUnroutableAttempts) {
-    return { state: 'parked', attempts: made, reason: `unroutable after ${streak} attempts: ${verdict.reason}` };
+  let error = verdict.reason;
+  if (verdict.kind === 'unroutable') {
+    const streak = unroutableStreak(row.lastError) + 1;
+    if (streak >= policy.maxUnroutableAttempts) return { state: 'parked', attempts: made, reason: `unroutable after ${streak} attempts: ${error}` };
+    error = `${unroutableMark(streak)}${error}`; // returns left: tried again after the backoff
   }
-  // Unroutable with returns left: tried again after the backoff.
-  return {
-    state: 'pending',
-    attempts: made,
-    retryInMs: reconnectDelay(made, policy.backoff, random),
-    error: `${unroutableMark(streak)}${verdict.reason}`,
-  };
+  return { state: 'pending', attempts: made, retryInMs: reconnectDelay(made, policy.backoff, random), error };
 }
 
 /** What a failed publish may have taken (its confirm's wait), in publishFailureStands. */
