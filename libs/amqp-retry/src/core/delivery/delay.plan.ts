@@ -335,17 +335,6 @@ export function readDelayTarget(headers: Readonly<Record<string, unknown>> | und
   return typeof exchange === 'string' && typeof routingKey === 'string' ? { exchange, routingKey } : undefined;
 }
 
-/** Whether `name` is a name of the ladder under `prefix` (the names planDelayTopology declares): an exchange's, or a queue's. */
-function isLadderName(name: string, prefix: string, queue: boolean): boolean {
-  if (name === readyName(prefix)) return true;
-  if (queue && name === errorName(prefix)) return true;
-  for (let position = 0; position < positions; position++) {
-    if (!queue && name === levelExchange(prefix, position)) return true;
-    for (let digit = 1; queue && digit <= maxDigitAt(position); digit++) if (name === levelQueue(prefix, position, digit)) return true;
-  }
-  return false;
-}
-
 /**
  * Whether a delayed message's target is part of a ladder under the configured `prefix` (the classic one or the quorum
  * one): one of its exchanges, or one of its queues by name through the default exchange. The forwarder would send such a
@@ -355,7 +344,10 @@ function isLadderName(name: string, prefix: string, queue: boolean): boolean {
 export function isLadderTarget({ exchange, routingKey }: DelayTarget, prefix: string): boolean {
   const name = exchange === '' ? routingKey : exchange;
   if (!name.startsWith(`${prefix}.`)) return false; // most targets: no names to build
-  return [prefix, delayLadderPrefix(prefix, 'quorum')].some((ladder) => isLadderName(name, ladder, exchange === ''));
+  return (['classic', 'quorum'] as const).some((queueType) => {
+    const ladder = planDelayTopology(prefix, queueType);
+    return (exchange === '' ? ladder.queues : ladder.exchanges).some((declared) => declared.name === name);
+  });
 }
 
 /** The prefix a ladder was configured with: its own prefix without the quorum ladder's `.quorum` (see delayLadderPrefix). */

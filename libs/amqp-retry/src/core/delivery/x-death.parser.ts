@@ -91,11 +91,9 @@ function readStrictEntry(entry: unknown, at: string): XDeath | string {
   if (exchange !== undefined && typeof exchange !== 'string') return `${at}.exchange is ${shown(exchange)}, not a string`;
   const keys = entry['routing-keys'];
   if (keys !== undefined && !Array.isArray(keys)) return `${at}.routing-keys is ${shown(keys)}, not an array of strings`;
-  const routingKeys: string[] = [];
-  for (const [i, key] of ((keys ?? []) as unknown[]).entries()) {
-    if (typeof key !== 'string') return `${at}.routing-keys[${i}] is ${shown(key)}, not a string`;
-    routingKeys.push(key);
-  }
+  const routingKeys = [...((keys ?? []) as unknown[])];
+  const bad = routingKeys.findIndex((key) => typeof key !== 'string');
+  if (bad >= 0) return `${at}.routing-keys[${bad}] is ${shown(routingKeys[bad])}, not a string`;
   let time: Date | undefined;
   if (entry.time !== undefined) {
     const seconds = wrapperTag(entry.time) === 'timestamp' ? (entry.time as { value: unknown }).value : undefined;
@@ -104,7 +102,7 @@ function readStrictEntry(entry: unknown, at: string): XDeath | string {
     }
     time = new Date(seconds * 1000);
   }
-  const death: XDeath = { queue: entry.queue as string, reason: entry.reason as string, count, exchange, routingKeys, time };
+  const death: XDeath = { queue: entry.queue as string, reason: entry.reason as string, count, exchange, routingKeys: routingKeys as string[], time };
   // Informative only: kept when it is text, ignored otherwise. Other fields are ignored: a newer broker may add more.
   const expiration = entry['original-expiration'];
   if (typeof expiration === 'string' || Buffer.isBuffer(expiration)) death.originalExpiration = expiration.toString();

@@ -51,13 +51,9 @@ export class KeySequencer {
 
   /** `owner`'s turn on `key` if it is free now (nothing runs, waits or holds before it), else undefined: then `enter()`. */
   tryEnter(key: string, owner: string): KeyTurn | undefined {
-    const state = this.keys.get(key);
-    if (state === undefined) {
-      const fresh: KeyState = { running: true, waiters: [] };
-      this.keys.set(key, fresh);
-      return this.turn(key, fresh);
-    }
-    if (state.running || (state.hold ? state.hold.owner !== owner : state.waiters.length > 0)) return undefined;
+    let state = this.keys.get(key);
+    if (state === undefined) this.keys.set(key, (state = { running: true, waiters: [] }));
+    else if (state.running || (state.hold ? state.hold.owner !== owner : state.waiters.length > 0)) return undefined;
     state.hold?.cancel();
     state.hold = undefined;
     state.running = true;
@@ -81,12 +77,12 @@ export class KeySequencer {
           resolve(turn);
         },
       };
+      // A state with waiters is never forgotten: while this one waits in it, it is the key's.
       const onAbort = () => {
-        const s = this.keys.get(key);
-        const at = s?.waiters.indexOf(waiter) ?? -1;
-        if (s === undefined || at < 0) return;
-        s.waiters.splice(at, 1);
-        this.forgetIfIdle(key, s);
+        const at = state.waiters.indexOf(waiter);
+        if (at < 0) return;
+        state.waiters.splice(at, 1);
+        this.forgetIfIdle(key, state);
         waiter.admit(undefined);
       };
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -50,8 +50,7 @@ export function businessQueueArguments(
     ...queueLimitArguments(limits),
     [QueueArgument.deadLetterExchange]: retryNames(queue).deadLetterExchange,
     ...queueTypeArgument(quorum ? 'quorum' : 'classic'),
-    ...(quorum ? QUORUM_DEAD_LETTERING : {}),
-    ...(quorum ? { [QueueArgument.deliveryLimit]: QUORUM_DELIVERY_LIMIT } : {}),
+    ...(quorum ? { ...QUORUM_DEAD_LETTERING, [QueueArgument.deliveryLimit]: QUORUM_DELIVERY_LIMIT } : {}),
   };
 }
 
