@@ -75,10 +75,7 @@ export function decideBeforeHandling(input: BeforeHandlingInput): BeforeHandling
     deaths = history.deaths;
     attempt = 1 + rejectedCount(deaths, queue) + movedFirstFailures(headers, queue, deaths);
   }
-  // The usual delivery was never returned: no count to weigh (and nothing allocated for it).
-  const counts = countedHeaders(message);
-  const counted = unsettledDeliveries(counts, input.queueType);
-  const early = earlyPark(attempt, maxAttempts, counted === 0 ? NEVER_RETURNED : unsettledOf(input, counts, deaths, counted));
+  const early = earlyPark(attempt, maxAttempts, unsettledOf(input, deaths));
   if (early !== undefined) return { ...early, deaths };
   const body = decodeBody(message, input.deserializer);
   if (!body.ok) return { action: 'park', reason: 'malformed', error: new Error(body.problem), handlerCalls: attempt - 1, deaths };
@@ -99,12 +96,10 @@ interface Unsettled {
 }
 
 /** Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT. */
-function unsettledOf(
-  input: BeforeHandlingInput,
-  headers: Readonly<Record<string, unknown>> | undefined,
-  deaths: readonly XDeath[],
-  counted: number,
-): Unsettled {
+function unsettledOf(input: BeforeHandlingInput, deaths: readonly XDeath[]): Unsettled {
+  const headers = countedHeaders(input.message);
+  const counted = unsettledDeliveries(headers, input.queueType);
+  if (counted === 0) return NEVER_RETURNED; // the usual delivery was never returned: no count to weigh, nothing allocated
   const own = input.ownReturns ? Math.min(counted, input.ownReturns(deaths)) : 0;
   if (own === 0) return { count: counted, own, atBrokerLimit: false };
   const count = unsettledDeliveries(headers, input.queueType, own);

@@ -75,12 +75,11 @@ export class DeliveryGate {
     });
   }
 
-  /** A pass leaves (`running` false) or detaches: its place and its exclusivity are given back, once each. */
+  /** A running pass leaves (`running` false) or detaches: its place and its exclusivity are given back, once each. */
   release(pass: Pass, leaving: boolean): void {
     this.unattach(pass);
     this.stopWaitingAside(pass);
     if (leaving) {
-      if (!pass.running) return;
       pass.running = false;
       this.count.running--;
     }

@@ -11,11 +11,14 @@ import { withoutDeliveryCounts } from './delivery.count.js';
  * on a delivery that has waited in one of the queue's tiers, so a publisher or a replay that sets it costs no attempt.
  */
 
+/** A message's headers, absent when it has none. */
+type HeaderTable = Record<string, unknown> | undefined;
+
 /** Attempt bookkeeping that a parked copy (and so a replay) must not carry. */
 export const FIRST_FAILURE_HEADERS: readonly string[] = [FirstFailureHeader.queue, FirstFailureHeader.exchange, FirstFailureHeader.routingKey];
 
 /** 1 when the delivery's first failure on `queue` was moved into a tier by publishing, else 0. */
-export function movedFirstFailures(headers: Record<string, unknown> | undefined, queue: string, deaths: readonly XDeath[]): number {
+export function movedFirstFailures(headers: HeaderTable, queue: string, deaths: readonly XDeath[]): number {
   if (headers?.[FirstFailureHeader.queue] !== queue) return 0;
   const tierPrefix = `${queue}.retry.`;
   return deaths.some((d) => d.reason === 'expired' && d.queue.startsWith(tierPrefix)) ? 1 : 0;
@@ -26,12 +29,7 @@ export function movedFirstFailures(headers: Record<string, unknown> | undefined,
  * The copy has no `expiration` (it would cut the tier's delay short): the delivery's own is kept as
  * `x-original-expiration`, as the broker keeps it in `x-death`.
  */
-export function firstFailureHeaders(
-  headers: Record<string, unknown> | undefined,
-  queue: string,
-  delivered: Route,
-  expiration?: unknown,
-): Record<string, unknown> {
+export function firstFailureHeaders(headers: HeaderTable, queue: string, delivered: Route, expiration?: unknown): Record<string, unknown> {
   const copy = withoutDeliveryCounts(headers);
   copy[FirstFailureHeader.queue] = queue;
   copy[FirstFailureHeader.exchange] = delivered.exchange;
@@ -46,11 +44,7 @@ export function firstFailureHeaders(
  * failure, whose rejection went with the history. `first` is the queue's rejection, which names the route it came by
  * and the expiration it had.
  */
-export function retriedFirstFailureHeaders(
-  headers: Record<string, unknown> | undefined,
-  queue: string,
-  first: XDeath | undefined,
-): Record<string, unknown> {
+export function retriedFirstFailureHeaders(headers: HeaderTable, queue: string, first: XDeath | undefined): Record<string, unknown> {
   const route = { exchange: first?.exchange ?? '', routingKey: first?.routingKeys[0] ?? queue };
   const copy = firstFailureHeaders(headers, queue, route, first?.originalExpiration);
   for (const header of Object.values(BrokerHeader)) delete copy[header]; // the death headers (the counts are gone already)
@@ -58,7 +52,7 @@ export function retriedFirstFailureHeaders(
 }
 
 /** The exchange and routing key a moved delivery was first published with; undefined unless it was moved from `queue`. */
-export function movedFrom(headers: Record<string, unknown> | undefined, queue: string, deaths: readonly XDeath[]): Route | undefined {
+export function movedFrom(headers: HeaderTable, queue: string, deaths: readonly XDeath[]): Route | undefined {
   if (movedFirstFailures(headers, queue, deaths) === 0) return undefined;
   const exchange = headers?.[FirstFailureHeader.exchange];
   const routingKey = headers?.[FirstFailureHeader.routingKey];
@@ -70,7 +64,7 @@ export function movedFrom(headers: Record<string, unknown> | undefined, queue: s
  * name): the moved copy's headers, else the queue's `rejected` entry in `x-death`, else the delivery itself; for a
  * replayed copy, the route its parked copy recorded (replayedRoute).
  */
-export function firstRoute(headers: Record<string, unknown> | undefined, deaths: readonly XDeath[], queue: string, delivered: Route): Route {
+export function firstRoute(headers: HeaderTable, deaths: readonly XDeath[], queue: string, delivered: Route): Route {
   const first = firstRejection(deaths, queue);
   const reached = movedFrom(headers, queue, deaths) ?? {
     exchange: first?.exchange ?? delivered.exchange,
