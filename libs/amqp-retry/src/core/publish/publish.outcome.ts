@@ -55,9 +55,7 @@ export type CloseOutcome = { action: 'fail'; reason: string; code?: number } | {
  */
 export function publishOutcomeAfterClose(close: ChannelClose, exchange: string, size = 0, routingKey?: string): CloseOutcome {
   const ownExchange =
-    close.exchange !== undefined &&
-    close.exchange === (exchange === 'amq.default' ? '' : exchange) &&
-    (close.routingKey === undefined || close.routingKey === routingKey);
+    close.exchange === (exchange === 'amq.default' ? '' : exchange) && (close.routingKey === undefined || close.routingKey === routingKey);
   const tooLarge = close.maxMessageSize !== undefined && size > close.maxMessageSize;
   if (ownExchange || tooLarge) return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
   return { action: 'resend' };
