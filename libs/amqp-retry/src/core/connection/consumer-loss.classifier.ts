@@ -70,9 +70,7 @@ export function classifyConsumerLoss(input: ConsumerLossEvent): ConsumerLossVerd
     }
     return redeclare('channel-closed', true, `The broker closed the channel consuming "${queue}" (${input.brokerReason}), taking back ${deliveries}`);
   }
-  if (input.queueExists === false) {
-    return redeclare('queue-deleted', true, `The broker cancelled the consumer of "${queue}": the queue was deleted`);
-  }
+  if (input.queueExists === false) return redeclare('queue-deleted', true, `The broker cancelled the consumer of "${queue}": the queue was deleted`);
   if (input.queueExists === true && input.queueMatches === false) {
     // Consumed as it is, a failure would be nacked to no dead-letter exchange and lost: refused, as a reconnection
     // refuses it (TopologyMismatchError), and declared again with backoff until the queue is the handler's again.

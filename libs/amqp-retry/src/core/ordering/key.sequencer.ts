@@ -99,13 +99,9 @@ export class KeySequencer {
         if (done) return;
         done = true;
         state.running = false;
-        if (hold !== undefined) {
-          const cancel = this.schedule(() => this.release(key, state, 'expired'), hold.ms);
-          state.hold = { owner: hold.owner, cancel };
-          this.enforceLimit();
-          return;
-        }
-        this.next(key, state);
+        if (hold === undefined) return this.next(key, state);
+        state.hold = { owner: hold.owner, cancel: this.schedule(() => this.release(key, state, 'expired'), hold.ms) };
+        this.enforceLimit();
       },
     };
   }

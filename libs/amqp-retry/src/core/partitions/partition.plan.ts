@@ -38,6 +38,9 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
   if (partitions === undefined) return [config];
   const names = partitionNames(config.queue);
   const ownErrorQueue = config.errorQueue !== `${config.queue}.error`;
+  // The handler's own exchange feeds the hash exchange; none when publishers use the hash exchange itself.
+  const { exchange, exchangeType, routingKeys } = config;
+  const upstream = exchange === undefined || exchangeType === 'x-consistent-hash' ? undefined : { exchange, exchangeType, routingKeys };
   return Array.from({ length: partitions.count }, (_, index) => {
     const queue = names.partition(index);
     return {
@@ -48,7 +51,7 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
       exchangeType: 'x-consistent-hash' as const,
       exchangeArguments: partitions.hashArguments,
       routingKeys: [PARTITION_WEIGHT],
-      upstream: upstreamOf(config),
+      upstream,
       ordering: partitions.ordering,
       retryInPlace: partitions.ordering.whileRetrying === 'hold',
       singleActiveConsumer: true,
@@ -91,11 +94,4 @@ export function assignPartitions(members: readonly PartitionMember[], self: Part
 /** The member that owns partition `index` in this view, if any runs it. */
 export function ownerOf(index: number, members: readonly PartitionMember[]): string | undefined {
   return partitionOwners(members)[index];
-}
-
-/** The handler's own exchange, which feeds the hash exchange; none when publishers use the hash exchange itself. */
-function upstreamOf(config: HandlerConfig): HandlerConfig['upstream'] {
-  const { exchange, exchangeType, routingKeys } = config;
-  if (exchange === undefined || exchangeType === 'x-consistent-hash') return undefined;
-  return { exchange, exchangeType, routingKeys };
 }
