@@ -162,16 +162,11 @@ function isMalformed(error: unknown): boolean {
  * "retryable", so a bug costs attempts, never a message.
  */
 export function retryabilityOf(nonRetryable?: ErrorClass[] | ((error: unknown) => boolean)): (error: unknown) => boolean {
-  const matches =
-    nonRetryable === undefined
-      ? () => false
-      : typeof nonRetryable === 'function'
-        ? nonRetryable
-        : (error: unknown) => nonRetryable.some((errorClass) => error instanceof errorClass);
+  const classes = nonRetryable ?? [];
+  const matches = typeof classes === 'function' ? classes : (error: unknown) => classes.some((errorClass) => error instanceof errorClass);
   return (error) => {
     try {
-      if (error instanceof IdempotencyStoreError) return true;
-      return !(error instanceof NonRetryableError) && !matches(error);
+      return error instanceof IdempotencyStoreError || (!(error instanceof NonRetryableError) && !matches(error));
     } catch {
       return true;
     }
