@@ -62,6 +62,9 @@ export interface Publishers {
   relay: ConfirmPublisher;
 }
 
+/** Sends a message on a channel of the caller's with the properties given (see PublishingSide.sendObserved). */
+export type SendObserved = (properties: Options.Publish) => Promise<void>;
+
 /** The confirm channels a publish of the engine may go on. */
 export type PublisherRole = 'publisher' | 'relay';
 
@@ -138,7 +141,7 @@ export class PublishingSide {
    * Sends an application's message on a channel of the caller's (`send` gets the properties to publish) as a publish of
    * the engine's is observed: the observers may add headers (a tracer's `traceparent`), and hear how it ended.
    */
-  sendObserved(out: Omit<Outgoing, 'content'>, send: (properties: Options.Publish) => Promise<void>): Promise<void> {
+  sendObserved(out: Omit<Outgoing, 'content'>, send: SendObserved): Promise<void> {
     if (!this.observers.publishes) return send(out.properties);
     return this.observed('publish', out, send);
   }
@@ -151,7 +154,7 @@ export class PublishingSide {
   }
 
   /** Runs `send` inside the observers' scope of a publish, with the headers they added; tells them how it ended. */
-  private async observed(kind: PublishKind, out: Omit<Outgoing, 'content'>, send: (properties: Options.Publish) => Promise<void>): Promise<void> {
+  private async observed(kind: PublishKind, out: Omit<Outgoing, 'content'>, send: SendObserved): Promise<void> {
     const { exchange, routingKey, properties } = out;
     const headers = copyOwn(properties.headers); // the caller's object is left as it was
     const scope = this.observers.publishing({ kind, exchange, routingKey, headers, messageId: properties.messageId });
@@ -237,8 +240,7 @@ export class PublishingSide {
     const name = byName ? `queue ${out.routingKey}` : `exchange ${out.exchange}`;
     if (this.knownTargets.has(name, Date.now())) return;
     const { connection } = await this.open();
-    this.targetProbe ??= new TargetProbe(() => connection.createChannel('delayed publish target check', true));
-    const probe = this.targetProbe;
+    const probe = (this.targetProbe ??= new TargetProbe(() => connection.createChannel('delayed publish target check', true)));
     const checking = byName ? probe.queueExists(out.routingKey) : probe.exchangeExists(out.exchange);
     const found = await withinTime(checking, Math.max(0, deadline - Date.now()), () => new Error('timed out')).catch(() => undefined);
     if (found === undefined) return;
@@ -312,7 +314,7 @@ export class PublishingSide {
 
   open(): Promise<Publishers> {
     if (this.closed) return Promise.reject(new NotConnectedError('the application has shut down'));
-    this.opened ??= (async () => {
+    const opening = (this.opened ??= (async () => {
       const { publishTimeoutMs, publishBufferSize, confirmTimeoutMs } = this.config;
       const connection = await openConnection(this.config, 'publish', this.logger, this.observers);
       this.connection = connection;
@@ -324,11 +326,8 @@ export class PublishingSide {
         await PublishingSide.shut(opened); // closed while connecting
       else this.openedNow = opened;
       return opened;
-    })();
-    const opening = this.opened;
-    opening.catch(() => {
-      if (this.opened === opening) this.opened = undefined; // a failed connect can be tried again
-    });
+    })());
+    opening.catch(() => this.opened === opening && (this.opened = undefined)); // a failed connect can be tried again
     return opening;
   }
 

@@ -12,24 +12,21 @@ import { ShutdownBound } from './shutdown.bound.js';
 import type { EngineHandler } from './handler.runtime.js';
 import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import type { PartitionsStatus } from './partitions.runtime.js';
-import { PublishingSide } from './publishing.side.js';
+import { PublishingSide, type SendObserved } from './publishing.side.js';
 import { ReplyAddressChecker } from './reply-address.checker.js';
 import { OutboxSide, type OutboxBacklog } from './outbox.side.js';
 import type { OutboxReceipt } from './outbox.writer.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
-import type { ControlSide } from './control.side.js';
 import { ConsumingSide } from './consuming.side.js';
 import { explainRefusal, parkingQueues, type EngineHealth, type QueueActivity } from './engine.views.js';
 
 /**
- * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it. A façade
- * over its sides: consuming, publishing (each on a connection of its own), pause and resume, the outbox, and the
- * checker of direct reply-to addresses.
+ * The retry engine, without Nest: the Nest module and the microservices transport are thin adapters over it. A façade over its sides: consuming,
+ * publishing (each on a connection of its own), pause and resume, the outbox, and the checker of direct reply-to addresses.
  */
 export class RetryEngine {
   private readonly publishing: PublishingSide;
   private readonly consuming: ConsumingSide;
-  private readonly control: ControlSide;
   private readonly outbox: OutboxSide;
   private readonly replyAddresses: ReplyAddressChecker;
   /** Read by the testing harness (RetryHarness), which adds its recorder. */
@@ -51,7 +48,6 @@ export class RetryEngine {
     this.outbox = new OutboxSide(config, this.publishing, masked, this.observers);
     const sides = { config, logger: masked, observers: this.observers, publishing: this.publishing, outbox: this.outbox };
     this.consuming = new ConsumingSide({ ...sides, replyAddresses: this.replyAddresses });
-    this.control = this.consuming.control;
   }
 
   /**
@@ -69,9 +65,8 @@ export class RetryEngine {
   }
 
   /**
-   * Publishes `content` and resolves once the broker has confirmed it (with `mandatory`: once a queue took it). With
-   * `delayMs` > 0 it goes through the delay ladder and is confirmed when it enters it; the copies waiting there are
-   * always persistent, whatever `properties.persistent` says.
+   * Publishes `content` and resolves once the broker has confirmed it (with `mandatory`: once a queue took it). With `delayMs` > 0 it goes through
+   * the delay ladder and is confirmed when it enters it; the copies waiting there are always persistent, whatever `properties.persistent` says.
    */
   publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs = 0): Promise<void> {
     return this.publishing.publish('publisher', { exchange, routingKey, content, properties }, delayMs);
@@ -81,19 +76,13 @@ export class RetryEngine {
    * @internal Sends an application's message on a channel of the caller's (RetryClient's requests) as `publish` is
    * observed: `send` gets the properties with the observers' headers (a tracer's `traceparent`).
    */
-  sendObserved(
-    exchange: string,
-    routingKey: string,
-    properties: Options.Publish,
-    send: (properties: Options.Publish) => Promise<void>,
-  ): Promise<void> {
+  sendObserved(exchange: string, routingKey: string, properties: Options.Publish, send: SendObserved): Promise<void> {
     return this.publishing.sendObserved({ exchange, routingKey, properties }, send);
   }
 
   /**
-   * @internal Throws the TypeError or RangeError `publish` would reject with for these properties (each checked by amqplib's
-   * and the broker's rules; a `userId` must be the user of a broker URL), so that a channel of the caller's own is
-   * never closed by the broker for one of them.
+   * @internal Throws the TypeError or RangeError `publish` would reject with for these properties (each checked by amqplib's and the broker's rules;
+   * a `userId` must be the user of a broker URL), so that a channel of the caller's own is never closed by the broker for one of them.
    */
   checkPublishProperties(properties: Options.Publish): void {
     this.publishing.check(properties);
@@ -165,28 +154,27 @@ export class RetryEngine {
   }
 
   /**
-   * Pauses a handler queue in this process (the operator's kill switch): its messages wait in the broker, handlers in
-   * flight finish; it stays paused across reconnections until `resume()`. `by` and `reason` are shown in the log line,
-   * the page and `queueStates()`.
+   * Pauses a handler queue in this process (the operator's kill switch): its messages wait in the broker, handlers in flight finish; it stays paused
+   * across reconnections until `resume()`. `by` and `reason` are shown in the log line, the page and `queueStates()`.
    * @example engine.pause('orders', { by: 'alice', reason: 'payments API down, INC-142' })
    */
   pause(queue: string, who: { by: string; reason?: string }): QueueFlowStatus {
-    return this.control.pause(queue, who);
+    return this.consuming.control.pause(queue, who);
   }
 
   /** Ends a pause of `pause()`: the queue is consumed again (or waits for its circuit, if that is open). */
   resume(queue: string, who: { by: string }): QueueFlowStatus {
-    return this.control.resume(queue, who);
+    return this.consuming.control.resume(queue, who);
   }
 
   /** Pauses the queue here, then tells every other running instance that consumes it, best effort (as `amqp-retry pause` does). */
   pauseEverywhere(queue: string, who: { by: string; reason?: string }): Promise<QueueFlowStatus> {
-    return this.control.pauseEverywhere(queue, who);
+    return this.consuming.control.pauseEverywhere(queue, who);
   }
 
   /** Resumes the queue here and in every other running instance that consumes it (see pauseEverywhere). */
   resumeEverywhere(queue: string, who: { by: string }): Promise<QueueFlowStatus> {
-    return this.control.resumeEverywhere(queue, who);
+    return this.consuming.control.resumeEverywhere(queue, who);
   }
 
   /** Every handler queue's state: running, half-open, open (circuit breaker) or paused, with who paused it and since when. */
@@ -241,7 +229,7 @@ export class RetryEngine {
    * works. Bounded (ShutdownBound): past its bound it returns with a warning, and close() closes the connections under it.
    */
   async stopConsuming(): Promise<void> {
-    await this.shutdown.stop(Promise.all([this.consuming.stop(), this.outbox.stop(), this.control.stop()]));
+    await this.shutdown.stop(Promise.all([this.consuming.stop(), this.outbox.stop(), this.consuming.control.stop()]));
   }
 
   /** Stops consuming (see stopConsuming), then closes the connections; publishing fails from now on. */
@@ -252,12 +240,10 @@ export class RetryEngine {
     await this.shutdown.closed();
   }
 
-  private async closingOnFailure(step: () => Promise<void>): Promise<void> {
-    try {
-      await step();
-    } catch (error) {
+  private closingOnFailure(step: () => Promise<void>): Promise<void> {
+    return step().catch(async (error: unknown) => {
       await this.close();
       throw error;
-    }
+    });
   }
 }
