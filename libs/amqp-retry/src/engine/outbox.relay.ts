@@ -11,6 +11,7 @@ import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import { relayDatabaseProblem } from '../core/outbox/outbox.database-failure.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { OutboxBacklogEvent } from '../core/observe/retry.observer.js';
 
 /** Publishes one message with confirms and `mandatory` (the engine's publish): resolves once the broker confirmed it. */
 export type RelayPublish = (exchange: string, routingKey: string, content: Buffer, properties: Options.Publish, delayMs: number) => Promise<void>;
@@ -34,7 +35,7 @@ export interface OutboxRelayHealth {
 }
 
 /** The outbox table's backlog now: rows waiting, the oldest one's age, rows parked, and its size on disk. */
-export async function readBacklog({ adapter, sql, tableName }: OutboxConfig) {
+export async function readBacklog({ adapter, sql, tableName }: OutboxConfig): Promise<OutboxBacklogEvent> {
   const { rows } = await adapter.transaction((tx) => adapter.execute(tx, sql.stats, []));
   const stats = rows[0] ?? {};
   return {

@@ -1,5 +1,6 @@
 import type { ModuleConfig } from '../core/config/module.config.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
+import type { OutboxBacklogEvent } from '../core/observe/retry.observer.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { OutboxAdapter } from '../core/outbox/outbox.adapter.js';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
@@ -13,13 +14,7 @@ import { writeToOutbox, type OutboxReceipt } from './outbox.writer.js';
 import type { Outgoing, PublishingSide } from './publishing.side.js';
 
 /** The outbox's backlog as the parked-messages page shows it. */
-export interface OutboxBacklog {
-  table: string;
-  waiting: number;
-  oldestAgeMs: number;
-  parked: number;
-  /** The table's size on disk in bytes, indexes included. */
-  tableBytes: number;
+export interface OutboxBacklog extends OutboxBacklogEvent {
   /** This instance's relay, when it runs one. */
   relay?: OutboxRelayHealth;
 }
