@@ -227,9 +227,8 @@ export class ConsumingSide {
   /** Closes the consuming connection and the idempotency stores; nothing opens again. */
   async close(): Promise<void> {
     this.closed = true;
-    const heartbeat = this.heartbeat; // stopped with the consumers, unless close() came without stop()
+    const { heartbeat, consuming } = this; // the heartbeat: stopped with the consumers, unless close() came without stop()
     this.heartbeat = undefined;
-    const consuming = this.consuming;
     this.consuming = undefined;
     this.deps = undefined;
     const stores = this.stores.splice(0);
@@ -260,7 +259,7 @@ export class ConsumingSide {
    * the connection has.
    */
   private async runtimeDeps(adding: readonly EngineHandler[]): Promise<HandlerRuntimeDeps> {
-    this.deps ??= (async () => {
+    const opening = (this.deps ??= (async () => {
       const connection = await this.consumingConnection();
       const publishers = await this.sides.publishing.open();
       const { logger, observers, config } = this.sides;
@@ -268,11 +267,8 @@ export class ConsumingSide {
       const { reconnect: resume, application, shutdownTimeoutMs: handOverTimeoutMs } = config;
       const announceReturns = (note: HandOverNote) => this.control.announceReturns(note);
       return { connection, parker, recordPublisher: parker.publisher, logger, resume, observers, application, handOverTimeoutMs, announceReturns };
-    })();
-    const opening = this.deps;
-    opening.catch(() => {
-      if (this.deps === opening) this.deps = undefined;
-    });
+    })());
+    opening.catch(() => this.deps === opening && (this.deps = undefined));
     const deps = await opening;
     checkPartitionChannels([...this.all.map((r) => r.handler), ...adding], deps.connection);
     return deps;

@@ -94,8 +94,7 @@ export class ControlSide {
   }
 
   async stop(): Promise<void> {
-    const listener = this.listener;
-    const replies = this.replies;
+    const { listener, replies } = this;
     this.listener = undefined;
     this.replies = undefined;
     await Promise.all([listener?.stop(), closeWhenOpen(replies)]);

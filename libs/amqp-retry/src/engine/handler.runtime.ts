@@ -136,17 +136,16 @@ export class HandlerRuntime {
     const gated = deliveryChain({ config, invoke, router, flow: this.flow, parker: deps.parker, park, tiers, logger, observers: deps.observers });
     // A delivery put back on purpose (paused, circuit open) is no suspect: its return was not a crash.
     const returns = this.flow.returns;
-    const isSuspect =
-      config.queueType === 'quorum'
-        ? (m: ConsumeMessage) =>
-            unsettledDeliveries(countedHeaders(m), 'quorum') > 0 &&
-            (returns.isEmpty || unsettledDeliveries(countedHeaders(m), 'quorum', returns.claim(returnIdentity(m, config.queue))) > 0)
-        : undefined;
+    const quorum = config.queueType === 'quorum';
+    const isSuspect = quorum
+      ? (m: ConsumeMessage) =>
+          unsettledDeliveries(countedHeaders(m), 'quorum') > 0 &&
+          (returns.isEmpty || unsettledDeliveries(countedHeaders(m), 'quorum', returns.claim(returnIdentity(m, config.queue))) > 0)
+      : undefined;
     // A single-active-consumer queue (a partition too) is handed over, never cancelled: see QueueConsumer's handOverMs.
     const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;
     // What a hand-over's closing channel gives back unhandled is a return on purpose too, not a crash; the next owner,
     // another process as a rule, is told of it (hand-over.note.ts).
-    const quorum = config.queueType === 'quorum';
     const returned = quorum ? (m: ConsumeMessage) => this.flow.noteReturn(m) : undefined;
     const announce = deps.announceReturns;
     const handingOver =

@@ -276,9 +276,7 @@ export class PartitionedRuntime {
   /** Keeps count of the partitions owned whose consumer did not start (tried again each heartbeat); warns when they first fail. */
   private noteStarts(parts: HandlerRuntime[], results: PromiseSettledResult<void>[]): void {
     const name = (p: HandlerRuntime) => p.queue.slice(this.queue.length + 1);
-    const failed = parts.flatMap((p, i) =>
-      results[i]?.status === 'rejected' ? [{ p, reason: (results[i] as PromiseRejectedResult).reason as unknown }] : [],
-    );
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ p: parts[i], reason: r.reason as unknown }] : []));
     const fresh = failed.filter(({ p }) => !this.unstarted.has(p));
     const recovered = parts.filter((p, i) => results[i]?.status === 'fulfilled' && this.unstarted.has(p));
     for (const { p } of failed) this.unstarted.add(p);
