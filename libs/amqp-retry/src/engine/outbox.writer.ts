@@ -28,23 +28,15 @@ export interface OutboxReceipt {
  * is in no transaction block (the insert then finds no writeMark, and adds no row).
  */
 export async function writeToOutbox<Tx>(config: OutboxConfig, tx: Tx, message: OutboxMessage): Promise<OutboxReceipt> {
-  const record = readOutboxMessage(message, randomUUID);
+  const { exchange, routingKey, body, properties, orderKey, delayMs } = readOutboxMessage(message, randomUUID);
   const { adapter, sql } = config;
-  if (record.orderKey === null) await adapter.execute(tx, sql.writeMark, []);
-  else await adapter.execute(tx, sql.writeMarkAndOrderLock, [`${config.tableName}:${record.orderKey}`]);
-  const { rows } = await adapter.execute(tx, sql.insert, [
-    record.exchange,
-    record.routingKey,
-    record.body,
-    JSON.stringify(record.properties),
-    record.orderKey,
-    record.delayMs,
-  ]);
+  if (orderKey === null) await adapter.execute(tx, sql.writeMark, []);
+  else await adapter.execute(tx, sql.writeMarkAndOrderLock, [`${config.tableName}:${orderKey}`]);
+  const { rows } = await adapter.execute(tx, sql.insert, [exchange, routingKey, body, JSON.stringify(properties), orderKey, delayMs]);
   if (rows.length === 0) {
     throw new Error(
       `OutboxPublisher.publish: the transaction given is in no transaction block (a connection pool, a client without BEGIN, a Knex instance), so the row would commit on its own: nothing was written to ${config.tableName}. Pass what your transaction runs on: a pg client after BEGIN, the manager of dataSource.transaction(), the trx of knex.transaction()`,
     );
   }
-  const { exchange, routingKey, delayMs, properties } = record;
   return { id: String(rows[0].id), messageId: properties.messageId, exchange, routingKey, delayMs, properties };
 }

@@ -104,11 +104,8 @@ export class PartitionMembership {
         return channel;
       });
       const channel = await this.announcer;
-      const expiration = String(this.heartbeatMs * MISSED_HEARTBEATS);
-      channel.publish(this.membersExchange, '', Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count })), {
-        expiration,
-        persistent: false,
-      });
+      const announcement = Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count }));
+      channel.publish(this.membersExchange, '', announcement, { expiration: String(this.heartbeatMs * MISSED_HEARTBEATS), persistent: false });
       this.announceFailed = false;
     } catch (error) {
       this.announcer = undefined;

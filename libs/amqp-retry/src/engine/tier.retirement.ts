@@ -65,48 +65,45 @@ const withPlanLock = <T>(connection: AmqpConnection, planQueue: string, work: ()
  * after a check shows them empty, safe because nothing can enter them once unbound.
  */
 export function takeOverFirstFailures(connection: AmqpConnection, publisher: ConfirmPublisher, handler: HandlerConfig): Promise<Retirement> {
-  const { planQueue } = retryNames(handler.queue);
-  return withPlanLock(connection, planQueue, () => takeOverLocked(connection, publisher, handler));
-}
-
-async function takeOverLocked(connection: AmqpConnection, publisher: ConfirmPublisher, handler: HandlerConfig): Promise<Retirement> {
   const names = retryNames(handler.queue);
-  const own = tierQueues(handler);
-  const records = await readRecords(connection, names.planQueue);
-  const candidates = [...new Set(records.flatMap((r) => [r.tiers, ...r.others]).map(scheduleIdOf))];
-  const live = new Set<string>();
-  for (const id of candidates) {
-    if (id === scheduleIdOf(own)) continue;
-    const presence = await attempt(connection, (channel) => channel.checkQueue(names.presenceQueue(id)));
-    if (presence && presence.consumerCount > 0) live.add(id);
-  }
-  const plan = planRetirement(records, own, live);
-  // Cut the others, then bind ours: never two bound at once (a first failure would be copied into both). A failure
-  // in the moment between would be dropped on classic queues, so all of it runs on one channel, back to back.
-  await bindOnlyOurs(connection, names.firstTierExchange, plan.unbindFirst, own[0]);
-  // First tiers bound straight to the first-failure exchange (a topology without the death sort): cut
-  // them only now that ours takes first failures through the sort, so that none falls between the two. An unbind of
-  // a binding that is not there changes nothing.
-  for (const tier of new Set([...plan.unbindFirst, own[0]])) {
-    await attempt(connection, (channel) => channel.unbindQueue(tier, names.firstFailureExchange, ''));
-  }
+  return withPlanLock(connection, names.planQueue, async () => {
+    const own = tierQueues(handler);
+    const records = await readRecords(connection, names.planQueue);
+    const candidates = [...new Set(records.flatMap((r) => [r.tiers, ...r.others]).map(scheduleIdOf))];
+    const live = new Set<string>();
+    for (const id of candidates) {
+      if (id === scheduleIdOf(own)) continue;
+      const presence = await attempt(connection, (channel) => channel.checkQueue(names.presenceQueue(id)));
+      if (presence && presence.consumerCount > 0) live.add(id);
+    }
+    const plan = planRetirement(records, own, live);
+    // Cut the others, then bind ours: never two bound at once (a first failure would be copied into both). A failure
+    // in the moment between would be dropped on classic queues, so all of it runs on one channel, back to back.
+    await bindOnlyOurs(connection, names.firstTierExchange, plan.unbindFirst, own[0]);
+    // First tiers bound straight to the first-failure exchange (a topology without the death sort): cut
+    // them only now that ours takes first failures through the sort, so that none falls between the two. An unbind of
+    // a binding that is not there changes nothing.
+    for (const tier of new Set([...plan.unbindFirst, own[0]])) {
+      await attempt(connection, (channel) => channel.unbindQueue(tier, names.firstFailureExchange, ''));
+    }
 
-  const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat() };
-  for (const tier of plan.retire) {
-    const unbound = await attempt(connection, (channel) => channel.unbindQueue(tier, names.deadLetterExchange, tier));
-    if (unbound === undefined) continue; // gone already
-    const deleted = await attempt(connection, async (channel) => {
-      if (handler.queueType !== 'quorum') return channel.deleteQueue(tier, { ifEmpty: true });
-      const { messageCount } = await channel.checkQueue(tier);
-      if (messageCount > 0) throw new Error('not empty');
-      return channel.deleteQueue(tier);
-    });
-    retirement[deleted ? 'deleted' : 'draining'].push(tier);
-  }
-  const record: RetryPlanRecord = { tiers: own, others: plan.keep, retiring: retirement.draining };
-  await publisher.publish('', names.planQueue, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
-  await consumeRecords(connection, names.planQueue, records.messages);
-  return retirement;
+    const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat() };
+    for (const tier of plan.retire) {
+      const unbound = await attempt(connection, (channel) => channel.unbindQueue(tier, names.deadLetterExchange, tier));
+      if (unbound === undefined) continue; // gone already
+      const deleted = await attempt(connection, async (channel) => {
+        if (handler.queueType !== 'quorum') return channel.deleteQueue(tier, { ifEmpty: true });
+        const { messageCount } = await channel.checkQueue(tier);
+        if (messageCount > 0) throw new Error('not empty');
+        return channel.deleteQueue(tier);
+      });
+      retirement[deleted ? 'deleted' : 'draining'].push(tier);
+    }
+    const record: RetryPlanRecord = { tiers: own, others: plan.keep, retiring: retirement.draining };
+    await publisher.publish('', names.planQueue, Buffer.from(JSON.stringify(record)), { persistent: true, contentType: 'application/json' });
+    await consumeRecords(connection, names.planQueue, records.messages);
+    return retirement;
+  });
 }
 
 /** Unbinds `others` from the first-failure exchange (gone already is fine), then binds `ours`: that must succeed. */
