@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Channel } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
-import { closeWhenOpen } from '../amqp/channel-close.settler.js';
+import { closeWhenOpen, SharedChannel } from '../amqp/channel-close.settler.js';
 import { CONTROL_EXCHANGE, encodeControl, type ControlCommand } from '../core/breaker/control.message.js';
 import { readPauseBy } from '../core/breaker/queue.state.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
@@ -29,7 +29,8 @@ export interface ControlSideDeps {
 /** Pause and resume: here, everywhere (told to the other instances through the control exchange), and from other processes. */
 export class ControlSide {
   private listener?: ControlListener;
-  private replies?: Promise<Channel>;
+  /** One channel for the replies, opened again after it was lost with its connection. */
+  private readonly replies = new SharedChannel<Channel>();
   /**
    * Whether this instance's listener declared CONTROL_EXCHANGE at its last start: the exchange then exists (durable),
    * also once the listener stopped (an application that stops hands its partitions over after that).
@@ -94,10 +95,9 @@ export class ControlSide {
   }
 
   async stop(): Promise<void> {
-    const { listener, replies } = this;
+    const listener = this.listener;
     this.listener = undefined;
-    this.replies = undefined;
-    await Promise.all([listener?.stop(), closeWhenOpen(replies)]);
+    await Promise.all([listener?.stop(), closeWhenOpen(this.replies.take())]);
   }
 
   /**
@@ -141,15 +141,12 @@ export class ControlSide {
     if (state.kind !== 'exists') {
       throw new Error(`its reply address ${state.kind === 'gone' ? 'no longer exists' : `cannot be used: ${state.reason}`}`);
     }
-    // One channel for the replies, opened again after it was lost with its connection.
-    const opening = (this.replies ??= this.deps.publishingChannel('control replies', true).then((c) => {
-      c.on('close', () => this.replies === opening && (this.replies = undefined));
-      return c;
-    }));
-    const channel = await opening.catch((error: unknown) => {
-      if (this.replies === opening) this.replies = undefined;
-      throw error;
-    });
+    const channel = await this.replies.get((forget) =>
+      this.deps.publishingChannel('control replies', true).then((c) => {
+        c.on('close', forget);
+        return c;
+      }),
+    );
     channel.publish('', replyTo, body, { correlationId, contentType: 'application/json' });
   }
 }

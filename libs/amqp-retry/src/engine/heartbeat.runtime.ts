@@ -1,4 +1,5 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
+import { SharedChannel } from '../amqp/channel-close.settler.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { CONTROL_EXCHANGE } from '../core/breaker/control.message.js';
@@ -56,8 +57,8 @@ export class HeartbeatRuntime {
   private readonly identity: Heartbeat['instance'];
   private timer?: NodeJS.Timeout;
   private seq = 0;
-  private publisher?: Promise<Channel>;
-  private listener?: Promise<Channel>;
+  private readonly publisher = new SharedChannel<Channel>();
+  private readonly listener = new SharedChannel<Channel>();
   private warned = false;
   /** When a bad heartbeat was last logged: at most one line a minute. */
   private lastIgnored = -Infinity;
@@ -93,8 +94,7 @@ export class HeartbeatRuntime {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
-    const channels = [this.publisher, this.listener];
-    this.publisher = this.listener = undefined;
+    const channels = [this.publisher.take(), this.listener.take()];
     await Promise.all(channels.map((c) => c?.then((ch) => ch.close()).catch(() => undefined)));
   }
 
@@ -102,7 +102,7 @@ export class HeartbeatRuntime {
   async beat(): Promise<void> {
     try {
       if (this.fleet) await this.listen();
-      const channel = await this.open('publisher', () => this.deps.publishChannel('heartbeat'));
+      const channel = await this.open(this.publisher, () => this.deps.publishChannel('heartbeat'));
       const beat: Heartbeat = {
         v: 1,
         application: this.deps.application ?? '-',
@@ -144,7 +144,7 @@ export class HeartbeatRuntime {
   /** The page's side: a private queue bound to the application's heartbeat key, consumed into the fleet. */
   private async listen(): Promise<void> {
     const fleet = this.fleet as FleetHistory;
-    await this.open('listener', async () => {
+    await this.open(this.listener, async () => {
       const channel = await this.deps.consumeChannel('heartbeats');
       await channel.assertExchange(CONTROL_EXCHANGE, 'direct', { durable: true });
       const { queue } = await channel.assertQueue('', {
@@ -169,17 +169,14 @@ export class HeartbeatRuntime {
     fleet.accept(beat, this.now());
   }
 
-  /** The channel kept in `slot`, opened when missing or closed (it is forgotten when it closes). */
-  private open(slot: 'publisher' | 'listener', make: () => Promise<Channel>): Promise<Channel> {
-    const kept = this[slot];
-    if (kept) return kept;
-    const opening = make().then((channel) => {
-      channel.on('close', () => this[slot] === opening && (this[slot] = undefined));
-      channel.on('error', () => undefined);
-      return channel;
-    });
-    this[slot] = opening;
-    opening.catch(() => this[slot] === opening && (this[slot] = undefined));
-    return opening;
+  /** The channel kept in `shared`, opened when missing or closed (it is forgotten when it closes). */
+  private open(shared: SharedChannel<Channel>, make: () => Promise<Channel>): Promise<Channel> {
+    return shared.get((forget) =>
+      make().then((channel) => {
+        channel.on('close', forget);
+        channel.on('error', () => undefined);
+        return channel;
+      }),
+    );
   }
 }
