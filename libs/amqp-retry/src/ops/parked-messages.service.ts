@@ -8,7 +8,7 @@ import { ConfirmWindow } from './confirm.window.js';
 import { missingTarget, ownedBy, READER_STALL_MS, readerStalled, replayProblem, selected, UNKNOWN_TARGET } from './parked-selection.js';
 import { publishToQueue, refreshIfWorn, type BrowsedMessage } from './parked-queue.browser.js';
 import { ParkedView } from './parked.view.js';
-import { newSession, ParkedConnection, settle, type Session, type Walk } from './parked.connection.js';
+import { newSession, ParkedConnection, settle, type Session, type WalkWork } from './parked.connection.js';
 import type {
   EditReplayOptions,
   HandlerQueueState,
@@ -225,11 +225,18 @@ export class ParkedMessages {
         }
         result.matched++;
         if (result.dryRun) return;
-        const problem = await this.replayOne(walk, browsed, content, options.contentType);
-        if (problem) {
-          result.failed.push({ id, error: problem });
+        // Published through the default exchange to that queue alone, confirmed; the parked message is acked after.
+        const { queue } = browsed.view;
+        if (!queue) {
+          result.failed.push({ id, error: UNKNOWN_TARGET });
           return;
         }
+        const publish = replayPublishOptions(browsed.message.properties, { queue, now: new Date(), contentType: options.contentType });
+        if ((await publishToQueue(walk.channel, queue, content, publish)) === 'returned') {
+          result.failed.push({ id, error: missingTarget(queue) });
+          return;
+        }
+        settle(walk, browsed);
         result.replayed++;
       }
     });
@@ -267,38 +274,34 @@ export class ParkedMessages {
    * takes nothing for READER_STALL_MS (the iterator then throws once it has yielded the lines read before).
    */
   async *export(selection: ParkedSelection, options: OperationOptions = {}): AsyncIterable<string> {
-    await this.view.checkParkingQueue(selection.errorQueue);
-    const owners = await this.view.sharedParkingOwners(selection.errorQueue);
     const lines: string[] = [];
     let stopped = false;
     let finished = false;
     let failure: unknown;
     let wakeReader: (() => void) | undefined;
     let wakeWalk: (() => void) | undefined;
-    const walking = this.broker
-      .walk(
-        selection.errorQueue,
-        async (messages) => {
-          for await (const browsed of ownedBy(messages, owners)) {
-            if (stopped) return;
-            if (browsed.duplicate || !selected(browsed.view, selection)) continue;
-            lines.push(toJsonLine(browsed.view));
-            wakeReader?.();
-            while (lines.length >= EXPORT_BUFFER && !stopped) {
-              const woken = await new Promise<boolean>((resolve) => {
-                const timer = setTimeout(() => resolve(false), READER_STALL_MS);
-                wakeWalk = () => (clearTimeout(timer), resolve(true));
-              });
-              if (!woken) throw readerStalled(selection.errorQueue);
-            }
+    const walking = this.walkOwned(
+      selection.errorQueue,
+      async (messages) => {
+        for await (const browsed of messages) {
+          if (stopped) return;
+          if (browsed.duplicate || !selected(browsed.view, selection)) continue;
+          lines.push(toJsonLine(browsed.view));
+          wakeReader?.();
+          while (lines.length >= EXPORT_BUFFER && !stopped) {
+            const woken = await new Promise<boolean>((resolve) => {
+              const timer = setTimeout(() => resolve(false), READER_STALL_MS);
+              wakeWalk = () => (clearTimeout(timer), resolve(true));
+            });
+            if (!woken) throw readerStalled(selection.errorQueue);
           }
-        },
-        options.onProgress,
-      )
-      .then(
-        () => void (finished = true),
-        (error: unknown) => void ((failure = error), (finished = true)),
-      );
+        }
+      },
+      options.onProgress,
+    ).then(
+      () => void (finished = true),
+      (error: unknown) => void ((failure = error), (finished = true)),
+    );
     try {
       for (;;) {
         if (lines.length > 0) {
@@ -339,17 +342,16 @@ export class ParkedMessages {
     await this.close();
   }
 
-  /** A public call's walk of one parking queue, once the view has checked that it may use it (see ParkedConnection.walk). */
-  private walkParked<T>(
-    errorQueue: string,
-    work: (messages: AsyncGenerator<BrowsedMessage>, walk: Walk) => Promise<T>,
-    onProgress?: (done: number, total: number) => void,
-  ): Promise<T> {
-    return this.broker.during(async () => {
-      await this.view.checkParkingQueue(errorQueue);
-      const owners = await this.view.sharedParkingOwners(errorQueue);
-      return this.broker.walk(errorQueue, (messages, walk) => work(ownedBy(messages, owners), walk), onProgress);
-    });
+  /** A public call's walk of one parking queue (see walkOwned). */
+  private walkParked<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress']): Promise<T> {
+    return this.broker.during(() => this.walkOwned(errorQueue, work, onProgress));
+  }
+
+  /** A walk of the messages of one parking queue this view owns, once it has checked that it may use it (see ParkedConnection.walk). */
+  private async walkOwned<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress']): Promise<T> {
+    await this.view.checkParkingQueue(errorQueue);
+    const owners = await this.view.sharedParkingOwners(errorQueue);
+    return this.broker.walk(errorQueue, (messages, walk) => work(ownedBy(messages, owners), walk), onProgress);
   }
 
   /**
@@ -375,20 +377,5 @@ export class ParkedMessages {
         for await (const { view, duplicate } of ownedBy(messages, owners)) if (!duplicate && matchesFilter(view, filter)) visit(view);
       });
     }
-  }
-
-  /** Publishes a fresh copy to the queue the message failed in, confirmed, then acks the parked one. Returns a problem, or undefined. */
-  private async replayOne(walk: Walk, browsed: BrowsedMessage, content: Buffer, contentType?: string): Promise<string | undefined> {
-    const { view, message } = browsed;
-    if (!view.queue) return UNKNOWN_TARGET;
-    const outcome = await publishToQueue(
-      walk.channel,
-      view.queue,
-      content,
-      replayPublishOptions(message.properties, { queue: view.queue, now: new Date(), contentType }),
-    );
-    if (outcome === 'returned') return missingTarget(view.queue);
-    settle(walk, browsed);
-    return undefined;
   }
 }

@@ -33,6 +33,9 @@ export interface Walk {
   ack(message: GetMessage): void;
 }
 
+/** What a walk runs over its parking queue's messages (see ParkedConnection.walk). */
+export type WalkWork<T> = (messages: AsyncGenerator<BrowsedMessage>, walk: Walk) => Promise<T>;
+
 export function settle(walk: Walk, browsed: BrowsedMessage): void {
   walk.ack(browsed.message);
   browsed.settled = true;
@@ -137,11 +140,7 @@ export class ParkedConnection {
    * Runs `work` over a walk of one parking queue on a confirm channel of its own, one walk per queue at a time in
    * this instance; closing the channel afterwards gives back every message not acked.
    */
-  async walk<T>(
-    errorQueue: string,
-    work: (messages: AsyncGenerator<BrowsedMessage>, walk: Walk) => Promise<T>,
-    onProgress?: (done: number, total: number) => void,
-  ): Promise<T> {
+  async walk<T>(errorQueue: string, work: WalkWork<T>, onProgress?: (done: number, total: number) => void): Promise<T> {
     const { locks } = this.session;
     const before = locks.get(errorQueue) ?? Promise.resolve();
     const run = before.then(async () => {

@@ -1,7 +1,7 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
 import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
 import type { ParkedMessages } from '../parked-messages.service.js';
-import type { OperationOptions, ParkedFilter, ParkedSelection } from '../../core/parking/parked-messages.types.js';
+import type { OperationOptions, ParkedFilter, ParkedSelection, PurgeResult } from '../../core/parking/parked-messages.types.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
 import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags, type ScopeFlags } from './cli.input.js';
 
@@ -122,19 +122,15 @@ export async function showCommand(parked: ParkedMessages, id: string, flags: Com
 
 export async function replayCommand(parked: ParkedMessages, flags: SelectionFlags, io: CliIo): Promise<number> {
   const errorQueue = await errorQueueOf(parked, flags);
-  const { filter, ids } = selectionFilter(flags, 'replay');
+  const selection = { errorQueue, ...selectionFilter(flags, 'replay') };
   const onProgress = withProgress(io, flags, 'replay');
-  const result = await parked.replay({ errorQueue, ids, filter }, { dryRun: flags.dryRun, onProgress }).finally(() => onProgress.stop());
-  if (flags.json) io.out(json(result));
-  else {
-    io.out(
-      result.dryRun
-        ? `Would replay ${result.matched} message(s) from "${printable(errorQueue)}" (dry run).`
-        : `Replayed ${result.replayed} of ${result.matched} matching message(s) from "${printable(errorQueue)}".`,
-    );
-    for (const failure of result.failed) io.err(`Left parked ${printable(failure.id)}: ${printable(failure.error)}`);
-  }
-  sayUnattributed(io, await leftUnattributed(parked, { errorQueue, ids, filter }), errorQueue, 'replay', result.dryRun);
+  const result = await parked.replay(selection, { dryRun: flags.dryRun, onProgress }).finally(() => onProgress.stop());
+  const text = result.dryRun
+    ? `Would replay ${result.matched} message(s) from "${printable(errorQueue)}" (dry run).`
+    : `Replayed ${result.replayed} of ${result.matched} matching message(s) from "${printable(errorQueue)}".`;
+  io.out(flags.json ? json(result) : text);
+  if (!flags.json) for (const failure of result.failed) io.err(`Left parked ${printable(failure.id)}: ${printable(failure.error)}`);
+  sayUnattributed(io, await leftUnattributed(parked, selection), errorQueue, 'replay', result.dryRun);
   if (result.matched === 0) return EXIT.nothingMatched;
   return result.failed.length > 0 ? EXIT.partial : EXIT.ok;
 }
@@ -170,14 +166,11 @@ export async function purgeCommand(parked: ParkedMessages, flags: SelectionFlags
   }
 }
 
-function report(io: CliIo, flags: SelectionFlags, result: { matched: number; purged: number; dryRun: boolean }, errorQueue: string): number {
-  if (flags.json) io.out(json(result));
-  else
-    io.out(
-      result.dryRun
-        ? `Would purge ${result.matched} message(s) from "${printable(errorQueue)}" (dry run).`
-        : `Purged ${result.purged} message(s) from "${printable(errorQueue)}".`,
-    );
+function report(io: CliIo, flags: SelectionFlags, result: PurgeResult, errorQueue: string): number {
+  const text = result.dryRun
+    ? `Would purge ${result.matched} message(s) from "${printable(errorQueue)}" (dry run).`
+    : `Purged ${result.purged} message(s) from "${printable(errorQueue)}".`;
+  io.out(flags.json ? json(result) : text);
   return result.matched === 0 ? EXIT.nothingMatched : EXIT.ok;
 }
 

@@ -73,26 +73,20 @@ export function refuseUnknownFields(input: Input, known: readonly string[], fiel
   }
 }
 
-const FILTER_FIELDS = ['queue', 'reason', 'error', 'text', 'since', 'until', 'group', 'messageId', 'correlationId'];
+const FILTER_FIELDS = ['queue', 'reason', 'error', 'text', 'since', 'until', 'group', 'messageId', 'correlationId'] as const;
 
 /** A filter from a query string (`?queue=&reason=&error=&text=&since=&until=`) or a JSON object (whose unknown fields are refused). */
 export function readFilter(value: unknown, field = 'filter'): ParkedFilter {
   const input = asObject(value ?? {}, field);
   if (field !== 'query') refuseUnknownFields(input, FILTER_FIELDS, field);
-  const at = (key: string) => (field === 'query' ? key : `${field}.${key}`);
-  const filter: ParkedFilter = {
-    queue: optionalText(input, 'queue', at('queue')),
-    reason: optionalText(input, 'reason', at('reason')),
-    error: optionalText(input, 'error', at('error')),
-    text: optionalText(input, 'text', at('text')),
-    since: optionalDate(input, 'since', at('since')),
-    until: optionalDate(input, 'until', at('until')),
-    group: optionalText(input, 'group', at('group')),
-    messageId: optionalText(input, 'messageId', at('messageId')),
-    correlationId: optionalText(input, 'correlationId', at('correlationId')),
-  };
-  for (const key of Object.keys(filter) as (keyof ParkedFilter)[]) if (filter[key] === undefined) delete filter[key];
-  return filter;
+  const filter: Record<string, string | Date> = {};
+  // In FILTER_FIELDS order: the first bad field is the one named.
+  for (const key of FILTER_FIELDS) {
+    const at = field === 'query' ? key : `${field}.${key}`;
+    const read = key === 'since' || key === 'until' ? optionalDate(input, key, at) : optionalText(input, key, at);
+    if (read !== undefined) filter[key] = read;
+  }
+  return filter as ParkedFilter;
 }
 
 /** `?offset=&limit=` with a page of DEFAULT_PAGE_SIZE and at most MAX_PAGE_SIZE. */
