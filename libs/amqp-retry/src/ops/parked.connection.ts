@@ -77,20 +77,19 @@ export class ParkedConnection {
    */
   connection(): Promise<AmqpConnection> {
     const { session } = this;
+    if (session.connection) return session.connection;
     const began = this.calls.getStore();
-    if (!session.connection && began !== undefined && began !== session.closes) {
+    if (began !== undefined && began !== session.closes) {
       // A call in flight when close() came (a page request during app.close()) would open a connection that nobody
       // closes, and the process would not exit: it fails instead. A call made after close() opens a new one.
       return Promise.reject(new NotConnectedError('ParkedMessages was closed during this call'));
     }
-    if (!session.connection) {
-      const opening = AmqpConnection.open({ ...this.settings(), name: CONNECTION_NAME }, SILENT_LOGGER).catch((error: unknown) => {
-        if (session.connection === opening) session.connection = undefined;
-        throw error;
-      });
-      session.connection = opening;
-    }
-    return session.connection;
+    const opening = AmqpConnection.open({ ...this.settings(), name: CONNECTION_NAME }, SILENT_LOGGER).catch((error: unknown) => {
+      if (session.connection === opening) session.connection = undefined;
+      throw error;
+    });
+    session.connection = opening;
+    return opening;
   }
 
   /** Runs a public call, remembering the close count it began with (connection() reads it); one inside another keeps the outer's. */

@@ -82,12 +82,10 @@ export function resolveDashboardConfig(options: RetryDashboardOptions): Dashboar
   if (options.wholeVhost !== undefined && typeof options.wholeVhost !== 'boolean') {
     fail('wholeVhost', `is ${JSON.stringify(options.wholeVhost)}`, "Pass true to see every application's parked messages, or false (the default).");
   }
-  let tokenSecret: Buffer | undefined;
-  if (options.tokenSecret !== undefined) {
-    tokenSecret = Buffer.isBuffer(options.tokenSecret) ? options.tokenSecret : Buffer.from(String(options.tokenSecret), 'utf8');
-    if (tokenSecret.length < MIN_SECRET_BYTES) {
-      fail('tokenSecret', `has ${tokenSecret.length} bytes`, `Use at least ${MIN_SECRET_BYTES} random bytes, the same on every instance.`);
-    }
+  const secret = options.tokenSecret;
+  const tokenSecret = secret === undefined || Buffer.isBuffer(secret) ? secret : Buffer.from(String(secret), 'utf8');
+  if (tokenSecret && tokenSecret.length < MIN_SECRET_BYTES) {
+    fail('tokenSecret', `has ${tokenSecret.length} bytes`, `Use at least ${MIN_SECRET_BYTES} random bytes, the same on every instance.`);
   }
   const tokenTtlMs = options.tokenTtlMs ?? DEFAULT_TOKEN_TTL_MS;
   if (!Number.isInteger(tokenTtlMs) || tokenTtlMs < 60_000) {
