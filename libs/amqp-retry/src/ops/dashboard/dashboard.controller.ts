@@ -144,7 +144,7 @@ export function createDashboardController(path: string): Type<unknown> {
         if (action !== 'replay' && action !== 'purge') throw new NotFoundException(`No group action ${JSON.stringify(action)}; use replay or purge.`);
         const selection = readGroupSelection(body);
         const who = readWho(request, fieldsOf(body).by ?? 'unknown');
-        await this.knownParkingQueue(selection.errorQueue);
+        await this.knownParkingQueue(selection);
         const [described] = (await this.parked.summary({ ...selection.filter, errorQueue: selection.errorQueue }, { groups: true })).groups ?? [];
         const options = readOperation(body);
         const result = action === 'replay' ? await this.parked.replay(selection, options) : await this.parked.purge(selection, options);
@@ -183,7 +183,7 @@ export function createDashboardController(path: string): Type<unknown> {
     @Read('api/messages/:errorQueue/:id')
     show(@Param('errorQueue') errorQueue: string, @Param('id') id: string): Promise<ParkedMessageView> {
       return this.call('show a parked message', async () => {
-        await this.knownParkingQueue(errorQueue);
+        await this.knownParkingQueue({ errorQueue });
         const view = await this.parked.show(errorQueue, id);
         if (!view) throw new NotFoundException(`No message ${id} is parked in ${errorQueue} (replayed or purged meanwhile?).`);
         return view;
@@ -197,8 +197,7 @@ export function createDashboardController(path: string): Type<unknown> {
     @Read('api/export')
     export(@Query() query: unknown): Promise<StreamableFile> {
       return this.call('export', async () => {
-        const { errorQueue, filter } = readExportQuery(query);
-        await this.knownParkingQueue(errorQueue);
+        const { errorQueue, filter } = await this.knownParkingQueue(readExportQuery(query));
         const lines = this.parked.export({ errorQueue, filter })[Symbol.asyncIterator]();
         const first = await lines.next();
         const body = jsonLinesStream(first, lines, (error) =>
@@ -211,44 +210,50 @@ export function createDashboardController(path: string): Type<unknown> {
       });
     }
 
+    // A state change is logged once done: operators ask later what was replayed or purged, and by which call.
     @Write('api/replay')
     replay(@Body() body: unknown): Promise<ReplayResult> {
-      return this.change(
-        'replay',
-        () => readSelection(body),
-        (selection) => this.parked.replay(selection, readOperation(body)),
-        (selection, r) =>
+      return this.call('replay', async () => {
+        const selection = await this.knownParkingQueue(readSelection(body));
+        const r = await this.parked.replay(selection, readOperation(body));
+        this.logger.log(
           r.dryRun
             ? `Dry run: would replay ${r.matched} from ${selection.errorQueue}`
             : `Replayed ${r.replayed} of ${r.matched} from ${selection.errorQueue} (${r.failed.length} left parked)`,
-      );
+        );
+        return r;
+      });
     }
 
     @Write('api/edit-and-replay')
     editAndReplay(@Body() body: unknown): Promise<ReplayResult> {
-      return this.change(
-        'edit and replay',
-        () => readEdit(body),
-        (edit) =>
-          this.parked.editAndReplay(edit.errorQueue, edit.id, edit.body, { contentType: edit.contentType, dryRun: readOperation(body).dryRun }),
-        (edit, r) =>
+      return this.call('edit and replay', async () => {
+        const edit = await this.knownParkingQueue(readEdit(body));
+        const r = await this.parked.editAndReplay(edit.errorQueue, edit.id, edit.body, {
+          contentType: edit.contentType,
+          dryRun: readOperation(body).dryRun,
+        });
+        this.logger.log(
           r.dryRun
             ? `Dry run: would replay ${edit.id} from ${edit.errorQueue} with an edited body (${r.matched} found)`
             : `Replayed ${edit.id} from ${edit.errorQueue} with an edited body (${r.replayed} replayed)`,
-      );
+        );
+        return r;
+      });
     }
 
     @Write('api/purge')
     purge(@Body() body: unknown): Promise<PurgeResult> {
-      return this.change(
-        'purge',
-        () => readSelection(body),
-        (selection) => this.parked.purge(selection, readOperation(body)),
-        (selection, r) =>
+      return this.call('purge', async () => {
+        const selection = await this.knownParkingQueue(readSelection(body));
+        const r = await this.parked.purge(selection, readOperation(body));
+        this.logger.log(
           r.dryRun
             ? `Dry run: would purge ${r.matched} from ${selection.errorQueue}`
             : `Purged ${r.purged} of ${r.matched} from ${selection.errorQueue}`,
-      );
+        );
+        return r;
+      });
     }
 
     /** Each handler queue of this application: running, half-open, open (circuit breaker) or paused, by whom, since when. */
@@ -277,32 +282,17 @@ export function createDashboardController(path: string): Type<unknown> {
       return kind === 'pause' ? this.engine.pauseEverywhere(queue, who) : this.engine.resumeEverywhere(queue, who);
     }
 
-    /** A state change: read the request, check its parking queue, act, and log what was done (operators ask later). */
-    private change<I extends { errorQueue: string }, R>(
-      what: string,
-      read: () => I,
-      act: (input: I) => Promise<R>,
-      report: (input: I, result: R) => string,
-    ): Promise<R> {
-      return this.call(what, async () => {
-        const input = read();
-        await this.knownParkingQueue(input.errorQueue);
-        const result = await act(input);
-        this.logger.log(report(input, result));
-        return result;
-      });
-    }
-
     /**
      * Only the parking queues of the handler queues the page shows may be read or changed from it: a hand-made call
      * naming a business queue, or another application's parking queue, as `errorQueue` must not purge or replay its
      * messages. ParkedMessages checks its scope too; this also refuses a parking queue no handler queue records.
      */
-    private async knownParkingQueue(errorQueue: string): Promise<void> {
+    private async knownParkingQueue<I extends { errorQueue: string }>(input: I): Promise<I> {
       const queues = await this.parked.queues();
-      if (!queues.some((q) => q.errorQueue === errorQueue)) {
-        throw new DashboardRequestError('errorQueue', `${JSON.stringify(errorQueue)} is not the parking queue of a known handler queue`);
+      if (!queues.some((q) => q.errorQueue === input.errorQueue)) {
+        throw new DashboardRequestError('errorQueue', `${JSON.stringify(input.errorQueue)} is not the parking queue of a known handler queue`);
       }
+      return input;
     }
 
     /** Runs a call; a failure becomes its HTTP answer (see httpErrorOf). */
