@@ -61,9 +61,8 @@ export async function assertKnownQueue(parked: ParkedMessages, queue: string): P
 function selectionFilter(flags: SelectionFlags, verb: string): { filter: ParkedFilter; ids?: string[] } {
   // The queue chooses the parking queue and, within it, its own messages: another queue may park there too.
   const filter = readFilter(flags);
-  const { queue: _queue, ...rest } = filter;
   const ids = flags.id && flags.id.length > 0 ? flags.id : undefined;
-  if (!ids && !narrows(rest) && !flags.all)
+  if (!ids && !narrows(filter) && !flags.all)
     throw new CliUsageError('--all', 'is missing', `To ${verb} every parked message of the queue, say --all; else select with --id or a filter.`);
   return { filter, ids };
 }
