@@ -9,6 +9,9 @@ interface EnhancerCreator {
 
 const CREATORS = { guards: 'guardsContextCreator', interceptors: 'interceptorsContextCreator', filters: 'filtersContextCreator' } as const;
 
+/** Nest's context options: every kind of enhancer applied. */
+const ALL_ENHANCERS = { guards: true, interceptors: true, filters: true };
+
 /** The enhancers Nest resolved for one handler, as its own creators returned them. */
 type Resolved = Partial<Record<keyof typeof CREATORS, unknown>>;
 
@@ -36,17 +39,7 @@ export function handlerInvoker(
 ): HandlerInvoker {
   const resolved: Resolved = {};
   const watching = direct ? watchEnhancers(creator, resolved) : creator;
-  const viaNest = watching.create(
-    instance,
-    method,
-    methodName,
-    undefined,
-    undefined,
-    undefined,
-    undefined,
-    { guards: true, interceptors: true, filters: true },
-    'rpc',
-  );
+  const viaNest = watching.create(instance, method, methodName, undefined, undefined, undefined, undefined, ALL_ENHANCERS, 'rpc');
   if (!direct || !none(resolved.guards) || !none(resolved.interceptors) || !noFilters(resolved.filters)) {
     // Nest's context hands back what an exception filter returns as it is (an Observable, a Promise): it is awaited
     // here, so that a filter's erroring stream fails the call as a throw does rather than turning it into an ack.

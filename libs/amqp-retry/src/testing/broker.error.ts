@@ -29,15 +29,15 @@ export class BrokerError extends Error {
   }
 }
 
+/** An error as amqplib makes one of a close frame: `prefix` and the close's wording, with its code. */
+const closeError = (prefix: string, error: BrokerError): Error =>
+  Object.assign(new Error(`${prefix}${error.closeMessage}`), { code: error.code, classId: 0, methodId: 0 });
+
 /** The error amqplib gives an operation the broker refused (`Operation failed: QueueDeclare; 404 (NOT-FOUND) ...`). */
-export function operationError(operation: string, error: BrokerError): Error {
-  return Object.assign(new Error(`Operation failed: ${operation}; ${error.closeMessage}`), { code: error.code, classId: 0, methodId: 0 });
-}
+export const operationError = (operation: string, error: BrokerError): Error => closeError(`Operation failed: ${operation}; `, error);
 
 /** The error amqplib emits as a channel's 'error' when the broker closes it. */
-export function channelClosedError(error: BrokerError): Error {
-  return Object.assign(new Error(`Channel closed by server: ${error.closeMessage}`), { code: error.code, classId: 0, methodId: 0 });
-}
+export const channelClosedError = (error: BrokerError): Error => closeError('Channel closed by server: ', error);
 
 /** The broker's refusal with `code`, worded as RabbitMQ words it: `NOT_FOUND - no queue 'q' in vhost '/'`. */
 export const refusal = (code: keyof typeof ReplyCode, text: string, connection = false) =>

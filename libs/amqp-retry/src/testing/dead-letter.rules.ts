@@ -111,19 +111,16 @@ const deathTable = (death: Death): Record<string, unknown> => ({
  * `x-first-death-{queue,reason,exchange}` (the oldest death) and `x-last-death-{queue,reason,exchange}` (the newest).
  */
 export function deliveredHeaders(message: BrokerMessage, rules: DeathRules = 'current'): Record<string, unknown> {
-  const headers = { ...message.properties.headers };
-  if (message.deaths.length === 0) return headers;
+  const { headers } = message.properties;
+  if (message.deaths.length === 0) return { ...headers };
   const first = message.firstDeath ?? message.deaths[message.deaths.length - 1];
   const last = message.deaths[0];
+  const dead = { ...headers, 'x-death': message.deaths.map(deathTable) };
   const oldest = { 'x-first-death-queue': first.queue, 'x-first-death-reason': first.reason, 'x-first-death-exchange': first.exchange };
-  if (rules === 'legacy') {
-    // No x-last-death-*; x-first-death-* set once: a client's kept, or none written (the first x-death was the client's).
-    const kept = 'x-first-death-queue' in headers || message.firstDeath === null;
-    return { ...headers, 'x-death': message.deaths.map(deathTable), ...(kept ? {} : oldest) };
-  }
+  // Legacy: no x-last-death-*; x-first-death-* set once: a client's kept, or none written (the first x-death was the client's).
+  if (rules === 'legacy') return 'x-first-death-queue' in headers || message.firstDeath === null ? dead : { ...dead, ...oldest };
   return {
-    ...headers,
-    'x-death': message.deaths.map(deathTable),
+    ...dead,
     ...oldest,
     'x-last-death-queue': last.queue,
     'x-last-death-reason': last.reason,

@@ -43,17 +43,7 @@ export class HarnessDriver {
     while (!done) {
       const ran = await this.clock.runUntil(this.clock.now);
       if (done) break;
-      if (ran > 0) continue;
-      const next = this.clock.next();
-      if (next && (next.broker || !this.waitsForReal(still))) {
-        await this.clock.runUntil(next.due);
-        continue;
-      }
-      if (this.waitsForReal(still) && (await this.waitReal(still))) continue;
-      if (next) {
-        await this.clock.runUntil(next.due);
-        continue;
-      }
+      if (ran > 0 || (await this.step(still, this.clock.next(), Infinity))) continue;
       await realDelay(1);
       if (realNow() - realStart > REAL_PATIENCE_MS * 6) {
         throw new Error(`harness: waited ${REAL_PATIENCE_MS * 6} ms of real time for ${what}, with no timer left to run`);
@@ -72,15 +62,7 @@ export class HarnessDriver {
     const still = stillness();
     for (;;) {
       await this.clock.runUntil(this.clock.now);
-      const next = this.clock.next();
-      const due = next !== undefined && next.due <= until;
-      if (due && (next.broker || !this.waitsForReal(still))) {
-        await this.clock.runUntil(next.due);
-        continue;
-      }
-      if (this.waitsForReal(still) && (await this.waitReal(still))) continue;
-      if (!due) break;
-      await this.clock.runUntil(next.due);
+      if (!(await this.step(still, this.clock.next(), until))) break;
     }
     await this.clock.runUntil(until);
     await this.clock.runUntil(this.clock.now); // what the last timer made due now runs too: an advance ends with every consequence
@@ -95,19 +77,28 @@ export class HarnessDriver {
       await this.clock.runUntil(this.clock.now);
       if (!this.busy()) return;
       const next = this.clock.next();
-      if (next && next.due <= until && (next.broker || !this.waitsForReal(still))) {
-        await this.clock.runUntil(next.due);
-        continue;
-      }
-      if (this.waitsForReal(still) && (await this.waitReal(still))) continue;
-      if (next && next.due <= until) {
-        await this.clock.runUntil(next.due);
-        continue;
-      }
+      if (await this.step(still, next, until)) continue;
       if (next) throw new Error(`harness: still busy after ${limitMs} ms of virtual time: ${this.describe()}`);
       // Unacknowledged deliveries or an awaited consumer, and no timer: the application waits for something real. Give it time.
       if (!(await this.waitReal(still))) throw new Error(`harness: nothing moved for ${REAL_PATIENCE_MS} ms of real time: ${this.describe()}`);
     }
+  }
+
+  /**
+   * Moves on by one step: runs `next` when it is due by `until` and either the broker's own work or no handler waits for
+   * something real; else waits a real millisecond for such a handler while its patience lasts; else runs `next` when
+   * due. False when nothing moved (no task due, and nobody waiting for something real).
+   */
+  private async step(still: Stillness, next: ReturnType<VirtualClock['next']>, until: number): Promise<boolean> {
+    const due = next !== undefined && next.due <= until;
+    if (due && (next.broker || !this.waitsForReal(still))) {
+      await this.clock.runUntil(next.due);
+      return true;
+    }
+    if (this.waitsForReal(still) && (await this.waitReal(still))) return true;
+    if (!due) return false;
+    await this.clock.runUntil(next.due);
+    return true;
   }
 
   /**

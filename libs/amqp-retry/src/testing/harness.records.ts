@@ -73,9 +73,6 @@ export function readBody(content: Buffer): unknown {
 export const messageKey = (message: ConsumeMessage): string =>
   String(message.properties.messageId ?? message.properties.correlationId ?? `body:${message.content.toString('utf8')}`);
 
-const idOf = (message: ConsumeMessage): { messageId?: string } =>
-  typeof message.properties.messageId === 'string' ? { messageId: message.properties.messageId } : {};
-
 /** Records what the library's observers are told, per message, for the harness to answer with. */
 export class HarnessRecorder implements RetryObserver {
   readonly attemptsByMessage = new Map<string, HarnessAttempt[]>();
@@ -144,7 +141,7 @@ export class HarnessRecorder implements RetryObserver {
     const again = earlier.filter((a) => a.attempt === attempt && attempt > 0 && a.outcome !== 'running').at(-1);
     const tier = again ? again.tier : earlier.at(-1)?.retryTier;
     const entry: HarnessAttempt = {
-      ...idOf(event.message),
+      ...(typeof event.message.properties.messageId === 'string' ? { messageId: event.message.properties.messageId } : {}),
       queue: event.queue,
       ...(event.pattern !== undefined ? { pattern: event.pattern } : {}),
       attempt,

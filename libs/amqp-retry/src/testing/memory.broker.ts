@@ -122,12 +122,8 @@ export class MemoryBroker {
     const count = queue.ready.length;
     this.queues.delete(name);
     this.bindings = this.bindings.filter((b) => !(b.destinationType === 'queue' && b.destination === name));
-    this.clock.cancel(this.pumps.get(name));
-    this.clock.cancel(this.expiries.get(name));
-    for (const held of this.heldDeadLetters.get(name) ?? []) this.clock.cancel(held);
-    this.pumps.delete(name);
-    this.expiries.delete(name);
-    this.heldDeadLetters.delete(name);
+    for (const task of [this.pumps.get(name), this.expiries.get(name), ...(this.heldDeadLetters.get(name) ?? [])]) this.clock.cancel(task);
+    for (const tasks of [this.pumps, this.expiries, this.heldDeadLetters]) tasks.delete(name);
     return count;
   }
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ConsumeMessage, Message, Options } from 'amqplib';
-import { BrokerError, channelClosedError, operationError, preconditionFailed, refusal } from './broker.error.js';
+import { BrokerError, channelClosedError, notFound, operationError, preconditionFailed, refusal } from './broker.error.js';
 import type { BrokerMessage } from './dead-letter.rules.js';
 import { consumeMessage, getMessage, publishedMessage, publishedProperties, returnedMessage } from './message.shape.js';
 import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
@@ -237,12 +237,7 @@ export class MemoryChannel extends EventEmitter {
       return this.failLater(preconditionFailed(`invalid expiration '${properties.expiration}'`), callback);
     }
     const message = publishedMessage(exchange, routingKey, Buffer.from(content), properties);
-    try {
-      this.broker.checkExchange(exchange);
-    } catch (error) {
-      if (error instanceof BrokerError) return this.failLater(error, callback);
-      throw error;
-    }
+    if (exchange !== '' && !this.broker.exchanges.has(exchange)) return this.failLater(notFound('exchange', exchange), callback);
     const record: PublishRecord = {
       exchange,
       routingKey,
@@ -259,7 +254,6 @@ export class MemoryChannel extends EventEmitter {
     const { queues, refused } = injected ? { queues: [], refused: true } : this.broker.publish(exchange, message);
     record.queues = queues;
     record.returned = !injected && queues.length === 0 && record.mandatory;
-    const nack = refused;
     if (record.returned || this.confirm) {
       const confirm = callback ?? (() => undefined);
       if (this.confirm) this.confirms.add(confirm);
@@ -268,9 +262,9 @@ export class MemoryChannel extends EventEmitter {
         if (record.returned) this.emit('return', returnedMessage(message) as Message);
         if (!this.confirm) return;
         this.confirms.delete(confirm);
-        record.confirmed = !nack;
-        if (nack) this.nackedSinceWait = true;
-        confirm(nack ? new Error('message nacked') : null);
+        record.confirmed = !refused;
+        if (refused) this.nackedSinceWait = true;
+        confirm(refused ? new Error('message nacked') : null);
       };
       this.broker.clock.schedule(0, answer, { broker: true });
     }

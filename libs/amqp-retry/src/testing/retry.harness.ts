@@ -328,14 +328,12 @@ export class RetryHarness {
       this.observe(compiled);
       return hybrid ? startHybrid(compiled.createNestApplication(), options) : compiled.init();
     }
-    if (!hybrid) {
-      const context = await NestFactory.createApplicationContext(module as Type<unknown>, { logger, abortOnError: false });
-      this.observe(context);
-      return context.init();
-    }
-    const app = await NestFactory.create(module as Type<unknown>, { logger, abortOnError: false });
+    const nestOptions = { logger, abortOnError: false };
+    const app = hybrid
+      ? await NestFactory.create(module as Type<unknown>, nestOptions)
+      : await NestFactory.createApplicationContext(module as Type<unknown>, nestOptions);
     this.observe(app);
-    return startHybrid(app, options);
+    return hybrid ? startHybrid(app as INestApplication, options) : app.init();
   }
 
   /** Adds the recorder to the application's engine (before it starts consuming: every delivery is seen). */

@@ -7,9 +7,7 @@ import { setImmediate as realSetImmediate } from 'node:timers';
  * One delivery's call into its consumer, from the delivery until its ack, nack or reject: the timers set inside it
  * (in its asynchronous context) are its own.
  */
-export class HandlerCall {
-  open = true;
-}
+export class HandlerCall {}
 
 /** One task on the virtual clock (a timer, once or repeated, or an immediate), and what `setTimeout` returns for it. */
 class Task {
@@ -68,6 +66,10 @@ type TimerArg = Task | number | string | undefined | null;
  * without any state of this module's own (and across copies of the library).
  */
 const INSTALLED = Symbol.for('nestjs-amqp-retry.virtual-clock');
+
+/** The clock the global `setTimeout` is marked with: the one standing in for the global timers, if any. */
+const installedClock = (): VirtualClock | undefined =>
+  ((globalThis as unknown as Record<string, unknown>).setTimeout as { [INSTALLED]?: VirtualClock } | undefined)?.[INSTALLED];
 
 /** A property install() replaces: its object and its name. */
 type Property = [target: Record<string, unknown>, name: string];
@@ -167,9 +169,7 @@ export class VirtualClock {
 
   /** The delivery was answered (acknowledged, nacked, rejected, or its channel closed). */
   endCall(call: HandlerCall | undefined): void {
-    if (!call) return;
-    call.open = false;
-    this.openCalls.delete(call);
+    if (call) this.openCalls.delete(call);
   }
 
   /**
@@ -187,9 +187,7 @@ export class VirtualClock {
 
   /** How many tasks wait (the broker's own, or all). */
   pending(brokerOnly = false): number {
-    let count = 0;
-    for (const task of this.tasks.values()) if (!brokerOnly || task.broker) count++;
-    return count;
+    return [...this.tasks.values()].filter((task) => !brokerOnly || task.broker).length;
   }
 
   /** Lets every pending promise settle: one turn of the real event loop. */
@@ -232,14 +230,12 @@ export class VirtualClock {
 
   /** Whether a clock stands in for the global timers of this process now (one installed, not yet uninstalled). */
   static installedOne(): boolean {
-    const current = (globalThis as unknown as Record<string, unknown>).setTimeout as { [INSTALLED]?: VirtualClock } | undefined;
-    return current?.[INSTALLED] !== undefined;
+    return installedClock() !== undefined;
   }
 
   /** Whether this clock stands in for the global timers now (installed, and `setTimeout` not replaced since, e.g. by Jest's fake timers). */
   standsIn(): boolean {
-    const current = (globalThis as unknown as Record<string, unknown>).setTimeout as { [INSTALLED]?: VirtualClock } | undefined;
-    return current?.[INSTALLED] === this;
+    return installedClock() === this;
   }
 
   /** Stands in for the global timers, Date and performance.now() until uninstall(). Idempotent. */
