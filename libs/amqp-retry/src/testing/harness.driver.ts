@@ -18,13 +18,11 @@ const realNow: () => number = hooksPerformance.now.bind(hooksPerformance);
  * it last saw them move, since when (real milliseconds), and the deliveries whose patience ran out (it then stops
  * waiting for them in this call; a delivery that starts waiting later gets patience of its own).
  */
-interface Stillness {
+class Stillness {
   mark?: string;
   since?: number;
-  readonly spent: Set<HandlerCall>;
+  readonly spent = new Set<HandlerCall>();
 }
-
-const stillness = (): Stillness => ({ spent: new Set() });
 
 /** Moves the virtual clock for the harness: runs work (a start, a close) to its end, advances time, and settles. */
 export class HarnessDriver {
@@ -39,7 +37,7 @@ export class HarnessDriver {
     const finished = () => (done = true);
     work.then(finished, finished);
     const realStart = realNow();
-    const still = stillness();
+    const still = new Stillness();
     while (!done) {
       const ran = await this.clock.runUntil(this.clock.now);
       if (done) break;
@@ -59,7 +57,7 @@ export class HarnessDriver {
   async advance(ms: number): Promise<void> {
     this.checkTimers();
     const until = this.clock.now + Math.max(0, ms);
-    const still = stillness();
+    const still = new Stillness();
     for (;;) {
       await this.clock.runUntil(this.clock.now);
       if (!(await this.step(still, this.clock.next(), until))) break;
@@ -72,7 +70,7 @@ export class HarnessDriver {
   async settle(limitMs: number): Promise<void> {
     this.checkTimers();
     const until = this.clock.now + limitMs;
-    const still = stillness();
+    const still = new Stillness();
     for (;;) {
       await this.clock.runUntil(this.clock.now);
       if (!this.busy()) return;
@@ -138,9 +136,7 @@ export class HarnessDriver {
   }
 
   private unacknowledged(): number {
-    let count = 0;
-    for (const queue of this.broker.queues.values()) count += queue.unackedCount;
-    return count;
+    return [...this.broker.queues.values()].reduce((count, queue) => count + queue.unackedCount, 0);
   }
 
   /** Queues whose consumers a lost connection took: the application will consume them again. */
@@ -162,10 +158,8 @@ export class HarnessDriver {
       const queue = this.broker.queues.get(name);
       if (!queue || queue.consumers.length > 0) this.awaitedConsumers.delete(name);
     }
-    if (this.awaitedConsumers.size > 0) return true;
-    if (this.clock.pending(true) > 0) return true;
-    for (const queue of this.broker.queues.values()) if (queue.unackedCount > 0) return true;
-    return false;
+    if (this.awaitedConsumers.size > 0 || this.clock.pending(true) > 0) return true;
+    return [...this.broker.queues.values()].some((queue) => queue.unackedCount > 0);
   }
 
   /** What is under way: the busy queues, the queues whose consumers are awaited, dead letters held, the application's timers. */

@@ -101,10 +101,6 @@ export class MemoryQueue {
     return numberArgument(this.args['x-delivery-limit']) ?? (rules === 'current' ? 20 : undefined);
   }
 
-  get singleActiveConsumer(): boolean {
-    return this.args['x-single-active-consumer'] === true;
-  }
-
   get unackedCount(): number {
     return this.consumers.reduce((sum, consumer) => sum + consumer.unacked, 0);
   }
@@ -118,7 +114,7 @@ export class MemoryQueue {
 
   /** The consumer that takes the next delivery, or undefined when none can (prefetch full, or none there). */
   nextConsumer(): QueueConsumer | undefined {
-    const candidates = this.singleActiveConsumer ? this.consumers.slice(0, 1) : this.consumers;
+    const candidates = this.args['x-single-active-consumer'] === true ? this.consumers.slice(0, 1) : this.consumers;
     for (let i = 0; i < candidates.length; i++) {
       const consumer = candidates[(this.turn + i) % candidates.length];
       if (consumer.noAck || consumer.prefetch === 0 || consumer.unacked < consumer.prefetch) {

@@ -75,12 +75,9 @@ export function consumeMessage(entry: Enqueued, deliveryTag: number, consumerTag
 
 /** A message as `channel.get()` resolves with it. */
 export function getMessage(entry: Enqueued, deliveryTag: number, messageCount: number, quorum: boolean, rules: DeathRules): GetMessage {
-  const {
-    fields: { consumerTag: _unused, ...fields },
-    content,
-    properties,
-  } = consumeMessage(entry, deliveryTag, '', quorum, rules);
-  return { content, properties, fields: { ...fields, messageCount } };
+  const { fields, content, properties } = consumeMessage(entry, deliveryTag, '', quorum, rules);
+  const { consumerTag: _unused, ...rest } = fields;
+  return { content, properties, fields: { ...rest, messageCount } };
 }
 
 /** A message the broker returned (mandatory, unroutable), as amqplib emits it with 'return'. */
