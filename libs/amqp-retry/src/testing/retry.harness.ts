@@ -221,8 +221,7 @@ export class RetryHarness {
     const content = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
     const messageId = properties.messageId ?? randomUUID();
     const props = publishedProperties({ ...(json ? { contentType: 'application/json' } : {}), persistent: true, ...properties, messageId });
-    const message = publishedMessage(exchange, routingKey, content, props);
-    const { queues } = this.broker.publish(exchange, message);
+    const { queues } = this.broker.publish(exchange, publishedMessage(exchange, routingKey, content, props));
     const record: PublishRecord = { exchange, routingKey, content, properties: props, at: this.clock.now, queues, mandatory: false, returned: false };
     this.publishes.push({ ...record, body: readBody(content), by: 'harness' });
     return { messageId, queues };
