@@ -97,4 +97,18 @@ describe('the delay ladder guards', () => {
     await waitFor(() => logger.count(/Parked a message .*bad-death.*Invalid header x-death/) === 1, 'the park line', 5_000);
     expect(await suite.broker.count(ladder.readyQueue)).toBe(0);
   });
+
+  it('parks a due message whose target is a direct reply-to address, which the broker would close the connection over', async () => {
+    const ladder = planDelayTopology(prefix);
+    const { channel } = suite.broker;
+    const forged = 'amq.rabbitmq.reply-to.g1h2AA==.forged';
+    const headers = { 'x-delay-target-exchange': '', 'x-delay-target-routing-key': forged };
+    channel.publish(ladder.readyQueue, '', Buffer.from('{"n":"to a reply"}'), { headers, persistent: true, messageId: 'to-a-reply' });
+
+    const parked = await waitFor(async () => (await channel.get(ladder.errorQueue, { noAck: true })) || undefined, 'the parked message', 10_000);
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'malformed' });
+    expect(parked.content.toString()).toBe('{"n":"to a reply"}');
+    await waitFor(() => logger.count(/Parked a message .*to-a-reply.*is a direct reply-to address/) === 1, 'the park line', 5_000);
+    expect(await suite.broker.count(ladder.readyQueue)).toBe(0);
+  });
 });

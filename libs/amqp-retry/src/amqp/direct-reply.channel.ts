@@ -1,9 +1,7 @@
 import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { Channel, ConsumeMessage, Options } from 'amqplib';
 import { errorMessage } from '../core/text/error-message.format.js';
-
-/** RabbitMQ's direct reply-to: a pseudo-queue consumed without acks on the channel that publishes the requests. */
-export const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
+import { DIRECT_REPLY_QUEUE } from '../core/publish/reply-address.rules.js';
 
 /** What the requests of a DirectReplyChannel learn from it. */
 export interface ReplyListener {

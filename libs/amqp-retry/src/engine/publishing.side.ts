@@ -27,6 +27,7 @@ import { copyOwn } from '../core/headers/own-keys.copy.js';
 import { PublishError } from '../errors/publish.error.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { withinTime } from '../core/time/duration.timer.js';
+import { replyTargetProblem } from '../core/publish/reply-address.rules.js';
 
 /** One message to publish, as the application gives it. */
 export interface Outgoing {
@@ -105,6 +106,8 @@ export class PublishingSide {
       const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
       plan = planDelayedPublish(delayMs, out, Date.now(), prefix);
       this.check(out.properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
+      const target = replyTargetProblem(out.exchange, out.routingKey, plan.kind === 'ladder');
+      if (target !== undefined) throw new RangeError(`Cannot publish to ${target}.`);
       if (plan.kind === 'ladder') {
         assertLadderHeaders(out.properties.headers);
         // The configured prefix: it covers the quorum ladder's names too.

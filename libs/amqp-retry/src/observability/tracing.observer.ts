@@ -3,10 +3,7 @@ import { maskCredentials } from '../core/text/credentials.mask.js';
 import { firstRoute } from '../core/delivery/first-failure.headers.js';
 import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, RetryObserver } from '../core/observe/retry.observer.js';
 import type { TracingOptions } from '../core/observe/tracing.options.js';
-import { isDirectReplyAddress } from '../core/publish/reply-address.rules.js';
-
-/** The pseudo-queue RabbitMQ's direct reply-to addresses belong to: what a reply's span is named by. */
-const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
+import { DIRECT_REPLY_QUEUE, isDirectReplyAddress } from '../core/publish/reply-address.rules.js';
 
 type OpenTelemetry = typeof Otel;
 

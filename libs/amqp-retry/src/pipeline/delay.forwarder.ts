@@ -22,6 +22,7 @@ import type { PublishScope } from '../core/observe/retry.observer.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { REPUBLISH_RETRY, type MessageParker, type ParkTarget } from './park-route.steps.js';
 import { isMissingTarget } from '../core/publish/publish.outcome.js';
+import { replyTargetProblem } from '../core/publish/reply-address.rules.js';
 import { sleep } from '../core/time/duration.timer.js';
 import type { Settle } from '../amqp/queue.consumer.js';
 
@@ -64,6 +65,9 @@ export class DelayForwardHandler {
       // Published by hand, or by another client: delivering it would put it back in the ready queue, for ever.
       return this.parkIt(message, settle, 'malformed', new Error(ladderTargetProblem(target, configured)), signal, target);
     }
+    // Put in the ladder by hand or by another client: the broker would close the forwarder's connection over it, again and again.
+    const replyTarget = replyTargetProblem(target.exchange, target.routingKey, true);
+    if (replyTarget !== undefined) return this.parkIt(message, settle, 'malformed', new Error(replyTarget), signal, target);
     // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
     const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));
     // So do its CC and BCC, routed by this publish as they would have been by an immediate one.

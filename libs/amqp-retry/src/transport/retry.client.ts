@@ -15,6 +15,7 @@ import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
 import { publishProperties, type PublishedMessage } from '../core/publish/publish.options.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
+import { replyTargetProblem } from '../core/publish/reply-address.rules.js';
 
 /** The transport client's status, as Nest's RMQ client names it. */
 export type RetryClientStatus = 'connected' | 'disconnected';
@@ -120,7 +121,10 @@ export class RetryClient extends ClientProxy {
       const channel = this.requestChannel(); // first: closed since connect() says so, not "not connected"
       // A property the broker refuses would close the channel every request in flight shares: checked as emit's are.
       const engine = this.unwrap<RetryEngine>();
-      engine.checkPublishProperties(properties);
+      // Its replyTo is the channel's own direct reply-to, whatever the options said.
+      engine.checkPublishProperties({ ...properties, replyTo: undefined });
+      const target = replyTargetProblem(exchange, routingKey, false);
+      if (target !== undefined) throw new RangeError(`Cannot send a request to ${target}.`);
       // Observed as an emit is: the request carries the caller's trace context, as an event does.
       engine.sendObserved(exchange, routingKey, properties, (sent) => channel.send(exchange, routingKey, content, sent)).catch(failed);
     } catch (error) {

@@ -64,6 +64,14 @@ describe('checkPublishProperties', () => {
     expect(() => checkPublishProperties({}, ['guest'])).not.toThrow();
   });
 
+  it('refuses direct reply-to as a replyTo (the broker closes a channel not consuming its replies) and takes an address it handed out', () => {
+    expect(() => checkPublishProperties({ replyTo: 'amq.rabbitmq.reply-to' })).toThrow(
+      /^Invalid replyTo "amq.rabbitmq.reply-to": .*use RetryClient.send/,
+    );
+    expect(() => checkPublishProperties({ replyTo: 'amq.rabbitmq.reply-to.g1h2AA==.key' })).not.toThrow();
+    expect(() => checkPublishProperties({ replyTo: 'orders.replies' })).not.toThrow();
+  });
+
   it('takes what amqplib and the broker take', () => {
     const fine = {
       contentType: 'application/json',

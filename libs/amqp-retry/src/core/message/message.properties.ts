@@ -1,6 +1,7 @@
 import type { MessageProperties, Options } from 'amqplib';
 import { MAX_TTL_MS } from '../time/duration.reader.js';
 import { encodedTableSize } from '../headers/field-table.size.js';
+import { DIRECT_REPLY_QUEUE } from '../publish/reply-address.rules.js';
 
 /** The delivery's headers as a table ({} when there are none). */
 export function headersOf(properties: MessageProperties): Record<string, unknown> {
@@ -59,6 +60,12 @@ const SHORT_STRING_PROPERTIES = ['contentType', 'contentEncoding', 'correlationI
  */
 export function checkPublishProperties(properties: Options.Publish, users?: readonly string[]): void {
   for (const key of SHORT_STRING_PROPERTIES) checkShortString(key, properties[key]);
+  if (properties.replyTo === DIRECT_REPLY_QUEUE) {
+    throw new RangeError(
+      `Invalid replyTo "${DIRECT_REPLY_QUEUE}": the broker takes it only from a channel that consumes its direct replies, and closes any other ` +
+        `(406) with every publish in flight on it. To send a request and await its reply, use RetryClient.send; else give a reply queue's name.`,
+    );
+  }
   const { userId } = properties;
   if (users && userId != null && !users.includes(userId as string)) {
     throw new RangeError(`Invalid userId "${String(userId)}": the broker takes only the connection's own user ("${users.join('", "')}").`);

@@ -56,6 +56,16 @@ describe('readOutboxMessage', () => {
     expect(write).toThrow(error);
   });
 
+  it('refuses a direct reply-to address the broker would close the connection over, and any delayed to one', () => {
+    const real = 'amq.rabbitmq.reply-to.g1h2AA1yZXBseUA5MjQ4ODg0AAAI0wAAAABrC6WG.60snwiMOpEPsrY/tBmUPwA==';
+    expect(() => readOutboxMessage({ exchange: '', routingKey: 'amq.rabbitmq.reply-to.g1h2AA==.forged', body: 1 }, id)).toThrow(
+      /^OutboxPublisher.publish: routingKey is "amq.rabbitmq.reply-to.g1h2AA==.forged" is no direct reply-to address RabbitMQ hands out/,
+    );
+    expect(() => readOutboxMessage({ exchange: '', routingKey: real, body: 1, delay: 10 }, id)).toThrow(/reply without a delay/);
+    expect(readOutboxMessage({ exchange: '', routingKey: real, body: 1 }, id).routingKey).toBe(real);
+    expect(readOutboxMessage({ exchange: 'replies', routingKey: 'amq.rabbitmq.reply-to.x', body: 1 }, id).exchange).toBe('replies');
+  });
+
   it('refuses a bad delay or expiration with a RangeError', () => {
     expect(() => readOutboxMessage({ exchange: 'e', routingKey: 'k', body: 1, delay: 'soon' }, id)).toThrow(RangeError);
     expect(() => readOutboxMessage({ exchange: 'e', routingKey: 'k', body: 1, properties: { expiration: -1 } }, id)).toThrow(RangeError);

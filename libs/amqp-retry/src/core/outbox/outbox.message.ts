@@ -2,6 +2,7 @@ import type { Options } from 'amqplib';
 import { assertLadderHeaders, readPublishDelay } from '../delivery/delay.plan.js';
 import type { Duration } from '../time/duration.reader.js';
 import { checkPublishProperties, readExpiration } from '../message/message.properties.js';
+import { replyTargetProblem } from '../publish/reply-address.rules.js';
 
 /** The AMQP properties a row keeps (as JSON): those a publisher sets. */
 export interface OutboxMessageProperties {
@@ -120,6 +121,8 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
   };
   // The engine's publish checks them so too: here, the caller's transaction fails rather than the row parking later.
   checkPublishProperties(record.properties);
+  const target = replyTargetProblem(exchange, routingKey, record.delayMs > 0);
+  if (target !== undefined) throw fail(`routingKey is ${target}`);
   if (record.delayMs > 0) assertLadderHeaders(record.properties.headers);
   return record;
 }

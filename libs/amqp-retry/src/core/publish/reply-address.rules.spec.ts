@@ -1,4 +1,4 @@
-import { directReplyAddressProblem, isDirectReplyAddress, probeFailure, replyRoute } from './reply-address.rules.js';
+import { directReplyAddressProblem, isDirectReplyAddress, probeFailure, replyRoute, replyTargetProblem } from './reply-address.rules.js';
 
 describe('replyRoute', () => {
   it('probes a direct reply-to address and sends to it without mandatory (its returns mean nothing)', () => {
@@ -55,5 +55,25 @@ describe('probeFailure', () => {
     expect(probeFailure(undefined, 541)).toBe('refused'); // the broker closed the connection over it
     expect(probeFailure(undefined, undefined)).toBe('again'); // the socket went: nothing said about the address
     expect(probeFailure(undefined, 320)).toBe('again'); // a broker shutting down (CONNECTION_FORCED)
+  });
+});
+
+describe('replyTargetProblem', () => {
+  const real = 'amq.rabbitmq.reply-to.g1h2AA1yZXBseUA5MjQ4ODg0AAAI0wAAAABrC6WG.60snwiMOpEPsrY/tBmUPwA==';
+
+  it('lets an address the broker hands out go at once, and any target that is no direct reply-to address', () => {
+    expect(replyTargetProblem('', real, false)).toBeUndefined();
+    expect(replyTargetProblem('', 'amq.rabbitmq.reply-to', true)).toBeUndefined(); // a queue name: returned as unroutable
+    expect(replyTargetProblem('replies', 'amq.rabbitmq.reply-to.forged', true)).toBeUndefined(); // a routing key of an exchange
+    expect(replyTargetProblem('', 'orders', true)).toBeUndefined();
+  });
+
+  it('refuses a forged address, and a delay to any direct reply-to address', () => {
+    expect(replyTargetProblem('', 'amq.rabbitmq.reply-to.g1h2AA==.forged', false)).toBe(
+      '"amq.rabbitmq.reply-to.g1h2AA==.forged" is no direct reply-to address RabbitMQ hands out (its pid or key is not base64): reply to a request\'s replyTo as it arrived',
+    );
+    expect(replyTargetProblem('', real, true)).toMatch(
+      /is a direct reply-to address, which lives only as long as its requester's channel: reply without a delay$/,
+    );
   });
 });

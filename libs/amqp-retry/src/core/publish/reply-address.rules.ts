@@ -4,7 +4,9 @@
  * passive declare of the address fails with 404 once the caller's channel is gone (3.10, 4.0, 4.3).
  */
 
-export const DIRECT_REPLY_PREFIX = 'amq.rabbitmq.reply-to.';
+/** The pseudo-queue of direct reply-to: a channel consuming from it gets the replies to its requests. */
+export const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
+export const DIRECT_REPLY_PREFIX = `${DIRECT_REPLY_QUEUE}.`;
 
 /** True for an address handed out by direct reply-to. */
 export const isDirectReplyAddress = (replyTo: string): boolean => replyTo.startsWith(DIRECT_REPLY_PREFIX);
@@ -46,6 +48,19 @@ export function directReplyAddressProblem(address: string): string | undefined {
   const atomLength = lengthBytes === 1 ? term[3] : term.readUInt16BE(3);
   if (term.length !== 3 + lengthBytes + atomLength + tail) return 'its pid is not an Erlang process id';
   return undefined;
+}
+
+/**
+ * Why a publish through the default exchange to `routingKey` must not go, or undefined. An address RabbitMQ could not
+ * decode closes the whole publishing connection (541), failing every publish in flight on it, again at each resend; a
+ * delayed message cannot wait for one at all: the address lives only as long as its requester's channel, and checking
+ * it before the wait would ask the broker about it on that same connection.
+ */
+export function replyTargetProblem(exchange: string, routingKey: string, delayed: boolean): string | undefined {
+  if (exchange !== '' || !isDirectReplyAddress(routingKey)) return undefined;
+  if (delayed) return `"${routingKey}" is a direct reply-to address, which lives only as long as its requester's channel: reply without a delay`;
+  const problem = directReplyAddressProblem(routingKey);
+  return problem && `"${routingKey}" is no direct reply-to address RabbitMQ hands out (${problem}): reply to a request's replyTo as it arrived`;
 }
 
 /** RabbitMQ's INTERNAL_ERROR: the connection close a direct reply-to address it cannot decode causes. */
