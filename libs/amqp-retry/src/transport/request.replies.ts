@@ -56,36 +56,34 @@ export class RequestReplies {
     await new Promise<void>((resolve) => {
       let ended = false;
       let subscription: Subscription | undefined;
-      const stop = (reason?: Error) => {
+      // Ends the request with its outcome: `reason` aborts the handler's signal.
+      const stop = (result: RequestOutcome, reason?: Error) => {
         ended = true;
+        outcome = result;
         timer.cancel();
         signal?.removeEventListener('abort', abandon);
         subscription?.unsubscribe();
         if (reason) call.abort(reason);
         resolve();
       };
-      const end = (content: Buffer, reason?: Error) => {
+      // The last reply, unless the request ended already.
+      const end = (content: Buffer, result: RequestOutcome, reason?: Error) => {
         if (ended) return;
-        stop(reason);
+        stop(result, reason);
         sent.push(reply(content));
       };
-      const fail = (error: unknown) => {
-        if (!ended) outcome = { answered: false, error };
-        end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes);
-      };
+      const fail = (error: unknown) => end(this.encode(request, { err: wireError(error), isDisposed: true }).bytes, { answered: false, error });
       const abandon = () => {
         if (ended) return;
         const reason = signal?.reason instanceof Error ? signal.reason : new Error('the request was abandoned');
-        outcome = { answered: false, error: reason };
-        stop(reason);
+        stop({ answered: false, error: reason }, reason);
       };
       signal?.addEventListener('abort', abandon, { once: true });
       const timer = startTimer(this.timeoutMs, () => {
         const message = `no answer to "${shownPattern(request)}" within ${this.timeoutMs} ms (RetryServer option requestTimeout)`;
         this.logger.warn(`${message}; the caller gets an error, the request is acked and the handler's signal aborts`);
         const error = new Error(message);
-        if (!ended) outcome = { answered: false, error };
-        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes, error);
+        end(this.encode(request, { err: { status: 'error', message }, isDisposed: true }).bytes, { answered: false, error }, error);
       });
       if (signal?.aborted) return abandon();
       produce(call.signal).then((stream) => {
@@ -96,16 +94,11 @@ export class RequestReplies {
             if (ended) return;
             const content = this.encode(request, { response });
             // A value JSON cannot write ends the stream with an error: a reply left out would read as "no value".
-            if (content.failure) {
-              if (!ended) outcome = { answered: false, error: content.failure };
-              end(content.bytes);
-            } else sent.push(reply(content.bytes));
+            if (content.failure) end(content.bytes, { answered: false, error: content.failure });
+            else sent.push(reply(content.bytes));
           },
           error: fail,
-          complete: () => {
-            if (!ended) outcome = ANSWERED;
-            end(this.encode(request, { isDisposed: true }).bytes);
-          },
+          complete: () => end(this.encode(request, { isDisposed: true }).bytes, ANSWERED),
         });
         if (ended) subscription.unsubscribe(); // it ended while subscribing (a synchronous stream)
       }, fail);

@@ -52,9 +52,3 @@ export class RetryRmqContext extends RmqContext {
     return this.retry;
   }
 }
-
-/** Marks `context` as a request's: its handler's error is answered to a caller, not retried. */
-export function markRequestContext(context: RetryRmqContext): RetryRmqContext {
-  context.answersCaller = true;
-  return context;
-}

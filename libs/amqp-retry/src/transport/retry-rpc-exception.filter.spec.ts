@@ -6,7 +6,7 @@ import { RetryRpcExceptionFilter } from './retry-rpc-exception.filter.js';
 import { jest } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import { BaseRpcExceptionFilter, RpcException } from '@nestjs/microservices';
-import { markRequestContext, RetryRmqContext } from './retry-rmq.context.js';
+import { RetryRmqContext } from './retry-rmq.context.js';
 
 /** A host of `type` whose RPC context (its second argument) is `context`. */
 function hostOf(type: string, context: unknown): ArgumentsHost {
@@ -34,7 +34,7 @@ describe('RetryRpcExceptionFilter', () => {
 
   it("answers a request's caller as Nest's default filter does: an RpcException's error, any other as Internal server error", async () => {
     const answer = (exception: unknown) =>
-      lastValueFrom(filter.catch(exception, hostOf('rpc', markRequestContext(rmqContext()))) as Observable<never>);
+      lastValueFrom(filter.catch(exception, hostOf('rpc', Object.assign(rmqContext(), { answersCaller: true }))) as Observable<never>);
     await expect(answer(new RpcException({ code: 'NOT_FOUND', id: 5 }))).rejects.toEqual({ code: 'NOT_FOUND', id: 5 });
     await expect(answer(new RpcException('no order 5'))).rejects.toEqual({ status: 'error', message: 'no order 5' });
     const logged = jest.spyOn((BaseRpcExceptionFilter as unknown as { logger: Logger }).logger, 'error').mockImplementation(() => undefined);

@@ -20,7 +20,7 @@ import { checkPartitionChannels } from '../core/partitions/server-partitions.con
 import { tierQueues } from '../core/topology/retry-topology.plan.js';
 import { hasTopicWildcard, topicMatches } from '../core/topology/topic-pattern.match.js';
 import { RequestReplies } from './request.replies.js';
-import { markRequestContext, RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
+import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
 import { unwrapRpcError } from './rpc.error.js';
 import { patternAsString, readPacket, type InboundPacket } from './rpc.packet.js';
@@ -244,7 +244,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
         // The handler's response stream (a failure becomes the stream's error, as in Nest's transports).
         const produce = (retry: RetryContext) => (signal: AbortSignal) => {
           const context = new RetryRmqContext(message, request.pattern, { ...retry, signal }, this.channelRef, request.metadata);
-          markRequestContext(context);
+          context.answersCaller = true; // its handler's error is answered to the caller, not retried
           return this.processing(context, async (end) => this.transformToObservable(await handler(request.data, context)).pipe(finalize(end)));
         };
         return { kind: 'once', pattern: own, run: (retry) => replies.answer(request, produce(retry), retry.signal) };
