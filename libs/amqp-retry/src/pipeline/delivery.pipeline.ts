@@ -9,40 +9,20 @@ import type { RetryContext } from '../core/delivery/retry.context.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { XDeath } from '../core/delivery/x-death.parser.js';
 import { DeliveryObservation } from '../core/observe/delivery.observation.js';
-import type { DeliveryCounter, ObserverHub } from '../core/observe/observer.hub.js';
+import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { Settle } from '../amqp/queue.consumer.js';
-import {
-  answerOf,
-  answersUnread,
-  type DeliveryRoute,
-  type DeliveryRouter,
-  type HandlerInvoker,
-  type RequestOutcome,
-  type RetryPolicy,
-} from './delivery.contracts.js';
+import { answerOf, answersUnread, type DeliveryRoute, type DeliveryRouter, type HandlerInvoker, type RequestOutcome } from './delivery.contracts.js';
 import type { MessageParker, ParkDetails, ParkTarget, TierRouter } from './park-route.steps.js';
 import { type InPlaceAttempts, type ObservedCall, RetriedInPlace } from './in-place.retry.js';
 import { type OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { isRecalled, recallOf } from '../core/delivery/delivery.recall.js';
 
-/** A handler call that failed, as the failure step reads it; `counter`: the heartbeat's, `started` when the call began (performance.now()). */
-interface FailedCall {
-  policy: RetryPolicy;
-  pattern?: string;
-  attempt: number;
-  deaths: XDeath[];
-  observed?: DeliveryObservation;
-  counter?: DeliveryCounter;
-  started: number;
-}
+/** What the invoke step runs: the payload and its policy (a pattern's own, with a router), and the handler's own pattern. */
+type Handling = Pick<Extract<DeliveryRoute, { kind: 'handle' }>, 'payload' | 'policy' | 'pattern'>;
 
-/** What the invoke step runs: the payload and its policy (a pattern's own, with a router). */
-interface Handling {
-  payload: unknown;
-  policy: RetryPolicy;
-  /** The handler's own pattern, for observers; absent for decorator handlers. */
-  pattern?: string;
-}
+/** A handler call that failed, as the failure step reads it; `counter`: the heartbeat's, `started` when the call began (performance.now()). */
+type FailedCall = Pick<Handling, 'policy' | 'pattern'> &
+  Pick<ObservedCall, 'observed' | 'counter' | 'started'> & { attempt: number; deaths: XDeath[] };
 
 /** What a queue's delivery pipeline is made of; engine/delivery.chain.ts assembles it. */
 export interface DeliveryPipelineParts {
