@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { GatePass } from '../core/delivery/delivery.gate.js';
 import type { ConsumerLossEvent } from '../core/connection/consumer-loss.classifier.js';
-import { type DeliveryRecalled, linkRecall } from '../core/delivery/delivery.recall.js';
+import { linkRecall } from '../core/delivery/delivery.recall.js';
 import { AckBatcher, type Unsettled } from './ack.batcher.js';
 
 /** Settles one delivery on the channel that delivered it. */
@@ -101,11 +101,6 @@ export function abortSubscription(subscription: Subscription, reason: string): v
   subscription.abort.abort(error);
   subscription.recall.abort(error);
   for (const delivery of subscription.held) delivery.pass?.detach(); // the gate passes of its handlers running now
-}
-
-/** The queue is handed over: deliveries not started give up, unsettled (the channel's close returns them); handlers run on. */
-export function recallSubscription(subscription: Subscription, reason: DeliveryRecalled): void {
-  subscription.recall.abort(reason);
 }
 
 /** What a subscription knows of a loss of its deliveries, for classifyConsumerLoss. */

@@ -30,12 +30,7 @@ export const queueExists = (open: ChannelOpener, queue: string): Promise<boolean
  */
 export const queueStillOurs = (open: ChannelOpener, queue: string, args: Record<string, unknown>): Promise<{ exists: boolean; matches?: boolean }> =>
   onOwnChannel(open, async (channel) => {
-    try {
-      await channel.checkQueue(queue);
-    } catch (error) {
-      if (isNotFound(error)) return { exists: false };
-      throw error;
-    }
+    if (!(await existsOn(channel, (opened) => opened.checkQueue(queue)))) return { exists: false };
     try {
       await channel.assertQueue(queue, { durable: true, arguments: args });
       return { exists: true, matches: true };

@@ -16,15 +16,7 @@ import { reconnectDelay } from '../core/connection/reconnect.policy.js';
 import type { QueueConsumerOptions } from './queue-consumer.options.js';
 import { ConsumerDeliveries, type DeliveryHandler } from './consumer.deliveries.js';
 import { DeliveryRecalled } from '../core/delivery/delivery.recall.js';
-import {
-  abortSubscription,
-  closeSubscription,
-  lossOf,
-  newSubscription,
-  recallSubscription,
-  retireSubscription,
-  type Subscription,
-} from './consumer.subscription.js';
+import { abortSubscription, closeSubscription, lossOf, newSubscription, retireSubscription, type Subscription } from './consumer.subscription.js';
 import { queueExists, queueStillOurs } from './queue-exists.probe.js';
 
 export type { Settle } from './consumer.subscription.js';
@@ -253,7 +245,8 @@ export class QueueConsumer {
 
   /** The stop sequence of stop() and handOver(); the state machine's plan holds their differences. */
   private async windDown(plan: WindDown): Promise<void> {
-    if (plan.recall !== undefined && this.subscription) recallSubscription(this.subscription, new DeliveryRecalled(this.options.queue, plan.recall));
+    // A hand-over: deliveries not started give up, unsettled (the channel's close returns them); handlers run on.
+    if (plan.recall !== undefined) this.subscription?.recall.abort(new DeliveryRecalled(this.options.queue, plan.recall));
     await this.starting?.catch(ignore);
     await this.switching; // a change of pace in progress must not subscribe again behind our back
     const subscription = this.subscription;

@@ -3,7 +3,7 @@ import { SharedChannel } from './channel-close.settler.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { AmqpConnection } from './amqp.connection.js';
-import { isNotFound } from './queue-exists.probe.js';
+import { existsOn } from './queue-exists.probe.js';
 
 /** The queues and exchanges a guard checks, by name. */
 export interface GuardedTopology {
@@ -53,6 +53,11 @@ export class TopologyGuard {
     const channel = await this.channel.get((forget) =>
       this.connection.createChannel('retry topology check', true).then((open) => open.on('close', forget)),
     );
+    // True unless the passive check fails with 404; any other failure (connection lost) is thrown.
+    const exists = (check: () => Promise<unknown>) =>
+      existsOn(channel, check).catch((error: unknown) => {
+        throw new Error(`could not check the retry topology: ${errorMessage(error)}`, { cause: error });
+      });
     for (const name of this.topology.exchanges) {
       if (!(await exists(() => channel.checkExchange(name)))) return `the exchange "${name}"`;
     }
@@ -60,16 +65,5 @@ export class TopologyGuard {
       if (!(await exists(() => channel.checkQueue(name)))) return `the queue "${name}"`;
     }
     return undefined;
-  }
-}
-
-/** True unless the passive check fails with 404; any other failure (connection lost) is thrown. */
-async function exists(check: () => Promise<unknown>): Promise<boolean> {
-  try {
-    await check();
-    return true;
-  } catch (error) {
-    if (isNotFound(error)) return false;
-    throw new Error(`could not check the retry topology: ${errorMessage(error)}`, { cause: error });
   }
 }
