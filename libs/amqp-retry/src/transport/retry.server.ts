@@ -82,11 +82,14 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private starting?: Promise<void>;
   /** How often close() ran: a start that began before the last one closes what it opened and gives up. */
   private closes = 0;
-  private readonly channelRef: RetryChannelRef = {
-    ack: () => this.warnManualAck(),
-    nack: () => this.warnManualAck(),
-    reject: () => this.warnManualAck(),
+  private readonly warnManualAck = (): void => {
+    if (this.warnedManualAck) return;
+    this.warnedManualAck = true;
+    this.routeLogger.warn(
+      'A handler called ack/nack/reject on ctx.getChannelRef(): RetryServer settles every message itself (ack on success, retry or park on failure), so the call does nothing; remove the manual acknowledgement',
+    );
   };
+  private readonly channelRef: RetryChannelRef = { ack: this.warnManualAck, nack: this.warnManualAck, reject: this.warnManualAck };
 
   constructor(private readonly options: RetryServerOptions) {
     super();
@@ -326,13 +329,5 @@ export class RetryServer extends Server implements CustomTransportStrategy {
       end();
       throw error;
     });
-  }
-
-  private warnManualAck(): void {
-    if (this.warnedManualAck) return;
-    this.warnedManualAck = true;
-    this.routeLogger.warn(
-      'A handler called ack/nack/reject on ctx.getChannelRef(): RetryServer settles every message itself (ack on success, retry or park on failure), so the call does nothing; remove the manual acknowledgement',
-    );
   }
 }
