@@ -55,26 +55,18 @@ export const orderingStep =
       if (turn === undefined) throw new Error(`"${queue}": the delivery was lost while it waited for its ordering key`);
       let hold: { owner: string; ms: number } | undefined;
       let failure: unknown;
-      const policy = policyOf(context);
-      const { maxAttempts, delaysMs } = policy;
+      const { maxAttempts, delaysMs, isRetryable } = policyOf(context);
       try {
         // A partition's hold retries in place, within the key's turn (see retryInPlace).
         if (config.retryInPlace)
-          return await retryInPlace(
-            invoke,
-            payload,
-            context,
-            { ...config, maxAttempts, delaysMs, isRetryable: policy.isRetryable },
-            logger,
-            attempts,
-          );
+          return await retryInPlace(invoke, payload, context, { ...config, maxAttempts, delaysMs, isRetryable }, logger, attempts);
         return await invoke(payload, context);
       } catch (error) {
         failure = error;
         // A delivery whose signal aborted (taken back by a stop, or its channel lost) goes back to the broker at this
         // attempt, not on to a tier: no later copy would end a hold.
         if (ordering.whileRetrying === 'hold' && !config.retryInPlace && !context.signal.aborted) {
-          const after = decideAfterFailure(context.attempt, maxAttempts, policy.isRetryable(error), delaysMs.length, error);
+          const after = decideAfterFailure(context.attempt, maxAttempts, isRetryable(error), delaysMs.length, error);
           if (after.action === 'retry') {
             hold = { owner: retryOwner(identity, context.attempt + 1), ms: delaysMs[after.tier - 1] + ordering.holdGraceMs };
             logger.debug(
