@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
-import { Server, type CustomTransportStrategy, type MessageHandler, type Transport } from '@nestjs/microservices';
+import { RpcException, Server, type CustomTransportStrategy, type MessageHandler, type Transport } from '@nestjs/microservices';
 import { finalize, isObservable, lastValueFrom } from 'rxjs';
 import type { DeliveryRouter, RetryPolicy } from '../pipeline/delivery.contracts.js';
 import { POSITIVE_TIME_LIMIT_RANGE, readDuration } from '../core/config/config.readers.js';
@@ -22,7 +22,6 @@ import { hasTopicWildcard, topicMatches } from '../core/topology/topic-pattern.m
 import { RequestReplies } from './request.replies.js';
 import { RetryRmqContext, type RetryChannelRef } from './retry-rmq.context.js';
 import type { RetryServerOptions } from './retry-transport.options.js';
-import { unwrapRpcError } from './rpc.error.js';
 import { patternAsString, readPacket, type InboundPacket } from './rpc.packet.js';
 import { sleep } from '../core/time/duration.timer.js';
 
@@ -41,6 +40,16 @@ function chainOf(handler: MessageHandler): unknown[] {
   const extras: unknown[] = [];
   for (let h: Partial<MessageHandler> | undefined = handler; h; h = h.next as Partial<MessageHandler> | undefined) extras.push(h.extras);
   return extras;
+}
+
+/**
+ * The error an event handler failed with: an `RpcException` is unwrapped to the error it carries, so
+ * `new RpcException(new NonRetryableError('...'))` parks at once.
+ */
+function unwrapRpcError(error: unknown): unknown {
+  let inner = error;
+  for (let depth = 0; depth < 8 && inner instanceof RpcException; depth++) inner = inner.getError();
+  return inner;
 }
 
 /** How long a @MessagePattern handler may take by default before its caller gets a timeout error. */
