@@ -214,7 +214,7 @@ export class QueueConsumer {
   }
 
   /** basic.cancel, sent at once, before anything that follows; the channel stays. */
-  private cancelConsumer(subscription: Subscription | undefined, downReason: string | undefined): Promise<void> | undefined {
+  private cancelConsumer(subscription: Subscription | undefined, downReason?: string): Promise<void> | undefined {
     const tag = subscription?.consumerTag;
     if (!subscription || tag === undefined) return undefined;
     subscription.consumerTag = undefined;
@@ -251,10 +251,8 @@ export class QueueConsumer {
     await this.switching; // a change of pace in progress must not subscribe again behind our back
     const subscription = this.subscription;
     if (plan.cancelFirst && subscription?.consumerTag !== undefined) {
-      const tag = subscription.consumerTag;
-      subscription.consumerTag = undefined;
-      await subscription.channel.cancel(tag).catch(ignore);
-      this.down(plan.downReason);
+      await this.cancelConsumer(subscription);
+      this.down(plan.downReason); // once the broker has answered the cancel
     }
     if (await this.deliveries.idleWithin(plan.timeoutMs)) {
       this.options.logger.warn(
