@@ -211,12 +211,8 @@ export class TierRouter {
     const tier = policy.firstTier;
     if (tier === undefined || attempt !== 1) return settle.nack(false);
     const { queue } = this;
-    const headers = firstFailureHeaders(
-      message.properties.headers as Record<string, unknown> | undefined,
-      queue,
-      message.fields,
-      message.properties.expiration,
-    );
+    const { headers: given, expiration } = message.properties;
+    const headers = firstFailureHeaders(given as Record<string, unknown> | undefined, queue, message.fields, expiration);
     // As dead-lettering would: no per-message TTL (it would cut the tier's delay short), and no userId (the broker
     // refuses a publish whose user_id is not this connection's user, and the move would be tried again forever).
     const copy = {
