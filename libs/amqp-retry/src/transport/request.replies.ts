@@ -50,21 +50,19 @@ export class RequestReplies {
   async answer(request: Request, produce: (signal: AbortSignal) => Promise<Observable<unknown>>, signal?: AbortSignal): Promise<RequestOutcome> {
     const reply = this.replyTo(request);
     const sent: Array<Promise<void>> = [];
-    let outcome: RequestOutcome | undefined;
     // The handler's own signal: the delivery's, and aborted too at the timeout, so that a handler past it can stop.
     const call = new AbortController();
-    await new Promise<void>((resolve) => {
+    const outcome = await new Promise<RequestOutcome>((resolve) => {
       let ended = false;
       let subscription: Subscription | undefined;
       // Ends the request with its outcome: `reason` aborts the handler's signal.
       const stop = (result: RequestOutcome, reason?: Error) => {
         ended = true;
-        outcome = result;
         timer.cancel();
         signal?.removeEventListener('abort', abandon);
         subscription?.unsubscribe();
         if (reason) call.abort(reason);
-        resolve();
+        resolve(result);
       };
       // The last reply, unless the request ended already.
       const end = (content: Buffer, result: RequestOutcome, reason?: Error) => {
@@ -104,7 +102,7 @@ export class RequestReplies {
       }, fail);
     });
     await Promise.all(sent);
-    return outcome ?? { answered: false, error: new Error('the request ended without an answer') };
+    return outcome;
   }
 
   noHandler(request: Request): Promise<void> {
