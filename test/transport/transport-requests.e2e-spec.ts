@@ -151,6 +151,15 @@ describe('requests and the client of the transport', () => {
     expect(await Promise.all(inFlight)).toEqual(['late', 'late', 'late']);
   });
 
+  it("fails a request to a missing exchange with the broker's reason, and the client goes on", async () => {
+    await start();
+    const client = retryClient({ exchange: uniqueName('e2e.transport.requests.missing'), queue: undefined });
+    await expect(lastValueFrom(client.send('echo', 1))).rejects.toThrow(
+      /^RetryClient.send: the channel for requests and replies closed \(.*NOT_FOUND - no exchange/,
+    );
+    await expect(lastValueFrom(client.send('echo', 2))).rejects.toThrow(/NOT_FOUND - no exchange/); // on a channel opened again
+  });
+
   it('fails a send whose packet JSON cannot write with that error, and keeps no callback for it', async () => {
     await start();
     const client = retryClient();

@@ -36,9 +36,13 @@ export class DirectReplyChannel {
 
   private async start(forget: () => void): Promise<Channel> {
     const channel = await this.open();
+    // The broker's reason when it closed the channel over a request (a missing exchange, a refused permission).
+    let closedBecause: string | undefined;
+    channel.on('error', (error: Error) => (closedBecause = error.message));
     channel.on('close', () => {
       forget();
-      this.listener.lost('the channel for requests and replies closed (connection lost or client closed)');
+      const why = closedBecause === undefined ? '(connection lost or client closed)' : `(${closedBecause})`;
+      this.listener.lost(`the channel for requests and replies closed ${why}; no reply comes for the requests sent on it`);
     });
     channel.on('return', (message: ConsumeMessage) => {
       const id: unknown = message.properties.correlationId;
