@@ -1,5 +1,5 @@
 import type { ConfirmChannel, Options } from 'amqplib';
-import type { PublishFailure } from '../core/publish/publish.outcome.js';
+import { abandonedReason, type PublishFailure } from '../core/publish/publish.outcome.js';
 import type { QueuedWrite, WriteQueue } from '../core/publish/pending-writes.queue.js';
 import type { DeadlineClock, DeadlineWait } from '../core/time/deadline.clock.js';
 import { errorMessage } from '../core/text/error-message.format.js';
@@ -113,7 +113,7 @@ export class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
 
   /** The listener that ends this send when its patience's signal aborts. */
   onAbort(): () => void {
-    this.abortListener = () => this.publisher.settle(this, { kind: 'timeout' });
+    this.abortListener = () => this.publisher.settle(this, { kind: 'failed', failure: { reason: abandonedReason(this.patience?.signal) } });
     return this.abortListener;
   }
 

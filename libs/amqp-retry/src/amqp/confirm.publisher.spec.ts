@@ -69,6 +69,24 @@ describe('ConfirmPublisher after a nack', () => {
     await publisher.close();
   });
 
+  it('sends again a publish amqplib refused because its channel or connection was closing, rather than fail it for good', async () => {
+    // amqplib's invalidateSend: a publish between a close's start and its 'close' event throws "Channel closing" or
+    // "Connection closing"; an outbox row failed for good over it would be parked.
+    for (const text of ['Channel closing', 'Connection closing']) {
+      const { connection, channels } = connectionWith([
+        () => {
+          setImmediate(() => void channels[0].close());
+          throw new Error(text);
+        },
+        () => undefined,
+      ]);
+      const publisher = new ConfirmPublisher(connection, limits);
+      await publisher.publish('', 'q', Buffer.from('1'), { mandatory: false });
+      expect(channels.map((channel) => channel.published)).toEqual([['q'], ['q']]);
+      await publisher.close();
+    }
+  });
+
   it('keeps a retired channel open while a send on it awaits its confirm, and closes it once that one settled', async () => {
     let sends = 0;
     const { connection, channels } = connectionWith([() => (++sends === 1 ? 'hold' : nack()), () => undefined]);
@@ -123,8 +141,8 @@ describe('ConfirmPublisher after a nack', () => {
     await publisher.publish('', 'q', Buffer.from('3'), { mandatory: false });
     await new Promise((resolve) => setTimeout(resolve, 300)); // past confirmTimeout
     expect(channels[0].closed).toBe(false);
-    abort.abort();
-    await expect(parked).rejects.toThrow('did not confirm it within');
+    abort.abort(new Error('the delivery is gone'));
+    await expect(parked).rejects.toThrow('given up before the broker confirmed it (the delivery is gone); it may or may not have been delivered');
     expect(channels[0].closed).toBe(true);
     expect(copiesOf(channels, 'parked')).toBe(1);
     expect(openChannels(channels)).toBe(1);
@@ -442,7 +460,7 @@ describe('ConfirmPublisher on a channel that closes, fills and drains as amqplib
     await until(() => channels[0].published.includes('q1'));
     channels[0].flush();
     channels[0].confirmAll();
-    expect(await settled([first, patient, after])).toEqual(['ok', expect.stringContaining('did not confirm it within'), 'ok']);
+    expect(await settled([first, patient, after])).toEqual(['ok', expect.stringContaining('given up before the broker confirmed it'), 'ok']);
     expect(channels[0].published).toEqual(['q0', 'q1']);
     await publisher.close();
   });
@@ -472,7 +490,7 @@ describe('ConfirmPublisher on a channel that closes, fills and drains as amqplib
     channels[0].flush(); // the patient one's turn: it gives up, and nothing is left on the channel
     expect(await settled([first, patient])).toEqual([
       expect.stringContaining('the broker nacked it'),
-      expect.stringContaining('did not confirm it within'),
+      expect.stringContaining('given up before the broker confirmed it'),
     ]);
     expect(channels[0].isClosed).toBe(true);
     expect(channels[0].published).toEqual(['q0']);

@@ -2,7 +2,7 @@ import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { Message, Options } from 'amqplib';
 import { withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { classifyChannelClose, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
+import { abandonedReason, classifyChannelClose, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { AmqpConnection } from './amqp.connection.js';
 import { findReturnedPublish } from './returned-publish.matcher.js';
@@ -133,7 +133,7 @@ export class ConfirmPublisher {
     if (patience?.signal.aborted) {
       open.writes.written(true); // nothing written: the next in line goes on
       this.closeWhenIdle(open);
-      return publish.failWith(this.unconfirmedReason());
+      return publish.failWith(abandonedReason(patience.signal));
     }
     publish.begin(open);
     if (publish.options.mandatory) open.pending.add(publish);
@@ -143,10 +143,15 @@ export class ConfirmPublisher {
     try {
       written = open.channel.publish(publish.exchange, publish.routingKey, publish.content, publish.options, publish.confirmed);
     } catch (error) {
-      // amqplib refuses before writing anything: a header table it cannot encode, a closed channel.
-      if (open.closedBecause !== undefined || /closed/i.test(errorMessage(error)))
+      // amqplib refuses before writing anything: a header table it cannot encode, a closed or closing channel. A closing
+      // one is no longer used: the send again must not meet it before its 'close'.
+      if (open.closedBecause !== undefined || /clos(?:ed|ing)/i.test(errorMessage(error))) {
+        if (this.open === open) {
+          this.open = undefined;
+          this.current.take();
+        }
         this.settle(publish, { kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
-      else this.settle(publish, { kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
+      } else this.settle(publish, { kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
     }
     open.writes.written(written);
   }

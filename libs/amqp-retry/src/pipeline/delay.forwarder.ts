@@ -102,6 +102,7 @@ export class DelayForwardHandler {
         return settle.ack();
       } catch (error) {
         scope?.end?.(error);
+        if (signal.aborted) return; // the delivery is gone: the broker delivers it again
         scope = undefined; // ended with the first failure; the tries after it are not spans of their own
         observers?.emit('publishRejected', { ...target, kind: 'forward', error });
         if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);

@@ -97,6 +97,23 @@ describe('the park step', () => {
     await parking;
     expect(settled).toEqual([]);
   });
+
+  it('says nothing of trying again when the copy failed because the delivery is gone', async () => {
+    // The publisher gives up on a patient send when its signal aborts: that is no refusal, and nothing is tried again.
+    const lost = new AbortController();
+    const publisher = {
+      publish: async () => {
+        lost.abort(new Error('the delivery is gone'));
+        throw new PublishError('', 'q.error', 'given up before the broker confirmed it (the delivery is gone)');
+      },
+    } as unknown as ConfirmPublisher;
+    const { settle, settled } = fakeSettle();
+    const { logger, lines } = recordingLogger();
+    const parker = new MessageParker(publisher, logger);
+    await parker.park(message, settle, { errorQueue: 'q.error', redeclare: async () => undefined }, details, lost.signal);
+    expect(settled).toEqual([]);
+    expect(lines.filter((line) => /trying again/.test(line))).toEqual([]);
+  });
 });
 
 describe('the tier step', () => {

@@ -67,6 +67,7 @@ export async function publishCopyThenAck(
     try {
       await publisher.publish(copy.exchange, copy.routingKey, message.content, copy.options, patience);
     } catch (publishError) {
+      if (signal.aborted) break; // the delivery is gone (the broker delivers it again), or a stop gave up on it
       const delay = reconnectDelay(attempt, REPUBLISH_RETRY);
       const missing = isMissingTarget(publishError);
       onRejected?.(publishError);

@@ -1,4 +1,5 @@
 import { PublishError } from '../../errors/publish.error.js';
+import { errorMessage } from '../text/error-message.format.js';
 
 /** Why a publish failed for good, with the broker's reply code when it closed the channel over it. */
 export interface PublishFailure {
@@ -67,3 +68,10 @@ export const UNROUTABLE_REASON = 'no queue is bound to receive it (returned as u
 /** True when a publish failed because its target queue or exchange is missing (returned, or a 404). */
 export const isMissingTarget = (error: unknown): boolean =>
   error instanceof PublishError && (error.brokerCode === 404 || error.message.endsWith(UNROUTABLE_REASON));
+
+/**
+ * Why a send ended when its patience's signal aborted (the delivery it was for is gone, a shutdown): the caller gave up
+ * waiting, the broker did not refuse it.
+ */
+export const abandonedReason = (signal: AbortSignal | undefined): string =>
+  `given up before the broker confirmed it (${signal?.reason === undefined ? 'aborted' : errorMessage(signal.reason)}); it may or may not have been delivered`;
