@@ -144,9 +144,9 @@ describe('a failed publish fails alone', () => {
     expect(handlerOf(suite.app, Handler).calls).toHaveLength(20);
   });
 
-  it('refuses, before anything is sent, a replyTo of direct reply-to and a forged reply address; the 300 beside them arrive', async () => {
-    // The broker closes the channel over the first (406) and the whole connection over the second (541): both again at
-    // every resend, taking the publishes beside them along each time.
+  it('refuses, before anything is sent, a replyTo of direct reply-to, a CC that is no array and a forged reply address; the 300 beside them arrive', async () => {
+    // The broker closes the channel over the first two (406) and the whole connection over the third (541): each again
+    // at every resend, taking the publishes beside them along each time.
     const prefix = suite.ladder();
     const lost: string[] = [];
     const observer: RetryObserver = { connectionLost: (event) => lost.push(event.reason ?? '?') };
@@ -155,21 +155,24 @@ describe('a failed publish fails alone', () => {
     const forged = 'amq.rabbitmq.reply-to.g1h2AA==.forged';
     const doomed = new Map<number, () => Promise<unknown>>([
       [50, () => publisher.publish(suite.exchange, 'k', { n: 50 }, { replyTo: 'amq.rabbitmq.reply-to' })],
+      [100, () => publisher.publish(suite.exchange, 'k', { n: 100 }, { headers: { CC: 'k' } })],
       [150, () => publisher.publish('', forged, { n: 150 })],
       [250, () => publisher.publish('', forged, { n: 250 }, { delay: 100 })],
     ]);
     const results = await Promise.allSettled(
-      Array.from({ length: 303 }, (_, n) => doomed.get(n)?.() ?? publisher.publish(suite.exchange, 'k', { n })),
+      Array.from({ length: 304 }, (_, n) => doomed.get(n)?.() ?? publisher.publish(suite.exchange, 'k', { n })),
     );
     const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as Error }] : []));
     expect(rejected.map((r) => [r.n, r.reason.name])).toEqual([
       [50, 'RangeError'],
+      [100, 'TypeError'],
       [150, 'RangeError'],
       [250, 'RangeError'],
     ]);
     expect(rejected[0].reason.message).toContain('Invalid replyTo "amq.rabbitmq.reply-to"');
-    expect(rejected[1].reason.message).toContain(`"${forged}" is no direct reply-to address RabbitMQ hands out`);
-    expect(rejected[2].reason.message).toContain('reply without a delay');
+    expect(rejected[1].reason.message).toContain('Invalid header CC "k"');
+    expect(rejected[2].reason.message).toContain(`"${forged}" is no direct reply-to address RabbitMQ hands out`);
+    expect(rejected[3].reason.message).toContain('reply without a delay');
     expect(ids(await suite.broker.take(suite.queue, 300)).size).toBe(300);
     expect(lost).toEqual([]);
   });

@@ -72,6 +72,15 @@ describe('checkPublishProperties', () => {
     expect(() => checkPublishProperties({ replyTo: 'orders.replies' })).not.toThrow();
   });
 
+  it('refuses a CC or BCC header that is no array, which the broker closes the channel over', () => {
+    for (const value of [5, 'eu.orders', null, true, { a: 1 }]) {
+      expect(() => checkPublishProperties({ headers: { CC: value } })).toThrow(/^Invalid header CC .*: give an array of routing keys/);
+      expect(() => checkPublishProperties({ headers: { BCC: value } })).toThrow(/^Invalid header BCC /);
+    }
+    expect(() => checkPublishProperties({ headers: { CC: ['eu.orders'], BCC: [], cc: 5, CCx: 'a' } })).not.toThrow();
+    expect(() => checkPublishProperties({ headers: { CC: undefined } })).not.toThrow();
+  });
+
   it('takes what amqplib and the broker take', () => {
     const fine = {
       contentType: 'application/json',

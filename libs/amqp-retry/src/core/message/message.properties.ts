@@ -98,6 +98,13 @@ function checkShortString(key: string, value: unknown): void {
 function checkHeaders(headers: unknown): void {
   if (typeof headers !== 'object' || Array.isArray(headers))
     throw new TypeError(`Invalid headers ${shownValue(headers)}: give an object of header names and values.`);
+  // The broker closes the channel over a CC or BCC that is no array (406 unacceptable_type_in_header), null included.
+  for (const key of ['CC', 'BCC'] as const) {
+    const value = (headers as Record<string, unknown>)[key];
+    if (value !== undefined && !Array.isArray(value)) {
+      throw new TypeError(`Invalid header ${key} ${shownValue(value)}: give an array of routing keys (['eu.orders']), or leave it out.`);
+    }
+  }
   // Flat headers of short keys and small values fit by far: counted here; anything else is measured in full.
   let flat = 0;
   for (const key in headers as Record<string, unknown>) {
