@@ -27,6 +27,14 @@ export function deathRulesOf(version: string): DeathRules {
   return major > 3 || (major === 3 && minor >= 13) ? 'current' : 'legacy';
 }
 
+/**
+ * Whether a RabbitMQ version keeps a quorum queue's delivery count on the messages it dead-letters (observed on 4.0.5,
+ * not on 4.3.6 nor 3.10): a message rejected there arrives in its next quorum queue redelivered, with `x-delivery-count`.
+ */
+export function keepsDeliveryCount(version: string): boolean {
+  return /^4\.0(\.|$|[-+~])/.test(version);
+}
+
 /** A message inside the in-memory broker. */
 export interface BrokerMessage {
   content: Buffer;
@@ -39,6 +47,8 @@ export interface BrokerMessage {
   deaths: Death[];
   /** The first death ever (`x-first-death-*`): set once, never changed, whatever the order of `deaths` becomes. */
   firstDeath?: Pick<Death, 'queue' | 'reason' | 'exchange'> | null;
+  /** The delivery count it carries out of a quorum queue (keepsDeliveryCount); absent on other versions. */
+  deliveryCount?: number;
 }
 
 /** amqplib's MessageProperties, loosely typed. */

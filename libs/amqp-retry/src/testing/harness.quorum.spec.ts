@@ -91,3 +91,42 @@ describe('the test harness: a retry coming back to a full quorum queue', () => {
     expect(harness.parked('harness.busy')).toHaveLength(0);
   });
 });
+
+@Injectable()
+class AlwaysFailing {
+  @RetryWithBackoff({ queue: 'harness.count', exchange: 'harness.counted', routingKey: 'job', delays: ['1s'], maxAttempts: 3, queueType: 'quorum' })
+  async run(): Promise<void> {
+    throw new Error('boom');
+  }
+}
+
+@Module({ imports: [RetryModule.forRoot({})], providers: [AlwaysFailing] })
+class CountedModule {}
+
+describe('the test harness: the delivery count a retried message carries into its quorum queue', () => {
+  const deliveryCounts = async (brokerVersion: string) => {
+    const harness = await RetryHarness.start(CountedModule, { brokerVersion });
+    try {
+      const { messageId } = harness.publish('harness.counted', 'job', { id: 1 });
+      await harness.advance('5s');
+      return harness.attempts(messageId).map((a) => [a.redelivered, a.headers['x-delivery-count']]);
+    } finally {
+      await harness.close();
+    }
+  };
+
+  it("is kept through the tiers when the broker is 4.0, as 4.0.5's quorum queues keep it, and not when it is 4.3 or 3.10", async () => {
+    expect(await deliveryCounts('4.0.5')).toEqual([
+      [false, undefined],
+      [true, 1],
+      [true, 2],
+    ]);
+    for (const version of ['4.3.6', '3.10.8']) {
+      expect(await deliveryCounts(version)).toEqual([
+        [false, undefined],
+        [false, undefined],
+        [false, undefined],
+      ]);
+    }
+  });
+});

@@ -59,6 +59,8 @@ export class MemoryBroker {
     readonly clock: VirtualClock,
     /** Whose dead-lettering it follows (dead-letter.rules.ts): RabbitMQ 3.13+/4.x by default. */
     readonly rules: DeathRules = 'current',
+    /** Whether dead letters keep a quorum queue's delivery count (keepsDeliveryCount): RabbitMQ 4.0. */
+    private readonly keepsDeliveryCount = false,
   ) {}
 
   /** The next number of a connection or of a consumer tag the broker names. */
@@ -207,7 +209,8 @@ export class MemoryBroker {
     const own = message.properties.expiration === undefined ? undefined : Number(message.properties.expiration);
     const ttl = [queue.messageTtl, own].filter((t): t is number => t !== undefined && Number.isFinite(t));
     const expiresAt = ttl.length > 0 ? now + Math.min(...ttl) : undefined;
-    queue.insert({ message, seq: ++this.seq, expiresAt, redelivered: false, deliveryCount: 0 });
+    const carried = queue.type === 'quorum' ? (message.deliveryCount ?? 0) : 0;
+    queue.insert({ message, seq: ++this.seq, expiresAt, redelivered: carried > 0, deliveryCount: carried });
     this.pump(queue);
     return true;
   }
@@ -247,6 +250,12 @@ export class MemoryBroker {
     const dead = recordDeath(entry.message, queue.name, reason, this.clock.now, this.rules);
     const key = queue.args['x-dead-letter-routing-key'];
     const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
+    if (this.keepsDeliveryCount) {
+      // A rejection counts as a return, as a nack with requeue does; a classic queue passes the count on as it came.
+      const own = queue.type === 'quorum' ? entry.deliveryCount + (reason === 'rejected' ? 1 : 0) : (entry.message.deliveryCount ?? 0);
+      if (own > 0) message.deliveryCount = own;
+      else delete message.deliveryCount;
+    }
     this.sendDeadLetter(queue, message, reason, new Set());
   }
 
