@@ -24,6 +24,20 @@ describe('quorum queues', () => {
     expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-exception-message': 'declined 3', 'x-retry-attempts': 3 });
   });
 
+  it('gives a message all 14 attempts, past the redelivery limit of 10 (4.0 keeps its count through the tiers)', async () => {
+    // RabbitMQ 4.0.5 delivers each retry redelivered, x-delivery-count raised by every earlier rejection: not crashes.
+    const { broker, queue } = suite;
+    const Handler = handlerFor({ queue, delays: [20], maxAttempts: 14, queueType: 'quorum' }, (_, ctx) => {
+      throw new Error(`declined ${ctx.attempt}`);
+    });
+    suite.app = await startApp([Handler]);
+    await broker.publish('', queue, { id: 1 }, { messageId: 'q-14' });
+
+    const [parked] = await broker.take(`${queue}.error`, 1);
+    expect(handlerOf(suite.app, Handler).calls.map((c) => c.attempt)).toEqual(Array.from({ length: 14 }, (_, i) => i + 1));
+    expect(parked.properties.headers).toMatchObject({ 'x-parked-reason': 'exhausted', 'x-exception-message': 'declined 14', 'x-retry-attempts': 14 });
+  });
+
   it('hands a first delivery to the handler whatever delivery counts its publisher set (3.10 delivers them as sent)', async () => {
     const { broker, queue } = suite;
     const Handler = handlerFor({ queue, delays: [150], queueType: 'quorum' }, () => undefined);

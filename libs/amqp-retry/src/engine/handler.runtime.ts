@@ -17,7 +17,7 @@ import type { ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { scheduleIdOf } from '../core/topology/retry-plan.record.js';
 import { businessQueueArguments, planRetryTopology, retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
-import { countedHeaders, unsettledDeliveries } from '../core/delivery/delivery.count.js';
+import { carriedReturns, countedHeaders, keepsDeliveryCounts, unsettledDeliveries } from '../core/delivery/delivery.count.js';
 import { returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -133,14 +133,32 @@ export class HandlerRuntime {
     const tiers = new TierRouter(config.queue, deps.parker.publisher, guard, redeclare, logger);
     const park = { errorQueue: config.errorQueue, redeclare };
     const { invoke, route: router } = handler;
-    const gated = deliveryChain({ config, invoke, router, flow: this.flow, parker: deps.parker, park, tiers, logger, observers: deps.observers });
-    // A delivery put back on purpose (paused, circuit open) is no suspect: its return was not a crash.
-    const returns = this.flow.returns;
     const quorum = config.queueType === 'quorum';
-    const isSuspect = quorum
-      ? (m: ConsumeMessage) =>
-          unsettledDeliveries(countedHeaders(m), 'quorum') > 0 &&
-          (returns.isEmpty || unsettledDeliveries(countedHeaders(m), 'quorum', returns.claim(returnIdentity(m, config.queue))) > 0)
+    const keepsCounts = quorum ? keepsCountsOf(connection) : undefined;
+    const gated = deliveryChain({
+      config,
+      invoke,
+      router,
+      flow: this.flow,
+      parker: deps.parker,
+      park,
+      tiers,
+      logger,
+      observers: deps.observers,
+      keepsDeliveryCounts: keepsCounts,
+    });
+    // A delivery put back on purpose (paused, circuit open) is no suspect: its return was not a crash; nor, on a broker
+    // that keeps counts through dead-lettering, is one that only failed its earlier attempts.
+    const returns = this.flow.returns;
+    const isSuspect = keepsCounts
+      ? (m: ConsumeMessage) => {
+          const counted = countedHeaders(m);
+          const carried = keepsCounts() ? carriedReturns(counted, config.queue) : 0;
+          return (
+            unsettledDeliveries(counted, 'quorum', carried) > 0 &&
+            (returns.isEmpty || unsettledDeliveries(counted, 'quorum', carried + returns.claim(returnIdentity(m, config.queue))) > 0)
+          );
+        }
       : undefined;
     // A single-active-consumer queue (a partition too) is handed over, never cancelled: see QueueConsumer's handOverMs.
     const handOverMs = config.singleActiveConsumer ? deps.handOverTimeoutMs : undefined;
@@ -336,4 +354,18 @@ export class HandlerRuntime {
       logger.warn(`"${queue}": tiers of an earlier configuration still hold messages and drain to the queue: ${draining.join(', ')}`);
     if (kept.length > 0) logger.log(`"${queue}": another running version uses these tiers; they stay: ${kept.join(', ')}`);
   }
+}
+
+/** Whether the broker `connection` is on keeps delivery counts through dead-lettering, read again after a reconnection. */
+function keepsCountsOf(connection: AmqpConnection): () => boolean {
+  let seen: unknown;
+  let keeps = false;
+  return () => {
+    const properties = connection.serverProperties;
+    if (properties !== seen) {
+      seen = properties;
+      keeps = keepsDeliveryCounts(properties);
+    }
+    return keeps;
+  };
 }

@@ -47,6 +47,8 @@ export interface DeliveryPipelineParts {
   answered?: (message: ConsumeMessage, attempt: number) => void;
   /** Where the chain tells of the attempts it retries in place (a partition's hold); absent when it retries none. */
   inPlace?: InPlaceAttempts;
+  /** Whether the broker keeps a quorum queue's delivery counts through dead-lettering (keepsDeliveryCounts); quorum only. */
+  keepsDeliveryCounts?: () => boolean;
 }
 
 /**
@@ -62,6 +64,7 @@ export class DeliveryPipeline {
   private readonly observers?: ObserverHub;
   private readonly returns?: OwnReturns;
   private readonly inPlace?: InPlaceAttempts;
+  private readonly keepsDeliveryCounts?: () => boolean;
   /** The invoker hands the handler's answer on unread (answersUnread): an Observable is read here. */
   private readonly answersUnread: boolean;
 
@@ -73,6 +76,7 @@ export class DeliveryPipeline {
       observers: this.observers,
       returns: this.returns,
       inPlace: this.inPlace,
+      keepsDeliveryCounts: this.keepsDeliveryCounts,
     } = parts);
     this.answersUnread = answersUnread(parts.invoke);
   }
@@ -91,7 +95,8 @@ export class DeliveryPipeline {
       settle = forgettingReturns(settle, returns, identity);
     }
     const maxAttempts = this.router ? Infinity : this.config.maxAttempts;
-    const before = decideBeforeHandling({ message, queue, maxAttempts, queueType, deserializer, ownReturns });
+    const keepsDeliveryCounts = this.keepsDeliveryCounts?.();
+    const before = decideBeforeHandling({ message, queue, maxAttempts, queueType, deserializer, ownReturns, keepsDeliveryCounts });
     if (before.action === 'park') {
       const { reason, error, handlerCalls, deaths } = before;
       return this.parkStep(message, settle, { queue, deaths, reason, error, handlerCalls }, signal);

@@ -1,4 +1,4 @@
-import { unsettledDeliveries } from './delivery.count.js';
+import { carriedReturns, keepsDeliveryCounts, unsettledDeliveries } from './delivery.count.js';
 
 describe('unsettledDeliveries', () => {
   it.each([
@@ -35,5 +35,24 @@ describe('unsettledDeliveries', () => {
   it('ignores both headers on a classic queue, where any publisher can set them', () => {
     expect(unsettledDeliveries({ 'x-delivery-count': 50, 'x-acquired-count': 50 }, 'classic')).toBe(0);
     expect(unsettledDeliveries(undefined, 'classic')).toBe(0);
+  });
+});
+
+describe('keepsDeliveryCounts and carriedReturns', () => {
+  it('takes RabbitMQ 4.0 for a broker that keeps counts through dead-lettering, and no other version', () => {
+    for (const version of ['4.0.5', '4.0.0', '4.0', '4.0.9-rc.1']) expect([version, keepsDeliveryCounts({ version })]).toEqual([version, true]);
+    for (const version of ['4.3.6', '4.1.0', '3.10.8', '40.0.1', '4.00', undefined, 40]) {
+      expect([version, keepsDeliveryCounts({ version })]).toEqual([version, false]);
+    }
+    expect(keepsDeliveryCounts(undefined)).toBe(false);
+  });
+
+  it("reads the queue's rejections from x-death, 0 when there is none or it is malformed", () => {
+    const death = (queue: string, reason: string, count: number) => ({ queue, reason, count, exchange: 'shop', 'routing-keys': ['k'] });
+    const headers = { 'x-death': [death('orders', 'rejected', 4), death('orders.retry.1', 'expired', 4), death('other', 'rejected', 9)] };
+    expect(carriedReturns(headers, 'orders')).toBe(4);
+    expect(carriedReturns({}, 'orders')).toBe(0);
+    expect(carriedReturns(undefined, 'orders')).toBe(0);
+    expect(carriedReturns({ 'x-death': 'forged' }, 'orders')).toBe(0);
   });
 });

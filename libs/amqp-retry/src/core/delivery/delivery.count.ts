@@ -1,5 +1,5 @@
 import type { QueueType } from '../topology/topology.types.js';
-import { readStrictInteger } from './x-death.parser.js';
+import { readDeathHistory, readStrictInteger, rejectedCount } from './x-death.parser.js';
 import { BrokerHeader } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 
@@ -47,4 +47,23 @@ export function unsettledDeliveries(headers: Readonly<Record<string, unknown>> |
 export function brokerDeliveryCount(headers: Readonly<Record<string, unknown>> | undefined, queueType: QueueType): number {
   if (queueType !== 'quorum' || headers === undefined) return 0;
   return readStrictInteger(headers[BrokerHeader.deliveryCount]) ?? 0;
+}
+
+/**
+ * Whether the broker of `serverProperties` keeps a quorum queue's delivery count on the messages it dead-letters:
+ * RabbitMQ 4.0 (observed on 4.0.5; not on 3.10.8 nor 4.3.6). There a retried message comes back from its tier marked
+ * redelivered, its `x-delivery-count` raised by each of its rejections from the queue (carriedReturns), which are
+ * attempts, not unsettled deliveries.
+ */
+export function keepsDeliveryCounts(serverProperties: Readonly<Record<string, unknown>> | undefined): boolean {
+  const version = serverProperties?.version;
+  return typeof version === 'string' && /^4\.0(?:[.+~-]|$)/.test(version);
+}
+
+/** Of a delivery's count on a broker that keepsDeliveryCounts, what its rejections from `queue` (its `x-death`) make. */
+export function carriedReturns(headers: Readonly<Record<string, unknown>> | undefined, queue: string): number {
+  const header = headers?.[BrokerHeader.death];
+  if (header === undefined) return 0;
+  const history = readDeathHistory(header);
+  return history.ok ? rejectedCount(history.deaths, queue) : 0;
 }

@@ -43,6 +43,8 @@ export interface BeforeHandlingInput {
   deserializer?: Deserializer;
   /** The returns of this delivery the application made on purpose (see OwnReturns); asked only when the broker counts any. */
   ownReturns?: (deaths: readonly XDeath[]) => number;
+  /** The broker keeps a quorum queue's delivery count through dead-lettering (keepsDeliveryCounts): RabbitMQ 4.0. */
+  keepsDeliveryCounts?: boolean;
 }
 
 /** What happens to a delivery before the handler runs. `deaths` is empty when the header was malformed. */
@@ -95,14 +97,18 @@ interface Unsettled {
   atBrokerLimit: boolean;
 }
 
-/** Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT. */
+/**
+ * Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT;
+ * on a broker that keeps counts through dead-lettering, less the delivery's rejections from the queue too.
+ */
 function unsettledOf(input: BeforeHandlingInput, deaths: readonly XDeath[]): Unsettled {
   const headers = countedHeaders(input.message);
-  const counted = unsettledDeliveries(headers, input.queueType);
+  const carried = input.keepsDeliveryCounts && headers !== undefined ? rejectedCount(deaths, input.queue) : 0;
+  const counted = unsettledDeliveries(headers, input.queueType, carried);
   if (counted === 0) return NEVER_RETURNED; // the usual delivery was never returned: no count to weigh, nothing allocated
   const own = input.ownReturns ? Math.min(counted, input.ownReturns(deaths)) : 0;
   if (own === 0) return { count: counted, own, atBrokerLimit: false };
-  const count = unsettledDeliveries(headers, input.queueType, own);
+  const count = unsettledDeliveries(headers, input.queueType, own + carried);
   return { count, own, atBrokerLimit: brokerDeliveryCount(headers, input.queueType) >= QUORUM_DELIVERY_LIMIT - 1 };
 }
 
