@@ -235,6 +235,52 @@ describe('the amqp-retry CLI, run as a child process', () => {
     expect(await broker.count(errorQueue)).toBe(1);
   });
 
+  it("refuses, as a parking queue named with no --app, the library's own queues and a queue holding messages it did not park", async () => {
+    await start();
+    // Named by the name alone (whole vhost): the registry, the ladder's levels, plan records and dead-letter queues are
+    // never parking queues. The vhost's shared ones are tried by dry runs, which change nothing should the check fail.
+    const dryRuns = [
+      ['purge', '--all', '--dry-run'],
+      ['replay', '--whole-vhost', '--all', '--dry-run'],
+    ];
+    const changes = [['purge', '--all', '--yes'], ['replay', '--all'], ...dryRuns];
+    const own: [string, string, string[][]][] = [
+      ['amqp-retry.handlers', 'the handler registry', dryRuns],
+      ['amqp-retry.delay.v1.p03.1536ms', 'a queue of a delay ladder', dryRuns],
+      [`${queue}.retry.plan`, `a name the retry topology of "${queue}" derives`, changes],
+      [`${queue}.dlx.dead`, `a name the retry topology of "${queue}" derives`, changes],
+    ];
+    for (const [name, role, commands] of own) {
+      for (const command of commands) {
+        const refused = await run('parked', ...command, '--error-queue', name);
+        expect({ name, command, code: refused.code, stdout: refused.stdout }).toEqual({ name, command, code: 2, stdout: '' });
+        expect(refused.stderr).toContain(`"${name}" is ${role}`);
+      }
+    }
+    expect(await broker.count(`${queue}.retry.plan`)).toBe(1);
+    // A queue no handler records as a parking queue, holding a message the library did not park: a change is refused
+    // (its dry run too), reading it still works.
+    await broker.publish('', sibling, { n: 1 });
+    for (const command of [
+      ['purge', '--all', '--yes'],
+      ['replay', '--all'],
+      ['purge', '--all', '--dry-run'],
+    ]) {
+      const refused = await run('parked', ...command, '--error-queue', sibling);
+      expect({ command, code: refused.code, stdout: refused.stdout }).toEqual({ command, code: 2, stdout: '' });
+      expect(refused.stderr).toContain(`"${sibling}" is a queue no handler records as its parking queue, holding a message amqp-retry did not park`);
+    }
+    expect((await run('parked', 'list', '--error-queue', sibling, '--json')).code).toBe(0);
+    expect(await broker.count(sibling)).toBe(1);
+    // One that holds only copies the library parked (its handler's record gone) may be purged.
+    const orphan = uniqueName(`${queue}.orphan`);
+    suite.extraQueues.push(orphan);
+    await broker.declareQueue(orphan);
+    await broker.publish('', orphan, { n: 2 }, { headers: { 'x-parked-reason': 'exhausted', 'x-original-queue': queue } });
+    const purged = await run('parked', 'purge', '--error-queue', orphan, '--all', '--yes');
+    expect({ code: purged.code, stdout: purged.stdout.trim() }).toEqual({ code: 0, stdout: `Purged 1 message(s) from "${orphan}".` });
+  });
+
   it('exports the matching messages as JSON lines and leaves them parked', async () => {
     await start();
     await park([

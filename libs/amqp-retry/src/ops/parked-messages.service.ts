@@ -5,7 +5,19 @@ import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '..
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
 import { ConfirmWindow } from './confirm.window.js';
-import { missingTarget, ownedBy, READER_STALL_MS, readerStalled, replayProblem, selected, UNKNOWN_TARGET } from './parked-selection.js';
+import {
+  FOREIGN_MESSAGES,
+  missingTarget,
+  ownedBy,
+  parkedByLibrary,
+  parkedOnly,
+  READER_STALL_MS,
+  readerStalled,
+  replayProblem,
+  selected,
+  UNKNOWN_TARGET,
+} from './parked-selection.js';
+import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import { publishToQueue, refreshIfWorn, type BrowsedMessage } from './parked-queue.browser.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type WalkWork } from './parked.connection.js';
@@ -207,6 +219,7 @@ export class ParkedMessages {
         for (const twin of twins) if (replayed.has(twin.view.id)) walk.ack(twin.message);
       },
       options.onProgress,
+      true,
     );
     return result;
   }
@@ -215,31 +228,36 @@ export class ParkedMessages {
   async editAndReplay(errorQueue: string, id: string, body: string | Buffer, options: EditReplayOptions = {}): Promise<ReplayResult> {
     const content = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
-    await this.walkParked(errorQueue, async (messages, walk) => {
-      for await (const browsed of messages) {
-        if (browsed.view.id !== id) continue;
-        // A later copy of the id (a refresh cut short) goes once the replay is confirmed, as replay() acks its twins.
-        if (browsed.duplicate) {
-          if (result.replayed > 0) settle(walk, browsed);
-          continue;
+    await this.walkParked(
+      errorQueue,
+      async (messages, walk) => {
+        for await (const browsed of messages) {
+          if (browsed.view.id !== id) continue;
+          // A later copy of the id (a refresh cut short) goes once the replay is confirmed, as replay() acks its twins.
+          if (browsed.duplicate) {
+            if (result.replayed > 0) settle(walk, browsed);
+            continue;
+          }
+          result.matched++;
+          if (result.dryRun) return;
+          // Published through the default exchange to that queue alone, confirmed; the parked message is acked after.
+          const { queue } = browsed.view;
+          if (!queue) {
+            result.failed.push({ id, error: UNKNOWN_TARGET });
+            return;
+          }
+          const publish = replayPublishOptions(browsed.message.properties, { queue, now: new Date(), contentType: options.contentType });
+          if ((await publishToQueue(walk.channel, queue, content, publish)) === 'returned') {
+            result.failed.push({ id, error: missingTarget(queue) });
+            return;
+          }
+          settle(walk, browsed);
+          result.replayed++;
         }
-        result.matched++;
-        if (result.dryRun) return;
-        // Published through the default exchange to that queue alone, confirmed; the parked message is acked after.
-        const { queue } = browsed.view;
-        if (!queue) {
-          result.failed.push({ id, error: UNKNOWN_TARGET });
-          return;
-        }
-        const publish = replayPublishOptions(browsed.message.properties, { queue, now: new Date(), contentType: options.contentType });
-        if ((await publishToQueue(walk.channel, queue, content, publish)) === 'returned') {
-          result.failed.push({ id, error: missingTarget(queue) });
-          return;
-        }
-        settle(walk, browsed);
-        result.replayed++;
-      }
-    });
+      },
+      undefined,
+      true,
+    );
     return result;
   }
 
@@ -264,6 +282,7 @@ export class ParkedMessages {
         if (!result.dryRun) await walk.channel.checkQueue(selection.errorQueue);
       },
       options.onProgress,
+      true,
     );
     return result;
   }
@@ -343,15 +362,25 @@ export class ParkedMessages {
   }
 
   /** A public call's walk of one parking queue (see walkOwned). */
-  private walkParked<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress']): Promise<T> {
-    return this.broker.during(() => this.walkOwned(errorQueue, work, onProgress));
+  private walkParked<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress'], change = false): Promise<T> {
+    return this.broker.during(() => this.walkOwned(errorQueue, work, onProgress, change));
   }
 
-  /** A walk of the messages of one parking queue this view owns, once it has checked that it may use it (see ParkedConnection.walk). */
-  private async walkOwned<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress']): Promise<T> {
-    await this.view.checkParkingQueue(errorQueue);
+  /**
+   * A walk of the messages of one parking queue this view owns, once it has checked that it may use it (see
+   * ParkedConnection.walk). A `change` (a replay, a purge, their dry runs) of a queue that nothing records as a parking
+   * queue first reads it through, and refuses it (NotAParkingQueueError) when a message there was not parked by the
+   * library: a live queue named by mistake is left as it was. Its walk then acts on the library's parked copies only.
+   */
+  private async walkOwned<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress'], change = false): Promise<T> {
+    const recorded = await this.view.checkParkingQueue(errorQueue);
     const owners = await this.view.sharedParkingOwners(errorQueue);
-    return this.broker.walk(errorQueue, (messages, walk) => work(ownedBy(messages, owners), walk), onProgress);
+    if (!change || recorded) return this.broker.walk(errorQueue, (messages, walk) => work(ownedBy(messages, owners), walk), onProgress);
+    await this.broker.walk(errorQueue, async (messages) => {
+      for await (const browsed of ownedBy(messages, owners))
+        if (!parkedByLibrary(browsed)) throw new NotAParkingQueueError(errorQueue, FOREIGN_MESSAGES);
+    });
+    return this.broker.walk(errorQueue, (messages, walk) => work(parkedOnly(ownedBy(messages, owners)), walk), onProgress);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { errorMessage } from '../core/text/error-message.format.js';
 import { matchesFilter } from '../core/parking/parked.view.js';
+import { ParkedHeader } from '../core/headers/header.names.js';
 import type { ParkedMessageView, ParkedSelection } from '../core/parking/parked-messages.types.js';
 import type { Outcome } from './confirm.window.js';
 import type { BrowsedMessage } from './parked-queue.browser.js';
@@ -35,6 +36,20 @@ export function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string
  */
 export async function* ownedBy(messages: AsyncGenerator<BrowsedMessage>, owners: ReadonlySet<string> | undefined): AsyncGenerator<BrowsedMessage> {
   for await (const browsed of messages) if (owners === undefined || owners.has(browsed.view.queue)) yield browsed;
+}
+
+/** Whether a message carries the header the library parks every copy with (an unrecorded queue's may not). */
+export const parkedByLibrary = ({ message }: BrowsedMessage): boolean => message.properties.headers?.[ParkedHeader.reason] !== undefined;
+
+/** The reason a change refuses a queue nothing records as a parking queue that holds a message the library did not park. */
+export const FOREIGN_MESSAGES = `a queue no handler records as its parking queue, holding a message amqp-retry did not park (no ${ParkedHeader.reason} header)`;
+
+/**
+ * The messages of a queue nothing records as a parking queue that a change may act on: those the library parked; one
+ * parked elsewhere is left alone (given back with the walk's channel).
+ */
+export async function* parkedOnly(messages: AsyncGenerator<BrowsedMessage>): AsyncGenerator<BrowsedMessage> {
+  for await (const browsed of messages) if (parkedByLibrary(browsed)) yield browsed;
 }
 
 export function selected(view: ParkedMessageView, selection: ParkedSelection): boolean {

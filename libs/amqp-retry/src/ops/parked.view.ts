@@ -5,9 +5,10 @@ import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RECONNECT } from '../core/config/mo
 import type { ParkedFilter, ParkedMessagesOptions } from '../core/parking/parked-messages.types.js';
 import {
   describeScope,
-  isHandlerSideQueue,
+  isRecordedParkingQueue,
   mayUseParkingQueue,
   namesNothing,
+  nonParkingRole,
   parkingQueueOf,
   queueOfUnnamed,
   queuesInScope,
@@ -79,12 +80,19 @@ export class ParkedView {
     return readHandlerRegistry(() => this.broker().channel());
   }
 
-  /** Throws ParkedScopeError unless the parking queue is one of a queue in scope (or any, for the whole vhost). */
-  async checkParkingQueue(errorQueue: string): Promise<void> {
-    if (!mayUseParkingQueue(this.currentScope(), await this.known(), errorQueue)) throw this.outOfScope(errorQueue, 'parking queue');
-    if (isHandlerSideQueue([...(this.internals.own?.() ?? []), ...(await this.records())], errorQueue)) {
-      throw new NotAParkingQueueError(errorQueue, 'a handler queue or one of its retry tiers');
-    }
+  /**
+   * Throws ParkedScopeError unless the parking queue is one of a queue in scope (or any, for the whole vhost), and
+   * NotAParkingQueueError for a queue that is never one (nonParkingRole). True when a handler parks there by the records,
+   * the application's own queues or the queues in scope; false for a queue nothing names as a parking queue, whose
+   * messages a change must check first (see ParkedMessages.walkOwned).
+   */
+  async checkParkingQueue(errorQueue: string): Promise<boolean> {
+    const inScope = await this.known();
+    if (!mayUseParkingQueue(this.currentScope(), inScope, errorQueue)) throw this.outOfScope(errorQueue, 'parking queue');
+    const queues = [...(this.internals.own?.() ?? []), ...(await this.records())];
+    const role = nonParkingRole(queues, errorQueue);
+    if (role !== undefined) throw new NotAParkingQueueError(errorQueue, role);
+    return isRecordedParkingQueue([...queues, ...inScope], errorQueue);
   }
 
   outOfScope(name: string, what: 'handler queue' | 'parking queue'): ParkedScopeError {

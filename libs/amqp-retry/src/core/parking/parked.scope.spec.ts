@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import type { HandlerRecord } from '../topology/handler-registry.record.js';
 import {
   describeScope,
-  isHandlerSideQueue,
+  isRecordedParkingQueue,
+  nonParkingRole,
   mayUseParkingQueue,
   namesNothing,
   parkingQueueOf,
@@ -91,15 +92,37 @@ describe('namesNothing and describeScope', () => {
   });
 });
 
-describe('isHandlerSideQueue', () => {
+describe('nonParkingRole', () => {
   const queues = [{ queue: 'orders', tiers: ['orders.retry.1', 'orders.retry.2'] }];
 
   it('names a handler queue and its tiers, never its parking queue or an unknown queue', () => {
-    expect(isHandlerSideQueue(queues, 'orders')).toBe(true);
-    expect(isHandlerSideQueue(queues, 'orders.retry.2')).toBe(true);
-    expect(isHandlerSideQueue(queues, 'orders.error')).toBe(false);
-    expect(isHandlerSideQueue(queues, 'payments')).toBe(false);
-    expect(isHandlerSideQueue([], 'orders')).toBe(false);
+    expect(nonParkingRole(queues, 'orders')).toBe('a handler queue or one of its retry tiers');
+    expect(nonParkingRole(queues, 'orders.retry.2')).toBe('a handler queue or one of its retry tiers');
+    expect(nonParkingRole(queues, 'orders.error')).toBeUndefined();
+    expect(nonParkingRole(queues, 'payments')).toBeUndefined();
+    expect(nonParkingRole(queues, 'payments.error')).toBeUndefined();
+    expect(nonParkingRole([], 'orders')).toBeUndefined();
+  });
+
+  it("names the library's own queues, recorded or not: the registry, the ladder's levels, plan records, presence, tiers, dead-letter queues", () => {
+    expect(nonParkingRole([], 'amqp-retry.handlers')).toBe('the handler registry');
+    expect(nonParkingRole([], 'amqp-retry.delay.v1.p03.1536ms')).toMatch(/^a queue of a delay ladder/);
+    expect(nonParkingRole([], 'billing.delay.quorum.v1.p00.7ms')).toMatch(/^a queue of a delay ladder/);
+    expect(nonParkingRole([], 'gone.retry.plan')).toMatch(/retry plan record/);
+    expect(nonParkingRole([], 'gone.retry.live.a1b2c3')).toMatch(/presence queue/);
+    expect(nonParkingRole([], 'gone.retry.2.10s.a1b2c3')).toMatch(/^a retry tier/);
+    expect(nonParkingRole([], 'gone.dlx.dead')).toMatch(/dead-letter queue/);
+    expect(nonParkingRole(queues, 'orders.dlx.sort')).toBe('a name the retry topology of "orders" derives');
+    expect(nonParkingRole(queues, 'orders.return')).toBe('a name the retry topology of "orders" derives');
+    // The ladder's own parking queue, and names that only look alike, are not refused.
+    for (const name of ['amqp-retry.delay.error', 'orders.dlxx', 'gone.retry.plan.error', 'amqp-retry.handlers.error']) {
+      expect(nonParkingRole(queues, name)).toBeUndefined();
+    }
+  });
+
+  it('knows a parking queue by what some handler parks in', () => {
+    expect(isRecordedParkingQueue([{ errorQueue: 'orders.error' }], 'orders.error')).toBe(true);
+    expect(isRecordedParkingQueue([{ errorQueue: 'orders.error' }], 'payments.error')).toBe(false);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { HandlerRecord } from '../topology/handler-registry.record.js';
+import { HANDLER_REGISTRY_QUEUE, type HandlerRecord } from '../topology/handler-registry.record.js';
 
 /** A handler queue, where it parks, and its tiers. */
 export interface ScopeQueue {
@@ -78,11 +78,35 @@ export const mayUseParkingQueue = (scope: ParkedScope, inScope: readonly ScopeQu
   scope.wholeVhost || inScope.some((q) => q.errorQueue === errorQueue);
 
 /**
- * Whether `name` is a queue some handler consumes or retries through (its queue or a tier), by any record or the
- * application's own handlers: never a parking queue, whatever a scope, a flag or another record says.
+ * The library's own queues that are never parking queues, by name alone: a record of one of them may be missing (its
+ * application gone, the registry purged) while the queue still holds what the library needs.
  */
-export const isHandlerSideQueue = (queues: readonly Pick<ScopeQueue, 'queue' | 'tiers'>[], name: string): boolean =>
-  queues.some((q) => q.queue === name || q.tiers.includes(name));
+const LIBRARY_QUEUE_NAMES: readonly { pattern: RegExp; role: string }[] = [
+  { pattern: /\.v\d+\.p\d{2}\.\d+ms$/, role: 'a queue of a delay ladder (<prefix>.v<n>.p<position>.<ttl>ms)' },
+  { pattern: /\.retry\.plan$/, role: "a handler's retry plan record (<queue>.retry.plan)" },
+  { pattern: /\.retry\.live\./, role: "a handler's presence queue (<queue>.retry.live.<schedule>)" },
+  { pattern: /\.retry\.\d+\.[^.]+\.[0-9a-f]{6}$/, role: 'a retry tier (<queue>.retry.<position>.<delay>.<schedule>)' },
+  { pattern: /\.dlx\.dead$/, role: "a handler's dead-letter queue (<queue>.dlx.dead)" },
+];
+
+/**
+ * Why `name` can never be a parking queue, or undefined: the handler registry, a queue some handler consumes or
+ * retries through (its queue, a tier or a name its retry topology derives, by any record or the application's own
+ * handlers), or a queue of the library by its name (LIBRARY_QUEUE_NAMES). Whatever a scope, a flag or a record says.
+ */
+export function nonParkingRole(queues: readonly Pick<ScopeQueue, 'queue' | 'tiers'>[], name: string): string | undefined {
+  if (name === HANDLER_REGISTRY_QUEUE) return 'the handler registry';
+  if (queues.some((q) => q.queue === name || q.tiers.includes(name))) return 'a handler queue or one of its retry tiers';
+  const derived = queues.find(
+    ({ queue }) => [`${queue}.return`, `${queue}.dlx`].includes(name) || [`${queue}.dlx.`, `${queue}.retry.`].some((part) => name.startsWith(part)),
+  );
+  if (derived) return `a name the retry topology of "${derived.queue}" derives`;
+  return LIBRARY_QUEUE_NAMES.find(({ pattern }) => pattern.test(name))?.role;
+}
+
+/** Whether some handler (by `queues`: the records, the application's own, those in scope) parks in `name`. */
+export const isRecordedParkingQueue = (queues: readonly Pick<ScopeQueue, 'errorQueue'>[], name: string): boolean =>
+  queues.some((q) => q.errorQueue === name);
 
 /** The scope in words, for an error that says what the view looks at. */
 export function describeScope(scope: ParkedScope): string {
