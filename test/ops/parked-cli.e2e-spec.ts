@@ -281,6 +281,34 @@ describe('the amqp-retry CLI, run as a child process', () => {
     expect({ code: purged.code, stdout: purged.stdout.trim() }).toEqual({ code: 0, stdout: `Purged 1 message(s) from "${orphan}".` });
   });
 
+  it('replays past a message whose x-original-queue no queue name can be, leaving it parked and named, duplicating nothing', async () => {
+    const { calls } = await start();
+    await park([
+      { n: 1, error: 'e' },
+      { n: 2, error: 'e' },
+      { n: 3, error: 'e' },
+    ]);
+    const long = 'q'.repeat(300);
+    const headers = { 'x-parked-reason': 'exhausted', 'x-parked-id': 'too-long-1', 'x-original-queue': long };
+    await broker.publish('', errorQueue, { n: 4 }, { headers, persistent: true });
+    await park([{ n: 5, error: 'e' }], 5);
+    shop.failing = false;
+    const before = calls.length;
+    for (let run = 1; run <= 2; run++) {
+      const replayed = await cli(['parked', 'replay', '--error-queue', errorQueue, '--all']).done;
+      expect({ run, code: replayed.code, stdout: replayed.stdout.trim() }).toEqual({
+        run,
+        code: 4,
+        stdout: `Replayed ${run === 1 ? 4 : 0} of ${run === 1 ? 5 : 1} matching message(s) from "${errorQueue}".`,
+      });
+      expect(replayed.stderr).toContain('Left parked too-long-1: the queue it failed in (x-original-queue) is 300 bytes long');
+      expect(replayed.stderr).toContain('export it by its id to keep it, then purge it by its id');
+    }
+    await waitFor(() => calls.length >= before + 4, 'the four replayed');
+    expect(calls.slice(before).map((call) => (call.payload as { n: number }).n)).toEqual([1, 2, 3, 5]);
+    expect(await broker.count(errorQueue)).toBe(1);
+  });
+
   it('exports the matching messages as JSON lines and leaves them parked', async () => {
     await start();
     await park([

@@ -23,4 +23,25 @@ describe('ConfirmWindow', () => {
     await window.drain();
     expect(outcomes).toEqual(['routed', 'nacked', 'unconfirmed']);
   });
+
+  it('tells a copy amqplib could not encode (a queue name over 255 bytes), and goes on with those in flight and the next', async () => {
+    const { channel, confirms } = fakeChannel();
+    const publish = channel.publish.bind(channel);
+    channel.publish = (exchange, key, content, options, confirm) => {
+      if (Buffer.byteLength(key) > 255) throw new TypeError('Value too long for shortstr');
+      return publish(exchange, key, content, options, confirm);
+    };
+    const window = new ConfirmWindow(channel, 3);
+    const outcomes: [string, Outcome][] = [];
+    for (const queue of ['a', 'q'.repeat(300), 'b', 'c'])
+      await window.publish(queue, Buffer.from(queue), {}, (outcome) => outcomes.push([queue.slice(0, 3), outcome]));
+    confirms.forEach((confirm) => confirm(null));
+    await window.drain();
+    expect(outcomes).toEqual([
+      ['qqq', 'unsent'],
+      ['a', 'routed'],
+      ['b', 'routed'],
+      ['c', 'routed'],
+    ]);
+  });
 });

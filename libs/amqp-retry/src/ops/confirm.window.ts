@@ -12,9 +12,10 @@ export const REPLAY_WINDOW = 32;
 /**
  * What became of a publish: confirmed `routed`, or `returned` first because no queue has that name; `nacked` (the
  * broker refused it, the error says why); `unconfirmed` when the channel or its connection closed before the confirm
- * came, so that it may or may not have been delivered.
+ * came, so that it may or may not have been delivered; `unsent` when amqplib could not encode it (a queue name longer
+ * than 255 bytes), so that nothing went out.
  */
-export type Outcome = 'routed' | 'returned' | 'nacked' | 'unconfirmed';
+export type Outcome = 'routed' | 'returned' | 'nacked' | 'unconfirmed' | 'unsent';
 interface InFlight extends PendingPublish {
   done: (outcome: Outcome, error?: unknown) => void;
 }
@@ -43,15 +44,24 @@ export class ConfirmWindow {
     while (this.inFlight.size >= this.size) await new Promise<void>((resolve) => this.waiters.push(resolve));
     const entry: InFlight = { exchange: '', routingKey: queue, messageId: options.messageId, content, returned: false, done };
     this.inFlight.add(entry);
-    this.channel.publish('', queue, content, { ...options, mandatory: true }, (error: unknown) => {
+    const settle = (outcome: Outcome, error?: unknown) => {
       this.inFlight.delete(entry);
       try {
-        if (!error) entry.done(entry.returned ? 'returned' : 'routed');
-        else entry.done(errorMessage(error) === NACKED ? 'nacked' : 'unconfirmed', error);
+        entry.done(outcome, error);
       } finally {
         this.waiters.shift()?.();
       }
-    });
+    };
+    try {
+      this.channel.publish('', queue, content, { ...options, mandatory: true }, (error: unknown) => {
+        if (!error) settle(entry.returned ? 'returned' : 'routed');
+        else settle(errorMessage(error) === NACKED ? 'nacked' : 'unconfirmed', error);
+      });
+    } catch (error) {
+      // amqplib encodes the whole publish before it writes any of it, and waits for no confirm of one it threw on: the
+      // channel is as it was, and the copies in flight and the next ones go on.
+      settle('unsent', error);
+    }
   }
 
   /** Waits until every publish is confirmed (or refused). */

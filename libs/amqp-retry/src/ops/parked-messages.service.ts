@@ -15,7 +15,9 @@ import {
   readerStalled,
   replayProblem,
   selected,
+  tooLongForAQueue,
   UNKNOWN_TARGET,
+  unsendable,
 } from './parked-selection.js';
 import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import { publishToQueue, refreshIfWorn, type BrowsedMessage } from './parked-queue.browser.js';
@@ -244,6 +246,10 @@ export class ParkedMessages {
           const { queue } = browsed.view;
           if (!queue) {
             result.failed.push({ id, error: UNKNOWN_TARGET });
+            return;
+          }
+          if (tooLongForAQueue(queue)) {
+            result.failed.push({ id, error: unsendable(queue) });
             return;
           }
           const publish = replayPublishOptions(browsed.message.properties, { queue, now: new Date(), contentType: options.contentType });

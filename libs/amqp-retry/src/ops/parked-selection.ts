@@ -23,10 +23,29 @@ export const readerStalled = (errorQueue: string) =>
 export const UNKNOWN_TARGET = 'the queue it failed in is unknown (no x-original-queue header, no single handler recorded for this parking queue)';
 export const missingTarget = (queue: string) => `the queue "${queue}" does not exist; the message stays parked`;
 
+/** The most bytes AMQP allows in a queue name (a routing key). */
+const MAX_NAME_BYTES = 255;
+
+/**
+ * Why a copy could not even be sent (amqplib could not encode it): for a queue name too long to exist, what to do
+ * with a message that no replay can deliver.
+ */
+export function unsendable(queue: string, error?: unknown): string {
+  const bytes = Buffer.byteLength(queue);
+  if (tooLongForAQueue(queue)) {
+    return `the queue it failed in (x-original-queue) is ${bytes} bytes long, more than the ${MAX_NAME_BYTES} a queue name may have, so no copy can be sent; the message stays parked: export it by its id to keep it, then purge it by its id`;
+  }
+  return `the copy could not be sent (${errorMessage(error)}); the message stays parked`;
+}
+
+/** Whether no queue can have this name, so that no copy can be sent to it. */
+export const tooLongForAQueue = (queue: string): boolean => Buffer.byteLength(queue) > MAX_NAME_BYTES;
+
 /** Why a replayed copy left its message parked. */
 export function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string, error: unknown): string {
   if (outcome === 'returned') return missingTarget(queue);
   if (outcome === 'nacked') return `the broker refused the copy: ${errorMessage(error)}`;
+  if (outcome === 'unsent') return unsendable(queue, error);
   return 'unconfirmed (its channel closed before the broker confirmed it; it may have been delivered)';
 }
 
