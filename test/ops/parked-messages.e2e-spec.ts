@@ -202,6 +202,35 @@ describe('ParkedMessages on a real broker', () => {
     expect(handler.calls.length).toBe(callsBefore + 1);
   });
 
+  it('a replay the broker stops part-way (a user without write) says its reason and what it did, and loses nothing', async () => {
+    await start();
+    await park(
+      [
+        { n: 1, error: 'boom' },
+        { n: 2, error: 'boom' },
+        { n: 3, error: 'boom' },
+      ],
+      3,
+    );
+    const [first] = (await parked.list({ queue })).items;
+    // Read everything, write nothing: the first copy published through amq.default closes the channel with a 403.
+    const user = await suite.user('/', ['^amqp-retry\\.handlers\\.lock$', '^$', '.*']);
+    const url = new URL(AMQP_URL);
+    [url.username, url.password] = [user.name, user.password];
+    const reader = await ParkedMessages.connect({ url: url.toString(), queues: [queue] });
+    suite.clients.push(reader);
+    const stopped = await reader.replay({ errorQueue, filter: {} }).catch((error: unknown) => error as Error);
+    expect(stopped).toBeInstanceOf(Error);
+    expect(stopped.message).toMatch(
+      new RegExp(`^The replay of "${errorQueue.replace(/\./g, '\\.')}" stopped after 0 of [1-3] matching message\\(s\\) were replayed`),
+    );
+    expect(stopped.message).toContain('ACCESS_REFUSED');
+    expect(stopped.message).toContain(
+      `sent but not confirmed, so may have been delivered; their messages stay parked (check their queue before replaying them again): ${first.id}`,
+    );
+    await waitFor(async () => (await broker.count(errorQueue)) === 3, 'every message parked still');
+  });
+
   it('replays by id, and a message whose queue is gone stays parked and is reported', async () => {
     const handler = await start();
     await park(

@@ -1,5 +1,6 @@
 import type { ConnectionSettings } from '../amqp/amqp.connection.js';
 import { ParkedCountChangedError } from '../errors/parked-count-changed.error.js';
+import { errorMessage } from '../core/text/error-message.format.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
@@ -14,6 +15,7 @@ import {
   READER_STALL_MS,
   readerStalled,
   replayProblem,
+  ReplayStoppedError,
   selected,
   tooLongForAQueue,
   UNKNOWN_TARGET,
@@ -188,33 +190,44 @@ export class ParkedMessages {
         // Copies of one id (a refresh cut short): each goes once its twin's replay is confirmed, which may come later.
         const twins: BrowsedMessage[] = [];
         const refreshes: Promise<void>[] = [];
-        for await (const browsed of messages) {
-          const { view } = browsed;
-          if (browsed.duplicate && !result.dryRun) {
-            browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
-            twins.push(browsed);
-          }
-          if (browsed.duplicate || !selected(view, selection) || result.matched === limit) continue;
-          result.matched++;
-          if (result.dryRun) continue;
-          if (!view.queue) {
-            result.failed.push({ id: view.id, error: UNKNOWN_TARGET });
-            continue;
-          }
-          browsed.settled = true; // held while its copy awaits the confirm: the walk must not refresh it meanwhile
-          const options = replayPublishOptions(browsed.message.properties, { queue: view.queue, now: new Date() });
-          await window.publish(view.queue, browsed.message.content, options, (outcome, error) => {
-            if (outcome === 'routed') {
-              walk.ack(browsed.message);
-              replayed.add(view.id);
-              result.replayed++;
-              return;
+        // Stopped part-way (its channel closed, the broker refused a publish): what was done is said, not lost.
+        const stopped = async (error: unknown): Promise<never> => {
+          await window.drain();
+          if (result.matched === 0 || result.dryRun) throw error;
+          const reason = walk.closedBy === undefined ? '' : `; the broker closed the channel: ${walk.closedBy.message}`;
+          throw new ReplayStoppedError(selection.errorQueue, result, `${errorMessage(error)}${reason}`);
+        };
+        try {
+          for await (const browsed of messages) {
+            const { view } = browsed;
+            if (browsed.duplicate && !result.dryRun) {
+              browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
+              twins.push(browsed);
             }
-            result.failed.push({ id: view.id, error: replayProblem(outcome, view.queue, error) });
-            // Left parked, and handed out once more: refreshed when worn, or failed replays would take it to the delivery limit.
-            browsed.settled = false;
-            refreshes.push(refreshIfWorn(walk.channel, selection.errorQueue, browsed, view.id).catch(() => undefined));
-          });
+            if (browsed.duplicate || !selected(view, selection) || result.matched === limit) continue;
+            result.matched++;
+            if (result.dryRun) continue;
+            if (!view.queue) {
+              result.failed.push({ id: view.id, error: UNKNOWN_TARGET });
+              continue;
+            }
+            browsed.settled = true; // held while its copy awaits the confirm: the walk must not refresh it meanwhile
+            const options = replayPublishOptions(browsed.message.properties, { queue: view.queue, now: new Date() });
+            await window.publish(view.queue, browsed.message.content, options, (outcome, error) => {
+              if (outcome === 'routed') {
+                walk.ack(browsed.message);
+                replayed.add(view.id);
+                result.replayed++;
+                return;
+              }
+              result.failed.push({ id: view.id, error: replayProblem(outcome, view.queue, error) });
+              // Left parked, and handed out once more: refreshed when worn, or failed replays would take it to the delivery limit.
+              browsed.settled = false;
+              refreshes.push(refreshIfWorn(walk.channel, selection.errorQueue, browsed, view.id).catch(() => undefined));
+            });
+          }
+        } catch (error) {
+          await stopped(error);
         }
         await window.drain();
         await Promise.all(refreshes);

@@ -1,7 +1,7 @@
 import { errorMessage } from '../core/text/error-message.format.js';
 import { matchesFilter } from '../core/parking/parked.view.js';
 import { ParkedHeader } from '../core/headers/header.names.js';
-import type { ParkedMessageView, ParkedSelection } from '../core/parking/parked-messages.types.js';
+import type { ParkedMessageView, ParkedSelection, ReplayResult } from '../core/parking/parked-messages.types.js';
 import type { Outcome } from './confirm.window.js';
 import type { BrowsedMessage } from './parked-queue.browser.js';
 
@@ -47,6 +47,36 @@ export function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string
   if (outcome === 'nacked') return `the broker refused the copy: ${errorMessage(error)}`;
   if (outcome === 'unsent') return unsendable(queue, error);
   return 'unconfirmed (its channel closed before the broker confirmed it; it may have been delivered)';
+}
+
+/** The most ids a ReplayStoppedError names in its message. */
+const SHOWN_IDS = 20;
+const someIds = (ids: readonly string[]) =>
+  ids.slice(0, SHOWN_IDS).join(', ') + (ids.length > SHOWN_IDS ? `, and ${ids.length - SHOWN_IDS} more` : '');
+
+/**
+ * A replay that stopped part-way (its channel or connection closed, the broker refused a publish): what it did before,
+ * kept (`partial`) and said, the copies whose confirm did not come named first, as they may have been delivered.
+ */
+export class ReplayStoppedError extends Error {
+  constructor(
+    readonly errorQueue: string,
+    readonly partial: ReplayResult,
+    cause: unknown,
+  ) {
+    const unconfirmed = partial.failed.filter((failure) => failure.error === replayProblem('unconfirmed', '', undefined)).map((f) => f.id);
+    const others = partial.failed.filter((failure) => !unconfirmed.includes(failure.id)).map((f) => f.id);
+    super(
+      `The replay of "${errorQueue}" stopped after ${partial.replayed} of ${partial.matched} matching message(s) were replayed (their parked messages removed): ${errorMessage(cause)}.` +
+        (unconfirmed.length > 0
+          ? ` ${unconfirmed.length} copy(ies) were sent but not confirmed, so may have been delivered; their messages stay parked (check their queue before replaying them again): ${someIds(unconfirmed)}.`
+          : '') +
+        (others.length > 0 ? ` ${others.length} left parked as they could not be replayed: ${someIds(others)}.` : '') +
+        ' The rest were not touched and stay parked.',
+      { cause },
+    );
+    this.name = 'ReplayStoppedError';
+  }
 }
 
 /**

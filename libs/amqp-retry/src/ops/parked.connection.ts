@@ -31,6 +31,8 @@ export const newSession = (): Session => ({ locks: new Map(), closes: 0, running
 export interface Walk {
   channel: ConfirmChannel;
   ack(message: GetMessage): void;
+  /** The broker's reason, once it closed the channel (a 403 ACCESS_REFUSED of a publish): amqplib's later errors only say "closed". */
+  closedBy?: Error;
 }
 
 /** What a walk runs over its parking queue's messages (see ParkedConnection.walk). */
@@ -156,7 +158,12 @@ export class ParkedConnection {
         if (consumerCount > 0) throw new NotAParkingQueueError(errorQueue, `a queue with ${consumerCount} consumer(s)`);
         held = messageCount;
         const walk: Walk = { channel, ack: (message) => (channel.ack(message), acked++) };
-        return await work(browseParked(channel, errorQueue, fallback, onProgress), walk);
+        channel.on('error', (error: Error) => (walk.closedBy ??= error));
+        return await work(browseParked(channel, errorQueue, fallback, onProgress), walk).catch((error: unknown) => {
+          const reason = walk.closedBy?.message;
+          if (reason === undefined || errorMessage(error).includes(reason)) throw error;
+          throw new Error(`${errorMessage(error)}; the broker closed the channel: ${reason}`, { cause: error });
+        });
       } finally {
         await channel.close().catch(() => undefined);
         await this.untilGivenBack(errorQueue, held - acked);
