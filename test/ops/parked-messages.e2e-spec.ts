@@ -229,6 +229,9 @@ describe('ParkedMessages on a real broker', () => {
       `sent but not confirmed, so may have been delivered; their messages stay parked (check their queue before replaying them again): ${first.id}`,
     );
     await waitFor(async () => (await broker.count(errorQueue)) === 3, 'every message parked still');
+    // Without write, not read-only (docs/broker-footprint.md): read covers basic.get and basic.ack, all a purge needs.
+    expect(await reader.purge({ errorQueue, ids: [first.id] })).toEqual({ matched: 1, purged: 1, dryRun: false });
+    expect(await broker.count(errorQueue)).toBe(2);
   });
 
   it('replays by id, and a message whose queue is gone stays parked and is reported', async () => {
