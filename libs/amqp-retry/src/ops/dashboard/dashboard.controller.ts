@@ -1,6 +1,7 @@
 import { Body, Controller, Inject, Logger, NotFoundException, Param, Query, Req, StreamableFile, type Type, UseGuards } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import { ParkedMessages } from '../parked-messages.service.js';
+import { ReplayStoppedError } from '../parked-selection.js';
 import type {
   HandlerQueueState,
   ParkedMessageView,
@@ -147,23 +148,32 @@ export function createDashboardController(path: string): Type<unknown> {
         await this.knownParkingQueue(selection);
         const [described] = (await this.parked.summary({ ...selection.filter, errorQueue: selection.errorQueue }, { groups: true })).groups ?? [];
         const options = readOperation(body);
-        const result = action === 'replay' ? await this.parked.replay(selection, options) : await this.parked.purge(selection, options);
-        const record: GroupAction = {
-          at: new Date().toISOString(),
-          by: who.by,
-          action,
-          group: selection.filter.group,
-          errorQueue: selection.errorQueue,
-          error: described?.error ?? '',
-          matched: result.matched,
-          done: 'replayed' in result ? result.replayed : result.purged,
-          failed: 'failed' in result ? result.failed.length : 0,
+        const done = (result: ReplayResult | PurgeResult, stopped?: string): GroupAction => {
+          const record: GroupAction = {
+            at: new Date().toISOString(),
+            by: who.by,
+            action,
+            group: selection.filter.group,
+            errorQueue: selection.errorQueue,
+            error: described?.error ?? '',
+            matched: result.matched,
+            done: 'replayed' in result ? result.replayed : result.purged,
+            failed: 'failed' in result ? result.failed.length : 0,
+            ...(stopped !== undefined && { stopped }),
+          };
+          this.groupActions.record(record);
+          const line = `${who.by} ${action === 'replay' ? 'replayed' : 'purged'} ${record.done} of ${record.matched} of the group "${record.error}" from ${record.errorQueue}`;
+          if (stopped === undefined) this.logger.log(line);
+          else this.logger.warn(`${line}, then stopped: ${stopped}`);
+          return record;
         };
-        this.groupActions.record(record);
-        this.logger.log(
-          `${who.by} ${action === 'replay' ? 'replayed' : 'purged'} ${record.done} of ${record.matched} of the group "${record.error}" from ${record.errorQueue}`,
-        );
-        return record;
+        if (action === 'purge') return done(await this.parked.purge(selection, options));
+        // A replay stopped part-way changed the queue: what it did is recorded and logged before the error is answered.
+        const result = await this.parked.replay(selection, options).catch((error: unknown) => {
+          if (error instanceof ReplayStoppedError) done(error.partial, maskCredentials(error.message));
+          throw error;
+        });
+        return done(result);
       });
     }
 

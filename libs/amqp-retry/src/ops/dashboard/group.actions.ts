@@ -16,6 +16,8 @@ export interface GroupAction {
   done: number;
   /** Messages left parked (a replay the broker did not confirm, or whose queue is gone). */
   failed: number;
+  /** Why it stopped part-way (its channel or connection closed), the counts above being what it did before. */
+  stopped?: string;
 }
 
 /** Most group actions kept (the newest). */
