@@ -326,6 +326,25 @@ describe('the amqp-retry CLI, run as a child process', () => {
     expect(await broker.count(errorQueue)).toBe(3);
   });
 
+  it('ends quietly, exit 0, when the reader of an export stops reading (| head -1), and leaves every message parked', async () => {
+    await start();
+    const body = { text: 'x'.repeat(1000) };
+    for (let n = 0; n < 300; n++) {
+      await broker.publish(
+        '',
+        errorQueue,
+        { ...body, n },
+        { headers: { 'x-parked-reason': 'exhausted', 'x-parked-id': `p-${n}`, 'x-original-queue': queue } },
+      );
+    }
+    // 300 lines of about 1.4 kB: more than a pipe holds, so that writes go on after the reader has gone.
+    const { child, done } = cli(['parked', 'export', '--error-queue', errorQueue]);
+    child.stdout?.once('data', () => child.stdout?.destroy());
+    const exported = await done;
+    expect({ code: exported.code, signal: exported.signal, stderr: exported.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+    await waitFor(async () => (await broker.count(errorQueue)) === 300, 'every message given back');
+  });
+
   it('never prints the password of the URL', async () => {
     const url = new URL(AMQP_URL); // the broker under test, with a wrong password
     url.password = 's3cr3t-pw';

@@ -19,6 +19,21 @@ export const EXIT = {
   partial: 4,
 } as const;
 
+/**
+ * What `CliIo.out` throws once stdout failed. Its reader gone (EPIPE: `amqp-retry parked export | head -1`), the
+ * command stops where it is and the CLI ends quietly with EXIT.ok, as a pipe's writer does when its reader took what it
+ * wanted; any other failure (a full disk) is an error.
+ */
+export class OutputClosedError extends Error {
+  readonly readerGone: boolean;
+
+  constructor(failure: NodeJS.ErrnoException) {
+    super(`could not write to stdout: ${failure.message}`);
+    this.name = 'OutputClosedError';
+    this.readerGone = failure.code === 'EPIPE';
+  }
+}
+
 /** The filter options as commander hands them over (strings). */
 export type FilterFlags = Partial<Record<'queue' | 'reason' | 'error' | 'since' | 'until' | 'text', string>>;
 

@@ -4,7 +4,7 @@ import { NotAParkingQueueError } from '../../errors/not-a-parking-queue.error.js
 import { errorMessage } from '../../core/text/error-message.format.js';
 import { ParkedMessages } from '../parked-messages.service.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
-import { EXIT, printable, readFilter, readScope, readUrlFlag, type ScopeFlags } from './cli.input.js';
+import { EXIT, OutputClosedError, printable, readFilter, readScope, readUrlFlag, type ScopeFlags } from './cli.input.js';
 import { QueueControl } from '../queue-control.client.js';
 import { queueControlCommand, type QueueControlFlags } from './queue.commands.js';
 import {
@@ -53,6 +53,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
 function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {
   // commander printed its message already; help and --version end with code 0
   if (error instanceof commander.CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  if (error instanceof OutputClosedError && error.readerGone) return EXIT.ok; // its reader took what it wanted
   const usage = usageProblem(error);
   io.err(`error: ${usage ?? maskCredentials(errorMessage(error))}`);
   return usage === undefined ? EXIT.error : EXIT.usage;

@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { CliIo, Progress } from './parked.commands.js';
 import { maskCredentials } from '../../core/text/credentials.mask.js';
+import { OutputClosedError } from './cli.input.js';
 
 /**
  * The process's streams, every line masked of URL credentials. The progress bar (cli-progress, an optional peer
@@ -9,8 +10,15 @@ import { maskCredentials } from '../../core/text/credentials.mask.js';
 export async function terminalIo(): Promise<CliIo> {
   const stderrIsTTY = process.stderr.isTTY === true;
   const progressBars = stderrIsTTY ? await import('cli-progress').catch(() => undefined) : undefined;
+  // A reader that stops reading (`| head -1`) fails the writes after with EPIPE, emitted on stdout: unheard, it would
+  // end the process with a stack trace. Heard, the next line written stops the command (OutputClosedError).
+  let outFailure: NodeJS.ErrnoException | undefined;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => void (outFailure ??= error));
   return {
-    out: (text) => void process.stdout.write(`${maskCredentials(text)}\n`),
+    out: (text) => {
+      if (outFailure) throw new OutputClosedError(outFailure);
+      process.stdout.write(`${maskCredentials(text)}\n`);
+    },
     err: (text) => void process.stderr.write(`${maskCredentials(text)}\n`),
     stdinIsTTY: process.stdin.isTTY === true,
     stderrIsTTY,
