@@ -55,4 +55,15 @@ describe('Failure groups', () => {
     expect(groupKeyOf(views[0])).not.toBe(groupKeyOf(views[4]));
     expect(groupKeyOf(views[0])).toMatch(/^[0-9a-f]{16}$/);
   });
+
+  it('keeps at most its limit of groups: the groups kept count on, a message of another is counted as ungrouped', () => {
+    const tally = new FailureGroupTally(3);
+    for (const [n, error] of ['a', 'b', 'a', 'c', 'd', 'e', 'c', 'd', 'a'].entries()) tally.add(view({ id: `m${n}`, error }));
+    expect(tally.largest().map((g) => [g.error, g.count])).toEqual([
+      ['a', 3],
+      ['c', 2],
+      ['b', 1],
+    ]);
+    expect(tally.ungrouped).toBe(3);
+  });
 });

@@ -41,14 +41,36 @@ export function groupKeyOf(view: ParkedMessageView): string {
   return fnv1a(parts, 0x811c9dc5) + fnv1a(parts, 0x050c5d1f);
 }
 
-/** Failure groups counted one message at a time: memory by group, not by message. */
+/**
+ * Most groups a tally keeps while it counts (50 times what a summary lists): a parking queue whose every message failed
+ * differently (an error naming what no mask catches) would otherwise hold one group per message.
+ */
+export const MAX_TRACKED_GROUPS = 10_000;
+
+/**
+ * Failure groups counted one message at a time: memory by group, not by message, at most `limit` groups. Past it, a
+ * message of a group not kept yet is counted as `ungrouped` only (as groups past MAX_FAILURE_GROUPS, it is in the
+ * summary's total and in no group); the groups kept go on counting, so that below the limit nothing changes.
+ */
 export class FailureGroupTally {
   private readonly groups = new Map<string, FailureGroup>();
+  private others = 0;
+
+  constructor(private readonly limit = MAX_TRACKED_GROUPS) {}
+
+  /** Messages of groups met once the limit was reached. */
+  get ungrouped(): number {
+    return this.others;
+  }
 
   add(view: ParkedMessageView): void {
     const key = groupKeyOf(view);
     let group = this.groups.get(key);
     if (!group) {
+      if (this.groups.size >= this.limit) {
+        this.others++;
+        return;
+      }
       group = {
         key,
         queue: view.queue,
