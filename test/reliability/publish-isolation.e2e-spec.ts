@@ -27,6 +27,20 @@ describe('a failed publish fails alone', () => {
     expect(ids(delivered).size).toBe(300); // at least once: a re-sent neighbour may arrive twice, none is missing
   });
 
+  it('rejects only the publish to an exchange named amq.default (404); the 300 beside it to a queue by name arrive', async () => {
+    // RabbitMQ names the default exchange amq.default in a 403, but no exchange has that name: the 404 is that publish's own.
+    suite.app = await startApp([], TEST_OPTIONS);
+    const publisher = suite.app.get(RetryPublisher);
+    const results = await Promise.allSettled(
+      Array.from({ length: 301 }, (_, n) =>
+        n === 150 ? publisher.publish('amq.default', suite.queue, { n }) : publisher.publish('', suite.queue, { n }),
+      ),
+    );
+    const rejected = results.flatMap((r, n) => (r.status === 'rejected' ? [{ n, reason: r.reason as PublishError }] : []));
+    expect(rejected.map((r) => [r.n, r.reason.brokerCode])).toEqual([[150, 404]]);
+    expect(ids(await suite.broker.take(suite.queue, 300)).size).toBe(300);
+  });
+
   it('a link to the broker that stalls: the 300 large publishes beside a 404 resolve, and the connection stays up', async () => {
     // The stall fills the socket, so the publishes wait in amqplib's multiplexer when the broker's Close comes back.
     // Their re-sends open a channel while the closed one's frames (its CloseOk last) still wait there: without the

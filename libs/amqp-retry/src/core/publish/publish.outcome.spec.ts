@@ -46,6 +46,13 @@ describe('publishOutcomeAfterClose on refusals that name more than an exchange',
     expect(publishOutcomeAfterClose(close, '', 0, 'orders')).toMatchObject({ action: 'fail', code: 403 });
     expect(publishOutcomeAfterClose(close, 'shop', 0, 'orders')).toEqual({ action: 'resend' });
   });
+
+  it("fails only a publish to an exchange named amq.default (404: there is none), not those to the default exchange ''", () => {
+    const close = classifyChannelClose("NOT_FOUND - no exchange 'amq.default' in vhost '/'", 404);
+    expect(close.exchange).toBe('amq.default');
+    expect(publishOutcomeAfterClose(close, 'amq.default', 0, 'orders')).toMatchObject({ action: 'fail', code: 404 });
+    expect(publishOutcomeAfterClose(close, '', 0, 'orders')).toEqual({ action: 'resend' });
+  });
 });
 
 describe('publishOutcomeAfterClose', () => {

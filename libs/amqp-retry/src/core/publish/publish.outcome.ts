@@ -13,7 +13,8 @@ export interface ChannelClose {
   code?: number;
   /**
    * The exchange the broker refused (404 no such exchange; 403 access refused, an internal exchange, or a topic
-   * permission), when the reason names one; '' for the default exchange, which RabbitMQ names 'amq.default'.
+   * permission), when the reason names one; '' for the default exchange, which a 403 names 'amq.default' (a 404 naming
+   * 'amq.default' is about a publish to an exchange of that name, which does not exist: the default one has none).
    */
   exchange?: string;
   /** With a topic permission's refusal: the routing key refused on `exchange` (other keys may be allowed). */
@@ -40,7 +41,7 @@ export function classifyChannelClose(reason: string | undefined, code: number | 
   return {
     reason,
     code,
-    exchange: exchange === 'amq.default' ? '' : exchange,
+    exchange: exchange === 'amq.default' && code === 403 ? '' : exchange,
     ...(topic && { routingKey: topic[1] }),
     ...(tooLarge && { maxMessageSize: Number(tooLarge[1]) }),
   };
@@ -55,8 +56,7 @@ export type CloseOutcome = { action: 'fail'; reason: string; code?: number } | {
  * alike); else it is sent again (at least once).
  */
 export function publishOutcomeAfterClose(close: ChannelClose, exchange: string, size = 0, routingKey?: string): CloseOutcome {
-  const ownExchange =
-    close.exchange === (exchange === 'amq.default' ? '' : exchange) && (close.routingKey === undefined || close.routingKey === routingKey);
+  const ownExchange = close.exchange === exchange && (close.routingKey === undefined || close.routingKey === routingKey);
   const tooLarge = close.maxMessageSize !== undefined && size > close.maxMessageSize;
   if (ownExchange || tooLarge) return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
   return { action: 'resend' };
