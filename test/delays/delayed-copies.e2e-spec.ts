@@ -66,6 +66,22 @@ describe('delayed copies', () => {
     expect(await suite.broker.count(`${prefix}.error`)).toBe(0);
   });
 
+  it('rejects each of several delayed publishes to missing targets made at once, and takes the one beside them', async () => {
+    // One 404 closes the channel the checks share: a check beside it must not end unanswered and let its publish in.
+    const publisher = suite.app!.get(RetryPublisher);
+    const [ex1, ex2, q1, q2] = ['ex1', 'ex2', 'q1', 'q2'].map((name) => uniqueName(`e2e.copies.gone-${name}`));
+    const results = await Promise.allSettled([
+      publisher.publish(ex1, 'k', { id: 1 }, { delay: 100 }),
+      publisher.publish('', q1, { id: 2 }, { delay: 100 }),
+      publisher.publish('', q2, { id: 3 }, { delay: 100 }),
+      publisher.publish(exchange, 'k', { id: 4 }, { delay: 100 }),
+      publisher.publish(ex2, 'k', { id: 5 }, { delay: 100 }),
+    ]);
+    expect(results.map((r) => (r.status === 'rejected' ? (r.reason as PublishError).brokerCode : 'ok'))).toEqual([404, 404, 404, 'ok', 404]);
+    await settleWindow(400);
+    expect(await suite.broker.count(`${prefix}.error`)).toBe(1); // the one for "exchange", which no queue is bound to take
+  });
+
   it('parks a due message that no queue takes (undeliverable), instead of dropping it', async () => {
     await suite.app!.get(RetryPublisher).publish(exchange, 'no-binding', { id: 2 }, { delay: 100 });
     const [parked] = await suite.broker.take(`${prefix}.error`, 1);

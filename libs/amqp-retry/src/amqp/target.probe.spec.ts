@@ -44,4 +44,34 @@ describe('TargetProbe', () => {
     expect(answers.every(Boolean)).toBe(true);
     expect(fake.calls).toEqual(['orders']);
   });
+
+  it('answers each of several checks at once, though a 404 closes the channel under the others', async () => {
+    // As amqplib: a 404 closes the channel, and every other check in flight on it fails with the close, unanswered.
+    const calls: string[] = [];
+    const open = async () => {
+      const channel = new EventEmitter() as EventEmitter & Partial<Channel>;
+      let closed = false;
+      const check = async (name: string) => {
+        calls.push(name);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        if (closed) throw new Error('Channel closed');
+        if (name.startsWith('ok')) return {};
+        closed = true;
+        channel.emit('close');
+        throw Object.assign(new Error(`NOT_FOUND - no ${name}`), { code: 404 });
+      };
+      channel.checkExchange = check as Channel['checkExchange'];
+      channel.checkQueue = check as Channel['checkQueue'];
+      return channel as Channel;
+    };
+    const probe = new TargetProbe(open);
+    const answers = await Promise.all([
+      probe.exchangeExists('gone1'),
+      probe.queueExists('gone2'),
+      probe.queueExists('ok1'),
+      probe.exchangeExists('gone3'),
+    ]);
+    expect(answers).toEqual([false, false, true, false]);
+    expect(calls).toEqual(['gone1', 'gone2', 'ok1', 'gone3']);
+  });
 });

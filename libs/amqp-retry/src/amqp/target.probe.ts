@@ -4,12 +4,15 @@ import { existsOn } from './queue-exists.probe.js';
 
 /**
  * Passive checks of exchanges and queues on one channel, opened again after a 404 closed it: cheaper than a channel
- * per check (queueExists), for checks that run before publishes.
+ * per check (queueExists), for checks that run before publishes. One at a time: a check beside a 404 would end with the
+ * channel's close instead of its own answer.
  */
 export class TargetProbe {
   private readonly channel = new SharedChannel<Channel>();
   /** Checks under way, by kind and name: a burst of publishes to one new target costs one check. */
   private readonly running = new Map<string, Promise<boolean>>();
+  /** The last check begun: checks run one at a time, since a 404 closes the channel under any check beside it. */
+  private tail: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly open: () => Promise<Channel>) {}
 
@@ -33,8 +36,12 @@ export class TargetProbe {
     return checking;
   }
 
-  private async exists(check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
-    const channel = await this.channel.get((forget) => this.open().then((opened) => opened.on('close', forget)));
-    return existsOn(channel, check);
+  private exists(check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
+    const checking = this.tail.then(async () => {
+      const channel = await this.channel.get((forget) => this.open().then((opened) => opened.on('close', forget)));
+      return existsOn(channel, check);
+    });
+    this.tail = checking.catch(() => undefined);
+    return checking;
   }
 }
