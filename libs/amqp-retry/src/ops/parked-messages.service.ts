@@ -1,28 +1,12 @@
 import type { ConnectionSettings } from '../amqp/amqp.connection.js';
 import { ParkedCountChangedError } from '../errors/parked-count-changed.error.js';
-import { errorMessage } from '../core/text/error-message.format.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
-import { matchesFilter, ParkedTally, replayPublishOptions, toJsonLine } from '../core/parking/parked.view.js';
+import { matchesFilter, ParkedTally, toJsonLine } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
-import { ConfirmWindow } from './confirm.window.js';
-import {
-  FOREIGN_MESSAGES,
-  missingTarget,
-  ownedBy,
-  parkedByLibrary,
-  parkedOnly,
-  READER_STALL_MS,
-  readerStalled,
-  replayProblem,
-  ReplayStoppedError,
-  selected,
-  tooLongForAQueue,
-  UNKNOWN_TARGET,
-  unsendable,
-} from './parked-selection.js';
+import { editReplayWalk, replayWalk } from './parked.replay.js';
+import { FOREIGN_MESSAGES, ownedBy, parkedByLibrary, parkedOnly, READER_STALL_MS, readerStalled, selected } from './parked-selection.js';
 import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
-import { publishToQueue, refreshIfWorn, type BrowsedMessage } from './parked-queue.browser.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type WalkWork } from './parked.connection.js';
 import type {
@@ -182,60 +166,7 @@ export class ParkedMessages {
   async replay(selection: ParkedSelection, options: OperationOptions = {}): Promise<ReplayResult> {
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
     const limit = await this.confirmedLimit(selection, options);
-    const replayed = new Set<string>();
-    await this.walkParked(
-      selection.errorQueue,
-      async (messages, walk) => {
-        const window = new ConfirmWindow(walk.channel);
-        // Copies of one id (a refresh cut short): each goes once its twin's replay is confirmed, which may come later.
-        const twins: BrowsedMessage[] = [];
-        const refreshes: Promise<void>[] = [];
-        // Stopped part-way (its channel closed, the broker refused a publish): what was done is said, not lost.
-        const stopped = async (error: unknown): Promise<never> => {
-          await window.drain();
-          if (result.matched === 0 || result.dryRun) throw error;
-          const reason = walk.closedBy === undefined ? '' : `; the broker closed the channel: ${walk.closedBy.message}`;
-          throw new ReplayStoppedError(selection.errorQueue, result, `${errorMessage(error)}${reason}`);
-        };
-        try {
-          for await (const browsed of messages) {
-            const { view } = browsed;
-            if (browsed.duplicate && !result.dryRun) {
-              browsed.settled = true; // held until the confirms are in: acked then, or given back with the channel
-              twins.push(browsed);
-            }
-            if (browsed.duplicate || !selected(view, selection) || result.matched === limit) continue;
-            result.matched++;
-            if (result.dryRun) continue;
-            if (!view.queue) {
-              result.failed.push({ id: view.id, error: UNKNOWN_TARGET });
-              continue;
-            }
-            browsed.settled = true; // held while its copy awaits the confirm: the walk must not refresh it meanwhile
-            const options = replayPublishOptions(browsed.message.properties, { queue: view.queue, now: new Date() });
-            await window.publish(view.queue, browsed.message.content, options, (outcome, error) => {
-              if (outcome === 'routed') {
-                walk.ack(browsed.message);
-                replayed.add(view.id);
-                result.replayed++;
-                return;
-              }
-              result.failed.push({ id: view.id, error: replayProblem(outcome, view.queue, error) });
-              // Left parked, and handed out once more: refreshed when worn, or failed replays would take it to the delivery limit.
-              browsed.settled = false;
-              refreshes.push(refreshIfWorn(walk.channel, selection.errorQueue, browsed, view.id).catch(() => undefined));
-            });
-          }
-        } catch (error) {
-          await stopped(error);
-        }
-        await window.drain();
-        await Promise.all(refreshes);
-        for (const twin of twins) if (replayed.has(twin.view.id)) walk.ack(twin.message);
-      },
-      options.onProgress,
-      true,
-    );
+    await this.walkParked(selection.errorQueue, replayWalk(selection, limit, result), options.onProgress, true);
     return result;
   }
 
@@ -243,40 +174,7 @@ export class ParkedMessages {
   async editAndReplay(errorQueue: string, id: string, body: string | Buffer, options: EditReplayOptions = {}): Promise<ReplayResult> {
     const content = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
     const result: ReplayResult = { matched: 0, replayed: 0, failed: [], dryRun: options.dryRun === true };
-    await this.walkParked(
-      errorQueue,
-      async (messages, walk) => {
-        for await (const browsed of messages) {
-          if (browsed.view.id !== id) continue;
-          // A later copy of the id (a refresh cut short) goes once the replay is confirmed, as replay() acks its twins.
-          if (browsed.duplicate) {
-            if (result.replayed > 0) settle(walk, browsed);
-            continue;
-          }
-          result.matched++;
-          if (result.dryRun) return;
-          // Published through the default exchange to that queue alone, confirmed; the parked message is acked after.
-          const { queue } = browsed.view;
-          if (!queue) {
-            result.failed.push({ id, error: UNKNOWN_TARGET });
-            return;
-          }
-          if (tooLongForAQueue(queue)) {
-            result.failed.push({ id, error: unsendable(queue) });
-            return;
-          }
-          const publish = replayPublishOptions(browsed.message.properties, { queue, now: new Date(), contentType: options.contentType });
-          if ((await publishToQueue(walk.channel, queue, content, publish)) === 'returned') {
-            result.failed.push({ id, error: missingTarget(queue) });
-            return;
-          }
-          settle(walk, browsed);
-          result.replayed++;
-        }
-      },
-      undefined,
-      true,
-    );
+    await this.walkParked(errorQueue, editReplayWalk(id, content, options.contentType, result), undefined, true);
     return result;
   }
 
