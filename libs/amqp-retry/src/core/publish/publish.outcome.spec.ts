@@ -45,6 +45,8 @@ describe('publishOutcomeAfterClose on refusals that name more than an exchange',
     const close = classifyChannelClose("ACCESS_REFUSED - access to exchange 'amq.default' in vhost '/' refused for user 'a'", 403);
     expect(publishOutcomeAfterClose(close, '', 0, 'orders')).toMatchObject({ action: 'fail', code: 403 });
     expect(publishOutcomeAfterClose(close, 'shop', 0, 'orders')).toEqual({ action: 'resend' });
+    // A publish to an exchange named amq.default by a user who may not write there: the 403 is its own too.
+    expect(publishOutcomeAfterClose(close, 'amq.default', 0, 'orders')).toMatchObject({ action: 'fail', code: 403 });
   });
 
   it("fails only a publish to an exchange named amq.default (404: there is none), not those to the default exchange ''", () => {

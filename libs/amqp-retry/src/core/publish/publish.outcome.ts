@@ -56,7 +56,10 @@ export type CloseOutcome = { action: 'fail'; reason: string; code?: number } | {
  * alike); else it is sent again (at least once).
  */
 export function publishOutcomeAfterClose(close: ChannelClose, exchange: string, size = 0, routingKey?: string): CloseOutcome {
-  const ownExchange = close.exchange === exchange && (close.routingKey === undefined || close.routingKey === routingKey);
+  // A 403 names the default exchange amq.default, and so it names a publish to an exchange of that name: the broker
+  // checks the permission before it looks the exchange up.
+  const named = close.exchange === exchange || (close.exchange === '' && exchange === 'amq.default');
+  const ownExchange = named && (close.routingKey === undefined || close.routingKey === routingKey);
   const tooLarge = close.maxMessageSize !== undefined && size > close.maxMessageSize;
   if (ownExchange || tooLarge) return { action: 'fail', reason: `the broker closed the channel over it (${close.reason})`, code: close.code };
   return { action: 'resend' };
