@@ -17,7 +17,7 @@ import type { ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { scheduleIdOf } from '../core/topology/retry-plan.record.js';
 import { businessQueueArguments, planRetryTopology, retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
-import { carriedReturns, countedHeaders, keepsDeliveryCounts, unsettledDeliveries } from '../core/delivery/delivery.count.js';
+import { carriedCountOf, countedHeaders, keepsDeliveryCounts, unsettledDeliveries } from '../core/delivery/delivery.count.js';
 import { returnIdentity } from '../core/delivery/own-returns.ledger.js';
 import { queueTypeArgument } from '../core/topology/queue-type.mismatch.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -129,12 +129,12 @@ export class HandlerRuntime {
     const exchanges = [names.deadLetterExchange, names.firstFailureExchange, names.deathSortExchange, names.firstTierExchange, names.returnExchange];
     const queues = [...schedules.flatMap(tierQueues), config.deadLetterQueue ?? names.deadLetterQueue];
     const guard = new TopologyGuard(connection, { exchanges, queues }, redeclare, logger, `"${config.queue}"`);
-    this.flow = new QueueFlowControl(config, { logger, observers: deps.observers });
+    const keepsCounts = config.queueType === 'quorum' ? keepsCountsOf(connection) : undefined;
+    this.flow = new QueueFlowControl(config, { logger, observers: deps.observers, keepsDeliveryCounts: keepsCounts });
     const tiers = new TierRouter(config.queue, deps.parker.publisher, guard, redeclare, logger);
     const park = { errorQueue: config.errorQueue, redeclare };
     const { invoke, route: router } = handler;
     const quorum = config.queueType === 'quorum';
-    const keepsCounts = quorum ? keepsCountsOf(connection) : undefined;
     const gated = deliveryChain({
       config,
       invoke,
@@ -153,7 +153,7 @@ export class HandlerRuntime {
     const isSuspect = keepsCounts
       ? (m: ConsumeMessage) => {
           const counted = countedHeaders(m);
-          const carried = keepsCounts() ? carriedReturns(counted, config.queue) : 0;
+          const carried = keepsCounts() ? carriedCountOf(counted, 'quorum', config.queue) : 0;
           return (
             unsettledDeliveries(counted, 'quorum', carried) > 0 &&
             (returns.isEmpty || unsettledDeliveries(counted, 'quorum', carried + returns.claim(returnIdentity(m, config.queue))) > 0)

@@ -11,7 +11,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import { RateLimitGate } from './rate-limit.gate.js';
 import { OwnReturns, returnIdentity } from '../core/delivery/own-returns.ledger.js';
-import { brokerDeliveryCount, countedHeaders } from '../core/delivery/delivery.count.js';
+import { brokerDeliveryCount, carriedCountOf, countedHeaders } from '../core/delivery/delivery.count.js';
 import { QUORUM_DELIVERY_LIMIT } from '../core/delivery/delivery.decision.js';
 import { handleThen, WaitingDeliveries, waitsBeforeHandler } from './waiting.deliveries.js';
 
@@ -29,6 +29,8 @@ interface Dependencies {
   logger: RetryLogger;
   observers?: ObserverHub;
   now?: () => number;
+  /** Whether the broker keeps a quorum queue's delivery counts through dead-lettering (keepsDeliveryCounts). */
+  keepsDeliveryCounts?: () => boolean;
 }
 
 /**
@@ -284,7 +286,9 @@ export class QueueFlowControl {
    */
   private giveBack(message: ConsumeMessage, settle: Settle, nack = true): boolean {
     if (this.config.queueType === 'quorum') {
-      if (brokerDeliveryCount(countedHeaders(message), 'quorum') >= QUORUM_DELIVERY_LIMIT - 1) return false;
+      const headers = countedHeaders(message);
+      const carried = this.deps.keepsDeliveryCounts?.() ? carriedCountOf(headers, 'quorum', this.config.queue) : 0;
+      if (brokerDeliveryCount(headers, 'quorum') - carried >= QUORUM_DELIVERY_LIMIT - 1) return false;
       this.noteReturn(message);
     }
     if (nack) settle.nack(true);

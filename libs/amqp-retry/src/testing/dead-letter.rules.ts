@@ -28,11 +28,12 @@ export function deathRulesOf(version: string): DeathRules {
 }
 
 /**
- * Whether a RabbitMQ version keeps a quorum queue's delivery count on the messages it dead-letters (observed on 4.0.5,
- * not on 4.3.6 nor 3.10): a message rejected there arrives in its next quorum queue redelivered, with `x-delivery-count`.
+ * Whether a RabbitMQ version keeps a quorum queue's delivery count on the messages it dead-letters: 4.0 to 4.2 (observed
+ * on 4.0.5; 4.1 and 4.2 as their sources read; 4.3.6 and 3.10.8 do not): a message rejected there arrives in its next
+ * quorum queue redelivered, with `x-delivery-count` one more than it showed, until that queue gives it back.
  */
 export function keepsDeliveryCount(version: string): boolean {
-  return /^4\.0(\.|$|[-+~])/.test(version);
+  return /^4\.[0-2](\.|$|[-+~])/.test(version);
 }
 
 /** A message inside the in-memory broker. */

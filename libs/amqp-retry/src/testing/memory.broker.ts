@@ -59,7 +59,7 @@ export class MemoryBroker {
     readonly clock: VirtualClock,
     /** Whose dead-lettering it follows (dead-letter.rules.ts): RabbitMQ 3.13+/4.x by default. */
     readonly rules: DeathRules = 'current',
-    /** Whether dead letters keep a quorum queue's delivery count (keepsDeliveryCount): RabbitMQ 4.0. */
+    /** Whether dead letters keep a quorum queue's delivery count (keepsDeliveryCount): RabbitMQ 4.0 to 4.2. */
     private readonly keepsDeliveryCount = false,
   ) {}
 
@@ -210,7 +210,7 @@ export class MemoryBroker {
     const ttl = [queue.messageTtl, own].filter((t): t is number => t !== undefined && Number.isFinite(t));
     const expiresAt = ttl.length > 0 ? now + Math.min(...ttl) : undefined;
     const carried = queue.type === 'quorum' ? (message.deliveryCount ?? 0) : 0;
-    queue.insert({ message, seq: ++this.seq, expiresAt, redelivered: carried > 0, deliveryCount: carried });
+    queue.insert({ message, seq: ++this.seq, expiresAt, redelivered: carried > 0, deliveryCount: 0, ...(carried > 0 && { carried }) });
     this.pump(queue);
     return true;
   }
@@ -251,8 +251,9 @@ export class MemoryBroker {
     const key = queue.args['x-dead-letter-routing-key'];
     const message: BrokerMessage = { ...dead, exchange: dlx, routingKeys: typeof key === 'string' ? [key] : [...entry.message.routingKeys] };
     if (this.keepsDeliveryCount) {
-      // A rejection counts as a return, as a nack with requeue does; a classic queue passes the count on as it came.
-      const own = queue.type === 'quorum' ? entry.deliveryCount + (reason === 'rejected' ? 1 : 0) : (entry.message.deliveryCount ?? 0);
+      // The count it shows, one more for a rejection; a classic queue passes the count on as it came.
+      const shown = entry.deliveryCount > 0 ? entry.deliveryCount : (entry.carried ?? 0);
+      const own = queue.type === 'quorum' ? shown + (reason === 'rejected' ? 1 : 0) : (entry.message.deliveryCount ?? 0);
       if (own > 0) message.deliveryCount = own;
       else delete message.deliveryCount;
     }

@@ -10,6 +10,8 @@ export interface Enqueued {
   redelivered: boolean;
   /** Quorum queues: how many times it was delivered and given back (`x-delivery-count`). */
   deliveryCount: number;
+  /** Quorum queues on 4.0 to 4.2: the count it came in with from an earlier queue, shown until it is given back. */
+  carried?: number;
 }
 
 /** One consumer of a queue, as the queue sees it. */

@@ -54,7 +54,9 @@ export function publishedMessage(exchange: string, routingKey: string, content: 
 function deliveredProperties(entry: Enqueued, quorum: boolean, rules: DeathRules): ConsumeMessage['properties'] {
   const headers = cloneHeaders(deliveredHeaders(entry.message, rules));
   delete headers.BCC;
-  if (quorum && entry.deliveryCount > 0) headers['x-delivery-count'] = entry.deliveryCount;
+  // The queue's own count once it gave the message back; until then the count carried in (RabbitMQ 4.0 to 4.2).
+  const count = entry.deliveryCount > 0 ? entry.deliveryCount : (entry.carried ?? 0);
+  if (quorum && count > 0) headers['x-delivery-count'] = count;
   return { ...entry.message.properties, headers } as unknown as ConsumeMessage['properties'];
 }
 

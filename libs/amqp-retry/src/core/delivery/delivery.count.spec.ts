@@ -1,4 +1,4 @@
-import { carriedReturns, keepsDeliveryCounts, unsettledDeliveries } from './delivery.count.js';
+import { carriedCount, carriedCountOf, keepsDeliveryCounts, unsettledDeliveries } from './delivery.count.js';
 
 describe('unsettledDeliveries', () => {
   it.each([
@@ -38,21 +38,26 @@ describe('unsettledDeliveries', () => {
   });
 });
 
-describe('keepsDeliveryCounts and carriedReturns', () => {
-  it('takes RabbitMQ 4.0 for a broker that keeps counts through dead-lettering, and no other version', () => {
-    for (const version of ['4.0.5', '4.0.0', '4.0', '4.0.9-rc.1']) expect([version, keepsDeliveryCounts({ version })]).toEqual([version, true]);
-    for (const version of ['4.3.6', '4.1.0', '3.10.8', '40.0.1', '4.00', undefined, 40]) {
+describe('keepsDeliveryCounts and carriedCount', () => {
+  it('takes RabbitMQ 4.0 to 4.2 for brokers that keep counts through dead-lettering, and no other version', () => {
+    for (const version of ['4.0.5', '4.0.0', '4.1.2', '4.2.9', '4.0', '4.2.0-rc.1'])
+      expect([version, keepsDeliveryCounts({ version })]).toEqual([version, true]);
+    for (const version of ['4.3.6', '4.3.0', '3.10.8', '3.13.7', '40.0.1', '4.00', undefined, 40]) {
       expect([version, keepsDeliveryCounts({ version })]).toEqual([version, false]);
     }
     expect(keepsDeliveryCounts(undefined)).toBe(false);
   });
 
-  it("reads the queue's rejections from x-death, 0 when there is none or it is malformed", () => {
+  it("takes the whole count as carried when it equals the queue's rejections, none when it differs or on a classic queue", () => {
     const death = (queue: string, reason: string, count: number) => ({ queue, reason, count, exchange: 'shop', 'routing-keys': ['k'] });
-    const headers = { 'x-death': [death('orders', 'rejected', 4), death('orders.retry.1', 'expired', 4), death('other', 'rejected', 9)] };
-    expect(carriedReturns(headers, 'orders')).toBe(4);
-    expect(carriedReturns({}, 'orders')).toBe(0);
-    expect(carriedReturns(undefined, 'orders')).toBe(0);
-    expect(carriedReturns({ 'x-death': 'forged' }, 'orders')).toBe(0);
+    const deaths = [death('orders', 'rejected', 4), death('orders.retry.1', 'expired', 4), death('other', 'rejected', 9)];
+    expect(carriedCount({ 'x-delivery-count': 4 }, 'quorum', 4)).toBe(4);
+    expect(carriedCount({ 'x-delivery-count': 2 }, 'quorum', 4)).toBe(0); // the queue's own count: given back twice
+    expect(carriedCount({ 'x-delivery-count': 4 }, 'classic', 4)).toBe(0);
+    expect(carriedCountOf({ 'x-delivery-count': 4, 'x-death': deaths }, 'quorum', 'orders')).toBe(4);
+    expect(carriedCountOf({ 'x-delivery-count': 9, 'x-death': deaths }, 'quorum', 'orders')).toBe(0);
+    expect(carriedCountOf({ 'x-delivery-count': 1, 'x-death': 'forged' }, 'quorum', 'orders')).toBe(0);
+    expect(carriedCountOf({}, 'quorum', 'orders')).toBe(0);
+    expect(carriedCountOf(undefined, 'quorum', 'orders')).toBe(0);
   });
 });

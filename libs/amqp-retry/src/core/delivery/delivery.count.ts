@@ -51,19 +51,29 @@ export function brokerDeliveryCount(headers: Readonly<Record<string, unknown>> |
 
 /**
  * Whether the broker of `serverProperties` keeps a quorum queue's delivery count on the messages it dead-letters:
- * RabbitMQ 4.0 (observed on 4.0.5; not on 3.10.8 nor 4.3.6). There a retried message comes back from its tier marked
- * redelivered, its `x-delivery-count` raised by each of its rejections from the queue (carriedReturns), which are
+ * RabbitMQ 4.0 to 4.2 (observed on 4.0.5; 4.3 counts no rejection, nor does 3.10.8). There a retry arrives from its tier
+ * marked redelivered, with the `x-delivery-count` it left with plus one per rejection (carriedCount), which are
  * attempts, not unsettled deliveries.
  */
 export function keepsDeliveryCounts(serverProperties: Readonly<Record<string, unknown>> | undefined): boolean {
   const version = serverProperties?.version;
-  return typeof version === 'string' && /^4\.0(?:[.+~-]|$)/.test(version);
+  return typeof version === 'string' && /^4\.[0-2](?:[.+~-]|$)/.test(version);
 }
 
-/** Of a delivery's count on a broker that keepsDeliveryCounts, what its rejections from `queue` (its `x-death`) make. */
-export function carriedReturns(headers: Readonly<Record<string, unknown>> | undefined, queue: string): number {
-  const header = headers?.[BrokerHeader.death];
-  if (header === undefined) return 0;
-  const history = readDeathHistory(header);
-  return history.ok ? rejectedCount(history.deaths, queue) : 0;
+/**
+ * On a broker that keepsDeliveryCounts, the part of a quorum queue delivery's `x-delivery-count` it carried in rather
+ * than the queue counted: all of it when it equals `rejections`, the queue's rejections in its `x-death` (a retry from
+ * its tier, not returned since), else none: once the queue returns the message, the header is its own count, from 1
+ * (observed on 4.0.5), and a count that differs carries returns of an earlier stay, which are counted as returns.
+ */
+export function carriedCount(headers: Readonly<Record<string, unknown>> | undefined, queueType: QueueType, rejections: number): number {
+  const count = brokerDeliveryCount(headers, queueType);
+  return count > 0 && count === rejections ? count : 0;
+}
+
+/** carriedCount of a delivery whose `x-death` is not read yet (an unreadable one counts no rejection). */
+export function carriedCountOf(headers: Readonly<Record<string, unknown>> | undefined, queueType: QueueType, queue: string): number {
+  if (brokerDeliveryCount(headers, queueType) === 0) return 0;
+  const history = readDeathHistory(headers?.[BrokerHeader.death] ?? []);
+  return carriedCount(headers, queueType, history.ok ? rejectedCount(history.deaths, queue) : 0);
 }

@@ -150,15 +150,20 @@ describe('decideBeforeHandling', () => {
       );
     });
 
-    it("on RabbitMQ 4.0, which keeps the count through dead-lettering, counts the queue's rejections as attempts, not returns", () => {
-      // 4.0.5: the 11th attempt of a message that failed 10 times comes back redelivered with x-delivery-count 10.
+    it('on RabbitMQ 4.0 to 4.2, which keep the count through dead-lettering, takes a count equal to the rejections for attempts', () => {
+      // 4.0.5: the 11th attempt of a message that failed 10 times arrives redelivered with x-delivery-count 10; once the
+      // queue gives it back, the header is the queue's own count again, from 1.
       const at = (failures: number, count: number, keepsDeliveryCounts: boolean) =>
         decideBeforeHandling(input({ queueType: 'quorum', maxAttempts: 30, failures, headers: { 'x-delivery-count': count }, keepsDeliveryCounts }));
       expect(at(10, 10, true)).toMatchObject({ action: 'handle', attempt: 11 });
       expect(at(25, 25, true)).toMatchObject({ action: 'handle', attempt: 26 });
-      expect(at(10, 10 + REDELIVERY_LIMIT - 1, true)).toMatchObject({ action: 'handle', attempt: 11 });
-      const crashed = at(10, 10 + REDELIVERY_LIMIT, true);
-      expect(crashed).toMatchObject({ action: 'park', reason: 'redelivery-limit', handlerCalls: 10 + REDELIVERY_LIMIT });
+      expect(at(10, 3, true)).toMatchObject({ action: 'handle', attempt: 11 }); // given back 3 times since it came
+      expect(at(10, REDELIVERY_LIMIT + 1, true)).toMatchObject({
+        action: 'park',
+        reason: 'redelivery-limit',
+        handlerCalls: 10 + REDELIVERY_LIMIT + 1,
+      });
+      expect(at(3, REDELIVERY_LIMIT, true)).toMatchObject({ action: 'park', reason: 'redelivery-limit' });
       expect(at(10, 10, false)).toMatchObject({ action: 'park', reason: 'redelivery-limit' }); // 3.10, 4.3: ten real returns
     });
 

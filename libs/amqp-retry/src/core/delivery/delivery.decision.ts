@@ -5,7 +5,7 @@ import { NonRetryableError } from '../../errors/non-retryable.error.js';
 import { decodeBody, type Deserializer } from '../message/body.decoder.js';
 import { headersOf } from '../message/message.properties.js';
 import type { QueueType } from '../topology/topology.types.js';
-import { brokerDeliveryCount, countedHeaders, unsettledDeliveries } from './delivery.count.js';
+import { brokerDeliveryCount, carriedCount, countedHeaders, unsettledDeliveries } from './delivery.count.js';
 import { movedFirstFailures } from './first-failure.headers.js';
 import { readDeathHistory, rejectedCount, type XDeath } from './x-death.parser.js';
 import { BrokerHeader } from '../headers/header.names.js';
@@ -43,7 +43,7 @@ export interface BeforeHandlingInput {
   deserializer?: Deserializer;
   /** The returns of this delivery the application made on purpose (see OwnReturns); asked only when the broker counts any. */
   ownReturns?: (deaths: readonly XDeath[]) => number;
-  /** The broker keeps a quorum queue's delivery count through dead-lettering (keepsDeliveryCounts): RabbitMQ 4.0. */
+  /** The broker keeps a quorum queue's delivery count through dead-lettering (keepsDeliveryCounts): RabbitMQ 4.0 to 4.2. */
   keepsDeliveryCounts?: boolean;
 }
 
@@ -99,17 +99,17 @@ interface Unsettled {
 
 /**
  * Unsettled deliveries (quorum only) less the application's own returns, never discounted past QUORUM_DELIVERY_LIMIT;
- * on a broker that keeps counts through dead-lettering, less the delivery's rejections from the queue too.
+ * on a broker that keeps counts through dead-lettering, less the count it carried in (carriedCount).
  */
 function unsettledOf(input: BeforeHandlingInput, deaths: readonly XDeath[]): Unsettled {
   const headers = countedHeaders(input.message);
-  const carried = input.keepsDeliveryCounts && headers !== undefined ? rejectedCount(deaths, input.queue) : 0;
+  const carried = input.keepsDeliveryCounts ? carriedCount(headers, input.queueType, rejectedCount(deaths, input.queue)) : 0;
   const counted = unsettledDeliveries(headers, input.queueType, carried);
   if (counted === 0) return NEVER_RETURNED; // the usual delivery was never returned: no count to weigh, nothing allocated
   const own = input.ownReturns ? Math.min(counted, input.ownReturns(deaths)) : 0;
   if (own === 0) return { count: counted, own, atBrokerLimit: false };
   const count = unsettledDeliveries(headers, input.queueType, own + carried);
-  return { count, own, atBrokerLimit: brokerDeliveryCount(headers, input.queueType) >= QUORUM_DELIVERY_LIMIT - 1 };
+  return { count, own, atBrokerLimit: brokerDeliveryCount(headers, input.queueType) - carried >= QUORUM_DELIVERY_LIMIT - 1 };
 }
 
 type EarlyPark = Omit<Extract<BeforeHandling, { action: 'park' }>, 'deaths'>;
