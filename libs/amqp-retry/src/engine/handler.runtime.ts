@@ -346,9 +346,17 @@ export class HandlerRuntime {
     await onChannel(this.deps.connection, 'retry topology declaration', (channel) => channel.assertQueue(presenceQueueOf(schedule), options));
   }
 
-  private report({ deleted, draining, kept }: Retirement): void {
+  private report({ deleted, draining, kept, ignored }: Retirement): void {
     const { queue } = this.handler.config;
     const { logger } = this.deps;
+    // One line a start, whatever the number of records: the names bounded, the records removed by this start.
+    if (ignored.records > 0) {
+      const shown = ignored.names.slice(0, 10).map((name) => JSON.stringify(name));
+      const more = ignored.names.length > shown.length ? ` and ${ignored.names.length - shown.length} more` : '';
+      logger.warn(
+        `"${queue}": ignored ${ignored.records} record(s) in "${retryNames(queue).planQueue}" that name queues other than tiers of "${queue}" (${shown.join(', ') || 'no tiers'}${more}): nothing was unbound or deleted by them, and they are removed. A start writes only its own tiers there; whoever else can publish to the default exchange can write such a record`,
+      );
+    }
     if (deleted.length > 0) logger.log(`"${queue}": deleted the empty tiers of an earlier configuration: ${deleted.join(', ')}`);
     if (draining.length > 0)
       logger.warn(`"${queue}": tiers of an earlier configuration still hold messages and drain to the queue: ${draining.join(', ')}`);

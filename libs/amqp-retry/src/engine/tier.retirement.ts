@@ -4,7 +4,7 @@ import { withQueueLock } from '../amqp/queue.lock.js';
 import { readRecordMessages } from '../amqp/record.refresher.js';
 import type { Channel } from 'amqplib';
 import type { HandlerConfig } from '../core/config/handler.config.js';
-import { planRetirement, readPlanRecord, scheduleIdOf, type RetryPlanRecord } from '../core/topology/retry-plan.record.js';
+import { planRetirement, readPlanRecord, scheduleIdOf, screenPlanRecords, type RetryPlanRecord } from '../core/topology/retry-plan.record.js';
 import { retryNames, tierQueues } from '../core/topology/retry-topology.plan.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
@@ -17,6 +17,8 @@ export interface Retirement {
   draining: string[];
   /** Another running version uses them: left as they are. */
   kept: string[];
+  /** Records in the plan queue that named queues other than tiers of the handler's queue: ignored (see screenPlanRecords), then removed. */
+  ignored: { records: number; names: string[] };
 }
 
 /**
@@ -32,15 +34,25 @@ const attempt = <T>(connection: AmqpConnection, operation: (channel: Channel) =>
 
 /**
  * Every record in the plan queue, left there (the channel closes without acking them, or they are refreshed: see
- * readRecordMessages), and how many messages stand for them in the queue.
+ * readRecordMessages), and how many messages stand for them in the queue. Only records that name tiers of the
+ * handler's queue alone are returned; `ignored` tells what the others were (see screenPlanRecords).
  */
-function readRecords(connection: AmqpConnection, planQueue: string): Promise<RetryPlanRecord[] & { messages: number }> {
+function readRecords(
+  connection: AmqpConnection,
+  handler: HandlerConfig,
+): Promise<RetryPlanRecord[] & { messages: number; ignored: Retirement['ignored'] }> {
+  const { planQueue, deadLetterQueue } = retryNames(handler.queue);
   return onOwnChannel(
     () => connection.createConfirmChannel(),
     async (reader) => {
       const { messages, held } = await readRecordMessages(reader, planQueue);
-      const records = messages.map((message) => readPlanRecord(message.content)).filter((record) => record !== undefined);
-      return Object.assign(records, { messages: held });
+      const read = messages.map((message) => readPlanRecord(message.content));
+      const { records, ignored, refused } = screenPlanRecords(
+        read.filter((record) => record !== undefined),
+        handler.queue,
+        [handler.errorQueue, handler.deadLetterQueue ?? deadLetterQueue],
+      );
+      return Object.assign(records, { messages: held, ignored: { records: ignored, names: refused } });
     },
   );
 }
@@ -68,7 +80,7 @@ export function takeOverFirstFailures(connection: AmqpConnection, publisher: Con
   const names = retryNames(handler.queue);
   return withPlanLock(connection, names.planQueue, async () => {
     const own = tierQueues(handler);
-    const records = await readRecords(connection, names.planQueue);
+    const records = await readRecords(connection, handler);
     const candidates = [...new Set(records.flatMap((r) => [r.tiers, ...r.others]).map(scheduleIdOf))];
     const live = new Set<string>();
     for (const id of candidates) {
@@ -87,7 +99,7 @@ export function takeOverFirstFailures(connection: AmqpConnection, publisher: Con
       await attempt(connection, (channel) => channel.unbindQueue(tier, names.firstFailureExchange, ''));
     }
 
-    const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat() };
+    const retirement: Retirement = { deleted: [], draining: [], kept: plan.keep.flat(), ignored: records.ignored };
     for (const tier of plan.retire) {
       const unbound = await attempt(connection, (channel) => channel.unbindQueue(tier, names.deadLetterExchange, tier));
       if (unbound === undefined) continue; // gone already
@@ -139,7 +151,7 @@ export function rebindFirstFailuresIfOwner(connection: AmqpConnection, handler: 
   const names = retryNames(handler.queue);
   const own = tierQueues(handler);
   return withPlanLock(connection, names.planQueue, async () => {
-    const newest = (await readRecords(connection, names.planQueue)).at(-1);
+    const newest = (await readRecords(connection, handler)).at(-1);
     if (newest && scheduleIdOf(newest.tiers) !== scheduleIdOf(own)) return;
     await onChannel(connection, 'retry topology declaration', (channel) => channel.bindQueue(own[0], names.firstTierExchange, ''));
   });

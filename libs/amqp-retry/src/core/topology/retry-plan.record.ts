@@ -1,4 +1,5 @@
 import { readRecordFields } from './json-record.reader.js';
+import { tierPositionOf } from './retry-topology.plan.js';
 
 /**
  * What a start leaves in the handler's plan queue (`Q.retry.plan`): the tier queues of the newest start (its first
@@ -24,6 +25,45 @@ export function readPlanRecord(content: Buffer | undefined): RetryPlanRecord | u
     others: Array.isArray(others) ? others.filter((o): o is string[] => isStringArray(o) && o.length > 0) : [],
     retiring: isStringArray(retiring) ? retiring : [],
   };
+}
+
+/** The plan records a start may act on, and what it ignored. */
+export interface ScreenedPlanRecords {
+  records: RetryPlanRecord[];
+  /** How many records were ignored. */
+  ignored: number;
+  /** The names in the ignored records that are no tier of the queue where they stand, each once. */
+  refused: string[];
+}
+
+/**
+ * The records of `queue`'s plan queue a start may act on: those whose every name is a tier of `queue` by the naming of
+ * tierQueues, each schedule's tier k at position k, and none of `reserved` (the queue's parking and dead-letter queues).
+ * Anyone allowed to publish to the default exchange can put a record in the plan queue, and a start deletes the empty
+ * tiers a record names: a record naming anything else was not written by a start, so it is ignored whole.
+ */
+export function screenPlanRecords(records: readonly RetryPlanRecord[], queue: string, reserved: readonly string[]): ScreenedPlanRecords {
+  const isTier = (name: string, position?: number) => {
+    const at = tierPositionOf(queue, name);
+    return at !== undefined && (position === undefined || at === position) && !reserved.includes(name);
+  };
+  const refusedOf = (record: RetryPlanRecord) => [
+    ...[record.tiers, ...record.others].flatMap((schedule) => schedule.filter((name, i) => !isTier(name, i + 1))),
+    ...record.retiring.filter((name) => !isTier(name)),
+  ];
+  const kept: RetryPlanRecord[] = [];
+  const refused = new Set<string>();
+  let ignored = 0;
+  for (const record of records) {
+    const bad = refusedOf(record);
+    if (bad.length === 0 && record.tiers.length > 0) {
+      kept.push(record); // a start always records a first tier
+    } else {
+      ignored++;
+      for (const name of bad) refused.add(name);
+    }
+  }
+  return { records: kept, ignored, refused: [...refused] };
 }
 
 /** A schedule's id: the digest that ends its first tier's name (`Q.retry.1.<delay>.<id>`, see tierQueues). */

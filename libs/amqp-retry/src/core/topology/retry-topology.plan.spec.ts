@@ -1,6 +1,6 @@
 import { resolveHandlerConfig } from '../config/handler.config.js';
 import { resolveModuleConfig } from '../config/module.config.js';
-import { businessQueueArguments, planRetryTopology, tierQueues } from './retry-topology.plan.js';
+import { businessQueueArguments, planRetryTopology, tierPositionOf, tierQueues } from './retry-topology.plan.js';
 import type { BindingDeclaration, TopologyPlan } from './topology.types.js';
 
 const handler = (delays = ['1s', '10s', '1m'], exchange: { exchange?: string } = { exchange: 'shop' }) =>
@@ -238,5 +238,33 @@ describe('planRetryTopology with quorum queues', () => {
   it('routes failures exactly as with classic queues', () => {
     const [first, second] = tierQueues(handler(['1s', '2s']));
     expect(walk(plan, 3, 'order.created')).toEqual([first, second, second]);
+  });
+});
+
+describe('tierPositionOf', () => {
+  it('is the position of a name tierQueues gives the queue, for any delays', () => {
+    for (const delays of [['1s', '10s', '1m'], ['150ms'], ['90s', '1d']]) {
+      tierQueues(handler(delays)).forEach((name, i) => expect(tierPositionOf(handler(delays).queue, name)).toBe(i + 1));
+    }
+  });
+
+  it.each([
+    'orders',
+    'orders.error',
+    'orders.retry.plan',
+    'orders.retry.plan.lock',
+    'orders.retry.live.a1b2c3',
+    'orders.retry.0.1s.a1b2c3',
+    'orders.retry.1.1x.a1b2c3',
+    'orders.retry.1.1s.A1B2C3',
+    'orders.retry.1.1s.a1b2c3.x',
+    'other.retry.1.1s.a1b2c3',
+    'orders.dlx.dead',
+  ])('is undefined for %s, no tier of orders', (name) => expect(tierPositionOf('orders', name)).toBeUndefined());
+
+  it('reads the queue name as it is, not as a pattern', () => {
+    expect(tierPositionOf('a.b', 'a.b.retry.1.1s.a1b2c3')).toBe(1);
+    expect(tierPositionOf('a.b', 'aXb.retry.1.1s.a1b2c3')).toBeUndefined();
+    expect(tierPositionOf('a', 'a.b.retry.1.1s.a1b2c3')).toBeUndefined();
   });
 });

@@ -35,6 +35,20 @@ const scheduleId = (delaysMs: readonly number[]) => createHash('sha256').update(
 export const tierQueues = (handler: Pick<HandlerConfig, 'queue' | 'delaysMs'>): string[] =>
   handler.delaysMs.map((delay, i) => `${handler.queue}.retry.${i + 1}.${formatDuration(delay)}.${scheduleId(handler.delaysMs.slice(i))}`);
 
+/** What follows `<queue>.retry.` in a tier's name: its position (from 1), its delay as formatDuration spells it, its schedule digest. */
+const TIER_NAME_TAIL = /^([1-9]\d*)\.\d+(?:ms|s|m|h|d)\.[0-9a-f]{6}$/;
+
+/**
+ * The position (from 1) of `name` among the tiers of `queue` when the name is one tierQueues gives `queue` (for some
+ * delays), else undefined: a name read from a record on the broker is acted on only when it is one of these.
+ * @example tierPositionOf('orders', 'orders.retry.2.10s.a1b2c3') // 2
+ */
+export function tierPositionOf(queue: string, name: string): number | undefined {
+  const prefix = `${queue}.retry.`;
+  const tail = name.startsWith(prefix) ? TIER_NAME_TAIL.exec(name.slice(prefix.length)) : null;
+  return tail ? Number(tail[1]) : undefined;
+}
+
 /**
  * The arguments the library declares a handler's own queue with. Another client that declares the queue (Nest's
  * ClientRMQ does unless `noAssert`) must give the same ones, or the broker refuses it with a 406.
