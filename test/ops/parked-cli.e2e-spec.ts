@@ -211,9 +211,9 @@ describe('the amqp-retry CLI, run as a child process', () => {
     await park([{ n: 1, error: 'card declined' }]);
     const handlerQueue = await run('parked', 'purge', '--error-queue', queue, '--all', '--yes');
     expect(handlerQueue.code).toBe(2);
-    expect(handlerQueue.stderr).toContain(
-      `"${queue}" is a handler queue or one of its retry tiers, not a parking queue; nothing was read or changed`,
-    );
+    // The CLI runs no handler: the queue's record says it is a handler queue, and the refusal names the record.
+    expect(handlerQueue.stderr).toContain(`"${queue}" is the handler queue by the record of "${queue}" in "amqp-retry.handlers" (`);
+    expect(handlerQueue.stderr).toContain(', not a parking queue; nothing was read or changed');
     const paired = await run('parked', 'purge', '--queue', queue, '--error-queue', queue, '--all', '--yes');
     expect(paired.code).toBe(2);
     // A live queue no handler recorded: its consumer would lose its messages to a walk, and to a purge for good.

@@ -89,10 +89,11 @@ export class ParkedView {
   async checkParkingQueue(errorQueue: string): Promise<boolean> {
     const inScope = await this.known();
     if (!mayUseParkingQueue(this.currentScope(), inScope, errorQueue)) throw this.outOfScope(errorQueue, 'parking queue');
-    const queues = [...(this.internals.own?.() ?? []), ...(await this.records())];
-    const role = nonParkingRole(queues, errorQueue);
+    const own = this.internals.own?.() ?? [];
+    const records = await this.records();
+    const role = nonParkingRole(own, records, errorQueue);
     if (role !== undefined) throw new NotAParkingQueueError(errorQueue, role);
-    return isRecordedParkingQueue([...queues, ...inScope], errorQueue);
+    return isRecordedParkingQueue([...own, ...records, ...inScope], errorQueue);
   }
 
   outOfScope(name: string, what: 'handler queue' | 'parking queue'): ParkedScopeError {

@@ -93,31 +93,58 @@ describe('namesNothing and describeScope', () => {
 });
 
 describe('nonParkingRole', () => {
-  const queues = [{ queue: 'orders', tiers: ['orders.retry.1', 'orders.retry.2'] }];
+  const own = [{ queue: 'orders', errorQueue: 'orders.error', tiers: ['orders.retry.1', 'orders.retry.2'] }];
+  const none: HandlerRecord[] = [];
 
   it('names a handler queue and its tiers, never its parking queue or an unknown queue', () => {
-    expect(nonParkingRole(queues, 'orders')).toBe('a handler queue or one of its retry tiers');
-    expect(nonParkingRole(queues, 'orders.retry.2')).toBe('a handler queue or one of its retry tiers');
-    expect(nonParkingRole(queues, 'orders.error')).toBeUndefined();
-    expect(nonParkingRole(queues, 'payments')).toBeUndefined();
-    expect(nonParkingRole(queues, 'payments.error')).toBeUndefined();
-    expect(nonParkingRole([], 'orders')).toBeUndefined();
+    expect(nonParkingRole(own, none, 'orders')).toBe('a handler queue or one of its retry tiers');
+    expect(nonParkingRole(own, none, 'orders.retry.2')).toBe('a handler queue or one of its retry tiers');
+    expect(nonParkingRole(own, none, 'orders.error')).toBeUndefined();
+    expect(nonParkingRole(own, none, 'payments')).toBeUndefined();
+    expect(nonParkingRole(own, none, 'payments.error')).toBeUndefined();
+    expect(nonParkingRole([], none, 'orders')).toBeUndefined();
   });
 
   it("names the library's own queues, recorded or not: the registry, the ladder's levels, plan records, presence, tiers, dead-letter queues", () => {
-    expect(nonParkingRole([], 'amqp-retry.handlers')).toBe('the handler registry');
-    expect(nonParkingRole([], 'amqp-retry.delay.v1.p03.1536ms')).toMatch(/^a queue of a delay ladder/);
-    expect(nonParkingRole([], 'billing.delay.quorum.v1.p00.7ms')).toMatch(/^a queue of a delay ladder/);
-    expect(nonParkingRole([], 'gone.retry.plan')).toMatch(/retry plan record/);
-    expect(nonParkingRole([], 'gone.retry.live.a1b2c3')).toMatch(/presence queue/);
-    expect(nonParkingRole([], 'gone.retry.2.10s.a1b2c3')).toMatch(/^a retry tier/);
-    expect(nonParkingRole([], 'gone.dlx.dead')).toMatch(/dead-letter queue/);
-    expect(nonParkingRole(queues, 'orders.dlx.sort')).toBe('a name the retry topology of "orders" derives');
-    expect(nonParkingRole(queues, 'orders.return')).toBe('a name the retry topology of "orders" derives');
+    expect(nonParkingRole([], none, 'amqp-retry.handlers')).toBe('the handler registry');
+    expect(nonParkingRole([], none, 'amqp-retry.delay.v1.p03.1536ms')).toMatch(/^a queue of a delay ladder/);
+    expect(nonParkingRole([], none, 'billing.delay.quorum.v1.p00.7ms')).toMatch(/^a queue of a delay ladder/);
+    expect(nonParkingRole([], none, 'gone.retry.plan')).toMatch(/retry plan record/);
+    expect(nonParkingRole([], none, 'gone.retry.live.a1b2c3')).toMatch(/presence queue/);
+    expect(nonParkingRole([], none, 'gone.retry.2.10s.a1b2c3')).toMatch(/^a retry tier/);
+    expect(nonParkingRole([], none, 'gone.dlx.dead')).toMatch(/dead-letter queue/);
+    expect(nonParkingRole(own, none, 'orders.dlx.sort')).toBe('a name the retry topology of "orders" derives');
+    expect(nonParkingRole(own, none, 'orders.return')).toBe('a name the retry topology of "orders" derives');
     // The ladder's own parking queue, and names that only look alike, are not refused.
     for (const name of ['amqp-retry.delay.error', 'orders.dlxx', 'gone.retry.plan.error', 'amqp-retry.handlers.error']) {
-      expect(nonParkingRole(queues, name)).toBeUndefined();
+      expect(nonParkingRole(own, none, name)).toBeUndefined();
     }
+  });
+
+  it("names a record's handler queue and what it derives, naming the record and what to do", () => {
+    const payments = [record('payments', ['billing'], { recordedAt: '2026-01-02T03:04:05.000Z' })];
+    const role = nonParkingRole([], payments, 'payments');
+    expect(role).toMatch(
+      /^the handler queue by the record of "payments" in "amqp-retry.handlers" \(application\(s\) "billing", recorded 2026-01-02T03:04:05.000Z; /,
+    );
+    expect(role).toMatch(/take it out of the registry/);
+    expect(nonParkingRole([], payments, 'payments.dlx.first')).toMatch(
+      /^a name the retry topology of "payments" derives by the record of "payments"/,
+    );
+    expect(nonParkingRole([], payments, 'payments.error')).toBeUndefined();
+  });
+
+  it("takes a record's tiers only as far as its own queue derives them: a record cannot claim another application's parking queue", () => {
+    const ghost = [record('ghost', ['intruder'], { errorQueue: 'ghost2', tiers: ['orders.error', 'payments.error'] })];
+    expect(nonParkingRole(own, ghost, 'orders.error')).toBeUndefined();
+    expect(nonParkingRole([], ghost, 'orders.error')).toBeUndefined();
+    expect(nonParkingRole([], ghost, 'payments.error')).toBeUndefined();
+  });
+
+  it("keeps a parking queue of the application's own handlers one, whatever a record says", () => {
+    const claim = [record('orders.error', ['intruder'])];
+    expect(nonParkingRole(own, claim, 'orders.error')).toBeUndefined();
+    expect(nonParkingRole([], claim, 'orders.error')).toMatch(/^the handler queue by the record of "orders.error" .*"intruder"/);
   });
 
   it('knows a parking queue by what some handler parks in', () => {

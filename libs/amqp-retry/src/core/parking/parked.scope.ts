@@ -89,18 +89,39 @@ const LIBRARY_QUEUE_NAMES: readonly { pattern: RegExp; role: string }[] = [
   { pattern: /\.dlx\.dead$/, role: "a handler's dead-letter queue (<queue>.dlx.dead)" },
 ];
 
+/** The names the retry topology of a handler queue derives beside its tiers (and its tiers: `<queue>.retry.…`). */
+const derivesFrom = (queue: string, name: string): boolean =>
+  [`${queue}.return`, `${queue}.dlx`].includes(name) || [`${queue}.dlx.`, `${queue}.retry.`].some((part) => name.startsWith(part));
+
 /**
- * Why `name` can never be a parking queue, or undefined: the handler registry, a queue some handler consumes or
- * retries through (its queue, a tier or a name its retry topology derives, by any record or the application's own
- * handlers), or a queue of the library by its name (LIBRARY_QUEUE_NAMES). Whatever a scope, a flag or a record says.
+ * A registry record in words, with what to do when it is wrong, for an error that refuses a queue because of it: its
+ * queue, applications and time; a record whose queue no handler runs was not written by a start.
  */
-export function nonParkingRole(queues: readonly Pick<ScopeQueue, 'queue' | 'tiers'>[], name: string): string | undefined {
-  if (name === HANDLER_REGISTRY_QUEUE) return 'the handler registry';
-  if (queues.some((q) => q.queue === name || q.tiers.includes(name))) return 'a handler queue or one of its retry tiers';
-  const derived = queues.find(
-    ({ queue }) => [`${queue}.return`, `${queue}.dlx`].includes(name) || [`${queue}.dlx.`, `${queue}.retry.`].some((part) => name.startsWith(part)),
+const describeRecord = ({ queue, applications, recordedAt }: HandlerRecord): string => {
+  const by = applications.length > 0 ? `application(s) ${applications.map((a) => JSON.stringify(a)).join(', ')}` : 'no application named';
+  return (
+    `the record of ${JSON.stringify(queue)} in "${HANDLER_REGISTRY_QUEUE}" (${by}, recorded ${recordedAt || 'at an unknown time'}; ` +
+    `if no handler runs on ${JSON.stringify(queue)}, no start wrote it: take it out of the registry, or use the ParkedMessages or page of ` +
+    `the application that parks there, whose own handlers a record cannot override)`
   );
+};
+
+/**
+ * Why `name` can never be a parking queue, or undefined: the handler registry; a queue the application's own handlers
+ * (`own`, authoritative) consume or retry through (a queue, a tier, a name its retry topology derives); a handler queue
+ * of a record, or a name its retry topology derives; a queue of the library by its name (LIBRARY_QUEUE_NAMES).
+ * A parking queue of `own` is one whatever a record says, and a record's `tiers` count only as far as the record's own
+ * queue derives them: anyone who may publish to the default exchange can write a record, which must not take another
+ * application's parking queue from it. A refusal because of a record names the record.
+ */
+export function nonParkingRole(own: readonly ScopeQueue[], records: readonly HandlerRecord[], name: string): string | undefined {
+  if (name === HANDLER_REGISTRY_QUEUE) return 'the handler registry';
+  if (own.some((q) => q.queue === name || q.tiers.includes(name))) return 'a handler queue or one of its retry tiers';
+  const derived = own.find(({ queue }) => derivesFrom(queue, name));
   if (derived) return `a name the retry topology of "${derived.queue}" derives`;
+  const record = own.some((q) => q.errorQueue === name) ? undefined : records.find(({ queue }) => queue === name || derivesFrom(queue, name));
+  if (record)
+    return `${record.queue === name ? 'the handler queue' : `a name the retry topology of "${record.queue}" derives`} by ${describeRecord(record)}`;
   return LIBRARY_QUEUE_NAMES.find(({ pattern }) => pattern.test(name))?.role;
 }
 
