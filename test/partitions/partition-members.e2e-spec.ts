@@ -50,6 +50,20 @@ describe("the members' view when its exchange or its queues are deleted", () => 
     await waitFor(() => logger.lines.some((line) => line.includes('hears the members again')), 'the recovery logged', 5_000);
   });
 
+  it("hears no announcement the broker did not validate as the application's user: a forged member gets no partition", async () => {
+    const logger = new RecordingLogger();
+    const run = await twoInstances(logger);
+    const forged = Buffer.from(JSON.stringify({ id: 'phantom', count: 4 }));
+    const until = Date.now() + HEARTBEAT_MS * 5;
+    while (Date.now() < until) {
+      suite.broker.channel.publish(`${suite.queue}.partitions.members`, '', forged);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(run.views().map((v) => v.members.length)).toEqual([2, 2]);
+      expect(run.consumedBy()).toEqual([2, 2]);
+    }
+    expect(logger.count(/ignored an announcement with no broker-validated user/)).toBe(2); // once per instance, not per message
+  });
+
   it("listens again when the broker cancels its members' queue, and the view never loses the other", async () => {
     const run = await twoInstances();
     const [first] = await memberQueues();

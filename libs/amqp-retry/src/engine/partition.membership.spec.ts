@@ -1,6 +1,7 @@
-import type { Channel } from 'amqplib';
+import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import { PartitionMembership } from './partition.membership.js';
+import { MAX_MEMBERS } from '../core/partitions/membership.view.js';
 
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
@@ -14,7 +15,7 @@ function membership() {
   } as unknown as Channel;
   let open!: (channel: Channel) => void;
   const opening = new Promise<Channel>((resolve) => (open = resolve));
-  const deps = { connection: {} as AmqpConnection, publishingChannel: () => opening, logger: silent };
+  const deps = { connection: {} as AmqpConnection, publishingChannel: () => opening, logger: silent, userId: 'app' };
   return {
     published,
     openChannel: () => open(channel),
@@ -42,5 +43,64 @@ describe("a partitioned handler's announcements", () => {
       { id: 'm-1', leaving: false, count: 4 },
       { id: 'm-1', leaving: true, count: 4 },
     ]);
+  });
+});
+
+/** A listening membership of member "m-1" (broker user "app"): `deliver` hands it an announcement as its queue would. */
+async function listening() {
+  const warnings: string[] = [];
+  let consumer!: (message: ConsumeMessage | null) => void;
+  const channel = {
+    on: () => channel,
+    assertExchange: async () => undefined,
+    assertQueue: async () => ({ queue: 'amq.gen-1' }),
+    bindQueue: async () => undefined,
+    consume: async (_queue: string, onMessage: typeof consumer) => void (consumer = onMessage),
+  } as unknown as Channel;
+  const connection = { createChannel: async () => channel } as unknown as AmqpConnection;
+  const logger = { ...silent, warn: (line: string) => void warnings.push(line) };
+  let changes = 0;
+  const members = new PartitionMembership(
+    'm-1',
+    4,
+    'orders',
+    'orders.members',
+    1_000,
+    { connection, publishingChannel: async () => channel, logger, userId: 'app' },
+    () => void changes++,
+  );
+  await members.listen();
+  const deliver = (body: object, userId?: string) =>
+    consumer({ content: Buffer.from(JSON.stringify(body)), properties: { userId }, fields: {} } as unknown as ConsumeMessage);
+  deliver({ id: 'm-1', count: 4 }, 'app'); // it hears itself
+  return { members, deliver, warnings, changes: () => changes };
+}
+
+describe("a partitioned handler's membership", () => {
+  it("hears only announcements the broker validated as this application's user: a forged or older one joins no membership", async () => {
+    const { members, deliver, warnings, changes } = await listening();
+    deliver({ id: 'forged', count: 4 }); // no userId: an older version's, or anyone's
+    deliver({ id: 'other', count: 4 }, 'mallory');
+    deliver({ id: 'm-2', count: 4 }, 'app');
+    expect(members.alive(Date.now()).map((m) => m.id)).toEqual(['m-1', 'm-2']);
+    expect(changes()).toBe(1);
+    expect(warnings).toEqual([expect.stringContaining('no broker-validated user (userId), not this application\'s "app"')]);
+  });
+
+  it('keeps at most MAX_MEMBERS other members, and says so once, however many made-up ids are announced', async () => {
+    const { members, deliver, warnings } = await listening();
+    const started = Date.now();
+    for (let i = 0; i < 20_000; i++) deliver({ id: `phantom-${i}`, count: 4 }, 'app');
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(members.alive(Date.now())).toHaveLength(MAX_MEMBERS + 1);
+    expect(warnings).toEqual([expect.stringContaining(`${MAX_MEMBERS} members are heard already`)]);
+  });
+
+  it('publishes its announcements with its broker user, which the broker validates', async () => {
+    const options: unknown[] = [];
+    const channel = { on: () => channel, publish: (_e: string, _k: string, _c: Buffer, o: unknown) => void options.push(o) } as unknown as Channel;
+    const deps = { connection: {} as AmqpConnection, publishingChannel: async () => channel, logger: silent, userId: 'app' };
+    await new PartitionMembership('m-1', 4, 'orders', 'orders.members', 1_000, deps, () => undefined).announce();
+    expect(options).toEqual([expect.objectContaining({ userId: 'app' })]);
   });
 });

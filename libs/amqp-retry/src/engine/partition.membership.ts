@@ -1,6 +1,6 @@
 import type { Channel } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
-import { MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
+import { MAX_MEMBERS, MembershipView, readAnnouncement } from '../core/partitions/membership.view.js';
 import { DEAF_AFTER_HEARTBEATS, MISSED_HEARTBEATS } from '../core/partitions/partitions.config.js';
 import type { PartitionMember } from '../core/partitions/partition.plan.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
@@ -13,7 +13,16 @@ export interface MembershipDeps {
   /** A plain channel on the publishing connection (announcements are published, never on the consuming one). */
   publishingChannel: (purpose: string) => Promise<Channel>;
   logger: RetryLogger;
+  /**
+   * The broker user announcements are published as (AMQP `user_id`, which the broker checks against the connection's
+   * own user): only this user's announcements are heard, so that another user who may write to the members' exchange
+   * cannot join the membership and be given partitions.
+   */
+  userId: string;
 }
+
+/** At most one line a minute about ignored announcements. */
+const IGNORED_LOG_MS = 60_000;
 
 /**
  * One instance's part in a partitioned handler's membership: it announces itself, with its count, each heartbeat on the
@@ -32,6 +41,8 @@ export class PartitionMembership {
   private closed = false;
   /** It announced that it leaves. */
   private left = false;
+  /** When an ignored announcement was last logged. */
+  private lastIgnored = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly member: string,
@@ -71,11 +82,20 @@ export class PartitionMembership {
         queue,
         (message) => {
           if (message === null) return void this.stopListening(channel); // cancelled by the broker: heard as deafness
+          const { userId } = message.properties;
+          if (userId !== this.deps.userId) {
+            const user = typeof userId === 'string' ? `broker user "${userId}"` : 'no broker-validated user (userId)';
+            return this.ignored(
+              `an announcement with ${user}, not this application's "${this.deps.userId}" (an instance of a version that announces without userId, or another user's publisher): it joins no membership`,
+            );
+          }
           const announcement = readAnnouncement(message.content);
           if (announcement === undefined) return;
-          const known = this.view.members(Date.now()).includes(announcement.id);
-          this.view.heard(announcement, Date.now());
-          if (announcement.leaving || !known) this.changed();
+          const heard = this.view.heard(announcement, Date.now());
+          if (heard === 'full') {
+            return this.ignored(`"${announcement.id}": ${MAX_MEMBERS} members are heard already (the most kept; announcements with made-up ids?)`);
+          }
+          if (announcement.leaving || heard === 'new') this.changed();
         },
         { noAck: true },
       );
@@ -105,7 +125,8 @@ export class PartitionMembership {
       });
       const channel = await this.announcer;
       const announcement = Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count }));
-      channel.publish(this.membersExchange, '', announcement, { expiration: String(this.heartbeatMs * MISSED_HEARTBEATS), persistent: false });
+      const expiration = String(this.heartbeatMs * MISSED_HEARTBEATS);
+      channel.publish(this.membersExchange, '', announcement, { expiration, persistent: false, userId: this.deps.userId });
       this.announceFailed = false;
     } catch (error) {
       this.announcer = undefined;
@@ -147,6 +168,13 @@ export class PartitionMembership {
     const announcer = this.announcer;
     this.announcer = undefined;
     await announcer?.then((c) => c.close()).catch(() => undefined);
+  }
+
+  private ignored(what: string): void {
+    const now = Date.now();
+    if (now - this.lastIgnored < IGNORED_LOG_MS) return;
+    this.lastIgnored = now;
+    this.deps.logger.warn(`"${this.queue}": ignored ${what} (at most one such line a minute)`);
   }
 
   private async stopListening(channel: Channel): Promise<void> {

@@ -17,6 +17,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
 import { PartitionRetirement } from './partition.retirement.js';
 import { PartitionMembership } from './partition.membership.js';
+import { brokerUser } from '../core/config/broker-urls.reader.js';
 import { onChannel } from './tier.retirement.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
@@ -91,7 +92,7 @@ export class PartitionedRuntime {
       this.queue,
       this.names.membersExchange,
       this.partitions.heartbeatMs,
-      deps,
+      { ...deps, userId: brokerUser(deps.urls[0]) },
       () => {
         if (this.assigned) this.rebalance();
       },

@@ -1,4 +1,4 @@
-import { MembershipView, readAnnouncement } from './membership.view.js';
+import { MAX_MEMBERS, MembershipView, readAnnouncement } from './membership.view.js';
 
 describe('MembershipView', () => {
   /** b hears itself each second, as its own heartbeat comes back to it. */
@@ -99,5 +99,25 @@ describe('readAnnouncement', () => {
     for (const bad of ['', 'null', '[]', '{"id":7}', '{"id":""}', 'not json', JSON.stringify({ id: 'x'.repeat(201) })]) {
       expect(readAnnouncement(Buffer.from(bad))).toBeUndefined();
     }
+  });
+
+  it('keeps its sorted members until one comes or goes, and counts them right after', () => {
+    const view = new MembershipView('b', 3_000, 2_000, 0);
+    view.heard({ id: 'b' }, 0);
+    expect(view.heard({ id: 'c' }, 0)).toBe('new');
+    expect(view.members(0)).toEqual(['b', 'c']);
+    expect(view.heard({ id: 'c' }, 100)).toBe('known');
+    expect(view.heard({ id: 'a' }, 100)).toBe('new');
+    expect(view.members(100)).toEqual(['a', 'b', 'c']);
+    view.heard({ id: 'a', leaving: true }, 200);
+    expect(view.members(200)).toEqual(['b', 'c']);
+  });
+
+  it('hears no new member beyond MAX_MEMBERS others, while the known ones are still heard', () => {
+    const view = new MembershipView('b', 3_000, 2_000, 0);
+    for (let i = 0; i < MAX_MEMBERS; i++) expect(view.heard({ id: `m${i}` }, 0)).toBe('new');
+    expect(view.heard({ id: 'one-more' }, 0)).toBe('full');
+    expect(view.heard({ id: 'm0' }, 0)).toBe('known');
+    expect(view.members(0)).toHaveLength(MAX_MEMBERS + 1);
   });
 });

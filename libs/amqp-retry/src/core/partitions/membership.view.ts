@@ -23,6 +23,16 @@ export function readAnnouncement(content: Buffer): MemberAnnouncement | undefine
 }
 
 /**
+ * Most other members a view keeps: far more instances than a handler runs (its partitions number 256 at most), few
+ * enough that a flood of announcements with made-up ids (from the application's own broker user: no other user's is
+ * heard, engine/partition.membership.ts) costs a bounded map; an id beyond it is not heard until some member expires.
+ */
+export const MAX_MEMBERS = 1_000;
+
+/** What `heard` did with an announcement: `full` when it came from a member it did not know while it kept MAX_MEMBERS. */
+export type HeardOutcome = 'new' | 'known' | 'full';
+
+/**
  * Who is alive as this member hears it: itself, and each other until `expiryMs` after its last announcement, or it
  * leaves. A member hears its own announcements too, and only trusts what it hears (or does not hear) while they come
  * back: since its listener (re)started, and within `deafAfterMs`. Else (its queue cancelled, the members' exchange
@@ -32,6 +42,8 @@ export function readAnnouncement(content: Buffer): MemberAnnouncement | undefine
 export class MembershipView {
   /** Each other member: when it was last heard, and the count it announced. */
   private readonly lastSeen = new Map<string, { at: number; count?: number }>();
+  /** The members, sorted, as `members` last returned them: kept until one comes or goes (each message must not sort them). */
+  private sorted?: string[];
   private selfHeardAt = Number.NEGATIVE_INFINITY;
   private listeningSince: number;
   private heardSinceListening = false;
@@ -47,15 +59,32 @@ export class MembershipView {
     this.listeningSince = now;
   }
 
-  heard(announcement: MemberAnnouncement, now: number): void {
-    if (announcement.id === this.self) {
+  /** Takes an announcement in; `new` when its member was not alive at `now` before. */
+  heard(announcement: MemberAnnouncement, now: number): HeardOutcome {
+    const { id } = announcement;
+    if (id === this.self) {
       if (!this.hears(now)) for (const seen of this.lastSeen.values()) seen.at = now;
       this.selfHeardAt = now;
       this.heardSinceListening = true;
-      return;
+      return 'known';
     }
-    if (announcement.leaving) this.lastSeen.delete(announcement.id);
-    else this.lastSeen.set(announcement.id, { at: now, count: announcement.count });
+    const known = this.isAlive(id, now);
+    if (announcement.leaving) {
+      if (this.lastSeen.delete(id)) this.sorted = undefined;
+      return known ? 'known' : 'new';
+    }
+    if (!this.lastSeen.has(id)) {
+      if (this.lastSeen.size >= MAX_MEMBERS) return 'full';
+      this.sorted = undefined;
+    }
+    this.lastSeen.set(id, { at: now, count: announcement.count });
+    return known ? 'known' : 'new';
+  }
+
+  /** Whether `id` is among `members(now)`, without listing them. */
+  private isAlive(id: string, now: number): boolean {
+    const seen = this.lastSeen.get(id);
+    return seen !== undefined && (now - seen.at <= this.expiryMs || !this.hears(now));
   }
 
   /** A listener (re)starts (or is about to): what it hears counts once its own announcement comes back. */
@@ -76,8 +105,9 @@ export class MembershipView {
 
   /** The members alive at `now`, sorted, itself included; forgets those expired (only while it hears itself). */
   members(now: number): string[] {
-    if (this.hears(now)) for (const [id, { at }] of this.lastSeen) if (now - at > this.expiryMs) this.lastSeen.delete(id);
-    return [this.self, ...this.lastSeen.keys()].sort();
+    if (this.hears(now)) for (const [id, { at }] of this.lastSeen) if (now - at > this.expiryMs && this.lastSeen.delete(id)) this.sorted = undefined;
+    this.sorted ??= [this.self, ...this.lastSeen.keys()].sort();
+    return [...this.sorted];
   }
 
   /** The members alive at `now` (as `members`), each with the count it announced: what the partitions are spread by. */

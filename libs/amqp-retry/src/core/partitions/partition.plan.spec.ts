@@ -122,6 +122,11 @@ describe('partitionOwners', () => {
     expect(partitionOwners(view(members)).join(' ')).toBe(expected);
   });
 
+  it('takes more members than a call can spread as arguments', () => {
+    const members = Array.from({ length: 200_000 }, (_, i) => ({ id: `m${String(i).padStart(6, '0')}`, count: 2 }));
+    expect(partitionOwners(members)).toEqual(['m000000', 'm000001']);
+  });
+
   it('gives each partition to a member that runs it, whatever the counts', () => {
     const counts = [1, 3, 4, 7, 8, 16];
     for (const a of counts) {

@@ -78,7 +78,8 @@ export interface PartitionMember {
 export function partitionOwners(members: readonly PartitionMember[]): Array<string | undefined> {
   const byId = new Map(members.map((m) => [m.id, m.count ?? 0]));
   const sorted = [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const total = Math.max(0, ...byId.values());
+  let total = 0; // not Math.max(...values): spread arguments overflow the stack past about 100,000
+  for (const count of byId.values()) total = Math.max(total, count);
   return Array.from({ length: total }, (_, i) => {
     const running = sorted.filter(([, count]) => i < count);
     return running[i % running.length][0];
