@@ -44,7 +44,10 @@ describe('pause and resume from another process: the CLI and QueueControl', () =
     expect(app.get(RetryEngine).queueStates()[0]).toMatchObject({ state: 'paused', paused: { by: 'alice', reason: 'INC-142 payments down' } });
     await waitFor(async () => (await broker.consumers(queue)) === 0, 'the consumer cancelled');
     await broker.publish('', queue, { n: 1 });
-    expect(logger.lines).toContain(`warn Queue "${queue}" is now paused: paused by alice: INC-142 payments down`);
+    // The broker-validated user the CLI sent it as, beside the `by` it claims.
+    expect(logger.lines).toContain(
+      `warn Queue "${queue}" is now paused: paused by alice (a command sent as broker user "guest"): INC-142 payments down`,
+    );
 
     const resumed = await cli('resume', '--queue', queue, '--by', 'bob', '--json');
     expect(resumed.code).toBe(0);
@@ -80,8 +83,11 @@ describe('pause and resume from another process: the CLI and QueueControl', () =
 
       // An operator needs no more than write on the control exchange: no configure, no read.
       await ctl('set_permissions', '-p', '/', user, '^$', `^${CONTROL_EXCHANGE.replace(/\./g, '\\.')}$`, '^$');
+      const logger = new RecordingLogger();
+      app.useLogger(logger);
       const operator = await control.pause(queue, { by: 'operator' }, 1_000);
       expect(operator.replies.map((r) => r.status?.state)).toEqual(['paused']);
+      expect(logger.lines).toContain(`warn Queue "${queue}" is now paused: paused by operator (a command sent as broker user "${user}")`);
     } finally {
       await ctl('delete_user', user);
     }
@@ -95,10 +101,15 @@ describe('pause and resume from another process: the CLI and QueueControl', () =
     const logger = new RecordingLogger();
     app.useLogger(logger);
     try {
-      broker.channel.publish(CONTROL_EXCHANGE, queue, Buffer.from('{"command":"pause","queue":"someone else"}'));
+      broker.channel.publish(CONTROL_EXCHANGE, queue, Buffer.from('{"command":"pause","queue":"someone else"}'), { userId: 'guest' });
       // Nest's logger is one per process: both instances log into it.
       await waitFor(() => logger.count(/Ignored a control message/) === 2, 'the malformed command ignored by both instances');
-      expect(logger.lines).toContain(`warn Ignored a control message for "${queue}": queue must be the routing key the command was sent with`);
+      expect(logger.lines).toContain(
+        `warn Ignored a control message for "${queue}" from broker user "guest": queue must be the routing key the command was sent with (at most one such line a minute)`,
+      );
+      // Well-formed, but without a userId the broker checked: whoever sent it is unknown.
+      broker.channel.publish(CONTROL_EXCHANGE, queue, Buffer.from(JSON.stringify({ command: 'pause', queue, by: 'alice (on-call)' })));
+      await waitFor(() => logger.count(/without a broker-validated user/) === 2, 'the unverified command ignored by both instances');
       expect(app.get(RetryEngine).queueStates()[0].state).toBe('running');
 
       const control = QueueControl.create({ url: AMQP_URL });

@@ -5,7 +5,7 @@ import { holdChannelNumbersUntilFlushed } from './channel-numbers.guard.js';
 import { coalesceSocketWrites } from './socket-writes.coalescer.js';
 import { sleep, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
+import { brokerUser, describeNode, nodeForAttempt } from '../core/config/broker-urls.reader.js';
 import { reconnectDelay, type ReconnectPolicy } from '../core/connection/reconnect.policy.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
@@ -74,6 +74,11 @@ export class AmqpConnection {
       }
     }
     throw new Error(`Could not connect to any of ${options.urls.length} RabbitMQ nodes: ${failures.join('; ')}`);
+  }
+
+  /** The broker user of the node it is, or was last, on: the only `userId` the broker takes on its publishes. */
+  get user(): string {
+    return brokerUser(this.options.urls[this.nodeIndex]);
   }
 
   get isConnected(): boolean {

@@ -71,6 +71,8 @@ export class ConsumingSide {
       publish: (out) => publishing.publish('publisher', out, 0),
       replyAddressState: (address) => replyAddresses.state(address),
       publishingChannel: (purpose, expectClose) => publishing.channel(purpose, expectClose),
+      userId: brokerUser(config.urls[0]),
+      controlUsers: config.controlUsers,
     });
   }
 

@@ -9,8 +9,11 @@ import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
 
 interface ControlDeps {
   connection: AmqpConnection;
-  /** Carries out a command (RetryEngine.pause/resume); throws for a queue this application does not consume. */
-  act: (command: ControlCommand) => QueueFlowStatus;
+  /**
+   * Carries out a command (RetryEngine.pause/resume) sent as broker user `sender`; throws for a queue this application
+   * does not consume.
+   */
+  act: (command: ControlCommand, sender: string) => QueueFlowStatus;
   /** Answers the sender (its direct reply-to address), on the publishing connection. */
   reply: (replyTo: string, correlationId: string | undefined, body: Buffer) => Promise<void>;
   logger: RetryLogger;
@@ -20,7 +23,14 @@ interface ControlDeps {
   exchangeDeclared?: (declared: boolean) => void;
   /** Takes another instance's note of a hand-over (hand-over.note.ts); it is not answered. */
   handedOver?: (note: HandOverNote) => void;
+  /** The application's broker user (its senders set it as `userId`, which the broker checks): notes come from it only. */
+  userId: string;
+  /** The other broker users whose commands it takes (RetryModuleOptions.controlUsers); undefined: any. */
+  controlUsers?: readonly string[];
 }
+
+/** At most one line a minute for each kind of ignored control message. */
+const IGNORED_LOG_MS = 60_000;
 
 /**
  * Takes pause and resume commands from other processes (`amqp-retry pause --queue Q`) on an exclusive queue bound to
@@ -34,6 +44,8 @@ export class ControlListener {
   private stopped = false;
   /** The start under way: two quick recoveries take turns, so that one channel and one queue are left, not two. */
   private starting: Promise<void> = Promise.resolve();
+  /** When each kind of ignored message was last logged: a flood of them writes one line a minute each. */
+  private readonly lastIgnored = new Map<'unverified' | 'user' | 'malformed' | 'note', number>();
 
   constructor(private readonly deps: ControlDeps) {}
 
@@ -85,16 +97,38 @@ export class ControlListener {
   }
 
   /** A hand-over's note: what another instance's channel put back on purpose in the queue `routingKey`. */
-  private handleNote(content: Buffer, routingKey: string): void {
-    const note = decodeHandOverNote(content, routingKey);
-    if ('problem' in note) {
-      return this.deps.logger.warn(`Ignored a hand-over note for "${JSON.stringify(routingKey).slice(1, -1)}": ${note.problem}`);
+  private handleNote(content: Buffer, routingKey: string, sender: string): void {
+    const from = `for "${JSON.stringify(routingKey).slice(1, -1)}" from broker user "${sender}"`;
+    if (sender !== this.deps.userId) {
+      return this.ignored('note', `Ignored a hand-over note ${from}: only this application's instances, as "${this.deps.userId}", send them`);
     }
+    const note = decodeHandOverNote(content, routingKey);
+    if ('problem' in note) return this.ignored('note', `Ignored a hand-over note ${from}: ${note.problem}`);
     try {
       this.deps.handedOver?.(note);
     } catch (error) {
-      this.deps.logger.warn(`Could not take a hand-over note for "${note.queue}": ${errorMessage(error)}`);
+      this.deps.logger.warn(`Could not take a hand-over note ${from}: ${errorMessage(error)}`);
     }
+  }
+
+  /** Logs why a message was ignored, at most once a minute for each `kind`. */
+  private ignored(kind: 'unverified' | 'user' | 'malformed' | 'note', line: string): void {
+    const now = Date.now();
+    if (now - (this.lastIgnored.get(kind) ?? Number.NEGATIVE_INFINITY) < IGNORED_LOG_MS) return;
+    this.lastIgnored.set(kind, now);
+    this.deps.logger.warn(`${line} (at most one such line a minute)`);
+  }
+
+  /** Why a command from `sender` (its broker-validated userId, if any) is not taken, or undefined when it is. */
+  private refusal(sender: unknown, queue: string): { kind: 'unverified' | 'user'; line: string; answer: string } | undefined {
+    const { userId, controlUsers } = this.deps;
+    if (typeof sender !== 'string' || sender === '') {
+      const answer = `ignored: sent without userId, which the broker checks against the sender's connection; send it with the CLI or QueueControl of this application's version of amqp-retry, which set it`;
+      return { kind: 'unverified', line: `Ignored a control message for "${queue}" without a broker-validated user: ${answer.slice(9)}`, answer };
+    }
+    if (sender === userId || controlUsers === undefined || controlUsers.includes(sender)) return undefined;
+    const answer = `ignored: broker user "${sender}" is neither this application's "${userId}" nor in RetryModule option "controlUsers"; add it there to let it pause and resume`;
+    return { kind: 'user', line: `Ignored a control message for "${queue}" from broker user "${sender}": ${answer.slice(9)}`, answer };
   }
 
   async stop(): Promise<void> {
@@ -106,15 +140,26 @@ export class ControlListener {
 
   private handle(message: ConsumeMessage): void {
     const { routingKey } = message.fields;
-    if (message.properties.type === HAND_OVER_NOTE_TYPE) return this.handleNote(message.content, routingKey);
-    const command = decodeControl(message.content, routingKey);
+    const queue = JSON.stringify(routingKey).slice(1, -1);
+    // Set only as the sender's own connection user: the broker refuses a publish whose userId is any other.
+    const sender: unknown = message.properties.userId;
+    const refused = this.refusal(sender, queue);
+    if (message.properties.type === HAND_OVER_NOTE_TYPE) {
+      if (refused?.kind === 'unverified')
+        return this.ignored('note', `Ignored a hand-over note for "${queue}" without a broker-validated user (userId)`);
+      return this.handleNote(message.content, routingKey, sender as string);
+    }
     let answer: Record<string, unknown>;
-    if ('problem' in command) {
-      this.deps.logger.warn(`Ignored a control message for "${JSON.stringify(routingKey).slice(1, -1)}": ${command.problem}`);
+    const command = refused ? undefined : decodeControl(message.content, routingKey);
+    if (refused) {
+      this.ignored(refused.kind, refused.line);
+      answer = { instance: this.deps.instance, error: refused.answer };
+    } else if (command && 'problem' in command) {
+      this.ignored('malformed', `Ignored a control message for "${queue}" from broker user "${sender as string}": ${command.problem}`);
       answer = { instance: this.deps.instance, error: command.problem };
     } else {
       try {
-        answer = { instance: this.deps.instance, status: this.deps.act(command) };
+        answer = { instance: this.deps.instance, status: this.deps.act(command as ControlCommand, sender as string) };
       } catch (error) {
         answer = { instance: this.deps.instance, error: errorMessage(error) };
       }

@@ -35,6 +35,7 @@ function sideWith(published: Outgoing[], warnings: string[]): ControlSide {
     publishingChannel: async () => {
       throw new Error('not used');
     },
+    userId: 'app',
   });
 }
 
@@ -47,6 +48,14 @@ describe('ControlSide hand-over notes', () => {
     await side.listen(connectionFor(false).connection, ['orders']);
     await side.announceReturns(note);
     expect(published.map((out) => [out.exchange, out.routingKey])).toEqual([[CONTROL_EXCHANGE, 'orders']]);
+  });
+
+  it('sends its notes with its broker user as userId, which the broker checks', async () => {
+    const published: Outgoing[] = [];
+    const side = sideWith(published, []);
+    await side.listen(connectionFor(false).connection, ['orders']);
+    await side.announceReturns(note);
+    expect(published.map((out) => out.properties?.userId)).toEqual(['app']);
   });
 
   it('publishes no note when the control exchange could not be declared: a 404 would close the publisher channel', async () => {

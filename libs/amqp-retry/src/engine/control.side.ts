@@ -24,6 +24,10 @@ export interface ControlSideDeps {
   publish: (out: Outgoing) => Promise<void>;
   replyAddressState: (address: string) => Promise<ReplyAddressState>;
   publishingChannel: (purpose: string, expectClose: boolean) => Promise<Channel>;
+  /** The broker user its publishes go as: set as `userId` on what it sends on the control exchange, for the broker to check. */
+  userId: string;
+  /** The other broker users whose commands it takes (RetryModuleOptions.controlUsers); undefined: any. */
+  controlUsers?: readonly string[];
 }
 
 /** Pause and resume: here, everywhere (told to the other instances through the control exchange), and from other processes. */
@@ -41,18 +45,18 @@ export class ControlSide {
 
   constructor(private readonly deps: ControlSideDeps) {}
 
-  /** Pauses a handler queue in this process (see RetryEngine.pause). */
-  pause(queue: string, who: { by: string; reason?: string }): QueueFlowStatus {
+  /** Pauses a handler queue in this process (see RetryEngine.pause); `sender`: the broker user of a command that asked. */
+  pause(queue: string, who: { by: string; reason?: string }, sender?: string): QueueFlowStatus {
     const read = readPauseBy(who?.by, who?.reason);
     if ('problem' in read) throw new RangeError(`Cannot pause "${queue}": ${read.problem}; say who pauses, e.g. { by: 'alice', reason: 'INC-142' }`);
-    return this.deps.flowOf(queue).pause(read.by, read.reason);
+    return this.deps.flowOf(queue).pause(read.by, read.reason, sender);
   }
 
   /** Ends a pause in this process. */
-  resume(queue: string, who: { by: string }): QueueFlowStatus {
+  resume(queue: string, who: { by: string }, sender?: string): QueueFlowStatus {
     const read = readPauseBy(who?.by, undefined);
     if ('problem' in read) throw new RangeError(`Cannot resume "${queue}": ${read.problem}; say who resumes, e.g. { by: 'alice' }`);
-    return this.deps.flowOf(queue).resume(read.by);
+    return this.deps.flowOf(queue).resume(read.by, sender);
   }
 
   /** Pauses here, then tells the other instances, best effort (see RetryEngine.pauseEverywhere). */
@@ -73,13 +77,16 @@ export class ControlSide {
   /** Starts taking commands for `queues` (once; later calls bind more queues), on the consuming connection. */
   async listen(connection: AmqpConnection, queues: readonly string[]): Promise<void> {
     if (this.listener) return this.listener.bind(queues);
-    const { application, logger } = this.deps;
+    const { application, logger, userId, controlUsers } = this.deps;
     const instance = `${hostname()} pid ${process.pid}${application ? ` (${application})` : ''}`;
     this.listener = new ControlListener({
       connection,
       logger,
       instance,
-      act: (command) => (command.command === 'pause' ? this.pause(command.queue, command) : this.resume(command.queue, command)),
+      userId,
+      controlUsers,
+      act: (command, sender) =>
+        command.command === 'pause' ? this.pause(command.queue, command, sender) : this.resume(command.queue, command, sender),
       reply: (replyTo, correlationId, body) => this.reply(replyTo, correlationId, body),
       handedOver: (note) => this.deps.handedOver(note),
       exchangeDeclared: (declared) => (this.hasExchange = declared),
@@ -116,7 +123,7 @@ export class ControlSide {
       }
       return Promise.resolve();
     }
-    const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE };
+    const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE, userId: this.deps.userId };
     return this.deps.publish({ exchange: CONTROL_EXCHANGE, routingKey: note.queue, content: encodeHandOverNote(note), properties });
   }
 
@@ -126,7 +133,7 @@ export class ControlSide {
       exchange: CONTROL_EXCHANGE,
       routingKey: command.queue,
       content: encodeControl(command),
-      properties: { contentType: 'application/json' },
+      properties: { contentType: 'application/json', userId: this.deps.userId },
     };
     await this.deps
       .publish(out)

@@ -52,6 +52,18 @@ describe('QueueFlowControl', () => {
     expect(target).toEqual(['hold: the queue is paused', 'release normal']);
   });
 
+  it('names the broker user a control command was sent as in its log line, beside the `by` the command claims', () => {
+    const lines: string[] = [];
+    const logger = { ...silent, log: (line: string) => void lines.push(line), warn: (line: string) => void lines.push(line) };
+    const flow = new QueueFlowControl(configOf({}), { logger, now: () => 0 });
+    flow.pause('alice (on-call)', 'INC-1', 'ops');
+    flow.resume('alice', 'ops');
+    expect(lines).toEqual([
+      'Queue "orders" is now paused: paused by alice (on-call) (a command sent as broker user "ops"): INC-1',
+      'Queue "orders" is now running: resumed by alice (a command sent as broker user "ops")',
+    ]);
+  });
+
   it('its prefetch in force is the consumer’s when lower (a quorum consumer isolating a suspect at 1)', () => {
     const { flow } = flowOf({ prefetch: 20 });
     let consumed = 1;

@@ -178,20 +178,23 @@ export class QueueFlowControl {
     };
   }
 
-  /** Pauses the queue (its consumer is cancelled) until resume(); a second pause keeps the first one's record. */
-  pause(by: string, reason?: string): QueueFlowStatus {
+  /**
+   * Pauses the queue (its consumer is cancelled) until resume(); a second pause keeps the first one's record. `sender`:
+   * the broker user a control command came from (its `by` is whatever the sender wrote), named in the log line.
+   */
+  pause(by: string, reason?: string, sender?: string): QueueFlowStatus {
     if (!this.paused) {
       this.paused = { by, reason, since: this.now() };
-      this.changed(reason ? `paused by ${by}: ${reason}` : `paused by ${by}`, by);
+      this.changed(`paused by ${by}${sentAs(sender)}${reason ? `: ${reason}` : ''}`, by);
     }
     return this.status();
   }
 
   /** Ends a pause: the queue runs again, or waits for its circuit if that is open. */
-  resume(by: string): QueueFlowStatus {
+  resume(by: string, sender?: string): QueueFlowStatus {
     if (this.paused) {
       this.paused = undefined;
-      this.changed(`resumed by ${by}`, by);
+      this.changed(`resumed by ${by}${sentAs(sender)}`, by);
     }
     return this.status();
   }
@@ -338,3 +341,6 @@ export class QueueFlowControl {
       this.deps.observers.emit('queueStateChanged', { queue: this.queue, from, to, reason, ...(by !== undefined && { by }) });
   }
 }
+
+/** The broker user a control command was sent as, for a log line: the only part of it the broker vouches for. */
+const sentAs = (sender: string | undefined): string => (sender === undefined ? '' : ` (a command sent as broker user "${sender}")`);

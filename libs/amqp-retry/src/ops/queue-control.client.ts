@@ -95,6 +95,9 @@ export class QueueControl {
         replyTo: REPLY_QUEUE,
         correlationId,
         contentType: 'application/json',
+        // Checked by the broker against this connection's user: the applications name it in their logs, and take
+        // commands only with it (RetryModuleOptions.controlUsers).
+        userId: connection.user,
       });
       // A refusal (403: this user may not write to the exchange) closes the channel: say why, not just "closed".
       await channel.waitForConfirms().catch((error: unknown) => {

@@ -50,6 +50,13 @@ describe('resolveModuleConfig', () => {
       expect(() => resolveModuleConfig({ application: bad as string })).toThrow(/RetryModule option "application" is .*printable text of 1 to 200/);
   });
 
+  it('takes controlUsers as a list of broker user names (any user without it), and refuses anything else', () => {
+    expect(resolveModuleConfig({ controlUsers: ['ops'] }).controlUsers).toEqual(['ops']);
+    expect(resolveModuleConfig().controlUsers).toBeUndefined();
+    for (const bad of ['ops', [''], [42], ['x'.repeat(256)]])
+      expect(() => resolveModuleConfig({ controlUsers: bad as string[] })).toThrow(/RetryModule option "controlUsers" is .*e\.g\. \['ops'\]/);
+  });
+
   it('reads the time limits from the environment and refuses 0', () => {
     const config = resolveModuleConfig({}, { RETRY_CONFIRM_TIMEOUT: '2s', RETRY_CONNECT_TIMEOUT: '750ms' });
     expect(config).toMatchObject({ confirmTimeoutMs: 2_000, connectTimeoutMs: 750 });

@@ -155,6 +155,20 @@ function readConnectionName(value: unknown): string {
 
 const moduleKey = (key: string) => `RetryModule option "${key}"`;
 
+/** The broker users allowed to send control commands besides the application's own: names of 1 to 255 characters. */
+function readControlUsers(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  const valid = (user: unknown) => typeof user === 'string' && user !== '' && Buffer.byteLength(user) <= 255;
+  if (!Array.isArray(value) || !value.every(valid)) {
+    throw new RetryConfigError(
+      moduleKey('controlUsers'),
+      `is ${showValue(value)}`,
+      "Give the broker users who may pause and resume besides the application's own, e.g. ['ops'], or leave it out for any.",
+    );
+  }
+  return [...(value as string[])];
+}
+
 /** Resolves the module configuration: each option from `options`, else `env`, else the default; never mutates `options`. */
 export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}) {
   /** The option, else its environment variable, read by `read` and named in its errors as the user wrote it; else `fallback`. */
@@ -217,5 +231,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     rateLimit: readRateLimit(options.rateLimit, moduleKey),
     /** This instance's heartbeat to the retry console, when turned on (RetryModuleOptions.heartbeat). */
     heartbeat: readHeartbeat(options.heartbeat, moduleKey),
+    /** The broker users besides its own whose control commands it takes (RetryModuleOptions.controlUsers); undefined: any. */
+    controlUsers: readControlUsers(options.controlUsers),
   };
 }

@@ -60,6 +60,7 @@ const MODULE_KEYS = {
   circuitBreaker: 1,
   rateLimit: 1,
   heartbeat: 1,
+  controlUsers: 1,
 } satisfies Record<keyof RetryModuleOptions, 1>;
 
 /** The number of single-character edits from `a` to `b` (Levenshtein), for "did you mean". */

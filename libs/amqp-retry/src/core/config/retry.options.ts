@@ -163,6 +163,14 @@ export interface RetryModuleOptions {
         /** Milliseconds between two beats, 250 to 60000; default 5000. An instance shows as gone after 3 missed beats. */
         intervalMs?: number;
       };
+  /**
+   * The broker users, besides the application's own, whose pause and resume commands on the control exchange it takes
+   * (docs/outage-protection.md, "Who may"): the operators' user of `amqp-retry pause`, say. Default: every user the
+   * broker lets write there. A command is taken only with its `userId` set, which the broker checks against its
+   * sender's connection (this library's CLI, QueueControl and engine set it); any other is ignored with a warning.
+   * @example controlUsers: ['ops']
+   */
+  controlUsers?: string[];
 }
 
 /**
