@@ -166,7 +166,7 @@ export class HeartbeatRuntime {
       this.deps.logger.warn(`Ignored a heartbeat (at most one such line a minute): ${beat.problem}`);
       return;
     }
-    fleet.accept(beat, this.now());
+    fleet.accept(beat, this.now(), beat.instance.id === this.identity.id);
   }
 
   /** The channel kept in `shared`, opened when missing or closed (it is forgotten when it closes). */

@@ -88,4 +88,13 @@ describe('Fleet history', () => {
     expect(fleet.instancesAt(T0 + 1).flatMap((i) => i.queues.map((q) => q.queue))).not.toContain('other-app');
     expect(fleet.historyAt(T0 + 1).map((h) => h.queue)).not.toContain('other-app');
   });
+
+  it("lists no instance whose beat names none of the application's queues, and such instances never take its own's places", () => {
+    const fleet = new FleetHistory({ maxInstances: 2 }, (queue) => queue === 'orders');
+    for (let i = 0; i < 100; i++) expect(fleet.accept(beat(`foreign-${i}`, 1, [{ queue: 'other-app' }]), T0)).toBe(false);
+    expect(fleet.accept(beat('a', 1), T0)).toBe(true);
+    expect(fleet.accept(beat('page', 1, []), T0, true)).toBe(true); // the page's own instance, without handlers
+    expect(fleet.accept(beat('b', 1, []), T0)).toBe(false); // no queue at all: nothing says it is the application's
+    expect(fleet.instancesAt(T0 + 1).map((i) => i.id)).toEqual(['a', 'page']);
+  });
 });

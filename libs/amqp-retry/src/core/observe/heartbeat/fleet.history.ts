@@ -81,7 +81,9 @@ const MIN_INTERVAL_MS = 250;
 
 /**
  * The application's instances and per-queue history from their heartbeats, in memory within FleetLimits. Pure: the
- * caller gives the times. A beat of an instance with no higher seq is ignored; queues outside `inScope` are dropped.
+ * caller gives the times. A beat of an instance with no higher seq is ignored; queues outside `inScope` are dropped,
+ * and a beat with none inside is another application's (one that shares the broker user and the heartbeat key): it is
+ * not kept, so such instances neither show nor take the places of the application's own.
  */
 export class FleetHistory {
   private readonly instances = new Map<string, Known>();
@@ -95,13 +97,18 @@ export class FleetHistory {
     this.limits = { ...FLEET_LIMITS, ...limits };
   }
 
-  /** Takes a decoded heartbeat received at `now`; false when ignored (a duplicate, or past the instance cap). */
-  accept(beat: Heartbeat, now: number): boolean {
+  /**
+   * Takes a decoded heartbeat received at `now`; false when ignored (a duplicate, another application's, or past the
+   * instance cap). `own`: the beat of the instance that keeps this history, kept even when it names no queue (a page
+   * served without handlers).
+   */
+  accept(beat: Heartbeat, now: number, own = false): boolean {
     this.forget(now);
     const known = this.instances.get(beat.instance.id);
     if (known && beat.seq <= known.seq) return false;
-    if (!known && this.instances.size >= this.limits.maxInstances && !this.evictGone(now)) return false;
     const queues = beat.queues.filter((q) => this.inScope(q.queue));
+    if (queues.length === 0 && !own) return false;
+    if (!known && this.instances.size >= this.limits.maxInstances && !this.evictGone(now)) return false;
     const entry: Known = {
       identity: { ...beat.instance },
       firstSeen: known?.firstSeen ?? now,
