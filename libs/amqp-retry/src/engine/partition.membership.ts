@@ -21,7 +21,7 @@ export interface MembershipDeps {
   userId: string;
 }
 
-/** At most one line a minute about ignored announcements. */
+/** At most one line a minute about each kind of ignored announcements. */
 const IGNORED_LOG_MS = 60_000;
 
 /**
@@ -41,8 +41,8 @@ export class PartitionMembership {
   private closed = false;
   /** It announced that it leaves. */
   private left = false;
-  /** When an ignored announcement was last logged. */
-  private lastIgnored = Number.NEGATIVE_INFINITY;
+  /** When each kind of ignored announcement was last logged: a flood of one kind does not hide the other. */
+  private readonly lastIgnored = new Map<'user' | 'full', number>();
 
   constructor(
     readonly member: string,
@@ -86,6 +86,7 @@ export class PartitionMembership {
           if (userId !== this.deps.userId) {
             const user = typeof userId === 'string' ? `broker user "${userId}"` : 'no broker-validated user (userId)';
             return this.ignored(
+              'user',
               `an announcement with ${user}, not this application's "${this.deps.userId}" (an instance of a version that announces without userId, or another user's publisher): it joins no membership`,
             );
           }
@@ -93,7 +94,10 @@ export class PartitionMembership {
           if (announcement === undefined) return;
           const heard = this.view.heard(announcement, Date.now());
           if (heard === 'full') {
-            return this.ignored(`"${announcement.id}": ${MAX_MEMBERS} members are heard already (the most kept; announcements with made-up ids?)`);
+            return this.ignored(
+              'full',
+              `"${announcement.id}": ${MAX_MEMBERS} members are heard already (the most kept; announcements with made-up ids?)`,
+            );
           }
           if (announcement.leaving || heard === 'new') this.changed();
         },
@@ -170,10 +174,10 @@ export class PartitionMembership {
     await announcer?.then((c) => c.close()).catch(() => undefined);
   }
 
-  private ignored(what: string): void {
+  private ignored(kind: 'user' | 'full', what: string): void {
     const now = Date.now();
-    if (now - this.lastIgnored < IGNORED_LOG_MS) return;
-    this.lastIgnored = now;
+    if (now - (this.lastIgnored.get(kind) ?? Number.NEGATIVE_INFINITY) < IGNORED_LOG_MS) return;
+    this.lastIgnored.set(kind, now);
     this.deps.logger.warn(`"${this.queue}": ignored ${what} (at most one such line a minute)`);
   }
 
