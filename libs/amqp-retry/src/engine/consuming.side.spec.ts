@@ -8,7 +8,7 @@ import type { PublishingSide } from './publishing.side.js';
 function recoveringSide(events: string[], restart: () => Promise<void>) {
   const logger = { log: () => undefined, warn: () => undefined, error: () => undefined } as unknown as RetryLogger;
   const deps = {
-    config: {} as ModuleConfig,
+    config: { urls: ['amqp://guest:guest@localhost'] } as ModuleConfig,
     logger,
     observers: {} as ObserverHub,
     publishing: { forgetLadder: () => undefined } as unknown as PublishingSide,
