@@ -1,6 +1,6 @@
 import { RetryEngine } from 'nestjs-amqp-retry';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
-import { uniqueName, waitFor } from '../support/broker.js';
+import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
 import { closeConnections, ctl } from '../support/broker-control.js';
 import { usePartitionSuite } from '../support/partitions.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -62,6 +62,26 @@ describe("the members' view when its exchange or its queues are deleted", () => 
       expect(run.consumedBy()).toEqual([2, 2]);
     }
     expect(logger.count(/ignored an announcement with no broker-validated user/)).toBe(2); // once per instance, not per message
+  });
+
+  it('announces as the user of the node it failed over to: with a first URL of another user, both still hear each other', async () => {
+    // The first URL's node is down: the connections open on the second, as guest, and the broker takes only that userId.
+    const urls = ['amqp://alice:secret@127.0.0.1:1', AMQP_URL];
+    const make = () =>
+      handlerFor({ queue: suite.queue, partitions: { count: 4, key: { header: 'x-key' }, heartbeat: `${HEARTBEAT_MS}ms` } }, () => undefined);
+    suite.apps.push(
+      await startApp([make()], { ...TEST_OPTIONS, url: undefined, urls }),
+      await startApp([make()], { ...TEST_OPTIONS, url: undefined, urls }),
+    );
+    const consumedBy = () =>
+      suite.apps.map(
+        (app) =>
+          app
+            .get(RetryEngine)
+            .partitions()[0]
+            .partitions.filter((p) => p.consuming).length,
+      );
+    await waitFor(() => consumedBy().join() === '2,2', 'two partitions consumed by each instance', 10_000);
   });
 
   it("listens again when the broker cancels its members' queue, and the view never loses the other", async () => {

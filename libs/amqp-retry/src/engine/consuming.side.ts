@@ -12,7 +12,7 @@ import { MessageParker } from '../pipeline/park-route.steps.js';
 import { ControlSide } from './control.side.js';
 import type { HandOverNote } from '../core/delivery/hand-over.note.js';
 import { HeartbeatRuntime } from './heartbeat.runtime.js';
-import { brokerUser } from '../core/config/broker-urls.reader.js';
+import { brokerUsers } from '../core/config/broker-urls.reader.js';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../core/observe/heartbeat/heartbeat.config.js';
 import { HeartbeatCollector } from '../core/observe/heartbeat/heartbeat.collector.js';
 import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
@@ -71,7 +71,8 @@ export class ConsumingSide {
       publish: (out) => publishing.publish('publisher', out, 0),
       replyAddressState: (address) => replyAddresses.state(address),
       publishingChannel: (purpose, expectClose) => publishing.channel(purpose, expectClose),
-      userId: brokerUser(config.urls[0]),
+      users: brokerUsers(config.urls),
+      sendAs: () => publishing.user,
       controlUsers: config.controlUsers,
     });
   }
@@ -205,7 +206,8 @@ export class ConsumingSide {
       logger,
       collector,
       fleet,
-      userId: brokerUser(config.urls[0]),
+      users: brokerUsers(config.urls),
+      sendAs: () => this.sides.publishing.user,
       publishChannel: (purpose) => this.sides.publishing.channel(purpose, true),
       consumeChannel: async (purpose) => (await this.consumingConnection()).createChannel(purpose, true),
       consumed: () => this.statuses(),
@@ -249,7 +251,7 @@ export class ConsumingSide {
     const runtime =
       handler.config.partitions === undefined
         ? new HandlerRuntime(handler, deps)
-        : new PartitionedRuntime(handler, { ...deps, urls, connectTimeoutMs, publishingChannel });
+        : new PartitionedRuntime(handler, { ...deps, urls, connectTimeoutMs, publishingChannel, publishingUser: () => this.sides.publishing.user });
     list.push(runtime);
     this.refusing = undefined;
     return runtime;

@@ -6,7 +6,7 @@ import { ControlListener } from './control.listener.js';
 import type { QueueFlowStatus } from './queue-flow.control.js';
 
 /** A listener of broker user "app" on `orders`: `deliver` hands it a message as its control queue would. */
-async function listener(controlUsers?: string[]) {
+async function listener(controlUsers?: string[], users = ['app']) {
   const warnings: string[] = [];
   const acted: Array<[ControlCommand, string]> = [];
   const notes: HandOverNote[] = [];
@@ -23,7 +23,7 @@ async function listener(controlUsers?: string[]) {
     connection: { createChannel: async () => channel } as unknown as AmqpConnection,
     logger: { log: () => undefined, warn: (line: string) => void warnings.push(line), error: () => undefined, debug: () => undefined },
     instance: 'host pid 1',
-    userId: 'app',
+    users,
     controlUsers,
     act: (command, sender) => {
       acted.push([command, sender]);
@@ -74,6 +74,13 @@ describe('ControlListener senders', () => {
     deliver(note, { type: HAND_OVER_NOTE_TYPE, userId: 'app' });
     expect(notes).toHaveLength(1);
     expect(warnings).toEqual([expect.stringContaining('Ignored a hand-over note for "orders" from broker user "ops"')]);
+  });
+
+  it('takes notes from any of the users of its URLs: an instance that failed over to a node of another user sends as that one', async () => {
+    const { deliver, notes } = await listener(['ops'], ['app', 'app-eu']);
+    deliver(note, { type: HAND_OVER_NOTE_TYPE, userId: 'app-eu' });
+    deliver(note, { type: HAND_OVER_NOTE_TYPE, userId: 'app' });
+    expect(notes).toHaveLength(2);
   });
 
   it('logs at most one line a minute for each kind of ignored message, whatever the flood', async () => {

@@ -23,8 +23,8 @@ interface ControlDeps {
   exchangeDeclared?: (declared: boolean) => void;
   /** Takes another instance's note of a hand-over (hand-over.note.ts); it is not answered. */
   handedOver?: (note: HandOverNote) => void;
-  /** The application's broker user (its senders set it as `userId`, which the broker checks): notes come from it only. */
-  userId: string;
+  /** The application's broker users (its senders set one as `userId`, which the broker checks): notes come from them only. */
+  users: readonly string[];
   /** The other broker users whose commands it takes (RetryModuleOptions.controlUsers); undefined: any. */
   controlUsers?: readonly string[];
 }
@@ -99,8 +99,8 @@ export class ControlListener {
   /** A hand-over's note: what another instance's channel put back on purpose in the queue `routingKey`. */
   private handleNote(content: Buffer, routingKey: string, sender: string): void {
     const from = `for "${JSON.stringify(routingKey).slice(1, -1)}" from broker user "${sender}"`;
-    if (sender !== this.deps.userId) {
-      return this.ignored('note', `Ignored a hand-over note ${from}: only this application's instances, as "${this.deps.userId}", send them`);
+    if (!this.deps.users.includes(sender)) {
+      return this.ignored('note', `Ignored a hand-over note ${from}: only this application's instances, as ${this.ownUsers()}, send them`);
     }
     const note = decodeHandOverNote(content, routingKey);
     if ('problem' in note) return this.ignored('note', `Ignored a hand-over note ${from}: ${note.problem}`);
@@ -109,6 +109,11 @@ export class ControlListener {
     } catch (error) {
       this.deps.logger.warn(`Could not take a hand-over note ${from}: ${errorMessage(error)}`);
     }
+  }
+
+  /** The application's users, quoted, for a log line. */
+  private ownUsers(): string {
+    return this.deps.users.map((user) => `"${user}"`).join(', ');
   }
 
   /** Logs why a message was ignored, at most once a minute for each `kind`. */
@@ -121,13 +126,13 @@ export class ControlListener {
 
   /** Why a command from `sender` (its broker-validated userId, if any) is not taken, or undefined when it is. */
   private refusal(sender: unknown, queue: string): { kind: 'unverified' | 'user'; line: string; answer: string } | undefined {
-    const { userId, controlUsers } = this.deps;
+    const { users, controlUsers } = this.deps;
     if (typeof sender !== 'string' || sender === '') {
       const answer = `ignored: sent without userId, which the broker checks against the sender's connection; send it with the CLI or QueueControl of this application's version of amqp-retry, which set it`;
       return { kind: 'unverified', line: `Ignored a control message for "${queue}" without a broker-validated user: ${answer.slice(9)}`, answer };
     }
-    if (sender === userId || controlUsers === undefined || controlUsers.includes(sender)) return undefined;
-    const answer = `ignored: broker user "${sender}" is neither this application's "${userId}" nor in RetryModule option "controlUsers"; add it there to let it pause and resume`;
+    if (users.includes(sender) || controlUsers === undefined || controlUsers.includes(sender)) return undefined;
+    const answer = `ignored: broker user "${sender}" is neither this application's (${this.ownUsers()}) nor in RetryModule option "controlUsers"; add it there to let it pause and resume`;
     return { kind: 'user', line: `Ignored a control message for "${queue}" from broker user "${sender}": ${answer.slice(9)}`, answer };
   }
 

@@ -35,7 +35,8 @@ function sideWith(published: Outgoing[], warnings: string[]): ControlSide {
     publishingChannel: async () => {
       throw new Error('not used');
     },
-    userId: 'app',
+    users: ['app'],
+    sendAs: () => 'app',
   });
 }
 

@@ -24,8 +24,10 @@ export interface ControlSideDeps {
   publish: (out: Outgoing) => Promise<void>;
   replyAddressState: (address: string) => Promise<ReplyAddressState>;
   publishingChannel: (purpose: string, expectClose: boolean) => Promise<Channel>;
-  /** The broker user its publishes go as: set as `userId` on what it sends on the control exchange, for the broker to check. */
-  userId: string;
+  /** The broker users of the application's URLs: notes are taken from them only (see ControlListener). */
+  users: readonly string[];
+  /** The user its publishes go as now (the publishing connection's): set as `userId`, for the broker to check. */
+  sendAs: () => string;
   /** The other broker users whose commands it takes (RetryModuleOptions.controlUsers); undefined: any. */
   controlUsers?: readonly string[];
 }
@@ -77,13 +79,13 @@ export class ControlSide {
   /** Starts taking commands for `queues` (once; later calls bind more queues), on the consuming connection. */
   async listen(connection: AmqpConnection, queues: readonly string[]): Promise<void> {
     if (this.listener) return this.listener.bind(queues);
-    const { application, logger, userId, controlUsers } = this.deps;
+    const { application, logger, users, controlUsers } = this.deps;
     const instance = `${hostname()} pid ${process.pid}${application ? ` (${application})` : ''}`;
     this.listener = new ControlListener({
       connection,
       logger,
       instance,
-      userId,
+      users,
       controlUsers,
       act: (command, sender) =>
         command.command === 'pause' ? this.pause(command.queue, command, sender) : this.resume(command.queue, command, sender),
@@ -123,7 +125,7 @@ export class ControlSide {
       }
       return Promise.resolve();
     }
-    const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE, userId: this.deps.userId };
+    const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE, userId: this.deps.sendAs() };
     return this.deps.publish({ exchange: CONTROL_EXCHANGE, routingKey: note.queue, content: encodeHandOverNote(note), properties });
   }
 
@@ -133,7 +135,7 @@ export class ControlSide {
       exchange: CONTROL_EXCHANGE,
       routingKey: command.queue,
       content: encodeControl(command),
-      properties: { contentType: 'application/json', userId: this.deps.userId },
+      properties: { contentType: 'application/json', userId: this.deps.sendAs() },
     };
     await this.deps
       .publish(out)

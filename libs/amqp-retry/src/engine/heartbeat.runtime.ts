@@ -39,10 +39,13 @@ export interface HeartbeatDeps {
   /** A plain channel on the consuming connection (to listen to the beats). */
   consumeChannel: (purpose: string) => Promise<Channel>;
   /**
-   * The broker user beats are published as (AMQP `user_id`, checked by the broker): the listener takes only this
-   * user's beats, so that another user who may write to the control exchange cannot show instances of this application.
+   * The broker users of the application's URLs: beats are published as the publishing connection's one (AMQP `user_id`,
+   * checked by the broker), and the listener takes only theirs, so that another user who may write to the control
+   * exchange cannot show instances of this application.
    */
-  userId: string;
+  users: readonly string[];
+  /** The user beats go as now: the publishing connection's (after a failover, its node's URL's). */
+  sendAs: () => string;
   /** The page's instance keeps every instance's beats here; without it this instance only beats. */
   fleet?: FleetHistory;
   now?: () => number;
@@ -114,7 +117,7 @@ export class HeartbeatRuntime {
       };
       channel.publish(CONTROL_EXCHANGE, heartbeatKey(this.deps.application), encodeHeartbeat(beat), {
         contentType: 'application/json',
-        userId: this.deps.userId,
+        userId: this.deps.sendAs(),
         expiration: String(this.deps.intervalMs * 3),
       });
       this.warned = false;
@@ -158,7 +161,8 @@ export class HeartbeatRuntime {
   }
 
   private take(fleet: FleetHistory, message: ConsumeMessage): void {
-    if (message.properties.userId !== this.deps.userId) return; // not from this application's broker user
+    const { userId } = message.properties;
+    if (typeof userId !== 'string' || !this.deps.users.includes(userId)) return; // not from this application's broker users
     const beat = decodeHeartbeat(message.content, message.fields.routingKey);
     if ('problem' in beat) {
       if (this.now() - this.lastIgnored < 60_000) return;

@@ -15,7 +15,7 @@ function membership() {
   } as unknown as Channel;
   let open!: (channel: Channel) => void;
   const opening = new Promise<Channel>((resolve) => (open = resolve));
-  const deps = { connection: {} as AmqpConnection, publishingChannel: () => opening, logger: silent, userId: 'app' };
+  const deps = { connection: {} as AmqpConnection, publishingChannel: () => opening, logger: silent, users: ['app'], sendAs: () => 'app' };
   return {
     published,
     openChannel: () => open(channel),
@@ -66,7 +66,7 @@ async function listening() {
     'orders',
     'orders.members',
     1_000,
-    { connection, publishingChannel: async () => channel, logger, userId: 'app' },
+    { connection, publishingChannel: async () => channel, logger, users: ['app'], sendAs: () => 'app' },
     () => void changes++,
   );
   await members.listen();
@@ -84,7 +84,7 @@ describe("a partitioned handler's membership", () => {
     deliver({ id: 'm-2', count: 4 }, 'app');
     expect(members.alive(Date.now()).map((m) => m.id)).toEqual(['m-1', 'm-2']);
     expect(changes()).toBe(1);
-    expect(warnings).toEqual([expect.stringContaining('no broker-validated user (userId), not this application\'s "app"')]);
+    expect(warnings).toEqual([expect.stringContaining('no broker-validated user (userId), not one of this application\'s ("app")')]);
   });
 
   it('keeps at most MAX_MEMBERS other members, and says so once, however many made-up ids are announced, beside other kinds', async () => {
@@ -103,7 +103,7 @@ describe("a partitioned handler's membership", () => {
   it('publishes its announcements with its broker user, which the broker validates', async () => {
     const options: unknown[] = [];
     const channel = { on: () => channel, publish: (_e: string, _k: string, _c: Buffer, o: unknown) => void options.push(o) } as unknown as Channel;
-    const deps = { connection: {} as AmqpConnection, publishingChannel: async () => channel, logger: silent, userId: 'app' };
+    const deps = { connection: {} as AmqpConnection, publishingChannel: async () => channel, logger: silent, users: ['app'], sendAs: () => 'app' };
     await new PartitionMembership('m-1', 4, 'orders', 'orders.members', 1_000, deps, () => undefined).announce();
     expect(options).toEqual([expect.objectContaining({ userId: 'app' })]);
   });

@@ -14,11 +14,13 @@ export interface MembershipDeps {
   publishingChannel: (purpose: string) => Promise<Channel>;
   logger: RetryLogger;
   /**
-   * The broker user announcements are published as (AMQP `user_id`, which the broker checks against the connection's
-   * own user): only this user's announcements are heard, so that another user who may write to the members' exchange
-   * cannot join the membership and be given partitions.
+   * The broker users of the application's URLs: only announcements published as one of them (AMQP `user_id`, which the
+   * broker checks against the publishing connection's own user) are heard, so that another user who may write to the
+   * members' exchange cannot join the membership and be given partitions.
    */
-  userId: string;
+  users: readonly string[];
+  /** The user announcements go as now: the publishing connection's (after a failover, its node's URL's). */
+  sendAs: () => string;
 }
 
 /** At most one line a minute about each kind of ignored announcements. */
@@ -83,11 +85,11 @@ export class PartitionMembership {
         (message) => {
           if (message === null) return void this.stopListening(channel); // cancelled by the broker: heard as deafness
           const { userId } = message.properties;
-          if (userId !== this.deps.userId) {
+          if (typeof userId !== 'string' || !this.deps.users.includes(userId)) {
             const user = typeof userId === 'string' ? `broker user "${userId}"` : 'no broker-validated user (userId)';
             return this.ignored(
               'user',
-              `an announcement with ${user}, not this application's "${this.deps.userId}" (an instance of a version that announces without userId, or another user's publisher): it joins no membership`,
+              `an announcement with ${user}, not one of this application's (${this.deps.users.map((u) => `"${u}"`).join(', ')}) (an instance of a version that announces without userId, or another user's publisher): it joins no membership`,
             );
           }
           const announcement = readAnnouncement(message.content);
@@ -130,7 +132,7 @@ export class PartitionMembership {
       const channel = await this.announcer;
       const announcement = Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count }));
       const expiration = String(this.heartbeatMs * MISSED_HEARTBEATS);
-      channel.publish(this.membersExchange, '', announcement, { expiration, persistent: false, userId: this.deps.userId });
+      channel.publish(this.membersExchange, '', announcement, { expiration, persistent: false, userId: this.deps.sendAs() });
       this.announceFailed = false;
     } catch (error) {
       this.announcer = undefined;

@@ -17,7 +17,7 @@ import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
 import { PartitionRetirement } from './partition.retirement.js';
 import { PartitionMembership } from './partition.membership.js';
-import { brokerUser } from '../core/config/broker-urls.reader.js';
+import { brokerUsers } from '../core/config/broker-urls.reader.js';
 import { onChannel } from './tier.retirement.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
@@ -26,6 +26,8 @@ export interface PartitionsDeps extends HandlerRuntimeDeps {
   connectTimeoutMs: number;
   /** A plain channel on the publishing connection (announcements are published, never on the consuming one). */
   publishingChannel: (purpose: string) => Promise<Channel>;
+  /** The broker user of the publishing connection's node now: the `userId` its publishes may carry. */
+  publishingUser: () => string;
 }
 
 export type { PartitionStatus, PartitionsStatus } from '../core/partitions/partitions.status.js';
@@ -92,7 +94,7 @@ export class PartitionedRuntime {
       this.queue,
       this.names.membersExchange,
       this.partitions.heartbeatMs,
-      { ...deps, userId: brokerUser(deps.urls[0]) },
+      { ...deps, users: brokerUsers(deps.urls), sendAs: deps.publishingUser },
       () => {
         if (this.assigned) this.rebalance();
       },

@@ -134,6 +134,14 @@ export class PublishingSide {
     return delayLadderPrefix(this.config.delayPrefix, this.config.delayQueueType);
   }
 
+  /**
+   * The broker user of the node the publishing connection is on (the first URL's before it opens): the only `userId` the
+   * broker takes on its publishes, which after a failover to a URL with another user is that user.
+   */
+  get user(): string {
+    return this.openedNow?.connection.user ?? brokerUser(this.config.urls[0]);
+  }
+
   /** A plain channel on the publishing connection (see RetryEngine.publishingChannel); refused once closed. */
   async channel(purpose: string, expectClose = false): Promise<Channel> {
     const { connection } = await this.open();

@@ -121,3 +121,6 @@ export function brokerUser(url: string | undefined): string {
     return 'guest';
   }
 }
+
+/** The distinct broker users of `urls`: an application's own users, whichever node it is on. */
+export const brokerUsers = (urls: readonly string[]): string[] => [...new Set(urls.map(brokerUser))];
