@@ -27,15 +27,6 @@ export function deathRulesOf(version: string): DeathRules {
   return major > 3 || (major === 3 && minor >= 13) ? 'current' : 'legacy';
 }
 
-/**
- * Whether a RabbitMQ version keeps a quorum queue's delivery count on the messages it dead-letters: 4.0 to 4.2 (observed
- * on 4.0.5; 4.1 and 4.2 as their sources read; 4.3.6 and 3.10.8 do not): a message rejected there arrives in its next
- * quorum queue redelivered, with `x-delivery-count` one more than it showed, until that queue gives it back.
- */
-export function keepsDeliveryCount(version: string): boolean {
-  return /^4\.[0-2](\.|$|[-+~])/.test(version);
-}
-
 /** A message inside the in-memory broker. */
 export interface BrokerMessage {
   content: Buffer;
@@ -48,7 +39,7 @@ export interface BrokerMessage {
   deaths: Death[];
   /** The first death ever (`x-first-death-*`): set once, never changed, whatever the order of `deaths` becomes. */
   firstDeath?: Pick<Death, 'queue' | 'reason' | 'exchange'> | null;
-  /** The delivery count it carries out of a quorum queue (keepsDeliveryCount); absent on other versions. */
+  /** The delivery count it carries out of a quorum queue (core keepsDeliveryCounts); absent on other versions. */
   deliveryCount?: number;
 }
 

@@ -59,7 +59,7 @@ export class MemoryBroker {
     readonly clock: VirtualClock,
     /** Whose dead-lettering it follows (dead-letter.rules.ts): RabbitMQ 3.13+/4.x by default. */
     readonly rules: DeathRules = 'current',
-    /** Whether dead letters keep a quorum queue's delivery count (keepsDeliveryCount): RabbitMQ 4.0 to 4.2. */
+    /** Whether dead letters keep a quorum queue's delivery count (core keepsDeliveryCounts): RabbitMQ 4.0 to 4.2. */
     private readonly keepsDeliveryCount = false,
   ) {}
 

@@ -10,7 +10,8 @@ import type { ObserverHub } from '../core/observe/observer.hub.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { HarnessFailures } from './harness.failures.js';
 import { HarnessRecorder, readBody, type HarnessAttempt, type HarnessHandled } from './harness.records.js';
-import { deathRulesOf, deliveredHeaders, keepsDeliveryCount } from './dead-letter.rules.js';
+import { deathRulesOf, deliveredHeaders } from './dead-letter.rules.js';
+import { keepsDeliveryCounts } from '../core/delivery/delivery.count.js';
 import { MemoryBroker } from './memory.broker.js';
 import type { PublishRecord } from './memory.channel.js';
 import { MemoryConnection } from './memory.connection.js';
@@ -183,7 +184,7 @@ export class RetryHarness {
     const startAt = options.startAt instanceof Date ? options.startAt.getTime() : options.startAt;
     const clock = new VirtualClock(startAt ?? Date.now());
     const version = options.brokerVersion ?? '4.1.0';
-    const harness = new RetryHarness(clock, new MemoryBroker(clock, deathRulesOf(version), keepsDeliveryCount(version)), version);
+    const harness = new RetryHarness(clock, new MemoryBroker(clock, deathRulesOf(version), keepsDeliveryCounts({ version })), version);
     clock.install();
     replaceBrokerConnect(harness.connectHook);
     try {
