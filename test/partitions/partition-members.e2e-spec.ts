@@ -10,10 +10,10 @@ const HEARTBEAT_MS = 200;
 describe("the members' view when its exchange or its queues are deleted", () => {
   const suite = usePartitionSuite('e2e.parts.members', 4);
 
-  async function twoInstances(logger?: RecordingLogger) {
+  async function twoInstances(logger?: RecordingLogger, options: Parameters<typeof startApp>[1] = TEST_OPTIONS) {
     const make = () =>
       handlerFor({ queue: suite.queue, partitions: { count: 4, key: { header: 'x-key' }, heartbeat: `${HEARTBEAT_MS}ms` } }, () => undefined);
-    suite.apps.push(await startApp([make()], TEST_OPTIONS), await startApp([make()], TEST_OPTIONS));
+    suite.apps.push(await startApp([make()], options), await startApp([make()], options));
     if (logger) suite.apps[0].useLogger(logger);
     const views = () => suite.apps.map((app) => app.get(RetryEngine).partitions()[0]);
     const consumedBy = () => views().map((v) => v.partitions.filter((p) => p.consuming).length);
@@ -67,21 +67,8 @@ describe("the members' view when its exchange or its queues are deleted", () => 
   it('announces as the user of the node it failed over to: with a first URL of another user, both still hear each other', async () => {
     // The first URL's node is down: the connections open on the second, as guest, and the broker takes only that userId.
     const urls = ['amqp://alice:secret@127.0.0.1:1', AMQP_URL];
-    const make = () =>
-      handlerFor({ queue: suite.queue, partitions: { count: 4, key: { header: 'x-key' }, heartbeat: `${HEARTBEAT_MS}ms` } }, () => undefined);
-    suite.apps.push(
-      await startApp([make()], { ...TEST_OPTIONS, url: undefined, urls }),
-      await startApp([make()], { ...TEST_OPTIONS, url: undefined, urls }),
-    );
-    const consumedBy = () =>
-      suite.apps.map(
-        (app) =>
-          app
-            .get(RetryEngine)
-            .partitions()[0]
-            .partitions.filter((p) => p.consuming).length,
-      );
-    await waitFor(() => consumedBy().join() === '2,2', 'two partitions consumed by each instance', 10_000);
+    const run = await twoInstances(undefined, { ...TEST_OPTIONS, url: undefined, urls });
+    expect(run.consumedBy()).toEqual([2, 2]);
   });
 
   it("listens again when the broker cancels its members' queue, and the view never loses the other", async () => {
