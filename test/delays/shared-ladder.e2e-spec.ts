@@ -95,7 +95,10 @@ describe('a delay ladder shared by two applications whose users may not publish 
     const since = Date.now();
     await waitFor(() => Date.now() - since >= 5_000, 'five seconds', 10_000);
     const refusedInFiveSeconds = refusedPublishes;
-    expect(await inLadder(vhost.name)).toBe(10);
+    // A give-back is published to a level, then the message acked in the ready queue once confirmed: a count taken
+    // between the two sees it twice, so the ladder is read until it holds the ten (a copy made for good stays, and
+    // B's handler would see it twice below).
+    await waitFor(async () => (await inLadder(vhost.name)) === 10, 'the ten messages in the ladder', 5_000);
     expect(await held(vhost.name, ladder.errorQueue)).toBe(0);
     expect(await held(vhost.name, queueB)).toBe(0);
     expect(refusedInFiveSeconds).toBeGreaterThan(0);
@@ -107,15 +110,15 @@ describe('a delay ladder shared by two applications whose users may not publish 
 
     // B back: its forwarder shares the ready queue with A's, and every message reaches B's handler exactly once. Each
     // waits 4 s to 16 s in the ladder by now, and about half land on A again, which gives them back for longer: 30 to
-    // 40 s for all ten, measured.
+    // 60 s for all ten, measured (the longer on a loaded machine).
     await start(teamB, 'team-b', [PaidHandler]);
     const back = Date.now();
-    await waitFor(() => arrivals.length >= 10, "B's ten messages delivered", 90_000);
+    await waitFor(() => arrivals.length >= 10, "B's ten messages delivered", 120_000);
     console.log(
       `shared ladder: ${refusedInFiveSeconds} refused publishes at A in the five seconds, ${refusedPublishes} in all; B's 10 messages delivered ${Date.now() - back} ms after B came back`,
     );
     await waitFor(async () => (await inLadder(vhost.name)) === 0, 'the ladder empty', 20_000);
     expect([...arrivals].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(await held(vhost.name, ladder.errorQueue)).toBe(0);
-  }, 150_000);
+  }, 200_000);
 });
