@@ -318,6 +318,23 @@ describe("transport patterns: routing, schedules of their own, Nest's pipeline a
     ]);
   });
 
+  it('parks a null or boolean pattern as no-handler beside wildcards, and answers a request whose envelope id is a number', async () => {
+    const server = new RetryServer({ url: AMQP_URL, queue: suite.queue, maxAttempts: 1, delayedDelivery: false });
+    suite.app = await NestFactory.createMicroservice(WildcardModule, { strategy: server, logger: ['error'] });
+    await suite.app.listen();
+    const replies = uniqueName('e2e.transport.patterns.replies');
+    suite.extraQueues.push(replies);
+    await suite.broker.declareQueue(replies);
+    await suite.broker.publish('', suite.queue, { pattern: null, data: 1 });
+    await suite.broker.publish('', suite.queue, { pattern: true, data: 2 });
+    await suite.broker.publish('', suite.queue, { pattern: 'stock.level.eu', data: {}, id: 7 }, { replyTo: replies, correlationId: 'c-7' });
+    const parked = await suite.broker.take(`${suite.queue}.error`, 2, 10_000);
+    expect(parked.map((m) => m.properties.headers?.['x-parked-reason'])).toEqual(['no-handler', 'no-handler']);
+    const [reply] = await suite.broker.take(replies, 1, 10_000);
+    expect(reply.properties.correlationId).toBe('c-7');
+    expect(JSON.parse(reply.content.toString())).toMatchObject({ response: { pattern: 'stock.level.eu' }, id: 7 });
+  });
+
   it('takes the retry policy of a pattern from whichever of its chained handlers gives it', async () => {
     const server = new RetryServer({ url: AMQP_URL, queue: suite.queue, delays: [300], maxAttempts: 2, delayedDelivery: false });
     suite.app = await NestFactory.createMicroservice(TwoHandlersModule, { strategy: server, logger: ['error'] });

@@ -24,6 +24,13 @@ describe('the policies of a RetryServer queue and its patterns', () => {
     expect(queue.circuitBreaker).toBeUndefined();
   });
 
+  it("refuses the 'raw' deserializer, in which the server could find no packet, naming the option and the fix", () => {
+    expect(() => queueConfig({ ...server, deserializer: 'raw' }, module, [])).toThrow(
+      /RetryServer option "deserializer" is 'raw'.*no pattern's handler would run.*Leave it out \(the transport reads JSON\), or give a function/,
+    );
+    expect(queueConfig({ ...server, deserializer: (body: Buffer) => JSON.parse(body.toString()) as unknown }, module, []).queue).toBe('orders');
+  });
+
   it("gives a pattern without a retry extra the queue's policy, on the queue's schedule", () => {
     const { policy, schedule } = patternPolicy('order.paid', undefined, queue, server, module);
     expect(policy.maxAttempts).toBe(2);

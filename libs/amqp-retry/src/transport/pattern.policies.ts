@@ -14,6 +14,12 @@ export function queueConfig(options: RetryServerOptions, module: ModuleConfig, b
   const { queue, exchange, exchangeType, errorQueue, nonRetryable, backoff, prefetch, queueType, deserializer, partitions } = options;
   const at = (key: string) => `RetryServer option "${key}"`;
   checkServerPartitions(options, at);
+  if (deserializer === 'raw')
+    throw new RetryConfigError(
+      at('deserializer'),
+      "is 'raw': the server would read each body as a Buffer, find no Nest packet in it, and take every message for an event named by its routing key, so no pattern's handler would run and no request would be answered",
+      'Leave it out (the transport reads JSON), or give a function that returns the packet, e.g. to decompress or decrypt the body first',
+    );
   const routingKey = options.routingKey ?? (bindings.length > 0 ? bindings : undefined);
   const handlerOptions: RetryHandlerOptions = {
     queue,

@@ -216,7 +216,9 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   private routeOf(pattern: string): string {
     const cached = this.routes.get(pattern);
     if (cached !== undefined) return cached;
-    const named = this.getRouteFromPattern(pattern);
+    // Nest reads the texts `null`, `true` and `false` as those values, which no handler's route is.
+    const named: unknown = this.getRouteFromPattern(pattern);
+    if (typeof named !== 'string') return pattern;
     const route = this.table.has(named) ? named : (this.wildcards.find((wildcard) => topicMatches(wildcard, named)) ?? named);
     // bounded in bytes too: padded or reordered spellings of one pattern map to its route, each under its own text
     if (this.table.has(route) && pattern.length <= ROUTE_CACHE_KEY_MAX && this.routes.size < ROUTE_CACHE_SIZE) this.routes.set(pattern, route);

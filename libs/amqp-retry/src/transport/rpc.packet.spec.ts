@@ -36,7 +36,20 @@ describe('readPacket', () => {
   it('treats a request nobody could answer as an event', () => {
     expect(readPacket({ pattern: 'p', data: 1, id: 'abc' }, key, text)).toEqual({ kind: 'event', pattern: 'p', data: 1 });
     expect(readPacket({ pattern: 'p', data: 1 }, { ...key, replyTo: 'r' }, text)).toEqual({ kind: 'event', pattern: 'p', data: 1 });
-    expect(readPacket({ pattern: 'p', data: 1, id: 5 }, { ...key, replyTo: 'r' }, text).kind).toBe('event');
+    expect(readPacket({ pattern: 'p', data: 1, id: '' }, { ...key, replyTo: 'r' }, text).kind).toBe('event');
+    expect(readPacket({ pattern: 'p', data: 1, id: null }, { ...key, replyTo: 'r' }, text).kind).toBe('event');
+  });
+
+  it("reads a numeric envelope id as a request, as Nest's ServerRMQ does, echoing the number and correlating by its text", () => {
+    expect(readPacket({ pattern: 'p', data: 1, id: 7 }, { ...key, replyTo: 'r' }, text)).toEqual({
+      kind: 'request',
+      pattern: 'p',
+      data: 1,
+      id: 7,
+      replyTo: 'r',
+      correlationId: '7',
+    });
+    expect(readPacket({ pattern: 'p', data: 1, id: Number.NaN }, { ...key, replyTo: 'r' }, text).kind).toBe('event');
   });
 
   it("reads the metadata Nest 12's dispatch hook adds to an event and to a request", () => {

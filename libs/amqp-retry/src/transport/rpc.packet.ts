@@ -10,7 +10,12 @@ export type PacketMetadata = Record<string, unknown>;
  */
 export type InboundPacket =
   | { kind: 'event'; pattern: string; data: unknown; metadata?: PacketMetadata }
-  | { kind: 'request'; pattern: string; data: unknown; id: string; replyTo: string; correlationId: string; metadata?: PacketMetadata };
+  | { kind: 'request'; pattern: string; data: unknown; id: RequestId; replyTo: string; correlationId: string; metadata?: PacketMetadata };
+
+/** A request's envelope id: Nest's clients write a string; a number, as other clients write it, is echoed back as it came. */
+export type RequestId = string | number;
+
+const isRequestId = (id: unknown): id is RequestId => (typeof id === 'string' && id.length > 0) || (typeof id === 'number' && Number.isFinite(id));
 
 /** The keys Nest's ClientRMQ writes: `pattern`, `data`, a request's `id`, and the `metadata` of Nest 12's dispatch hook. */
 const ENVELOPE_KEYS = new Set(['pattern', 'data', 'id', 'metadata']);
@@ -45,8 +50,8 @@ export function patternAsString(pattern: unknown): string {
 }
 
 /**
- * Reads a delivery's packet. A request needs an envelope `id` and a `replyTo` property; with only one of them it is
- * an event (nobody could receive a reply). The correlation id is the `correlationId` property, else the envelope id.
+ * Reads a delivery's packet. A request needs an envelope `id` (a string, or a number as some clients write it) and a
+ * `replyTo` property; with only one of them it is an event (nobody could receive a reply). The correlation id is the `correlationId` property, else the envelope id.
  */
 export function readPacket(
   body: unknown,
@@ -58,8 +63,8 @@ export function readPacket(
   const { id } = body;
   const replyTo = typeof delivery.replyTo === 'string' && delivery.replyTo.length > 0 ? delivery.replyTo : undefined;
   let packet: InboundPacket;
-  if (typeof id === 'string' && id.length > 0 && replyTo !== undefined) {
-    const correlationId = typeof delivery.correlationId === 'string' && delivery.correlationId.length > 0 ? delivery.correlationId : id;
+  if (isRequestId(id) && replyTo !== undefined) {
+    const correlationId = typeof delivery.correlationId === 'string' && delivery.correlationId.length > 0 ? delivery.correlationId : String(id);
     packet = { kind: 'request', pattern, data: body.data, id, replyTo, correlationId };
   } else packet = { kind: 'event', pattern, data: body.data };
   if (body.metadata !== undefined) packet.metadata = body.metadata;
