@@ -130,6 +130,75 @@ describe('the ordering step', () => {
     expect(calls).toEqual(['1.1', '1.2', '2.1']);
   });
 
+  it("'hold': after a timeout the retry, and a message let in by a hold that ended early, wait for the abandoned call; one more timeout at most", async () => {
+    const running = new Map<string, number>();
+    const events: string[] = [];
+    let overlaps = 0;
+    /** Attempt 1 of message 1 of each key ignores its signal: it runs `abandonedMs` (its timeout is 100 ms). */
+    const handler = (abandonedMs: number) => async (payload: unknown, ctx: RetryContext) => {
+      const [key, n] = payload as [string, number];
+      const now = (running.get(key) ?? 0) + 1;
+      running.set(key, now);
+      if (now > 1) overlaps++;
+      events.push(`start ${key}${n}.${ctx.attempt}`);
+      await new Promise((resolve) => setTimeout(resolve, n === 1 && ctx.attempt === 1 ? abandonedMs : 5));
+      events.push(`end ${key}${n}.${ctx.attempt}`);
+      running.set(key, running.get(key)! - 1);
+    };
+    const contextOfKey = (key: string, n: number, attempt = 1) => ({ ...contextOf(n, key), attempt });
+    // The retried copy comes back while its first attempt still runs; the key's later messages wait behind the hold.
+    const invoke = orderingStep(holding, logger, () => holding)(withHandlerTimeout(handler(150), 100, 'orders'));
+    await expect(invoke(['a', 1], contextOfKey('a', 1))).rejects.toBeInstanceOf(HandlerTimeoutError);
+    const later = [invoke(['a', 2], contextOfKey('a', 2)), invoke(['a', 3], contextOfKey('a', 3))];
+    await invoke(['a', 1], contextOfKey('a', 1, 2));
+    await Promise.all(later);
+    expect(events).toEqual(['start a1.1', 'end a1.1', 'start a1.2', 'end a1.2', 'start a2.1', 'end a2.1', 'start a3.1', 'end a3.1']);
+    // A prefetch of 2 spares one message behind holds: a second one ends the hold ('full') while the call runs on.
+    events.length = 0;
+    const small = { ...holding, prefetch: 2 };
+    const full = orderingStep(small, logger, () => small)(withHandlerTimeout(handler(150), 100, 'orders'));
+    await expect(full(['b', 1], contextOfKey('b', 1))).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await Promise.all([full(['b', 2], contextOfKey('b', 2)), full(['b', 3], contextOfKey('b', 3))]);
+    expect(events).toEqual(['start b1.1', 'end b1.1', 'start b2.1', 'end b2.1', 'start b3.1', 'end b3.1']);
+    // A call that never ends holds back its retry for one more timeout only.
+    events.length = 0;
+    const endless = orderingStep(holding, logger, () => holding)(withHandlerTimeout(handler(10_000), 100, 'orders'));
+    await expect(endless(['c', 1], contextOfKey('c', 1))).rejects.toBeInstanceOf(HandlerTimeoutError);
+    const timedOutAt = Date.now();
+    await endless(['c', 1], contextOfKey('c', 1, 2));
+    expect(Date.now() - timedOutAt).toBeGreaterThanOrEqual(95);
+    expect(Date.now() - timedOutAt).toBeLessThan(2_000);
+    expect(events).toEqual(['start c1.1', 'start c1.2', 'end c1.2']);
+    expect(overlaps).toBe(1); // c's retry, past the bound, beside the call that never ends
+  });
+
+  it("stops waiting for an abandoned call when the waiting delivery's channel dies, and gives the key back", async () => {
+    const calls: string[] = [];
+    const invoke = orderingStep(
+      holding,
+      logger,
+      () => holding,
+    )(
+      withHandlerTimeout(
+        async (payload, ctx) => {
+          calls.push(`${payload as number}.${ctx.attempt}`);
+          if (ctx.attempt === 1 && payload === 1) await new Promise((resolve) => setTimeout(resolve, 10_000));
+        },
+        100,
+        'orders',
+      ),
+    );
+    const first = invoke(1, contextOf(1, 'a'));
+    await expect(first).rejects.toBeInstanceOf(HandlerTimeoutError);
+    const channel = new AbortController();
+    const retry = invoke(1, { ...contextOf(1, 'a'), attempt: 2, signal: channel.signal });
+    await new Promise((resolve) => setImmediate(resolve));
+    channel.abort(new Error('channel closed'));
+    await expect(retry).rejects.toThrow('the delivery was lost while it waited for its ordering key');
+    await invoke(2, contextOf(2, 'a')); // the key is not held for the lost retry
+    expect(calls).toEqual(['1.1', '2.1']);
+  });
+
   it("'hold': a failure holds the key for the retry, unless the delivery's signal aborted (it goes back at this attempt)", async () => {
     const calls: number[] = [];
     const invoke = orderingStep(

@@ -3,7 +3,7 @@ import { decideAfterFailure } from '../core/delivery/delivery.decision.js';
 import { formatDuration } from '../core/time/duration.reader.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { OrderingConfig } from '../core/ordering/ordering.config.js';
-import { KeySequencer } from '../core/ordering/key.sequencer.js';
+import { type KeyTurn, KeySequencer } from '../core/ordering/key.sequencer.js';
 import { waitAside } from '../core/delivery/delivery.gate.js';
 import { readMessageKey } from '../core/message/message-key.reader.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
@@ -36,6 +36,17 @@ export const orderingStep =
           `"${queue}": ordering key "${key}" stops waiting for its retried message (${why === 'full' ? `the messages held behind retries would fill the prefetch of ${prefetch()}` : 'it did not come back in time'}); ${waiting} later message(s) of the key run now, before it`,
         ),
     );
+    // Per key, a call past its time limit that may still run (see the finally below): settles when it has ended, one
+    // more timeout at most, and is forgotten then.
+    const abandoned = new Map<string, Promise<void>>();
+    /** `entering`'s turn once the key's abandoned call has ended; undefined, the turn given back, if `signal` aborts first. */
+    const afterAbandoned = async (key: string, entering: KeyTurn | Promise<KeyTurn | undefined>, signal: AbortSignal) => {
+      const turn = await entering;
+      const running = abandoned.get(key);
+      if (turn === undefined || running === undefined || (await endedUnlessAborted(running, signal))) return turn;
+      turn.leave();
+      return undefined;
+    };
     return async (payload, context) => {
       const read = readMessageKey(ordering.key, payload, context.message, 'ordering key');
       if (!read.ok) throw new MalformedMessageError(read.problem);
@@ -43,11 +54,12 @@ export const orderingStep =
       // A hold names the retried copy it waits for (see retryOwner): this delivery's identity at the next attempt.
       const identity = retryIdentity(context.message, context.deaths, queue);
       const owner = retryOwner(identity, context.attempt);
-      // Waiting for the key runs nothing: aside from the consumer's gate, so that a suspect of a crash is not kept
-      // waiting behind a hold, and every delivery after it with it (see mayRun).
+      // Waiting for the key (its turn, then its abandoned call) runs nothing: aside from the consumer's gate, so that a
+      // suspect of a crash is not kept waiting behind a hold, and every delivery after it with it (see mayRun).
       let turn = sequencer.tryEnter(read.key, owner);
-      if (turn === undefined) {
-        turn = await waitAside(context.message, sequencer.enter(read.key, owner, context.signal));
+      if (turn === undefined || abandoned.has(read.key)) {
+        const entering = turn ?? sequencer.enter(read.key, owner, context.signal);
+        turn = await waitAside(context.message, afterAbandoned(read.key, entering, context.signal));
         // The delivery's channel died while it waited (for its key, or for the gate after it): it cannot be settled,
         // and the broker redelivers it; the key moves on.
         if (turn !== undefined && context.signal.aborted) turn = void turn.leave();
@@ -76,11 +88,30 @@ export const orderingStep =
         }
         throw error;
       } finally {
-        // A call past its time limit may run on: the key's next message waits for it (one more timeout at most). A
-        // hold is set at once: the key's later messages wait for the retry anyway, which must find its hold.
+        // A call past its time limit may run on: whoever takes the key's turn next (its next message, or under a hold
+        // the retry, which must find its hold set at once) waits for it to end, one more timeout at most.
         const timedOut = RetriedInPlace.from(failure)?.failure ?? failure;
-        if (hold === undefined && isTimeout(timedOut)) void abandonedCallEnded(timedOut).then(() => turn.leave());
-        else turn.leave(hold);
+        if (isTimeout(timedOut)) {
+          const key = read.key;
+          const ended: Promise<void> = abandonedCallEnded(timedOut).then(() => {
+            if (abandoned.get(key) === ended) abandoned.delete(key);
+          });
+          abandoned.set(key, ended);
+        }
+        turn.leave(hold);
       }
     };
   };
+
+/** Resolves with true once `ended` settles, or with undefined once `signal` aborts before it. */
+function endedUnlessAborted(ended: Promise<void>, signal: AbortSignal): Promise<true | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const stop = () => resolve(undefined);
+    signal.addEventListener('abort', stop, { once: true });
+    void ended.then(() => {
+      signal.removeEventListener('abort', stop);
+      resolve(true);
+    });
+  });
+}
