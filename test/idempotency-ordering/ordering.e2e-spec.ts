@@ -57,6 +57,39 @@ describe('ordering by key on a real broker', () => {
     expect(retry.at - failure.at).toBeGreaterThanOrEqual(290); // the tier delay, waited by seq 4 and 5 too
   });
 
+  it("'hold' after a timeout: the retry, then the key's later messages, wait for the abandoned call; never two calls of the key at once", async () => {
+    const events: string[] = [];
+    let running = 0;
+    let maxRunning = 0;
+    const Handler = handlerFor(
+      {
+        queue: suite.queue,
+        prefetch: 10,
+        timeout: '400ms',
+        delays: ['100ms'],
+        maxAttempts: 3,
+        ordering: { key: (p) => (p as Step).key, whileRetrying: 'hold', holdGrace: '5s' },
+      },
+      async (payload, ctx) => {
+        const name = `${(payload as Step).seq}.${ctx.attempt}`;
+        maxRunning = Math.max(maxRunning, ++running);
+        events.push(`start ${name}`);
+        // Seq 1's first attempt ignores its signal and runs on past its timeout (within one more timeout).
+        await new Promise((resolve) => setTimeout(resolve, name === '1.1' ? 700 : 10));
+        events.push(`end ${name}`);
+        running--;
+      },
+    );
+    suite.app = await startApp([Handler], TEST_OPTIONS);
+    for (const seq of [1, 2, 3]) await suite.broker.publish('', suite.queue, { key: 'k', seq }, { messageId: `k-${seq}` });
+    const handler = handlerOf(suite.app, Handler);
+    await waitFor(() => events.length === 8, 'four calls to end', 10_000);
+    expect(events).toEqual(['start 1.1', 'end 1.1', 'start 1.2', 'end 1.2', 'start 2.1', 'end 2.1', 'start 3.1', 'end 3.1']);
+    expect(maxRunning).toBe(1);
+    expect(handler.calls[1].at - handler.calls[0].at).toBeGreaterThanOrEqual(690); // the retry waited for the call
+    await waitFor(async () => (await suite.broker.count(suite.queue)) === 0, 'every message acked');
+  });
+
   it("'hold': a message parked while held lets the key move on", async () => {
     const Handler = handlerFor(
       { queue: suite.queue, prefetch: 10, delays: ['200ms'], maxAttempts: 2, ordering: { key: { header: 'x-key' }, whileRetrying: 'hold' } },
