@@ -213,6 +213,30 @@ describe('the PostgreSQL store creates and cleans its table', () => {
     }
   });
 
+  it('reads only the expired rows through the expires_at index at each cleanup, not every live row', async () => {
+    const table = uniqueSpace();
+    const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
+    const deletes: string[] = [];
+    const recording = { query: (text: string, values?: unknown[]) => (/^\s*DELETE/.test(text) && deletes.push(text), pool.query(text, values)), end: async () => undefined }; // prettier-ignore
+    const store = new PostgresIdempotencyStore({ pool: recording, table, cleanupInterval: 0 });
+    try {
+      await store.claim('q:live', 't', 60_000); // creates the table
+      await pool.query(
+        `INSERT INTO "${table}" (key, state, token, expires_at) SELECT 'q:live-' || g, 'handled', NULL, clock_timestamp() + interval '1 day' FROM generate_series(1, 100000) g`,
+      );
+      await pool.query(`ANALYZE "${table}"`);
+      expect(await store.purgeExpired()).toBe(0);
+      expect(deletes).toHaveLength(1);
+      const plan = (await pool.query(`EXPLAIN ${deletes[0]}`)).rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+      expect(plan).toMatch(/Index (Only )?Scan using \S*expires_at_idx/);
+      expect(plan).not.toMatch(/Seq Scan/);
+    } finally {
+      await store.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pool.end();
+    }
+  });
+
   it('deletes every expired row each cleanup, batch after batch, not 1,000 an interval', async () => {
     const table = uniqueSpace();
     const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });

@@ -150,9 +150,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     // The outer condition on expires_at is what keeps a live row: a row the subquery found expired may be taken over
     // (a claim, a record) by a transaction the DELETE then waits for, and once that commits PostgreSQL re-checks the
     // new row version against the outer WHERE only (READ COMMITTED); `key IN (...)` alone still holds for it.
+    // The cutoff is `now()`, stable within the statement, so PostgreSQL reads `_expires_at_idx` up to it
+    // (`clock_timestamp()`, volatile, bounds no index scan: every live row would be read).
     const { rowCount } = await this.query(
-      `DELETE FROM ${this.table} WHERE key IN (SELECT key FROM ${this.table} WHERE expires_at <= clock_timestamp() LIMIT ${CLEANUP_BATCH})
-         AND expires_at <= clock_timestamp()`,
+      `DELETE FROM ${this.table} WHERE key IN (SELECT key FROM ${this.table} WHERE expires_at <= now() LIMIT ${CLEANUP_BATCH})
+         AND expires_at <= now()`,
     );
     return rowCount ?? 0;
   }
