@@ -150,9 +150,12 @@ export class OutboxRelay {
 
   private async send(row: ClaimedRow): Promise<RowChange> {
     const startedAt = Date.now();
+    // Not sendable as it is (its properties written by other means than the outbox's insert): parked unpublished.
+    const stored = storedProperties(row.properties);
+    if ('problem' in stored) return { state: 'parked', attempts: Number(row.attempts), reason: `cannot be sent as it is: ${stored.problem}` };
     try {
       const body = Buffer.isBuffer(row.body) ? row.body : Buffer.from(row.body as unknown as Uint8Array);
-      const publish = () => this.publish(row.exchange, row.routing_key, body, storedProperties(row.properties), Number(row.remaining_delay_ms));
+      const publish = () => this.publish(row.exchange, row.routing_key, body, stored.properties, Number(row.remaining_delay_ms));
       await this.gate.run(body.length >= ALONE_FROM_BYTES, publish);
       if (this.observers?.active) {
         const lagMs = Number(row.age_ms) + (Date.now() - startedAt);

@@ -74,8 +74,21 @@ describe('readOutboxMessage', () => {
 
 describe('storedProperties', () => {
   it('reads jsonb as an object or as text', () => {
-    expect(storedProperties({ messageId: 'a' })).toEqual({ messageId: 'a' });
-    expect(storedProperties('{"messageId":"a"}')).toEqual({ messageId: 'a' });
-    expect(storedProperties(null)).toEqual({});
+    expect(storedProperties({ messageId: 'a' })).toEqual({ properties: { messageId: 'a' } });
+    expect(storedProperties('{"messageId":"a"}')).toEqual({ properties: { messageId: 'a' } });
+  });
+
+  it('answers a problem naming the column for a value that is no JSON object, whether the driver parsed it or not', () => {
+    const problem = (json: string) => ({ problem: `the properties column holds ${json}, not a JSON object of AMQP properties` });
+    expect(storedProperties('x')).toEqual(problem('"x"')); // the jsonb string "x", parsed by the driver
+    expect(storedProperties('"x"')).toEqual(problem('"x"')); // the same, handed over as text
+    expect(storedProperties('{"messageId":')).toEqual(problem('"{\\"messageId\\":"'));
+    expect(storedProperties(5)).toEqual(problem('5'));
+    expect(storedProperties([1])).toEqual(problem('[1]'));
+    expect(storedProperties(null)).toEqual(problem('null'));
+    expect(storedProperties('null')).toEqual(problem('null'));
+    expect(storedProperties(undefined)).toEqual(problem('undefined'));
+    const long = storedProperties('y'.repeat(500));
+    expect('problem' in long && long.problem).toBe(`the properties column holds "${'y'.repeat(79)}…, not a JSON object of AMQP properties`);
   });
 });

@@ -127,10 +127,31 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
   return record;
 }
 
-/** Properties read back from a row (a driver may hand jsonb over as text). */
-export function storedProperties(value: unknown): Options.Publish {
-  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
-  return typeof parsed === 'object' && parsed !== null ? (parsed as Options.Publish) : {};
+/** A row's properties as read back, or why the row cannot be sent as it is. */
+export type StoredProperties = { properties: Options.Publish } | { problem: string };
+
+/**
+ * Properties read back from a row (a driver may hand jsonb over as text, or a jsonb string as its text). A value that
+ * is no JSON object (a string, a number, an array, null: written by other means than the outbox's insert) is a
+ * problem naming the column: the row could never be sent as it is.
+ * @example storedProperties('"x"') // { problem: 'the properties column holds "x", not a JSON object of AMQP properties' }
+ */
+export function storedProperties(value: unknown): StoredProperties {
+  let parsed = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      return { problem: propertiesProblem(JSON.stringify(value)) };
+    }
+  }
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return { properties: parsed as Options.Publish };
+  return { problem: propertiesProblem(JSON.stringify(parsed) ?? typeof parsed) };
 }
+
+const PREVIEW_CHARS = 80;
+
+const propertiesProblem = (json: string) =>
+  `the properties column holds ${json.length > PREVIEW_CHARS ? `${json.slice(0, PREVIEW_CHARS)}…` : json}, not a JSON object of AMQP properties`;
 
 const dropUndefined = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
