@@ -2,7 +2,15 @@ import type { INestApplicationContext } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { DataSource } from 'typeorm';
 import pg from 'pg';
-import { OutboxPublisher, pgOutboxAdapter, RetryConfigError, RetryEngine, typeormOutboxAdapter, type RetryContext } from 'nestjs-amqp-retry';
+import {
+  OutboxPublisher,
+  pgOutboxAdapter,
+  RetryConfigError,
+  RetryEngine,
+  typeormOutboxAdapter,
+  type OutboxAdapter,
+  type RetryContext,
+} from 'nestjs-amqp-retry';
 import { POSTGRES_URL } from '../support/stores.js';
 import { handlerFor, handlerOf, startApp, TEST_OPTIONS } from '../support/app.js';
 import { TestBroker, uniqueName, waitFor } from '../support/broker.js';
@@ -116,6 +124,38 @@ describe.each([
       expect(typeof suite.kind.adapter.listen === 'function').toBe(listens);
     },
   );
+
+  if (listens) {
+    it("an outbox of the same name in another schema wakes only its own relays, not this one's", async () => {
+      const [mine, theirs] = [uniqueTable('e2e_mine'), uniqueTable('e2e_theirs')];
+      suite.afterThis(() => sql(`DROP SCHEMA IF EXISTS "${mine}", "${theirs}" CASCADE`));
+      const { adapter } = suite.kind;
+      let rounds = 0; // this relay's claims
+      const counted: OutboxAdapter = {
+        ...adapter,
+        execute: (tx, text, params) => (text.startsWith('SELECT o.id') && rounds++, adapter.execute(tx, text, params)),
+      };
+      const start = async (schema: string, outboxAdapter: OutboxAdapter) => {
+        const app = await startApp([], { ...TEST_OPTIONS, outbox: { adapter: outboxAdapter, table: suite.table, schema, pollInterval: '1m' } });
+        suite.apps.push(app);
+        return app.get(OutboxPublisher);
+      };
+      const own = await start(mine, counted);
+      const other = await start(theirs, adapter);
+      const { name, got } = await sink();
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the relays' first rounds (at start) are over
+      const before = rounds;
+      for (let i = 0; i < 20; i++) await suite.kind.inTransaction((tx) => other.publish(tx, { exchange: '', routingKey: name, body: { i } }));
+      await waitFor(() => got.length === 20, "the other schema's 20 messages", 5_000); // its relay was woken at each commit
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(rounds - before).toBe(0);
+      const committed = Date.now();
+      await suite.kind.inTransaction((tx) => own.publish(tx, { exchange: '', routingKey: name, body: { mine: true } }));
+      await waitFor(() => got.length === 21, 'its own message', 5_000);
+      expect(Date.now() - committed).toBeLessThan(1_000); // woken by its own commit, within a poll interval of 1 min
+      expect(rounds - before).toBeGreaterThan(0);
+    });
+  }
 
   it('parks a row the broker refuses (404: no such exchange) with the reason, and sends the rows after it', async () => {
     const outbox = await startWriter();

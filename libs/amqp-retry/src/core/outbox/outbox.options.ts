@@ -10,7 +10,7 @@ import type { OutboxAdapter } from './outbox.adapter.js';
 export interface OutboxOptions<Tx = unknown> {
   /** How the library reaches PostgreSQL: pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or your own. */
   adapter: OutboxAdapter<Tx>;
-  /** The outbox table (also the NOTIFY channel); default 'amqp_retry_outbox'. Letters, digits and _. */
+  /** The outbox table; default 'amqp_retry_outbox'. Letters, digits and _. With the schema, it names the NOTIFY channel. */
   table?: string;
   /** Its schema; default the connection's search path. */
   schema?: string;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './outbox.config.js';
 import { outboxMigration } from './outbox.migration.js';
+import { notifyChannel } from '../sql/sql-identifier.reader.js';
 import { migrationScript, outboxSql } from './outbox.sql.js';
 
 describe('outboxSql', () => {
@@ -15,9 +16,15 @@ describe('outboxSql', () => {
     expect(sql.outboxTables[0]).toBe('CREATE SCHEMA IF NOT EXISTS "billing"');
   });
 
-  it('notifies on the table name, within the insert (delivered at commit only)', () => {
-    expect(sql.channel).toBe('orders_outbox');
-    expect(sql.insert).toMatch(/INSERT INTO "billing"."orders_outbox"[\s\S]*pg_notify\('orders_outbox', ''\)/);
+  it('notifies on the schema and table name, within the insert (delivered at commit only)', () => {
+    expect(sql.channel).toBe('billing.orders_outbox');
+    expect(sql.insert).toMatch(/INSERT INTO "billing"."orders_outbox"[\s\S]*pg_notify\('billing\.orders_outbox', ''\)/);
+    const plain = outboxSql({ table: 'orders_outbox', inboxTable: 'orders_inbox' });
+    expect(plain.channel).toBe('orders_outbox');
+    expect(plain.insert).toContain("pg_notify('orders_outbox', '')");
+    const long = outboxSql({ table: 'o'.repeat(63), inboxTable: 'i', schema: 's'.repeat(63) });
+    expect(long.channel).toBe(notifyChannel('o'.repeat(63), 's'.repeat(63)));
+    expect(long.insert).toContain(`pg_notify('${long.channel}', '')`);
   });
 
   it('claims due rows in id order, skipping rows other relays hold, one row at a time per order key', () => {

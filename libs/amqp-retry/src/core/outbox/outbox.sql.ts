@@ -1,9 +1,9 @@
 import { DDL_LOCK_SQL } from '../sql/ddl.lock.js';
-import { indexName, qualifiedName } from '../sql/sql-identifier.reader.js';
+import { indexName, notifyChannel, qualifiedName } from '../sql/sql-identifier.reader.js';
 
 /** The tables' names, read by readSqlIdentifier (safe to put into SQL text). */
 export interface OutboxTableNames {
-  /** The outbox table; also the NOTIFY channel. */
+  /** The outbox table; with the schema, the NOTIFY channel (notifyChannel). */
   table: string;
   inboxTable: string;
   schema?: string;
@@ -31,9 +31,10 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
     parked: indexName(table, 'parked_idx'),
     handledAt: indexName(inboxTable, 'handled_at_idx'),
   };
+  const channel = notifyChannel(table, schema);
   return {
-    /** The NOTIFY channel: the table's name. */
-    channel: table,
+    /** The NOTIFY channel the insert notifies and the relay listens on: `<schema>.<table>`, or the table's name. */
+    channel,
     /** The tables' quoted names. */
     outboxName: t,
     inboxName: inbox,
@@ -87,7 +88,7 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
     insert: `WITH row AS (
   INSERT INTO ${t} (exchange, routing_key, body, properties, order_key, delay_ms)
   SELECT $1::text, $2::text, $3::bytea, $4::jsonb, $5::text, $6::bigint WHERE current_setting('${WRITE_MARK}', true) = 'on' RETURNING id
-) SELECT id::text AS id, pg_notify('${table}', '') FROM row`,
+) SELECT id::text AS id, pg_notify('${channel}', '') FROM row`,
     /** Claims and locks up to $1 due rows; a row with an order key only when no earlier row of its key is pending. */
     claim: `SELECT o.id::text AS id, o.exchange, o.routing_key, o.body, o.properties, o.order_key, o.attempts, o.last_error,
   GREATEST(0, o.delay_ms - floor(extract(epoch FROM clock_timestamp() - o.created_at) * 1000))::bigint::text AS remaining_delay_ms,

@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { indexName, qualifiedName, readSqlIdentifier } from './sql-identifier.reader.js';
+import { indexName, notifyChannel, qualifiedName, readSqlIdentifier } from './sql-identifier.reader.js';
 
 describe('readSqlIdentifier', () => {
   it('takes plain identifiers up to 63 characters', () => {
@@ -38,5 +38,23 @@ describe('indexName', () => {
     expect(new Set(names).size).toBe(4);
     expect(names[0]).toMatch(/^a+_[0-9a-f]{8}_pending_idx$/);
     expect(indexName(a, 'pending_idx')).toBe(names[0]); // stable
+  });
+});
+
+describe('notifyChannel', () => {
+  it('is <schema>.<table>, or the table name without a schema', () => {
+    expect(notifyChannel('orders_outbox', 'billing')).toBe('billing.orders_outbox');
+    expect(notifyChannel('orders_outbox', 'shipping')).not.toBe(notifyChannel('orders_outbox', 'billing'));
+    expect(notifyChannel('orders_outbox')).toBe('orders_outbox');
+  });
+
+  it('cuts a long name and adds a hash, within 63 bytes, distinct per schema and table, the same each time', () => {
+    const [a, b] = ['a'.repeat(63), `${'a'.repeat(62)}b`];
+    const channels = [notifyChannel(a, a), notifyChannel(a, b), notifyChannel(b, a), notifyChannel(`${'s'.repeat(60)}`, 'outbox')];
+    for (const channel of channels) expect(channel.length).toBeLessThanOrEqual(63);
+    expect(new Set(channels).size).toBe(4);
+    expect(channels[0]).toMatch(/^a{54}_[0-9a-f]{8}$/);
+    expect(notifyChannel(a, a)).toBe(channels[0]);
+    expect(notifyChannel(a)).toBe(a); // 63 bytes fit
   });
 });

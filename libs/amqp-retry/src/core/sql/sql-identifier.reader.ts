@@ -38,3 +38,18 @@ export function indexName(table: string, suffix: string): string {
   const hash = fnv1a(plain);
   return `${table.slice(0, MAX_IDENTIFIER_BYTES - suffix.length - hash.length - 2)}_${hash}_${suffix}`;
 }
+
+/**
+ * The NOTIFY channel of the outbox `table` in `schema`: `<schema>.<table>`, or the table's name without a schema, so
+ * that outboxes of one name in different schemas wake only their own relays. A channel is an identifier of at most 63
+ * bytes (`LISTEN` cuts a longer one, `pg_notify` refuses it): a longer name is cut short, with 8 hex digits of a hash
+ * of the whole name, so that two long names never share a channel. The names are ASCII of letters, digits and `_`
+ * (readSqlIdentifier): the channel goes into SQL text as it is, in double quotes (`LISTEN`) or single (`pg_notify`).
+ * @example notifyChannel('orders_outbox', 'billing') // 'billing.orders_outbox'
+ */
+export function notifyChannel(table: string, schema?: string): string {
+  const plain = schema === undefined ? table : `${schema}.${table}`;
+  if (plain.length <= MAX_IDENTIFIER_BYTES) return plain;
+  const hash = fnv1a(plain);
+  return `${plain.slice(0, MAX_IDENTIFIER_BYTES - hash.length - 1)}_${hash}`;
+}
