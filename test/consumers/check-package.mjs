@@ -22,7 +22,14 @@ try {
     .map((f) => f.replace(/^package\//, ''));
   const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 
-  for (const required of ['LICENSE', 'README.md', 'package.json', 'dist/cjs/package.json', 'migrations/001_outbox_inbox.sql']) {
+  for (const required of [
+    'LICENSE',
+    'README.md',
+    'package.json',
+    'dist/cjs/package.json',
+    'migrations/001_outbox_inbox.sql',
+    'migrations/002_inbox_queue_handled_at.sql',
+  ]) {
     if (!files.includes(required)) problems.push(`missing ${required}`);
   }
   // migrations/: the outbox's SQL, for users who run their migrations themselves (docs/outbox.md).

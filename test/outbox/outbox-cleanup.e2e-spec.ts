@@ -112,7 +112,7 @@ describe('the outbox and inbox cleanups', () => {
     expect(deleted).toBe(10); // the retention: the 10 rows of two hours ago, none of the last hour's
   });
 
-  it("reads a queue's inbox records past their retention through the handled-at index, not the records it keeps", async () => {
+  it("reads a queue's inbox records past their retention through the queue and handled-at index, not the records it keeps", async () => {
     const statements = outboxSql({ table: suite.table, inboxTable: suite.inboxTable });
     await sql(
       `INSERT INTO "${suite.inboxTable}" (queue, message_id, handled_at)
@@ -127,8 +127,31 @@ describe('the outbox and inbox cleanups', () => {
     await sql(`ANALYZE "${suite.inboxTable}"`);
 
     const { plan, deleted } = await explainThenRun(statements.inboxCleanup, [3_600_000, suite.queue]);
-    expect(plan).toMatch(/Index Cond: \(handled_at < /);
+    expect(plan).toMatch(/Index Scan using \S+_queue_handled_at_idx/);
     expect(plan).not.toMatch(/Seq Scan/);
     expect(deleted).toBe(10); // this queue's 10 of two hours ago: not the last hour's, nor the other queue's
+  });
+
+  it("reads only its own queue's records past its retention when another queue keeps older records in the table", async () => {
+    const statements = outboxSql({ table: suite.table, inboxTable: suite.inboxTable });
+    // Another queue's records, within its longer retention, all older than this queue's cutoff; this queue's own
+    // records, most within its retention: neither the handled-at index nor the primary key (queue first) bounds both.
+    await sql(
+      `INSERT INTO "${suite.inboxTable}" (queue, message_id, handled_at)
+       SELECT $1, 'theirs-' || n, clock_timestamp() - interval '2 hours' - n * interval '1 ms' FROM generate_series(1, ${KEPT_ROWS}) AS n`,
+      [`${suite.queue}.long-kept`],
+    );
+    await sql(
+      `INSERT INTO "${suite.inboxTable}" (queue, message_id, handled_at)
+       SELECT $1, 'old-' || n, clock_timestamp() - interval '2 hours' FROM generate_series(1, 10) AS n
+       UNION ALL SELECT $1, 'kept-' || n, clock_timestamp() - n * interval '1 ms' FROM generate_series(1, ${KEPT_ROWS}) AS n`,
+      [suite.queue],
+    );
+    await sql(`ANALYZE "${suite.inboxTable}"`);
+
+    const { plan, deleted } = await explainThenRun(statements.inboxCleanup, [3_600_000, suite.queue]);
+    expect(plan).toMatch(/Index Scan using \S+_queue_handled_at_idx/);
+    expect(plan).not.toMatch(/Seq Scan|Rows Removed by Filter/);
+    expect(deleted).toBe(10);
   });
 });

@@ -33,7 +33,7 @@ export async function prepareTable(adapter: OutboxAdapter, sql: Pick<OutboxState
     const found = await shape();
     if (found.columns.length === 0) {
       throw new Error(
-        `The table ${spec.shown} does not exist, and createTables is false: run libs/amqp-retry/migrations/001_outbox_inbox.sql (or outboxMigration() for other names), or set createTables: true`,
+        `The table ${spec.shown} does not exist, and createTables is false: run libs/amqp-retry/migrations/001_outbox_inbox.sql and the files after it (or outboxMigration() for other names), or set createTables: true`,
       );
     }
     const lacking = spec.shape.columns.filter((column) => !found.columns.includes(column));

@@ -4,7 +4,8 @@ import { migrationScript } from './outbox.sql.js';
 
 /**
  * The SQL that creates the outbox and inbox tables, for your migrations (with `createTables: false`); the defaults'
- * script ships as libs/amqp-retry/migrations/001_outbox_inbox.sql.
+ * script ships as the files of libs/amqp-retry/migrations/, run in order. Idempotent: run again on tables it made
+ * before, it adds the indexes they lack.
  * @example writeFileSync('migrations/042_outbox.sql', outboxMigration({ table: 'orders_outbox' }))
  */
 export function outboxMigration(names: { table?: string; inboxTable?: string; schema?: string } = {}): string {

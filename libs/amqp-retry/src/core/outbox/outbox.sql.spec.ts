@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './outbox.config.js';
 import { outboxMigration } from './outbox.migration.js';
 import { notifyChannel } from '../sql/sql-identifier.reader.js';
@@ -42,14 +42,26 @@ describe('outboxSql', () => {
     const script = migrationScript({ table: 't', inboxTable: 'i' });
     expect(script.split('\n').slice(0, 2)).toEqual(['BEGIN;', "SELECT pg_advisory_xact_lock(hashtextextended('nestjs-amqp-retry ddl', 0));"]);
     expect(script.trim().endsWith('COMMIT;')).toBe(true);
-    expect(script.match(/CREATE (TABLE|INDEX) IF NOT EXISTS/g)).toHaveLength(7);
+    expect(script.match(/CREATE (TABLE|INDEX) IF NOT EXISTS/g)).toHaveLength(8);
     expect(script).not.toMatch(/CREATE (TABLE|INDEX) (?!IF NOT EXISTS)/);
   });
 
-  it('the shipped migration file is the script for the default names', () => {
-    const file = readFileSync(new URL('../../../migrations/001_outbox_inbox.sql', import.meta.url), 'utf8');
-    const body = file.replace(/^--.*\n/gm, '');
-    expect(body).toBe(migrationScript({ table: DEFAULT_OUTBOX_TABLE, inboxTable: DEFAULT_INBOX_TABLE }));
+  it('the shipped migration files, run in order, are the script for the default names, each a transaction under the DDL lock', () => {
+    const dir = new URL('../../../migrations/', import.meta.url);
+    const files = readdirSync(dir)
+      .filter((name) => name.endsWith('.sql'))
+      .sort();
+    expect(files).toEqual(['001_outbox_inbox.sql', '002_inbox_queue_handled_at.sql']);
+    const script = migrationScript({ table: DEFAULT_OUTBOX_TABLE, inboxTable: DEFAULT_INBOX_TABLE });
+    const [begin, lock] = script.split('\n');
+    const statements = (text: string) => text.split(/;\n/).filter((statement) => statement.trim() !== '');
+    const bodies = files.map((name) => readFileSync(new URL(name, dir), 'utf8').replace(/^--.*\n/gm, ''));
+    for (const body of bodies) {
+      expect(body.split('\n').slice(0, 2)).toEqual([begin, lock]);
+      expect(body.endsWith('COMMIT;\n')).toBe(true);
+    }
+    const made = bodies.flatMap((body) => statements(body).slice(2, -1));
+    expect(made).toEqual(statements(script).slice(2, -1));
   });
 
   it('outboxMigration gives the script for chosen names, and refuses hostile ones', () => {

@@ -30,6 +30,7 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
     sent: indexName(table, 'sent_idx'),
     parked: indexName(table, 'parked_idx'),
     handledAt: indexName(inboxTable, 'handled_at_idx'),
+    queueHandledAt: indexName(inboxTable, 'queue_handled_at_idx'),
   };
   const channel = notifyChannel(table, schema);
   return {
@@ -73,8 +74,12 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   PRIMARY KEY (queue, message_id)
 )`,
       `CREATE INDEX IF NOT EXISTS "${index.handledAt}" ON ${inbox} (handled_at)`,
+      `CREATE INDEX IF NOT EXISTS "${index.queueHandledAt}" ON ${inbox} (queue, handled_at)`,
     ],
-    /** What the start checks of an existing inbox table. */
+    /**
+     * What the start checks of an existing inbox table. Not `_queue_handled_at_idx`, which tables created before it
+     * lack (migrations/002): without it, a cleanup of a queue whose table other queues share may read the whole table.
+     */
     inboxShape: { columns: INBOX_COLUMNS, indexes: [index.handledAt] },
     /** $1 = a table's quoted name: its columns and the names of its indexes (empty when it does not exist). */
     tableShape: `SELECT ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
@@ -131,11 +136,14 @@ SELECT count(*)::int AS deleted FROM gone`,
     /**
      * Deletes up to CLEANUP_BATCH inbox rows of queue $2 handled more than $1 ms before the transaction's start; answers
      * how many (`deleted`). Each queue keeps its records for its own retention: handlers (and applications) with others
-     * may share the table. The cutoff is `now()`, so `_handled_at_idx` bounds the scan, and the delete
-     * finds the rows by their `ctid`s, as the outbox's cleanup.
+     * may share the table. The cutoff is `now()`, and the condition on it a row comparison, which only
+     * `_queue_handled_at_idx` can bound: the scan reads this queue's records past the cutoff, not the other queues'
+     * records before it, kept for longer retentions. (As `queue = $2 AND handled_at < ...`, PostgreSQL counts on
+     * finding the batch early in a scan of the whole table, or reads `_handled_at_idx` and filters the other queues'
+     * records out.) The delete finds the rows by their `ctid`s, as the outbox's cleanup.
      */
     inboxCleanup: `WITH gone AS (DELETE FROM ${inbox} WHERE ctid = ANY(ARRAY(
-  SELECT ctid FROM ${inbox} WHERE queue = $2 AND handled_at < now() - $1 * interval '1 millisecond' LIMIT ${CLEANUP_BATCH})) RETURNING 1)
+  SELECT ctid FROM ${inbox} WHERE queue = $2 AND (queue, handled_at) < ($2, now() - $1 * interval '1 millisecond') LIMIT ${CLEANUP_BATCH})) RETURNING 1)
 SELECT count(*)::int AS deleted FROM gone`,
   };
 }
