@@ -1,5 +1,5 @@
 import { performance as hooksPerformance } from 'node:perf_hooks';
-import { setTimeout as realDelay } from 'node:timers/promises';
+import { setTimeout as realSetTimeout } from 'node:timers';
 import type { MemoryBroker } from './memory.broker.js';
 import type { HandlerCall, VirtualClock } from './virtual.clock.js';
 
@@ -9,9 +9,15 @@ const REAL_PATIENCE_MS = 5_000;
 /**
  * Real milliseconds, read before any clock stands in for time: `node:perf_hooks`' own `performance.now` as this module
  * loads (Jest's fake timers replace the global `performance` and `process.hrtime`, not this one; the virtual clock
- * replaces it only once installed). `node:timers/promises` (realDelay) stays real under both.
+ * replaces it only once installed).
  */
 const realNow: () => number = hooksPerformance.now.bind(hooksPerformance);
+
+/**
+ * Waits `ms` of real time: `node:timers`' own `setTimeout` stays real under Jest's fake timers (they replace the
+ * global one) and under the virtual clock (which replaces the global one and `node:timers/promises`).
+ */
+const realDelay = (ms: number): Promise<void> => new Promise((resolve) => realSetTimeout(resolve, ms));
 
 /**
  * How the driver watches for a handler that waits for something real: what the broker and the clock looked like when

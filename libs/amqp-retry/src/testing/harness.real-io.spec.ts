@@ -1,16 +1,21 @@
 import { Injectable, Module, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { setTimeout as realDelay } from 'node:timers/promises';
+import { setTimeout as realSetTimeout } from 'node:timers';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import { RetryWithBackoff } from '../nest/retry-with-backoff.decorator.js';
 import { RetryModule } from '../nest/retry.module.js';
 import { RetryHarness } from './retry.harness.js';
+
+/**
+ * Real I/O the virtual clock knows nothing of: `node:timers`' own `setTimeout`, which the clock leaves alone (it
+ * stands in for the global one and for `node:timers/promises`).
+ */
+const realDelay = (ms: number) => new Promise((resolve) => realSetTimeout(resolve, ms));
 
 /** Virtual time each attempt saw pass while it waited for real I/O. */
 const spent: number[] = [];
 
 @Injectable()
 class DatabaseHandler {
-  // `node:timers/promises` is not the global setTimeout: it stands for I/O the virtual clock knows nothing of.
   @RetryWithBackoff({ queue: 'harness.io', exchange: 'harness.db', routingKey: 'row', delays: ['1s'], maxAttempts: 2, timeout: '30s' })
   async save(body: { ms: number }, _ctx: RetryContext): Promise<void> {
     const started = Date.now();

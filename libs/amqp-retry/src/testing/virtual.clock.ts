@@ -1,7 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { syncBuiltinESMExports } from 'node:module';
 import { nextTick as realNextTick } from 'node:process';
 import { performance as hooksPerformance } from 'node:perf_hooks';
 import { setImmediate as realSetImmediate } from 'node:timers';
+import timersPromises from 'node:timers/promises';
+import { promiseTimers, timerDelay } from './promise.timers.js';
 
 /**
  * One delivery's call into its consumer, from the delivery until its ack, nack or reject: the timers set inside it
@@ -76,8 +79,10 @@ type Property = [target: Record<string, unknown>, name: string];
 
 /**
  * Time for the test harness: a clock that moves only when told, with its own timers. While installed it stands in for
- * the global timers, `Date` and `performance.now()` (Node's, or Jest's fake timers). Microtasks stay real: between two
- * tasks the clock lets every pending promise settle (a turn of Node's real event loop), so that awaiting code runs as it would.
+ * the global timers, `Date` and `performance.now()` (Node's, or Jest's fake timers), for `node:timers/promises` (its
+ * module object, and the named imports of ES modules, which read it through their live bindings) and for
+ * `AbortSignal.timeout`. Microtasks stay real: between two tasks the clock lets every pending promise settle (a turn
+ * of Node's real event loop), so that awaiting code runs as it would.
  */
 export class VirtualClock {
   /** Milliseconds since the epoch, as `Date.now()` says while installed. */
@@ -238,14 +243,29 @@ export class VirtualClock {
     return installedClock() === this;
   }
 
-  /** Stands in for the global timers, Date and performance.now() until uninstall(). Idempotent. */
+  /**
+   * Stands in for the global timers, Date, performance.now(), `node:timers/promises` and `AbortSignal.timeout` until
+   * uninstall(). Idempotent.
+   */
   install(): void {
     if (this.restore) return;
     const g = globalThis as unknown as Record<string, unknown>;
     const names = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date', 'queueMicrotask'];
     const perfs = [...new Set([performance, hooksPerformance])] as unknown as Record<string, unknown>[];
     const proc = process as unknown as Record<string, unknown>;
-    const replaced = [...names.map((name) => [g, name]), ...perfs.map((perf) => [perf, 'now']), [proc, 'nextTick']] as Property[];
+    // The module object CommonJS code reads at each call; syncBuiltinESMExports() carries it to ES modules' named imports.
+    const promises = timersPromises as unknown as Record<string, unknown>;
+    // The scheduler's methods live on its prototype: own properties on the instance stand in for them, and go again.
+    const scheduler = promises.scheduler as Record<string, unknown> | undefined;
+    const abortSignal = g.AbortSignal as Record<string, unknown>;
+    const replaced = [
+      ...names.map((name) => [g, name]),
+      ...perfs.map((perf) => [perf, 'now']),
+      [proc, 'nextTick'],
+      ...['setTimeout', 'setImmediate', 'setInterval'].map((name) => [promises, name]),
+      ...(scheduler ? ['wait', 'yield'].map((name) => [scheduler, name]) : []),
+      [abortSignal, 'timeout'],
+    ] as Property[];
     const saved = replaced.map(([target, name]) => [target, name, Object.getOwnPropertyDescriptor(target, name)] as const);
     const RealDate = (Object.getOwnPropertyDescriptor(g, 'Date')?.value as DateConstructor | undefined) ?? Date;
     const timer = (delay: unknown, fn: unknown, args: unknown[], repeat = false) => {
@@ -264,8 +284,8 @@ export class VirtualClock {
         else if (handle !== null && handle !== undefined) original?.call(g, handle);
       };
     };
-    const define = (target: Record<string, unknown>, name: string, value: unknown) =>
-      Object.defineProperty(target, name, { value, writable: true, configurable: true, enumerable: false });
+    const define = (target: Record<string, unknown>, name: string, value: unknown, enumerable = false) =>
+      Object.defineProperty(target, name, { value, writable: true, configurable: true, enumerable });
     const virtualSetTimeout = (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args);
     define(g, 'setTimeout', Object.assign(virtualSetTimeout, { [INSTALLED]: this }));
     define(g, 'setInterval', (fn: unknown, delay?: unknown, ...args: unknown[]) => timer(delay, fn, args, true));
@@ -276,6 +296,11 @@ export class VirtualClock {
     define(g, 'queueMicrotask', (fn: () => void) => void Promise.resolve().then(fn));
     define(proc, 'nextTick', realNextTick);
     for (const perf of perfs) define(perf, 'now', () => this.perfBase + (this.now - this.started));
+    const virtual = promiseTimers<Task>(this);
+    for (const name of ['setTimeout', 'setImmediate', 'setInterval'] as const) define(promises, name, virtual[name], true);
+    if (scheduler) for (const name of ['wait', 'yield'] as const) define(scheduler, name, virtual[name]);
+    define(abortSignal, 'timeout', virtual.abortSignalTimeout);
+    syncBuiltinESMExports();
     const installed = replaced.map(([target, name]) => target[name]);
     // Only what is still this clock's goes back: what another stood in for since is left to it.
     this.restore = () => {
@@ -284,6 +309,7 @@ export class VirtualClock {
         if (descriptor) Object.defineProperty(target, name, descriptor);
         else delete target[name];
       }
+      syncBuiltinESMExports();
     };
   }
 
@@ -299,20 +325,6 @@ export class VirtualClock {
     this.tasks.clear();
     this.openCalls.clear();
   }
-}
-
-/** The longest delay a Node timer takes (2^31 - 1 ms); a longer one fires after 1 ms. */
-const TIMEOUT_MAX = 2 ** 31 - 1;
-
-/**
- * A timer's delay as Node reads it: truncated to whole milliseconds, and 1 when below 1 or above TIMEOUT_MAX. A zero,
- * absent or negative delay (not a number) is a zero-delay timer, which here runs at once by itself: Node's 1 ms is a
- * turn of its event loop, which takes no virtual time.
- */
-function timerDelay(delay: unknown): number {
-  const ms = Number(delay);
-  if (!(ms > 0)) return 0;
-  return ms < 1 || ms > TIMEOUT_MAX ? 1 : Math.trunc(ms);
 }
 
 /**
