@@ -3,8 +3,12 @@ import { setTimeout as realSetTimeout } from 'node:timers';
 import type { MemoryBroker } from './memory.broker.js';
 import type { HandlerCall, VirtualClock } from './virtual.clock.js';
 
-/** How long (real time) the driver waits for work that no virtual timer stands for, before it says what is stuck. */
-const REAL_PATIENCE_MS = 5_000;
+/**
+ * How long (real milliseconds) the driver waits, by default, for work that no virtual timer stands for before it says
+ * what is stuck: well inside Jest's default timeout of 5 s for a test or hook, so that its error, naming what is stuck,
+ * comes before Jest's.
+ */
+export const DEFAULT_REAL_PATIENCE_MS = 2_000;
 
 /**
  * Real milliseconds, read before any clock stands in for time: `node:perf_hooks`' own `performance.now` as this module
@@ -35,6 +39,8 @@ export class HarnessDriver {
   constructor(
     private readonly clock: VirtualClock,
     private readonly broker: MemoryBroker,
+    /** How long (real milliseconds) a handler that waits for something real is waited for while nothing moves. */
+    private readonly patienceMs: number = DEFAULT_REAL_PATIENCE_MS,
   ) {}
 
   /** Awaits `work`, moving the clock to the next timer whenever nothing else is left to do. */
@@ -49,8 +55,8 @@ export class HarnessDriver {
       if (done) break;
       if (ran > 0 || (await this.step(still, this.clock.next(), Infinity))) continue;
       await realDelay(1);
-      if (realNow() - realStart > REAL_PATIENCE_MS * 6) {
-        throw new Error(`harness: waited ${REAL_PATIENCE_MS * 6} ms of real time for ${what}, with no timer left to run`);
+      if (realNow() - realStart > this.patienceMs * 6) {
+        throw new Error(`harness: waited ${this.patienceMs * 6} ms of real time for ${what}, with no timer left to run`);
       }
     }
     return work;
@@ -83,8 +89,10 @@ export class HarnessDriver {
       const next = this.clock.next();
       if (await this.step(still, next, until)) continue;
       if (next) throw new Error(`harness: still busy after ${limitMs} ms of virtual time: ${this.describe()}`);
-      // Unacknowledged deliveries or an awaited consumer, and no timer: the application waits for something real. Give it time.
-      if (!(await this.waitReal(still))) throw new Error(`harness: nothing moved for ${REAL_PATIENCE_MS} ms of real time: ${this.describe()}`);
+      // Unacknowledged deliveries or an awaited consumer, and no timer: the application waits for something real. Give it
+      // time, unless all it waits for is deliveries whose patience ran out in this call already.
+      if (this.givenUp(still) || !(await this.waitReal(still)))
+        throw new Error(`harness: nothing moved for ${this.patienceMs} ms of real time: ${this.describe()}`);
     }
   }
 
@@ -115,17 +123,23 @@ export class HarnessDriver {
     return this.clock.waitingForReal().some((call) => !still.spent.has(call));
   }
 
-  /** Waits a real millisecond; false once nothing has moved for REAL_PATIENCE_MS (the deliveries waiting then are given up on). */
+  /** Waits a real millisecond; false once nothing has moved for the patience (the deliveries waiting then are given up on). */
   private async waitReal(still: Stillness): Promise<boolean> {
     const mark = `${this.clock.ran}/${this.unacknowledged()}/${this.clock.pending()}`;
     const now = realNow();
     if (still.mark !== mark || still.since === undefined) Object.assign(still, { mark, since: now });
-    if (now - (still.since ?? now) > REAL_PATIENCE_MS) {
+    if (now - (still.since ?? now) > this.patienceMs) {
       for (const call of this.clock.waitingForReal()) still.spent.add(call);
       return false;
     }
     await realDelay(1);
     return true;
+  }
+
+  /** Whether the deliveries waiting for something real are all ones given up on in this call, and nothing else is awaited. */
+  private givenUp(still: Stillness): boolean {
+    const waiting = this.clock.waitingForReal();
+    return waiting.length > 0 && waiting.every((call) => still.spent.has(call)) && this.awaitedConsumers.size === 0;
   }
 
   /**

@@ -16,7 +16,7 @@ import { MemoryBroker } from './memory.broker.js';
 import type { PublishRecord } from './memory.channel.js';
 import { MemoryConnection } from './memory.connection.js';
 import { publishedMessage, publishedProperties } from './message.shape.js';
-import { HarnessDriver } from './harness.driver.js';
+import { DEFAULT_REAL_PATIENCE_MS, HarnessDriver } from './harness.driver.js';
 import { VirtualClock } from './virtual.clock.js';
 
 /** A transport strategy to connect as a microservice of the application (the transport's `RetryServer`). */
@@ -62,6 +62,13 @@ export interface RetryHarnessOptions {
    * not a version (major.minor, with or without a patch and a suffix) fails the start with a TypeError naming this option.
    */
   brokerVersion?: string;
+  /**
+   * How long (real time) a handler that waits for real I/O of its own is waited for while nothing else moves, by
+   * `settle`, `advance`, `start` and `close` (default '2s', inside Jest's default timeout of 5 s for a test or hook):
+   * past it `settle` fails naming what is stuck, and the others stop holding the clock for it. Raise it for handlers
+   * whose real I/O (a database, an HTTP call) takes longer, together with Jest's timeout.
+   */
+  realIoPatience?: Duration;
 }
 
 /** A message parked in an error queue, as the harness reads it (it stays there). */
@@ -162,8 +169,9 @@ export class RetryHarness {
     private readonly clock: VirtualClock,
     private readonly broker: MemoryBroker,
     private readonly brokerVersion: string,
+    patienceMs: number,
   ) {
-    this.driver = new HarnessDriver(clock, broker);
+    this.driver = new HarnessDriver(clock, broker, patienceMs);
     this.failures = new HarnessFailures(
       () => this.connections.filter((c) => c.isOpen),
       () => clock.now,
@@ -182,9 +190,11 @@ export class RetryHarness {
   static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
     if (VirtualClock.installedOne()) throw new Error('a RetryHarness is already running in this process: await harness.close() first');
     const startAt = options.startAt instanceof Date ? options.startAt.getTime() : options.startAt;
+    const patienceMs = options.realIoPatience === undefined ? DEFAULT_REAL_PATIENCE_MS : ms(options.realIoPatience);
     const clock = new VirtualClock(startAt ?? Date.now());
     const version = options.brokerVersion ?? '4.1.0';
-    const harness = new RetryHarness(clock, new MemoryBroker(clock, deathRulesOf(version), keepsDeliveryCounts({ version })), version);
+    const broker = new MemoryBroker(clock, deathRulesOf(version), keepsDeliveryCounts({ version }));
+    const harness = new RetryHarness(clock, broker, version, patienceMs);
     clock.install();
     replaceBrokerConnect(harness.connectHook);
     try {
@@ -230,8 +240,8 @@ export class RetryHarness {
 
   /**
    * Moves the virtual clock forward by `duration` ('10s', '1h', or ms), running every timer and expiry due on the way.
-   * A handler that waits for real I/O of its own is waited for (up to 5 s of real time) before time moves on and
-   * before it returns.
+   * A handler that waits for real I/O of its own is waited for (while nothing moves, up to `realIoPatience`, 2 s of
+   * real time by default) before time moves on and before it returns.
    */
   async advance(duration: Duration): Promise<void> {
     await this.driver.advance(ms(duration));
@@ -304,7 +314,11 @@ export class RetryHarness {
     return [...this.broker.queues.keys()].sort();
   }
 
-  /** Closes the application (as `app.close()`), then gives back the real timers and amqplib. Safe to call twice. */
+  /**
+   * Closes the application (as `app.close()`), then gives back the real timers and amqplib. A handler that never
+   * settles holds it up for `realIoPatience` of real time at most; then the clock moves on to the library's shutdown
+   * timeout. Safe to call twice.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
