@@ -5,6 +5,9 @@ import { RetryHarness } from 'nestjs-amqp-retry/testing';
 import { RetryServer, type RetryClient } from 'nestjs-amqp-retry/transport';
 import { lastValueFrom } from 'rxjs';
 import { HarnessRecorder } from '../../libs/amqp-retry/src/testing/harness.records.js';
+import { MemoryBroker } from '../../libs/amqp-retry/src/testing/memory.broker.js';
+import { MemoryConnection } from '../../libs/amqp-retry/src/testing/memory.connection.js';
+import { VirtualClock } from '../../libs/amqp-retry/src/testing/virtual.clock.js';
 import type { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observer.hub.js';
 import { AMQP_URL, waitFor, type TestBroker } from '../support/broker.js';
 import { useSuite } from '../support/suite.js';
@@ -79,6 +82,51 @@ async function onHarness(scenario: Scenario, names: { queue: string; exchange: s
     await harness.close();
   }
 }
+
+/**
+ * Mandatory publishes on a confirm channel: two to a queue that holds one message and refuses more
+ * (`x-overflow: reject-publish`), one that no queue takes. What each confirm says, and which come back as returns.
+ */
+async function mandatoryPublishes(connection: Pick<amqp.ChannelModel, 'createConfirmChannel'>, queue: string): Promise<string[]> {
+  const channel = await connection.createConfirmChannel();
+  await channel.assertQueue(queue, { arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+  const seen: string[] = [];
+  channel.on('return', (message: amqp.Message) =>
+    seen.push(`${message.content.toString()} returned ${(message.fields as { replyCode?: number }).replyCode}`),
+  );
+  const confirmed = (name: string) =>
+    new Promise<void>((resolve) =>
+      channel.publish('', name === 'unroutable' ? `${queue}.nowhere` : queue, Buffer.from(name), { mandatory: true }, (error: unknown) => {
+        seen.push(`${name} ${error ? 'nack' : 'ack'}`);
+        resolve();
+      }),
+    );
+  await Promise.all(['first', 'second', 'unroutable'].map(confirmed));
+  await channel.close();
+  return seen.sort();
+}
+
+describe('the in-memory broker against a real broker: mandatory publishes and a queue that refuses them', () => {
+  const suite = useSuite('e2e.conformance.mandatory');
+
+  it('a full queue with reject-publish nacks the publish and returns nothing; a publish no queue takes is returned', async () => {
+    const queue = `${suite.queue}.full`;
+    suite.extraQueues.push(queue);
+    const real = await amqp.connect(AMQP_URL);
+    let onBroker: string[];
+    try {
+      onBroker = await mandatoryPublishes(real, queue);
+      await (await real.createChannel()).deleteQueue(queue);
+    } finally {
+      await real.close();
+    }
+    const version = String(real.connection.serverProperties.version);
+    const memory = new MemoryConnection(new MemoryBroker(new VirtualClock(0)), () => false, version);
+    const inMemory = await mandatoryPublishes(memory as unknown as amqp.ChannelModel, queue);
+    expect(onBroker).toEqual(['first ack', 'second nack', 'unroutable ack', 'unroutable returned 312']);
+    expect(inMemory).toEqual(onBroker);
+  });
+});
 
 describe('the test harness against a real broker: the same attempts, tiers, parking reasons and headers', () => {
   const suite = useSuite('e2e.conformance');

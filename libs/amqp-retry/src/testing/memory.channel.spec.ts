@@ -38,3 +38,26 @@ describe("the in-memory confirm channel's waitForConfirms", () => {
     await expect(channel.waitForConfirms()).rejects.toThrow('channel closed');
   });
 });
+
+describe("the in-memory confirm channel's mandatory publishes", () => {
+  it('a queue at its length limit with reject-publish nacks the second without returning it; one routed nowhere is returned', async () => {
+    const records: PublishRecord[] = [];
+    const { channel } = await confirmChannel((record) => records.push(record) < 0);
+    await channel.assertQueue('full', { arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+    const returned: string[] = [];
+    channel.on('return', (message: { content: Buffer }) => returned.push(message.content.toString()));
+    const answers: string[] = [];
+    const answer = (name: string) => (error: unknown) => answers.push(`${name} ${error ? 'nack' : 'ack'}`);
+    channel.publish('', 'full', Buffer.from('first'), { mandatory: true }, answer('first'));
+    channel.publish('', 'full', Buffer.from('second'), { mandatory: true }, answer('second'));
+    channel.publish('', 'nowhere', Buffer.from('unroutable'), { mandatory: true }, answer('unroutable'));
+    await expect(channel.waitForConfirms()).rejects.toThrow('message nacked');
+    expect(answers).toEqual(['first ack', 'second nack', 'unroutable ack']);
+    expect(returned).toEqual(['unroutable']);
+    expect(records.map((r) => [r.content.toString(), r.confirmed, r.returned])).toEqual([
+      ['first', true, false],
+      ['second', false, false],
+      ['unroutable', true, true],
+    ]);
+  });
+});

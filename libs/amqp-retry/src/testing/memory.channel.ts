@@ -253,7 +253,8 @@ export class MemoryChannel extends EventEmitter {
     const injected = this.host.published(record);
     const { queues, refused } = injected ? { queues: [], refused: true } : this.broker.publish(exchange, message);
     record.queues = queues;
-    record.returned = !injected && queues.length === 0 && record.mandatory;
+    // Returned (312 NO_ROUTE) only when no queue matched: one that matched and refused it (its length limit) gives the nack alone, as RabbitMQ does.
+    record.returned = !injected && !refused && queues.length === 0 && record.mandatory;
     if (record.returned || this.confirm) {
       const confirm = callback ?? (() => undefined);
       if (this.confirm) this.confirms.add(confirm);
