@@ -17,7 +17,7 @@ export interface OpenChannel {
   /** Publishes wait here while the socket's write buffer is full. */
   writes: WriteQueue;
   /** The confirm deadlines of the sends: one timer for the channel. */
-  confirms: DeadlineClock;
+  confirms: DeadlineClock<Publish>;
   /**
    * Set once retired after a nack: no new publish takes it, and it closes when none of its sends awaits a confirm and
    * none waits in its write line. Each send ends at its own deadline (confirmTimeout, or a patient send's signal).

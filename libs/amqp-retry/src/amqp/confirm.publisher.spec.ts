@@ -168,9 +168,10 @@ describe('ConfirmPublisher after a nack', () => {
     const patience = { signal: new AbortController().signal, onSlowConfirm: () => undefined };
     const parked = publisher.publish('', 'parked', Buffer.from('1'), { mandatory: false }, patience);
     await expect(publisher.publish('', 'q', Buffer.from('2'), { mandatory: false })).rejects.toThrow('the broker nacked it');
-    await publisher.close();
+    await publisher.close(); // after confirmTimeout (100 ms here) without the confirm
     expect(channels[0].closed).toBe(true);
-    await expect(parked).rejects.toThrow('the publisher is closed');
+    await expect(parked).rejects.toThrow('the publisher closed before the broker confirmed it');
+    await expect(parked).rejects.toThrow('it may or may not have been delivered');
     expect(copiesOf(channels, 'parked')).toBe(1);
   });
 
@@ -190,6 +191,77 @@ describe('ConfirmPublisher after a nack', () => {
     for (const n of [1, 2, 3]) await publisher.publish('', 'q', Buffer.from(String(n)), { mandatory: false });
     expect(channels).toHaveLength(1);
     await publisher.close();
+  });
+});
+
+describe('ConfirmPublisher.close()', () => {
+  const outcome = (publishing: Promise<void>) =>
+    publishing.then(
+      () => 'confirmed',
+      (error: Error) => error.message,
+    );
+
+  it('lets the sends made get their confirm or nack before the channel closes; a publish after the close is not sent', async () => {
+    const { connection, channels } = connectionWith([() => 'hold']);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 60_000 });
+    const sent = [1, 2, 3].map((n) => outcome(publisher.publish('', `q${n}`, Buffer.from(String(n)), { mandatory: false })));
+    await new Promise((resolve) => setImmediate(resolve)); // the channel opened, the three are written
+    const closing = publisher.close();
+    const late = outcome(publisher.publish('', 'late', Buffer.from('4'), { mandatory: false }));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(channels[0].closed).toBe(false); // three sends await the broker's answer
+    const [one, two, three] = channels[0].held;
+    one(undefined);
+    two(new Error('message nacked'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(channels[0].closed).toBe(false);
+    three(undefined);
+    await closing;
+    expect(channels[0].closed).toBe(true);
+    expect(await Promise.all(sent)).toEqual(['confirmed', expect.stringContaining('the broker nacked it'), 'confirmed']);
+    expect(await late).toContain('the publisher is closed (the application is shutting down)');
+    expect(channels[0].published).toEqual(['q1', 'q2', 'q3']);
+  });
+
+  it('waits at most confirmTimeout: a send still unanswered then rejects saying it may have been delivered', async () => {
+    const { connection, channels } = connectionWith([() => 'hold']);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 200 });
+    // A patient send (a parked copy) waits past its confirmTimeout: only the close's bound ends it.
+    const patience = { signal: new AbortController().signal, onSlowConfirm: () => undefined };
+    const parked = outcome(publisher.publish('', 'parked', Buffer.from('1'), { mandatory: false }, patience));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const startedAt = Date.now();
+    await publisher.close();
+    const closeMs = Date.now() - startedAt;
+    expect(closeMs).toBeGreaterThanOrEqual(150);
+    expect(closeMs).toBeLessThan(1_000);
+    expect(await parked).toMatch(/the publisher closed before the broker confirmed it .*; it may or may not have been delivered$/);
+    expect(channels[0].closed).toBe(true);
+    expect(channels[0].published).toEqual(['parked']);
+  });
+
+  it('does not send again a publish whose channel closed while the publisher closed, and says it may have been delivered', async () => {
+    const { connection, channels } = connectionWith([() => 'hold', () => undefined]);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 60_000 });
+    const sent = outcome(publisher.publish('', 'q', Buffer.from('1'), { mandatory: false }));
+    await new Promise((resolve) => setImmediate(resolve));
+    const closing = publisher.close();
+    await channels[0].close(); // the connection lost under it
+    await closing;
+    expect(await sent).toMatch(
+      /^.*the channel closed before the broker confirmed it .*; then the publisher is closed .*; it may or may not have been delivered$/,
+    );
+    expect(channels).toHaveLength(1);
+  });
+
+  it('ends at once when no send awaits an answer', async () => {
+    const { connection, channels } = connectionWith([() => undefined]);
+    const publisher = new ConfirmPublisher(connection, { ...limits, confirmTimeoutMs: 60_000 });
+    await publisher.publish('', 'q', Buffer.from('1'), { mandatory: false });
+    const startedAt = Date.now();
+    await publisher.close();
+    expect(Date.now() - startedAt).toBeLessThan(100);
+    expect(channels[0].closed).toBe(true);
   });
 });
 

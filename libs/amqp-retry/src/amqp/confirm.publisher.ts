@@ -1,6 +1,6 @@
 import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { Message, Options } from 'amqplib';
-import { withinTime } from '../core/time/duration.timer.js';
+import { sleep, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { abandonedReason, classifyChannelClose, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
 import { PublishError } from '../errors/publish.error.js';
@@ -33,6 +33,10 @@ const withMandatory = (options: Options.Publish): Options.Publish => Object.assi
 
 const CLOSED_REASON = 'the publisher is closed (the application is shutting down)';
 
+/** Why a publish was not sent (again) once the publisher closed: a send before it may have reached the broker. */
+const closedReason = (publish: Publish): string =>
+  publish.lastClose ? `${publish.lastClose}; then ${CLOSED_REASON}; it may or may not have been delivered` : CLOSED_REASON;
+
 /**
  * How often at most a publisher retires its channel after a nack. Nacks from a queue at its length limit
  * (`reject-publish`) come one per publish, and a fresh channel never helps them: retiring on each would open a
@@ -62,6 +66,10 @@ export class ConfirmPublisher {
   private retiredAt = -Infinity;
   /** The retired channels not closed yet: close() closes them too. */
   private readonly retiredChannels = new Set<OpenChannel>();
+  /** Sends awaiting the broker's answer, on every channel: close() waits for them. */
+  private unanswered = 0;
+  /** While close() waits: aborted once no send awaits an answer. */
+  private allAnswered?: AbortController;
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -91,11 +99,22 @@ export class ConfirmPublisher {
     });
   }
 
-  /** Rejects every later publish and closes the channels, retired ones included, with which the publishes awaiting a confirm settle. */
+  /**
+   * Rejects every publish not sent yet (the publisher is closed), then lets the sends made get the broker's answer, for
+   * at most `confirmTimeoutMs`: closing their channel under them would reject a message the broker may have taken, and a
+   * caller that publishes it again on that error sends it twice. A send still unanswered then rejects saying it may or
+   * may not have been delivered. Last, the channels close, retired ones included.
+   */
   async close(): Promise<void> {
     this.closed = true;
     const current = this.current.take();
+    const inUse = this.open;
     this.open = undefined;
+    await this.sendsAnswered();
+    const reason = `the publisher closed before the broker confirmed it (the application is shutting down; it waits at most ${this.limits.confirmTimeoutMs} ms, confirmTimeout, for confirms); it may or may not have been delivered`;
+    for (const open of [inUse, ...this.retiredChannels]) {
+      for (const publish of open?.confirms.waiting() ?? []) this.settle(publish, { kind: 'failed', failure: { reason } });
+    }
     const closing = [...this.retiredChannels].map((open) => {
       open.retired = false; // closed here, not again once idle
       return closeWhenOpen(Promise.resolve(open.channel));
@@ -106,14 +125,25 @@ export class ConfirmPublisher {
     await Promise.all(closing);
   }
 
+  /** Within `confirmTimeoutMs`, the moment no send awaits the broker's answer. */
+  private async sendsAnswered(): Promise<void> {
+    if (this.unanswered === 0) return;
+    this.allAnswered = new AbortController();
+    await sleep(this.limits.confirmTimeoutMs, { signal: this.allAnswered.signal });
+    this.allAnswered = undefined;
+  }
+
   /** One send of `publish`: at once on the open channel (or in its write line), else once a channel is open. */
   private attempt(publish: Publish): void {
-    if (this.closed) return publish.failWith(CLOSED_REASON);
+    if (this.closed) return publish.failWith(closedReason(publish));
     const open = this.open;
     if (open) return this.writeOrQueue(publish, open);
     this.ready(publish.deadline).then(
       (opened) => this.writeOrQueue(publish, opened),
-      (error: unknown) => publish.failWith(publish.lastClose ? `${publish.lastClose}; then ${errorMessage(error)}` : errorMessage(error)),
+      (error: unknown) => {
+        if (this.closed) return publish.failWith(closedReason(publish));
+        publish.failWith(publish.lastClose ? `${publish.lastClose}; then ${errorMessage(error)}` : errorMessage(error));
+      },
     );
   }
 
@@ -130,12 +160,14 @@ export class ConfirmPublisher {
    */
   write(publish: Publish, open: OpenChannel): void {
     const { patience } = publish;
-    if (patience?.signal.aborted) {
+    // Once the publisher closed, nothing more is sent: its channel closes once the sends made were answered.
+    if (patience?.signal.aborted || this.closed) {
       open.writes.written(true); // nothing written: the next in line goes on
       this.closeWhenIdle(open);
-      return publish.failWith(abandonedReason(patience.signal));
+      return publish.failWith(this.closed ? closedReason(publish) : abandonedReason(patience?.signal));
     }
     publish.begin(open);
+    this.unanswered++;
     if (publish.options.mandatory) open.pending.add(publish);
     open.confirms.track(publish);
     if (patience) patience.signal.addEventListener('abort', publish.onAbort(), { once: true });
@@ -180,6 +212,7 @@ export class ConfirmPublisher {
   settle(publish: Publish, outcome: SendOutcome): void {
     const open = publish.end();
     if (!open) return; // settled already (a timeout, then the late confirm)
+    if (--this.unanswered === 0) this.allAnswered?.abort();
     open.confirms.stop(publish);
     open.pending.delete(publish);
     this.closeWhenIdle(open);

@@ -17,8 +17,8 @@ export interface DeadlineWait {
  * (cancelling and arming one per short wait cost microseconds, measured: most of a handler time limit's cost); it is
  * unref'd, so an idle clock keeps no process alive.
  */
-export class DeadlineClock {
-  private readonly waits = new Set<DeadlineWait>();
+export class DeadlineClock<W extends DeadlineWait = DeadlineWait> {
+  private readonly waits = new Set<W>();
   private timer?: DurationTimer;
 
   constructor(private readonly timeoutMs: number) {}
@@ -29,14 +29,14 @@ export class DeadlineClock {
   }
 
   /** A new wait, from now, that calls `onTimeout` when it ends before stop(). */
-  start(onTimeout: (waitedMs: number) => boolean): DeadlineWait {
+  start(this: DeadlineClock, onTimeout: (waitedMs: number) => boolean): DeadlineWait {
     const wait: DeadlineWait = { sentAt: 0, due: 0, onTimeout };
     this.track(wait);
     return wait;
   }
 
   /** `wait` (an object that is its own wait: no allocation of ours) waits from now; its times are set here. */
-  track(wait: DeadlineWait): void {
+  track(wait: W): void {
     const now = performance.now();
     wait.sentAt = now;
     wait.due = now + this.timeoutMs;
@@ -46,8 +46,13 @@ export class DeadlineClock {
   }
 
   /** The wait ended (a send settled, a call returned): no timeout for it. Safe to call more than once. */
-  stop(wait: DeadlineWait): void {
+  stop(wait: W): void {
     this.waits.delete(wait);
+  }
+
+  /** The waits now, oldest first: a copy, so that the caller may stop them as it goes. */
+  waiting(): W[] {
+    return [...this.waits];
   }
 
   /** Ends every wait without a timeout (a channel gone: its sends settle through their own callbacks). */
