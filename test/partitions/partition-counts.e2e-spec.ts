@@ -80,6 +80,44 @@ describe('partitioned instances of two counts on a real broker (a rolling change
     for (let i = 0; i < 8; i++) expect(await suite.broker.count(`${suite.queue}.p${i}`)).toBe(0);
   });
 
+  it("what expires in a partition beyond an instance's count is parked in that partition, as expired, by the shared dead-letter consumer", async () => {
+    const seen: Step[] = [];
+    suite.apps.push(await startApp([partitioned(2, seen)], TEST_OPTIONS));
+    await waitFor(() => consumersInViews(2).join() === '1,1', 'the first instance consuming its 2 partitions', 5_000);
+    // An instance of 4 declares p2 and p3 (bound to the hash exchange, dead-lettering into the shared queue) and stops:
+    // what hashes there now waits unconsumed, and expires. Only the instance of 2 consumes the dead-letter queue.
+    const larger = await startApp([partitioned(4, seen)], TEST_OPTIONS);
+    await waitFor(() => larger.get(RetryEngine).partitions()[0].partitions.length === 4, 'the instance of 4 started', 5_000);
+    await larger.close();
+    for (let k = 0; k < KEYS; k++) {
+      suite.broker.channel.publish(suite.queue, 'any', Buffer.from(JSON.stringify({ key: `k${k}`, seq: 0 })), {
+        headers: { 'x-key': `k${k}` },
+        contentType: 'application/json',
+        persistent: true,
+        expiration: '200',
+      });
+    }
+    await (suite.broker.channel as unknown as { waitForConfirms(): Promise<void> }).waitForConfirms();
+    const parked = async () =>
+      ((await suite.broker.count(`${suite.queue}.p2.error`)) ?? 0) + ((await suite.broker.count(`${suite.queue}.p3.error`)) ?? 0);
+    await waitFor(async () => seen.length + (await parked()) === KEYS, 'every message handled in p0 or p1, or parked from p2 or p3', 15_000).catch(
+      async (error: Error) => {
+        throw new Error(
+          `${error.message}; handled ${seen.length}, parked from p2/p3 ${await parked()}, in p0.error ${await suite.broker.count(`${suite.queue}.p0.error`)}`,
+        );
+      },
+    );
+    expect(seen.length).toBeGreaterThan(0);
+    expect(await parked()).toBeGreaterThan(0);
+    expect([await suite.broker.count(`${suite.queue}.p0.error`), await suite.broker.count(`${suite.queue}.p1.error`)]).toEqual([0, 0]);
+    for (const partition of ['p2', 'p3']) {
+      for (const message of await suite.broker.drain(`${suite.queue}.${partition}.error`)) {
+        const headers = message.properties.headers as Record<string, unknown>;
+        expect([headers['x-parked-reason'], headers['x-original-queue']]).toEqual(['expired', `${suite.queue}.${partition}`]);
+      }
+    }
+  });
+
   it('a smaller count beside an instance of the larger: the partitions beyond it stay consumed, and nothing in them is lost', async () => {
     const seen: Step[] = [];
     suite.apps.push(await startApp([partitioned(8, seen)], TEST_OPTIONS));

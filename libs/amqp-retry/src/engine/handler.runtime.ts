@@ -29,15 +29,16 @@ import { queueLimitWarnings } from '../core/config/queue-limits.config.js';
 /** Dead letters are few and each is a confirmed publish: a small window is enough. */
 const DEAD_LETTER_PREFETCH = 10;
 
-/** The consumer of a handler's dead-letter queue, parking into `targets` by the queue each message died in. */
+/** The consumer of a handler's dead-letter queue, parking into `targets` (or `others`) by the queue each message died in. */
 export function deadLetterConsumer(
   config: HandlerConfig,
   targets: ReadonlyMap<string, DeadLetterTarget>,
   redeclare: () => Promise<unknown>,
   deps: HandlerRuntimeDeps,
+  others?: (queue: string) => DeadLetterTarget | undefined,
 ): QueueConsumer {
   const { connection, logger, resume, observers, parker } = deps;
-  const step = new DeadLetterStep(targets, config.limits?.onExpired ?? 'park', parker, logger, observers);
+  const step = new DeadLetterStep(targets, config.limits?.onExpired ?? 'park', parker, logger, observers, undefined, others);
   const queue = config.deadLetterQueue ?? retryNames(config.queue).deadLetterQueue;
   return new QueueConsumer({ queue, prefetch: DEAD_LETTER_PREFETCH, connection, logger, resume, redeclare, observers }, step.handle);
 }

@@ -19,6 +19,7 @@ import { PartitionRetirement } from './partition.retirement.js';
 import { PartitionMembership } from './partition.membership.js';
 import { brokerUsers } from '../core/config/broker-urls.reader.js';
 import { onChannel } from './tier.retirement.js';
+import { otherDeadLetterTargets } from './partition.deaths.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
 export interface PartitionsDeps extends HandlerRuntimeDeps {
@@ -101,7 +102,9 @@ export class PartitionedRuntime {
     );
     const [first] = this.parts;
     const targets = new Map(this.parts.map((part) => [part.queue, part.deadLetterTarget]));
-    this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps);
+    // What died in a partition of another count, or in the queue before partitions, comes here too: parked as there.
+    const others = otherDeadLetterTargets(handler.config, deps.connection);
+    this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps, others);
   }
 
   /** The retired queues, with their parking queues and tiers: in this application's view until deleted. */

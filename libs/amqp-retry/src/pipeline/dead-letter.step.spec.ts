@@ -12,7 +12,7 @@ const deadLetter = (queue: string, reason: string): ConsumeMessage =>
     properties: { headers: { 'x-first-death-queue': queue, 'x-first-death-reason': reason, 'x-death': [death(queue, reason)] } },
   }) as unknown as ConsumeMessage;
 
-function setup(onExpired: 'park' | 'drop', queues = ['orders']) {
+function setup(onExpired: 'park' | 'drop', queues = ['orders'], others: readonly string[] = []) {
   const parks: Array<{ target: ParkTarget; details: ParkDetails }> = [];
   const published: Array<{ exchange: string; routingKey: string; options: Options.Publish }> = [];
   const publisher = {
@@ -31,7 +31,9 @@ function setup(onExpired: 'park' | 'drop', queues = ['orders']) {
   const targets = new Map(
     queues.map((q) => [q, { errorQueue: `${q}.error`, firstTier: `${q}.retry.1.1s.abc123`, redeclare: async () => undefined }]),
   );
-  const step = new DeadLetterStep(targets, onExpired, parker as unknown as MessageParker, logger, observers, () => now);
+  const targetOf = (q: string) => ({ errorQueue: `${q}.error`, firstTier: `${q}.retry.1.1s.abc123`, redeclare: async () => undefined });
+  const other = (q: string) => (others.includes(q) ? targetOf(q) : undefined);
+  const step = new DeadLetterStep(targets, onExpired, parker as unknown as MessageParker, logger, observers, () => now, other);
   const acks: number[] = [];
   const settle = { ack: () => acks.push(1), nack: () => undefined };
   const handle = (message: ConsumeMessage) => step.handle(message, settle, new AbortController().signal);
@@ -52,6 +54,37 @@ describe('DeadLetterStep', () => {
     const { parks, handle } = setup('drop', ['acc.p0', 'acc.p1']);
     await handle(deadLetter('elsewhere', 'expired'));
     expect(parks.map((p) => [p.target.errorQueue, p.details.reason])).toEqual([['acc.p0.error', 'malformed']]);
+  });
+
+  it('parks what died in a further queue of its own (a partition of another count) there, with the reason of its death', async () => {
+    const { parks, handle } = setup('park', ['acc.p0', 'acc.p1'], ['acc.p4', 'acc']);
+    await handle(deadLetter('acc.p4', 'expired'));
+    await handle(deadLetter('acc', 'maxlen'));
+    await handle(deadLetter('elsewhere', 'expired'));
+    expect(parks.map((p) => [p.target.errorQueue, p.details.queue, p.details.reason, p.details.deliveredExchange])).toEqual([
+      ['acc.p4.error', 'acc.p4', 'expired', 'shop'],
+      ['acc.error', 'acc', 'maxlen', 'shop'],
+      ['acc.p0.error', 'acc.p0', 'malformed', undefined],
+    ]);
+  });
+
+  it('takes the queue of the last death when it is one of its own, else that of the first', async () => {
+    const { parks, handle } = setup('park', ['acc.p0', 'acc.p1'], ['acc.p4']);
+    const message = deadLetter('acc.p1', 'rejected');
+    const headers = message.properties.headers as Record<string, unknown>;
+    headers['x-last-death-queue'] = 'acc.p4';
+    headers['x-last-death-reason'] = 'expired';
+    headers['x-death'] = [death('acc.p4', 'expired'), death('acc.p1', 'rejected')];
+    await handle(message);
+    expect(parks.map((p) => [p.target.errorQueue, p.details.reason])).toEqual([['acc.p4.error', 'expired']]);
+  });
+
+  it("sends a first failure of a further queue of its own on to that queue's first tier", async () => {
+    const { published, handle } = setup('park', ['acc.p0'], ['acc.p6']);
+    const moved = deadLetter('acc.p6', 'expired');
+    (moved.properties.headers as Record<string, unknown>)['x-death'] = [death('acc.p6', 'rejected'), death('acc.p6', 'expired')];
+    await handle(moved);
+    expect(published.map((p) => p.routingKey)).toEqual(['acc.p6.retry.1.1s.abc123']);
   });
 
   it("with onExpired: 'drop', acks and tells observers of each, and logs at most once a minute with the count", async () => {

@@ -22,13 +22,14 @@ const DROP_LOG_SPACING_MS = 60_000;
  * The consumer of a handler's dead-letter queue: what expired, was pushed out by a length limit, or passed a quorum
  * queue's delivery limit. Each is parked with its reason, or, with `onExpired: 'drop'`, acked, counted and logged at
  * most once a minute. A first failure that came here for an old death (decideDeadLetter) goes on to the queue's first
- * tier, as a confirmed copy with its death history cut off. `targets` maps each queue whose dead letters come here to where its messages park; the first
- * is named for a message that died in none of them.
+ * tier, as a confirmed copy with its death history cut off. `targets` maps each queue whose dead letters come here to
+ * where its messages park; `others` gives the target of a further queue by name (undefined for a queue that is none of
+ * them): a partitioned handler's partitions of another count, and its queue before partitions, share this dead-letter
+ * queue. The first of `targets` is named for a message that died in none of them.
  */
 export class DeadLetterStep {
   private droppedSinceLine = 0;
   private lastLineAt = Number.NEGATIVE_INFINITY;
-  private readonly queues: ReadonlySet<string>;
   private readonly fallback: string;
 
   constructor(
@@ -38,8 +39,8 @@ export class DeadLetterStep {
     private readonly logger: RetryLogger,
     private readonly observers?: ObserverHub,
     private readonly now: () => number = Date.now,
+    private readonly others: (queue: string) => DeadLetterTarget | undefined = () => undefined,
   ) {
-    this.queues = new Set(targets.keys());
     const [first] = targets.keys();
     if (first === undefined) throw new Error('DeadLetterStep needs at least one queue');
     this.fallback = first;
@@ -47,8 +48,9 @@ export class DeadLetterStep {
 
   readonly handle = async (message: ConsumeMessage, settle: Settle, signal: AbortSignal): Promise<void> => {
     const headers = message.properties.headers as Record<string, unknown> | undefined;
-    const queue = deathQueueOf(headers, this.queues) ?? this.fallback;
-    const target = this.targets.get(queue) as DeadLetterTarget;
+    const targetOf = (name: string) => this.targets.get(name) ?? this.others(name);
+    const queue = deathQueueOf(headers, (name) => targetOf(name) !== undefined) ?? this.fallback;
+    const target = targetOf(queue) as DeadLetterTarget;
     const outcome = decideDeadLetter(headers, queue, this.onExpired);
     if (outcome.action === 'retry') return this.toFirstTier(message, settle, queue, target, signal);
     if (outcome.action === 'drop') {

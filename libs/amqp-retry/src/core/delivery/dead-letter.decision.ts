@@ -46,12 +46,15 @@ function isFirstFailureAfterOldDeath(headers: Record<string, unknown> | undefine
   );
 }
 
-/** Which of `queues` a dead letter died in (the last death first, 3.13+): a partitioned handler's partitions share one dead-letter queue. */
-export function deathQueueOf(headers: Record<string, unknown> | undefined, queues: ReadonlySet<string>): string | undefined {
+/**
+ * Which of the queues `isOurs` takes a dead letter died in (the last death first, 3.13+): a partitioned handler's
+ * partitions share one dead-letter queue.
+ */
+export function deathQueueOf(headers: Record<string, unknown> | undefined, isOurs: (queue: string) => boolean): string | undefined {
   const last = headers?.[BrokerHeader.lastDeathQueue];
-  if (typeof last === 'string' && queues.has(last)) return last;
+  if (typeof last === 'string' && isOurs(last)) return last;
   const first = headers?.[BrokerHeader.firstDeathQueue];
-  return typeof first === 'string' && queues.has(first) ? first : undefined;
+  return typeof first === 'string' && isOurs(first) ? first : undefined;
 }
 
 /**

@@ -2,10 +2,43 @@ import { resolveHandlerConfig } from '../config/handler.config.js';
 import { resolveModuleConfig } from '../config/module.config.js';
 import type { RetryHandlerOptions } from '../config/retry.options.js';
 import { planRetryTopology } from '../topology/retry-topology.plan.js';
-import { assignPartitions, ownerOf, partitionConfigs, partitionOwners, RETIRED_SEARCH_GAP, searchesRetired } from './partition.plan.js';
+import {
+  assignPartitions,
+  otherPartitionQueue,
+  ownerOf,
+  partitionConfigs,
+  partitionOwners,
+  RETIRED_SEARCH_GAP,
+  searchesRetired,
+} from './partition.plan.js';
 import { MAX_PARTITIONS } from './partitions.config.js';
 
 const resolve = (options: RetryHandlerOptions) => resolveHandlerConfig(options, resolveModuleConfig(), 'A.b');
+
+describe('otherPartitionQueue', () => {
+  const acc = resolve({ queue: 'acc', partitions: { count: 4, key: { header: 'k' } } });
+
+  it('gives a partition beyond the count as that partition of a larger count has it: its parking queue and tiers', () => {
+    const p5 = otherPartitionQueue(acc, 'acc.p5');
+    expect(p5).toMatchObject({ queue: 'acc.p5', errorQueue: 'acc.p5.error', partitionOf: { queue: 'acc', index: 5, count: 6 } });
+    expect(p5?.delaysMs).toEqual(acc.delaysMs);
+    const named = resolve({ queue: 'acc', errorQueue: 'acc.parked', partitions: { count: 2, key: 'messageId' } });
+    expect(otherPartitionQueue(named, 'acc.p2')?.errorQueue).toBe('acc.parked.p2');
+  });
+
+  it("gives the handler's queue before partitions as it ran unpartitioned", () => {
+    const before = otherPartitionQueue(acc, 'acc');
+    expect(before).toMatchObject({ queue: 'acc', errorQueue: 'acc.error', partitions: undefined });
+  });
+
+  it('gives nothing for a current partition, another name, or a number spelled otherwise', () => {
+    for (const name of ['acc.p0', 'acc.p3', 'acc.p04', 'acc.p', 'acc.p5x', 'acc.p-5', 'acc.p1e1', 'acc.p256', 'other.p5', 'acc.error', 'accp5']) {
+      expect([name, otherPartitionQueue(acc, name)]).toEqual([name, undefined]);
+    }
+    expect(otherPartitionQueue(acc, 'acc.p255')?.queue).toBe('acc.p255');
+    expect(otherPartitionQueue(resolve({ queue: 'acc' }), 'acc.p5')).toBeUndefined();
+  });
+});
 
 describe('partitionConfigs', () => {
   it('makes one handler per partition: its queue, parking queue, single active consumer and ordering by the key', () => {

@@ -62,6 +62,28 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
   });
 }
 
+/** A partition's number as its queue name spells it: `0`, or digits without a leading zero. */
+const PARTITION_NUMBER = /^(?:0|[1-9]\d*)$/;
+
+/**
+ * The configuration of a queue of the partitioned handler `config` other than its partitions 0 to count - 1, by its
+ * name: a partition queue `<queue>.p<i>` of a larger count (one that another instance runs in a rolling change, or a
+ * retired one), as partition i of that count has it, or `<queue>` itself (the handler's queue before partitions);
+ * undefined for any other name. The dead-letter queue of such a queue is the one the partitions share.
+ * @example otherPartitionQueue(accWith4, 'acc.p5')?.errorQueue // 'acc.p5.error'
+ */
+export function otherPartitionQueue(config: HandlerConfig, name: string): HandlerConfig | undefined {
+  const partitions = config.partitions;
+  if (partitions === undefined) return undefined;
+  if (name === config.queue) return { ...config, partitions: undefined };
+  const prefix = `${config.queue}.p`;
+  const number = name.startsWith(prefix) ? name.slice(prefix.length) : '';
+  if (!PARTITION_NUMBER.test(number)) return undefined;
+  const index = Number(number);
+  if (index < partitions.count || index >= MAX_PARTITIONS) return undefined;
+  return partitionConfigs({ ...config, partitions: { ...partitions, count: index + 1 } })[index];
+}
+
 /** A running instance as it announces itself: its member id, and its `count` (it runs partitions 0 to count - 1), if it says. */
 export interface PartitionMember {
   id: string;
