@@ -67,6 +67,34 @@ describe('partition keys on a real broker', () => {
     expect(failure).toBeInstanceOf(TopologyMismatchError);
   });
 
+  it("declares the hash exchange deleted while the application runs again, with the partitions and the handler's exchange bound, and warns once", async () => {
+    const upstream = `${suite.queue}.in`;
+    suite.extraExchanges.push(upstream);
+    const calls: string[] = [];
+    const Handler = handlerFor(options('x-key', { exchange: upstream, routingKey: 'acc.*' }), (_payload, ctx) => void calls.push(ctx.queue));
+    const logger = new RecordingLogger();
+    const app = await createApp([Handler], TEST_OPTIONS);
+    app.useLogger(logger);
+    await app.init();
+    suite.apps.push(app);
+    await allTaken(app);
+    await suite.broker.channel.deleteExchange(suite.queue);
+    const missing = new RegExp(`"${suite.queue}": the hash exchange "${suite.queue}" was deleted while the application runs`);
+    await waitFor(
+      () => logger.count(new RegExp(`declared the hash exchange "${suite.queue}" again`)) === 1,
+      'the hash exchange declared again',
+      5_000,
+    );
+    expect(logger.count(missing)).toBe(1);
+    for (let i = 0; i < 40; i++) await suite.broker.publish(upstream, 'acc.x', { i }, { headers: { 'x-key': `k${i}` } });
+    await waitFor(() => calls.length === 40, '40 calls', 15_000).catch((error: Error) => {
+      throw new Error(`${error.message}; ${calls.length} handled`);
+    });
+    // Every partition bound again: 40 keys over 4 partitions reach more than one.
+    expect(new Set(calls).size).toBeGreaterThanOrEqual(3);
+    expect(logger.count(missing)).toBe(1);
+  });
+
   it('keeps the order of the empty key, which the broker hashes like any other value', async () => {
     const finished: number[] = [];
     let running = 0;

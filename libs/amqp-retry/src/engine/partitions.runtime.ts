@@ -10,7 +10,14 @@ import { checkChannelBudget } from '../core/partitions/channel.budget.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { exchangeExists } from '../amqp/queue-exists.probe.js';
-import { assignPartitions, ownerOf, partitionConfigs, partitionNames, type PartitionMember } from '../core/partitions/partition.plan.js';
+import {
+  assignPartitions,
+  hashExchangeBindings,
+  ownerOf,
+  partitionConfigs,
+  partitionNames,
+  type PartitionMember,
+} from '../core/partitions/partition.plan.js';
 import type { PartitionsConfig } from '../core/partitions/partitions.config.js';
 import { type DurationTimer, startInterval, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
@@ -20,6 +27,8 @@ import { PartitionMembership } from './partition.membership.js';
 import { brokerUsers } from '../core/config/broker-urls.reader.js';
 import { onChannel } from './tier.retirement.js';
 import { otherDeadLetterTargets } from './partition.deaths.js';
+import { HashExchangeWatch } from './partition.exchange.js';
+import { declareTopology } from '../amqp/topology.declarer.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
 export interface PartitionsDeps extends HandlerRuntimeDeps {
@@ -76,6 +85,8 @@ export class PartitionedRuntime {
   private readonly retirement: PartitionRetirement;
   /** The consumer of the dead-letter queue every partition shares: each instance runs one, owner of a partition or not. */
   private readonly deadLetters: QueueConsumer;
+  /** Declares the hash exchange again, with its bindings, should it be deleted while the application runs. */
+  private readonly hashExchange: HashExchangeWatch;
 
   constructor(
     readonly handler: EngineHandler,
@@ -105,6 +116,11 @@ export class PartitionedRuntime {
     // What died in a partition of another count, or in the queue before partitions, comes here too: parked as there.
     const others = otherDeadLetterTargets(handler.config, deps.connection);
     this.deadLetters = deadLetterConsumer(first.handler.config, targets, () => first.parkTarget.redeclare(), deps, others);
+    const restore = async () => {
+      await this.declareHashExchange();
+      await declareTopology(deps.connection, hashExchangeBindings(handler.config), false);
+    };
+    this.hashExchange = new HashExchangeWatch(deps.connection, this.queue, this.names.hashExchange, restore, deps.logger);
   }
 
   /** The retired queues, with their parking queues and tiers: in this application's view until deleted. */
@@ -214,7 +230,7 @@ export class PartitionedRuntime {
       this.retirement.stop(timeoutMs),
       this.deadLetters.stop(timeoutMs),
     ]);
-    await this.membership.close();
+    await Promise.all([this.membership.close(), this.hashExchange.close()]);
   }
 
   private tick(): void {
@@ -222,6 +238,7 @@ export class PartitionedRuntime {
     this.membership.checkHearing();
     if (this.assigned) this.rebalance();
     void this.measure();
+    this.hashExchange.check();
   }
 
   /** Brings the partitions this instance consumes in line with the view; one pass at a time, another after if asked meanwhile. */

@@ -4,6 +4,7 @@ import type { RetryHandlerOptions } from '../config/retry.options.js';
 import { planRetryTopology } from '../topology/retry-topology.plan.js';
 import {
   assignPartitions,
+  hashExchangeBindings,
   otherPartitionQueue,
   ownerOf,
   partitionConfigs,
@@ -14,6 +15,30 @@ import {
 import { MAX_PARTITIONS } from './partitions.config.js';
 
 const resolve = (options: RetryHandlerOptions) => resolveHandlerConfig(options, resolveModuleConfig(), 'A.b');
+
+describe('hashExchangeBindings', () => {
+  it("binds the handler's exchange into the hash exchange, then each partition in its order, as the partitions' own topology does", () => {
+    const config = resolve({ queue: 'acc', exchange: 'bank', routingKey: ['a.*', 'b.#'], partitions: { count: 3, key: { header: 'k' } } });
+    const plan = hashExchangeBindings(config);
+    const own = partitionConfigs(config).flatMap((part) => planRetryTopology(part).bindings.filter((b) => b.source === 'bank' || b.source === 'acc'));
+    expect(plan.exchanges).toEqual([{ name: 'bank', type: 'topic' }]);
+    expect(plan.queues).toEqual([]);
+    expect(plan.bindings.map((b) => `${b.source}>${b.destination}:${b.pattern}`)).toEqual([
+      'bank>acc:a.*',
+      'bank>acc:b.#',
+      'acc>acc.p0:1',
+      'acc>acc.p1:1',
+      'acc>acc.p2:1',
+    ]);
+    for (const binding of own) expect(plan.bindings).toContainEqual(binding);
+  });
+
+  it('has only the partitions when publishers use the hash exchange itself', () => {
+    const plan = hashExchangeBindings(resolve({ queue: 'acc', partitions: { count: 2, key: 'messageId' } }));
+    expect(plan.exchanges).toEqual([]);
+    expect(plan.bindings.map((b) => `${b.source}>${b.destination}:${b.pattern}`)).toEqual(['acc>acc.p0:1', 'acc>acc.p1:1']);
+  });
+});
 
 describe('otherPartitionQueue', () => {
   const acc = resolve({ queue: 'acc', partitions: { count: 4, key: { header: 'k' } } });

@@ -1,5 +1,6 @@
 import type { HandlerConfig } from '../config/handler.config.js';
 import { retryNames } from '../topology/retry-topology.plan.js';
+import type { TopologyPlan } from '../topology/topology.types.js';
 import { MAX_PARTITIONS } from './partitions.config.js';
 
 /** The names of a partitioned handler's queue Q: the exchange that hashes, each partition's queue, and the members' exchange. */
@@ -60,6 +61,29 @@ export function partitionConfigs(config: HandlerConfig): HandlerConfig[] {
       deadLetterQueue: names.deadLetterQueue,
     };
   });
+}
+
+/**
+ * What a deleted hash exchange takes with it, to declare again once it is declared: the handler's own exchange (if it
+ * has one) and its bindings into the hash exchange, then partitions 0 to count - 1 bound to it in their order, each
+ * with weight 1, as the partitions' own topology binds them. The hash exchange itself is not in it (declared apart,
+ * on a connection of its own: hash-exchange.probe.ts).
+ */
+export function hashExchangeBindings(config: HandlerConfig): TopologyPlan {
+  const parts = partitionConfigs(config);
+  const hashExchange = partitionNames(config.queue).hashExchange;
+  const upstream = parts[0]?.upstream;
+  const fed = upstream
+    ? upstream.routingKeys.map((pattern) => ({ source: upstream.exchange, destination: hashExchange, destinationType: 'exchange' as const, pattern }))
+    : [];
+  return {
+    exchanges: upstream ? [{ name: upstream.exchange, type: upstream.exchangeType }] : [],
+    queues: [],
+    bindings: [
+      ...fed,
+      ...parts.map((part) => ({ source: hashExchange, destination: part.queue, destinationType: 'queue' as const, pattern: PARTITION_WEIGHT })),
+    ],
+  };
 }
 
 /** A partition's number as its queue name spells it: `0`, or digits without a leading zero. */
