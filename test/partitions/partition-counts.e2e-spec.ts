@@ -3,6 +3,7 @@ import { RetryEngine } from 'nestjs-amqp-retry';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { waitFor } from '../support/broker.js';
 import { usePartitionSuite } from '../support/partitions.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 
 type Step = { key: string; seq: number };
 
@@ -138,6 +139,31 @@ describe('partitioned instances of two counts on a real broker (a rolling change
     for (let i = 4; i < 8; i++) await suite.broker.channel.bindQueue(`${suite.queue}.p${i}`, suite.queue, '1');
     await publish();
     await everyKeyHandled(seen, 2);
+    for (let i = 0; i < 8; i++) expect(await suite.broker.count(`${suite.queue}.p${i}`)).toBe(0);
+  });
+
+  it('a retired partition deleted, then declared again by an instance of the larger count, is cut off and moved again', async () => {
+    const seen: Step[] = [];
+    const logger = new RecordingLogger();
+    suite.apps.push(await startApp([partitioned(8, seen)], TEST_OPTIONS));
+    await waitFor(() => consumersInViews(8).every((n) => n === 1), 'the first instance consuming its 8 partitions', 5_000);
+    const smaller = await startApp([partitioned(4, seen)], TEST_OPTIONS);
+    smaller.useLogger(logger);
+    suite.apps.push(smaller);
+    await waitFor(() => consumersInViews(4).join() === '1,1,1,1', 'the partitions of the smaller count consumed', 10_000);
+    // The larger count leaves; the operator deletes an empty retired partition, as the start's warning says.
+    await suite.apps.shift()!.close();
+    const p5 = `${suite.queue}.p5`;
+    await suite.broker.channel.deleteQueue(p5);
+    await waitFor(() => logger.lines.some((line) => line.includes(`"${p5}" was deleted`)), 'the mover of p5 ended', 5_000);
+    // An instance of the larger count starts (a rollback, a late old instance): it declares p5 again, bound to the hash exchange, and leaves.
+    suite.apps.push(await startApp([partitioned(8, seen)], TEST_OPTIONS));
+    smaller.useLogger(logger); // Nest's logger is one for the process: the start above set it again
+    const foundAgain = /"[^"]*\.p5" beyond partitions\.count \(4\) was declared again/;
+    await waitFor(() => logger.count(foundAgain) === 1, 'p5 found again by the smaller count', 15_000);
+    await suite.apps.pop()!.close();
+    await publish();
+    await everyKeyHandled(seen);
     for (let i = 0; i < 8; i++) expect(await suite.broker.count(`${suite.queue}.p${i}`)).toBe(0);
   });
 });

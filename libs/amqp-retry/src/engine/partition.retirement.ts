@@ -2,7 +2,8 @@ import { QueueConsumer } from '../amqp/queue.consumer.js';
 import { queueExists } from '../amqp/queue-exists.probe.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
-import { partitionConfigs, partitionNames, PARTITION_WEIGHT, searchesRetired } from '../core/partitions/partition.plan.js';
+import { partitionConfigs, partitionNames, PARTITION_WEIGHT, searchesRetired, type PartitionMember } from '../core/partitions/partition.plan.js';
+import { RETIRED_LOOK_MS, RetiredPartitionWatch } from '../core/partitions/retired-partition.watch.js';
 import { movedProperties, movedRoutingKey } from '../core/partitions/partition-move.route.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { sleep } from '../core/time/duration.timer.js';
@@ -21,6 +22,10 @@ export class PartitionRetirement {
   /** The retired queues with their parking queues and tiers. */
   readonly retired: ScopeQueue[] = [];
   private movers: QueueConsumer[] = [];
+  /** The retired partitions deleted while their mover ran, looked for again while an instance that runs them is heard. */
+  private readonly watch = new RetiredPartitionWatch();
+  private looking?: Promise<void>;
+  private stopped = false;
   private readonly names: ReturnType<typeof partitionNames>;
   private readonly partitions: NonNullable<HandlerConfig['partitions']>;
 
@@ -48,7 +53,47 @@ export class PartitionRetirement {
   }
 
   async stop(timeoutMs: number): Promise<void> {
+    this.stopped = true;
+    await this.looking;
     await Promise.all(this.movers.map((m) => m.stop(timeoutMs)));
+  }
+
+  /**
+   * Each heartbeat, the members heard: looks for the retired partitions deleted meanwhile that one of them may have
+   * declared again (core/partitions/retired-partition.watch.ts says when), one passive check at a time.
+   */
+  lookAgain(members: readonly PartitionMember[]): void {
+    if (this.watch.size === 0 || this.looking || this.stopped || !this.deps.connection.isConnected) return;
+    const due = this.watch.heard(members, Date.now());
+    if (due.length > 0) this.looking = this.lookFor(due).finally(() => (this.looking = undefined));
+  }
+
+  /** A retired partition found again is cut off the hash exchange again, and a new mover moves what reaches it. */
+  private async lookFor(indexes: readonly number[]): Promise<void> {
+    const { connection, logger } = this.deps;
+    for (const index of indexes) {
+      const queue = this.names.partition(index);
+      let exists: boolean;
+      try {
+        exists = await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue);
+      } catch {
+        this.watch.unsure(index);
+        continue;
+      }
+      if (!exists || this.stopped) continue;
+      this.watch.found(index);
+      await onChannel(connection, `partition "${queue}" unbind`, (c) => c.unbindQueue(queue, this.names.hashExchange, PARTITION_WEIGHT), true).catch(
+        () => undefined,
+      );
+      logger.warn(
+        `"${this.queue}": partition queue "${queue}" beyond partitions.count (${this.partitions.count}) was declared again (by an instance that runs it); it is cut off the hash exchange again, and what it holds moves to the partitions of the new count. Delete it and its tiers once empty and no instance runs it.`,
+      );
+      await this.moveOut(queue, index)
+        .start()
+        .catch((error: unknown) =>
+          logger.warn(`"${queue}": could not start moving its messages (${errorMessage(error)}); tried again on reconnection`),
+        );
+    }
   }
 
   /** Partitions beyond `count` (an earlier, larger count) are cut from the hash exchange, and what they hold moves out. */
@@ -77,7 +122,7 @@ export class PartitionRetirement {
       logger.warn(
         `"${this.queue}": partition queue "${queue}" is beyond partitions.count (${count}); it gets no new messages, and its ${depth} message(s) (and any coming back from its tiers) move to the partitions of the new count. Delete it and its tiers once empty.`,
       );
-      this.moveOut(queue, true);
+      this.moveOut(queue, index);
     }
   }
 
@@ -123,12 +168,13 @@ export class PartitionRetirement {
   /**
    * Moves what `queue` holds, and whatever reaches it later (from its tiers, replays), into the hash exchange with the
    * key it was first published with, until the queue is deleted: then the mover ends instead of retrying forever.
-   * `retiredPartition`: the queue is a partition beyond the count, which an instance still running the earlier count
+   * `retiredIndex`: the queue is that partition beyond the count, which an instance still running the earlier count
    * binds to the hash exchange again when it reconnects; the hash exchange would then send the moved messages straight
    * back, round and round. So before a move it is cut off again, once a second at most (a message may go round for
-   * that second, not for ever).
+   * that second, not for ever). Deleted, such an instance may declare it again: it is watched for (lookAgain).
    */
-  private moveOut(queue: string, retiredPartition = false): void {
+  private moveOut(queue: string, retiredIndex?: number): QueueConsumer {
+    const retiredPartition = retiredIndex !== undefined;
     const { connection, logger, resume, recordPublisher } = this.deps;
     const hashExchange = this.names.hashExchange;
     let unboundAt = 0;
@@ -141,9 +187,13 @@ export class PartitionRetirement {
     };
     const redeclare = async () => {
       if (await queueExists(() => connection.createChannel(`queue "${queue}" check`, true), queue)) return;
-      logger.log(`"${queue}" was deleted: nothing more to move from it`);
       this.movers = this.movers.filter((m) => m !== mover);
       await mover.stop(0);
+      if (retiredIndex === undefined) return logger.log(`"${queue}" was deleted: nothing more to move from it`);
+      this.watch.lost(retiredIndex);
+      logger.log(
+        `"${queue}" was deleted: nothing more to move from it; looked for again (every ${RETIRED_LOOK_MS / 1_000} s at most) while an instance that runs it, and so may declare it again, is heard`,
+      );
     };
     const mover: QueueConsumer = new QueueConsumer({ queue, prefetch: 20, connection, logger, resume, redeclare }, async (message, settle) => {
       try {
@@ -157,5 +207,6 @@ export class PartitionRetirement {
       }
     });
     this.movers.push(mover);
+    return mover;
   }
 }

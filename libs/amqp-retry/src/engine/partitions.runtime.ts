@@ -237,6 +237,7 @@ export class PartitionedRuntime {
     void this.membership.announce();
     this.membership.checkHearing();
     if (this.assigned) this.rebalance();
+    this.retirement.lookAgain(this.membership.alive(Date.now()));
     void this.measure();
     this.hashExchange.check();
   }
