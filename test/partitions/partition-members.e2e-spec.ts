@@ -1,3 +1,4 @@
+import type { INestApplicationContext } from '@nestjs/common';
 import { RetryEngine } from 'nestjs-amqp-retry';
 import { handlerFor, startApp, TEST_OPTIONS } from '../support/app.js';
 import { AMQP_URL, uniqueName, waitFor } from '../support/broker.js';
@@ -110,5 +111,38 @@ describe("the members' view when its exchange or its queues are deleted", () => 
     watching = false;
     await watch;
     expect([...seen]).toEqual([3]);
+  });
+
+  it('a joining instance takes its share before the owners let go: no partition goes unconsumed while it starts', async () => {
+    const make = () => handlerFor({ queue: suite.queue, partitions: { count: 4, key: { header: 'x-key' }, heartbeat: '1s' } }, () => undefined);
+    suite.apps.push(await startApp([make()], TEST_OPTIONS));
+    const view = (app: INestApplicationContext) => app.get(RetryEngine).partitions()[0];
+    await waitFor(() => view(suite.apps[0]).partitions.every((p) => p.consuming), 'the first instance consuming all 4', 10_000);
+    // Every 10 ms, for each partition, since when no instance has consumed it (subscribed as its owner).
+    const apps = [suite.apps[0]];
+    const unconsumedSince = new Map<number, number>();
+    let longest = 0;
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const now = Date.now();
+        for (let i = 0; i < 4; i++) {
+          const consumed = apps.some((app) => view(app).partitions[i].consuming);
+          if (consumed) unconsumedSince.delete(i);
+          else if (!unconsumedSince.has(i)) unconsumedSince.set(i, now);
+          longest = Math.max(longest, now - (unconsumedSince.get(i) ?? now));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    const joining = await startApp([make()], TEST_OPTIONS);
+    suite.apps.push(joining);
+    apps.push(joining);
+    const consumedBy = () => apps.map((app) => view(app).partitions.filter((p) => p.consuming).length).join();
+    await waitFor(() => consumedBy() === '2,2', 'two partitions consumed by each instance', 10_000);
+    watching = false;
+    await watch;
+    // Without waiting for the joiner, its share went unconsumed for a heartbeat and a half (1.5 s here).
+    expect(longest).toBeLessThan(250);
   });
 });

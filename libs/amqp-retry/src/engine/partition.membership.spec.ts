@@ -5,13 +5,13 @@ import { MAX_MEMBERS } from '../core/partitions/membership.view.js';
 
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
-/** A membership whose announcements are recorded as published: `{ id, leaving, count }` each. */
+/** A membership whose announcements are recorded as published: `{ id, leaving, count, ready }` each. */
 function membership() {
-  const published: Array<{ id: string; leaving: boolean; count: number }> = [];
+  const published: Array<{ id: string; leaving: boolean; count: number; ready: boolean }> = [];
   const channel = {
     on: () => channel,
     publish: (_exchange: string, _key: string, content: Buffer) =>
-      void published.push(JSON.parse(content.toString()) as { id: string; leaving: boolean; count: number }),
+      void published.push(JSON.parse(content.toString()) as { id: string; leaving: boolean; count: number; ready: boolean }),
   } as unknown as Channel;
   let open!: (channel: Channel) => void;
   const opening = new Promise<Channel>((resolve) => (open = resolve));
@@ -30,7 +30,17 @@ describe("a partitioned handler's announcements", () => {
     await members.announce(true);
     await members.announce();
     await members.announce(true);
-    expect(published).toEqual([{ id: 'm-1', leaving: true, count: 4 }]);
+    expect(published).toEqual([{ id: 'm-1', leaving: true, count: 4, ready: false }]);
+  });
+
+  it('says it is not ready until it has taken its first share, then says it is at once, once', async () => {
+    const { published, openChannel, members } = membership();
+    openChannel();
+    await members.announce();
+    await members.markReady();
+    await members.markReady();
+    await members.announce();
+    expect(published.map((p) => p.ready)).toEqual([false, true, true]);
   });
 
   it('sends an announcement begun before the leave first, then the leave, in that order', async () => {
@@ -40,8 +50,8 @@ describe("a partitioned handler's announcements", () => {
     openChannel();
     await Promise.all([alive, leaving]);
     expect(published).toEqual([
-      { id: 'm-1', leaving: false, count: 4 },
-      { id: 'm-1', leaving: true, count: 4 },
+      { id: 'm-1', leaving: false, count: 4, ready: false },
+      { id: 'm-1', leaving: true, count: 4, ready: false },
     ]);
   });
 });
@@ -106,5 +116,15 @@ describe("a partitioned handler's membership", () => {
     const deps = { connection: {} as AmqpConnection, publishingChannel: async () => channel, logger: silent, users: ['app'], sendAs: () => 'app' };
     await new PartitionMembership('m-1', 4, 'orders', 'orders.members', 1_000, deps, () => undefined).announce();
     expect(options).toEqual([expect.objectContaining({ userId: 'app' })]);
+  });
+
+  it('rebalances when a member it hears says it has taken its first share, not on each of its announcements', async () => {
+    const { deliver, changes } = await listening();
+    deliver({ id: 'm-2', count: 4, ready: false }, 'app');
+    deliver({ id: 'm-2', count: 4, ready: false }, 'app');
+    expect(changes()).toBe(1);
+    deliver({ id: 'm-2', count: 4, ready: true }, 'app');
+    deliver({ id: 'm-2', count: 4, ready: true }, 'app');
+    expect(changes()).toBe(2);
   });
 });

@@ -43,6 +43,8 @@ export class PartitionMembership {
   private closed = false;
   /** It announced that it leaves. */
   private left = false;
+  /** It has taken its first share: until then it announces `ready: false`, and the others give it no partition. */
+  private ready = false;
   /** When each kind of ignored announcement was last logged: a flood of one kind does not hide the other. */
   private readonly lastIgnored = new Map<'user' | 'full', number>();
 
@@ -54,7 +56,7 @@ export class PartitionMembership {
     private readonly membersExchange: string,
     private readonly heartbeatMs: number,
     private readonly deps: MembershipDeps,
-    /** Called when a member it did not know is heard, or one says it leaves. */
+    /** Called when a member it did not know is heard, one says it has taken its first share, or one says it leaves. */
     private readonly changed: () => void,
   ) {
     this.view = new MembershipView(member, heartbeatMs * MISSED_HEARTBEATS, heartbeatMs * DEAF_AFTER_HEARTBEATS, Date.now(), count);
@@ -101,7 +103,7 @@ export class PartitionMembership {
               `"${announcement.id}": ${MAX_MEMBERS} members are heard already (the most kept; announcements with made-up ids?)`,
             );
           }
-          if (announcement.leaving || heard === 'new') this.changed();
+          if (announcement.leaving || heard === 'new' || heard === 'ready') this.changed();
         },
         { noAck: true },
       );
@@ -130,7 +132,7 @@ export class PartitionMembership {
         return channel;
       });
       const channel = await this.announcer;
-      const announcement = Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count }));
+      const announcement = Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count, ready: this.ready }));
       const expiration = String(this.heartbeatMs * MISSED_HEARTBEATS);
       channel.publish(this.membersExchange, '', announcement, { expiration, persistent: false, userId: this.deps.sendAs() });
       this.announceFailed = false;
@@ -139,6 +141,13 @@ export class PartitionMembership {
       if (!this.announceFailed) this.deps.logger.warn(`"${this.queue}": could not announce this instance to the others: ${errorMessage(error)}`);
       this.announceFailed = true;
     }
+  }
+
+  /** It has taken its first share (subscribed to what it owns): says so at once, and the owners of the rest of its share hand over. */
+  async markReady(): Promise<void> {
+    if (this.ready) return;
+    this.ready = true;
+    await this.announce();
   }
 
   /** Each heartbeat: an instance that does not hear its own announcements warns once and listens again. */

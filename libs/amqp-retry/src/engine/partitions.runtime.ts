@@ -99,7 +99,7 @@ export class PartitionedRuntime {
       (config) => new HandlerRuntime({ ...handler, ...handler.forPartition?.(config), config }, deps),
     );
     this.retirement = new PartitionRetirement(handler, deps);
-    // A member came or went: the partitions move at once, once this instance has taken its first share.
+    // A member came, went, or took its first share: the partitions move at once, once this instance has taken its own.
     this.membership = new PartitionMembership(
       this.member,
       this.parts.length,
@@ -278,6 +278,8 @@ export class PartitionedRuntime {
     for (const part of leaving) this.handOver(part);
     const starting = [...taking, ...retrying];
     this.noteStarts(starting, await Promise.allSettled(starting.map((p) => p.acquire())));
+    // Subscribed behind the owners of its share (which gave it none so far): they hand over once they hear this.
+    await this.membership.markReady();
   }
 
   /**

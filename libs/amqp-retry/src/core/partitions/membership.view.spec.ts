@@ -76,6 +76,23 @@ describe('MembershipView.running', () => {
     expect(view.running(300).map((m) => m.id)).toEqual(['b', 'c']);
   });
 
+  it('lists a member not ready as such, and tells when it says it is ready: from then on it may own partitions', () => {
+    const view = new MembershipView('b', 3_000, 2_000, 0, 4);
+    view.heard({ id: 'b' }, 0);
+    expect(view.heard({ id: 'a', count: 4, ready: false }, 0)).toBe('new');
+    expect(view.heard({ id: 'a', count: 4, ready: false }, 1_000)).toBe('known');
+    expect(view.running(1_000)).toEqual([
+      { id: 'a', count: 4, ready: false },
+      { id: 'b', count: 4 },
+    ]);
+    expect(view.heard({ id: 'a', count: 4 }, 1_500)).toBe('ready');
+    expect(view.heard({ id: 'a', count: 4 }, 2_000)).toBe('known');
+    expect(view.running(2_000)).toEqual([
+      { id: 'a', count: 4 },
+      { id: 'b', count: 4 },
+    ]);
+  });
+
   it('keeps the counts of the members it keeps while it does not hear itself', () => {
     const view = new MembershipView('b', 3_000, 2_000, 0, 8);
     view.heard({ id: 'b', count: 8 }, 0);
@@ -93,6 +110,10 @@ describe('readAnnouncement', () => {
     expect(readAnnouncement(Buffer.from('{"id":"m1"}'))).toEqual({ id: 'm1', leaving: false });
     expect(readAnnouncement(Buffer.from('{"id":"m1","leaving":true}'))).toEqual({ id: 'm1', leaving: true });
     expect(readAnnouncement(Buffer.from('{"id":"m1","count":8}'))).toEqual({ id: 'm1', leaving: false, count: 8 });
+    expect(readAnnouncement(Buffer.from('{"id":"m1","ready":false}'))).toStrictEqual({ id: 'm1', leaving: false, ready: false });
+    for (const ready of ['true', '0', '"false"', 'null']) {
+      expect(readAnnouncement(Buffer.from(`{"id":"m1","ready":${ready}}`))).toStrictEqual({ id: 'm1', leaving: false });
+    }
     for (const count of ['0', '1.5', '257', '"8"', 'null']) {
       expect(readAnnouncement(Buffer.from(`{"id":"m1","count":${count}}`))).toStrictEqual({ id: 'm1', leaving: false });
     }

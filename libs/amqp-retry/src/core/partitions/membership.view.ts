@@ -9,6 +9,11 @@ export interface MemberAnnouncement {
   leaving?: boolean;
   /** Its partitions.count: the partitions it runs, and so may own (undefined: it did not say, and owns none). */
   count?: number;
+  /**
+   * False until it has taken its first share (subscribed, behind their owners, to the partitions it owns): the others
+   * give it no partition until then, so that no owner hands one over before it is there to take it. Not said: ready.
+   */
+  ready?: boolean;
 }
 
 /**
@@ -16,10 +21,10 @@ export interface MemberAnnouncement {
  * whole number from 1 to the most partitions is read as none said.
  */
 export function readAnnouncement(content: Buffer): MemberAnnouncement | undefined {
-  const { id, leaving, count } = readRecordFields(content);
+  const { id, leaving, count, ready } = readRecordFields(content);
   if (typeof id !== 'string' || id === '' || id.length > 200) return undefined;
   const counted = typeof count === 'number' && Number.isInteger(count) && count >= 1 && count <= MAX_PARTITIONS;
-  return { id, leaving: leaving === true, ...(counted ? { count } : {}) };
+  return { id, leaving: leaving === true, ...(counted ? { count } : {}), ...(ready === false ? { ready: false } : {}) };
 }
 
 /**
@@ -29,8 +34,11 @@ export function readAnnouncement(content: Buffer): MemberAnnouncement | undefine
  */
 export const MAX_MEMBERS = 1_000;
 
-/** What `heard` did with an announcement: `full` when it came from a member it did not know while it kept MAX_MEMBERS. */
-export type HeardOutcome = 'new' | 'known' | 'full';
+/**
+ * What `heard` did with an announcement: `full` when it came from a member it did not know while it kept MAX_MEMBERS;
+ * `ready` when a member alive before says it has taken its first share (it may be given partitions from now on).
+ */
+export type HeardOutcome = 'new' | 'known' | 'full' | 'ready';
 
 /**
  * Who is alive as this member hears it: itself, and each other until `expiryMs` after its last announcement, or it
@@ -40,8 +48,8 @@ export type HeardOutcome = 'new' | 'known' | 'full';
  * hears itself again, each other member gets a fresh `expiryMs` to be heard.
  */
 export class MembershipView {
-  /** Each other member: when it was last heard, and the count it announced. */
-  private readonly lastSeen = new Map<string, { at: number; count?: number }>();
+  /** Each other member: when it was last heard, the count it announced, and false while it said it is not ready. */
+  private readonly lastSeen = new Map<string, { at: number; count?: number; ready?: false }>();
   /** The members, sorted, as `members` last returned them: kept until one comes or goes (each message must not sort them). */
   private sorted?: string[];
   private selfHeardAt = Number.NEGATIVE_INFINITY;
@@ -73,12 +81,15 @@ export class MembershipView {
       if (this.lastSeen.delete(id)) this.sorted = undefined;
       return known ? 'known' : 'new';
     }
-    if (!this.lastSeen.has(id)) {
+    const before = this.lastSeen.get(id);
+    if (!before) {
       if (this.lastSeen.size >= MAX_MEMBERS) return 'full';
       this.sorted = undefined;
     }
-    this.lastSeen.set(id, { at: now, count: announcement.count });
-    return known ? 'known' : 'new';
+    const ready = announcement.ready === false ? false : undefined;
+    this.lastSeen.set(id, { at: now, count: announcement.count, ready });
+    if (!known) return 'new';
+    return before?.ready === false && ready === undefined ? 'ready' : 'known';
   }
 
   /** Whether `id` is among `members(now)`, without listing them. */
@@ -110,8 +121,15 @@ export class MembershipView {
     return [...this.sorted];
   }
 
-  /** The members alive at `now` (as `members`), each with the count it announced: what the partitions are spread by. */
+  /**
+   * The members alive at `now` (as `members`), each with the count it announced, and `ready: false` while it said it has
+   * not taken its first share: what the partitions are spread by. Itself is listed ready.
+   */
   running(now: number): PartitionMember[] {
-    return this.members(now).map((id) => ({ id, count: id === this.self ? this.selfCount : this.lastSeen.get(id)?.count }));
+    return this.members(now).map((id) => {
+      if (id === this.self) return { id, count: this.selfCount };
+      const seen = this.lastSeen.get(id);
+      return { id, count: seen?.count, ...(seen?.ready === false ? { ready: false } : {}) };
+    });
   }
 }

@@ -145,6 +145,29 @@ describe('assignPartitions', () => {
     expect(assignPartitions([{ id: 'y', count: 4 }], { id: 'x', count: 4 })).toEqual([0, 2]);
   });
 
+  it('gives a member that is not ready (it has not taken its first share) none: its owners keep it until it says it is', () => {
+    const joining = [
+      { id: 'a', count: 4 },
+      { id: 'b', count: 4, ready: false },
+    ];
+    expect(assignPartitions(joining, { id: 'a', count: 4 })).toEqual([0, 1, 2, 3]);
+    expect(partitionOwners(joining)).toEqual(['a', 'a', 'a', 'a']);
+    // The joiner itself counts itself ready: it takes its share, subscribed behind the owners, then says so.
+    expect(assignPartitions(joining, { id: 'b', count: 4 })).toEqual([1, 3]);
+    const ready = [
+      { id: 'a', count: 4 },
+      { id: 'b', count: 4 },
+    ];
+    expect(assignPartitions(ready, { id: 'a', count: 4 })).toEqual([0, 2]);
+    // A larger count not ready yet: the partitions only it runs have no owner until it is.
+    expect(
+      partitionOwners([
+        { id: 'a', count: 2 },
+        { id: 'b', count: 4, ready: false },
+      ]),
+    ).toEqual(['a', 'a']);
+  });
+
   it('with more members than partitions, some members hold none', () => {
     const members = counted(['a', 'b', 'c'], 2);
     expect(members.map((m) => assignPartitions(members, m))).toEqual([[0], [1], []]);

@@ -108,10 +108,15 @@ export function otherPartitionQueue(config: HandlerConfig, name: string): Handle
   return partitionConfigs({ ...config, partitions: { ...partitions, count: index + 1 } })[index];
 }
 
-/** A running instance as it announces itself: its member id, and its `count` (it runs partitions 0 to count - 1), if it says. */
+/**
+ * A running instance as it announces itself: its member id, its `count` (it runs partitions 0 to count - 1), if it
+ * says, and `ready: false` while it has not taken its first share.
+ */
 export interface PartitionMember {
   id: string;
   count?: number;
+  /** False: it is starting and owns none yet (its owners keep its share until it is there to take it). */
+  ready?: boolean;
 }
 
 /**
@@ -119,10 +124,10 @@ export interface PartitionMember {
  * (i below their count), sorted by id, the (i mod n)th of them; the same answer from the same view. With one count for
  * every member that is partition i to member i mod k. With two (a count changed in a rolling deploy) a partition goes
  * only to a member that has a queue of that number to consume, never to one that does not know it exists; a member
- * that did not say its count owns none. A member listed twice counts once, with the count of its last entry.
+ * that did not say its count owns none, nor one that is not ready. A member listed twice counts once, as its last entry.
  */
 export function partitionOwners(members: readonly PartitionMember[]): Array<string | undefined> {
-  const byId = new Map(members.map((m) => [m.id, m.count ?? 0]));
+  const byId = new Map(members.map((m) => [m.id, m.ready === false ? 0 : (m.count ?? 0)]));
   const sorted = [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   let total = 0; // not Math.max(...values): spread arguments overflow the stack past about 100,000
   for (const count of byId.values()) total = Math.max(total, count);
