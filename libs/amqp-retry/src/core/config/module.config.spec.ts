@@ -57,6 +57,15 @@ describe('resolveModuleConfig', () => {
       expect(() => resolveModuleConfig({ controlUsers: bad as string[] })).toThrow(/RetryModule option "controlUsers" is .*e\.g\. \['ops'\]/);
   });
 
+  it('refuses a publishTimeout under 100 ms, in which no channel could open, from the options or the environment', () => {
+    expect(() => resolveModuleConfig({ publishTimeout: 0 })).toThrow(
+      'Invalid retry configuration: RetryModule option "publishTimeout" is 0 ms: a publish opens a channel within it (a round trip to the broker), so a limit under 100 ms fails publishes, and the start, before the broker can answer. Use at least 100ms, e.g. \'10s\'.',
+    );
+    expect(() => resolveModuleConfig({ publishTimeout: '1ms' })).toThrow('option "publishTimeout" is 1 ms: a publish opens a channel');
+    expect(() => resolveModuleConfig({}, { RETRY_PUBLISH_TIMEOUT: '99ms' })).toThrow('environment variable RETRY_PUBLISH_TIMEOUT is 99 ms');
+    expect(resolveModuleConfig({ publishTimeout: '100ms' }).publishTimeoutMs).toBe(100);
+  });
+
   it('reads the time limits from the environment and refuses 0', () => {
     const config = resolveModuleConfig({}, { RETRY_CONFIRM_TIMEOUT: '2s', RETRY_CONNECT_TIMEOUT: '750ms' });
     expect(config).toMatchObject({ confirmTimeoutMs: 2_000, connectTimeoutMs: 750 });

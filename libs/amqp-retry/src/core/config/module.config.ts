@@ -29,6 +29,14 @@ export const DEFAULT_DELAYS = ['1s', '10s', '1m'] as const;
 export const MAX_ATTEMPTS_LIMIT = 1_000_000;
 export const DEFAULT_RECONNECT = { initialDelayMs: 100, maxDelayMs: 30_000 } as const;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** The shortest publishTimeout: a publish first opens a channel, a round trip to the broker, within it. */
+export const MIN_PUBLISH_TIMEOUT_MS = 100;
+const PUBLISH_TIMEOUT_RANGE: DurationRange = {
+  ...TIME_LIMIT_RANGE,
+  min: MIN_PUBLISH_TIMEOUT_MS,
+  below: `a publish opens a channel within it (a round trip to the broker), so a limit under ${MIN_PUBLISH_TIMEOUT_MS} ms fails publishes, and the start, before the broker can answer`,
+  belowFix: `Use at least ${MIN_PUBLISH_TIMEOUT_MS}ms`,
+};
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -209,7 +217,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
     delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect),
-    publishTimeoutMs: duration('publishTimeout', 'RETRY_PUBLISH_TIMEOUT', "'10s'", TIME_LIMIT_RANGE, 10_000),
+    publishTimeoutMs: duration('publishTimeout', 'RETRY_PUBLISH_TIMEOUT', "'10s'", PUBLISH_TIMEOUT_RANGE, 10_000),
     publishBufferSize: readInteger(options.publishBufferSize, moduleKey('publishBufferSize'), 0, 1_000_000, '1000', 1_000),
     confirmTimeoutMs: duration('confirmTimeout', 'RETRY_CONFIRM_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, 10_000),
     connectTimeoutMs: duration('connectTimeout', 'RETRY_CONNECT_TIMEOUT', "'10s'", POSITIVE_TIME_LIMIT_RANGE, DEFAULT_CONNECT_TIMEOUT_MS),

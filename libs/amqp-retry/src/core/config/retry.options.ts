@@ -54,7 +54,7 @@ export interface RetryModuleOptions {
   };
   /**
    * How long a publish may wait for a lost connection to come back (re-sends included), for a channel, or for a full
-   * socket buffer to drain, before it rejects. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'.
+   * socket buffer to drain, before it rejects; at least '100ms'. Env `RETRY_PUBLISH_TIMEOUT`; default '10s'.
    */
   publishTimeout?: Duration;
   /** How many publishes may wait for the connection at once; more reject at once. Default 1000. */
