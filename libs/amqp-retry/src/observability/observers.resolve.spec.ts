@@ -25,6 +25,15 @@ describe('resolveObservers', () => {
     await expect(resolveObservers({ tracing: 1 as never })).rejects.toThrow(/RetryModule option "tracing" is 1/);
   });
 
+  it('refuses a misspelt key of metrics or tracing, naming the one it most likely meant', async () => {
+    await expect(resolveObservers({ metrics: { registy: {} } as never })).rejects.toThrow(
+      'Invalid retry configuration: RetryModule option "metrics.registy" is not an option of metrics. Did you mean "registry"? Use only registry, durationBuckets, criticalTimeBuckets.',
+    );
+    await expect(resolveObservers({ tracing: { tracer: 'orders' } as never })).rejects.toThrow(
+      'RetryModule option "tracing.tracer" is not an option of tracing. Use only tracerName.',
+    );
+  });
+
   it('turns a missing optional package into an error that says what to install', async () => {
     const missing = () => Promise.reject(Object.assign(new Error("Cannot find package 'prom-client'"), { code: 'ERR_MODULE_NOT_FOUND' }));
     await expect(loading('prom-client', 'metrics', missing)).rejects.toThrow(

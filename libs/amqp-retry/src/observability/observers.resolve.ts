@@ -3,6 +3,12 @@ import { createPrometheusObserver } from './metrics.factory.js';
 import type { RetryModuleOptions } from '../core/config/retry.options.js';
 import type { RetryObserver } from '../core/observe/retry.observer.js';
 import { createTracingObserver } from './tracing.factory.js';
+import { keysOf, refuseUnknownKeys } from '../core/config/option-keys.js';
+import type { MetricsOptions } from '../core/observe/metrics.options.js';
+import type { TracingOptions } from '../core/observe/tracing.options.js';
+
+const METRICS_KEYS = keysOf<MetricsOptions>({ registry: 1, durationBuckets: 1, criticalTimeBuckets: 1 });
+const TRACING_KEYS = keysOf<TracingOptions>({ tracerName: 1 });
 
 /** The observability part of the module options. */
 export type ObservabilityOptions = Pick<RetryModuleOptions, 'observers' | 'metrics' | 'tracing'>;
@@ -21,19 +27,23 @@ export async function resolveObservers(options: ObservabilityOptions): Promise<R
     );
   }
   const resolved = [...observers];
-  const metricsOptions = settingsOf('metrics', metrics, 'Use true, false, or { registry } with a prom-client Registry.');
+  const metricsOptions = settingsOf('metrics', metrics, METRICS_KEYS, 'Use true, false, or { registry } with a prom-client Registry.');
   if (metricsOptions) resolved.push(await loading('prom-client', 'metrics', () => createPrometheusObserver(metricsOptions)));
-  const tracingOptions = settingsOf('tracing', tracing, "Use true, false, or { tracerName: 'orders' }.");
+  const tracingOptions = settingsOf('tracing', tracing, TRACING_KEYS, "Use true, false, or { tracerName: 'orders' }.");
   // Tracing comes first, so that its span is current while the other observers (and the handler) run.
   if (tracingOptions) resolved.unshift(await loading('@opentelemetry/api', 'tracing', () => createTracingObserver(tracingOptions)));
   return resolved;
 }
 
-/** A built-in observer's option: undefined when off, `{}` for true, else the settings object; any other value is refused. */
-function settingsOf<T extends object>(option: string, value: boolean | T | undefined, fix: string): T | undefined {
+/**
+ * A built-in observer's option: undefined when off, `{}` for true, else the settings object, whose keys must be among
+ * `known`; any other value is refused.
+ */
+function settingsOf<T extends object>(option: string, value: boolean | T | undefined, known: readonly string[], fix: string): T | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return {} as T;
   if (typeof value !== 'object' || value === null) throw new RetryConfigError(`RetryModule option "${option}"`, `is ${String(value)}`, fix);
+  refuseUnknownKeys(value, known, option, (key) => `RetryModule option "${key}"`);
   return value;
 }
 

@@ -1,6 +1,7 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { type DurationRange, readDuration, readInteger, readNumber, showValue } from '../config/config.readers.js';
 import type { CircuitBreakerOptions, RateLimitOptions } from './breaker.options.js';
+import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
 
 /** A circuit breaker after defaults and validation (see CircuitBreakerOptions). */
 export interface CircuitBreakerConfig {
@@ -48,7 +49,17 @@ const RATE_PERIOD_RANGE: DurationRange = {
   max: 86_400_000,
   above: 'a day',
 };
-const KEYS = ['failureRate', 'minimumCalls', 'window', 'consecutiveFailures', 'openFor', 'maxOpenFor', 'halfOpenCalls', 'countsAsFailure'];
+const KEYS = keysOf<CircuitBreakerOptions>({
+  failureRate: 1,
+  minimumCalls: 1,
+  window: 1,
+  consecutiveFailures: 1,
+  openFor: 1,
+  maxOpenFor: 1,
+  halfOpenCalls: 1,
+  countsAsFailure: 1,
+});
+const RATE_LIMIT_KEYS = keysOf<RateLimitOptions>({ calls: 1, per: 1, burst: 1 });
 
 /** Reads `circuitBreaker` of the module or a handler: `true` (the defaults), `false` or absent (off), or options. */
 export function readCircuitBreaker(value: unknown, at: (key: string) => string): CircuitBreakerConfig | undefined {
@@ -57,11 +68,8 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new RetryConfigError(at('circuitBreaker'), `is ${showValue(value)}`, "Use true, false, or { failureRate: 0.5, openFor: '10s' }.");
   }
+  refuseUnknownKeys(value, KEYS, 'circuitBreaker', at, 'the circuit breaker');
   const options = value as CircuitBreakerOptions;
-  const unknown = Object.keys(options).filter((k) => !KEYS.includes(k));
-  if (unknown.length > 0) {
-    throw new RetryConfigError(at(`circuitBreaker.${unknown[0]}`), 'is not an option of the circuit breaker', `Use only ${KEYS.join(', ')}.`);
-  }
   const key = (k: string) => at(`circuitBreaker.${k}`);
   const failureRate = readNumber(options.failureRate, key('failureRate'), 0, 1, '0.5', BREAKER_DEFAULTS.failureRate);
   if (failureRate === 0)
@@ -97,6 +105,7 @@ export function readRateLimit(value: unknown, at: (key: string) => string): Rate
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new RetryConfigError(at('rateLimit'), `is ${showValue(value)}`, "Give { calls, per }, e.g. { calls: 50, per: '1s' }.");
   }
+  refuseUnknownKeys(value, RATE_LIMIT_KEYS, 'rateLimit', at, 'the rate limit');
   const options = value as Partial<RateLimitOptions>;
   const calls = readInteger(options.calls, at('rateLimit.calls'), 1, 1_000_000, '50');
   const perMs = readDuration(options.per, at('rateLimit.per'), "'1s'", RATE_PERIOD_RANGE);

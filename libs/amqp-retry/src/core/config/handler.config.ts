@@ -26,6 +26,7 @@ import { readInbox, type InboxConfig } from '../outbox/outbox.config.js';
 import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
 import { readQueueLimits, type QueueLimitsConfig } from './queue-limits.config.js';
 import { readPartitions, type PartitionOf, type PartitionsConfig } from '../partitions/partitions.config.js';
+import { keysOf, refuseUnknownKeys } from './option-keys.js';
 
 /** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
 export interface HandlerConfig {
@@ -77,6 +78,8 @@ const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
 /** More tiers than this are refused: the last tier repeats, so more attempts need no more tiers. */
 const MAX_TIERS = 100;
 
+const BACKOFF_KEYS = keysOf<NonNullable<RetryHandlerOptions['backoff']>>({ initial: 1, multiplier: 1, max: 1, tiers: 1 });
+
 function tiersFromBackoff(backoff: unknown, defaultTiers: number, at: (k: string) => string): number[] {
   if (!isPlainObject(backoff)) {
     throw new RetryConfigError(
@@ -85,6 +88,7 @@ function tiersFromBackoff(backoff: unknown, defaultTiers: number, at: (k: string
       "Give { initial, multiplier, max, tiers }, e.g. { initial: '1s', multiplier: 2, max: '1h' }, or leave backoff out for the module's delays.",
     );
   }
+  refuseUnknownKeys(backoff, BACKOFF_KEYS, 'backoff', at);
   const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
   const multiplier = readNumber(backoff.multiplier, at('backoff.multiplier'), 1, 1_000, '2', 2);
   const max = readDelay(backoff.max, at('backoff.max'), "'1h'", MAX_TIER_DELAY_MS);

@@ -35,7 +35,7 @@ describe('resolveModuleConfig', () => {
       `Invalid retry configuration: RetryModule option "logging.parked" is "error". Use 'line' (one warning line per park, the default) or 'stack' (the line followed by the handler's stack).`,
     );
     expect(() => resolveModuleConfig({ logging: { park: 'stack' } as RetryModuleOptions['logging'] })).toThrow(
-      'RetryModule option "logging.park" is not an option. The options of logging are "retries" and "parked".',
+      'RetryModule option "logging.park" is not an option of logging. Did you mean "parked"? Use only retries, parked.',
     );
     expect(() => resolveModuleConfig({ logging: 'stack' as RetryModuleOptions['logging'] })).toThrow('RetryModule option "logging" is string');
     expect(() => resolveModuleConfig({ logging: { retries: 7 as unknown as 'line' } })).toThrow('RetryModule option "logging.retries" is a number');

@@ -21,6 +21,7 @@ import type { ParkLogs, RetryLogs, QueueType, RetryModuleOptions } from './retry
 import { readInbox, readOutbox } from '../outbox/outbox.config.js';
 import { readCircuitBreaker, readRateLimit } from '../breaker/breaker.config.js';
 import { readHeartbeat } from '../observe/heartbeat/heartbeat.config.js';
+import { keysOf, refuseUnknownKeys } from './option-keys.js';
 
 /** The module's configuration after defaults, environment and validation: what resolveModuleConfig returns. */
 export type ModuleConfig = ReturnType<typeof resolveModuleConfig>;
@@ -40,8 +41,12 @@ const PUBLISH_TIMEOUT_RANGE: DurationRange = {
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
+const moduleKey = (key: string) => `RetryModule option "${key}"`;
+
 /** Text a user gave, quoted and cut to 60 characters, for error messages. */
 const clipped = (text: string): string => JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+
+const RECONNECT_KEYS = keysOf<NonNullable<RetryModuleOptions['reconnect']>>({ initialDelay: 1, maxDelay: 1 });
 
 function readReconnect(reconnect: unknown = {}): ReconnectPolicy {
   if (!isPlainObject(reconnect)) {
@@ -51,7 +56,8 @@ function readReconnect(reconnect: unknown = {}): ReconnectPolicy {
       "Give { initialDelay, maxDelay }, e.g. { initialDelay: '100ms', maxDelay: '30s' }, or leave it out for the defaults.",
     );
   }
-  const key = (k: string) => `RetryModule option "reconnect.${k}"`;
+  refuseUnknownKeys(reconnect, RECONNECT_KEYS, 'reconnect', moduleKey);
+  const key = (k: string) => moduleKey(`reconnect.${k}`);
   const initialDelayMs = readDuration(reconnect.initialDelay, key('initialDelay'), "'100ms'", TIME_LIMIT_RANGE, DEFAULT_RECONNECT.initialDelayMs);
   const longest = Math.max(initialDelayMs, DEFAULT_RECONNECT.maxDelayMs);
   const maxDelayMs = readDuration(reconnect.maxDelay, key('maxDelay'), "'30s'", TIME_LIMIT_RANGE, longest);
@@ -65,6 +71,8 @@ function readReconnect(reconnect: unknown = {}): ReconnectPolicy {
   return { initialDelayMs, maxDelayMs };
 }
 
+const DELAYED_DELIVERY_KEYS = keysOf<Exclude<RetryModuleOptions['delayedDelivery'], boolean | undefined>>({ prefix: 1, queueType: 1 });
+
 function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string | undefined {
   if (option === undefined || option === true) return DELAY_LADDER.prefix;
   if (option === false) return undefined;
@@ -75,6 +83,7 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
       "Use true, false, or { prefix: 'billing.delay', queueType: 'quorum' }.",
     );
   }
+  refuseUnknownKeys(option, DELAYED_DELIVERY_KEYS, 'delayedDelivery', moduleKey);
   if (option.prefix === undefined) return DELAY_LADDER.prefix;
   // The ladder appends ".quorum.v1.p10.3221225472ms" and the like to the prefix.
   const prefix = readName(option.prefix, 'RetryModule option "delayedDelivery.prefix"', 40, "'billing.delay'");
@@ -94,7 +103,7 @@ function readDelayQueueType(option: RetryModuleOptions['delayedDelivery'], modul
   return given === undefined ? moduleType : readQueueType(given, 'RetryModule option "delayedDelivery.queueType"');
 }
 
-const LOGGING_KEYS = ['retries', 'parked'];
+const LOGGING_KEYS = keysOf<NonNullable<RetryModuleOptions['logging']>>({ retries: 1, parked: 1 });
 
 /** Option `logging`: an object of `retries` and `parked`, each one of its words; a misspelt key is refused, not ignored. */
 function readLogging(logging: unknown): { retryLogs: RetryLogs; parkLogs: ParkLogs } {
@@ -106,14 +115,7 @@ function readLogging(logging: unknown): { retryLogs: RetryLogs; parkLogs: ParkLo
       "Give an object, e.g. { retries: 'line', parked: 'line' }.",
     );
   }
-  const unknown = Object.keys(logging).filter((key) => !LOGGING_KEYS.includes(key));
-  if (unknown.length > 0) {
-    throw new RetryConfigError(
-      `RetryModule option "logging.${unknown[0].slice(0, 60)}"`,
-      'is not an option',
-      `The options of logging are ${LOGGING_KEYS.map((key) => `"${key}"`).join(' and ')}.`,
-    );
-  }
+  refuseUnknownKeys(logging, LOGGING_KEYS, 'logging', moduleKey);
   const { retries, parked } = logging as Record<string, unknown>;
   const word = (value: unknown) => (typeof value === 'string' ? clipped(value) : `a ${typeof value}`);
   if (retries !== undefined && retries !== 'line' && retries !== 'nest') {
@@ -160,8 +162,6 @@ function readConnectionName(value: unknown): string {
   refuseIllFormedText(value, key, example);
   return value;
 }
-
-const moduleKey = (key: string) => `RetryModule option "${key}"`;
 
 /** The broker users allowed to send control commands besides the application's own: names of 1 to 255 characters. */
 function readControlUsers(value: unknown): string[] | undefined {

@@ -1,3 +1,4 @@
+import { RetryConfigError } from '../../errors/retry-config.error.js';
 import type { RetryHandlerOptions, RetryModuleOptions } from './retry.options.js';
 
 /** Every key of RetryHandlerOptions: `satisfies` fails the build when one is added to the type and not here. */
@@ -113,3 +114,27 @@ export const unknownHandlerOptions = (options: object, where: string): string[] 
 /** The same for RetryModule's options; `extras` are keys the caller takes besides them (`forRoot`'s `isGlobal`). */
 export const unknownModuleOptions = (options: object, extras: readonly string[] = []): string[] =>
   unknownKeyLines(options, MODULE_KEYS, (key) => `RetryModule option "${key}"`, extras);
+
+/**
+ * The keys of an options type `T`, every one of them: `keysOf<T>({ a: 1, b: 1 })` fails the build when T gains a key
+ * the record lacks, or the record has one T lacks.
+ */
+export const keysOf = <T>(record: Record<keyof T, 1>): readonly string[] => Object.keys(record);
+
+/**
+ * Refuses the first key of the option object `value` at `path` (`'reconnect'`, `'outbox.retryDelay'`) that is not among
+ * `known`, naming it as `at` spells it, the known key it most likely meant and all of them: inside an option a
+ * misspelt key would leave its default in force unseen. `what` names the object in the message (default: `path`).
+ * @example refuseUnknownKeys({ maxDelai: '5s' }, ['initialDelay', 'maxDelay'], 'reconnect', (k) => `RetryModule option "${k}"`)
+ * // throws: RetryModule option "reconnect.maxDelai" is not an option of reconnect. Did you mean "maxDelay"? ...
+ */
+export function refuseUnknownKeys(value: object, known: readonly string[], path: string, at: (key: string) => string, what = path): void {
+  const unknown = Object.keys(value).find((key) => !known.includes(key));
+  if (unknown === undefined) return;
+  const near = nearestKey(unknown, known);
+  throw new RetryConfigError(
+    at(`${path}.${unknown.length > 60 ? `${unknown.slice(0, 60)}…` : unknown}`),
+    `is not an option of ${what}`,
+    `${near === undefined ? '' : `Did you mean "${near}"? `}Use only ${known.join(', ')}.`,
+  );
+}

@@ -3,6 +3,7 @@ import { type DurationRange, readDuration } from '../config/config.readers.js';
 import type { IdempotencyStore } from './idempotency.store.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import type { IdempotencyOptions } from '../config/retry.options.js';
+import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
 
 /** Idempotency after defaults and validation. */
 export interface IdempotencyConfig {
@@ -25,6 +26,7 @@ const CLAIM_TTL_RANGE: DurationRange = {
   min: 1_000,
   below: 'a claim is renewed every third of its life, which must leave time for a round trip to the store',
 };
+const KEYS = keysOf<IdempotencyOptions>({ store: 1, key: 1, ttl: 1, claimTtl: 1 });
 const STORE_METHODS = ['claim', 'renew', 'release', 'markHandled'] as const;
 
 /** Reads `idempotency` of the module or of a handler; `at(key)` names an option as the user wrote it. */
@@ -32,6 +34,7 @@ export function readIdempotency(value: unknown, at: (key: string) => string): Id
   if (typeof value !== 'object' || value === null) {
     throw new RetryConfigError(at('idempotency'), `is ${String(value)}`, 'Give { store }, e.g. { store: new RedisIdempotencyStore({ url }) }.');
   }
+  refuseUnknownKeys(value, KEYS, 'idempotency', at);
   const options = value as Partial<IdempotencyOptions>;
   const store = options.store as Partial<IdempotencyStore> | undefined;
   const missing = STORE_METHODS.filter((method) => typeof store?.[method] !== 'function');

@@ -1,6 +1,7 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { type DurationRange, readDuration, refuseIllFormedText, showValue } from '../config/config.readers.js';
 import type { OrderingOptions } from '../config/retry.options.js';
+import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
 import { MAX_RECORD_TTL_MS } from '../idempotency/idempotency.config.js';
 import { headerKey, type MessageKeyFn } from '../message/message-key.reader.js';
 
@@ -15,10 +16,14 @@ export const DEFAULT_HOLD_GRACE_MS = 10_000;
 /** A hold may wait as long as an idempotency record may last: a year is longer than any redelivery. */
 const HOLD_GRACE_RANGE: DurationRange = { min: 0, max: MAX_RECORD_TTL_MS, above: 'a year' };
 
+const KEYS = keysOf<OrderingOptions>({ key: 1, whileRetrying: 1, holdGrace: 1 });
+
 /** Reads a handler's `ordering`. */
 export function readOrdering(value: unknown, at: (key: string) => string): OrderingConfig {
   const options = (typeof value === 'object' && value !== null ? value : {}) as Partial<OrderingOptions>;
+  refuseUnknownKeys(options, KEYS, 'ordering', at);
   const key = options.key;
+  if (typeof key === 'object' && key !== null) refuseUnknownKeys(key, ['header'], 'ordering.key', at);
   const header = typeof key === 'object' && key !== null ? (key as { header?: unknown }).header : undefined;
   if (typeof key !== 'function' && (typeof header !== 'string' || header === '')) {
     throw new RetryConfigError(

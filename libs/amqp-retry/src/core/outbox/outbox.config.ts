@@ -3,7 +3,8 @@ import { readDuration, readFlag, readInteger, type DurationRange, showValue } fr
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
 import type { OutboxAdapter } from './outbox.adapter.js';
-import type { InboxOptions, OutboxOptions } from './outbox.options.js';
+import type { HandlerInboxOptions, InboxOptions, OutboxOptions } from './outbox.options.js';
+import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
 import type { OutboxRetryPolicy } from './outbox.row.js';
 import { outboxSql, type OutboxStatements } from './outbox.sql.js';
 
@@ -32,6 +33,21 @@ export interface InboxConfig extends Pick<OutboxConfig, 'adapter' | 'sql' | 'tab
   keyIsMessageId: boolean;
 }
 
+const OUTBOX_KEYS = keysOf<OutboxOptions>({
+  adapter: 1,
+  table: 1,
+  schema: 1,
+  createTables: 1,
+  relay: 1,
+  batchSize: 1,
+  concurrency: 1,
+  pollInterval: 1,
+  retention: 1,
+  retryDelay: 1,
+  maxUnroutableAttempts: 1,
+});
+const RETRY_DELAY_KEYS = keysOf<NonNullable<OutboxOptions['retryDelay']>>({ initial: 1, max: 1 });
+const INBOX_KEYS = keysOf<InboxOptions & HandlerInboxOptions>({ adapter: 1, table: 1, schema: 1, createTables: 1, key: 1, retention: 1 });
 const ADAPTER_METHODS = ['execute', 'transaction'] as const;
 const RETENTION_RANGE: DurationRange = { max: 366 * 86_400_000, above: 'a year' };
 const INBOX_RETENTION_RANGE: DurationRange = { ...RETENTION_RANGE, min: 1, below: 'a record must last' };
@@ -71,11 +87,14 @@ function objectOf(value: unknown, key: string, example: string): Record<string, 
 
 /** Reads the module's `outbox`; `at(key)` names an option as the user wrote it. */
 export function readOutbox(value: unknown, at: (key: string) => string): OutboxConfig {
-  const options = objectOf(value, at('outbox'), '{ adapter: pgOutboxAdapter(pool) }') as Partial<OutboxOptions>;
+  const given = objectOf(value, at('outbox'), '{ adapter: pgOutboxAdapter(pool) }');
+  refuseUnknownKeys(given, OUTBOX_KEYS, 'outbox', at);
+  const options = given as Partial<OutboxOptions>;
   const adapter = readAdapter(options.adapter, (k) => at(`outbox.${k}`));
   const table = options.table === undefined ? DEFAULT_OUTBOX_TABLE : readSqlIdentifier(options.table, at('outbox.table'));
   const schema = options.schema === undefined ? undefined : readSqlIdentifier(options.schema, at('outbox.schema'));
   const retry = options.retryDelay === undefined ? {} : objectOf(options.retryDelay, at('outbox.retryDelay'), "{ initial: '500ms', max: '30s' }");
+  refuseUnknownKeys(retry, RETRY_DELAY_KEYS, 'outbox.retryDelay', at);
   const initialDelayMs = readDuration(retry.initial, at('outbox.retryDelay.initial'), "'500ms'", RETRY_RANGE, 500);
   const maxDelayMs = readDuration(retry.max, at('outbox.retryDelay.max'), "'30s'", RETRY_RANGE, Math.max(initialDelayMs, 30_000));
   if (maxDelayMs < initialDelayMs) {
@@ -104,7 +123,9 @@ export function readOutbox(value: unknown, at: (key: string) => string): OutboxC
 
 /** Reads a handler's (or the module's) `inbox`. */
 export function readInbox(value: unknown, at: (key: string) => string, forHandler?: { moduleAdapter?: OutboxAdapter }): InboxConfig {
-  const options = objectOf(value, at('inbox'), '{ adapter: pgOutboxAdapter(pool) }') as Partial<InboxOptions>;
+  const given = objectOf(value, at('inbox'), '{ adapter: pgOutboxAdapter(pool) }');
+  refuseUnknownKeys(given, INBOX_KEYS, 'inbox', at);
+  const options = given as Partial<InboxOptions>;
   // A handler's inbox without an adapter of its own uses the module's (made from an injected DataSource, say).
   const inherited = options.adapter === undefined ? forHandler?.moduleAdapter : undefined;
   const adapter = inherited ?? readAdapter(options.adapter, (k) => at(`inbox.${k}`), forHandler !== undefined);

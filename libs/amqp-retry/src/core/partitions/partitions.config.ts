@@ -3,6 +3,7 @@ import { readDuration, readInteger, type DurationRange, refuseIllFormedText, sho
 import { readOrdering, type OrderingConfig } from '../ordering/ordering.config.js';
 import { partitionLaneKey } from './partition-key.lane.js';
 import type { PartitionKey, PartitionsOptions } from '../config/retry.options.js';
+import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
 
 /** Partitions after defaults and validation. */
 export interface PartitionsConfig {
@@ -31,14 +32,18 @@ export const MISSED_HEARTBEATS = 3;
 export const DEAF_AFTER_HEARTBEATS = 2;
 const HEARTBEAT_RANGE: DurationRange = { min: 100, below: 'heartbeats that often flood the broker', max: 60_000, above: 'a minute' };
 
+const KEYS = keysOf<PartitionsOptions>({ count: 1, key: 1, whileRetrying: 1, holdGrace: 1, heartbeat: 1 });
+
 /** Reads a handler's `partitions`; `at(key)` names an option as the user wrote it. */
 export function readPartitions(value: unknown, at: (key: string) => string): PartitionsConfig {
   if (typeof value !== 'object' || value === null) {
     throw new RetryConfigError(at('partitions'), `is ${String(value)}`, "Give { count, key }, e.g. { count: 8, key: { header: 'x-account-id' } }.");
   }
+  refuseUnknownKeys(value, KEYS, 'partitions', at);
   const options = value as Partial<PartitionsOptions>;
   const count = readInteger(options.count, at('partitions.count'), 1, MAX_PARTITIONS, '8');
   const key = options.key as unknown;
+  if (typeof key === 'object' && key !== null) refuseUnknownKeys(key, ['header'], 'partitions.key', at);
   const header = typeof key === 'object' && key !== null ? (key as { header?: unknown }).header : undefined;
   let hashArguments: Record<string, string>;
   if (key === 'messageId') hashArguments = { 'hash-property': 'message_id' };

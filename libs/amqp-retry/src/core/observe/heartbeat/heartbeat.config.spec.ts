@@ -19,12 +19,17 @@ describe('readHeartbeat', () => {
     [{ intervalMs: 60_001 }, 'RetryModule option "heartbeat.intervalMs" is 60001'],
     [{ intervalMs: 1.5 }, 'RetryModule option "heartbeat.intervalMs" is 1.5'],
     [{ intervalMs: '5s' }, 'RetryModule option "heartbeat.intervalMs" is "5s"'],
-    [{ interval: 5000 }, 'RetryModule option "heartbeat" has interval'],
     ['yes', 'RetryModule option "heartbeat" is "yes"'],
     [[], 'RetryModule option "heartbeat" is []'],
   ])('refuses %j, naming the option and the fix', (value, named) => {
     expect(() => readHeartbeat(value, at)).toThrow(RetryConfigError);
     expect(() => readHeartbeat(value, at)).toThrow(`${named}. Give true (a beat every 5000 ms), false, or { intervalMs }`);
+  });
+
+  it('refuses a misspelt key, naming it and the one it most likely meant', () => {
+    expect(() => readHeartbeat({ interval: 5000 }, at)).toThrow(
+      'RetryModule option "heartbeat.interval" is not an option of heartbeat. Did you mean "intervalMs"? Use only intervalMs.',
+    );
   });
 
   it('is read with the module options', () => {

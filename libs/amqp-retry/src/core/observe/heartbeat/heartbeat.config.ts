@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../../../errors/retry-config.error.js';
 import { showValue } from '../../config/config.readers.js';
+import { refuseUnknownKeys } from '../../config/option-keys.js';
 
 /** How often an instance beats unless told otherwise, in ms. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
@@ -21,8 +22,7 @@ export function readHeartbeat(value: unknown, at: (key: string) => string): Hear
   const { min, max } = HEARTBEAT_INTERVAL_RANGE;
   const fix = `Give true (a beat every ${DEFAULT_HEARTBEAT_INTERVAL_MS} ms), false, or { intervalMs } with a whole number of milliseconds from ${min} to ${max}.`;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new RetryConfigError(at('heartbeat'), `is ${showValue(value)}`, fix);
-  const unknown = Object.keys(value).filter((k) => k !== 'intervalMs');
-  if (unknown.length > 0) throw new RetryConfigError(at('heartbeat'), `has ${unknown.join(', ')}`, fix);
+  refuseUnknownKeys(value, ['intervalMs'], 'heartbeat', at);
   const { intervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS } = value as { intervalMs?: unknown };
   if (typeof intervalMs !== 'number' || !Number.isInteger(intervalMs) || intervalMs < min || intervalMs > max) {
     throw new RetryConfigError(at('heartbeat.intervalMs'), `is ${showValue(intervalMs)}`, fix);
