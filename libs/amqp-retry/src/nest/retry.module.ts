@@ -1,6 +1,6 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
 import { DiscoveryModule, ModulesContainer } from '@nestjs/core';
-import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
+import { readModuleOptions, resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
 import type { RetryModuleOptions } from '../core/config/retry.options.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
@@ -28,7 +28,7 @@ import { RetryPublisher } from './retry.publisher.js';
     {
       provide: RETRY_MODULE_CONFIG,
       // The one place the environment is read; invalid configuration fails here, when the application is created.
-      useFactory: (options: RetryModuleOptions) => resolveModuleConfig(options, process.env),
+      useFactory: (options: unknown) => resolveModuleConfig(readModuleOptions(options), process.env),
       inject: [RETRY_MODULE_OPTIONS],
     },
     {

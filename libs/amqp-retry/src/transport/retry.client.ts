@@ -13,7 +13,7 @@ import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import type { RetryClientOptions, RetryEmitOptions } from './retry-transport.options.js';
-import { publishProperties, type PublishedMessage } from '../core/publish/publish.options.js';
+import { publishProperties, readPublishOptions, type PublishedMessage } from '../core/publish/publish.options.js';
 import { copyOwn } from '../core/headers/own-keys.copy.js';
 import { replyTargetProblem } from '../core/publish/reply-address.rules.js';
 
@@ -94,11 +94,17 @@ export class RetryClient extends ClientProxy {
    * property). Hot, like Nest's: it is sent even if nobody subscribes.
    * @example const { messageId } = await lastValueFrom(client.emit<PublishedMessage>('order.created', order, { correlationId }));
    */
-  override emit<TResult = unknown, TInput = unknown>(pattern: unknown, data: TInput, options: RetryEmitOptions = {}): Observable<TResult> {
+  override emit<TResult = unknown, TInput = unknown>(pattern: unknown, data: TInput, options?: RetryEmitOptions): Observable<TResult> {
     if (pattern === undefined || pattern === null || data === undefined || data === null) {
       return throwError(() => new Error('RetryClient.emit: give a pattern and data (neither may be null or undefined)'));
     }
-    const source = defer(async () => this.connect()).pipe(mergeMap(() => this.dispatch({ pattern, data }, options) as Promise<TResult>));
+    let given: RetryEmitOptions;
+    try {
+      given = readPublishOptions(options, 'RetryClient.emit');
+    } catch (error) {
+      return throwError(() => error);
+    }
+    const source = defer(async () => this.connect()).pipe(mergeMap(() => this.dispatch({ pattern, data }, given) as Promise<TResult>));
     // AsyncSubject: a subscriber that comes after the confirm still gets what was sent (and an error, as Nest's does).
     const hot = connectable(source, { connector: () => new AsyncSubject<TResult>(), resetOnDisconnect: false });
     hot.connect();

@@ -1,7 +1,7 @@
 import type { RetryModuleOptions } from './retry.options.js';
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { maskUrl } from '../text/credentials.mask.js';
-import { resolveModuleConfig } from './module.config.js';
+import { readModuleOptions, resolveModuleConfig } from './module.config.js';
 
 describe('resolveModuleConfig', () => {
   it('has sensible defaults', () => {
@@ -64,6 +64,15 @@ describe('resolveModuleConfig', () => {
     expect(() => resolveModuleConfig({ publishTimeout: '1ms' })).toThrow('option "publishTimeout" is 1 ms: a publish opens a channel');
     expect(() => resolveModuleConfig({}, { RETRY_PUBLISH_TIMEOUT: '99ms' })).toThrow('environment variable RETRY_PUBLISH_TIMEOUT is 99 ms');
     expect(resolveModuleConfig({ publishTimeout: '100ms' }).publishTimeoutMs).toBe(100);
+  });
+
+  it.each([undefined, null, [], 'amqp://rabbit'])("refuses %j as the options (what forRootAsync's factory returned), naming the fix", (options) => {
+    expect(() => readModuleOptions(options)).toThrow(RetryConfigError);
+    expect(() => readModuleOptions(options)).toThrow(
+      `Invalid retry configuration: RetryModule options (what forRootAsync's factory returned) are ${options === undefined ? 'undefined' : JSON.stringify(options)}, not an options object. Return the options object from useFactory`,
+    );
+    const given = { url: 'amqp://rabbit' };
+    expect(readModuleOptions(given)).toBe(given);
   });
 
   it('reads the time limits from the environment and refuses 0', () => {

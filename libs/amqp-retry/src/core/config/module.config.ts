@@ -177,6 +177,20 @@ function readControlUsers(value: unknown): string[] | undefined {
   return [...(value as string[])];
 }
 
+/**
+ * The options RetryModule was given, refused unless an options object: what forRootAsync's factory (or its class's
+ * create method) returned may be anything, and undefined, null or an array would fail later with a bare TypeError.
+ * @example readModuleOptions({ url: 'amqp://rabbit' }) // the same object
+ */
+export function readModuleOptions(options: unknown): RetryModuleOptions {
+  if (typeof options === 'object' && options !== null && !Array.isArray(options)) return options as RetryModuleOptions;
+  throw new RetryConfigError(
+    "RetryModule options (what forRootAsync's factory returned)",
+    `are ${showValue(options)}, not an options object`,
+    "Return the options object from useFactory (or from the create method of useClass), e.g. useFactory: (config: ConfigService) => ({ url: config.get('AMQP_URL') }); {} takes every default.",
+  );
+}
+
 /** Resolves the module configuration: each option from `options`, else `env`, else the default; never mutates `options`. */
 export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Environment = {}) {
   /** The option, else its environment variable, read by `read` and named in its errors as the user wrote it; else `fallback`. */

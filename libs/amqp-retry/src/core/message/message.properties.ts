@@ -47,6 +47,9 @@ export function readExpiration(expiration: unknown): string | undefined {
 /** Most bytes a publish's headers may take (encodedTableSize): amqplib encodes the properties into a 64 KiB scratch buffer. */
 export const MAX_PUBLISH_HEADERS_BYTES = 60 * 1024;
 
+/** The first timestamp AMQP cannot carry: it is an unsigned 64-bit number of seconds. */
+const MAX_TIMESTAMP = 2 ** 64;
+
 /** The properties AMQP carries as shortstrs (at most 255 bytes), in the order they are checked. */
 const SHORT_STRING_PROPERTIES = ['contentType', 'contentEncoding', 'correlationId', 'replyTo', 'messageId', 'type', 'userId', 'appId'] as const;
 
@@ -81,6 +84,11 @@ export function checkPublishProperties(properties: Options.Publish, users?: read
   }
   if (timestamp != null && !(typeof timestamp === 'number' && Number.isFinite(timestamp))) {
     throw new TypeError(`Invalid timestamp ${shownValue(timestamp)}: give a number (seconds since the epoch).`);
+  }
+  if (timestamp != null && !(Number.isInteger(timestamp) && timestamp >= 0 && timestamp < MAX_TIMESTAMP)) {
+    throw new RangeError(
+      `Invalid timestamp ${shownValue(timestamp)}: a timestamp is a whole number of seconds since the epoch, from 0 (1970) on; AMQP carries no earlier one.`,
+    );
   }
   if (headers != null) checkHeaders(headers);
   if (properties.expiration != null) readExpiration(properties.expiration);

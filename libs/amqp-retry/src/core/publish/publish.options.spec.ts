@@ -1,4 +1,23 @@
-import { publishProperties } from './publish.options.js';
+import { publishProperties, readPublishOptions } from './publish.options.js';
+
+describe('readPublishOptions', () => {
+  it('takes an object, and none as no options', () => {
+    const given = { delay: '1s' };
+    expect(readPublishOptions(given, 'RetryPublisher.publish')).toBe(given);
+    expect(readPublishOptions(undefined, 'RetryPublisher.publish')).toEqual({});
+  });
+
+  it.each([
+    [null, 'null'],
+    [[], 'an array'],
+    ['30s', 'a string'],
+  ])('refuses %j with a TypeError naming the caller and the fix', (options, shown) => {
+    expect(() => readPublishOptions(options as never, 'RetryPublisher.publish')).toThrow(TypeError);
+    expect(() => readPublishOptions(options as never, 'RetryPublisher.publish')).toThrow(
+      `RetryPublisher.publish: the options are ${shown}; give an object of publish options, e.g. { delay: '30s' }, or leave them out`,
+    );
+  });
+});
 
 describe('publishProperties', () => {
   it('sets the message id, persistence and headers always, and each other property only when given', () => {

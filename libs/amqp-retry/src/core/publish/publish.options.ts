@@ -53,6 +53,18 @@ export interface PublishedMessage {
 }
 
 /**
+ * Refuses publish options that are not an object (null, an array, a string) with a TypeError naming `where` and the fix,
+ * before anything reads them: `null.delay` would fail as a bare TypeError.
+ * @example readPublishOptions(null, 'RetryPublisher.publish') // TypeError: RetryPublisher.publish: the options are null; ...
+ */
+export function readPublishOptions<T extends object>(options: T | undefined, where: string): Partial<T> {
+  if (options === undefined) return {};
+  if (typeof options === 'object' && (options as unknown) !== null && !Array.isArray(options)) return options;
+  const shown = options === null ? 'null' : Array.isArray(options) ? 'an array' : `a ${typeof options}`;
+  throw new TypeError(`${where}: the options are ${shown}; give an object of publish options, e.g. { delay: '30s' }, or leave them out`);
+}
+
+/**
  * The AMQP properties of a message published with `options`, over `base` (what the caller always sets): the message id
  * given or a new one, persistent unless told otherwise, and each other property only when given (amqplib sends an
  * absent one as none anyway: no spread of a literal per publish). Their values are checked where every publish is
