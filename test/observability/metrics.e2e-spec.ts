@@ -97,6 +97,26 @@ describe('Prometheus metrics over HTTP', () => {
     if (process.env.PRINT_SCRAPE) console.log(scrape);
   });
 
+  it('reports both connections and the consumer down after app.close(), without a connection-lost line', async () => {
+    const { queue } = suite;
+    const registry = new Registry();
+    const Handler = handlerFor({ queue }, () => undefined);
+    const lines: string[] = [];
+    const logger = { log: () => undefined, error: (m: unknown) => lines.push(String(m)), warn: (m: unknown) => lines.push(String(m)) };
+    const started = await startHealthApp({ ...TEST_OPTIONS, delayedDelivery: false, metrics: { registry } }, { providers: [Handler] });
+    const app = (suite.app = started.app);
+    app.useLogger(logger);
+    const up = await registry.metrics();
+    expect(sample(up, 'amqp_retry_connection_up', { role: 'consume' })).toBe(1);
+    expect(sample(up, 'amqp_retry_connection_up', { role: 'publish' })).toBe(1);
+    await app.close();
+    const down = await registry.metrics();
+    expect(sample(down, 'amqp_retry_consumers_up', { queue })).toBe(0);
+    expect(sample(down, 'amqp_retry_connection_up', { role: 'consume' })).toBe(0);
+    expect(sample(down, 'amqp_retry_connection_up', { role: 'publish' })).toBe(0);
+    expect(lines.filter((line) => /Lost the connection/.test(line))).toEqual([]);
+  });
+
   it('registers nothing in the default registry when metrics are off', async () => {
     const { queue } = suite;
     const Handler = handlerFor({ queue }, () => undefined);

@@ -155,7 +155,9 @@ export class AmqpConnection {
     this.wakeWaiters();
     const model = this.model;
     this.model = undefined;
-    if (model) await closeSettled(model).catch(() => undefined); // already closed: nothing left to release
+    if (!model) return; // down (connectionLost said so) or never up
+    await closeSettled(model).catch(() => undefined); // already closed: nothing left to release
+    this.notify('connectionClosed', {});
   }
 
   private current(): ChannelModel {
@@ -270,7 +272,7 @@ export class AmqpConnection {
     return sleep(ms, { signal: cut.signal });
   }
 
-  private notify(name: 'connectionLost' | 'connectionUp', event: { reason?: string; downMs?: number }): void {
+  private notify(name: 'connectionLost' | 'connectionUp' | 'connectionClosed', event: { reason?: string; downMs?: number }): void {
     const { observers, role } = this.options;
     if (observers?.active && role) observers.emit(name, { role, ...event });
   }

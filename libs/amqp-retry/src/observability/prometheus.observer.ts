@@ -161,6 +161,10 @@ export class PrometheusObserver implements RetryObserver {
     this.metrics.connections.set({ role: e.role }, 0);
   }
 
+  connectionClosed(e: ConnectionEvent): void {
+    this.metrics.connections.set({ role: e.role }, 0);
+  }
+
   consumerUp(e: ConsumerEvent): void {
     this.metrics.consumers.set({ queue: e.queue }, 1);
     // A queue that never changed state has a series too (0, running), so that an alert on it sees the queue at all.

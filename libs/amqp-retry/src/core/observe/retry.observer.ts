@@ -43,6 +43,11 @@ export interface RetryObserver {
   connectionUp?(event: ConnectionEvent): void;
   /** A connection to the broker was lost (it reconnects). */
   connectionLost?(event: ConnectionEvent): void;
+  /**
+   * The application closed a connection that was up (`app.close()`, `engine.close()`): it is down for good, and no
+   * reconnection follows. Not a loss: `connectionLost` is not called for it.
+   */
+  connectionClosed?(event: ConnectionEvent): void;
   /** A consumer subscribed to its queue (at start, or after a recovery). */
   consumerUp?(event: ConsumerEvent): void;
   /** A consumer stopped consuming: its channel closed, the broker cancelled it, or the application stops. */
