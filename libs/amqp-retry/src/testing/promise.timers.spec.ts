@@ -13,11 +13,11 @@ import { VirtualClock } from './virtual.clock.js';
 const timers = createRequire(import.meta.url)('node:timers/promises') as typeof TimersPromises;
 const real = { setTimeout: timers.setTimeout, setInterval: timers.setInterval, wait: timers.scheduler.wait, timeout: AbortSignal.timeout };
 
-/** Runs `body` with `clock` installed, and uninstalls it whatever happens. */
+/** Runs `body` as code of `clock`'s with the clock installed, and uninstalls it whatever happens. */
 async function installed<T>(clock: VirtualClock, body: () => Promise<T>): Promise<T> {
   clock.install();
   try {
-    return await body();
+    return await clock.within(body);
   } finally {
     clock.uninstall();
   }
@@ -104,8 +104,10 @@ const before = sleep;
 const clock = new VirtualClock(0);
 clock.install();
 const woke = [];
-sleep(4000, 'slept').then((value) => woke.push([clock.elapsed, value]));
-scheduler.wait(1000).then(() => woke.push([clock.elapsed, 'waited']));
+clock.within(() => {
+  sleep(4000, 'slept').then((value) => woke.push([clock.elapsed, value]));
+  scheduler.wait(1000).then(() => woke.push([clock.elapsed, 'waited']));
+});
 await clock.runUntil(3999);
 const early = woke.length;
 await clock.runUntil(4000);

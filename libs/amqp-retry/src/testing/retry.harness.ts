@@ -184,8 +184,11 @@ export class RetryHarness {
    * Starts `module` (the application's root module, or a `Test.createTestingModule(...)` builder whose providers a
    * test overrides) on the in-memory broker. The virtual clock stands in for the global timers and `Date` until
    * `close()` (whether or not Jest's fake timers were on; turned on after the start, they take the timers from it, and
-   * `settle` and `advance` fail saying so). One harness at a time per
-   * process (Jest runs each test file in its own): a start while another harness runs fails, naming `close()`.
+   * `settle` and `advance` fail saying so). What every test file of the process shares (`performance.now()`,
+   * `node:timers/promises`, `AbortSignal.timeout`) shows virtual time only to the application's code the harness runs
+   * (its start and close, its timers, its deliveries, and what they start), so that a harness one test file never
+   * closes leaves the next file's time alone. One harness at a time per test file (Jest gives each file its own global
+   * object): a start while another harness runs in the same file fails, naming `close()`.
    */
   static async start(module: Type<unknown> | HarnessModuleBuilder, options: RetryHarnessOptions = {}): Promise<RetryHarness> {
     if (VirtualClock.installedOne()) throw new Error('a RetryHarness is already running in this process: await harness.close() first');
@@ -198,7 +201,10 @@ export class RetryHarness {
     clock.install();
     replaceBrokerConnect(harness.connectHook);
     try {
-      harness.app = await harness.driver.run(harness.boot(module, options), 'the application to start');
+      harness.app = await harness.driver.run(
+        clock.within(() => harness.boot(module, options)),
+        'the application to start',
+      );
     } catch (error) {
       await harness.close().catch(() => undefined);
       throw error;
@@ -323,7 +329,12 @@ export class RetryHarness {
     if (this.closed) return;
     this.closed = true;
     try {
-      if (this.app) await this.driver.run(this.app.close(), 'the application to close');
+      const app = this.app;
+      if (app)
+        await this.driver.run(
+          this.clock.within(() => app.close()),
+          'the application to close',
+        );
     } finally {
       for (const connection of this.connections) if (connection.isOpen) connection.lose('harness closed');
       this.clock.autoRun = false;

@@ -74,15 +74,31 @@ const INSTALLED = Symbol.for('nestjs-amqp-retry.virtual-clock');
 const installedClock = (): VirtualClock | undefined =>
   ((globalThis as unknown as Record<string, unknown>).setTimeout as { [INSTALLED]?: VirtualClock } | undefined)?.[INSTALLED];
 
+/**
+ * Marks a stand-in install() puts on an object every test file of the process shares, naming what it stands in for:
+ * Node's own function and the property as it was. A clock that finds one there (a harness another test file left
+ * running) takes Node's own from it, never the stand-in.
+ */
+const STANDS_IN = Symbol.for('nestjs-amqp-retry.virtual-clock.stands-in');
+
+/** What a shared stand-in stands in for. */
+interface StoodIn {
+  original: (...args: unknown[]) => unknown;
+  descriptor: PropertyDescriptor | undefined;
+}
+
 /** A property install() replaces: its object and its name. */
 type Property = [target: Record<string, unknown>, name: string];
 
 /**
  * Time for the test harness: a clock that moves only when told, with its own timers. While installed it stands in for
- * the global timers, `Date` and `performance.now()` (Node's, or Jest's fake timers), for `node:timers/promises` (its
- * module object, and the named imports of ES modules, which read it through their live bindings) and for
- * `AbortSignal.timeout`. Microtasks stay real: between two tasks the clock lets every pending promise settle (a turn
- * of Node's real event loop), so that awaiting code runs as it would.
+ * the global timers and `Date` (Node's, or Jest's fake timers). It stands in too for what every test file of the
+ * process shares (Jest gives each file its own global object, but not its own builtin modules or `AbortSignal`):
+ * `performance.now()`, `node:timers/promises` (its module object, and the named imports of ES modules, which read it
+ * through their live bindings) and `AbortSignal.timeout`; those answer with virtual time only to code the clock runs
+ * (see within), and with Node's own to any other, so that a clock left installed by one test file leaves the next
+ * file's time alone. Microtasks stay real: between two tasks the clock lets every pending promise settle (a turn of
+ * Node's real event loop), so that awaiting code runs as it would.
  */
 export class VirtualClock {
   /** Milliseconds since the epoch, as `Date.now()` says while installed. */
@@ -97,6 +113,8 @@ export class VirtualClock {
   private readonly calls = new AsyncLocalStorage<HandlerCall>();
   /** The deliveries not yet acknowledged, nacked or rejected. */
   private readonly openCalls = new Set<HandlerCall>();
+  /** The code this clock runs (see within), through every await and timer of its own. */
+  private readonly scope = new AsyncLocalStorage<VirtualClock>();
 
   constructor(startAt: number = Date.now()) {
     this.now = startAt;
@@ -164,11 +182,25 @@ export class VirtualClock {
     return first;
   }
 
+  /**
+   * Runs `work` as code of this clock's: what it does, and everything it starts (its awaits, its timers, the I/O it
+   * opens), sees the virtual time of `performance.now()`, `node:timers/promises` and `AbortSignal.timeout` while the
+   * clock is installed. The clock's own tasks (timers, deliveries) run so too.
+   */
+  within<T>(work: () => T): T {
+    return this.scope.run(this, work);
+  }
+
+  /** Whether the shared stand-ins answer the code running now with virtual time: installed, and code of this clock's. */
+  private live(): boolean {
+    return this.restore !== undefined && this.scope.getStore() === this;
+  }
+
   /** Runs `deliver` (a delivery handed to its consumer) as a call of its own, open until `endCall`. */
   startCall(deliver: (call: HandlerCall) => void): HandlerCall {
     const call = new HandlerCall();
     this.openCalls.add(call);
-    this.calls.run(call, () => deliver(call));
+    this.within(() => this.calls.run(call, () => deliver(call)));
     return call;
   }
 
@@ -229,8 +261,8 @@ export class VirtualClock {
       this.tasks.set(task.id, task);
     }
     // A timer runs in the context it was set in, as Node's do: what it sets in turn belongs to the same delivery.
-    if (task.owner) this.calls.run(task.owner, task.run);
-    else this.calls.exit(task.run);
+    const owner = task.owner;
+    this.within(() => (owner ? this.calls.run(owner, task.run) : this.calls.exit(task.run)));
   }
 
   /** Whether a clock stands in for the global timers of this process now (one installed, not yet uninstalled). */
@@ -245,7 +277,7 @@ export class VirtualClock {
 
   /**
    * Stands in for the global timers, Date, performance.now(), `node:timers/promises` and `AbortSignal.timeout` until
-   * uninstall(). Idempotent.
+   * uninstall() (the shared ones for code of this clock's only, see within). Idempotent.
    */
   install(): void {
     if (this.restore) return;
@@ -258,15 +290,20 @@ export class VirtualClock {
     // The scheduler's methods live on its prototype: own properties on the instance stand in for them, and go again.
     const scheduler = promises.scheduler as Record<string, unknown> | undefined;
     const abortSignal = g.AbortSignal as Record<string, unknown>;
-    const replaced = [
-      ...names.map((name) => [g, name]),
+    // What every test file of the process shares (Jest's node environment hands each file the process's own).
+    const shared = [
       ...perfs.map((perf) => [perf, 'now']),
-      [proc, 'nextTick'],
       ...['setTimeout', 'setImmediate', 'setInterval'].map((name) => [promises, name]),
       ...(scheduler ? ['wait', 'yield'].map((name) => [scheduler, name]) : []),
       [abortSignal, 'timeout'],
     ] as Property[];
-    const saved = replaced.map(([target, name]) => [target, name, Object.getOwnPropertyDescriptor(target, name)] as const);
+    const replaced = [...names.map((name) => [g, name]), [proc, 'nextTick'], ...shared] as Property[];
+    // A stand-in found there (of a clock another test file left installed) says what it stood in for: that goes back.
+    const stoodIn = (target: Record<string, unknown>, name: string): StoodIn => {
+      const current = target[name] as ((...args: unknown[]) => unknown) & { [STANDS_IN]?: StoodIn };
+      return current[STANDS_IN] ?? { original: current, descriptor: Object.getOwnPropertyDescriptor(target, name) };
+    };
+    const saved = replaced.map(([target, name]) => [target, name, stoodIn(target, name).descriptor] as const);
     const RealDate = (Object.getOwnPropertyDescriptor(g, 'Date')?.value as DateConstructor | undefined) ?? Date;
     const timer = (delay: unknown, fn: unknown, args: unknown[], repeat = false) => {
       if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
@@ -295,11 +332,19 @@ export class VirtualClock {
     // Microtasks stay real, also where Jest's fake timers had replaced them.
     define(g, 'queueMicrotask', (fn: () => void) => void Promise.resolve().then(fn));
     define(proc, 'nextTick', realNextTick);
-    for (const perf of perfs) define(perf, 'now', () => this.perfBase + (this.now - this.started));
     const virtual = promiseTimers<Task>(this);
-    for (const name of ['setTimeout', 'setImmediate', 'setInterval'] as const) define(promises, name, virtual[name], true);
-    if (scheduler) for (const name of ['wait', 'yield'] as const) define(scheduler, name, virtual[name]);
-    define(abortSignal, 'timeout', virtual.abortSignalTimeout);
+    const now = () => this.perfBase + (this.now - this.started);
+    const virtuals = { ...virtual, timeout: virtual.abortSignalTimeout, now } as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const live = () => this.live();
+    // Code of another (a test file after the one that left this clock installed) gets Node's own, called as it was.
+    for (const [target, name] of shared) {
+      const was = stoodIn(target, name);
+      const stands = virtuals[name];
+      const standIn = function (this: unknown, ...args: unknown[]): unknown {
+        return live() ? stands(...args) : was.original.apply(this, args);
+      };
+      define(target, name, Object.assign(standIn, { [STANDS_IN]: was }), target === promises);
+    }
     syncBuiltinESMExports();
     const installed = replaced.map(([target, name]) => target[name]);
     // Only what is still this clock's goes back: what another stood in for since is left to it.
