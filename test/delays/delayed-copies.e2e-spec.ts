@@ -55,6 +55,39 @@ describe('delayed copies', () => {
     }
   });
 
+  it('routes a CC key only at the target: one copy per queue, none before the delay, whatever digits the key holds', async () => {
+    // 'a.b.c.d.e.f.g.h.0' has a 0 where position 2 reads its digit: routed in the ladder, it would pass the 320 ms level
+    // through its exchange-to-exchange binding, taking the main key with it, and both queues would get the message twice.
+    const ccKey = 'a.b.c.d.e.f.g.h.0';
+    const [main, copied] = ['main', 'cc'].map((which) => uniqueName(`e2e.copies.${which}`));
+    suite.extraQueues.push(main, copied);
+    await suite.broker.declareQueue(main, { exchange, key: 'a' });
+    await suite.broker.declareQueue(copied, { exchange, key: ccKey });
+    const content = Buffer.from(JSON.stringify({ id: 'property' }));
+    await suite.app!.get(RetryEngine).publish(exchange, 'a', content, { CC: [ccKey] }, 320);
+    await suite.app!.get(RetryPublisher).publish(exchange, 'a', { id: 'header' }, { delay: 320, headers: { CC: [ccKey] } });
+    await settleWindow(200);
+    expect([await suite.broker.count(main), await suite.broker.count(copied)]).toEqual([0, 0]);
+    await settleWindow(700); // well past the delay and a forwarder's hop
+    for (const queue of [main, copied]) {
+      const got = await suite.broker.drain(queue);
+      expect(got.map((m) => JSON.parse(m.content.toString()).id)).toEqual(['property', 'header']);
+      for (const { properties } of got) expect(properties.headers?.CC).toEqual([ccKey]);
+    }
+  });
+
+  it('routes the CC header of a due message put in the ladder with one (an earlier version), at its target only', async () => {
+    const [main, copied] = ['main', 'cc'].map((which) => uniqueName(`e2e.copies.${which}`));
+    suite.extraQueues.push(main, copied);
+    await suite.broker.declareQueue(main, { exchange, key: 'a' });
+    await suite.broker.declareQueue(copied, { exchange, key: 'orders.shard.0' });
+    const headers = { 'x-delay-target-exchange': exchange, 'x-delay-target-routing-key': 'a', CC: ['orders.shard.0'] };
+    suite.broker.channel.publish(`${prefix}.ready`, '', Buffer.from('{"id":"old"}'), { headers, persistent: true });
+    for (const queue of [main, copied]) expect((await suite.broker.take(queue, 1)).map((m) => m.content.toString())).toEqual(['{"id":"old"}']);
+    await settleWindow(200);
+    expect([await suite.broker.count(main), await suite.broker.count(copied)]).toEqual([0, 0]);
+  });
+
   it('rejects a delayed publish to a missing exchange, or to a missing queue by name, as an immediate one rejects', async () => {
     const publisher = suite.app!.get(RetryPublisher);
     const missing = uniqueName('e2e.copies.missing');

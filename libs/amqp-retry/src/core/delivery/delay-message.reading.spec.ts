@@ -139,16 +139,22 @@ describe('CC and BCC through the ladder', () => {
   const plan = planDelayedPublish(3000, target, NOW);
   const headers = plan.kind === 'ladder' ? plan.headers : (undefined as never);
 
-  it('keeps CC as a header (the broker keeps it through the ladder), and carries BCC in a header of the library', () => {
-    const copy = ladderProperties({ CC: 'eu', BCC: ['audit', 'archive'], headers: { tenant: 'acme', CC: ['ignored'] } }, headers);
+  it('sends the ladder copy without CC or BCC, their keys carried in headers of the library (properties over headers)', () => {
+    // A CC key would be routed at every level: 'a.b.c.d.e.f.g.h.0' matches position 2's `0` binding, past its wait.
+    const copy = ladderProperties({ CC: 'a.b.c.d.e.f.g.h.0', BCC: ['audit', 'archive'], headers: { tenant: 'acme', CC: ['ignored'] } }, headers);
     expect(copy).not.toHaveProperty('CC');
     expect(copy).not.toHaveProperty('BCC');
-    expect(copy.headers).toEqual({ tenant: 'acme', ...headers, CC: ['eu'], [DelayHeader.bcc]: ['audit', 'archive'] });
+    expect(copy.headers).toEqual({ tenant: 'acme', ...headers, [DelayHeader.cc]: ['a.b.c.d.e.f.g.h.0'], [DelayHeader.bcc]: ['audit', 'archive'] });
     expect(ladderProperties({ headers: { CC: ['us'], BCC: 'audit' } }, headers).headers).toEqual({
       ...headers,
-      CC: ['us'],
+      [DelayHeader.cc]: ['us'],
       [DelayHeader.bcc]: ['audit'],
     });
+  });
+
+  it('leaves a CC header of a copy already in the ladder for the forwarder to route', () => {
+    expect(forwardedRecipients({ a: 1, CC: ['eu'] })).toEqual({ headers: { a: 1, CC: ['eu'] } });
+    expect(forwardedRecipients({ a: 1, CC: ['eu'], [DelayHeader.bcc]: ['audit'] })).toEqual({ headers: { a: 1, CC: ['eu'] }, BCC: ['audit'] });
   });
 
   it('drops stale carried keys of the caller, and carries none for none', () => {

@@ -278,12 +278,12 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
     ...own
   } = copyOwn(properties.headers, headers);
   if (kept !== undefined) own[DelayHeader.expiration] = kept;
-  // CC and BCC route where the message is published. The broker keeps a CC header through the ladder, and the
-  // forwarder's publish routes it at the target, as every version of the forwarder does. It strips BCC at the first
-  // routing, so the BCC keys ride in a header of the library's, routed by the forwarder at delivery (a forwarder of an
-  // older version delivers that header as it is, and the BCC copies are missed, as they always were then).
+  // CC and BCC route wherever the message is routed: at every exchange of the ladder, and again each time a level
+  // dead-letters it. A CC key whose word for a position is a digit would copy it into a level, or through a `0` binding
+  // past the level's wait (early, and more than once). So both ride in headers of the library's, and only the
+  // forwarder's publish routes them, at the target. A `CC` header of a copy already in the ladder is routed there too.
   const cc = routingKeys(CC ?? headerCc);
-  if (cc !== undefined) own.CC = cc;
+  if (cc !== undefined) own[DelayHeader.cc] = cc;
   const bcc = routingKeys(BCC ?? headerBcc);
   if (bcc !== undefined) own[DelayHeader.bcc] = bcc;
   const ladder: Options.Publish = rest;
@@ -318,7 +318,7 @@ function routingKeys(value: unknown): string[] | undefined {
 /**
  * What the forwarder delivers a due message with: its headers without DelayHeader.cc and DelayHeader.bcc, and the
  * `CC` and `BCC` those headers carried (see ladderProperties). A BCC list must never reach a consumer: its header goes
- * whatever it holds.
+ * whatever it holds. A `CC` header (a copy put in the ladder with one) stays, and the forwarder's publish routes it.
  */
 export function forwardedRecipients(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; CC?: string[]; BCC?: string[] } {
   if (!(DelayHeader.cc in headers) && !(DelayHeader.bcc in headers)) return { headers: headers as Record<string, unknown> };

@@ -97,6 +97,15 @@ describe('planGiveBack', () => {
     expect(giveBackDelay(20, false, () => 0.99)).toBe(GIVE_BACK_MAX_MS + 7 * 8 ** 5);
   });
 
+  it('gives CC back in a header of the library, a CC property or a CC header left by a copy put in the ladder with one', () => {
+    for (const forwarded of [{ headers: asked, CC: ['orders.shard.0'] }, { headers: { ...asked, CC: ['orders.shard.0'] } }]) {
+      const back = planGiveBack(forwarded, target, NOW, 'amqp-retry.delay', false, () => 0);
+      expect(back.properties).not.toHaveProperty('CC');
+      expect(back.properties.headers).not.toHaveProperty('CC');
+      expect(back.properties.headers?.[DelayHeader.cc]).toEqual(['orders.shard.0']);
+    }
+  });
+
   it('refuses a message whose x-death the ladder must not carry', () => {
     expect(() => planGiveBack({ headers: { 'x-death': [1] } }, target, NOW, 'amqp-retry.delay')).toThrow(TypeError);
   });

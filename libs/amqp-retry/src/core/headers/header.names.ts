@@ -73,8 +73,9 @@ export const DelayHeader = {
    */
   expiration: 'x-delay-expiration',
   /**
-   * `CC` routing keys carried through the ladder: the forwarder delivers them as `CC` and drops the header. The ladder
-   * copy keeps its `CC` header instead (the broker keeps it, and every forwarder routes it); this one is only read.
+   * `CC` routing keys carried through the ladder, where a `CC` header would be routed at every level (a key with a
+   * digit where a level reads one copies the message into the ladder again); the forwarder delivers them as `CC` and
+   * drops the header.
    */
   cc: 'x-delay-cc',
   /** As `cc`, for `BCC`: the broker routes a BCC header at the first routing and strips it, so the ladder carries the keys. */
