@@ -115,6 +115,38 @@ describe('delayed copies', () => {
     expect(await suite.broker.count(`${prefix}.error`)).toBe(1); // the one for "exchange", which no queue is bound to take
   });
 
+  it('refuses a delayed publish whose exchange, routing key or CC key is over 255 bytes, as amqplib refuses an immediate one', async () => {
+    const publisher = suite.app!.get(RetryPublisher);
+    await expect(publisher.publish('x'.repeat(300), 'k', { id: 1 }, { delay: 100 })).rejects.toThrow(
+      /exchange name: 300 bytes of UTF-8.*at most 255/,
+    );
+    await expect(publisher.publish(exchange, 'k'.repeat(300), { id: 2 }, { delay: 100 })).rejects.toThrow(RangeError);
+    await expect(publisher.publish(exchange, 'é'.repeat(200), { id: 3 }, { delay: 100 })).rejects.toThrow(/routing key: 400 bytes/);
+    await expect(publisher.publish(exchange, 'k', { id: 4 }, { delay: 100, headers: { CC: ['c'.repeat(256)] } })).rejects.toThrow(/CC key/);
+    await expect(publisher.publish(exchange, 'é'.repeat(200), { id: 5 })).rejects.toThrow(RangeError);
+    await settleWindow(400);
+    expect(await suite.broker.count(`${prefix}.error`)).toBe(0); // nothing went into the ladder
+  });
+
+  it('parks a due message for an internal exchange, or with a routing key amqplib cannot send, at once (not given back)', async () => {
+    const internal = uniqueName('e2e.copies.internal');
+    suite.extraExchanges.push(internal);
+    await suite.broker.channel.assertExchange(internal, 'direct', { durable: true, internal: true });
+    await suite.app!.get(RetryPublisher).publish(internal, 'k', { id: 'internal' }, { delay: 100 }); // exists: taken
+    // Put in the ladder by another client: the routing key waits in a header, where any length passes.
+    const headers = { 'x-delay-target-exchange': exchange, 'x-delay-target-routing-key': 'k'.repeat(300) };
+    suite.broker.channel.publish(`${prefix}.ready`, '', Buffer.from('{"id":"long key"}'), { headers, persistent: true });
+    const parked = await suite.broker.take(`${prefix}.error`, 2, 3_000);
+    const byId: Record<string, Record<string, unknown>> = Object.fromEntries(
+      parked.map((m) => [JSON.parse(m.content.toString()).id, m.properties.headers ?? {}]),
+    );
+    expect(byId.internal).toMatchObject({ 'x-parked-reason': 'malformed', 'x-original-exchange': internal });
+    expect(String(byId.internal['x-exception-message'])).toMatch(/cannot publish to internal exchange/);
+    expect(byId['long key']).toMatchObject({ 'x-parked-reason': 'malformed' });
+    expect(String(byId['long key']['x-exception-message'])).toMatch(/routingKey.*255/);
+    for (const h of Object.values(byId)) expect(h['x-delay-given-back']).toBeUndefined();
+  });
+
   it('parks a due message that no queue takes (undeliverable), instead of dropping it', async () => {
     await suite.app!.get(RetryPublisher).publish(exchange, 'no-binding', { id: 2 }, { delay: 100 });
     const [parked] = await suite.broker.take(`${prefix}.error`, 1);

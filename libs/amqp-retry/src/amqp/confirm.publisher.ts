@@ -2,7 +2,13 @@ import { closeWhenOpen, SharedChannel } from './channel-close.settler.js';
 import type { Message, Options } from 'amqplib';
 import { sleep, withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { abandonedReason, classifyChannelClose, publishOutcomeAfterClose, UNROUTABLE_REASON } from '../core/publish/publish.outcome.js';
+import {
+  abandonedReason,
+  classifyChannelClose,
+  publishOutcomeAfterClose,
+  UNROUTABLE_REASON,
+  UNSENDABLE_REASON,
+} from '../core/publish/publish.outcome.js';
 import { PublishError } from '../errors/publish.error.js';
 import type { AmqpConnection } from './amqp.connection.js';
 import { findReturnedPublish } from './returned-publish.matcher.js';
@@ -183,7 +189,7 @@ export class ConfirmPublisher {
           this.current.take();
         }
         this.settle(publish, { kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
-      } else this.settle(publish, { kind: 'failed', failure: { reason: `amqplib could not send it: ${errorMessage(error)}` } });
+      } else this.settle(publish, { kind: 'failed', failure: { reason: `${UNSENDABLE_REASON}: ${errorMessage(error)}` } });
     }
     open.writes.written(written);
   }

@@ -19,7 +19,7 @@ import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { NotConnectedError } from '../errors/not-connected.error.js';
 import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { Channel, Options } from 'amqplib';
-import { checkPublishProperties } from '../core/message/message.properties.js';
+import { checkPublishProperties, checkPublishRoute } from '../core/message/message.properties.js';
 import { brokerUser } from '../core/config/broker-urls.reader.js';
 import { isMissingTarget } from '../core/publish/publish.outcome.js';
 import type { PublishKind } from '../core/observe/retry.observer.js';
@@ -106,6 +106,8 @@ export class PublishingSide {
       const prefix = delayMs > 0 ? this.delayLadderPrefix() : undefined; // throws before publishing if delays are off
       plan = planDelayedPublish(delayMs, out, Date.now(), prefix);
       this.check(out.properties); // a bad one is a TypeError or RangeError here, not a failed send or a closed channel
+      // A delayed one's target and CC and BCC keys wait in headers, where any length passes: checked before the ladder.
+      checkPublishRoute(out.exchange, out.routingKey, plan.kind === 'ladder' ? out.properties : undefined);
       const target = replyTargetProblem(out.exchange, out.routingKey, plan.kind === 'ladder');
       if (target !== undefined) throw new RangeError(`Cannot publish to ${target}.`);
       if (plan.kind === 'ladder') {

@@ -21,7 +21,7 @@ import type { ObserverHub } from '../core/observe/observer.hub.js';
 import type { PublishScope } from '../core/observe/retry.observer.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { REPUBLISH_RETRY, type MessageParker, type ParkTarget } from './park-route.steps.js';
-import { isMissingTarget } from '../core/publish/publish.outcome.js';
+import { isMissingTarget, isUnsendable } from '../core/publish/publish.outcome.js';
 import { replyTargetProblem } from '../core/publish/reply-address.rules.js';
 import { sleep } from '../core/time/duration.timer.js';
 import type { Settle } from '../amqp/queue.consumer.js';
@@ -29,7 +29,8 @@ import type { Settle } from '../amqp/queue.consumer.js';
 /**
  * The last step of a delayed delivery: a due message from the ladder's ready queue is published (mandatory) to the
  * exchange and routing key its headers name, as if published now, and acked once confirmed. A message without a
- * target, whose target is the ladder itself, or that no queue takes, is parked in the ladder's error queue.
+ * target, whose target is the ladder itself, that no queue takes, or that can never be published as it is (a name
+ * amqplib cannot encode, an internal exchange), is parked in the ladder's error queue.
  *
  * A target that refuses the message (a 403 this user may not publish, a full queue that rejects publishes) must not
  * hold the forwarder's places, or every other application's due messages would wait behind it: the message is given
@@ -106,6 +107,8 @@ export class DelayForwardHandler {
         scope = undefined; // ended with the first failure; the tries after it are not spans of their own
         observers?.emit('publishRejected', { ...target, kind: 'forward', error });
         if (isMissingTarget(error)) return this.parkIt(message, settle, 'undeliverable', error, signal, target);
+        // A name amqplib cannot encode, an internal exchange: no forwarder will ever deliver it, given back it would loop.
+        if (isUnsendable(error)) return this.parkIt(message, settle, 'malformed', error, signal, target);
         const forbidden = error instanceof PublishError && error.brokerCode === 403;
         if (forbidden) this.refused.refused(target.exchange, Date.now());
         const back = await this.giveBack(target, message.content, copy, signal, forbidden, error);

@@ -1,6 +1,6 @@
 import type { MessageProperties } from 'amqplib';
 import { MAX_TTL_MS } from '../time/duration.reader.js';
-import { checkPublishProperties, MAX_PUBLISH_HEADERS_BYTES, readExpiration, republishProperties } from './message.properties.js';
+import { checkPublishProperties, checkPublishRoute, MAX_PUBLISH_HEADERS_BYTES, readExpiration, republishProperties } from './message.properties.js';
 
 describe('republishProperties', () => {
   const properties: MessageProperties = {
@@ -123,5 +123,25 @@ describe('checkPublishProperties', () => {
     if (type === undefined) return void expect(() => checkPublishProperties(properties as never)).not.toThrow();
     expect(() => checkPublishProperties(properties as never)).toThrow(type);
     expect(() => checkPublishProperties(properties as never)).toThrow(error);
+  });
+});
+
+describe('checkPublishRoute', () => {
+  it('refuses an exchange name or a routing key over 255 bytes of UTF-8, naming the limit', () => {
+    expect(() => checkPublishRoute('x'.repeat(300), 'k')).toThrow(/Invalid exchange name: 300 bytes of UTF-8, where AMQP allows at most 255/);
+    expect(() => checkPublishRoute('x', 'é'.repeat(200))).toThrow(RangeError);
+    expect(() => checkPublishRoute('x', 'é'.repeat(200))).toThrow(/routing key: 400 bytes/);
+    expect(() => checkPublishRoute('x'.repeat(255), 'é'.repeat(127))).not.toThrow();
+    expect(() => checkPublishRoute('', '')).not.toThrow();
+  });
+
+  it("checks a delayed publish's CC and BCC keys, as properties or headers, and no others", () => {
+    const long = 'k'.repeat(256);
+    expect(() => checkPublishRoute('x', 'k', { CC: ['a', long] })).toThrow(/Invalid CC key: 256 bytes/);
+    expect(() => checkPublishRoute('x', 'k', { BCC: long })).toThrow(/Invalid BCC key/);
+    expect(() => checkPublishRoute('x', 'k', { headers: { CC: [Buffer.alloc(256)] } })).toThrow(/Invalid CC key/);
+    expect(() => checkPublishRoute('x', 'k', { headers: { BCC: ['é'.repeat(128)] } })).toThrow(/Invalid BCC key: 256 bytes/);
+    expect(() => checkPublishRoute('x', 'k', { CC: ['a'.repeat(255)], headers: { BCC: ['b'] } })).not.toThrow();
+    expect(() => checkPublishRoute('x', 'k')).not.toThrow();
   });
 });

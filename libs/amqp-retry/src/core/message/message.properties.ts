@@ -94,6 +94,38 @@ export function checkPublishProperties(properties: Options.Publish, users?: read
   if (properties.expiration != null) readExpiration(properties.expiration);
 }
 
+/** Most bytes of UTF-8 in an exchange name or a routing key: AMQP carries them as shortstrs. */
+export const MAX_ROUTE_BYTES = 255;
+
+/**
+ * Checks where a publish goes by the limits of AMQP: an exchange name and a routing key of at most MAX_ROUTE_BYTES
+ * bytes of UTF-8, amqplib refusing to send a longer one; with `recipients` (a delayed publish's properties, whose
+ * target waits in headers, where any length passes), each `CC` and `BCC` key too, properties or headers, as the
+ * forwarder publishes them as routing keys. Throws a RangeError naming the limit.
+ * @example checkPublishRoute('orders', 'é'.repeat(200)) // RangeError: Invalid routing key: 400 bytes of UTF-8, ...
+ */
+export function checkPublishRoute(exchange: string, routingKey: string, recipients?: Options.Publish): void {
+  checkRouteName('exchange name', exchange);
+  checkRouteName('routing key', routingKey);
+  if (recipients === undefined) return;
+  const headers = recipients.headers as Record<string, unknown> | undefined;
+  for (const [key, value] of [
+    ['CC', recipients.CC ?? headers?.CC],
+    ['BCC', recipients.BCC ?? headers?.BCC],
+  ] as const) {
+    for (const one of Array.isArray(value) ? (value as unknown[]) : value == null ? [] : [value]) {
+      checkRouteName(`${key} key`, Buffer.isBuffer(one) ? one : String(one));
+    }
+  }
+}
+
+function checkRouteName(what: string, value: unknown): void {
+  if (!(Buffer.isBuffer(value) || (typeof value === 'string' && value.length > 85))) return; // 85 UTF-16 units fit
+  const bytes = Buffer.isBuffer(value) ? value.length : Buffer.byteLength(value);
+  if (bytes <= MAX_ROUTE_BYTES) return;
+  throw new RangeError(`Invalid ${what}: ${bytes} bytes of UTF-8, where AMQP allows at most ${MAX_ROUTE_BYTES}.`);
+}
+
 function checkShortString(key: string, value: unknown): void {
   if (value == null) return;
   if (typeof value !== 'string') throw new TypeError(`Invalid ${key} (a ${typeof value}): give a string of at most 255 bytes.`);

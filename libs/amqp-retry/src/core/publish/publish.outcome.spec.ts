@@ -1,5 +1,12 @@
 import { PublishError } from '../../errors/publish.error.js';
-import { classifyChannelClose, isMissingTarget, publishOutcomeAfterClose, UNROUTABLE_REASON } from './publish.outcome.js';
+import {
+  classifyChannelClose,
+  isMissingTarget,
+  isUnsendable,
+  publishOutcomeAfterClose,
+  UNROUTABLE_REASON,
+  UNSENDABLE_REASON,
+} from './publish.outcome.js';
 
 describe('classifyChannelClose', () => {
   it('names the missing exchange of a 404', () => {
@@ -108,5 +115,18 @@ describe('isMissingTarget', () => {
     expect(isMissingTarget(new PublishError('x', 'k', 'ACCESS_REFUSED', 403))).toBe(false);
     expect(isMissingTarget(new Error(UNROUTABLE_REASON))).toBe(false);
     expect(isMissingTarget(undefined)).toBe(false);
+  });
+});
+
+describe('isUnsendable', () => {
+  it('knows a publish amqplib refused to encode, and a 403 over an internal exchange, from refusals that may pass later', () => {
+    const encode = `${UNSENDABLE_REASON}: Field 'routingKey' is the wrong type; must be a string (up to 255 chars)`;
+    expect(isUnsendable(new PublishError('x', 'k', encode))).toBe(true);
+    const internal = "the broker closed the channel over it (ACCESS_REFUSED - cannot publish to internal exchange 'x' in vhost '/')";
+    expect(isUnsendable(new PublishError('x', 'k', internal, 403))).toBe(true);
+    expect(isUnsendable(new PublishError('x', 'k', "ACCESS_REFUSED - access to exchange 'x' in vhost '/' refused for user 'u'", 403))).toBe(false);
+    expect(isUnsendable(new PublishError('x', 'k', 'the broker nacked it'))).toBe(false);
+    expect(isUnsendable(new PublishError('x', 'k', encode, 406))).toBe(false);
+    expect(isUnsendable(new Error(encode))).toBe(false);
   });
 });

@@ -72,6 +72,19 @@ export const UNROUTABLE_REASON = 'no queue is bound to receive it (returned as u
 export const isMissingTarget = (error: unknown): boolean =>
   error instanceof PublishError && (error.brokerCode === 404 || error.message.endsWith(UNROUTABLE_REASON));
 
+/** Why a publish failed that amqplib refused to encode (a name over 255 bytes, headers it cannot encode): never sendable as it is. */
+export const UNSENDABLE_REASON = 'amqplib could not send it';
+
+/**
+ * True when a publish can never go through as it is: amqplib refused to encode it (UNSENDABLE_REASON), or the broker
+ * refused it (403) for its exchange being internal, which no permission changes.
+ */
+export const isUnsendable = (error: unknown): boolean =>
+  error instanceof PublishError &&
+  (error.brokerCode === undefined
+    ? error.message.includes(`failed: ${UNSENDABLE_REASON}`)
+    : error.brokerCode === 403 && error.message.includes('cannot publish to internal exchange'));
+
 /**
  * Why a send ended when its patience's signal aborted (the delivery it was for is gone, a shutdown): the caller gave up
  * waiting, the broker did not refuse it.
