@@ -206,6 +206,54 @@ describe('the amqp-retry CLI, run as a child process', () => {
     expect(await broker.count(shared)).toBe(2);
   });
 
+  it('with --queue and an --error-queue no handler records, acts on the copies parked from that queue only: business messages there stay', async () => {
+    const { calls } = await start();
+    // A plain queue of the business, named as a parking queue by mistake: two messages of its own, a copy the library
+    // parked from the handler queue, and one parked from a queue this command does not name.
+    const invoices = uniqueName('e2e.cli.invoices');
+    suite.extraQueues.push(invoices);
+    await broker.declareQueue(invoices);
+    for (const n of [1, 2]) await broker.publish('', invoices, { invoice: n }, { messageId: `invoice-${n}` });
+    const parked = { 'x-parked-reason': 'exhausted', 'x-parked-id': 'pair-1', 'x-original-queue': queue };
+    await broker.publish('', invoices, { n: 3 }, { headers: parked });
+    const other = uniqueName('e2e.cli.other');
+    await broker.publish('', invoices, { n: 4 }, { headers: { ...parked, 'x-parked-id': 'pair-other', 'x-original-queue': other } });
+    shop.failing = false;
+    const before = calls.length;
+
+    const listed = await run('parked', 'list', '--queue', queue, '--error-queue', invoices, '--json');
+    expect((JSON.parse(listed.stdout) as { items: ParkedMessageView[] }).items.map((item) => item.id)).toEqual(['pair-1']);
+    // An export keeps to the queue named, as list, replay and purge do.
+    const exported = await run('parked', 'export', '--queue', queue, '--error-queue', invoices);
+    expect({
+      code: exported.code,
+      ids: exported.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as ParkedMessageView).id),
+    }).toEqual({
+      code: 0,
+      ids: ['pair-1'],
+    });
+    const dry = await run('parked', 'purge', '--queue', queue, '--error-queue', invoices, '--all', '--dry-run');
+    expect(dry.stdout.trim()).toBe(`Would purge 1 message(s) from "${invoices}" (dry run).`);
+
+    const replayed = await run('parked', 'replay', '--queue', queue, '--error-queue', invoices, '--all');
+    expect({ code: replayed.code, stdout: replayed.stdout.trim() }).toEqual({
+      code: 0,
+      stdout: `Replayed 1 of 1 matching message(s) from "${invoices}".`,
+    });
+    expect(replayed.stderr).toContain(
+      `2 other matching message(s) in "${invoices}" were not parked by amqp-retry (no x-parked-reason header) and were left as they are`,
+    );
+    expect(replayed.stderr).toContain(`1 other matching message(s) in "${invoices}" name a queue no replay goes to`);
+    expect(replayed.stderr).toContain('pair-other');
+    await waitFor(() => calls.length === before + 1, 'the one replayed');
+    expect(calls.slice(before).map((call) => call.payload)).toEqual([{ n: 3 }]);
+    const left = await broker.take(invoices, 3);
+    expect(left.map((m) => m.properties.messageId ?? m.properties.headers?.['x-parked-id'])).toEqual(['invoice-1', 'invoice-2', 'pair-other']);
+  });
+
   it('refuses, as a parking queue, a handler queue or a queue with consumers, and reads or changes nothing', async () => {
     await start();
     await park([{ n: 1, error: 'card declined' }]);

@@ -1,5 +1,12 @@
 import type { INestApplication, INestApplicationContext } from '@nestjs/common';
-import { NonRetryableError, ParkedMessages, ParkedScopeError, type HandlerQueueState, type ParkedMessageView } from 'nestjs-amqp-retry';
+import {
+  NonRetryableError,
+  ParkedMessages,
+  ParkedScopeError,
+  type HandlerQueueState,
+  type ParkedMessageView,
+  type ReplayResult,
+} from 'nestjs-amqp-retry';
 import { HANDLER_REGISTRY_QUEUE } from '../../libs/amqp-retry/src/core/topology/handler-registry.record.js';
 import { runCli } from '../../libs/amqp-retry/src/ops/cli/cli.program.js';
 import type { CliIo } from '../../libs/amqp-retry/src/ops/cli/parked.commands.js';
@@ -230,5 +237,39 @@ describe("the parked-messages page, ParkedMessages and the CLI see one applicati
     } finally {
       await broker.deleteRetryTopology(old);
     }
+  });
+  it("A's page never replays a copy whose x-original-queue names a queue out of its scope or a queue of the library, and lists it under no queue", async () => {
+    const victim = uniqueName('e2e.scope.victim');
+    suite.extraQueues.push(victim);
+    await broker.declareQueue(victim);
+    const [{ tiers }] = (await (await get(urlA, 'queues')).json()) as HandlerQueueState[];
+    const forged = (id: string, queue: string) => ({
+      headers: { 'x-parked-reason': 'exhausted', 'x-parked-id': id, 'x-original-queue': queue, 'x-exception-message': 'forged' },
+    });
+    await broker.publish('', `${queueA}.error`, { forged: 'victim' }, forged('forged-victim', victim));
+    await broker.publish('', `${queueA}.error`, { forged: 'tier' }, forged('forged-tier', tiers[0].queue));
+    try {
+      const page = (await (await get(urlA, 'messages?error=forged')).json()) as { items: ParkedMessageView[] };
+      expect(page.items.map((v) => [v.id, v.queue, v.unreplayable])).toEqual([
+        ['forged-victim', '', `its queue "${victim}" (x-original-queue) is not a handler queue this view looks after; no replay goes there`],
+        ['forged-tier', '', expect.stringContaining(`its queue "${tiers[0].queue}" (x-original-queue) is a retry tier`)],
+      ]);
+      const replay = await post(urlA, 'replay', { errorQueue: `${queueA}.error`, filter: { error: 'forged' } });
+      const result = (await replay.json()) as ReplayResult;
+      expect([replay.status, result.matched, result.replayed, result.failed.map((f) => [f.id, f.error])]).toEqual([
+        200,
+        2,
+        0,
+        page.items.map((v) => [v.id, v.unreplayable]),
+      ]);
+      const edit = await post(urlA, 'edit-and-replay', { errorQueue: `${queueA}.error`, id: 'forged-victim', body: '{}' });
+      expect(((await edit.json()) as ReplayResult).replayed).toBe(0);
+      expect(await broker.count(victim)).toBe(0);
+      expect(await broker.count(tiers[0].queue)).toBe(0);
+      expect(await broker.count(`${queueA}.error`)).toBe(3);
+    } finally {
+      await post(urlA, 'purge', { errorQueue: `${queueA}.error`, ids: ['forged-victim', 'forged-tier'] });
+    }
+    expect(await broker.count(`${queueA}.error`)).toBe(1);
   });
 });

@@ -5,10 +5,11 @@ import { matchesFilter, ParkedTally, toJsonLine } from '../core/parking/parked.v
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
 import { editReplayWalk, replayWalk } from './parked.replay.js';
-import { FOREIGN_MESSAGES, ownedBy, parkedByLibrary, parkedOnly, READER_STALL_MS, readerStalled, selected } from './parked-selection.js';
+import { FOREIGN_MESSAGES, ownedBy, parkedByLibrary, parkedOnly, READER_STALL_MS, readerStalled, selected, targeted } from './parked-selection.js';
 import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type WalkWork } from './parked.connection.js';
+import type { BrowsedMessage } from './parked-queue.browser.js';
 import type {
   EditReplayOptions,
   HandlerQueueState,
@@ -285,19 +286,24 @@ export class ParkedMessages {
 
   /**
    * A walk of the messages of one parking queue this view owns, once it has checked that it may use it (see
-   * ParkedConnection.walk). A `change` (a replay, a purge, their dry runs) of a queue that nothing records as a parking
-   * queue first reads it through, and refuses it (NotAParkingQueueError) when a message there was not parked by the
-   * library: a live queue named by mistake is left as it was. Its walk then acts on the library's parked copies only.
+   * ParkedConnection.walk), each with its queue checked as a replay's target (targeted). A `change` (a replay, a purge,
+   * their dry runs) acts on the library's parked copies (`x-parked-reason`) only in a queue that no record or own
+   * handler names as a parking queue. One only the caller names with its handler queue (ParkingQueueStanding `named`)
+   * leaves the other messages alone; one named on its own is first read through, and refused (NotAParkingQueueError)
+   * when a message there was not parked by the library: a live queue named by mistake is left as it was.
    */
   private async walkOwned<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress'], change = false): Promise<T> {
-    const recorded = await this.view.checkParkingQueue(errorQueue);
+    const standing = await this.view.checkParkingQueue(errorQueue);
     const owners = await this.view.sharedParkingOwners(errorQueue);
-    if (!change || recorded) return this.broker.walk(errorQueue, (messages, walk) => work(ownedBy(messages, owners), walk), onProgress);
-    await this.broker.walk(errorQueue, async (messages) => {
-      for await (const browsed of ownedBy(messages, owners))
-        if (!parkedByLibrary(browsed)) throw new NotAParkingQueueError(errorQueue, FOREIGN_MESSAGES);
-    });
-    return this.broker.walk(errorQueue, (messages, walk) => work(parkedOnly(ownedBy(messages, owners)), walk), onProgress);
+    const problemOf = await this.view.replayTargets();
+    const mine = (messages: AsyncGenerator<BrowsedMessage>) => targeted(ownedBy(messages, owners), problemOf);
+    if (!change || standing === 'recorded') return this.broker.walk(errorQueue, (messages, walk) => work(mine(messages), walk), onProgress);
+    if (standing === 'unknown') {
+      await this.broker.walk(errorQueue, async (messages) => {
+        for await (const browsed of mine(messages)) if (!parkedByLibrary(browsed)) throw new NotAParkingQueueError(errorQueue, FOREIGN_MESSAGES);
+      });
+    }
+    return this.broker.walk(errorQueue, (messages, walk) => work(parkedOnly(mine(messages)), walk), onProgress);
   }
 
   /**
@@ -319,8 +325,10 @@ export class ParkedMessages {
       // A consumed queue is no parking queue (a record that says so is wrong): named, the walk refuses it; in scope, left out.
       if (consumers > 0 && filter.errorQueue === undefined) continue;
       const owners = await this.view.sharedParkingOwners(errorQueue);
+      const problemOf = await this.view.replayTargets();
       await this.broker.walk(errorQueue, async (messages) => {
-        for await (const { view, duplicate } of ownedBy(messages, owners)) if (!duplicate && matchesFilter(view, filter)) visit(view);
+        for await (const { view, duplicate } of targeted(ownedBy(messages, owners), problemOf))
+          if (!duplicate && matchesFilter(view, filter)) visit(view);
       });
     }
   }

@@ -87,6 +87,22 @@ export async function* ownedBy(messages: AsyncGenerator<BrowsedMessage>, owners:
   for await (const browsed of messages) if (owners === undefined || owners.has(browsed.view.queue)) yield browsed;
 }
 
+/**
+ * The messages with their queue checked as a replay's target (`problemOf`, see ParkedView.replayTargets): one whose
+ * `x-original-queue` names a queue a replay may not go to is shown with no queue (it is no queue's in view) and
+ * `unreplayable` saying why, so that it is neither listed under that queue nor replayed there.
+ */
+export async function* targeted(
+  messages: AsyncGenerator<BrowsedMessage>,
+  problemOf: (queue: string) => string | undefined,
+): AsyncGenerator<BrowsedMessage> {
+  for await (const browsed of messages) {
+    const problem = browsed.view.queue === '' ? undefined : problemOf(browsed.view.queue);
+    if (problem !== undefined) browsed.view = { ...browsed.view, queue: '', unreplayable: problem };
+    yield browsed;
+  }
+}
+
 /** Whether a message carries the header the library parks every copy with (an unrecorded queue's may not). */
 export const parkedByLibrary = ({ message }: BrowsedMessage): boolean => message.properties.headers?.[ParkedHeader.reason] !== undefined;
 

@@ -36,7 +36,7 @@ export function replayWalk(selection: ParkedSelection, limit: number, result: Re
         result.matched++;
         if (result.dryRun) continue;
         if (!view.queue) {
-          result.failed.push({ id: view.id, error: UNKNOWN_TARGET });
+          result.failed.push({ id: view.id, error: view.unreplayable ?? UNKNOWN_TARGET });
           continue;
         }
         browsed.settled = true; // held while its copy awaits the confirm: the walk must not refresh it meanwhile
@@ -78,7 +78,7 @@ export function editReplayWalk(id: string, content: Buffer, contentType: EditRep
       // Published through the default exchange to that queue alone, confirmed; the parked message is acked after.
       const { queue } = browsed.view;
       if (!queue) {
-        result.failed.push({ id, error: UNKNOWN_TARGET });
+        result.failed.push({ id, error: browsed.view.unreplayable ?? UNKNOWN_TARGET });
         return;
       }
       if (tooLongForAQueue(queue)) {

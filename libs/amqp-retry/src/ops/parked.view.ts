@@ -12,6 +12,7 @@ import {
   parkingQueueOf,
   queueOfUnnamed,
   queuesInScope,
+  replayTargetProblem,
   type ParkedScope,
   type ScopeQueue,
 } from '../core/parking/parked.scope.js';
@@ -19,6 +20,14 @@ import type { HandlerRecord } from '../core/topology/handler-registry.record.js'
 import { ParkedScopeError } from '../errors/parked-scope.error.js';
 import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import type { ParkedConnection } from './parked.connection.js';
+import { tooLongForAQueue } from './parked-selection.js';
+
+/**
+ * How a parking queue is known: `recorded` when a handler parks there by the records or the application's own queues;
+ * `named` when only the caller's names say so (a `{ queue, errorQueue }` of the options, the CLI's --queue with
+ * --error-queue); `unknown` when nothing does (a parking queue named on its own for the whole vhost).
+ */
+export type ParkingQueueStanding = 'recorded' | 'named' | 'unknown';
 
 /** What a ParkedMessages may see: its scope as given, the application's own queues, the records on the broker. */
 export class ParkedView {
@@ -82,18 +91,29 @@ export class ParkedView {
 
   /**
    * Throws ParkedScopeError unless the parking queue is one of a queue in scope (or any, for the whole vhost), and
-   * NotAParkingQueueError for a queue that is never one (nonParkingRole). True when a handler parks there by the records,
-   * the application's own queues or the queues in scope; false for a queue nothing names as a parking queue, whose
-   * messages a change must check first (see ParkedMessages.walkOwned).
+   * NotAParkingQueueError for a queue that is never one (nonParkingRole); else how it is known (ParkingQueueStanding),
+   * which tells what a change may act on there (see ParkedMessages.walkOwned).
    */
-  async checkParkingQueue(errorQueue: string): Promise<boolean> {
+  async checkParkingQueue(errorQueue: string): Promise<ParkingQueueStanding> {
     const inScope = await this.known();
     if (!mayUseParkingQueue(this.currentScope(), inScope, errorQueue)) throw this.outOfScope(errorQueue, 'parking queue');
     const own = this.internals.own?.() ?? [];
     const records = await this.records();
     const role = nonParkingRole(own, records, errorQueue);
     if (role !== undefined) throw new NotAParkingQueueError(errorQueue, role);
-    return isRecordedParkingQueue([...own, ...records, ...inScope], errorQueue);
+    if (isRecordedParkingQueue([...own, ...records], errorQueue)) return 'recorded';
+    return isRecordedParkingQueue(inScope, errorQueue) ? 'named' : 'unknown';
+  }
+
+  /**
+   * Why a replay may not go to a queue (replayTargetProblem: a handler queue in scope, never one of the library), or
+   * undefined. A name too long for a queue is left to the replay, which says so.
+   */
+  async replayTargets(): Promise<(queue: string) => string | undefined> {
+    const inScope = await this.known();
+    const own = this.internals.own?.() ?? [];
+    const records = await this.records();
+    return (queue) => (tooLongForAQueue(queue) ? undefined : replayTargetProblem(queue, { own, records, inScope }));
   }
 
   outOfScope(name: string, what: 'handler queue' | 'parking queue'): ParkedScopeError {

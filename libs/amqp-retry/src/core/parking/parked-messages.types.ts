@@ -33,9 +33,15 @@ export interface ParkedMessageView {
   id: string;
   /**
    * The handler queue it failed in; a replay goes there. Without `x-original-queue` (parked by an old version): the one
-   * queue that parks in its parking queue; empty when two do (or none is known).
+   * queue that parks in its parking queue; empty when two do (or none is known), for a message the library did not
+   * park (no `x-parked-reason`), and for one whose `x-original-queue` no replay may go to (`unreplayable`).
    */
   queue: string;
+  /**
+   * Set when its `x-original-queue` names a queue no replay of this view goes to (not a handler queue in its scope, or a
+   * queue of the library): why. A replay leaves it parked, saying so.
+   */
+  unreplayable?: string;
   /** The parking queue holding it. */
   errorQueue: string;
   /** `x-parked-reason`. */

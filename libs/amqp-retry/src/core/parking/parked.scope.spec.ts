@@ -9,6 +9,7 @@ import {
   parkingQueueOf,
   queueOfUnnamed,
   queuesInScope,
+  replayTargetProblem,
   type ParkedScope,
 } from './parked.scope.js';
 
@@ -174,5 +175,43 @@ describe('queueOfUnnamed', () => {
     expect(queueOfUnnamed('orders.error', [], [parks('payments')])).toBe('');
     // A record wins over the scope's default name.
     expect(queueOfUnnamed('orders.error', [parks('payments', 'orders.error')], [parks('orders')])).toBe('payments');
+  });
+});
+
+describe('replayTargetProblem', () => {
+  const own = [{ queue: 'a.orders', errorQueue: 'a.orders.error', tiers: ['a.orders.retry.1.100ms.abcdef'] }];
+  const scopeOfA: ParkedScope = { own, named: [], applications: ['app-a'], wholeVhost: false };
+  const inScope = queuesInScope(scopeOfA, records);
+  const problem = (target: string, scope = inScope) => replayTargetProblem(target, { own, records, inScope: scope });
+
+  it('lets a replay go to a handler queue in scope: the own ones, the recorded ones of the application, the delay ladder', () => {
+    expect([problem('a.orders'), problem('amqp-retry.delay.ready')]).toEqual([undefined, undefined]);
+  });
+
+  it("refuses a queue out of scope: another application's, a business queue", () => {
+    expect(problem('b.invoices')).toBe(
+      'its queue "b.invoices" (x-original-queue) is not a handler queue this view looks after; no replay goes there',
+    );
+    expect(problem('rc.victim')).toMatch(/not a handler queue this view looks after/);
+    // The whole vhost has every recorded handler queue in scope, still no business queue.
+    const everything = queuesInScope({ named: [], applications: [], wholeVhost: true }, records);
+    expect([problem('b.invoices', everything), problem('rc.victim', everything)]).toEqual([undefined, expect.stringMatching(/not a handler queue/)]);
+  });
+
+  it('never names a queue of the library, even one a record puts in scope', () => {
+    const everything = queuesInScope({ named: [], applications: [], wholeVhost: true }, [...records, record('amq.gen-abc', [])]);
+    const refused = (target: string) => problem(target, everything);
+    expect(refused('amqp-retry.handlers')).toMatch(/is the handler registry/);
+    expect(refused('amq.gen-abc')).toMatch(/a queue the broker named/);
+    expect(refused('a.orders.error')).toMatch(/is a parking queue/);
+    expect(refused('b.parked')).toMatch(/is a parking queue/);
+    expect(refused('a.orders.retry.1.100ms.abcdef')).toMatch(/a retry tier/);
+    expect(refused('b.invoices.dlx.dead')).toMatch(/a retry tier or a name the retry topology/);
+    expect(refused('amqp-retry.delay.v1.p03.1536ms')).toMatch(/a queue of a delay ladder/);
+  });
+
+  it("takes the application's own queue as a target whatever a record says", () => {
+    const forged = [...records, record('x', [], { errorQueue: 'a.orders' })];
+    expect(replayTargetProblem('a.orders', { own, records: forged, inScope })).toBeUndefined();
   });
 });

@@ -125,6 +125,38 @@ export function nonParkingRole(own: readonly ScopeQueue[], records: readonly Han
   return LIBRARY_QUEUE_NAMES.find(({ pattern }) => pattern.test(name))?.role;
 }
 
+/**
+ * Why a replay may not publish a copy to `target` (the queue a parked message names), or undefined. A replay goes to a
+ * handler queue in the view's scope only (`inScope`: the application's own queues, those of the applications or
+ * queues named, every recorded one for the whole vhost), never to a queue of the library: the handler registry, a
+ * server-named queue (`amq.…`, such as an instance's control queue), a parking queue, a retry tier, a name a handler
+ * queue's retry topology derives, a queue LIBRARY_QUEUE_NAMES names. Anyone who may publish to a parking queue can
+ * write `x-original-queue`: a copy must not reach a queue the view does not look after. The application's own handler
+ * queues (`own`) are targets whatever a record says.
+ */
+export function replayTargetProblem(
+  target: string,
+  { own, records, inScope }: { own: readonly ScopeQueue[]; records: readonly HandlerRecord[]; inScope: readonly ScopeQueue[] },
+): string | undefined {
+  if (own.some((q) => q.queue === target)) return undefined;
+  const handlers = [...own, ...records, ...inScope];
+  const internal =
+    target === HANDLER_REGISTRY_QUEUE
+      ? 'the handler registry'
+      : target.startsWith('amq.')
+        ? 'a queue the broker named (amq.…)'
+        : handlers.some((q) => q.errorQueue === target)
+          ? 'a parking queue'
+          : own.some((q) => q.tiers.includes(target)) || handlers.some(({ queue }) => derivesFrom(queue, target))
+            ? 'a retry tier or a name the retry topology of a handler queue derives'
+            : LIBRARY_QUEUE_NAMES.find(({ pattern }) => pattern.test(target))?.role;
+  if (internal !== undefined)
+    return `its queue ${JSON.stringify(target)} (x-original-queue) is ${internal}, not a handler queue; no replay goes there`;
+  if (!inScope.some((q) => q.queue === target))
+    return `its queue ${JSON.stringify(target)} (x-original-queue) is not a handler queue this view looks after; no replay goes there`;
+  return undefined;
+}
+
 /** Whether some handler (by `queues`: the records, the application's own, those in scope) parks in `name`. */
 export const isRecordedParkingQueue = (queues: readonly Pick<ScopeQueue, 'errorQueue'>[], name: string): boolean =>
   queues.some((q) => q.errorQueue === name);

@@ -92,10 +92,18 @@ describe('toParkedView', () => {
     expect(view.headers.tenant).toBe('acme');
   });
 
+  it("reads a copy without x-original-queue as the fallback queue's only when the library parked it (x-parked-reason)", () => {
+    const content = Buffer.from('{}');
+    expect(toParkedView({ content, properties: properties({ 'x-parked-reason': 'exhausted' }) }, 'q.error', 'q').queue).toBe('q');
+    // A business message in a queue named as a parking queue is no handler queue's.
+    expect(toParkedView({ content, properties: properties({ tenant: 'acme' }) }, 'q.error', 'q').queue).toBe('');
+    expect(toParkedView({ content, properties: properties() }, 'q.error', 'q').queue).toBe('');
+  });
+
   it('shows a binary body as base64 and Buffers in headers as base64, and hides browse counters', () => {
     const delivery = { content: Buffer.from([0xff, 0x00, 0xfe]), properties: properties({ blob: Buffer.from('hi'), 'x-delivery-count': 3 }) };
-    const view = toParkedView(delivery, 'q.error', 'q');
-    expect(view).toMatchObject({ body: '/wD+', bodyEncoding: 'base64', queue: 'q', reason: '', error: '', deaths: [] });
+    const view = toParkedView(delivery, 'q.error');
+    expect(view).toMatchObject({ body: '/wD+', bodyEncoding: 'base64', queue: '', reason: '', error: '', deaths: [] });
     expect(view.headers).toEqual({ blob: 'aGk=' });
     expect(() => JSON.parse(toJsonLine(view))).not.toThrow();
   });

@@ -66,7 +66,11 @@ function maskedExceptionHeaders(headers: Record<string, unknown>): Record<string
   return masked;
 }
 
-/** How an operator sees a parked message. `fallbackQueue` is the queue it failed in when its headers do not say. */
+/**
+ * How an operator sees a parked message. `fallbackQueue` is the queue it failed in when its headers do not say, for a
+ * copy the library parked (`x-parked-reason`, which every version writes) only: a message put there some other way (a
+ * business message in a queue named as a parking queue) is no handler queue's, and no replay takes it there.
+ */
 export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallbackQueue = ''): ParkedMessageView {
   const { content, properties } = delivery;
   const headers = identityHeaders(properties);
@@ -77,7 +81,7 @@ export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallb
   const parkedAt = new Date(text(headers[ParkedHeader.parkedAt]));
   return {
     id: parkedIdOf(delivery),
-    queue: text(headers[ParkedHeader.originalQueue]) || fallbackQueue,
+    queue: text(headers[ParkedHeader.originalQueue]) || (headers[ParkedHeader.reason] === undefined ? '' : fallbackQueue),
     errorQueue,
     reason: text(headers[ParkedHeader.reason]),
     error: maskCredentials(text(headers[ParkedHeader.exceptionMessage])),

@@ -6,14 +6,18 @@ import { exportCommand, purgeCommand, replayCommand, type CliIo } from './parked
 
 /**
  * A fake ParkedMessages: unit tests of the commands' decisions; the broker side has its e2e tests. `unnamed`: the
- * messages whose queue is unknown (a dry-run purge by `queue: ''`, not recorded in `calls`).
+ * parked copies whose queue is unknown, `foreign` the messages the library did not park (an export by `queue: ''`).
  */
-function fakeParked(matched: number, failed = 0, unnamed = 0) {
+function fakeParked(matched: number, failed = 0, unnamed = 0, foreign = 0) {
   const calls: { op: string; selection: ParkedSelection; dryRun?: boolean }[] = [];
   const parked = {
     errorQueueOf: async (queue: string) => `${queue}.error`,
+    async *export(selection: ParkedSelection) {
+      if (selection.filter?.queue !== '') throw new Error('only the unknown queue is exported here');
+      for (let i = 0; i < unnamed; i++) yield JSON.stringify({ id: `u${i}`, queue: '', headers: { 'x-parked-reason': 'exhausted' } });
+      for (let i = 0; i < foreign; i++) yield JSON.stringify({ id: `b${i}`, queue: '', headers: {} });
+    },
     async purge(selection: ParkedSelection, options: { dryRun?: boolean } = {}): Promise<PurgeResult> {
-      if (selection.filter?.queue === '') return { matched: unnamed, purged: 0, dryRun: true };
       calls.push({ op: 'purge', selection, dryRun: options.dryRun });
       return { matched, purged: options.dryRun ? 0 : matched, dryRun: options.dryRun === true };
     },
@@ -73,8 +77,8 @@ describe('purgeCommand', () => {
     const calls: { dryRun?: boolean; expected?: number }[] = [];
     const parked = {
       errorQueueOf: async (queue: string) => `${queue}.error`,
-      async purge(selection: ParkedSelection, options: { dryRun?: boolean; expected?: number } = {}): Promise<PurgeResult> {
-        if (selection.filter?.queue === '') return { matched: 0, purged: 0, dryRun: true };
+      export: () => (async function* () {})(),
+      async purge(_selection: ParkedSelection, options: { dryRun?: boolean; expected?: number } = {}): Promise<PurgeResult> {
         calls.push({ dryRun: options.dryRun, expected: options.expected });
         const matched = now;
         now = 3; // a message parked while the operator read the question
@@ -103,6 +107,12 @@ describe('purgeCommand', () => {
     await replayCommand(queued.parked, { queue: 'q', all: true, dryRun: true }, replay.io);
     expect(replay.err).toEqual([
       expect.stringMatching(/^3 other matching message\(s\) in "q.error" name no queue .* and were not counted; to replay them/),
+    ]);
+    // Messages the library did not park are named, never taken for the queue's.
+    const business = fakeIo();
+    await replayCommand(fakeParked(1, 0, 0, 2).parked, { queue: 'q', errorQueue: 'invoices', all: true }, business.io);
+    expect(business.err).toEqual([
+      '2 other matching message(s) in "invoices" were not parked by amqp-retry (no x-parked-reason header) and were left as they are: b0, b1.',
     ]);
     // Without --queue the selection takes them.
     const whole = fakeIo();
@@ -159,5 +169,18 @@ describe('exportCommand', () => {
     expect(await exportCommand(parked, { app: 'orders' }, io)).toBe(EXIT.ok);
     expect(exported).toEqual(['a.error', 'b.error']);
     expect(out).toHaveLength(2);
+  });
+
+  it('keeps to the --queue named: another queue may park in the same parking queue', async () => {
+    const selections: ParkedSelection[] = [];
+    const parked = {
+      errorQueueOf: async (queue: string) => `${queue}.error`,
+      export(selection: ParkedSelection) {
+        selections.push(selection);
+        return (async function* () {})();
+      },
+    } as unknown as ParkedMessages;
+    await exportCommand(parked, { queue: 'q', error: 'card' }, fakeIo().io);
+    expect(selections).toEqual([{ errorQueue: 'q.error', filter: { queue: 'q', error: 'card' } }]);
   });
 });

@@ -1,7 +1,8 @@
 import { CliUsageError } from '../../errors/cli-usage.error.js';
 import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
 import type { ParkedMessages } from '../parked-messages.service.js';
-import type { OperationOptions, ParkedFilter, ParkedSelection, PurgeResult } from '../../core/parking/parked-messages.types.js';
+import type { OperationOptions, ParkedFilter, ParkedMessageView, ParkedSelection, PurgeResult } from '../../core/parking/parked-messages.types.js';
+import { ParkedHeader } from '../../core/headers/header.names.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
 import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags, type ScopeFlags } from './cli.input.js';
 
@@ -67,23 +68,57 @@ function selectionFilter(flags: SelectionFlags, verb: string): { filter: ParkedF
   return { filter, ids };
 }
 
-/**
- * How many messages of the parking queue a `--queue` selection left out because no queue is known for them (parked
- * without `x-original-queue` in a parking queue that is not that queue's own, see queueOfUnnamed), matching the rest
- * of the selection: said after a replay or a purge, so that its count never hides them.
- */
-async function leftUnattributed(parked: ParkedMessages, selection: ParkedSelection): Promise<number> {
-  if (selection.filter?.queue === undefined) return 0;
-  return (await parked.purge({ ...selection, filter: { ...selection.filter, queue: '' } }, { dryRun: true })).matched;
+/** The messages of the parking queue a `--queue` selection left out, by why (see leftOut). */
+interface LeftOut {
+  /** Put there otherwise than by amqp-retry (no x-parked-reason): no handler queue's, never acted on with --queue. */
+  foreign: string[];
+  /** Their x-original-queue names a queue no replay goes to (ParkedMessageView.unreplayable). */
+  unreplayable: string[];
+  /** Parked without x-original-queue in a parking queue that is not that queue's own alone (see queueOfUnnamed). */
+  unnamed: string[];
 }
 
-function sayUnattributed(io: CliIo, count: number, errorQueue: string, action: 'replay' | 'purge', dryRun: boolean): void {
-  if (count === 0) return;
+/**
+ * The ids of the messages of the parking queue a `--queue` selection left out because no queue of what the command
+ * looks at is theirs, matching the rest of the selection: said after a replay or a purge, so that its count never
+ * hides them.
+ */
+async function leftOut(parked: ParkedMessages, selection: ParkedSelection): Promise<LeftOut> {
+  const left: LeftOut = { foreign: [], unreplayable: [], unnamed: [] };
+  if (selection.filter?.queue === undefined) return left;
+  for await (const line of parked.export({ ...selection, filter: { ...selection.filter, queue: '' } })) {
+    const view = JSON.parse(line) as ParkedMessageView;
+    const kind = view.headers[ParkedHeader.reason] === undefined ? 'foreign' : view.unreplayable !== undefined ? 'unreplayable' : 'unnamed';
+    left[kind].push(view.id);
+  }
+  return left;
+}
+
+/** The most ids a line on what a command left out names. */
+const SHOWN_IDS = 10;
+const someIds = (ids: readonly string[]) =>
+  ids
+    .slice(0, SHOWN_IDS)
+    .map((id) => printable(id))
+    .join(', ') + (ids.length > SHOWN_IDS ? `, and ${ids.length - SHOWN_IDS} more` : '');
+
+function sayLeftOut(io: CliIo, left: LeftOut, errorQueue: string, action: 'replay' | 'purge', dryRun: boolean): void {
   const done = dryRun ? 'counted' : action === 'replay' ? 'replayed' : 'purged';
-  io.err(
-    `${count} other matching message(s) in "${printable(errorQueue)}" name no queue they failed in (parked without x-original-queue) and were not ${done}; ` +
-      `to ${action} them, select them by --id with --error-queue "${printable(errorQueue)}" and no --queue.`,
-  );
+  const where = `"${printable(errorQueue)}"`;
+  if (left.foreign.length > 0)
+    io.err(
+      `${left.foreign.length} other matching message(s) in ${where} were not parked by amqp-retry (no x-parked-reason header) and were left as they are: ${someIds(left.foreign)}.`,
+    );
+  if (left.unreplayable.length > 0)
+    io.err(
+      `${left.unreplayable.length} other matching message(s) in ${where} name a queue no replay goes to (x-original-queue: not a handler queue this command looks at, or a queue of amqp-retry) and were not ${done}: ${someIds(left.unreplayable)}; ` +
+        `see one with: amqp-retry parked show <id> --error-queue ${where}.`,
+    );
+  if (left.unnamed.length > 0)
+    io.err(
+      `${left.unnamed.length} other matching message(s) in ${where} name no queue they failed in (parked without x-original-queue) and were not ${done}; ` +
+        `to ${action} them, select them by --id with --error-queue ${where} and no --queue.`,
+    );
 }
 
 /** A progress bar for a person at a terminal (io decides), never beside --json output. */
@@ -129,7 +164,7 @@ export async function replayCommand(parked: ParkedMessages, flags: SelectionFlag
     : `Replayed ${result.replayed} of ${result.matched} matching message(s) from "${printable(errorQueue)}".`;
   io.out(flags.json ? json(result) : text);
   if (!flags.json) for (const failure of result.failed) io.err(`Left parked ${printable(failure.id)}: ${printable(failure.error)}`);
-  sayUnattributed(io, await leftUnattributed(parked, selection), errorQueue, 'replay', result.dryRun);
+  sayLeftOut(io, await leftOut(parked, selection), errorQueue, 'replay', result.dryRun);
   if (result.matched === 0) return EXIT.nothingMatched;
   return result.failed.length > 0 ? EXIT.partial : EXIT.ok;
 }
@@ -141,7 +176,7 @@ export async function purgeCommand(parked: ParkedMessages, flags: SelectionFlags
     const onProgress = withProgress(io, flags, 'purge');
     const result = await parked.purge(selection, { dryRun: flags.dryRun, expected, onProgress }).finally(() => onProgress.stop());
     const code = report(io, flags, result, errorQueue);
-    sayUnattributed(io, await leftUnattributed(parked, selection), errorQueue, 'purge', result.dryRun);
+    sayLeftOut(io, await leftOut(parked, selection), errorQueue, 'purge', result.dryRun);
     return code;
   };
   if (flags.dryRun || flags.yes) return purge();
@@ -175,7 +210,8 @@ function report(io: CliIo, flags: SelectionFlags, result: PurgeResult, errorQueu
 
 /** JSON lines on stdout, of one parking queue or (no --queue) of every one in scope (--app, --whole-vhost). */
 export async function exportCommand(parked: ParkedMessages, flags: CommonFlags, io: CliIo): Promise<number> {
-  const { queue: _queue, ...filter } = readFilter(flags);
+  // With --queue, its messages only: another queue may park in the same parking queue.
+  const filter = readFilter(flags);
   const errorQueues =
     flags.errorQueue !== undefined || flags.queue !== undefined
       ? [await errorQueueOf(parked, flags)]
