@@ -35,8 +35,35 @@ describe('parked-messages page: replay and purge bodies', () => {
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
-    return { post, park, url, errorQueue: `${suite.queue}.error` };
+    return { post, park, url, exchange, errorQueue: `${suite.queue}.error` };
   }
+
+  it('lists each body cut to 16 KiB with its size, and gives it whole in its own route and the export', async () => {
+    const { url, exchange, errorQueue } = await startWithParked(1);
+    const big = { i: 'big', pad: `${'é'.repeat(100_000)}tail-${uniqueName('t')}` };
+    await suite.broker.publish(exchange, 'k', big);
+    await waitFor(async () => (await suite.broker.count(errorQueue)) === 2, '2 parked');
+    const whole = JSON.stringify(big);
+    const size = Buffer.byteLength(whole);
+
+    const list = await fetch(`${url}/retry/api/messages?queue=${suite.queue}&limit=200`);
+    const { total, items } = (await list.json()) as { total: number; items: Array<Record<string, unknown> & { body: string; id: string }> };
+    expect(total).toBe(2);
+    const [small, cut] = items;
+    expect([small.bodyTruncated, small.bodyBytes, small.body]).toEqual([false, Buffer.byteLength(small.body), '{"i":0}']);
+    expect([cut.bodyTruncated, cut.bodyBytes]).toEqual([true, size]);
+    expect(Buffer.byteLength(cut.body)).toBeLessThanOrEqual(16 * 1024);
+    expect(whole.startsWith(cut.body)).toBe(true);
+    // The text filter reads the whole body: the tail past the cut still finds it.
+    const byTail = (await (await fetch(`${url}/retry/api/messages?queue=${suite.queue}&text=${big.pad.slice(-20)}`)).json()) as { total: number };
+    expect(byTail.total).toBe(1);
+
+    const shown = (await (await fetch(`${url}/retry/api/messages/${errorQueue}/${cut.id}`)).json()) as Record<string, unknown>;
+    expect(shown.body).toBe(whole);
+    expect(shown.bodyTruncated).toBeUndefined();
+    const exported = (await (await fetch(`${url}/retry/api/export?errorQueue=${errorQueue}`)).text()).trim().split('\n');
+    expect((JSON.parse(exported[1]) as { body: string }).body).toBe(whole);
+  });
 
   it('answers a dryRun with what would be done and changes nothing; refuses unknown fields, naming them', async () => {
     const { post, errorQueue } = await startWithParked(2);

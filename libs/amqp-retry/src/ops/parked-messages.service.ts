@@ -1,7 +1,7 @@
 import type { ConnectionSettings } from '../amqp/amqp.connection.js';
 import { ParkedCountChangedError } from '../errors/parked-count-changed.error.js';
 import type { ScopeQueue } from '../core/parking/parked.scope.js';
-import { matchesFilter, ParkedTally, toJsonLine } from '../core/parking/parked.view.js';
+import { matchesFilter, ParkedTally, toJsonLine, withBodyPreview } from '../core/parking/parked.view.js';
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
 import { editReplayWalk, replayWalk } from './parked.replay.js';
@@ -134,15 +134,19 @@ export class ParkedMessages {
     });
   }
 
-  /** The matching parked messages, in queue order (parking queue by parking queue), a page of them. */
+  /**
+   * The matching parked messages, in queue order (parking queue by parking queue), a page of them; with
+   * `bodyPreviewBytes`, each body cut to that many bytes (`show()` and `export()` give it whole).
+   */
   async list(filter: ParkedFilter = {}, page: PageRequest = {}): Promise<ParkedPage> {
     return this.broker.during(async () => {
       const offset = Math.max(0, Math.floor(page.offset ?? 0));
       const limit = Math.max(0, Math.floor(page.limit ?? DEFAULT_PAGE));
+      const preview = page.bodyPreviewBytes;
       const items: ParkedMessageView[] = [];
       let total = 0;
       await this.read(filter, (view) => {
-        if (total >= offset && items.length < limit) items.push(view);
+        if (total >= offset && items.length < limit) items.push(preview === undefined ? view : withBodyPreview(view, preview));
         total++;
       });
       return { total, items };

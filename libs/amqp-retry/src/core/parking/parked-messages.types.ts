@@ -56,6 +56,13 @@ export interface ParkedMessageView {
   body: string;
   /** How `body` is written: `utf8` when the body is valid UTF-8, else `base64`. */
   bodyEncoding: 'utf8' | 'base64';
+  /** The whole body's size in bytes; set on a listing asked with `PageRequest.bodyPreviewBytes`. */
+  bodyBytes?: number;
+  /**
+   * True when `body` holds only the first bytes of the body (a listing asked with `PageRequest.bodyPreviewBytes`):
+   * `show()` and `export()` give it whole.
+   */
+  bodyTruncated?: boolean;
   /** Every AMQP property but `headers` (contentType, messageId, timestamp, ...). */
   properties: Record<string, unknown>;
   /** Every header, the library's parking headers included. Buffers are shown as base64 strings. */
@@ -165,6 +172,12 @@ export interface PageRequest {
   offset?: number;
   /** Return at most this many (default 50). */
   limit?: number;
+  /**
+   * Cut each listed body to at most this many bytes (a UTF-8 body at a character boundary, a binary one at a base64
+   * group), saying its whole size in `bodyBytes` and the cut in `bodyTruncated`; default: whole bodies. The filter's
+   * `text` matches the whole body either way.
+   */
+  bodyPreviewBytes?: number;
 }
 
 /** One page of a listing of parked messages. */

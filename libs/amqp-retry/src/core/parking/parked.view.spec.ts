@@ -10,6 +10,7 @@ import {
   replayPublishOptions,
   toJsonLine,
   toParkedView,
+  withBodyPreview,
   type ParkedDelivery,
 } from './parked.view.js';
 
@@ -112,6 +113,35 @@ describe('toParkedView', () => {
     const view = toParkedView(parked({ 'x-retry-death-history': 'text...', 'x-parked-at': 'yesterday' }), 'e');
     expect(view.deaths).toEqual(['text...']);
     expect(view.parkedAt).toBeUndefined();
+  });
+});
+
+describe('withBodyPreview', () => {
+  const view = (content: Buffer) => toParkedView({ content, properties: properties() }, 'orders.error');
+
+  it('keeps a body within the bound whole, saying its size', () => {
+    const cut = withBodyPreview(view(Buffer.from('{"a":"é"}')), 16);
+    expect([cut.body, cut.bodyBytes, cut.bodyTruncated]).toEqual(['{"a":"é"}', 10, false]);
+  });
+
+  it('cuts a UTF-8 body to the bound at a character boundary, saying its whole size', () => {
+    const body = `ab${'é'.repeat(10)}`; // 22 bytes
+    const cut = withBodyPreview(view(Buffer.from(body)), 7);
+    expect([cut.body, cut.bodyBytes, cut.bodyTruncated]).toEqual(['abéé', 22, true]);
+    const astral = withBodyPreview(view(Buffer.from('a😀b')), 3);
+    expect([astral.body, astral.bodyBytes]).toEqual(['a', 6]);
+  });
+
+  it('cuts a binary body at a whole base64 group', () => {
+    const content = Buffer.from([0xff, 0xfe, 0, 1, 2, 3, 4, 5, 6, 7]);
+    const cut = withBodyPreview(view(content), 7);
+    expect([cut.bodyEncoding, cut.body, cut.bodyBytes, cut.bodyTruncated]).toEqual(['base64', content.subarray(0, 6).toString('base64'), 10, true]);
+  });
+
+  it('holds a large body to the bound', () => {
+    const cut = withBodyPreview(view(Buffer.from('x'.repeat(5_000_000))), 16 * 1024);
+    expect(cut.body.length).toBe(16 * 1024);
+    expect(cut.bodyBytes).toBe(5_000_000);
   });
 });
 

@@ -95,6 +95,34 @@ export function toParkedView(delivery: ParkedDelivery, errorQueue: string, fallb
   };
 }
 
+/**
+ * The view with its body cut to at most `maxBytes` bytes of the original: a UTF-8 body at a character boundary, a
+ * binary one at a whole base64 group. Says the whole size (`bodyBytes`) and whether it was cut (`bodyTruncated`).
+ */
+export function withBodyPreview(view: ParkedMessageView, maxBytes: number): ParkedMessageView {
+  const max = Math.max(0, Math.floor(maxBytes));
+  const bodyBytes = Buffer.byteLength(view.body, view.bodyEncoding);
+  if (bodyBytes <= max) return { ...view, bodyBytes, bodyTruncated: false };
+  return {
+    ...view,
+    body: view.bodyEncoding === 'utf8' ? utf8Prefix(view.body, max) : view.body.slice(0, Math.floor(max / 3) * 4),
+    bodyBytes,
+    bodyTruncated: true,
+  };
+}
+
+/** The longest prefix of `text` whose UTF-8 form fits in `maxBytes`, never splitting a character. */
+function utf8Prefix(text: string, maxBytes: number): string {
+  // At most maxBytes characters can fit; a surrogate pair cut in two leaves its first half out.
+  let head = text.slice(0, maxBytes);
+  if (/[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1);
+  const bytes = Buffer.from(head, 'utf8');
+  if (bytes.length <= maxBytes) return head;
+  let end = maxBytes;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8');
+}
+
 const contains = (haystack: string, needle: string) => haystack.toLowerCase().includes(needle.toLowerCase());
 
 /** Whether a view matches every field the filter sets. */

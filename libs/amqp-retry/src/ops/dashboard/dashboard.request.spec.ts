@@ -35,8 +35,8 @@ describe('readFilter', () => {
 
 describe('readPage', () => {
   it('defaults to the first 50 and caps the size', () => {
-    expect(readPage({})).toEqual({ offset: 0, limit: 50 });
-    expect(readPage({ offset: '100', limit: '20' })).toEqual({ offset: 100, limit: 20 });
+    expect(readPage({})).toEqual({ offset: 0, limit: 50, bodyPreviewBytes: 16 * 1024 });
+    expect(readPage({ offset: '100', limit: '20' })).toEqual({ offset: 100, limit: 20, bodyPreviewBytes: 16 * 1024 });
     expect(() => readPage({ limit: '500' })).toThrow(/limit must be a whole number from 0 to 200/);
     expect(() => readPage({ offset: '-1' })).toThrow(/offset/);
     expect(() => readPage({ offset: '1e3' })).toThrow(/offset/);

@@ -16,6 +16,11 @@ export class DashboardRequestError extends Error {
 export const MAX_TEXT_LENGTH = 1000;
 export const MAX_PAGE_SIZE = 200;
 export const DEFAULT_PAGE_SIZE = 50;
+/**
+ * Most bytes of each body the list (`api/messages`) carries: a page is at most MAX_PAGE_SIZE of them, however large
+ * the bodies parked. The whole body is in a message's own route and in the export.
+ */
+export const LIST_BODY_PREVIEW_BYTES = 16 * 1024;
 export const MAX_IDS = 1000;
 /** A corrected body: Express's JSON parser takes 100 kB by default, so this is a bound for other parsers. */
 export const MAX_EDITED_BODY_LENGTH = 1024 * 1024;
@@ -89,10 +94,17 @@ export function readFilter(value: unknown, field = 'filter'): ParkedFilter {
   return filter as ParkedFilter;
 }
 
-/** `?offset=&limit=` with a page of DEFAULT_PAGE_SIZE and at most MAX_PAGE_SIZE. */
+/**
+ * `?offset=&limit=` with a page of DEFAULT_PAGE_SIZE and at most MAX_PAGE_SIZE, each body cut to
+ * LIST_BODY_PREVIEW_BYTES.
+ */
 export function readPage(query: unknown): Required<PageRequest> {
   const input = asObject(query ?? {}, 'query');
-  return { offset: optionalCount(input, 'offset', 1_000_000_000) ?? 0, limit: optionalCount(input, 'limit', MAX_PAGE_SIZE) ?? DEFAULT_PAGE_SIZE };
+  return {
+    offset: optionalCount(input, 'offset', 1_000_000_000) ?? 0,
+    limit: optionalCount(input, 'limit', MAX_PAGE_SIZE) ?? DEFAULT_PAGE_SIZE,
+    bodyPreviewBytes: LIST_BODY_PREVIEW_BYTES,
+  };
 }
 
 /**

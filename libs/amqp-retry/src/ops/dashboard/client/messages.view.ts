@@ -5,7 +5,7 @@
 import type { MessageView, Summary } from './api.types.js';
 import { byId, clear, el } from './dom.helpers.js';
 import { listSummary, pageInfo, selectedQueue, selectionKey, type PageState } from './page.state.js';
-import { preview } from './view.format.js';
+import { bodyCutNote, preview } from './view.format.js';
 
 /** The groups by reason and by error, each a button that filters the list by it (`choose`). */
 export function renderGroups(summary: Summary, choose: (key: 'reason' | 'error', value: string) => void): void {
@@ -57,6 +57,7 @@ export function renderList(state: PageState, open: (item: MessageView) => void, 
         ]),
         el('p', { className: 'error', text: item.error }),
         el('pre', { className: 'preview', text: preview(item) }),
+        ...(item.bodyTruncated === true ? [el('p', { className: 'body-cut', text: bodyCutNote(item) })] : []),
         el('div', { className: 'actions' }, [
           el('button', { type: 'button', className: 'open', text: 'Details', onclick: () => open(item) }),
           el('button', { type: 'button', className: 'replay-one', text: 'Replay', onclick: () => replay(item) }),

@@ -1,4 +1,4 @@
-import { age, depth, duration, formatRate, headerRows, optionalCount, plural, preview, query, shortTier, stateOf } from './view.format.js';
+import { age, bodyCutNote, bytes, depth, duration, formatRate, headerRows, optionalCount, plural, preview, query, shortTier, stateOf } from './view.format.js';
 
 describe('the page formatting', () => {
   it('writes depths, with a missing queue said so, and counts known only for own queues', () => {
@@ -45,6 +45,16 @@ describe('the page formatting', () => {
   it('previews a body, cut at 160 characters, and says what a binary one is', () => {
     expect(preview({ body: 'x'.repeat(200), bodyEncoding: 'utf8' })).toBe(`${'x'.repeat(160)}…`);
     expect(preview({ body: 'AAAA', bodyEncoding: 'base64' })).toBe('(binary body, 3 bytes)');
+    expect(preview({ body: 'AAAA', bodyEncoding: 'base64', bodyBytes: 20_000_000, bodyTruncated: true })).toBe('(binary body, 20000000 bytes)');
+    expect(preview({ body: 'abc', bodyEncoding: 'utf8', bodyBytes: 9000, bodyTruncated: true })).toBe('abc…');
+  });
+
+  it('says where a body the list cut is whole, and nothing of one it holds whole', () => {
+    expect(bodyCutNote({ bodyBytes: 20 * 1024 * 1024, bodyTruncated: true })).toBe(
+      'Body of 20 MiB, cut in this list: Details shows it whole, Export downloads it whole.',
+    );
+    expect(bodyCutNote({ bodyBytes: 10, bodyTruncated: false })).toBe('');
+    expect([bytes(512), bytes(16 * 1024), bytes(1.5 * 1024 * 1024)]).toEqual(['512 bytes', '16 KiB', '1.5 MiB']);
   });
 
   it('builds query strings without empty values, encoded', () => {

@@ -31,9 +31,25 @@ export const age = (ms: number): string => (ms < 1000 ? `${ms} ms` : ms < 120_00
 export const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** The first 160 characters of a body, or what a binary one is. */
-export function preview(item: { body: string; bodyEncoding: 'utf8' | 'base64' }): string {
-  if (item.bodyEncoding === 'base64') return `(binary body, ${Math.floor((item.body.length * 3) / 4)} bytes)`;
-  return item.body.length > 160 ? `${item.body.slice(0, 160)}…` : item.body;
+export function preview(item: { body: string; bodyEncoding: 'utf8' | 'base64'; bodyBytes?: number; bodyTruncated?: boolean }): string {
+  if (item.bodyEncoding === 'base64') return `(binary body, ${item.bodyBytes ?? Math.floor((item.body.length * 3) / 4)} bytes)`;
+  return item.body.length > 160 || item.bodyTruncated === true ? `${item.body.slice(0, 160)}…` : item.body;
+}
+
+/**
+ * What the list says of a body it holds only the start of (the list carries at most 16 KiB of each): its size, and
+ * where it is whole. Empty for a body the list holds whole.
+ */
+export function bodyCutNote(item: { bodyBytes?: number; bodyTruncated?: boolean }): string {
+  if (item.bodyTruncated !== true) return '';
+  return `Body of ${bytes(item.bodyBytes ?? 0)}, cut in this list: Details shows it whole, Export downloads it whole.`;
+}
+
+/** A size: "512 bytes", "16 KiB", "20.5 MiB". */
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} bytes`;
+  if (n < 1024 * 1024) return `${Math.round(n / 1024)} KiB`;
+  return `${Math.round((n / 1024 / 1024) * 10) / 10} MiB`;
 }
 
 /** A rate per minute for a chart's label: "12/min", "0.5/min", "0/min"; "–" before there are two readings. */
