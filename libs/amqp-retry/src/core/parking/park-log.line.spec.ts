@@ -36,4 +36,11 @@ describe('parkLogLine', () => {
     expect(line).toContain('message id "a\\"\\nb"');
     expect(line).not.toContain('\n');
   });
+
+  it('escapes the control characters of an error that quotes a body', () => {
+    const line = parkLogLine(facts({ error: `Unexpected token '\u001b', "\u001b[2J\u001b]0;owned\u0007{bad" is not valid JSON\u009b` }));
+    expect(line).toContain(`Unexpected token '\\u001b', "\\u001b[2J\\u001b]0;owned\\u0007{bad" is not valid JSON\\u009b`);
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
+    expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+  });
 });

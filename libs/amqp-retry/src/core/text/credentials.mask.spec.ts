@@ -69,3 +69,12 @@ describe('maskCredentials, the one masker', () => {
     expect(lines).toEqual(['amqp://u:***@h', 'amqp://u:***@h', 'amqp://u:***@h', 'amqp://u:***@h']);
   });
 });
+
+describe('maskingLogger escapes control characters', () => {
+  it('shows a body quoted by an error with its escape sequences escaped, its newlines kept', () => {
+    const lines: string[] = [];
+    const logger = maskingLogger({ log: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m), debug: (m) => lines.push(m) });
+    logger.warn(`Unexpected token '\u001b', "\u001b[2J\u001b]0;owned\u0007{bad" from amqp://a:pw@h\n    at x`);
+    expect(lines).toEqual([`Unexpected token '\\u001b', "\\u001b[2J\\u001b]0;owned\\u0007{bad" from amqp://a:***@h\n    at x`]);
+  });
+});

@@ -1,4 +1,5 @@
 import type { RetryLogger } from '../observe/retry.logger.js';
+import { printable } from './printable.js';
 
 /**
  * The library's one masker of credentials, for every text that leaves the process. It does not parse URLs: a generated
@@ -42,12 +43,18 @@ export function maskUrl(value: string): string {
   return maskCredentials(value.replace(URL_CREDENTIALS_IN_VALUE, `$1$2:${MASK}@`));
 }
 
-/** A logger whose every line is masked: what the library logs may quote a URL or an error text. */
+/** A log line's text: credentials masked, control characters escaped (see printable); its newlines kept (a stack). */
+export const logText = (message: string): string => printable(maskCredentials(message), true);
+
+/**
+ * A logger whose every line is masked and printable (logText): what the library logs may quote a URL, an error text or
+ * a body (a parse error quotes it), and a body's escape sequences must not reach an operator's terminal.
+ */
 export function maskingLogger(logger: RetryLogger): RetryLogger {
   return {
-    log: (message) => logger.log(maskCredentials(message)),
-    warn: (message) => logger.warn(maskCredentials(message)),
-    error: (message) => logger.error(maskCredentials(message)),
-    debug: (message) => logger.debug(maskCredentials(message)),
+    log: (message) => logger.log(logText(message)),
+    warn: (message) => logger.warn(logText(message)),
+    error: (message) => logger.error(logText(message)),
+    debug: (message) => logger.debug(logText(message)),
   };
 }

@@ -1,5 +1,8 @@
 import { amqpUrlProblem } from '../../core/config/broker-urls.reader.js';
 import { maskUrl } from '../../core/text/credentials.mask.js';
+import { printable } from '../../core/text/printable.js';
+
+export { printable };
 import { CliUsageError } from '../../errors/cli-usage.error.js';
 import type { ParkedFilter, ParkedMessagesOptions } from '../../core/parking/parked-messages.types.js';
 
@@ -111,17 +114,6 @@ export function readUrlFlag(value: string | undefined, option: string): string |
     }
   }
   return value;
-}
-
-/**
- * A text safe to print to a terminal: control characters (escape sequences that could move the cursor, rewrite the
- * title or hide text) shown as `\u001b`-style escapes. Newlines and tabs are kept when `multiline`.
- */
-export function printable(text: string, multiline = false): string {
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) =>
-    multiline && (c === '\n' || c === '\t') ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
 }
 
 /** A progress bar only for a person watching: stderr is a terminal and the output is not JSON. */

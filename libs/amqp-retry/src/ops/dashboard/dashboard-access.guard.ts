@@ -8,7 +8,8 @@ import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from 
 import { PageTokens } from './page.token.js';
 import { SECURITY_HEADERS } from './security.headers.js';
 import { DashboardShutdown } from './dashboard.shutdown.js';
-import { maskCredentials } from '../../core/text/credentials.mask.js';
+import { maskCredentials, maskingLogger } from '../../core/text/credentials.mask.js';
+import type { RetryLogger } from '../../core/observe/retry.logger.js';
 
 /**
  * Runs before every route of the dashboard, in this order: security headers on the response (so refusals carry them
@@ -18,7 +19,8 @@ import { maskCredentials } from '../../core/text/credentials.mask.js';
  */
 @Injectable()
 export class DashboardAccessGuard implements CanActivate {
-  private readonly logger = new Logger('RetryDashboard');
+  /** Masked and printable: a refusal quotes what the request sent. */
+  private readonly logger: RetryLogger = maskingLogger(new Logger('RetryDashboard'));
   private userGuard?: Promise<CanActivate>;
 
   constructor(

@@ -43,4 +43,21 @@ describe('the dashboard controller', () => {
       expect.stringMatching(/^ana replayed 1 of 3 of the group "declined" from orders\.error, then stopped: The replay/),
     );
   });
+
+  it('logs a group action with the escape sequences of its error text escaped', async () => {
+    const hostile = 'Unexpected token \'\u001b\', "\u001b[2J\u001b]0;owned\u0007{bad" is not valid JSON';
+    const parked = {
+      queues: async () => [{ queue: 'orders', errorQueue: 'orders.error' }],
+      summary: async () => ({ total: 1, byReason: [], byError: [], groups: [{ key: 'g1', error: hostile }] }),
+      purge: async () => ({ matched: 1, purged: 1, dryRun: false }),
+    } as unknown as ParkedMessages;
+    const Controller = createDashboardController('/retry') as unknown as new (...args: unknown[]) => { group: GroupRoute };
+    const controller = new Controller(resolveDashboardConfig({}), new PageTokens(PageTokens.randomKey(), 60_000), parked, {}, {}, new GroupActions());
+    const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+
+    await controller.group('purge', { errorQueue: 'orders.error', group: 'g1', by: 'ana' }, {});
+    expect(logged).toHaveBeenCalledWith(
+      'ana purged 1 of 1 of the group "Unexpected token \'\\u001b\', "\\u001b[2J\\u001b]0;owned\\u0007{bad" is not valid JSON" from orders.error',
+    );
+  });
 });

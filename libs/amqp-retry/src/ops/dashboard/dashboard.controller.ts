@@ -30,7 +30,8 @@ import { httpErrorOf } from './dashboard.errors.js';
 import { DASHBOARD_ICON, ICON_PATH, renderPage, SCRIPT_PATH, STYLE_PATH } from './dashboard.page.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE } from './dashboard.client.generated.js';
 import { PageTokens } from './page.token.js';
-import { maskCredentials } from '../../core/text/credentials.mask.js';
+import { maskCredentials, maskingLogger } from '../../core/text/credentials.mask.js';
+import type { RetryLogger } from '../../core/observe/retry.logger.js';
 import { RetryEngine } from '../../engine/retry.engine.js';
 import type { OutboxBacklog } from '../../engine/outbox.side.js';
 import { readPauseBy } from '../../core/breaker/queue.state.js';
@@ -54,7 +55,8 @@ export function createDashboardController(path: string): Type<unknown> {
   @Controller(path)
   @UseGuards(DashboardAccessGuard)
   class RetryDashboardController {
-    private readonly logger = new Logger('RetryDashboard');
+    /** Every line masked and printable: a group's error text or a broker error may quote a body or a URL. */
+    private readonly logger: RetryLogger = maskingLogger(new Logger('RetryDashboard'));
     /** This application's queues, or (option wholeVhost) every application's, on the same connection. */
     private readonly parked: ParkedMessages;
 

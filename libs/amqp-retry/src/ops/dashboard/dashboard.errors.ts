@@ -1,11 +1,5 @@
-import {
-  BadGatewayException,
-  BadRequestException,
-  ConflictException,
-  HttpException,
-  InternalServerErrorException,
-  type Logger,
-} from '@nestjs/common';
+import { BadGatewayException, BadRequestException, ConflictException, HttpException, InternalServerErrorException } from '@nestjs/common';
+import type { RetryLogger } from '../../core/observe/retry.logger.js';
 import { ParkedScopeError } from '../../errors/parked-scope.error.js';
 import { NotAParkingQueueError } from '../../errors/not-a-parking-queue.error.js';
 import { ParkedCountChangedError } from '../../errors/parked-count-changed.error.js';
@@ -17,7 +11,7 @@ import { DashboardRequestError } from './dashboard.request.js';
  * answers 400 with what is wrong; a count that changed since the operator confirmed it 409, naming the count now; a
  * broker failure 502, its message stripped of credentials.
  */
-export function httpErrorOf(error: unknown, what: string, wholeVhost: boolean, logger: Logger): HttpException {
+export function httpErrorOf(error: unknown, what: string, wholeVhost: boolean, logger: Pick<RetryLogger, 'error'>): HttpException {
   if (error instanceof DashboardRequestError) return new BadRequestException(error.message);
   if (error instanceof ParkedScopeError && error.subject === '') {
     logger.error(`Could not ${what}: ${error.message}`); // the ParkedMessages given to the page names no queue
