@@ -374,6 +374,21 @@ describe('the amqp-retry CLI, run as a child process', () => {
     expect(await broker.count(errorQueue)).toBe(3);
   });
 
+  it('exports and prints as --json the bodies as they are, credentials-like text included', async () => {
+    await start();
+    const body = { n: 1, error: 'bad', dsn: 'amqp://admin:s3cret@db', query: 'token=abc&password=x', mail: 'mailto:x@y', key: 'dXNlcjpwYXNz@host' };
+    await park([body]);
+    const whole = JSON.stringify(body);
+    const exported = await run('parked', 'export', '--queue', queue);
+    expect(exported.code).toBe(0);
+    expect((JSON.parse(exported.stdout) as ParkedMessageView).body).toBe(whole);
+    const listed = await run('parked', 'list', '--queue', queue, '--json');
+    expect((JSON.parse(listed.stdout) as { items: ParkedMessageView[] }).items.map((item) => item.body)).toEqual([whole]);
+    const [{ id }] = (JSON.parse(listed.stdout) as { items: ParkedMessageView[] }).items;
+    const shown = await run('parked', 'show', id, '--queue', queue, '--json');
+    expect((JSON.parse(shown.stdout) as ParkedMessageView).body).toBe(whole);
+  });
+
   it('ends quietly, exit 0, when the reader of an export stops reading (| head -1), and leaves every message parked', async () => {
     await start();
     const body = { text: 'x'.repeat(1000) };

@@ -1,4 +1,4 @@
-import { maskCredentials, maskingLogger, maskUrl } from './credentials.mask.js';
+import { givenPasswords, maskCredentials, maskGivenPasswords, maskingLogger, maskUrl } from './credentials.mask.js';
 
 /** Passwords a generator or a person may choose, none of them percent-encoded. */
 const HOSTILE_PASSWORDS = ['pa/ss', 'p@ss', 'p:ss', 'p%ss', 'p%2Fss', 'pässwörd-密码', '', 'a/b@c:d%e', '//', '@@', 'x/y/z@', '5672/vh'];
@@ -76,5 +76,20 @@ describe('maskingLogger escapes control characters', () => {
     const logger = maskingLogger({ log: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m), debug: (m) => lines.push(m) });
     logger.warn(`Unexpected token '\u001b', "\u001b[2J\u001b]0;owned\u0007{bad" from amqp://a:pw@h\n    at x`);
     expect(lines).toEqual([`Unexpected token '\\u001b', "\\u001b[2J\\u001b]0;owned\\u0007{bad" from amqp://a:***@h\n    at x`]);
+  });
+});
+
+describe('givenPasswords and maskGivenPasswords', () => {
+  it('reads the password of each URL given, as written and decoded', () => {
+    expect(givenPasswords('amqp://app:p%40ss@a:5672, amqps://b:two@c/vh,amqp://nopass@d')).toEqual(['p%40ss', 'p@ss', 'two']);
+    expect(givenPasswords(undefined)).toEqual([]);
+    expect(givenPasswords('amqp://a:%E0%A4%A@h')).toEqual(['%E0%A4%A']);
+  });
+
+  it("masks those passwords where they stand as a URL's, and leaves every other text as it is", () => {
+    const passwords = givenPasswords('amqp://ops:s3cret@rabbit');
+    expect(maskGivenPasswords('could not reach amqp://ops:s3cret@rabbit:5672', passwords)).toBe('could not reach amqp://ops:***@rabbit:5672');
+    const data = '{"dsn":"amqp://admin:other@db","q":"token=abc&password=x","m":"mailto:x@y","word":"s3cret"}';
+    expect(maskGivenPasswords(data, passwords)).toBe(data);
   });
 });

@@ -43,6 +43,39 @@ export function maskUrl(value: string): string {
   return maskCredentials(value.replace(URL_CREDENTIALS_IN_VALUE, `$1$2:${MASK}@`));
 }
 
+/** `scheme://user:password@` at the start of one URL: the password runs to the last `@` of the URL. */
+const URL_PASSWORD = /^\s*[a-z][a-z0-9+.-]*:\/\/[^\s:/]*?:([\s\S]*)@/i;
+
+/**
+ * The passwords of the broker URLs a tool was given (one URL, or a cluster's comma-separated), as written and
+ * percent-decoded: what maskGivenPasswords masks.
+ */
+export function givenPasswords(urls: string | undefined): string[] {
+  const found = new Set<string>();
+  for (const url of (urls ?? '').split(',')) {
+    const password = URL_PASSWORD.exec(url)?.[1];
+    if (!password) continue;
+    found.add(password);
+    try {
+      found.add(decodeURIComponent(password));
+    } catch {
+      // not percent-encoded as a URL would be: the password as written is masked
+    }
+  }
+  return [...found];
+}
+
+/**
+ * Masks the given passwords where they stand as a URL's (`:<password>@`), and nothing else: for output that carries
+ * message data (an export, JSON), which must come out as it is, yet never a URL of the broker the tool was given.
+ * @example maskGivenPasswords('amqp://app:pw@rabbit {"token=1"}', ['pw']) // 'amqp://app:***@rabbit {"token=1"}'
+ */
+export function maskGivenPasswords(text: string, passwords: readonly string[]): string {
+  let masked = text;
+  for (const password of passwords) masked = masked.split(`:${password}@`).join(`:${MASK}@`);
+  return masked;
+}
+
 /** A log line's text: credentials masked, control characters escaped (see printable); its newlines kept (a stack). */
 export const logText = (message: string): string => printable(maskCredentials(message), true);
 

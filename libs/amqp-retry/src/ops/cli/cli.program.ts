@@ -3,7 +3,7 @@ import { ParkedScopeError } from '../../errors/parked-scope.error.js';
 import { NotAParkingQueueError } from '../../errors/not-a-parking-queue.error.js';
 import { errorMessage } from '../../core/text/error-message.format.js';
 import { ParkedMessages } from '../parked-messages.service.js';
-import { maskCredentials } from '../../core/text/credentials.mask.js';
+import { givenPasswords, maskCredentials, maskGivenPasswords } from '../../core/text/credentials.mask.js';
 import { EXIT, OutputClosedError, printable, readFilter, readScope, readUrlFlag, type ScopeFlags } from './cli.input.js';
 import { QueueControl } from '../queue-control.client.js';
 import { queueControlCommand, type QueueControlFlags } from './queue.commands.js';
@@ -25,7 +25,8 @@ type Commander = typeof import('commander');
 /**
  * Runs `amqp-retry <args>` and returns the exit code (see EXIT). Never throws: errors are printed, credentials masked.
  */
-export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+export async function runCli(args: readonly string[], given: CliIo): Promise<number> {
+  const io = maskedIo(given, [...urlFlags(args), process.env.AMQP_URL].flatMap(givenPasswords));
   // commander is an optional peer dependency: only the CLI needs it.
   const commander: Commander | undefined = await import('commander').catch(() => undefined);
   if (!commander) {
@@ -48,6 +49,25 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     await parked?.close();
   }
   return code;
+}
+
+/** The values of `--url` on the command line (`--url <url>` or `--url=<url>`), before commander reads them. */
+const urlFlags = (args: readonly string[]): string[] =>
+  args.flatMap((arg, i) => (arg.startsWith('--url=') ? [arg.slice('--url='.length)] : arg === '--url' && i + 1 < args.length ? [args[i + 1]] : []));
+
+/**
+ * The CLI's output, never holding the password of a broker URL it was given (--url, AMQP_URL). stdout carries message
+ * data (export, --json: bodies, headers) that must come out as it is, so only those passwords are masked there, where
+ * they stand as a URL's; stderr (errors, warnings, what the CLI says of its connection) is masked of any credentials.
+ */
+function maskedIo(io: CliIo, passwords: readonly string[]): CliIo {
+  return {
+    ...io,
+    out: (text) => io.out(maskGivenPasswords(text, passwords)),
+    err: (text) => io.err(maskCredentials(maskGivenPasswords(text, passwords))),
+    confirm: (question) => io.confirm(maskCredentials(maskGivenPasswords(question, passwords))),
+    progress: (label) => io.progress(maskCredentials(maskGivenPasswords(label, passwords))),
+  };
 }
 
 function exitCodeOf(commander: Commander, error: unknown, io: CliIo): number {

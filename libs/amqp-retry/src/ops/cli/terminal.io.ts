@@ -1,10 +1,9 @@
 import { createInterface } from 'node:readline/promises';
 import type { CliIo, Progress } from './parked.commands.js';
-import { maskCredentials } from '../../core/text/credentials.mask.js';
 import { OutputClosedError } from './cli.input.js';
 
 /**
- * The process's streams, every line masked of URL credentials. The progress bar (cli-progress, an optional peer
+ * The process's streams, written as given (runCli masks what it writes about its connection). The progress bar (cli-progress, an optional peer
  * dependency loaded only here) is drawn on stderr when stderr is a terminal; without the package there is no bar.
  */
 export async function terminalIo(): Promise<CliIo> {
@@ -17,9 +16,9 @@ export async function terminalIo(): Promise<CliIo> {
   return {
     out: (text) => {
       if (outFailure) throw new OutputClosedError(outFailure);
-      process.stdout.write(`${maskCredentials(text)}\n`);
+      process.stdout.write(`${text}\n`);
     },
-    err: (text) => void process.stderr.write(`${maskCredentials(text)}\n`),
+    err: (text) => void process.stderr.write(`${text}\n`),
     stdinIsTTY: process.stdin.isTTY === true,
     stderrIsTTY,
     async confirm(question) {
