@@ -82,6 +82,9 @@ describe('maskingLogger escapes control characters', () => {
 describe('givenPasswords and maskGivenPasswords', () => {
   it('reads the password of each URL given, as written and decoded', () => {
     expect(givenPasswords('amqp://app:p%40ss@a:5672, amqps://b:two@c/vh,amqp://nopass@d')).toEqual(['p%40ss', 'p@ss', 'two']);
+    // the authority ends at the first / ? or #: an @ in the vhost or the query is not the password's end
+    expect(givenPasswords('amqp://u:pw@host/vh?x=a@b')).toEqual(['pw']);
+    expect(givenPasswords('amqp://u:p@ss@host/v@h')).toEqual(['p@ss']);
     expect(givenPasswords(undefined)).toEqual([]);
     expect(givenPasswords('amqp://a:%E0%A4%A@h')).toEqual(['%E0%A4%A']);
   });

@@ -44,7 +44,7 @@ export function maskUrl(value: string): string {
 }
 
 /** `scheme://user:password@` at the start of one URL: the password runs to the last `@` of the URL. */
-const URL_PASSWORD = /^\s*[a-z][a-z0-9+.-]*:\/\/[^\s:/]*?:([\s\S]*)@/i;
+const URL_PASSWORD = /^\s*[a-z][a-z0-9+.-]*:\/\/[^\s:/]*?:([^\s/?#]*)@/i; // up to the authority's last @, as URL parsers read it
 
 /**
  * The passwords of the broker URLs a tool was given (one URL, or a cluster's comma-separated), as written and
