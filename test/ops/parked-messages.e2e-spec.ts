@@ -262,7 +262,7 @@ describe('ParkedMessages on a real broker', () => {
     );
     const result = await parked.replay({ errorQueue });
     expect(result.replayed).toBe(1);
-    const unreplayable = `its queue "${ghost}" (x-original-queue) is not a handler queue this view looks after; no replay goes there`;
+    const unreplayable = `its queue "${ghost}" (x-original-queue) is not a handler queue this view looks after; no replay goes there (should it be one whose record is gone, name it as the handler queue: the CLI's --queue)`;
     expect(result.failed).toEqual([{ id: 'ghost-1', error: unreplayable }]);
     expect(await parked.show(errorQueue, 'ghost-1')).toMatchObject({ queue: '', unreplayable, reason: 'exhausted' });
 

@@ -251,7 +251,11 @@ describe("the parked-messages page, ParkedMessages and the CLI see one applicati
     try {
       const page = (await (await get(urlA, 'messages?error=forged')).json()) as { items: ParkedMessageView[] };
       expect(page.items.map((v) => [v.id, v.queue, v.unreplayable])).toEqual([
-        ['forged-victim', '', `its queue "${victim}" (x-original-queue) is not a handler queue this view looks after; no replay goes there`],
+        [
+          'forged-victim',
+          '',
+          `its queue "${victim}" (x-original-queue) is not a handler queue this view looks after; no replay goes there (should it be one whose record is gone, name it as the handler queue: the CLI's --queue)`,
+        ],
         ['forged-tier', '', expect.stringContaining(`its queue "${tiers[0].queue}" (x-original-queue) is a retry tier`)],
       ]);
       const replay = await post(urlA, 'replay', { errorQueue: `${queueA}.error`, filter: { error: 'forged' } });

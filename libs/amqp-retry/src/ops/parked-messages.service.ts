@@ -143,6 +143,8 @@ export class ParkedMessages {
       const offset = Math.max(0, Math.floor(page.offset ?? 0));
       const limit = Math.max(0, Math.floor(page.limit ?? DEFAULT_PAGE));
       const preview = page.bodyPreviewBytes;
+      if (preview !== undefined && !(Number.isSafeInteger(preview) && preview >= 0))
+        throw new RangeError(`ParkedMessages.list: bodyPreviewBytes is ${String(preview)}; give a whole number of bytes, 0 or more`);
       const items: ParkedMessageView[] = [];
       let total = 0;
       await this.read(filter, (view) => {

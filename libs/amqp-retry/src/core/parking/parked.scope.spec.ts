@@ -190,7 +190,7 @@ describe('replayTargetProblem', () => {
 
   it("refuses a queue out of scope: another application's, a business queue", () => {
     expect(problem('b.invoices')).toBe(
-      'its queue "b.invoices" (x-original-queue) is not a handler queue this view looks after; no replay goes there',
+      `its queue "b.invoices" (x-original-queue) is not a handler queue this view looks after; no replay goes there (should it be one whose record is gone, name it as the handler queue: the CLI's --queue)`,
     );
     expect(problem('rc.victim')).toMatch(/not a handler queue this view looks after/);
     // The whole vhost has every recorded handler queue in scope, still no business queue.

@@ -153,7 +153,7 @@ export function replayTargetProblem(
   if (internal !== undefined)
     return `its queue ${JSON.stringify(target)} (x-original-queue) is ${internal}, not a handler queue; no replay goes there`;
   if (!inScope.some((q) => q.queue === target))
-    return `its queue ${JSON.stringify(target)} (x-original-queue) is not a handler queue this view looks after; no replay goes there`;
+    return `its queue ${JSON.stringify(target)} (x-original-queue) is not a handler queue this view looks after; no replay goes there (should it be one whose record is gone, name it as the handler queue: the CLI's --queue)`;
   return undefined;
 }
 
