@@ -71,6 +71,12 @@ describe('publishes in flight at app.close()', () => {
     const added = (await messagesUnder(prefix)) - before;
     // Counts only: the ladder's messages are not read. Every confirmed one is there, and no more than those that may be.
     expect({ atLeastConfirmed: added >= confirmed, atMostMaybe: added <= confirmed + maybe }).toEqual({ atLeastConfirmed: true, atMostMaybe: true });
-    expect(confirmed).toBeGreaterThan(0);
+    // How many were sent before the close depends on the broker's pace (each waits for its target's check first): on
+    // RabbitMQ 4.3 none may be. Those never sent say the publisher closed, and nothing else.
+    const unsent = results.filter((result) => result !== 'confirmed' && !result.includes(MAYBE_DELIVERED));
+    expect(unsent.filter((result) => !result.includes('the publisher is closed'))).toEqual([]);
+    console.log(
+      `close-publishes (delayed): ${confirmed} confirmed, ${maybe} may have been delivered, ${unsent.length} not sent; the ladder gained ${added}`,
+    );
   });
 });
