@@ -8,7 +8,7 @@ import { DASHBOARD_CONFIG, DASHBOARD_ROUTE_KIND, type DashboardRouteKind } from 
 import { PageTokens } from './page.token.js';
 import { SECURITY_HEADERS } from './security.headers.js';
 import { DashboardShutdown } from './dashboard.shutdown.js';
-import { maskCredentials, maskingLogger } from '../../core/text/credentials.mask.js';
+import { maskingLogger } from '../../core/text/credentials.mask.js';
 import type { RetryLogger } from '../../core/observe/retry.logger.js';
 
 /**
@@ -78,7 +78,7 @@ export class DashboardAccessGuard implements CanActivate {
     })().catch((error: unknown) => {
       this.userGuard = undefined;
       this.logger.error(
-        `Could not create the guard ${guard.name}: ${maskCredentials(error instanceof Error ? error.message : String(error))}. List the modules it injects from in imports.`,
+        `Could not create the guard ${guard.name}: ${error instanceof Error ? error.message : String(error)}. List the modules it injects from in imports.`,
       );
       throw error;
     });

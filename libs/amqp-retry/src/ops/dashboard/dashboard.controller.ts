@@ -213,7 +213,7 @@ export function createDashboardController(path: string): Type<unknown> {
         const lines = this.parked.export({ errorQueue, filter })[Symbol.asyncIterator]();
         const first = await lines.next();
         const body = jsonLinesStream(first, lines, (error) =>
-          this.logger.error(`Export of ${errorQueue} cut short: ${maskCredentials(error instanceof Error ? error.message : String(error))}`),
+          this.logger.error(`Export of ${errorQueue} cut short: ${error instanceof Error ? error.message : String(error)}`),
         );
         return new StreamableFile(body, {
           type: 'application/x-ndjson; charset=utf-8',
