@@ -191,9 +191,11 @@ export class HarnessDriver {
     const timers = this.clock.pending() - this.clock.pending(true);
     const next = this.clock.next(false);
     const pending = next ? [`${timers} application timer${timers === 1 ? '' : 's'} (the next due in ${next.due - this.clock.now} ms)`] : [];
-    const held = [...this.broker.heldDeadLetterCounts()].map(
-      ([name, count]) => `${name} (${count} dead letter${count === 1 ? '' : 's'} its target refused, tried again every 3 min)`,
-    );
+    const held = [...this.broker.queues.values()]
+      .filter((q) => q.heldDeadLetters.size > 0)
+      .map(
+        ({ name, heldDeadLetters: { size } }) => `${name} (${size} dead letter${size === 1 ? '' : 's'} its target refused, tried again every 3 min)`,
+      );
     const brokerTasks = this.clock.pending(true);
     const parts = [...queues, ...awaited, ...held, ...pending, ...(brokerTasks > 0 ? [`${brokerTasks} broker tasks`] : [])];
     return parts.length > 0 ? parts.join(', ') : 'nothing';

@@ -50,10 +50,6 @@ export class MemoryBroker {
   private seq = 0;
   /** What it numbers from 1: its connections, and the consumer tags it names. */
   private readonly numbered = { connection: 0, consumerTag: 0 };
-  private readonly pumps = new Map<string, ReturnType<VirtualClock['schedule']>>();
-  private readonly expiries = new Map<string, ReturnType<VirtualClock['schedule']>>();
-  /** At-least-once dead letters waiting in their source queue to be tried again, by source queue. */
-  private readonly heldDeadLetters = new Map<string, Set<ReturnType<VirtualClock['schedule']>>>();
 
   constructor(
     readonly clock: VirtualClock,
@@ -124,8 +120,7 @@ export class MemoryBroker {
     const count = queue.ready.length;
     this.queues.delete(name);
     this.bindings = this.bindings.filter((b) => !(b.destinationType === 'queue' && b.destination === name));
-    for (const task of [this.pumps.get(name), this.expiries.get(name), ...(this.heldDeadLetters.get(name) ?? [])]) this.clock.cancel(task);
-    for (const tasks of [this.pumps, this.expiries, this.heldDeadLetters]) tasks.delete(name);
+    for (const task of [queue.pumping, queue.expiry, ...queue.heldDeadLetters]) this.clock.cancel(task);
     return count;
   }
 
@@ -134,7 +129,7 @@ export class MemoryBroker {
   }
 
   bind(binding: MemoryBinding): void {
-    if (binding.source !== '' && !this.exchanges.has(binding.source)) throw notFound('exchange', binding.source);
+    this.checkExchange(binding.source);
     if (binding.source === '') throw refusal('ACCESS_REFUSED', 'operation not permitted on the default exchange');
     if (binding.destinationType === 'queue' && !this.queues.has(binding.destination)) throw notFound('queue', binding.destination);
     if (binding.destinationType === 'exchange' && !this.exchanges.has(binding.destination)) throw notFound('exchange', binding.destination);
@@ -154,7 +149,7 @@ export class MemoryBroker {
 
   /** Routes and enqueues a message; 404 when the exchange does not exist. */
   publish(exchange: string, message: BrokerMessage): RouteResult {
-    if (exchange !== '' && !this.exchanges.has(exchange)) throw notFound('exchange', exchange);
+    this.checkExchange(exchange);
     const queues = this.route(exchange, message.routingKeys, deliveredHeaders(message, this.rules));
     let refused = false;
     const took: string[] = [];
@@ -272,8 +267,7 @@ export class MemoryBroker {
       else kept = true;
     }
     if (!kept || !source.deadLettersAtLeastOnce) return;
-    const held = this.heldDeadLetters.get(source.name) ?? new Set();
-    this.heldDeadLetters.set(source.name, held);
+    const held = source.heldDeadLetters;
     const retry = this.clock.schedule(
       DEAD_LETTER_RETRY_MS,
       () => {
@@ -283,11 +277,6 @@ export class MemoryBroker {
       { broker: true },
     );
     held.add(retry);
-  }
-
-  /** How many dead letters wait in each source queue to be tried again (at-least-once dead-lettering). */
-  heldDeadLetterCounts(): Map<string, number> {
-    return new Map([...this.heldDeadLetters].filter(([, held]) => held.size > 0).map(([name, held]) => [name, held.size]));
   }
 
   /** Dead-letters the messages at the head of `queue` that have expired (RabbitMQ expires at the head only). */
@@ -301,13 +290,11 @@ export class MemoryBroker {
 
   /** Delivers what the queue's consumers can take and expires what is due, in a task of the broker's own. */
   pump(queue: MemoryQueue): void {
-    if (this.pumps.has(queue.name)) return;
-    const task = this.clock.schedule(0, () => this.runPump(queue), { broker: true });
-    this.pumps.set(queue.name, task);
+    queue.pumping ??= this.clock.schedule(0, () => this.runPump(queue), { broker: true });
   }
 
   private runPump(queue: MemoryQueue): void {
-    this.pumps.delete(queue.name);
+    queue.pumping = undefined;
     if (this.queues.get(queue.name) !== queue) return;
     const now = this.clock.now;
     for (;;) {
@@ -319,18 +306,11 @@ export class MemoryBroker {
       if (!consumer.noAck) consumer.unacked++;
       consumer.deliver(head);
     }
-    this.clock.cancel(this.expiries.get(queue.name));
-    this.expiries.delete(queue.name);
+    this.clock.cancel(queue.expiry);
     const next = queue.ready[0]?.expiresAt;
-    if (next === undefined) return;
-    const expiry = this.clock.schedule(next - now, () => this.pump(queue), { broker: true });
-    this.expiries.set(queue.name, expiry);
+    queue.expiry = next === undefined ? undefined : this.clock.schedule(next - now, () => this.pump(queue), { broker: true });
   }
 }
 
-const sameBinding = (a: MemoryBinding, b: MemoryBinding) =>
-  a.source === b.source &&
-  a.destination === b.destination &&
-  a.destinationType === b.destinationType &&
-  a.pattern === b.pattern &&
-  JSON.stringify(a.arguments ?? {}) === JSON.stringify(b.arguments ?? {});
+const sameBinding = (a: MemoryBinding, b: MemoryBinding) => bindingKey(a) === bindingKey(b);
+const bindingKey = (b: MemoryBinding) => JSON.stringify([b.source, b.destination, b.destinationType, b.pattern, b.arguments ?? {}]);

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ConsumeMessage, Message, Options } from 'amqplib';
-import { BrokerError, channelClosedError, notFound, operationError, preconditionFailed, refusal } from './broker.error.js';
+import { BrokerError, channelClosedError, notFound, operationError, preconditionFailed } from './broker.error.js';
 import type { BrokerMessage } from './dead-letter.rules.js';
 import { consumeMessage, getMessage, publishedMessage, publishedProperties, returnedMessage } from './message.shape.js';
 import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
@@ -96,10 +96,7 @@ export class MemoryChannel extends EventEmitter {
 
   assertExchange(exchange: string, type: string, options: Options.AssertExchange = {}) {
     return this.rpc('ExchangeDeclare', () => {
-      this.broker.assertExchange(exchange, type, {
-        ...options.arguments,
-        ...(options.alternateExchange ? { 'alternate-exchange': options.alternateExchange } : {}),
-      });
+      this.broker.assertExchange(exchange, type, { ...options.arguments });
       return { exchange };
     });
   }
@@ -110,18 +107,8 @@ export class MemoryChannel extends EventEmitter {
 
   assertQueue(queue = '', options: Options.AssertQueue = {}) {
     return this.rpc('QueueDeclare', () => {
-      const args: Record<string, unknown> = { ...options.arguments };
-      const set = (key: string, value: unknown) => value !== undefined && (args[key] = value);
-      set('x-message-ttl', options.messageTtl);
-      set('x-expires', options.expires);
-      set('x-dead-letter-exchange', options.deadLetterExchange);
-      set('x-dead-letter-routing-key', options.deadLetterRoutingKey);
-      set('x-max-length', options.maxLength);
-      const declared = this.broker.assertQueue(
-        queue,
-        { durable: options.durable ?? true, exclusive: options.exclusive ?? false, autoDelete: options.autoDelete ?? false, arguments: args },
-        this.host.id,
-      );
+      const { durable = true, exclusive = false, autoDelete = false } = options;
+      const declared = this.broker.assertQueue(queue, { durable, exclusive, autoDelete, arguments: { ...options.arguments } }, this.host.id);
       return { queue: declared.name, messageCount: declared.ready.length, consumerCount: declared.consumers.length };
     });
   }
@@ -145,28 +132,29 @@ export class MemoryChannel extends EventEmitter {
     return this.rpc('QueuePurge', () => ({ messageCount: this.broker.purgeQueue(queue) }));
   }
 
-  bindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    const binding: MemoryBinding = { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} };
-    return this.rpc('QueueBind', () => (this.broker.bind(binding), {}));
+  bindQueue(queue: string, source: string, pattern: string, args?: Record<string, unknown>) {
+    return this.binding('QueueBind', { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} });
   }
 
-  unbindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    const binding: MemoryBinding = { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} };
-    return this.rpc('QueueUnbind', () => (this.broker.unbind(binding), {}));
+  unbindQueue(queue: string, source: string, pattern: string, args?: Record<string, unknown>) {
+    return this.binding('QueueUnbind', { source, destination: queue, destinationType: 'queue', pattern, arguments: args ?? {} });
   }
 
-  bindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
-    const binding: MemoryBinding = { source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} };
-    return this.rpc('ExchangeBind', () => (this.broker.bind(binding), {}));
+  bindExchange(destination: string, source: string, pattern: string, args?: Record<string, unknown>) {
+    return this.binding('ExchangeBind', { source, destination, destinationType: 'exchange', pattern, arguments: args ?? {} });
   }
 
-  prefetch(count: number, _global?: boolean) {
+  private binding(operation: 'QueueBind' | 'QueueUnbind' | 'ExchangeBind', binding: MemoryBinding) {
+    return this.rpc(operation, () => (operation === 'QueueUnbind' ? this.broker.unbind(binding) : this.broker.bind(binding), {}));
+  }
+
+  prefetch(count: number) {
     return this.rpc('BasicQos', () => ((this.prefetchCount = count), {}));
   }
 
   consume(queue: string, onMessage: (message: ConsumeMessage | null) => void, options: Options.Consume = {}) {
     return this.rpc('BasicConsume', () => {
-      const consumerTag = options.consumerTag ?? `amq.ctag-memory-${this.broker.next('consumerTag')}`;
+      const consumerTag = `amq.ctag-memory-${this.broker.next('consumerTag')}`;
       if (queue === DIRECT_REPLY_QUEUE) {
         if (!options.noAck) throw preconditionFailed('reply consumer cannot acknowledge');
         this.replyAddress = this.broker.addReplyConsumer(
@@ -176,9 +164,6 @@ export class MemoryChannel extends EventEmitter {
         return { consumerTag };
       }
       const found = this.broker.queue(queue);
-      if (found.consumers.length > 0 && options.exclusive) {
-        throw refusal('ACCESS_REFUSED', `queue '${queue}' in vhost '/' in exclusive use`);
-      }
       const quorum = found.type === 'quorum';
       const consumer: QueueConsumer = {
         tag: consumerTag,

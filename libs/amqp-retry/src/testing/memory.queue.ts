@@ -1,4 +1,5 @@
 import type { BrokerMessage, DeathRules } from './dead-letter.rules.js';
+import type { Task } from './virtual.clock.js';
 
 /** A message waiting in a queue. */
 export interface Enqueued {
@@ -47,6 +48,10 @@ export class MemoryQueue {
   owner?: number;
   /** Whether a consumer ever consumed it (auto-delete queues go with their last consumer). */
   hadConsumer = false;
+  /** The broker's tasks for it: its delivery pass, its next expiry, and its at-least-once dead letters waiting to be tried again. */
+  pumping?: Task;
+  expiry?: Task;
+  readonly heldDeadLetters = new Set<Task>();
 
   constructor(
     readonly name: string,

@@ -13,7 +13,7 @@ import { promiseTimers, timerDelay } from './promise.timers.js';
 export class HandlerCall {}
 
 /** One task on the virtual clock (a timer, once or repeated, or an immediate), and what `setTimeout` returns for it. */
-class Task {
+export class Task {
   cancelled = false;
   private referenced = true;
 
