@@ -1,5 +1,4 @@
-import type { PublishRecord } from './memory.channel.js';
-import type { MemoryConnection } from './memory.connection.js';
+import type { MemoryConnection, PublishRecord } from './memory.channel.js';
 
 /** Which publishes a refusal applies to: all, or those to an exchange or routing key, or those a predicate picks. */
 export type PublishMatcher =
