@@ -30,7 +30,7 @@ export const DEAD_LETTER_RETRY_MS = 180_000;
 export const DIRECT_REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 
 /** A direct reply-to address as RabbitMQ hands them out: a pid in Erlang's term format and a key, each base64. */
-function replyAddress(): string {
+export function replyAddress(): string {
   const node = Buffer.from('rabbit@memory');
   const pid = Buffer.concat([Buffer.from([131, 88, 119, node.length]), node, randomBytes(12)]);
   return `${DIRECT_REPLY_QUEUE}.${pid.toString('base64')}.${randomBytes(16).toString('base64')}`;
@@ -124,10 +124,6 @@ export class MemoryBroker {
     return count;
   }
 
-  purgeQueue(name: string): number {
-    return this.queue(name).ready.splice(0).length;
-  }
-
   bind(binding: MemoryBinding): void {
     this.checkExchange(binding.source);
     if (binding.source === '') throw refusal('ACCESS_REFUSED', 'operation not permitted on the default exchange');
@@ -138,13 +134,6 @@ export class MemoryBroker {
 
   unbind(binding: MemoryBinding): void {
     this.bindings = this.bindings.filter((b) => !sameBinding(b, binding));
-  }
-
-  /** A new direct reply-to address for a consumer. */
-  addReplyConsumer(deliver: (message: BrokerMessage) => void): string {
-    const address = replyAddress();
-    this.replyConsumers.set(address, deliver);
-    return address;
   }
 
   /** Routes and enqueues a message; 404 when the exchange does not exist. */

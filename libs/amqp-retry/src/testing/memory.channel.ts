@@ -3,7 +3,7 @@ import type { ConsumeMessage, Message, Options } from 'amqplib';
 import { BrokerError, channelClosedError, notFound, operationError, preconditionFailed } from './broker.error.js';
 import type { BrokerMessage } from './dead-letter.rules.js';
 import { consumeMessage, getMessage, publishedMessage, publishedProperties, returnedMessage } from './message.shape.js';
-import { DIRECT_REPLY_QUEUE, type MemoryBroker } from './memory.broker.js';
+import { DIRECT_REPLY_QUEUE, replyAddress, type MemoryBroker } from './memory.broker.js';
 import type { Enqueued, QueueConsumer } from './memory.queue.js';
 import type { MemoryBinding } from './exchange.routing.js';
 import type { HandlerCall } from './virtual.clock.js';
@@ -116,7 +116,7 @@ export class MemoryChannel extends EventEmitter {
   }
 
   purgeQueue(queue: string) {
-    return this.rpc('QueuePurge', () => ({ messageCount: this.broker.purgeQueue(queue) }));
+    return this.rpc('QueuePurge', () => ({ messageCount: this.broker.queue(queue).ready.splice(0).length }));
   }
 
   bindQueue(queue: string, source: string, pattern: string, args?: Record<string, unknown>) {
@@ -144,9 +144,10 @@ export class MemoryChannel extends EventEmitter {
       const consumerTag = `amq.ctag-memory-${this.broker.next('consumerTag')}`;
       if (queue === DIRECT_REPLY_QUEUE) {
         if (!options.noAck) throw preconditionFailed('reply consumer cannot acknowledge');
-        this.replyAddress = this.broker.addReplyConsumer(
-          (message) => this.open && onMessage(consumeMessage(entryOf(message), 0, consumerTag, false, this.broker.rules)),
-        );
+        this.replyAddress = replyAddress();
+        this.broker.replyConsumers.set(this.replyAddress, (message) => {
+          if (this.open) onMessage(consumeMessage(entryOf(message), 0, consumerTag, false, this.broker.rules));
+        });
         this.consumers.set(consumerTag, queue);
         return { consumerTag };
       }
