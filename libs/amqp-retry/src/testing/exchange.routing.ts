@@ -40,21 +40,11 @@ export function headersMatch(bindingArguments: Record<string, unknown>, headers:
   return any ? keys.some(hit) : keys.every(hit);
 }
 
-/** Whether a binding of an exchange of `type` takes a message with these routing keys and headers. */
-export function bindingMatches(
-  type: ExchangeType,
-  binding: MemoryBinding,
-  routingKeys: readonly string[],
-  headers?: Record<string, unknown>,
-): boolean {
-  switch (type) {
-    case 'fanout':
-      return true;
-    case 'direct':
-      return routingKeys.includes(binding.pattern);
-    case 'topic':
-      return routingKeys.some((key) => topicMatches(binding.pattern, key));
-    case 'headers':
-      return headersMatch(binding.arguments, headers);
-  }
-}
+/** Whether a binding of an exchange of each type takes a message with these routing keys and headers. */
+type BindingMatch = (binding: MemoryBinding, routingKeys: readonly string[], headers: Record<string, unknown>) => boolean;
+export const bindingMatches: Record<ExchangeType, BindingMatch> = {
+  fanout: () => true,
+  direct: (binding, routingKeys) => routingKeys.includes(binding.pattern),
+  topic: (binding, routingKeys) => routingKeys.some((key) => topicMatches(binding.pattern, key)),
+  headers: (binding, _routingKeys, headers) => headersMatch(binding.arguments, headers),
+};

@@ -28,11 +28,8 @@ const realDelay = (ms: number): Promise<void> => new Promise((resolve) => realSe
  * it last saw them move, since when (real milliseconds), and the deliveries whose patience ran out (it then stops
  * waiting for them in this call; a delivery that starts waiting later gets patience of its own).
  */
-class Stillness {
-  mark?: string;
-  since?: number;
-  readonly spent = new Set<HandlerCall>();
-}
+type Stillness = { mark?: string; since?: number; readonly spent: Set<HandlerCall> };
+const stillness = (): Stillness => ({ spent: new Set() });
 
 /** Moves the virtual clock for the harness: runs work (a start, a close) to its end, advances time, and settles. */
 export class HarnessDriver {
@@ -49,7 +46,7 @@ export class HarnessDriver {
     const finished = () => (done = true);
     work.then(finished, finished);
     const realStart = realNow();
-    const still = new Stillness();
+    const still = stillness();
     while (!done) {
       const ran = await this.clock.runUntil(this.clock.now);
       if (done) break;
@@ -69,7 +66,7 @@ export class HarnessDriver {
   async advance(ms: number): Promise<void> {
     this.checkTimers();
     const until = this.clock.now + Math.max(0, ms);
-    const still = new Stillness();
+    const still = stillness();
     for (;;) {
       await this.clock.runUntil(this.clock.now);
       if (!(await this.step(still, this.clock.next(), until))) break;
@@ -82,7 +79,7 @@ export class HarnessDriver {
   async settle(limitMs: number): Promise<void> {
     this.checkTimers();
     const until = this.clock.now + limitMs;
-    const still = new Stillness();
+    const still = stillness();
     for (;;) {
       await this.clock.runUntil(this.clock.now);
       if (!this.busy()) return;

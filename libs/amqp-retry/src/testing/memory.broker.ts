@@ -163,7 +163,7 @@ export class MemoryBroker {
     const x = this.exchanges.get(exchange);
     if (!x || seen.has(exchange)) return found;
     seen.add(exchange);
-    const matched = this.bindings.filter((b) => b.source === exchange && bindingMatches(x.type, b, routingKeys, headers));
+    const matched = this.bindings.filter((b) => b.source === exchange && bindingMatches[x.type](b, routingKeys, headers));
     for (const b of matched) {
       if (b.destinationType === 'queue') found.add(b.destination);
       else for (const q of this.route(b.destination, routingKeys, headers, seen)) found.add(q);
