@@ -2,14 +2,7 @@ import { Body, Controller, Inject, Logger, NotFoundException, Param, Query, Req,
 import type { IncomingMessage } from 'node:http';
 import { ParkedMessages } from '../parked-messages.service.js';
 import { ReplayStoppedError } from '../parked-selection.js';
-import type {
-  HandlerQueueState,
-  ParkedMessageView,
-  ParkedPage,
-  ParkedSummary,
-  PurgeResult,
-  ReplayResult,
-} from '../../core/parking/parked-messages.types.js';
+import type { PurgeResult, ReplayResult } from '../../core/parking/parked-messages.types.js';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
 import type { DashboardConfig } from './dashboard.options.js';
 import {
@@ -33,13 +26,9 @@ import { PageTokens } from './page.token.js';
 import { maskCredentials, maskingLogger } from '../../core/text/credentials.mask.js';
 import type { RetryLogger } from '../../core/observe/retry.logger.js';
 import { RetryEngine } from '../../engine/retry.engine.js';
-import type { OutboxBacklog } from '../../engine/outbox.side.js';
 import { readPauseBy } from '../../core/breaker/queue.state.js';
-import type { QueueFlowStatus } from '../../engine/queue-flow.control.js';
-import type { PartitionsStatus } from '../../engine/partitions.runtime.js';
-import { FleetWatch, type FleetView } from './fleet.watch.js';
+import { FleetWatch } from './fleet.watch.js';
 import { GroupActions, type GroupAction } from './group.actions.js';
-import type { QueueHistory } from '../../core/observe/heartbeat/fleet.history.js';
 
 /** The path the browser asked for, without query and trailing slashes: the page's base under any global prefix. */
 export function requestBase(request: Pick<IncomingMessage, 'url'> & { originalUrl?: string }): string {
@@ -92,13 +81,13 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     @Read('api/queues')
-    queues(): Promise<HandlerQueueState[]> {
+    queues() {
       return this.call('list the queues', () => this.parked.queues());
     }
 
     /** The outbox's backlog (docs/outbox.md): `{ configured: false }` without an outbox. */
     @Read('api/outbox')
-    outbox(): Promise<{ configured: false } | ({ configured: true } & OutboxBacklog)> {
+    outbox() {
       return this.call('read the outbox', async () => {
         const backlog = await this.engine.outboxBacklog();
         return backlog ? { configured: true as const, ...backlog } : { configured: false as const };
@@ -107,19 +96,19 @@ export function createDashboardController(path: string): Type<unknown> {
 
     /** Partitioned handlers of this application: members, and each partition's owner and depth (docs/partitions.md). */
     @Read('api/partitions')
-    partitions(): PartitionsStatus[] {
+    partitions() {
       return this.engine.partitions();
     }
 
     /** The application's instances from their heartbeats (up, or gone since when) and the summary strip. */
     @Read('api/fleet')
-    fleet(): FleetView {
+    fleet() {
       return this.watch.view();
     }
 
     /** Per queue, one point a minute over the last `minutes` (default 60, at most the history kept): counts and percentiles. */
     @Read('api/history')
-    history(@Query('minutes') minutes?: string): Promise<{ now: number; queues: QueueHistory[] }> {
+    history(@Query('minutes') minutes?: string) {
       return this.call('read the history', async () => {
         const span = minutes === undefined ? 60 : Number(minutes);
         if (!Number.isInteger(span) || span < 1)
@@ -130,7 +119,7 @@ export function createDashboardController(path: string): Type<unknown> {
 
     /** Who replayed or purged which failure group, when, and how many (this instance's record, newest first). */
     @Read('api/groups/actions')
-    groupHistory(): GroupAction[] {
+    groupHistory() {
       return this.groupActions.list();
     }
 
@@ -180,12 +169,12 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     @Read('api/summary')
-    summary(@Query() query: unknown): Promise<ParkedSummary> {
+    summary(@Query() query: unknown) {
       return this.call('count parked messages', () => this.parked.summary(readFilter(query, 'query'), { groups: true }));
     }
 
     @Read('api/messages')
-    list(@Query() query: unknown): Promise<ParkedPage> {
+    list(@Query() query: unknown) {
       return this.call('list parked messages', () => {
         const { offset, limit, ...filter } = (query ?? {}) as Record<string, unknown>;
         return this.parked.list(readFilter(filter, 'query'), readPage({ offset, limit }));
@@ -193,7 +182,7 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     @Read('api/messages/:errorQueue/:id')
-    show(@Param('errorQueue') errorQueue: string, @Param('id') id: string): Promise<ParkedMessageView> {
+    show(@Param('errorQueue') errorQueue: string, @Param('id') id: string) {
       return this.call('show a parked message', async () => {
         await this.knownParkingQueue({ errorQueue });
         const view = await this.parked.show(errorQueue, id);
@@ -207,7 +196,7 @@ export function createDashboardController(path: string): Type<unknown> {
      * starts, so that a missing queue or a broker failure is an error status rather than a cut-off download.
      */
     @Read('api/export')
-    export(@Query() query: unknown): Promise<StreamableFile> {
+    export(@Query() query: unknown) {
       return this.call('export', async () => {
         const { errorQueue, filter } = await this.knownParkingQueue(readExportQuery(query));
         const lines = this.parked.export({ errorQueue, filter })[Symbol.asyncIterator]();
@@ -224,7 +213,7 @@ export function createDashboardController(path: string): Type<unknown> {
 
     // A state change is logged once done: operators ask later what was replayed or purged, and by which call.
     @Write('api/replay')
-    replay(@Body() body: unknown): Promise<ReplayResult> {
+    replay(@Body() body: unknown) {
       return this.call('replay', async () => {
         const selection = await this.knownParkingQueue(readSelection(body));
         const r = await this.parked.replay(selection, readOperation(body));
@@ -238,7 +227,7 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     @Write('api/edit-and-replay')
-    editAndReplay(@Body() body: unknown): Promise<ReplayResult> {
+    editAndReplay(@Body() body: unknown) {
       return this.call('edit and replay', async () => {
         const edit = await this.knownParkingQueue(readEdit(body));
         const r = await this.parked.editAndReplay(edit.errorQueue, edit.id, edit.body, {
@@ -255,7 +244,7 @@ export function createDashboardController(path: string): Type<unknown> {
     }
 
     @Write('api/purge')
-    purge(@Body() body: unknown): Promise<PurgeResult> {
+    purge(@Body() body: unknown) {
       return this.call('purge', async () => {
         const selection = await this.knownParkingQueue(readSelection(body));
         const r = await this.parked.purge(selection, readOperation(body));
@@ -270,22 +259,22 @@ export function createDashboardController(path: string): Type<unknown> {
 
     /** Each handler queue of this application: running, half-open, open (circuit breaker) or paused, by whom, since when. */
     @Read('api/queue-states')
-    queueStates(): QueueFlowStatus[] {
+    queueStates() {
       return this.engine.queueStates();
     }
 
     /** Pauses a handler queue here and in every other instance consuming it (the kill switch). */
     @Write('api/queue-states/pause')
-    pauseQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<QueueFlowStatus> {
+    pauseQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }) {
       return this.call('pause', () => this.changeFlow('pause', body, request));
     }
 
     @Write('api/queue-states/resume')
-    resumeQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }): Promise<QueueFlowStatus> {
+    resumeQueue(@Body() body: unknown, @Req() request: IncomingMessage & { user?: unknown }) {
       return this.call('resume', () => this.changeFlow('resume', body, request));
     }
 
-    private async changeFlow(kind: 'pause' | 'resume', body: unknown, request: { user?: unknown }): Promise<QueueFlowStatus> {
+    private async changeFlow(kind: 'pause' | 'resume', body: unknown, request: { user?: unknown }) {
       const { queue, by, reason } = fieldsOf(body);
       if (typeof queue !== 'string' || !this.engine.queueStates().some((q) => q.queue === queue)) {
         throw new DashboardRequestError('queue', `${JSON.stringify(queue)} is not a handler queue of this application`);
