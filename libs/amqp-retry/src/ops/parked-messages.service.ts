@@ -5,11 +5,10 @@ import { matchesFilter, ParkedTally, toJsonLine, withBodyPreview } from '../core
 import { isDelayLadderQueue } from '../core/delivery/delay.plan.js';
 import type { QueueActivity } from '../engine/engine.views.js';
 import { editReplayWalk, replayWalk } from './parked.replay.js';
-import { FOREIGN_MESSAGES, ownedBy, parkedByLibrary, parkedOnly, READER_STALL_MS, readerStalled, selected, targeted } from './parked-selection.js';
+import { FOREIGN_MESSAGES, parkedByLibrary, parkedOnly, READER_STALL_MS, readerStalled, selected } from './parked-selection.js';
 import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import { ParkedView } from './parked.view.js';
 import { newSession, ParkedConnection, settle, type Session, type WalkWork } from './parked.connection.js';
-import type { BrowsedMessage } from './parked-queue.browser.js';
 import type {
   EditReplayOptions,
   HandlerQueueState,
@@ -107,9 +106,9 @@ export class ParkedMessages {
             ...(consumers !== undefined && { consumers }),
             ...(mine && { inFlight: mine.inFlight, activity: { handled: mine.handled, retried: mine.retried, parked: mine.parked } }),
             ...(mine?.state !== undefined && { state: mine.state }),
-            tiers: await Promise.all(q.tiers.map(async (tier) => ({ queue: tier, messages: await this.broker.depth(tier) }))),
+            tiers: await Promise.all(q.tiers.map(async (tier) => ({ queue: tier, messages: (await this.broker.stats(tier)).messages }))),
             errorQueue: q.errorQueue,
-            parked: await this.broker.depth(q.errorQueue),
+            parked: (await this.broker.stats(q.errorQueue)).messages,
           };
         }),
       );
@@ -220,9 +219,8 @@ export class ParkedMessages {
     const lines: string[] = [];
     let stopped = false;
     let finished = false;
-    let failure: unknown;
-    let wakeReader: (() => void) | undefined;
-    let wakeWalk: (() => void) | undefined;
+    // The walk waits only with EXPORT_BUFFER lines ahead, the reader only with none: one of them at a time.
+    let wake: (() => void) | undefined;
     const walking = this.walkOwned(
       selection.errorQueue,
       async (messages) => {
@@ -230,37 +228,30 @@ export class ParkedMessages {
           if (stopped) return;
           if (browsed.duplicate || !selected(browsed.view, selection)) continue;
           lines.push(toJsonLine(browsed.view));
-          wakeReader?.();
+          wake?.();
           while (lines.length >= EXPORT_BUFFER && !stopped) {
             const woken = await new Promise<boolean>((resolve) => {
               const timer = setTimeout(() => resolve(false), READER_STALL_MS);
-              wakeWalk = () => (clearTimeout(timer), resolve(true));
+              wake = () => (clearTimeout(timer), resolve(true));
             });
             if (!woken) throw readerStalled(selection.errorQueue);
           }
         }
       },
       options.onProgress,
-    ).then(
-      () => void (finished = true),
-      (error: unknown) => void ((failure = error), (finished = true)),
-    );
+    ).finally(() => (finished = true));
     try {
-      for (;;) {
-        if (lines.length > 0) {
-          yield lines.shift() as string;
-          wakeWalk?.();
-          continue;
-        }
-        if (finished) break;
-        await Promise.race([new Promise<void>((resolve) => (wakeReader = resolve)), walking]);
+      while (lines.length > 0 || !finished) {
+        if (lines.length === 0) await Promise.race([new Promise<void>((resolve) => (wake = resolve)), walking.catch(() => undefined)]);
+        else yield lines.shift() as string;
+        wake?.();
       }
     } finally {
       stopped = true;
-      wakeWalk?.();
-      await walking;
+      wake?.();
+      await walking.catch(() => undefined);
     }
-    if (failure !== undefined) throw failure;
+    await walking;
   }
 
   /**
@@ -300,9 +291,7 @@ export class ParkedMessages {
    */
   private async walkOwned<T>(errorQueue: string, work: WalkWork<T>, onProgress?: OperationOptions['onProgress'], change = false): Promise<T> {
     const standing = await this.view.checkParkingQueue(errorQueue);
-    const owners = await this.view.sharedParkingOwners(errorQueue);
-    const problemOf = await this.view.replayTargets();
-    const mine = (messages: AsyncGenerator<BrowsedMessage>) => targeted(ownedBy(messages, owners), problemOf);
+    const mine = await this.view.mine(errorQueue);
     if (!change || standing === 'recorded') return this.broker.walk(errorQueue, (messages, walk) => work(mine(messages), walk), onProgress);
     if (standing === 'unknown') {
       await this.broker.walk(errorQueue, async (messages) => {
@@ -330,11 +319,9 @@ export class ParkedMessages {
       if (messages < 0) continue; // not created yet: nothing parked
       // A consumed queue is no parking queue (a record that says so is wrong): named, the walk refuses it; in scope, left out.
       if (consumers > 0 && filter.errorQueue === undefined) continue;
-      const owners = await this.view.sharedParkingOwners(errorQueue);
-      const problemOf = await this.view.replayTargets();
+      const mine = await this.view.mine(errorQueue);
       await this.broker.walk(errorQueue, async (messages) => {
-        for await (const { view, duplicate } of targeted(ownedBy(messages, owners), problemOf))
-          if (!duplicate && matchesFilter(view, filter)) visit(view);
+        for await (const { view, duplicate } of mine(messages)) if (!duplicate && matchesFilter(view, filter)) visit(view);
       });
     }
   }

@@ -119,11 +119,6 @@ export class ParkedConnection {
     return (await this.connected()).createChannel('parked messages', true);
   }
 
-  /** Ready messages in a queue, or -1 when it does not exist (a passive declare on a channel of its own). */
-  async depth(queue: string): Promise<number> {
-    return (await this.stats(queue)).messages;
-  }
-
   /** Ready messages and consumers of a queue; -1 and undefined when it does not exist (a passive declare on a channel of its own). */
   async stats(queue: string): Promise<{ messages: number; consumers?: number }> {
     const channel = await this.channel();
@@ -184,7 +179,7 @@ export class ParkedConnection {
   private async untilGivenBack(errorQueue: string, expected: number): Promise<void> {
     const deadline = Date.now() + GIVE_BACK_MS;
     while (expected > 0 && Date.now() < deadline) {
-      if ((await this.depth(errorQueue)) >= expected) return;
+      if ((await this.stats(errorQueue)).messages >= expected) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }

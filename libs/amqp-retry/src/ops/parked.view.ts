@@ -20,7 +20,8 @@ import type { HandlerRecord } from '../core/topology/handler-registry.record.js'
 import { ParkedScopeError } from '../errors/parked-scope.error.js';
 import { NotAParkingQueueError } from '../errors/not-a-parking-queue.error.js';
 import type { ParkedConnection } from './parked.connection.js';
-import { tooLongForAQueue } from './parked-selection.js';
+import { ownedBy, targeted, tooLongForAQueue } from './parked-selection.js';
+import type { BrowsedMessage } from './parked-queue.browser.js';
 
 /**
  * How a parking queue is known: `recorded` when a handler parks there by the records or the application's own queues;
@@ -109,11 +110,21 @@ export class ParkedView {
    * Why a replay may not go to a queue (replayTargetProblem: a handler queue in scope, never one of the library), or
    * undefined. A name too long for a queue is left to the replay, which says so.
    */
-  async replayTargets(): Promise<(queue: string) => string | undefined> {
+  private async replayTargets(): Promise<(queue: string) => string | undefined> {
     const inScope = await this.known();
     const own = this.internals.own?.() ?? [];
     const records = await this.records();
     return (queue) => (tooLongForAQueue(queue) ? undefined : replayTargetProblem(queue, { own, records, inScope }));
+  }
+
+  /**
+   * The messages of `errorQueue` this view may see (sharedParkingOwners), each with its queue checked as a replay's
+   * target (see targeted).
+   */
+  async mine(errorQueue: string): Promise<(messages: AsyncGenerator<BrowsedMessage>) => AsyncGenerator<BrowsedMessage>> {
+    const owners = await this.sharedParkingOwners(errorQueue);
+    const problemOf = await this.replayTargets();
+    return (messages) => targeted(ownedBy(messages, owners), problemOf);
   }
 
   outOfScope(name: string, what: 'handler queue' | 'parking queue'): ParkedScopeError {
@@ -135,7 +146,7 @@ export class ParkedView {
       await this.checkParkingQueue(errorQueue);
       // A name that no handler recorded and that does not exist is a typing mistake, not an empty parking queue.
       const recorded = (await this.known()).some((q) => q.errorQueue === errorQueue);
-      if (!recorded && (await this.broker().depth(errorQueue)) < 0) throw this.outOfScope(errorQueue, 'parking queue');
+      if (!recorded && (await this.broker().stats(errorQueue)).messages < 0) throw this.outOfScope(errorQueue, 'parking queue');
       return [errorQueue];
     }
     if (filter.queue !== undefined) return [await this.parkingQueueOf(filter.queue)];
@@ -148,7 +159,7 @@ export class ParkedView {
    * queue (`x-original-queue`). Undefined when every queue parking there is in scope, or the view is the whole vhost:
    * all of its messages are.
    */
-  async sharedParkingOwners(errorQueue: string): Promise<ReadonlySet<string> | undefined> {
+  private async sharedParkingOwners(errorQueue: string): Promise<ReadonlySet<string> | undefined> {
     if (this.scope.wholeVhost) return undefined;
     const mine = (await this.known()).filter((q) => q.errorQueue === errorQueue).map((q) => q.queue);
     const parkers = [...(this.internals.own?.() ?? []), ...(await this.records())].filter((q) => q.errorQueue === errorQueue);
