@@ -1,5 +1,6 @@
 import { getSettled } from '../amqp/channel-get.settler.js';
-import type { ConfirmChannel, GetMessage, Message, Options } from 'amqplib';
+import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
+import { ConfirmWindow, type Outcome } from './confirm.window.js';
 import { BROWSE_COUNT_HEADERS, parkedIdOf, toParkedView } from '../core/parking/parked.view.js';
 import type { ParkedMessageView } from '../core/parking/parked-messages.types.js';
 import { BrokerHeader, ParkedHeader } from '../core/headers/header.names.js';
@@ -26,21 +27,19 @@ export interface BrowsedMessage {
 }
 
 /** Publishes to a queue through the default exchange, mandatory; resolves when the broker confirms, and says if it returned it. */
-export function publishToQueue(channel: ConfirmChannel, queue: string, content: Buffer, options: Options.Publish): Promise<'routed' | 'returned'> {
-  return new Promise((resolve, reject) => {
-    let returned = false;
-    // The broker returns a message before it confirms it; a replay's window may have copies of its own in flight on
-    // this channel, so a return is this publish's only if its queue and body are.
-    const onReturn = (message: Message) => {
-      if (message.fields.routingKey === queue && message.content.equals(content)) returned = true;
-    };
-    channel.on('return', onReturn);
-    channel.publish('', queue, content, { ...options, mandatory: true }, (error: unknown) => {
-      channel.off('return', onReturn);
-      if (error) reject(error instanceof Error ? error : new Error(`The broker refused the publish to "${queue}"`));
-      else resolve(returned ? 'returned' : 'routed');
-    });
-  });
+export async function publishToQueue(
+  channel: ConfirmChannel,
+  queue: string,
+  content: Buffer,
+  options: Options.Publish,
+): Promise<'routed' | 'returned'> {
+  let outcome: Outcome | undefined;
+  let failure: unknown;
+  const window = new ConfirmWindow(channel, 1);
+  await window.publish(queue, content, options, (result, error) => ((outcome = result), (failure = error)));
+  await window.drain();
+  if (outcome === 'routed' || outcome === 'returned') return outcome;
+  throw failure instanceof Error ? failure : new Error(`The broker refused the publish to "${queue}"`);
 }
 
 /**
