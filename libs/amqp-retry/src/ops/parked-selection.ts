@@ -49,15 +49,17 @@ export function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string
   return 'unconfirmed (its channel closed before the broker confirmed it; it may have been delivered)';
 }
 
-/** The most ids a ReplayStoppedError names in its message. */
-const SHOWN_IDS = 20;
-const someIds = (ids: readonly string[]) =>
-  ids.slice(0, SHOWN_IDS).join(', ') + (ids.length > SHOWN_IDS ? `, and ${ids.length - SHOWN_IDS} more` : '');
+/** The first `shown` ids (each as `format` writes it), and how many more there are. */
+export const someIds = (ids: readonly string[], shown: number, format = (id: string) => id): string =>
+  ids.slice(0, shown).map(format).join(', ') + (ids.length > shown ? `, and ${ids.length - shown} more` : '');
 
 /**
  * A replay that stopped part-way (its channel or connection closed, the broker refused a publish): what it did before,
  * kept (`partial`) and said, the copies whose confirm did not come named first, as they may have been delivered.
  */
+/** The most ids a ReplayStoppedError names in its message. */
+const SHOWN_IDS = 20;
+
 export class ReplayStoppedError extends Error {
   constructor(
     readonly errorQueue: string,
@@ -69,9 +71,9 @@ export class ReplayStoppedError extends Error {
     super(
       `The replay of "${errorQueue}" stopped after ${partial.replayed} of ${partial.matched} matching message(s) were replayed (their parked messages removed): ${errorMessage(cause)}.` +
         (unconfirmed.length > 0
-          ? ` ${unconfirmed.length} copy(ies) were sent but not confirmed, so may have been delivered; their messages stay parked (check their queue before replaying them again): ${someIds(unconfirmed)}.`
+          ? ` ${unconfirmed.length} copy(ies) were sent but not confirmed, so may have been delivered; their messages stay parked (check their queue before replaying them again): ${someIds(unconfirmed, SHOWN_IDS)}.`
           : '') +
-        (others.length > 0 ? ` ${others.length} left parked as they could not be replayed: ${someIds(others)}.` : '') +
+        (others.length > 0 ? ` ${others.length} left parked as they could not be replayed: ${someIds(others, SHOWN_IDS)}.` : '') +
         ' The rest were not touched and stay parked.',
       { cause },
     );

@@ -3,6 +3,7 @@ import { ParkedCountChangedError } from '../../errors/parked-count-changed.error
 import type { ParkedMessages } from '../parked-messages.service.js';
 import type { OperationOptions, ParkedFilter, ParkedMessageView, ParkedSelection, PurgeResult } from '../../core/parking/parked-messages.types.js';
 import { ParkedHeader } from '../../core/headers/header.names.js';
+import { someIds } from '../parked-selection.js';
 import { formatPage, formatQueues, formatSummary, formatView } from './cli.format.js';
 import { EXIT, narrows, printable, readCount, readFilter, wantsProgress, type FilterFlags, type ScopeFlags } from './cli.input.js';
 
@@ -94,24 +95,19 @@ async function leftOut(parked: ParkedMessages, selection: ParkedSelection): Prom
   return left;
 }
 
-/** The most ids a line on what a command left out names. */
-const SHOWN_IDS = 10;
-const someIds = (ids: readonly string[]) =>
-  ids
-    .slice(0, SHOWN_IDS)
-    .map((id) => printable(id))
-    .join(', ') + (ids.length > SHOWN_IDS ? `, and ${ids.length - SHOWN_IDS} more` : '');
+/** The ids a line on what a command left out names: the first 10. */
+const shownIds = (ids: readonly string[]) => someIds(ids, 10, (id) => printable(id));
 
 function sayLeftOut(io: CliIo, left: LeftOut, errorQueue: string, action: 'replay' | 'purge', dryRun: boolean): void {
   const done = dryRun ? 'counted' : action === 'replay' ? 'replayed' : 'purged';
   const where = `"${printable(errorQueue)}"`;
   if (left.foreign.length > 0)
     io.err(
-      `${left.foreign.length} other matching message(s) in ${where} were not parked by amqp-retry (no x-parked-reason header) and were left as they are: ${someIds(left.foreign)}.`,
+      `${left.foreign.length} other matching message(s) in ${where} were not parked by amqp-retry (no x-parked-reason header) and were left as they are: ${shownIds(left.foreign)}.`,
     );
   if (left.unreplayable.length > 0)
     io.err(
-      `${left.unreplayable.length} other matching message(s) in ${where} name a queue no replay goes to (x-original-queue: not a handler queue this command looks at, or a queue of amqp-retry) and were not ${done}: ${someIds(left.unreplayable)}; ` +
+      `${left.unreplayable.length} other matching message(s) in ${where} name a queue no replay goes to (x-original-queue: not a handler queue this command looks at, or a queue of amqp-retry) and were not ${done}: ${shownIds(left.unreplayable)}; ` +
         `see one with: amqp-retry parked show <id> --error-queue ${where}.`,
     );
   if (left.unnamed.length > 0)
@@ -121,9 +117,11 @@ function sayLeftOut(io: CliIo, left: LeftOut, errorQueue: string, action: 'repla
     );
 }
 
-/** A progress bar for a person at a terminal (io decides), never beside --json output. */
-function withProgress(io: CliIo, flags: CommonFlags, label: string): Progress {
-  return (wantsProgress(io.stderrIsTTY, flags.json === true) && io.progress(label)) || Object.assign(() => undefined, { stop: () => undefined });
+/** Runs `run` with a progress bar for a person at a terminal (io decides), never beside --json output. */
+function withProgress<T>(io: CliIo, json: boolean | undefined, label: string, run: (onProgress: Progress) => Promise<T>): Promise<T> {
+  const onProgress =
+    (wantsProgress(io.stderrIsTTY, json === true) && io.progress(label)) || Object.assign(() => undefined, { stop: () => undefined });
+  return run(onProgress).finally(() => onProgress.stop());
 }
 
 export async function queuesCommand(parked: ParkedMessages, flags: CommonFlags, io: CliIo): Promise<number> {
@@ -157,8 +155,7 @@ export async function showCommand(parked: ParkedMessages, id: string, flags: Com
 export async function replayCommand(parked: ParkedMessages, flags: SelectionFlags, io: CliIo): Promise<number> {
   const errorQueue = await errorQueueOf(parked, flags);
   const selection = { errorQueue, ...selectionFilter(flags, 'replay') };
-  const onProgress = withProgress(io, flags, 'replay');
-  const result = await parked.replay(selection, { dryRun: flags.dryRun, onProgress }).finally(() => onProgress.stop());
+  const result = await withProgress(io, flags.json, 'replay', (onProgress) => parked.replay(selection, { dryRun: flags.dryRun, onProgress }));
   const text = result.dryRun
     ? `Would replay ${result.matched} message(s) from "${printable(errorQueue)}" (dry run).`
     : `Replayed ${result.replayed} of ${result.matched} matching message(s) from "${printable(errorQueue)}".`;
@@ -173,8 +170,9 @@ export async function purgeCommand(parked: ParkedMessages, flags: SelectionFlags
   const errorQueue = await errorQueueOf(parked, flags);
   const selection = { errorQueue, ...selectionFilter(flags, 'purge') };
   const purge = async (expected?: number) => {
-    const onProgress = withProgress(io, flags, 'purge');
-    const result = await parked.purge(selection, { dryRun: flags.dryRun, expected, onProgress }).finally(() => onProgress.stop());
+    const result = await withProgress(io, flags.json, 'purge', (onProgress) =>
+      parked.purge(selection, { dryRun: flags.dryRun, expected, onProgress }),
+    );
     const code = report(io, flags, result, errorQueue);
     sayLeftOut(io, await leftOut(parked, selection), errorQueue, 'purge', result.dryRun);
     return code;
@@ -219,15 +217,12 @@ export async function exportCommand(parked: ParkedMessages, flags: CommonFlags, 
         [...new Set((await parked.queues()).filter((q) => q.parked >= 0).map((q) => q.errorQueue))];
   let count = 0;
   for (const errorQueue of errorQueues) {
-    const onProgress = withProgress(io, { ...flags, json: false }, `export ${errorQueue}`);
-    try {
+    await withProgress(io, false, `export ${errorQueue}`, async (onProgress) => {
       for await (const line of parked.export({ errorQueue, filter }, { onProgress })) {
         io.out(line);
         count++;
       }
-    } finally {
-      onProgress.stop();
-    }
+    });
   }
   return count === 0 ? EXIT.nothingMatched : EXIT.ok;
 }
