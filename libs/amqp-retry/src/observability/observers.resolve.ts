@@ -10,14 +10,11 @@ import type { TracingOptions } from '../core/observe/tracing.options.js';
 const METRICS_KEYS = keysOf<MetricsOptions>({ registry: 1, durationBuckets: 1, criticalTimeBuckets: 1 });
 const TRACING_KEYS = keysOf<TracingOptions>({ tracerName: 1 });
 
-/** The observability part of the module options. */
-export type ObservabilityOptions = Pick<RetryModuleOptions, 'observers' | 'metrics' | 'tracing'>;
-
 /**
  * The observers the engine reports to: the application's own, then the built-in ones it turned on, whose optional
  * dependencies are loaded only then (a missing one fails the start, naming the package to install).
  */
-export async function resolveObservers(options: ObservabilityOptions): Promise<RetryObserver[]> {
+export async function resolveObservers(options: Pick<RetryModuleOptions, 'observers' | 'metrics' | 'tracing'>): Promise<RetryObserver[]> {
   const { observers = [], metrics, tracing } = options;
   if (!Array.isArray(observers) || observers.some((o) => typeof o !== 'object' || o === null)) {
     throw new RetryConfigError(

@@ -5,8 +5,6 @@ import type { DeliveryEvent, DeliveryScope, PublishingEvent, PublishScope, Retry
 import type { TracingOptions } from '../core/observe/tracing.options.js';
 import { DIRECT_REPLY_QUEUE, isDirectReplyAddress } from '../core/publish/reply-address.rules.js';
 
-type OpenTelemetry = typeof Otel;
-
 /** Reads W3C trace context out of AMQP headers (their values may come back as Buffers from some clients). */
 const headerGetter: Otel.TextMapGetter<Record<string, unknown>> = {
   keys: (carrier) => Object.keys(carrier),
@@ -31,7 +29,7 @@ export class TracingObserver implements RetryObserver {
   private readonly tracer: Otel.Tracer;
 
   constructor(
-    private readonly otel: OpenTelemetry,
+    private readonly otel: typeof Otel,
     options: TracingOptions = {},
   ) {
     this.tracer = otel.trace.getTracer(options.tracerName ?? 'nestjs-amqp-retry');

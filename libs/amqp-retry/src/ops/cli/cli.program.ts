@@ -93,13 +93,12 @@ function usageProblem(error: unknown): string | undefined {
 }
 
 type ConnectFlags = ScopeFlags & { url?: string };
-type Connect = (flags: ConnectFlags) => Promise<ParkedMessages>;
 
 /** --url, else AMQP_URL, read as the module reads it: a password that is not percent-encoded is named, masked. */
 const brokerUrl = (flags: { url?: string }) =>
   flags.url !== undefined ? readUrlFlag(flags.url, '--url') : readUrlFlag(process.env.AMQP_URL, 'AMQP_URL');
 
-function buildProgram(commander: Commander, io: CliIo, connect: Connect, done: (code: number) => void) {
+function buildProgram(commander: Commander, io: CliIo, connect: (flags: ConnectFlags) => Promise<ParkedMessages>, done: (code: number) => void) {
   const { Command } = commander;
   const program = new Command('amqp-retry')
     .description('Inspect and replay the messages parked by nestjs-amqp-retry handlers; pause and resume handler queues')

@@ -69,15 +69,13 @@ function selectionFilter(flags: SelectionFlags, verb: string): { filter: ParkedF
   return { filter, ids };
 }
 
-/** The messages of the parking queue a `--queue` selection left out, by why (see leftOut). */
-interface LeftOut {
-  /** Put there otherwise than by amqp-retry (no x-parked-reason): no handler queue's, never acted on with --queue. */
-  foreign: string[];
-  /** Their x-original-queue names a queue no replay goes to (ParkedMessageView.unreplayable). */
-  unreplayable: string[];
-  /** Parked without x-original-queue in a parking queue that is not that queue's own alone (see queueOfUnnamed). */
-  unnamed: string[];
-}
+/**
+ * The ids of the messages of the parking queue a `--queue` selection left out, by why (see leftOut): `foreign`, put
+ * there otherwise than by amqp-retry (no x-parked-reason), no handler queue's, never acted on with --queue;
+ * `unreplayable`, their x-original-queue names a queue no replay goes to (ParkedMessageView.unreplayable); `unnamed`,
+ * parked without x-original-queue in a parking queue that is not that queue's own alone (see queueOfUnnamed).
+ */
+type LeftOut = Record<'foreign' | 'unreplayable' | 'unnamed', string[]>;
 
 /**
  * The ids of the messages of the parking queue a `--queue` selection left out because no queue of what the command

@@ -23,17 +23,14 @@ const SWEEP_LIMIT_MS = 10 * 60_000;
  */
 @Injectable()
 export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private closing = false;
+  /** True from beforeApplicationShutdown on: every answer then closes its connection. */
+  isClosing = false;
   private server?: ClosableServer;
   /** Connections of a plain HTTP server (to find the ones that never sent a byte); none over HTTPS. */
   private readonly sockets = new Set<Socket>();
   private sweeper?: NodeJS.Timeout;
 
   constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {}
-
-  get isClosing(): boolean {
-    return this.closing;
-  }
 
   /** Watches the HTTP server, when the application has one (an application context has none). */
   onApplicationBootstrap(): void {
@@ -49,7 +46,7 @@ export class DashboardShutdown implements OnApplicationBootstrap, BeforeApplicat
   }
 
   beforeApplicationShutdown(): void {
-    this.closing = true;
+    this.isClosing = true;
     const server = this.server;
     if (!server || this.sweeper) return;
     const started = Date.now();
