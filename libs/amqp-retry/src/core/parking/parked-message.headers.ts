@@ -44,16 +44,16 @@ const EXCEPTION_HEADERS: readonly string[] = [ParkedHeader.exceptionMessage, Par
 
 const TRUNCATED = '... [truncated]';
 
-/** Cuts a string to at most `maxBytes` of UTF-8 without splitting a character, marking the cut when there is room. */
-export function truncateUtf8(text: string, maxBytes: number): string {
+/** Cuts a string to at most `maxBytes` of UTF-8 without splitting a character, ending with `marker` when there is room. */
+export function truncateUtf8(text: string, maxBytes: number, marker = TRUNCATED): string {
   // Every UTF-16 unit takes at least one byte, so text shorter than maxBytes units may fit and longer text cannot.
   if (text.length <= maxBytes && Buffer.byteLength(text) <= maxBytes) return text;
   const limit = Math.max(0, Math.floor(maxBytes));
-  const marker = Buffer.byteLength(TRUNCATED) <= limit ? TRUNCATED : '';
+  const mark = Buffer.byteLength(marker) <= limit ? marker : '';
   const bytes = Buffer.from(text.slice(0, limit));
-  let end = limit - Buffer.byteLength(marker);
+  let end = limit - Buffer.byteLength(mark);
   while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--; // back off to the start of a character
-  return bytes.subarray(0, end).toString('utf8') + marker;
+  return bytes.subarray(0, end).toString('utf8') + mark;
 }
 
 /** A JSON-ish text of any value, for operators to read: Buffers and bigints shown, never throws. */

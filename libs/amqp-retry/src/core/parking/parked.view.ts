@@ -4,7 +4,7 @@ import type { MessageProperties, Options } from 'amqplib';
 import type { ParkedFilter, ParkedMessageView, ParkedSummary } from './parked-messages.types.js';
 import { maskCredentials } from '../text/credentials.mask.js';
 import { headersOf, republishProperties } from '../message/message.properties.js';
-import { BROKER_DEATH_HEADERS } from './parked-message.headers.js';
+import { BROKER_DEATH_HEADERS, truncateUtf8 } from './parked-message.headers.js';
 import { ParkedHeader } from '../headers/header.names.js';
 import { DELIVERY_COUNT_HEADERS } from '../delivery/delivery.count.js';
 import { FailureGroupTally, groupKeyOf } from './failure.groups.js';
@@ -105,22 +105,10 @@ export function withBodyPreview(view: ParkedMessageView, maxBytes: number): Park
   if (bodyBytes <= max) return { ...view, bodyBytes, bodyTruncated: false };
   return {
     ...view,
-    body: view.bodyEncoding === 'utf8' ? utf8Prefix(view.body, max) : view.body.slice(0, Math.floor(max / 3) * 4),
+    body: view.bodyEncoding === 'utf8' ? truncateUtf8(view.body, max, '') : view.body.slice(0, Math.floor(max / 3) * 4),
     bodyBytes,
     bodyTruncated: true,
   };
-}
-
-/** The longest prefix of `text` whose UTF-8 form fits in `maxBytes`, never splitting a character. */
-function utf8Prefix(text: string, maxBytes: number): string {
-  // At most maxBytes characters can fit; a surrogate pair cut in two leaves its first half out.
-  let head = text.slice(0, maxBytes);
-  if (/[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1);
-  const bytes = Buffer.from(head, 'utf8');
-  if (bytes.length <= maxBytes) return head;
-  let end = maxBytes;
-  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end).toString('utf8');
 }
 
 const contains = (haystack: string, needle: string) => haystack.toLowerCase().includes(needle.toLowerCase());
