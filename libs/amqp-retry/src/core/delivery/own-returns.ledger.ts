@@ -1,6 +1,7 @@
 import { BrokerHeader, ParkedHeader } from '../headers/header.names.js';
 import { type IdentifiedDelivery, retryIdentity } from './retry.identity.js';
 import { readDeathHistory } from './x-death.parser.js';
+import { keepNewest } from '../publish/known-targets.js';
 
 /** How many identities a ledger keeps: the least recently returned are forgotten first. */
 export const OWN_RETURNS_CAPACITY = 10_000;
@@ -44,14 +45,10 @@ export class OwnReturns {
   private readonly credits = new Map<string, Credit>();
   /** The identities returned since the last takeUnannounced(), for the hand-over's note. */
   private readonly unannounced = new Set<string>();
-  private readonly capacity: number;
-  private readonly creditLifetimeMs: number;
-  private readonly now: () => number;
+  private readonly options: Required<OwnReturnsOptions>;
 
-  constructor(options: OwnReturnsOptions = {}) {
-    this.capacity = options.capacity ?? OWN_RETURNS_CAPACITY;
-    this.creditLifetimeMs = options.creditLifetimeMs ?? CREDIT_LIFETIME_MS;
-    this.now = options.now ?? Date.now;
+  constructor({ capacity = OWN_RETURNS_CAPACITY, creditLifetimeMs = CREDIT_LIFETIME_MS, now = Date.now }: OwnReturnsOptions = {}) {
+    this.options = { capacity, creditLifetimeMs, now };
   }
 
   /**
@@ -65,9 +62,9 @@ export class OwnReturns {
 
   /** One more return of `identity`: a delivery of it, so it takes its live credit first (claim). */
   add(identity: string): void {
-    this.keep(this.counts, identity, this.claim(identity) + 1);
+    keepNewest(this.counts, identity, this.claim(identity) + 1, this.options.capacity);
     this.unannounced.add(identity);
-    if (this.unannounced.size > this.capacity) this.unannounced.delete(this.unannounced.values().next().value as string);
+    if (this.unannounced.size > this.options.capacity) this.unannounced.delete(this.unannounced.values().next().value as string);
   }
 
   /**
@@ -75,7 +72,7 @@ export class OwnReturns {
    * of it here, until it expires; a later note's count replaces an earlier one's.
    */
   credit(identity: string, returns: number): void {
-    this.keep(this.credits, identity, { returns, expiresAt: this.now() + this.creditLifetimeMs });
+    keepNewest(this.credits, identity, { returns, expiresAt: this.options.now() + this.options.creditLifetimeMs }, this.options.capacity);
   }
 
   /**
@@ -87,8 +84,8 @@ export class OwnReturns {
     if (credit === undefined) return this.of(identity);
     this.credits.delete(identity);
     const own = this.of(identity);
-    if (credit.expiresAt <= this.now() || credit.returns <= own) return own;
-    this.keep(this.counts, identity, credit.returns);
+    if (credit.expiresAt <= this.options.now() || credit.returns <= own) return own;
+    keepNewest(this.counts, identity, credit.returns, this.options.capacity);
     return credit.returns;
   }
 
@@ -115,21 +112,11 @@ export class OwnReturns {
   }
 
   private expireCredits(): void {
-    const now = this.now();
+    const now = this.options.now();
     for (const [identity, credit] of this.credits) {
       if (credit.expiresAt > now) return;
       this.credits.delete(identity);
     }
-  }
-
-  /**
-   * Sets `identity` at the back of `map`, forgetting the front one past the capacity: the most recently returned are
-   * kept longest, and the credits (which all live as long) expire in their order.
-   */
-  private keep<V>(map: Map<string, V>, identity: string, value: V): void {
-    map.delete(identity);
-    map.set(identity, value);
-    if (map.size > this.capacity) map.delete(map.keys().next().value as string);
   }
 }
 

@@ -3,6 +3,7 @@ import { reconnectDelay, type ReconnectPolicy } from '../connection/reconnect.po
 import { DelayHeader } from '../headers/header.names.js';
 import { assertLadderHeaders, ladderProperties, planDelayedPublish, type DelayHeaders, type DelayTarget } from './delay.plan.js';
 import { readStrictInteger } from './x-death.parser.js';
+import { keepNewest } from '../publish/known-targets.js';
 
 /**
  * How long after a 403 a forwarder gives the due messages for that exchange back without trying to publish them: 1 s,
@@ -116,10 +117,7 @@ export class RefusedTargets {
 
   private entry(exchange: string): Refusal {
     let refusal = this.byExchange.get(exchange);
-    if (!refusal) {
-      if (this.byExchange.size >= this.max) this.byExchange.delete(this.byExchange.keys().next().value as string);
-      this.byExchange.set(exchange, (refusal = { refusals: 0, retryAt: 0, givenBack: 0 }));
-    }
+    if (!refusal) keepNewest(this.byExchange, exchange, (refusal = { refusals: 0, retryAt: 0, givenBack: 0 }), this.max);
     return refusal;
   }
 

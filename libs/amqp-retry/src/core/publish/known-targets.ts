@@ -1,3 +1,10 @@
+/** Sets `key` as the newest entry of `map`, forgetting the oldest beyond `capacity`. */
+export function keepNewest<K, V>(map: Map<K, V>, key: K, value: V, capacity: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > capacity) map.delete(map.keys().next().value as K);
+}
+
 /**
  * Targets a check found lately, each for `holdMs`: a delayed publish to one of them goes without asking the broker
  * again. Bounded: past `max` names, the expired ones go, then the oldest.
@@ -21,14 +28,7 @@ export class KnownTargets {
 
   /** A check found `name` at `nowMs`. */
   found(name: string, nowMs: number): void {
-    this.until.delete(name); // set again below: the newest last, for the oldest to go first
-    if (this.until.size >= this.max) {
-      for (const [known, until] of this.until) if (until <= nowMs) this.until.delete(known);
-      for (const known of this.until.keys()) {
-        if (this.until.size < this.max) break;
-        this.until.delete(known);
-      }
-    }
-    this.until.set(name, nowMs + this.holdMs);
+    if (this.until.size >= this.max) for (const [known, until] of this.until) if (until <= nowMs) this.until.delete(known);
+    keepNewest(this.until, name, nowMs + this.holdMs, this.max); // the newest last, for the oldest to go first
   }
 }

@@ -1,4 +1,5 @@
 import type { ReplyAddressState } from './reply-address.rules.js';
+import { keepNewest } from './known-targets.js';
 
 /**
  * How long an answer about a direct reply-to address is trusted without asking the broker again, in ms. 'exists' only
@@ -48,11 +49,4 @@ export class ReplyAddressMemory {
     else keepNewest(this.brief, address, { state, until: now + trustedMs }, this.capacity);
     return state;
   }
-}
-
-/** Sets `key` as the newest entry of `map`, forgetting the oldest beyond `capacity`. */
-function keepNewest<V>(map: Map<string, V>, key: string, value: V, capacity: number): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > capacity) map.delete(map.keys().next().value as string);
 }
