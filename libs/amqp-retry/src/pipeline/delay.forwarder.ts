@@ -1,18 +1,15 @@
 import type { ConsumeMessage, Options } from 'amqplib';
 import {
   configuredDelayPrefix,
-  forwardedExpiration,
-  forwardedRecipients,
+  forwardedProperties,
   isLadderTarget,
   ladderTargetProblem,
   readDelayTarget,
-  withoutDelayDeaths,
   type DelayTarget,
   type DelayTopology,
 } from '../core/delivery/delay.plan.js';
 import type { ParkReason } from '../core/delivery/delivery.decision.js';
 import { errorMessage } from '../core/text/error-message.format.js';
-import { republishProperties } from '../core/message/message.properties.js';
 import { reconnectDelay } from '../core/connection/reconnect.policy.js';
 import { planGiveBack, RefusedTargets, type GiveBack } from '../core/delivery/refused-target.policy.js';
 import { PublishError } from '../errors/publish.error.js';
@@ -69,15 +66,9 @@ export class DelayForwardHandler {
     // Put in the ladder by hand or by another client: the broker would close the forwarder's connection over it, again and again.
     const replyTarget = replyTargetProblem(target.exchange, target.routingKey, true);
     if (replyTarget !== undefined) return this.parkIt(message, settle, 'malformed', new Error(replyTarget), signal, target);
-    // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on.
-    const { headers: kept, expiration } = forwardedExpiration(withoutDelayDeaths(headers, this.ladder.prefix));
-    // So do its CC and BCC, routed by this publish as they would have been by an immediate one.
-    const { headers: delivered, CC, BCC } = forwardedRecipients(kept);
-    const copy = republishProperties(message.properties, delivered); // a new object: set here rather than spread (docs/performance.md)
-    if (expiration !== undefined) copy.expiration = expiration;
-    if (CC !== undefined) copy.CC = CC;
-    if (BCC !== undefined) copy.BCC = BCC;
-    copy.mandatory = true;
+    // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on. So do
+    // its CC and BCC, routed by this publish as they would have been by an immediate one.
+    const copy = forwardedProperties(message.properties, this.ladder.prefix);
     if (this.refused.isHeld(target.exchange, Date.now())) {
       const back = await this.giveBack(target, message.content, copy, signal, true);
       if (back === true) return settle.ack();

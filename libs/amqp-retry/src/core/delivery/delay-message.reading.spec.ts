@@ -1,8 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   DELAY_LADDER,
-  forwardedExpiration,
-  forwardedRecipients,
+  forwardedProperties,
   isDelayLadderQueue,
   ladderProperties,
   planDelayedPublish,
@@ -11,7 +10,14 @@ import {
   readDelayTarget,
   withoutDelayDeaths,
 } from './delay.plan.js';
+import type { MessageProperties } from 'amqplib';
 import { DelayHeader } from '../headers/header.names.js';
+
+/** What the forwarder delivers a due message carrying `headers` with, as far as the delay headers go. */
+const forwarded = (headers: Record<string, unknown>) => {
+  const { headers: delivered, expiration, CC, BCC } = forwardedProperties({ headers } as unknown as MessageProperties, DELAY_LADDER.prefix);
+  return { headers: delivered, expiration, CC, BCC };
+};
 
 const target = { exchange: 'orders', routingKey: 'order.created.eu' };
 const NOW = Date.parse('2030-01-01T00:00:00.000Z');
@@ -125,13 +131,13 @@ describe('an expiration through the ladder', () => {
   });
 
   it('restores the carried expiration as the property and drops its header', () => {
-    expect(forwardedExpiration({ tenant: 'acme', [DelayHeader.expiration]: '200' })).toEqual({ headers: { tenant: 'acme' }, expiration: '200' });
-    expect(forwardedExpiration({ tenant: 'acme' })).toEqual({ headers: { tenant: 'acme' } });
+    expect(forwarded({ tenant: 'acme', [DelayHeader.expiration]: '200' })).toEqual({ headers: { tenant: 'acme' }, expiration: '200' });
+    expect(forwarded({ tenant: 'acme' })).toEqual({ headers: { tenant: 'acme' } });
   });
 
   it('delivers without an expiration when the carried one is malformed (a message published by another client)', () => {
     for (const bad of ['-3', 'x', 7.5, Buffer.from('200'), null])
-      expect(forwardedExpiration({ [DelayHeader.expiration]: bad, a: 1 })).toEqual({ headers: { a: 1 } });
+      expect(forwarded({ [DelayHeader.expiration]: bad, a: 1 })).toEqual({ headers: { a: 1 } });
   });
 });
 
@@ -153,8 +159,8 @@ describe('CC and BCC through the ladder', () => {
   });
 
   it('leaves a CC header of a copy already in the ladder for the forwarder to route', () => {
-    expect(forwardedRecipients({ a: 1, CC: ['eu'] })).toEqual({ headers: { a: 1, CC: ['eu'] } });
-    expect(forwardedRecipients({ a: 1, CC: ['eu'], [DelayHeader.bcc]: ['audit'] })).toEqual({ headers: { a: 1, CC: ['eu'] }, BCC: ['audit'] });
+    expect(forwarded({ a: 1, CC: ['eu'] })).toEqual({ headers: { a: 1, CC: ['eu'] } });
+    expect(forwarded({ a: 1, CC: ['eu'], [DelayHeader.bcc]: ['audit'] })).toEqual({ headers: { a: 1, CC: ['eu'] }, BCC: ['audit'] });
   });
 
   it('drops stale carried keys of the caller, and carries none for none', () => {
@@ -163,14 +169,13 @@ describe('CC and BCC through the ladder', () => {
   });
 
   it('restores the carried keys as CC and BCC and drops their headers, whatever they hold', () => {
-    expect(forwardedRecipients({ a: 1, [DelayHeader.cc]: ['eu'], [DelayHeader.bcc]: [Buffer.from('audit')] })).toEqual({
+    expect(forwarded({ a: 1, [DelayHeader.cc]: ['eu'], [DelayHeader.bcc]: [Buffer.from('audit')] })).toEqual({
       headers: { a: 1 },
       CC: ['eu'],
       BCC: ['audit'],
     });
-    expect(forwardedRecipients({ a: 1, [DelayHeader.bcc]: 'not a list' })).toEqual({ headers: { a: 1 } });
-    const plain = { a: 1 };
-    expect(forwardedRecipients(plain).headers).toBe(plain);
+    expect(forwarded({ a: 1, [DelayHeader.bcc]: 'not a list' })).toEqual({ headers: { a: 1 } });
+    expect(forwardedProperties({ headers: { a: 1 } } as unknown as MessageProperties, DELAY_LADDER.prefix).mandatory).toBe(true);
   });
 });
 

@@ -15,15 +15,16 @@
  * - a coarser unit removes hops only by adding about as much rounding.
  */
 
-import type { Options } from 'amqplib';
+import type { MessageProperties, Options } from 'amqplib';
 import { type Duration, MAX_TTL_MS, readDurationWithin } from '../time/duration.reader.js';
-import { readExpiration } from '../message/message.properties.js';
+import { headersOf, readExpiration, republishProperties } from '../message/message.properties.js';
 import type { QueueType } from '../topology/topology.types.js';
 import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from '../topology/topology.types.js';
 import { QUORUM_DEAD_LETTERING, queueTypeArgument } from '../topology/queue-type.mismatch.js';
 import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
 import { readDeathHistory } from './x-death.parser.js';
+import { withoutDeliveryCounts } from './delivery.count.js';
 
 /** Layout of the delay ladder. */
 export const DELAY_LADDER = {
@@ -57,13 +58,6 @@ export interface DelayHeaders {
 export interface DelayTarget {
   readonly exchange: string;
   readonly routingKey: string;
-}
-
-/** One queue of the ladder that a message waits in. */
-export interface DelayLevel {
-  readonly position: number;
-  readonly digit: number;
-  readonly ttlMs: number;
 }
 
 /** Everything to declare, durable, in order: exchanges, then queues, then bindings. */
@@ -150,9 +144,9 @@ export function readPublishDelay(delay: Duration): number {
  * delay rounded up to a whole unit, so a message is never early.
  * @example delayLevels(1500) // [{ position: 3, digit: 2, ttlMs: 1024 }, ..., { position: 0, digit: 4, ttlMs: 4 }]
  */
-export function delayLevels(delayMs: number): readonly DelayLevel[] {
+export function delayLevels(delayMs: number) {
   assertValidDelay(delayMs);
-  const levels: DelayLevel[] = [];
+  const levels: Array<{ position: number; digit: number; ttlMs: number }> = [];
   // Arithmetic, not bitwise: bitwise operators truncate to 32-bit signed integers.
   let rest = Math.ceil(delayMs / unitMs);
   for (let position = 0; rest > 0; position++, rest = Math.floor(rest / base)) {
@@ -262,7 +256,7 @@ export function assertLadderHeaders(headers: Readonly<Record<string, unknown>> |
 /**
  * The properties to send a delayed message into the ladder with: persistent (it may wait for weeks), the plan's headers
  * over the caller's, and no `expiration`, which would make it leave its first level early: it rides in
- * DelayHeader.expiration and applies from delivery (see forwardedExpiration). Throws a RangeError for a malformed one.
+ * DelayHeader.expiration and applies from delivery (see forwardedProperties). Throws a RangeError for a malformed one.
  */
 export function ladderProperties(properties: Options.Publish, headers: DelayHeaders): Options.Publish {
   const { expiration, CC, BCC, ...rest } = properties;
@@ -294,18 +288,26 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
 }
 
 /**
- * What the forwarder delivers a due message with: its headers without DelayHeader.expiration, and the expiration that
- * header carried (undefined when malformed: a message published by another client must still be delivered).
+ * The properties the forwarder delivers a due message with (mandatory): its own, its headers without the ladder's
+ * deaths (withoutDelayDeaths) and the library's delay headers, and what those carried (see ladderProperties): the
+ * `expiration` of DelayHeader.expiration (none when malformed: a message published by another client must still be
+ * delivered), the `CC` and `BCC` of DelayHeader.cc and DelayHeader.bcc. A BCC list must never reach a consumer: its
+ * header goes whatever it holds. A `CC` header (a copy put in the ladder with one) stays, and the forwarder's publish
+ * routes it.
  */
-export function forwardedExpiration(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; expiration?: string } {
-  const { [DelayHeader.expiration]: carried, ...rest } = headers;
+export function forwardedProperties(properties: MessageProperties, prefix: string): Options.Publish {
+  const delivered = withoutDelayDeaths(headersOf(properties), prefix);
+  const { [DelayHeader.expiration]: carried, [DelayHeader.cc]: cc, [DelayHeader.bcc]: bcc, ...headers } = delivered;
+  const copy = republishProperties(properties, headers); // a new object: set here rather than spread (docs/performance.md)
+  copy.mandatory = true;
   try {
-    const expiration = readExpiration(carried);
-    if (expiration !== undefined) return { headers: rest, expiration };
+    copy.expiration = readExpiration(carried);
   } catch {
     // malformed: delivered without one
   }
-  return { headers: rest };
+  if (Array.isArray(cc)) copy.CC = routingKeys(cc);
+  if (Array.isArray(bcc)) copy.BCC = routingKeys(bcc);
+  return copy;
 }
 
 /** CC or BCC routing keys as amqplib sends them (a list of strings); undefined for none. */
@@ -313,19 +315,6 @@ function routingKeys(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   const keys = (Array.isArray(value) ? value : [value]).map((key) => (Buffer.isBuffer(key) ? key.toString() : String(key)));
   return keys.length > 0 ? keys : undefined;
-}
-
-/**
- * What the forwarder delivers a due message with: its headers without DelayHeader.cc and DelayHeader.bcc, and the
- * `CC` and `BCC` those headers carried (see ladderProperties). A BCC list must never reach a consumer: its header goes
- * whatever it holds. A `CC` header (a copy put in the ladder with one) stays, and the forwarder's publish routes it.
- */
-export function forwardedRecipients(headers: Readonly<Record<string, unknown>>): { headers: Record<string, unknown>; CC?: string[]; BCC?: string[] } {
-  if (!(DelayHeader.cc in headers) && !(DelayHeader.bcc in headers)) return { headers: headers as Record<string, unknown> };
-  const { [DelayHeader.cc]: cc, [DelayHeader.bcc]: bcc, ...rest } = headers;
-  const CC = Array.isArray(cc) ? routingKeys(cc) : undefined;
-  const BCC = Array.isArray(bcc) ? routingKeys(bcc) : undefined;
-  return { headers: rest, ...(CC && { CC }), ...(BCC && { BCC }) };
 }
 
 /** The target a due message names in its headers, or undefined if they are missing or malformed. */
@@ -368,9 +357,7 @@ export const ladderTargetProblem = ({ exchange, routingKey }: DelayTarget, prefi
 export function withoutDelayDeaths(headers: Readonly<Record<string, unknown>>, prefix: string = DELAY_LADDER.prefix): Record<string, unknown> {
   const isLadder = (queue: unknown): boolean => typeof queue === 'string' && queue.startsWith(`${prefix}.`);
   const queueOf = (death: unknown): unknown => (typeof death === 'object' && death !== null && 'queue' in death ? death.queue : undefined);
-  const result: Record<string, unknown> = { ...headers };
-  delete result[BrokerHeader.deliveryCount];
-  delete result[BrokerHeader.acquiredCount];
+  const result = withoutDeliveryCounts(headers);
   const deaths = headers[BrokerHeader.death];
   if (Array.isArray(deaths)) {
     const kept = deaths.filter((death: unknown) => !isLadder(queueOf(death)));

@@ -1,6 +1,7 @@
+import type { MessageProperties } from 'amqplib';
 import type { XDeath } from '../delivery/x-death.parser.js';
 import { firstFailureHeaders, firstRoute, movedFirstFailures, FIRST_FAILURE_HEADERS } from '../delivery/first-failure.headers.js';
-import { forwardedExpiration, ladderProperties, planDelayedPublish, readDelayTarget } from '../delivery/delay.plan.js';
+import { forwardedProperties, ladderProperties, planDelayedPublish, readDelayTarget } from '../delivery/delay.plan.js';
 import { BROKER_DEATH_HEADERS, parkedPublishOptions } from '../parking/parked-message.headers.js';
 import { PARKING_HEADERS, REPLAY_ROUTE_HEADERS, replayPublishOptions, toParkedView } from '../parking/parked.view.js';
 import { sampleProperties } from '../../testing/message-properties.fixture.js';
@@ -131,7 +132,7 @@ describe('the header vocabulary', () => {
     const headers = options.headers as Record<string, unknown>;
     expect(headers).toMatchObject({ [DelayHeader.ms]: 1_500, [DelayHeader.dueAt]: '2026-11-24T20:00:01.500Z', tenant: 'a' });
     expect(readDelayTarget(headers)).toEqual({ exchange: 'shop', routingKey: 'order.created' });
-    const forwarded = forwardedExpiration(headers);
+    const forwarded = forwardedProperties({ headers } as unknown as MessageProperties, 'amqp-retry.delay');
     expect(forwarded.expiration).toBe('30000');
     expect(forwarded.headers).not.toHaveProperty([DelayHeader.expiration]);
   });
