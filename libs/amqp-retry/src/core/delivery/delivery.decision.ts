@@ -133,10 +133,7 @@ function earlyPark(attempt: number, maxAttempts: number, unsettled: Unsettled): 
 export const isExhausted = (attemptsMade: number, maxAttempts: number): boolean => attemptsMade >= maxAttempts;
 
 /** Before attempt `attempt` (1-based) runs: the park of a message that already had every attempt, else undefined. */
-export function exhaustedBeforeHandling(
-  attempt: number,
-  maxAttempts: number,
-): { reason: 'exhausted'; error: Error; handlerCalls: number } | undefined {
+export function exhaustedBeforeHandling(attempt: number, maxAttempts: number): Omit<EarlyPark, 'action'> | undefined {
   if (!isExhausted(attempt - 1, maxAttempts)) return undefined;
   const error = new Error(`already had ${attempt - 1} attempts, and maxAttempts is ${maxAttempts}`);
   return { reason: 'exhausted', error, handlerCalls: attempt - 1 };

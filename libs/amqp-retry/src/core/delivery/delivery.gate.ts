@@ -1,20 +1,5 @@
 /** A handler's place in the gate. */
-export interface GatePass {
-  /** The handler returned: its place is free. */
-  leave(): void;
-  /** The handler's delivery can no longer be settled (its channel died): it keeps its place, but does not block an exclusive one. */
-  detach(): void;
-  /**
-   * The handler waits for something other than its own work (its ordering key's turn): it keeps its place, but runs
-   * nothing meanwhile, so it does not block an exclusive one (nor is it blocked by one) until `rejoin()`.
-   */
-  stepAside(): void;
-  /**
-   * The handler goes on after `stepAside()`: resolves once the gate lets it run again (an exclusive one alone, none
-   * beside an exclusive one), before any handler that has not started; undefined when it may go on at once.
-   */
-  rejoin(): Promise<void> | undefined;
-}
+export type GatePass = Pick<Pass, 'leave' | 'detach' | 'stepAside' | 'rejoin'>;
 
 /** What the gate counts when it decides whether a handler may run. */
 export interface GateCount {
@@ -145,7 +130,7 @@ export class DeliveryGate {
 }
 
 /** One handler's pass: a class, not closures, since every delivery takes one. */
-class Pass implements GatePass {
+class Pass {
   attached = true;
   running = true;
   aside = false;
@@ -155,18 +140,28 @@ class Pass implements GatePass {
     readonly exclusive: boolean,
   ) {}
 
+  /** The handler returned: its place is free. */
   leave(): void {
     if (this.running) this.gate.release(this, true);
   }
 
+  /** The handler's delivery can no longer be settled (its channel died): it keeps its place, but does not block an exclusive one. */
   detach(): void {
     if (this.attached || this.aside) this.gate.release(this, false);
   }
 
+  /**
+   * The handler waits for something other than its own work (its ordering key's turn): it keeps its place, but runs
+   * nothing meanwhile, so it does not block an exclusive one (nor is it blocked by one) until `rejoin()`.
+   */
   stepAside(): void {
     this.gate.stepAside(this);
   }
 
+  /**
+   * The handler goes on after `stepAside()`: resolves once the gate lets it run again (an exclusive one alone, none
+   * beside an exclusive one), before any handler that has not started; undefined when it may go on at once.
+   */
   rejoin(): Promise<void> | undefined {
     return this.gate.rejoin(this);
   }
