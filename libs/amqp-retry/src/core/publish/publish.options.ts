@@ -64,6 +64,9 @@ export function readPublishOptions<T extends object>(options: T | undefined, whe
   throw new TypeError(`${where}: the options are ${shown}; give an object of publish options, e.g. { delay: '30s' }, or leave them out`);
 }
 
+/** The options publishProperties sets as they are, each only when given. */
+const COPIED_OPTIONS = ['expiration', 'priority', 'correlationId', 'replyTo', 'type', 'appId'] as const;
+
 /**
  * The AMQP properties of a message published with `options`, over `base` (what the caller always sets): the message id
  * given or a new one, persistent unless told otherwise, and each other property only when given (amqplib sends an
@@ -76,12 +79,7 @@ export function publishProperties(options: Omit<PublishOptions, 'delay'>, base: 
   properties.persistent = options.persistent ?? true;
   properties.messageId = options.messageId ?? newMessageId();
   properties.headers = options.headers;
-  if (options.expiration !== undefined) properties.expiration = options.expiration;
-  if (options.priority !== undefined) properties.priority = options.priority;
-  if (options.correlationId !== undefined) properties.correlationId = options.correlationId;
-  if (options.replyTo !== undefined) properties.replyTo = options.replyTo;
-  if (options.type !== undefined) properties.type = options.type;
-  if (options.appId !== undefined) properties.appId = options.appId;
+  for (const key of COPIED_OPTIONS) if (options[key] !== undefined) properties[key] = options[key] as never;
   if (options.timestamp !== undefined) properties.timestamp = secondsOf(options.timestamp);
   return properties;
 }
