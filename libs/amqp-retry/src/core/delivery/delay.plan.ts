@@ -25,6 +25,7 @@ import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.name
 import { copyOwn } from '../headers/own-keys.copy.js';
 import { readDeathHistory } from './x-death.parser.js';
 import { withoutDeliveryCounts } from './delivery.count.js';
+import type { Route } from './replayed-route.reader.js';
 
 /** Layout of the delay ladder. */
 export const DELAY_LADDER = {
@@ -55,10 +56,7 @@ export interface DelayHeaders {
 }
 
 /** Where a delayed message goes once it is due. */
-export interface DelayTarget {
-  readonly exchange: string;
-  readonly routingKey: string;
-}
+export type DelayTarget = Readonly<Route>;
 
 /** Everything to declare, durable, in order: exchanges, then queues, then bindings. */
 export interface DelayTopology extends TopologyPlan {
@@ -75,13 +73,11 @@ export interface DelayTopology extends TopologyPlan {
 /** How to publish a delayed message: straight to its target, or into the ladder. */
 export type DelayedPublishPlan =
   | { readonly kind: 'direct' }
-  | {
+  | (DelayTarget & {
       readonly kind: 'ladder';
-      readonly exchange: string;
-      readonly routingKey: string;
       /** Merge over the message's own headers. */
       readonly headers: DelayHeaders;
-    };
+    });
 
 const { base, positions, unitMs, version } = DELAY_LADDER;
 const MAX_UNITS = Math.floor(MAX_DELAY_MS / unitMs);

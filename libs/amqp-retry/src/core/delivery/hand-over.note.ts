@@ -49,20 +49,13 @@ export function decodeHandOverNote(content: Buffer, routingKey: string): HandOve
   return { queue, returns: read };
 }
 
-/** How a delivery its consumer lets go of without settling it ended (see returnedOnPurpose). */
-export interface UnsettledEnd {
-  /** The consumer's queue was recalled (handed over, paused, its circuit opened) while the delivery was held. */
-  recalled: boolean;
-  /** Its channel died first (a lost connection, a consumer timeout): the broker took it back, for its own reasons. */
-  lost: boolean;
-  /** Its handler was still running when the channel closed (it outlived the hand-over's timeout). */
-  running: boolean;
-}
-
 /**
  * Whether the return of a delivery left unsettled is one made on purpose, which must not count toward the redelivery
- * limit: the queue was recalled and the delivery's handler had ended, unsettled (it waited for its turn, for its key,
- * or between two attempts in place), so only the hand-over's channel close puts it back. A delivery whose channel was
- * lost, or whose handler still ran when the channel closed, is counted as the broker counts it: that may be a crash.
+ * limit: the queue was recalled (handed over, paused, its circuit opened) while the delivery was held and its handler
+ * had ended, unsettled (it waited for its turn, for its key, or between two attempts in place), so only the hand-over's
+ * channel close puts it back. A delivery whose channel was `lost` first (a lost connection, a consumer timeout: the
+ * broker took it back, for its own reasons), or whose handler was still `running` when the channel closed (it outlived
+ * the hand-over's timeout), is counted as the broker counts it: that may be a crash.
  */
-export const returnedOnPurpose = (end: UnsettledEnd): boolean => end.recalled && !end.lost && !end.running;
+export const returnedOnPurpose = ({ recalled, lost, running }: Record<'recalled' | 'lost' | 'running', boolean>): boolean =>
+  recalled && !lost && !running;

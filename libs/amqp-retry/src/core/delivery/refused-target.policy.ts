@@ -36,9 +36,7 @@ export function giveBackDelay(count: number, forbidden: boolean, random: () => n
 }
 
 /** A due message given back to the ladder: where to publish it, with what, and when it is due again. */
-export interface GiveBack {
-  readonly exchange: string;
-  readonly routingKey: string;
+export interface GiveBack extends DelayTarget {
   readonly properties: Options.Publish;
   readonly delayMs: number;
 }
