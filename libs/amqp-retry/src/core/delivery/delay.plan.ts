@@ -18,8 +18,7 @@
 import type { MessageProperties, Options } from 'amqplib';
 import { type Duration, MAX_TTL_MS, readDurationWithin } from '../time/duration.reader.js';
 import { headersOf, readExpiration, republishProperties } from '../message/message.properties.js';
-import type { QueueType } from '../topology/topology.types.js';
-import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, TopologyPlan } from '../topology/topology.types.js';
+import type { BindingDeclaration, ExchangeDeclaration, QueueDeclaration, QueueType, TopologyPlan } from '../topology/topology.types.js';
 import { QUORUM_DEAD_LETTERING, queueTypeArgument } from '../topology/queue-type.mismatch.js';
 import { BrokerHeader, DelayHeader, QueueArgument } from '../headers/header.names.js';
 import { copyOwn } from '../headers/own-keys.copy.js';
@@ -258,29 +257,19 @@ export function ladderProperties(properties: Options.Publish, headers: DelayHead
   const { expiration, CC, BCC, ...rest } = properties;
   const kept = readExpiration(expiration);
   // The library's headers only: ones the caller's headers carry (a copy of a delivered message) must not come back.
-  // copyOwn and plain assignments on the fresh objects, not spreads followed by keys (docs/performance.md).
-  const {
-    [DelayHeader.expiration]: _stale,
-    [DelayHeader.cc]: _staleCc,
-    [DelayHeader.bcc]: _staleBcc,
-    CC: headerCc,
-    BCC: headerBcc,
-    ...own
-  } = copyOwn(properties.headers, headers);
-  if (kept !== undefined) own[DelayHeader.expiration] = kept;
+  // copyOwn and Object.assign on the fresh objects, not spreads followed by keys (docs/performance.md).
+  const own = copyOwn(properties.headers, headers);
   // CC and BCC route wherever the message is routed: at every exchange of the ladder, and again each time a level
   // dead-letters it. A CC key whose word for a position is a digit would copy it into a level, or through a `0` binding
   // past the level's wait (early, and more than once). So both ride in headers of the library's, and only the
   // forwarder's publish routes them, at the target. A `CC` header of a copy already in the ladder is routed there too.
-  const cc = routingKeys(CC ?? headerCc);
+  const cc = routingKeys(CC ?? own.CC);
+  const bcc = routingKeys(BCC ?? own.BCC);
+  for (const stale of [DelayHeader.expiration, DelayHeader.cc, DelayHeader.bcc, 'CC', 'BCC']) delete own[stale];
+  if (kept !== undefined) own[DelayHeader.expiration] = kept;
   if (cc !== undefined) own[DelayHeader.cc] = cc;
-  const bcc = routingKeys(BCC ?? headerBcc);
   if (bcc !== undefined) own[DelayHeader.bcc] = bcc;
-  const ladder: Options.Publish = rest;
-  ladder.persistent = true;
-  ladder.mandatory = true;
-  ladder.headers = own;
-  return ladder;
+  return Object.assign(rest, { persistent: true, mandatory: true, headers: own });
 }
 
 /**
