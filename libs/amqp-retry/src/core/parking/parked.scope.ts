@@ -1,11 +1,7 @@
 import { HANDLER_REGISTRY_QUEUE, type HandlerRecord } from '../topology/handler-registry.record.js';
 
 /** A handler queue, where it parks, and its tiers. */
-export interface ScopeQueue {
-  queue: string;
-  errorQueue: string;
-  tiers: string[];
-}
+export type ScopeQueue = Pick<HandlerRecord, 'queue' | 'errorQueue' | 'tiers'>;
 
 /**
  * Which handler queues a parked-messages view may see and act on: only what it was given, unless it asks for the whole

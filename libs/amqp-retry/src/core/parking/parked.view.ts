@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import type { MessageProperties, Options } from 'amqplib';
+import type { Message, MessageProperties, Options } from 'amqplib';
 import type { ParkedFilter, ParkedMessageView, ParkedSummary } from './parked-messages.types.js';
 import { maskCredentials } from '../text/credentials.mask.js';
 import { headersOf, republishProperties } from '../message/message.properties.js';
@@ -19,10 +19,7 @@ export const PARKING_HEADERS: readonly string[] = Object.values(ParkedHeader).fi
 export const REPLAY_ROUTE_HEADERS: readonly string[] = [ParkedHeader.originalExchange, ParkedHeader.originalRoutingKey, ParkedHeader.originalQueue];
 
 /** A parked message as read from the broker. */
-export interface ParkedDelivery {
-  content: Buffer;
-  properties: MessageProperties;
-}
+export type ParkedDelivery = Pick<Message, 'content' | 'properties'>;
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : '');
 

@@ -1,4 +1,4 @@
-import { unsettledDeliveries } from '../delivery/delivery.count.js';
+import { unsettledDeliveries, type CountedDelivery } from '../delivery/delivery.count.js';
 
 /**
  * The hand-outs after which a record is refreshed. A queue of records (the plan queue `Q.retry.plan`, the handler
@@ -10,9 +10,7 @@ import { unsettledDeliveries } from '../delivery/delivery.count.js';
 export const REFRESH_RECORDS_AT = 10;
 
 /** What recordsDueForRefresh reads of a message got from a queue of records (amqplib's GetMessage has it). */
-export interface ReadRecord {
-  readonly properties: { readonly headers?: Readonly<Record<string, unknown>> };
-}
+export type ReadRecord = Pick<CountedDelivery, 'properties'>;
 
 /**
  * Whether the records read in one pass are refreshed: all of them at once, in their order, as soon as one was handed
