@@ -1,16 +1,12 @@
-import type { ParkReason } from '../delivery/delivery.decision.js';
-import { truncateUtf8 } from './parked-message.headers.js';
+import { truncateUtf8, type ParkInput } from './parked-message.headers.js';
 import { printable } from '../text/printable.js';
 
 /** Most bytes of the error message in a park's log line: the whole of it is in the parked copy. */
 export const MAX_LOGGED_ERROR_BYTES = 1024;
 
 /** What a park's log line names. */
-export interface ParkLogFacts {
-  queue: string;
+export interface ParkLogFacts extends Pick<ParkInput, 'queue' | 'reason' | 'handlerCalls'> {
   errorQueue: string;
-  reason: ParkReason;
-  handlerCalls: number;
   /** The delivery's `messageId`, if it had one. */
   messageId?: unknown;
   /** The parked copy's `x-parked-id`: what `amqp-retry parked show` and the page name it by. */
