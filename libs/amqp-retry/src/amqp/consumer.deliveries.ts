@@ -77,8 +77,11 @@ export class ConsumerDeliveries {
    * turn, its key, an attempt in place) and goes back with the channel's close, on purpose (returnedOnPurpose).
    */
   private ended(subscription: Subscription, delivery: Delivery, pass: GatePass): void {
-    const end = { recalled: subscription.recall.signal.aborted, lost: subscription.abort.signal.aborted, running: false };
-    if (!delivery.isSettled && returnedOnPurpose(end)) this.returned?.(delivery.message);
+    // The usual delivery is settled by its handler: nothing to weigh, nothing allocated.
+    if (!delivery.isSettled) {
+      const end = { recalled: subscription.recall.signal.aborted, lost: subscription.abort.signal.aborted, running: false };
+      if (returnedOnPurpose(end)) this.returned?.(delivery.message);
+    }
     this.finish(subscription, delivery, pass);
   }
 

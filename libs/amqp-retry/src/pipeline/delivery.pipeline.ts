@@ -204,7 +204,9 @@ export class DeliveryPipeline {
       if (tracked) ({ observed, counter, started } = this.lastAttempt(message, tracked));
       return this.failedStep(message, settle, signal, { policy, pattern, attempt, deaths, observed, counter, started }, error);
     }
-    const handled = (): void => {
+    // One reaction reads an unread answer (the usual one, undefined, is no Observable) and acts on the call's end.
+    const handled = (answer?: unknown): Promise<void> | void => {
+      if (unread && answer !== undefined) return settleAnswer(answer, () => handled(), failed);
       if (tracked) ({ observed, counter, started } = this.lastAttempt(message, tracked));
       observed?.handled();
       if (counter) counter.countHandled(queue, performance.now() - started, message);
@@ -221,7 +223,7 @@ export class DeliveryPipeline {
       return this.failedStep(message, settle, signal, call, inPlace ? inPlace.failure : error);
     };
     // Promise.resolve: an invoker that answers a plain value (from JavaScript) still settles the message.
-    return Promise.resolve(running).then(unread ? (answer) => settleAnswer(answer, handled, failed) : handled, failed);
+    return Promise.resolve(running).then(handled, failed);
   }
 
   /** The observation of a tracked call's last attempt (retried in place): none when its failure was told already. */

@@ -87,10 +87,11 @@ const PLAIN_ENCODINGS: ReadonlySet<string> = new Set(['', 'identity', 'utf-8', '
 
 /** Why a content encoding keeps the 'json' deserializer from reading the body: a compression is refused by name. */
 export function jsonContentEncodingProblem(contentEncoding: string | undefined): string | undefined {
-  const coding = contentEncoding?.trim().toLowerCase() ?? '';
+  if (typeof contentEncoding !== 'string') return undefined; // none, the usual case, at once
+  const coding = contentEncoding.trim().toLowerCase();
   if (!COMPRESSIONS.has(coding)) return undefined;
   return (
-    `body is compressed (content encoding ${quoted(contentEncoding ?? '')}), and the 'json' deserializer does not decompress; ` +
+    `body is compressed (content encoding ${quoted(contentEncoding)}), and the 'json' deserializer does not decompress; ` +
     'publish it uncompressed, or give the handler a deserializer function that decompresses it ' +
     '(e.g. (body) => JSON.parse(gunzipSync(body).toString()), with a limit on the size)'
   );
@@ -131,6 +132,9 @@ export function decodeJsonBody(content: Buffer, contentType: string | undefined,
   }
 }
 
+/** A property amqplib decoded as a string, else undefined. */
+const textOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
 /**
  * Turns a delivery's body into the handler's payload with the given deserializer, or says why it cannot. Never throws,
  * so a bad body is parked, never retried: it would fail the same way on every attempt.
@@ -138,8 +142,7 @@ export function decodeJsonBody(content: Buffer, contentType: string | undefined,
 export function decodeBody(message: ConsumeMessage, deserializer: Deserializer = 'json'): DecodedBody {
   if (deserializer === 'json') {
     const { contentType, contentEncoding } = message.properties as { contentType: unknown; contentEncoding: unknown }; // amqplib types them as any
-    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
-    return decodeJsonBody(message.content, text(contentType), text(contentEncoding));
+    return decodeJsonBody(message.content, textOf(contentType), textOf(contentEncoding));
   }
   if (deserializer === 'raw') return { ok: true, payload: message.content };
   if (typeof deserializer !== 'function') {
