@@ -12,9 +12,8 @@ export type Schedule = (run: () => void, ms: number) => () => void;
 /** Why a hold ended before its retry came back, for the log. */
 export type HoldBreak = { key: string; owner: string; waiting: number; why: 'expired' | 'full' };
 
-interface Waiter {
-  admit: (turn: KeyTurn | undefined) => void;
-}
+/** Admits a waiting message: its turn, or undefined when its signal aborted. */
+type Waiter = (turn: KeyTurn | undefined) => void;
 
 interface KeyState {
   running: boolean;
@@ -71,11 +70,9 @@ export class KeySequencer {
     }
     const held = state.hold !== undefined;
     const entered = new Promise<KeyTurn | undefined>((resolve) => {
-      const waiter: Waiter = {
-        admit: (turn) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(turn);
-        },
+      const waiter: Waiter = (turn) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(turn);
       };
       // A state with waiters is never forgotten: while this one waits in it, it is the key's.
       const onAbort = () => {
@@ -83,7 +80,7 @@ export class KeySequencer {
         if (at < 0) return;
         state.waiters.splice(at, 1);
         this.forgetIfIdle(key, state);
-        waiter.admit(undefined);
+        waiter(undefined);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       state.waiters.push(waiter);
@@ -110,7 +107,7 @@ export class KeySequencer {
     const waiter = state.waiters.shift();
     if (waiter === undefined) return this.forgetIfIdle(key, state);
     state.running = true;
-    waiter.admit(this.turn(key, state));
+    waiter(this.turn(key, state));
   }
 
   private release(key: string, state: KeyState, why: HoldBreak['why']): void {

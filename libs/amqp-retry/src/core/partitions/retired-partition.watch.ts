@@ -58,11 +58,7 @@ export class RetiredPartitionWatch {
     for (const index of this.deleted) if (!this.due.has(index) && mayDeclarePartition(index, members)) this.due.add(index);
     if (this.due.size === 0 || now - this.lookedAt < this.everyMs) return [];
     this.lookedAt = now;
-    const look: number[] = [];
-    for (const index of this.due) {
-      if (look.length >= this.atOnce) break;
-      look.push(index);
-    }
+    const look = [...this.due].slice(0, this.atOnce);
     for (const index of look) this.due.delete(index);
     return look;
   }
