@@ -13,9 +13,9 @@ import { exchangeExists } from '../amqp/queue-exists.probe.js';
 import {
   assignPartitions,
   hashExchangeBindings,
-  ownerOf,
   partitionConfigs,
   partitionNames,
+  partitionOwners,
   type PartitionMember,
 } from '../core/partitions/partition.plan.js';
 import type { PartitionsConfig } from '../core/partitions/partitions.config.js';
@@ -148,7 +148,7 @@ export class PartitionedRuntime {
       member: this.member,
       members: members.map((m) => m.id),
       partitions: this.parts.map((part, index) => {
-        const owner = this.assigned ? ownerOf(index, members) : undefined;
+        const owner = this.assigned ? partitionOwners(members)[index] : undefined;
         return { queue: part.queue, index, owner, mine: owner === this.member, consuming: part.consumesNow, ...this.depths.get(index) };
       }),
     };

@@ -142,8 +142,3 @@ export function assignPartitions(members: readonly PartitionMember[], self: Part
   const owners = partitionOwners([...members, self]);
   return owners.flatMap((owner, i) => (owner === self.id && i < (self.count ?? 0) ? [i] : []));
 }
-
-/** The member that owns partition `index` in this view, if any runs it. */
-export function ownerOf(index: number, members: readonly PartitionMember[]): string | undefined {
-  return partitionOwners(members)[index];
-}
