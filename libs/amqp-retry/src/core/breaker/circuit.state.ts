@@ -125,14 +125,9 @@ export class CircuitBreakerState {
 
   /** Failures and calls counted in the window ending at `now`. */
   counts(now: number): { failures: number; calls: number } {
-    let failures = 0;
-    let calls = 0;
-    for (const bucket of this.buckets) {
-      if (bucket.start <= now - this.config.windowMs) continue;
-      failures += bucket.failures;
-      calls += bucket.failures + bucket.successes;
-    }
-    return { failures, calls };
+    const live = this.buckets.filter((bucket) => bucket.start > now - this.config.windowMs);
+    const failures = live.reduce((sum, bucket) => sum + bucket.failures, 0);
+    return { failures, calls: live.reduce((sum, bucket) => sum + bucket.failures + bucket.successes, 0) };
   }
 
   private trialSucceeded(): CircuitTransition | undefined {

@@ -18,10 +18,7 @@ export class SendGate {
   private idle: Array<() => void> = [];
 
   async run<T>(alone: boolean, work: () => Promise<T>): Promise<T> {
-    return alone ? this.runAlone(work) : this.runShared(work);
-  }
-
-  private async runShared<T>(work: () => Promise<T>): Promise<T> {
+    if (alone) return this.runAlone(work);
     while (this.aloneWaiting > 0) await this.aloneQueue;
     this.inFlight++;
     try {
