@@ -17,9 +17,10 @@ export interface IdempotencyConfig {
 
 export const DEFAULT_IDEMPOTENCY_TTL_MS = 86_400_000;
 export const DEFAULT_CLAIM_TTL_MS = 30_000;
-/** Redis PX and PostgreSQL intervals take far more; a year is longer than any redelivery. */
-export const MAX_RECORD_TTL_MS = 366 * 86_400_000;
-const RECORD_TTL_RANGE: DurationRange = { min: 1, below: 'a record must last', max: MAX_RECORD_TTL_MS, above: 'a year' };
+/** Records, holds and retentions: Redis PX and PostgreSQL intervals take far more; a year is longer than any redelivery. */
+export const UP_TO_A_YEAR: DurationRange = { max: 366 * 86_400_000, above: 'a year' };
+/** Records that must last: idempotency records, inbox records. */
+export const RECORD_TTL_RANGE: DurationRange = { ...UP_TO_A_YEAR, min: 1, below: 'a record must last' };
 /** A claim renewed every third of its life needs a life long enough for a store round trip. */
 const CLAIM_TTL_RANGE: DurationRange = {
   ...RECORD_TTL_RANGE,

@@ -1,8 +1,8 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { type DurationRange, readDuration, refuseIllFormedText, showValue } from '../config/config.readers.js';
+import { readDuration, refuseIllFormedText, showValue } from '../config/config.readers.js';
 import type { OrderingOptions } from '../config/retry.options.js';
 import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
-import { MAX_RECORD_TTL_MS } from '../idempotency/idempotency.config.js';
+import { UP_TO_A_YEAR } from '../idempotency/idempotency.config.js';
 import { headerKey, type MessageKeyFn } from '../message/message-key.reader.js';
 
 /** Ordering after defaults and validation. */
@@ -13,8 +13,6 @@ export interface OrderingConfig {
 }
 
 export const DEFAULT_HOLD_GRACE_MS = 10_000;
-/** A hold may wait as long as an idempotency record may last: a year is longer than any redelivery. */
-const HOLD_GRACE_RANGE: DurationRange = { min: 0, max: MAX_RECORD_TTL_MS, above: 'a year' };
 
 const KEYS = keysOf<OrderingOptions>({ key: 1, whileRetrying: 1, holdGrace: 1 });
 
@@ -37,6 +35,6 @@ export function readOrdering(value: unknown, at: (key: string) => string): Order
   if (whileRetrying !== 'continue' && whileRetrying !== 'hold') {
     throw new RetryConfigError(at('ordering.whileRetrying'), `is ${showValue(whileRetrying)}`, "Use 'continue' or 'hold'.");
   }
-  const holdGraceMs = readDuration(options.holdGrace, at('ordering.holdGrace'), "'10s'", HOLD_GRACE_RANGE, DEFAULT_HOLD_GRACE_MS);
+  const holdGraceMs = readDuration(options.holdGrace, at('ordering.holdGrace'), "'10s'", UP_TO_A_YEAR, DEFAULT_HOLD_GRACE_MS);
   return { key: typeof key === 'function' ? key : headerKey(header as string), whileRetrying, holdGraceMs };
 }

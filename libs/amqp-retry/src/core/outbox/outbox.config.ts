@@ -2,6 +2,7 @@ import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { readDuration, readFlag, readInteger, type DurationRange, showValue } from '../config/config.readers.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
+import { RECORD_TTL_RANGE, UP_TO_A_YEAR } from '../idempotency/idempotency.config.js';
 import type { OutboxAdapter } from './outbox.adapter.js';
 import type { HandlerInboxOptions, InboxOptions, OutboxOptions } from './outbox.options.js';
 import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
@@ -49,15 +50,9 @@ const OUTBOX_KEYS = keysOf<OutboxOptions>({
 const RETRY_DELAY_KEYS = keysOf<NonNullable<OutboxOptions['retryDelay']>>({ initial: 1, max: 1 });
 const INBOX_KEYS = keysOf<InboxOptions & HandlerInboxOptions>({ adapter: 1, table: 1, schema: 1, createTables: 1, key: 1, retention: 1 });
 const ADAPTER_METHODS = ['execute', 'transaction'] as const;
-const RETENTION_RANGE: DurationRange = { max: 366 * 86_400_000, above: 'a year' };
-const INBOX_RETENTION_RANGE: DurationRange = { ...RETENTION_RANGE, min: 1, below: 'a record must last' };
-const POLL_RANGE: DurationRange = {
-  min: 10,
-  below: 'a relay polling more often than every 10 ms only loads the database',
-  max: 3_600_000,
-  above: 'an hour',
-};
-const RETRY_RANGE: DurationRange = { min: 10, below: 'a relay retrying faster than every 10 ms loops hot', max: 3_600_000, above: 'an hour' };
+const UP_TO_AN_HOUR: DurationRange = { max: 3_600_000, above: 'an hour' };
+const POLL_RANGE: DurationRange = { ...UP_TO_AN_HOUR, min: 10, below: 'a relay polling more often than every 10 ms only loads the database' };
+const RETRY_RANGE: DurationRange = { ...UP_TO_AN_HOUR, min: 10, below: 'a relay retrying faster than every 10 ms loops hot' };
 
 function readAdapter(adapter: unknown, at: (key: string) => string, orModuleInbox = false): OutboxAdapter {
   const given = adapter as Partial<Record<string, unknown>> | undefined;
@@ -113,7 +108,7 @@ export function readOutbox(value: unknown, at: (key: string) => string): OutboxC
     batchSize: readInteger(options.batchSize, at('outbox.batchSize'), 1, 10_000, '100', 100),
     concurrency: readInteger(options.concurrency, at('outbox.concurrency'), 1, 64, '2', 2),
     pollIntervalMs: readDuration(options.pollInterval, at('outbox.pollInterval'), "'1s'", POLL_RANGE, 1_000),
-    retentionMs: readDuration(options.retention, at('outbox.retention'), "'1d'", RETENTION_RANGE, 86_400_000),
+    retentionMs: readDuration(options.retention, at('outbox.retention'), "'1d'", UP_TO_A_YEAR, 86_400_000),
     retry: {
       backoff: { initialDelayMs, maxDelayMs },
       maxUnroutableAttempts: readInteger(options.maxUnroutableAttempts, at('outbox.maxUnroutableAttempts'), 1, 1_000_000, '10', 10),
@@ -141,6 +136,6 @@ export function readInbox(value: unknown, at: (key: string) => string, forHandle
     createTables: readFlag(options.createTables, at('inbox.createTables'), true),
     key: options.key ?? messageIdKey,
     keyIsMessageId: options.key === undefined,
-    retentionMs: readDuration(options.retention, at('inbox.retention'), "'7d'", INBOX_RETENTION_RANGE, 7 * 86_400_000),
+    retentionMs: readDuration(options.retention, at('inbox.retention'), "'7d'", RECORD_TTL_RANGE, 7 * 86_400_000),
   };
 }
