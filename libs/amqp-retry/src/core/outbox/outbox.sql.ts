@@ -24,14 +24,8 @@ export const CLEANUP_BATCH = 1_000;
 export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   const t = qualifiedName(table, schema);
   const inbox = qualifiedName(inboxTable, schema);
-  const index = {
-    pending: indexName(table, 'pending_idx'),
-    order: indexName(table, 'order_idx'),
-    sent: indexName(table, 'sent_idx'),
-    parked: indexName(table, 'parked_idx'),
-    handledAt: indexName(inboxTable, 'handled_at_idx'),
-    queueHandledAt: indexName(inboxTable, 'queue_handled_at_idx'),
-  };
+  const [pendingIdx, orderIdx, sentIdx, parkedIdx] = ['pending_idx', 'order_idx', 'sent_idx', 'parked_idx'].map((suffix) => indexName(table, suffix));
+  const [handledAtIdx, queueHandledAtIdx] = ['handled_at_idx', 'queue_handled_at_idx'].map((suffix) => indexName(inboxTable, suffix));
   const channel = notifyChannel(table, schema);
   return {
     /** The NOTIFY channel the insert notifies and the relay listens on: `<schema>.<table>`, or the table's name. */
@@ -57,13 +51,13 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   available_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   sent_at timestamptz
 )`,
-      `CREATE INDEX IF NOT EXISTS "${index.pending}" ON ${t} (id) WHERE state = 'pending'`,
-      `CREATE INDEX IF NOT EXISTS "${index.order}" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
-      `CREATE INDEX IF NOT EXISTS "${index.sent}" ON ${t} (sent_at) WHERE state = 'sent'`,
-      `CREATE INDEX IF NOT EXISTS "${index.parked}" ON ${t} (id) WHERE state = 'parked'`,
+      `CREATE INDEX IF NOT EXISTS "${pendingIdx}" ON ${t} (id) WHERE state = 'pending'`,
+      `CREATE INDEX IF NOT EXISTS "${orderIdx}" ON ${t} (order_key, id) WHERE state = 'pending' AND order_key IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS "${sentIdx}" ON ${t} (sent_at) WHERE state = 'sent'`,
+      `CREATE INDEX IF NOT EXISTS "${parkedIdx}" ON ${t} (id) WHERE state = 'parked'`,
     ],
     /** What the start checks of an existing outbox table: the columns the statements use, and the indexes above. */
-    outboxShape: { columns: OUTBOX_COLUMNS, indexes: [index.pending, index.order, index.sent] },
+    outboxShape: { columns: OUTBOX_COLUMNS, indexes: [pendingIdx, orderIdx, sentIdx] },
     /** The inbox's DDL, idempotent. */
     inboxTables: [
       ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${schema}"`]),
@@ -73,14 +67,14 @@ export function outboxSql({ table, inboxTable, schema }: OutboxTableNames) {
   handled_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   PRIMARY KEY (queue, message_id)
 )`,
-      `CREATE INDEX IF NOT EXISTS "${index.handledAt}" ON ${inbox} (handled_at)`,
-      `CREATE INDEX IF NOT EXISTS "${index.queueHandledAt}" ON ${inbox} (queue, handled_at)`,
+      `CREATE INDEX IF NOT EXISTS "${handledAtIdx}" ON ${inbox} (handled_at)`,
+      `CREATE INDEX IF NOT EXISTS "${queueHandledAtIdx}" ON ${inbox} (queue, handled_at)`,
     ],
     /**
      * What the start checks of an existing inbox table. Not `_queue_handled_at_idx`, which tables created before it
      * lack (migrations/002): without it, a cleanup of a queue whose table other queues share may read the whole table.
      */
-    inboxShape: { columns: INBOX_COLUMNS, indexes: [index.handledAt] },
+    inboxShape: { columns: INBOX_COLUMNS, indexes: [handledAtIdx] },
     /** $1 = a table's quoted name: its columns and the names of its indexes (empty when it does not exist). */
     tableShape: `SELECT ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
   ARRAY(SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)) AS indexes`,
