@@ -23,6 +23,8 @@ export interface CircuitTicket {
 /** The window is kept as this many buckets: memory stays constant at any rate, the window slides in steps of a tenth. */
 const BUCKETS = 10;
 
+const trialCalls = (count: number) => `${count} trial ${count === 1 ? 'call' : 'calls'}`;
+
 interface Bucket {
   start: number;
   failures: number;
@@ -119,8 +121,7 @@ export class CircuitBreakerState {
     this.trialsAdmitted = 0;
     this.trialsSucceeded = 0;
     this.trialsFailedAgain = 0;
-    const trials = this.config.halfOpenCalls;
-    return { from: 'open', to: 'half-open', reason: `letting ${trials} trial ${trials === 1 ? 'call' : 'calls'} through` };
+    return { from: 'open', to: 'half-open', reason: `letting ${trialCalls(this.config.halfOpenCalls)} through` };
   }
 
   /** Failures and calls counted in the window ending at `now`. */
@@ -138,8 +139,7 @@ export class CircuitBreakerState {
     this.buckets.length = 0;
     this.consecutive = 0;
     this.nextOpenForMs = this.config.openForMs;
-    const trials = this.config.halfOpenCalls;
-    return { from: 'half-open', to: 'closed', reason: `${trials} trial ${trials === 1 ? 'call' : 'calls'} succeeded` };
+    return { from: 'half-open', to: 'closed', reason: `${trialCalls(this.config.halfOpenCalls)} succeeded` };
   }
 
   private open(why: string): CircuitTransition {

@@ -55,19 +55,16 @@ const MAX_TEXT = 200;
 
 /** Reads who pauses and why: printable text of at most 200 characters each (they reach logs and the page), else a problem. */
 export function readPauseBy(by: unknown, reason: unknown): { by: string; reason?: string } | { problem: string } {
-  const text = (value: unknown, name: string, required: boolean): string | undefined | { problem: string } => {
-    if (value === undefined || value === null || value === '') return required ? { problem: `${name} is missing` } : undefined;
+  const absent = (value: unknown): boolean => value === undefined || value === null || value === '';
+  const printable = (value: unknown): value is string =>
     // eslint-disable-next-line no-control-regex
-    if (typeof value !== 'string' || value.length > MAX_TEXT || /[\u0000-\u001f\u007f-\u009f]/.test(value) || value.trim() === '') {
-      return { problem: `${name} must be printable text of 1 to ${MAX_TEXT} characters` };
-    }
-    return value.trim();
-  };
-  const who = text(by, 'by', true);
-  if (typeof who !== 'string') return who ?? { problem: 'by is missing' };
-  const why = text(reason, 'reason', false);
-  if (typeof why === 'object') return why;
-  return why === undefined ? { by: who } : { by: who, reason: why };
+    typeof value === 'string' && value.length <= MAX_TEXT && !/[\u0000-\u001f\u007f-\u009f]/.test(value) && value.trim() !== '';
+  const unprintable = (name: string) => ({ problem: `${name} must be printable text of 1 to ${MAX_TEXT} characters` });
+  if (absent(by)) return { problem: 'by is missing' };
+  if (!printable(by)) return unprintable('by');
+  if (absent(reason)) return { by: by.trim() };
+  if (!printable(reason)) return unprintable('reason');
+  return { by: by.trim(), reason: reason.trim() };
 }
 
 /** The word the page's State column shows for a queue's state: nothing while running, else the state and who paused. */
