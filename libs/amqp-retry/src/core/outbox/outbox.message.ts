@@ -127,16 +127,13 @@ export function readOutboxMessage(message: OutboxMessage, newId: () => string): 
   return record;
 }
 
-/** A row's properties as read back, or why the row cannot be sent as it is. */
-export type StoredProperties = { properties: Options.Publish } | { problem: string };
-
 /**
- * Properties read back from a row (a driver may hand jsonb over as text, or a jsonb string as its text). A value that
- * is no JSON object (a string, a number, an array, null: written by other means than the outbox's insert) is a
- * problem naming the column: the row could never be sent as it is.
+ * Properties read back from a row, or why the row cannot be sent as it is (a driver may hand jsonb over as text, or a
+ * jsonb string as its text). A value that is no JSON object (a string, a number, an array, null: written by other
+ * means than the outbox's insert) is a problem naming the column: the row could never be sent as it is.
  * @example storedProperties('"x"') // { problem: 'the properties column holds "x", not a JSON object of AMQP properties' }
  */
-export function storedProperties(value: unknown): StoredProperties {
+export function storedProperties(value: unknown): { properties: Options.Publish } | { problem: string } {
   let parsed = value;
   if (typeof value === 'string') {
     try {

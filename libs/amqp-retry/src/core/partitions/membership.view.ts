@@ -2,19 +2,11 @@ import { readRecordFields } from '../topology/json-record.reader.js';
 import type { PartitionMember } from './partition.plan.js';
 import { MAX_PARTITIONS } from './partitions.config.js';
 
-/** A member's announcement on the members' exchange (JSON body). */
-export interface MemberAnnouncement {
-  id: string;
-  /** True when it stops: the others take its partitions over at once rather than after missed heartbeats. */
-  leaving?: boolean;
-  /** Its partitions.count: the partitions it runs, and so may own (undefined: it did not say, and owns none). */
-  count?: number;
-  /**
-   * False until it has taken its first share (subscribed, behind their owners, to the partitions it owns): the others
-   * give it no partition until then, so that no owner hands one over before it is there to take it. Not said: ready.
-   */
-  ready?: boolean;
-}
+/**
+ * A member's announcement on the members' exchange (JSON body): its id, count and readiness as PartitionMember says,
+ * and `leaving` when it stops: the others take its partitions over at once rather than after missed heartbeats.
+ */
+export type MemberAnnouncement = PartitionMember & { leaving?: boolean };
 
 /**
  * Reads an announcement; anything else (another publisher's message) is undefined and ignored. A count that is not a
