@@ -1,3 +1,5 @@
+import type { ConsumerLossVerdict } from '../connection/consumer-loss.classifier.js';
+
 /**
  * Where a queue consumer is in its life. `held`: the channel is open and not subscribed on purpose (`hold` until
  * `release`); `down`: the channel or consumer was lost, waiting to resume; `stopping`, `handing-over`: the one stop
@@ -36,13 +38,7 @@ export type ConsumerStateEvent =
   | { readonly type: 'release'; readonly prefetch: number; readonly configured: number }
   | { readonly type: 'lost'; readonly reason: string }
   /** What classifyConsumerLoss made of a loss: how to resume, and its one log line (`why`) and level. */
-  | {
-      readonly type: 'loss-verdict';
-      readonly resume: 'at-once' | 'backoff' | 'connection';
-      readonly now: number;
-      readonly why: string;
-      readonly level: 'warn' | 'error';
-    }
+  | ({ readonly type: 'loss-verdict'; readonly now: number; readonly why: string } & Readonly<Pick<ConsumerLossVerdict, 'resume' | 'level'>>)
   | { readonly type: 'resume-failed'; readonly why: string }
   | { readonly type: 'resume-due' }
   | { readonly type: 'stop'; readonly timeoutMs: number }
