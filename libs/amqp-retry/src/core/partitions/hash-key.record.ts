@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import { readRecordFields } from '../topology/json-record.reader.js';
 
 /**
@@ -29,6 +28,11 @@ export function describeHashKey(hashArguments: Record<string, string>): string {
   return JSON.stringify(hashArguments);
 }
 
+const sameArguments = (a: Record<string, string>, b: Record<string, string>): boolean => {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+};
+
 /**
  * What a start does about the record: `record` it (a new exchange), `keep` it (the same key), `unverified` (an
  * exchange without a record: record the key and warn), or `mismatch` (another key: fail, changing nothing).
@@ -39,6 +43,6 @@ export type HashKeyDecision =
 export function decideHashKey(exchangeExisted: boolean, recorded: HashKeyRecord | undefined, configured: Record<string, string>): HashKeyDecision {
   if (!exchangeExisted) return { action: 'record' };
   if (recorded === undefined) return { action: 'unverified' };
-  if (isDeepStrictEqual(recorded.hashArguments, configured)) return { action: 'keep' };
+  if (sameArguments(recorded.hashArguments, configured)) return { action: 'keep' };
   return { action: 'mismatch', found: recorded.hashArguments };
 }
