@@ -13,3 +13,8 @@ export class RetryConfigError extends Error {
     this.name = 'RetryConfigError';
   }
 }
+
+/** Refuses the duration `ms` of option `key` when it is shorter than `least`, that of option `leastName`. */
+export function refuseShorter(key: string, ms: number, leastName: string, least: number, fix: string): void {
+  if (ms < least) throw new RetryConfigError(key, `(${ms} ms) is shorter than ${leastName} (${least} ms)`, fix);
+}

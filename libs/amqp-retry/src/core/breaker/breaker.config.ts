@@ -1,4 +1,4 @@
-import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, RetryConfigError } from '../../errors/retry-config.error.js';
 import { type DurationRange, readDuration, readInteger, readNumber, showValue } from '../config/config.readers.js';
 import type { CircuitBreakerOptions, RateLimitOptions } from './breaker.options.js';
 import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
@@ -80,13 +80,7 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
   const openForMs = readDuration(options.openFor, key('openFor'), "'10s'", BREAKER_TIME_RANGE, BREAKER_DEFAULTS.openForMs);
   const longestOpen = Math.max(openForMs, BREAKER_DEFAULTS.maxOpenForMs);
   const maxOpenForMs = readDuration(options.maxOpenFor, key('maxOpenFor'), "'5m'", BREAKER_TIME_RANGE, longestOpen);
-  if (maxOpenForMs < openForMs) {
-    throw new RetryConfigError(
-      key('maxOpenFor'),
-      `(${maxOpenForMs} ms) is shorter than openFor (${openForMs} ms)`,
-      'Make it at least openFor, or leave it out.',
-    );
-  }
+  refuseShorter(key('maxOpenFor'), maxOpenForMs, 'openFor', openForMs, 'Make it at least openFor, or leave it out.');
   const halfOpenCalls = readInteger(options.halfOpenCalls, key('halfOpenCalls'), 1, 65_535, '1', BREAKER_DEFAULTS.halfOpenCalls);
   if (options.countsAsFailure !== undefined && typeof options.countsAsFailure !== 'function') {
     throw new RetryConfigError(

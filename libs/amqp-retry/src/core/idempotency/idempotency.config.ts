@@ -1,4 +1,4 @@
-import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, RetryConfigError } from '../../errors/retry-config.error.js';
 import { type DurationRange, readDuration } from '../config/config.readers.js';
 import type { IdempotencyStore } from './idempotency.store.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
@@ -51,13 +51,8 @@ export function readIdempotency(value: unknown, at: (key: string) => string): Id
   }
   const claimTtlMs = readDuration(options.claimTtl, at('idempotency.claimTtl'), "'30s'", CLAIM_TTL_RANGE, DEFAULT_CLAIM_TTL_MS);
   const ttlMs = readDuration(options.ttl, at('idempotency.ttl'), "'1d'", RECORD_TTL_RANGE, DEFAULT_IDEMPOTENCY_TTL_MS);
-  if (ttlMs < claimTtlMs) {
-    throw new RetryConfigError(
-      at('idempotency.ttl'),
-      `(${ttlMs} ms) is shorter than claimTtl (${claimTtlMs} ms)`,
-      'Keep handled keys at least as long as a claim lasts, or a late copy of a message handled a moment ago runs again.',
-    );
-  }
+  const fix = 'Keep handled keys at least as long as a claim lasts, or a late copy of a message handled a moment ago runs again.';
+  refuseShorter(at('idempotency.ttl'), ttlMs, 'claimTtl', claimTtlMs, fix);
   return { store: store as IdempotencyStore, key: options.key ?? messageIdKey, keyIsMessageId: options.key === undefined, ttlMs, claimTtlMs };
 }
 

@@ -1,4 +1,4 @@
-import { RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, RetryConfigError } from '../../errors/retry-config.error.js';
 import { readDuration, readFlag, readInteger, type DurationRange, showValue } from '../config/config.readers.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
@@ -92,13 +92,7 @@ export function readOutbox(value: unknown, at: (key: string) => string): OutboxC
   refuseUnknownKeys(retry, RETRY_DELAY_KEYS, 'outbox.retryDelay', at);
   const initialDelayMs = readDuration(retry.initial, at('outbox.retryDelay.initial'), "'500ms'", RETRY_RANGE, 500);
   const maxDelayMs = readDuration(retry.max, at('outbox.retryDelay.max'), "'30s'", RETRY_RANGE, Math.max(initialDelayMs, 30_000));
-  if (maxDelayMs < initialDelayMs) {
-    throw new RetryConfigError(
-      at('outbox.retryDelay.max'),
-      `(${maxDelayMs} ms) is shorter than initial (${initialDelayMs} ms)`,
-      'Make max at least initial.',
-    );
-  }
+  refuseShorter(at('outbox.retryDelay.max'), maxDelayMs, 'initial', initialDelayMs, 'Make max at least initial.');
   return {
     adapter,
     sql: outboxSql({ table, inboxTable: DEFAULT_INBOX_TABLE, schema }),
