@@ -18,3 +18,8 @@ export class RetryConfigError extends Error {
 export function refuseShorter(key: string, ms: number, leastName: string, least: number, fix: string): void {
   if (ms < least) throw new RetryConfigError(key, `(${ms} ms) is shorter than ${leastName} (${least} ms)`, fix);
 }
+
+/** Refuses option `key` when it is given and is no function. */
+export function requireFunction(value: unknown, key: string, fix: string): void {
+  if (value !== undefined && typeof value !== 'function') throw new RetryConfigError(key, 'is not a function', fix);
+}

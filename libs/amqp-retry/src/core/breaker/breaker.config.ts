@@ -1,4 +1,4 @@
-import { refuseShorter, RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, requireFunction, RetryConfigError } from '../../errors/retry-config.error.js';
 import { type DurationRange, readDuration, readInteger, readNumber, showValue } from '../config/config.readers.js';
 import type { CircuitBreakerOptions, RateLimitOptions } from './breaker.options.js';
 import { keysOf, refuseUnknownKeys } from '../config/option-keys.js';
@@ -82,13 +82,7 @@ export function readCircuitBreaker(value: unknown, at: (key: string) => string):
   const maxOpenForMs = readDuration(options.maxOpenFor, key('maxOpenFor'), "'5m'", BREAKER_TIME_RANGE, longestOpen);
   refuseShorter(key('maxOpenFor'), maxOpenForMs, 'openFor', openForMs, 'Make it at least openFor, or leave it out.');
   const halfOpenCalls = readInteger(options.halfOpenCalls, key('halfOpenCalls'), 1, 65_535, '1', BREAKER_DEFAULTS.halfOpenCalls);
-  if (options.countsAsFailure !== undefined && typeof options.countsAsFailure !== 'function') {
-    throw new RetryConfigError(
-      key('countsAsFailure'),
-      'is not a function',
-      'Give (error) => boolean, e.g. (error) => !(error instanceof NotFoundError).',
-    );
-  }
+  requireFunction(options.countsAsFailure, key('countsAsFailure'), 'Give (error) => boolean, e.g. (error) => !(error instanceof NotFoundError).');
   const { countsAsFailure } = options;
   return { failureRate, minimumCalls, windowMs, consecutiveFailures, openForMs, maxOpenForMs, halfOpenCalls, countsAsFailure };
 }

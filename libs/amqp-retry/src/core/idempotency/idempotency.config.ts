@@ -1,4 +1,4 @@
-import { refuseShorter, RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, requireFunction, RetryConfigError } from '../../errors/retry-config.error.js';
 import { type DurationRange, readDuration } from '../config/config.readers.js';
 import type { IdempotencyStore } from './idempotency.store.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
@@ -46,9 +46,7 @@ export function readIdempotency(value: unknown, at: (key: string) => string): Id
       'Give a RedisIdempotencyStore, a PostgresIdempotencyStore, or an object implementing IdempotencyStore.',
     );
   }
-  if (options.key !== undefined && typeof options.key !== 'function') {
-    throw new RetryConfigError(at('idempotency.key'), 'is not a function', 'Give (payload, message) => string, e.g. (order) => order.id.');
-  }
+  requireFunction(options.key, at('idempotency.key'), 'Give (payload, message) => string, e.g. (order) => order.id.');
   const claimTtlMs = readDuration(options.claimTtl, at('idempotency.claimTtl'), "'30s'", CLAIM_TTL_RANGE, DEFAULT_CLAIM_TTL_MS);
   const ttlMs = readDuration(options.ttl, at('idempotency.ttl'), "'1d'", RECORD_TTL_RANGE, DEFAULT_IDEMPOTENCY_TTL_MS);
   const fix = 'Keep handled keys at least as long as a claim lasts, or a late copy of a message handled a moment ago runs again.';

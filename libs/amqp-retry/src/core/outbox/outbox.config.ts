@@ -1,4 +1,4 @@
-import { refuseShorter, RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, requireFunction, RetryConfigError } from '../../errors/retry-config.error.js';
 import { readDuration, readFlag, readInteger, type DurationRange, showValue } from '../config/config.readers.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
@@ -68,9 +68,7 @@ function readAdapter(adapter: unknown, at: (key: string) => string, orModuleInbo
       `Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md)${orModule}.`,
     );
   }
-  if (given?.listen !== undefined && typeof given.listen !== 'function') {
-    throw new RetryConfigError(at('adapter.listen'), 'is not a function', 'Leave it out (the relay then polls) or implement it.');
-  }
+  requireFunction(given?.listen, at('adapter.listen'), 'Leave it out (the relay then polls) or implement it.');
   return adapter as OutboxAdapter;
 }
 
@@ -120,9 +118,7 @@ export function readInbox(value: unknown, at: (key: string) => string, forHandle
   const adapter = inherited ?? readAdapter(options.adapter, (k) => at(`inbox.${k}`), forHandler !== undefined);
   const table = options.table === undefined ? DEFAULT_INBOX_TABLE : readSqlIdentifier(options.table, at('inbox.table'));
   const schema = options.schema === undefined ? undefined : readSqlIdentifier(options.schema, at('inbox.schema'));
-  if (options.key !== undefined && typeof options.key !== 'function') {
-    throw new RetryConfigError(at('inbox.key'), 'is not a function', 'Give (payload, message) => string, e.g. (order) => order.id.');
-  }
+  requireFunction(options.key, at('inbox.key'), 'Give (payload, message) => string, e.g. (order) => order.id.');
   return {
     adapter,
     sql: outboxSql({ table: DEFAULT_OUTBOX_TABLE, inboxTable: table, schema }),
