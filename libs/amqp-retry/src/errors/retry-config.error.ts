@@ -23,3 +23,9 @@ export function refuseShorter(key: string, ms: number, leastName: string, least:
 export function requireFunction(value: unknown, key: string, fix: string): void {
   if (value !== undefined && typeof value !== 'function') throw new RetryConfigError(key, 'is not a function', fix);
 }
+
+/** Refuses option `key` unless it has each of `methods`: it "is missing", or "lacks" those it lacks. */
+export function requireMethods(value: unknown, methods: readonly string[], key: string, fix: string): void {
+  const missing = methods.filter((method) => typeof (value as Record<string, unknown> | undefined)?.[method] !== 'function');
+  if (missing.length > 0) throw new RetryConfigError(key, value === undefined ? 'is missing' : `lacks ${missing.join(', ')}`, fix);
+}

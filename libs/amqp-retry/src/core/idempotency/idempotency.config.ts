@@ -1,4 +1,4 @@
-import { refuseShorter, requireFunction, RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, requireFunction, requireMethods, RetryConfigError } from '../../errors/retry-config.error.js';
 import { type DurationRange, readDuration } from '../config/config.readers.js';
 import type { IdempotencyStore } from './idempotency.store.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
@@ -29,6 +29,7 @@ const CLAIM_TTL_RANGE: DurationRange = {
 };
 const KEYS = keysOf<IdempotencyOptions>({ store: 1, key: 1, ttl: 1, claimTtl: 1 });
 const STORE_METHODS = ['claim', 'renew', 'release', 'markHandled'] as const;
+const STORE_FIX = 'Give a RedisIdempotencyStore, a PostgresIdempotencyStore, or an object implementing IdempotencyStore.';
 
 /** Reads `idempotency` of the module or of a handler; `at(key)` names an option as the user wrote it. */
 export function readIdempotency(value: unknown, at: (key: string) => string): IdempotencyConfig {
@@ -37,21 +38,13 @@ export function readIdempotency(value: unknown, at: (key: string) => string): Id
   }
   refuseUnknownKeys(value, KEYS, 'idempotency', at);
   const options = value as Partial<IdempotencyOptions>;
-  const store = options.store as Partial<IdempotencyStore> | undefined;
-  const missing = STORE_METHODS.filter((method) => typeof store?.[method] !== 'function');
-  if (missing.length > 0) {
-    throw new RetryConfigError(
-      at('idempotency.store'),
-      store === undefined ? 'is missing' : `lacks ${missing.join(', ')}`,
-      'Give a RedisIdempotencyStore, a PostgresIdempotencyStore, or an object implementing IdempotencyStore.',
-    );
-  }
+  requireMethods(options.store, STORE_METHODS, at('idempotency.store'), STORE_FIX);
   requireFunction(options.key, at('idempotency.key'), 'Give (payload, message) => string, e.g. (order) => order.id.');
   const claimTtlMs = readDuration(options.claimTtl, at('idempotency.claimTtl'), "'30s'", CLAIM_TTL_RANGE, DEFAULT_CLAIM_TTL_MS);
   const ttlMs = readDuration(options.ttl, at('idempotency.ttl'), "'1d'", RECORD_TTL_RANGE, DEFAULT_IDEMPOTENCY_TTL_MS);
   const fix = 'Keep handled keys at least as long as a claim lasts, or a late copy of a message handled a moment ago runs again.';
   refuseShorter(at('idempotency.ttl'), ttlMs, 'claimTtl', claimTtlMs, fix);
-  return { store: store as IdempotencyStore, key: options.key ?? messageIdKey, keyIsMessageId: options.key === undefined, ttlMs, claimTtlMs };
+  return { store: options.store as IdempotencyStore, key: options.key ?? messageIdKey, keyIsMessageId: options.key === undefined, ttlMs, claimTtlMs };
 }
 
 /** The distinct stores of some handlers, to close once at shutdown. */

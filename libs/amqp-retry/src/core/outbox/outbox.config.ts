@@ -1,4 +1,4 @@
-import { refuseShorter, requireFunction, RetryConfigError } from '../../errors/retry-config.error.js';
+import { refuseShorter, requireFunction, requireMethods, RetryConfigError } from '../../errors/retry-config.error.js';
 import { readDuration, readFlag, readInteger, type DurationRange, showValue } from '../config/config.readers.js';
 import { messageIdKey, type MessageKeyFn } from '../message/message-key.reader.js';
 import { readSqlIdentifier } from '../sql/sql-identifier.reader.js';
@@ -55,20 +55,13 @@ const POLL_RANGE: DurationRange = { ...UP_TO_AN_HOUR, min: 10, below: 'a relay p
 const RETRY_RANGE: DurationRange = { ...UP_TO_AN_HOUR, min: 10, below: 'a relay retrying faster than every 10 ms loops hot' };
 
 function readAdapter(adapter: unknown, at: (key: string) => string, orModuleInbox = false): OutboxAdapter {
-  const given = adapter as Partial<Record<string, unknown>> | undefined;
-  const missing = ADAPTER_METHODS.filter((m) => typeof given?.[m] !== 'function');
-  if (missing.length > 0) {
-    const orModule =
-      orModuleInbox && adapter === undefined
-        ? ", or give the module an inbox or an outbox (RetryModule's inbox: { adapter } or outbox: { adapter }), whose adapter it then uses"
-        : '';
-    throw new RetryConfigError(
-      at('adapter'),
-      adapter === undefined ? 'is missing' : `lacks ${missing.join(', ')}`,
-      `Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md)${orModule}.`,
-    );
-  }
-  requireFunction(given?.listen, at('adapter.listen'), 'Leave it out (the relay then polls) or implement it.');
+  const orModule =
+    orModuleInbox && adapter === undefined
+      ? ", or give the module an inbox or an outbox (RetryModule's inbox: { adapter } or outbox: { adapter }), whose adapter it then uses"
+      : '';
+  const fix = `Give pgOutboxAdapter(pool), typeormOutboxAdapter(dataSource), or an object implementing OutboxAdapter (docs/outbox.md)${orModule}.`;
+  requireMethods(adapter, ADAPTER_METHODS, at('adapter'), fix);
+  requireFunction((adapter as Partial<OutboxAdapter>).listen, at('adapter.listen'), 'Leave it out (the relay then polls) or implement it.');
   return adapter as OutboxAdapter;
 }
 
