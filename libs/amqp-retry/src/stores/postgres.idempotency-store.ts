@@ -3,7 +3,7 @@ import { readDuration, readFlag, TIME_LIMIT_RANGE } from '../core/config/config.
 import { type DurationTimer, startInterval } from '../core/time/duration.timer.js';
 import type { Duration } from '../core/time/duration.reader.js';
 import { DDL_LOCK_SQL } from '../core/sql/ddl.lock.js';
-import { indexName } from '../core/sql/sql-identifier.reader.js';
+import { IDENTIFIER, indexName, qualifiedName } from '../core/sql/sql-identifier.reader.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { cleanUpInBatches } from '../core/outbox/outbox.cleanup.js';
 import { CLEANUP_BATCH } from '../core/outbox/outbox.sql.js';
@@ -48,7 +48,6 @@ export interface PostgresIdempotencyStoreOptions {
 
 /** The columns the store's statements use. */
 const COLUMNS: readonly string[] = ['key', 'state', 'token', 'expires_at'];
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 /** A cleanup's time, at most: the batches it leaves wait for the next interval. */
 const CLEANUP_BUDGET_MS = 10_000;
 
@@ -84,7 +83,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     requireOneOf('PostgresIdempotencyStore', options, 'connectionString', 'pool', "{ connectionString: 'postgres://user@host:5432/db' }");
     const table = readIdentifier(options.table, 'amqp_retry_idempotency', 'table') as string;
     const schema = readIdentifier(options.schema, undefined, 'schema');
-    this.table = schema === undefined ? `"${table}"` : `"${schema}"."${table}"`;
+    this.table = qualifiedName(table, schema);
     this.shown = schema === undefined ? table : `${schema}.${table}`;
     this.createTables = readFlag(options.createTables, 'PostgresIdempotencyStore option "createTables"', true);
     const cleanupKey = 'PostgresIdempotencyStore option "cleanupInterval"';

@@ -2,7 +2,7 @@ import { RetryConfigError } from '../../errors/retry-config.error.js';
 import { fnv1a } from '../text/fnv.hash.js';
 
 /** A PostgreSQL identifier the library will quote into SQL: letters, digits and _, at most 63 bytes (NAMEDATALEN - 1). */
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
  * Reads a table or schema name given in options. Names are put into SQL text (a table cannot be a bind parameter), so
