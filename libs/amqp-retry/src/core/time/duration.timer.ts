@@ -17,7 +17,10 @@ export interface DurationTimer {
 /** NaN and negatives count as 0 (Node's timers treat them as 1 ms); Infinity waits for ever, one step at a time. */
 const startingAt = (ms: number): number => (ms > 0 ? ms : 0);
 
-/** A chain of Node timers of at most MAX_TIMER_MS each; a class, so that the hot path (a timer per publish) allocates little. */
+/**
+ * A chain of Node timers of at most MAX_TIMER_MS each, repeating every `every` ms when given; a class, so that the hot
+ * path (a timer per publish) allocates little.
+ */
 class ChainedTimer implements DurationTimer {
   private left: number;
   private held = true;
@@ -26,6 +29,7 @@ class ChainedTimer implements DurationTimer {
   constructor(
     ms: number,
     private callback: (() => void) | undefined,
+    private readonly every?: number,
   ) {
     this.left = startingAt(ms);
     this.arm();
@@ -54,8 +58,13 @@ class ChainedTimer implements DurationTimer {
   stepEnded(): void {
     if (this.left > 0) return this.arm();
     const callback = this.callback;
-    this.current = undefined;
-    this.callback = undefined;
+    if (this.every === undefined) {
+      this.current = undefined;
+      this.callback = undefined;
+    } else {
+      this.left = this.every;
+      this.arm(); // armed first, so that a callback that cancels stops the next round
+    }
     callback?.();
   }
 }
@@ -73,29 +82,7 @@ export function startTimer(ms: number, callback: () => void): DurationTimer {
 /** Calls `callback` every `ms` (at least 1 ms apart, as Node's setInterval) until cancelled. */
 export function startInterval(ms: number, callback: () => void): DurationTimer {
   const every = Math.max(1, startingAt(ms));
-  let held = true;
-  let cancelled = false;
-  let current: DurationTimer;
-  const next = () => {
-    current = startTimer(every, () => {
-      next(); // armed first, so that a callback that cancels stops the next round
-      callback();
-    });
-    if (!held) current.unref();
-  };
-  next();
-  const timer: DurationTimer = {
-    cancel() {
-      cancelled = true;
-      current.cancel();
-    },
-    unref() {
-      held = false;
-      if (!cancelled) current.unref();
-      return timer;
-    },
-  };
-  return timer;
+  return new ChainedTimer(every, callback, every);
 }
 
 /** Resolves after `ms`, or as soon as `signal` aborts (never rejects). `unref`: the wait does not keep the process alive. */
