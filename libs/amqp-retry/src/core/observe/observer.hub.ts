@@ -104,17 +104,16 @@ export class ObserverHub {
 
   /** A scope whose `run` still runs the handler and whose `end` and `carry` never throw, whatever the observer does. */
   private guard(observer: RetryObserver, name: string, scope: DeliveryScope): DeliveryScope {
+    const safely = (call: () => void) => {
+      try {
+        call();
+      } catch (fault) {
+        this.fault(observer, name, fault);
+      }
+    };
     const carry = scope.carry;
     return {
-      ...(carry && {
-        carry: (headers: Record<string, unknown>) => {
-          try {
-            carry.call(scope, headers);
-          } catch (fault) {
-            this.fault(observer, name, fault);
-          }
-        },
-      }),
+      ...(carry && { carry: (headers: Record<string, unknown>) => safely(() => carry.call(scope, headers)) }),
       run: <T>(fn: () => T): T => {
         if (!scope.run) return fn();
         let ran = false;
@@ -126,13 +125,7 @@ export class ObserverHub {
           return fn();
         }
       },
-      end: (error?: unknown) => {
-        try {
-          scope.end?.(error);
-        } catch (fault) {
-          this.fault(observer, name, fault);
-        }
-      },
+      end: (error?: unknown) => safely(() => scope.end?.(error)),
     };
   }
 
