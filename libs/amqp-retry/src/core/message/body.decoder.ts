@@ -34,14 +34,11 @@ export function jsonContentTypeProblem(contentType: string | undefined): string 
   const [mediaType, ...parameters] = contentType.split(';').map((part) => part.trim());
   if (!JSON_MEDIA_TYPE.test(mediaType.toLowerCase())) return `content type ${quoted(contentType)} is not JSON; ${DESERIALIZER_HINT}`;
   for (const parameter of parameters) {
-    const equals = parameter.indexOf('=');
-    if (equals < 0 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
-    const charset = parameter
-      .slice(equals + 1)
-      .trim()
+    const charset = /^charset\s*=\s*([\s\S]*)$/i
+      .exec(parameter)?.[1]
       .replace(/^"(.*)"$/, '$1')
       .toLowerCase();
-    if (charset !== 'utf-8' && charset !== 'utf8') {
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       return `content type ${quoted(contentType)} declares charset ${quoted(charset)}, but JSON bodies are read as UTF-8; publish UTF-8 or ${DESERIALIZER_HINT}`;
     }
   }

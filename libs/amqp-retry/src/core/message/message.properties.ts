@@ -9,24 +9,17 @@ export function headersOf(properties: MessageProperties): Record<string, unknown
   return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : {};
 }
 
+/** The properties a persistent copy of a delivered message keeps (republishProperties). */
+const REPUBLISHED = ['contentType', 'contentEncoding', 'priority', 'correlationId', 'replyTo', 'messageId', 'timestamp', 'type', 'appId'] as const;
+
 /**
  * The properties of a delivered message to publish a persistent copy with (parked, or forwarded after a delay), but
  * `expiration` (the copy would expire) and `userId` (the broker refuses another user's).
  */
 export function republishProperties(properties: MessageProperties, headers: Record<string, unknown>): Options.Publish {
-  return {
-    contentType: properties.contentType,
-    contentEncoding: properties.contentEncoding,
-    headers,
-    persistent: true,
-    priority: properties.priority,
-    correlationId: properties.correlationId,
-    replyTo: properties.replyTo,
-    messageId: properties.messageId,
-    timestamp: properties.timestamp,
-    type: properties.type,
-    appId: properties.appId,
-  };
+  const copy: Options.Publish = { headers, persistent: true };
+  for (const key of REPUBLISHED) copy[key] = properties[key] as never;
+  return copy;
 }
 
 /**
