@@ -3,22 +3,18 @@ import type { BreakerCause, Heartbeat, HeartbeatIdentity } from './heartbeat.typ
 import { LATENCY_BUCKETS, latencyQuantile } from './latency.histogram.js';
 import { BEAT_COUNTS } from './heartbeat.types.js';
 
-/** The bounds of what the page's instance keeps from heartbeats (FleetHistory). */
-export interface FleetLimits {
-  /** Instances kept (up and gone); a new one past it replaces the gone one seen longest ago, else is ignored. Default 64. */
-  maxInstances: number;
-  /** Queues with history; a queue past it gets none. Default 128. */
-  maxQueues: number;
-  /** Minutes of history per queue (one-minute buckets). Default 70. */
-  historyMinutes: number;
-  /** Beats an instance may miss before it shows as gone. Default 3. */
-  missedBeats: number;
-  /** A gone instance is forgotten this long after its last beat (ms). Default one hour. */
-  forgetAfterMs: number;
-}
+/**
+ * The bounds of what the page's instance keeps from heartbeats (FleetHistory), and their defaults: at most about 4 MB
+ * of history (128 queues x 70 minutes x 46 numbers).
+ * - maxInstances: instances kept (up and gone); a new one past it replaces the gone one seen longest ago, else is ignored.
+ * - maxQueues: queues with history; a queue past it gets none.
+ * - historyMinutes: minutes of history per queue (one-minute buckets).
+ * - missedBeats: beats an instance may miss before it shows as gone.
+ * - forgetAfterMs: a gone instance is forgotten this long after its last beat.
+ */
+const FLEET_LIMITS = { maxInstances: 64, maxQueues: 128, historyMinutes: 70, missedBeats: 3, forgetAfterMs: 3_600_000 };
 
-/** Defaults of FleetLimits: at most about 4 MB of history (128 queues x 70 minutes x 46 numbers). */
-export const FLEET_LIMITS: FleetLimits = { maxInstances: 64, maxQueues: 128, historyMinutes: 70, missedBeats: 3, forgetAfterMs: 3_600_000 };
+export type FleetLimits = Record<keyof typeof FLEET_LIMITS, number>;
 
 /** An instance as the page shows it. */
 export interface FleetInstance extends HeartbeatIdentity {
