@@ -55,13 +55,6 @@ export class DeadlineClock<W extends DeadlineWait = DeadlineWait> {
     return [...this.waits];
   }
 
-  /** Ends every wait without a timeout (a channel gone: its sends settle through their own callbacks). */
-  clear(): void {
-    this.waits.clear();
-    this.timer?.cancel();
-    this.timer = undefined;
-  }
-
   private fire(): void {
     this.timer = undefined;
     const now = performance.now();
