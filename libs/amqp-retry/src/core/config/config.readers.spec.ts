@@ -1,5 +1,5 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { POSITIVE_TIME_LIMIT_RANGE, readDelay, readDuration, TIME_LIMIT_RANGE, TTL_RANGE } from './config.readers.js';
+import { POSITIVE_TIME_LIMIT_RANGE, readDuration, TIME_LIMIT_RANGE, TTL_RANGE } from './config.readers.js';
 
 const KEY = 'RetryModule option "someTimeout"';
 
@@ -13,7 +13,7 @@ describe('readDuration, the one reader of configured durations', () => {
     ['0.5ms', 1],
   ])('takes %p as %p ms: any length up to 2^32-1 ms, rounded up', (value, ms) => {
     expect(readDuration(value, KEY, "'10s'", TIME_LIMIT_RANGE)).toBe(ms);
-    expect(readDelay(value, KEY, "'10s'")).toBe(ms);
+    expect(readDuration(value, KEY, "'10s'", TTL_RANGE)).toBe(ms);
   });
 
   it('names the key, the value and the fix, with one error type, whatever is wrong', () => {

@@ -1,10 +1,7 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import { DURATION_HINT, type Duration, formatDuration, MAX_TTL_MS, readDurationWithin, spellAtMost } from '../time/duration.reader.js';
+import { DURATION_HINT, formatDuration, MAX_TTL_MS, readDurationWithin, spellAtMost } from '../time/duration.reader.js';
 import type { Deserializer } from '../message/body.decoder.js';
 import type { QueueType } from '../topology/topology.types.js';
-
-/** The longest tier delay: RabbitMQ's largest TTL. */
-export const MAX_TIER_DELAY_MS = MAX_TTL_MS;
 
 /** Longest text of a value shown in an error: enough to recognise it, not a dump of a large object. */
 const MAX_SHOWN_CHARS = 200;
@@ -89,13 +86,13 @@ export function readDuration(value: unknown, key: string, example: string, range
   throw new RetryConfigError(key, `has ${showValue(value)}, longer than ${range.above}`, `Use at most ${spellAtMost(range.max)}.`);
 }
 
-/** Reads a list of tier delays, each a valid duration of at most MAX_TIER_DELAY_MS. */
+/** Reads a list of tier delays, each a duration usable as a queue TTL (TTL_RANGE). */
 export function readDelays(value: unknown, key: string, example: string): number[] {
   if (!Array.isArray(value) || value.length === 0) {
     throw new RetryConfigError(key, `is ${showValue(value)}`, `Give at least one delay, e.g. ${example}.`);
   }
   refuseHoles(value, key, 'delay', example);
-  return value.map((item: unknown) => readDelay(item as Duration, key, example));
+  return value.map((item: unknown) => readDuration(item, key, example, TTL_RANGE));
 }
 
 /**
@@ -119,11 +116,6 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   if (typeof value !== 'object' || value === null) return false;
   const prototype: unknown = Object.getPrototypeOf(value);
   return prototype === Object.prototype || prototype === null;
-}
-
-/** Reads one duration usable as a queue TTL; `fallback` when absent and a fallback is given. */
-export function readDelay(value: unknown, key: string, example: string, fallback?: number): number {
-  return readDuration(value, key, example, TTL_RANGE, fallback);
 }
 
 /** A whole number as a person writes one in an environment variable. */

@@ -1,8 +1,6 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
 import type { Deserializer } from '../message/body.decoder.js';
 import {
-  MAX_TIER_DELAY_MS,
-  readDelay,
   readDelays,
   readDeserializer,
   readDuration,
@@ -14,6 +12,7 @@ import {
   isPlainObject,
   refuseIllFormedText,
   TIME_LIMIT_RANGE,
+  TTL_RANGE,
   showValue,
 } from './config.readers.js';
 import { DELAY_LADDER } from '../delivery/delay.plan.js';
@@ -89,9 +88,9 @@ function tiersFromBackoff(backoff: unknown, defaultTiers: number, at: (k: string
     );
   }
   refuseUnknownKeys(backoff, BACKOFF_KEYS, 'backoff', at);
-  const initial = readDelay(backoff.initial, at('backoff.initial'), "'1s'");
+  const initial = readDuration(backoff.initial, at('backoff.initial'), "'1s'", TTL_RANGE);
   const multiplier = readNumber(backoff.multiplier, at('backoff.multiplier'), 1, 1_000, '2', 2);
-  const max = readDelay(backoff.max, at('backoff.max'), "'1h'", MAX_TIER_DELAY_MS);
+  const max = readDuration(backoff.max, at('backoff.max'), "'1h'", TTL_RANGE, TTL_RANGE.max);
   const tiers = readInteger(backoff.tiers, at('backoff.tiers'), 1, MAX_TIERS, '5', defaultTiers);
   if (max < initial) {
     throw new RetryConfigError(
@@ -172,6 +171,16 @@ function refuseLongPartitionNames(queue: string, errorQueue: string | undefined,
   }
 }
 
+/** The options a partitioned handler cannot take, each with why and what to give instead. */
+const REFUSED_WITH_PARTITIONS = {
+  ordering: 'Partitions keep order by their key already: give whileRetrying and holdGrace inside partitions, and leave ordering out.',
+  singleActiveConsumer: 'Each partition queue has a single active consumer already; leave singleActiveConsumer out.',
+  circuitBreaker:
+    "A partition's order holds only while one consumer runs it, and an open circuit cancels that consumer: leave circuitBreaker out (or false) on a partitioned handler.",
+  rateLimit:
+    'The limit is counted per handler queue, and a partitioned handler runs one per partition: leave rateLimit out (or false), or lower prefetch.',
+};
+
 /**
  * Resolves one `@RetryWithBackoff` declaration against the module configuration. `where` names the method
  * ("OrdersHandler.onOrderCreated") so that an error points at the code to change.
@@ -250,18 +259,15 @@ export function resolveHandlerConfig(
     );
   }
   const partitions = options.partitions === undefined ? undefined : readPartitions(options.partitions, at);
-  /** Refuses an option a partitioned handler cannot take; `fix` says why and what to give instead. */
-  const refuseWithPartitions = (key: string, fix: string) => {
-    throw new RetryConfigError(at(key), 'is given together with "partitions"', fix);
-  };
+  // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
+  const circuitBreaker =
+    options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
+  const rateLimit = options.rateLimit === undefined ? (partitions ? undefined : module.rateLimit) : readRateLimit(options.rateLimit, at);
   if (partitions !== undefined) {
     refuseLongPartitionNames(queue, options.errorQueue === undefined ? undefined : errorQueue, partitions.count, at);
-    if (options.ordering !== undefined) {
-      refuseWithPartitions(
-        'ordering',
-        'Partitions keep order by their key already: give whileRetrying and holdGrace inside partitions, and leave ordering out.',
-      );
-    }
+    const given = { ordering: options.ordering, singleActiveConsumer: options.singleActiveConsumer, circuitBreaker, rateLimit };
+    const refused = (Object.keys(given) as Array<keyof typeof given>).find((key) => given[key] !== undefined);
+    if (refused !== undefined) throw new RetryConfigError(at(refused), 'is given together with "partitions"', REFUSED_WITH_PARTITIONS[refused]);
     if (exchange === queue) {
       throw new RetryConfigError(
         at('exchange'),
@@ -269,25 +275,6 @@ export function resolveHandlerConfig(
         'Name the exchange otherwise, or leave it out and publish to the exchange named like the queue.',
       );
     }
-    if (options.singleActiveConsumer !== undefined) {
-      refuseWithPartitions('singleActiveConsumer', 'Each partition queue has a single active consumer already; leave singleActiveConsumer out.');
-    }
-  }
-  // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
-  const circuitBreaker =
-    options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
-  if (partitions !== undefined && circuitBreaker !== undefined) {
-    refuseWithPartitions(
-      'circuitBreaker',
-      "A partition's order holds only while one consumer runs it, and an open circuit cancels that consumer: leave circuitBreaker out (or false) on a partitioned handler.",
-    );
-  }
-  const rateLimit = options.rateLimit === undefined ? (partitions ? undefined : module.rateLimit) : readRateLimit(options.rateLimit, at);
-  if (partitions !== undefined && rateLimit !== undefined) {
-    refuseWithPartitions(
-      'rateLimit',
-      'The limit is counted per handler queue, and a partitioned handler runs one per partition: leave rateLimit out (or false), or lower prefetch.',
-    );
   }
   const queueType = options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType'));
   return {
