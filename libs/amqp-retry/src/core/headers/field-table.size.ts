@@ -17,41 +17,32 @@ const NUMERIC_TYPES: ReadonlySet<unknown> = new Set([
 
 /** Bytes of one field value after its type tag; Infinity for what amqplib cannot encode (it would throw). */
 function valueSize(value: unknown, path: Set<object>): number {
-  switch (typeof value) {
-    case 'string':
-      return 4 + Buffer.byteLength(value);
-    case 'number':
-      return NUMBER_BYTES;
-    case 'boolean':
-      return 1;
-    case 'undefined': // skipped in a table (tableSize), refused by amqplib in an array
-    case 'bigint':
-    case 'symbol':
-    case 'function':
-      return Number.POSITIVE_INFINITY;
-  }
+  if (typeof value === 'string') return 4 + Buffer.byteLength(value);
+  if (typeof value === 'number') return NUMBER_BYTES;
+  if (typeof value === 'boolean') return 1;
   if (value === null) return 0;
-  const object = value as object;
+  // undefined (skipped in a table by tableSize, refused by amqplib in an array), a bigint, a symbol or a function
+  if (typeof value !== 'object') return Number.POSITIVE_INFINITY;
   // amqplib recurses without a guard, so a cycle overflows its stack: such a value cannot be published.
-  if (path.has(object)) return Number.POSITIVE_INFINITY;
-  if (Buffer.isBuffer(object)) return 4 + object.length;
-  if (object instanceof Date) return NUMBER_BYTES; // generous: amqplib encodes a Date as an empty table (4 bytes)
-  if (Object.hasOwn(object, '!')) {
+  if (path.has(value)) return Number.POSITIVE_INFINITY;
+  if (Buffer.isBuffer(value)) return 4 + value.length;
+  if (value instanceof Date) return NUMBER_BYTES; // generous: amqplib encodes a Date as an empty table (4 bytes)
+  if (Object.hasOwn(value, '!')) {
     // amqplib's `{ '!': type, value }` wrapper, encoded as its value with the named type: at most 8 bytes for a number
     // of any width (and for a decimal's 5), a string, boolean or table as itself; amqplib throws on a type it does not know.
-    const typed = object as { '!': unknown; value: unknown };
+    const typed = value as { '!': unknown; value: unknown };
     const type = typed['!'];
     if (NUMERIC_TYPES.has(type)) return NUMBER_BYTES;
     if (type === 'string' || type === 'boolean' || type === 'object' || type === 'number')
       return Math.max(NUMBER_BYTES, valueSize(typed.value, path));
     return Number.POSITIVE_INFINITY;
   }
-  path.add(object);
+  path.add(value);
   try {
-    if (Array.isArray(object)) return object.reduce<number>((sum, element) => sum + 1 + valueSize(element, path), 4);
-    return tableSize(object as Record<string, unknown>, path);
+    if (Array.isArray(value)) return value.reduce<number>((sum, element) => sum + 1 + valueSize(element, path), 4);
+    return tableSize(value as Record<string, unknown>, path);
   } finally {
-    path.delete(object);
+    path.delete(value);
   }
 }
 
