@@ -140,17 +140,8 @@ export class ObserverHub {
 /** Two counters as one: each told of every handler call. Counters only increment numbers: neither throws. */
 function bothCounters(first: DeliveryCounter, second: DeliveryCounter): DeliveryCounter {
   return {
-    countHandled: (queue, durationMs, message) => {
-      first.countHandled(queue, durationMs, message);
-      second.countHandled(queue, durationMs, message);
-    },
-    countFailed: (queue, durationMs, error, retried) => {
-      first.countFailed(queue, durationMs, error, retried);
-      second.countFailed(queue, durationMs, error, retried);
-    },
-    outageCounted: (queue, error) => {
-      first.outageCounted?.(queue, error);
-      second.outageCounted?.(queue, error);
-    },
+    countHandled: (...call) => (first.countHandled(...call), second.countHandled(...call)),
+    countFailed: (...call) => (first.countFailed(...call), second.countFailed(...call)),
+    outageCounted: (...call) => (first.outageCounted?.(...call), second.outageCounted?.(...call)),
   };
 }
