@@ -46,16 +46,12 @@ const UNITS_LARGEST_FIRST = Object.entries(UNIT_MS).slice(1).reverse();
 
 /** The shortest exact spelling of a number of milliseconds, for logs and names: 1000 -> '1s', 90000 -> '90s'. */
 export function formatDuration(ms: number): string {
-  for (const [unit, size] of UNITS_LARGEST_FIRST) {
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
+  const [unit, size] = UNITS_LARGEST_FIRST.find(([, each]) => ms >= each && ms % each === 0) ?? ['ms', 1];
+  return `${ms / size}${unit}`;
 }
 
 /** The longest whole-unit spelling not above `ms`, for "use at most" hints: 2^32-1 -> '49d', 90500 -> '1m'. */
 export function spellAtMost(ms: number): string {
-  for (const [unit, size] of UNITS_LARGEST_FIRST) {
-    if (ms >= size) return `${Math.floor(ms / size)}${unit}`;
-  }
-  return `${Math.floor(ms)}ms`;
+  const [unit, size] = UNITS_LARGEST_FIRST.find(([, each]) => ms >= each) ?? ['ms', 1];
+  return `${Math.floor(ms / size)}${unit}`;
 }
