@@ -44,14 +44,7 @@ export interface QueueLimitsOptions {
 }
 
 /** QueueLimitsOptions after validation. */
-export interface QueueLimitsConfig {
-  maxLength?: number;
-  maxLengthBytes?: number;
-  overflow?: QueueOverflow;
-  messageTtlMs?: number;
-  maxPriority?: number;
-  onExpired: DeadLetterAction;
-}
+export type QueueLimitsConfig = ReturnType<typeof readQueueLimits>;
 
 const OVERFLOWS: readonly QueueOverflow[] = ['drop-head', 'reject-publish', 'reject-publish-dlx'];
 /** RabbitMQ's limits are signed 32-bit integers on the wire (`long`). */
@@ -61,7 +54,7 @@ const MAX_LIMIT = 2 ** 31 - 1;
  * Validates a handler's queue limits. `at(key)` names the option as the user wrote it. Throws RetryConfigError.
  * @example readQueueLimits({ maxLength: 1000, overflow: 'reject-publish' }, 'classic', (k) => k) // { maxLength: 1000, overflow: 'reject-publish', onExpired: 'park' }
  */
-export function readQueueLimits(options: QueueLimitsOptions, queueType: QueueType, at: (key: string) => string): QueueLimitsConfig {
+export function readQueueLimits(options: QueueLimitsOptions, queueType: QueueType, at: (key: string) => string) {
   const maxLength = options.maxLength === undefined ? undefined : readInteger(options.maxLength, at('maxLength'), 1, MAX_LIMIT, '10000');
   const maxLengthBytes =
     options.maxLengthBytes === undefined ? undefined : readInteger(options.maxLengthBytes, at('maxLengthBytes'), 1, MAX_LIMIT, '104857600');
