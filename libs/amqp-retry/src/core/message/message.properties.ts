@@ -131,30 +131,16 @@ function checkShortString(key: string, value: unknown): void {
 function checkHeaders(headers: unknown): void {
   if (typeof headers !== 'object' || Array.isArray(headers))
     throw new TypeError(`Invalid headers ${shownValue(headers)}: give an object of header names and values.`);
+  const table = headers as Record<string, unknown>;
   // The broker closes the channel over a CC or BCC that is no array (406 unacceptable_type_in_header), null included.
   for (const key of ['CC', 'BCC'] as const) {
-    const value = (headers as Record<string, unknown>)[key];
+    const value = table[key];
     if (value !== undefined && !Array.isArray(value)) {
       throw new TypeError(`Invalid header ${key} ${shownValue(value)}: give an array of routing keys (['eu.orders']), or leave it out.`);
     }
   }
-  // Flat headers of short keys and small values fit by far: counted here; anything else is measured in full.
-  let flat = 0;
-  for (const key in headers as Record<string, unknown>) {
-    const value = (headers as Record<string, unknown>)[key];
-    const type = typeof value;
-    if (
-      key.length > 85 ||
-      flat >= 32 ||
-      !(value == null || type === 'number' || type === 'boolean' || (type === 'string' && (value as string).length <= 256))
-    ) {
-      flat = -1;
-      break;
-    }
-    flat++;
-  }
-  if (flat >= 0) return; // at most 32 headers of at most 1 + 255 + 1 + 4 + 768 bytes: well under the limit
-  const size = encodedTableSize(headers as Record<string, unknown>);
+  if (fitsByFar(table)) return;
+  const size = encodedTableSize(table);
   if (!Number.isFinite(size)) {
     throw new TypeError(
       'Invalid headers: amqplib cannot encode them (a name over 255 bytes, a bigint, symbol or function, an undefined array element, or a cycle).',
@@ -165,6 +151,18 @@ function checkHeaders(headers: unknown): void {
       `Invalid headers: about ${size} bytes encoded, over the ${MAX_PUBLISH_HEADERS_BYTES} a publish may carry; put large data in the body.`,
     );
   }
+}
+
+/** Whether `headers` are flat, short keys and small values, at most 32 of them: 1 + 255 + 1 + 4 + 768 bytes each, well under the limit. */
+function fitsByFar(headers: Record<string, unknown>): boolean {
+  let count = 0;
+  for (const key in headers) {
+    const value = headers[key];
+    const type = typeof value;
+    const small = value == null || type === 'number' || type === 'boolean' || (type === 'string' && (value as string).length <= 256);
+    if (key.length > 85 || ++count > 32 || !small) return false;
+  }
+  return true;
 }
 
 function shownValue(value: unknown): string {
