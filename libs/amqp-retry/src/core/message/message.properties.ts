@@ -101,14 +101,9 @@ export function checkPublishRoute(exchange: string, routingKey: string, recipien
   checkRouteName('exchange name', exchange);
   checkRouteName('routing key', routingKey);
   if (recipients === undefined) return;
-  const headers = recipients.headers as Record<string, unknown> | undefined;
-  for (const [key, value] of [
-    ['CC', recipients.CC ?? headers?.CC],
-    ['BCC', recipients.BCC ?? headers?.BCC],
-  ] as const) {
-    for (const one of Array.isArray(value) ? (value as unknown[]) : value == null ? [] : [value]) {
-      checkRouteName(`${key} key`, Buffer.isBuffer(one) ? one : String(one));
-    }
+  for (const key of ['CC', 'BCC'] as const) {
+    const value: unknown = recipients[key] ?? (recipients.headers as Record<string, unknown> | undefined)?.[key];
+    for (const one of [value ?? []].flat()) checkRouteName(`${key} key`, Buffer.isBuffer(one) ? one : String(one));
   }
 }
 
