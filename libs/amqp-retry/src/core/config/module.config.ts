@@ -73,9 +73,13 @@ function readReconnect(reconnect: unknown = {}): ReconnectPolicy {
 
 const DELAYED_DELIVERY_KEYS = keysOf<Exclude<RetryModuleOptions['delayedDelivery'], boolean | undefined>>({ prefix: 1, queueType: 1 });
 
-function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string | undefined {
-  if (option === undefined || option === true) return DELAY_LADDER.prefix;
-  if (option === false) return undefined;
+/**
+ * Option `delayedDelivery`: the delay ladder's configured prefix (`delayPrefix`, undefined when delayed delivery is off)
+ * and the type of its queues (`delayQueueType`: its `queueType`, else the module's).
+ */
+function readDelayedDelivery(option: RetryModuleOptions['delayedDelivery'], moduleType: QueueType) {
+  if (option === undefined || typeof option === 'boolean')
+    return { delayPrefix: option === false ? undefined : DELAY_LADDER.prefix, delayQueueType: moduleType };
   if (!isPlainObject(option)) {
     throw new RetryConfigError(
       'RetryModule option "delayedDelivery"',
@@ -84,9 +88,9 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
     );
   }
   refuseUnknownKeys(option, DELAYED_DELIVERY_KEYS, 'delayedDelivery', moduleKey);
-  if (option.prefix === undefined) return DELAY_LADDER.prefix;
   // The ladder appends ".quorum.v1.p10.3221225472ms" and the like to the prefix.
-  const prefix = readName(option.prefix, 'RetryModule option "delayedDelivery.prefix"', 40, "'billing.delay'");
+  const prefix =
+    option.prefix === undefined ? DELAY_LADDER.prefix : readName(option.prefix, 'RetryModule option "delayedDelivery.prefix"', 40, "'billing.delay'");
   if (prefix.endsWith('.quorum')) {
     // A classic ladder "X.quorum" would have the names of the quorum ladder "X".
     throw new RetryConfigError(
@@ -95,12 +99,9 @@ function readDelayPrefix(option: RetryModuleOptions['delayedDelivery']): string 
       "Choose a prefix that does not end in '.quorum', e.g. 'billing.delay'.",
     );
   }
-  return prefix;
-}
-
-function readDelayQueueType(option: RetryModuleOptions['delayedDelivery'], moduleType: QueueType): QueueType {
-  const given = typeof option === 'object' && option !== null ? option.queueType : undefined;
-  return given === undefined ? moduleType : readQueueType(given, 'RetryModule option "delayedDelivery.queueType"');
+  const delayQueueType =
+    option.queueType === undefined ? moduleType : readQueueType(option.queueType, 'RetryModule option "delayedDelivery.queueType"');
+  return { delayPrefix: prefix as string | undefined, delayQueueType };
 }
 
 const LOGGING_KEYS = keysOf<NonNullable<RetryModuleOptions['logging']>>({ retries: 1, parked: 1 });
@@ -226,10 +227,7 @@ export function resolveModuleConfig(options: RetryModuleOptions = {}, env: Envir
     connectionName: options.connectionName === undefined ? undefined : readConnectionName(options.connectionName),
     /** The name recorded with the handler queues (RetryModuleOptions.application), if given. */
     application: given('application', 'RETRY_APPLICATION', readApplication, undefined),
-    /** The delay ladder's configured prefix, or undefined when delayed delivery is off. */
-    delayPrefix: readDelayPrefix(options.delayedDelivery),
-    /** The type of the delay ladder's queues: `delayedDelivery.queueType`, else the module's `queueType`. */
-    delayQueueType: readDelayQueueType(options.delayedDelivery, moduleQueueType),
+    ...readDelayedDelivery(options.delayedDelivery, moduleQueueType),
     reconnect: readReconnect(options.reconnect),
     publishTimeoutMs: duration('publishTimeout', 'RETRY_PUBLISH_TIMEOUT', "'10s'", PUBLISH_TIMEOUT_RANGE, 10_000),
     publishBufferSize: readInteger(options.publishBufferSize, moduleKey('publishBufferSize'), 0, 1_000_000, '1000', 1_000),
