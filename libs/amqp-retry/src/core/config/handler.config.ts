@@ -1,5 +1,4 @@
 import { RetryConfigError } from '../../errors/retry-config.error.js';
-import type { Deserializer } from '../message/body.decoder.js';
 import {
   readDelays,
   readDeserializer,
@@ -17,63 +16,38 @@ import {
 } from './config.readers.js';
 import { DELAY_LADDER } from '../delivery/delay.plan.js';
 import { retryabilityOf } from '../delivery/delivery.decision.js';
-import { readIdempotency, type IdempotencyConfig } from '../idempotency/idempotency.config.js';
-import { readOrdering, type OrderingConfig } from '../ordering/ordering.config.js';
+import { readIdempotency } from '../idempotency/idempotency.config.js';
+import { readOrdering } from '../ordering/ordering.config.js';
 import { MAX_ATTEMPTS_LIMIT, type ModuleConfig } from './module.config.js';
-import type { RetryLogs, QueueType, RetryHandlerOptions } from './retry.options.js';
-import { readInbox, type InboxConfig } from '../outbox/outbox.config.js';
-import { readCircuitBreaker, readRateLimit, type CircuitBreakerConfig, type RateLimitConfig } from '../breaker/breaker.config.js';
-import { readQueueLimits, type QueueLimitsConfig } from './queue-limits.config.js';
-import { readPartitions, type PartitionOf, type PartitionsConfig } from '../partitions/partitions.config.js';
+import type { RetryHandlerOptions } from './retry.options.js';
+import { readInbox } from '../outbox/outbox.config.js';
+import { readCircuitBreaker, readRateLimit } from '../breaker/breaker.config.js';
+import { readQueueLimits } from './queue-limits.config.js';
+import { readPartitions, type PartitionOf } from '../partitions/partitions.config.js';
 import { keysOf, refuseUnknownKeys } from './option-keys.js';
 
-/** A handler's configuration after defaults and validation: everything the topology and the consumer need. */
-export interface HandlerConfig {
-  queue: string;
+/**
+ * A handler's configuration after defaults and validation: everything the topology and the consumer need. What
+ * resolveHandlerConfig returns, and what a partition's own configuration adds (partition.plan.ts): `exchangeArguments`
+ * (of its hash exchange: what it hashes), `upstream` (the handler's own exchange, bound to the hash exchange),
+ * `retryInPlace` (a failed message is retried in the consumer, unacked at its place, instead of through the tiers),
+ * `partitionOf` (which partition of which handler it is) and `deadLetterQueue` (where the queue's expired and
+ * over-length messages go; absent: `<queue>.dlx.dead`; partitions share their handler's).
+ */
+export type HandlerConfig = Omit<ReturnType<typeof resolveHandlerConfig>, 'exchange' | 'exchangeType'> & {
   exchange?: string;
-  exchangeType: 'topic' | 'direct' | 'fanout' | 'headers' | 'x-consistent-hash';
-  /** Arguments of `exchange` (a partition's hash exchange: what it hashes). */
+  exchangeType: ExchangeType | 'x-consistent-hash';
   exchangeArguments?: Record<string, unknown>;
-  routingKeys: string[];
-  /** An exchange bound to `exchange` (a partition: the handler's own exchange, feeding the hash exchange). */
-  upstream?: { exchange: string; exchangeType: 'topic' | 'direct' | 'fanout' | 'headers'; routingKeys: string[] };
-  /** Tier delays in ms, tier 1 first; the last repeats. */
-  delaysMs: number[];
-  maxAttempts: number;
-  /** The longest a handler call may take, in ms; 0: no limit. */
-  timeoutMs: number;
-  errorQueue: string;
-  prefetch: number;
-  queueType: QueueType;
-  deserializer: Deserializer;
-  isRetryable: (error: unknown) => boolean;
-  retryLogs: RetryLogs;
-  /** Handle each message once (this handler's, else the module's); absent: every copy runs. */
-  idempotency?: IdempotencyConfig;
-  /** Run in a transaction that records the message as handled (this handler's, else the module's); absent: no inbox. */
-  inbox?: InboxConfig;
-  /** One at a time per key, in arrival order; absent: deliveries run side by side up to prefetch. */
-  ordering?: OrderingConfig;
-  singleActiveConsumer: boolean;
-  /** Stop consuming while the handler keeps failing (this handler's, else the module's); absent: never. */
-  circuitBreaker?: CircuitBreakerConfig;
-  /** At most so many handler calls per period in this process; absent: no limit. */
-  rateLimit?: RateLimitConfig;
-  /** Split into partition queues (docs/partitions.md); the engine runs one handler per partition. */
-  partitions?: PartitionsConfig;
-  /** Retry a failed message in the consumer, unacked at its place, instead of through the tiers (a partition that holds). */
+  upstream?: { exchange: string; exchangeType: ExchangeType; routingKeys: string[] };
   retryInPlace?: boolean;
-  /** Set on a partition's own configuration: which partition of which handler it is. */
   partitionOf?: PartitionOf;
-  /** Where the queue's expired and over-length messages go; absent: `<queue>.dlx.dead`. Partitions share their handler's. */
   deadLetterQueue?: string;
-  /** The queue's limits and arguments, and what happens to a message that expired or was pushed out of it. */
-  limits?: QueueLimitsConfig;
-}
+};
 
 /** Bytes kept free in a queue name for the suffixes of the derived names (".dlx.first", ".retry.100.4294967295ms.abcdef"). */
 const NAME_RESERVE = 32;
 const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
+type ExchangeType = (typeof EXCHANGE_TYPES)[number];
 /** More tiers than this are refused: the last tier repeats, so more attempts need no more tiers. */
 const MAX_TIERS = 100;
 
@@ -190,7 +164,7 @@ export function resolveHandlerConfig(
   module: ModuleConfig,
   where: string,
   at: (key: string) => string = (key) => `@RetryWithBackoff option "${key}" of ${where}`,
-): HandlerConfig {
+) {
   const queue = readName(options.queue, at('queue'), NAME_RESERVE, "'orders.created'");
   const exchange = options.exchange === undefined ? undefined : readName(options.exchange, at('exchange'), 0, "'orders'");
   const exchangeType = options.exchangeType ?? 'topic';
@@ -282,8 +256,10 @@ export function resolveHandlerConfig(
     exchange,
     exchangeType,
     routingKeys: keys as string[],
+    /** Tier delays in ms, tier 1 first; the last repeats. */
     delaysMs,
     maxAttempts: explicitAttempts ?? delaysMs.length + 1,
+    /** The longest a handler call may take, in ms; 0: no limit. */
     timeoutMs: readDuration(options.timeout, at('timeout'), "'30s'", TIME_LIMIT_RANGE, module.handlerTimeoutMs),
     errorQueue,
     prefetch: readInteger(options.prefetch, at('prefetch'), 1, 65_535, '20', module.prefetch),
@@ -291,13 +267,20 @@ export function resolveHandlerConfig(
     deserializer: options.deserializer === undefined ? module.deserializer : readDeserializer(options.deserializer, at('deserializer')),
     isRetryable: retryabilityOf(nonRetryable),
     retryLogs: module.retryLogs,
+    /** Handle each message once (this handler's, else the module's); undefined: every copy runs. */
     idempotency,
+    /** Run in a transaction that records the message as handled (this handler's, else the module's); undefined: no inbox. */
     inbox,
+    /** One at a time per key, in arrival order; undefined: deliveries run side by side up to prefetch. */
     ordering: options.ordering === undefined ? undefined : readOrdering(options.ordering, at),
     singleActiveConsumer: readFlag(options.singleActiveConsumer, at('singleActiveConsumer')),
+    /** Stop consuming while the handler keeps failing (this handler's, else the module's); undefined: never. */
     circuitBreaker,
+    /** At most so many handler calls per period in this process; undefined: no limit. */
     rateLimit,
+    /** Split into partition queues (docs/partitions.md); the engine runs one handler per partition. */
     partitions,
+    /** The queue's limits and arguments, and what happens to a message that expired or was pushed out of it. */
     limits: readQueueLimits(options, queueType, at),
   };
 }
