@@ -27,15 +27,11 @@ export interface FleetInstance extends HeartbeatIdentity {
   queues: Array<{ queue: string; consuming: boolean; state: QueueState; partitions?: number[]; breaker?: BreakerCause }>;
 }
 
-/** One minute of one queue, summed over every instance: its BEAT_COUNTS and percentiles. */
-export interface HistoryPoint extends Record<(typeof BEAT_COUNTS)[number], number> {
-  /** The minute's start (epoch ms). */
-  at: number;
-  /** Processing-time percentiles (ms, bucket bounds); absent when nothing was timed. */
-  processing?: Percentiles;
-  /** Critical-time percentiles (ms, bucket bounds). */
-  critical?: Percentiles;
-}
+/**
+ * One minute of one queue, summed over every instance: its BEAT_COUNTS, the minute's start (`at`, epoch ms), and the
+ * percentiles (ms, bucket bounds) of processing and critical time, absent when nothing was timed.
+ */
+export type HistoryPoint = ReturnType<typeof pointOf>;
 
 export type Percentiles = Record<'p50' | 'p95' | 'p99', number>;
 
@@ -44,19 +40,12 @@ export interface QueueHistory {
   points: HistoryPoint[];
 }
 
-/** "Is anything wrong, and where?" from the heartbeats. */
-export interface FleetSummary {
-  up: number;
-  gone: number;
-  /** Queues whose breaker is open or half-open on an instance that is up. */
-  breakersOpen: string[];
-  /** Queues paused on an instance that is up. */
-  paused: string[];
-  /** Messages parked in the last hour, every queue. */
-  parkedLastHour: number;
-  /** The queue with the highest p95 processing time over the last hour, if any was timed. */
-  slowest?: { queue: string; p95: number };
-}
+/**
+ * "Is anything wrong, and where?" from the heartbeats: instances up and gone, the queues whose breaker is open or
+ * half-open (`breakersOpen`) or that are paused on an instance that is up, the messages parked in the last hour, and the
+ * queue with the highest p95 processing time over the last hour (`slowest`), if any was timed.
+ */
+export type FleetSummary = ReturnType<FleetHistory['summaryAt']>;
 
 /** One minute of one queue: its counts and its two histograms, summed as beats arrive. */
 interface Bucket extends Record<(typeof BEAT_COUNTS)[number], number> {
@@ -164,13 +153,13 @@ export class FleetHistory {
       .sort((a, b) => a.queue.localeCompare(b.queue));
   }
 
-  summaryAt(now: number): FleetSummary {
+  summaryAt(now: number) {
     const instances = this.instancesAt(now);
     const up = instances.filter((i) => i.status === 'up');
     const distinct = (pick: (q: FleetInstance['queues'][number]) => boolean) =>
       [...new Set(up.flatMap((i) => i.queues.filter(pick).map((q) => q.queue)))].sort();
     let parkedLastHour = 0;
-    let slowest: FleetSummary['slowest'];
+    let slowest: { queue: string; p95: number } | undefined;
     const since = now - 60 * MINUTE;
     for (const [queue, buckets] of this.history) {
       const processing = new Float64Array(LATENCY_BUCKETS);
@@ -225,7 +214,7 @@ export class FleetHistory {
   }
 }
 
-function pointOf(b: Bucket): HistoryPoint {
+function pointOf(b: Bucket) {
   const { handled, retried, parked, failed } = b;
   const processing = percentiles(b.processing);
   const critical = percentiles(b.critical);
