@@ -7,16 +7,11 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 /** The range of a beat interval, in ms: at least 250 (a beat is a publish), at most a minute (gone within 3 minutes). */
 export const HEARTBEAT_INTERVAL_RANGE = { min: 250, max: 60_000 } as const;
 
-/** This instance's heartbeat, when the module turns it on (RetryModuleOptions.heartbeat). */
-export interface HeartbeatConfig {
-  intervalMs: number;
-}
-
 /**
  * Reads RetryModuleOptions.heartbeat: `true` (every 5 s), `{ intervalMs }`, or `false`/absent (none).
  * @example readHeartbeat({ intervalMs: 2000 }, (key) => `RetryModule option "${key}"`) // { intervalMs: 2000 }
  */
-export function readHeartbeat(value: unknown, at: (key: string) => string): HeartbeatConfig | undefined {
+export function readHeartbeat(value: unknown, at: (key: string) => string): { intervalMs: number } | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return { intervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS };
   const { min, max } = HEARTBEAT_INTERVAL_RANGE;

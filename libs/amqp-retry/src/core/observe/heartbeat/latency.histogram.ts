@@ -14,14 +14,11 @@ export function latencyBucket(ms: number): number {
 
 /** The `q` quantile (0 < q <= 1) of counts per bucket as its bucket's upper bound (the last: its lower); undefined if empty. */
 export function latencyQuantile(counts: ArrayLike<number>, q: number): number | undefined {
-  let total = 0;
-  for (let i = 0; i < counts.length; i++) total += counts[i];
+  const all = Array.from(counts);
+  const total = all.reduce((sum, n) => sum + n, 0);
   if (total === 0) return undefined;
   const rank = Math.max(1, Math.ceil(q * total));
   let seen = 0;
-  for (let i = 0; i < counts.length; i++) {
-    seen += counts[i];
-    if (seen >= rank) return LATENCY_BOUNDS_MS[Math.min(i, LATENCY_BOUNDS_MS.length - 1)];
-  }
-  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1];
+  const bucket = all.findIndex((n) => (seen += n) >= rank);
+  return LATENCY_BOUNDS_MS[bucket === -1 ? LATENCY_BOUNDS_MS.length - 1 : Math.min(bucket, LATENCY_BOUNDS_MS.length - 1)];
 }
