@@ -12,7 +12,6 @@ import { MessageParker } from '../pipeline/park-route.steps.js';
 import { ControlSide } from './control.side.js';
 import type { HandOverNote } from '../core/delivery/hand-over.note.js';
 import { HeartbeatRuntime } from './heartbeat.runtime.js';
-import { brokerUsers } from '../core/config/broker-urls.reader.js';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../core/observe/heartbeat/heartbeat.config.js';
 import { HeartbeatCollector } from '../core/observe/heartbeat/heartbeat.collector.js';
 import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
@@ -61,19 +60,12 @@ export class ConsumingSide {
   private refusing?: boolean;
 
   constructor(private readonly sides: ConsumingSideDeps) {
-    const { config, publishing, logger, observers, replyAddresses } = sides;
+    const { config, publishing, logger, observers } = sides;
     this.forwarding = new DelayForwarding(config, publishing, logger, observers);
     this.control = new ControlSide({
-      logger,
-      application: config.application,
+      ...sides,
       flowOf: (queue) => flowOf(this.all, queue),
       handedOver: (note) => queueRuntimeOf(this.all, note.queue)?.creditReturns(note),
-      publish: (out) => publishing.publish('publisher', out, 0),
-      replyAddressState: (address) => replyAddresses.state(address),
-      publishingChannel: (purpose, expectClose) => publishing.channel(purpose, expectClose),
-      users: brokerUsers(config.urls),
-      sendAs: () => publishing.user,
-      controlUsers: config.controlUsers,
     });
   }
 
@@ -196,19 +188,15 @@ export class ConsumingSide {
       if (fleet) this.heartbeat.watch(fleet); // beating already (RetryModuleOptions.heartbeat): the page listens too
       return;
     }
-    const { config, logger, observers } = this.sides;
+    const { observers } = this.sides;
     const collector = new HeartbeatCollector();
     observers.add(collector); // parks and breaker changes
     observers.count(collector); // handler calls, without events
     this.heartbeat = new HeartbeatRuntime({
-      application: config.application,
+      ...this.sides,
       intervalMs,
-      logger,
       collector,
       fleet,
-      users: brokerUsers(config.urls),
-      sendAs: () => this.sides.publishing.user,
-      publishChannel: (purpose) => this.sides.publishing.channel(purpose, true),
       consumeChannel: async (purpose) => (await this.consumingConnection()).createChannel(purpose, true),
       consumed: () => this.statuses(),
       flows: () => this.queueStates(),
@@ -246,12 +234,9 @@ export class ConsumingSide {
 
   /** A handler's runtime, kept in `list`: a partitioned one runs one runtime per partition, and the membership that spreads them. */
   private add(handler: EngineHandler, deps: HandlerRuntimeDeps, list: Runtime[]): Runtime {
-    const { urls, connectTimeoutMs } = this.sides.config;
-    const publishingChannel = (purpose: string) => this.sides.publishing.channel(purpose, true);
+    const { config, publishing } = this.sides;
     const runtime =
-      handler.config.partitions === undefined
-        ? new HandlerRuntime(handler, deps)
-        : new PartitionedRuntime(handler, { ...deps, urls, connectTimeoutMs, publishingChannel, publishingUser: () => this.sides.publishing.user });
+      handler.config.partitions === undefined ? new HandlerRuntime(handler, deps) : new PartitionedRuntime(handler, { ...deps, config, publishing });
     list.push(runtime);
     this.refusing = undefined;
     return runtime;

@@ -2,7 +2,7 @@ import type { Channel } from 'amqplib';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import { CONTROL_EXCHANGE } from '../core/breaker/control.message.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-import { ControlSide } from './control.side.js';
+import { ControlSide, type ControlSideDeps } from './control.side.js';
 import type { Outgoing } from './publishing.side.js';
 
 /** A consuming connection whose control channel declares CONTROL_EXCHANGE, or is refused it (`refused`). */
@@ -25,18 +25,20 @@ function connectionFor(refused: boolean): { connection: AmqpConnection } {
 function sideWith(published: Outgoing[], warnings: string[]): ControlSide {
   const logger = { log: () => undefined, warn: (line: string) => warnings.push(line), error: () => undefined } as unknown as RetryLogger;
   return new ControlSide({
+    config: { urls: ['amqp://app:secret@localhost'], application: undefined, controlUsers: undefined },
     logger,
     flowOf: () => {
       throw new RangeError('none');
     },
     handedOver: () => undefined,
-    publish: async (out) => void published.push(out),
-    replyAddressState: async () => ({ kind: 'gone' }),
-    publishingChannel: async () => {
-      throw new Error('not used');
-    },
-    users: ['app'],
-    sendAs: () => 'app',
+    publishing: {
+      publish: async (_via: unknown, out: Outgoing) => void published.push(out),
+      channel: async () => {
+        throw new Error('not used');
+      },
+      user: 'app',
+    } as unknown as ControlSideDeps['publishing'],
+    replyAddresses: { state: async () => ({ kind: 'gone' }) },
   });
 }
 

@@ -5,31 +5,26 @@ import { closeWhenOpen, SharedChannel } from '../amqp/channel-close.settler.js';
 import { CONTROL_EXCHANGE, encodeControl, type ControlCommand } from '../core/breaker/control.message.js';
 import { readPauseBy } from '../core/breaker/queue.state.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
-import type { ReplyAddressState } from '../core/publish/reply-address.rules.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { ControlListener } from './control.listener.js';
 import { encodeHandOverNote, HAND_OVER_NOTE_TYPE, type HandOverNote } from '../core/delivery/hand-over.note.js';
-import type { Outgoing } from './publishing.side.js';
+import type { PublishingSide } from './publishing.side.js';
+import type { ReplyAddressChecker } from './reply-address.checker.js';
+import type { ModuleConfig } from '../core/config/module.config.js';
+import { brokerUsers } from '../core/config/broker-urls.reader.js';
 import type { QueueFlowControl, QueueFlowStatus } from './queue-flow.control.js';
 
 /** What the control side needs of the rest of the engine. */
 export interface ControlSideDeps {
+  config: Pick<ModuleConfig, 'application' | 'urls' | 'controlUsers'>;
   logger: RetryLogger;
-  /** The application's name, in the instance's description. */
-  application?: string;
+  /** Publishes notes and commands, replies on its channels, as the user of the publishing connection (`userId`, for the broker to check). */
+  publishing: Pick<PublishingSide, 'publish' | 'channel' | 'user'>;
+  replyAddresses: Pick<ReplyAddressChecker, 'state'>;
   /** A handler queue's flow; throws a RangeError that names the queue's handlers when there is none to pause. */
   flowOf: (queue: string) => QueueFlowControl;
   /** Takes another instance's note of a hand-over of one of this engine's queues (ignored for any other queue). */
   handedOver: (note: HandOverNote) => void;
-  publish: (out: Outgoing) => Promise<void>;
-  replyAddressState: (address: string) => Promise<ReplyAddressState>;
-  publishingChannel: (purpose: string, expectClose: boolean) => Promise<Channel>;
-  /** The broker users of the application's URLs: notes are taken from them only (see ControlListener). */
-  users: readonly string[];
-  /** The user its publishes go as now (the publishing connection's): set as `userId`, for the broker to check. */
-  sendAs: () => string;
-  /** The other broker users whose commands it takes (RetryModuleOptions.controlUsers); undefined: any. */
-  controlUsers?: readonly string[];
 }
 
 /** Pause and resume: here, everywhere (told to the other instances through the control exchange), and from other processes. */
@@ -79,14 +74,14 @@ export class ControlSide {
   /** Starts taking commands for `queues` (once; later calls bind more queues), on the consuming connection. */
   async listen(connection: AmqpConnection, queues: readonly string[]): Promise<void> {
     if (this.listener) return this.listener.bind(queues);
-    const { application, logger, users, controlUsers } = this.deps;
-    const instance = `${hostname()} pid ${process.pid}${application ? ` (${application})` : ''}`;
+    const { config, logger } = this.deps;
+    const instance = `${hostname()} pid ${process.pid}${config.application ? ` (${config.application})` : ''}`;
     this.listener = new ControlListener({
       connection,
       logger,
       instance,
-      users,
-      controlUsers,
+      users: brokerUsers(config.urls),
+      controlUsers: config.controlUsers,
       act: (command, sender) =>
         command.command === 'pause' ? this.pause(command.queue, command, sender) : this.resume(command.queue, command, sender),
       reply: (replyTo, correlationId, body) => this.reply(replyTo, correlationId, body),
@@ -125,8 +120,12 @@ export class ControlSide {
       }
       return Promise.resolve();
     }
-    const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE, userId: this.deps.sendAs() };
-    return this.deps.publish({ exchange: CONTROL_EXCHANGE, routingKey: note.queue, content: encodeHandOverNote(note), properties });
+    const properties = { contentType: 'application/json', type: HAND_OVER_NOTE_TYPE, userId: this.deps.publishing.user };
+    return this.deps.publishing.publish(
+      'publisher',
+      { exchange: CONTROL_EXCHANGE, routingKey: note.queue, content: encodeHandOverNote(note), properties },
+      0,
+    );
   }
 
   private async tellOthers(command: ControlCommand): Promise<void> {
@@ -135,10 +134,10 @@ export class ControlSide {
       exchange: CONTROL_EXCHANGE,
       routingKey: command.queue,
       content: encodeControl(command),
-      properties: { contentType: 'application/json', userId: this.deps.sendAs() },
+      properties: { contentType: 'application/json', userId: this.deps.publishing.user },
     };
-    await this.deps
-      .publish(out)
+    await this.deps.publishing
+      .publish('publisher', out, 0)
       .catch((error: unknown) =>
         this.deps.logger.warn(`"${command.queue}" was ${command.command}d here, but the other instances could not be told: ${errorMessage(error)}`),
       );
@@ -146,12 +145,12 @@ export class ControlSide {
 
   private async reply(replyTo: string, correlationId: string | undefined, body: Buffer): Promise<void> {
     // Only to an address the broker says has its sender: a forged one must not close the publishing connection.
-    const state = await this.deps.replyAddressState(replyTo);
+    const state = await this.deps.replyAddresses.state(replyTo);
     if (state.kind !== 'exists') {
       throw new Error(`its reply address ${state.kind === 'gone' ? 'no longer exists' : `cannot be used: ${state.reason}`}`);
     }
     const channel = await this.replies.get((forget) =>
-      this.deps.publishingChannel('control replies', true).then((c) => {
+      this.deps.publishing.channel('control replies', true).then((c) => {
         c.on('close', forget);
         return c;
       }),

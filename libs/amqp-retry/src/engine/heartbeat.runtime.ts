@@ -18,6 +18,9 @@ import {
 import type { FleetHistory } from '../core/observe/heartbeat/fleet.history.js';
 import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
 import type { PartitionsStatus } from './partitions.runtime.js';
+import type { PublishingSide } from './publishing.side.js';
+import type { ModuleConfig } from '../core/config/module.config.js';
+import { brokerUsers } from '../core/config/broker-urls.reader.js';
 
 /** Beats waiting in the page instance's heartbeat queue at most (older ones dropped by the broker). */
 const LISTEN_QUEUE_LENGTH = 1_000;
@@ -30,25 +33,21 @@ export interface HeartbeatDeps {
   flows: () => QueueFlowStatus[];
   /** The partitioned handlers (RetryEngine.partitions). */
   partitions: () => PartitionsStatus[];
-  application?: string;
+  /**
+   * The application's name, and its URLs: beats are published as the broker user of the publishing connection (AMQP
+   * `user_id`, checked by the broker), and the listener takes only those of the URLs' users, so that another user who
+   * may write to the control exchange cannot show instances of this application.
+   */
+  config: Pick<ModuleConfig, 'application' | 'urls'>;
   intervalMs: number;
   logger: RetryLogger;
   collector: HeartbeatCollector;
-  /** A plain channel on the publishing connection (for the beats). */
-  publishChannel: (purpose: string) => Promise<Channel>;
+  /** Plain channels on the publishing connection (for the beats), and the user beats go as now. */
+  publishing: Pick<PublishingSide, 'channel' | 'user'>;
   /** A plain channel on the consuming connection (to listen to the beats). */
   consumeChannel: (purpose: string) => Promise<Channel>;
-  /**
-   * The broker users of the application's URLs: beats are published as the publishing connection's one (AMQP `user_id`,
-   * checked by the broker), and the listener takes only theirs, so that another user who may write to the control
-   * exchange cannot show instances of this application.
-   */
-  users: readonly string[];
-  /** The user beats go as now: the publishing connection's (after a failover, its node's URL's). */
-  sendAs: () => string;
   /** The page's instance keeps every instance's beats here; without it this instance only beats. */
   fleet?: FleetHistory;
-  now?: () => number;
 }
 
 /**
@@ -65,20 +64,21 @@ export class HeartbeatRuntime {
   private warned = false;
   /** When a bad heartbeat was last logged: at most one line a minute. */
   private lastIgnored = -Infinity;
-  private readonly now: () => number;
+  /** The broker users of the application's URLs: the only senders whose beats are kept. */
+  private readonly users: readonly string[];
   /** On the page's instance: where every instance's beats are kept. */
   private fleet?: FleetHistory;
 
   constructor(private readonly deps: HeartbeatDeps) {
-    this.now = deps.now ?? Date.now;
     this.fleet = deps.fleet;
+    this.users = brokerUsers(deps.config.urls);
     const host = hostname().slice(0, 100);
     this.identity = {
       id: `${host}:${process.pid}:${randomBytes(4).toString('hex')}`,
       host,
       pid: process.pid,
       version: (process.env.npm_package_version ?? '').slice(0, 100),
-      startedAt: this.now(),
+      startedAt: Date.now(),
     };
   }
 
@@ -105,19 +105,19 @@ export class HeartbeatRuntime {
   async beat(): Promise<void> {
     try {
       if (this.fleet) await this.listen();
-      const channel = await this.open(this.publisher, () => this.deps.publishChannel('heartbeat'));
+      const channel = await this.open(this.publisher, () => this.deps.publishing.channel('heartbeat', true));
       const beat: Heartbeat = {
         v: 1,
-        application: this.deps.application ?? '-',
+        application: this.deps.config.application ?? '-',
         instance: this.identity,
         seq: ++this.seq,
-        sentAt: this.now(),
+        sentAt: Date.now(),
         intervalMs: this.deps.intervalMs,
         queues: this.queues(),
       };
-      channel.publish(CONTROL_EXCHANGE, heartbeatKey(this.deps.application), encodeHeartbeat(beat), {
+      channel.publish(CONTROL_EXCHANGE, heartbeatKey(this.deps.config.application), encodeHeartbeat(beat), {
         contentType: 'application/json',
-        userId: this.deps.sendAs(),
+        userId: this.deps.publishing.user,
         expiration: String(this.deps.intervalMs * 3),
       });
       this.warned = false;
@@ -154,7 +154,7 @@ export class HeartbeatRuntime {
         ...PRIVATE_QUEUE_OPTIONS,
         arguments: { ...PRIVATE_QUEUE_OPTIONS.arguments, 'x-max-length': LISTEN_QUEUE_LENGTH, 'x-message-ttl': this.deps.intervalMs * 3 },
       });
-      await channel.bindQueue(queue, CONTROL_EXCHANGE, heartbeatKey(this.deps.application));
+      await channel.bindQueue(queue, CONTROL_EXCHANGE, heartbeatKey(this.deps.config.application));
       await channel.consume(queue, (message) => message && this.take(fleet, message), { noAck: true });
       return channel;
     });
@@ -162,15 +162,15 @@ export class HeartbeatRuntime {
 
   private take(fleet: FleetHistory, message: ConsumeMessage): void {
     const { userId } = message.properties;
-    if (typeof userId !== 'string' || !this.deps.users.includes(userId)) return; // not from this application's broker users
+    if (typeof userId !== 'string' || !this.users.includes(userId)) return; // not from this application's broker users
     const beat = decodeHeartbeat(message.content, message.fields.routingKey);
     if ('problem' in beat) {
-      if (this.now() - this.lastIgnored < 60_000) return;
-      this.lastIgnored = this.now();
+      if (Date.now() - this.lastIgnored < 60_000) return;
+      this.lastIgnored = Date.now();
       this.deps.logger.warn(`Ignored a heartbeat (at most one such line a minute): ${beat.problem}`);
       return;
     }
-    fleet.accept(beat, this.now(), beat.instance.id === this.identity.id);
+    fleet.accept(beat, Date.now(), beat.instance.id === this.identity.id);
   }
 
   /** The channel kept in `shared`, opened when missing or closed (it is forgotten when it closes). */

@@ -15,7 +15,7 @@ function membership() {
   } as unknown as Channel;
   let open!: (channel: Channel) => void;
   const opening = new Promise<Channel>((resolve) => (open = resolve));
-  const deps = { connection: {} as AmqpConnection, publishingChannel: () => opening, logger: silent, users: ['app'], sendAs: () => 'app' };
+  const deps = { connection: {} as AmqpConnection, publishing: { channel: () => opening, user: 'app' }, logger: silent, users: ['app'] };
   return {
     published,
     openChannel: () => open(channel),
@@ -76,7 +76,7 @@ async function listening() {
     'orders',
     'orders.members',
     1_000,
-    { connection, publishingChannel: async () => channel, logger, users: ['app'], sendAs: () => 'app' },
+    { connection, publishing: { channel: async () => channel, user: 'app' }, logger, users: ['app'] },
     () => void changes++,
   );
   await members.listen();
@@ -113,7 +113,7 @@ describe("a partitioned handler's membership", () => {
   it('publishes its announcements with its broker user, which the broker validates', async () => {
     const options: unknown[] = [];
     const channel = { on: () => channel, publish: (_e: string, _k: string, _c: Buffer, o: unknown) => void options.push(o) } as unknown as Channel;
-    const deps = { connection: {} as AmqpConnection, publishingChannel: async () => channel, logger: silent, users: ['app'], sendAs: () => 'app' };
+    const deps = { connection: {} as AmqpConnection, publishing: { channel: async () => channel, user: 'app' }, logger: silent, users: ['app'] };
     await new PartitionMembership('m-1', 4, 'orders', 'orders.members', 1_000, deps, () => undefined).announce();
     expect(options).toEqual([expect.objectContaining({ userId: 'app' })]);
   });

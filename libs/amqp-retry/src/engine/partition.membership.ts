@@ -6,12 +6,13 @@ import type { PartitionMember } from '../core/partitions/partition.plan.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { PRIVATE_QUEUE_OPTIONS } from '../core/topology/queue-type.mismatch.js';
+import type { PublishingSide } from './publishing.side.js';
 
 /** What the membership of a partitioned handler needs of the engine. */
 export interface MembershipDeps {
   connection: AmqpConnection;
-  /** A plain channel on the publishing connection (announcements are published, never on the consuming one). */
-  publishingChannel: (purpose: string) => Promise<Channel>;
+  /** The publishing connection: its plain channels (announcements go there, never on the consuming one), and the user they go as now. */
+  publishing: Pick<PublishingSide, 'channel' | 'user'>;
   logger: RetryLogger;
   /**
    * The broker users of the application's URLs: only announcements published as one of them (AMQP `user_id`, which the
@@ -19,8 +20,6 @@ export interface MembershipDeps {
    * members' exchange cannot join the membership and be given partitions.
    */
   users: readonly string[];
-  /** The user announcements go as now: the publishing connection's (after a failover, its node's URL's). */
-  sendAs: () => string;
 }
 
 /** At most one line a minute about each kind of ignored announcements. */
@@ -127,14 +126,14 @@ export class PartitionMembership {
     if (this.left) return;
     if (leaving) this.left = true;
     try {
-      this.announcer ??= this.deps.publishingChannel(`partition announcements of "${this.queue}"`).then((channel) => {
+      this.announcer ??= this.deps.publishing.channel(`partition announcements of "${this.queue}"`, true).then((channel) => {
         channel.on('close', () => (this.announcer = undefined));
         return channel;
       });
       const channel = await this.announcer;
       const announcement = Buffer.from(JSON.stringify({ id: this.member, leaving, count: this.count, ready: this.ready }));
       const expiration = String(this.heartbeatMs * MISSED_HEARTBEATS);
-      channel.publish(this.membersExchange, '', announcement, { expiration, persistent: false, userId: this.deps.sendAs() });
+      channel.publish(this.membersExchange, '', announcement, { expiration, persistent: false, userId: this.deps.publishing.user });
       this.announceFailed = false;
     } catch (error) {
       this.announcer = undefined;

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
+import type { ModuleConfig } from '../core/config/module.config.js';
+import type { PublishingSide } from './publishing.side.js';
 import { distinctSchedules, deadLetterConsumer, HandlerRuntime, type EngineHandler, type HandlerRuntimeDeps } from './handler.runtime.js';
 import { type QueueConsumer } from '../amqp/queue.consumer.js';
 import { declareHashExchange } from '../amqp/hash-exchange.probe.js';
@@ -32,12 +34,9 @@ import { declareTopology } from '../amqp/topology.declarer.js';
 
 /** What a partitioned handler needs besides what every handler runtime shares. */
 export interface PartitionsDeps extends HandlerRuntimeDeps {
-  urls: readonly string[];
-  connectTimeoutMs: number;
-  /** A plain channel on the publishing connection (announcements are published, never on the consuming one). */
-  publishingChannel: (purpose: string) => Promise<Channel>;
-  /** The broker user of the publishing connection's node now: the `userId` its publishes may carry. */
-  publishingUser: () => string;
+  config: Pick<ModuleConfig, 'urls' | 'connectTimeoutMs'>;
+  /** The publishing connection: its plain channels (announcements are never published on the consuming one), its broker user now. */
+  publishing: Pick<PublishingSide, 'channel' | 'user'>;
 }
 
 export type { PartitionStatus, PartitionsStatus } from '../core/partitions/partitions.status.js';
@@ -106,7 +105,7 @@ export class PartitionedRuntime {
       this.queue,
       this.names.membersExchange,
       this.partitions.heartbeatMs,
-      { ...deps, users: brokerUsers(deps.urls), sendAs: deps.publishingUser },
+      { ...deps, users: brokerUsers(deps.config.urls) },
       () => {
         if (this.assigned) this.rebalance();
       },
@@ -166,7 +165,7 @@ export class PartitionedRuntime {
    * them: what it hashes is recorded beside it, and a start configured with another key fails before declaring.
    */
   private async declareHashExchange(): Promise<void> {
-    const { urls, connectTimeoutMs, connection, recordPublisher, logger } = this.deps;
+    const { config, connection, recordPublisher, logger } = this.deps;
     const { hashExchange, keyRecord } = this.names;
     const configured = this.partitions.hashArguments;
     const open = () => connection.createChannel('partition key record', true);
@@ -176,7 +175,7 @@ export class PartitionedRuntime {
       const hashKeys = { configured: describeHashKey(configured), found: describeHashKey(decision.found) };
       throw new TopologyMismatchError('exchange', hashExchange, `hashes ${hashKeys.found}`, undefined, hashKeys);
     }
-    await declareHashExchange({ urls, connectTimeoutMs, queue: this.queue, exchange: hashExchange, arguments: configured });
+    await declareHashExchange({ ...config, queue: this.queue, exchange: hashExchange, arguments: configured });
     if (decision.action === 'keep') return;
     await recordHashKey(open, recordPublisher, keyRecord, { hashArguments: configured });
     if (decision.action === 'unverified') {
