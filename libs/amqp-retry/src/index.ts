@@ -36,7 +36,7 @@ export { PostgresIdempotencyStore, type PostgresIdempotencyStoreOptions, type Pg
 export { IdempotencyStoreError } from './errors/idempotency-store.error.js';
 export type { RetryContext, RetryContextBase } from './core/delivery/retry.context.js';
 export { OutboxPublisher } from './nest/outbox.publisher.js';
-export type { OutboxReceipt } from './engine/outbox.writer.js';
+export type { OutboxReceipt } from './engine/outbox.side.js';
 export type { OutboxOptions, InboxOptions, HandlerInboxOptions } from './core/outbox/outbox.options.js';
 export type { OutboxAdapter, OutboxTransaction, SqlResult } from './core/outbox/outbox.adapter.js';
 export type { OutboxMessage, OutboxMessageProperties } from './core/outbox/outbox.message.js';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { OutboxMessage } from '../core/outbox/outbox.message.js';
 import type { OutboxTransaction } from '../core/outbox/outbox.adapter.js';
 import { RetryEngine } from '../engine/retry.engine.js';
-import type { OutboxReceipt } from '../engine/outbox.writer.js';
+import type { OutboxReceipt } from '../engine/outbox.side.js';
 
 /**
  * Publishes through the transactional outbox (RetryModule option `outbox`; docs/outbox.md): the message is written
