@@ -64,7 +64,7 @@ export function parkingQueues(runtimes: readonly Runtime[], config: ModuleConfig
     errorQueue: handler.config.errorQueue,
     tiers: scheduleTiers(handler), // the patterns' own schedules too: their messages wait there
   }));
-  handlers.push(...runtimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.retired : [])));
+  handlers.push(...runtimes.flatMap((r) => (r instanceof PartitionedRuntime ? r.retirement.retired : [])));
   if (config.delayPrefix === undefined) return handlers;
   const { readyQueue, errorQueue } = planDelayTopology(config.delayPrefix, config.delayQueueType);
   return [...handlers, { queue: readyQueue, errorQueue, tiers: [] }];

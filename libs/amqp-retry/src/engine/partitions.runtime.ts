@@ -10,17 +10,20 @@ import { decideHashKey, describeHashKey } from '../core/partitions/hash-key.reco
 import { TopologyMismatchError } from '../errors/topology-mismatch.error.js';
 import { checkChannelBudget } from '../core/partitions/channel.budget.js';
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
-import type { ScopeQueue } from '../core/parking/parked.scope.js';
 import { exchangeExists } from '../amqp/queue-exists.probe.js';
 import {
   assignPartitions,
   hashExchangeBindings,
+  otherPartitionQueue,
   partitionConfigs,
   partitionNames,
   partitionOwners,
   type PartitionMember,
 } from '../core/partitions/partition.plan.js';
 import type { PartitionsConfig } from '../core/partitions/partitions.config.js';
+import type { HandlerConfig } from '../core/config/handler.config.js';
+import { planRetryTopology, tierQueues } from '../core/topology/retry-topology.plan.js';
+import type { DeadLetterTarget } from '../pipeline/dead-letter.step.js';
 import { type DurationTimer, startInterval, startTimer } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { PartitionsStatus } from '../core/partitions/partitions.status.js';
@@ -28,7 +31,6 @@ import { PartitionRetirement } from './partition.retirement.js';
 import { PartitionMembership } from './partition.membership.js';
 import { brokerUsers } from '../core/config/broker-urls.reader.js';
 import { onChannel } from './tier.retirement.js';
-import { otherDeadLetterTargets } from './partition.deaths.js';
 import { HashExchangeWatch } from './partition.exchange.js';
 import { declareTopology } from '../amqp/topology.declarer.js';
 
@@ -81,7 +83,8 @@ export class PartitionedRuntime {
   private readonly depths = new Map<number, { depth: number; consumers: number }>();
   /** Partitions this instance owns whose consumer could not start (no channel left, say), tried again each heartbeat. */
   private readonly unstarted = new Set<HandlerRuntime>();
-  private readonly retirement: PartitionRetirement;
+  /** What an earlier layout left: its `retired` queues stay in this application's view until deleted. */
+  readonly retirement: PartitionRetirement;
   /** The consumer of the dead-letter queue every partition shares: each instance runs one, owner of a partition or not. */
   private readonly deadLetters: QueueConsumer;
   /** Declares the hash exchange again, with its bindings, should it be deleted while the application runs. */
@@ -120,11 +123,6 @@ export class PartitionedRuntime {
       await declareTopology(deps.connection, hashExchangeBindings(handler.config), false);
     };
     this.hashExchange = new HashExchangeWatch(deps.connection, this.queue, this.names.hashExchange, restore, deps.logger);
-  }
-
-  /** The retired queues, with their parking queues and tiers: in this application's view until deleted. */
-  get retired(): ScopeQueue[] {
-    return this.retirement.retired;
   }
 
   get queue(): string {
@@ -330,4 +328,35 @@ export class PartitionedRuntime {
     // A partition queue deleted or the connection down: the next heartbeat looks again.
     await onChannel(connection, 'partition depths', measure, true).catch(() => undefined);
   }
+}
+
+/**
+ * Where the dead-letter queue that a partitioned handler's partitions share (`<queue>.dlx.dead`) sends what died in a
+ * queue of the handler beyond this instance's partitions: a partition of a larger count (run by another instance in a
+ * rolling change, or retired) or the queue of the handler before partitions (otherPartitionQueue). Such a message is
+ * handled as the dead-letter consumer of an instance running that queue would: parked in that queue's own parking
+ * queue with the reason of its death, or (a first failure the death sort sent there) sent on to that queue's first
+ * tier. A replay from that parking queue goes back to that queue, whose owner or mover takes it. Any other name is
+ * none of these (undefined).
+ *
+ * Should the parking queue or first tier be gone, only those two are declared again (as that queue's topology has
+ * them), never the queue itself or a binding: a retired partition is not brought back into the hash exchange.
+ */
+function otherDeadLetterTargets(config: HandlerConfig, connection: AmqpConnection): (queue: string) => DeadLetterTarget | undefined {
+  const known = new Map<string, DeadLetterTarget | undefined>(); // at most MAX_PARTITIONS + 1 names: the queue and its partitions
+  return (queue) => {
+    if (known.has(queue)) return known.get(queue);
+    const other = otherPartitionQueue(config, queue);
+    const target = other && targetOf(other, connection);
+    if (other) known.set(queue, target);
+    return target;
+  };
+}
+
+function targetOf(config: HandlerConfig, connection: AmqpConnection): DeadLetterTarget {
+  const firstTier = tierQueues(config)[0];
+  const plan = planRetryTopology(config);
+  const own = new Set([config.errorQueue, firstTier]);
+  const redeclare = () => declareTopology(connection, { exchanges: [], queues: plan.queues.filter((q) => own.has(q.name)), bindings: [] }, false);
+  return { errorQueue: config.errorQueue, firstTier, redeclare };
 }
