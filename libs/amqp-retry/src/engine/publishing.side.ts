@@ -50,18 +50,13 @@ export const LADDER_CHECK_EVERY_MS = 5_000;
 export const TARGET_CHECK_EVERY_MS = 5_000;
 type LadderPlan = Extract<DelayedPublishPlan, { kind: 'ladder' }>;
 
-/** The publishing connection's confirm channels, one per purpose. */
-export interface Publishers {
-  connection: AmqpConnection;
-  /** For the application's own publishes: a publish to a missing exchange never disturbs parking. */
-  publisher: ConfirmPublisher;
-  /** For parked copies and plan records. */
-  parker: ConfirmPublisher;
-  /** For the delay forwarder, whose targets may have been deleted since the message was delayed. */
-  forwarder: ConfirmPublisher;
-  /** For the outbox relay: a row the broker refuses never disturbs the application's publishes. */
-  relay: ConfirmPublisher;
-}
+/**
+ * The publishing connection's confirm channels, one per purpose: `publisher` for the application's own publishes (a
+ * publish to a missing exchange never disturbs parking), `parker` for parked copies and plan records, `forwarder` for
+ * the delay forwarder (whose targets may have been deleted since the message was delayed), `relay` for the outbox relay
+ * (a row the broker refuses never disturbs the application's publishes).
+ */
+export type Publishers = { connection: AmqpConnection } & Record<PublisherRole | 'parker' | 'forwarder', ConfirmPublisher>;
 
 /** Sends a message on a channel of the caller's with the properties given (see PublishingSide.sendObserved). */
 export type SendObserved = (properties: Options.Publish) => Promise<void>;
