@@ -1,9 +1,7 @@
-import type { Channel } from 'amqplib';
-import { SharedChannel } from './channel-close.settler.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import type { AmqpConnection } from './amqp.connection.js';
-import { existsOn } from './queue-exists.probe.js';
+import { TargetProbe } from './target.probe.js';
 
 /** The queues and exchanges a guard checks, by name. */
 export interface GuardedTopology {
@@ -21,8 +19,8 @@ export interface GuardedTopology {
  */
 export class TopologyGuard {
   private running?: Promise<void>;
-  /** The checking channel, opened again after a 404 closed it. */
-  private readonly channel = new SharedChannel<Channel>();
+  /** The checks, on a channel opened again after a 404 closed it. */
+  private readonly probe = new TargetProbe(() => this.connection.createChannel('retry topology check', true));
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -50,19 +48,16 @@ export class TopologyGuard {
 
   /** The first missing exchange or queue, described; undefined when all exist. */
   private async findMissing(): Promise<string | undefined> {
-    const channel = await this.channel.get((forget) =>
-      this.connection.createChannel('retry topology check', true).then((open) => open.on('close', forget)),
-    );
     // True unless the passive check fails with 404; any other failure (connection lost) is thrown.
-    const exists = (check: () => Promise<unknown>) =>
-      existsOn(channel, check).catch((error: unknown) => {
+    const exists = (check: Promise<boolean>) =>
+      check.catch((error: unknown) => {
         throw new Error(`could not check the retry topology: ${errorMessage(error)}`, { cause: error });
       });
     for (const name of this.topology.exchanges) {
-      if (!(await exists(() => channel.checkExchange(name)))) return `the exchange "${name}"`;
+      if (!(await exists(this.probe.exchangeExists(name)))) return `the exchange "${name}"`;
     }
     for (const name of this.topology.queues) {
-      if (!(await exists(() => channel.checkQueue(name)))) return `the queue "${name}"`;
+      if (!(await exists(this.probe.queueExists(name)))) return `the queue "${name}"`;
     }
     return undefined;
   }
