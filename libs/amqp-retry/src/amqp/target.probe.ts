@@ -29,19 +29,13 @@ export class TargetProbe {
   }
 
   private once(name: string, check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
-    let checking = this.running.get(name);
-    if (checking) return checking;
-    checking = this.exists(check).finally(() => this.running.delete(name));
-    this.running.set(name, checking);
-    return checking;
-  }
-
-  private exists(check: (channel: Channel) => Promise<unknown>): Promise<boolean> {
-    const checking = this.tail.then(async () => {
-      const channel = await this.channel.get((forget) => this.open().then((opened) => opened.on('close', forget)));
-      return existsOn(channel, check);
-    });
+    const running = this.running.get(name);
+    if (running) return running;
+    const checking = this.tail
+      .then(async () => existsOn(await this.channel.get((forget) => this.open().then((opened) => opened.on('close', forget))), check))
+      .finally(() => this.running.delete(name));
     this.tail = checking.catch(() => undefined);
+    this.running.set(name, checking);
     return checking;
   }
 }
