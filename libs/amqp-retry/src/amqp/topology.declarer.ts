@@ -13,27 +13,6 @@ function isAmqpError(error: unknown, code: number): error is Error & { code: num
 /** The broker's text of a 406, without amqplib's wording around it. */
 export const refusalText = (message: string) => message.replace(/^.*?PRECONDITION_FAILED - /, '').replace(/"$/, '');
 
-/** Runs one declaration; a 406 becomes a TopologyMismatchError (naming both types of a queue whose type differs). */
-async function step<T>(
-  connection: AmqpConnection,
-  kind: 'queue' | 'exchange',
-  name: string,
-  args: Readonly<Record<string, unknown>> | undefined,
-  run: () => Promise<T>,
-  probeTypes: boolean,
-): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (!isAmqpError(error, PRECONDITION_FAILED)) throw error;
-    const brokerMessage = refusalText(error.message);
-    const configured = kind === 'queue' ? declaredQueueType(args) : undefined;
-    const probe = probeTypes && configured && args;
-    const types = probe ? await findTypeMismatch(connection, name, configured, args, brokerMessage).catch(() => undefined) : undefined;
-    throw new TopologyMismatchError(kind, name, brokerMessage, types);
-  }
-}
-
 const MAX_TYPE_PROBES = 8;
 
 /**
@@ -84,14 +63,24 @@ const bind = (channel: Channel, b: BindingDeclaration) =>
  */
 export async function declareTopology(connection: AmqpConnection, plan: TopologyPlan, probeTypes = true): Promise<void> {
   const channel = await connection.createChannel('topology declaration', true);
+  /** Runs one declaration; a 406 becomes a TopologyMismatchError (naming both types of a queue whose type differs). */
+  const step = async (kind: 'queue' | 'exchange', name: string, args: Readonly<Record<string, unknown>> | undefined, run: () => Promise<unknown>) => {
+    try {
+      await run();
+    } catch (error) {
+      if (!isAmqpError(error, PRECONDITION_FAILED)) throw error;
+      const brokerMessage = refusalText(error.message);
+      const configured = kind === 'queue' && probeTypes ? declaredQueueType(args) : undefined;
+      const probe = configured && args && findTypeMismatch(connection, name, configured, args, brokerMessage).catch(() => undefined);
+      throw new TopologyMismatchError(kind, name, brokerMessage, probe ? await probe : undefined);
+    }
+  };
   try {
     for (const e of plan.exchanges) {
-      const declare = () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments });
-      await step(connection, 'exchange', e.name, e.arguments, declare, false);
+      await step('exchange', e.name, e.arguments, () => channel.assertExchange(e.name, e.type, { durable: true, arguments: e.arguments }));
     }
-    for (const q of plan.queues) {
-      await step(connection, 'queue', q.name, q.arguments, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }), probeTypes);
-    }
+    for (const q of plan.queues)
+      await step('queue', q.name, q.arguments, () => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }));
     for (const b of plan.bindings) await bind(channel, b);
   } finally {
     await channel.close().catch(() => undefined); // a 406 has closed it already
