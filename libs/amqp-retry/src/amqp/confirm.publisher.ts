@@ -202,16 +202,6 @@ export class ConfirmPublisher {
     } else this.settle(publish, { kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
   }
 
-  /** @internal A send's wait on the confirm clock ended: a patient publish waits on, any other times out. */
-  timedOut(publish: Publish, waitedMs: number): boolean {
-    if (!publish.patience) {
-      this.settle(publish, { kind: 'timeout' });
-      return false;
-    }
-    publish.patience.onSlowConfirm(waitedMs);
-    return true;
-  }
-
   /** @internal What became of one send: the publish resolves, rejects, or is sent again. */
   settle(publish: Publish, outcome: SendOutcome): void {
     const open = publish.end();
@@ -434,8 +424,14 @@ class Publish implements PendingPublish, QueuedWrite, DeadlineWait {
     this.reject(new PublishError(this.exchange, this.routingKey, reason));
   }
 
+  /** Its send's wait on the confirm clock ended: a patient publish waits on, any other times out. */
   onTimeout(waitedMs: number): boolean {
-    return this.publisher.timedOut(this, waitedMs);
+    if (!this.patience) {
+      this.publisher.settle(this, { kind: 'timeout' });
+      return false;
+    }
+    this.patience.onSlowConfirm(waitedMs);
+    return true;
   }
 
   /** A send starts on `open`. */
