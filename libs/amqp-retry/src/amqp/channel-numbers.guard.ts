@@ -1,11 +1,8 @@
+import type { PassThrough } from 'node:stream';
 import { internalProperty } from './amqplib.internals.js';
 
 /** The part of a channel's write buffer (a PassThrough amqplib's multiplexer reads from) this relies on. */
-interface WriteBuffer {
-  readonly readableEnded: boolean;
-  readonly destroyed: boolean;
-  once(event: 'end' | 'close', listener: () => void): unknown;
-}
+type WriteBuffer = Pick<PassThrough, 'readableEnded' | 'destroyed' | 'once'>;
 
 /** amqplib's bit set of channel numbers in use (lib/bitset.js). */
 interface NumbersInUse {

@@ -1,13 +1,8 @@
+import type { Writable } from 'node:stream';
 import { internalProperty } from './amqplib.internals.js';
 
 /** A stream that can hold its writes back and hand them on in one go (a net.Socket). */
-interface CorkableStream {
-  cork(): void;
-  uncork(): void;
-  write(chunk: unknown, ...rest: unknown[]): boolean;
-  readonly writableLength: number;
-  readonly writableHighWaterMark: number;
-}
+type CorkableStream = Pick<Writable, 'cork' | 'uncork' | 'write' | 'writableLength' | 'writableHighWaterMark'>;
 
 /**
  * The part of amqplib's frame multiplexer (lib/mux.js, 0.10 to 2.x) this relies on: `_readIncoming` writes every
@@ -41,7 +36,7 @@ export function coalesceSocketWrites(model: unknown): boolean {
   // An own property of this one multiplexer: amqplib's prototype stays as it is.
   mux._readIncoming = function corkedPass(this: FrameMux): void {
     const ownWrite = Object.prototype.hasOwnProperty.call(out, 'write') ? out.write : undefined;
-    const write = out.write;
+    const write = out.write as (...args: unknown[]) => boolean;
     out.cork();
     // A corked socket says "full" at its high-water mark before the kernel saw anything, and amqplib would reorder its
     // channels on that (a CloseOk could follow the Open that reuses its number): the batch goes to the kernel at once.
