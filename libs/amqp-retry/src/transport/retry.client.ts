@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { ClientProxy, RmqRecord, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import type { ConsumeMessage, Options } from 'amqplib';
-import { AsyncSubject, connectable, defer, mergeMap, throwError, type Observable } from 'rxjs';
+import { AsyncSubject, connectable, defer, type Observable } from 'rxjs';
 import { DirectReplyChannel } from '../amqp/direct-reply.channel.js';
 import { readPublishDelay } from '../core/delivery/delay.plan.js';
 import { errorMessage } from '../core/text/error-message.format.js';
@@ -95,16 +95,15 @@ export class RetryClient extends ClientProxy {
    * @example const { messageId } = await lastValueFrom(client.emit<PublishedMessage>('order.created', order, { correlationId }));
    */
   override emit<TResult = unknown, TInput = unknown>(pattern: unknown, data: TInput, options?: RetryEmitOptions): Observable<TResult> {
-    if (pattern === undefined || pattern === null || data === undefined || data === null) {
-      return throwError(() => new Error('RetryClient.emit: give a pattern and data (neither may be null or undefined)'));
-    }
-    let given: RetryEmitOptions;
-    try {
-      given = readPublishOptions(options, 'RetryClient.emit');
-    } catch (error) {
-      return throwError(() => error);
-    }
-    const source = defer(async () => this.connect()).pipe(mergeMap(() => this.dispatch({ pattern, data }, given) as Promise<TResult>));
+    // Checked before connecting: a bad call opens nothing.
+    const source = defer(async () => {
+      if (pattern === undefined || pattern === null || data === undefined || data === null) {
+        throw new Error('RetryClient.emit: give a pattern and data (neither may be null or undefined)');
+      }
+      const given = readPublishOptions(options, 'RetryClient.emit');
+      await this.connect();
+      return this.dispatch({ pattern, data }, given) as Promise<TResult>;
+    });
     // AsyncSubject: a subscriber that comes after the confirm still gets what was sent (and an error, as Nest's does).
     const hot = connectable(source, { connector: () => new AsyncSubject<TResult>(), resetOnDisconnect: false });
     hot.connect();
