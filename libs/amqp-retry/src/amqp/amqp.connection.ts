@@ -226,13 +226,10 @@ export class AmqpConnection {
       await this.sleep(reconnectDelay(attempt, this.options.reconnect));
       if (this.closing) return;
       const index = nodeForAttempt(lost, attempt, this.options.urls.length);
-      let model: ChannelModel;
-      try {
-        model = await this.connect(index);
-      } catch (error) {
+      const model = await this.connect(index).catch((error: unknown) => {
         this.logger.debug(`Reconnection attempt ${attempt} to ${describeNode(this.options.urls, index)} failed: ${errorMessage(error)}`);
-        continue;
-      }
+      });
+      if (!model) continue;
       if (this.closing) {
         await model.close().catch(() => undefined);
         return;

@@ -1,5 +1,4 @@
 import { closeSettled } from './channel-close.settler.js';
-import type amqp from 'amqplib';
 import { connectWithin } from './broker.connector.js';
 import { withinTime } from '../core/time/duration.timer.js';
 import { errorMessage } from '../core/text/error-message.format.js';
@@ -29,13 +28,10 @@ export interface HashExchangeProbe {
 export async function declareHashExchange(probe: HashExchangeProbe): Promise<void> {
   const failures: string[] = [];
   for (const url of probe.urls) {
-    let model: amqp.ChannelModel;
-    try {
-      model = await connectWithin(url, probe.connectTimeoutMs, `no answer within ${probe.connectTimeoutMs} ms`);
-    } catch (error) {
+    const model = await connectWithin(url, probe.connectTimeoutMs, `no answer within ${probe.connectTimeoutMs} ms`).catch((error: unknown) => {
       failures.push(errorMessage(error));
-      continue;
-    }
+    });
+    if (!model) continue;
     // amqplib rejects the declaration with "channel ended"; the connection's 'error', a moment later, has the reason.
     let closedWith: Error | undefined;
     const closed = new Promise<void>((resolve) => model.once('close', () => resolve()));
