@@ -1,6 +1,6 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AckBatcher } from './ack.batcher.js';
-import { abortSubscription, Delivery, HeldDeliveries, newSubscription } from './consumer.subscription.js';
+import { abortSubscription, Delivery, HeldDeliveries, Subscription } from './consumer.subscription.js';
 
 const deliveryOf = (tag: number) => new Delivery({ fields: { deliveryTag: tag } } as ConsumeMessage, {} as AckBatcher);
 const tags = (held: HeldDeliveries) => [...held].map((d) => d.message.fields.deliveryTag);
@@ -48,7 +48,7 @@ describe('HeldDeliveries', () => {
 
 describe('abortSubscription', () => {
   it('aborts the signal and detaches the gate pass of each held delivery that runs, once', () => {
-    const subscription = newSubscription({} as Channel, false, () => undefined);
+    const subscription = new Subscription({} as Channel, false, () => undefined);
     const detached: number[] = [];
     const [running, waiting, other] = [1, 2, 3].map(deliveryOf);
     for (const delivery of [running, waiting, other]) subscription.held.add(delivery);

@@ -13,43 +13,35 @@ export interface Settle {
 }
 
 /** One channel's life: what it delivered and settles, and a signal that aborts when it is gone. */
-export interface Subscription {
-  channel: Channel;
-  batcher: AckBatcher;
-  abort: AbortController;
+export class Subscription {
+  readonly batcher: AckBatcher;
+  readonly abort = new AbortController();
   /** Aborts with `abort`, and when the queue is handed over: its deliveries not in a handler call give up (linkRecall). */
-  recall: AbortController;
+  readonly recall = new AbortController();
   /** Its deliveries not settled yet (running or waiting for the gate); `idle` wakes those waiting for none. */
-  unsettled: number;
+  unsettled = 0;
   /** Its deliveries not settled yet, with when each was delivered (for a consumer timeout's log line). */
-  held: HeldDeliveries;
-  idle: Array<() => void>;
+  readonly held = new HeldDeliveries();
+  readonly idle: Array<() => void> = [];
   consumerTag?: string;
-  /** Prefetch 1 while suspects are about (quorum): a crash then finds only the suspect unsettled. */
-  careful: boolean;
   /** The pace of the consumer subscribed now, and whether a change waits for the channel to hold no delivery. */
   subscribedCareful?: boolean;
   paceSwitchPending?: boolean;
-}
 
-/** A new subscription of `channel`; `dropped` hears of settlements a closed channel could not take. */
-export function newSubscription(channel: Channel, careful: boolean, dropped: (subscription: Subscription, error: unknown) => void): Subscription {
-  const abort = new AbortController();
-  const recall = new AbortController();
-  // Every delivery's handler listens to these signals: up to `prefetch` listeners is no leak.
-  setMaxListeners(0, abort.signal, recall.signal);
-  linkRecall(abort.signal, recall.signal);
-  const subscription: Subscription = {
-    channel,
-    batcher: new AckBatcher(channel, (error) => dropped(subscription, error)),
-    abort,
-    recall,
-    unsettled: 0,
-    held: new HeldDeliveries(),
-    idle: [],
-    careful,
-  };
-  return subscription;
+  /**
+   * `careful`: prefetch 1 while suspects are about (quorum), so that a crash finds only the suspect unsettled.
+   * `dropped` hears of settlements a closed channel could not take.
+   */
+  constructor(
+    readonly channel: Channel,
+    public careful: boolean,
+    dropped: (subscription: Subscription, error: unknown) => void,
+  ) {
+    // Every delivery's handler listens to these signals: up to `prefetch` listeners is no leak.
+    setMaxListeners(0, this.abort.signal, this.recall.signal);
+    linkRecall(this.abort.signal, this.recall.signal);
+    this.batcher = new AckBatcher(channel, (error) => dropped(this, error));
+  }
 }
 
 /** One delivery, settled on the channel that delivered it. */

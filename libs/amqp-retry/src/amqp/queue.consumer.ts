@@ -16,7 +16,7 @@ import { reconnectDelay } from '../core/connection/reconnect.policy.js';
 import type { QueueConsumerOptions } from './queue-consumer.options.js';
 import { ConsumerDeliveries, type DeliveryHandler } from './consumer.deliveries.js';
 import { DeliveryRecalled } from '../core/delivery/delivery.recall.js';
-import { abortSubscription, closeSubscription, lossOf, newSubscription, retireSubscription, type Subscription } from './consumer.subscription.js';
+import { abortSubscription, closeSubscription, lossOf, retireSubscription, Subscription } from './consumer.subscription.js';
 import { queueExists, queueStillOurs } from './queue-exists.probe.js';
 
 export type { Settle } from './consumer.subscription.js';
@@ -191,7 +191,7 @@ export class QueueConsumer {
     let subscription: Subscription;
     try {
       const channel = await connection.createChannel(`queue "${queue}"`, true); // its loss is logged here, once, with its cause
-      subscription = newSubscription(channel, this.options.isSuspect !== undefined, (s, error) => this.dropped(s, error));
+      subscription = new Subscription(channel, this.options.isSuspect !== undefined, (s, error) => this.dropped(s, error));
     } catch (error) {
       void this.dispatch({ type: 'open-failed' });
       throw error;
