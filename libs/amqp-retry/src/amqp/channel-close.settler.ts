@@ -13,13 +13,7 @@ export interface Closable {
 export function closeSettled(closable: Closable): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     closable.once('close', () => resolve());
-    let closing: Promise<void>;
-    try {
-      closing = closable.close();
-    } catch (error) {
-      return reject(error instanceof Error ? error : new Error(String(error))); // amqplib throws when closed already
-    }
-    closing.then(resolve, reject);
+    closable.close().then(resolve, reject); // amqplib throws when closed already: the executor's throw rejects
   });
 }
 
