@@ -25,12 +25,14 @@ export const queueExists = (open: ChannelOpener, queue: string): Promise<boolean
   Buffer.byteLength(queue) > 255 ? Promise.resolve(false) : exists(open, (channel) => channel.checkQueue(queue));
 
 /**
- * Whether a queue exists and, when it does, whether it takes a declaration with `args` (false: a 406, it was declared
- * with others), on one channel of its own: a passive declare, then the declaration. Thrown as queueExists throws.
+ * Whether a queue exists and, when it does and `args` are given, whether it takes a declaration with them (false: a
+ * 406, it was declared with others), on one channel of its own: a passive declare, then the declaration. Thrown as
+ * queueExists throws.
  */
-export const queueStillOurs = (open: ChannelOpener, queue: string, args: Record<string, unknown>): Promise<{ exists: boolean; matches?: boolean }> =>
+export const queueStillOurs = (open: ChannelOpener, queue: string, args?: Record<string, unknown>): Promise<{ exists: boolean; matches?: boolean }> =>
   onOwnChannel(open, async (channel) => {
     if (!(await existsOn(channel, (opened) => opened.checkQueue(queue)))) return { exists: false };
+    if (!args) return { exists: true };
     try {
       await channel.assertQueue(queue, { durable: true, arguments: args });
       return { exists: true, matches: true };

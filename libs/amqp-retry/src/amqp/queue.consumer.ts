@@ -17,7 +17,7 @@ import type { QueueConsumerOptions } from './queue-consumer.options.js';
 import { ConsumerDeliveries, type DeliveryHandler } from './consumer.deliveries.js';
 import { DeliveryRecalled } from '../core/delivery/delivery.recall.js';
 import { abortSubscription, closeSubscription, lossOf, retireSubscription, Subscription } from './consumer.subscription.js';
-import { queueExists, queueStillOurs } from './queue-exists.probe.js';
+import { queueStillOurs } from './queue-exists.probe.js';
 
 export type { Settle } from './consumer.subscription.js';
 export type { DeliveryHandler } from './consumer.deliveries.js';
@@ -360,10 +360,9 @@ export class QueueConsumer {
     void retireSubscription(subscription, tag);
     const { connection, queue, queueArguments } = this.options;
     const open = () => connection.createChannel(`queue "${queue}" check`, true);
-    const found = queueArguments
-      ? queueStillOurs(open, queue, queueArguments)
-      : queueExists(open, queue).then((exists) => ({ exists, matches: undefined }));
-    void found.catch(ignore).then((q) => this.resumeAfter(classifyConsumerLoss({ ...loss, queueExists: q?.exists, queueMatches: q?.matches })));
+    void queueStillOurs(open, queue, queueArguments)
+      .catch(ignore)
+      .then((q) => this.resumeAfter(classifyConsumerLoss({ ...loss, queueExists: q?.exists, queueMatches: q?.matches })));
   }
 
   /** The state machine logs the verdict's line and resumes at once, with backoff, or not. */
