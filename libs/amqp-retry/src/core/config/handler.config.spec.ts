@@ -198,4 +198,20 @@ describe('resolveHandlerConfig with partitions and long names', () => {
     expect(() => resolve({ queue: 'orders', errorQueue: 'e'.repeat(252), partitions })).toThrow(`${prefix('errorQueue')} is 252 bytes long`);
     expect(() => resolve({ queue: 'orders', errorQueue: 'e'.repeat(251), partitions })).not.toThrow();
   });
+
+  it('names the first of several faults of a partitioned handler in a fixed order', () => {
+    const named = (options: Partial<RetryHandlerOptions>) => {
+      try {
+        resolve({ queue: 'q', partitions, ...options });
+      } catch (error) {
+        return /option "([^"]+)"/.exec((error as Error).message)?.[1];
+      }
+      return undefined;
+    };
+    expect(named({ exchange: 'q', singleActiveConsumer: true, circuitBreaker: true, rateLimit: { calls: 5, per: '1s' } })).toBe('exchange');
+    expect(named({ ordering: { key: { header: 'k' } }, exchange: 'q' })).toBe('ordering');
+    expect(named({ singleActiveConsumer: true, circuitBreaker: 5 as never })).toBe('singleActiveConsumer');
+    expect(named({ circuitBreaker: true, rateLimit: 7 as never })).toBe('circuitBreaker');
+    expect(named({ rateLimit: 7 as never })).toBe('rateLimit');
+  });
 });

@@ -233,15 +233,14 @@ export function resolveHandlerConfig(
     );
   }
   const partitions = options.partitions === undefined ? undefined : readPartitions(options.partitions, at);
-  // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
-  const circuitBreaker =
-    options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
-  const rateLimit = options.rateLimit === undefined ? (partitions ? undefined : module.rateLimit) : readRateLimit(options.rateLimit, at);
+  const refuseWithPartitions = (key: keyof typeof REFUSED_WITH_PARTITIONS, given: unknown): void => {
+    if (partitions !== undefined && given !== undefined) {
+      throw new RetryConfigError(at(key), 'is given together with "partitions"', REFUSED_WITH_PARTITIONS[key]);
+    }
+  };
   if (partitions !== undefined) {
     refuseLongPartitionNames(queue, options.errorQueue === undefined ? undefined : errorQueue, partitions.count, at);
-    const given = { ordering: options.ordering, singleActiveConsumer: options.singleActiveConsumer, circuitBreaker, rateLimit };
-    const refused = (Object.keys(given) as Array<keyof typeof given>).find((key) => given[key] !== undefined);
-    if (refused !== undefined) throw new RetryConfigError(at(refused), 'is given together with "partitions"', REFUSED_WITH_PARTITIONS[refused]);
+    refuseWithPartitions('ordering', options.ordering);
     if (exchange === queue) {
       throw new RetryConfigError(
         at('exchange'),
@@ -249,7 +248,14 @@ export function resolveHandlerConfig(
         'Name the exchange otherwise, or leave it out and publish to the exchange named like the queue.',
       );
     }
+    refuseWithPartitions('singleActiveConsumer', options.singleActiveConsumer);
   }
+  // A cancelled partition consumer lets another instance's standby take over mid-key: the module's defaults skip partitions.
+  const circuitBreaker =
+    options.circuitBreaker === undefined ? (partitions ? undefined : module.circuitBreaker) : readCircuitBreaker(options.circuitBreaker, at);
+  refuseWithPartitions('circuitBreaker', circuitBreaker);
+  const rateLimit = options.rateLimit === undefined ? (partitions ? undefined : module.rateLimit) : readRateLimit(options.rateLimit, at);
+  refuseWithPartitions('rateLimit', rateLimit);
   const queueType = options.queueType === undefined ? module.queueType : readQueueType(options.queueType, at('queueType'));
   return {
     queue,
