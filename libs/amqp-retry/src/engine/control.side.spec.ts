@@ -46,6 +46,34 @@ function sideWith(published: Outgoing[], warnings: string[]): ControlSide {
 
 const note = { queue: 'orders', returns: [['id:a', 1] as const] as Array<[string, number]> };
 
+describe('ControlSide listening again', () => {
+  it('keeps no channel of a connection it stopped listening on while that channel opened', async () => {
+    const opened: string[] = [];
+    const consumed: string[] = [];
+    const closed: string[] = [];
+    const connectionNamed = (name: string, openMs: number): AmqpConnection => {
+      let channels = 0;
+      const createChannel = async () => {
+        const id = `${name}#${++channels}`;
+        await new Promise((resolve) => setTimeout(resolve, openMs));
+        opened.push(id);
+        const channel = connectionFor(false).connection.createChannel as unknown as () => Promise<Channel>;
+        return Object.assign(await channel(), { consume: async () => void consumed.push(id), close: async () => void closed.push(id) });
+      };
+      return { createChannel } as unknown as AmqpConnection;
+    };
+    const side = sideWith([], []);
+    const first = side.listen(connectionNamed('c1', 30), ['orders']);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await side.stop();
+    await side.listen(connectionNamed('c2', 1), ['orders']);
+    await first;
+    expect(opened).toEqual(['c1#1', 'c2#1']);
+    expect(consumed).toEqual(['c2#1']); // the stopped connection's channel took no commands
+    expect(closed).toEqual(['c1#1']);
+  });
+});
+
 describe('ControlSide hand-over notes', () => {
   it('publishes a note once its listener declared the control exchange', async () => {
     const published: Outgoing[] = [];

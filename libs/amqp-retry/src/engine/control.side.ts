@@ -186,7 +186,8 @@ export class ControlSide {
     try {
       const channel = await connection.createChannel('control commands', true);
       channel.on('error', (error: Error) => logger.warn(`Pause and resume from other processes are unavailable: ${error.message}`));
-      if (this.stopped) return void (await channel.close().catch(() => undefined)); // stop() came while it opened
+      // stop() came while it opened, or stop() and a listen() on another connection
+      if (this.stopped || this.connection !== connection) return void (await channel.close().catch(() => undefined));
       this.channel = channel;
       await channel.assertExchange(CONTROL_EXCHANGE, 'direct', { durable: true }).then(
         () => (this.hasExchange = true),

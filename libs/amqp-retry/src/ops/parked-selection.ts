@@ -53,13 +53,13 @@ export function replayProblem(outcome: Exclude<Outcome, 'routed'>, queue: string
 export const someIds = (ids: readonly string[], shown: number, format = (id: string) => id): string =>
   ids.slice(0, shown).map(format).join(', ') + (ids.length > shown ? `, and ${ids.length - shown} more` : '');
 
+/** The most ids a ReplayStoppedError names in its message. */
+const SHOWN_IDS = 20;
+
 /**
  * A replay that stopped part-way (its channel or connection closed, the broker refused a publish): what it did before,
  * kept (`partial`) and said, the copies whose confirm did not come named first, as they may have been delivered.
  */
-/** The most ids a ReplayStoppedError names in its message. */
-const SHOWN_IDS = 20;
-
 export class ReplayStoppedError extends Error {
   constructor(
     readonly errorQueue: string,
