@@ -1,6 +1,7 @@
 import type { ConsumeMessage, Options } from 'amqplib';
 import {
   configuredDelayPrefix,
+  earlyByMs,
   forwardedProperties,
   isLadderTarget,
   ladderTargetProblem,
@@ -69,6 +70,12 @@ export class DelayForwardHandler {
     // The message's own expiration waited in a header (the ladder would have counted it): it applies from now on. So do
     // its CC and BCC, routed by this publish as they would have been by an immediate one.
     const copy = forwardedProperties(message.properties, this.ladder.prefix);
+    // Never early: a broker clock that runs fast expires the ladder's TTLs before the due time.
+    const early = earlyByMs(headers, Date.now());
+    if (early > 0) {
+      await sleep(early, { signal });
+      if (signal.aborted) return; // the delivery is gone: the broker delivers it again
+    }
     if (this.refused.isHeld(target.exchange, Date.now())) {
       const back = await this.giveBack(target, message.content, copy, signal, true);
       if (back === true) return settle.ack();

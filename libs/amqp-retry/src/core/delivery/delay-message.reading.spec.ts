@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   DELAY_LADDER,
+  earlyByMs,
   forwardedProperties,
   isDelayLadderQueue,
   ladderProperties,
@@ -35,6 +36,31 @@ describe('readDelayTarget', () => {
     ['a non-string exchange', { [DelayHeader.targetExchange]: 7, [DelayHeader.targetRoutingKey]: 'k' }],
   ])('gives undefined for %s', (_, headers) => {
     expect(readDelayTarget(headers)).toBeUndefined();
+  });
+});
+
+describe('earlyByMs', () => {
+  const due = (offsetMs: number, delayMs: unknown = 2_777) => ({
+    [DelayHeader.dueAt]: new Date(NOW + offsetMs).toISOString(),
+    [DelayHeader.ms]: delayMs,
+  });
+
+  it('waits for the due time of a message that left the ladder early, and not for one that is due', () => {
+    expect(earlyByMs(due(11), NOW)).toBe(11);
+    expect(earlyByMs(due(0), NOW)).toBe(0);
+    expect(earlyByMs(due(-500), NOW)).toBe(0);
+  });
+
+  it('waits at most 20 ms plus 2 % of the delay, and at most 1 s: a publisher clock ahead holds nothing long', () => {
+    expect(earlyByMs(due(5_000, 2_777), NOW)).toBe(Math.ceil(20 + 2_777 / 50));
+    expect(earlyByMs(due(60_000, 150), NOW)).toBe(23);
+    expect(earlyByMs(due(3_600_000, 86_400_000), NOW)).toBe(1_000);
+    expect(earlyByMs(due(5_000, 'x'), NOW)).toBe(20);
+  });
+
+  it('waits for nothing when the due time is missing or malformed', () => {
+    expect(earlyByMs({}, NOW)).toBe(0);
+    for (const bad of ['soon', 42, null, Buffer.from('2030-01-01T00:00:01.000Z')]) expect(earlyByMs({ [DelayHeader.dueAt]: bad }, NOW)).toBe(0);
   });
 });
 
