@@ -6,7 +6,7 @@ import { RetryServer, type RetryClient } from 'nestjs-amqp-retry/transport';
 import { lastValueFrom } from 'rxjs';
 import { HarnessRecorder } from '../../libs/amqp-retry/src/testing/harness.records.js';
 import { MemoryBroker } from '../../libs/amqp-retry/src/testing/memory.broker.js';
-import { MemoryConnection } from '../../libs/amqp-retry/src/testing/memory.channel.js';
+import { MemoryConnection } from '../../libs/amqp-retry/src/testing/memory.connection.js';
 import { VirtualClock } from '../../libs/amqp-retry/src/testing/virtual.clock.js';
 import type { ObserverHub } from '../../libs/amqp-retry/src/core/observe/observer.hub.js';
 import { AMQP_URL, waitFor, type TestBroker } from '../support/broker.js';

@@ -204,7 +204,6 @@ export class ConfirmPublisher {
     } else this.settle(publish, { kind: 'closed', reason: open.closedBecause, code: open.closedWithCode });
   }
 
-
   /** @internal What became of one send: the publish resolves, rejects, or is sent again. */
   settle(publish: Publish, outcome: SendOutcome): void {
     const open = publish.end();

@@ -1,4 +1,5 @@
-import type { MemoryConnection, PublishRecord } from './memory.channel.js';
+import type { PublishRecord } from './memory.channel.js';
+import type { MemoryConnection } from './memory.connection.js';
 
 /** Which publishes a refusal applies to: all, or those to an exchange or routing key, or those a predicate picks. */
 export type PublishMatcher =

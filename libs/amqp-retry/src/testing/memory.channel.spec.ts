@@ -1,5 +1,6 @@
-import { MemoryConnection, type PublishRecord } from './memory.channel.js';
+import type { PublishRecord } from './memory.channel.js';
 import { MemoryBroker } from './memory.broker.js';
+import { MemoryConnection } from './memory.connection.js';
 import { VirtualClock } from './virtual.clock.js';
 
 /** A confirm channel on a broker of its own; `refuse` says which publishes are nacked. */

@@ -8,6 +8,19 @@ import type { Enqueued, QueueConsumer } from './memory.queue.js';
 import type { MemoryBinding } from './exchange.routing.js';
 import type { HandlerCall } from './virtual.clock.js';
 
+/** What a channel asks of its connection. */
+export interface ChannelHost {
+  readonly id: number;
+  readonly broker: MemoryBroker;
+  /** The broker closed the whole connection (a connection-level error). */
+  fail(error: BrokerError): void;
+  forget(channel: MemoryChannel): void;
+  /** Told of every publish, for the harness's records; returns a refusal to inject (the confirm is then a nack). */
+  published(record: PublishRecord): boolean;
+  /** Told of a delivery the channel closed on, unacknowledged: its handler's attempt ended without an answer. */
+  interrupted(message: ConsumeMessage): void;
+}
+
 /** One publish as the harness records it. */
 export interface PublishRecord {
   /** The exchange it was published to (`''`: the default exchange). */
@@ -58,7 +71,7 @@ export class MemoryChannel extends EventEmitter {
   private replyAddress?: string;
 
   constructor(
-    private readonly host: MemoryConnection,
+    private readonly host: ChannelHost,
     readonly confirm: boolean,
   ) {
     super();
@@ -269,6 +282,11 @@ export class MemoryChannel extends EventEmitter {
     this.teardown();
   }
 
+  /** The connection closed or was lost: the channel closes with it, without an 'error'. */
+  connectionClosed(): void {
+    this.teardown();
+  }
+
   private settle(message: Message, allUpTo: boolean, action: (u: Unacked) => void): void {
     if (!this.open) throw new Error('Channel closed');
     const tag = message.fields.deliveryTag;
@@ -316,8 +334,7 @@ export class MemoryChannel extends EventEmitter {
     this.teardown();
   }
 
-  /** Closes the channel without an 'error' (closed, failed, or its connection closed or was lost). */
-  teardown(): void {
+  private teardown(): void {
     if (!this.open) return;
     this.open = false;
     for (const tag of [...this.consumers.keys()]) this.dropConsumer(tag);
@@ -338,88 +355,3 @@ export class MemoryChannel extends EventEmitter {
 
 /** A direct reply as a queue entry, for the shape of its delivery. */
 const entryOf = (message: BrokerMessage): Enqueued => ({ message, seq: 0, redelivered: false, deliveryCount: 0 });
-
-/** The amqplib internals the library adapts (channel numbers, socket writes), so that it finds them and says nothing; no-ops here. */
-function internals(version: string) {
-  const out = { cork() {}, uncork() {}, write: () => true, writableLength: 0, writableHighWaterMark: 16_384 };
-  return {
-    serverProperties: { product: 'RabbitMQ', version, platform: 'nestjs-amqp-retry/testing', capabilities: {} },
-    channelMax: 2047,
-    channels: [] as unknown[],
-    freeChannels: { set() {}, clear() {} },
-    releaseChannel() {},
-    muxer: { out, _readIncoming() {} },
-  };
-}
-
-/** An amqplib ChannelModel of the in-memory broker. */
-export class MemoryConnection extends EventEmitter {
-  readonly id: number;
-  readonly connection: ReturnType<typeof internals>;
-  private readonly channels = new Set<MemoryChannel>();
-  private closed = false;
-
-  constructor(
-    readonly broker: MemoryBroker,
-    /** Told of every publish, for the harness's records; returns a refusal to inject (the confirm is then a nack). */
-    readonly published: (record: PublishRecord) => boolean,
-    version: string,
-    /** Told of a delivery a channel closed on, unacknowledged: its handler's attempt ended without an answer. */
-    readonly interrupted: (message: ConsumeMessage) => void = () => undefined,
-  ) {
-    super();
-    this.id = broker.next('connection');
-    this.connection = internals(version);
-  }
-
-  get isOpen(): boolean {
-    return !this.closed;
-  }
-
-  async createChannel(): Promise<MemoryChannel> {
-    return this.open(false);
-  }
-
-  async createConfirmChannel(): Promise<MemoryChannel> {
-    return this.open(true);
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) throw new Error('Connection closed (Error: Unexpected close)');
-    await Promise.resolve();
-    this.end(undefined);
-  }
-
-  /** The connection is lost as a socket is (no close from the broker): every channel closes, then the connection. */
-  lose(reason = 'Unexpected close'): void {
-    this.end(new Error(reason));
-  }
-
-  /** The broker closes the whole connection (a connection-level error). */
-  fail(error: BrokerError): void {
-    const closing = Object.assign(new Error(`Connection closed: ${error.closeMessage}`), { code: error.code });
-    this.emit('error', closing);
-    this.end(closing);
-  }
-
-  forget(channel: MemoryChannel): void {
-    this.channels.delete(channel);
-  }
-
-  private async open(confirm: boolean): Promise<MemoryChannel> {
-    if (this.closed) throw new Error('Connection closed');
-    await Promise.resolve();
-    const channel = new MemoryChannel(this, confirm);
-    this.channels.add(channel);
-    return channel;
-  }
-
-  private end(error: Error | undefined): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const channel of [...this.channels]) channel.teardown();
-    this.channels.clear();
-    for (const queue of [...this.broker.queues.values()]) if (queue.owner === this.id) this.broker.deleteQueue(queue.name);
-    this.emit('close', error);
-  }
-}

@@ -3,7 +3,7 @@ import { rebindFirstFailuresIfOwner, takeOverFirstFailures } from '../engine/tie
 import type { AmqpConnection } from '../amqp/amqp.connection.js';
 import type { ConfirmPublisher } from '../amqp/confirm.publisher.js';
 import { MemoryBroker } from './memory.broker.js';
-import { MemoryConnection } from './memory.channel.js';
+import { MemoryConnection } from './memory.connection.js';
 import { VirtualClock } from './virtual.clock.js';
 import { resolveHandlerConfig } from '../core/config/handler.config.js';
 import { resolveModuleConfig } from '../core/config/module.config.js';

@@ -122,7 +122,7 @@ describe('the virtual clock and named imports of node:timers/promises in an ES m
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'virtual-clock-esm-'));
     const here = dirname(fileURLToPath(import.meta.url));
-    for (const name of ['virtual.clock']) {
+    for (const name of ['virtual.clock', 'promise.timers']) {
       const source = await readFile(join(here, `${name}.ts`), 'utf8');
       const options = { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, esModuleInterop: true };
       await writeFile(join(dir, `${name}.js`), ts.transpileModule(source, { compilerOptions: options }).outputText);

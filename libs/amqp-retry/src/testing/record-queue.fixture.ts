@@ -1,6 +1,7 @@
 import type { ConfirmChannel } from 'amqplib';
 import { MemoryBroker } from './memory.broker.js';
-import { MemoryConnection, type PublishRecord } from './memory.channel.js';
+import { MemoryConnection } from './memory.connection.js';
+import type { PublishRecord } from './memory.channel.js';
 import { VirtualClock } from './virtual.clock.js';
 
 /**

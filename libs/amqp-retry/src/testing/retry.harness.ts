@@ -13,7 +13,8 @@ import { HarnessRecorder, readBody, type HarnessAttempt, type HarnessHandled } f
 import { deathRulesOf, deliveredHeaders } from './dead-letter.rules.js';
 import { keepsDeliveryCounts } from '../core/delivery/delivery.count.js';
 import { MemoryBroker } from './memory.broker.js';
-import { MemoryConnection, type PublishRecord } from './memory.channel.js';
+import type { PublishRecord } from './memory.channel.js';
+import { MemoryConnection } from './memory.connection.js';
 import { publishedMessage, publishedProperties } from './message.shape.js';
 import { DEFAULT_REAL_PATIENCE_MS, HarnessDriver } from './harness.driver.js';
 import { VirtualClock } from './virtual.clock.js';
@@ -200,8 +201,10 @@ export class RetryHarness {
     clock.install();
     replaceBrokerConnect(harness.connectHook);
     try {
-      const booting = clock.within(() => harness.boot(module, options));
-      harness.app = await harness.driver.run(booting, 'the application to start');
+      harness.app = await harness.driver.run(
+        clock.within(() => harness.boot(module, options)),
+        'the application to start',
+      );
     } catch (error) {
       await harness.close().catch(() => undefined);
       throw error;
@@ -327,7 +330,11 @@ export class RetryHarness {
     this.closed = true;
     try {
       const app = this.app;
-      if (app) await this.driver.run(this.clock.within(app.close.bind(app)), 'the application to close');
+      if (app)
+        await this.driver.run(
+          this.clock.within(() => app.close()),
+          'the application to close',
+        );
     } finally {
       for (const connection of this.connections) if (connection.isOpen) connection.lose('harness closed');
       this.clock.autoRun = false;
