@@ -71,8 +71,8 @@ export class DelayForwardHandler {
     // its CC and BCC, routed by this publish as they would have been by an immediate one.
     const copy = forwardedProperties(message.properties, this.ladder.prefix);
     // Never early: a broker clock that runs fast expires the ladder's TTLs before the due time.
-    const early = earlyByMs(headers, Date.now());
-    if (early > 0) {
+    // A timer may fire a millisecond before the wall clock reads its end: the due time is read again after each wait.
+    for (let early = earlyByMs(headers, Date.now()); early > 0; early = earlyByMs(headers, Date.now())) {
       await sleep(early, { signal });
       if (signal.aborted) return; // the delivery is gone: the broker delivers it again
     }
