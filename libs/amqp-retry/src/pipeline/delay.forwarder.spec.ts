@@ -38,6 +38,15 @@ describe('the delay forwarder and the due time', () => {
     expect(acked).toHaveLength(1);
   });
 
+  it('holds a message whose due time is far ahead (a publisher clock ahead, a forged header) at most 100 ms in all', async () => {
+    const { handler, settle, published } = forwarder();
+    const start = Date.now();
+    await handler.handle(due(new Date(start + 365 * 86_400_000).toISOString(), 86_400_000), settle, new AbortController().signal);
+    expect(published).toHaveLength(1);
+    expect(published[0] - start).toBeGreaterThanOrEqual(99);
+    expect(published[0] - start).toBeLessThan(400);
+  });
+
   it('delivers a due message at once', async () => {
     const { handler, settle, published } = forwarder();
     const start = Date.now();

@@ -71,9 +71,10 @@ export class DelayForwardHandler {
     // its CC and BCC, routed by this publish as they would have been by an immediate one.
     const copy = forwardedProperties(message.properties, this.ladder.prefix);
     // Never early: a broker clock that runs fast expires the ladder's TTLs before the due time.
-    // A timer may fire a millisecond before the wall clock reads its end: the due time is read again after each wait.
-    for (let early = earlyByMs(headers, Date.now()); early > 0; early = earlyByMs(headers, Date.now())) {
-      await sleep(early, { signal });
+    // A timer may fire a millisecond before the wall clock reads its end: the clock is read again after each wait.
+    const holdUntil = Date.now() + earlyByMs(headers, Date.now());
+    for (let left = holdUntil - Date.now(); left > 0; left = holdUntil - Date.now()) {
+      await sleep(left, { signal });
       if (signal.aborted) return; // the delivery is gone: the broker delivers it again
     }
     if (this.refused.isHeld(target.exchange, Date.now())) {
