@@ -72,7 +72,8 @@ export class DelayForwardHandler {
     const copy = forwardedProperties(message.properties, this.ladder.prefix);
     // Never early: a broker clock that runs fast expires the ladder's TTLs before the due time.
     // A timer may fire a millisecond before the wall clock reads its end: the clock is read again after each wait.
-    const holdUntil = Date.now() + earlyByMs(headers, Date.now());
+    const arrived = Date.now();
+    const holdUntil = arrived + earlyByMs(headers, arrived);
     for (let left = holdUntil - Date.now(); left > 0; left = holdUntil - Date.now()) {
       await sleep(left, { signal });
       if (signal.aborted) return; // the delivery is gone: the broker delivers it again
