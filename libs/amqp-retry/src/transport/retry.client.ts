@@ -8,7 +8,7 @@ import { DirectReplyChannel } from '../amqp/direct-reply.channel.js';
 import { readPublishDelay } from '../core/delivery/delay.plan.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import { readReply } from './rpc.packet.js';
-import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
+import { readOptionsObject, resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
 import { RetryEngine } from '../engine/retry.engine.js';
 import { resolveObservers } from '../observability/observers.resolve.js';
 import { RetryConfigError } from '../errors/retry-config.error.js';
@@ -42,6 +42,7 @@ export class RetryClient extends ClientProxy {
 
   constructor(private readonly options: RetryClientOptions = {}) {
     super();
+    readOptionsObject(options, 'RetryClient options', "Pass an options object, e.g. new RetryClient({ url: 'amqp://localhost', queue: 'orders' }).");
     this.config = resolveModuleConfig(options, process.env);
     if ((options.exchange === undefined) === (options.queue === undefined)) {
       throw new RetryConfigError(

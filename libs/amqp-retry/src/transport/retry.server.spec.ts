@@ -1,5 +1,6 @@
 import { RetryConfigError } from '../errors/retry-config.error.js';
 import { RetryServer } from './retry.server.js';
+import { RetryClient } from './retry.client.js';
 
 describe('RetryServer with partitions, at listen', () => {
   it("refuses, before any connection, a count whose channels with the patterns' own schedules pass the budget", async () => {
@@ -66,5 +67,30 @@ describe("RetryServer's processing end hook, when it throws", () => {
       return 'handled';
     });
     expect([result, calls]).toEqual(['handled', 1]);
+  });
+});
+
+describe('the transport classes given no options object', () => {
+  const makers = {
+    RetryServer: (options: unknown) => new RetryServer(options as never),
+    RetryClient: (options: unknown) => new RetryClient(options as never),
+  };
+  it.each([
+    ['RetryServer', null, 'null'],
+    ['RetryServer', undefined, 'undefined'],
+    ['RetryServer', 'amqp://localhost', '"amqp://localhost"'],
+    ['RetryServer', [], '[]'],
+    ['RetryClient', null, 'null'],
+    ['RetryClient', 42, '42'],
+  ] as const)('%s(%p) fails naming its options and the fix', (name, options, shown) => {
+    let failure: unknown;
+    try {
+      makers[name](options);
+    } catch (error) {
+      failure = error;
+    }
+    expect(failure).toBeInstanceOf(RetryConfigError);
+    expect((failure as RetryConfigError).key).toBe(`${name} options`);
+    expect((failure as Error).message).toContain(`${name} options are ${shown}, not an options object. Pass an options object, e.g. new ${name}({`);
   });
 });

@@ -8,7 +8,7 @@ import { maskingLogger } from '../core/text/credentials.mask.js';
 import type { RetryLogger } from '../core/observe/retry.logger.js';
 import { errorMessage } from '../core/text/error-message.format.js';
 import type { HandlerConfig } from '../core/config/handler.config.js';
-import { resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
+import { readOptionsObject, resolveModuleConfig, type ModuleConfig } from '../core/config/module.config.js';
 import type { RetryContext } from '../core/delivery/retry.context.js';
 import { firstRoute } from '../core/delivery/first-failure.headers.js';
 import type { PatternPolicyLine } from '../core/text/consuming-line.format.js';
@@ -103,6 +103,7 @@ export class RetryServer extends Server implements CustomTransportStrategy {
   constructor(private readonly options: RetryServerOptions) {
     super();
     // Invalid configuration fails here, where the application is created, naming the option.
+    readOptionsObject(options, 'RetryServer options', "Pass an options object, e.g. new RetryServer({ url: 'amqp://localhost', queue: 'orders' }).");
     this.moduleConfig = resolveModuleConfig(options, process.env);
     queueConfig(options, this.moduleConfig, []);
     const timeoutKey = 'RetryServer option "requestTimeout"';

@@ -184,12 +184,20 @@ function readControlUsers(value: unknown): string[] | undefined {
  * @example readModuleOptions({ url: 'amqp://rabbit' }) // the same object
  */
 export function readModuleOptions(options: unknown): RetryModuleOptions {
-  if (typeof options === 'object' && options !== null && !Array.isArray(options)) return options as RetryModuleOptions;
-  throw new RetryConfigError(
+  return readOptionsObject<RetryModuleOptions>(
+    options,
     "RetryModule options (what forRootAsync's factory returned)",
-    `are ${showValue(options)}, not an options object`,
     "Return the options object from useFactory (or from the create method of useClass), e.g. useFactory: (config: ConfigService) => ({ url: config.get('AMQP_URL') }); {} takes every default.",
   );
+}
+
+/**
+ * Options refused unless an options object (named `key` in the error, with `fix`): from JavaScript, or through a cast,
+ * undefined, null, a string or an array would fail later with a bare TypeError or name the wrong option.
+ */
+export function readOptionsObject<T extends object>(options: unknown, key: string, fix: string): T {
+  if (typeof options === 'object' && options !== null && !Array.isArray(options)) return options as T;
+  throw new RetryConfigError(key, `are ${showValue(options)}, not an options object`, fix);
 }
 
 /** Resolves the module configuration: each option from `options`, else `env`, else the default; never mutates `options`. */
