@@ -30,6 +30,16 @@ export default tseslint.config(
     },
   },
   {
+    // A library file a reader takes in at one sitting, blank and comment lines counted; the engine stays a thin facade.
+    files: ['libs/amqp-retry/src/**/*.ts'],
+    ignores: ['**/*.spec.ts', '**/*.fixture.ts', 'libs/amqp-retry/src/ops/dashboard/client/**'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }] },
+  },
+  {
+    files: ['libs/amqp-retry/src/engine/retry.engine.ts'],
+    rules: { 'max-lines': ['error', { max: 249, skipBlankLines: false, skipComments: false }] },
+  },
+  {
     files: ['**/*.{js,mjs,cjs}'],
     rules: { '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true, caughtErrors: 'none' }] },
   },
@@ -42,6 +52,17 @@ export default tseslint.config(
   },
   {
     files: ['**/*.{js,mjs,cjs}'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', module: 'writable', require: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', Buffer: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        module: 'writable',
+        require: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        Buffer: 'readonly',
+      },
+    },
   },
 );
